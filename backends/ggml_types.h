@@ -1,0 +1,39 @@
+/* ggml_types — the tensor storage types of ggml/GGUF: ids, names, block
+ * geometry. Ids are ggml's (enum ggml_type), which GGUF files store; removed
+ * ids (4, 5, 31-33, 36-38) are not valid.
+ */
+#ifndef QG_GGML_TYPES_H
+#define QG_GGML_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum ggml_type_id {
+    GGML_F32 = 0, GGML_F16 = 1, GGML_Q4_0 = 2, GGML_Q4_1 = 3,
+    GGML_Q5_0 = 6, GGML_Q5_1 = 7, GGML_Q8_0 = 8, GGML_Q8_1 = 9,
+    GGML_Q2_K = 10, GGML_Q3_K = 11, GGML_Q4_K = 12, GGML_Q5_K = 13, GGML_Q6_K = 14,
+    GGML_Q8_K = 15, GGML_IQ2_XXS = 16, GGML_IQ2_XS = 17, GGML_IQ3_XXS = 18,
+    GGML_IQ1_S = 19, GGML_IQ4_NL = 20, GGML_IQ3_S = 21, GGML_IQ2_S = 22,
+    GGML_IQ4_XS = 23, GGML_I8 = 24, GGML_I16 = 25, GGML_I32 = 26, GGML_I64 = 27,
+    GGML_F64 = 28, GGML_IQ1_M = 29, GGML_BF16 = 30, GGML_TQ1_0 = 34, GGML_TQ2_0 = 35,
+    GGML_MXFP4 = 39,
+    GGML_TYPE_LIMIT = 40 /* one past the largest id known */
+};
+
+struct ggml_type_info {
+    const char *name;   /* "Q4_K"; NULL for ids that are not valid */
+    uint32_t block;     /* elements per block */
+    uint32_t type_size; /* bytes per block */
+};
+
+/* Info for a type id, or NULL when the id is unknown or removed. The pointer
+ * is to static storage. */
+const struct ggml_type_info *ggml_type_get(uint32_t type);
+
+/* Name of a type id, or "unknown" when it is not valid. */
+const char *ggml_type_name(uint32_t type);
+
+/* Type id for a name such as "q8_0" (case-insensitive); -1 when unknown. */
+int ggml_type_from_name(const char *name);
+
+#endif

@@ -1,0 +1,86 @@
+/* quant — fp16 conversion (ggml/FP16 library) and reference quantisers. */
+#include "backends/quant.h"
+#include "backends/ggml_types.h"
+#include "harness/status.h"
+
+#include <math.h>
+#include <string.h>
+
+static uint32_t f2u(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static float u2f(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+uint16_t quant_f32_to_f16(float f)
+{
+    const float scale_to_inf = 0x1.0p+112f;
+    const float scale_to_zero = 0x1.0p-110f;
+    float base = (fabsf(f) * scale_to_inf) * scale_to_zero;
+    const uint32_t w = f2u(f);
+    const uint32_t shl1_w = w + w;
+    const uint32_t sign = w & 0x80000000u;
+    uint32_t bias = shl1_w & 0xFF000000u;
+    if (bias < 0x71000000u) bias = 0x71000000u;
+    base = u2f((bias >> 1) + 0x07800000u) + base;
+    const uint32_t bits = f2u(base);
+    const uint32_t exp_bits = (bits >> 13) & 0x00007C00u;
+    const uint32_t mantissa_bits = bits & 0x00000FFFu;
+    const uint32_t nonsign = exp_bits + mantissa_bits;
+    return (uint16_t)((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
+}
+
+float quant_f16_to_f32(uint16_t h)
+{
+    const uint32_t w = (uint32_t)h << 16;
+    const uint32_t sign = w & 0x80000000u;
+    const uint32_t two_w = w + w;
+    const uint32_t exp_offset = 0xE0u << 23;
+    const float exp_scale = 0x1.0p-112f;
+    const float normalized = u2f((two_w >> 4) + exp_offset) * exp_scale;
+    const uint32_t magic_mask = 126u << 23;
+    const float denormalized = u2f((two_w >> 17) | magic_mask) - 0.5f;
+    const uint32_t cutoff = 1u << 27;
+    return u2f(sign | (two_w < cutoff ? f2u(denormalized) : f2u(normalized)));
+}
+
+void quant_row_q8_0(const float *x, void *out, int64_t n)
+{
+    uint8_t *y = out;
+    for (int64_t b = 0; b < n / 32; b++, x += 32, y += 34) {
+        float amax = 0.0f;
+        for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
+        const float d = amax / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        uint16_t dh = quant_f32_to_f16(d);
+        memcpy(y, &dh, 2); /* little-endian hosts only, as ggml */
+        for (int j = 0; j < 32; j++) y[2 + j] = (uint8_t)(int8_t)roundf(x[j] * id);
+    }
+}
+
+int quant_row(uint32_t type, const float *x, void *out, int64_t n)
+{
+    switch (type) {
+    case GGML_F32:
+        memcpy(out, x, (size_t)n * 4);
+        return QG_OK;
+    case GGML_F16: {
+        uint16_t *h = out;
+        for (int64_t i = 0; i < n; i++) h[i] = quant_f32_to_f16(x[i]);
+        return QG_OK;
+    }
+    case GGML_Q8_0:
+        if (n % 32) return QG_ERR_UNSUPPORTED;
+        quant_row_q8_0(x, out, n);
+        return QG_OK;
+    }
+    return QG_ERR_UNSUPPORTED;
+}

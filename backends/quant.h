@@ -1,0 +1,26 @@
+/* quant — scalar conversions and reference quantisers for ggml block formats.
+ *
+ * The fp16 conversions are ggml's (round to nearest even, NaN kept); the
+ * quantisers are ggml's *_ref functions, used to generate test fixtures and
+ * synthetic models. Dequantisation of every format lives beside them once
+ * the CPU backend needs it.
+ */
+#ifndef QG_QUANT_H
+#define QG_QUANT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+uint16_t quant_f32_to_f16(float f);
+float quant_f16_to_f32(uint16_t h);
+
+/* Quantises n floats (n a multiple of 32) into n/32 Q8_0 blocks of 34 bytes
+ * (fp16 scale d = max|x|/127, 32 int8 = round(x/d)) at out. */
+void quant_row_q8_0(const float *x, void *out, int64_t n);
+
+/* Quantises a row into the given type (F32, F16 or Q8_0) at out, which must
+ * hold the type's stored size for n elements. QG_OK, or QG_ERR_UNSUPPORTED
+ * for other types. */
+int quant_row(uint32_t type, const float *x, void *out, int64_t n);
+
+#endif

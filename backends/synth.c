@@ -1,0 +1,231 @@
+/* synth — seeded random Llama/Qwen2 GGUF models. */
+#include "backends/synth.h"
+#include "backends/ggml_types.h"
+#include "backends/gguf.h"
+#include "backends/gguf_write.h"
+#include "backends/quant.h"
+#include "harness/status.h"
+#include "harness/util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct synth_params synth_default_params(void)
+{
+    struct synth_params p = {
+        .arch = "llama", .name = "qgate-synth", .n_vocab = 320, .dim = 64, .n_layers = 2,
+        .n_heads = 4, .n_kv_heads = 2, .ffn = 96, .ctx = 128, .rope_dims = 0,
+        .rms_eps = 1e-5f, .rope_theta = 10000.0f, .wtype = GGML_F32, .tied_output = 0, .seed = 1,
+    };
+    return p;
+}
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* uniform in [-1, 1) */
+static float urand(uint64_t *s)
+{
+    return (float)((double)(splitmix64(s) >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+}
+
+static const char *const words[] = {
+    "the", "a", "and", "was", "to", "she", "he", "it", "Lily", "time", "upon", "Once", "day",
+    "big", "little", "girl", "boy", "play", "saw", "said", "happy", "with", "in", "on", "of",
+    "her", "his", "they", "you", "ball", "park", "mom", "dog", "cat", "tree", "red", "sun",
+};
+
+/* Fills the vocabulary: specials, byte tokens, "▁"+word and plain letter pieces. */
+static int build_vocab(int n, char ***toks_out, float **scores_out, int32_t **types_out)
+{
+    char **toks = calloc((size_t)n, sizeof *toks);
+    float *scores = calloc((size_t)n, sizeof *scores);
+    int32_t *types = calloc((size_t)n, sizeof *types);
+    if (!toks || !scores || !types) goto fail;
+    const char *specials[3] = {"<unk>", "<s>", "</s>"};
+    for (int i = 0; i < n; i++) {
+        char piece[64];
+        int type = 1; /* normal */
+        if (i < 3) {
+            snprintf(piece, sizeof piece, "%s", specials[i]);
+            type = i == 0 ? 2 : 3; /* unknown, control */
+        } else if (i < 259) {
+            snprintf(piece, sizeof piece, "<0x%02X>", i - 3);
+            type = 6; /* byte */
+        } else {
+            int k = i - 259;
+            int nw = (int)(sizeof words / sizeof *words);
+            if (k == 0)
+                snprintf(piece, sizeof piece, "\xe2\x96\x81");
+            else if (k <= 26)
+                snprintf(piece, sizeof piece, "%c", 'a' + k - 1);
+            else if (k <= 26 + nw)
+                snprintf(piece, sizeof piece, "\xe2\x96\x81%s", words[k - 27]);
+            else
+                snprintf(piece, sizeof piece, "\xe2\x96\x81w%d", k - 27 - nw);
+        }
+        if (!(toks[i] = qg_strdup(piece))) goto fail;
+        scores[i] = i < 259 ? 0.0f : -(float)(i - 259);
+        types[i] = type;
+    }
+    *toks_out = toks;
+    *scores_out = scores;
+    *types_out = types;
+    return QG_OK;
+fail:
+    for (int i = 0; toks && i < n; i++) free(toks[i]);
+    free(toks);
+    free(scores);
+    free(types);
+    return QG_ERR_NOMEM;
+}
+
+/* Adds a tensor of ne0 x ne1 random values scaled by `scale` (+ `offset`),
+ * stored as `type`. */
+static int add_random(struct gguf_writer *w, uint64_t *rng, const char *name, uint32_t type,
+                      int64_t ne0, int64_t ne1, float scale, float offset)
+{
+    const struct ggml_type_info *ti = ggml_type_get(type);
+    int64_t n = ne0 * ne1;
+    float *x = malloc((size_t)n * sizeof *x);
+    uint8_t *q = malloc((size_t)(n / ti->block * ti->type_size) + 1);
+    int rc = QG_ERR_NOMEM;
+    if (x && q) {
+        for (int64_t i = 0; i < n; i++) x[i] = offset + scale * urand(rng);
+        size_t row_bytes = (size_t)(ne0 / ti->block * ti->type_size);
+        rc = QG_OK;
+        for (int64_t r = 0; r < ne1 && !rc; r++) rc = quant_row(type, x + r * ne0, q + r * row_bytes, ne0);
+        int64_t ne[2] = {ne0, ne1};
+        if (!rc) rc = gguf_writer_add_tensor(w, name, type, ne1 > 1 ? 2 : 1, ne, q);
+    }
+    free(x);
+    free(q);
+    return rc;
+}
+
+static int check_params(const struct synth_params *p, char *err, size_t errlen)
+{
+    const struct ggml_type_info *ti = ggml_type_get(p->wtype);
+    if (!ti || (p->wtype != GGML_F32 && p->wtype != GGML_F16 && p->wtype != GGML_Q8_0))
+        return qg_errf(err, errlen, QG_ERR_USAGE, "synth: weight type must be F32, F16 or Q8_0");
+    if (strcmp(p->arch, "llama") != 0 && strcmp(p->arch, "qwen2") != 0)
+        return qg_errf(err, errlen, QG_ERR_USAGE, "synth: unknown architecture '%s'", p->arch);
+    if (p->n_vocab < 259 || p->dim <= 0 || p->n_layers <= 0 || p->n_heads <= 0 ||
+        p->n_kv_heads <= 0 || p->ffn <= 0 || p->ctx <= 0)
+        return qg_errf(err, errlen, QG_ERR_USAGE, "synth: sizes must be positive (vocab >= 259)");
+    if (p->dim % p->n_heads || p->n_heads % p->n_kv_heads)
+        return qg_errf(err, errlen, QG_ERR_USAGE,
+                       "synth: dim must divide by heads and heads by kv heads");
+    if (p->dim % (int)ti->block || p->ffn % (int)ti->block)
+        return qg_errf(err, errlen, QG_ERR_USAGE, "synth: dim and ffn must be multiples of %u for %s",
+                       ti->block, ti->name);
+    return QG_OK;
+}
+
+static int write_metadata(struct gguf_writer *w, const struct synth_params *p)
+{
+    char key[128];
+    int hd = p->dim / p->n_heads;
+    uint32_t ftype = p->wtype == GGML_F32 ? 0 : p->wtype == GGML_F16 ? 1 : 7;
+    int rc = gguf_writer_set_str(w, "general.architecture", p->arch);
+    if (!rc) rc = gguf_writer_set_str(w, "general.name", p->name);
+    if (!rc) rc = gguf_writer_set_u32(w, "general.file_type", ftype);
+#define SET_U32(suffix, v)                                                                         \
+    if (!rc) {                                                                                     \
+        snprintf(key, sizeof key, "%s." suffix, p->arch);                                          \
+        rc = gguf_writer_set_u32(w, key, (uint32_t)(v));                                           \
+    }
+    SET_U32("context_length", p->ctx);
+    SET_U32("embedding_length", p->dim);
+    SET_U32("block_count", p->n_layers);
+    SET_U32("feed_forward_length", p->ffn);
+    SET_U32("attention.head_count", p->n_heads);
+    SET_U32("attention.head_count_kv", p->n_kv_heads);
+    SET_U32("rope.dimension_count", p->rope_dims ? p->rope_dims : hd);
+#undef SET_U32
+    if (!rc) {
+        snprintf(key, sizeof key, "%s.rope.freq_base", p->arch);
+        rc = gguf_writer_set_f32(w, key, p->rope_theta);
+    }
+    if (!rc) {
+        snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", p->arch);
+        rc = gguf_writer_set_f32(w, key, p->rms_eps);
+    }
+    char **toks = NULL;
+    float *scores = NULL;
+    int32_t *types = NULL;
+    if (!rc) rc = build_vocab(p->n_vocab, &toks, &scores, &types);
+    if (!rc) rc = gguf_writer_set_str(w, "tokenizer.ggml.model", "llama");
+    if (!rc) rc = gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)toks, (uint64_t)p->n_vocab);
+    if (!rc) rc = gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_F32, scores, (uint64_t)p->n_vocab);
+    if (!rc) rc = gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_I32, types, (uint64_t)p->n_vocab);
+    if (!rc) rc = gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1);
+    if (!rc) rc = gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2);
+    if (!rc) rc = gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", 0);
+    if (!rc) rc = gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", 1);
+    if (!rc) rc = gguf_writer_set_bool(w, "tokenizer.ggml.add_eos_token", 0);
+    for (int i = 0; toks && i < p->n_vocab; i++) free(toks[i]);
+    free(toks);
+    free(scores);
+    free(types);
+    return rc;
+}
+
+static int write_tensors(struct gguf_writer *w, const struct synth_params *p)
+{
+    uint64_t rng = p->seed;
+    int hd = p->dim / p->n_heads, kv = p->n_kv_heads * hd;
+    float s_in = 1.0f / sqrtf((float)p->dim), s_ffn = 1.0f / sqrtf((float)p->ffn);
+    uint32_t t = p->wtype;
+    int rc = add_random(w, &rng, "token_embd.weight", t, p->dim, p->n_vocab, 1.0f, 0.0f);
+    for (int l = 0; l < p->n_layers && !rc; l++) {
+        char n[GGUF_MAX_NAME + 1];
+#define ADD(suffix, type, ne0, ne1, sc, off)                                                       \
+    if (!rc) {                                                                                     \
+        snprintf(n, sizeof n, "blk.%d." suffix, l);                                                \
+        rc = add_random(w, &rng, n, type, ne0, ne1, sc, off);                                      \
+    }
+        ADD("attn_norm.weight", GGML_F32, p->dim, 1, 0.1f, 1.0f);
+        ADD("attn_q.weight", t, p->dim, p->dim, s_in, 0.0f);
+        ADD("attn_k.weight", t, p->dim, kv, s_in, 0.0f);
+        ADD("attn_v.weight", t, p->dim, kv, s_in, 0.0f);
+        if (strcmp(p->arch, "qwen2") == 0) {
+            ADD("attn_q.bias", GGML_F32, p->dim, 1, 0.1f, 0.0f);
+            ADD("attn_k.bias", GGML_F32, kv, 1, 0.1f, 0.0f);
+            ADD("attn_v.bias", GGML_F32, kv, 1, 0.1f, 0.0f);
+        }
+        ADD("attn_output.weight", t, p->dim, p->dim, s_in, 0.0f);
+        ADD("ffn_norm.weight", GGML_F32, p->dim, 1, 0.1f, 1.0f);
+        ADD("ffn_gate.weight", t, p->dim, p->ffn, s_in, 0.0f);
+        ADD("ffn_up.weight", t, p->dim, p->ffn, s_in, 0.0f);
+        ADD("ffn_down.weight", t, p->ffn, p->dim, s_ffn, 0.0f);
+#undef ADD
+    }
+    if (!rc) rc = add_random(w, &rng, "output_norm.weight", GGML_F32, p->dim, 1, 0.1f, 1.0f);
+    if (!rc && !p->tied_output)
+        rc = add_random(w, &rng, "output.weight", t, p->dim, p->n_vocab, s_in, 0.0f);
+    return rc;
+}
+
+int synth_write(const struct synth_params *p, const char *path, char *err, size_t errlen)
+{
+    int rc = check_params(p, err, errlen);
+    if (rc) return rc;
+    struct gguf_writer *w = gguf_writer_new();
+    if (!w) return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
+    rc = write_metadata(w, p);
+    if (!rc) rc = write_tensors(w, p);
+    if (rc)
+        qg_errf(err, errlen, rc, "synth: building %s failed: %s", path, qg_strerror(rc));
+    else
+        rc = gguf_writer_write(w, path, err, errlen);
+    gguf_writer_free(w);
+    return rc;
+}

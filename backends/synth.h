@@ -1,0 +1,31 @@
+/* synth — generates small Llama-family GGUF models with seeded random
+ * weights and a SentencePiece-style ("llama") vocabulary, for tests, the
+ * demo and benchmarks. The same params and seed give byte-identical files.
+ */
+#ifndef QG_SYNTH_H
+#define QG_SYNTH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct synth_params {
+    const char *arch; /* "llama" or "qwen2" (adds q/k/v biases) */
+    const char *name; /* general.name */
+    int n_vocab;      /* >= 259: <unk>,<s>,</s>, 256 byte tokens, then word pieces */
+    int dim, n_layers, n_heads, n_kv_heads, ffn, ctx;
+    int rope_dims;    /* 0 = head size */
+    float rms_eps, rope_theta;
+    uint32_t wtype;   /* stored type of 2-D weights: GGML_F32, GGML_F16 or GGML_Q8_0 */
+    int tied_output;  /* 1 = no output.weight (the embedding is reused) */
+    uint64_t seed;
+};
+
+/* dim 64, 2 layers, 4 heads, 2 kv heads, ffn 96, ctx 128, vocab 320, F32,
+ * arch llama, seed 1. */
+struct synth_params synth_default_params(void);
+
+/* Writes the model to path (atomically). QG_OK, QG_ERR_USAGE for params that
+ * cannot form a model (with err saying which), or the writer's error. */
+int synth_write(const struct synth_params *p, const char *path, char *err, size_t errlen);
+
+#endif

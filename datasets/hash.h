@@ -1,0 +1,16 @@
+/* hash — sha256 of files and buffers (OpenSSL libcrypto), as lowercase hex. */
+#ifndef QG_HASH_H
+#define QG_HASH_H
+
+#include <stddef.h>
+
+#define HASH_HEX_LEN 64
+
+/* sha256 of n bytes into hex (65 bytes with the NUL). QG_OK or QG_ERR_INTERNAL. */
+int hash_sha256_mem(const void *data, size_t n, char hex[HASH_HEX_LEN + 1]);
+
+/* sha256 of a whole file, read in chunks. QG_OK, QG_ERR_NOINPUT (cannot
+ * open; err says why) or QG_ERR_IO. */
+int hash_sha256_file(const char *path, char hex[HASH_HEX_LEN + 1], char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,65 @@
+/* cmd_runs — `qgate runs`: list the runs in the results database. */
+#include "harness/commands.h"
+#include "harness/status.h"
+#include "harness/util.h"
+
+#include <string.h>
+
+static const struct cli_opt opts[] = {
+    CLI_OPT_DB,
+    CLI_OPT_JSON,
+    {"limit", 'n', CLI_INT, "N", "show at most N runs, newest first (default 50; 0 = all)", 0},
+    CLI_OPT_END,
+};
+
+static const char *jstr(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static long long jint(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? (long long)v->valuedouble : 0;
+}
+
+static int cmd_runs(const struct cli_args *a)
+{
+    int64_t limit = cli_int(a, "limit", 50);
+    if (limit < 0) return qg_error("--limit must be >= 0"), QG_EX_USAGE;
+    struct store *s;
+    int code = cmd_open_store(a, 1, &s);
+    if (code) return code;
+    cJSON *runs;
+    int rc = store_runs_json(s, limit, &runs);
+    if (rc) {
+        code = cmd_fail(rc, store_errmsg(s));
+    } else if (cli_flag(a, "json")) {
+        code = cmd_print_json(runs);
+    } else {
+        if (cJSON_GetArraySize(runs) == 0) printf("no runs in %s\n", cli_str(a, "db") ? cli_str(a, "db") : STORE_DEFAULT_PATH);
+        else printf("%5s  %-20s  %-11s  %-24s %5s %9s  %s\n", "id", "created", "status", "models", "tasks", "trials", "command");
+        const cJSON *r;
+        cJSON_ArrayForEach(r, runs)
+        {
+            char trials[32];
+            snprintf(trials, sizeof trials, "%lld/%lld", jint(r, "trials_done"), jint(r, "trials"));
+            printf("%5lld  %-20s  %-11s  %-24.24s %5lld %9s  %.60s\n", jint(r, "id"),
+                   jstr(r, "created_at"), jstr(r, "status"), jstr(r, "models"), jint(r, "tasks"),
+                   trials, jstr(r, "command"));
+        }
+        cJSON_Delete(runs);
+    }
+    store_close(s);
+    return code;
+}
+
+const struct cli_cmd cmd_runs_def = {
+    .name = "runs",
+    .fn = cmd_runs,
+    .summary = "list the runs stored in the results database",
+    .opts = opts,
+    .min_pos = 0,
+    .max_pos = 0,
+};

@@ -1,0 +1,59 @@
+/* commands — the subcommand table (git style) and shared command helpers.
+ *
+ * How to add a subcommand: see harness/cli.h. */
+#include "harness/commands.h"
+#include "harness/status.h"
+#include "harness/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const struct cli_cmd *const qg_commands[] = {
+    &cmd_inspect_def, &cmd_runs_def, &cmd_show_def, &cmd_demo_def, NULL,
+};
+
+const struct cli_cmd *qg_find_command(const char *name)
+{
+    for (int i = 0; qg_commands[i]; i++)
+        if (strcmp(qg_commands[i]->name, name) == 0) return qg_commands[i];
+    return NULL;
+}
+
+void qg_print_usage(FILE *f)
+{
+    fprintf(f, "usage: qgate COMMAND [OPTIONS]\n\n"
+               "qgate tells, with evidence, whether a quantized model is as good as the original.\n\n"
+               "commands:\n");
+    for (int i = 0; qg_commands[i]; i++)
+        fprintf(f, "  %-10s %s\n", qg_commands[i]->name, qg_commands[i]->summary);
+    fprintf(f, "  %-10s %s\n", "help", "show help for a command ('qgate help inspect')");
+    fprintf(f, "\n'qgate COMMAND --help' lists a command's options; 'qgate --version' the version.\n"
+               "Exit codes: 0 success, 64 usage, 65 bad input data, 66 missing input,\n"
+               "69 unavailable, 70 internal error, 73 cannot create output, 74 I/O error.\n");
+}
+
+int cmd_fail(int status, const char *msg)
+{
+    if (status != QG_OK) qg_error("%s", msg && *msg ? msg : qg_strerror(status));
+    return qg_exit_code(status);
+}
+
+int cmd_open_store(const struct cli_args *a, int readonly, struct store **out)
+{
+    const char *path = cli_str(a, "db");
+    struct store_params p = store_default_params();
+    p.readonly = readonly;
+    char err[QG_ERRMSG_MAX];
+    int rc = store_open(path ? path : STORE_DEFAULT_PATH, &p, out, err, sizeof err);
+    return rc ? cmd_fail(rc, err) : 0;
+}
+
+int cmd_print_json(cJSON *v)
+{
+    char *s = v ? cJSON_Print(v) : NULL;
+    cJSON_Delete(v);
+    if (!s) return cmd_fail(QG_ERR_NOMEM, "out of memory printing JSON");
+    puts(s);
+    free(s);
+    return fflush(stdout) == 0 ? 0 : QG_EX_IOERR;
+}

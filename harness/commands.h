@@ -1,0 +1,34 @@
+/* commands — the subcommand table and helpers shared by cmd_*.c. */
+#ifndef QG_COMMANDS_H
+#define QG_COMMANDS_H
+
+#include "harness/cli.h"
+#include "harness/store.h"
+
+#include <cjson/cJSON.h>
+
+extern const struct cli_cmd cmd_inspect_def;
+extern const struct cli_cmd cmd_runs_def;
+extern const struct cli_cmd cmd_show_def;
+extern const struct cli_cmd cmd_demo_def;
+
+/* The table, in help order; NULL-terminated. */
+extern const struct cli_cmd *const qg_commands[];
+
+/* The command called name, or NULL. */
+const struct cli_cmd *qg_find_command(const char *name);
+
+/* Prints the top-level help generated from the table. */
+void qg_print_usage(FILE *f);
+
+/* Opens the store named by --db (default ./qgate.db). On failure prints the
+ * error and returns the exit code; 0 on success. */
+int cmd_open_store(const struct cli_args *a, int readonly, struct store **out);
+
+/* Prints the error message (if any) and returns the exit code for status. */
+int cmd_fail(int status, const char *msg);
+
+/* Prints a cJSON value to stdout (pretty) and frees it; returns an exit code. */
+int cmd_print_json(cJSON *v);
+
+#endif

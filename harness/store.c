@@ -1,0 +1,748 @@
+/* store — SQLite results database: schema, migrations, writes, listings. */
+#include "harness/store.h"
+#include "harness/status.h"
+#include "harness/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Schema v1. Append new versions to `migrations`; never edit a shipped one. */
+static const char *const migrations[] = {
+    /* v0 -> v1 */
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+    "CREATE TABLE runs("
+    "  id INTEGER PRIMARY KEY,"
+    "  uid TEXT NOT NULL UNIQUE,"            /* random, identifies a run across shard files */
+    "  created_at TEXT NOT NULL,"
+    "  finished_at TEXT,"
+    "  status INTEGER NOT NULL,"             /* enum store_run_status */
+    "  command TEXT,"
+    "  qgate_version TEXT NOT NULL,"
+    "  host TEXT,"
+    "  suite_name TEXT, suite_hash TEXT, suite_json TEXT,"
+    "  seed INTEGER, repeats INTEGER,"
+    "  shard_index INTEGER NOT NULL DEFAULT 0, shard_count INTEGER NOT NULL DEFAULT 1);"
+    "CREATE TABLE models("
+    "  id INTEGER PRIMARY KEY,"
+    "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    "  name TEXT NOT NULL, spec TEXT NOT NULL, backend TEXT NOT NULL,"
+    "  path TEXT, sha256 TEXT, file_bytes INTEGER, format TEXT, arch TEXT, n_params INTEGER,"
+    "  types_json TEXT,"                      /* stored tensor types: count and bytes per type */
+    "  role INTEGER NOT NULL DEFAULT 0,"      /* 0 baseline, 1 candidate */
+    "  UNIQUE(run_id, name));"
+    "CREATE TABLE datasets("
+    "  id INTEGER PRIMARY KEY,"
+    "  path TEXT NOT NULL, sha256 TEXT NOT NULL, bytes INTEGER,"
+    "  UNIQUE(path, sha256));"
+    "CREATE TABLE tasks("
+    "  id INTEGER PRIMARY KEY,"
+    "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    "  name TEXT NOT NULL, kind INTEGER NOT NULL,"   /* enum store_task_kind */
+    "  config_json TEXT, config_hash TEXT NOT NULL,"
+    "  n_items INTEGER, critical INTEGER NOT NULL DEFAULT 0,"
+    "  UNIQUE(run_id, name));"
+    "CREATE TABLE task_datasets("
+    "  task_id INTEGER NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,"
+    "  dataset_id INTEGER NOT NULL REFERENCES datasets(id),"
+    "  role TEXT NOT NULL DEFAULT 'data',"
+    "  PRIMARY KEY(task_id, dataset_id, role));"
+    "CREATE TABLE trials("
+    "  id INTEGER PRIMARY KEY,"
+    "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    "  model_id INTEGER NOT NULL REFERENCES models(id) ON DELETE CASCADE,"
+    "  task_id INTEGER NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,"
+    "  repeat INTEGER NOT NULL, seed INTEGER,"
+    "  status INTEGER NOT NULL,"                    /* enum store_trial_status */
+    "  deterministic INTEGER,"                      /* NULL unknown, 0, 1 */
+    "  started_at TEXT, finished_at TEXT, wall_seconds REAL,"
+    "  n_items INTEGER, n_tokens INTEGER,"
+    "  metrics_json TEXT,"                          /* per-trial aggregates, KLD percentiles */
+    "  error TEXT,"
+    "  UNIQUE(run_id, model_id, task_id, repeat));"
+    "CREATE TABLE items("
+    "  trial_id INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,"
+    "  idx INTEGER NOT NULL,"                       /* item or window index within the task */
+    "  cluster INTEGER,"                            /* shared passage/subject, for resampling */
+    "  nll REAL,"                                   /* summed NLL of scored tokens, nats */
+    "  n_tokens INTEGER, n_bytes INTEGER, n_words INTEGER,"
+    "  correct INTEGER, score REAL,"
+    "  prediction TEXT, extracted TEXT, output_hash TEXT,"
+    "  kld_sum REAL, top1_agree REAL, dp_sum REAL,"
+    "  extra_json TEXT,"
+    "  PRIMARY KEY(trial_id, idx)) WITHOUT ROWID;"
+    "CREATE TABLE comparisons("
+    "  id INTEGER PRIMARY KEY,"
+    "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    "  baseline_model_id INTEGER NOT NULL REFERENCES models(id),"
+    "  candidate_model_id INTEGER NOT NULL REFERENCES models(id),"
+    "  created_at TEXT NOT NULL, qgate_version TEXT NOT NULL, command TEXT,"
+    "  policy_json TEXT, bootstrap_seed INTEGER, bootstrap_iters INTEGER,"
+    "  verdict INTEGER,"                            /* 0 PASS, 1 FAIL, 2 INCONCLUSIVE */
+    "  summary_json TEXT);"
+    "CREATE TABLE verdict_rows("
+    "  comparison_id INTEGER NOT NULL REFERENCES comparisons(id) ON DELETE CASCADE,"
+    "  task_id INTEGER NOT NULL REFERENCES tasks(id),"
+    "  metric TEXT NOT NULL,"
+    "  base_value REAL, cand_value REAL, delta REAL, ci_low REAL, ci_high REAL,"
+    "  margin REAL, noise REAL, n_units INTEGER, flips_b INTEGER, flips_c INTEGER,"
+    "  p_value REAL, p_holm REAL, mde REAL, items_needed INTEGER,"
+    "  verdict INTEGER NOT NULL, reason TEXT,"
+    "  PRIMARY KEY(comparison_id, task_id, metric));"
+    "CREATE INDEX trials_by_task ON trials(task_id, model_id);"
+    "CREATE INDEX models_by_run ON models(run_id);"
+    "CREATE INDEX tasks_by_run ON tasks(run_id);",
+};
+#define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
+
+enum { ST_ITEM_PUT, ST_COUNT };
+
+struct store {
+    sqlite3 *db;
+    char *path;
+    int version;
+    int readonly;
+    sqlite3_stmt *st[ST_COUNT];
+    char err[QG_ERRMSG_MAX];
+};
+
+const char *store_run_status_name(int s)
+{
+    static const char *n[] = {"running", "done", "failed", "interrupted"};
+    return s >= 0 && s < 4 ? n[s] : "unknown";
+}
+
+const char *store_trial_status_name(int s)
+{
+    static const char *n[] = {"pending", "running", "done", "failed", "skipped"};
+    return s >= 0 && s < 5 ? n[s] : "unknown";
+}
+
+const char *store_task_kind_name(int k)
+{
+    static const char *n[] = {"perplexity", "multiple_choice", "generation", "custom"};
+    return k >= 0 && k < 4 ? n[k] : "unknown";
+}
+
+struct store_params store_default_params(void)
+{
+    struct store_params p = {.readonly = 0, .busy_timeout_ms = 10000};
+    return p;
+}
+
+/* Maps an SQLite result code to a qgate status. */
+static int map_rc(int rc)
+{
+    switch (rc & 0xff) {
+    case SQLITE_OK: case SQLITE_DONE: case SQLITE_ROW: return QG_OK;
+    case SQLITE_NOTADB: return QG_ERR_DATA;
+    case SQLITE_CORRUPT: return QG_ERR_CORRUPT;
+    case SQLITE_NOMEM: return QG_ERR_NOMEM;
+    case SQLITE_CONSTRAINT: case SQLITE_MISMATCH: return QG_ERR_DATA;
+    case SQLITE_CANTOPEN: return QG_ERR_NOINPUT;
+    case SQLITE_IOERR: case SQLITE_FULL: case SQLITE_READONLY: case SQLITE_BUSY:
+    case SQLITE_LOCKED: case SQLITE_PERM: case SQLITE_PROTOCOL: return QG_ERR_IO;
+    }
+    return QG_ERR_INTERNAL;
+}
+
+/* Records the connection's last error with context and returns its status. */
+static int db_fail(struct store *s, const char *what)
+{
+    int code = sqlite3_extended_errcode(s->db);
+    int st = map_rc(code);
+    const char *hint = "";
+    if (st == QG_ERR_CORRUPT) hint = " (the database file is corrupted; restore it from a copy)";
+    if (st == QG_ERR_DATA && (code & 0xff) == SQLITE_NOTADB) hint = " (not an SQLite database)";
+    snprintf(s->err, sizeof s->err, "%s: %s: %s%s", s->path, what, sqlite3_errmsg(s->db), hint);
+    return st;
+}
+
+const char *store_errmsg(const struct store *s)
+{
+    return s ? s->err : "no store";
+}
+
+int store_schema_version(const struct store *s)
+{
+    return s->version;
+}
+
+static int exec(struct store *s, const char *sql, const char *what)
+{
+    return sqlite3_exec(s->db, sql, NULL, NULL, NULL) == SQLITE_OK ? QG_OK : db_fail(s, what);
+}
+
+static int pragma_int(struct store *s, const char *sql, int64_t *out)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *out = sqlite3_column_int64(st, 0);
+        rc = SQLITE_OK;
+    }
+    int status = rc == SQLITE_OK ? QG_OK : db_fail(s, "reading the database header");
+    sqlite3_finalize(st);
+    return status;
+}
+
+/* A non-empty file must start with SQLite's header; checked before SQLite
+ * touches it, so that qgate never rewrites a file that is not a database. */
+static int check_header(const char *path, char *err, int errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT) return QG_OK;
+        return qg_errf(err, (size_t)errlen, QG_ERR_NOINPUT, "%s: %s", path, strerror(errno));
+    }
+    struct stat stt;
+    char head[16] = {0};
+    int rc = QG_OK;
+    if (fstat(fd, &stt) != 0 || !S_ISREG(stt.st_mode))
+        rc = qg_errf(err, (size_t)errlen, QG_ERR_DATA, "%s: not a regular file", path);
+    else if (stt.st_size > 0 && (read(fd, head, 16) != 16 || memcmp(head, "SQLite format 3", 16) != 0))
+        rc = qg_errf(err, (size_t)errlen, QG_ERR_DATA,
+                     "%s: not an SQLite database (refusing to overwrite it; check --db)", path);
+    close(fd);
+    return rc;
+}
+
+static int count_tables(struct store *s, int64_t *n)
+{
+    return pragma_int(s, "SELECT count(*) FROM sqlite_master", n);
+}
+
+static int migrate(struct store *s, const struct store_params *p, int64_t from)
+{
+    int total = N_MIGRATIONS + p->n_extra_migrations;
+    for (int v = (int)from; v < total; v++) {
+        const char *sql = v < N_MIGRATIONS ? migrations[v] : p->extra_migrations[v - N_MIGRATIONS];
+        char what[96], set[64];
+        snprintf(what, sizeof what, "migrating the schema to version %d", v + 1);
+        snprintf(set, sizeof set, "PRAGMA user_version=%d", v + 1);
+        int rc = exec(s, "BEGIN IMMEDIATE", what);
+        if (!rc) rc = exec(s, sql, what);
+        if (!rc && v == 0) {
+            char app[64];
+            snprintf(app, sizeof app, "PRAGMA application_id=%d", STORE_APPLICATION_ID);
+            rc = exec(s, app, what);
+        }
+        if (!rc) rc = exec(s, set, what);
+        if (!rc) rc = exec(s, "COMMIT", what);
+        if (rc) {
+            sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+            return rc;
+        }
+    }
+    s->version = total;
+    return QG_OK;
+}
+
+/* Reads version and identity; refuses foreign, newer and damaged files. */
+static int check_identity(struct store *s, const struct store_params *p, int64_t *version)
+{
+    int64_t app = 0, tables = 0;
+    int rc = pragma_int(s, "PRAGMA user_version", version);
+    if (!rc) rc = pragma_int(s, "PRAGMA application_id", &app);
+    if (!rc) rc = count_tables(s, &tables);
+    if (rc) return rc;
+    if (app != STORE_APPLICATION_ID && (tables > 0 || *version != 0))
+        return qg_errf(s->err, sizeof s->err, QG_ERR_DATA,
+                       "%s: an SQLite database that qgate did not make (application_id %lld); "
+                       "refusing to modify it",
+                       s->path, (long long)app);
+    int known = N_MIGRATIONS + p->n_extra_migrations;
+    if (*version > known)
+        return qg_errf(s->err, sizeof s->err, QG_ERR_VERSION,
+                       "%s: made by a newer qgate (schema version %lld; this qgate %s knows up to "
+                       "%d); upgrade qgate to read it",
+                       s->path, (long long)*version, QG_VERSION, known);
+    return QG_OK;
+}
+
+static int quick_check(struct store *s)
+{
+    struct stat stt;
+    if (stat(s->path, &stt) != 0 || stt.st_size > ((off_t)64 << 20)) return QG_OK;
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "PRAGMA quick_check(1)", -1, &st, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(st);
+    int status = QG_OK;
+    if (rc == SQLITE_ROW) {
+        const char *r = (const char *)sqlite3_column_text(st, 0);
+        if (!r || strcmp(r, "ok") != 0)
+            status = qg_errf(s->err, sizeof s->err, QG_ERR_CORRUPT,
+                             "%s: the database file is corrupted (%s); restore it from a copy",
+                             s->path, r ? r : "?");
+    } else {
+        status = db_fail(s, "checking integrity");
+    }
+    sqlite3_finalize(st);
+    return status;
+}
+
+static int open_db(struct store *s, const struct store_params *p)
+{
+    int flags = (p->readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+                SQLITE_OPEN_NOMUTEX;
+    int rc = sqlite3_open_v2(s->path, &s->db, flags, NULL);
+    if (rc != SQLITE_OK) {
+        if (!s->db) return qg_errf(s->err, sizeof s->err, QG_ERR_NOMEM, "%s: out of memory", s->path);
+        int st = db_fail(s, p->readonly ? "cannot open" : "cannot open or create");
+        return st == QG_ERR_NOINPUT && !p->readonly ? QG_ERR_CANTCREAT : st;
+    }
+    sqlite3_extended_result_codes(s->db, 1);
+    sqlite3_busy_timeout(s->db, p->busy_timeout_ms > 0 ? p->busy_timeout_ms : 10000);
+    int64_t version = 0;
+    if ((rc = check_identity(s, p, &version))) return rc;
+    if ((rc = quick_check(s))) return rc;
+    if ((rc = exec(s, "PRAGMA foreign_keys=ON", "enabling foreign keys"))) return rc;
+    if (p->readonly) {
+        if (version < N_MIGRATIONS + p->n_extra_migrations && version > 0)
+            return qg_errf(s->err, sizeof s->err, QG_ERR_VERSION,
+                           "%s: schema version %lld is older than this qgate's; open it once "
+                           "without read-only mode to migrate it",
+                           s->path, (long long)version);
+        if (version == 0)
+            return qg_errf(s->err, sizeof s->err, QG_ERR_NOINPUT, "%s: empty database (no runs)",
+                           s->path);
+        s->version = (int)version;
+        return QG_OK;
+    }
+    if ((rc = exec(s, "PRAGMA journal_mode=WAL", "enabling WAL")) ||
+        (rc = exec(s, "PRAGMA synchronous=NORMAL", "setting synchronous")))
+        return rc;
+    return migrate(s, p, version);
+}
+
+int store_open(const char *path, const struct store_params *p, struct store **out, char *err,
+               int errlen)
+{
+    *out = NULL;
+    struct store_params def = store_default_params();
+    if (!p) p = &def;
+    int rc = check_header(path, err, errlen);
+    if (rc) return rc;
+    if (p->readonly && access(path, F_OK) != 0)
+        return qg_errf(err, (size_t)errlen, QG_ERR_NOINPUT, "%s: no such database", path);
+    struct store *s = calloc(1, sizeof *s);
+    if (!s || !(s->path = qg_strdup(path))) {
+        free(s);
+        return qg_errf(err, (size_t)errlen, QG_ERR_NOMEM, "out of memory");
+    }
+    s->readonly = p->readonly;
+    rc = open_db(s, p);
+    if (rc) {
+        qg_errf(err, (size_t)errlen, rc, "%s", s->err);
+        store_close(s);
+        return rc;
+    }
+    *out = s;
+    return QG_OK;
+}
+
+void store_close(struct store *s)
+{
+    if (!s) return;
+    for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(s->st[i]);
+    sqlite3_close(s->db);
+    free(s->path);
+    free(s);
+}
+
+int store_begin(struct store *s) { return exec(s, "BEGIN IMMEDIATE", "starting a transaction"); }
+int store_commit(struct store *s) { return exec(s, "COMMIT", "committing"); }
+int store_rollback(struct store *s) { return exec(s, "ROLLBACK", "rolling back"); }
+
+/* ---- binding helpers: NULL strings, NAN doubles and negative "absent"
+ * integers become SQL NULL ---- */
+static void bind_text(sqlite3_stmt *st, int i, const char *v)
+{
+    if (v) sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
+    else sqlite3_bind_null(st, i);
+}
+
+static void bind_f64(sqlite3_stmt *st, int i, double v)
+{
+    if (isnan(v)) sqlite3_bind_null(st, i);
+    else sqlite3_bind_double(st, i, v);
+}
+
+static void bind_opt_i64(sqlite3_stmt *st, int i, int64_t v)
+{
+    if (v < 0) sqlite3_bind_null(st, i);
+    else sqlite3_bind_int64(st, i, v);
+}
+
+static int prepare(struct store *s, const char *sql, sqlite3_stmt **st)
+{
+    return sqlite3_prepare_v2(s->db, sql, -1, st, NULL) == SQLITE_OK ? QG_OK
+                                                                    : db_fail(s, "preparing a query");
+}
+
+/* Steps a write statement to completion; finalizes it unless cached. */
+static int step_done(struct store *s, sqlite3_stmt *st, const char *what, int cached, int64_t *id)
+{
+    int rc = sqlite3_step(st);
+    int status = rc == SQLITE_DONE ? QG_OK : db_fail(s, what);
+    if (!status && id) *id = sqlite3_last_insert_rowid(s->db);
+    if (cached) {
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+    } else {
+        sqlite3_finalize(st);
+    }
+    return status;
+}
+
+static void random_uid(char out[33])
+{
+    unsigned char b[16];
+    FILE *f = fopen("/dev/urandom", "rb");
+    size_t n = f ? fread(b, 1, sizeof b, f) : 0;
+    if (f) fclose(f);
+    if (n != sizeof b) sqlite3_randomness((int)sizeof b, b);
+    for (int i = 0; i < 16; i++) snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+int store_run_create(struct store *s, const struct store_run_new *r, int64_t *run_id)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(s,
+                     "INSERT INTO runs(uid, created_at, status, command, qgate_version, host, "
+                     "suite_name, suite_hash, suite_json, seed, repeats, shard_index, shard_count) "
+                     "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                     &st);
+    if (rc) return rc;
+    char uid[33], now[32], host[256] = "";
+    random_uid(uid);
+    qg_utc_now(now);
+    gethostname(host, sizeof host - 1);
+    sqlite3_bind_text(st, 1, uid, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, now, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(st, 3, STORE_RUN_RUNNING);
+    bind_text(st, 4, r->command);
+    sqlite3_bind_text(st, 5, QG_VERSION, -1, SQLITE_STATIC);
+    bind_text(st, 6, host);
+    bind_text(st, 7, r->suite_name);
+    bind_text(st, 8, r->suite_hash);
+    bind_text(st, 9, r->suite_json);
+    sqlite3_bind_int64(st, 10, r->seed);
+    sqlite3_bind_int(st, 11, r->repeats);
+    sqlite3_bind_int(st, 12, r->shard_index);
+    sqlite3_bind_int(st, 13, r->shard_count > 0 ? r->shard_count : 1);
+    return step_done(s, st, "creating a run", 0, run_id);
+}
+
+int store_run_set_status(struct store *s, int64_t run_id, int status)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(s, "UPDATE runs SET status=?, finished_at=? WHERE id=?", &st);
+    if (rc) return rc;
+    char now[32];
+    qg_utc_now(now);
+    sqlite3_bind_int(st, 1, status);
+    bind_text(st, 2, status == STORE_RUN_RUNNING ? NULL : now);
+    sqlite3_bind_int64(st, 3, run_id);
+    rc = step_done(s, st, "updating a run", 0, NULL);
+    if (!rc && sqlite3_changes(s->db) == 0)
+        return qg_errf(s->err, sizeof s->err, QG_ERR_NOTFOUND, "%s: no run %lld", s->path,
+                       (long long)run_id);
+    return rc;
+}
+
+int store_model_add(struct store *s, int64_t run_id, const struct store_model_new *m,
+                    int64_t *model_id)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(s,
+                     "INSERT INTO models(run_id, name, spec, backend, path, sha256, file_bytes, "
+                     "format, arch, n_params, types_json, role) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+                     &st);
+    if (rc) return rc;
+    sqlite3_bind_int64(st, 1, run_id);
+    bind_text(st, 2, m->name);
+    bind_text(st, 3, m->spec);
+    bind_text(st, 4, m->backend);
+    bind_text(st, 5, m->path);
+    bind_text(st, 6, m->sha256);
+    bind_opt_i64(st, 7, m->file_bytes);
+    bind_text(st, 8, m->format);
+    bind_text(st, 9, m->arch);
+    bind_opt_i64(st, 10, m->n_params);
+    bind_text(st, 11, m->types_json);
+    sqlite3_bind_int(st, 12, m->role);
+    return step_done(s, st, "adding a model", 0, model_id);
+}
+
+int store_dataset_add(struct store *s, const char *path, const char *sha256, int64_t bytes,
+                      int64_t *dataset_id)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(s,
+                     "INSERT INTO datasets(path, sha256, bytes) VALUES(?,?,?) "
+                     "ON CONFLICT(path, sha256) DO UPDATE SET bytes=excluded.bytes RETURNING id",
+                     &st);
+    if (rc) return rc;
+    bind_text(st, 1, path);
+    bind_text(st, 2, sha256);
+    bind_opt_i64(st, 3, bytes);
+    rc = sqlite3_step(st);
+    int status = rc == SQLITE_ROW ? QG_OK : db_fail(s, "adding a dataset");
+    if (!status) *dataset_id = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return status;
+}
+
+int store_task_add(struct store *s, int64_t run_id, const struct store_task_new *t, int64_t *task_id)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(s,
+                     "INSERT INTO tasks(run_id, name, kind, config_json, config_hash, n_items, "
+                     "critical) VALUES(?,?,?,?,?,?,?)",
+                     &st);
+    if (rc) return rc;
+    sqlite3_bind_int64(st, 1, run_id);
+    bind_text(st, 2, t->name);
+    sqlite3_bind_int(st, 3, t->kind);
+    bind_text(st, 4, t->config_json);
+    bind_text(st, 5, t->config_hash ? t->config_hash : "");
+    bind_opt_i64(st, 6, t->n_items);
+    sqlite3_bind_int(st, 7, t->critical);
+    return step_done(s, st, "adding a task", 0, task_id);
+}
+
+int store_task_link_dataset(struct store *s, int64_t task_id, int64_t dataset_id, const char *role)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(s, "INSERT OR IGNORE INTO task_datasets(task_id, dataset_id, role) VALUES(?,?,?)",
+                     &st);
+    if (rc) return rc;
+    sqlite3_bind_int64(st, 1, task_id);
+    sqlite3_bind_int64(st, 2, dataset_id);
+    bind_text(st, 3, role ? role : "data");
+    return step_done(s, st, "linking a dataset", 0, NULL);
+}
+
+int store_trial_create(struct store *s, const struct store_trial_new *t, int64_t *trial_id)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(s,
+                     "INSERT INTO trials(run_id, model_id, task_id, repeat, seed, status, "
+                     "started_at) VALUES(?,?,?,?,?,?,?)",
+                     &st);
+    if (rc) return rc;
+    char now[32];
+    qg_utc_now(now);
+    sqlite3_bind_int64(st, 1, t->run_id);
+    sqlite3_bind_int64(st, 2, t->model_id);
+    sqlite3_bind_int64(st, 3, t->task_id);
+    sqlite3_bind_int(st, 4, t->repeat);
+    sqlite3_bind_int64(st, 5, t->seed);
+    sqlite3_bind_int(st, 6, STORE_TRIAL_RUNNING);
+    bind_text(st, 7, now);
+    return step_done(s, st, "creating a trial", 0, trial_id);
+}
+
+int store_trial_finish(struct store *s, int64_t trial_id, const struct store_trial_result *r)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(s,
+                     "UPDATE trials SET status=?, finished_at=?, n_items=?, n_tokens=?, "
+                     "wall_seconds=?, deterministic=?, metrics_json=?, error=? WHERE id=?",
+                     &st);
+    if (rc) return rc;
+    char now[32];
+    qg_utc_now(now);
+    sqlite3_bind_int(st, 1, r->status);
+    sqlite3_bind_text(st, 2, now, -1, SQLITE_TRANSIENT);
+    bind_opt_i64(st, 3, r->n_items);
+    bind_opt_i64(st, 4, r->n_tokens);
+    bind_f64(st, 5, r->wall_seconds);
+    bind_opt_i64(st, 6, r->deterministic);
+    bind_text(st, 7, r->metrics_json);
+    bind_text(st, 8, r->error);
+    sqlite3_bind_int64(st, 9, trial_id);
+    rc = step_done(s, st, "finishing a trial", 0, NULL);
+    if (!rc && sqlite3_changes(s->db) == 0)
+        return qg_errf(s->err, sizeof s->err, QG_ERR_NOTFOUND, "%s: no trial %lld", s->path,
+                       (long long)trial_id);
+    return rc;
+}
+
+int store_item_put(struct store *s, const struct store_item *it)
+{
+    if (!s->st[ST_ITEM_PUT]) {
+        int rc = prepare(s,
+                         "INSERT OR REPLACE INTO items(trial_id, idx, cluster, nll, n_tokens, "
+                         "n_bytes, n_words, correct, score, prediction, extracted, output_hash, "
+                         "kld_sum, top1_agree, dp_sum, extra_json) "
+                         "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                         &s->st[ST_ITEM_PUT]);
+        if (rc) return rc;
+    }
+    sqlite3_stmt *st = s->st[ST_ITEM_PUT];
+    sqlite3_bind_int64(st, 1, it->trial_id);
+    sqlite3_bind_int64(st, 2, it->idx);
+    bind_opt_i64(st, 3, it->cluster);
+    bind_f64(st, 4, it->nll);
+    bind_opt_i64(st, 5, it->n_tokens);
+    bind_opt_i64(st, 6, it->n_bytes);
+    bind_opt_i64(st, 7, it->n_words);
+    bind_opt_i64(st, 8, it->correct);
+    bind_f64(st, 9, it->score);
+    bind_text(st, 10, it->prediction);
+    bind_text(st, 11, it->extracted);
+    bind_text(st, 12, it->output_hash);
+    bind_f64(st, 13, it->kld_sum);
+    bind_f64(st, 14, it->top1_agree);
+    bind_f64(st, 15, it->dp_sum);
+    bind_text(st, 16, it->extra_json);
+    return step_done(s, st, "writing an item", 1, NULL);
+}
+
+int store_item_count(struct store *s, int64_t trial_id, int64_t *n)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(s, "SELECT count(*) FROM items WHERE trial_id=?", &st);
+    if (rc) return rc;
+    sqlite3_bind_int64(st, 1, trial_id);
+    rc = sqlite3_step(st);
+    int status = rc == SQLITE_ROW ? QG_OK : db_fail(s, "counting items");
+    if (!status) *n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return status;
+}
+
+/* ---- reading into JSON ---- */
+
+/* Adds column i of the current row to obj under its name, typed. */
+static int add_column(cJSON *obj, sqlite3_stmt *st, int i)
+{
+    const char *name = sqlite3_column_name(st, i);
+    cJSON *v = NULL;
+    switch (sqlite3_column_type(st, i)) {
+    case SQLITE_INTEGER: v = cJSON_CreateNumber((double)sqlite3_column_int64(st, i)); break;
+    case SQLITE_FLOAT: v = cJSON_CreateNumber(sqlite3_column_double(st, i)); break;
+    case SQLITE_NULL: v = cJSON_CreateNull(); break;
+    default: v = cJSON_CreateString((const char *)sqlite3_column_text(st, i)); break;
+    }
+    return v && cJSON_AddItemToObject(obj, name, v) ? QG_OK : QG_ERR_NOMEM;
+}
+
+/* Runs a query with one optional int64 parameter and returns its rows as an
+ * array of objects keyed by column name. */
+static int query_rows(struct store *s, const char *sql, int64_t param, int has_param, cJSON **out)
+{
+    sqlite3_stmt *st;
+    *out = NULL;
+    int rc = prepare(s, sql, &st);
+    if (rc) return rc;
+    if (has_param) sqlite3_bind_int64(st, 1, param);
+    cJSON *arr = cJSON_CreateArray();
+    int status = arr ? QG_OK : QG_ERR_NOMEM;
+    while (!status && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        cJSON *row = cJSON_CreateObject();
+        if (!row || !cJSON_AddItemToArray(arr, row)) {
+            cJSON_Delete(row);
+            status = QG_ERR_NOMEM;
+            break;
+        }
+        for (int i = 0; i < sqlite3_column_count(st) && !status; i++) status = add_column(row, st, i);
+    }
+    if (!status && rc != SQLITE_DONE) status = db_fail(s, "reading");
+    sqlite3_finalize(st);
+    if (status) {
+        cJSON_Delete(arr);
+        return status;
+    }
+    *out = arr;
+    return QG_OK;
+}
+
+/* Replaces integer field `key` of every object with the name from fn. */
+static void name_enum(cJSON *arr, const char *key, const char *(*fn)(int))
+{
+    cJSON *row;
+    cJSON_ArrayForEach(row, arr)
+    {
+        cJSON *v = cJSON_GetObjectItemCaseSensitive(row, key);
+        if (cJSON_IsNumber(v)) cJSON_ReplaceItemInObjectCaseSensitive(row, key, cJSON_CreateString(fn((int)v->valuedouble)));
+    }
+}
+
+int store_runs_json(struct store *s, int64_t limit, cJSON **out)
+{
+    int rc = query_rows(s,
+                        "SELECT r.id, r.uid, r.created_at, r.finished_at, r.status, r.command, "
+                        "r.suite_name AS suite, r.qgate_version, "
+                        "(SELECT group_concat(name, ',') FROM (SELECT name FROM models m "
+                        " WHERE m.run_id=r.id ORDER BY m.id)) AS models, "
+                        "(SELECT count(*) FROM tasks t WHERE t.run_id=r.id) AS tasks, "
+                        "(SELECT count(*) FROM trials t WHERE t.run_id=r.id) AS trials, "
+                        "(SELECT count(*) FROM trials t WHERE t.run_id=r.id AND t.status=2) "
+                        "AS trials_done "
+                        "FROM runs r ORDER BY r.id DESC LIMIT ?",
+                        limit > 0 ? limit : -1, 1, out);
+    if (!rc) name_enum(*out, "status", store_run_status_name);
+    return rc;
+}
+
+int store_run_json(struct store *s, int64_t run_id, cJSON **out)
+{
+    *out = NULL;
+    cJSON *runs = NULL, *models = NULL, *tasks = NULL, *trials = NULL;
+    int rc = query_rows(s, "SELECT * FROM runs WHERE id=?", run_id, 1, &runs);
+    if (!rc && cJSON_GetArraySize(runs) == 0)
+        rc = qg_errf(s->err, sizeof s->err, QG_ERR_NOTFOUND, "%s: no run %lld (see 'qgate runs')",
+                     s->path, (long long)run_id);
+    if (!rc)
+        rc = query_rows(s,
+                        "SELECT id, name, spec, backend, path, sha256, file_bytes, format, arch, "
+                        "n_params, types_json, role FROM models WHERE run_id=? ORDER BY id",
+                        run_id, 1, &models);
+    if (!rc)
+        rc = query_rows(s,
+                        "SELECT t.id, t.name, t.kind, t.config_hash, t.n_items, t.critical, "
+                        "(SELECT group_concat(d.path || ' ' || d.sha256, '; ') FROM task_datasets "
+                        " td JOIN datasets d ON d.id=td.dataset_id WHERE td.task_id=t.id) "
+                        "AS datasets FROM tasks t WHERE run_id=? ORDER BY id",
+                        run_id, 1, &tasks);
+    if (!rc)
+        rc = query_rows(s,
+                        "SELECT tr.id, m.name AS model, t.name AS task, tr.repeat, tr.seed, "
+                        "tr.status, tr.deterministic, tr.started_at, tr.finished_at, "
+                        "tr.wall_seconds, tr.n_items, tr.n_tokens, tr.error, "
+                        "(SELECT count(*) FROM items i WHERE i.trial_id=tr.id) AS items_stored "
+                        "FROM trials tr JOIN models m ON m.id=tr.model_id "
+                        "JOIN tasks t ON t.id=tr.task_id WHERE tr.run_id=? "
+                        "ORDER BY t.id, m.id, tr.repeat",
+                        run_id, 1, &trials);
+    if (rc) {
+        cJSON_Delete(runs);
+        cJSON_Delete(models);
+        cJSON_Delete(tasks);
+        cJSON_Delete(trials);
+        return rc;
+    }
+    cJSON *run = cJSON_DetachItemFromArray(runs, 0);
+    cJSON_Delete(runs);
+    cJSON *st = cJSON_GetObjectItemCaseSensitive(run, "status");
+    if (cJSON_IsNumber(st))
+        cJSON_ReplaceItemInObjectCaseSensitive(run, "status", cJSON_CreateString(store_run_status_name((int)st->valuedouble)));
+    name_enum(tasks, "kind", store_task_kind_name);
+    name_enum(trials, "status", store_trial_status_name);
+    cJSON_DeleteItemFromObjectCaseSensitive(run, "suite_json");
+    cJSON_AddItemToObject(run, "models", models);
+    cJSON_AddItemToObject(run, "tasks", tasks);
+    cJSON_AddItemToObject(run, "trials", trials);
+    *out = run;
+    return QG_OK;
+}

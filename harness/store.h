@@ -1,0 +1,163 @@
+/* store — qgate's results database: one SQLite file.
+ *
+ * Tables: runs, models, datasets, tasks, task_datasets, trials, items,
+ * comparisons, verdict_rows, meta. WAL journal, foreign keys on, schema
+ * version in PRAGMA user_version with forward migrations, application_id
+ * 'qgat' so that qgate never writes into somebody else's SQLite file. All
+ * SQL uses prepared statements with bound values. Writers group item rows in
+ * transactions (store_begin/store_commit): a process killed mid-batch loses
+ * only that batch, never leaves half of one.
+ *
+ * Errors: functions return QG_OK or a negative status; store_errmsg() has
+ * the details (file path and SQLite's message). A file that is not SQLite or
+ * not qgate's is QG_ERR_DATA, a corrupted one QG_ERR_CORRUPT, one made by a
+ * newer qgate QG_ERR_VERSION, an unreadable/unwritable one QG_ERR_IO or
+ * QG_ERR_NOINPUT.
+ */
+#ifndef QG_STORE_H
+#define QG_STORE_H
+
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#define STORE_SCHEMA_VERSION 1
+#define STORE_APPLICATION_ID 0x71676174 /* 'qgat' */
+#define STORE_DEFAULT_PATH "qgate.db"
+
+/* Persisted enums: append-only. */
+enum store_run_status {
+    STORE_RUN_RUNNING = 0,
+    STORE_RUN_DONE = 1,
+    STORE_RUN_FAILED = 2,
+    STORE_RUN_INTERRUPTED = 3,
+};
+enum store_trial_status {
+    STORE_TRIAL_PENDING = 0,
+    STORE_TRIAL_RUNNING = 1,
+    STORE_TRIAL_DONE = 2,
+    STORE_TRIAL_FAILED = 3,
+    STORE_TRIAL_SKIPPED = 4, /* e.g. a repeat skipped because the run is deterministic */
+};
+enum store_task_kind {
+    STORE_TASK_PERPLEXITY = 0,
+    STORE_TASK_MULTIPLE_CHOICE = 1,
+    STORE_TASK_GENERATION = 2,
+    STORE_TASK_CUSTOM = 3,
+};
+
+const char *store_run_status_name(int s);
+const char *store_trial_status_name(int s);
+const char *store_task_kind_name(int k);
+
+struct store;
+
+struct store_params {
+    int readonly;      /* open without writing (no creation, no migration) */
+    int busy_timeout_ms; /* wait for other writers (default 10000) */
+    /* Test hook for the migration mechanism: extra migrations appended after
+     * the built-in ones (SQL scripts, version = built-in count + index + 1). */
+    const char *const *extra_migrations;
+    int n_extra_migrations;
+};
+
+struct store_params store_default_params(void);
+
+/* Opens (creating and migrating when writable) the database at path. On
+ * success *out is a new handle (free with store_close). On failure *out is
+ * NULL, err holds the message and the file is left untouched. */
+int store_open(const char *path, const struct store_params *p, struct store **out, char *err,
+               int errlen);
+void store_close(struct store *s); /* accepts NULL */
+
+/* Message of the last failure on s (valid until the next call on s). */
+const char *store_errmsg(const struct store *s);
+/* Schema version of the open file. */
+int store_schema_version(const struct store *s);
+
+/* Transactions for batched writes. store_begin takes the write lock
+ * (BEGIN IMMEDIATE). */
+int store_begin(struct store *s);
+int store_commit(struct store *s);
+int store_rollback(struct store *s);
+
+/* ---- writing (ids are returned through the last parameter) ---- */
+struct store_run_new {
+    const char *command;    /* the command line, for provenance */
+    const char *suite_name; /* may be NULL */
+    const char *suite_hash;
+    const char *suite_json;
+    int64_t seed;
+    int repeats;
+    int shard_index, shard_count; /* 0/1 when not sharded */
+};
+int store_run_create(struct store *s, const struct store_run_new *r, int64_t *run_id);
+/* Sets the status; terminal statuses also set finished_at. */
+int store_run_set_status(struct store *s, int64_t run_id, int status);
+
+struct store_model_new {
+    const char *name, *spec, *backend; /* "base", "base=a.gguf", "cpu" */
+    const char *path, *sha256;         /* may be NULL (remote models) */
+    int64_t file_bytes, n_params;
+    const char *arch, *format;         /* "llama", "gguf" */
+    const char *types_json;            /* stored tensor types, JSON */
+    int role;                          /* 0 baseline, 1 candidate */
+};
+int store_model_add(struct store *s, int64_t run_id, const struct store_model_new *m,
+                    int64_t *model_id);
+
+/* Records a data file (deduplicated by path and sha256). */
+int store_dataset_add(struct store *s, const char *path, const char *sha256, int64_t bytes,
+                      int64_t *dataset_id);
+
+struct store_task_new {
+    const char *name;
+    int kind; /* enum store_task_kind */
+    const char *config_json, *config_hash;
+    int64_t n_items;
+    int critical;
+};
+int store_task_add(struct store *s, int64_t run_id, const struct store_task_new *t,
+                   int64_t *task_id);
+int store_task_link_dataset(struct store *s, int64_t task_id, int64_t dataset_id, const char *role);
+
+struct store_trial_new {
+    int64_t run_id, model_id, task_id;
+    int repeat;
+    int64_t seed;
+};
+int store_trial_create(struct store *s, const struct store_trial_new *t, int64_t *trial_id);
+
+struct store_trial_result {
+    int status; /* enum store_trial_status */
+    int64_t n_items, n_tokens;
+    double wall_seconds;
+    int deterministic; /* -1 unknown, 0 no, 1 yes */
+    const char *metrics_json; /* aggregates; may be NULL */
+    const char *error;        /* may be NULL */
+};
+int store_trial_finish(struct store *s, int64_t trial_id, const struct store_trial_result *r);
+
+/* One per-item result. Optional numbers are NAN (doubles) or -1 (ints);
+ * optional strings NULL. */
+struct store_item {
+    int64_t trial_id, idx, cluster;
+    double nll;                    /* sum of NLL over scored tokens (nats) */
+    int64_t n_tokens, n_bytes, n_words;
+    int correct;                   /* 0/1, -1 n/a */
+    double score;
+    const char *prediction, *extracted, *output_hash, *extra_json;
+    double kld_sum, top1_agree, dp_sum;
+};
+/* Inserts or replaces (trial_id, idx); replacing makes a resumed run idempotent. */
+int store_item_put(struct store *s, const struct store_item *it);
+int store_item_count(struct store *s, int64_t trial_id, int64_t *n);
+
+/* ---- reading ---- */
+/* Array of runs, newest first (at most limit; <= 0 for all): id, uid,
+ * created_at, finished_at, status, command, suite, models, tasks, trials. */
+int store_runs_json(struct store *s, int64_t limit, cJSON **out);
+/* One run with its models, tasks and trials; QG_ERR_NOTFOUND when absent. */
+int store_run_json(struct store *s, int64_t run_id, cJSON **out);
+
+#endif

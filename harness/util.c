@@ -1,0 +1,174 @@
+/* util — error buffers, bounded strings, checked parsing, time. */
+#include "harness/util.h"
+#include "harness/status.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+int qg_errf(char *buf, size_t n, int status, const char *fmt, ...)
+{
+    if (buf && n > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(buf, n, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}
+
+int qg_error(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("qgate: error: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return -1;
+}
+
+void qg_warn(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("qgate: warning: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+char *qg_strdup(const char *s)
+{
+    return s ? qg_strndup(s, strlen(s)) : NULL;
+}
+
+char *qg_strndup(const char *s, size_t n)
+{
+    if (!s || n == SIZE_MAX) return NULL;
+    char *p = malloc(n + 1);
+    if (!p) return NULL;
+    memcpy(p, s, n);
+    p[n] = '\0';
+    return p;
+}
+
+void sbuf_init(struct sbuf *b, size_t cap)
+{
+    memset(b, 0, sizeof *b);
+    b->cap = cap ? cap : (size_t)1 << 30;
+}
+
+void sbuf_release(struct sbuf *b)
+{
+    if (!b) return;
+    free(b->data);
+    memset(b, 0, sizeof *b);
+}
+
+int sbuf_append(struct sbuf *b, const char *s, size_t n)
+{
+    if (b->failed) return QG_ERR_NOMEM;
+    if (n > b->cap || b->len > b->cap - n) {
+        b->failed = 1;
+        return QG_ERR_NOMEM;
+    }
+    if (b->len + n + 1 > b->alloc) {
+        size_t want = b->alloc ? b->alloc : 64;
+        while (want < b->len + n + 1) want *= 2;
+        char *p = realloc(b->data, want);
+        if (!p) {
+            b->failed = 1;
+            return QG_ERR_NOMEM;
+        }
+        b->data = p;
+        b->alloc = want;
+    }
+    if (n) memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return QG_OK;
+}
+
+int sbuf_printf(struct sbuf *b, const char *fmt, ...)
+{
+    char small[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0) return QG_ERR_INTERNAL;
+    if ((size_t)n < sizeof small) return sbuf_append(b, small, (size_t)n);
+    char *big = malloc((size_t)n + 1);
+    if (!big) {
+        b->failed = 1;
+        return QG_ERR_NOMEM;
+    }
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    int rc = sbuf_append(b, big, (size_t)n);
+    free(big);
+    return rc;
+}
+
+const char *sbuf_str(const struct sbuf *b)
+{
+    return b->data ? b->data : "";
+}
+
+int qg_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+    if (!s || !*s) return QG_ERR_USAGE;
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end != '\0' || v < lo || v > hi) return QG_ERR_USAGE;
+    *out = v;
+    return QG_OK;
+}
+
+int qg_parse_f64(const char *s, double *out)
+{
+    if (!s || !*s) return QG_ERR_USAGE;
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end != '\0' || !isfinite(v)) return QG_ERR_USAGE;
+    *out = v;
+    return QG_OK;
+}
+
+void qg_utc_now(char buf[32])
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+void qg_human_bytes(uint64_t bytes, char buf[32])
+{
+    static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1024.0 && u < 4) {
+        v /= 1024.0;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, 32, "%llu B", (unsigned long long)bytes);
+    else
+        snprintf(buf, 32, "%.1f %s", v, units[u]);
+}
+
+int qg_use_color(int fd)
+{
+    const char *nc = getenv("NO_COLOR");
+    if (nc && *nc) return 0;
+    return isatty(fd);
+}

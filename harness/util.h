@@ -1,0 +1,62 @@
+/* util — small helpers shared by every module: error buffers, growable
+ * strings with a hard ceiling, checked number parsing, time stamps.
+ */
+#ifndef QG_UTIL_H
+#define QG_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define QG_ERRMSG_MAX 512
+
+#if defined(__GNUC__)
+#define QG_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define QG_PRINTF(a, b)
+#endif
+
+/* Formats into buf (always NUL-terminated, truncated to n) and returns
+ * status, so call sites read `return qg_errf(err, n, QG_ERR_DATA, "...")`. */
+int qg_errf(char *buf, size_t n, int status, const char *fmt, ...) QG_PRINTF(4, 5);
+
+/* Prints "qgate: error: <msg>\n" to stderr and returns -1. */
+int qg_error(const char *fmt, ...) QG_PRINTF(1, 2);
+
+/* Prints "qgate: warning: <msg>\n" to stderr. */
+void qg_warn(const char *fmt, ...) QG_PRINTF(1, 2);
+
+/* strdup that returns NULL on NULL input or allocation failure. */
+char *qg_strdup(const char *s);
+/* Copies n bytes and NUL-terminates; NULL on allocation failure. */
+char *qg_strndup(const char *s, size_t n);
+
+/* Growable string with a ceiling: appends fail (and set .failed) once the
+ * content would exceed cap bytes. The string is always NUL-terminated. */
+struct sbuf {
+    char *data;
+    size_t len, alloc, cap;
+    int failed; /* set after an allocation failure or ceiling hit */
+};
+void sbuf_init(struct sbuf *b, size_t cap);
+void sbuf_release(struct sbuf *b);
+int sbuf_append(struct sbuf *b, const char *s, size_t n);
+int sbuf_printf(struct sbuf *b, const char *fmt, ...) QG_PRINTF(2, 3);
+/* Returns the string (never NULL; "" when empty); owned by b. */
+const char *sbuf_str(const struct sbuf *b);
+
+/* Parses a whole decimal integer in [lo, hi]; QG_OK or QG_ERR_USAGE. */
+int qg_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
+/* Parses a whole finite double; QG_OK or QG_ERR_USAGE. */
+int qg_parse_f64(const char *s, double *out);
+
+/* Current UTC time as "YYYY-MM-DDTHH:MM:SSZ" into buf (at least 21 bytes). */
+void qg_utc_now(char buf[32]);
+
+/* Formats a byte count with a binary unit ("1.2 MiB") into buf. */
+void qg_human_bytes(uint64_t bytes, char buf[32]);
+
+/* 1 when stdout (fd) is a terminal and colour is allowed (NO_COLOR unset). */
+int qg_use_color(int fd);
+
+#endif
