@@ -1,0 +1,150 @@
+/* helpers — temp dirs, files, running the qgate binary, byte builders. */
+#include "tests/test.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+const char *t_tmp(void)
+{
+    const char *d = getenv("QG_TEST_TMP");
+    return d ? d : "/tmp";
+}
+
+const char *t_path(const char *name)
+{
+    static char bufs[8][4096];
+    static int next;
+    char *b = bufs[next++ % 8];
+    snprintf(b, sizeof bufs[0], "%s/%s", t_tmp(), name);
+    return b;
+}
+
+const char *t_shared(const char *rel)
+{
+    static char bufs[4][4096];
+    static int next;
+    char *b = bufs[next++ % 4];
+    const char *root = getenv("QG_SHARED");
+    snprintf(b, sizeof bufs[0], "%s/%s", root ? root : QG_SOURCE_DIR "/../shared", rel);
+    return access(b, R_OK) == 0 ? b : NULL;
+}
+
+int t_write_file(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    int bad = fwrite(data, 1, n, f) != n;
+    bad |= fclose(f) != 0;
+    return bad ? -1 : 0;
+}
+
+char *t_read_file(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, len = 0;
+    char *p = malloc(cap);
+    size_t r;
+    while (p && (r = fread(p + len, 1, cap - len - 1, f)) > 0) {
+        len += r;
+        if (cap - len - 1 == 0) {
+            char *q = realloc(p, cap *= 2);
+            if (!q) {
+                free(p);
+                p = NULL;
+            }
+            p = q;
+        }
+    }
+    fclose(f);
+    if (p) p[len] = '\0';
+    if (n) *n = len;
+    return p;
+}
+
+int t_qgate(struct t_out *o, const char *arg, ...)
+{
+    const char *argv[64];
+    int n = 0;
+    argv[n++] = QG_BINARY;
+    va_list ap;
+    va_start(ap, arg);
+    for (const char *a = arg; a && n < 63; a = va_arg(ap, const char *)) argv[n++] = a;
+    va_end(ap);
+    argv[n] = NULL;
+    char outp[4096], errp[4096];
+    snprintf(outp, sizeof outp, "%s/.stdout", t_tmp());
+    snprintf(errp, sizeof errp, "%s/.stderr", t_tmp());
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        int fo = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fe = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fo < 0 || fe < 0) _exit(127);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        execv(QG_BINARY, (char *const *)argv);
+        _exit(127);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    o->code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    o->out = t_read_file(outp, NULL);
+    o->err = t_read_file(errp, NULL);
+    if (!o->out) o->out = calloc(1, 1);
+    if (!o->err) o->err = calloc(1, 1);
+    return 0;
+}
+
+void t_out_free(struct t_out *o)
+{
+    free(o->out);
+    free(o->err);
+    o->out = o->err = NULL;
+}
+
+void bb_bytes(struct bb *b, const void *data, size_t n)
+{
+    if (b->n + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->n + n) cap *= 2;
+        unsigned char *p = realloc(b->p, cap);
+        if (!p) abort();
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, data, n);
+    b->n += n;
+}
+
+void bb_u32(struct bb *b, uint32_t v)
+{
+    unsigned char t[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+                          (unsigned char)(v >> 24)};
+    bb_bytes(b, t, 4);
+}
+
+void bb_u64(struct bb *b, uint64_t v)
+{
+    bb_u32(b, (uint32_t)v);
+    bb_u32(b, (uint32_t)(v >> 32));
+}
+
+void bb_str(struct bb *b, const char *s)
+{
+    bb_u64(b, strlen(s));
+    bb_bytes(b, s, strlen(s));
+}
+
+void bb_free(struct bb *b)
+{
+    free(b->p);
+    memset(b, 0, sizeof *b);
+}

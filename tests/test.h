@@ -1,0 +1,118 @@
+/* test — assertions and helpers for qgate's one test runner.
+ *
+ * A test is `TEST(name) { ... return 0; }` listed in tests/test_list.h. The
+ * runner runs each in its own process with a timeout and a fresh temporary
+ * directory (t_tmp()). Asserts print both sides and return 1 from the test.
+ * SKIP(reason) returns TEST_SKIP (77), which ctest reports as skipped.
+ */
+#ifndef QG_TEST_H
+#define QG_TEST_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#define TEST_SKIP 77
+#define TEST(name)                                                                                 \
+    int test_##name(void);                                                                         \
+    int test_##name(void)
+
+#define T_FAIL_(...)                                                                               \
+    do {                                                                                           \
+        fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);                                            \
+        fprintf(stderr, __VA_ARGS__);                                                              \
+        fputc('\n', stderr);                                                                       \
+        return 1;                                                                                  \
+    } while (0)
+
+#define ASSERT(c)                                                                                  \
+    do {                                                                                           \
+        if (!(c)) T_FAIL_("ASSERT(%s) failed", #c);                                                \
+    } while (0)
+
+#define ASSERT_EQ(a, b)                                                                            \
+    do {                                                                                           \
+        long long a_ = (long long)(a), b_ = (long long)(b);                                        \
+        if (a_ != b_) T_FAIL_("ASSERT_EQ(%s, %s) failed: %lld != %lld", #a, #b, a_, b_);           \
+    } while (0)
+
+#define ASSERT_NE(a, b)                                                                            \
+    do {                                                                                           \
+        long long a_ = (long long)(a), b_ = (long long)(b);                                        \
+        if (a_ == b_) T_FAIL_("ASSERT_NE(%s, %s) failed: both %lld", #a, #b, a_);                  \
+    } while (0)
+
+#define ASSERT_STR_EQ(a, b)                                                                        \
+    do {                                                                                           \
+        const char *a_ = (a), *b_ = (b);                                                           \
+        if (!a_ || !b_ || strcmp(a_, b_) != 0)                                                     \
+            T_FAIL_("ASSERT_STR_EQ(%s, %s) failed: \"%s\" != \"%s\"", #a, #b, a_ ? a_ : "(null)",  \
+                    b_ ? b_ : "(null)");                                                           \
+    } while (0)
+
+#define ASSERT_CONTAINS(hay, needle)                                                               \
+    do {                                                                                           \
+        const char *h_ = (hay), *n_ = (needle);                                                    \
+        if (!h_ || !strstr(h_, n_))                                                                \
+            T_FAIL_("ASSERT_CONTAINS(%s, %s) failed: \"%s\" not found in:\n%s", #hay, #needle, n_, \
+                    h_ ? h_ : "(null)");                                                           \
+    } while (0)
+
+#define ASSERT_NEAR(a, b, tol)                                                                     \
+    do {                                                                                           \
+        double a_ = (a), b_ = (b);                                                                 \
+        if (!(fabs(a_ - b_) <= (tol)))                                                             \
+            T_FAIL_("ASSERT_NEAR(%s, %s, %s) failed: %.17g vs %.17g", #a, #b, #tol, a_, b_);       \
+    } while (0)
+
+/* Runs an int-returning call and fails the test when it is not 0 (QG_OK). */
+#define ASSERT_OK(expr)                                                                            \
+    do {                                                                                           \
+        int rc_ = (expr);                                                                          \
+        if (rc_ != 0) T_FAIL_("%s returned %d", #expr, rc_);                                       \
+    } while (0)
+
+#define SKIP(...)                                                                                  \
+    do {                                                                                           \
+        printf("skipped: ");                                                                       \
+        printf(__VA_ARGS__);                                                                       \
+        printf("\n");                                                                              \
+        return TEST_SKIP;                                                                          \
+    } while (0)
+
+/* The test's own temporary directory (removed after a passing test). */
+const char *t_tmp(void);
+/* t_tmp()/name in a static rotating buffer (8 slots). */
+const char *t_path(const char *name);
+/* Path to ../shared/REL next to the source tree (or $QG_SHARED/REL), or NULL
+ * when the shared folder is absent. */
+const char *t_shared(const char *rel);
+
+int t_write_file(const char *path, const void *data, size_t n);
+/* Whole file, NUL-terminated, malloc'd; NULL on failure. */
+char *t_read_file(const char *path, size_t *n);
+
+/* Result of running the qgate binary. */
+struct t_out {
+    int code;   /* exit status, or 128+signal */
+    char *out;  /* stdout, malloc'd */
+    char *err;  /* stderr, malloc'd */
+};
+/* Runs `qgate ARGS...` (NULL-terminated) and captures its output. */
+int t_qgate(struct t_out *o, const char *arg, ...);
+void t_out_free(struct t_out *o);
+
+/* Byte builder for hand-made (often malformed) files. */
+struct bb {
+    unsigned char *p;
+    size_t n, cap;
+};
+void bb_bytes(struct bb *b, const void *data, size_t n);
+void bb_u32(struct bb *b, uint32_t v);
+void bb_u64(struct bb *b, uint64_t v);
+void bb_str(struct bb *b, const char *s);
+void bb_free(struct bb *b);
+
+#endif

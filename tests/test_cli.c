@@ -1,0 +1,136 @@
+/* test_cli — the qgate binary: help, version, usage errors, demo. */
+#include "harness/cli.h"
+#include "harness/commands.h"
+#include "tests/test.h"
+
+TEST(cli_version)
+{
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "--version", NULL));
+    ASSERT_EQ(o.code, 0);
+    ASSERT_CONTAINS(o.out, "qgate " QG_VERSION);
+    ASSERT_CONTAINS(o.out, "schema v1");
+    t_out_free(&o);
+    return 0;
+}
+
+TEST(cli_help_generated)
+{
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "help", NULL));
+    ASSERT_EQ(o.code, 0);
+    for (int i = 0; qg_commands[i]; i++) ASSERT_CONTAINS(o.out, qg_commands[i]->summary);
+    t_out_free(&o);
+    /* every option of every command appears in its --help */
+    for (int i = 0; qg_commands[i]; i++) {
+        ASSERT_OK(t_qgate(&o, qg_commands[i]->name, "--help", NULL));
+        ASSERT_EQ(o.code, 0);
+        for (const struct cli_opt *op = qg_commands[i]->opts; op && op->name; op++) {
+            char want[80];
+            snprintf(want, sizeof want, "--%s", op->name);
+            ASSERT_CONTAINS(o.out, want);
+            ASSERT_CONTAINS(o.out, op->help);
+        }
+        t_out_free(&o);
+    }
+    ASSERT_OK(t_qgate(&o, "help", "inspect", NULL));
+    ASSERT_EQ(o.code, 0);
+    ASSERT_CONTAINS(o.out, "usage: qgate inspect MODEL.gguf");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, NULL));
+    ASSERT_EQ(o.code, 64);
+    ASSERT_CONTAINS(o.err, "usage: qgate COMMAND");
+    t_out_free(&o);
+    return 0;
+}
+
+TEST(cli_unknown_command)
+{
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "inspct", "x.gguf", NULL));
+    ASSERT_EQ(o.code, 64);
+    ASSERT_CONTAINS(o.err, "unknown command 'inspct'; did you mean 'inspect'?");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "frobnicate", NULL));
+    ASSERT_EQ(o.code, 64);
+    ASSERT_CONTAINS(o.err, "unknown command 'frobnicate'");
+    t_out_free(&o);
+    return 0;
+}
+
+TEST(cli_unknown_option)
+{
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "inspect", "--jsn", "x.gguf", NULL));
+    ASSERT_EQ(o.code, 64);
+    ASSERT_CONTAINS(o.err, "unknown option '--jsn' for 'qgate inspect'; did you mean '--json'?");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "runs", "--limt=3", NULL));
+    ASSERT_EQ(o.code, 64);
+    ASSERT_CONTAINS(o.err, "did you mean '--limit'?");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "runs", "-z", NULL));
+    ASSERT_EQ(o.code, 64);
+    ASSERT_CONTAINS(o.err, "unknown option '-z'");
+    t_out_free(&o);
+    return 0;
+}
+
+TEST(cli_bad_values)
+{
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "runs", "--limit", "many", NULL));
+    ASSERT_EQ(o.code, 64);
+    ASSERT_CONTAINS(o.err, "'--limit' of 'qgate runs' expects an integer, got 'many'");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "runs", "--limit", NULL));
+    ASSERT_EQ(o.code, 64);
+    ASSERT_CONTAINS(o.err, "needs a value");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "inspect", NULL));
+    ASSERT_EQ(o.code, 64);
+    ASSERT_CONTAINS(o.err, "needs MODEL.gguf");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "inspect", "a.gguf", "b.gguf", NULL));
+    ASSERT_EQ(o.code, 64);
+    ASSERT_CONTAINS(o.err, "unexpected argument 'b.gguf'");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "runs", "--json=yes", NULL));
+    ASSERT_EQ(o.code, 64);
+    ASSERT_CONTAINS(o.err, "takes no value");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "show", "abc", NULL));
+    ASSERT_EQ(o.code, 64);
+    t_out_free(&o);
+    return 0;
+}
+
+TEST(cli_edit_distance)
+{
+    ASSERT_EQ(cli_edit_distance("kitten", "sitting"), 3);
+    ASSERT_EQ(cli_edit_distance("", "abc"), 3);
+    ASSERT_EQ(cli_edit_distance("same", "same"), 0);
+    const char *c[] = {"inspect", "runs", "show"};
+    ASSERT_STR_EQ(cli_closest("shw", c, 3), "show");
+    ASSERT_STR_EQ(cli_closest("insp", c, 3), "inspect");
+    ASSERT(cli_closest("completely-different", c, 3) == NULL);
+    return 0;
+}
+
+TEST(cli_demo)
+{
+    struct t_out o;
+    const char *dir = t_path("demo");
+    ASSERT_OK(t_qgate(&o, "demo", "--dir", dir, NULL));
+    ASSERT_EQ(o.code, 0);
+    ASSERT_CONTAINS(o.out, "base-f32.gguf");
+    ASSERT_CONTAINS(o.out, "Q8_0 x16");
+    t_out_free(&o);
+    char p[4096];
+    snprintf(p, sizeof p, "%s/cand-f16.gguf", dir);
+    ASSERT_OK(t_qgate(&o, "inspect", p, NULL));
+    ASSERT_EQ(o.code, 0);
+    ASSERT_CONTAINS(o.out, "F16");
+    t_out_free(&o);
+    return 0;
+}
