@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Fuzz the GGUF reader with libFuzzer for N seconds (default 60).
+#   tests/fuzz/run.sh [SECONDS] [JOBS]
+# Builds with clang, AddressSanitizer and UBSan in build-fuzz/, seeds the
+# corpus with the generated fixtures (valid synthetic models and every
+# malformed case) and with the GGUF files under ../shared/models when that
+# folder exists (files up to 2 MiB). Crashes land in build-fuzz/fuzz-artifacts/.
+set -euo pipefail
+secs=${1:-60}
+jobs=${2:-1}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+b="$root/build-fuzz"
+CC=clang cmake -S "$root" -B "$b" -DQG_FUZZ=ON -DQG_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$b" -j"$(nproc)" --target fuzz_gguf gguf_fixtures >/dev/null
+seeds="$b/fuzz-seeds"
+corpus="$b/fuzz-corpus"
+mkdir -p "$seeds" "$corpus" "$b/fuzz-artifacts"
+"$b/tests/gguf_fixtures" "$seeds"
+if [ -d "$root/../shared/models" ]; then
+  find "$root/../shared/models" -name '*.gguf' -size -2048k -exec cp -f {} "$seeds/" \;
+else
+  echo "note: ../shared/models is absent; seeding with generated fixtures only"
+fi
+echo "fuzzing the GGUF reader for ${secs}s with $(ls "$seeds" | wc -l) seed files"
+par=()
+[ "$jobs" -gt 1 ] && par=(-jobs="$jobs" -workers="$jobs")  # logs go to fuzz-N.log then
+cd "$b"
+"$b/tests/fuzz_gguf" -max_total_time="$secs" -max_len=2097152 -timeout=20 -rss_limit_mb=4096 \
+  "${par[@]}" -print_final_stats=1 -artifact_prefix="$b/fuzz-artifacts/" "$corpus" "$seeds"
