@@ -1,0 +1,294 @@
+/* dequant — scalar reference dequantisation of ggml block formats. */
+#include "backends/dequant.h"
+#include "backends/ggml_types.h"
+#include "backends/quant.h"
+#include "harness/status.h"
+
+#include <string.h>
+
+static float h2f(const uint8_t *p)
+{
+    return quant_f16_to_f32((uint16_t)(p[0] | p[1] << 8));
+}
+
+static const int8_t kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                         1,    13,   25,  38,  53,  69,  89,  113};
+
+static void q4_0(const uint8_t *b, float *y, int64_t nb)
+{
+    for (int64_t i = 0; i < nb; i++, b += 18, y += 32) {
+        float d = h2f(b);
+        for (int j = 0; j < 16; j++) {
+            y[j] = (float)((b[2 + j] & 0x0F) - 8) * d;
+            y[j + 16] = (float)((b[2 + j] >> 4) - 8) * d;
+        }
+    }
+}
+
+static void q4_1(const uint8_t *b, float *y, int64_t nb)
+{
+    for (int64_t i = 0; i < nb; i++, b += 20, y += 32) {
+        float d = h2f(b), m = h2f(b + 2);
+        for (int j = 0; j < 16; j++) {
+            y[j] = (float)(b[4 + j] & 0x0F) * d + m;
+            y[j + 16] = (float)(b[4 + j] >> 4) * d + m;
+        }
+    }
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void q5_0(const uint8_t *b, float *y, int64_t nb)
+{
+    for (int64_t i = 0; i < nb; i++, b += 22, y += 32) {
+        float d = h2f(b);
+        uint32_t qh = rd32(b + 2);
+        const uint8_t *qs = b + 6;
+        for (int j = 0; j < 16; j++) {
+            int h0 = ((qh >> j) << 4) & 0x10, h1 = (qh >> (j + 12)) & 0x10;
+            y[j] = (float)(((qs[j] & 0x0F) | h0) - 16) * d;
+            y[j + 16] = (float)(((qs[j] >> 4) | h1) - 16) * d;
+        }
+    }
+}
+
+static void q5_1(const uint8_t *b, float *y, int64_t nb)
+{
+    for (int64_t i = 0; i < nb; i++, b += 24, y += 32) {
+        float d = h2f(b), m = h2f(b + 2);
+        uint32_t qh = rd32(b + 4);
+        const uint8_t *qs = b + 8;
+        for (int j = 0; j < 16; j++) {
+            int h0 = ((qh >> j) << 4) & 0x10, h1 = (qh >> (j + 12)) & 0x10;
+            y[j] = (float)((qs[j] & 0x0F) | h0) * d + m;
+            y[j + 16] = (float)((qs[j] >> 4) | h1) * d + m;
+        }
+    }
+}
+
+static void q8_0(const uint8_t *b, float *y, int64_t nb)
+{
+    for (int64_t i = 0; i < nb; i++, b += 34, y += 32) {
+        float d = h2f(b);
+        for (int j = 0; j < 32; j++) y[j] = (float)(int8_t)b[2 + j] * d;
+    }
+}
+
+static void q2_k(const uint8_t *b, float *y, int64_t nb)
+{
+    for (int64_t i = 0; i < nb; i++, b += 84) {
+        const uint8_t *scales = b, *q = b + 16;
+        float d = h2f(b + 80), dmin = h2f(b + 82);
+        int is = 0;
+        for (int n = 0; n < 256; n += 128, q += 32)
+            for (int shift = 0; shift < 8; shift += 2)
+                for (int half = 0; half < 2; half++) {
+                    uint8_t sc = scales[is++];
+                    float dl = d * (float)(sc & 0xF), ml = dmin * (float)(sc >> 4);
+                    for (int l = 0; l < 16; l++) *y++ = dl * (float)((q[l + 16 * half] >> shift) & 3) - ml;
+                }
+    }
+}
+
+static void q3_k(const uint8_t *b, float *y, int64_t nb)
+{
+    for (int64_t i = 0; i < nb; i++, b += 110) {
+        const uint8_t *hm = b, *q = b + 32, *sc = b + 96;
+        float d_all = h2f(b + 108);
+        /* 16 6-bit scales: low 4 bits in sc[0..7] (two per byte), high 2 in sc[8..11] */
+        int8_t scales[16];
+        for (int j = 0; j < 16; j++) {
+            int lo = j < 8 ? sc[j] & 0xF : sc[j - 8] >> 4;
+            int hi = (sc[8 + j % 4] >> (2 * (j / 4))) & 3;
+            scales[j] = (int8_t)((lo | hi << 4) - 32);
+        }
+        int is = 0;
+        uint8_t m = 1;
+        for (int n = 0; n < 256; n += 128, q += 32)
+            for (int shift = 0; shift < 8; shift += 2, m <<= 1)
+                for (int half = 0; half < 2; half++) {
+                    float dl = d_all * (float)scales[is++];
+                    for (int l = 0; l < 16; l++) {
+                        int k = l + 16 * half;
+                        *y++ = dl * (float)(((q[k] >> shift) & 3) - ((hm[k] & m) ? 0 : 4));
+                    }
+                }
+    }
+}
+
+/* 6-bit scale and min j of the 12-byte packing shared by Q4_K and Q5_K */
+static void scale_min_k4(int j, const uint8_t *q, int *d, int *m)
+{
+    if (j < 4) {
+        *d = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+static void q4_k(const uint8_t *b, float *y, int64_t nb)
+{
+    for (int64_t i = 0; i < nb; i++, b += 144) {
+        float d = h2f(b), dmin = h2f(b + 2);
+        const uint8_t *sc = b + 4, *q = b + 16;
+        for (int j = 0, is = 0; j < 256; j += 64, q += 32, is += 2) {
+            int s1, m1, s2, m2;
+            scale_min_k4(is, sc, &s1, &m1);
+            scale_min_k4(is + 1, sc, &s2, &m2);
+            float d1 = d * (float)s1, mm1 = dmin * (float)m1, d2 = d * (float)s2, mm2 = dmin * (float)m2;
+            for (int l = 0; l < 32; l++) *y++ = d1 * (float)(q[l] & 0xF) - mm1;
+            for (int l = 0; l < 32; l++) *y++ = d2 * (float)(q[l] >> 4) - mm2;
+        }
+    }
+}
+
+static void q5_k(const uint8_t *b, float *y, int64_t nb)
+{
+    for (int64_t i = 0; i < nb; i++, b += 176) {
+        float d = h2f(b), dmin = h2f(b + 2);
+        const uint8_t *sc = b + 4, *qh = b + 16, *ql = b + 48;
+        uint8_t u1 = 1, u2 = 2;
+        for (int j = 0, is = 0; j < 256; j += 64, ql += 32, is += 2, u1 <<= 2, u2 <<= 2) {
+            int s1, m1, s2, m2;
+            scale_min_k4(is, sc, &s1, &m1);
+            scale_min_k4(is + 1, sc, &s2, &m2);
+            float d1 = d * (float)s1, mm1 = dmin * (float)m1, d2 = d * (float)s2, mm2 = dmin * (float)m2;
+            for (int l = 0; l < 32; l++) *y++ = d1 * (float)((ql[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - mm1;
+            for (int l = 0; l < 32; l++) *y++ = d2 * (float)((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - mm2;
+        }
+    }
+}
+
+static void q6_k(const uint8_t *b, float *y, int64_t nb)
+{
+    for (int64_t i = 0; i < nb; i++, b += 210) {
+        const uint8_t *ql = b, *qh = b + 128;
+        const int8_t *sc = (const int8_t *)(b + 192);
+        float d = h2f(b + 208);
+        for (int n = 0; n < 256; n += 128, y += 128, ql += 64, qh += 32, sc += 8)
+            for (int l = 0; l < 32; l++) {
+                int is = l / 16;
+                int q1 = ((ql[l] & 0xF) | ((qh[l] >> 0) & 3) << 4) - 32;
+                int q2 = ((ql[l + 32] & 0xF) | ((qh[l] >> 2) & 3) << 4) - 32;
+                int q3 = ((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4) - 32;
+                int q4 = ((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4) - 32;
+                y[l] = d * (float)sc[is] * (float)q1;
+                y[l + 32] = d * (float)sc[is + 2] * (float)q2;
+                y[l + 64] = d * (float)sc[is + 4] * (float)q3;
+                y[l + 96] = d * (float)sc[is + 6] * (float)q4;
+            }
+    }
+}
+
+static void iq4_nl(const uint8_t *b, float *y, int64_t nb)
+{
+    for (int64_t i = 0; i < nb; i++, b += 18, y += 32) {
+        float d = h2f(b);
+        for (int j = 0; j < 16; j++) {
+            y[j] = d * (float)kvalues_iq4nl[b[2 + j] & 0xF];
+            y[j + 16] = d * (float)kvalues_iq4nl[b[2 + j] >> 4];
+        }
+    }
+}
+
+static void iq4_xs(const uint8_t *b, float *y, int64_t nb)
+{
+    for (int64_t i = 0; i < nb; i++, b += 136) {
+        float d = h2f(b);
+        unsigned scales_h = (unsigned)(b[2] | b[3] << 8);
+        const uint8_t *scales_l = b + 4, *qs = b + 8;
+        for (int ib = 0; ib < 8; ib++, y += 32, qs += 16) {
+            int ls = ((scales_l[ib / 2] >> 4 * (ib % 2)) & 0xF) | (((scales_h >> 2 * ib) & 3) << 4);
+            float dl = d * (float)(ls - 32);
+            for (int j = 0; j < 16; j++) {
+                y[j] = dl * (float)kvalues_iq4nl[qs[j] & 0xF];
+                y[j + 16] = dl * (float)kvalues_iq4nl[qs[j] >> 4];
+            }
+        }
+    }
+}
+
+/* ternary digit n of a base-3 fixed-point byte (TQ1_0 packing) */
+static float trit(uint8_t byte, int n, float d)
+{
+    static const uint8_t pow3[6] = {1, 3, 9, 27, 81, 243};
+    uint8_t q = (uint8_t)(byte * pow3[n]);
+    int xi = ((uint16_t)q * 3) >> 8;
+    return (float)(xi - 1) * d;
+}
+
+static void tq1_0(const uint8_t *b, float *y, int64_t nb)
+{
+    for (int64_t i = 0; i < nb; i++, b += 54) {
+        const uint8_t *qs = b, *qh = b + 48;
+        float d = h2f(b + 52);
+        for (int n = 0; n < 5; n++)
+            for (int m = 0; m < 32; m++) *y++ = trit(qs[m], n, d);
+        for (int n = 0; n < 5; n++)
+            for (int m = 0; m < 16; m++) *y++ = trit(qs[32 + m], n, d);
+        for (int n = 0; n < 4; n++)
+            for (int j = 0; j < 4; j++) *y++ = trit(qh[j], n, d);
+    }
+}
+
+static void tq2_0(const uint8_t *b, float *y, int64_t nb)
+{
+    for (int64_t i = 0; i < nb; i++, b += 66) {
+        float d = h2f(b + 64);
+        for (int j = 0; j < 64; j += 32)
+            for (int l = 0; l < 4; l++)
+                for (int m = 0; m < 32; m++) *y++ = (float)(((b[j + m] >> (l * 2)) & 3) - 1) * d;
+    }
+}
+
+int dequant_supported(uint32_t type)
+{
+    switch (type) {
+    case GGML_F32: case GGML_F16: case GGML_BF16: case GGML_Q4_0: case GGML_Q4_1:
+    case GGML_Q5_0: case GGML_Q5_1: case GGML_Q8_0: case GGML_Q2_K: case GGML_Q3_K:
+    case GGML_Q4_K: case GGML_Q5_K: case GGML_Q6_K: case GGML_IQ4_NL: case GGML_IQ4_XS:
+    case GGML_TQ1_0: case GGML_TQ2_0:
+        return 1;
+    }
+    return 0;
+}
+
+int dequant_row(uint32_t type, const void *src, float *dst, int64_t n)
+{
+    const struct ggml_type_info *ti = ggml_type_get(type);
+    if (!ti || !dequant_supported(type) || n % ti->block) return QG_ERR_UNSUPPORTED;
+    const uint8_t *b = src;
+    int64_t nb = n / ti->block;
+    switch (type) {
+    case GGML_F32: memcpy(dst, src, (size_t)n * 4); break;
+    case GGML_F16:
+        for (int64_t i = 0; i < n; i++) dst[i] = h2f(b + 2 * i);
+        break;
+    case GGML_BF16:
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t u = (uint32_t)(b[2 * i] | b[2 * i + 1] << 8) << 16;
+            memcpy(&dst[i], &u, 4);
+        }
+        break;
+    case GGML_Q4_0: q4_0(b, dst, nb); break;
+    case GGML_Q4_1: q4_1(b, dst, nb); break;
+    case GGML_Q5_0: q5_0(b, dst, nb); break;
+    case GGML_Q5_1: q5_1(b, dst, nb); break;
+    case GGML_Q8_0: q8_0(b, dst, nb); break;
+    case GGML_Q2_K: q2_k(b, dst, nb); break;
+    case GGML_Q3_K: q3_k(b, dst, nb); break;
+    case GGML_Q4_K: q4_k(b, dst, nb); break;
+    case GGML_Q5_K: q5_k(b, dst, nb); break;
+    case GGML_Q6_K: q6_k(b, dst, nb); break;
+    case GGML_IQ4_NL: iq4_nl(b, dst, nb); break;
+    case GGML_IQ4_XS: iq4_xs(b, dst, nb); break;
+    case GGML_TQ1_0: tq1_0(b, dst, nb); break;
+    case GGML_TQ2_0: tq2_0(b, dst, nb); break;
+    }
+    return QG_OK;
+}

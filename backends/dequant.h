@@ -1,0 +1,29 @@
+/* dequant — block formats to f32, exactly as ggml defines them.
+ *
+ * Supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K,
+ * Q5_K, Q6_K, IQ4_NL, IQ4_XS, TQ1_0, TQ2_0. Other ggml types (the grid-based
+ * IQ1/IQ2/IQ3 formats, MXFP4, integer types) are refused.
+ * Block layouts (bytes, little-endian, "h" = fp16):
+ *   Q4_0  h d, 16 qs            Q4_1  h d, h m, 16 qs
+ *   Q5_0  h d, 4 qh, 16 qs      Q5_1  h d, h m, 4 qh, 16 qs      Q8_0 h d, 32 i8
+ *   Q2_K  16 scales, 64 qs, h d, h dmin
+ *   Q3_K  32 hmask, 64 qs, 12 scales, h d
+ *   Q4_K  h d, h dmin, 12 scales, 128 qs
+ *   Q5_K  h d, h dmin, 12 scales, 32 qh, 128 qs
+ *   Q6_K  128 ql, 64 qh, 16 i8 scales, h d
+ *   IQ4_NL h d, 16 qs           IQ4_XS h d, u16 scales_h, 4 scales_l, 128 qs
+ *   TQ1_0 48 qs, 4 qh, h d      TQ2_0 64 qs, h d
+ */
+#ifndef QG_DEQUANT_H
+#define QG_DEQUANT_H
+
+#include <stdint.h>
+
+/* 1 when dequant_row handles the type. */
+int dequant_supported(uint32_t type);
+
+/* Dequantises n elements (a multiple of the type's block size) stored at src
+ * into dst. QG_OK, or QG_ERR_UNSUPPORTED for types not listed above. */
+int dequant_row(uint32_t type, const void *src, float *dst, int64_t n);
+
+#endif
