@@ -1,0 +1,160 @@
+/* test_tokenizer — llama.cpp's own tokenizer test vectors, the stories260K
+ * reference ids, and round trips. */
+#include "backends/gguf.h"
+#include "backends/synth.h"
+#include "backends/tokenizer.h"
+#include "harness/status.h"
+#include "harness/util.h"
+#include "tests/test.h"
+
+#include <stdlib.h>
+
+static struct tokenizer *load(const char *path)
+{
+    char err[QG_ERRMSG_MAX];
+    struct gguf *g;
+    struct tokenizer *t = NULL;
+    if (gguf_open(path, &g, err, sizeof err) == QG_OK) {
+        if (tok_load(g, path, &t, err, sizeof err) != QG_OK) fprintf(stderr, "%s\n", err);
+        gguf_close(g);
+    } else {
+        fprintf(stderr, "%s\n", err);
+    }
+    return t;
+}
+
+/* Runs every string of NAME.inp and compares with NAME.out; returns failures. */
+static int run_vectors(const char *name, int *n_cases)
+{
+    char rel[256];
+    snprintf(rel, sizeof rel, "models/llamacpp-vocab/%s", name);
+    char model[4096], inp[4200], outp[4200];
+    snprintf(model, sizeof model, "%s", t_shared(rel));
+    snprintf(inp, sizeof inp, "%s.inp", model);
+    snprintf(outp, sizeof outp, "%s.out", model);
+    struct tokenizer *t = load(model);
+    char *in = t_read_file(inp, NULL), *out = t_read_file(outp, NULL);
+    if (!t || !in || !out) return 1000;
+    const char *sep = "\n__ggml_vocab_test__\n";
+    int failures = 0, k = 0;
+    char *p = in, *line = out;
+    for (char *end; (end = strstr(p, sep)); p = end + strlen(sep), k++) {
+        char *eol = strchr(line, '\n');
+        if (!eol) return fprintf(stderr, "%s: fewer expected lines than tests\n", outp), failures + 1;
+        *eol = '\0';
+        int32_t *ids = NULL;
+        int64_t n = 0;
+        if (tok_encode(t, p, (size_t)(end - p), 0, 0, &ids, &n) != QG_OK) return 1000;
+        struct sbuf got;
+        sbuf_init(&got, 0);
+        for (int64_t i = 0; i < n; i++) sbuf_printf(&got, " %d", ids[i]);
+        if (strcmp(sbuf_str(&got), line) != 0) {
+            fprintf(stderr, "%s case %d \"%.*s\":\n  want%s\n  got %s\n", name, k, (int)(end - p), p, line, sbuf_str(&got));
+            failures++;
+        }
+        sbuf_release(&got);
+        free(ids);
+        line = eol + 1;
+    }
+    *n_cases = k;
+    free(in);
+    free(out);
+    tok_free(t);
+    return failures;
+}
+
+TEST(tokenizer_llama_spm_vectors)
+{
+    if (!t_shared("models/llamacpp-vocab/ggml-vocab-llama-spm.gguf")) SKIP("../shared/models/llamacpp-vocab is absent");
+    int n = 0, f = run_vectors("ggml-vocab-llama-spm.gguf", &n);
+    printf("llama-spm: %d of %d strings match llama.cpp exactly\n", n - f, n);
+    ASSERT_EQ(f, 0);
+    ASSERT(n >= 30);
+    return 0;
+}
+
+TEST(tokenizer_gpt2_vectors)
+{
+    if (!t_shared("models/llamacpp-vocab/ggml-vocab-gpt-2.gguf")) SKIP("../shared/models/llamacpp-vocab is absent");
+    int n = 0, f = run_vectors("ggml-vocab-gpt-2.gguf", &n);
+    printf("gpt-2: %d of %d strings match llama.cpp exactly\n", n - f, n);
+    ASSERT_EQ(f, 0);
+    ASSERT(n >= 30);
+    return 0;
+}
+
+TEST(tokenizer_stories_reference)
+{
+    const char *model = t_shared("models/stories260K/gguf/stories260K-F32.gguf");
+    const char *text = t_shared("data/tinystories_valid_head.txt");
+    if (!model || !text) SKIP("../shared stories260K model or data is absent");
+    struct tokenizer *t = load(model);
+    ASSERT(t);
+    size_t n;
+    char *s = t_read_file(text, &n);
+    ASSERT(s && n > 200);
+    int32_t *ids = NULL;
+    int64_t k = 0;
+    ASSERT_OK(tok_encode(t, s, 200, 1, 0, &ids, &k));
+    ASSERT_EQ(k, 108); /* llama.cpp: first 200 characters with BOS -> 108 ids */
+    const int32_t want[10] = {1, 301, 427, 309, 426, 301, 427, 309, 394, 265};
+    for (int i = 0; i < 10; i++) ASSERT_EQ(ids[i], want[i]);
+    /* detokenising gives the text back */
+    char *back = tok_decode(t, ids + 1, k - 1, 0);
+    ASSERT(back && strncmp(back, s, 200) == 0);
+    free(back);
+    free(ids);
+    /* the whole file: 393,019 tokens with BOS */
+    ids = NULL;
+    k = 0;
+    ASSERT_OK(tok_encode(t, s, n, 1, 0, &ids, &k));
+    ASSERT_EQ(k, 393019);
+    free(ids);
+    free(s);
+    tok_free(t);
+    return 0;
+}
+
+TEST(tokenizer_synth_roundtrip)
+{
+    struct synth_params p = synth_default_params();
+    char err[QG_ERRMSG_MAX];
+    ASSERT_OK(synth_write(&p, t_path("m.gguf"), err, sizeof err));
+    struct tokenizer *t = load(t_path("m.gguf"));
+    ASSERT(t);
+    ASSERT_EQ(tok_n_vocab(t), 320);
+    ASSERT_EQ(tok_bos(t), 1);
+    const char *texts[] = {"Once upon a time the girl saw the big red ball.",
+                           "bytes \xc3\xa9\xe2\x82\xac and \t tabs\nnew lines",
+                           "  leading spaces", ""};
+    for (int i = 0; i < 4; i++) {
+        int32_t *ids = NULL;
+        int64_t k = 0;
+        ASSERT_OK(tok_encode(t, texts[i], strlen(texts[i]), 1, 0, &ids, &k));
+        ASSERT(k >= 1 && ids[0] == 1);
+        char *back = tok_decode(t, ids + 1, k - 1, 0);
+        ASSERT_STR_EQ(back, texts[i]);
+        free(back);
+        free(ids);
+    }
+    /* words of the vocabulary become single tokens, unknown letters bytes */
+    int32_t *ids = NULL;
+    int64_t k = 0;
+    ASSERT_OK(tok_encode(t, "the", 3, 0, 0, &ids, &k));
+    ASSERT_EQ(k, 1);
+    ASSERT_STR_EQ(tok_text(t, ids[0]), "\xe2\x96\x81the");
+    free(ids);
+    /* parse_special turns "<s>" into BOS, otherwise it is text */
+    ids = NULL;
+    k = 0;
+    ASSERT_OK(tok_encode(t, "<s>a", 4, 0, 1, &ids, &k));
+    ASSERT(k >= 2 && ids[0] == 1);
+    free(ids);
+    ids = NULL;
+    k = 0;
+    ASSERT_OK(tok_encode(t, "<s>a", 4, 0, 0, &ids, &k));
+    ASSERT(k >= 3 && ids[0] != 1);
+    free(ids);
+    tok_free(t);
+    return 0;
+}
