@@ -137,12 +137,15 @@ TEST(tokenizer_synth_roundtrip)
         free(back);
         free(ids);
     }
-    /* words of the vocabulary become single tokens, unknown letters bytes */
+    /* "▁" + "a" merge into the piece "▁a"; a character outside the
+     * vocabulary falls back to its byte tokens (<0xXX> = 3 + byte) */
     int32_t *ids = NULL;
     int64_t k = 0;
-    ASSERT_OK(tok_encode(t, "the", 3, 0, 0, &ids, &k));
-    ASSERT_EQ(k, 1);
-    ASSERT_STR_EQ(tok_text(t, ids[0]), "\xe2\x96\x81the");
+    ASSERT_OK(tok_encode(t, "a\xc3\xa9", 3, 0, 0, &ids, &k));
+    ASSERT_EQ(k, 3);
+    ASSERT_STR_EQ(tok_text(t, ids[0]), "\xe2\x96\x81" "a");
+    ASSERT_EQ(ids[1], 3 + 0xc3);
+    ASSERT_EQ(ids[2], 3 + 0xa9);
     free(ids);
     /* parse_special turns "<s>" into BOS, otherwise it is text */
     ids = NULL;
