@@ -9,7 +9,8 @@
 #include <string.h>
 
 const struct cli_cmd *const qg_commands[] = {
-    &cmd_inspect_def, &cmd_runs_def, &cmd_show_def, &cmd_demo_def, NULL,
+    &cmd_ppl_def, &cmd_generate_def, &cmd_tokenize_def, &cmd_inspect_def, &cmd_runs_def,
+    &cmd_show_def, &cmd_demo_def, NULL,
 };
 
 const struct cli_cmd *qg_find_command(const char *name)

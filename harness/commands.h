@@ -11,6 +11,9 @@ extern const struct cli_cmd cmd_inspect_def;
 extern const struct cli_cmd cmd_runs_def;
 extern const struct cli_cmd cmd_show_def;
 extern const struct cli_cmd cmd_demo_def;
+extern const struct cli_cmd cmd_ppl_def;
+extern const struct cli_cmd cmd_tokenize_def;
+extern const struct cli_cmd cmd_generate_def;
 
 /* The table, in help order; NULL-terminated. */
 extern const struct cli_cmd *const qg_commands[];

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int qg_errf(char *buf, size_t n, int status, const char *fmt, ...)
@@ -171,4 +173,45 @@ int qg_use_color(int fd)
     const char *nc = getenv("NO_COLOR");
     if (nc && *nc) return 0;
     return isatty(fd);
+}
+
+int qg_read_file(const char *path, size_t max, char **out, size_t *n, char *err, size_t errlen)
+{
+    *out = NULL;
+    *n = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return qg_errf(err, errlen, QG_ERR_NOINPUT, "%s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        return qg_errf(err, errlen, QG_ERR_NOINPUT, "%s: not a regular file", path);
+    }
+    if ((uint64_t)st.st_size > max) {
+        fclose(f);
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: %lld bytes is more than the limit of %zu", path,
+                       (long long)st.st_size, max);
+    }
+    char *p = malloc((size_t)st.st_size + 1);
+    if (!p) {
+        fclose(f);
+        return qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory", path);
+    }
+    size_t got = fread(p, 1, (size_t)st.st_size, f);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad || got != (size_t)st.st_size) {
+        free(p);
+        return qg_errf(err, errlen, QG_ERR_IO, "%s: read error", path);
+    }
+    p[got] = '\0';
+    *out = p;
+    *n = got;
+    return QG_OK;
+}
+
+uint64_t qg_peak_rss(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+    return (uint64_t)ru.ru_maxrss * 1024;
 }

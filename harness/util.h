@@ -50,6 +50,14 @@ int qg_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
 /* Parses a whole finite double; QG_OK or QG_ERR_USAGE. */
 int qg_parse_f64(const char *s, double *out);
 
+/* Reads a whole file (at most max bytes) into a malloc'd NUL-terminated
+ * buffer. QG_OK; QG_ERR_NOINPUT (cannot open), QG_ERR_DATA (larger than
+ * max), QG_ERR_IO or QG_ERR_NOMEM, with err saying which. */
+int qg_read_file(const char *path, size_t max, char **out, size_t *n, char *err, size_t errlen);
+
+/* Peak resident set size of this process in bytes (getrusage). */
+uint64_t qg_peak_rss(void);
+
 /* Current UTC time as "YYYY-MM-DDTHH:MM:SSZ" into buf (at least 21 bytes). */
 void qg_utc_now(char buf[32]);
 

@@ -1,0 +1,143 @@
+/* backend — the one interface every model backend implements (cpu now;
+ * cuda and http later), and the inline wrappers callers use.
+ *
+ * A backend is a constant `struct backend_ops` (versioned, capability bits,
+ * designated initialisers) plus an opaque instance. Required slots: open,
+ * close, info, errmsg. Optional slots (NULL when not provided; the wrappers
+ * then return QG_ERR_UNSUPPORTED): tokenize, detokenize, score, generate.
+ *
+ * How to add a backend: write backends/NAME/NAME.c defining
+ * `const struct backend_ops backend_NAME_ops`, declare it below, add it to
+ * the registry in backends/backend.c (under #ifdef when it has an optional
+ * dependency), and give it a model-spec prefix ("cuda:", "http://").
+ */
+#ifndef QG_BACKEND_H
+#define QG_BACKEND_H
+
+#include "harness/status.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BACKEND_API_VERSION 1
+
+enum backend_caps {
+    BACKEND_CAP_TOKENIZE = 1 << 0,
+    BACKEND_CAP_SCORE = 1 << 1,     /* log-prob of each actual next token */
+    BACKEND_CAP_FULL_ROWS = 1 << 2, /* full-vocabulary log-softmax rows */
+    BACKEND_CAP_GENERATE = 1 << 3,
+};
+
+struct backend_open_params {
+    int n_ctx;     /* largest window that will be evaluated (0 = model's own) */
+    int n_threads; /* 0 = library default */
+};
+
+struct backend_info {
+    int n_vocab, n_ctx_train;
+    int32_t bos, eos; /* -1 when none */
+    int add_bos;
+    const char *arch;      /* borrowed */
+    size_t weight_bytes;   /* memory the weights take (local backends) */
+};
+
+/* One scoring request over a window evaluated from an empty context. */
+struct backend_score {
+    const int32_t *tokens;
+    int n_tokens;
+    int from;        /* score tokens[from..n_tokens-1]; 1 <= from < n_tokens. The
+                      * last token is only a target: n_tokens - 1 positions are
+                      * evaluated, so a window of n_ctx + 1 tokens fits n_ctx. */
+    double *logprob; /* out, [n_tokens - from]: log p(tokens[i] | tokens[<i]) */
+    float *rows;     /* optional out, [(n_tokens - from) x n_vocab] log-softmax rows */
+    int32_t *argmax; /* optional out, [n_tokens - from]: the top-1 prediction */
+};
+
+struct backend_gen_params {
+    int max_tokens;
+    float temperature; /* 0 = greedy */
+    float top_p;       /* 1 = off */
+    uint64_t seed;
+    const char *const *stop; /* stop strings (not included in the output) */
+    int n_stop;
+};
+
+struct backend_ops {
+    int version; /* BACKEND_API_VERSION */
+    const char *name;
+    unsigned caps;
+    /* required */
+    int (*open)(const char *target, const struct backend_open_params *p, void **impl, char *err,
+                size_t errlen);
+    void (*close)(void *impl);
+    int (*info)(void *impl, struct backend_info *out);
+    const char *(*errmsg)(void *impl);
+    /* optional */
+    int (*tokenize)(void *impl, const char *text, size_t n, int add_special, int32_t **ids,
+                    int64_t *n_ids);
+    char *(*detokenize)(void *impl, const int32_t *ids, int64_t n);
+    /* The bytes token id stands for (see tok_piece); returns the length. */
+    int (*piece)(void *impl, int32_t id, char *buf, size_t cap);
+    int (*score)(void *impl, struct backend_score *req);
+    /* Continues prompt; returns the generated text (malloc'd, stop string
+     * removed) and, optionally, the generated ids. */
+    int (*generate)(void *impl, const int32_t *prompt, int64_t n_prompt,
+                    const struct backend_gen_params *p, char **text, int32_t **ids, int64_t *n_ids);
+};
+
+extern const struct backend_ops backend_cpu_ops;
+
+struct backend {
+    const struct backend_ops *ops;
+    void *impl;
+};
+
+/* Opens a model spec: "PATH.gguf" or "cpu:PATH.gguf" (cpu). On failure err
+ * says why; statuses as the backend's open. */
+int backend_open(const char *spec, const struct backend_open_params *p, struct backend *out,
+                 char *err, size_t errlen);
+void backend_close(struct backend *b);
+
+static inline int backend_info(const struct backend *b, struct backend_info *out)
+{
+    return b->ops->info(b->impl, out);
+}
+
+static inline const char *backend_errmsg(const struct backend *b)
+{
+    return b->ops->errmsg(b->impl);
+}
+
+static inline int backend_tokenize(const struct backend *b, const char *text, size_t n,
+                                   int add_special, int32_t **ids, int64_t *n_ids)
+{
+    return b->ops->tokenize ? b->ops->tokenize(b->impl, text, n, add_special, ids, n_ids)
+                            : QG_ERR_UNSUPPORTED;
+}
+
+static inline char *backend_detokenize(const struct backend *b, const int32_t *ids, int64_t n)
+{
+    return b->ops->detokenize ? b->ops->detokenize(b->impl, ids, n) : NULL;
+}
+
+static inline int backend_piece(const struct backend *b, int32_t id, char *buf, size_t cap)
+{
+    return b->ops->piece ? b->ops->piece(b->impl, id, buf, cap) : QG_ERR_UNSUPPORTED;
+}
+
+static inline int backend_score(const struct backend *b, struct backend_score *req)
+{
+    if (!b->ops->score) return QG_ERR_UNSUPPORTED;
+    if (req->rows && !(b->ops->caps & BACKEND_CAP_FULL_ROWS)) return QG_ERR_UNSUPPORTED;
+    return b->ops->score(b->impl, req);
+}
+
+static inline int backend_generate(const struct backend *b, const int32_t *prompt, int64_t n,
+                                   const struct backend_gen_params *p, char **text, int32_t **ids,
+                                   int64_t *n_ids)
+{
+    return b->ops->generate ? b->ops->generate(b->impl, prompt, n, p, text, ids, n_ids)
+                            : QG_ERR_UNSUPPORTED;
+}
+
+#endif

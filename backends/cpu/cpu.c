@@ -1,0 +1,291 @@
+/* cpu — the local CPU backend: GGUF weights dequantised to f32, OpenBLAS. */
+#include "backends/backend.h"
+#include "backends/gguf.h"
+#include "backends/llama.h"
+#include "backends/tokenizer.h"
+#include "harness/status.h"
+#include "harness/util.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct cpu {
+    struct tokenizer *tok;
+    struct llama_model *model;
+    struct llama_ctx *ctx;
+    int n_ctx;
+    float *logits; /* [n_ctx][n_vocab] */
+    char err[QG_ERRMSG_MAX];
+};
+
+static void cpu_close(void *impl)
+{
+    struct cpu *c = impl;
+    if (!c) return;
+    llama_ctx_free(c->ctx);
+    llama_free(c->model);
+    tok_free(c->tok);
+    free(c->logits);
+    free(c);
+}
+
+static int cpu_open(const char *path, const struct backend_open_params *p, void **impl, char *err,
+                    size_t errlen)
+{
+    *impl = NULL;
+    struct gguf *g;
+    int rc = gguf_open(path, &g, err, errlen);
+    if (rc) return rc;
+    struct cpu *c = calloc(1, sizeof *c);
+    if (!c) {
+        gguf_close(g);
+        return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
+    }
+    rc = tok_load(g, path, &c->tok, err, errlen);
+    if (!rc) rc = llama_load(g, path, &c->model, err, errlen);
+    gguf_close(g); /* the weights are copies now */
+    if (!rc) {
+        const struct llama_hparams *h = llama_hparams(c->model);
+        if (tok_n_vocab(c->tok) != h->n_vocab)
+            rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: tokenizer has %d tokens but the embedding has %d rows",
+                         path, tok_n_vocab(c->tok), h->n_vocab);
+        c->n_ctx = p && p->n_ctx > 0 ? p->n_ctx : h->ctx_train;
+    }
+    if (!rc) rc = llama_ctx_new(c->model, c->n_ctx, &c->ctx);
+    if (!rc) {
+        size_t V = (size_t)llama_hparams(c->model)->n_vocab;
+        c->logits = malloc((size_t)c->n_ctx * V * sizeof(float));
+        if (!c->logits) rc = QG_ERR_NOMEM;
+    }
+    if (rc) {
+        if (rc == QG_ERR_NOMEM) qg_errf(err, errlen, rc, "%s: out of memory (context %d)", path, c->n_ctx);
+        cpu_close(c);
+        return rc;
+    }
+    if (p && p->n_threads > 0) openblas_set_num_threads(p->n_threads);
+    *impl = c;
+    return QG_OK;
+}
+
+static int cpu_info(void *impl, struct backend_info *o)
+{
+    struct cpu *c = impl;
+    const struct llama_hparams *h = llama_hparams(c->model);
+    o->n_vocab = h->n_vocab;
+    o->n_ctx_train = h->ctx_train;
+    o->bos = tok_bos(c->tok);
+    o->eos = tok_eos(c->tok);
+    o->add_bos = tok_add_bos(c->tok);
+    o->arch = h->arch;
+    o->weight_bytes = llama_weight_bytes(c->model);
+    return QG_OK;
+}
+
+static const char *cpu_errmsg(void *impl)
+{
+    return ((struct cpu *)impl)->err;
+}
+
+static int cpu_tokenize(void *impl, const char *text, size_t n, int add_special, int32_t **ids, int64_t *n_ids)
+{
+    return tok_encode(((struct cpu *)impl)->tok, text, n, add_special, 0, ids, n_ids);
+}
+
+static char *cpu_detokenize(void *impl, const int32_t *ids, int64_t n)
+{
+    return tok_decode(((struct cpu *)impl)->tok, ids, n, 0);
+}
+
+static int cpu_piece(void *impl, int32_t id, char *buf, size_t cap)
+{
+    return tok_piece(((struct cpu *)impl)->tok, id, 0, buf, cap);
+}
+
+/* log-softmax of one row as llama-perplexity: float max, double sum of expf */
+static double log_softmax_at(const float *row, int V, int32_t tok, float *out_row, int32_t *argmax)
+{
+    float mx = row[0];
+    int32_t am = 0;
+    for (int i = 1; i < V; i++)
+        if (row[i] > mx) mx = row[i], am = i;
+    double sum = 0;
+    for (int i = 0; i < V; i++) sum += expf(row[i] - mx);
+    double lse = log(sum);
+    if (out_row)
+        for (int i = 0; i < V; i++) out_row[i] = (float)((double)(row[i] - mx) - lse);
+    if (argmax) *argmax = am;
+    return (double)(row[tok] - mx) - lse;
+}
+
+static int cpu_score(void *impl, struct backend_score *r)
+{
+    struct cpu *c = impl;
+    int V = llama_hparams(c->model)->n_vocab;
+    if (r->from < 1 || r->from >= r->n_tokens)
+        return qg_errf(c->err, sizeof c->err, QG_ERR_USAGE, "score: from %d outside 1..%d", r->from, r->n_tokens - 1);
+    if (r->n_tokens - 1 > c->n_ctx)
+        return qg_errf(c->err, sizeof c->err, QG_ERR_USAGE, "score: window of %d tokens exceeds the context %d",
+                       r->n_tokens, c->n_ctx);
+    llama_ctx_reset(c->ctx);
+    int rc = llama_eval(c->ctx, r->tokens, r->n_tokens - 1, r->from - 1, c->logits);
+    if (rc) return qg_errf(c->err, sizeof c->err, rc, "score: evaluation failed (token id out of range?)");
+    for (int i = r->from; i < r->n_tokens; i++) {
+        int k = i - r->from;
+        if (r->tokens[i] < 0 || r->tokens[i] >= V)
+            return qg_errf(c->err, sizeof c->err, QG_ERR_USAGE, "score: token %d out of range", r->tokens[i]);
+        r->logprob[k] = log_softmax_at(c->logits + (size_t)k * V, V, r->tokens[i],
+                                       r->rows ? r->rows + (size_t)k * V : NULL,
+                                       r->argmax ? &r->argmax[k] : NULL);
+    }
+    return QG_OK;
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+struct cand {
+    int32_t id;
+    float p;
+};
+
+static int cmp_cand(const void *a, const void *b)
+{
+    const struct cand *x = a, *y = b;
+    return x->p > y->p ? -1 : x->p < y->p ? 1 : x->id - y->id;
+}
+
+/* Picks the next token: argmax when temperature is 0, else softmax(l/T)
+ * restricted to the top-p nucleus, drawn with the seeded generator. */
+static int32_t sample(const float *l, int V, const struct backend_gen_params *p, uint64_t *rng, struct cand *buf)
+{
+    int32_t best = 0;
+    for (int i = 1; i < V; i++)
+        if (l[i] > l[best]) best = i;
+    if (p->temperature <= 0) return best;
+    double sum = 0;
+    for (int i = 0; i < V; i++) {
+        buf[i].id = i;
+        buf[i].p = expf((l[i] - l[best]) / p->temperature);
+        sum += buf[i].p;
+    }
+    qsort(buf, (size_t)V, sizeof *buf, cmp_cand);
+    int keep = V;
+    if (p->top_p > 0 && p->top_p < 1) {
+        double acc = 0;
+        for (int i = 0; i < V; i++) {
+            acc += buf[i].p / sum;
+            if (acc >= p->top_p) {
+                keep = i + 1;
+                break;
+            }
+        }
+    }
+    double total = 0;
+    for (int i = 0; i < keep; i++) total += buf[i].p;
+    double u = (double)(rng_next(rng) >> 11) * 0x1.0p-53 * total;
+    for (int i = 0; i < keep; i++) {
+        u -= buf[i].p;
+        if (u <= 0) return buf[i].id;
+    }
+    return buf[keep - 1].id;
+}
+
+/* Text of the generated ids as a continuation of the prompt. */
+static char *gen_text(struct cpu *c, const int32_t *prompt, int64_t np, const int32_t *gen, int64_t ng, int prompt_has_text)
+{
+    if (!prompt_has_text) return tok_decode(c->tok, gen, ng, 0);
+    int32_t *all = malloc((size_t)(np + ng) * sizeof *all);
+    if (!all) return NULL;
+    memcpy(all, prompt, (size_t)np * sizeof *all);
+    memcpy(all + np, gen, (size_t)ng * sizeof *all);
+    char *full = tok_decode(c->tok, all, np + ng, 0), *pre = tok_decode(c->tok, prompt, np, 0);
+    free(all);
+    if (!full || !pre) {
+        free(full);
+        free(pre);
+        return NULL;
+    }
+    size_t lp = strlen(pre);
+    if (strncmp(full, pre, lp) == 0) memmove(full, full + lp, strlen(full) - lp + 1);
+    free(pre);
+    return full;
+}
+
+static int cpu_generate(void *impl, const int32_t *prompt, int64_t np, const struct backend_gen_params *p,
+                        char **text, int32_t **ids_out, int64_t *n_out)
+{
+    struct cpu *c = impl;
+    *text = NULL;
+    int V = llama_hparams(c->model)->n_vocab;
+    if (np <= 0 || np >= c->n_ctx)
+        return qg_errf(c->err, sizeof c->err, QG_ERR_USAGE, "generate: prompt of %lld tokens does not fit the context %d",
+                       (long long)np, c->n_ctx);
+    int max = p->max_tokens > 0 ? p->max_tokens : 128;
+    if (max > c->n_ctx - np) max = (int)(c->n_ctx - np);
+    int32_t *gen = malloc((size_t)max * sizeof *gen);
+    struct cand *buf = malloc((size_t)V * sizeof *buf);
+    if (!gen || !buf) {
+        free(gen);
+        free(buf);
+        return QG_ERR_NOMEM;
+    }
+    int prompt_has_text = 0;
+    for (int64_t i = 0; i < np; i++) prompt_has_text |= prompt[i] != tok_bos(c->tok);
+    uint64_t rng = p->seed;
+    llama_ctx_reset(c->ctx);
+    int rc = llama_eval(c->ctx, prompt, (int)np, (int)np - 1, c->logits);
+    int ng = 0;
+    char *out = NULL;
+    while (!rc && ng < max) {
+        int32_t t = sample(c->logits, V, p, &rng, buf);
+        if (t == tok_eos(c->tok)) break;
+        gen[ng++] = t;
+        free(out);
+        out = gen_text(c, prompt, np, gen, ng, prompt_has_text);
+        if (!out) {
+            rc = QG_ERR_NOMEM;
+            break;
+        }
+        int stop = 0;
+        for (int s = 0; s < p->n_stop && !stop; s++) {
+            char *hit = p->stop[s][0] ? strstr(out, p->stop[s]) : NULL;
+            if (hit) *hit = '\0', stop = 1;
+        }
+        if (stop || ng == max) break;
+        rc = llama_eval(c->ctx, &t, 1, 0, c->logits);
+    }
+    free(buf);
+    if (rc) {
+        free(out);
+        free(gen);
+        return qg_errf(c->err, sizeof c->err, rc, "generate: evaluation failed");
+    }
+    if (!out) out = qg_strdup("");
+    *text = out;
+    if (ids_out) *ids_out = gen;
+    else free(gen);
+    if (n_out) *n_out = ng;
+    return out ? QG_OK : QG_ERR_NOMEM;
+}
+
+const struct backend_ops backend_cpu_ops = {
+    .version = BACKEND_API_VERSION,
+    .name = "cpu",
+    .caps = BACKEND_CAP_TOKENIZE | BACKEND_CAP_SCORE | BACKEND_CAP_FULL_ROWS | BACKEND_CAP_GENERATE,
+    .open = cpu_open,
+    .close = cpu_close,
+    .info = cpu_info,
+    .errmsg = cpu_errmsg,
+    .tokenize = cpu_tokenize,
+    .detokenize = cpu_detokenize,
+    .piece = cpu_piece,
+    .score = cpu_score,
+    .generate = cpu_generate,
+};

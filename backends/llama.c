@@ -1,0 +1,469 @@
+/* llama — Llama/Qwen2 forward pass: batched sgemm path and a double reference. */
+#include "backends/llama.h"
+#include "backends/dequant.h"
+#include "backends/ggml_types.h"
+#include "harness/status.h"
+#include "harness/util.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct layer {
+    float *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv;
+    float *ffn_norm, *w_gate, *w_up, *w_down;
+};
+
+struct llama_model {
+    struct llama_hparams hp;
+    float *tok_embd; /* [n_vocab][dim] */
+    float *out_norm; /* [dim] */
+    float *output;   /* [n_vocab][dim]; == tok_embd when tied */
+    struct layer *layers;
+    size_t bytes;
+};
+
+struct llama_ctx {
+    const struct llama_model *m;
+    int n_ctx, pos;
+    float *k, *v;      /* [n_layers][n_ctx][kv_dim] */
+    float *x, *xn, *q, *att, *gate, *up, *scores; /* batch buffers, n_ctx rows */
+};
+
+const struct llama_hparams *llama_hparams(const struct llama_model *m) { return &m->hp; }
+size_t llama_weight_bytes(const struct llama_model *m) { return m->bytes; }
+
+static int get_int(const struct gguf *g, const char *arch, const char *suffix, int64_t def, int64_t *out)
+{
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    int rc = gguf_get_int(g, key, out);
+    if (rc == QG_ERR_NOTFOUND && def >= 0) {
+        *out = def;
+        return QG_OK;
+    }
+    return rc;
+}
+
+static int read_hparams(const struct gguf *g, const char *name, struct llama_hparams *hp, char *err, size_t errlen)
+{
+    const char *a;
+    size_t al;
+    memset(hp, 0, sizeof *hp);
+    if (gguf_get_str(g, "general.architecture", &a, &al) != QG_OK)
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: general.architecture is missing", name);
+    if (!((al == 5 && memcmp(a, "llama", 5) == 0) || (al == 5 && memcmp(a, "qwen2", 5) == 0)))
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "%s: architecture '%.*s' is not supported (qgate runs llama and qwen2)", name,
+                       (int)(al < 32 ? al : 32), a);
+    memcpy(hp->arch, a, al);
+    hp->arch[al] = '\0';
+    hp->qkv_bias = strcmp(hp->arch, "qwen2") == 0;
+    hp->rope_neox = hp->qkv_bias;
+    struct { const char *key; int64_t def; int *dst; } ints[] = {
+        {"embedding_length", -1, &hp->dim},       {"block_count", -1, &hp->n_layers},
+        {"attention.head_count", -1, &hp->n_heads}, {"feed_forward_length", -1, &hp->ffn},
+        {"context_length", -1, &hp->ctx_train},
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) {
+        int64_t v;
+        if (get_int(g, hp->arch, ints[i].key, ints[i].def, &v) != QG_OK || v <= 0 || v > (1 << 24))
+            return qg_errf(err, errlen, QG_ERR_DATA, "%s: %s.%s is missing or out of range", name,
+                           hp->arch, ints[i].key);
+        *ints[i].dst = (int)v;
+    }
+    int64_t v;
+    if (get_int(g, hp->arch, "attention.head_count_kv", hp->n_heads, &v) != QG_OK || v <= 0 ||
+        hp->n_heads % v != 0)
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: %s.attention.head_count_kv must divide head_count %d",
+                       name, hp->arch, hp->n_heads);
+    hp->n_kv_heads = (int)v;
+    if (get_int(g, hp->arch, "attention.key_length", hp->dim / hp->n_heads, &v) != QG_OK || v <= 0 || v > 4096)
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: bad attention.key_length", name);
+    hp->head_dim = (int)v;
+    if (hp->dim % hp->n_heads && hp->head_dim == hp->dim / hp->n_heads)
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: embedding_length %d is not a multiple of head_count %d",
+                       name, hp->dim, hp->n_heads);
+    if (get_int(g, hp->arch, "rope.dimension_count", hp->head_dim, &v) != QG_OK || v <= 0 ||
+        v > hp->head_dim || v % 2)
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: rope.dimension_count must be even and <= head size %d",
+                       name, hp->head_dim);
+    hp->rope_dims = (int)v;
+    char key[128];
+    double d;
+    snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", hp->arch);
+    if (gguf_get_float(g, key, &d) != QG_OK || !(d > 0 && d < 1))
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: %s is missing or not in (0, 1)", name, key);
+    hp->rms_eps = (float)d;
+    snprintf(key, sizeof key, "%s.rope.freq_base", hp->arch);
+    hp->rope_theta = gguf_get_float(g, key, &d) == QG_OK && d > 0 ? (float)d : 10000.0f;
+    return QG_OK;
+}
+
+/* Finds, checks and dequantises a tensor of shape ne0 x ne1 (ne1 = 1 for a vector). */
+static int load_tensor(struct llama_model *m, const struct gguf *g, const char *name, const char *tname,
+                       int64_t ne0, int64_t ne1, int optional, float **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    const struct gguf_tensor *t = gguf_find_tensor(g, tname);
+    if (!t) {
+        if (optional) return QG_OK;
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: tensor '%s' is missing", name, tname);
+    }
+    if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 || t->ne[3] != 1)
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "%s: tensor '%s' has shape %lld x %lld x %lld, expected %lld x %lld", name, tname,
+                       (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)ne0,
+                       (long long)ne1);
+    if (!dequant_supported(t->type))
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: tensor '%s' is stored as %s, which qgate cannot decode",
+                       name, tname, ggml_type_name(t->type));
+    float *p = malloc((size_t)(ne0 * ne1) * sizeof *p);
+    if (!p) return qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory for '%s'", name, tname);
+    dequant_row(t->type, t->data, p, ne0 * ne1);
+    m->bytes += (size_t)(ne0 * ne1) * sizeof *p;
+    *out = p;
+    return QG_OK;
+}
+
+int llama_load(const struct gguf *g, const char *name, struct llama_model **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    struct llama_model *m = calloc(1, sizeof *m);
+    if (!m) return QG_ERR_NOMEM;
+    struct llama_hparams *hp = &m->hp;
+    int rc = read_hparams(g, name, hp, err, errlen);
+    const struct gguf_tensor *emb = gguf_find_tensor(g, "token_embd.weight");
+    if (!rc && !emb) rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: tensor 'token_embd.weight' is missing", name);
+    if (!rc) {
+        hp->n_vocab = (int)emb->ne[1];
+        if (emb->ne[1] <= 0 || emb->ne[1] > (1 << 24)) rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: bad vocabulary size", name);
+    }
+    int64_t dim = hp->dim, qd = (int64_t)hp->n_heads * hp->head_dim, kvd = (int64_t)hp->n_kv_heads * hp->head_dim;
+    if (!rc) rc = load_tensor(m, g, name, "token_embd.weight", dim, hp->n_vocab, 0, &m->tok_embd, err, errlen);
+    if (!rc) rc = load_tensor(m, g, name, "output_norm.weight", dim, 1, 0, &m->out_norm, err, errlen);
+    if (!rc) rc = load_tensor(m, g, name, "output.weight", dim, hp->n_vocab, 1, &m->output, err, errlen);
+    if (!rc && !m->output) {
+        hp->tied_output = 1;
+        m->output = m->tok_embd;
+    }
+    if (!rc && !(m->layers = calloc((size_t)hp->n_layers, sizeof *m->layers))) rc = QG_ERR_NOMEM;
+    for (int l = 0; l < hp->n_layers && !rc; l++) {
+        struct layer *L = &m->layers[l];
+        char tn[GGUF_MAX_NAME + 1];
+#define T(field, suffix, ne0, ne1, opt)                                                            \
+    if (!rc) {                                                                                     \
+        snprintf(tn, sizeof tn, "blk.%d." suffix, l);                                              \
+        rc = load_tensor(m, g, name, tn, ne0, ne1, opt, &L->field, err, errlen);                   \
+    }
+        T(attn_norm, "attn_norm.weight", dim, 1, 0);
+        T(wq, "attn_q.weight", dim, qd, 0);
+        T(wk, "attn_k.weight", dim, kvd, 0);
+        T(wv, "attn_v.weight", dim, kvd, 0);
+        T(wo, "attn_output.weight", qd, dim, 0);
+        T(bq, "attn_q.bias", qd, 1, !hp->qkv_bias);
+        T(bk, "attn_k.bias", kvd, 1, !hp->qkv_bias);
+        T(bv, "attn_v.bias", kvd, 1, !hp->qkv_bias);
+        T(ffn_norm, "ffn_norm.weight", dim, 1, 0);
+        T(w_gate, "ffn_gate.weight", dim, hp->ffn, 0);
+        T(w_up, "ffn_up.weight", dim, hp->ffn, 0);
+        T(w_down, "ffn_down.weight", hp->ffn, dim, 0);
+#undef T
+    }
+    if (rc) {
+        if (rc == QG_ERR_NOMEM && !err[0]) qg_errf(err, errlen, rc, "%s: out of memory", name);
+        llama_free(m);
+        return rc;
+    }
+    *out = m;
+    return QG_OK;
+}
+
+void llama_free(struct llama_model *m)
+{
+    if (!m) return;
+    for (int l = 0; m->layers && l < m->hp.n_layers; l++) {
+        struct layer *L = &m->layers[l];
+        float *all[] = {L->attn_norm, L->wq, L->wk, L->wv, L->wo, L->bq, L->bk, L->bv,
+                        L->ffn_norm, L->w_gate, L->w_up, L->w_down};
+        for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
+    }
+    free(m->layers);
+    if (m->output != m->tok_embd) free(m->output);
+    free(m->tok_embd);
+    free(m->out_norm);
+    free(m);
+}
+
+double llama_flops(const struct llama_model *m, int n, int n_logits)
+{
+    const struct llama_hparams *h = &m->hp;
+    double qd = (double)h->n_heads * h->head_dim, kvd = (double)h->n_kv_heads * h->head_dim;
+    double per_tok = 2.0 * h->dim * (qd + 2 * kvd) + 2.0 * qd * h->dim + 2.0 * 3 * h->dim * h->ffn;
+    /* attention: QK^T and SV over the causal triangle, all heads */
+    double attn = 2.0 * 2 * h->n_heads * h->head_dim * ((double)n * (n + 1) / 2);
+    return h->n_layers * (per_tok * n + attn) + 2.0 * h->dim * h->n_vocab * n_logits;
+}
+
+int llama_ctx_new(const struct llama_model *m, int n_ctx, struct llama_ctx **out)
+{
+    *out = NULL;
+    const struct llama_hparams *h = &m->hp;
+    if (n_ctx <= 0) return QG_ERR_USAGE;
+    struct llama_ctx *c = calloc(1, sizeof *c);
+    if (!c) return QG_ERR_NOMEM;
+    size_t N = (size_t)n_ctx, kvd = (size_t)h->n_kv_heads * h->head_dim, qd = (size_t)h->n_heads * h->head_dim;
+    c->m = m;
+    c->n_ctx = n_ctx;
+    c->k = malloc((size_t)h->n_layers * N * kvd * sizeof(float));
+    c->v = malloc((size_t)h->n_layers * N * kvd * sizeof(float));
+    c->x = malloc(N * (size_t)h->dim * sizeof(float));
+    c->xn = malloc(N * (size_t)h->dim * sizeof(float));
+    c->q = malloc(N * qd * sizeof(float));
+    c->att = malloc(N * qd * sizeof(float));
+    c->gate = malloc(N * (size_t)h->ffn * sizeof(float));
+    c->up = malloc(N * (size_t)h->ffn * sizeof(float));
+    c->scores = malloc(N * N * sizeof(float));
+    if (!c->k || !c->v || !c->x || !c->xn || !c->q || !c->att || !c->gate || !c->up || !c->scores) {
+        llama_ctx_free(c);
+        return QG_ERR_NOMEM;
+    }
+    *out = c;
+    return QG_OK;
+}
+
+void llama_ctx_free(struct llama_ctx *c)
+{
+    if (!c) return;
+    free(c->k);
+    free(c->v);
+    free(c->x);
+    free(c->xn);
+    free(c->q);
+    free(c->att);
+    free(c->gate);
+    free(c->up);
+    free(c->scores);
+    free(c);
+}
+
+void llama_ctx_reset(struct llama_ctx *c) { c->pos = 0; }
+int llama_ctx_pos(const struct llama_ctx *c) { return c->pos; }
+
+/* y[n][w] = rmsnorm(x[n][w]) * weight; the sum of squares in double as ggml */
+static void rmsnorm(float *y, const float *x, const float *weight, int n, int w, float eps)
+{
+    for (int i = 0; i < n; i++) {
+        const float *xi = x + (size_t)i * w;
+        double sum = 0;
+        for (int j = 0; j < w; j++) sum += (double)(xi[j] * xi[j]);
+        float scale = 1.0f / sqrtf((float)(sum / w) + eps);
+        float *yi = y + (size_t)i * w;
+        for (int j = 0; j < w; j++) yi[j] = xi[j] * scale * weight[j];
+    }
+}
+
+/* y[n][out] = x[n][in] . W[out][in]^T (+ bias) */
+static void matmul(float *y, const float *x, const float *W, const float *bias, int n, int in, int out,
+                   float beta)
+{
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, x, in, W, in, beta, y, out);
+    if (bias)
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < out; j++) y[(size_t)i * out + j] += bias[j];
+}
+
+/* Rotates n rows of `heads` heads (row stride `stride`) at positions pos0.. */
+static void rope(float *x, int n, int stride, int heads, int hd, int pos0, const struct llama_hparams *h)
+{
+    const int nd = h->rope_dims;
+    const float theta_scale = powf(h->rope_theta, -2.0f / (float)nd);
+    for (int i = 0; i < n; i++) {
+        float cs[2048], sn[2048]; /* nd/2 <= 2048: head size is capped at 4096 */
+        float theta = (float)(pos0 + i);
+        for (int k = 0; k < nd / 2; k++) {
+            cs[k] = cosf(theta);
+            sn[k] = sinf(theta);
+            theta *= theta_scale;
+        }
+        for (int hh = 0; hh < heads; hh++) {
+            float *v = x + (size_t)i * stride + (size_t)hh * hd;
+            for (int k = 0; k < nd / 2; k++) {
+                int a = h->rope_neox ? k : 2 * k, b = h->rope_neox ? k + nd / 2 : 2 * k + 1;
+                float x0 = v[a], x1 = v[b];
+                v[a] = x0 * cs[k] - x1 * sn[k];
+                v[b] = x0 * sn[k] + x1 * cs[k];
+            }
+        }
+    }
+}
+
+/* Causal attention for the n new rows against T = pos0 + n cached rows. */
+static void attention(struct llama_ctx *c, int l, int n, int pos0)
+{
+    const struct llama_hparams *h = &c->m->hp;
+    const int hd = h->head_dim, qd = h->n_heads * hd, kvd = h->n_kv_heads * hd, T = pos0 + n;
+    const int group = h->n_heads / h->n_kv_heads;
+    const float *K = c->k + (size_t)l * c->n_ctx * kvd, *V = c->v + (size_t)l * c->n_ctx * kvd;
+    const float scale = 1.0f / sqrtf((float)hd);
+    for (int hh = 0; hh < h->n_heads; hh++) {
+        int kh = hh / group;
+        /* S[n][T] = Q_h[n][hd] . K_h[T][hd]^T * scale */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, T, hd, scale, c->q + (size_t)hh * hd, qd,
+                    K + (size_t)kh * hd, kvd, 0.0f, c->scores, T);
+        for (int i = 0; i < n; i++) {
+            float *s = c->scores + (size_t)i * T;
+            int last = pos0 + i; /* causal: keys 0..last */
+            float mx = -INFINITY;
+            for (int j = 0; j <= last; j++) mx = fmaxf(mx, s[j]);
+            double sum = 0;
+            for (int j = 0; j <= last; j++) {
+                s[j] = expf(s[j] - mx);
+                sum += s[j];
+            }
+            float inv = (float)(1.0 / sum);
+            for (int j = 0; j <= last; j++) s[j] *= inv;
+            for (int j = last + 1; j < T; j++) s[j] = 0.0f;
+        }
+        /* O_h[n][hd] = S[n][T] . V_h[T][hd] */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, hd, T, 1.0f, c->scores, T,
+                    V + (size_t)kh * hd, kvd, 0.0f, c->att + (size_t)hh * hd, qd);
+    }
+}
+
+int llama_eval(struct llama_ctx *c, const int32_t *tokens, int n, int logits_from, float *logits)
+{
+    const struct llama_model *m = c->m;
+    const struct llama_hparams *h = &m->hp;
+    if (n <= 0 || c->pos + n > c->n_ctx || logits_from < 0 || logits_from > n) return QG_ERR_USAGE;
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= h->n_vocab) return QG_ERR_USAGE;
+    const int dim = h->dim, hd = h->head_dim, qd = h->n_heads * hd, kvd = h->n_kv_heads * hd;
+    const int pos0 = c->pos;
+    for (int i = 0; i < n; i++)
+        memcpy(c->x + (size_t)i * dim, m->tok_embd + (size_t)tokens[i] * dim, (size_t)dim * sizeof(float));
+    for (int l = 0; l < h->n_layers; l++) {
+        const struct layer *L = &m->layers[l];
+        float *Kl = c->k + ((size_t)l * c->n_ctx + pos0) * kvd, *Vl = c->v + ((size_t)l * c->n_ctx + pos0) * kvd;
+        rmsnorm(c->xn, c->x, L->attn_norm, n, dim, h->rms_eps);
+        matmul(c->q, c->xn, L->wq, L->bq, n, dim, qd, 0.0f);
+        matmul(Kl, c->xn, L->wk, L->bk, n, dim, kvd, 0.0f);
+        matmul(Vl, c->xn, L->wv, L->bv, n, dim, kvd, 0.0f);
+        rope(c->q, n, qd, h->n_heads, hd, pos0, h);
+        rope(Kl, n, kvd, h->n_kv_heads, hd, pos0, h);
+        attention(c, l, n, pos0);
+        matmul(c->x, c->att, L->wo, NULL, n, qd, dim, 1.0f); /* x += att . Wo^T */
+        rmsnorm(c->xn, c->x, L->ffn_norm, n, dim, h->rms_eps);
+        matmul(c->gate, c->xn, L->w_gate, NULL, n, dim, h->ffn, 0.0f);
+        matmul(c->up, c->xn, L->w_up, NULL, n, dim, h->ffn, 0.0f);
+        size_t nf = (size_t)n * h->ffn;
+        for (size_t i = 0; i < nf; i++) {
+            float g = c->gate[i];
+            c->gate[i] = g / (1.0f + expf(-g)) * c->up[i]; /* SwiGLU */
+        }
+        matmul(c->x, c->gate, L->w_down, NULL, n, h->ffn, dim, 1.0f); /* x += ffn */
+    }
+    c->pos += n;
+    int nl = n - logits_from;
+    if (nl > 0) {
+        rmsnorm(c->xn, c->x + (size_t)logits_from * dim, m->out_norm, nl, dim, h->rms_eps);
+        matmul(logits, c->xn, m->output, NULL, nl, dim, h->n_vocab, 0.0f);
+    }
+    return QG_OK;
+}
+
+/* ---- reference: one position at a time, double everywhere ---- */
+
+static void ref_rmsnorm(double *y, const double *x, const float *w, int n, double eps)
+{
+    double ss = 0;
+    for (int j = 0; j < n; j++) ss += x[j] * x[j];
+    double s = 1.0 / sqrt(ss / n + eps);
+    for (int j = 0; j < n; j++) y[j] = x[j] * s * w[j];
+}
+
+/* y[out] = W[out][in] . x[in] + b */
+static void ref_matvec(double *y, const float *W, const float *b, const double *x, int in, int out)
+{
+    for (int r = 0; r < out; r++) {
+        double acc = b ? b[r] : 0.0;
+        const float *row = W + (size_t)r * in;
+        for (int k = 0; k < in; k++) acc += (double)row[k] * x[k];
+        y[r] = acc;
+    }
+}
+
+static void ref_rope(double *v, int heads, int hd, int pos, const struct llama_hparams *h)
+{
+    int nd = h->rope_dims;
+    for (int hh = 0; hh < heads; hh++)
+        for (int k = 0; k < nd / 2; k++) {
+            double theta = pos * pow((double)h->rope_theta, -2.0 * k / nd);
+            int a = h->rope_neox ? k : 2 * k, b = h->rope_neox ? k + nd / 2 : 2 * k + 1;
+            double x0 = v[hh * hd + a], x1 = v[hh * hd + b];
+            v[hh * hd + a] = x0 * cos(theta) - x1 * sin(theta);
+            v[hh * hd + b] = x0 * sin(theta) + x1 * cos(theta);
+        }
+}
+
+int llama_eval_ref(const struct llama_model *m, const int32_t *tokens, int n, float *logits)
+{
+    const struct llama_hparams *h = &m->hp;
+    const int dim = h->dim, hd = h->head_dim, qd = h->n_heads * hd, kvd = h->n_kv_heads * hd;
+    const int group = h->n_heads / h->n_kv_heads, L = h->n_layers;
+    double *x = malloc(sizeof(double) * (size_t)dim), *xn = malloc(sizeof(double) * (size_t)dim);
+    double *q = malloc(sizeof(double) * (size_t)qd), *o = malloc(sizeof(double) * (size_t)qd);
+    double *tmp = malloc(sizeof(double) * (size_t)(dim > h->ffn ? dim : h->ffn));
+    double *g = malloc(sizeof(double) * (size_t)h->ffn), *u = malloc(sizeof(double) * (size_t)h->ffn);
+    double *K = malloc(sizeof(double) * (size_t)L * n * kvd), *V = malloc(sizeof(double) * (size_t)L * n * kvd);
+    double *s = malloc(sizeof(double) * (size_t)n), *lg = malloc(sizeof(double) * (size_t)h->n_vocab);
+    int rc = x && xn && q && o && tmp && g && u && K && V && s && lg ? QG_OK : QG_ERR_NOMEM;
+    for (int i = 0; i < n && !rc; i++) {
+        if (tokens[i] < 0 || tokens[i] >= h->n_vocab) {
+            rc = QG_ERR_USAGE;
+            break;
+        }
+        for (int j = 0; j < dim; j++) x[j] = m->tok_embd[(size_t)tokens[i] * dim + j];
+        for (int l = 0; l < L; l++) {
+            const struct layer *W = &m->layers[l];
+            double *Ki = K + ((size_t)l * n + i) * kvd, *Vi = V + ((size_t)l * n + i) * kvd;
+            ref_rmsnorm(xn, x, W->attn_norm, dim, h->rms_eps);
+            ref_matvec(q, W->wq, W->bq, xn, dim, qd);
+            ref_matvec(Ki, W->wk, W->bk, xn, dim, kvd);
+            ref_matvec(Vi, W->wv, W->bv, xn, dim, kvd);
+            ref_rope(q, h->n_heads, hd, i, h);
+            ref_rope(Ki, h->n_kv_heads, hd, i, h);
+            for (int hh = 0; hh < h->n_heads; hh++) {
+                int kh = hh / group;
+                double mx = -INFINITY, sum = 0;
+                for (int j = 0; j <= i; j++) {
+                    double d = 0;
+                    for (int k = 0; k < hd; k++) d += q[hh * hd + k] * K[((size_t)l * n + j) * kvd + kh * hd + k];
+                    s[j] = d / sqrt((double)hd);
+                    if (s[j] > mx) mx = s[j];
+                }
+                for (int j = 0; j <= i; j++) sum += (s[j] = exp(s[j] - mx));
+                for (int k = 0; k < hd; k++) {
+                    double acc = 0;
+                    for (int j = 0; j <= i; j++) acc += s[j] / sum * V[((size_t)l * n + j) * kvd + kh * hd + k];
+                    o[hh * hd + k] = acc;
+                }
+            }
+            ref_matvec(tmp, W->wo, NULL, o, qd, dim);
+            for (int j = 0; j < dim; j++) x[j] += tmp[j];
+            ref_rmsnorm(xn, x, W->ffn_norm, dim, h->rms_eps);
+            ref_matvec(g, W->w_gate, NULL, xn, dim, h->ffn);
+            ref_matvec(u, W->w_up, NULL, xn, dim, h->ffn);
+            for (int j = 0; j < h->ffn; j++) g[j] = g[j] / (1.0 + exp(-g[j])) * u[j];
+            ref_matvec(tmp, W->w_down, NULL, g, h->ffn, dim);
+            for (int j = 0; j < dim; j++) x[j] += tmp[j];
+        }
+        ref_rmsnorm(xn, x, m->out_norm, dim, h->rms_eps);
+        ref_matvec(lg, m->output, NULL, xn, dim, h->n_vocab);
+        for (int j = 0; j < h->n_vocab; j++) logits[(size_t)i * h->n_vocab + j] = (float)lg[j];
+    }
+    free(x); free(xn); free(q); free(o); free(tmp); free(g); free(u); free(K); free(V); free(s); free(lg);
+    return rc;
+}

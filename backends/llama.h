@@ -1,0 +1,66 @@
+/* llama — the Llama-family transformer shared by the local backends.
+ *
+ * Architectures: "llama" (Llama 1/2/3, Mistral, TinyLlama, SmolLM: normal
+ * RoPE) and "qwen2" (NeoX RoPE, q/k/v biases). Weights are dequantised once
+ * at load into f32 exactly as the file's block formats define them, so the
+ * memory cost is 4 bytes per parameter (plus the KV cache of each context:
+ * 2 x layers x ctx x kv_dim x 4 bytes). Activations are f32, RMSNorm sums in
+ * double as ggml does, attention is causal with grouped-query heads.
+ *
+ * Shapes: a projection weight W is stored as ne0 = in, ne1 = out, i.e. a
+ * row-major [out][in] matrix; activations are row-major [n_tokens][width].
+ */
+#ifndef QG_LLAMA_H
+#define QG_LLAMA_H
+
+#include "backends/gguf.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct llama_hparams {
+    char arch[16];
+    int n_vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn;
+    int ctx_train;   /* <arch>.context_length */
+    int rope_dims;   /* dimensions rotated per head */
+    int rope_neox;   /* 1: rotate (i, i + rope_dims/2); 0: adjacent pairs */
+    float rms_eps, rope_theta;
+    int qkv_bias;    /* qwen2 */
+    int tied_output; /* no output.weight: logits use the embedding */
+};
+
+struct llama_model;
+
+/* Reads hyperparameters and dequantises every weight. QG_OK; QG_ERR_DATA
+ * with err naming the file and the problem (unsupported architecture,
+ * missing tensor, wrong shape, unsupported tensor type); QG_ERR_NOMEM. */
+int llama_load(const struct gguf *g, const char *name, struct llama_model **out, char *err,
+               size_t errlen);
+void llama_free(struct llama_model *m); /* accepts NULL */
+
+const struct llama_hparams *llama_hparams(const struct llama_model *m);
+/* Bytes of f32 weights held. */
+size_t llama_weight_bytes(const struct llama_model *m);
+/* Floating-point operations of one forward pass over n tokens from an empty
+ * context with logits for n_logits rows (multiply-add = 2). */
+double llama_flops(const struct llama_model *m, int n, int n_logits);
+
+/* An evaluation context: KV cache for up to n_ctx positions. */
+struct llama_ctx;
+int llama_ctx_new(const struct llama_model *m, int n_ctx, struct llama_ctx **out);
+void llama_ctx_free(struct llama_ctx *c);
+/* Forgets every cached position. */
+void llama_ctx_reset(struct llama_ctx *c);
+int llama_ctx_pos(const struct llama_ctx *c); /* positions cached */
+
+/* Evaluates n tokens at positions pos..pos+n-1 (pos = llama_ctx_pos) as one
+ * batch: every projection is one sgemm over the n rows. Writes logits for
+ * the rows logits_from..n-1 into logits ([n - logits_from][n_vocab]).
+ * QG_OK, QG_ERR_USAGE (context full, token out of range), QG_ERR_NOMEM. */
+int llama_eval(struct llama_ctx *c, const int32_t *tokens, int n, int logits_from, float *logits);
+
+/* Reference forward: plain loops, double accumulation, fresh context over n
+ * tokens, logits for every row ([n][n_vocab]). Slow; for tests. */
+int llama_eval_ref(const struct llama_model *m, const int32_t *tokens, int n, float *logits);
+
+#endif

@@ -1,0 +1,44 @@
+/* progress — terminal progress bar (stderr, TTY only). */
+#include "harness/progress.h"
+
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void progress_init(struct progress *p, const char *label, int quiet)
+{
+    p->label = label;
+    p->enabled = !quiet && isatty(2);
+    p->t0 = p->last = now();
+}
+
+void progress_update(struct progress *p, int64_t done, int64_t total, const char *unit)
+{
+    if (!p->enabled) return;
+    double t = now();
+    if (t - p->last < 0.1 && done < total) return;
+    p->last = t;
+    double el = t - p->t0, rate = el > 0 ? (double)done / el : 0;
+    double eta = rate > 0 ? (double)(total - done) / rate : 0;
+    int width = 30, fill = total > 0 ? (int)(width * done / total) : 0;
+    char bar[64];
+    for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
+    bar[width] = '\0';
+    fprintf(stderr, "\r%s [%s] %lld/%lld  %.1f %s/s  ETA %.0fs ", p->label, bar, (long long)done,
+            (long long)total, rate, unit, eta);
+    fflush(stderr);
+}
+
+void progress_done(struct progress *p)
+{
+    if (!p->enabled) return;
+    fprintf(stderr, "\r%*s\r", 100, "");
+    fflush(stderr);
+}

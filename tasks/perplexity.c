@@ -1,0 +1,193 @@
+/* perplexity — window planning for the three protocols and the scoring loop. */
+#include "tasks/perplexity.h"
+#include "harness/util.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int ppl_protocol_from_name(const char *name)
+{
+    if (strcmp(name, "llamacpp") == 0) return PPL_LLAMACPP;
+    if (strcmp(name, "rolling") == 0) return PPL_ROLLING;
+    if (strcmp(name, "stride") == 0) return PPL_STRIDE;
+    return -1;
+}
+
+const char *ppl_protocol_name(int p)
+{
+    static const char *n[] = {"llamacpp", "rolling", "stride"};
+    return p >= 0 && p < 3 ? n[p] : "unknown";
+}
+
+static int push_window(struct ppl_window **w, int64_t *n, int64_t *cap, struct ppl_window v)
+{
+    if (*n == *cap) {
+        int64_t c = *cap ? *cap * 2 : 64;
+        struct ppl_window *p = realloc(*w, (size_t)c * sizeof *p);
+        if (!p) return QG_ERR_NOMEM;
+        *w = p;
+        *cap = c;
+    }
+    (*w)[(*n)++] = v;
+    return QG_OK;
+}
+
+int ppl_plan(const struct ppl_params *p, int64_t n, struct ppl_window **out, int64_t *n_out, char *err,
+             size_t errlen)
+{
+    *out = NULL;
+    *n_out = 0;
+    int64_t cap = 0, k = 0;
+    int ctx = p->n_ctx, rc = QG_OK;
+    if (ctx < 4) return qg_errf(err, errlen, QG_ERR_USAGE, "context %d is too small (at least 4)", ctx);
+    if (p->protocol == PPL_LLAMACPP) {
+        if (n < 2 * (int64_t)ctx)
+            return qg_errf(err, errlen, QG_ERR_USAGE,
+                           "the llamacpp protocol needs at least 2 x ctx = %lld tokens; the text has %lld",
+                           2 * (long long)ctx, (long long)n);
+        int64_t chunks = n / ctx;
+        if (p->max_windows > 0 && p->max_windows < chunks) chunks = p->max_windows;
+        for (int64_t i = 0; i < chunks && !rc; i++)
+            rc = push_window(out, &k, &cap, (struct ppl_window){i * ctx, ctx, ctx / 2 + 1, 1});
+    } else if (p->protocol == PPL_ROLLING) {
+        /* token 0 is the prefix (BOS); T text tokens follow */
+        int64_t T = n - 1;
+        if (T < 1) return qg_errf(err, errlen, QG_ERR_USAGE, "the text has no tokens to score");
+        int64_t first = T < ctx ? T : ctx;
+        rc = push_window(out, &k, &cap, (struct ppl_window){0, (int)first + 1, 1, 0});
+        for (int64_t done = first; done < T && !rc;) {
+            int64_t len = T - done < ctx ? T - done : ctx, end = done + len;
+            rc = push_window(out, &k, &cap, (struct ppl_window){end - ctx, ctx + 1, (int)(ctx + 1 - len), 0});
+            done = end;
+            if (p->max_windows > 0 && k >= p->max_windows) break;
+        }
+    } else if (p->protocol == PPL_STRIDE) {
+        if (p->stride < 1 || p->stride > ctx)
+            return qg_errf(err, errlen, QG_ERR_USAGE, "stride %d must be in 1..ctx (%d)", p->stride, ctx);
+        if (n < 2) return qg_errf(err, errlen, QG_ERR_USAGE, "the text has no tokens to score");
+        for (int64_t begin = 0, prev_end = 0; !rc; begin += p->stride) {
+            int64_t end = begin + ctx < n ? begin + ctx : n, trg = end - prev_end;
+            int w = (int)(end - begin);
+            int from = w - trg > 1 ? (int)(w - trg) : 1;
+            if (from < w) rc = push_window(out, &k, &cap, (struct ppl_window){begin, w, from, 0});
+            prev_end = end;
+            if (end == n || (p->max_windows > 0 && k >= p->max_windows)) break;
+        }
+    } else {
+        return qg_errf(err, errlen, QG_ERR_USAGE, "unknown protocol %d", p->protocol);
+    }
+    if (rc) {
+        free(*out);
+        *out = NULL;
+        return qg_errf(err, errlen, rc, "out of memory planning windows");
+    }
+    *n_out = k;
+    return QG_OK;
+}
+
+/* Bytes and words that each token of the stream stands for. Token 1 (the
+ * first after the prefix) is measured as detokenised, without the space a
+ * SentencePiece tokenizer prefixed. */
+static int piece_counts(const struct backend *b, const int32_t *ids, int64_t n, int32_t *bytes, int32_t *words)
+{
+    char buf[512];
+    int prev_ws = 1;
+    for (int64_t i = 0; i < n; i++) {
+        const char *s = buf;
+        char *owned = NULL;
+        int len;
+        if (i == 1) {
+            owned = backend_detokenize(b, &ids[1], 1);
+            if (!owned) return QG_ERR_NOMEM;
+            s = owned;
+            len = (int)strlen(owned);
+        } else {
+            len = backend_piece(b, ids[i], buf, sizeof buf);
+            if (len < 0) return len == QG_ERR_UNSUPPORTED ? QG_ERR_UNSUPPORTED : QG_ERR_DATA;
+            if (len > (int)sizeof buf) len = (int)sizeof buf; /* only counts are needed */
+        }
+        int w = 0;
+        for (int j = 0; j < len; j++) {
+            int ws = isspace((unsigned char)s[j]);
+            if (!ws && prev_ws) w++;
+            prev_ws = ws;
+        }
+        bytes[i] = i == 0 ? 0 : len;
+        words[i] = i == 0 ? 0 : w;
+        free(owned);
+    }
+    return QG_OK;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int ppl_evaluate(const struct backend *b, const int32_t *ids, int64_t n, const struct ppl_params *p,
+                 ppl_progress_fn progress, void *ud, struct ppl_run *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    struct backend_info info;
+    backend_info(b, &info);
+    struct ppl_window *win;
+    int64_t nw;
+    int rc = ppl_plan(p, n, &win, &nw, err, errlen);
+    if (rc) return rc;
+    int32_t *bytes = malloc((size_t)n * sizeof *bytes), *words = malloc((size_t)n * sizeof *words);
+    int32_t *tok = malloc(((size_t)p->n_ctx + 1) * sizeof *tok);
+    double *lp = malloc(((size_t)p->n_ctx + 1) * sizeof *lp);
+    out->windows = calloc((size_t)(nw ? nw : 1), sizeof *out->windows);
+    if (!bytes || !words || !tok || !lp || !out->windows) rc = qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
+    if (!rc && (rc = piece_counts(b, ids, n, bytes, words)))
+        qg_errf(err, errlen, rc, "cannot measure the bytes of the tokens (%s)", qg_strerror(rc));
+    struct ppl_stats st;
+    ppl_stats_init(&st);
+    double t0 = now_s();
+    for (int64_t w = 0; w < nw && !rc; w++) {
+        const struct ppl_window *W = &win[w];
+        memcpy(tok, ids + W->start, (size_t)W->n * sizeof *tok);
+        if (W->bos_first && info.bos >= 0) tok[0] = info.bos;
+        struct backend_score req = {.tokens = tok, .n_tokens = W->n, .from = W->from, .logprob = lp};
+        if ((rc = backend_score(b, &req))) {
+            qg_errf(err, errlen, rc, "window %lld: %s", (long long)w, backend_errmsg(b));
+            break;
+        }
+        struct ppl_window_stat *ws = &out->windows[w];
+        for (int i = W->from; i < W->n; i++) {
+            double nll = -lp[i - W->from];
+            ws->nll += nll;
+            ws->nll2 += nll * nll;
+            ws->tokens++;
+            ws->bytes += bytes[W->start + i];
+            ws->words += words[W->start + i];
+        }
+        ppl_stats_add(&st, ws);
+        out->tokens_evaluated += W->n - 1;
+        if (progress && progress(ud, w + 1, nw)) {
+            rc = qg_errf(err, errlen, QG_ERR_INTERNAL, "interrupted");
+            break;
+        }
+    }
+    out->seconds = now_s() - t0;
+    out->n_windows = nw;
+    ppl_stats_result(&st, &out->result);
+    free(win);
+    free(bytes);
+    free(words);
+    free(tok);
+    free(lp);
+    if (rc) ppl_run_release(out);
+    return rc;
+}
+
+void ppl_run_release(struct ppl_run *r)
+{
+    free(r->windows);
+    r->windows = NULL;
+}

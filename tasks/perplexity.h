@@ -1,0 +1,67 @@
+/* perplexity — scoring a token stream under a named protocol.
+ *
+ * Protocols (the token stream starts with BOS when the model adds one):
+ * - llamacpp: llama-perplexity's default. Non-overlapping chunks of n_ctx
+ *   tokens, the first token of each replaced by BOS, only the second half
+ *   scored (tokens n_ctx/2+1 .. n_ctx-1 of each chunk). At least 2 n_ctx
+ *   tokens are needed.
+ * - rolling: lm-eval's loglikelihood_rolling. Disjoint windows that score
+ *   every token exactly once; the first window is conditioned on BOS, each
+ *   later one on the single token before it... plus the rest of its window.
+ * - stride: Hugging Face's sliding window. Windows of n_ctx start every S
+ *   tokens; each scores the tokens the previous one did not, so every token
+ *   is scored once with at least n_ctx - S tokens of context.
+ */
+#ifndef QG_TASKS_PERPLEXITY_H
+#define QG_TASKS_PERPLEXITY_H
+
+#include "backends/backend.h"
+#include "metrics/ppl.h"
+
+#include <stdint.h>
+
+enum ppl_protocol { PPL_LLAMACPP = 0, PPL_ROLLING = 1, PPL_STRIDE = 2 };
+
+/* "llamacpp" -> PPL_LLAMACPP ...; -1 when unknown. */
+int ppl_protocol_from_name(const char *name);
+const char *ppl_protocol_name(int p);
+
+struct ppl_window {
+    int64_t start; /* index of the window's first token in the stream */
+    int n;         /* tokens in the window (the last is only a target) */
+    int from;      /* first scored position in the window */
+    int bos_first; /* replace the first token with BOS (llamacpp) */
+};
+
+struct ppl_params {
+    int protocol;
+    int n_ctx;
+    int stride;       /* PPL_STRIDE */
+    int64_t max_windows; /* 0 = all (llama-perplexity's --chunks) */
+};
+
+/* Plans the windows over n tokens. On success *out (malloc'd) holds *n_out
+ * windows. QG_ERR_USAGE with err when the stream is too short or the
+ * parameters are inconsistent. */
+int ppl_plan(const struct ppl_params *p, int64_t n_tokens, struct ppl_window **out, int64_t *n_out,
+             char *err, size_t errlen);
+
+/* Progress callback: windows done of total; return nonzero to stop. */
+typedef int (*ppl_progress_fn)(void *ud, int64_t done, int64_t total);
+
+struct ppl_run {
+    struct ppl_result result;
+    double seconds;        /* wall time of the scoring */
+    int64_t tokens_evaluated; /* positions run through the model */
+    struct ppl_window_stat *windows; /* per-window stats (malloc'd), n_windows */
+    int64_t n_windows;
+};
+
+/* Scores ids (the whole stream, BOS first when the model adds one) with the
+ * backend. Per-token byte and word counts come from the backend's pieces.
+ * QG_OK, or the backend's status with err filled. */
+int ppl_evaluate(const struct backend *b, const int32_t *ids, int64_t n, const struct ppl_params *p,
+                 ppl_progress_fn progress, void *ud, struct ppl_run *out, char *err, size_t errlen);
+void ppl_run_release(struct ppl_run *r);
+
+#endif
