@@ -621,3 +621,13 @@ int gguf_get_str(const struct gguf *g, const char *key, const char **s, size_t *
     int64_t i = gguf_find_key(g, key);
     return i < 0 ? QG_ERR_NOTFOUND : gguf_kv_str(g, i, s, len);
 }
+
+void gguf_drop_pages(const struct gguf *g, const struct gguf_tensor *t)
+{
+    if (!g->mapped || t->nbytes == 0) return;
+    long page = sysconf(_SC_PAGESIZE);
+    uintptr_t lo = (uintptr_t)t->data, hi = lo + (uintptr_t)t->nbytes;
+    uintptr_t a = (lo + (uintptr_t)page - 1) / (uintptr_t)page * (uintptr_t)page;
+    uintptr_t b = hi / (uintptr_t)page * (uintptr_t)page;
+    if (b > a) madvise((void *)a, (size_t)(b - a), MADV_DONTNEED);
+}

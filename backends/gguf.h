@@ -102,6 +102,12 @@ const struct gguf_tensor *gguf_find_tensor(const struct gguf *g, const char *nam
 /* Elements in a tensor (product of ne). */
 int64_t gguf_tensor_nelements(const struct gguf_tensor *t);
 
+/* Tells the kernel the tensor's mapped pages are no longer needed, so that
+ * a loader that copies (dequantises) every tensor does not keep the file
+ * resident as well. No effect for gguf_open_memory objects. The data stays
+ * readable (pages are re-read from the file on access). */
+void gguf_drop_pages(const struct gguf *g, const struct gguf_tensor *t);
+
 /* "u32", "string", "array", ...; "unknown" for invalid values. */
 const char *gguf_vtype_name(uint32_t t);
 

@@ -123,6 +123,7 @@ static int load_tensor(struct llama_model *m, const struct gguf *g, const char *
     float *p = malloc((size_t)(ne0 * ne1) * sizeof *p);
     if (!p) return qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory for '%s'", name, tname);
     dequant_row(t->type, t->data, p, ne0 * ne1);
+    gguf_drop_pages(g, t);
     m->bytes += (size_t)(ne0 * ne1) * sizeof *p;
     *out = p;
     return QG_OK;

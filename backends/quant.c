@@ -66,6 +66,71 @@ void quant_row_q8_0(const float *x, void *out, int64_t n)
     }
 }
 
+void quant_row_q4_0(const float *x, void *out, int64_t n)
+{
+    uint8_t *y = out;
+    for (int64_t b = 0; b < n / 32; b++, x += 32, y += 18) {
+        float amax = 0.0f, max = 0.0f;
+        for (int j = 0; j < 32; j++)
+            if (fabsf(x[j]) > amax) amax = fabsf(x[j]), max = x[j];
+        const float d = max / -8.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        uint16_t dh = quant_f32_to_f16(d);
+        memcpy(y, &dh, 2);
+        for (int j = 0; j < 16; j++) {
+            int q0 = (int8_t)(x[j] * id + 8.5f), q1 = (int8_t)(x[16 + j] * id + 8.5f);
+            if (q0 > 15) q0 = 15;
+            if (q1 > 15) q1 = 15;
+            y[2 + j] = (uint8_t)(q0 | q1 << 4);
+        }
+    }
+}
+
+void quant_row_q4_k(const float *x, void *out, int64_t n)
+{
+    uint8_t *y = out;
+    for (int64_t b = 0; b < n / 256; b++, x += 256, y += 144) {
+        float scale[8], minv[8], max_scale = 0, max_min = 0;
+        for (int j = 0; j < 8; j++) {
+            float mn = 0.0f, mx = x[32 * j];
+            for (int i = 0; i < 32; i++) {
+                mn = fminf(mn, x[32 * j + i]);
+                mx = fmaxf(mx, x[32 * j + i]);
+            }
+            scale[j] = (mx - mn) / 15.0f;
+            minv[j] = -mn;
+            max_scale = fmaxf(max_scale, scale[j]);
+            max_min = fmaxf(max_min, minv[j]);
+        }
+        uint16_t dh = quant_f32_to_f16(max_scale / 63.0f), mh = quant_f32_to_f16(max_min / 63.0f);
+        memcpy(y, &dh, 2);
+        memcpy(y + 2, &mh, 2);
+        float d = quant_f16_to_f32(dh), dmin = quant_f16_to_f32(mh);
+        uint8_t *sc = y + 4, *qs = y + 16, L[256];
+        memset(sc, 0, 12);
+        for (int j = 0; j < 8; j++) {
+            int ls = d > 0 ? (int)lroundf(scale[j] / d) : 0, lm = dmin > 0 ? (int)lroundf(minv[j] / dmin) : 0;
+            ls = ls > 63 ? 63 : ls;
+            lm = lm > 63 ? 63 : lm;
+            if (j < 4) {
+                sc[j] = (uint8_t)ls;
+                sc[j + 4] = (uint8_t)lm;
+            } else {
+                sc[j + 4] = (uint8_t)((ls & 0xF) | (lm & 0xF) << 4);
+                sc[j - 4] |= (uint8_t)((ls >> 4) << 6);
+                sc[j] |= (uint8_t)((lm >> 4) << 6);
+            }
+            float ds = d * (float)ls, dm = dmin * (float)lm;
+            for (int i = 0; i < 32; i++) {
+                int l = ds > 0 ? (int)lroundf((x[32 * j + i] + dm) / ds) : 0;
+                L[32 * j + i] = (uint8_t)(l < 0 ? 0 : l > 15 ? 15 : l);
+            }
+        }
+        for (int j = 0; j < 256; j += 64)
+            for (int l = 0; l < 32; l++) qs[j / 2 + l] = (uint8_t)(L[j + l] | L[j + l + 32] << 4);
+    }
+}
+
 int quant_row(uint32_t type, const float *x, void *out, int64_t n)
 {
     switch (type) {
@@ -80,6 +145,14 @@ int quant_row(uint32_t type, const float *x, void *out, int64_t n)
     case GGML_Q8_0:
         if (n % 32) return QG_ERR_UNSUPPORTED;
         quant_row_q8_0(x, out, n);
+        return QG_OK;
+    case GGML_Q4_0:
+        if (n % 32) return QG_ERR_UNSUPPORTED;
+        quant_row_q4_0(x, out, n);
+        return QG_OK;
+    case GGML_Q4_K:
+        if (n % 256) return QG_ERR_UNSUPPORTED;
+        quant_row_q4_k(x, out, n);
         return QG_OK;
     }
     return QG_ERR_UNSUPPORTED;

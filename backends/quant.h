@@ -18,7 +18,18 @@ float quant_f16_to_f32(uint16_t h);
  * (fp16 scale d = max|x|/127, 32 int8 = round(x/d)) at out. */
 void quant_row_q8_0(const float *x, void *out, int64_t n);
 
-/* Quantises a row into the given type (F32, F16 or Q8_0) at out, which must
+/* Q4_0 as ggml's reference: d = (value of largest magnitude) / -8,
+ * q = min(15, trunc(x/d + 8.5)). n a multiple of 32; 18 bytes per block. */
+void quant_row_q4_0(const float *x, void *out, int64_t n);
+
+/* Q4_K (n a multiple of 256; 144 bytes per block): per 32-value sub-block an
+ * affine range [min, max] (min <= 0), its scale and min quantised to 6 bits
+ * against the block's fp16 d and dmin, values to 4 bits. A plain
+ * range-based quantiser (not ggml's iterative search); the blocks decode
+ * with the standard Q4_K layout. */
+void quant_row_q4_k(const float *x, void *out, int64_t n);
+
+/* Quantises a row into the given type (F32, F16, Q8_0, Q4_0 or Q4_K) at out, which must
  * hold the type's stored size for n elements. QG_OK, or QG_ERR_UNSUPPORTED
  * for other types. */
 int quant_row(uint32_t type, const float *x, void *out, int64_t n);

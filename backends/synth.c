@@ -89,9 +89,29 @@ fail:
 
 /* Adds a tensor of ne0 x ne1 random values scaled by `scale` (+ `offset`),
  * stored as `type`. */
+static const struct synth_params *cur; /* the model being written (single-threaded use) */
+
 static int add_random(struct gguf_writer *w, uint64_t *rng, const char *name, uint32_t type,
                       int64_t ne0, int64_t ne1, float scale, float offset)
 {
+    if (cur->omit_tensor && strcmp(name, cur->omit_tensor) == 0) return QG_OK;
+    if (cur->swap_tensor && strcmp(name, cur->swap_tensor) == 0) {
+        int64_t t = ne0;
+        ne0 = ne1;
+        ne1 = t;
+    }
+    if (cur->raw_tensor && strcmp(name, cur->raw_tensor) == 0) {
+        const struct ggml_type_info *rt = ggml_type_get(cur->raw_type);
+        if (!rt || ne0 % rt->block) return QG_ERR_USAGE;
+        size_t nb = (size_t)(ne0 / rt->block * rt->type_size * ne1);
+        uint8_t *raw = malloc(nb ? nb : 1);
+        if (!raw) return QG_ERR_NOMEM;
+        for (size_t i = 0; i < nb; i++) raw[i] = (uint8_t)splitmix64(rng);
+        int64_t ne[2] = {ne0, ne1};
+        int rc = gguf_writer_add_tensor(w, name, cur->raw_type, ne1 > 1 ? 2 : 1, ne, raw);
+        free(raw);
+        return rc;
+    }
     const struct ggml_type_info *ti = ggml_type_get(type);
     int64_t n = ne0 * ne1;
     float *x = malloc((size_t)n * sizeof *x);
@@ -113,10 +133,11 @@ static int add_random(struct gguf_writer *w, uint64_t *rng, const char *name, ui
 static int check_params(const struct synth_params *p, char *err, size_t errlen)
 {
     const struct ggml_type_info *ti = ggml_type_get(p->wtype);
-    if (!ti || (p->wtype != GGML_F32 && p->wtype != GGML_F16 && p->wtype != GGML_Q8_0))
-        return qg_errf(err, errlen, QG_ERR_USAGE, "synth: weight type must be F32, F16 or Q8_0");
-    if (strcmp(p->arch, "llama") != 0 && strcmp(p->arch, "qwen2") != 0)
-        return qg_errf(err, errlen, QG_ERR_USAGE, "synth: unknown architecture '%s'", p->arch);
+    if (!ti || (p->wtype != GGML_F32 && p->wtype != GGML_F16 && p->wtype != GGML_Q8_0 &&
+                p->wtype != GGML_Q4_0 && p->wtype != GGML_Q4_K))
+        return qg_errf(err, errlen, QG_ERR_USAGE, "synth: weight type must be F32, F16, Q8_0, Q4_0 or Q4_K");
+    if (!p->arch || !*p->arch || strlen(p->arch) > 32)
+        return qg_errf(err, errlen, QG_ERR_USAGE, "synth: architecture name must be 1..32 bytes");
     if (p->n_vocab < 259 || p->dim <= 0 || p->n_layers <= 0 || p->n_heads <= 0 ||
         p->n_kv_heads <= 0 || p->ffn <= 0 || p->ctx <= 0)
         return qg_errf(err, errlen, QG_ERR_USAGE, "synth: sizes must be positive (vocab >= 259)");
@@ -133,7 +154,7 @@ static int write_metadata(struct gguf_writer *w, const struct synth_params *p)
 {
     char key[128];
     int hd = p->dim / p->n_heads;
-    uint32_t ftype = p->wtype == GGML_F32 ? 0 : p->wtype == GGML_F16 ? 1 : 7;
+    uint32_t ftype = p->wtype == GGML_F32 ? 0 : p->wtype == GGML_F16 ? 1 : p->wtype == GGML_Q8_0 ? 7 : p->wtype == GGML_Q4_0 ? 2 : 15;
     int rc = gguf_writer_set_str(w, "general.architecture", p->arch);
     if (!rc) rc = gguf_writer_set_str(w, "general.name", p->name);
     if (!rc) rc = gguf_writer_set_u32(w, "general.file_type", ftype);
@@ -218,6 +239,7 @@ int synth_write(const struct synth_params *p, const char *path, char *err, size_
 {
     int rc = check_params(p, err, errlen);
     if (rc) return rc;
+    cur = p;
     struct gguf_writer *w = gguf_writer_new();
     if (!w) return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
     rc = write_metadata(w, p);

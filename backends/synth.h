@@ -15,12 +15,21 @@ struct synth_params {
     int dim, n_layers, n_heads, n_kv_heads, ffn, ctx;
     int rope_dims;    /* 0 = head size */
     float rms_eps, rope_theta;
-    uint32_t wtype;   /* stored type of 2-D weights: GGML_F32, GGML_F16 or GGML_Q8_0 */
+    uint32_t wtype;   /* stored type of 2-D weights: F32, F16, Q8_0, Q4_0 or Q4_K */
     int tied_output;  /* 1 = no output.weight (the embedding is reused) */
     uint64_t seed;
+    /* For tests of malformed models: leave out the named tensor, store it
+     * with its two dimensions swapped, or store it as raw bytes of another
+     * ggml type. NULL = off. */
+    const char *omit_tensor;
+    const char *swap_tensor;
+    const char *raw_tensor;
+    uint32_t raw_type;
 };
 
-/* dim 64, 2 layers, 4 heads, 2 kv heads, ffn 96, ctx 128, vocab 320, F32,
+/* Any architecture name is written as given (with llama's tensors unless it
+ * is "qwen2"), so tests can make files qgate must refuse.
+ * dim 64, 2 layers, 4 heads, 2 kv heads, ffn 96, ctx 128, vocab 320, F32,
  * arch llama, seed 1. */
 struct synth_params synth_default_params(void);
 
