@@ -28,6 +28,7 @@ struct llama_model {
 struct llama_ctx {
     const struct llama_model *m;
     int n_ctx, pos;
+    int last_n; /* rows of the last batch (their hidden states are in x) */
     float *k, *v;      /* [n_layers][n_ctx][kv_dim] */
     float *x, *xn, *q, *att, *gate, *up, *scores; /* batch buffers, n_ctx rows */
 };
@@ -339,6 +340,7 @@ int llama_eval(struct llama_ctx *c, const int32_t *tokens, int n, int logits_fro
     const struct llama_model *m = c->m;
     const struct llama_hparams *h = &m->hp;
     if (n <= 0 || c->pos + n > c->n_ctx || logits_from < 0 || logits_from > n) return QG_ERR_USAGE;
+    c->last_n = 0;
     for (int i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= h->n_vocab) return QG_ERR_USAGE;
     const int dim = h->dim, hd = h->head_dim, qd = h->n_heads * hd, kvd = h->n_kv_heads * hd;
@@ -367,11 +369,17 @@ int llama_eval(struct llama_ctx *c, const int32_t *tokens, int n, int logits_fro
         matmul(c->x, c->gate, L->w_down, NULL, n, h->ffn, dim, 1.0f); /* x += ffn */
     }
     c->pos += n;
-    int nl = n - logits_from;
-    if (nl > 0) {
-        rmsnorm(c->xn, c->x + (size_t)logits_from * dim, m->out_norm, nl, dim, h->rms_eps);
-        matmul(logits, c->xn, m->output, NULL, nl, dim, h->n_vocab, 0.0f);
-    }
+    c->last_n = n;
+    return n > logits_from ? llama_output(c, logits_from, n - logits_from, logits) : QG_OK;
+}
+
+int llama_output(struct llama_ctx *c, int first, int count, float *logits)
+{
+    const struct llama_model *m = c->m;
+    const struct llama_hparams *h = &m->hp;
+    if (first < 0 || count <= 0 || first + count > c->last_n) return QG_ERR_USAGE;
+    rmsnorm(c->xn, c->x + (size_t)first * h->dim, m->out_norm, count, h->dim, h->rms_eps);
+    matmul(logits, c->xn, m->output, NULL, count, h->dim, h->n_vocab, 0.0f);
     return QG_OK;
 }
 

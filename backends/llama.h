@@ -59,6 +59,12 @@ int llama_ctx_pos(const struct llama_ctx *c); /* positions cached */
  * QG_OK, QG_ERR_USAGE (context full, token out of range), QG_ERR_NOMEM. */
 int llama_eval(struct llama_ctx *c, const int32_t *tokens, int n, int logits_from, float *logits);
 
+/* Logits for rows [first, first + count) of the batch last passed to
+ * llama_eval (its final hidden states are kept until the next call), into
+ * logits ([count][n_vocab]). Lets callers bound the logits buffer. QG_OK or
+ * QG_ERR_USAGE for rows outside the last batch. */
+int llama_output(struct llama_ctx *c, int first, int count, float *logits);
+
 /* Reference forward: plain loops, double accumulation, fresh context over n
  * tokens, logits for every row ([n][n_vocab]). Slow; for tests. */
 int llama_eval_ref(const struct llama_model *m, const int32_t *tokens, int n, float *logits);

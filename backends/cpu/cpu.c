@@ -11,12 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+enum { LOGIT_ROWS = 64 };
+
 struct cpu {
     struct tokenizer *tok;
     struct llama_model *model;
     struct llama_ctx *ctx;
     int n_ctx;
-    float *logits; /* [n_ctx][n_vocab] */
+    float *logits; /* [LOGIT_ROWS][n_vocab]: output rows are computed in chunks */
     char err[QG_ERRMSG_MAX];
 };
 
@@ -56,7 +58,7 @@ static int cpu_open(const char *path, const struct backend_open_params *p, void 
     if (!rc) rc = llama_ctx_new(c->model, c->n_ctx, &c->ctx);
     if (!rc) {
         size_t V = (size_t)llama_hparams(c->model)->n_vocab;
-        c->logits = malloc((size_t)c->n_ctx * V * sizeof(float));
+        c->logits = malloc((size_t)LOGIT_ROWS * V * sizeof(float));
         if (!c->logits) rc = QG_ERR_NOMEM;
     }
     if (rc) {
@@ -128,16 +130,22 @@ static int cpu_score(void *impl, struct backend_score *r)
     if (r->n_tokens - 1 > c->n_ctx)
         return qg_errf(c->err, sizeof c->err, QG_ERR_USAGE, "score: window of %d tokens exceeds the context %d",
                        r->n_tokens, c->n_ctx);
-    llama_ctx_reset(c->ctx);
-    int rc = llama_eval(c->ctx, r->tokens, r->n_tokens - 1, r->from - 1, c->logits);
-    if (rc) return qg_errf(c->err, sizeof c->err, rc, "score: evaluation failed (token id out of range?)");
-    for (int i = r->from; i < r->n_tokens; i++) {
-        int k = i - r->from;
+    for (int i = r->from; i < r->n_tokens; i++)
         if (r->tokens[i] < 0 || r->tokens[i] >= V)
             return qg_errf(c->err, sizeof c->err, QG_ERR_USAGE, "score: token %d out of range", r->tokens[i]);
-        r->logprob[k] = log_softmax_at(c->logits + (size_t)k * V, V, r->tokens[i],
-                                       r->rows ? r->rows + (size_t)k * V : NULL,
-                                       r->argmax ? &r->argmax[k] : NULL);
+    llama_ctx_reset(c->ctx);
+    int rc = llama_eval(c->ctx, r->tokens, r->n_tokens - 1, r->n_tokens - 1, NULL);
+    if (rc) return qg_errf(c->err, sizeof c->err, rc, "score: evaluation failed (token id out of range?)");
+    /* position i-1 predicts token i; output rows in chunks of LOGIT_ROWS */
+    for (int p0 = r->from - 1; p0 < r->n_tokens - 1; p0 += LOGIT_ROWS) {
+        int cnt = r->n_tokens - 1 - p0 < LOGIT_ROWS ? r->n_tokens - 1 - p0 : LOGIT_ROWS;
+        llama_output(c->ctx, p0, cnt, c->logits);
+        for (int j = 0; j < cnt; j++) {
+            int k = p0 + j + 1 - r->from;
+            r->logprob[k] = log_softmax_at(c->logits + (size_t)j * V, V, r->tokens[p0 + j + 1],
+                                           r->rows ? r->rows + (size_t)k * V : NULL,
+                                           r->argmax ? &r->argmax[k] : NULL);
+        }
     }
     return QG_OK;
 }

@@ -1,0 +1,185 @@
+/* bench_ppl — throughput and memory of the CPU forward pass.
+ *
+ * usage: bench_ppl [--quick] [--dir DIR] [--threads T] [--windows W] [--types F32,F16,...]
+ *
+ * Generates a realistic-size random Llama model (dim 768, 12 layers, 12
+ * heads, ffn 2048, vocab 32000; --quick: a small one) stored as F32, F16,
+ * Q8_0, Q4_0 and Q4_K, and for each, in a fresh process: loads it, scores W
+ * windows of ctx 512, and measures tokens/s, the forward pass's GFLOP/s,
+ * OpenBLAS sgemm GFLOP/s on the same projection shapes in the same process,
+ * and peak RSS against the f32 weights. Prints one table row per type.
+ */
+#include "backends/backend.h"
+#include "backends/ggml_types.h"
+#include "backends/gguf.h"
+#include "backends/llama.h"
+#include "backends/synth.h"
+#include "harness/status.h"
+#include "harness/util.h"
+
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* sgemm GFLOP/s over the projection shapes of one window of n rows */
+static double sgemm_gflops(const struct llama_hparams *h, int n)
+{
+    int shapes[][2] = {{h->dim, h->dim}, {h->dim, h->dim}, {h->dim, h->dim}, {h->dim, h->dim},
+                       {h->dim, h->ffn}, {h->dim, h->ffn}, {h->ffn, h->dim}, {h->dim, h->n_vocab}};
+    double flops = 0, secs = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        int in = shapes[s][0], out = shapes[s][1];
+        float *x = calloc((size_t)n * in, 4), *w = calloc((size_t)out * in, 4), *y = calloc((size_t)n * out, 4);
+        if (!x || !w || !y) return 0;
+        for (size_t i = 0; i < (size_t)n * in; i++) x[i] = (float)(i % 7) * 0.1f;
+        for (size_t i = 0; i < (size_t)out * in; i++) w[i] = (float)(i % 5) * 0.1f;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1, x, in, w, in, 0, y, out); /* warm */
+        int reps = s == 7 ? 1 : h->n_layers;
+        double t0 = now();
+        for (int r = 0; r < reps; r++)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1, x, in, w, in, 0, y, out);
+        secs += now() - t0;
+        flops += 2.0 * n * in * out * reps;
+        free(x);
+        free(w);
+        free(y);
+    }
+    return flops / secs / 1e9;
+}
+
+/* Child: load, score windows, print "key=value" measurements. */
+static int measure(const char *path, int threads, int windows, int ctx)
+{
+    struct backend b;
+    struct backend_open_params bp = {.n_ctx = ctx, .n_threads = threads};
+    char err[QG_ERRMSG_MAX];
+    double t0 = now();
+    if (backend_open(path, &bp, &b, err, sizeof err)) return fprintf(stderr, "%s\n", err), 1;
+    double load = now() - t0;
+    struct backend_info info;
+    backend_info(&b, &info);
+    int32_t *tok = malloc(((size_t)ctx + 1) * sizeof *tok);
+    double *lp = malloc(((size_t)ctx + 1) * sizeof *lp);
+    uint64_t s = 1;
+    for (int i = 0; i <= ctx; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        tok[i] = (int32_t)((s >> 33) % (uint64_t)info.n_vocab);
+    }
+    struct backend_score req = {.tokens = tok, .n_tokens = ctx + 1, .from = 1, .logprob = lp};
+    backend_score(&b, &req); /* warm-up */
+    t0 = now();
+    for (int w = 0; w < windows; w++) backend_score(&b, &req);
+    double secs = (now() - t0) / windows;
+    size_t wb = info.weight_bytes;
+    backend_close(&b); /* measured; free it before the FLOP count below */
+    /* FLOPs of the pass and sgemm on the same shapes, after peak RSS was reached */
+    struct gguf *g;
+    struct llama_model *m;
+    double flops = 0, sg = 0;
+    if (gguf_open(path, &g, err, sizeof err) == QG_OK) {
+        struct llama_hparams h = {0};
+        if (llama_load(g, path, &m, err, sizeof err) == QG_OK) {
+            flops = llama_flops(m, ctx, ctx);
+            h = *llama_hparams(m);
+            llama_free(m);
+        }
+        gguf_close(g);
+        if (h.dim) sg = sgemm_gflops(&h, ctx);
+    }
+    printf("tokens_per_s=%.1f gflops=%.2f sgemm_gflops=%.2f weight_bytes=%zu load_s=%.2f\n", ctx / secs,
+           flops / secs / 1e9, sg, wb, load);
+    free(tok);
+    free(lp);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = NULL, *types = "F32,F16,Q8_0,Q4_0,Q4_K", *measure_path = NULL;
+    int threads = (int)sysconf(_SC_NPROCESSORS_ONLN), windows = 2, quick = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--dir") && i + 1 < argc) dir = argv[++i];
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--windows") && i + 1 < argc) windows = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--types") && i + 1 < argc) types = argv[++i];
+        else if (!strcmp(argv[i], "--measure") && i + 1 < argc) measure_path = argv[++i];
+        else return fprintf(stderr, "usage: bench_ppl [--quick] [--dir DIR] [--threads T] [--windows W] [--types LIST]\n"), 64;
+    }
+    if (threads < 1 || windows < 1) return fprintf(stderr, "--threads and --windows must be >= 1\n"), 64;
+    int ctx = quick ? 128 : 512;
+    if (measure_path) return measure(measure_path, threads, windows, ctx);
+    char tmpl[] = "/tmp/qgate-bench-XXXXXX";
+    if (!dir && !(dir = mkdtemp(tmpl))) return perror("mkdtemp"), 1;
+    mkdir(dir, 0777);
+    printf("bench/ppl: random Llama %s, ctx %d, %d thread(s), %d window(s) per type, models in %s\n",
+           quick ? "dim 256, 4 layers, 8 heads, ffn 512, vocab 4096" : "dim 768, 12 layers, 12 heads, ffn 2048, vocab 32000",
+           ctx, threads, windows, dir);
+    printf("%-6s %9s %7s %10s %12s %12s %10s %13s %8s\n", "type", "file MiB", "load s", "tokens/s", "fwd GFLOP/s",
+           "sgemm GFLOP/s", "fwd/sgemm", "peak RSS MiB", "RSS/f32");
+    char list[256];
+    snprintf(list, sizeof list, "%s", types);
+    for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int type = ggml_type_from_name(t);
+        if (type < 0) return fprintf(stderr, "unknown type %s\n", t), 64;
+        struct synth_params p = synth_default_params();
+        p.dim = quick ? 256 : 768;
+        p.n_layers = quick ? 4 : 12;
+        p.n_heads = p.n_kv_heads = quick ? 8 : 12;
+        p.ffn = quick ? 512 : 2048;
+        p.n_vocab = quick ? 4096 : 32000;
+        p.ctx = ctx;
+        p.wtype = (uint32_t)type;
+        char path[4096], err[QG_ERRMSG_MAX];
+        snprintf(path, sizeof path, "%s/bench-%s%s.gguf", dir, quick ? "quick-" : "", t);
+        struct stat st;
+        if (stat(path, &st) != 0 && synth_write(&p, path, err, sizeof err) != QG_OK)
+            return fprintf(stderr, "%s\n", err), 1;
+        stat(path, &st);
+        int fds[2];
+        if (pipe(fds)) return 1;
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid == 0) {
+            dup2(fds[1], 1);
+            close(fds[0]);
+            char th[16], wi[16];
+            snprintf(th, sizeof th, "%d", threads);
+            snprintf(wi, sizeof wi, "%d", windows);
+            execl("/proc/self/exe", argv[0], "--measure", path, "--threads", th, "--windows", wi,
+                  quick ? "--quick" : (char *)NULL, (char *)NULL);
+            _exit(127);
+        }
+        close(fds[1]);
+        char line[512] = "";
+        FILE *f = fdopen(fds[0], "r");
+        if (!f || !fgets(line, sizeof line, f)) line[0] = '\0';
+        if (f) fclose(f);
+        int status;
+        struct rusage ru;
+        wait4(pid, &status, 0, &ru);
+        double tps = 0, gf = 0, sg = 0, load = 0;
+        size_t wb = 0;
+        if (sscanf(line, "tokens_per_s=%lf gflops=%lf sgemm_gflops=%lf weight_bytes=%zu load_s=%lf", &tps, &gf, &sg, &wb,
+                   &load) != 5)
+            return fprintf(stderr, "measurement of %s failed\n", t), 1;
+        double rss = (double)ru.ru_maxrss * 1024;
+        printf("%-6s %9.1f %7.2f %10.1f %12.2f %12.2f %9.0f%% %13.1f %8.2f\n", t, (double)st.st_size / 1048576, load,
+               tps, gf, sg, 100 * gf / sg, rss / 1048576, rss / (double)wb);
+        fflush(stdout);
+    }
+    return 0;
+}
