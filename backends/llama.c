@@ -1,15 +1,20 @@
 /* llama — Llama/Qwen2 forward pass: batched sgemm path and a double reference. */
 #include "backends/llama.h"
 #include "backends/dequant.h"
+#include "backends/fastmath.h"
 #include "backends/ggml_types.h"
 #include "harness/status.h"
 #include "harness/util.h"
+
+#include "backends/parallel.h"
 
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+enum { ATT_BLOCK = 128 }; /* query rows per attention block */
 
 struct layer {
     float *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv;
@@ -28,6 +33,7 @@ struct llama_model {
 struct llama_ctx {
     const struct llama_model *m;
     int n_ctx, pos;
+    int n_threads; /* threads for attention heads and elementwise loops */
     int last_n; /* rows of the last batch (their hidden states are in x) */
     float *k, *v;      /* [n_layers][n_ctx][kv_dim] */
     float *x, *xn, *q, *att, *gate, *up, *scores; /* batch buffers, n_ctx rows */
@@ -227,7 +233,10 @@ int llama_ctx_new(const struct llama_model *m, int n_ctx, struct llama_ctx **out
     c->att = malloc(N * qd * sizeof(float));
     c->gate = malloc(N * (size_t)h->ffn * sizeof(float));
     c->up = malloc(N * (size_t)h->ffn * sizeof(float));
-    c->scores = malloc(N * N * sizeof(float));
+    c->n_threads = parallel_cpus();
+    /* all threading is ours (see matmul): BLAS runs single-threaded */
+    openblas_set_num_threads(1);
+    c->scores = malloc((size_t)c->n_threads * ATT_BLOCK * N * sizeof(float));
     if (!c->k || !c->v || !c->x || !c->xn || !c->q || !c->att || !c->gate || !c->up || !c->scores) {
         llama_ctx_free(c);
         return QG_ERR_NOMEM;
@@ -252,6 +261,11 @@ void llama_ctx_free(struct llama_ctx *c)
 }
 
 void llama_ctx_reset(struct llama_ctx *c) { c->pos = 0; }
+
+void llama_ctx_set_threads(struct llama_ctx *c, int n)
+{
+    if (n > 0 && n <= parallel_cpus()) c->n_threads = n;
+}
 int llama_ctx_pos(const struct llama_ctx *c) { return c->pos; }
 
 /* y[n][w] = rmsnorm(x[n][w]) * weight; the sum of squares in double as ggml */
@@ -267,14 +281,35 @@ static void rmsnorm(float *y, const float *x, const float *weight, int n, int w,
     }
 }
 
-/* y[n][out] = x[n][in] . W[out][in]^T (+ bias) */
-static void matmul(float *y, const float *x, const float *W, const float *bias, int n, int in, int out,
-                   float beta)
+struct mm_job {
+    float *y;
+    const float *x, *W, *bias;
+    int n, in, out;
+    float beta;
+};
+
+/* output columns [c0, c1) (in units of 16) of y = x . W^T */
+static void matmul_cols(void *arg, int64_t c0, int64_t c1, int thread)
 {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, x, in, W, in, beta, y, out);
-    if (bias)
-        for (int i = 0; i < n; i++)
-            for (int j = 0; j < out; j++) y[(size_t)i * out + j] += bias[j];
+    const struct mm_job *j = arg;
+    (void)thread;
+    int o0 = (int)c0 * 16, o1 = (int)c1 * 16 < j->out ? (int)c1 * 16 : j->out;
+    if (o1 <= o0) return;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, o1 - o0, j->in, 1.0f, j->x, j->in,
+                j->W + (size_t)o0 * j->in, j->in, j->beta, j->y + o0, j->out);
+    if (j->bias)
+        for (int i = 0; i < j->n; i++)
+            for (int o = o0; o < o1; o++) j->y[(size_t)i * j->out + o] += j->bias[o];
+}
+
+/* y[n][out] = x[n][in] . W[out][in]^T (+ bias) (+ beta y). The columns are
+ * split across our threads, each calling single-threaded BLAS: OpenBLAS's
+ * own pool would spin between calls and steal the cores from the rest. */
+static void matmul(const struct llama_ctx *c, float *y, const float *x, const float *W, const float *bias,
+                   int n, int in, int out, float beta)
+{
+    struct mm_job j = {y, x, W, bias, n, in, out, beta};
+    parallel_for(c->n_threads, (out + 15) / 16, matmul_cols, &j);
 }
 
 /* Rotates n rows of `heads` heads (row stride `stride`) at positions pos0.. */
@@ -302,36 +337,74 @@ static void rope(float *x, int n, int stride, int heads, int hd, int pos0, const
     }
 }
 
-/* Causal attention for the n new rows against T = pos0 + n cached rows. */
+/* Causal attention for the n new rows against the cached rows. Rows are
+ * taken in blocks of ATT_BLOCK so that a block only multiplies against the
+ * keys it may see (pos0 + end of block), not the masked upper triangle. */
+
+struct att_job {
+    struct llama_ctx *c;
+    int l, n, pos0;
+};
+
+/* heads [h0, h1) of one layer; `thread` picks the scores buffer */
+static void attention_heads(void *arg, int64_t h0, int64_t h1, int thread)
+{
+    const struct att_job *j = arg;
+    struct llama_ctx *c = j->c;
+    const struct llama_hparams *h = &c->m->hp;
+    const int hd = h->head_dim, qd = h->n_heads * hd, kvd = h->n_kv_heads * hd, n = j->n, pos0 = j->pos0;
+    const int group = h->n_heads / h->n_kv_heads;
+    const float *K = c->k + (size_t)j->l * c->n_ctx * kvd, *V = c->v + (size_t)j->l * c->n_ctx * kvd;
+    const float scale = 1.0f / sqrtf((float)hd);
+    float *scores = c->scores + (size_t)thread * ATT_BLOCK * c->n_ctx;
+    for (int64_t hh = h0; hh < h1; hh++) {
+        int kh = (int)hh / group;
+        for (int r0 = 0; r0 < n; r0 += ATT_BLOCK) {
+            int rows = n - r0 < ATT_BLOCK ? n - r0 : ATT_BLOCK, T = pos0 + r0 + rows;
+            /* S[rows][T] = Q_h[r0..][hd] . K_h[T][hd]^T * scale */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, T, hd, scale,
+                        c->q + (size_t)r0 * qd + (size_t)hh * hd, qd, K + (size_t)kh * hd, kvd, 0.0f,
+                        scores, T);
+            for (int i = 0; i < rows; i++) {
+                float *s = scores + (size_t)i * T;
+                int last = pos0 + r0 + i; /* causal: keys 0..last */
+                float mx = -INFINITY;
+                for (int k = 0; k <= last; k++) mx = fmaxf(mx, s[k]);
+                double sum = 0;
+                for (int k = 0; k <= last; k++) {
+                    s[k] = qg_expf(s[k] - mx);
+                    sum += s[k];
+                }
+                float inv = (float)(1.0 / sum);
+                for (int k = 0; k <= last; k++) s[k] *= inv;
+                for (int k = last + 1; k < T; k++) s[k] = 0.0f;
+            }
+            /* O_h[r0..][hd] = S[rows][T] . V_h[T][hd] */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, hd, T, 1.0f, scores, T,
+                        V + (size_t)kh * hd, kvd, 0.0f, c->att + (size_t)r0 * qd + (size_t)hh * hd, qd);
+        }
+    }
+}
+
+/* Heads run on our threads, each with single-threaded BLAS calls. */
 static void attention(struct llama_ctx *c, int l, int n, int pos0)
 {
-    const struct llama_hparams *h = &c->m->hp;
-    const int hd = h->head_dim, qd = h->n_heads * hd, kvd = h->n_kv_heads * hd, T = pos0 + n;
-    const int group = h->n_heads / h->n_kv_heads;
-    const float *K = c->k + (size_t)l * c->n_ctx * kvd, *V = c->v + (size_t)l * c->n_ctx * kvd;
-    const float scale = 1.0f / sqrtf((float)hd);
-    for (int hh = 0; hh < h->n_heads; hh++) {
-        int kh = hh / group;
-        /* S[n][T] = Q_h[n][hd] . K_h[T][hd]^T * scale */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, T, hd, scale, c->q + (size_t)hh * hd, qd,
-                    K + (size_t)kh * hd, kvd, 0.0f, c->scores, T);
-        for (int i = 0; i < n; i++) {
-            float *s = c->scores + (size_t)i * T;
-            int last = pos0 + i; /* causal: keys 0..last */
-            float mx = -INFINITY;
-            for (int j = 0; j <= last; j++) mx = fmaxf(mx, s[j]);
-            double sum = 0;
-            for (int j = 0; j <= last; j++) {
-                s[j] = expf(s[j] - mx);
-                sum += s[j];
-            }
-            float inv = (float)(1.0 / sum);
-            for (int j = 0; j <= last; j++) s[j] *= inv;
-            for (int j = last + 1; j < T; j++) s[j] = 0.0f;
-        }
-        /* O_h[n][hd] = S[n][T] . V_h[T][hd] */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, hd, T, 1.0f, c->scores, T,
-                    V + (size_t)kh * hd, kvd, 0.0f, c->att + (size_t)hh * hd, qd);
+    struct att_job j = {c, l, n, pos0};
+    parallel_for(c->n_threads, c->m->hp.n_heads, attention_heads, &j);
+}
+
+struct swiglu_job {
+    float *gate;
+    const float *up;
+};
+
+static void swiglu(void *arg, int64_t b, int64_t e, int thread)
+{
+    const struct swiglu_job *j = arg;
+    (void)thread;
+    for (int64_t i = b; i < e; i++) {
+        float g = j->gate[i];
+        j->gate[i] = g / (1.0f + qg_expf(-g)) * j->up[i];
     }
 }
 
@@ -351,22 +424,19 @@ int llama_eval(struct llama_ctx *c, const int32_t *tokens, int n, int logits_fro
         const struct layer *L = &m->layers[l];
         float *Kl = c->k + ((size_t)l * c->n_ctx + pos0) * kvd, *Vl = c->v + ((size_t)l * c->n_ctx + pos0) * kvd;
         rmsnorm(c->xn, c->x, L->attn_norm, n, dim, h->rms_eps);
-        matmul(c->q, c->xn, L->wq, L->bq, n, dim, qd, 0.0f);
-        matmul(Kl, c->xn, L->wk, L->bk, n, dim, kvd, 0.0f);
-        matmul(Vl, c->xn, L->wv, L->bv, n, dim, kvd, 0.0f);
+        matmul(c, c->q, c->xn, L->wq, L->bq, n, dim, qd, 0.0f);
+        matmul(c, Kl, c->xn, L->wk, L->bk, n, dim, kvd, 0.0f);
+        matmul(c, Vl, c->xn, L->wv, L->bv, n, dim, kvd, 0.0f);
         rope(c->q, n, qd, h->n_heads, hd, pos0, h);
         rope(Kl, n, kvd, h->n_kv_heads, hd, pos0, h);
         attention(c, l, n, pos0);
-        matmul(c->x, c->att, L->wo, NULL, n, qd, dim, 1.0f); /* x += att . Wo^T */
+        matmul(c, c->x, c->att, L->wo, NULL, n, qd, dim, 1.0f); /* x += att . Wo^T */
         rmsnorm(c->xn, c->x, L->ffn_norm, n, dim, h->rms_eps);
-        matmul(c->gate, c->xn, L->w_gate, NULL, n, dim, h->ffn, 0.0f);
-        matmul(c->up, c->xn, L->w_up, NULL, n, dim, h->ffn, 0.0f);
-        size_t nf = (size_t)n * h->ffn;
-        for (size_t i = 0; i < nf; i++) {
-            float g = c->gate[i];
-            c->gate[i] = g / (1.0f + expf(-g)) * c->up[i]; /* SwiGLU */
-        }
-        matmul(c->x, c->gate, L->w_down, NULL, n, h->ffn, dim, 1.0f); /* x += ffn */
+        matmul(c, c->gate, c->xn, L->w_gate, NULL, n, dim, h->ffn, 0.0f);
+        matmul(c, c->up, c->xn, L->w_up, NULL, n, dim, h->ffn, 0.0f);
+        struct swiglu_job sj = {c->gate, c->up};
+        parallel_for(c->n_threads, (int64_t)n * h->ffn, swiglu, &sj); /* SwiGLU */
+        matmul(c, c->x, c->gate, L->w_down, NULL, n, h->ffn, dim, 1.0f); /* x += ffn */
     }
     c->pos += n;
     c->last_n = n;
@@ -379,7 +449,7 @@ int llama_output(struct llama_ctx *c, int first, int count, float *logits)
     const struct llama_hparams *h = &m->hp;
     if (first < 0 || count <= 0 || first + count > c->last_n) return QG_ERR_USAGE;
     rmsnorm(c->xn, c->x + (size_t)first * h->dim, m->out_norm, count, h->dim, h->rms_eps);
-    matmul(logits, c->xn, m->output, NULL, count, h->dim, h->n_vocab, 0.0f);
+    matmul(c, logits, c->xn, m->output, NULL, count, h->dim, h->n_vocab, 0.0f);
     return QG_OK;
 }
 

@@ -49,6 +49,10 @@ double llama_flops(const struct llama_model *m, int n, int n_logits);
 struct llama_ctx;
 int llama_ctx_new(const struct llama_model *m, int n_ctx, struct llama_ctx **out);
 void llama_ctx_free(struct llama_ctx *c);
+/* Threads of the forward pass (default: all cores; at most that). Every
+ * sgemm is split across these threads with single-threaded BLAS calls, so
+ * llama_ctx_new sets OpenBLAS to one thread for the whole process. */
+void llama_ctx_set_threads(struct llama_ctx *c, int n);
 /* Forgets every cached position. */
 void llama_ctx_reset(struct llama_ctx *c);
 int llama_ctx_pos(const struct llama_ctx *c); /* positions cached */

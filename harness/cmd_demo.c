@@ -1,47 +1,108 @@
 /* cmd_demo — `qgate demo`: the built-in end-to-end example, no downloads.
  *
- * Today it generates a small seeded Llama model as F32 (the "original") and
- * as F16 and Q8_0 (the "quantized" candidates) with the GGUF writer, reads
- * each back with the GGUF reader and prints what each file holds. Scoring and
- * the verdict join the demo when the CPU backend and the runner exist.
+ * Generates a small seeded Llama model stored as F32 (the "original") and as
+ * F16, Q8_0 and Q4_0 (the quantized candidates), samples a corpus from the
+ * original with a fixed seed, and scores every variant on it with the
+ * rolling protocol: PPL with its per-window standard error and the paired
+ * log-PPL difference against the original. The statistical verdict (noise
+ * floor, margin, PASS/FAIL) joins the demo when the runner exists.
  */
+#include "backends/backend.h"
 #include "backends/ggml_types.h"
 #include "backends/gguf.h"
 #include "backends/model_info.h"
 #include "backends/synth.h"
-#include "datasets/hash.h"
 #include "harness/commands.h"
 #include "harness/status.h"
 #include "harness/util.h"
+#include "tasks/perplexity.h"
 
 #include <errno.h>
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 static const struct cli_opt opts[] = {
-    {"dir", 'd', CLI_STR, "DIR", "where to write the demo models (default ./qgate-demo)", 0},
-    {"seed", 0, CLI_INT, "N", "seed of the random weights (default 1)", 0},
+    {"dir", 'd', CLI_STR, "DIR", "where to write the demo models and corpus (default ./qgate-demo)", 0},
+    {"seed", 0, CLI_INT, "N", "seed of the random weights and of the corpus (default 1)", 0},
     CLI_OPT_END,
 };
 
-static int describe(const char *path)
+static const struct {
+    const char *file;
+    uint32_t type;
+} variants[] = {{"base-f32.gguf", GGML_F32}, {"cand-f16.gguf", GGML_F16}, {"cand-q8_0.gguf", GGML_Q8_0},
+                {"cand-q4_0.gguf", GGML_Q4_0}};
+enum { N_VARIANTS = 4, CTX = 128 };
+
+/* Samples a corpus from the base model: paragraphs of up to 120 tokens. */
+static int make_corpus(const char *model, const char *path, uint64_t seed, char *err, size_t errlen)
 {
-    char err[QG_ERRMSG_MAX], sha[HASH_HEX_LEN + 1];
+    struct backend b;
+    struct backend_open_params bp = {.n_ctx = CTX};
+    int rc = backend_open(model, &bp, &b, err, errlen);
+    if (rc) return rc;
+    struct sbuf text;
+    sbuf_init(&text, 0);
+    struct backend_info info;
+    backend_info(&b, &info);
+    for (int i = 0; i < 24 && !rc; i++) {
+        struct backend_gen_params gp = {.max_tokens = 120, .temperature = 1.0f, .top_p = 1.0f, .seed = seed * 1000 + (uint64_t)i};
+        char *t = NULL;
+        rc = backend_generate(&b, &info.bos, 1, &gp, &t, NULL, NULL);
+        if (!rc) sbuf_printf(&text, "%s\n", t);
+        free(t);
+    }
+    if (!rc) {
+        FILE *f = fopen(path, "wb");
+        if (!f || fwrite(text.data, 1, text.len, f) != text.len) rc = qg_errf(err, errlen, QG_ERR_CANTCREAT, "%s: cannot write", path);
+        if (f && fclose(f) != 0) rc = qg_errf(err, errlen, QG_ERR_IO, "%s: write failed", path);
+    } else {
+        qg_errf(err, errlen, rc, "sampling the corpus failed: %s", backend_errmsg(&b));
+    }
+    sbuf_release(&text);
+    backend_close(&b);
+    return rc;
+}
+
+/* Scores path on the corpus; per-window NLL sums go to win (n_win of them). */
+static int score(const char *path, const char *corpus, struct ppl_run *r, char *err, size_t errlen)
+{
+    char *buf;
+    size_t n;
+    int rc = qg_read_file(corpus, (size_t)1 << 30, &buf, &n, err, errlen);
+    if (rc) return rc;
+    struct backend b;
+    struct backend_open_params bp = {.n_ctx = CTX};
+    if ((rc = backend_open(path, &bp, &b, err, errlen))) {
+        free(buf);
+        return rc;
+    }
+    int32_t *ids = NULL;
+    int64_t k = 0;
+    rc = backend_tokenize(&b, buf, n, 1, &ids, &k);
+    struct ppl_params p = {.protocol = PPL_ROLLING, .n_ctx = CTX};
+    if (!rc) rc = ppl_evaluate(&b, ids, k, &p, NULL, NULL, r, err, errlen);
+    free(ids);
+    free(buf);
+    backend_close(&b);
+    return rc;
+}
+
+static void stored_types(const char *path, char *out, size_t n)
+{
     struct gguf *g;
-    int rc = gguf_open(path, &g, err, sizeof err);
-    if (rc) return cmd_fail(rc, err);
+    char err[QG_ERRMSG_MAX];
+    out[0] = '\0';
+    if (gguf_open(path, &g, err, sizeof err)) return;
     struct model_info m;
     model_info_read(g, &m);
-    hash_sha256_mem(gguf_bytes(g), (size_t)gguf_file_size(g), sha);
-    char types[128] = "";
     size_t k = 0;
-    for (int i = 0; i < m.n_types && k < sizeof types; i++)
-        k += (size_t)snprintf(types + k, sizeof types - k, "%s%s x%lld", i ? ", " : "",
-                              ggml_type_name(m.types[i].type), (long long)m.types[i].count);
-    printf("  %-28s %8llu bytes  %.12s  %lld params  %s\n", path, (unsigned long long)m.file_bytes,
-           sha, (long long)m.n_params, types);
+    for (int i = 0; i < m.n_types && k < n; i++)
+        k += (size_t)snprintf(out + k, n - k, "%s%s x%lld", i ? ", " : "", ggml_type_name(m.types[i].type),
+                              (long long)m.types[i].count);
     gguf_close(g);
-    return 0;
 }
 
 static int cmd_demo(const struct cli_args *a)
@@ -50,30 +111,64 @@ static int cmd_demo(const struct cli_args *a)
     int64_t seed = cli_int(a, "seed", 1);
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
         return qg_error("cannot create '%s': %s", dir, strerror(errno)), QG_EX_CANTCREAT;
-    static const struct { const char *file; uint32_t type; } variants[] = {
-        {"base-f32.gguf", GGML_F32}, {"cand-f16.gguf", GGML_F16}, {"cand-q8_0.gguf", GGML_Q8_0}};
-    printf("qgate demo: a seeded %s model stored three ways\n", "Llama");
-    for (size_t i = 0; i < sizeof variants / sizeof *variants; i++) {
+    char paths[N_VARIANTS][4096], corpus[4096], err[QG_ERRMSG_MAX];
+    for (int i = 0; i < N_VARIANTS; i++) {
         struct synth_params p = synth_default_params();
         p.seed = (uint64_t)seed;
         p.wtype = variants[i].type;
         p.name = "qgate-demo";
-        char path[4096], err[QG_ERRMSG_MAX];
-        snprintf(path, sizeof path, "%s/%s", dir, variants[i].file);
-        int rc = synth_write(&p, path, err, sizeof err);
+        snprintf(paths[i], sizeof paths[i], "%s/%s", dir, variants[i].file);
+        int rc = synth_write(&p, paths[i], err, sizeof err);
         if (rc) return cmd_fail(rc, err);
-        if ((rc = describe(path))) return rc;
     }
-    printf("\nnext: 'qgate inspect %s/cand-q8_0.gguf' shows one file in full.\n"
-           "Scoring these models against each other needs the CPU backend and runner, which this\n"
-           "build does not have yet.\n", dir);
+    snprintf(corpus, sizeof corpus, "%s/corpus.txt", dir);
+    int rc = make_corpus(paths[0], corpus, (uint64_t)seed, err, sizeof err);
+    if (rc) return cmd_fail(rc, err);
+    printf("qgate demo: one seeded Llama model (dim 64, 2 layers, vocab 320) stored four ways,\n"
+           "scored on %s (sampled from the F32 model) with the rolling protocol, ctx %d.\n\n", corpus, CTX);
+    printf("%-28s %-24s %10s %10s %14s %16s\n", "model", "stored tensors", "PPL", "+/- (SE)", "ln PPL ratio",
+           "+/- (paired SE)");
+    struct ppl_run base = {0};
+    for (int i = 0; i < N_VARIANTS; i++) {
+        struct ppl_run r;
+        if ((rc = score(paths[i], corpus, &r, err, sizeof err))) {
+            ppl_run_release(&base);
+            return cmd_fail(rc, err);
+        }
+        char types[96];
+        stored_types(paths[i], types, sizeof types);
+        printf("%-28s %-24s %10.4f %10.4f", paths[i], types, r.result.ppl, r.result.ppl_se_cluster);
+        if (i == 0) {
+            printf(" %14s %16s\n", "(baseline)", "");
+            base = r;
+            continue;
+        }
+        /* paired over windows: d_w = (NLL_cand - NLL_base) per window */
+        double sum_d = 0, sum_d2 = 0, tokens = 0;
+        int64_t W = r.n_windows < base.n_windows ? r.n_windows : base.n_windows;
+        for (int64_t w = 0; w < W; w++) {
+            double d = r.windows[w].nll - base.windows[w].nll;
+            sum_d += d;
+            sum_d2 += d * d;
+            tokens += (double)r.windows[w].tokens;
+        }
+        double mean = sum_d / tokens; /* per token */
+        double var = W > 1 ? (sum_d2 - sum_d * sum_d / (double)W) / (double)(W - 1) : NAN;
+        double se = sqrt(var * (double)W) / tokens;
+        printf(" %+14.6f %16.6f\n", mean, se);
+        ppl_run_release(&r);
+    }
+    ppl_run_release(&base);
+    printf("\nA positive ln PPL ratio is a quality loss; compare it with its paired standard error.\n"
+           "Next: 'qgate inspect %s' shows a file in full; 'qgate ppl MODEL --text FILE' scores your own.\n",
+           paths[3]);
     return 0;
 }
 
 const struct cli_cmd cmd_demo_def = {
     .name = "demo",
     .fn = cmd_demo,
-    .summary = "built-in example, no downloads: generate a model in three formats and inspect them",
+    .summary = "built-in end-to-end example (no downloads): original vs quantized models, perplexity",
     .opts = opts,
     .min_pos = 0,
     .max_pos = 0,

@@ -1,7 +1,9 @@
 /* cpu — the local CPU backend: GGUF weights dequantised to f32, OpenBLAS. */
 #include "backends/backend.h"
+#include "backends/fastmath.h"
 #include "backends/gguf.h"
 #include "backends/llama.h"
+#include "backends/parallel.h"
 #include "backends/tokenizer.h"
 #include "harness/status.h"
 #include "harness/util.h"
@@ -11,13 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { LOGIT_ROWS = 64 };
+enum { LOGIT_ROWS = 128 };
 
 struct cpu {
     struct tokenizer *tok;
     struct llama_model *model;
     struct llama_ctx *ctx;
-    int n_ctx;
+    int n_ctx, n_threads;
     float *logits; /* [LOGIT_ROWS][n_vocab]: output rows are computed in chunks */
     char err[QG_ERRMSG_MAX];
 };
@@ -66,7 +68,8 @@ static int cpu_open(const char *path, const struct backend_open_params *p, void 
         cpu_close(c);
         return rc;
     }
-    if (p && p->n_threads > 0) openblas_set_num_threads(p->n_threads);
+    c->n_threads = p && p->n_threads > 0 ? p->n_threads : parallel_cpus();
+    if (p && p->n_threads > 0) llama_ctx_set_threads(c->ctx, p->n_threads);
     *impl = c;
     return QG_OK;
 }
@@ -113,12 +116,32 @@ static double log_softmax_at(const float *row, int V, int32_t tok, float *out_ro
     for (int i = 1; i < V; i++)
         if (row[i] > mx) mx = row[i], am = i;
     double sum = 0;
-    for (int i = 0; i < V; i++) sum += expf(row[i] - mx);
+    for (int i = 0; i < V; i++) sum += qg_expf(row[i] - mx);
     double lse = log(sum);
     if (out_row)
         for (int i = 0; i < V; i++) out_row[i] = (float)((double)(row[i] - mx) - lse);
     if (argmax) *argmax = am;
     return (double)(row[tok] - mx) - lse;
+}
+
+struct lsm_job {
+    const float *logits;
+    int V, p0, from;
+    struct backend_score *r;
+};
+
+/* log-softmax of rows [b, e) of one chunk of logits */
+static void lsm_rows(void *arg, int64_t b, int64_t e, int thread)
+{
+    const struct lsm_job *j = arg;
+    (void)thread;
+    for (int64_t q = b; q < e; q++) {
+        int k = j->p0 + (int)q + 1 - j->from;
+        struct backend_score *r = j->r;
+        r->logprob[k] = log_softmax_at(j->logits + (size_t)q * j->V, j->V, r->tokens[j->p0 + q + 1],
+                                       r->rows ? r->rows + (size_t)k * j->V : NULL,
+                                       r->argmax ? &r->argmax[k] : NULL);
+    }
 }
 
 static int cpu_score(void *impl, struct backend_score *r)
@@ -140,12 +163,8 @@ static int cpu_score(void *impl, struct backend_score *r)
     for (int p0 = r->from - 1; p0 < r->n_tokens - 1; p0 += LOGIT_ROWS) {
         int cnt = r->n_tokens - 1 - p0 < LOGIT_ROWS ? r->n_tokens - 1 - p0 : LOGIT_ROWS;
         llama_output(c->ctx, p0, cnt, c->logits);
-        for (int j = 0; j < cnt; j++) {
-            int k = p0 + j + 1 - r->from;
-            r->logprob[k] = log_softmax_at(c->logits + (size_t)j * V, V, r->tokens[p0 + j + 1],
-                                           r->rows ? r->rows + (size_t)k * V : NULL,
-                                           r->argmax ? &r->argmax[k] : NULL);
-        }
+        struct lsm_job j = {c->logits, V, p0, r->from, r};
+        parallel_for(c->n_threads, cnt, lsm_rows, &j);
     }
     return QG_OK;
 }
