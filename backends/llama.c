@@ -309,7 +309,7 @@ static void matmul(const struct llama_ctx *c, float *y, const float *x, const fl
                    int n, int in, int out, float beta)
 {
     struct mm_job j = {y, x, W, bias, n, in, out, beta};
-    parallel_for(c->n_threads, (out + 15) / 16, matmul_cols, &j);
+    parallel_for(parallel_threads_for(c->n_threads, 2.0 * n * in * out), (out + 15) / 16, matmul_cols, &j);
 }
 
 /* Rotates n rows of `heads` heads (row stride `stride`) at positions pos0.. */
@@ -390,7 +390,9 @@ static void attention_heads(void *arg, int64_t h0, int64_t h1, int thread)
 static void attention(struct llama_ctx *c, int l, int n, int pos0)
 {
     struct att_job j = {c, l, n, pos0};
-    parallel_for(c->n_threads, c->m->hp.n_heads, attention_heads, &j);
+    const struct llama_hparams *h = &c->m->hp;
+    double work = 4.0 * h->n_heads * h->head_dim * (double)n * (pos0 + n);
+    parallel_for(parallel_threads_for(c->n_threads, work), h->n_heads, attention_heads, &j);
 }
 
 struct swiglu_job {
@@ -435,7 +437,7 @@ int llama_eval(struct llama_ctx *c, const int32_t *tokens, int n, int logits_fro
         matmul(c, c->gate, c->xn, L->w_gate, NULL, n, dim, h->ffn, 0.0f);
         matmul(c, c->up, c->xn, L->w_up, NULL, n, dim, h->ffn, 0.0f);
         struct swiglu_job sj = {c->gate, c->up};
-        parallel_for(c->n_threads, (int64_t)n * h->ffn, swiglu, &sj); /* SwiGLU */
+        parallel_for(parallel_threads_for(c->n_threads, 20.0 * n * h->ffn), (int64_t)n * h->ffn, swiglu, &sj);
         matmul(c, c->x, c->gate, L->w_down, NULL, n, h->ffn, dim, 1.0f); /* x += ffn */
     }
     c->pos += n;

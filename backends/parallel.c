@@ -42,6 +42,11 @@ void parallel_for(int n_threads, int64_t n, parallel_fn fn, void *ctx)
     }
 }
 
+int parallel_threads_for(int n_threads, double work)
+{
+    return work < 1 << 20 ? 1 : n_threads; /* ~0.1-1 ms of work pays for a thread */
+}
+
 int parallel_cpus(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);

@@ -19,6 +19,10 @@ typedef void (*parallel_fn)(void *ctx, int64_t begin, int64_t end, int thread);
  * n_threads <= 1 or thread creation fails. */
 void parallel_for(int n_threads, int64_t n, parallel_fn fn, void *ctx);
 
+/* n_threads when `work` (any unit: flops, elements) is worth splitting,
+ * else 1. */
+int parallel_threads_for(int n_threads, double work);
+
 /* Number of online CPUs (at least 1). */
 int parallel_cpus(void);
 

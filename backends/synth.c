@@ -18,6 +18,7 @@ struct synth_params synth_default_params(void)
         .arch = "llama", .name = "qgate-synth", .n_vocab = 320, .dim = 64, .n_layers = 2,
         .n_heads = 4, .n_kv_heads = 2, .ffn = 96, .ctx = 128, .rope_dims = 0,
         .rms_eps = 1e-5f, .rope_theta = 10000.0f, .wtype = GGML_F32, .tied_output = 0, .seed = 1,
+        .logit_scale = 1.0f,
     };
     return p;
 }
@@ -231,7 +232,7 @@ static int write_tensors(struct gguf_writer *w, const struct synth_params *p)
     }
     if (!rc) rc = add_random(w, &rng, "output_norm.weight", GGML_F32, p->dim, 1, 0.1f, 1.0f);
     if (!rc && !p->tied_output)
-        rc = add_random(w, &rng, "output.weight", t, p->dim, p->n_vocab, s_in, 0.0f);
+        rc = add_random(w, &rng, "output.weight", t, p->dim, p->n_vocab, s_in * p->logit_scale, 0.0f);
     return rc;
 }
 

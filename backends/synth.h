@@ -17,6 +17,8 @@ struct synth_params {
     float rms_eps, rope_theta;
     uint32_t wtype;   /* stored type of 2-D weights: F32, F16, Q8_0, Q4_0 or Q4_K */
     int tied_output;  /* 1 = no output.weight (the embedding is reused) */
+    float logit_scale; /* output.weight entries are uniform in +/- logit_scale/sqrt(dim);
+                        * larger = more peaked next-token distributions (default 1) */
     uint64_t seed;
     /* For tests of malformed models: leave out the named tensor, store it
      * with its two dimensions swapped, or store it as raw bytes of another

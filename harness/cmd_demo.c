@@ -36,8 +36,12 @@ static const struct {
                 {"cand-q4_0.gguf", GGML_Q4_0}};
 enum { N_VARIANTS = 4, CTX = 128 };
 
-/* Samples a corpus from the base model: paragraphs of up to 120 tokens. */
-static int make_corpus(const char *model, const char *path, uint64_t seed, char *err, size_t errlen)
+/* Samples a corpus from the base model: BOS, then 32 continuations of up to
+ * 120 tokens each. The token stream is what every model is scored on (the
+ * synthetic vocabulary does not re-tokenize its own text identically); the
+ * text goes to `path` for people to look at. */
+static int make_corpus(const char *model, const char *path, uint64_t seed, int32_t **ids, int64_t *n,
+                       char *err, size_t errlen)
 {
     struct backend b;
     struct backend_open_params bp = {.n_ctx = CTX};
@@ -47,12 +51,23 @@ static int make_corpus(const char *model, const char *path, uint64_t seed, char 
     sbuf_init(&text, 0);
     struct backend_info info;
     backend_info(&b, &info);
-    for (int i = 0; i < 24 && !rc; i++) {
+    int64_t cap = 1 + 32 * 120;
+    *ids = malloc((size_t)cap * sizeof **ids);
+    *n = 0;
+    if (!*ids) rc = QG_ERR_NOMEM;
+    else (*ids)[(*n)++] = info.bos;
+    for (int i = 0; i < 32 && !rc; i++) {
         struct backend_gen_params gp = {.max_tokens = 120, .temperature = 1.0f, .top_p = 1.0f, .seed = seed * 1000 + (uint64_t)i};
         char *t = NULL;
-        rc = backend_generate(&b, &info.bos, 1, &gp, &t, NULL, NULL);
-        if (!rc) sbuf_printf(&text, "%s\n", t);
+        int32_t *g = NULL;
+        int64_t ng = 0;
+        rc = backend_generate(&b, &info.bos, 1, &gp, &t, &g, &ng);
+        if (!rc) {
+            sbuf_printf(&text, "%s\n", t);
+            for (int64_t k = 0; k < ng && *n < cap; k++) (*ids)[(*n)++] = g[k];
+        }
         free(t);
+        free(g);
     }
     if (!rc) {
         FILE *f = fopen(path, "wb");
@@ -66,26 +81,15 @@ static int make_corpus(const char *model, const char *path, uint64_t seed, char 
     return rc;
 }
 
-/* Scores path on the corpus; per-window NLL sums go to win (n_win of them). */
-static int score(const char *path, const char *corpus, struct ppl_run *r, char *err, size_t errlen)
+/* Scores path on the token stream with the rolling protocol. */
+static int score(const char *path, const int32_t *ids, int64_t n, struct ppl_run *r, char *err, size_t errlen)
 {
-    char *buf;
-    size_t n;
-    int rc = qg_read_file(corpus, (size_t)1 << 30, &buf, &n, err, errlen);
-    if (rc) return rc;
     struct backend b;
     struct backend_open_params bp = {.n_ctx = CTX};
-    if ((rc = backend_open(path, &bp, &b, err, errlen))) {
-        free(buf);
-        return rc;
-    }
-    int32_t *ids = NULL;
-    int64_t k = 0;
-    rc = backend_tokenize(&b, buf, n, 1, &ids, &k);
+    int rc = backend_open(path, &bp, &b, err, errlen);
+    if (rc) return rc;
     struct ppl_params p = {.protocol = PPL_ROLLING, .n_ctx = CTX};
-    if (!rc) rc = ppl_evaluate(&b, ids, k, &p, NULL, NULL, r, err, errlen);
-    free(ids);
-    free(buf);
+    rc = ppl_evaluate(&b, ids, n, &p, NULL, NULL, r, err, errlen);
     backend_close(&b);
     return rc;
 }
@@ -117,22 +121,30 @@ static int cmd_demo(const struct cli_args *a)
         p.seed = (uint64_t)seed;
         p.wtype = variants[i].type;
         p.name = "qgate-demo";
+        p.logit_scale = 24.0f; /* peaked, language-like next-token distributions */
         snprintf(paths[i], sizeof paths[i], "%s/%s", dir, variants[i].file);
         int rc = synth_write(&p, paths[i], err, sizeof err);
         if (rc) return cmd_fail(rc, err);
     }
     snprintf(corpus, sizeof corpus, "%s/corpus.txt", dir);
-    int rc = make_corpus(paths[0], corpus, (uint64_t)seed, err, sizeof err);
-    if (rc) return cmd_fail(rc, err);
+    int32_t *ids = NULL;
+    int64_t n_ids = 0;
+    int rc = make_corpus(paths[0], corpus, (uint64_t)seed, &ids, &n_ids, err, sizeof err);
+    if (rc) {
+        free(ids);
+        return cmd_fail(rc, err);
+    }
     printf("qgate demo: one seeded Llama model (dim 64, 2 layers, vocab 320) stored four ways,\n"
-           "scored on %s (sampled from the F32 model) with the rolling protocol, ctx %d.\n\n", corpus, CTX);
+           "scored on %lld tokens sampled from the F32 model (text in %s),\nrolling protocol, ctx %d.\n\n",
+           (long long)n_ids, corpus, CTX);
     printf("%-28s %-24s %10s %10s %14s %16s\n", "model", "stored tensors", "PPL", "+/- (SE)", "ln PPL ratio",
            "+/- (paired SE)");
     struct ppl_run base = {0};
     for (int i = 0; i < N_VARIANTS; i++) {
         struct ppl_run r;
-        if ((rc = score(paths[i], corpus, &r, err, sizeof err))) {
+        if ((rc = score(paths[i], ids, n_ids, &r, err, sizeof err))) {
             ppl_run_release(&base);
+            free(ids);
             return cmd_fail(rc, err);
         }
         char types[96];
@@ -159,6 +171,7 @@ static int cmd_demo(const struct cli_args *a)
         ppl_run_release(&r);
     }
     ppl_run_release(&base);
+    free(ids);
     printf("\nA positive ln PPL ratio is a quality loss; compare it with its paired standard error.\n"
            "Next: 'qgate inspect %s' shows a file in full; 'qgate ppl MODEL --text FILE' scores your own.\n",
            paths[3]);

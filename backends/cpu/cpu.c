@@ -164,7 +164,7 @@ static int cpu_score(void *impl, struct backend_score *r)
         int cnt = r->n_tokens - 1 - p0 < LOGIT_ROWS ? r->n_tokens - 1 - p0 : LOGIT_ROWS;
         llama_output(c->ctx, p0, cnt, c->logits);
         struct lsm_job j = {c->logits, V, p0, r->from, r};
-        parallel_for(c->n_threads, cnt, lsm_rows, &j);
+        parallel_for(parallel_threads_for(c->n_threads, 20.0 * cnt * V), cnt, lsm_rows, &j);
     }
     return QG_OK;
 }
