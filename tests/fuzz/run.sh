@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Fuzz the GGUF reader with libFuzzer for N seconds (default 60).
-#   tests/fuzz/run.sh [SECONDS] [JOBS]
+# Fuzz the GGUF reader (or the tokenizer) with libFuzzer for N seconds.
+#   tests/fuzz/run.sh [SECONDS] [JOBS]            GGUF reader, default 60 s
+#   QG_FUZZ_TARGET=tokenizer tests/fuzz/run.sh S  tokenizers (seeded with the
+#       llama.cpp vocabulary test strings when ../shared exists)
 # Builds with clang, AddressSanitizer and UBSan in build-fuzz/, seeds the
 # corpus with the generated fixtures (valid synthetic models and every
 # malformed case) and with the GGUF files under ../shared/models when that
@@ -11,7 +13,18 @@ jobs=${2:-1}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 b="$root/build-fuzz"
 CC=clang cmake -S "$root" -B "$b" -DQG_FUZZ=ON -DQG_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$b" -j"$(nproc)" --target fuzz_gguf gguf_fixtures >/dev/null
+cmake --build "$b" -j"$(nproc)" --target fuzz_gguf fuzz_tokenizer gguf_fixtures >/dev/null
+if [ "${QG_FUZZ_TARGET:-gguf}" = tokenizer ]; then
+  seeds="$b/fuzz-tok-seeds"; corpus="$b/fuzz-tok-corpus"
+  mkdir -p "$seeds" "$corpus" "$b/fuzz-artifacts"
+  printf 'Once upon a time, there was a little girl.' > "$seeds/a.txt"
+  printf ' \t\n  <s>a</s> \303\251\342\202\254\360\237\230\200 \377\376' > "$seeds/b.txt"
+  inp="$root/../shared/models/llamacpp-vocab/ggml-vocab-llama-spm.gguf.inp"
+  [ -f "$inp" ] && cp "$inp" "$seeds/vocab-tests.txt"
+  cd "$b"
+  exec "$b/tests/fuzz_tokenizer" -max_total_time="$secs" -max_len=4096 -timeout=20 -print_final_stats=1 \
+    -artifact_prefix="$b/fuzz-artifacts/tok-" "$corpus" "$seeds"
+fi
 seeds="$b/fuzz-seeds"
 corpus="$b/fuzz-corpus"
 mkdir -p "$seeds" "$corpus" "$b/fuzz-artifacts"

@@ -1,0 +1,222 @@
+/* reader — line, JSONL and RFC 4180 CSV readers with file:line errors. */
+#include "datasets/reader.h"
+#include "harness/status.h"
+#include "harness/util.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct lines {
+    FILE *f;
+    char *path;
+    char *buf;
+    size_t cap;
+    int64_t lineno;
+    char err[2 * QG_ERRMSG_MAX];
+};
+
+int utf8_valid(const char *str, size_t n, size_t *bad)
+{
+    const uint8_t *s = (const uint8_t *)str;
+    for (size_t i = 0; i < n;) {
+        uint8_t c = s[i];
+        size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        int ok = len && i + len <= n && !(len == 2 && c < 0xC2) && !(len == 4 && c > 0xF4);
+        for (size_t k = 1; ok && k < len; k++) ok = (s[i + k] & 0xC0) == 0x80;
+        if (ok && len == 3) ok = !((c == 0xE0 && s[i + 1] < 0xA0) || (c == 0xED && s[i + 1] >= 0xA0));
+        if (ok && len == 4) ok = !((c == 0xF0 && s[i + 1] < 0x90) || (c == 0xF4 && s[i + 1] >= 0x90));
+        if (!ok) {
+            if (bad) *bad = i;
+            return 0;
+        }
+        i += len;
+    }
+    return 1;
+}
+
+int lines_open(const char *path, struct lines **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return qg_errf(err, errlen, QG_ERR_NOINPUT, "%s: is a directory, expected a file", path);
+    FILE *f = fopen(path, "rb");
+    if (!f) return qg_errf(err, errlen, QG_ERR_NOINPUT, "%s: %s", path, strerror(errno));
+    struct lines *l = calloc(1, sizeof *l);
+    if (!l || !(l->path = qg_strdup(path))) {
+        free(l);
+        fclose(f);
+        return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
+    }
+    l->f = f;
+    *out = l;
+    return QG_OK;
+}
+
+void lines_close(struct lines *l)
+{
+    if (!l) return;
+    if (l->f) fclose(l->f);
+    free(l->buf);
+    free(l->path);
+    free(l);
+}
+
+int64_t lines_lineno(const struct lines *l) { return l->lineno; }
+const char *lines_path(const struct lines *l) { return l->path; }
+const char *lines_errmsg(const struct lines *l) { return l->err; }
+
+int lines_fail(struct lines *l, const char *fmt, ...)
+{
+    char msg[QG_ERRMSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(l->err, sizeof l->err, "%.400s:%lld: %s", l->path, (long long)l->lineno, msg);
+    return QG_ERR_DATA;
+}
+
+int lines_next(struct lines *l, const char **line, size_t *len)
+{
+    errno = 0;
+    ssize_t n = getline(&l->buf, &l->cap, l->f);
+    if (n < 0) {
+        if (ferror(l->f)) {
+            snprintf(l->err, sizeof l->err, "%s: read error: %s", l->path, strerror(errno));
+            return QG_ERR_IO;
+        }
+        return 0;
+    }
+    l->lineno++;
+    size_t k = (size_t)n;
+    if (k > READER_MAX_LINE) return lines_fail(l, "line longer than %zu bytes", READER_MAX_LINE);
+    if (k && l->buf[k - 1] == '\n') k--;
+    if (k && l->buf[k - 1] == '\r') k--;
+    l->buf[k] = '\0';
+    size_t bad;
+    if (!utf8_valid(l->buf, k, &bad)) return lines_fail(l, "not valid UTF-8 (byte %zu of the line)", bad + 1);
+    if (memchr(l->buf, '\0', k)) return lines_fail(l, "contains a NUL byte");
+    *line = l->buf;
+    *len = k;
+    return 1;
+}
+
+int jsonl_next(struct lines *l, cJSON **obj)
+{
+    *obj = NULL;
+    for (;;) {
+        const char *s;
+        size_t n;
+        int rc = lines_next(l, &s, &n);
+        if (rc <= 0) return rc;
+        size_t i = 0;
+        while (i < n && (s[i] == ' ' || s[i] == '\t')) i++;
+        if (i == n) continue; /* blank line */
+        const char *end = NULL;
+        cJSON *j = cJSON_ParseWithLengthOpts(s, n, &end, 0);
+        if (!j) return lines_fail(l, "invalid JSON near byte %zu", end ? (size_t)(end - s) + 1 : (size_t)0);
+        if (!cJSON_IsObject(j)) {
+            cJSON_Delete(j);
+            return lines_fail(l, "not a JSON object");
+        }
+        *obj = j;
+        return 1;
+    }
+}
+
+void csv_fields_free(char **fields, int n)
+{
+    for (int i = 0; fields && i < n; i++) free(fields[i]);
+    free(fields);
+}
+
+int csv_next(struct lines *l, char ***fields_out, int *n_out)
+{
+    *fields_out = NULL;
+    *n_out = 0;
+    const char *s;
+    size_t n;
+    int rc;
+    do { /* skip blank lines */
+        if ((rc = lines_next(l, &s, &n)) <= 0) return rc;
+    } while (n == 0);
+    struct sbuf field;
+    sbuf_init(&field, READER_MAX_LINE);
+    sbuf_append(&field, "", 0);
+    char **fields = NULL;
+    int nf = 0, quoted = 0, in_quotes = 0, end = 0;
+    int64_t start_line = lines_lineno(l);
+    rc = 0;
+    for (size_t i = 0;; i++) {
+        if (i == n) {
+            if (in_quotes) { /* the quoted field continues on the next line */
+                sbuf_append(&field, "\n", 1);
+                if ((rc = lines_next(l, &s, &n)) <= 0) {
+                    if (rc == 0) {
+                        l->lineno = start_line;
+                        rc = lines_fail(l, "quoted field never closed");
+                    }
+                    break;
+                }
+                i = (size_t)-1;
+                continue;
+            }
+            end = 1;
+        }
+        if (end || (!in_quotes && s[i] == ',')) { /* end of field */
+            char **p = realloc(fields, (size_t)(nf + 1) * sizeof *p);
+            char *copy = qg_strndup(sbuf_str(&field), field.len);
+            if (!p || !copy || field.failed) {
+                free(p ? NULL : copy);
+                fields = p ? p : fields;
+                rc = lines_fail(l, "out of memory or field too long");
+                break;
+            }
+            fields = p;
+            fields[nf++] = copy;
+            field.len = 0;
+            quoted = 0;
+            if (end) {
+                rc = 1;
+                break;
+            }
+            continue;
+        }
+        char c = s[i];
+        if (in_quotes) {
+            if (c == '"' && i + 1 < n && s[i + 1] == '"') {
+                sbuf_append(&field, "\"", 1);
+                i++;
+            } else if (c == '"') {
+                in_quotes = 0;
+            } else {
+                sbuf_append(&field, &c, 1);
+            }
+        } else if (c == '"') {
+            if (field.len > 0 || quoted) {
+                rc = lines_fail(l, "field %d: quote inside an unquoted field", nf + 1);
+                break;
+            }
+            in_quotes = quoted = 1;
+        } else {
+            if (quoted) {
+                rc = lines_fail(l, "field %d: text after the closing quote", nf + 1);
+                break;
+            }
+            sbuf_append(&field, &c, 1);
+        }
+    }
+    sbuf_release(&field);
+    if (rc != 1) {
+        csv_fields_free(fields, nf);
+        return rc;
+    }
+    *fields_out = fields;
+    *n_out = nf;
+    return 1;
+}

@@ -1,0 +1,50 @@
+/* extract — answer extraction and exact-match scoring for generation tasks.
+ *
+ * A pipeline is a PCRE2 regex applied to the model's output, as
+ * lm-evaluation-harness's RegexFilter: all matches are found, the first or
+ * last is selected, and from it the chosen capture group — or, by default,
+ * the first non-empty group (the whole match when the regex has none). No
+ * match gives the fallback ("[invalid]"). Several named pipelines can score
+ * the same output side by side (GSM8K's strict-match and flexible-extract).
+ *
+ * Normalisation, applied to the extracted answer and to every target before
+ * comparing: regexes whose matches are deleted (lm-eval's
+ * regexes_to_ignore), case folding, punctuation removal, whitespace
+ * trimming/collapsing, and numeric comparison ("1,000" equals "1000.0").
+ */
+#ifndef QG_EXTRACT_H
+#define QG_EXTRACT_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+struct normalizer;
+struct pipeline;
+
+/* From JSON {"ignore_case": bool, "ignore_punctuation": bool, "whitespace":
+ * bool (default true), "numbers": bool, "ignore": ["regex", ...]}; NULL
+ * spec = defaults. QG_OK or QG_ERR_DATA with err ("where: ...", including
+ * PCRE2's message and offset for a bad regex). */
+int normalizer_new(const cJSON *spec, const char *where, struct normalizer **out, char *err, size_t errlen);
+void normalizer_free(struct normalizer *n);
+/* Normalised copy of s (malloc'd; NULL on allocation failure). */
+char *normalize(const struct normalizer *n, const char *s);
+/* 1 when a and b are equal after normalisation (numerically when both are
+ * numbers and the normalizer compares numbers). */
+int normalized_equal(const struct normalizer *n, const char *a, const char *b);
+
+/* From JSON {"name": str, "regex": str, "group": int, "select": "first" |
+ * "last", "fallback": str}. */
+int pipeline_new(const cJSON *spec, const char *where, struct pipeline **out, char *err, size_t errlen);
+void pipeline_free(struct pipeline *p);
+const char *pipeline_name(const struct pipeline *p);
+/* The extracted answer (malloc'd). */
+char *pipeline_extract(const struct pipeline *p, const char *text);
+
+/* Compiles a regex or explains why not: QG_ERR_DATA with
+ * "where: invalid regex '...': PCRE2 message at offset N". */
+int regex_compile(const char *pattern, const char *where, void **out, char *err, size_t errlen);
+void regex_free(void *re);
+
+#endif

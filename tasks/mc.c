@@ -1,0 +1,106 @@
+/* mc — log-likelihood multiple choice (lm-eval's conventions). */
+#include "tasks/mc.h"
+#include "harness/status.h"
+#include "harness/util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void mc_item_free(struct mc_item *it)
+{
+    if (!it) return;
+    free(it->id);
+    free(it->context);
+    for (int i = 0; i < it->n_choices; i++) {
+        if (it->choices) free(it->choices[i]);
+        if (it->contexts) free(it->contexts[i]);
+    }
+    free(it->choices);
+    free(it->contexts);
+    memset(it, 0, sizeof *it);
+}
+
+void mc_items_free(struct mc_item *items, int64_t n)
+{
+    for (int64_t i = 0; items && i < n; i++) mc_item_free(&items[i]);
+    free(items);
+}
+
+/* log-likelihood of continuation `cont` after `ctx` (lm-eval _encode_pair) */
+static int loglik(const struct backend *b, int n_ctx, const char *ctx, const char *cont, double *ll, int *ntok,
+                  char *err, size_t errlen)
+{
+    size_t lc = strlen(ctx), spaces = 0;
+    while (spaces < lc && ctx[lc - 1 - spaces] == ' ') spaces++;
+    struct sbuf whole;
+    sbuf_init(&whole, 0);
+    sbuf_append(&whole, ctx, lc);
+    sbuf_append(&whole, cont, strlen(cont));
+    int32_t *c_ids = NULL, *w_ids = NULL;
+    int64_t nc = 0, nw = 0;
+    int rc = backend_tokenize(b, ctx, lc - spaces, 1, &c_ids, &nc);
+    if (!rc) rc = backend_tokenize(b, sbuf_str(&whole), whole.len, 1, &w_ids, &nw);
+    sbuf_release(&whole);
+    if (!rc && nc < 1) { /* no BOS and an empty context: score after EOS, as lm-eval's prefix token */
+        struct backend_info info;
+        backend_info(b, &info);
+        int32_t *p = realloc(w_ids, (size_t)(nw + 1) * sizeof *p);
+        if (!p) rc = QG_ERR_NOMEM;
+        else {
+            memmove(p + 1, p, (size_t)nw * sizeof *p);
+            p[0] = info.eos >= 0 ? info.eos : 0;
+            w_ids = p;
+            nw++;
+            nc = 1;
+        }
+    }
+    if (!rc && nw <= nc) rc = qg_errf(err, errlen, QG_ERR_DATA, "the continuation '%.40s' has no tokens", cont);
+    if (!rc) {
+        /* keep the continuation and as much context as fits (left truncation) */
+        int64_t start = nw - 1 > n_ctx ? nw - 1 - n_ctx : 0;
+        int from = (int)(nc - start);
+        if (from < 1) from = 1;
+        double *lp = malloc((size_t)nw * sizeof *lp);
+        struct backend_score req = {.tokens = w_ids + start, .n_tokens = (int)(nw - start), .from = from, .logprob = lp};
+        if (!lp) rc = QG_ERR_NOMEM;
+        else if ((rc = backend_score(b, &req))) qg_errf(err, errlen, rc, "%s", backend_errmsg(b));
+        *ll = 0;
+        for (int i = 0; !rc && i < req.n_tokens - from; i++) *ll += lp[i];
+        *ntok = req.n_tokens - from;
+        free(lp);
+    }
+    free(c_ids);
+    free(w_ids);
+    return rc;
+}
+
+int mc_score(const struct backend *b, int n_ctx, const struct mc_item *it, const char *delim,
+             struct mc_result *r, char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    if (it->n_choices < 1 || it->n_choices > MC_MAX_CHOICES)
+        return qg_errf(err, errlen, QG_ERR_DATA, "item %s: %d choices (1..%d allowed)", it->id, it->n_choices, MC_MAX_CHOICES);
+    double best = -INFINITY, best_norm = -INFINITY, best_tok = -INFINITY;
+    for (int c = 0; c < it->n_choices; c++) {
+        char e[QG_ERRMSG_MAX];
+        int rc;
+        if (it->contexts) {
+            rc = loglik(b, n_ctx, it->contexts[c], it->choices[c], &r->ll[c], &r->tokens[c], e, sizeof e);
+        } else {
+            struct sbuf cont;
+            sbuf_init(&cont, 0);
+            sbuf_printf(&cont, "%s%s", delim, it->choices[c]);
+            rc = loglik(b, n_ctx, it->context, sbuf_str(&cont), &r->ll[c], &r->tokens[c], e, sizeof e);
+            sbuf_release(&cont);
+        }
+        if (rc) return qg_errf(err, errlen, rc, "item %s, choice %d: %s", it->id, c, e);
+        size_t len = 0; /* characters, as Python's len() in lm-eval */
+        for (const char *q = it->choices[c]; *q; q++) len += ((unsigned char)*q & 0xC0) != 0x80;
+        double norm = r->ll[c] / (double)(len ? len : 1), tok = r->ll[c] / r->tokens[c];
+        if (r->ll[c] > best) best = r->ll[c], r->pred = c;
+        if (norm > best_norm) best_norm = norm, r->pred_norm = c;
+        if (tok > best_tok) best_tok = tok, r->pred_tok = c;
+    }
+    return QG_OK;
+}
