@@ -7,6 +7,8 @@
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <string.h>
 
 static void to_hex(const unsigned char *md, char hex[HASH_HEX_LEN + 1])
@@ -50,4 +52,79 @@ int hash_sha256_file(const char *path, char hex[HASH_HEX_LEN + 1], char *err, si
     free(buf);
     fclose(f);
     return rc;
+}
+
+struct names {
+    char **v;
+    size_t n, cap;
+};
+
+static int collect(const char *root, const char *rel, struct names *out, int depth)
+{
+    if (depth > 32) return QG_ERR_DATA;
+    char path[4096];
+    snprintf(path, sizeof path, "%s%s%s", root, *rel ? "/" : "", rel);
+    DIR *d = opendir(path);
+    if (!d) return QG_ERR_NOINPUT;
+    struct dirent *e;
+    int rc = QG_OK;
+    while (!rc && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char sub[4096], full[8192];
+        snprintf(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", e->d_name);
+        snprintf(full, sizeof full, "%s/%s", root, sub);
+        struct stat st;
+        if (stat(full, &st) != 0) continue;
+        if (S_ISDIR(st.st_mode)) {
+            rc = collect(root, sub, out, depth + 1);
+        } else if (S_ISREG(st.st_mode)) {
+            if (out->n == out->cap) {
+                size_t cap = out->cap ? out->cap * 2 : 64;
+                char **v = realloc(out->v, cap * sizeof *v);
+                if (!v) {
+                    rc = QG_ERR_NOMEM;
+                    break;
+                }
+                out->v = v;
+                out->cap = cap;
+            }
+            if (!(out->v[out->n++] = qg_strdup(sub))) rc = QG_ERR_NOMEM;
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int hash_sha256_dir(const char *dir, char hex[HASH_HEX_LEN + 1], char *err, size_t errlen)
+{
+    struct names nm = {0};
+    int rc = collect(dir, "", &nm, 0);
+    if (rc) qg_errf(err, errlen, rc, "%s: cannot list the directory", dir);
+    qsort(nm.v, nm.n, sizeof *nm.v, cmp_names);
+    struct sbuf listing;
+    sbuf_init(&listing, 0);
+    for (size_t i = 0; i < nm.n && !rc; i++) {
+        char full[8192], h[HASH_HEX_LEN + 1];
+        snprintf(full, sizeof full, "%s/%s", dir, nm.v[i]);
+        rc = hash_sha256_file(full, h, err, errlen);
+        if (!rc) sbuf_printf(&listing, "%s  ./%s\n", h, nm.v[i]);
+    }
+    if (!rc && nm.n == 0) rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: the directory has no files", dir);
+    if (!rc) rc = hash_sha256_mem(listing.data ? listing.data : "", listing.len, hex);
+    for (size_t i = 0; i < nm.n; i++) free(nm.v[i]);
+    free(nm.v);
+    sbuf_release(&listing);
+    return rc;
+}
+
+int hash_sha256_path(const char *path, char hex[HASH_HEX_LEN + 1], char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) return qg_errf(err, errlen, QG_ERR_NOINPUT, "%s: %s", path, strerror(errno));
+    return S_ISDIR(st.st_mode) ? hash_sha256_dir(path, hex, err, errlen) : hash_sha256_file(path, hex, err, errlen);
 }

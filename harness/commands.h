@@ -14,6 +14,8 @@ extern const struct cli_cmd cmd_demo_def;
 extern const struct cli_cmd cmd_ppl_def;
 extern const struct cli_cmd cmd_tokenize_def;
 extern const struct cli_cmd cmd_generate_def;
+extern const struct cli_cmd cmd_suite_def;
+extern const struct cli_cmd cmd_run_def;
 
 /* The table, in help order; NULL-terminated. */
 extern const struct cli_cmd *const qg_commands[];

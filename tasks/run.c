@@ -1,0 +1,180 @@
+/* run — one task on one backend, row by row. */
+#include "tasks/run.h"
+#include "datasets/hash.h"
+#include "harness/status.h"
+#include "harness/store.h"
+#include "harness/util.h"
+#include "tasks/perplexity.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int run_ppl(const struct suite_task *t, const struct backend *b, int n_ctx, task_row_fn fn, void *ud,
+                   struct task_summary *sum, char *err, size_t errlen)
+{
+    char *buf;
+    size_t n;
+    int rc = qg_read_file(suite_task_file(t, "data")->path, (size_t)1 << 32, &buf, &n, err, errlen);
+    if (rc) return rc;
+    int32_t *ids = NULL;
+    int64_t k = 0;
+    rc = backend_tokenize(b, buf, n, 1, &ids, &k);
+    free(buf);
+    if (rc) return qg_errf(err, errlen, rc, "task '%s': tokenizing failed", t->name);
+    if (t->ctx > n_ctx) {
+        free(ids);
+        return qg_errf(err, errlen, QG_ERR_USAGE, "task '%s': ctx %d is longer than the model's context %d", t->name, t->ctx, n_ctx);
+    }
+    struct ppl_params p = {.protocol = t->protocol, .n_ctx = t->ctx, .stride = t->stride, .max_windows = t->chunks};
+    struct ppl_run r;
+    rc = ppl_evaluate(b, ids, k, &p, NULL, NULL, &r, err, errlen);
+    free(ids);
+    for (int64_t w = 0; !rc && w < r.n_windows; w++) {
+        char id[32];
+        snprintf(id, sizeof id, "w%lld", (long long)w);
+        struct task_row row = {.idx = w, .id = id, .cluster = w, .nll = r.windows[w].nll, .n_tokens = r.windows[w].tokens,
+                               .n_bytes = r.windows[w].bytes, .n_words = r.windows[w].words, .correct = -1, .score = NAN};
+        rc = fn(ud, &row);
+    }
+    sum->items = r.n_windows;
+    sum->metric = r.result.ppl;
+    sum->metric_name = "ppl";
+    sum->metric2 = r.result.bits_per_byte;
+    sum->metric2_name = "bits_per_byte";
+    sum->tokens = r.tokens_evaluated;
+    ppl_run_release(&r);
+    return rc;
+}
+
+static int run_mc(const struct suite_task *t, const struct backend *b, int n_ctx, task_row_fn fn, void *ud,
+                  struct task_summary *sum, char *err, size_t errlen)
+{
+    struct mc_item *items;
+    int64_t n;
+    int rc = suite_task_mc_items(t, &items, &n, err, errlen);
+    if (rc) return rc;
+    int64_t right = 0, right_norm = 0;
+    for (int64_t i = 0; i < n && !rc; i++) {
+        struct mc_result r;
+        if ((rc = mc_score(b, n_ctx, &items[i], t->delimiter, &r, err, errlen))) break;
+        cJSON *x = cJSON_CreateObject();
+        cJSON *ll = cJSON_AddArrayToObject(x, "ll"), *tk = cJSON_AddArrayToObject(x, "tokens");
+        int64_t toks = 0;
+        for (int c = 0; c < items[i].n_choices; c++) {
+            cJSON_AddItemToArray(ll, cJSON_CreateNumber(r.ll[c]));
+            cJSON_AddItemToArray(tk, cJSON_CreateNumber(r.tokens[c]));
+            toks += r.tokens[c];
+        }
+        cJSON_AddNumberToObject(x, "gold", items[i].gold);
+        cJSON_AddNumberToObject(x, "pred", r.pred);
+        cJSON_AddNumberToObject(x, "pred_norm", r.pred_norm);
+        cJSON_AddNumberToObject(x, "pred_tok", r.pred_tok);
+        cJSON_AddBoolToObject(x, "acc_norm", r.pred_norm == items[i].gold);
+        char *extra = cJSON_PrintUnformatted(x);
+        cJSON_Delete(x);
+        char pred[16];
+        snprintf(pred, sizeof pred, "%d", r.pred);
+        struct task_row row = {.idx = i, .id = items[i].id, .cluster = items[i].cluster, .nll = -r.ll[items[i].gold],
+                               .n_tokens = toks, .n_bytes = -1, .n_words = -1, .correct = r.pred == items[i].gold,
+                               .score = r.ll[items[i].gold], .prediction = pred, .extra_json = extra};
+        right += r.pred == items[i].gold;
+        right_norm += r.pred_norm == items[i].gold;
+        rc = fn(ud, &row);
+        free(extra);
+    }
+    sum->items = n;
+    sum->metric = n ? (double)right / (double)n : NAN;
+    sum->metric_name = "acc";
+    sum->metric2 = n ? (double)right_norm / (double)n : NAN;
+    sum->metric2_name = "acc_norm";
+    mc_items_free(items, n);
+    return rc;
+}
+
+static int run_gen(const struct suite_task *t, const struct backend *b, int n_ctx, task_row_fn fn, void *ud,
+                   struct task_summary *sum, char *err, size_t errlen)
+{
+    struct gen_item *items;
+    int64_t n;
+    int rc = suite_task_gen_items(t, &items, &n, err, errlen);
+    if (rc) return rc;
+    int64_t right[SUITE_MAX_PIPELINES] = {0};
+    struct backend_gen_params gp = {.max_tokens = t->max_tokens, .temperature = 0, .top_p = 1,
+                                    .stop = (const char *const *)t->stop, .n_stop = t->n_stop};
+    if (gp.max_tokens > n_ctx / 2) gp.max_tokens = n_ctx / 2; /* leave room for the prompt */
+    for (int64_t i = 0; i < n && !rc; i++) {
+        int32_t *ids = NULL;
+        int64_t k = 0;
+        char *out = NULL;
+        if ((rc = backend_tokenize(b, items[i].prompt, strlen(items[i].prompt), 1, &ids, &k))) break;
+        /* as lm-eval: keep the prompt's last n_ctx - max_tokens tokens */
+        int64_t keep = n_ctx - gp.max_tokens, cut = k > keep ? k - keep : 0;
+        rc = backend_generate(b, ids + cut, k - cut, &gp, &out, NULL, NULL);
+        free(ids);
+        if (rc) {
+            qg_errf(err, errlen, rc, "task '%s', item %s: %s", t->name, items[i].id, backend_errmsg(b));
+            break;
+        }
+        cJSON *x = cJSON_CreateObject(), *pj = cJSON_AddObjectToObject(x, "pipelines");
+        if (cut) cJSON_AddNumberToObject(x, "prompt_tokens_dropped", (double)cut);
+        char *first = NULL;
+        int first_ok = 0;
+        for (int p = 0; p < t->n_pipelines; p++) {
+            char *ans = pipeline_extract(t->pipelines[p], out);
+            int ok = 0;
+            for (int g = 0; ans && g < items[i].n_targets && !ok; g++) ok = normalized_equal(t->norm, ans, items[i].targets[g]);
+            cJSON *o = cJSON_AddObjectToObject(pj, pipeline_name(t->pipelines[p]));
+            cJSON_AddStringToObject(o, "extracted", ans ? ans : "");
+            cJSON_AddBoolToObject(o, "correct", ok);
+            right[p] += ok;
+            if (p == 0) {
+                first = ans;
+                first_ok = ok;
+            } else {
+                free(ans);
+            }
+        }
+        char *extra = cJSON_PrintUnformatted(x);
+        cJSON_Delete(x);
+        char hash[HASH_HEX_LEN + 1];
+        hash_sha256_mem(out, strlen(out), hash);
+        struct task_row row = {.idx = i, .id = items[i].id, .cluster = items[i].cluster, .nll = NAN, .n_tokens = -1,
+                               .n_bytes = -1, .n_words = -1, .correct = first_ok, .score = first_ok,
+                               .prediction = out, .extracted = first, .output_hash = hash, .extra_json = extra};
+        rc = fn(ud, &row);
+        free(extra);
+        free(first);
+        free(out);
+    }
+    sum->items = n;
+    sum->metric = n ? (double)right[0] / (double)n : NAN;
+    sum->metric_name = t->n_pipelines > 0 ? pipeline_name(t->pipelines[0]) : "exact_match";
+    sum->metric2 = n && t->n_pipelines > 1 ? (double)right[1] / (double)n : NAN;
+    sum->metric2_name = t->n_pipelines > 1 ? pipeline_name(t->pipelines[1]) : NULL;
+    gen_items_free(items, n);
+    return rc;
+}
+
+int task_run(const struct suite_task *t, const struct backend *b, int n_ctx, task_row_fn fn, void *ud,
+             struct task_summary *sum, char *err, size_t errlen)
+{
+    memset(sum, 0, sizeof *sum);
+    sum->metric = sum->metric2 = NAN;
+    double t0 = now();
+    int rc;
+    if (t->kind == STORE_TASK_PERPLEXITY) rc = run_ppl(t, b, n_ctx, fn, ud, sum, err, errlen);
+    else if (t->kind == STORE_TASK_MULTIPLE_CHOICE) rc = run_mc(t, b, n_ctx, fn, ud, sum, err, errlen);
+    else rc = run_gen(t, b, n_ctx, fn, ud, sum, err, errlen);
+    sum->seconds = now() - t0;
+    return rc;
+}
