@@ -257,6 +257,9 @@ static int load_task(struct ctx *c, int i, const cJSON *o, const char *dir, int 
     const char *delim = get_str(o, "delimiter");
     t->delimiter = qg_strdup(delim ? delim : " ");
     if ((rc = load_files(c, i, t, o, dir, allow_changed))) return rc;
+    if (t->benchmark && !strcmp(t->benchmark, "gsm8k") && suite_task_file(t, "train") &&
+        !cJSON_GetObjectItemCaseSensitive(o, "fewshot"))
+        t->fewshot = 8; /* the chain-of-thought 8-shot prompt when a train split is given */
     if (t->kind == STORE_TASK_PERPLEXITY) {
         const char *proto = get_str(o, "protocol");
         t->protocol = ppl_protocol_from_name(proto ? proto : "llamacpp");

@@ -314,6 +314,32 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* "Q\nA. ..\nB. ..\nC. ..\nD. ..\nAnswer: X\n\n" for the first k rows of the
+ * subject's dev file (lm-eval's MMLU few-shot: the dev split, in order) */
+static int mmlu_shots(const char *dir, const char *subject, int k, struct sbuf *out, char *err, size_t errlen)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s_dev.csv", dir, subject);
+    struct lines *l;
+    int rc = lines_open(path, &l, err, errlen);
+    if (rc) return rc;
+    char **f;
+    int nf, got = 0;
+    while (got < k && (rc = csv_next(l, &f, &nf)) == 1) {
+        rc = 0;
+        if (nf == 6 && strcmp(f[0], "question") != 0) {
+            int gold = strlen(f[5]) == 1 && f[5][0] >= 'A' && f[5][0] <= 'D' ? f[5][0] - 'A' : atoi(f[5]);
+            if (gold < 0 || gold > 3) gold = 0;
+            sbuf_printf(out, "%s\nA. %s\nB. %s\nC. %s\nD. %s\nAnswer: %c\n\n", f[0], f[1], f[2], f[3], f[4], 'A' + gold);
+            got++;
+        }
+        csv_fields_free(f, nf);
+    }
+    if (rc < 0) qg_errf(err, errlen, rc, "%s", lines_errmsg(l));
+    lines_close(l);
+    return rc < 0 ? rc : QG_OK;
+}
+
 static int load_mmlu(const struct bench_source *src, struct vec *v, char *err, size_t errlen)
 {
     DIR *d = opendir(src->data);
@@ -346,12 +372,16 @@ static int load_mmlu(const struct bench_source *src, struct vec *v, char *err, s
         if (t) *t = '\0';
         if (d) snprintf(path, sizeof path, "%s/%s", src->data, names[i]);
         else snprintf(path, sizeof path, "%s", src->data);
-        char pretty[256], prefix[400];
+        char pretty[256];
         snprintf(pretty, sizeof pretty, "%s", subject);
         for (char *p = pretty; *p; p++)
             if (*p == '_') *p = ' ';
-        snprintf(prefix, sizeof prefix, "The following are multiple choice questions (with answers) about %s.\n\n", pretty);
-        rc = load_mmlu_file(path, subject, prefix, v, src->limit, err, errlen);
+        struct sbuf pre;
+        sbuf_init(&pre, 0);
+        sbuf_printf(&pre, "The following are multiple choice questions (with answers) about %s.\n\n", pretty);
+        if (src->fewshot > 0 && src->train) rc = mmlu_shots(src->train, subject, src->fewshot, &pre, err, errlen);
+        if (!rc) rc = load_mmlu_file(path, subject, sbuf_str(&pre), v, src->limit, err, errlen);
+        sbuf_release(&pre);
     }
     for (int i = 0; i < nn; i++) free(names[i]);
     return rc;

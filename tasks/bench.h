@@ -6,7 +6,8 @@
  *   endings, label) with lm-eval's preprocessing. Cluster: activity label.
  * - mmlu: a directory of SUBJECT_test.csv files or one CSV; the HF export
  *   (header, numeric answer) or the original (no header, letter A-D). One
- *   task over all subjects; cluster = subject.
+ *   task over all subjects; cluster = subject. Few-shot: the first k rows of
+ *   SUBJECT_dev.csv in the "train" directory, as lm-eval.
  * - piqa: valid.jsonl (goal, sol1, sol2) plus the labels file.
  * - arc: ARC's JSONL (question.stem, question.choices[].label/text, answerKey).
  * - boolq: BoolQ's JSONL (question, passage, answer); cluster = passage.

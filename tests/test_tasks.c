@@ -182,6 +182,17 @@ TEST(bench_loaders_fixtures)
     ASSERT_STR_EQ(it[0].choices[0], " was too big.");
     ASSERT_EQ(it[0].gold, 0);
     mc_items_free(it, n);
+    /* HF HellaSwag JSONL with lm-eval's preprocessing */
+    ASSERT_OK(write_text("hs.jsonl", "{\"ind\":4,\"activity_label\":\"Baking cookies\",\"ctx_a\":\"A woman mixes dough.\","
+                                     "\"ctx_b\":\"she\",\"endings\":[\"puts it [title] in the oven.\",\"eats  it.\"],\"label\":\"1\"}\n"));
+    src.data = t_path("hs.jsonl");
+    ASSERT_OK(bench_load_mc("hellaswag", &src, &it, &n, err, sizeof err));
+    ASSERT_STR_EQ(it[0].id, "4");
+    ASSERT_STR_EQ(it[0].context, "Baking cookies: A woman mixes dough. She");
+    ASSERT_STR_EQ(it[0].choices[0], "puts it. in the oven.");
+    ASSERT_STR_EQ(it[0].choices[1], "eats it.");
+    ASSERT_EQ(it[0].gold, 1);
+    mc_items_free(it, n);
     /* original MMLU layout: no header, letter answers */
     ASSERT_OK(write_text("anatomy_test.csv", "\"What is 2+2?\",3,4,5,6,B\n"));
     src.data = t_path("anatomy_test.csv");
@@ -237,6 +248,16 @@ TEST(bench_loaders_shared)
     for (int64_t i = 1; i < n; i++) clusters += it[i].cluster != it[i - 1].cluster;
     ASSERT_EQ(clusters + 1, 57);
     ASSERT(strstr(it[0].context, "about abstract algebra.") != NULL);
+    mc_items_free(it, n);
+    char dev[4096];
+    snprintf(dev, sizeof dev, "%s", t_shared("data/mmlu/dev"));
+    src = (struct bench_source){.data = t_shared("data/mmlu/test"), .train = dev, .fewshot = 5, .limit = 3};
+    ASSERT_OK(bench_load_mc("mmlu", &src, &it, &n, err, sizeof err));
+    ASSERT_EQ(n, 3);
+    int shots = 0;
+    for (const char *p = it[0].context; (p = strstr(p, "\nAnswer: ")); p++) shots++;
+    ASSERT_EQ(shots, 5); /* five worked examples, then the question */
+    ASSERT(strstr(it[0].context, "Answer:") != NULL);
     mc_items_free(it, n);
     src = (struct bench_source){.data = t_shared("data/piqa/valid.jsonl"), .labels = t_shared("data/piqa/valid-labels.lst")};
     ASSERT_OK(bench_load_mc("piqa", &src, &it, &n, err, sizeof err));
