@@ -32,7 +32,7 @@ static int fail_task(struct ctx *c, int i, const char *name, const char *fmt, ..
 
 static const char *const task_keys[] = {
     "name", "kind", "benchmark", "data", "sha256", "critical", "protocol", "ctx", "stride", "chunks", "limit",
-    "fewshot", "max_tokens", "delimiter", "pipelines", "normalize", "stop", "fields", "description", NULL};
+    "fewshot", "fewshot_seed", "max_tokens", "delimiter", "pipelines", "normalize", "stop", "fields", "description", NULL};
 
 static int check_keys(struct ctx *c, int i, const char *name, const cJSON *o, const char *const *keys)
 {
@@ -252,6 +252,10 @@ static int load_task(struct ctx *c, int i, const cJSON *o, const char *dir, int 
     if ((rc = get_int(c, i, name, o, "limit", 0, INT64_MAX / 2, 0, &t->limit))) return rc;
     if ((rc = get_int(c, i, name, o, "fewshot", 0, 64, 0, &v))) return rc;
     t->fewshot = (int)v;
+    if ((rc = get_int(c, i, name, o, "fewshot_seed", 0, INT64_MAX / 2, 1234, &v))) return rc;
+    t->fewshot_seed = (uint64_t)v;
+    if (t->fewshot > 0 && t->kind == STORE_TASK_MULTIPLE_CHOICE && !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(o, "data")))
+        return fail_task(c, i, name, "\"fewshot\" needs a split to draw from: \"data\": {\"data\": ..., \"train\": ...}");
     if ((rc = get_int(c, i, name, o, "max_tokens", 1, 1 << 16, 256, &v))) return rc;
     t->max_tokens = (int)v;
     const char *delim = get_str(o, "delimiter");
@@ -414,7 +418,7 @@ static struct bench_source source_of(const struct suite_task *t)
 {
     const struct suite_file *d = suite_task_file(t, "data"), *l = suite_task_file(t, "labels"), *tr = suite_task_file(t, "train");
     struct bench_source s = {.data = d ? d->path : NULL, .labels = l ? l->path : NULL, .train = tr ? tr->path : NULL,
-                             .fewshot = t->fewshot, .limit = t->limit};
+                             .fewshot = t->fewshot, .fewshot_seed = t->fewshot_seed, .limit = t->limit};
     return s;
 }
 

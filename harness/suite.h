@@ -43,6 +43,7 @@ struct suite_task {
     /* multiple choice / generation */
     int64_t limit;
     int fewshot, max_tokens;
+    uint64_t fewshot_seed;
     char *delimiter;
     struct pipeline *pipelines[SUITE_MAX_PIPELINES];
     int n_pipelines;

@@ -533,6 +533,52 @@ static int load_winogrande(const struct bench_source *src, struct vec *v, char *
     return rc < 0 ? rc : QG_OK;
 }
 
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Prepends k seeded train examples to every item's context. */
+static int add_fewshot(const char *name, const struct bench_source *src, struct vec *v, char *err, size_t errlen)
+{
+    if (!strcmp(name, "winogrande") || !strcmp(name, "piqa"))
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: few-shot is not supported for %s", src->data, name);
+    struct bench_source tsrc = {.data = src->train};
+    struct mc_item *train;
+    int64_t nt;
+    int rc = bench_load_mc(name, &tsrc, &train, &nt, err, errlen);
+    if (rc) return rc;
+    if (nt < src->fewshot) {
+        mc_items_free(train, nt);
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: %lld examples, fewer than fewshot %d", src->train, (long long)nt, src->fewshot);
+    }
+    uint64_t seed = src->fewshot_seed ? src->fewshot_seed : 1234;
+    int64_t *pick = malloc((size_t)nt * sizeof *pick);
+    if (!pick) rc = QG_ERR_NOMEM;
+    for (int64_t i = 0; !rc && i < v->n; i++) {
+        struct mc_item *it = &((struct mc_item *)v->p)[i];
+        for (int64_t k = 0; k < nt; k++) pick[k] = k;
+        struct sbuf pre;
+        sbuf_init(&pre, 0);
+        for (int k = 0; k < src->fewshot; k++) { /* partial Fisher-Yates */
+            int64_t j = k + (int64_t)(splitmix(&seed) % (uint64_t)(nt - k)), tmp = pick[k];
+            pick[k] = pick[j];
+            pick[j] = tmp;
+            const struct mc_item *ex = &train[pick[k]];
+            sbuf_printf(&pre, "%s %s\n\n", ex->context, ex->choices[ex->gold]);
+        }
+        sbuf_printf(&pre, "%s", it->context);
+        free(it->context);
+        it->context = pre.data;
+    }
+    free(pick);
+    mc_items_free(train, nt);
+    return rc;
+}
+
 int bench_load_mc(const char *name, const struct bench_source *src, struct mc_item **items, int64_t *n,
                   char *err, size_t errlen)
 {
@@ -547,6 +593,7 @@ int bench_load_mc(const char *name, const struct bench_source *src, struct mc_it
     else if (strcmp(name, "boolq") == 0) rc = load_boolq(src, &v, err, errlen);
     else if (strcmp(name, "winogrande") == 0) rc = load_winogrande(src, &v, err, errlen);
     else rc = qg_errf(err, errlen, QG_ERR_DATA, "unknown multiple-choice benchmark '%s' (known: %s)", name, bench_names());
+    if (!rc && src->fewshot > 0 && src->train && strcmp(name, "mmlu") != 0) rc = add_fewshot(name, src, &v, err, errlen);
     return finish_mc(&v, rc, src->data, items, n, err, errlen);
 }
 

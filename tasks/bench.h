@@ -18,6 +18,11 @@
  * - gsm8k: JSONL (question, answer ending "#### N"); prompt "Question: Q\nAnswer:"
  *   after k worked examples from the train file when given.
  *
+ * Few-shot for arc, boolq and hellaswag: k examples per item drawn without
+ * replacement from the train file with a generator seeded by fewshot_seed,
+ * each "context + delimiter + gold choice", joined and followed by a blank
+ * line (lm-eval's format); deterministic for a given seed.
+ *
  * Errors name the file and line (or item id) and are QG_ERR_DATA.
  */
 #ifndef QG_BENCH_H
@@ -45,6 +50,7 @@ struct bench_source {
     const char *labels; /* piqa's labels file */
     const char *train;  /* few-shot source (gsm8k train.jsonl, mmlu dev dir) */
     int fewshot;        /* examples from train (default 0) */
+    uint64_t fewshot_seed; /* sampler seed for the multiple-choice few-shot (lm-eval: 1234) */
     int64_t limit;      /* first N items (0 = all) */
 };
 

@@ -37,26 +37,30 @@ TEST(suite_default_and_shared_check)
     ASSERT_EQ(o.code, 0);
     ASSERT_CONTAINS(o.out, "common-sense");
     t_out_free(&o);
-    /* every suite under suites/ (the shared one when ../shared exists) */
-    DIR *d = opendir(QG_SOURCE_DIR "/suites");
-    ASSERT(d);
-    struct dirent *e;
+    /* every suite under suites/ and one folder below (the shared one when
+     * ../shared exists) */
+    const char *dirs[] = {QG_SOURCE_DIR "/suites", QG_SOURCE_DIR "/suites/default"};
     int checked = 0;
-    while ((e = readdir(d))) {
-        size_t l = strlen(e->d_name);
-        if (l < 5 || strcmp(e->d_name + l - 5, ".json")) continue;
-        if (!strcmp(e->d_name, "shared.json") && !t_shared("data")) continue;
-        char path[4096];
-        snprintf(path, sizeof path, "%s/suites/%s", QG_SOURCE_DIR, e->d_name);
-        ASSERT_OK(t_qgate(&o, "suite", "check", path, "--json", NULL));
-        if (o.code != 0) T_FAIL_("%s: exit %d: %s", path, o.code, o.err);
-        cJSON *j = cJSON_Parse(o.out);
-        ASSERT(j && cJSON_GetArraySize(cJSON_GetObjectItem(j, "tasks")) > 0);
-        cJSON_Delete(j);
-        t_out_free(&o);
-        checked++;
+    for (int di = 0; di < 2; di++) {
+        DIR *d = opendir(dirs[di]);
+        ASSERT(d);
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            size_t l = strlen(e->d_name);
+            if (l < 5 || strcmp(e->d_name + l - 5, ".json")) continue;
+            if (!strcmp(e->d_name, "shared.json") && !t_shared("data")) continue;
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", dirs[di], e->d_name);
+            ASSERT_OK(t_qgate(&o, "suite", "check", path, "--json", NULL));
+            if (o.code != 0) T_FAIL_("%s: exit %d: %s", path, o.code, o.err);
+            cJSON *j = cJSON_Parse(o.out);
+            ASSERT(j && cJSON_GetArraySize(cJSON_GetObjectItem(j, "tasks")) > 0);
+            cJSON_Delete(j);
+            t_out_free(&o);
+            checked++;
+        }
+        closedir(d);
     }
-    closedir(d);
     printf("%d suites under suites/ checked\n", checked);
     ASSERT(checked >= 1);
     return 0;

@@ -182,6 +182,32 @@ TEST(bench_loaders_fixtures)
     ASSERT_STR_EQ(it[0].choices[0], " was too big.");
     ASSERT_EQ(it[0].gold, 0);
     mc_items_free(it, n);
+    /* seeded few-shot from a train split: deterministic, k examples, not the item itself */
+    ASSERT_OK(write_text("arc-train.jsonl",
+        "{\"id\":\"t1\",\"question\":{\"stem\":\"Sky?\",\"choices\":[{\"text\":\"blue\",\"label\":\"A\"},{\"text\":\"red\",\"label\":\"B\"}]},\"answerKey\":\"A\"}\n"
+        "{\"id\":\"t2\",\"question\":{\"stem\":\"Grass?\",\"choices\":[{\"text\":\"green\",\"label\":\"A\"},{\"text\":\"pink\",\"label\":\"B\"}]},\"answerKey\":\"A\"}\n"
+        "{\"id\":\"t3\",\"question\":{\"stem\":\"Snow?\",\"choices\":[{\"text\":\"black\",\"label\":\"A\"},{\"text\":\"white\",\"label\":\"B\"}]},\"answerKey\":\"B\"}\n"));
+    char train[4096];
+    snprintf(train, sizeof train, "%s", t_path("arc-train.jsonl"));
+    src = (struct bench_source){.data = t_path("arc.jsonl"), .train = train, .fewshot = 2};
+    ASSERT_OK(bench_load_mc("arc", &src, &it, &n, err, sizeof err));
+    char *first = qg_strdup(it[0].context);
+    mc_items_free(it, n);
+    ASSERT_OK(bench_load_mc("arc", &src, &it, &n, err, sizeof err));
+    ASSERT_STR_EQ(it[0].context, first); /* same seed, same shots */
+    int shots = 0;
+    for (const char *p = it[0].context; (p = strstr(p, "\n\n")); p++) shots++;
+    ASSERT_EQ(shots, 2);
+    ASSERT(strstr(it[0].context, "Question: Sky?\nAnswer: blue") || strstr(it[0].context, "Question: Grass?\nAnswer: green") ||
+           strstr(it[0].context, "Question: Snow?\nAnswer: white"));
+    ASSERT(strstr(it[0].context, "Question: Which is a planet?\nAnswer:") != NULL);
+    free(first);
+    mc_items_free(it, n);
+    src.fewshot_seed = 99;
+    src.fewshot = 4;
+    ASSERT_EQ(bench_load_mc("arc", &src, &it, &n, err, sizeof err), QG_ERR_DATA);
+    ASSERT_CONTAINS(err, "fewer than fewshot 4");
+    src = (struct bench_source){0};
     /* HF HellaSwag JSONL with lm-eval's preprocessing */
     ASSERT_OK(write_text("hs.jsonl", "{\"ind\":4,\"activity_label\":\"Baking cookies\",\"ctx_a\":\"A woman mixes dough.\","
                                      "\"ctx_b\":\"she\",\"endings\":[\"puts it [title] in the oven.\",\"eats  it.\"],\"label\":\"1\"}\n"));
