@@ -164,6 +164,25 @@ static int finish_mc(struct vec *v, int rc, const char *path, struct mc_item **i
     return QG_OK;
 }
 
+/* Runs fn on every object of src->data (up to src->limit items in v);
+ * fn returns 0 or an error status (set with lines_fail). */
+typedef int (*jsonl_item_fn)(struct lines *l, const cJSON *o, struct vec *v);
+
+static int each_jsonl(const struct bench_source *src, struct vec *v, jsonl_item_fn fn, char *err, size_t errlen)
+{
+    struct lines *l;
+    int rc = lines_open(src->data, &l, err, errlen);
+    if (rc) return rc;
+    cJSON *o;
+    while (!rc && (src->limit <= 0 || v->n < src->limit) && (rc = jsonl_next(l, &o)) == 1) {
+        rc = fn(l, o, v);
+        cJSON_Delete(o);
+    }
+    if (rc < 0) qg_errf(err, errlen, rc, "%s", lines_errmsg(l));
+    lines_close(l);
+    return rc < 0 ? rc : QG_OK;
+}
+
 /* llama.cpp's --hellaswag layout: 6 lines per task */
 static int load_hellaswag_txt(const struct bench_source *src, struct vec *v, char *err, size_t errlen)
 {
@@ -216,44 +235,40 @@ static int load_hellaswag_txt(const struct bench_source *src, struct vec *v, cha
 }
 
 /* HF hellaswag JSONL */
+static int hellaswag_item(struct lines *l, const cJSON *o, struct vec *v)
+{
+    int rc = 0;
+    const char *a = jfield(l, o, "ctx_a", &rc), *b = jfield(l, o, "ctx_b", &rc), *act = jfield(l, o, "activity_label", &rc);
+    const cJSON *ends = cJSON_GetObjectItemCaseSensitive(o, "endings"), *lab = cJSON_GetObjectItemCaseSensitive(o, "label");
+    if (!rc && (!cJSON_IsArray(ends) || cJSON_GetArraySize(ends) < 2 || cJSON_GetArraySize(ends) > MC_MAX_CHOICES))
+        rc = lines_fail(l, "\"endings\" must be an array of 2..%d strings", MC_MAX_CHOICES);
+    int64_t gold = -1;
+    if (!rc && cJSON_IsNumber(lab)) gold = (int64_t)lab->valuedouble;
+    else if (!rc && cJSON_IsString(lab) && qg_parse_i64(lab->valuestring, 0, 99, &gold)) gold = -1;
+    if (!rc && (gold < 0 || gold >= cJSON_GetArraySize(ends))) rc = lines_fail(l, "\"label\" is missing or out of range");
+    if (!rc) {
+        struct mc_item *it = vec_push(v);
+        const cJSON *ind = cJSON_GetObjectItemCaseSensitive(o, "ind");
+        it->id = cJSON_IsNumber(ind) ? xstrdup_printf("%lld", (long long)ind->valuedouble) : xstrdup_printf("line %lld", (long long)lines_lineno(l));
+        char *ctx = xstrdup_printf("%s: %s %c%s", act, a, b[0] ? toupper((unsigned char)b[0]) : ' ', b[0] ? b + 1 : "");
+        it->context = hs_preprocess(ctx);
+        free(ctx);
+        it->cluster = cluster_of(act);
+        it->gold = (int)gold;
+        it->n_choices = cJSON_GetArraySize(ends);
+        it->choices = calloc((size_t)it->n_choices, sizeof *it->choices);
+        for (int c = 0; c < it->n_choices && !rc; c++) {
+            const cJSON *e = cJSON_GetArrayItem(ends, c);
+            if (!cJSON_IsString(e)) rc = lines_fail(l, "ending %d is not a string", c);
+            else it->choices[c] = hs_preprocess(e->valuestring);
+        }
+    }
+    return rc;
+}
+
 static int load_hellaswag_jsonl(const struct bench_source *src, struct vec *v, char *err, size_t errlen)
 {
-    struct lines *l;
-    int rc = lines_open(src->data, &l, err, errlen);
-    if (rc) return rc;
-    cJSON *o;
-    while (!rc && (src->limit <= 0 || v->n < src->limit) && (rc = jsonl_next(l, &o)) == 1) {
-        rc = 0;
-        const char *a = jfield(l, o, "ctx_a", &rc), *b = jfield(l, o, "ctx_b", &rc), *act = jfield(l, o, "activity_label", &rc);
-        const cJSON *ends = cJSON_GetObjectItemCaseSensitive(o, "endings"), *lab = cJSON_GetObjectItemCaseSensitive(o, "label");
-        if (!rc && (!cJSON_IsArray(ends) || cJSON_GetArraySize(ends) < 2 || cJSON_GetArraySize(ends) > MC_MAX_CHOICES))
-            rc = lines_fail(l, "\"endings\" must be an array of 2..%d strings", MC_MAX_CHOICES);
-        int64_t gold = -1;
-        if (!rc && cJSON_IsNumber(lab)) gold = (int64_t)lab->valuedouble;
-        else if (!rc && cJSON_IsString(lab) && qg_parse_i64(lab->valuestring, 0, 99, &gold)) gold = -1;
-        if (!rc && (gold < 0 || gold >= cJSON_GetArraySize(ends))) rc = lines_fail(l, "\"label\" is missing or out of range");
-        if (!rc) {
-            struct mc_item *it = vec_push(v);
-            const cJSON *ind = cJSON_GetObjectItemCaseSensitive(o, "ind");
-            it->id = cJSON_IsNumber(ind) ? xstrdup_printf("%lld", (long long)ind->valuedouble) : xstrdup_printf("line %lld", (long long)lines_lineno(l));
-            char *ctx = xstrdup_printf("%s: %s %c%s", act, a, b[0] ? toupper((unsigned char)b[0]) : ' ', b[0] ? b + 1 : "");
-            it->context = hs_preprocess(ctx);
-            free(ctx);
-            it->cluster = cluster_of(act);
-            it->gold = (int)gold;
-            it->n_choices = cJSON_GetArraySize(ends);
-            it->choices = calloc((size_t)it->n_choices, sizeof *it->choices);
-            for (int c = 0; c < it->n_choices && !rc; c++) {
-                const cJSON *e = cJSON_GetArrayItem(ends, c);
-                if (!cJSON_IsString(e)) rc = lines_fail(l, "ending %d is not a string", c);
-                else it->choices[c] = hs_preprocess(e->valuestring);
-            }
-        }
-        cJSON_Delete(o);
-    }
-    if (rc < 0) qg_errf(err, errlen, rc, "%s", lines_errmsg(l));
-    lines_close(l);
-    return rc < 0 ? rc : QG_OK;
+    return each_jsonl(src, v, hellaswag_item, err, errlen);
 }
 
 static int ends_with(const char *s, const char *suffix)
@@ -427,110 +442,98 @@ static int load_piqa(const struct bench_source *src, struct vec *v, char *err, s
     return rc < 0 ? rc : QG_OK;
 }
 
+static int arc_item(struct lines *l, const cJSON *o, struct vec *v)
+{
+    int rc = 0;
+    const cJSON *q = cJSON_GetObjectItemCaseSensitive(o, "question");
+    const char *id = jfield(l, o, "id", &rc), *key = jfield(l, o, "answerKey", &rc);
+    const char *stem = !rc && cJSON_IsObject(q) ? jfield(l, q, "stem", &rc) : NULL;
+    const cJSON *ch = cJSON_IsObject(q) ? cJSON_GetObjectItemCaseSensitive(q, "choices") : NULL;
+    if (!rc && !stem) rc = lines_fail(l, "missing field \"question\" object");
+    if (!rc && (!cJSON_IsArray(ch) || cJSON_GetArraySize(ch) < 2 || cJSON_GetArraySize(ch) > MC_MAX_CHOICES))
+        rc = lines_fail(l, "item %s: \"question.choices\" must be an array of 2..%d", id, MC_MAX_CHOICES);
+    if (!rc) {
+        struct mc_item *it = vec_push(v);
+        it->id = qg_strdup(id);
+        it->cluster = -1;
+        it->context = xstrdup_printf("Question: %s\nAnswer:", stem);
+        it->n_choices = cJSON_GetArraySize(ch);
+        it->choices = calloc((size_t)it->n_choices, sizeof *it->choices);
+        it->gold = -1;
+        for (int c = 0; c < it->n_choices && !rc; c++) {
+            const cJSON *cc = cJSON_GetArrayItem(ch, c);
+            const char *text = jfield(l, cc, "text", &rc), *label = jfield(l, cc, "label", &rc);
+            if (rc) break;
+            it->choices[c] = qg_strdup(text);
+            if (strcmp(label, key) == 0) it->gold = c;
+        }
+        if (!rc && it->gold < 0) rc = lines_fail(l, "item %s: answerKey '%s' is not one of the choice labels", id, key);
+    }
+    return rc;
+}
+
 static int load_arc(const struct bench_source *src, struct vec *v, char *err, size_t errlen)
 {
-    struct lines *l;
-    int rc = lines_open(src->data, &l, err, errlen);
-    if (rc) return rc;
-    cJSON *o;
-    while (!rc && (src->limit <= 0 || v->n < src->limit) && (rc = jsonl_next(l, &o)) == 1) {
-        rc = 0;
-        const cJSON *q = cJSON_GetObjectItemCaseSensitive(o, "question");
-        const char *id = jfield(l, o, "id", &rc), *key = jfield(l, o, "answerKey", &rc);
-        const char *stem = !rc && cJSON_IsObject(q) ? jfield(l, q, "stem", &rc) : NULL;
-        const cJSON *ch = cJSON_IsObject(q) ? cJSON_GetObjectItemCaseSensitive(q, "choices") : NULL;
-        if (!rc && !stem) rc = lines_fail(l, "missing field \"question\" object");
-        if (!rc && (!cJSON_IsArray(ch) || cJSON_GetArraySize(ch) < 2 || cJSON_GetArraySize(ch) > MC_MAX_CHOICES))
-            rc = lines_fail(l, "item %s: \"question.choices\" must be an array of 2..%d", id, MC_MAX_CHOICES);
-        if (!rc) {
-            struct mc_item *it = vec_push(v);
-            it->id = qg_strdup(id);
-            it->cluster = -1;
-            it->context = xstrdup_printf("Question: %s\nAnswer:", stem);
-            it->n_choices = cJSON_GetArraySize(ch);
-            it->choices = calloc((size_t)it->n_choices, sizeof *it->choices);
-            it->gold = -1;
-            for (int c = 0; c < it->n_choices && !rc; c++) {
-                const cJSON *cc = cJSON_GetArrayItem(ch, c);
-                const char *text = jfield(l, cc, "text", &rc), *label = jfield(l, cc, "label", &rc);
-                if (rc) break;
-                it->choices[c] = qg_strdup(text);
-                if (strcmp(label, key) == 0) it->gold = c;
-            }
-            if (!rc && it->gold < 0) rc = lines_fail(l, "item %s: answerKey '%s' is not one of the choice labels", id, key);
-        }
-        cJSON_Delete(o);
+    return each_jsonl(src, v, arc_item, err, errlen);
+}
+
+static int boolq_item(struct lines *l, const cJSON *o, struct vec *v)
+{
+    int rc = 0;
+    const char *q = jfield(l, o, "question", &rc), *p = jfield(l, o, "passage", &rc);
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, "answer");
+    if (!rc && !cJSON_IsBool(a)) rc = lines_fail(l, "field \"answer\" must be true or false");
+    if (!rc) {
+        struct mc_item *it = vec_push(v);
+        it->id = xstrdup_printf("%lld", (long long)(v->n - 1));
+        it->cluster = cluster_of(p);
+        it->context = xstrdup_printf("%s\nQuestion: %s?\nAnswer:", p, q);
+        it->gold = cJSON_IsTrue(a);
+        it->n_choices = 2;
+        it->choices = calloc(2, sizeof *it->choices);
+        it->choices[0] = qg_strdup("no");
+        it->choices[1] = qg_strdup("yes");
     }
-    if (rc < 0) qg_errf(err, errlen, rc, "%s", lines_errmsg(l));
-    lines_close(l);
-    return rc < 0 ? rc : QG_OK;
+    return rc;
 }
 
 static int load_boolq(const struct bench_source *src, struct vec *v, char *err, size_t errlen)
 {
-    struct lines *l;
-    int rc = lines_open(src->data, &l, err, errlen);
-    if (rc) return rc;
-    cJSON *o;
-    while (!rc && (src->limit <= 0 || v->n < src->limit) && (rc = jsonl_next(l, &o)) == 1) {
-        rc = 0;
-        const char *q = jfield(l, o, "question", &rc), *p = jfield(l, o, "passage", &rc);
-        const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, "answer");
-        if (!rc && !cJSON_IsBool(a)) rc = lines_fail(l, "field \"answer\" must be true or false");
-        if (!rc) {
-            struct mc_item *it = vec_push(v);
-            it->id = xstrdup_printf("%lld", (long long)(v->n - 1));
-            it->cluster = cluster_of(p);
-            it->context = xstrdup_printf("%s\nQuestion: %s?\nAnswer:", p, q);
-            it->gold = cJSON_IsTrue(a);
-            it->n_choices = 2;
-            it->choices = calloc(2, sizeof *it->choices);
-            it->choices[0] = qg_strdup("no");
-            it->choices[1] = qg_strdup("yes");
+    return each_jsonl(src, v, boolq_item, err, errlen);
+}
+
+static int winogrande_item(struct lines *l, const cJSON *o, struct vec *v)
+{
+    int rc = 0;
+    const char *s = jfield(l, o, "sentence", &rc), *o1 = jfield(l, o, "option1", &rc), *o2 = jfield(l, o, "option2", &rc);
+    const char *ans = jfield(l, o, "answer", &rc);
+    const char *blank = s ? strchr(s, '_') : NULL;
+    if (!rc && !blank) rc = lines_fail(l, "the sentence has no \"_\" blank");
+    if (!rc && strcmp(ans, "1") && strcmp(ans, "2")) rc = lines_fail(l, "answer '%.10s' is not \"1\" or \"2\"", ans);
+    if (!rc) {
+        struct mc_item *it = vec_push(v);
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "qID");
+        it->id = cJSON_IsString(id) ? qg_strdup(id->valuestring) : xstrdup_printf("%lld", (long long)(v->n - 1));
+        it->cluster = -1;
+        it->gold = ans[0] - '1';
+        it->n_choices = 2;
+        it->contexts = calloc(2, sizeof *it->contexts);
+        it->choices = calloc(2, sizeof *it->choices);
+        const char *rest = blank + 1;
+        while (*rest == ' ') rest++;
+        size_t rl = strlen(rest);
+        while (rl > 0 && isspace((unsigned char)rest[rl - 1])) rl--;
+        for (int c = 0; c < 2; c++) {
+            it->contexts[c] = xstrdup_printf("%.*s%s", (int)(blank - s), s, c ? o2 : o1);
+            it->choices[c] = xstrdup_printf(" %.*s", (int)rl, rest);
         }
-        cJSON_Delete(o);
     }
-    if (rc < 0) qg_errf(err, errlen, rc, "%s", lines_errmsg(l));
-    lines_close(l);
-    return rc < 0 ? rc : QG_OK;
+    return rc;
 }
 
 static int load_winogrande(const struct bench_source *src, struct vec *v, char *err, size_t errlen)
 {
-    struct lines *l;
-    int rc = lines_open(src->data, &l, err, errlen);
-    if (rc) return rc;
-    cJSON *o;
-    while (!rc && (src->limit <= 0 || v->n < src->limit) && (rc = jsonl_next(l, &o)) == 1) {
-        rc = 0;
-        const char *s = jfield(l, o, "sentence", &rc), *o1 = jfield(l, o, "option1", &rc), *o2 = jfield(l, o, "option2", &rc);
-        const char *ans = jfield(l, o, "answer", &rc);
-        const char *blank = s ? strchr(s, '_') : NULL;
-        if (!rc && !blank) rc = lines_fail(l, "the sentence has no \"_\" blank");
-        if (!rc && strcmp(ans, "1") && strcmp(ans, "2")) rc = lines_fail(l, "answer '%.10s' is not \"1\" or \"2\"", ans);
-        if (!rc) {
-            struct mc_item *it = vec_push(v);
-            const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "qID");
-            it->id = cJSON_IsString(id) ? qg_strdup(id->valuestring) : xstrdup_printf("%lld", (long long)(v->n - 1));
-            it->cluster = -1;
-            it->gold = ans[0] - '1';
-            it->n_choices = 2;
-            it->contexts = calloc(2, sizeof *it->contexts);
-            it->choices = calloc(2, sizeof *it->choices);
-            const char *rest = blank + 1;
-            while (*rest == ' ') rest++;
-            size_t rl = strlen(rest);
-            while (rl > 0 && isspace((unsigned char)rest[rl - 1])) rl--;
-            for (int c = 0; c < 2; c++) {
-                it->contexts[c] = xstrdup_printf("%.*s%s", (int)(blank - s), s, c ? o2 : o1);
-                it->choices[c] = xstrdup_printf(" %.*s", (int)rl, rest);
-            }
-        }
-        cJSON_Delete(o);
-    }
-    if (rc < 0) qg_errf(err, errlen, rc, "%s", lines_errmsg(l));
-    lines_close(l);
-    return rc < 0 ? rc : QG_OK;
+    return each_jsonl(src, v, winogrande_item, err, errlen);
 }
 
 static uint64_t splitmix(uint64_t *s)
