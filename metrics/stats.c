@@ -1,0 +1,169 @@
+/* stats — normal quantiles, Wilson, exact binomial and McNemar, Holm,
+ * paired cluster bootstrap. */
+#include "metrics/stats.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+double stats_norm_cdf(double x)
+{
+    return 0.5 * erfc(-x / sqrt(2.0));
+}
+
+double stats_norm_ppf(double p)
+{
+    if (!(p > 0 && p < 1)) return p == 0 ? -INFINITY : p == 1 ? INFINITY : NAN;
+    static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
+                               1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00};
+    static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
+                               6.680131188771972e+01, -1.328068155288572e+01};
+    static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
+                               -2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00};
+    static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+                               3.754408661907416e+00};
+    double x, q, r;
+    if (p < 0.02425) {
+        q = sqrt(-2 * log(p));
+        x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+            ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+    } else if (p <= 1 - 0.02425) {
+        q = p - 0.5;
+        r = q * q;
+        x = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+            (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+    } else {
+        q = sqrt(-2 * log(1 - p));
+        x = -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+            ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+    }
+    /* one Halley step on cdf(x) - p */
+    double e = stats_norm_cdf(x) - p;
+    double u = e * sqrt(2 * M_PI) * exp(x * x / 2);
+    return x - u / (1 + x * u / 2);
+}
+
+void stats_wilson(int64_t k, int64_t n, double z, double *lo, double *hi)
+{
+    if (n <= 0) {
+        *lo = 0;
+        *hi = 1;
+        return;
+    }
+    double N = (double)n, z2 = z * z, ph = (double)k / N;
+    double center = (ph + z2 / (2 * N)) / (1 + z2 / N);
+    double half = z / (1 + z2 / N) * sqrt(ph * (1 - ph) / N + z2 / (4 * N * N));
+    *lo = fmax(0, center - half);
+    *hi = fmin(1, center + half);
+}
+
+double stats_binom_cdf(int64_t k, int64_t n, double p)
+{
+    if (k < 0) return 0;
+    if (k >= n) return 1;
+    if (p <= 0) return 1;
+    if (p >= 1) return 0;
+    double lp = log(p), lq = log1p(-p), lgn = lgamma((double)n + 1), sum = 0, mx = -INFINITY;
+    /* log-sum-exp over the k+1 terms */
+    for (int64_t i = 0; i <= k; i++) {
+        double t = lgn - lgamma((double)i + 1) - lgamma((double)(n - i) + 1) + (double)i * lp + (double)(n - i) * lq;
+        if (t > mx) {
+            sum = sum * exp(mx - t) + 1;
+            mx = t;
+        } else {
+            sum += exp(t - mx);
+        }
+    }
+    double v = exp(mx) * sum;
+    return v > 1 ? 1 : v;
+}
+
+double stats_mcnemar(int64_t b, int64_t c)
+{
+    if (b + c == 0) return 1;
+    double p = 2 * stats_binom_cdf(b < c ? b : c, b + c, 0.5);
+    return p > 1 ? 1 : p;
+}
+
+struct pidx {
+    double p;
+    int i;
+};
+
+static int cmp_pidx(const void *a, const void *b)
+{
+    const struct pidx *x = a, *y = b;
+    return x->p < y->p ? -1 : x->p > y->p ? 1 : x->i - y->i;
+}
+
+void stats_holm(const double *p, int n, double *adj)
+{
+    struct pidx *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
+    if (!v) return;
+    for (int i = 0; i < n; i++) v[i] = (struct pidx){p[i], i};
+    qsort(v, (size_t)n, sizeof *v, cmp_pidx);
+    double run = 0;
+    for (int k = 0; k < n; k++) {
+        double a = fmin(1, (double)(n - k) * v[k].p);
+        run = fmax(run, a); /* monotone step-down */
+        adj[v[k].i] = run;
+    }
+    free(v);
+}
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* the q-quantile of sorted v[0..n) with linear interpolation */
+static double quantile(const double *v, int n, double q)
+{
+    double pos = q * (n - 1);
+    int i = (int)floor(pos);
+    if (i >= n - 1) return v[n - 1];
+    return v[i] + (pos - i) * (v[i + 1] - v[i]);
+}
+
+int stats_bootstrap_ratio(const double *loss, const double *size, int64_t n, int B, uint64_t seed, double level,
+                          struct boot_result *r)
+{
+    memset(r, 0, sizeof *r);
+    if (n <= 0 || B < 2 || !(level > 0 && level < 1)) return -1;
+    double sl = 0, ss = 0;
+    for (int64_t i = 0; i < n; i++) sl += loss[i], ss += size[i];
+    r->estimate = ss > 0 ? sl / ss : NAN;
+    r->iters = B;
+    r->seed = seed;
+    double *rep = malloc((size_t)B * sizeof *rep);
+    if (!rep) return -1;
+    uint64_t s = seed;
+    double mean = 0, m2 = 0;
+    for (int b = 0; b < B; b++) {
+        double a = 0, z = 0;
+        for (int64_t k = 0; k < n; k++) {
+            int64_t j = (int64_t)((splitmix(&s) >> 11) % (uint64_t)n);
+            a += loss[j];
+            z += size[j];
+        }
+        rep[b] = z > 0 ? a / z : r->estimate;
+        double dlt = rep[b] - mean;
+        mean += dlt / (b + 1);
+        m2 += dlt * (rep[b] - mean);
+    }
+    r->se = sqrt(m2 / (B - 1));
+    qsort(rep, (size_t)B, sizeof *rep, cmp_double);
+    r->lo = quantile(rep, B, (1 - level) / 2);
+    r->hi = quantile(rep, B, (1 + level) / 2);
+    free(rep);
+    return 0;
+}

@@ -1,0 +1,46 @@
+/* stats — the statistics behind the verdict.
+ *
+ * Normal distribution, Wilson score interval, exact binomial CDF, exact
+ * McNemar test, Holm adjustment, and a paired cluster bootstrap of a ratio
+ * estimator (sum of unit losses / sum of unit sizes), all in double.
+ */
+#ifndef QG_STATS_H
+#define QG_STATS_H
+
+#include <stdint.h>
+
+double stats_norm_cdf(double x);
+/* Quantile of the standard normal (Acklam's rational approximation refined
+ * by one Halley step: |error| < 1e-14 for p in (1e-300, 1 - 1e-16)). */
+double stats_norm_ppf(double p);
+
+/* Wilson score interval for k successes in n trials at normal quantile z. */
+void stats_wilson(int64_t k, int64_t n, double z, double *lo, double *hi);
+
+/* P(X <= k) for X ~ Binomial(n, p), exact (summed in log space). */
+double stats_binom_cdf(int64_t k, int64_t n, double p);
+
+/* Exact two-sided McNemar p-value from the discordant counts:
+ * min(1, 2 * BinomCDF(min(b, c); b + c, 1/2)); 1 when b + c = 0. */
+double stats_mcnemar(int64_t b, int64_t c);
+
+/* Holm step-down adjustment of n p-values (adj may alias p). */
+void stats_holm(const double *p, int n, double *adj);
+
+struct boot_result {
+    double estimate; /* sum(loss) / sum(size) over all units */
+    double lo, hi;   /* percentile interval */
+    double se;       /* standard deviation of the replicates */
+    int iters;
+    uint64_t seed;
+};
+
+/* Paired cluster bootstrap: resamples the n units (with replacement) B
+ * times and computes sum(loss)/sum(size) each time; lo/hi are the
+ * (1-level)/2 and (1+level)/2 percentiles (level = 0.90 for one-sided
+ * alpha 0.05). Deterministic for a seed. 0, or -1 for bad arguments or
+ * allocation failure. */
+int stats_bootstrap_ratio(const double *loss, const double *size, int64_t n, int B, uint64_t seed, double level,
+                          struct boot_result *r);
+
+#endif

@@ -1,0 +1,91 @@
+/* test_stats — statistics against independently derived values. */
+#include "metrics/stats.h"
+#include "tests/test.h"
+
+#include <stdlib.h>
+
+TEST(stats_normal)
+{
+    /* standard tables / high-precision references */
+    ASSERT_NEAR(stats_norm_ppf(0.95), 1.6448536269514722, 1e-12);
+    ASSERT_NEAR(stats_norm_ppf(0.975), 1.959963984540054, 1e-12);
+    ASSERT_NEAR(stats_norm_ppf(0.8), 0.8416212335729143, 1e-12);
+    ASSERT_NEAR(stats_norm_ppf(0.5), 0.0, 1e-15);
+    ASSERT_NEAR(stats_norm_ppf(1e-10), -6.361340902404056, 1e-9);
+    for (double p = 0.001; p < 1; p += 0.0373) ASSERT_NEAR(stats_norm_cdf(stats_norm_ppf(p)), p, 1e-13);
+    ASSERT_NEAR(stats_norm_cdf(1.96), 0.9750021048517795, 1e-14);
+    return 0;
+}
+
+TEST(stats_wilson_binomial_mcnemar)
+{
+    /* Wilson, k=8 n=10 at 95%: the published 0.4902 .. 0.9433; to 1e-12 the
+     * values of the textbook formula evaluated independently in Python:
+     * c = (p + z^2/2n)/(1 + z^2/n), h = z/(1 + z^2/n) sqrt(p(1-p)/n + z^2/4n^2) */
+    double lo, hi;
+    stats_wilson(8, 10, 1.959963984540054, &lo, &hi);
+    ASSERT_NEAR(lo, 0.4901624715366418, 1e-12);
+    ASSERT_NEAR(hi, 0.9433178485456248, 1e-12);
+    ASSERT_NEAR(lo, 0.4902, 5e-5);
+    ASSERT_NEAR(hi, 0.9433, 5e-5);
+    stats_wilson(0, 20, 1.959963984540054, &lo, &hi);
+    ASSERT_NEAR(lo, 0.0, 1e-15);
+    ASSERT_NEAR(hi, 3.841459 / (20 + 3.841459), 1e-6); /* k=0: z^2/(n+z^2) */
+    /* binomial: P(X<=1; 10, 1/2) = (1 + 10)/1024; P(X<=5; 10, 1/2) = 638/1024 */
+    ASSERT_NEAR(stats_binom_cdf(1, 10, 0.5), 11.0 / 1024, 1e-15);
+    ASSERT_NEAR(stats_binom_cdf(5, 10, 0.5), 638.0 / 1024, 1e-14);
+    ASSERT_NEAR(stats_binom_cdf(2, 5, 0.2), 0.94208, 1e-12); /* 0.32768 + 0.4096 + 0.2048 */
+    ASSERT_NEAR(stats_binom_cdf(500, 1000, 0.5), 0.5126125090891, 1e-9); /* symmetric: (1 + P(X=500))/2 */
+    /* McNemar: b=1, c=9 -> 2 * 11/1024; b=c -> 1; none -> 1 */
+    ASSERT_NEAR(stats_mcnemar(1, 9), 22.0 / 1024, 1e-15);
+    ASSERT_NEAR(stats_mcnemar(9, 1), 22.0 / 1024, 1e-15);
+    ASSERT_NEAR(stats_mcnemar(5, 5), 1.0, 0);
+    ASSERT_NEAR(stats_mcnemar(0, 0), 1.0, 0);
+    ASSERT_NEAR(stats_mcnemar(0, 6), 2.0 / 64, 1e-15);
+    return 0;
+}
+
+TEST(stats_holm_adjust)
+{
+    /* sorted 0.01, 0.03, 0.04 -> x3, x2, x1 = 0.03, 0.06, 0.04 -> monotone 0.03, 0.06, 0.06 */
+    double p[3] = {0.01, 0.04, 0.03}, adj[3];
+    stats_holm(p, 3, adj);
+    ASSERT_NEAR(adj[0], 0.03, 1e-15);
+    ASSERT_NEAR(adj[1], 0.06, 1e-15);
+    ASSERT_NEAR(adj[2], 0.06, 1e-15);
+    double q[2] = {0.6, 0.7};
+    stats_holm(q, 2, q);
+    ASSERT_NEAR(q[0], 1.0, 0);
+    ASSERT_NEAR(q[1], 1.0, 0);
+    return 0;
+}
+
+TEST(stats_bootstrap)
+{
+    /* the mean of n Bernoulli(0.3) units: bootstrap SE ~ sqrt(p(1-p)/n)
+     * (closed form of the plug-in bootstrap: sqrt(phat(1-phat)/n)) */
+    enum { N = 400 };
+    double loss[N], size[N];
+    for (int i = 0; i < N; i++) loss[i] = i % 10 < 3, size[i] = 1;
+    struct boot_result r;
+    ASSERT_OK(stats_bootstrap_ratio(loss, size, N, 20000, 42, 0.90, &r));
+    double se = sqrt(0.3 * 0.7 / N);
+    ASSERT_NEAR(r.estimate, 0.3, 1e-15);
+    ASSERT_NEAR(r.se, se, 0.03 * se);
+    ASSERT_NEAR(r.hi - r.lo, 2 * 1.6448536 * se, 0.06 * 2 * 1.6448536 * se);
+    ASSERT(r.lo < 0.3 && r.hi > 0.3);
+    /* deterministic for a seed, different for another */
+    struct boot_result r2, r3;
+    ASSERT_OK(stats_bootstrap_ratio(loss, size, N, 20000, 42, 0.90, &r2));
+    ASSERT_OK(stats_bootstrap_ratio(loss, size, N, 20000, 43, 0.90, &r3));
+    ASSERT_NEAR(r2.lo, r.lo, 0);
+    ASSERT(r3.se != r.se); /* (percentiles of 0/1 data sit on a 1/400 grid) */
+    /* identical units: no spread */
+    for (int i = 0; i < N; i++) loss[i] = 2.5, size[i] = 5;
+    ASSERT_OK(stats_bootstrap_ratio(loss, size, N, 1000, 1, 0.90, &r));
+    ASSERT_NEAR(r.lo, 0.5, 1e-12);
+    ASSERT_NEAR(r.hi, 0.5, 1e-12);
+    ASSERT_NEAR(r.se, 0.0, 1e-12);
+    ASSERT_EQ(stats_bootstrap_ratio(loss, size, 0, 1000, 1, 0.9, &r), -1);
+    return 0;
+}
