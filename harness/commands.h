@@ -33,6 +33,12 @@ int cmd_open_store(const struct cli_args *a, int readonly, struct store **out);
 /* Prints the error message (if any) and returns the exit code for status. */
 int cmd_fail(int status, const char *msg);
 
+struct runner_params;
+/* The command line as one string ("qgate run ..."), malloc'd. */
+char *cmd_command_line(const struct cli_args *a);
+/* Adds NAME=SPEC to p (names copied into buf[i]); 0 or an exit code. */
+int cmd_parse_model(const char *arg, struct runner_params *p, char (*buf)[128]);
+
 /* Prints a cJSON value to stdout (pretty) and frees it; returns an exit code. */
 int cmd_print_json(cJSON *v);
 

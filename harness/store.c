@@ -719,7 +719,7 @@ int store_run_json(struct store *s, int64_t run_id, cJSON **out)
         rc = query_rows(s,
                         "SELECT tr.id, m.name AS model, t.name AS task, tr.repeat, tr.seed, "
                         "tr.status, tr.deterministic, tr.started_at, tr.finished_at, "
-                        "tr.wall_seconds, tr.n_items, tr.n_tokens, tr.error, "
+                        "tr.wall_seconds, tr.n_items, tr.n_tokens, tr.error, tr.metrics_json, "
                         "(SELECT count(*) FROM items i WHERE i.trial_id=tr.id) AS items_stored "
                         "FROM trials tr JOIN models m ON m.id=tr.model_id "
                         "JOIN tasks t ON t.id=tr.task_id WHERE tr.run_id=? "
@@ -745,4 +745,203 @@ int store_run_json(struct store *s, int64_t run_id, cJSON **out)
     cJSON_AddItemToObject(run, "trials", trials);
     *out = run;
     return QG_OK;
+}
+
+static int one_int64(struct store *s, sqlite3_stmt *st, const char *what, int64_t *out)
+{
+    int rc = sqlite3_step(st);
+    int status = rc == SQLITE_ROW ? QG_OK : rc == SQLITE_DONE ? QG_ERR_NOTFOUND : db_fail(s, what);
+    if (!status) *out = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return status;
+}
+
+int store_run_latest(struct store *s, int64_t *run_id)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(s, "SELECT id FROM runs ORDER BY id DESC LIMIT 1", &st);
+    if (rc) return rc;
+    rc = one_int64(s, st, "finding the latest run", run_id);
+    if (rc == QG_ERR_NOTFOUND) qg_errf(s->err, sizeof s->err, rc, "%s: no runs", s->path);
+    return rc;
+}
+
+int store_model_find(struct store *s, int64_t run_id, const char *name, int64_t *model_id)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(s, "SELECT id FROM models WHERE run_id=? AND name=?", &st);
+    if (rc) return rc;
+    sqlite3_bind_int64(st, 1, run_id);
+    bind_text(st, 2, name);
+    rc = one_int64(s, st, "finding a model", model_id);
+    if (rc == QG_ERR_NOTFOUND)
+        qg_errf(s->err, sizeof s->err, rc, "%s: run %lld has no model '%s' (see 'qgate show %lld')", s->path,
+                (long long)run_id, name, (long long)run_id);
+    return rc;
+}
+
+int store_trial_find(struct store *s, int64_t run_id, const char *model, int64_t task_id, int repeat,
+                     int64_t *trial_id, int *status)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(s,
+                     "SELECT tr.id, tr.status FROM trials tr JOIN models m ON m.id=tr.model_id "
+                     "WHERE tr.run_id=? AND m.name=? AND tr.task_id=? AND tr.repeat=?",
+                     &st);
+    if (rc) return rc;
+    sqlite3_bind_int64(st, 1, run_id);
+    bind_text(st, 2, model);
+    sqlite3_bind_int64(st, 3, task_id);
+    sqlite3_bind_int(st, 4, repeat);
+    rc = sqlite3_step(st);
+    int out = rc == SQLITE_ROW ? QG_OK : rc == SQLITE_DONE ? QG_ERR_NOTFOUND : db_fail(s, "finding a trial");
+    if (!out) {
+        *trial_id = sqlite3_column_int64(st, 0);
+        if (status) *status = sqlite3_column_int(st, 1);
+    }
+    sqlite3_finalize(st);
+    return out;
+}
+
+static double col_f64(sqlite3_stmt *st, int i)
+{
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
+}
+
+int store_items_read(struct store *s, int64_t trial_id, struct store_row **rows, int64_t *n)
+{
+    *rows = NULL;
+    *n = 0;
+    sqlite3_stmt *st;
+    int rc = prepare(s,
+                     "SELECT idx, cluster, n_tokens, nll, score, kld_sum, top1_agree, dp_sum, correct, output_hash "
+                     "FROM items WHERE trial_id=? ORDER BY idx",
+                     &st);
+    if (rc) return rc;
+    sqlite3_bind_int64(st, 1, trial_id);
+    int64_t cap = 0;
+    struct store_row *v = NULL;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 256;
+            struct store_row *p = realloc(v, (size_t)cap * sizeof *p);
+            if (!p) {
+                free(v);
+                sqlite3_finalize(st);
+                return qg_errf(s->err, sizeof s->err, QG_ERR_NOMEM, "out of memory reading items");
+            }
+            v = p;
+        }
+        struct store_row *r = &v[(*n)++];
+        r->idx = sqlite3_column_int64(st, 0);
+        r->cluster = sqlite3_column_type(st, 1) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 1);
+        r->n_tokens = sqlite3_column_type(st, 2) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 2);
+        r->nll = col_f64(st, 3);
+        r->score = col_f64(st, 4);
+        r->kld_sum = col_f64(st, 5);
+        r->top1_agree = col_f64(st, 6);
+        r->dp_sum = col_f64(st, 7);
+        r->correct = sqlite3_column_type(st, 8) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 8);
+        const char *h = (const char *)sqlite3_column_text(st, 9);
+        snprintf(r->output_hash, sizeof r->output_hash, "%s", h ? h : "");
+    }
+    int out = rc == SQLITE_DONE ? QG_OK : db_fail(s, "reading items");
+    sqlite3_finalize(st);
+    if (out) {
+        free(v);
+        *n = 0;
+        return out;
+    }
+    *rows = v;
+    return QG_OK;
+}
+
+int store_trial_metrics(struct store *s, int64_t trial_id, char **json)
+{
+    *json = NULL;
+    sqlite3_stmt *st;
+    int rc = prepare(s, "SELECT metrics_json FROM trials WHERE id=?", &st);
+    if (rc) return rc;
+    sqlite3_bind_int64(st, 1, trial_id);
+    rc = sqlite3_step(st);
+    int out = rc == SQLITE_ROW ? QG_OK : rc == SQLITE_DONE ? QG_ERR_NOTFOUND : db_fail(s, "reading a trial");
+    if (!out && sqlite3_column_type(st, 0) != SQLITE_NULL) *json = qg_strdup((const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    return out;
+}
+
+int store_comparison_add(struct store *s, const struct store_comparison_new *c, int64_t *id)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(s,
+                     "INSERT INTO comparisons(run_id, baseline_model_id, candidate_model_id, created_at, "
+                     "qgate_version, command, policy_json, bootstrap_seed, bootstrap_iters, verdict, summary_json) "
+                     "VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+                     &st);
+    if (rc) return rc;
+    char now[32];
+    qg_utc_now(now);
+    sqlite3_bind_int64(st, 1, c->run_id);
+    sqlite3_bind_int64(st, 2, c->baseline_model_id);
+    sqlite3_bind_int64(st, 3, c->candidate_model_id);
+    sqlite3_bind_text(st, 4, now, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 5, QG_VERSION, -1, SQLITE_STATIC);
+    bind_text(st, 6, c->command);
+    bind_text(st, 7, c->policy_json);
+    sqlite3_bind_int64(st, 8, c->bootstrap_seed);
+    sqlite3_bind_int(st, 9, c->bootstrap_iters);
+    sqlite3_bind_int(st, 10, c->verdict);
+    bind_text(st, 11, c->summary_json);
+    return step_done(s, st, "storing a comparison", 0, id);
+}
+
+int store_verdict_row_add(struct store *s, const struct store_verdict_row *r)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(s,
+                     "INSERT INTO verdict_rows(comparison_id, task_id, metric, base_value, cand_value, delta, "
+                     "ci_low, ci_high, margin, noise, n_units, flips_b, flips_c, p_value, p_holm, mde, "
+                     "items_needed, verdict, reason) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                     &st);
+    if (rc) return rc;
+    sqlite3_bind_int64(st, 1, r->comparison_id);
+    sqlite3_bind_int64(st, 2, r->task_id);
+    bind_text(st, 3, r->metric);
+    bind_f64(st, 4, r->base_value);
+    bind_f64(st, 5, r->cand_value);
+    bind_f64(st, 6, r->delta);
+    bind_f64(st, 7, r->ci_low);
+    bind_f64(st, 8, r->ci_high);
+    bind_f64(st, 9, r->margin);
+    bind_f64(st, 10, r->noise);
+    bind_opt_i64(st, 11, r->n_units);
+    bind_opt_i64(st, 12, r->flips_b);
+    bind_opt_i64(st, 13, r->flips_c);
+    bind_f64(st, 14, r->p_value);
+    bind_f64(st, 15, r->p_holm);
+    bind_f64(st, 16, r->mde);
+    bind_opt_i64(st, 17, r->items_needed);
+    sqlite3_bind_int(st, 18, r->verdict);
+    bind_text(st, 19, r->reason);
+    return step_done(s, st, "storing a verdict row", 0, NULL);
+}
+
+int store_run_set_suite_json(struct store *s, int64_t run_id, const char *json)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(s, "UPDATE runs SET suite_json=? WHERE id=?", &st);
+    if (rc) return rc;
+    bind_text(st, 1, json);
+    sqlite3_bind_int64(st, 2, run_id);
+    return step_done(s, st, "storing the suite", 0, NULL);
+}
+
+int store_run_mark_deterministic(struct store *s, int64_t run_id, int deterministic)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(s, "UPDATE trials SET deterministic=? WHERE run_id=?", &st);
+    if (rc) return rc;
+    sqlite3_bind_int(st, 1, deterministic ? 1 : 0);
+    sqlite3_bind_int64(st, 2, run_id);
+    return step_done(s, st, "marking determinism", 0, NULL);
 }

@@ -154,6 +154,52 @@ int store_item_put(struct store *s, const struct store_item *it);
 int store_item_count(struct store *s, int64_t trial_id, int64_t *n);
 
 /* ---- reading ---- */
+/* The newest run's id; QG_ERR_NOTFOUND when the store has none. */
+int store_run_latest(struct store *s, int64_t *run_id);
+
+/* The trial of model `model` (by name) on task_id at repeat in run_id:
+ * its id and status; QG_ERR_NOTFOUND when there is none. */
+int store_trial_find(struct store *s, int64_t run_id, const char *model, int64_t task_id, int repeat,
+                     int64_t *trial_id, int *status);
+
+/* One stored item, as read back. */
+struct store_row {
+    int64_t idx, cluster, n_tokens;
+    double nll, score, kld_sum, top1_agree, dp_sum; /* NAN when NULL */
+    int correct;                                    /* -1 when NULL */
+    char output_hash[72];                           /* "" when NULL */
+};
+/* All items of a trial by idx (malloc'd array the caller frees). */
+int store_items_read(struct store *s, int64_t trial_id, struct store_row **rows, int64_t *n);
+
+/* A trial's metrics_json (malloc'd; NULL when absent) and repeats stored. */
+int store_trial_metrics(struct store *s, int64_t trial_id, char **json);
+
+struct store_comparison_new {
+    int64_t run_id, baseline_model_id, candidate_model_id;
+    const char *command, *policy_json, *summary_json;
+    int64_t bootstrap_seed;
+    int bootstrap_iters;
+    int verdict; /* 0 PASS, 1 FAIL, 2 INCONCLUSIVE */
+};
+int store_comparison_add(struct store *s, const struct store_comparison_new *c, int64_t *id);
+
+struct store_verdict_row {
+    int64_t comparison_id, task_id;
+    const char *metric;
+    double base_value, cand_value, delta, ci_low, ci_high, margin, noise, p_value, p_holm, mde;
+    int64_t n_units, flips_b, flips_c, items_needed; /* -1 when n/a */
+    int verdict;
+    const char *reason;
+};
+int store_verdict_row_add(struct store *s, const struct store_verdict_row *r);
+/* The id of model `name` in run_id; QG_ERR_NOTFOUND when absent. */
+int store_model_find(struct store *s, int64_t run_id, const char *name, int64_t *model_id);
+/* Sets deterministic (0/1) on every trial of a run. */
+int store_run_mark_deterministic(struct store *s, int64_t run_id, int deterministic);
+/* Sets a run's suite JSON (the suite file's text, for its policy later). */
+int store_run_set_suite_json(struct store *s, int64_t run_id, const char *json);
+
 /* Array of runs, newest first (at most limit; <= 0 for all): id, uid,
  * created_at, finished_at, status, command, suite, models, tasks, trials. */
 int store_runs_json(struct store *s, int64_t limit, cJSON **out);

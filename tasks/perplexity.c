@@ -191,3 +191,96 @@ void ppl_run_release(struct ppl_run *r)
     free(r->windows);
     r->windows = NULL;
 }
+
+int ppl_evaluate_lockstep(const struct backend *const *models, int nm, const int32_t *ids, int64_t n,
+                          const struct ppl_params *p, ppl_lockstep_fn fn, void *ud, double **kld, int64_t *n_kld,
+                          struct ppl_result *res, char *err, size_t errlen)
+{
+    struct backend_info info;
+    backend_info(models[0], &info);
+    int V = info.n_vocab;
+    for (int m = 1; m < nm; m++) {
+        struct backend_info im;
+        backend_info(models[m], &im);
+        if (im.n_vocab != V) return qg_errf(err, errlen, QG_ERR_DATA, "model %d has %d tokens, the baseline %d: KLD needs one vocabulary", m, im.n_vocab, V);
+    }
+    struct ppl_window *win;
+    int64_t nw;
+    int rc = ppl_plan(p, n, &win, &nw, err, errlen);
+    if (rc) return rc;
+    int64_t total = 0;
+    for (int64_t w = 0; w < nw; w++) total += win[w].n - win[w].from;
+    int32_t *bytes = malloc((size_t)n * sizeof *bytes), *words = malloc((size_t)n * sizeof *words);
+    int32_t *tok = malloc(((size_t)p->n_ctx + 1) * sizeof *tok);
+    double *lp = malloc(((size_t)p->n_ctx + 1) * sizeof *lp);
+    float *base_rows = malloc((size_t)(p->n_ctx + 1) * (size_t)V * sizeof *base_rows);
+    float *rows = malloc((size_t)(p->n_ctx + 1) * (size_t)V * sizeof *rows);
+    int32_t *base_top = malloc(((size_t)p->n_ctx + 1) * sizeof *base_top), *top = malloc(((size_t)p->n_ctx + 1) * sizeof *top);
+    struct ppl_stats *st = calloc((size_t)nm, sizeof *st);
+    for (int m = 0; m < nm; m++) {
+        kld[m] = m > 0 ? malloc((size_t)(total ? total : 1) * sizeof **kld) : NULL;
+        if (m > 0 && !kld[m]) rc = QG_ERR_NOMEM;
+        ppl_stats_init(&st[m]);
+    }
+    if (!bytes || !words || !tok || !lp || !base_rows || !rows || !base_top || !top || !st) rc = QG_ERR_NOMEM;
+    if (rc) qg_errf(err, errlen, rc, "out of memory for lockstep scoring (%d models, vocabulary %d)", nm, V);
+    if (!rc && (rc = piece_counts(models[0], ids, n, bytes, words)))
+        qg_errf(err, errlen, rc, "cannot measure the bytes of the tokens (%s)", qg_strerror(rc));
+    int64_t k = 0;
+    for (int64_t w = 0; w < nw && !rc; w++) {
+        const struct ppl_window *W = &win[w];
+        memcpy(tok, ids + W->start, (size_t)W->n * sizeof *tok);
+        if (W->bos_first && info.bos >= 0) tok[0] = info.bos;
+        int ns = W->n - W->from;
+        for (int m = 0; m < nm && !rc; m++) {
+            struct backend_score req = {.tokens = tok, .n_tokens = W->n, .from = W->from, .logprob = lp,
+                                        .rows = m == 0 ? base_rows : rows, .argmax = m == 0 ? base_top : top};
+            if ((rc = backend_score(models[m], &req))) {
+                qg_errf(err, errlen, rc, "window %lld, model %d: %s", (long long)w, m, backend_errmsg(models[m]));
+                break;
+            }
+            struct ppl_lockstep_window lw = {0};
+            for (int i = 0; i < ns; i++) {
+                double nll = -lp[i];
+                lw.stat.nll += nll;
+                lw.stat.nll2 += nll * nll;
+                lw.stat.tokens++;
+                lw.stat.bytes += bytes[W->start + W->from + i];
+                lw.stat.words += words[W->start + W->from + i];
+                if (m == 0) continue;
+                const float *b = base_rows + (size_t)i * V, *c = rows + (size_t)i * V;
+                double kl = 0;
+                for (int v = 0; v < V; v++) {
+                    double pb = exp((double)b[v]);
+                    kl += pb * ((double)b[v] - (double)c[v]);
+                }
+                int32_t x = tok[W->from + i];
+                lw.kld_sum += kl;
+                lw.dp_sum += exp((double)c[x]) - exp((double)b[x]);
+                lw.top1_agree += top[i] == base_top[i];
+                kld[m][k + i] = kl;
+            }
+            ppl_stats_add(&st[m], &lw.stat);
+            if (fn && (rc = fn(ud, w, m, &lw))) qg_errf(err, errlen, rc, "storing window %lld failed", (long long)w);
+        }
+        k += ns;
+    }
+    for (int m = 0; m < nm; m++) ppl_stats_result(&st[m], &res[m]);
+    *n_kld = k;
+    free(win);
+    free(bytes);
+    free(words);
+    free(tok);
+    free(lp);
+    free(base_rows);
+    free(rows);
+    free(base_top);
+    free(top);
+    free(st);
+    if (rc)
+        for (int m = 0; m < nm; m++) {
+            free(kld[m]);
+            kld[m] = NULL;
+        }
+    return rc;
+}

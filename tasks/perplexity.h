@@ -64,4 +64,26 @@ int ppl_evaluate(const struct backend *b, const int32_t *ids, int64_t n, const s
                  ppl_progress_fn progress, void *ud, struct ppl_run *out, char *err, size_t errlen);
 void ppl_run_release(struct ppl_run *r);
 
+/* Lockstep scoring of one token stream by several models over the same
+ * windows, models[0] being the baseline: every model's per-window stats, and
+ * for every other model, from full-vocabulary log-softmax rows, per scored
+ * token KL(base || model) = sum_v p_b(v) (log p_b(v) - log p_m(v)), whether
+ * the top-1 tokens agree, and dp = p_m(x) - p_b(x) of the actual token
+ * (llama-perplexity's --kl-divergence, without a logits file). */
+struct ppl_lockstep_window {
+    struct ppl_window_stat stat;
+    double kld_sum, dp_sum;
+    int64_t top1_agree; /* tokens whose top-1 agrees with the baseline's */
+};
+
+/* Called per window and model (m = 0 the baseline); nonzero stops. */
+typedef int (*ppl_lockstep_fn)(void *ud, int64_t window, int m, const struct ppl_lockstep_window *w);
+
+/* kld[m] (m >= 1) receives every scored token's KLD (malloc'd, *n_kld values
+ * each; kld[0] stays NULL); res[m] each model's totals. All models must have
+ * the same vocabulary size. */
+int ppl_evaluate_lockstep(const struct backend *const *models, int n_models, const int32_t *ids, int64_t n,
+                          const struct ppl_params *p, ppl_lockstep_fn fn, void *ud, double **kld, int64_t *n_kld,
+                          struct ppl_result *res, char *err, size_t errlen);
+
 #endif

@@ -1,0 +1,347 @@
+/* runner — suite x models x repeats into the store. */
+#include "harness/runner.h"
+#include "backends/backend.h"
+#include "backends/gguf.h"
+#include "backends/model_info.h"
+#include "datasets/hash.h"
+#include "harness/progress.h"
+#include "harness/status.h"
+#include "harness/suite.h"
+#include "harness/util.h"
+#include "tasks/perplexity.h"
+#include "tasks/run.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct runner {
+    struct store *s;
+    const struct runner_params *p;
+    struct suite *suite;
+    struct backend b[RUNNER_MAX_MODELS];
+    int n_ctx[RUNNER_MAX_MODELS];
+    int64_t run_id, model_ids[RUNNER_MAX_MODELS], *task_ids;
+    int64_t pending; /* rows in the open transaction */
+    struct progress pg;
+    int64_t rows_done;
+};
+
+/* one row into the store, committing every RUNNER_BATCH rows */
+static int put(struct runner *r, const struct store_item *it)
+{
+    int rc = QG_OK;
+    if (r->pending == 0 && (rc = store_begin(r->s))) return rc;
+    if ((rc = store_item_put(r->s, it))) return rc;
+    if (++r->pending == RUNNER_BATCH) {
+        rc = store_commit(r->s);
+        r->pending = 0;
+    }
+    progress_update(&r->pg, ++r->rows_done, 0, "rows");
+    return rc;
+}
+
+static int flush(struct runner *r, int ok)
+{
+    if (!r->pending) return QG_OK;
+    r->pending = 0;
+    return ok ? store_commit(r->s) : store_rollback(r->s);
+}
+
+struct row_sink {
+    struct runner *r;
+    int64_t trial;
+};
+
+static int on_row(void *ud, const struct task_row *x)
+{
+    struct row_sink *k = ud;
+    struct store_item it = {.trial_id = k->trial, .idx = x->idx, .cluster = x->cluster, .nll = x->nll,
+                            .n_tokens = x->n_tokens, .n_bytes = x->n_bytes, .n_words = x->n_words,
+                            .correct = x->correct, .score = x->score, .prediction = x->prediction,
+                            .extracted = x->extracted, .output_hash = x->output_hash, .extra_json = x->extra_json,
+                            .kld_sum = NAN, .top1_agree = NAN, .dp_sum = NAN};
+    return put(k->r, &it);
+}
+
+static char *model_types(const char *path, int64_t *n_params, char *arch, size_t archn)
+{
+    struct gguf *g;
+    char err[QG_ERRMSG_MAX];
+    if (gguf_open(path, &g, err, sizeof err)) return NULL;
+    struct model_info m;
+    model_info_read(g, &m);
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < m.n_types; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "type", ggml_type_name(m.types[i].type));
+        cJSON_AddNumberToObject(o, "count", (double)m.types[i].count);
+        cJSON_AddNumberToObject(o, "bytes", (double)m.types[i].bytes);
+        cJSON_AddItemToArray(a, o);
+    }
+    *n_params = m.n_params;
+    snprintf(arch, archn, "%s", m.arch);
+    char *s = cJSON_PrintUnformatted(a);
+    cJSON_Delete(a);
+    gguf_close(g);
+    return s;
+}
+
+/* run, models and tasks rows */
+static int record_setup(struct runner *r, char *err, size_t errlen)
+{
+    const struct runner_params *p = r->p;
+    char *suite_text = NULL;
+    size_t n;
+    qg_read_file(p->suite_path, (size_t)16 << 20, &suite_text, &n, err, errlen);
+    struct store_run_new rn = {.command = p->command, .suite_name = r->suite->name, .suite_hash = r->suite->sha256,
+                               .suite_json = suite_text, .seed = (int64_t)p->seed, .repeats = p->repeats, .shard_count = 1};
+    int rc = store_run_create(r->s, &rn, &r->run_id);
+    free(suite_text);
+    for (int i = 0; i < p->n_models && !rc; i++) {
+        char sha[HASH_HEX_LEN + 1] = "", arch[64] = "";
+        int64_t np = -1;
+        char *tj = model_types(p->specs[i], &np, arch, sizeof arch);
+        char e2[QG_ERRMSG_MAX];
+        if (hash_sha256_file(p->specs[i], sha, e2, sizeof e2)) sha[0] = '\0';
+        struct store_model_new mn = {.name = p->names[i], .spec = p->specs[i], .backend = "cpu", .path = p->specs[i],
+                                     .sha256 = sha[0] ? sha : NULL, .file_bytes = -1, .n_params = np, .arch = arch,
+                                     .format = "gguf", .types_json = tj, .role = i > 0};
+        rc = store_model_add(r->s, r->run_id, &mn, &r->model_ids[i]);
+        free(tj);
+    }
+    r->task_ids = calloc((size_t)r->suite->n_tasks, sizeof *r->task_ids);
+    if (!r->task_ids) rc = QG_ERR_NOMEM;
+    for (int t = 0; t < r->suite->n_tasks && !rc; t++) {
+        const struct suite_task *st = &r->suite->tasks[t];
+        struct store_task_new tn = {.name = st->name, .kind = st->kind, .config_json = st->config_json,
+                                    .config_hash = st->config_hash, .n_items = -1, .critical = st->critical};
+        rc = store_task_add(r->s, r->run_id, &tn, &r->task_ids[t]);
+        for (int f = 0; f < st->n_files && !rc; f++) {
+            int64_t ds;
+            rc = store_dataset_add(r->s, st->files[f].path, st->files[f].sha256, -1, &ds);
+            if (!rc) rc = store_task_link_dataset(r->s, r->task_ids[t], ds, st->files[f].role);
+        }
+    }
+    if (rc && !err[0]) qg_errf(err, errlen, rc, "%s", store_errmsg(r->s));
+    return rc;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double pct(const double *v, int64_t n, double q)
+{
+    if (n <= 0) return NAN;
+    double pos = q * (double)(n - 1);
+    int64_t i = (int64_t)floor(pos);
+    return i >= n - 1 ? v[n - 1] : v[i] + (pos - (double)i) * (v[i + 1] - v[i]);
+}
+
+struct lock_sink {
+    struct runner *r;
+    int64_t trials[RUNNER_MAX_MODELS];
+    int64_t top1[RUNNER_MAX_MODELS], tokens[RUNNER_MAX_MODELS];
+    double dp[RUNNER_MAX_MODELS];
+};
+
+static int on_window(void *ud, int64_t w, int m, const struct ppl_lockstep_window *x)
+{
+    struct lock_sink *k = ud;
+    struct store_item it = {.trial_id = k->trials[m], .idx = w, .cluster = w, .nll = x->stat.nll,
+                            .n_tokens = x->stat.tokens, .n_bytes = x->stat.bytes, .n_words = x->stat.words,
+                            .correct = -1, .score = NAN, .kld_sum = m ? x->kld_sum : NAN,
+                            .top1_agree = m ? (double)x->top1_agree : NAN, .dp_sum = m ? x->dp_sum : NAN};
+    k->top1[m] += x->top1_agree;
+    k->tokens[m] += x->stat.tokens;
+    k->dp[m] += x->dp_sum;
+    return put(k->r, &it);
+}
+
+static int finish_trial(struct runner *r, int64_t trial, int ok, int64_t items, int64_t tokens, double secs,
+                        cJSON *metrics, const char *error)
+{
+    char *mj = metrics ? cJSON_PrintUnformatted(metrics) : NULL;
+    struct store_trial_result res = {.status = ok ? STORE_TRIAL_DONE : STORE_TRIAL_FAILED, .n_items = items,
+                                     .n_tokens = tokens, .wall_seconds = secs, .deterministic = -1,
+                                     .metrics_json = mj, .error = error};
+    int rc = store_trial_finish(r->s, trial, &res);
+    free(mj);
+    return rc;
+}
+
+/* one perplexity task, all models in lockstep */
+static int run_lockstep(struct runner *r, int t, int repeat, char *err, size_t errlen)
+{
+    const struct suite_task *st = &r->suite->tasks[t];
+    const struct runner_params *p = r->p;
+    int nm = p->n_models, rc = QG_OK;
+    for (int m = 0; m < nm; m++)
+        if (st->ctx > r->n_ctx[m])
+            return qg_errf(err, errlen, QG_ERR_USAGE, "task '%s': ctx %d is longer than model '%s''s context %d", st->name,
+                           st->ctx, p->names[m], r->n_ctx[m]);
+    char *buf;
+    size_t n;
+    if ((rc = qg_read_file(suite_task_file(st, "data")->path, (size_t)1 << 32, &buf, &n, err, errlen))) return rc;
+    int32_t *ids[RUNNER_MAX_MODELS] = {0};
+    int64_t k[RUNNER_MAX_MODELS] = {0};
+    for (int m = 0; m < nm && !rc; m++) {
+        if ((rc = backend_tokenize(&r->b[m], buf, n, 1, &ids[m], &k[m]))) qg_errf(err, errlen, rc, "tokenizing failed");
+        else if (m > 0 && (k[m] != k[0] || memcmp(ids[m], ids[0], (size_t)k[0] * sizeof *ids[0]) != 0))
+            rc = qg_errf(err, errlen, QG_ERR_DATA, "task '%s': models '%s' and '%s' tokenize the text differently; "
+                         "a paired comparison needs the same tokens", st->name, p->names[0], p->names[m]);
+    }
+    free(buf);
+    struct lock_sink ks = {.r = r};
+    for (int m = 0; m < nm && !rc; m++) {
+        struct store_trial_new tr = {.run_id = r->run_id, .model_id = r->model_ids[m], .task_id = r->task_ids[t],
+                                     .repeat = repeat, .seed = (int64_t)p->seed + repeat};
+        if ((rc = store_trial_create(r->s, &tr, &ks.trials[m]))) qg_errf(err, errlen, rc, "%s", store_errmsg(r->s));
+    }
+    double *kld[RUNNER_MAX_MODELS] = {0};
+    int64_t n_kld = 0;
+    struct ppl_result res[RUNNER_MAX_MODELS];
+    const struct backend *bs[RUNNER_MAX_MODELS];
+    for (int m = 0; m < nm; m++) bs[m] = &r->b[m];
+    struct ppl_params pp = {.protocol = st->protocol, .n_ctx = st->ctx, .stride = st->stride, .max_windows = st->chunks};
+    if (!rc) rc = ppl_evaluate_lockstep(bs, nm, ids[0], k[0], &pp, on_window, &ks, kld, &n_kld, res, err, errlen);
+    int frc = flush(r, rc == QG_OK);
+    if (!rc) rc = frc;
+    for (int m = 0; m < nm && ks.trials[m]; m++) {
+        cJSON *mj = cJSON_CreateObject();
+        if (!rc) {
+            cJSON_AddNumberToObject(mj, "ppl", res[m].ppl);
+            cJSON_AddNumberToObject(mj, "ppl_se_cluster", res[m].ppl_se_cluster);
+            cJSON_AddNumberToObject(mj, "nll_mean", res[m].nll_mean);
+            cJSON_AddNumberToObject(mj, "bits_per_byte", res[m].bits_per_byte);
+            cJSON_AddNumberToObject(mj, "tokens_scored", (double)res[m].tokens);
+            if (m > 0 && n_kld > 0) {
+                double sum = 0;
+                for (int64_t i = 0; i < n_kld; i++) sum += kld[m][i];
+                qsort(kld[m], (size_t)n_kld, sizeof *kld[m], cmp_d);
+                cJSON_AddNumberToObject(mj, "kld_mean", sum / (double)n_kld);
+                cJSON_AddNumberToObject(mj, "kld_median", pct(kld[m], n_kld, 0.5));
+                cJSON_AddNumberToObject(mj, "kld_p90", pct(kld[m], n_kld, 0.9));
+                cJSON_AddNumberToObject(mj, "kld_p99", pct(kld[m], n_kld, 0.99));
+                cJSON_AddNumberToObject(mj, "kld_p999", pct(kld[m], n_kld, 0.999));
+                cJSON_AddNumberToObject(mj, "kld_max", kld[m][n_kld - 1]);
+                cJSON_AddNumberToObject(mj, "top1_agree", (double)ks.top1[m] / (double)ks.tokens[m]);
+                cJSON_AddNumberToObject(mj, "dp_mean", ks.dp[m] / (double)ks.tokens[m]);
+            }
+        }
+        int rc2 = finish_trial(r, ks.trials[m], rc == QG_OK, res[m].windows, res[m].tokens, 0, mj, rc ? err : NULL);
+        if (!rc && rc2) rc = qg_errf(err, errlen, rc2, "%s", store_errmsg(r->s));
+        if (!rc && !p->quiet) {
+            printf("  %-10s %-16s r%d %6lld windows  ppl %.4f", p->names[m], st->name, repeat, (long long)res[m].windows, res[m].ppl);
+            const cJSON *km = cJSON_GetObjectItem(mj, "kld_mean"), *t1 = cJSON_GetObjectItem(mj, "top1_agree");
+            if (m > 0 && km && t1) printf("  KLD mean %.6f  same top-1 %.2f%%", km->valuedouble, 100 * t1->valuedouble);
+            printf("\n");
+        }
+        cJSON_Delete(mj);
+    }
+    for (int m = 0; m < nm; m++) {
+        free(ids[m]);
+        free(kld[m]);
+    }
+    return rc;
+}
+
+static int run_single(struct runner *r, int t, int m, int repeat, char *err, size_t errlen)
+{
+    const struct suite_task *st = &r->suite->tasks[t];
+    struct store_trial_new tr = {.run_id = r->run_id, .model_id = r->model_ids[m], .task_id = r->task_ids[t],
+                                 .repeat = repeat, .seed = (int64_t)r->p->seed + repeat};
+    int64_t trial;
+    int rc = store_trial_create(r->s, &tr, &trial);
+    if (rc) return qg_errf(err, errlen, rc, "%s", store_errmsg(r->s));
+    struct row_sink k = {r, trial};
+    struct task_summary sum;
+    err[0] = '\0';
+    rc = task_run(st, &r->b[m], r->n_ctx[m], on_row, &k, &sum, err, errlen);
+    int frc = flush(r, rc == QG_OK);
+    if (!rc) rc = frc;
+    cJSON *mj = cJSON_CreateObject();
+    cJSON_AddNumberToObject(mj, sum.metric_name ? sum.metric_name : "metric", sum.metric);
+    if (sum.metric2_name && !isnan(sum.metric2)) cJSON_AddNumberToObject(mj, sum.metric2_name, sum.metric2);
+    int rc2 = finish_trial(r, trial, rc == QG_OK, sum.items, sum.tokens, sum.seconds, mj, rc ? (err[0] ? err : store_errmsg(r->s)) : NULL);
+    cJSON_Delete(mj);
+    if (!rc && rc2) rc = qg_errf(err, errlen, rc2, "%s", store_errmsg(r->s));
+    if (rc && !err[0]) qg_errf(err, errlen, rc, "%s", store_errmsg(r->s));
+    if (!rc && !r->p->quiet)
+        printf("  %-10s %-16s r%d %6lld items    %s %.4f\n", r->p->names[m], st->name, repeat, (long long)sum.items,
+               sum.metric_name, sum.metric);
+    return rc;
+}
+
+/* 1 when every trial of repeat 1 has exactly the rows of repeat 0 */
+static int repeats_identical(struct runner *r)
+{
+    for (int t = 0; t < r->suite->n_tasks; t++)
+        for (int m = 0; m < r->p->n_models; m++) {
+            int64_t a, b;
+            if (store_trial_find(r->s, r->run_id, r->p->names[m], r->task_ids[t], 0, &a, NULL) ||
+                store_trial_find(r->s, r->run_id, r->p->names[m], r->task_ids[t], 1, &b, NULL))
+                return 0;
+            struct store_row *x, *y;
+            int64_t nx, ny;
+            if (store_items_read(r->s, a, &x, &nx)) return 0;
+            if (store_items_read(r->s, b, &y, &ny)) {
+                free(x);
+                return 0;
+            }
+            int same = nx == ny;
+            for (int64_t i = 0; same && i < nx; i++)
+                same = x[i].idx == y[i].idx && strcmp(x[i].output_hash, y[i].output_hash) == 0 && x[i].correct == y[i].correct &&
+                       (x[i].nll == y[i].nll || (isnan(x[i].nll) && isnan(y[i].nll)));
+            free(x);
+            free(y);
+            if (!same) return 0;
+        }
+    return 1;
+}
+
+int runner_run(struct store *s, const struct runner_params *p, int64_t *run_id, char *err, size_t errlen)
+{
+    *run_id = 0;
+    struct runner r = {.s = s, .p = p};
+    err[0] = '\0';
+    int rc = suite_load(p->suite_path, p->allow_changed, &r.suite, err, errlen);
+    if (rc) return rc;
+    for (int m = 0; m < p->n_models && !rc; m++) {
+        struct backend_open_params bp = {.n_threads = p->threads};
+        if ((rc = backend_open(p->specs[m], &bp, &r.b[m], err, errlen))) break;
+        struct backend_info info;
+        backend_info(&r.b[m], &info);
+        r.n_ctx[m] = info.n_ctx_train;
+    }
+    if (!rc) rc = record_setup(&r, err, errlen);
+    *run_id = r.run_id;
+    progress_init(&r.pg, "run", p->quiet);
+    int deterministic = 0;
+    for (int rep = 0; rep < p->repeats && !rc; rep++) {
+        for (int t = 0; t < r.suite->n_tasks && !rc; t++) {
+            if (r.suite->tasks[t].kind == STORE_TASK_PERPLEXITY && p->n_models > 1) rc = run_lockstep(&r, t, rep, err, errlen);
+            else
+                for (int m = 0; m < p->n_models && !rc; m++) rc = run_single(&r, t, m, rep, err, errlen);
+        }
+        if (!rc && rep == 1 && repeats_identical(&r)) {
+            deterministic = 1;
+            if (!p->quiet && p->repeats > 2)
+                printf("  repeats 0 and 1 are identical: deterministic, skipping repeats 2..%d\n", p->repeats - 1);
+            break;
+        }
+    }
+    progress_done(&r.pg);
+    if (r.run_id) {
+        if (!rc && p->repeats > 1) store_run_mark_deterministic(s, r.run_id, deterministic);
+        store_run_set_status(s, r.run_id, rc ? STORE_RUN_FAILED : STORE_RUN_DONE);
+    }
+    for (int m = 0; m < p->n_models; m++) backend_close(&r.b[m]);
+    free(r.task_ids);
+    suite_free(r.suite);
+    return rc;
+}

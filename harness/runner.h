@@ -1,0 +1,42 @@
+/* runner — runs a suite on several models and stores every result.
+ *
+ * Every task x model x repeat is a trial; every window or item a row,
+ * written in transactions of RUNNER_BATCH rows (a run killed at any instant
+ * loses at most the batch in flight). All models are opened once (memory:
+ * the sum of their f32 weights). Perplexity tasks run the models in lockstep
+ * over the same windows: the first model is the baseline, and the others'
+ * rows carry per-window sums of KL(base || model), top-1 agreement and dp,
+ * with the per-token KLD distribution in the trial's metrics. Repeats: after
+ * the second, when every trial's rows equal the first's (local greedy runs
+ * are bit-identical), the run is recorded deterministic and the remaining
+ * repeats are skipped.
+ */
+#ifndef QG_RUNNER_H
+#define QG_RUNNER_H
+
+#include "harness/store.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RUNNER_BATCH 256
+#define RUNNER_MAX_MODELS 16
+
+struct runner_params {
+    const char *suite_path;
+    int allow_changed;
+    int n_models;
+    const char *names[RUNNER_MAX_MODELS]; /* the first is the baseline */
+    const char *specs[RUNNER_MAX_MODELS];
+    int repeats; /* >= 1 */
+    uint64_t seed;
+    int threads;
+    int quiet;
+    const char *command;
+};
+
+/* Runs and stores; *run_id is set as soon as the run exists (also on
+ * failure, when the run is marked failed). QG_OK or a status with err. */
+int runner_run(struct store *s, const struct runner_params *p, int64_t *run_id, char *err, size_t errlen);
+
+#endif
