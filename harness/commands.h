@@ -16,6 +16,8 @@ extern const struct cli_cmd cmd_tokenize_def;
 extern const struct cli_cmd cmd_generate_def;
 extern const struct cli_cmd cmd_suite_def;
 extern const struct cli_cmd cmd_run_def;
+extern const struct cli_cmd cmd_compare_def;
+extern const struct cli_cmd cmd_gate_def;
 
 /* The table, in help order; NULL-terminated. */
 extern const struct cli_cmd *const qg_commands[];
@@ -38,6 +40,11 @@ struct runner_params;
 char *cmd_command_line(const struct cli_args *a);
 /* Adds NAME=SPEC to p (names copied into buf[i]); 0 or an exit code. */
 int cmd_parse_model(const char *arg, struct runner_params *p, char (*buf)[128]);
+
+/* Compares two models of a run, prints (text or JSON), stores the comparison;
+ * *verdict gets the suite verdict. 0 or an exit code for errors. */
+int cmd_compare_models(struct store *s, int64_t run_id, const char *base, const char *cand, const char *policy_file,
+                       uint64_t seed, int json, const char *command, int *verdict);
 
 /* Prints a cJSON value to stdout (pretty) and frees it; returns an exit code. */
 int cmd_print_json(cJSON *v);

@@ -945,3 +945,17 @@ int store_run_mark_deterministic(struct store *s, int64_t run_id, int determinis
     sqlite3_bind_int64(st, 2, run_id);
     return step_done(s, st, "marking determinism", 0, NULL);
 }
+
+int store_run_suite_json(struct store *s, int64_t run_id, char **json)
+{
+    *json = NULL;
+    sqlite3_stmt *st;
+    int rc = prepare(s, "SELECT suite_json FROM runs WHERE id=?", &st);
+    if (rc) return rc;
+    sqlite3_bind_int64(st, 1, run_id);
+    rc = sqlite3_step(st);
+    int out = rc == SQLITE_ROW ? QG_OK : rc == SQLITE_DONE ? QG_ERR_NOTFOUND : db_fail(s, "reading a run");
+    if (!out && sqlite3_column_type(st, 0) != SQLITE_NULL) *json = qg_strdup((const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    return out;
+}

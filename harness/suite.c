@@ -283,8 +283,9 @@ static int load_task(struct ctx *c, int i, const cJSON *o, const char *dir, int 
     return hash_config(t, o);
 }
 
-static int load_policy(struct ctx *c, const cJSON *p, struct suite_policy *pol)
+int suite_policy_from_json(const cJSON *p, const char *where, struct suite_policy *pol, char *err, size_t errlen)
 {
+    struct ctx cc = {where, err, errlen}, *c = &cc;
     pol->margin_ppl = log(1.01);
     pol->margin_acc = 0.01;
     pol->alpha = 0.05;
@@ -356,7 +357,7 @@ int suite_load(const char *path, int allow_changed, struct suite **out, char *er
     }
     if (!rc) {
         s->name = qg_strdup(name);
-        rc = load_policy(&c, cJSON_GetObjectItemCaseSensitive(root, "policy"), &s->policy);
+        rc = suite_policy_from_json(cJSON_GetObjectItemCaseSensitive(root, "policy"), path, &s->policy, err, errlen);
     }
     if (!rc) {
         int nt = cJSON_GetArraySize(tasks);

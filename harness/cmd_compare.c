@@ -1,0 +1,224 @@
+/* cmd_compare — `qgate compare --baseline A --candidate B [--run ID]`: the
+ * verdict from the store alone; and the part `qgate gate` shares. */
+#include "harness/commands.h"
+#include "harness/status.h"
+#include "harness/suite.h"
+#include "harness/util.h"
+#include "metrics/verdict.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct cli_opt opts[] = {
+    {"baseline", 'b', CLI_STR, "NAME", "the baseline model's name in the run", 0},
+    {"candidate", 'c', CLI_STR, "NAME", "the candidate model's name in the run", 0},
+    {"run", 0, CLI_INT, "ID", "the run (default: the newest)", 0},
+    {"policy", 'p', CLI_STR, "FILE", "policy JSON (default: the suite's policy stored with the run)", 0},
+    {"seed", 0, CLI_INT, "N", "bootstrap seed (default 20261130)", 0},
+    {"format", 'f', CLI_STR, "text|json", "output format (default text)", 0},
+    CLI_OPT_DB,
+    CLI_OPT_END,
+};
+
+/* The policy: --policy FILE ({"policy": {...}} or the object itself), else
+ * the stored suite's, else the defaults. */
+static int load_policy(struct store *s, int64_t run_id, const char *file, struct suite_policy *pol, char *err, size_t errlen)
+{
+    cJSON *root = NULL;
+    const char *where = file;
+    if (file) {
+        char *text;
+        size_t n;
+        int rc = qg_read_file(file, 1 << 20, &text, &n, err, errlen);
+        if (rc) return rc;
+        root = cJSON_ParseWithLength(text, n);
+        free(text);
+        if (!root) return qg_errf(err, errlen, QG_ERR_DATA, "%s: invalid JSON", file);
+    } else {
+        char *sj = NULL;
+        if (store_run_suite_json(s, run_id, &sj) == QG_OK && sj) root = cJSON_Parse(sj);
+        free(sj);
+        where = "the run's suite";
+    }
+    const cJSON *pj = root ? cJSON_GetObjectItemCaseSensitive(root, "policy") : NULL;
+    if (!pj && root && file) pj = root;
+    int rc = suite_policy_from_json(pj, where ? where : "policy", pol, err, errlen);
+    cJSON_Delete(root);
+    return rc;
+}
+
+static cJSON *task_json(const struct verdict_task *v)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "task", v->name);
+    cJSON_AddStringToObject(o, "metric", v->metric);
+    cJSON_AddNumberToObject(o, "baseline", v->base_value);
+    cJSON_AddNumberToObject(o, "candidate", v->cand_value);
+    cJSON_AddNumberToObject(o, "delta", v->delta);
+    cJSON_AddNumberToObject(o, "ci_low", v->lo);
+    cJSON_AddNumberToObject(o, "ci_high", v->hi);
+    cJSON_AddNumberToObject(o, "se", v->se);
+    cJSON_AddNumberToObject(o, "margin", v->margin);
+    cJSON_AddNumberToObject(o, "noise", v->noise);
+    cJSON_AddNumberToObject(o, "mde", v->mde);
+    cJSON_AddNumberToObject(o, "p_value", v->p_value);
+    cJSON_AddNumberToObject(o, "p_holm", v->p_holm);
+    cJSON_AddNumberToObject(o, "units", (double)v->n_units);
+    cJSON_AddNumberToObject(o, "items", (double)v->n_items);
+    if (v->deterministic >= 0) cJSON_AddBoolToObject(o, "deterministic", v->deterministic);
+    if (v->kind != 0) {
+        cJSON_AddNumberToObject(o, "flips_b", (double)v->flips_b);
+        cJSON_AddNumberToObject(o, "flips_c", (double)v->flips_c);
+        cJSON_AddNumberToObject(o, "flip_rate_low", v->flip_lo);
+        cJSON_AddNumberToObject(o, "flip_rate_high", v->flip_hi);
+    } else {
+        cJSON_AddNumberToObject(o, "ppl_ratio", exp(v->delta));
+        if (v->has_kld) {
+            cJSON_AddNumberToObject(o, "kld_mean", v->kld_mean);
+            cJSON_AddNumberToObject(o, "kld_p99", v->kld_p99);
+            cJSON_AddNumberToObject(o, "kld_max", v->kld_max);
+            cJSON_AddNumberToObject(o, "same_top1", v->top1);
+            cJSON_AddNumberToObject(o, "dp_mean", v->dp_mean);
+        }
+    }
+    if (v->items_needed >= 0) cJSON_AddNumberToObject(o, "items_needed", (double)v->items_needed);
+    cJSON_AddStringToObject(o, "verdict", verdict_name(v->verdict));
+    cJSON_AddStringToObject(o, "reason", v->reason);
+    return o;
+}
+
+static void print_text(const char *base, const char *cand, int64_t run_id, const struct verdict_task *v, int n, int suite,
+                       const struct suite_policy *pol)
+{
+    int color = qg_use_color(1);
+    printf("%s vs %s (run %lld): one-sided alpha %.3g, power %.2g, %d bootstrap draws\n", cand, base, (long long)run_id,
+           pol->alpha, 1 - pol->beta, pol->bootstrap);
+    printf("%-16s %-13s %10s %10s %10s %23s %9s %9s %9s  %s\n", "task", "metric", "baseline", "candidate", "loss",
+           "interval (90%)", "margin", "noise", "MDE", "verdict");
+    for (int i = 0; i < n; i++) {
+        const struct verdict_task *t = &v[i];
+        char iv[64];
+        snprintf(iv, sizeof iv, "[%+.5f, %+.5f]", t->lo, t->hi);
+        const char *col = !color ? "" : t->verdict == VERDICT_PASS ? "\033[32m" : t->verdict == VERDICT_FAIL ? "\033[31m" : "\033[33m";
+        printf("%-16.16s %-13s %10.4f %10.4f %+10.5f %23s %9.5f %9.5f %9.5f  %s%s%s\n", t->name, t->metric, t->base_value,
+               t->cand_value, t->delta, iv, t->margin, t->noise, t->mde, col, verdict_name(t->verdict), color ? "\033[0m" : "");
+        if (t->kind == STORE_TASK_PERPLEXITY) {
+            printf("%17s PPL ratio %.5f (ln %+.5f +/- %.5f paired SE)", "", exp(t->delta), t->delta, t->se);
+            if (t->has_kld)
+                printf("; KLD mean %.6f, p99 %.6f, max %.4f; same top-1 %.2f%%; mean dp %+.5f", t->kld_mean, t->kld_p99, t->kld_max,
+                       100 * t->top1, t->dp_mean);
+            printf("\n");
+        } else {
+            printf("%17s flips %lld worse / %lld better of %lld (%.2f%%, 95%% %.2f-%.2f%%); McNemar p %.3g\n", "",
+                   (long long)t->flips_b, (long long)t->flips_c, (long long)t->n_items,
+                   100.0 * (double)(t->flips_b + t->flips_c) / (double)t->n_items, 100 * t->flip_lo, 100 * t->flip_hi, t->p_value);
+        }
+        printf("%17s %s%s; Holm-adjusted p %.3g\n", "", t->reason,
+               t->deterministic == 1 ? "; baseline repeats identical (deterministic)" : "", t->p_holm);
+    }
+    const char *col = !color ? "" : suite == VERDICT_PASS ? "\033[1;32m" : suite == VERDICT_FAIL ? "\033[1;31m" : "\033[1;33m";
+    printf("suite verdict: %s%s%s\n", col, verdict_name(suite), color ? "\033[0m" : "");
+}
+
+int cmd_compare_models(struct store *s, int64_t run_id, const char *base, const char *cand, const char *policy_file,
+                       uint64_t seed, int json, const char *command, int *verdict)
+{
+    char err[QG_ERRMSG_MAX];
+    struct verdict_params vp = {.seed = seed};
+    int rc = load_policy(s, run_id, policy_file, &vp.policy, err, sizeof err);
+    if (rc) return cmd_fail(rc, err);
+    struct verdict_task *v;
+    int n, suite;
+    if ((rc = verdict_compute(s, run_id, base, cand, &vp, &v, &n, &suite, err, sizeof err))) return cmd_fail(rc, err);
+    cJSON *pj = cJSON_CreateObject();
+    cJSON_AddNumberToObject(pj, "margin_ppl", vp.policy.margin_ppl);
+    cJSON_AddNumberToObject(pj, "margin_acc", vp.policy.margin_acc);
+    cJSON_AddNumberToObject(pj, "alpha", vp.policy.alpha);
+    cJSON_AddNumberToObject(pj, "beta", vp.policy.beta);
+    cJSON_AddNumberToObject(pj, "bootstrap", vp.policy.bootstrap);
+    cJSON *out = cJSON_CreateObject();
+    cJSON_AddNumberToObject(out, "run", (double)run_id);
+    cJSON_AddStringToObject(out, "baseline", base);
+    cJSON_AddStringToObject(out, "candidate", cand);
+    cJSON_AddNumberToObject(out, "bootstrap_seed", (double)seed);
+    cJSON_AddItemToObject(out, "policy", cJSON_Duplicate(pj, 1));
+    cJSON *arr = cJSON_AddArrayToObject(out, "tasks");
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, task_json(&v[i]));
+    cJSON_AddStringToObject(out, "verdict", verdict_name(suite));
+    /* store the comparison and its rows */
+    int64_t bm, cm, cid = 0;
+    char *pjs = cJSON_PrintUnformatted(pj), *sjs = cJSON_PrintUnformatted(out);
+    rc = store_model_find(s, run_id, base, &bm);
+    if (!rc) rc = store_model_find(s, run_id, cand, &cm);
+    struct store_comparison_new cn = {.run_id = run_id, .baseline_model_id = bm, .candidate_model_id = cm, .command = command,
+                                      .policy_json = pjs, .summary_json = sjs, .bootstrap_seed = (int64_t)seed,
+                                      .bootstrap_iters = vp.policy.bootstrap, .verdict = suite};
+    if (!rc) rc = store_begin(s);
+    if (!rc) rc = store_comparison_add(s, &cn, &cid);
+    for (int i = 0; i < n && !rc; i++) {
+        struct store_verdict_row r = {.comparison_id = cid, .task_id = v[i].task_id, .metric = v[i].metric,
+                                      .base_value = v[i].base_value, .cand_value = v[i].cand_value, .delta = v[i].delta,
+                                      .ci_low = v[i].lo, .ci_high = v[i].hi, .margin = v[i].margin, .noise = v[i].noise,
+                                      .p_value = v[i].p_value, .p_holm = v[i].p_holm, .mde = v[i].mde, .n_units = v[i].n_units,
+                                      .flips_b = v[i].kind ? v[i].flips_b : -1, .flips_c = v[i].kind ? v[i].flips_c : -1,
+                                      .items_needed = v[i].items_needed, .verdict = v[i].verdict, .reason = v[i].reason};
+        rc = store_verdict_row_add(s, &r);
+    }
+    if (!rc) rc = store_commit(s);
+    else store_rollback(s);
+    free(pjs);
+    free(sjs);
+    int code = 0;
+    if (rc) {
+        cJSON_Delete(out);
+        code = cmd_fail(rc, store_errmsg(s));
+    } else {
+        cJSON_AddNumberToObject(out, "comparison", (double)cid);
+        if (json) code = cmd_print_json(out);
+        else {
+            print_text(base, cand, run_id, v, n, suite, &vp.policy);
+            printf("stored as comparison %lld\n", (long long)cid);
+            cJSON_Delete(out);
+        }
+    }
+    cJSON_Delete(pj);
+    free(v);
+    *verdict = suite;
+    return code;
+}
+
+static int cmd_compare(const struct cli_args *a)
+{
+    const char *base = cli_str(a, "baseline"), *cand = cli_str(a, "candidate"), *fmt = cli_str(a, "format");
+    if (!base || !cand) return qg_error("'qgate compare' needs --baseline NAME and --candidate NAME"), QG_EX_USAGE;
+    if (fmt && strcmp(fmt, "text") && strcmp(fmt, "json")) return qg_error("--format must be text or json"), QG_EX_USAGE;
+    struct store *s;
+    int code = cmd_open_store(a, 0, &s);
+    if (code) return code;
+    int64_t run = cli_int(a, "run", 0);
+    int rc = run > 0 ? QG_OK : store_run_latest(s, &run);
+    if (rc) {
+        code = cmd_fail(rc, store_errmsg(s));
+    } else {
+        char *cmd = cmd_command_line(a);
+        int verdict = VERDICT_INCONCLUSIVE;
+        code = cmd_compare_models(s, run, base, cand, cli_str(a, "policy"), (uint64_t)cli_int(a, "seed", 20261130),
+                                  fmt && !strcmp(fmt, "json"), cmd, &verdict);
+        if (!code) code = verdict; /* 0 PASS, 1 FAIL, 2 INCONCLUSIVE */
+        free(cmd);
+    }
+    store_close(s);
+    return code;
+}
+
+const struct cli_cmd cmd_compare_def = {
+    .name = "compare",
+    .fn = cmd_compare,
+    .summary = "paired, noise-aware verdict of a candidate against a baseline from a stored run",
+    .description = "Exit 0 PASS (within the margin), 1 FAIL (a real drop beyond it), 2 INCONCLUSIVE;\n"
+                   "64-74 on errors. The comparison and its rows are stored.",
+    .opts = opts,
+    .min_pos = 0,
+    .max_pos = 0,
+};

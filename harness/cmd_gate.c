@@ -1,0 +1,81 @@
+/* cmd_gate — `qgate gate --suite S --baseline SPEC --candidate SPEC`: run and
+ * compare in one step, for CI. */
+#include "harness/commands.h"
+#include "harness/runner.h"
+#include "harness/status.h"
+#include "harness/util.h"
+#include "metrics/verdict.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const struct cli_opt opts[] = {
+    {"suite", 's', CLI_STR, "FILE", "the suite", 0},
+    {"baseline", 'b', CLI_STR, "SPEC", "the original model (PATH.gguf, or NAME=PATH.gguf)", 0},
+    {"candidate", 'c', CLI_STR, "SPEC", "a quantized model (repeatable)", 1},
+    {"repeats", 'r', CLI_INT, "R", "repeats (default 2: measures run-to-run noise, stops when identical)", 0},
+    {"policy", 'p', CLI_STR, "FILE", "policy JSON (default: the suite's)", 0},
+    {"seed", 0, CLI_INT, "N", "bootstrap seed (default 20261130)", 0},
+    CLI_OPT_DB,
+    {"threads", 't', CLI_INT, "T", "threads per model", 0},
+    {"allow-changed-data", 0, CLI_FLAG, NULL, "run even when data differs from the suite's pins", 0},
+    {"quiet", 'q', CLI_FLAG, NULL, "only the verdicts", 0},
+    CLI_OPT_END,
+};
+
+static int add_model(const char *spec, const char *default_name, struct runner_params *p, char (*buf)[128])
+{
+    if (strchr(spec, '=')) return cmd_parse_model(spec, p, buf);
+    char named[4400];
+    snprintf(named, sizeof named, "%s=%s", default_name, spec);
+    int code = cmd_parse_model(named, p, buf);
+    if (!code) p->specs[p->n_models - 1] = spec; /* point at argv, not the local copy */
+    return code;
+}
+
+static int cmd_gate(const struct cli_args *a)
+{
+    struct runner_params p = {.suite_path = cli_str(a, "suite"), .allow_changed = cli_flag(a, "allow-changed-data"),
+                              .repeats = (int)cli_int(a, "repeats", 2), .threads = (int)cli_int(a, "threads", 0),
+                              .quiet = 1};
+    if (!p.suite_path || !cli_str(a, "baseline") || cli_count(a, "candidate") == 0)
+        return qg_error("'qgate gate' needs --suite FILE, --baseline SPEC and --candidate SPEC"), QG_EX_USAGE;
+    if (p.repeats < 1 || p.repeats > 1000) return qg_error("--repeats must be 1..1000"), QG_EX_USAGE;
+    char names[RUNNER_MAX_MODELS][128];
+    int code = add_model(cli_str(a, "baseline"), "baseline", &p, names);
+    for (int i = 0; i < cli_count(a, "candidate") && !code; i++) {
+        char dn[32];
+        snprintf(dn, sizeof dn, cli_count(a, "candidate") == 1 ? "candidate" : "candidate%d", i + 1);
+        code = add_model(cli_nth(a, "candidate", i), dn, &p, names);
+    }
+    if (code) return code;
+    struct store *s;
+    if ((code = cmd_open_store(a, 0, &s))) return code;
+    char *cmd = cmd_command_line(a);
+    p.command = cmd;
+    char err[QG_ERRMSG_MAX];
+    int64_t run_id;
+    if (!cli_flag(a, "quiet")) printf("qgate gate: running %s on %d models (%d repeats)...\n", p.suite_path, p.n_models, p.repeats);
+    int rc = runner_run(s, &p, &run_id, err, sizeof err);
+    int worst = VERDICT_PASS;
+    if (rc) code = cmd_fail(rc, err);
+    for (int i = 1; i < p.n_models && !code; i++) {
+        int v = VERDICT_INCONCLUSIVE;
+        code = cmd_compare_models(s, run_id, p.names[0], p.names[i], cli_str(a, "policy"),
+                                  (uint64_t)cli_int(a, "seed", 20261130), 0, cmd, &v);
+        if (!code && (v == VERDICT_FAIL || (v == VERDICT_INCONCLUSIVE && worst == VERDICT_PASS))) worst = v;
+        printf("\n");
+    }
+    free(cmd);
+    store_close(s);
+    return code ? code : worst;
+}
+
+const struct cli_cmd cmd_gate_def = {
+    .name = "gate",
+    .fn = cmd_gate,
+    .summary = "run a suite on a baseline and candidates and decide: exit 0 PASS, 1 FAIL, 2 INCONCLUSIVE",
+    .opts = opts,
+    .min_pos = 0,
+    .max_pos = 0,
+};
