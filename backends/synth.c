@@ -18,6 +18,7 @@ struct synth_params synth_default_params(void)
         .arch = "llama", .name = "qgate-synth", .n_vocab = 320, .dim = 64, .n_layers = 2,
         .n_heads = 4, .n_kv_heads = 2, .ffn = 96, .ctx = 128, .rope_dims = 0,
         .rms_eps = 1e-5f, .rope_theta = 10000.0f, .wtype = GGML_F32, .tied_output = 0, .seed = 1,
+        .byte_fallback = 1,
         .logit_scale = 1.0f,
     };
     return p;
@@ -44,8 +45,9 @@ static const char *const words[] = {
 };
 
 /* Fills the vocabulary: specials, byte tokens, "▁"+word and plain letter pieces. */
-static int build_vocab(int n, char ***toks_out, float **scores_out, int32_t **types_out)
+static int build_vocab(int n, int bytes, char ***toks_out, float **scores_out, int32_t **types_out)
 {
+    int first_piece = bytes ? 259 : 3;
     char **toks = calloc((size_t)n, sizeof *toks);
     float *scores = calloc((size_t)n, sizeof *scores);
     int32_t *types = calloc((size_t)n, sizeof *types);
@@ -57,11 +59,11 @@ static int build_vocab(int n, char ***toks_out, float **scores_out, int32_t **ty
         if (i < 3) {
             snprintf(piece, sizeof piece, "%s", specials[i]);
             type = i == 0 ? 2 : 3; /* unknown, control */
-        } else if (i < 259) {
+        } else if (i < first_piece) {
             snprintf(piece, sizeof piece, "<0x%02X>", i - 3);
             type = 6; /* byte */
         } else {
-            int k = i - 259;
+            int k = i - first_piece;
             int nw = (int)(sizeof words / sizeof *words);
             if (k == 0)
                 snprintf(piece, sizeof piece, "\xe2\x96\x81");
@@ -73,7 +75,7 @@ static int build_vocab(int n, char ***toks_out, float **scores_out, int32_t **ty
                 snprintf(piece, sizeof piece, "\xe2\x96\x81w%d", k - 27 - nw);
         }
         if (!(toks[i] = qg_strdup(piece))) goto fail;
-        scores[i] = i < 259 ? 0.0f : -(float)(i - 259);
+        scores[i] = i < first_piece ? 0.0f : -(float)(i - first_piece);
         types[i] = type;
     }
     *toks_out = toks;
@@ -139,9 +141,9 @@ static int check_params(const struct synth_params *p, char *err, size_t errlen)
         return qg_errf(err, errlen, QG_ERR_USAGE, "synth: weight type must be F32, F16, Q8_0, Q4_0 or Q4_K");
     if (!p->arch || !*p->arch || strlen(p->arch) > 32)
         return qg_errf(err, errlen, QG_ERR_USAGE, "synth: architecture name must be 1..32 bytes");
-    if (p->n_vocab < 259 || p->dim <= 0 || p->n_layers <= 0 || p->n_heads <= 0 ||
+    if (p->n_vocab < (p->byte_fallback ? 259 : 4) || p->dim <= 0 || p->n_layers <= 0 || p->n_heads <= 0 ||
         p->n_kv_heads <= 0 || p->ffn <= 0 || p->ctx <= 0)
-        return qg_errf(err, errlen, QG_ERR_USAGE, "synth: sizes must be positive (vocab >= 259)");
+        return qg_errf(err, errlen, QG_ERR_USAGE, "synth: sizes must be positive (vocab >= 259 with byte fallback)");
     if (p->dim % p->n_heads || p->n_heads % p->n_kv_heads)
         return qg_errf(err, errlen, QG_ERR_USAGE,
                        "synth: dim must divide by heads and heads by kv heads");
@@ -183,7 +185,7 @@ static int write_metadata(struct gguf_writer *w, const struct synth_params *p)
     char **toks = NULL;
     float *scores = NULL;
     int32_t *types = NULL;
-    if (!rc) rc = build_vocab(p->n_vocab, &toks, &scores, &types);
+    if (!rc) rc = build_vocab(p->n_vocab, p->byte_fallback, &toks, &scores, &types);
     if (!rc) rc = gguf_writer_set_str(w, "tokenizer.ggml.model", "llama");
     if (!rc) rc = gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)toks, (uint64_t)p->n_vocab);
     if (!rc) rc = gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_F32, scores, (uint64_t)p->n_vocab);

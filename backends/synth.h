@@ -11,7 +11,9 @@
 struct synth_params {
     const char *arch; /* "llama" or "qwen2" (adds q/k/v biases) */
     const char *name; /* general.name */
-    int n_vocab;      /* >= 259: <unk>,<s>,</s>, 256 byte tokens, then word pieces */
+    int n_vocab;      /* <unk>,<s>,</s>, 256 byte tokens (unless byte_fallback is 0),
+                       * then "▁", a-z and word pieces; >= 259 with byte fallback */
+    int byte_fallback; /* 1 (default): <0xXX> tokens; 0: none (unknown text is <unk>) */
     int dim, n_layers, n_heads, n_kv_heads, ffn, ctx;
     int rope_dims;    /* 0 = head size */
     float rms_eps, rope_theta;

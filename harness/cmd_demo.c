@@ -1,112 +1,95 @@
 /* cmd_demo — `qgate demo`: the built-in end-to-end example, no downloads.
  *
- * Generates a small seeded Llama model stored as F32 (the "original") and as
- * F16, Q8_0 and Q4_0 (the quantized candidates), samples a corpus from the
- * original with a fixed seed, and scores every variant on it with the
- * rolling protocol: PPL with its per-window standard error and the paired
- * log-PPL difference against the original. The statistical verdict (noise
- * floor, margin, PASS/FAIL) joins the demo when the runner exists.
+ * Generates a small seeded Llama model with a character-level vocabulary
+ * (so that text sampled from it tokenizes back into the same tokens) stored
+ * as F32 (the original) and as Q8_0 and Q4_0 (the quantized candidates),
+ * samples a corpus from the original, writes a suite that pins it, and runs
+ * exactly what `qgate gate` runs: all models in lockstep over the corpus
+ * (paired per window, with KL divergence and top-1 agreement), two repeats
+ * to measure run-to-run noise, then the verdict of each candidate. Q8_0 is
+ * expected to pass and Q4_0 to fail (they do with the default seed; other
+ * seeds make other models). Exit 0 when the demo ran, whatever the verdicts.
  */
 #include "backends/backend.h"
 #include "backends/ggml_types.h"
-#include "backends/gguf.h"
-#include "backends/model_info.h"
 #include "backends/synth.h"
+#include "datasets/hash.h"
+#include "datasets/reader.h"
 #include "harness/commands.h"
+#include "harness/runner.h"
 #include "harness/status.h"
 #include "harness/util.h"
-#include "tasks/perplexity.h"
+#include "metrics/verdict.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const struct cli_opt opts[] = {
-    {"dir", 'd', CLI_STR, "DIR", "where to write the demo models and corpus (default ./qgate-demo)", 0},
+    {"dir", 'd', CLI_STR, "DIR", "where to write the models, corpus, suite and database (default ./qgate-demo)", 0},
     {"seed", 0, CLI_INT, "N", "seed of the random weights and of the corpus (default 1)", 0},
     CLI_OPT_END,
 };
 
 static const struct {
-    const char *file;
+    const char *name, *file;
     uint32_t type;
-} variants[] = {{"base-f32.gguf", GGML_F32}, {"cand-f16.gguf", GGML_F16}, {"cand-q8_0.gguf", GGML_Q8_0},
-                {"cand-q4_0.gguf", GGML_Q4_0}};
-enum { N_VARIANTS = 4, CTX = 128 };
+} variants[] = {{"f32", "base-f32.gguf", GGML_F32}, {"q8_0", "cand-q8_0.gguf", GGML_Q8_0}, {"q4_0", "cand-q4_0.gguf", GGML_Q4_0}};
+enum { N_VARIANTS = 3, CTX = 128 };
 
-/* Samples a corpus from the base model: BOS, then 32 continuations of up to
- * 120 tokens each. The token stream is what every model is scored on (the
- * synthetic vocabulary does not re-tokenize its own text identically); the
- * text goes to `path` for people to look at. */
-static int make_corpus(const char *model, const char *path, uint64_t seed, int32_t **ids, int64_t *n,
-                       char *err, size_t errlen)
+/* Samples paragraphs from the original until there are 6000 bytes (at most
+ * 400 paragraphs: a paragraph ends early when EOS is drawn). */
+static int make_corpus(const char *model, const char *path, uint64_t seed, char *err, size_t errlen)
 {
     struct backend b;
-    struct backend_open_params bp = {.n_ctx = CTX};
+    struct backend_open_params bp = {.n_ctx = CTX, .n_threads = 1};
     int rc = backend_open(model, &bp, &b, err, errlen);
     if (rc) return rc;
-    struct sbuf text;
-    sbuf_init(&text, 0);
     struct backend_info info;
     backend_info(&b, &info);
-    int64_t cap = 1 + 32 * 120;
-    *ids = malloc((size_t)cap * sizeof **ids);
-    *n = 0;
-    if (!*ids) rc = QG_ERR_NOMEM;
-    else (*ids)[(*n)++] = info.bos;
-    for (int i = 0; i < 32 && !rc; i++) {
+    struct sbuf text;
+    sbuf_init(&text, 0);
+    for (int i = 0; i < 400 && text.len < 6000 && !rc; i++) {
         struct backend_gen_params gp = {.max_tokens = 120, .temperature = 1.0f, .top_p = 1.0f, .seed = seed * 1000 + (uint64_t)i};
         char *t = NULL;
-        int32_t *g = NULL;
-        int64_t ng = 0;
-        rc = backend_generate(&b, &info.bos, 1, &gp, &t, &g, &ng);
-        if (!rc) {
-            sbuf_printf(&text, "%s\n", t);
-            for (int64_t k = 0; k < ng && *n < cap; k++) (*ids)[(*n)++] = g[k];
+        rc = backend_generate(&b, &info.bos, 1, &gp, &t, NULL, NULL);
+        for (size_t k = 0, n = t ? strlen(t) : 0; !rc && k < n;) {
+            size_t bad;
+            if (utf8_valid(t + k, n - k, &bad)) {
+                sbuf_append(&text, t + k, n - k);
+                break;
+            }
+            sbuf_append(&text, t + k, bad);
+            k += bad + 1; /* drop the invalid byte */
         }
+        if (!rc) sbuf_append(&text, "\n", 1);
         free(t);
-        free(g);
     }
     if (!rc) {
         FILE *f = fopen(path, "wb");
         if (!f || fwrite(text.data, 1, text.len, f) != text.len) rc = qg_errf(err, errlen, QG_ERR_CANTCREAT, "%s: cannot write", path);
         if (f && fclose(f) != 0) rc = qg_errf(err, errlen, QG_ERR_IO, "%s: write failed", path);
-    } else {
-        qg_errf(err, errlen, rc, "sampling the corpus failed: %s", backend_errmsg(&b));
     }
     sbuf_release(&text);
     backend_close(&b);
     return rc;
 }
 
-/* Scores path on the token stream with the rolling protocol. */
-static int score(const char *path, const int32_t *ids, int64_t n, struct ppl_run *r, char *err, size_t errlen)
+static int write_suite(const char *path, const char *corpus_sha, char *err, size_t errlen)
 {
-    struct backend b;
-    struct backend_open_params bp = {.n_ctx = CTX};
-    int rc = backend_open(path, &bp, &b, err, errlen);
-    if (rc) return rc;
-    struct ppl_params p = {.protocol = PPL_ROLLING, .n_ctx = CTX};
-    rc = ppl_evaluate(&b, ids, n, &p, NULL, NULL, r, err, errlen);
-    backend_close(&b);
-    return rc;
-}
-
-static void stored_types(const char *path, char *out, size_t n)
-{
-    struct gguf *g;
-    char err[QG_ERRMSG_MAX];
-    out[0] = '\0';
-    if (gguf_open(path, &g, err, sizeof err)) return;
-    struct model_info m;
-    model_info_read(g, &m);
-    size_t k = 0;
-    for (int i = 0; i < m.n_types && k < n; i++)
-        k += (size_t)snprintf(out + k, n - k, "%s%s x%lld", i ? ", " : "", ggml_type_name(m.types[i].type),
-                              (long long)m.types[i].count);
-    gguf_close(g);
+    FILE *f = fopen(path, "wb");
+    if (!f) return qg_errf(err, errlen, QG_ERR_CANTCREAT, "%s: %s", path, strerror(errno));
+    fprintf(f,
+            "{\n  \"name\": \"demo\",\n"
+            "  \"description\": \"Text sampled from the demo's F32 model; written by qgate demo.\",\n"
+            "  \"policy\": {\"margin_ppl\": 0.00995, \"alpha\": 0.05, \"beta\": 0.2, \"bootstrap\": 10000},\n"
+            "  \"tasks\": [\n"
+            "    {\"name\": \"sampled-text\", \"kind\": \"perplexity\", \"data\": \"corpus.txt\",\n"
+            "     \"sha256\": \"%s\", \"protocol\": \"rolling\", \"ctx\": %d, \"critical\": true}\n  ]\n}\n",
+            corpus_sha, CTX);
+    return fclose(f) == 0 ? QG_OK : qg_errf(err, errlen, QG_ERR_IO, "%s: write failed", path);
 }
 
 static int cmd_demo(const struct cli_args *a)
@@ -115,73 +98,72 @@ static int cmd_demo(const struct cli_args *a)
     int64_t seed = cli_int(a, "seed", 1);
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
         return qg_error("cannot create '%s': %s", dir, strerror(errno)), QG_EX_CANTCREAT;
-    char paths[N_VARIANTS][4096], corpus[4096], err[QG_ERRMSG_MAX];
+    char paths[N_VARIANTS][4096], corpus[4096], suite[4096], db[4096], err[QG_ERRMSG_MAX];
     for (int i = 0; i < N_VARIANTS; i++) {
         struct synth_params p = synth_default_params();
         p.seed = (uint64_t)seed;
         p.wtype = variants[i].type;
         p.name = "qgate-demo";
-        p.logit_scale = 24.0f; /* peaked, language-like next-token distributions */
+        p.n_vocab = 30;        /* <unk> <s> </s>, "▁" and a-z: character level, no bytes */
+        p.byte_fallback = 0;
+        p.logit_scale = 12.0f; /* peaked, language-like next-token distributions */
         snprintf(paths[i], sizeof paths[i], "%s/%s", dir, variants[i].file);
         int rc = synth_write(&p, paths[i], err, sizeof err);
         if (rc) return cmd_fail(rc, err);
     }
     snprintf(corpus, sizeof corpus, "%s/corpus.txt", dir);
-    int32_t *ids = NULL;
-    int64_t n_ids = 0;
-    int rc = make_corpus(paths[0], corpus, (uint64_t)seed, &ids, &n_ids, err, sizeof err);
-    if (rc) {
-        free(ids);
-        return cmd_fail(rc, err);
-    }
-    printf("qgate demo: one seeded Llama model (dim 64, 2 layers, vocab 320) stored four ways,\n"
-           "scored on %lld tokens sampled from the F32 model (text in %s),\nrolling protocol, ctx %d.\n\n",
-           (long long)n_ids, corpus, CTX);
-    printf("%-28s %-24s %10s %10s %14s %16s\n", "model", "stored tensors", "PPL", "+/- (SE)", "ln PPL ratio",
-           "+/- (paired SE)");
-    struct ppl_run base = {0};
+    snprintf(suite, sizeof suite, "%s/suite.json", dir);
+    snprintf(db, sizeof db, "%s/demo.db", dir);
+    char sha[HASH_HEX_LEN + 1];
+    int rc = make_corpus(paths[0], corpus, (uint64_t)seed, err, sizeof err);
+    if (!rc) rc = hash_sha256_file(corpus, sha, err, sizeof err);
+    if (!rc) rc = write_suite(suite, sha, err, sizeof err);
+    if (rc) return cmd_fail(rc, err);
+    printf("qgate demo: a seeded Llama model (dim 64, 2 layers, character vocabulary) stored as\n"
+           "F32 (the original), Q8_0 and Q4_0; %s holds text sampled from the original.\n"
+           "Running what this command runs:\n"
+           "  qgate gate --suite %s --baseline f32=%s --candidate q8_0=%s --candidate q4_0=%s --db %s\n\n",
+           corpus, suite, paths[0], paths[1], paths[2], db);
+    unlink(db); /* a fresh database each time */
+    char wal[4200];
+    snprintf(wal, sizeof wal, "%s-wal", db);
+    unlink(wal);
+    snprintf(wal, sizeof wal, "%s-shm", db);
+    unlink(wal);
+    char spare[4200];
+    struct store *s;
+    struct store_params sp = store_default_params();
+    if ((rc = store_open(db, &sp, &s, err, sizeof err))) return cmd_fail(rc, err);
+    struct runner_params p = {.suite_path = suite, .repeats = 2, .threads = 1, .quiet = 1,
+                              .command = "qgate demo"};
     for (int i = 0; i < N_VARIANTS; i++) {
-        struct ppl_run r;
-        if ((rc = score(paths[i], ids, n_ids, &r, err, sizeof err))) {
-            ppl_run_release(&base);
-            free(ids);
-            return cmd_fail(rc, err);
-        }
-        char types[96];
-        stored_types(paths[i], types, sizeof types);
-        printf("%-28s %-24s %10.4f %10.4f", paths[i], types, r.result.ppl, r.result.ppl_se_cluster);
-        if (i == 0) {
-            printf(" %14s %16s\n", "(baseline)", "");
-            base = r;
-            continue;
-        }
-        /* paired over windows: d_w = (NLL_cand - NLL_base) per window */
-        double sum_d = 0, sum_d2 = 0, tokens = 0;
-        int64_t W = r.n_windows < base.n_windows ? r.n_windows : base.n_windows;
-        for (int64_t w = 0; w < W; w++) {
-            double d = r.windows[w].nll - base.windows[w].nll;
-            sum_d += d;
-            sum_d2 += d * d;
-            tokens += (double)r.windows[w].tokens;
-        }
-        double mean = sum_d / tokens; /* per token */
-        double var = W > 1 ? (sum_d2 - sum_d * sum_d / (double)W) / (double)(W - 1) : NAN;
-        double se = sqrt(var * (double)W) / tokens;
-        printf(" %+14.6f %16.6f\n", mean, se);
-        ppl_run_release(&r);
+        p.names[i] = variants[i].name;
+        p.specs[i] = paths[i];
     }
-    ppl_run_release(&base);
-    free(ids);
-    printf("\nA positive ln PPL ratio is a quality loss; compare it with its paired standard error.\n"
-           "Next: 'qgate inspect %s' shows a file in full; 'qgate ppl MODEL --text FILE' scores your own.\n",
-           paths[3]);
+    p.n_models = N_VARIANTS;
+    int64_t run_id;
+    int code = 0;
+    if ((rc = runner_run(s, &p, &run_id, err, sizeof err))) code = cmd_fail(rc, err);
+    int verdicts[N_VARIANTS] = {0};
+    for (int i = 1; i < N_VARIANTS && !code; i++) {
+        code = cmd_compare_models(s, run_id, variants[0].name, variants[i].name, NULL, 20261130, 0, "qgate demo", &verdicts[i]);
+        printf("\n");
+    }
+    store_close(s);
+    (void)spare;
+    if (code) return code;
+    int as_expected = verdicts[1] == VERDICT_PASS && verdicts[2] == VERDICT_FAIL;
+    printf("q8_0: %s, q4_0: %s%s\n", verdict_name(verdicts[1]), verdict_name(verdicts[2]),
+           as_expected ? " — as expected: 8-bit storage is within the margin, 4-bit is a real drop" : " (not the expected PASS/FAIL)");
+    printf("Next: 'qgate show 1 --db %s' lists the trials; 'qgate compare --db %s --baseline f32 --candidate q4_0\n"
+           "--format json' gives the numbers; suites/default/suite.json checks a real small model.\n", db, db);
     return 0;
 }
 
 const struct cli_cmd cmd_demo_def = {
     .name = "demo",
     .fn = cmd_demo,
-    .summary = "built-in end-to-end example (no downloads): original vs quantized models, perplexity",
+    .summary = "built-in end-to-end example, no downloads: a generated model, quantized twice, gated",
     .opts = opts,
     .min_pos = 0,
     .max_pos = 0,

@@ -85,6 +85,26 @@ double stats_mcnemar(int64_t b, int64_t c)
     return p > 1 ? 1 : p;
 }
 
+void stats_newcombe_paired(int64_t a, int64_t b, int64_t c, int64_t d, double z, double *lo, double *hi)
+{
+    int64_t n = a + b + c + d;
+    if (n <= 0) {
+        *lo = -1;
+        *hi = 1;
+        return;
+    }
+    double N = (double)n, p1 = (double)(a + b) / N, p2 = (double)(a + c) / N, l1, u1, l2, u2;
+    stats_wilson(a + b, n, z, &l1, &u1);
+    stats_wilson(a + c, n, z, &l2, &u2);
+    double den = sqrt((double)(a + b) * (double)(c + d) * (double)(a + c) * (double)(b + d));
+    double phi = den > 0 ? ((double)a * (double)d - (double)b * (double)c) / den : 0;
+    double delta = p1 - p2;
+    double dl = (p1 - l1) * (p1 - l1) - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) * (u2 - p2);
+    double du = (u1 - p1) * (u1 - p1) - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) * (p2 - l2);
+    *lo = delta - sqrt(fmax(dl, 0));
+    *hi = delta + sqrt(fmax(du, 0));
+}
+
 struct pidx {
     double p;
     int i;

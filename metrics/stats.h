@@ -27,6 +27,13 @@ double stats_mcnemar(int64_t b, int64_t c);
 /* Holm step-down adjustment of n p-values (adj may alias p). */
 void stats_holm(const double *p, int n, double *adj);
 
+/* Newcombe's hybrid score interval (1998, method 10) for the difference of
+ * two paired proportions p1 - p2 = (b - c)/n, from the 2x2 table a (both
+ * 1), b (first only), c (second only), d (neither), at normal quantile z.
+ * Built from the Wilson intervals of p1 and p2 and the phi correlation;
+ * behaves with zero cells, where a bootstrap or Wald interval collapses. */
+void stats_newcombe_paired(int64_t a, int64_t b, int64_t c, int64_t d, double z, double *lo, double *hi);
+
 struct boot_result {
     double estimate; /* sum(loss) / sum(size) over all units */
     double lo, hi;   /* percentile interval */

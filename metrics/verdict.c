@@ -197,6 +197,14 @@ static int compare_task(struct store *s, int64_t run, const char *base, const ch
     v->hi = br.hi;
     v->se = br.se;
     double za = stats_norm_ppf(1 - alpha), zb = stats_norm_ppf(1 - p->policy.beta);
+    if (!ppl && v->n_units == v->n_items) {
+        /* items are the units: Newcombe's paired score interval, sound with
+         * few or no discordant pairs (a bootstrap collapses to a point) */
+        int64_t base_ok = (int64_t)llround(v->base_value * (double)v->n_items); /* base correct = a + b */
+        int64_t a = base_ok - v->flips_b, d = v->n_items - a - v->flips_b - v->flips_c;
+        stats_newcombe_paired(a, v->flips_b, v->flips_c, d, za, &v->lo, &v->hi);
+        v->se = fmax(v->se, (v->hi - v->lo) / (2 * za));
+    }
     v->mde = (za + zb) * v->se;
     v->items_needed = -1;
     if (ppl) {

@@ -6,7 +6,8 @@
  * sum(NLL_cand - NLL_base) / sum(tokens)) and the item — or its cluster
  * (passage, subject) — for accuracy and exact match (loss = accuracy drop).
  * Interval: paired cluster bootstrap, percentile, two-sided 1 - 2 alpha
- * (90 % for alpha 0.05), seeded. Noise floor: the baseline's own repeat 1
+ * (90 % for alpha 0.05), seeded; for binary metrics on single items,
+ * Newcombe's paired score interval instead (sound with zero cells). Noise floor: the baseline's own repeat 1
  * against its repeat 0 (0 and flagged when they are identical). Margin
  * delta = max(policy margin, noise). MDE = (z_{1-alpha} + z_{1-beta}) SE.
  *   PASS: upper bound <= delta.  FAIL: lower bound > delta.

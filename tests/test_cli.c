@@ -123,23 +123,14 @@ TEST(cli_demo)
     const char *dir = t_path("demo");
     ASSERT_OK(t_qgate(&o, "demo", "--dir", dir, NULL));
     ASSERT_EQ(o.code, 0);
-    ASSERT_CONTAINS(o.out, "base-f32.gguf");
-    ASSERT_CONTAINS(o.out, "Q8_0 x16");
-    ASSERT_CONTAINS(o.out, "(baseline)");
-    /* the Q4_0 row's log-PPL ratio is a real, positive loss well beyond its SE */
-    const char *q4 = strstr(o.out, "cand-q4_0.gguf ");
-    ASSERT(q4);
-    double ppl, se, ratio, rse;
-    char types[64];
-    ASSERT_EQ(sscanf(q4, "%*s Q4_0 x16, F32 x5 %lf %lf %lf %lf", &ppl, &se, &ratio, &rse), 4);
-    (void)types;
-    ASSERT(ratio > 3 * rse && ratio > 0.05);
+    ASSERT_CONTAINS(o.out, "qgate gate --suite");
+    ASSERT_CONTAINS(o.out, "suite verdict:");
     t_out_free(&o);
     char p[4096];
-    snprintf(p, sizeof p, "%s/cand-f16.gguf", dir);
+    snprintf(p, sizeof p, "%s/cand-q4_0.gguf", dir);
     ASSERT_OK(t_qgate(&o, "inspect", p, NULL));
     ASSERT_EQ(o.code, 0);
-    ASSERT_CONTAINS(o.out, "F16");
+    ASSERT_CONTAINS(o.out, "Q4_0");
     t_out_free(&o);
     return 0;
 }

@@ -89,3 +89,22 @@ TEST(stats_bootstrap)
     ASSERT_EQ(stats_bootstrap_ratio(loss, size, 0, 1000, 1, 0.9, &r), -1);
     return 0;
 }
+
+TEST(stats_newcombe_interval)
+{
+    /* Newcombe (1998b) method 10 on a=36 b=12 c=2 d=0 (n=50), 95%: the values of
+     * the published formula L = D - sqrt((p1-l1)^2 - 2 phi (p1-l1)(u2-p2) + (u2-p2)^2),
+     * U likewise, evaluated independently in Python (Wilson limits l, u; phi =
+     * (ad - bc)/sqrt((a+b)(c+d)(a+c)(b+d))) */
+    double lo, hi;
+    stats_newcombe_paired(36, 12, 2, 0, 1.959963984540054, &lo, &hi);
+    ASSERT_NEAR(lo, 0.05692958400323869, 1e-12);
+    ASSERT_NEAR(hi, 0.3404276029749407, 1e-12);
+    /* no discordant pairs in 20 items: not a point, and wider than 1 point */
+    stats_newcombe_paired(6, 0, 0, 14, 1.6448536269514722, &lo, &hi);
+    ASSERT(lo < -0.01 && hi > 0.01);
+    /* 10,000 items, none discordant: the interval is narrow */
+    stats_newcombe_paired(3000, 0, 0, 7000, 1.6448536269514722, &lo, &hi);
+    ASSERT(hi < 0.002 && lo > -0.002);
+    return 0;
+}

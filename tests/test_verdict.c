@@ -1,0 +1,138 @@
+/* test_verdict — runs, comparisons and gates end to end. */
+#include "backends/ggml_types.h"
+#include "backends/synth.h"
+#include "datasets/hash.h"
+#include "harness/status.h"
+#include "harness/util.h"
+#include "tests/test.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+
+static int write_text(const char *name, const char *text)
+{
+    return t_write_file(t_path(name), text, strlen(text));
+}
+
+TEST(verdict_stories_f16_pass_tq2_fail)
+{
+    if (!t_shared("models/stories260K/gguf/stories260K-F32.gguf") || !t_shared("data/tinystories_valid_head.txt"))
+        SKIP("../shared stories260K model or data is absent");
+    char dir[4096], text[4096], suite[8192], m[3][4400], err[QG_ERRMSG_MAX], sha[65];
+    snprintf(dir, sizeof dir, "%s", t_shared("models/stories260K/gguf"));
+    snprintf(text, sizeof text, "%s", t_shared("data/tinystories_valid_head.txt"));
+    ASSERT_OK(hash_sha256_file(text, sha, err, sizeof err));
+    snprintf(suite, sizeof suite,
+             "{\"name\":\"tiny\",\"tasks\":[{\"name\":\"tinystories\",\"kind\":\"perplexity\",\"data\":\"%s\","
+             "\"sha256\":\"%s\",\"ctx\":128,\"chunks\":400}]}", text, sha);
+    ASSERT_OK(write_text("suite.json", suite));
+    snprintf(m[0], sizeof m[0], "f32=%s/stories260K-F32.gguf", dir);
+    snprintf(m[1], sizeof m[1], "f16=%s/stories260K-F16.gguf", dir);
+    snprintf(m[2], sizeof m[2], "tq2=%s/stories260K-TQ2_0.gguf", dir);
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", m[0], "--model", m[1], "--model", m[2],
+                      "--repeats", "2", "--db", t_path("v.db"), NULL));
+    if (o.code != 0) T_FAIL_("run: exit %d: %s", o.code, o.err);
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "compare", "--baseline", "f32", "--candidate", "f16", "--db", t_path("v.db"), NULL));
+    printf("%s", o.out);
+    ASSERT_EQ(o.code, 0); /* PASS */
+    ASSERT_CONTAINS(o.out, "PASS");
+    ASSERT_CONTAINS(o.out, "KLD mean");
+    ASSERT_CONTAINS(o.out, "same top-1");
+    ASSERT_CONTAINS(o.out, "PPL ratio");
+    ASSERT_CONTAINS(o.out, "deterministic");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "compare", "--baseline", "f32", "--candidate", "tq2", "--db", t_path("v.db"), "--format", "json", NULL));
+    ASSERT_EQ(o.code, 1); /* FAIL */
+    cJSON *j = cJSON_Parse(o.out);
+    ASSERT(j);
+    ASSERT_STR_EQ(cJSON_GetObjectItem(j, "verdict")->valuestring, "FAIL");
+    cJSON *t = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "tasks"), 0);
+    ASSERT(cJSON_GetObjectItem(t, "ci_low")->valuedouble > cJSON_GetObjectItem(t, "margin")->valuedouble);
+    ASSERT(cJSON_GetObjectItem(t, "kld_mean")->valuedouble > 0.01);
+    ASSERT(cJSON_GetObjectItem(t, "same_top1")->valuedouble < 0.95);
+    ASSERT_NEAR(cJSON_GetObjectItem(t, "ppl_ratio")->valuedouble, 4.2136 / 4.0068, 0.001);
+    printf("F32 vs TQ2_0: ln ratio %.5f [%.5f, %.5f], KLD mean %.5f, same top-1 %.4f\n",
+           cJSON_GetObjectItem(t, "delta")->valuedouble, cJSON_GetObjectItem(t, "ci_low")->valuedouble,
+           cJSON_GetObjectItem(t, "ci_high")->valuedouble, cJSON_GetObjectItem(t, "kld_mean")->valuedouble,
+           cJSON_GetObjectItem(t, "same_top1")->valuedouble);
+    cJSON_Delete(j);
+    t_out_free(&o);
+    /* the comparisons are stored */
+    ASSERT_OK(t_qgate(&o, "compare", "--baseline", "f32", "--candidate", "nope", "--db", t_path("v.db"), NULL));
+    ASSERT_EQ(o.code, 66);
+    ASSERT_CONTAINS(o.err, "has no model 'nope'");
+    t_out_free(&o);
+    return 0;
+}
+
+static int synth(const char *name, uint32_t type)
+{
+    struct synth_params p = synth_default_params();
+    p.wtype = type;
+    char err[QG_ERRMSG_MAX];
+    return synth_write(&p, t_path(name), err, sizeof err);
+}
+
+TEST(verdict_small_binary_suite_inconclusive)
+{
+    /* 20 multiple-choice items: whatever the answers, 20 items cannot show
+     * equivalence within 1 point: INCONCLUSIVE, underpowered, exit 2 */
+    ASSERT_OK(synth("a.gguf", GGML_F32));
+    ASSERT_OK(synth("b.gguf", GGML_F16));
+    struct sbuf d;
+    sbuf_init(&d, 0);
+    for (int i = 0; i < 20; i++)
+        sbuf_printf(&d, "{\"id\":\"q%d\",\"q\":\"the girl saw the\",\"c\":[\"ball\",\"tree\",\"dog\"],\"g\":%d}\n", i, i % 3);
+    ASSERT_OK(t_write_file(t_path("mc.jsonl"), d.data, d.len));
+    sbuf_release(&d);
+    char sha[65], err[QG_ERRMSG_MAX], suite[1024];
+    ASSERT_OK(hash_sha256_file(t_path("mc.jsonl"), sha, err, sizeof err));
+    snprintf(suite, sizeof suite, "{\"name\":\"s\",\"tasks\":[{\"name\":\"mc\",\"kind\":\"custom\",\"data\":\"mc.jsonl\","
+             "\"sha256\":\"%s\",\"fields\":{\"id\":\"id\",\"context\":\"q\",\"choices\":\"c\",\"gold\":\"g\"}}]}", sha);
+    ASSERT_OK(write_text("suite.json", suite));
+    char ma[4200], mb[4200];
+    snprintf(ma, sizeof ma, "%s", t_path("a.gguf"));
+    snprintf(mb, sizeof mb, "%s", t_path("b.gguf"));
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "gate", "--suite", t_path("suite.json"), "--baseline", ma, "--candidate", mb, "--repeats", "3",
+                      "--db", t_path("g.db"), NULL));
+    printf("%s", o.out);
+    ASSERT_EQ(o.code, 2);
+    ASSERT_CONTAINS(o.out, "INCONCLUSIVE");
+    ASSERT_CONTAINS(o.out, "underpowered");
+    ASSERT_CONTAINS(o.out, "items needed");
+    ASSERT_CONTAINS(o.out, "McNemar p");
+    t_out_free(&o);
+    /* deterministic: repeats 0 and 1 identical, repeat 2 skipped */
+    ASSERT_OK(t_qgate(&o, "show", "1", "--json", "--db", t_path("g.db"), NULL));
+    cJSON *j = cJSON_Parse(o.out);
+    cJSON *trials = cJSON_GetObjectItem(j, "trials"), *tr;
+    ASSERT_EQ(cJSON_GetArraySize(trials), 4); /* 2 models x 2 repeats */
+    cJSON_ArrayForEach(tr, trials) ASSERT_EQ(cJSON_GetObjectItem(tr, "deterministic")->valuedouble, 1);
+    cJSON_Delete(j);
+    t_out_free(&o);
+    return 0;
+}
+
+TEST(verdict_demo_pass_and_fail)
+{
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "demo", "--dir", t_path("demo"), NULL));
+    ASSERT_EQ(o.code, 0);
+    ASSERT_CONTAINS(o.out, "q8_0: PASS, q4_0: FAIL");
+    ASSERT_CONTAINS(o.out, "KLD mean");
+    t_out_free(&o);
+    /* the suite the demo wrote checks, and the database holds the run */
+    char suite[4200], db[4200];
+    snprintf(suite, sizeof suite, "%s/suite.json", t_path("demo"));
+    snprintf(db, sizeof db, "%s/demo.db", t_path("demo"));
+    ASSERT_OK(t_qgate(&o, "suite", "check", suite, NULL));
+    ASSERT_EQ(o.code, 0);
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "compare", "--db", db, "--baseline", "f32", "--candidate", "q4_0", NULL));
+    ASSERT_EQ(o.code, 1);
+    t_out_free(&o);
+    return 0;
+}
