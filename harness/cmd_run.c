@@ -12,6 +12,7 @@ static const struct cli_opt opts[] = {
     {"model", 'm', CLI_STR, "NAME=SPEC", "a model; the first is the baseline (NAME=PATH.gguf)", 1},
     {"repeats", 'r', CLI_INT, "R", "repeat every trial R times (default 1; stops after 2 identical repeats)", 0},
     {"seed", 0, CLI_INT, "N", "base seed (repeat r uses N + r)", 0},
+    {"resume", 0, CLI_INT, "RUN", "finish an interrupted run (give the same --suite and --model list)", 0},
     CLI_OPT_DB,
     {"threads", 't', CLI_INT, "T", "threads per model", 0},
     {"allow-changed-data", 0, CLI_FLAG, NULL, "run even when data differs from the suite's pins", 0},
@@ -49,7 +50,8 @@ static int cmd_run(const struct cli_args *a)
 {
     struct runner_params p = {.suite_path = cli_str(a, "suite"), .allow_changed = cli_flag(a, "allow-changed-data"),
                               .repeats = (int)cli_int(a, "repeats", 1), .seed = (uint64_t)cli_int(a, "seed", 0),
-                              .threads = (int)cli_int(a, "threads", 0), .quiet = cli_flag(a, "quiet")};
+                              .threads = (int)cli_int(a, "threads", 0), .quiet = cli_flag(a, "quiet"),
+                              .resume = cli_int(a, "resume", 0)};
     if (!p.suite_path || cli_count(a, "model") == 0)
         return qg_error("'qgate run' needs --suite FILE and at least one --model NAME=SPEC"), QG_EX_USAGE;
     if (p.repeats < 1 || p.repeats > 1000) return qg_error("--repeats must be 1..1000"), QG_EX_USAGE;

@@ -88,9 +88,66 @@ static char *model_types(const char *path, int64_t *n_params, char *arch, size_t
     return s;
 }
 
+/* resume: check the stored run matches, and find its model and task ids */
+static int resume_setup(struct runner *r, char *err, size_t errlen)
+{
+    const struct runner_params *p = r->p;
+    cJSON *run;
+    int rc = store_run_json(r->s, p->resume, &run);
+    if (rc) return qg_errf(err, errlen, rc, "%s", store_errmsg(r->s));
+    r->run_id = p->resume;
+    const cJSON *sh = cJSON_GetObjectItem(run, "suite_hash"), *models = cJSON_GetObjectItem(run, "models"),
+                *tasks = cJSON_GetObjectItem(run, "tasks");
+    if (!cJSON_IsString(sh) || strcmp(sh->valuestring, r->suite->sha256))
+        rc = qg_errf(err, errlen, QG_ERR_DATA, "run %lld was made with another suite (sha256 %s, now %s)", (long long)p->resume,
+                     cJSON_IsString(sh) ? sh->valuestring : "?", r->suite->sha256);
+    if (!rc && cJSON_GetArraySize(models) != p->n_models)
+        rc = qg_errf(err, errlen, QG_ERR_DATA, "run %lld has %d models; give the same --model list", (long long)p->resume,
+                     cJSON_GetArraySize(models));
+    for (int m = 0; m < p->n_models && !rc; m++) {
+        const cJSON *mj = cJSON_GetArrayItem(models, m);
+        if (strcmp(cJSON_GetObjectItem(mj, "name")->valuestring, p->names[m]) ||
+            strcmp(cJSON_GetObjectItem(mj, "path")->valuestring, p->specs[m]))
+            rc = qg_errf(err, errlen, QG_ERR_DATA, "run %lld's model %d is %s=%s, not %s=%s", (long long)p->resume, m + 1,
+                         cJSON_GetObjectItem(mj, "name")->valuestring, cJSON_GetObjectItem(mj, "path")->valuestring,
+                         p->names[m], p->specs[m]);
+        else r->model_ids[m] = (int64_t)cJSON_GetObjectItem(mj, "id")->valuedouble;
+    }
+    r->task_ids = calloc((size_t)r->suite->n_tasks, sizeof *r->task_ids);
+    if (!rc && !r->task_ids) rc = QG_ERR_NOMEM;
+    for (int t = 0; t < r->suite->n_tasks && !rc; t++) {
+        const cJSON *tj;
+        cJSON_ArrayForEach(tj, tasks) if (!strcmp(cJSON_GetObjectItem(tj, "name")->valuestring, r->suite->tasks[t].name))
+            r->task_ids[t] = (int64_t)cJSON_GetObjectItem(tj, "id")->valuedouble;
+        if (!r->task_ids[t]) rc = qg_errf(err, errlen, QG_ERR_DATA, "run %lld has no task '%s'", (long long)p->resume, r->suite->tasks[t].name);
+    }
+    cJSON_Delete(run);
+    if (!rc) rc = store_run_set_status(r->s, r->run_id, STORE_RUN_RUNNING);
+    return rc;
+}
+
+/* The trial of (model, task, repeat): 1 when it is already done (skip);
+ * else 0 with *id a fresh or restarted trial. */
+static int trial_for(struct runner *r, int m, int t, int repeat, int64_t *id, char *err, size_t errlen)
+{
+    int status;
+    int rc = store_trial_find(r->s, r->run_id, r->p->names[m], r->task_ids[t], repeat, id, &status);
+    if (rc == QG_OK) {
+        if (status == STORE_TRIAL_DONE) return 1;
+        rc = store_trial_restart(r->s, *id);
+        return rc ? qg_errf(err, errlen, rc, "%s", store_errmsg(r->s)) : 0;
+    }
+    if (rc != QG_ERR_NOTFOUND) return qg_errf(err, errlen, rc, "%s", store_errmsg(r->s));
+    struct store_trial_new tr = {.run_id = r->run_id, .model_id = r->model_ids[m], .task_id = r->task_ids[t],
+                                 .repeat = repeat, .seed = (int64_t)r->p->seed + repeat};
+    rc = store_trial_create(r->s, &tr, id);
+    return rc ? qg_errf(err, errlen, rc, "%s", store_errmsg(r->s)) : 0;
+}
+
 /* run, models and tasks rows */
 static int record_setup(struct runner *r, char *err, size_t errlen)
 {
+    if (r->p->resume > 0) return resume_setup(r, err, errlen);
     const struct runner_params *p = r->p;
     char *suite_text = NULL;
     size_t n;
@@ -197,10 +254,33 @@ static int run_lockstep(struct runner *r, int t, int repeat, char *err, size_t e
     }
     free(buf);
     struct lock_sink ks = {.r = r};
+    /* lockstep: when any model's trial is unfinished, all rerun (the others'
+     * rows are overwritten with identical values) */
+    int all_done = 1;
     for (int m = 0; m < nm && !rc; m++) {
-        struct store_trial_new tr = {.run_id = r->run_id, .model_id = r->model_ids[m], .task_id = r->task_ids[t],
-                                     .repeat = repeat, .seed = (int64_t)p->seed + repeat};
-        if ((rc = store_trial_create(r->s, &tr, &ks.trials[m]))) qg_errf(err, errlen, rc, "%s", store_errmsg(r->s));
+        int64_t id;
+        int tstatus;
+        if (store_trial_find(r->s, r->run_id, p->names[m], r->task_ids[t], repeat, &id, &tstatus) != QG_OK ||
+            tstatus != STORE_TRIAL_DONE)
+            all_done = 0;
+    }
+    if (!rc && all_done) {
+        for (int m = 0; m < nm; m++) free(ids[m]);
+        return QG_OK;
+    }
+    for (int m = 0; m < nm && !rc; m++) {
+        int tstatus;
+        int f = store_trial_find(r->s, r->run_id, p->names[m], r->task_ids[t], repeat, &ks.trials[m], &tstatus);
+        if (f == QG_OK) {
+            rc = store_trial_restart(r->s, ks.trials[m]);
+        } else if (f == QG_ERR_NOTFOUND) {
+            struct store_trial_new tr = {.run_id = r->run_id, .model_id = r->model_ids[m], .task_id = r->task_ids[t],
+                                         .repeat = repeat, .seed = (int64_t)p->seed + repeat};
+            rc = store_trial_create(r->s, &tr, &ks.trials[m]);
+        } else {
+            rc = f;
+        }
+        if (rc) qg_errf(err, errlen, rc, "%s", store_errmsg(r->s));
     }
     double *kld[RUNNER_MAX_MODELS] = {0};
     int64_t n_kld = 0;
@@ -253,11 +333,11 @@ static int run_lockstep(struct runner *r, int t, int repeat, char *err, size_t e
 static int run_single(struct runner *r, int t, int m, int repeat, char *err, size_t errlen)
 {
     const struct suite_task *st = &r->suite->tasks[t];
-    struct store_trial_new tr = {.run_id = r->run_id, .model_id = r->model_ids[m], .task_id = r->task_ids[t],
-                                 .repeat = repeat, .seed = (int64_t)r->p->seed + repeat};
     int64_t trial;
-    int rc = store_trial_create(r->s, &tr, &trial);
-    if (rc) return qg_errf(err, errlen, rc, "%s", store_errmsg(r->s));
+    err[0] = '\0';
+    int rc = trial_for(r, m, t, repeat, &trial, err, errlen);
+    if (rc == 1) return QG_OK; /* finished before */
+    if (rc) return rc;
     struct row_sink k = {r, trial};
     struct task_summary sum;
     err[0] = '\0';

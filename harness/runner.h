@@ -10,6 +10,11 @@
  * the second, when every trial's rows equal the first's (local greedy runs
  * are bit-identical), the run is recorded deterministic and the remaining
  * repeats are skipped.
+ *
+ * Resume: with p->resume set, the run's suite hash and models must match;
+ * finished trials are kept, unfinished ones rerun from their start (rows are
+ * keyed by trial and index, so a rerun overwrites what a killed process
+ * left), and the finished run equals one never interrupted.
  */
 #ifndef QG_RUNNER_H
 #define QG_RUNNER_H
@@ -33,6 +38,7 @@ struct runner_params {
     int threads;
     int quiet;
     const char *command;
+    int64_t resume; /* > 0: finish this run (same suite and models) */
 };
 
 /* Runs and stores; *run_id is set as soon as the run exists (also on

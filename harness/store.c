@@ -959,3 +959,13 @@ int store_run_suite_json(struct store *s, int64_t run_id, char **json)
     sqlite3_finalize(st);
     return out;
 }
+
+int store_trial_restart(struct store *s, int64_t trial_id)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(s, "UPDATE trials SET status=?, finished_at=NULL, error=NULL WHERE id=?", &st);
+    if (rc) return rc;
+    sqlite3_bind_int(st, 1, STORE_TRIAL_RUNNING);
+    sqlite3_bind_int64(st, 2, trial_id);
+    return step_done(s, st, "restarting a trial", 0, NULL);
+}

@@ -197,6 +197,8 @@ int store_verdict_row_add(struct store *s, const struct store_verdict_row *r);
 int store_model_find(struct store *s, int64_t run_id, const char *name, int64_t *model_id);
 /* The run's stored suite text (malloc'd; NULL when none). */
 int store_run_suite_json(struct store *s, int64_t run_id, char **json);
+/* Marks a trial running again (for a resumed run). */
+int store_trial_restart(struct store *s, int64_t trial_id);
 /* Sets deterministic (0/1) on every trial of a run. */
 int store_run_mark_deterministic(struct store *s, int64_t run_id, int deterministic);
 /* Sets a run's suite JSON (the suite file's text, for its policy later). */

@@ -7,7 +7,12 @@
 #include "tests/test.h"
 
 #include <cjson/cJSON.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sqlite3.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static int write_text(const char *name, const char *text)
 {
@@ -133,6 +138,158 @@ TEST(verdict_demo_pass_and_fail)
     t_out_free(&o);
     ASSERT_OK(t_qgate(&o, "compare", "--db", db, "--baseline", "f32", "--candidate", "q4_0", NULL));
     ASSERT_EQ(o.code, 1);
+    t_out_free(&o);
+    return 0;
+}
+
+/* starts qgate with argv (NULL-terminated, argv[0] is "qgate"), SIGKILLs it
+ * after delay_us; returns 1 when it was killed, 0 when it had finished */
+static int run_and_kill(const char *const *argv, long delay_us)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open("/dev/null", O_WRONLY);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execv(QG_BINARY, (char *const *)argv);
+        _exit(127);
+    }
+    usleep((useconds_t)delay_us);
+    kill(pid, SIGKILL);
+    int st;
+    waitpid(pid, &st, 0);
+    return WIFSIGNALED(st);
+}
+
+/* every stored row of run 1, as text, in a fixed order */
+static char *dump(const char *db)
+{
+    sqlite3 *h;
+    sqlite3_stmt *st;
+    struct sbuf b;
+    sbuf_init(&b, 0);
+    if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) return NULL;
+    const char *sql = "SELECT m.name, t.name, tr.repeat, tr.status, i.idx, i.nll, i.correct, i.kld_sum, i.top1_agree, "
+                      "i.dp_sum, i.output_hash, i.n_tokens FROM items i JOIN trials tr ON tr.id=i.trial_id "
+                      "JOIN models m ON m.id=tr.model_id JOIN tasks t ON t.id=tr.task_id WHERE tr.run_id=1 "
+                      "ORDER BY t.name, m.name, tr.repeat, i.idx";
+    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK) {
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            for (int c = 0; c < 12; c++) {
+                const unsigned char *v = sqlite3_column_text(st, c);
+                sbuf_printf(&b, "%s|", v ? (const char *)v : "-");
+            }
+            sbuf_append(&b, "\n", 1);
+        }
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(h);
+    return b.data;
+}
+
+TEST(run_killed_and_resumed_is_identical)
+{
+    ASSERT_OK(synth("a.gguf", GGML_F32));
+    ASSERT_OK(synth("b.gguf", GGML_Q8_0));
+    ASSERT_OK(synth("c.gguf", GGML_F16));
+    static const char *const words[] = {"the", "a", "girl", "saw", "big", "red", "ball", "and", "dog", "happy"};
+    struct sbuf d;
+    sbuf_init(&d, 0);
+    uint64_t x = 3;
+    for (int i = 0; i < 12000; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        sbuf_printf(&d, "%s%s", words[(x >> 33) % 10], i % 13 == 12 ? ".\n" : " ");
+    }
+    ASSERT_OK(t_write_file(t_path("corpus.txt"), d.data, d.len));
+    d.len = 0;
+    for (int i = 0; i < 150; i++)
+        sbuf_printf(&d, "{\"id\":\"q%d\",\"q\":\"the %s saw the\",\"c\":[\"ball\",\"tree\",\"dog\"],\"g\":%d}\n", i, words[i % 10], i % 3);
+    ASSERT_OK(t_write_file(t_path("mc.jsonl"), d.data, d.len));
+    sbuf_release(&d);
+    char s1[65], s2[65], err[QG_ERRMSG_MAX], suite[2048];
+    ASSERT_OK(hash_sha256_file(t_path("corpus.txt"), s1, err, sizeof err));
+    ASSERT_OK(hash_sha256_file(t_path("mc.jsonl"), s2, err, sizeof err));
+    snprintf(suite, sizeof suite,
+             "{\"name\":\"k\",\"tasks\":[{\"name\":\"text\",\"kind\":\"perplexity\",\"data\":\"corpus.txt\",\"sha256\":\"%s\","
+             "\"protocol\":\"rolling\",\"ctx\":128},{\"name\":\"mc\",\"kind\":\"custom\",\"data\":\"mc.jsonl\",\"sha256\":\"%s\","
+             "\"fields\":{\"id\":\"id\",\"context\":\"q\",\"choices\":\"c\",\"gold\":\"g\"}}]}", s1, s2);
+    ASSERT_OK(write_text("suite.json", suite));
+    char sp[4200], ma[4200], mb[4200], mc[4200], ref[4200], db[4200];
+    snprintf(sp, sizeof sp, "%s", t_path("suite.json"));
+    snprintf(ma, sizeof ma, "a=%s", t_path("a.gguf"));
+    snprintf(mb, sizeof mb, "b=%s", t_path("b.gguf"));
+    snprintf(mc, sizeof mc, "c=%s", t_path("c.gguf"));
+    snprintf(ref, sizeof ref, "%s", t_path("ref.db"));
+    snprintf(db, sizeof db, "%s", t_path("kill.db"));
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "run", "--suite", sp, "--model", ma, "--model", mb, "--model", mc, "--repeats", "2", "--threads",
+                      "1", "--quiet", "--db", ref, NULL));
+    ASSERT_EQ(o.code, 0);
+    t_out_free(&o);
+    /* interrupt it again and again, at seeded random moments */
+    uint64_t r = 12345;
+    int kills = 0, started = 0;
+    for (int attempt = 0; attempt < 40; attempt++) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        long delay = 20000 + (long)((r >> 33) % 400000);
+        const char *fresh[] = {"qgate", "run", "--suite", sp, "--model", ma, "--model", mb, "--model", mc, "--repeats", "2",
+                               "--threads", "1", "--quiet", "--db", db, NULL};
+        const char *resume[] = {"qgate", "run", "--resume", "1", "--suite", sp, "--model", ma, "--model", mb, "--model", mc,
+                                "--repeats", "2", "--threads", "1", "--quiet", "--db", db, NULL};
+        if (!started) {
+            /* the run exists once its row is committed */
+            int killed = run_and_kill(fresh, delay);
+            char *dd = dump(db);
+            started = access(db, F_OK) == 0;
+            free(dd);
+            if (!killed) break;
+            kills += killed;
+            if (started) {
+                struct t_out q;
+                t_qgate(&q, "runs", "--db", db, "--json", NULL);
+                started = q.code == 0 && strstr(q.out, "\"id\"") != NULL;
+                t_out_free(&q);
+                if (!started) unlink(db);
+            }
+            continue;
+        }
+        int killed = run_and_kill(resume, delay);
+        kills += killed;
+        if (!killed) break;
+    }
+    /* finish */
+    if (started)
+        ASSERT_OK(t_qgate(&o, "run", "--resume", "1", "--suite", sp, "--model", ma, "--model", mb, "--model", mc, "--repeats",
+                          "2", "--threads", "1", "--quiet", "--db", db, NULL));
+    else
+        ASSERT_OK(t_qgate(&o, "run", "--suite", sp, "--model", ma, "--model", mb, "--model", mc, "--repeats", "2",
+                          "--threads", "1", "--quiet", "--db", db, NULL));
+    if (o.code != 0) T_FAIL_("resume: exit %d: %s", o.code, o.err);
+    t_out_free(&o);
+    char *x1 = dump(ref), *x2 = dump(db);
+    ASSERT(x1 && x2 && strlen(x1) > 1000);
+    printf("%d kills; %zu bytes of rows compared\n", kills, strlen(x1));
+    ASSERT(kills >= 3);
+    ASSERT_STR_EQ(x2, x1);
+    free(x1);
+    free(x2);
+    /* and the verdicts agree */
+    struct t_out v1, v2;
+    ASSERT_OK(t_qgate(&v1, "compare", "--baseline", "a", "--candidate", "b", "--db", ref, "--format", "json", NULL));
+    ASSERT_OK(t_qgate(&v2, "compare", "--baseline", "a", "--candidate", "b", "--db", db, "--format", "json", NULL));
+    ASSERT_EQ(v1.code, v2.code);
+    cJSON *j1 = cJSON_Parse(v1.out), *j2 = cJSON_Parse(v2.out);
+    ASSERT(j1 && j2);
+    ASSERT_STR_EQ(cJSON_GetObjectItem(j1, "verdict")->valuestring, cJSON_GetObjectItem(j2, "verdict")->valuestring);
+    cJSON_Delete(j1);
+    cJSON_Delete(j2);
+    t_out_free(&v1);
+    t_out_free(&v2);
+    /* a resume with other models is refused */
+    ASSERT_OK(t_qgate(&o, "run", "--resume", "1", "--suite", sp, "--model", ma, "--model", mc, "--model", mb, "--db", db, NULL));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "model 2 is b=");
     t_out_free(&o);
     return 0;
 }
