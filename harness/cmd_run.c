@@ -13,6 +13,7 @@ static const struct cli_opt opts[] = {
     {"repeats", 'r', CLI_INT, "R", "repeat every trial R times (default 1; stops after 2 identical repeats)", 0},
     {"seed", 0, CLI_INT, "N", "base seed (repeat r uses N + r)", 0},
     {"resume", 0, CLI_INT, "RUN", "finish an interrupted run (give the same --suite and --model list)", 0},
+    {"shard", 0, CLI_STR, "I/N", "run the I-th of N deterministic parts of every task (merge with 'qgate merge')", 0},
     CLI_OPT_DB,
     {"threads", 't', CLI_INT, "T", "threads per model", 0},
     {"allow-changed-data", 0, CLI_FLAG, NULL, "run even when data differs from the suite's pins", 0},
@@ -55,6 +56,14 @@ static int cmd_run(const struct cli_args *a)
     if (!p.suite_path || cli_count(a, "model") == 0)
         return qg_error("'qgate run' needs --suite FILE and at least one --model NAME=SPEC"), QG_EX_USAGE;
     if (p.repeats < 1 || p.repeats > 1000) return qg_error("--repeats must be 1..1000"), QG_EX_USAGE;
+    if (cli_str(a, "shard")) {
+        int i = -1, n = -1;
+        char tail;
+        if (sscanf(cli_str(a, "shard"), "%d/%d%c", &i, &n, &tail) != 2 || n < 1 || n > 4096 || i < 0 || i >= n)
+            return qg_error("--shard must be I/N with 0 <= I < N (e.g. 0/4), got '%s'", cli_str(a, "shard")), QG_EX_USAGE;
+        p.shard_index = i;
+        p.shard_count = n;
+    }
     char names[RUNNER_MAX_MODELS][128];
     for (int i = 0; i < cli_count(a, "model"); i++) {
         int code = cmd_parse_model(cli_nth(a, "model", i), &p, names);

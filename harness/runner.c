@@ -153,7 +153,9 @@ static int record_setup(struct runner *r, char *err, size_t errlen)
     size_t n;
     qg_read_file(p->suite_path, (size_t)16 << 20, &suite_text, &n, err, errlen);
     struct store_run_new rn = {.command = p->command, .suite_name = r->suite->name, .suite_hash = r->suite->sha256,
-                               .suite_json = suite_text, .seed = (int64_t)p->seed, .repeats = p->repeats, .shard_count = 1};
+                               .suite_json = suite_text, .seed = (int64_t)p->seed, .repeats = p->repeats,
+                               .shard_index = p->shard_count > 1 ? p->shard_index : 0,
+                               .shard_count = p->shard_count > 1 ? p->shard_count : 1};
     int rc = store_run_create(r->s, &rn, &r->run_id);
     free(suite_text);
     for (int i = 0; i < p->n_models && !rc; i++) {
@@ -287,7 +289,8 @@ static int run_lockstep(struct runner *r, int t, int repeat, char *err, size_t e
     struct ppl_result res[RUNNER_MAX_MODELS];
     const struct backend *bs[RUNNER_MAX_MODELS];
     for (int m = 0; m < nm; m++) bs[m] = &r->b[m];
-    struct ppl_params pp = {.protocol = st->protocol, .n_ctx = st->ctx, .stride = st->stride, .max_windows = st->chunks};
+    struct ppl_params pp = {.protocol = st->protocol, .n_ctx = st->ctx, .stride = st->stride, .max_windows = st->chunks,
+                            .shard_index = p->shard_index, .shard_count = p->shard_count};
     if (!rc) rc = ppl_evaluate_lockstep(bs, nm, ids[0], k[0], &pp, on_window, &ks, kld, &n_kld, res, err, errlen);
     int frc = flush(r, rc == QG_OK);
     if (!rc) rc = frc;
@@ -341,7 +344,8 @@ static int run_single(struct runner *r, int t, int m, int repeat, char *err, siz
     struct row_sink k = {r, trial};
     struct task_summary sum;
     err[0] = '\0';
-    rc = task_run(st, &r->b[m], r->n_ctx[m], on_row, &k, &sum, err, errlen);
+    struct task_shard sh = {r->p->shard_index, r->p->shard_count};
+    rc = task_run(st, &r->b[m], r->n_ctx[m], r->p->seed + (uint64_t)repeat, sh, on_row, &k, &sum, err, errlen);
     int frc = flush(r, rc == QG_OK);
     if (!rc) rc = frc;
     cJSON *mj = cJSON_CreateObject();

@@ -39,6 +39,7 @@ struct runner_params {
     int quiet;
     const char *command;
     int64_t resume; /* > 0: finish this run (same suite and models) */
+    int shard_index, shard_count; /* run items with index % count == index (0/1: all) */
 };
 
 /* Runs and stores; *run_id is set as soon as the run exists (also on

@@ -969,3 +969,190 @@ int store_trial_restart(struct store *s, int64_t trial_id)
     sqlite3_bind_int64(st, 2, trial_id);
     return step_done(s, st, "restarting a trial", 0, NULL);
 }
+
+/* runs a statement with up to 3 int64 parameters and no result */
+static int exec3(struct store *s, const char *sql, int np, int64_t a, int64_t b, int64_t c, const char *what)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(s, sql, &st);
+    if (rc) return rc;
+    int64_t v[3] = {a, b, c};
+    for (int i = 0; i < np; i++) sqlite3_bind_int64(st, i + 1, v[i]);
+    return step_done(s, st, what, 0, NULL);
+}
+
+struct shard_info {
+    int64_t run, seed, repeats, index, count;
+    char suite_hash[72], models[2048];
+};
+
+static int shard_read(struct store *s, const char *path, struct shard_info *si)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(s, "SELECT count(*), max(id), max(seed), max(repeats), max(shard_index), max(shard_count), "
+                        "max(suite_hash), (SELECT group_concat(name || '=' || coalesce(sha256, path), ',') FROM "
+                        "(SELECT name, sha256, path FROM src.models ORDER BY id)) FROM src.runs", &st);
+    if (rc) return rc;
+    rc = sqlite3_step(st);
+    int out = rc == SQLITE_ROW ? QG_OK : db_fail(s, "reading a shard");
+    if (!out && sqlite3_column_int64(st, 0) != 1)
+        out = qg_errf(s->err, sizeof s->err, QG_ERR_DATA, "%s: holds %lld runs; merge takes one run (made with --shard) per file",
+                      path, (long long)sqlite3_column_int64(st, 0));
+    if (!out) {
+        si->run = sqlite3_column_int64(st, 1);
+        si->seed = sqlite3_column_int64(st, 2);
+        si->repeats = sqlite3_column_int64(st, 3);
+        si->index = sqlite3_column_int64(st, 4);
+        si->count = sqlite3_column_int64(st, 5);
+        snprintf(si->suite_hash, sizeof si->suite_hash, "%s", (const char *)sqlite3_column_text(st, 6) ? (const char *)sqlite3_column_text(st, 6) : "");
+        snprintf(si->models, sizeof si->models, "%s", (const char *)sqlite3_column_text(st, 7) ? (const char *)sqlite3_column_text(st, 7) : "");
+    }
+    sqlite3_finalize(st);
+    return out;
+}
+
+static int attach(struct store *s, const char *path)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(s, "ATTACH DATABASE ? AS src", &st);
+    if (rc) return rc;
+    bind_text(st, 1, path);
+    return step_done(s, st, "attaching a shard", 0, NULL);
+}
+
+static void detach(struct store *s)
+{
+    sqlite3_exec(s->db, "DETACH DATABASE src", NULL, NULL, NULL);
+}
+
+int store_merge_shards(struct store *s, const char *const *inputs, int n, int64_t *run_id)
+{
+    *run_id = 0;
+    if (n < 1) return qg_errf(s->err, sizeof s->err, QG_ERR_USAGE, "no shard files");
+    struct shard_info *si = calloc((size_t)n, sizeof *si);
+    if (!si) return QG_ERR_NOMEM;
+    int rc = QG_OK;
+    for (int i = 0; i < n && !rc; i++) {
+        char e[QG_ERRMSG_MAX];
+        struct store *chk; /* validates: a qgate store, this schema, not corrupt */
+        struct store_params p = store_default_params();
+        p.readonly = 1;
+        if ((rc = store_open(inputs[i], &p, &chk, e, sizeof e))) {
+            qg_errf(s->err, sizeof s->err, rc, "%s", e);
+            break;
+        }
+        store_close(chk);
+        if ((rc = attach(s, inputs[i]))) break;
+        rc = shard_read(s, inputs[i], &si[i]);
+        detach(s);
+    }
+    for (int i = 0; i < n && !rc; i++) {
+        if (si[i].count != si[0].count || strcmp(si[i].suite_hash, si[0].suite_hash) || strcmp(si[i].models, si[0].models) ||
+            si[i].seed != si[0].seed || si[i].repeats != si[0].repeats)
+            rc = qg_errf(s->err, sizeof s->err, QG_ERR_DATA, "%s: not a shard of the same run as %s (suite, models, seed, "
+                         "repeats or shard count differ)", inputs[i], inputs[0]);
+        for (int j = 0; j < i && !rc; j++)
+            if (si[j].index == si[i].index)
+                rc = qg_errf(s->err, sizeof s->err, QG_ERR_DATA, "%s and %s are both shard %lld/%lld", inputs[j], inputs[i],
+                             (long long)si[i].index, (long long)si[i].count);
+    }
+    if (!rc && si[0].count != n)
+        rc = qg_errf(s->err, sizeof s->err, QG_ERR_DATA, "the run has %lld shards but %d files were given", (long long)si[0].count, n);
+    if (rc) {
+        free(si);
+        return rc;
+    }
+    /* shard 0's file provides the run's description */
+    int first = 0;
+    for (int i = 0; i < n; i++)
+        if (si[i].index == 0) first = i;
+    rc = attach(s, inputs[first]);
+    if (!rc) rc = store_begin(s);
+    char uid[33];
+    random_uid(uid);
+    sqlite3_stmt *st = NULL;
+    if (!rc) rc = prepare(s, "INSERT INTO runs(uid, created_at, finished_at, status, command, qgate_version, host, suite_name, "
+                             "suite_hash, suite_json, seed, repeats, shard_index, shard_count) SELECT ?, created_at, NULL, "
+                             "0, command, qgate_version, host, suite_name, suite_hash, suite_json, seed, repeats, 0, 1 "
+                             "FROM src.runs", &st);
+    if (!rc) {
+        sqlite3_bind_text(st, 1, uid, -1, SQLITE_TRANSIENT);
+        rc = step_done(s, st, "merging the run", 0, run_id);
+    }
+    int64_t R = *run_id;
+    if (!rc) rc = exec3(s, "INSERT INTO models(run_id, name, spec, backend, path, sha256, file_bytes, format, arch, n_params, "
+                           "types_json, role) SELECT ?, name, spec, backend, path, sha256, file_bytes, format, arch, n_params, "
+                           "types_json, role FROM src.models ORDER BY id", 1, R, 0, 0, "merging models");
+    if (!rc) rc = exec3(s, "INSERT INTO tasks(run_id, name, kind, config_json, config_hash, n_items, critical) SELECT ?, name, "
+                           "kind, config_json, config_hash, n_items, critical FROM src.tasks ORDER BY id", 1, R, 0, 0, "merging tasks");
+    if (!rc) rc = exec3(s, "INSERT OR IGNORE INTO datasets(path, sha256, bytes) SELECT path, sha256, bytes FROM src.datasets", 0,
+                        0, 0, 0, "merging datasets");
+    if (!rc) rc = exec3(s, "INSERT OR IGNORE INTO task_datasets(task_id, dataset_id, role) SELECT t.id, d.id, td.role FROM "
+                           "src.task_datasets td JOIN src.tasks st ON st.id=td.task_id JOIN tasks t ON t.run_id=? AND t.name=st.name "
+                           "JOIN src.datasets sd ON sd.id=td.dataset_id JOIN datasets d ON d.path=sd.path AND d.sha256=sd.sha256",
+                        1, R, 0, 0, "merging dataset links");
+    if (!rc) rc = exec3(s, "INSERT INTO trials(run_id, model_id, task_id, repeat, seed, status, deterministic, started_at, "
+                           "finished_at, wall_seconds, n_items, n_tokens) SELECT ?, m.id, t.id, tr.repeat, tr.seed, tr.status, "
+                           "tr.deterministic, tr.started_at, tr.finished_at, 0, 0, 0 FROM src.trials tr "
+                           "JOIN src.models sm ON sm.id=tr.model_id JOIN src.tasks stk ON stk.id=tr.task_id "
+                           "JOIN models m ON m.run_id=? AND m.name=sm.name JOIN tasks t ON t.run_id=? AND t.name=stk.name",
+                        3, R, R, R, "merging trials");
+    if (!rc) rc = store_commit(s);
+    else sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    detach(s);
+    /* every shard's items, trial status and determinism, one transaction each
+     * (SQLite detaches only outside a transaction); the run stays "running"
+     * until all are in, and a failed merge deletes it */
+    for (int i = 0; i < n && !rc; i++) {
+        if ((rc = attach(s, inputs[i]))) break;
+        if ((rc = store_begin(s))) {
+            detach(s);
+            break;
+        }
+        rc = exec3(s, "INSERT INTO items(trial_id, idx, cluster, nll, n_tokens, n_bytes, n_words, correct, score, prediction, "
+                      "extracted, output_hash, kld_sum, top1_agree, dp_sum, extra_json) SELECT tr.id, i.idx, i.cluster, i.nll, "
+                      "i.n_tokens, i.n_bytes, i.n_words, i.correct, i.score, i.prediction, i.extracted, i.output_hash, i.kld_sum, "
+                      "i.top1_agree, i.dp_sum, i.extra_json FROM src.items i JOIN src.trials st ON st.id=i.trial_id "
+                      "JOIN src.models sm ON sm.id=st.model_id JOIN src.tasks stk ON stk.id=st.task_id "
+                      "JOIN trials tr ON tr.run_id=? AND tr.repeat=st.repeat JOIN models m ON m.id=tr.model_id AND m.name=sm.name "
+                      "JOIN tasks t ON t.id=tr.task_id AND t.name=stk.name", 1, R, 0, 0, "merging items");
+        if (rc && (sqlite3_extended_errcode(s->db) & 0xff) == SQLITE_CONSTRAINT)
+            rc = qg_errf(s->err, sizeof s->err, QG_ERR_DATA, "%s: its items overlap another shard's", inputs[i]);
+        if (!rc)
+            rc = exec3(s, "UPDATE trials SET status = CASE WHEN status=2 AND (SELECT st.status FROM src.trials st JOIN src.models sm "
+                          "ON sm.id=st.model_id JOIN src.tasks stk ON stk.id=st.task_id WHERE st.repeat=trials.repeat AND "
+                          "sm.name=(SELECT name FROM models WHERE id=trials.model_id) AND stk.name=(SELECT name FROM tasks WHERE "
+                          "id=trials.task_id))=2 THEN 2 ELSE 3 END, deterministic = CASE WHEN deterministic=1 AND (SELECT "
+                          "st.deterministic FROM src.trials st JOIN src.models sm ON sm.id=st.model_id JOIN src.tasks stk ON "
+                          "stk.id=st.task_id WHERE st.repeat=trials.repeat AND sm.name=(SELECT name FROM models WHERE "
+                          "id=trials.model_id) AND stk.name=(SELECT name FROM tasks WHERE id=trials.task_id))=1 THEN 1 ELSE "
+                          "deterministic * 0 END WHERE run_id=?", 1, R, 0, 0, "merging trial status");
+        if (!rc) rc = store_commit(s);
+        else sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        detach(s);
+    }
+    /* aggregates from the items, then the run is complete */
+    if (!rc) rc = store_begin(s);
+    if (!rc)
+        rc = exec3(s, "UPDATE trials SET n_items=(SELECT count(*) FROM items WHERE trial_id=trials.id), "
+                      "n_tokens=(SELECT sum(n_tokens) FROM items WHERE trial_id=trials.id), metrics_json=(SELECT CASE WHEN "
+                      "sum(n_tokens) > 0 AND count(nll)=count(*) THEN json_object('ppl', exp(sum(nll)/sum(n_tokens)), 'merged', 1, "
+                      "'kld_mean', sum(kld_sum)/sum(n_tokens), 'top1_agree', sum(top1_agree)/sum(n_tokens), 'dp_mean', "
+                      "sum(dp_sum)/sum(n_tokens)) ELSE json_object('acc', avg(correct), 'merged', 1) END FROM items WHERE "
+                      "trial_id=trials.id) WHERE run_id=?", 1, R, 0, 0, "merging aggregates");
+    if (!rc)
+        rc = exec3(s, "UPDATE runs SET status=CASE WHEN (SELECT count(*) FROM trials WHERE run_id=? AND status<>2)=0 "
+                      "THEN 1 ELSE 2 END, finished_at=datetime('now') WHERE id=?", 2, R, R, 0, "finishing the merged run");
+    if (!rc) rc = store_commit(s);
+    if (rc) {
+        char keep[QG_ERRMSG_MAX];
+        snprintf(keep, sizeof keep, "%s", s->err);
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        detach(s);
+        if (R > 0) exec3(s, "DELETE FROM runs WHERE id=?", 1, R, 0, 0, "removing a failed merge");
+        snprintf(s->err, sizeof s->err, "%s", keep);
+        *run_id = 0;
+    }
+    free(si);
+    return rc;
+}

@@ -197,6 +197,16 @@ int store_verdict_row_add(struct store *s, const struct store_verdict_row *r);
 int store_model_find(struct store *s, int64_t run_id, const char *name, int64_t *model_id);
 /* The run's stored suite text (malloc'd; NULL when none). */
 int store_run_suite_json(struct store *s, int64_t run_id, char **json);
+/* Merges the shard files `inputs` (each a qgate store holding one run made
+ * with --shard i/n; together every i of one n exactly once, same suite
+ * hash, models, seed and repeats) into a new run of s: models, tasks,
+ * datasets, trials (done only when done in every shard; deterministic only
+ * when so in every shard) and every item. Perplexity trials get ppl and KLD
+ * means recomputed from the items (percentiles need per-token values and are
+ * not kept). QG_OK with *run_id; QG_ERR_DATA naming the file on a mismatch,
+ * a missing or repeated shard, or overlapping items. */
+int store_merge_shards(struct store *s, const char *const *inputs, int n, int64_t *run_id);
+
 /* Marks a trial running again (for a resumed run). */
 int store_trial_restart(struct store *s, int64_t trial_id);
 /* Sets deterministic (0/1) on every trial of a run. */

@@ -32,7 +32,7 @@ static int fail_task(struct ctx *c, int i, const char *name, const char *fmt, ..
 
 static const char *const task_keys[] = {
     "name", "kind", "benchmark", "data", "sha256", "critical", "protocol", "ctx", "stride", "chunks", "limit",
-    "fewshot", "fewshot_seed", "max_tokens", "delimiter", "pipelines", "normalize", "stop", "fields", "description", NULL};
+    "fewshot", "fewshot_seed", "max_tokens", "temperature", "top_p", "delimiter", "pipelines", "normalize", "stop", "fields", "description", NULL};
 
 static int check_keys(struct ctx *c, int i, const char *name, const cJSON *o, const char *const *keys)
 {
@@ -258,6 +258,15 @@ static int load_task(struct ctx *c, int i, const cJSON *o, const char *dir, int 
         return fail_task(c, i, name, "\"fewshot\" needs a split to draw from: \"data\": {\"data\": ..., \"train\": ...}");
     if ((rc = get_int(c, i, name, o, "max_tokens", 1, 1 << 16, 256, &v))) return rc;
     t->max_tokens = (int)v;
+    t->temperature = 0;
+    t->top_p = 1;
+    const cJSON *tv = cJSON_GetObjectItemCaseSensitive(o, "temperature"), *pv = cJSON_GetObjectItemCaseSensitive(o, "top_p");
+    if (tv && (!cJSON_IsNumber(tv) || tv->valuedouble < 0 || tv->valuedouble > 10))
+        return fail_task(c, i, name, "\"temperature\" must be a number in 0..10");
+    if (pv && (!cJSON_IsNumber(pv) || pv->valuedouble <= 0 || pv->valuedouble > 1))
+        return fail_task(c, i, name, "\"top_p\" must be a number in (0, 1]");
+    if (tv) t->temperature = tv->valuedouble;
+    if (pv) t->top_p = pv->valuedouble;
     const char *delim = get_str(o, "delimiter");
     t->delimiter = qg_strdup(delim ? delim : " ");
     if ((rc = load_files(c, i, t, o, dir, allow_changed))) return rc;

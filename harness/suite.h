@@ -44,6 +44,7 @@ struct suite_task {
     int64_t limit;
     int fewshot, max_tokens;
     uint64_t fewshot_seed;
+    double temperature, top_p; /* generation: 0 = greedy; sampled with the run's seed + repeat */
     char *delimiter;
     struct pipeline *pipelines[SUITE_MAX_PIPELINES];
     int n_pipelines;

@@ -151,6 +151,7 @@ int ppl_evaluate(const struct backend *b, const int32_t *ids, int64_t n, const s
     double t0 = now_s();
     for (int64_t w = 0; w < nw && !rc; w++) {
         const struct ppl_window *W = &win[w];
+        if (p->shard_count > 1 && w % p->shard_count != p->shard_index) continue;
         memcpy(tok, ids + W->start, (size_t)W->n * sizeof *tok);
         if (W->bos_first && info.bos >= 0) tok[0] = info.bos;
         struct backend_score req = {.tokens = tok, .n_tokens = W->n, .from = W->from, .logprob = lp};
@@ -229,6 +230,7 @@ int ppl_evaluate_lockstep(const struct backend *const *models, int nm, const int
     int64_t k = 0;
     for (int64_t w = 0; w < nw && !rc; w++) {
         const struct ppl_window *W = &win[w];
+        if (p->shard_count > 1 && w % p->shard_count != p->shard_index) continue;
         memcpy(tok, ids + W->start, (size_t)W->n * sizeof *tok);
         if (W->bos_first && info.bos >= 0) tok[0] = info.bos;
         int ns = W->n - W->from;

@@ -38,6 +38,7 @@ struct ppl_params {
     int n_ctx;
     int stride;       /* PPL_STRIDE */
     int64_t max_windows; /* 0 = all (llama-perplexity's --chunks) */
+    int shard_index, shard_count; /* score only windows with index % count == index */
 };
 
 /* Plans the windows over n tokens. On success *out (malloc'd) holds *n_out

@@ -19,8 +19,13 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int run_ppl(const struct suite_task *t, const struct backend *b, int n_ctx, task_row_fn fn, void *ud,
-                   struct task_summary *sum, char *err, size_t errlen)
+static int in_shard(struct task_shard sh, int64_t idx)
+{
+    return sh.count <= 1 || idx % sh.count == sh.index;
+}
+
+static int run_ppl(const struct suite_task *t, const struct backend *b, int n_ctx, struct task_shard sh, task_row_fn fn,
+                   void *ud, struct task_summary *sum, char *err, size_t errlen)
 {
     char *buf;
     size_t n;
@@ -35,11 +40,13 @@ static int run_ppl(const struct suite_task *t, const struct backend *b, int n_ct
         free(ids);
         return qg_errf(err, errlen, QG_ERR_USAGE, "task '%s': ctx %d is longer than the model's context %d", t->name, t->ctx, n_ctx);
     }
-    struct ppl_params p = {.protocol = t->protocol, .n_ctx = t->ctx, .stride = t->stride, .max_windows = t->chunks};
+    struct ppl_params p = {.protocol = t->protocol, .n_ctx = t->ctx, .stride = t->stride, .max_windows = t->chunks,
+                           .shard_index = sh.index, .shard_count = sh.count};
     struct ppl_run r;
     rc = ppl_evaluate(b, ids, k, &p, NULL, NULL, &r, err, errlen);
     free(ids);
     for (int64_t w = 0; !rc && w < r.n_windows; w++) {
+        if (!in_shard(sh, w)) continue;
         char id[32];
         snprintf(id, sizeof id, "w%lld", (long long)w);
         struct task_row row = {.idx = w, .id = id, .cluster = w, .nll = r.windows[w].nll, .n_tokens = r.windows[w].tokens,
@@ -56,15 +63,17 @@ static int run_ppl(const struct suite_task *t, const struct backend *b, int n_ct
     return rc;
 }
 
-static int run_mc(const struct suite_task *t, const struct backend *b, int n_ctx, task_row_fn fn, void *ud,
-                  struct task_summary *sum, char *err, size_t errlen)
+static int run_mc(const struct suite_task *t, const struct backend *b, int n_ctx, struct task_shard sh, task_row_fn fn,
+                  void *ud, struct task_summary *sum, char *err, size_t errlen)
 {
     struct mc_item *items;
     int64_t n;
     int rc = suite_task_mc_items(t, &items, &n, err, errlen);
     if (rc) return rc;
-    int64_t right = 0, right_norm = 0;
+    int64_t right = 0, right_norm = 0, done = 0;
     for (int64_t i = 0; i < n && !rc; i++) {
+        if (!in_shard(sh, i)) continue;
+        done++;
         struct mc_result r;
         if ((rc = mc_score(b, n_ctx, &items[i], t->delimiter, &r, err, errlen))) break;
         cJSON *x = cJSON_CreateObject();
@@ -92,27 +101,31 @@ static int run_mc(const struct suite_task *t, const struct backend *b, int n_ctx
         rc = fn(ud, &row);
         free(extra);
     }
-    sum->items = n;
-    sum->metric = n ? (double)right / (double)n : NAN;
+    sum->items = done;
+    sum->metric = done ? (double)right / (double)done : NAN;
     sum->metric_name = "acc";
-    sum->metric2 = n ? (double)right_norm / (double)n : NAN;
+    sum->metric2 = done ? (double)right_norm / (double)done : NAN;
     sum->metric2_name = "acc_norm";
     mc_items_free(items, n);
     return rc;
 }
 
-static int run_gen(const struct suite_task *t, const struct backend *b, int n_ctx, task_row_fn fn, void *ud,
-                   struct task_summary *sum, char *err, size_t errlen)
+static int run_gen(const struct suite_task *t, const struct backend *b, int n_ctx, uint64_t seed, struct task_shard sh,
+                   task_row_fn fn, void *ud, struct task_summary *sum, char *err, size_t errlen)
 {
     struct gen_item *items;
     int64_t n;
     int rc = suite_task_gen_items(t, &items, &n, err, errlen);
     if (rc) return rc;
     int64_t right[SUITE_MAX_PIPELINES] = {0};
-    struct backend_gen_params gp = {.max_tokens = t->max_tokens, .temperature = 0, .top_p = 1,
+    struct backend_gen_params gp = {.max_tokens = t->max_tokens, .temperature = (float)t->temperature, .top_p = (float)t->top_p,
                                     .stop = (const char *const *)t->stop, .n_stop = t->n_stop};
     if (gp.max_tokens > n_ctx / 2) gp.max_tokens = n_ctx / 2; /* leave room for the prompt */
+    int64_t done = 0;
     for (int64_t i = 0; i < n && !rc; i++) {
+        if (!in_shard(sh, i)) continue;
+        done++;
+        gp.seed = seed * 1000003u + (uint64_t)i;
         int32_t *ids = NULL;
         int64_t k = 0;
         char *out = NULL;
@@ -156,25 +169,25 @@ static int run_gen(const struct suite_task *t, const struct backend *b, int n_ct
         free(first);
         free(out);
     }
-    sum->items = n;
-    sum->metric = n ? (double)right[0] / (double)n : NAN;
+    sum->items = done;
+    sum->metric = done ? (double)right[0] / (double)done : NAN;
     sum->metric_name = t->n_pipelines > 0 ? pipeline_name(t->pipelines[0]) : "exact_match";
-    sum->metric2 = n && t->n_pipelines > 1 ? (double)right[1] / (double)n : NAN;
+    sum->metric2 = done && t->n_pipelines > 1 ? (double)right[1] / (double)done : NAN;
     sum->metric2_name = t->n_pipelines > 1 ? pipeline_name(t->pipelines[1]) : NULL;
     gen_items_free(items, n);
     return rc;
 }
 
-int task_run(const struct suite_task *t, const struct backend *b, int n_ctx, task_row_fn fn, void *ud,
-             struct task_summary *sum, char *err, size_t errlen)
+int task_run(const struct suite_task *t, const struct backend *b, int n_ctx, uint64_t seed, struct task_shard sh,
+             task_row_fn fn, void *ud, struct task_summary *sum, char *err, size_t errlen)
 {
     memset(sum, 0, sizeof *sum);
     sum->metric = sum->metric2 = NAN;
     double t0 = now();
     int rc;
-    if (t->kind == STORE_TASK_PERPLEXITY) rc = run_ppl(t, b, n_ctx, fn, ud, sum, err, errlen);
-    else if (t->kind == STORE_TASK_MULTIPLE_CHOICE) rc = run_mc(t, b, n_ctx, fn, ud, sum, err, errlen);
-    else rc = run_gen(t, b, n_ctx, fn, ud, sum, err, errlen);
+    if (t->kind == STORE_TASK_PERPLEXITY) rc = run_ppl(t, b, n_ctx, sh, fn, ud, sum, err, errlen);
+    else if (t->kind == STORE_TASK_MULTIPLE_CHOICE) rc = run_mc(t, b, n_ctx, sh, fn, ud, sum, err, errlen);
+    else rc = run_gen(t, b, n_ctx, seed, sh, fn, ud, sum, err, errlen);
     sum->seconds = now() - t0;
     return rc;
 }

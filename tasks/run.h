@@ -6,7 +6,8 @@
  * count, and the acc_norm / per-token predictions);
  * generation: one row per item (prediction = the output, extracted and
  * correct from the first pipeline, extra_json = every pipeline's answer and
- * correctness, output_hash = sha256 of the output). Greedy; max_tokens is
+ * correctness, output_hash = sha256 of the output). Greedy, or sampled at
+ * the task's temperature and top_p; max_tokens is
  * capped at half the context and a longer prompt keeps its last tokens (as
  * lm-eval truncates), recorded as prompt_tokens_dropped.
  */
@@ -41,8 +42,14 @@ struct task_summary {
     double seconds;
 };
 
-/* n_ctx: the backend's context. seed: for sampled generation (greedy here). */
-int task_run(const struct suite_task *t, const struct backend *b, int n_ctx, task_row_fn fn, void *ud,
-             struct task_summary *sum, char *err, size_t errlen);
+/* Which items of a task run: those with index % count == index (shards). */
+struct task_shard {
+    int index, count; /* 0/1: everything */
+};
+
+/* n_ctx: the backend's context. seed: for sampled generation (the task's
+ * temperature > 0); each item draws with seed + item index. */
+int task_run(const struct suite_task *t, const struct backend *b, int n_ctx, uint64_t seed, struct task_shard shard,
+             task_row_fn fn, void *ud, struct task_summary *sum, char *err, size_t errlen);
 
 #endif

@@ -188,7 +188,9 @@ static char *dump(const char *db)
     return b.data;
 }
 
-TEST(run_killed_and_resumed_is_identical)
+/* three synthetic models (F32, Q8_0, F16), a 12,000-word corpus and 150
+ * multiple-choice items, and suite.json over them, in the test's folder */
+static int make_fixture(void)
 {
     ASSERT_OK(synth("a.gguf", GGML_F32));
     ASSERT_OK(synth("b.gguf", GGML_Q8_0));
@@ -215,6 +217,12 @@ TEST(run_killed_and_resumed_is_identical)
              "\"protocol\":\"rolling\",\"ctx\":128},{\"name\":\"mc\",\"kind\":\"custom\",\"data\":\"mc.jsonl\",\"sha256\":\"%s\","
              "\"fields\":{\"id\":\"id\",\"context\":\"q\",\"choices\":\"c\",\"gold\":\"g\"}}]}", s1, s2);
     ASSERT_OK(write_text("suite.json", suite));
+    return 0;
+}
+
+TEST(run_killed_and_resumed_is_identical)
+{
+    ASSERT_OK(make_fixture());
     char sp[4200], ma[4200], mb[4200], mc[4200], ref[4200], db[4200];
     snprintf(sp, sizeof sp, "%s", t_path("suite.json"));
     snprintf(ma, sizeof ma, "a=%s", t_path("a.gguf"));
@@ -291,5 +299,64 @@ TEST(run_killed_and_resumed_is_identical)
     ASSERT_EQ(o.code, 65);
     ASSERT_CONTAINS(o.err, "model 2 is b=");
     t_out_free(&o);
+    return 0;
+}
+
+TEST(run_shards_merge_equal_unsharded)
+{
+    ASSERT_OK(make_fixture());
+    char sp[4200], ma[4200], mb[4200], mc[4200], ref[4200], out[4200], sh[3][4200];
+    snprintf(sp, sizeof sp, "%s", t_path("suite.json"));
+    snprintf(ma, sizeof ma, "a=%s", t_path("a.gguf"));
+    snprintf(mb, sizeof mb, "b=%s", t_path("b.gguf"));
+    snprintf(mc, sizeof mc, "c=%s", t_path("c.gguf"));
+    snprintf(ref, sizeof ref, "%s", t_path("ref.db"));
+    snprintf(out, sizeof out, "%s", t_path("merged.db"));
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "run", "--suite", sp, "--model", ma, "--model", mb, "--model", mc, "--quiet", "--db", ref, NULL));
+    ASSERT_EQ(o.code, 0);
+    t_out_free(&o);
+    for (int i = 0; i < 3; i++) {
+        char spec[8], name[32];
+        snprintf(spec, sizeof spec, "%d/3", i);
+        snprintf(name, sizeof name, "shard%d.db", i);
+        snprintf(sh[i], sizeof sh[i], "%s", t_path(name));
+        ASSERT_OK(t_qgate(&o, "run", "--suite", sp, "--model", ma, "--model", mb, "--model", mc, "--shard", spec, "--quiet",
+                          "--db", sh[i], NULL));
+        ASSERT_EQ(o.code, 0);
+        t_out_free(&o);
+    }
+    /* a missing shard, a repeated one */
+    ASSERT_OK(t_qgate(&o, "merge", out, sh[0], sh[1], NULL));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "has 3 shards but 2 files");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "merge", out, sh[0], sh[1], sh[1], NULL));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "are both shard 1/3");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "merge", out, sh[2], sh[0], sh[1], NULL));
+    ASSERT_EQ(o.code, 0);
+    t_out_free(&o);
+    char *x1 = dump(ref), *x2 = dump(out);
+    ASSERT(x1 && x2 && strlen(x1) > 1000);
+    ASSERT_STR_EQ(x2, x1);
+    free(x1);
+    free(x2);
+    struct t_out v1, v2;
+    ASSERT_OK(t_qgate(&v1, "compare", "--baseline", "a", "--candidate", "b", "--db", ref, "--format", "json", NULL));
+    ASSERT_OK(t_qgate(&v2, "compare", "--baseline", "a", "--candidate", "b", "--db", out, "--format", "json", NULL));
+    ASSERT_EQ(v1.code, v2.code);
+    cJSON *j1 = cJSON_Parse(v1.out), *j2 = cJSON_Parse(v2.out);
+    for (int t = 0; t < 2; t++) {
+        cJSON *a = cJSON_GetArrayItem(cJSON_GetObjectItem(j1, "tasks"), t), *b = cJSON_GetArrayItem(cJSON_GetObjectItem(j2, "tasks"), t);
+        ASSERT_NEAR(cJSON_GetObjectItem(a, "delta")->valuedouble, cJSON_GetObjectItem(b, "delta")->valuedouble, 1e-12);
+        ASSERT_NEAR(cJSON_GetObjectItem(a, "ci_high")->valuedouble, cJSON_GetObjectItem(b, "ci_high")->valuedouble, 1e-12);
+        ASSERT_STR_EQ(cJSON_GetObjectItem(a, "verdict")->valuestring, cJSON_GetObjectItem(b, "verdict")->valuestring);
+    }
+    cJSON_Delete(j1);
+    cJSON_Delete(j2);
+    t_out_free(&v1);
+    t_out_free(&v2);
     return 0;
 }
