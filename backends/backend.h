@@ -31,6 +31,8 @@ enum backend_caps {
 struct backend_open_params {
     int n_ctx;     /* largest window that will be evaluated (0 = model's own) */
     int n_threads; /* 0 = library default */
+    int perturb;   /* 1: evaluate each scoring window in two batches (a benign
+                    * numerical perturbation, for measuring the noise floor) */
 };
 
 struct backend_info {

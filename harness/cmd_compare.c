@@ -67,6 +67,7 @@ static cJSON *task_json(const struct verdict_task *v)
     cJSON_AddNumberToObject(o, "units", (double)v->n_units);
     cJSON_AddNumberToObject(o, "items", (double)v->n_items);
     if (v->deterministic >= 0) cJSON_AddBoolToObject(o, "deterministic", v->deterministic);
+    cJSON_AddNumberToObject(o, "noise_repeats", v->noise_repeats);
     if (v->kind != 0) {
         cJSON_AddNumberToObject(o, "flips_b", (double)v->flips_b);
         cJSON_AddNumberToObject(o, "flips_c", (double)v->flips_c);
@@ -101,7 +102,7 @@ static void print_text(const char *base, const char *cand, int64_t run_id, const
         char iv[64];
         snprintf(iv, sizeof iv, "[%+.5f, %+.5f]", t->lo, t->hi);
         const char *col = !color ? "" : t->verdict == VERDICT_PASS ? "\033[32m" : t->verdict == VERDICT_FAIL ? "\033[31m" : "\033[33m";
-        printf("%-16.16s %-13s %10.4f %10.4f %+10.5f %23s %9.5f %9.5f %9.5f  %s%s%s\n", t->name, t->metric, t->base_value,
+        printf("%-16.16s %-13s %10.4f %10.4f %+10.5f %23s %9.5f %9.2g %9.5f  %s%s%s\n", t->name, t->metric, t->base_value,
                t->cand_value, t->delta, iv, t->margin, t->noise, t->mde, col, verdict_name(t->verdict), color ? "\033[0m" : "");
         if (t->kind == STORE_TASK_PERPLEXITY) {
             printf("%17s PPL ratio %.5f (ln %+.5f +/- %.5f paired SE)", "", exp(t->delta), t->delta, t->se);
@@ -115,7 +116,8 @@ static void print_text(const char *base, const char *cand, int64_t run_id, const
                    100.0 * (double)(t->flips_b + t->flips_c) / (double)t->n_items, 100 * t->flip_lo, 100 * t->flip_hi, t->p_value);
         }
         printf("%17s %s%s; Holm-adjusted p %.3g\n", "", t->reason,
-               t->deterministic == 1 ? "; baseline repeats identical (deterministic)" : "", t->p_holm);
+               t->deterministic == 1 ? "; baseline repeats identical (deterministic)"
+               : t->deterministic == 0 ? "; noise from the baseline's repeats" : "", t->p_holm);
     }
     const char *col = !color ? "" : suite == VERDICT_PASS ? "\033[1;32m" : suite == VERDICT_FAIL ? "\033[1;31m" : "\033[1;33m";
     printf("suite verdict: %s%s%s\n", col, verdict_name(suite), color ? "\033[0m" : "");

@@ -16,6 +16,7 @@ static const struct cli_opt opts[] = {
     {"repeats", 'r', CLI_INT, "R", "repeats (default 2: measures run-to-run noise, stops when identical)", 0},
     {"policy", 'p', CLI_STR, "FILE", "policy JSON (default: the suite's)", 0},
     {"seed", 0, CLI_INT, "N", "bootstrap seed (default 20261130)", 0},
+    {"noise", 0, CLI_STR, "perturb", "also repeat the baseline under a benign numerical perturbation to measure the noise floor", 0},
     CLI_OPT_DB,
     {"threads", 't', CLI_INT, "T", "threads per model", 0},
     {"allow-changed-data", 0, CLI_FLAG, NULL, "run even when data differs from the suite's pins", 0},
@@ -41,6 +42,10 @@ static int cmd_gate(const struct cli_args *a)
     if (!p.suite_path || !cli_str(a, "baseline") || cli_count(a, "candidate") == 0)
         return qg_error("'qgate gate' needs --suite FILE, --baseline SPEC and --candidate SPEC"), QG_EX_USAGE;
     if (p.repeats < 1 || p.repeats > 1000) return qg_error("--repeats must be 1..1000"), QG_EX_USAGE;
+    if (cli_str(a, "noise")) {
+        if (strcmp(cli_str(a, "noise"), "perturb") != 0) return qg_error("--noise takes 'perturb', got '%s'", cli_str(a, "noise")), QG_EX_USAGE;
+        p.noise_perturb = 1;
+    }
     char names[RUNNER_MAX_MODELS][128];
     int code = add_model(cli_str(a, "baseline"), "baseline", &p, names);
     for (int i = 0; i < cli_count(a, "candidate") && !code; i++) {

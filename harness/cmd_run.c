@@ -14,6 +14,7 @@ static const struct cli_opt opts[] = {
     {"seed", 0, CLI_INT, "N", "base seed (repeat r uses N + r)", 0},
     {"resume", 0, CLI_INT, "RUN", "finish an interrupted run (give the same --suite and --model list)", 0},
     {"shard", 0, CLI_STR, "I/N", "run the I-th of N deterministic parts of every task (merge with 'qgate merge')", 0},
+    {"noise", 0, CLI_STR, "perturb", "also repeat the baseline under a benign numerical perturbation to measure the noise floor", 0},
     CLI_OPT_DB,
     {"threads", 't', CLI_INT, "T", "threads per model", 0},
     {"allow-changed-data", 0, CLI_FLAG, NULL, "run even when data differs from the suite's pins", 0},
@@ -63,6 +64,10 @@ static int cmd_run(const struct cli_args *a)
             return qg_error("--shard must be I/N with 0 <= I < N (e.g. 0/4), got '%s'", cli_str(a, "shard")), QG_EX_USAGE;
         p.shard_index = i;
         p.shard_count = n;
+    }
+    if (cli_str(a, "noise")) {
+        if (strcmp(cli_str(a, "noise"), "perturb") != 0) return qg_error("--noise takes 'perturb', got '%s'", cli_str(a, "noise")), QG_EX_USAGE;
+        p.noise_perturb = 1;
     }
     char names[RUNNER_MAX_MODELS][128];
     for (int i = 0; i < cli_count(a, "model"); i++) {

@@ -333,7 +333,7 @@ static int run_lockstep(struct runner *r, int t, int repeat, char *err, size_t e
     return rc;
 }
 
-static int run_single(struct runner *r, int t, int m, int repeat, char *err, size_t errlen)
+static int run_single(struct runner *r, int t, int m, int repeat, const struct backend *b, char *err, size_t errlen)
 {
     const struct suite_task *st = &r->suite->tasks[t];
     int64_t trial;
@@ -345,7 +345,7 @@ static int run_single(struct runner *r, int t, int m, int repeat, char *err, siz
     struct task_summary sum;
     err[0] = '\0';
     struct task_shard sh = {r->p->shard_index, r->p->shard_count};
-    rc = task_run(st, &r->b[m], r->n_ctx[m], r->p->seed + (uint64_t)repeat, sh, on_row, &k, &sum, err, errlen);
+    rc = task_run(st, b, r->n_ctx[m], r->p->seed + (uint64_t)repeat, sh, on_row, &k, &sum, err, errlen);
     int frc = flush(r, rc == QG_OK);
     if (!rc) rc = frc;
     cJSON *mj = cJSON_CreateObject();
@@ -405,18 +405,29 @@ int runner_run(struct store *s, const struct runner_params *p, int64_t *run_id, 
     if (!rc) rc = record_setup(&r, err, errlen);
     *run_id = r.run_id;
     progress_init(&r.pg, "run", p->quiet);
-    int deterministic = 0;
+    int deterministic = 0, next_repeat = p->repeats;
     for (int rep = 0; rep < p->repeats && !rc; rep++) {
         for (int t = 0; t < r.suite->n_tasks && !rc; t++) {
             if (r.suite->tasks[t].kind == STORE_TASK_PERPLEXITY && p->n_models > 1) rc = run_lockstep(&r, t, rep, err, errlen);
             else
-                for (int m = 0; m < p->n_models && !rc; m++) rc = run_single(&r, t, m, rep, err, errlen);
+                for (int m = 0; m < p->n_models && !rc; m++) rc = run_single(&r, t, m, rep, &r.b[m], err, errlen);
         }
         if (!rc && rep == 1 && repeats_identical(&r)) {
             deterministic = 1;
+            next_repeat = 2;
             if (!p->quiet && p->repeats > 2)
                 printf("  repeats 0 and 1 are identical: deterministic, skipping repeats 2..%d\n", p->repeats - 1);
             break;
+        }
+    }
+    if (!rc && p->noise_perturb) {
+        /* the baseline once more, each window evaluated in two batches */
+        struct backend pb;
+        struct backend_open_params bp = {.n_threads = p->threads, .perturb = 1};
+        if ((rc = backend_open(p->specs[0], &bp, &pb, err, errlen)) == QG_OK) {
+            if (!p->quiet) printf("  noise: baseline repeat %d under a perturbation (two-batch evaluation)\n", next_repeat);
+            for (int t = 0; t < r.suite->n_tasks && !rc; t++) rc = run_single(&r, t, 0, next_repeat, &pb, err, errlen);
+            backend_close(&pb);
         }
     }
     progress_done(&r.pg);

@@ -40,6 +40,8 @@ struct runner_params {
     const char *command;
     int64_t resume; /* > 0: finish this run (same suite and models) */
     int shard_index, shard_count; /* run items with index % count == index (0/1: all) */
+    int noise_perturb; /* 1: one more baseline repeat under a benign numerical
+                        * perturbation (two-batch evaluation) */
 };
 
 /* Runs and stores; *run_id is set as soon as the run exists (also on

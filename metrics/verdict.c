@@ -156,25 +156,30 @@ static int compare_task(struct store *s, int64_t run, const char *base, const ch
     struct units u = {0};
     if (!rc) rc = pair_rows(rb, nb, rc_, nc, ppl, v->name, &u, &v->base_value, &v->cand_value, &v->flips_b, &v->flips_c,
                             &v->n_items, err, errlen);
-    /* the noise floor: the baseline's repeat 1 against its repeat 0 */
+    /* the noise floor: the largest loss of a baseline repeat (1, 2, ...: a
+     * repeat, or a perturbed one) against its repeat 0 */
     v->noise = 0;
     v->deterministic = -1;
-    if (!rc && read_trial(s, run, base, v->task_id, 1, v->name, &rb1, &nb1, &tb1, err, errlen) == QG_OK) {
+    for (int rep = 1; !rc && rep < 64; rep++) {
+        free(rb1);
+        rb1 = NULL;
+        if (read_trial(s, run, base, v->task_id, rep, v->name, &rb1, &nb1, &tb1, err, errlen) != QG_OK) break;
         struct units nu;
         double x, y;
         int64_t f1, f2, ni;
         if (pair_rows(rb, nb, rb1, nb1, ppl, v->name, &nu, &x, &y, &f1, &f2, &ni, err, errlen) == QG_OK) {
             double sl = 0, ss = 0;
             for (int64_t i = 0; i < nu.n; i++) sl += nu.loss[i], ss += nu.size[i];
-            v->noise = fabs(sl / ss);
+            v->noise = fmax(v->noise, fabs(sl / ss));
             int same = 1;
             for (int64_t i = 0; i < nb && same; i++) same = rb[i].nll == rb1[i].nll || (isnan(rb[i].nll) && isnan(rb1[i].nll));
             for (int64_t i = 0; i < nb && same; i++) same = rb[i].correct == rb1[i].correct && !strcmp(rb[i].output_hash, rb1[i].output_hash);
-            v->deterministic = same;
+            v->deterministic = (v->deterministic != 0) && same;
+            v->noise_repeats = rep;
             units_free(&nu);
         }
-        err[0] = '\0';
     }
+    err[0] = '\0';
     free(rb);
     free(rc_);
     free(rb1);

@@ -7,7 +7,7 @@
  * (passage, subject) — for accuracy and exact match (loss = accuracy drop).
  * Interval: paired cluster bootstrap, percentile, two-sided 1 - 2 alpha
  * (90 % for alpha 0.05), seeded; for binary metrics on single items,
- * Newcombe's paired score interval instead (sound with zero cells). Noise floor: the baseline's own repeat 1
+ * Newcombe's paired score interval instead (sound with zero cells). Noise floor: the largest loss of a later baseline repeat
  * against its repeat 0 (0 and flagged when they are identical). Margin
  * delta = max(policy margin, noise). MDE = (z_{1-alpha} + z_{1-beta}) SE.
  *   PASS: upper bound <= delta.  FAIL: lower bound > delta.
@@ -38,7 +38,8 @@ struct verdict_task {
     double margin, noise, mde, p_value, p_holm;
     int64_t n_units, n_items, flips_b, flips_c, items_needed;
     double flip_lo, flip_hi;       /* Wilson 95 % of (b + c) / n */
-    int deterministic;             /* baseline repeats identical */
+    int deterministic;             /* baseline repeats identical (-1: no repeats) */
+    int noise_repeats;             /* baseline repeats (incl. perturbed) behind the noise */
     int verdict;
     char reason[256];
     int has_kld;                   /* perplexity with lockstep figures */

@@ -360,3 +360,46 @@ TEST(run_shards_merge_equal_unsharded)
     t_out_free(&v2);
     return 0;
 }
+
+TEST(run_noise_perturb)
+{
+    ASSERT_OK(make_fixture());
+    char sp[4200], ma[4200], mb[4200], db[4200];
+    snprintf(sp, sizeof sp, "%s", t_path("suite.json"));
+    snprintf(ma, sizeof ma, "a=%s", t_path("a.gguf"));
+    snprintf(mb, sizeof mb, "b=%s", t_path("b.gguf"));
+    snprintf(db, sizeof db, "%s", t_path("n.db"));
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "run", "--suite", sp, "--model", ma, "--model", mb, "--repeats", "2", "--noise", "perturb",
+                      "--quiet", "--db", db, NULL));
+    ASSERT_EQ(o.code, 0);
+    t_out_free(&o);
+    /* the baseline has a third, perturbed repeat; the candidate does not */
+    ASSERT_OK(t_qgate(&o, "show", "1", "--json", "--db", db, NULL));
+    cJSON *j = cJSON_Parse(o.out), *tr;
+    int base_r2 = 0, cand_r2 = 0;
+    cJSON_ArrayForEach(tr, cJSON_GetObjectItem(j, "trials"))
+    {
+        int rep = (int)cJSON_GetObjectItem(tr, "repeat")->valuedouble;
+        const char *m = cJSON_GetObjectItem(tr, "model")->valuestring;
+        base_r2 += rep == 2 && !strcmp(m, "a");
+        cand_r2 += rep == 2 && !strcmp(m, "b");
+    }
+    ASSERT_EQ(base_r2, 2); /* both tasks */
+    ASSERT_EQ(cand_r2, 0);
+    cJSON_Delete(j);
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "compare", "--baseline", "a", "--candidate", "b", "--db", db, "--format", "json", NULL));
+    j = cJSON_Parse(o.out);
+    cJSON *t = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "tasks"), 0);
+    ASSERT_EQ(cJSON_GetObjectItem(t, "noise_repeats")->valuedouble, 2);
+    double noise = cJSON_GetObjectItem(t, "noise")->valuedouble;
+    ASSERT(noise >= 0 && noise < 1e-3); /* a numerical floor, far below any margin */
+    printf("perplexity noise floor under the perturbation: %.3g nats/token\n", noise);
+    cJSON_Delete(j);
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "run", "--suite", sp, "--model", ma, "--noise", "jitter", "--db", db, NULL));
+    ASSERT_EQ(o.code, 64);
+    t_out_free(&o);
+    return 0;
+}

@@ -19,7 +19,7 @@ struct cpu {
     struct tokenizer *tok;
     struct llama_model *model;
     struct llama_ctx *ctx;
-    int n_ctx, n_threads;
+    int n_ctx, n_threads, perturb;
     float *logits; /* [LOGIT_ROWS][n_vocab]: output rows are computed in chunks */
     char err[QG_ERRMSG_MAX];
 };
@@ -69,6 +69,7 @@ static int cpu_open(const char *path, const struct backend_open_params *p, void 
         return rc;
     }
     c->n_threads = p && p->n_threads > 0 ? p->n_threads : parallel_cpus();
+    c->perturb = p && p->perturb;
     if (p && p->n_threads > 0) llama_ctx_set_threads(c->ctx, p->n_threads);
     *impl = c;
     return QG_OK;
@@ -157,14 +158,19 @@ static int cpu_score(void *impl, struct backend_score *r)
         if (r->tokens[i] < 0 || r->tokens[i] >= V)
             return qg_errf(c->err, sizeof c->err, QG_ERR_USAGE, "score: token %d out of range", r->tokens[i]);
     llama_ctx_reset(c->ctx);
-    int rc = llama_eval(c->ctx, r->tokens, r->n_tokens - 1, r->n_tokens - 1, NULL);
-    if (rc) return qg_errf(c->err, sizeof c->err, rc, "score: evaluation failed (token id out of range?)");
-    /* position i-1 predicts token i; output rows in chunks of LOGIT_ROWS */
-    for (int p0 = r->from - 1; p0 < r->n_tokens - 1; p0 += LOGIT_ROWS) {
-        int cnt = r->n_tokens - 1 - p0 < LOGIT_ROWS ? r->n_tokens - 1 - p0 : LOGIT_ROWS;
-        llama_output(c->ctx, p0, cnt, c->logits);
-        struct lsm_job j = {c->logits, V, p0, r->from, r};
-        parallel_for(parallel_threads_for(c->n_threads, 20.0 * cnt * V), cnt, lsm_rows, &j);
+    /* one batch, or two (perturb) through the KV cache; position i-1
+     * predicts token i; output rows in chunks of LOGIT_ROWS */
+    int npos = r->n_tokens - 1, split = c->perturb && npos >= 2 ? npos / 2 : npos;
+    for (int b0 = 0; b0 < npos; b0 = split, split = npos) {
+        int rc = llama_eval(c->ctx, r->tokens + b0, split - b0, split - b0, NULL);
+        if (rc) return qg_errf(c->err, sizeof c->err, rc, "score: evaluation failed (token id out of range?)");
+        int first = r->from - 1 > b0 ? r->from - 1 : b0;
+        for (int p0 = first; p0 < split; p0 += LOGIT_ROWS) {
+            int cnt = split - p0 < LOGIT_ROWS ? split - p0 : LOGIT_ROWS;
+            llama_output(c->ctx, p0 - b0, cnt, c->logits);
+            struct lsm_job j = {c->logits, V, p0, r->from, r};
+            parallel_for(parallel_threads_for(c->n_threads, 20.0 * cnt * V), cnt, lsm_rows, &j);
+        }
     }
     return QG_OK;
 }
