@@ -26,6 +26,11 @@ void progress_update(struct progress *p, int64_t done, int64_t total, const char
     if (t - p->last < 0.1 && done < total) return;
     p->last = t;
     double el = t - p->t0, rate = el > 0 ? (double)done / el : 0;
+    if (total <= 0) { /* unknown total: count and rate only */
+        fprintf(stderr, "\r%s %lld %s  %.1f %s/s ", p->label, (long long)done, unit, rate, unit);
+        fflush(stderr);
+        return;
+    }
     double eta = rate > 0 ? (double)(total - done) / rate : 0;
     int width = 30, fill = total > 0 ? (int)(width * done / total) : 0;
     char bar[64];

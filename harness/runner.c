@@ -25,7 +25,7 @@ struct runner {
     int64_t run_id, model_ids[RUNNER_MAX_MODELS], *task_ids;
     int64_t pending; /* rows in the open transaction */
     struct progress pg;
-    int64_t rows_done;
+    int64_t rows_done, rows_total; /* total 0 when unknown */
 };
 
 /* one row into the store, committing every RUNNER_BATCH rows */
@@ -38,7 +38,7 @@ static int put(struct runner *r, const struct store_item *it)
         rc = store_commit(r->s);
         r->pending = 0;
     }
-    progress_update(&r->pg, ++r->rows_done, 0, "rows");
+    progress_update(&r->pg, ++r->rows_done, r->rows_total, "rows");
     return rc;
 }
 
@@ -388,6 +388,44 @@ static int repeats_identical(struct runner *r)
     return 1;
 }
 
+/* Rows the run will write (windows or items x models x repeats), for the
+ * progress bar's ETA; 0 when something cannot be counted. */
+static int64_t estimate_rows(struct runner *r)
+{
+    const struct runner_params *p = r->p;
+    int64_t total = 0;
+    char err[QG_ERRMSG_MAX];
+    for (int t = 0; t < r->suite->n_tasks; t++) {
+        const struct suite_task *st = &r->suite->tasks[t];
+        int64_t n = 0;
+        if (st->kind == STORE_TASK_PERPLEXITY) {
+            char *buf;
+            size_t len;
+            int32_t *ids = NULL;
+            int64_t k = 0;
+            if (qg_read_file(suite_task_file(st, "data")->path, (size_t)1 << 32, &buf, &len, err, sizeof err)) return 0;
+            int rc = backend_tokenize(&r->b[0], buf, len, 1, &ids, &k);
+            free(buf);
+            struct ppl_params pp = {.protocol = st->protocol, .n_ctx = st->ctx, .stride = st->stride, .max_windows = st->chunks};
+            struct ppl_window *w = NULL;
+            if (rc || ppl_plan(&pp, k, &w, &n, err, sizeof err)) n = 0;
+            free(w);
+            free(ids);
+        } else if (st->kind == STORE_TASK_MULTIPLE_CHOICE) {
+            struct mc_item *it;
+            if (suite_task_mc_items(st, &it, &n, err, sizeof err)) return 0;
+            mc_items_free(it, n);
+        } else {
+            struct gen_item *it;
+            if (suite_task_gen_items(st, &it, &n, err, sizeof err)) return 0;
+            gen_items_free(it, n);
+        }
+        if (p->shard_count > 1) n = (n + p->shard_count - 1 - p->shard_index) / p->shard_count;
+        total += n;
+    }
+    return total * p->n_models * p->repeats;
+}
+
 int runner_run(struct store *s, const struct runner_params *p, int64_t *run_id, char *err, size_t errlen)
 {
     *run_id = 0;
@@ -405,6 +443,7 @@ int runner_run(struct store *s, const struct runner_params *p, int64_t *run_id, 
     if (!rc) rc = record_setup(&r, err, errlen);
     *run_id = r.run_id;
     progress_init(&r.pg, "run", p->quiet);
+    if (!rc && r.pg.enabled) r.rows_total = estimate_rows(&r); /* only worth it on a terminal */
     int deterministic = 0, next_repeat = p->repeats;
     for (int rep = 0; rep < p->repeats && !rc; rep++) {
         for (int t = 0; t < r.suite->n_tasks && !rc; t++) {
