@@ -9,9 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 struct lines {
     FILE *f;
+    pid_t child; /* bunzip2 feeding f through a pipe, or 0 */
     char *path;
     char *buf;
     size_t cap;
@@ -38,13 +41,51 @@ int utf8_valid(const char *str, size_t n, size_t *bad)
     return 1;
 }
 
+/* Starts `bunzip2 -c -- path` and returns its output stream. */
+static FILE *open_bz2(const char *path, pid_t *child)
+{
+    int fds[2];
+    if (pipe(fds) != 0) return NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return NULL;
+    }
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        execlp("bunzip2", "bunzip2", "-c", "--", path, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    *child = pid;
+    return fdopen(fds[0], "rb");
+}
+
+static int ends_with_bz2(const char *p)
+{
+    size_t n = strlen(p);
+    return n > 4 && strcmp(p + n - 4, ".bz2") == 0;
+}
+
 int lines_open(const char *path, struct lines **out, char *err, size_t errlen)
 {
     *out = NULL;
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         return qg_errf(err, errlen, QG_ERR_NOINPUT, "%s: is a directory, expected a file", path);
-    FILE *f = fopen(path, "rb");
+    pid_t child = 0;
+    FILE *f;
+    if (ends_with_bz2(path)) { /* decompressed by the bzip2 package's program */
+        if (access(path, R_OK) != 0) return qg_errf(err, errlen, QG_ERR_NOINPUT, "%s: %s", path, strerror(errno));
+        f = open_bz2(path, &child);
+        if (!f) return qg_errf(err, errlen, QG_ERR_NOINPUT, "%s: cannot start bunzip2: %s", path, strerror(errno));
+    } else {
+        f = fopen(path, "rb");
+    }
     if (!f) return qg_errf(err, errlen, QG_ERR_NOINPUT, "%s: %s", path, strerror(errno));
     struct lines *l = calloc(1, sizeof *l);
     if (!l || !(l->path = qg_strdup(path))) {
@@ -53,6 +94,7 @@ int lines_open(const char *path, struct lines **out, char *err, size_t errlen)
         return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
     }
     l->f = f;
+    l->child = child;
     *out = l;
     return QG_OK;
 }
@@ -61,6 +103,10 @@ void lines_close(struct lines *l)
 {
     if (!l) return;
     if (l->f) fclose(l->f);
+    if (l->child > 0) { /* closing the pipe ends bunzip2 if it was still writing */
+        int st;
+        waitpid(l->child, &st, 0);
+    }
     free(l->buf);
     free(l->path);
     free(l);
@@ -89,6 +135,16 @@ int lines_next(struct lines *l, const char **line, size_t *len)
         if (ferror(l->f)) {
             snprintf(l->err, sizeof l->err, "%s: read error: %s", l->path, strerror(errno));
             return QG_ERR_IO;
+        }
+        if (l->child > 0) { /* the whole stream was read: did bunzip2 succeed? */
+            int st;
+            pid_t c = l->child;
+            l->child = 0;
+            if (waitpid(c, &st, 0) == c && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+                snprintf(l->err, sizeof l->err, "%s: bunzip2 failed (exit %d): not a valid .bz2 file, or bzip2 is not installed",
+                         l->path, WIFEXITED(st) ? WEXITSTATUS(st) : 128);
+                return QG_ERR_DATA;
+            }
         }
         return 0;
     }

@@ -536,6 +536,156 @@ static int load_winogrande(const struct bench_source *src, struct vec *v, char *
     return each_jsonl(src, v, winogrande_item, err, errlen);
 }
 
+/* text between `after` and the earliest of the `ends` markers (trimmed),
+ * searching from *pos; advances *pos past it. NULL when not found. */
+static char *between(const char *s, const char **pos, const char *after, const char *const *ends, int n_ends)
+{
+    const char *a = strstr(*pos, after);
+    if (!a) return NULL;
+    a += strlen(after);
+    const char *e = NULL;
+    for (int i = 0; i < n_ends; i++) {
+        const char *x = strstr(a, ends[i]);
+        if (x && (!e || x < e)) e = x;
+    }
+    if (!e) e = a + strlen(a);
+    *pos = e;
+    while (a < e && isspace((unsigned char)*a)) a++;
+    while (e > a && isspace((unsigned char)e[-1])) e--;
+    (void)s;
+    return qg_strndup(a, (size_t)(e - a));
+}
+
+/* One LLM-Adapters item (instruction text with embedded choices, answer
+ * "answerK" / "true" / "optionK") as a multiple-choice item. */
+static int adapters_item(const char *name, const cJSON *o, int64_t k, struct mc_item *it, char *why, size_t whylen)
+{
+    const cJSON *ins = cJSON_GetObjectItemCaseSensitive(o, "instruction"), *ans = cJSON_GetObjectItemCaseSensitive(o, "answer");
+    if (!cJSON_IsString(ins) || !cJSON_IsString(ans)) return qg_errf(why, whylen, QG_ERR_DATA, "needs \"instruction\" and \"answer\" strings");
+    const char *text = ins->valuestring, *pos = text, *a = ans->valuestring;
+    it->id = xstrdup_printf("%lld", (long long)k);
+    it->cluster = -1;
+    if (!strcmp(name, "arc")) {
+        static const char *const qe[] = {"\n\nAnswer1:"};
+        char *q = between(text, &pos, "question:", qe, 1);
+        if (!q) return qg_errf(why, whylen, QG_ERR_DATA, "no \"question:\" before \"Answer1:\"");
+        it->context = xstrdup_printf("Question: %s\nAnswer:", q);
+        free(q);
+        it->choices = calloc(MC_MAX_CHOICES, sizeof *it->choices);
+        for (int c = 1; c <= MC_MAX_CHOICES; c++) {
+            char mark[32], next[32];
+            snprintf(mark, sizeof mark, "Answer%d:", c);
+            snprintf(next, sizeof next, " Answer%d:", c + 1);
+            const char *ends[] = {next, "\n\nAnswer format"};
+            const char *save = pos;
+            char *ch = between(text, &pos, mark, ends, 2);
+            if (!ch) {
+                pos = save;
+                break;
+            }
+            it->choices[it->n_choices++] = ch;
+        }
+        if (it->n_choices < 2) return qg_errf(why, whylen, QG_ERR_DATA, "fewer than 2 \"AnswerN:\" choices");
+        int g = strncmp(a, "answer", 6) == 0 ? atoi(a + 6) - 1 : -1;
+        if (g < 0 || g >= it->n_choices) return qg_errf(why, whylen, QG_ERR_DATA, "answer '%.20s' is not answer1..answer%d", a, it->n_choices);
+        it->gold = g;
+    } else if (!strcmp(name, "boolq")) {
+        static const char *const qe[] = {"\n\nAnswer format"};
+        char *q = between(text, &pos, "question:", qe, 1);
+        if (!q) return qg_errf(why, whylen, QG_ERR_DATA, "no \"question:\"");
+        size_t ql = strlen(q);
+        it->context = xstrdup_printf("Question: %s%s\nAnswer:", q, ql && q[ql - 1] == '?' ? "" : "?");
+        free(q);
+        if (strcmp(a, "true") && strcmp(a, "false")) return qg_errf(why, whylen, QG_ERR_DATA, "answer '%.20s' is not true or false", a);
+        it->gold = !strcmp(a, "true");
+        it->n_choices = 2;
+        it->choices = calloc(2, sizeof *it->choices);
+        it->choices[0] = qg_strdup("no");
+        it->choices[1] = qg_strdup("yes");
+    } else { /* winogrande */
+        static const char *const se[] = {"\n\nOption1:"};
+        char *sent = between(text, &pos, "sentence:", se, 1);
+        static const char *const e1[] = {" Option2:"};
+        static const char *const e2[] = {" Answer format", "\n"};
+        char *o1 = sent ? between(text, &pos, "Option1:", e1, 1) : NULL;
+        char *o2 = o1 ? between(text, &pos, "Option2:", e2, 2) : NULL;
+        const char *blank = sent ? strchr(sent, '_') : NULL;
+        int g = strncmp(a, "option", 6) == 0 ? atoi(a + 6) - 1 : -1;
+        int rc = QG_OK;
+        if (!sent || !o1 || !o2) rc = qg_errf(why, whylen, QG_ERR_DATA, "cannot find \"sentence:\", \"Option1:\" and \"Option2:\"");
+        else if (!blank) rc = qg_errf(why, whylen, QG_ERR_DATA, "the sentence has no \"_\" blank");
+        else if (g < 0 || g > 1) rc = qg_errf(why, whylen, QG_ERR_DATA, "answer '%.20s' is not option1 or option2", a);
+        if (!rc) {
+            const char *rest = blank + 1;
+            while (*rest == ' ') rest++;
+            it->gold = g;
+            it->n_choices = 2;
+            it->contexts = calloc(2, sizeof *it->contexts);
+            it->choices = calloc(2, sizeof *it->choices);
+            for (int c = 0; c < 2; c++) {
+                it->contexts[c] = xstrdup_printf("%.*s%s", (int)(blank - sent), sent, c ? o2 : o1);
+                it->choices[c] = xstrdup_printf(" %s", rest);
+            }
+        }
+        free(sent);
+        free(o1);
+        free(o2);
+        return rc;
+    }
+    return QG_OK;
+}
+
+/* LLM-Adapters' JSON array layout (the ARC, BoolQ and WinoGrande copies in
+ * ../shared/data/llm-adapters): one object per item */
+static int load_adapters(const char *name, const struct bench_source *src, struct vec *v, char *err, size_t errlen)
+{
+    char *text;
+    size_t n;
+    int rc = qg_read_file(src->data, (size_t)256 << 20, &text, &n, err, errlen);
+    if (rc) return rc;
+    size_t bad;
+    if (!utf8_valid(text, n, &bad)) {
+        free(text);
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: not valid UTF-8 (byte %zu)", src->data, bad + 1);
+    }
+    cJSON *arr = cJSON_ParseWithLength(text, n);
+    if (!arr) {
+        const char *at = cJSON_GetErrorPtr();
+        int line = 1;
+        for (const char *p = text; at && p < at && p < text + n; p++) line += *p == '\n';
+        free(text);
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s:%d: invalid JSON", src->data, line);
+    }
+    free(text);
+    if (!cJSON_IsArray(arr)) rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: expected a JSON array of items", src->data);
+    int64_t k = 0;
+    const cJSON *o;
+    cJSON_ArrayForEach(o, arr)
+    {
+        if (rc || (src->limit > 0 && v->n >= src->limit)) break;
+        struct mc_item *it = vec_push(v);
+        char why[256];
+        if (!it) rc = QG_ERR_NOMEM;
+        else if (!cJSON_IsObject(o)) rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: item %lld is not an object", src->data, (long long)k);
+        else if (adapters_item(name, o, k, it, why, sizeof why))
+            rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: item %lld: %s", src->data, (long long)k, why);
+        k++;
+    }
+    cJSON_Delete(arr);
+    return rc;
+}
+
+/* 1 when the file's first non-blank byte is '[' (a JSON array) */
+static int starts_with_array(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    int c = EOF;
+    while (f && (c = fgetc(f)) != EOF && isspace(c)) {
+    }
+    if (f) fclose(f);
+    return c == '[';
+}
+
 static uint64_t splitmix(uint64_t *s)
 {
     uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
@@ -592,6 +742,8 @@ int bench_load_mc(const char *name, const struct bench_source *src, struct mc_it
     if (strcmp(name, "hellaswag") == 0) rc = ends_with(src->data, ".jsonl") ? load_hellaswag_jsonl(src, &v, err, errlen) : load_hellaswag_txt(src, &v, err, errlen);
     else if (strcmp(name, "mmlu") == 0) rc = load_mmlu(src, &v, err, errlen);
     else if (strcmp(name, "piqa") == 0) rc = load_piqa(src, &v, err, errlen);
+    else if ((!strcmp(name, "arc") || !strcmp(name, "boolq") || !strcmp(name, "winogrande")) && starts_with_array(src->data))
+        rc = load_adapters(name, src, &v, err, errlen);
     else if (strcmp(name, "arc") == 0) rc = load_arc(src, &v, err, errlen);
     else if (strcmp(name, "boolq") == 0) rc = load_boolq(src, &v, err, errlen);
     else if (strcmp(name, "winogrande") == 0) rc = load_winogrande(src, &v, err, errlen);

@@ -14,6 +14,11 @@
  * - winogrande: WinoGrande's JSONL (sentence with "_", option1, option2,
  *   answer "1"/"2"), partial scoring: the continuation after the blank is
  *   scored given each option-filled prefix.
+ * - arc, boolq, winogrande also read LLM-Adapters' JSON arrays (instruction
+ *   text with the choices embedded, answer "answerK" / "true" / "optionK"),
+ *   the only copies in ../shared; BoolQ there has no passages, so its prompt
+ *   is "Question: Q?\nAnswer:".
+ * - hellaswag also reads a .bz2 file (through bunzip2).
  * Generation:
  * - gsm8k: JSONL (question, answer ending "#### N"); prompt "Question: Q\nAnswer:"
  *   after k worked examples from the train file when given.

@@ -155,21 +155,34 @@ TEST(suite_builtins_run_on_stories)
     ASSERT_OK(hash_sha256_file(t_shared("data/piqa/valid.jsonl"), pq, err, sizeof err));
     ASSERT_OK(hash_sha256_file(t_shared("data/piqa/valid-labels.lst"), pl, err, sizeof err));
     ASSERT_OK(hash_sha256_file(t_shared("data/tinystories_valid_head.txt"), tiny, err, sizeof err));
-    char p_tiny[4096], p_mmlu[4096], p_pq[4096], p_pl[4096], p_gsm[4096];
+    char p_tiny[4096], p_mmlu[4096], p_pq[4096], p_pl[4096], p_gsm[4096], p_bz2[4096], p_arc[4096], p_bq[4096], p_wg[4096];
+    char bz2[65], arc[65], bq[65], wg[65];
+    snprintf(p_bz2, sizeof p_bz2, "%s", t_shared("data/hellaswag/hellaswag_val_full.txt.bz2"));
+    snprintf(p_arc, sizeof p_arc, "%s", t_shared("data/llm-adapters/ARC-Challenge/test.json"));
+    snprintf(p_bq, sizeof p_bq, "%s", t_shared("data/llm-adapters/boolq/test.json"));
+    snprintf(p_wg, sizeof p_wg, "%s", t_shared("data/llm-adapters/winogrande/test.json"));
+    ASSERT_OK(hash_sha256_file(p_bz2, bz2, err, sizeof err));
+    ASSERT_OK(hash_sha256_file(p_arc, arc, err, sizeof err));
+    ASSERT_OK(hash_sha256_file(p_bq, bq, err, sizeof err));
+    ASSERT_OK(hash_sha256_file(p_wg, wg, err, sizeof err));
     snprintf(p_tiny, sizeof p_tiny, "%s", t_shared("data/tinystories_valid_head.txt"));
     snprintf(p_mmlu, sizeof p_mmlu, "%s", t_shared("data/mmlu/test"));
     snprintf(p_pq, sizeof p_pq, "%s", t_shared("data/piqa/valid.jsonl"));
     snprintf(p_pl, sizeof p_pl, "%s", t_shared("data/piqa/valid-labels.lst"));
     snprintf(p_gsm, sizeof p_gsm, "%s", t_shared("data/gsm8k/test.jsonl"));
-    char suite[32768];
+    char suite[65536];
     snprintf(suite, sizeof suite,
              "{\"name\":\"stories-builtins\",\"tasks\":["
              "{\"name\":\"tiny\",\"kind\":\"perplexity\",\"data\":\"%s\",\"sha256\":\"%s\",\"ctx\":128,\"chunks\":20},"
              "{\"name\":\"hellaswag\",\"benchmark\":\"hellaswag\",\"data\":\"hs.txt\",\"sha256\":\"%s\"},"
              "{\"name\":\"mmlu\",\"benchmark\":\"mmlu\",\"data\":\"%s\",\"sha256\":\"%s\",\"limit\":20},"
              "{\"name\":\"piqa\",\"benchmark\":\"piqa\",\"data\":{\"data\":\"%s\",\"labels\":\"%s\"},\"sha256\":{\"data\":\"%s\",\"labels\":\"%s\"},\"limit\":20},"
-             "{\"name\":\"gsm8k\",\"benchmark\":\"gsm8k\",\"data\":\"%s\",\"sha256\":\"%s\",\"limit\":5,\"max_tokens\":32}]}",
-             p_tiny, tiny, hs, p_mmlu, mmlu, p_pq, p_pl, pq, pl, p_gsm, gsm);
+             "{\"name\":\"gsm8k\",\"benchmark\":\"gsm8k\",\"data\":\"%s\",\"sha256\":\"%s\",\"limit\":5,\"max_tokens\":32},"
+             "{\"name\":\"hellaswag-bz2\",\"benchmark\":\"hellaswag\",\"data\":\"%s\",\"sha256\":\"%s\",\"limit\":20},"
+             "{\"name\":\"arc\",\"benchmark\":\"arc\",\"data\":\"%s\",\"sha256\":\"%s\",\"limit\":20},"
+             "{\"name\":\"boolq\",\"benchmark\":\"boolq\",\"data\":\"%s\",\"sha256\":\"%s\",\"limit\":20},"
+             "{\"name\":\"winogrande\",\"benchmark\":\"winogrande\",\"data\":\"%s\",\"sha256\":\"%s\",\"limit\":20}]}",
+             p_tiny, tiny, hs, p_mmlu, mmlu, p_pq, p_pl, pq, pl, p_gsm, gsm, p_bz2, bz2, p_arc, arc, p_bq, bq, p_wg, wg);
     ASSERT_OK(write_text("suite.json", suite));
     char mspec[4200];
     snprintf(mspec, sizeof mspec, "base=%s", model);
@@ -182,9 +195,9 @@ TEST(suite_builtins_run_on_stories)
     ASSERT_EQ(o.code, 0);
     cJSON *j = cJSON_Parse(o.out);
     cJSON *trials = cJSON_GetObjectItem(j, "trials"), *tr;
-    ASSERT_EQ(cJSON_GetArraySize(trials), 5);
-    const char *want_task[] = {"tiny", "hellaswag", "mmlu", "piqa", "gsm8k"};
-    int want_items[] = {20, 20, 20, 20, 5}, k = 0;
+    ASSERT_EQ(cJSON_GetArraySize(trials), 9);
+    const char *want_task[] = {"tiny", "hellaswag", "mmlu", "piqa", "gsm8k", "hellaswag-bz2", "arc", "boolq", "winogrande"};
+    int want_items[] = {20, 20, 20, 20, 5, 20, 20, 20, 20}, k = 0;
     cJSON_ArrayForEach(tr, trials)
     {
         ASSERT_STR_EQ(cJSON_GetObjectItem(tr, "task")->valuestring, want_task[k]);

@@ -242,6 +242,10 @@ TEST(bench_loaders_fixtures)
         {"arc", "b10.jsonl", "{\"id\":\"x\",\"question\":{\"stem\":\"s\",\"choices\":[]},\"answerKey\":\"A\"}\n", "b10.jsonl:1: item x: \"question.choices\" must be an array of 2..16"},
         {"hellaswag", "b11.txt", "act: ctx\n7\na\nb\nc\nd\n", "b11.txt:2: gold index '7' is not 0..3"},
         {"hellaswag", "b12.txt", "act: ctx\n1\na\nb\n", "b12.txt:4: task starting at line 1 is cut short"},
+        {"hellaswag", "b13.txt.bz2", "this is not bzip2 data\n", "b13.txt.bz2: bunzip2 failed"},
+        {"arc", "b14.json", "[{\"instruction\":\"Please choose: no question here\",\"answer\":\"answer1\"}]", "b14.json: item 0: no \"question:\" before \"Answer1:\""},
+        {"winogrande", "b15.json", "[{\"instruction\":\"fill: sentence: A _ B\\n\\nOption1: x Option2: y Answer format: option1/option2\",\"answer\":\"option3\"}]", "b15.json: item 0: answer 'option3' is not option1 or option2"},
+        {"boolq", "b16.json", "[{\"instruction\":\"question: is it\\n\\nAnswer format: true/false\",\"answer\":\"maybe\"}]", "b16.json: item 0: answer 'maybe' is not true or false"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         ASSERT_OK(write_text(bad[i].file, bad[i].text));
