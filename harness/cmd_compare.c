@@ -124,7 +124,7 @@ static void print_text(const char *base, const char *cand, int64_t run_id, const
 }
 
 int cmd_compare_models(struct store *s, int64_t run_id, const char *base, const char *cand, const char *policy_file,
-                       uint64_t seed, int json, const char *command, int *verdict)
+                       uint64_t seed, int output, const char *command, int *verdict, int64_t *comparison_id)
 {
     char err[QG_ERRMSG_MAX];
     struct verdict_params vp = {.seed = seed};
@@ -177,7 +177,9 @@ int cmd_compare_models(struct store *s, int64_t run_id, const char *base, const 
         code = cmd_fail(rc, store_errmsg(s));
     } else {
         cJSON_AddNumberToObject(out, "comparison", (double)cid);
-        if (json) code = cmd_print_json(out);
+        if (comparison_id) *comparison_id = cid;
+        if (output == CMP_OUT_JSON) code = cmd_print_json(out);
+        else if (output == CMP_OUT_NONE) cJSON_Delete(out);
         else {
             print_text(base, cand, run_id, v, n, suite, &vp.policy);
             printf("stored as comparison %lld\n", (long long)cid);
@@ -206,7 +208,7 @@ static int cmd_compare(const struct cli_args *a)
         char *cmd = cmd_command_line(a);
         int verdict = VERDICT_INCONCLUSIVE;
         code = cmd_compare_models(s, run, base, cand, cli_str(a, "policy"), (uint64_t)cli_int(a, "seed", 20261130),
-                                  fmt && !strcmp(fmt, "json"), cmd, &verdict);
+                                  fmt && !strcmp(fmt, "json") ? CMP_OUT_JSON : CMP_OUT_TEXT, cmd, &verdict, NULL);
         if (!code) code = verdict; /* 0 PASS, 1 FAIL, 2 INCONCLUSIVE */
         free(cmd);
     }

@@ -146,7 +146,7 @@ static int cmd_demo(const struct cli_args *a)
     if ((rc = runner_run(s, &p, &run_id, err, sizeof err))) code = cmd_fail(rc, err);
     int verdicts[N_VARIANTS] = {0};
     for (int i = 1; i < N_VARIANTS && !code; i++) {
-        code = cmd_compare_models(s, run_id, variants[0].name, variants[i].name, NULL, 20261130, 0, "qgate demo", &verdicts[i]);
+        code = cmd_compare_models(s, run_id, variants[0].name, variants[i].name, NULL, 20261130, 0, "qgate demo", &verdicts[i], NULL);
         printf("\n");
     }
     store_close(s);

@@ -21,6 +21,10 @@ static const struct cli_opt opts[] = {
     {"threads", 't', CLI_INT, "T", "threads per model", 0},
     {"allow-changed-data", 0, CLI_FLAG, NULL, "run even when data differs from the suite's pins", 0},
     {"quiet", 'q', CLI_FLAG, NULL, "only the verdicts", 0},
+    {"report", 0, CLI_STR, "FILE", "also write the HTML report to FILE", 0},
+    {"junit", 0, CLI_STR, "FILE", "also write JUnit XML to FILE", 0},
+    {"md", 0, CLI_STR, "FILE", "also write the Markdown report to FILE (e.g. $GITHUB_STEP_SUMMARY)", 0},
+    {"json", 0, CLI_STR, "FILE", "also write the JSON report to FILE", 0},
     CLI_OPT_END,
 };
 
@@ -66,8 +70,23 @@ static int cmd_gate(const struct cli_args *a)
     if (rc) code = cmd_fail(rc, err);
     for (int i = 1; i < p.n_models && !code; i++) {
         int v = VERDICT_INCONCLUSIVE;
+        int64_t cid = 0;
         code = cmd_compare_models(s, run_id, p.names[0], p.names[i], cli_str(a, "policy"),
-                                  (uint64_t)cli_int(a, "seed", 20261130), 0, cmd, &v);
+                                  (uint64_t)cli_int(a, "seed", 20261130), CMP_OUT_TEXT, cmd, &v, &cid);
+        static const char *const kinds[][2] = {{"report", "html"}, {"junit", "junit"}, {"md", "md"}, {"json", "json"}};
+        for (int k = 0; k < 4 && !code; k++) {
+            const char *path = cli_str(a, kinds[k][0]);
+            if (!path) continue;
+            char numbered[4200];
+            if (p.n_models > 2) { /* one file per candidate: name.2.ext */
+                const char *dot = strrchr(path, '.');
+                size_t stem = dot && !strchr(dot, '/') ? (size_t)(dot - path) : strlen(path);
+                snprintf(numbered, sizeof numbered, "%.*s.%d%s", (int)stem, path, i, path + stem);
+                path = numbered;
+            }
+            code = cmd_write_report(s, cid, kinds[k][1], path);
+            if (!code && !cli_flag(a, "quiet")) printf("wrote %s\n", path);
+        }
         if (!code && (v == VERDICT_FAIL || (v == VERDICT_INCONCLUSIVE && worst == VERDICT_PASS))) worst = v;
         printf("\n");
     }

@@ -19,6 +19,7 @@ extern const struct cli_cmd cmd_run_def;
 extern const struct cli_cmd cmd_compare_def;
 extern const struct cli_cmd cmd_gate_def;
 extern const struct cli_cmd cmd_merge_def;
+extern const struct cli_cmd cmd_report_def;
 
 /* The table, in help order; NULL-terminated. */
 extern const struct cli_cmd *const qg_commands[];
@@ -42,11 +43,16 @@ char *cmd_command_line(const struct cli_args *a);
 /* Adds NAME=SPEC to p (names copied into buf[i]); 0 or an exit code. */
 int cmd_parse_model(const char *arg, struct runner_params *p, char (*buf)[128]);
 
-/* Compares two models of a run, prints (text or JSON), stores the comparison;
- * *verdict gets the suite verdict. 0 or an exit code for errors. */
+enum { CMP_OUT_TEXT, CMP_OUT_JSON, CMP_OUT_NONE };
+/* Compares two models of a run, prints it (output: CMP_OUT_*), stores the
+ * comparison; *verdict gets the suite verdict and *comparison_id (if not
+ * NULL) the stored id. 0 or an exit code for errors. */
 int cmd_compare_models(struct store *s, int64_t run_id, const char *base, const char *cand, const char *policy_file,
-                       uint64_t seed, int json, const char *command, int *verdict);
+                       uint64_t seed, int output, const char *command, int *verdict, int64_t *comparison_id);
 
+/* Renders comparison id (<= 0: newest) as format to path (NULL or "-":
+ * stdout, coloured on a terminal); 0 or an exit code. */
+int cmd_write_report(struct store *s, int64_t comparison_id, const char *format, const char *path);
 /* Prints a cJSON value to stdout (pretty) and frees it; returns an exit code. */
 int cmd_print_json(cJSON *v);
 

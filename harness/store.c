@@ -1156,3 +1156,53 @@ int store_merge_shards(struct store *s, const char *const *inputs, int n, int64_
     free(si);
     return rc;
 }
+
+static char *col_dup(sqlite3_stmt *st, int i)
+{
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? NULL : qg_strdup((const char *)sqlite3_column_text(st, i));
+}
+
+int store_comparison_get(struct store *s, int64_t id, int64_t *found_id, int64_t *run_id, char **summary_json,
+                         char **created_at)
+{
+    *summary_json = NULL;
+    if (created_at) *created_at = NULL;
+    sqlite3_stmt *st;
+    int rc = prepare(s, id > 0 ? "SELECT id, run_id, summary_json, created_at FROM comparisons WHERE id=?"
+                               : "SELECT id, run_id, summary_json, created_at FROM comparisons ORDER BY id DESC LIMIT 1",
+                     &st);
+    if (rc) return rc;
+    if (id > 0) sqlite3_bind_int64(st, 1, id);
+    rc = sqlite3_step(st);
+    int out = rc == SQLITE_ROW ? QG_OK : rc == SQLITE_DONE ? QG_ERR_NOTFOUND : db_fail(s, "reading a comparison");
+    if (out == QG_ERR_NOTFOUND)
+        qg_errf(s->err, sizeof s->err, out, id > 0 ? "%s: no comparison %lld (see 'qgate compare')" : "%s: no comparisons yet (run 'qgate compare')",
+                s->path, (long long)id);
+    if (!out) {
+        *found_id = sqlite3_column_int64(st, 0);
+        *run_id = sqlite3_column_int64(st, 1);
+        *summary_json = col_dup(st, 2);
+        if (created_at) *created_at = col_dup(st, 3);
+    }
+    sqlite3_finalize(st);
+    return out;
+}
+
+int store_item_text(struct store *s, int64_t trial_id, int64_t idx, char **prediction, char **extracted, char **extra_json)
+{
+    *prediction = *extracted = *extra_json = NULL;
+    sqlite3_stmt *st;
+    int rc = prepare(s, "SELECT prediction, extracted, extra_json FROM items WHERE trial_id=? AND idx=?", &st);
+    if (rc) return rc;
+    sqlite3_bind_int64(st, 1, trial_id);
+    sqlite3_bind_int64(st, 2, idx);
+    rc = sqlite3_step(st);
+    int out = rc == SQLITE_ROW ? QG_OK : rc == SQLITE_DONE ? QG_ERR_NOTFOUND : db_fail(s, "reading an item");
+    if (!out) {
+        *prediction = col_dup(st, 0);
+        *extracted = col_dup(st, 1);
+        *extra_json = col_dup(st, 2);
+    }
+    sqlite3_finalize(st);
+    return out;
+}

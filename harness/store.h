@@ -207,6 +207,13 @@ int store_run_suite_json(struct store *s, int64_t run_id, char **json);
  * a missing or repeated shard, or overlapping items. */
 int store_merge_shards(struct store *s, const char *const *inputs, int n, int64_t *run_id);
 
+/* A stored comparison: its run and summary JSON (malloc'd). id <= 0 picks
+ * the newest. QG_ERR_NOTFOUND when there is none. */
+int store_comparison_get(struct store *s, int64_t id, int64_t *found_id, int64_t *run_id, char **summary_json,
+                         char **created_at);
+/* Text fields of one item (each malloc'd, NULL when NULL). */
+int store_item_text(struct store *s, int64_t trial_id, int64_t idx, char **prediction, char **extracted, char **extra_json);
+
 /* Marks a trial running again (for a resumed run). */
 int store_trial_restart(struct store *s, int64_t trial_id);
 /* Sets deterministic (0/1) on every trial of a run. */

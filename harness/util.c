@@ -215,3 +215,28 @@ uint64_t qg_peak_rss(void)
     if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
     return (uint64_t)ru.ru_maxrss * 1024;
 }
+
+int qg_write_file_atomic(const char *path, const char *data, size_t n, char *err, size_t errlen)
+{
+    size_t plen = strlen(path);
+    char *tmp = malloc(plen + 32);
+    if (!tmp) return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
+    snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        int rc = qg_errf(err, errlen, QG_ERR_CANTCREAT, "%s: cannot create: %s", path, strerror(errno));
+        free(tmp);
+        return rc;
+    }
+    int bad = n && fwrite(data, 1, n, f) != n;
+    bad |= fflush(f) != 0;
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, path) != 0) {
+        int rc = qg_errf(err, errlen, QG_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+        remove(tmp);
+        free(tmp);
+        return rc;
+    }
+    free(tmp);
+    return QG_OK;
+}

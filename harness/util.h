@@ -64,6 +64,11 @@ void qg_utc_now(char buf[32]);
 /* Formats a byte count with a binary unit ("1.2 MiB") into buf. */
 void qg_human_bytes(uint64_t bytes, char buf[32]);
 
+/* Writes n bytes to path through a temporary file in the same directory and
+ * a rename, so a reader never sees a partial file. QG_OK or
+ * QG_ERR_CANTCREAT / QG_ERR_IO with err filled. */
+int qg_write_file_atomic(const char *path, const char *data, size_t n, char *err, size_t errlen);
+
 /* 1 when stdout (fd) is a terminal and colour is allowed (NO_COLOR unset). */
 int qg_use_color(int fd);
 

@@ -84,6 +84,10 @@ static int run_mc(const struct suite_task *t, const struct backend *b, int n_ctx
             cJSON_AddItemToArray(tk, cJSON_CreateNumber(r.tokens[c]));
             toks += r.tokens[c];
         }
+        cJSON_AddStringToObject(x, "id", items[i].id);
+        cJSON_AddStringToObject(x, "prompt", items[i].context ? items[i].context : items[i].contexts[0]);
+        cJSON *chs = cJSON_AddArrayToObject(x, "choices");
+        for (int c = 0; c < items[i].n_choices; c++) cJSON_AddItemToArray(chs, cJSON_CreateString(items[i].choices[c]));
         cJSON_AddNumberToObject(x, "gold", items[i].gold);
         cJSON_AddNumberToObject(x, "pred", r.pred);
         cJSON_AddNumberToObject(x, "pred_norm", r.pred_norm);
@@ -140,6 +144,11 @@ static int run_gen(const struct suite_task *t, const struct backend *b, int n_ct
         }
         cJSON *x = cJSON_CreateObject(), *pj = cJSON_AddObjectToObject(x, "pipelines");
         if (cut) cJSON_AddNumberToObject(x, "prompt_tokens_dropped", (double)cut);
+        cJSON_AddStringToObject(x, "id", items[i].id);
+        size_t pl = strlen(items[i].prompt);
+        /* the question itself: the tail after any few-shot examples */
+        cJSON_AddStringToObject(x, "prompt", pl > 600 ? items[i].prompt + pl - 600 : items[i].prompt);
+        cJSON_AddStringToObject(x, "target", items[i].targets[0]);
         char *first = NULL;
         int first_ok = 0;
         for (int p = 0; p < t->n_pipelines; p++) {

@@ -1,0 +1,91 @@
+/* cmd_report — `qgate report`: renders a stored comparison as text,
+ * Markdown, self-contained HTML, JSON or JUnit XML (reports/report.h). */
+#include "harness/commands.h"
+#include "harness/status.h"
+#include "harness/util.h"
+#include "metrics/verdict.h"
+#include "reports/report.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const struct cli_opt opts[] = {
+    {"comparison", 0, CLI_INT, "ID", "the stored comparison (default: the newest)", 0},
+    {"run", 0, CLI_INT, "ID", "compare two models of this run first (with --baseline and --candidate)", 0},
+    {"baseline", 'b', CLI_STR, "NAME", "baseline model name in --run", 0},
+    {"candidate", 'c', CLI_STR, "NAME", "candidate model name in --run", 0},
+    {"policy", 'p', CLI_STR, "FILE", "policy JSON for --run (default: the suite's)", 0},
+    {"seed", 0, CLI_INT, "N", "bootstrap seed for --run (default 20261130)", 0},
+    {"format", 'f', CLI_STR, "FMT", "text (default), md, html, json or junit", 0},
+    {"output", 'o', CLI_STR, "FILE", "write to FILE (atomically) instead of stdout", 0},
+    CLI_OPT_DB,
+    CLI_OPT_END,
+};
+
+int cmd_write_report(struct store *s, int64_t comparison_id, const char *format, const char *path)
+{
+    char err[QG_ERRMSG_MAX];
+    cJSON *doc;
+    int rc = report_build(s, comparison_id, &doc, err, sizeof err);
+    if (rc) return cmd_fail(rc, err);
+    struct sbuf out;
+    sbuf_init(&out, (size_t)1 << 30); /* the cap, not a preallocation */
+    int to_stdout = !path || !strcmp(path, "-");
+    rc = report_render(doc, format, to_stdout && qg_use_color(1), &out);
+    cJSON_Delete(doc);
+    if (rc) {
+        sbuf_release(&out);
+        return cmd_fail(rc, rc == QG_ERR_USAGE ? "unknown report format" : "out of memory rendering the report");
+    }
+    int code = 0;
+    if (to_stdout) {
+        if (fwrite(sbuf_str(&out), 1, out.len, stdout) != out.len || fflush(stdout) != 0)
+            code = cmd_fail(QG_ERR_IO, "writing the report to stdout failed");
+    } else {
+        rc = qg_write_file_atomic(path, sbuf_str(&out), out.len, err, sizeof err);
+        code = rc ? cmd_fail(rc, err) : 0;
+    }
+    sbuf_release(&out);
+    return code;
+}
+
+static int cmd_report(const struct cli_args *a)
+{
+    const char *format = cli_str(a, "format") ? cli_str(a, "format") : "text";
+    if (!report_format_known(format))
+        return qg_error("--format must be text, md, html, json or junit, got '%s'", format), QG_EX_USAGE;
+    int by_run = cli_str(a, "run") != NULL;
+    if (by_run && cli_str(a, "comparison")) return qg_error("give --comparison ID or --run ID, not both"), QG_EX_USAGE;
+    if (by_run != (cli_str(a, "baseline") != NULL) || by_run != (cli_str(a, "candidate") != NULL))
+        return qg_error("--run needs --baseline NAME and --candidate NAME (and they need --run)"), QG_EX_USAGE;
+    int64_t cid = cli_int(a, "comparison", 0);
+    if (cli_str(a, "comparison") && cid <= 0) return qg_error("--comparison must be a positive id"), QG_EX_USAGE;
+    struct store *s;
+    int code = cmd_open_store(a, !by_run, &s);
+    if (code) return code;
+    if (by_run) {
+        int verdict;
+        char *cmd = cmd_command_line(a);
+        code = cmd_compare_models(s, cli_int(a, "run", 0), cli_str(a, "baseline"), cli_str(a, "candidate"),
+                                  cli_str(a, "policy"), (uint64_t)cli_int(a, "seed", 20261130), CMP_OUT_NONE, cmd,
+                                  &verdict, &cid);
+        free(cmd);
+    }
+    if (!code) code = cmd_write_report(s, cid, format, cli_str(a, "output"));
+    store_close(s);
+    return code;
+}
+
+const struct cli_cmd cmd_report_def = {
+    .name = "report",
+    .fn = cmd_report,
+    .summary = "render a stored comparison as a terminal table, Markdown, HTML, JSON or JUnit XML",
+    .description = "The HTML is one self-contained file (inline SVG charts, no external resources)\n"
+                   "for release sign-off; md suits $GITHUB_STEP_SUMMARY; junit suits CI test reports.\n"
+                   "The JSON schema is documented in docs/report-schema.md.",
+    .opts = opts,
+    .min_pos = 0,
+    .max_pos = 0,
+};
