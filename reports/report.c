@@ -383,28 +383,40 @@ static void render_md(const cJSON *d, struct sbuf *b)
 
 /* ---------------------------------------------------------------- junit */
 
+/* JUnit outcome of a row: 0 pass, 1 failure, 2 skipped (INCONCLUSIVE: the
+ * suite cannot tell, which is neither a pass nor a regression; CI shows it
+ * and the exit code 2 of `qgate gate` carries it), 3 error (a row without a
+ * finite result or with an unknown verdict) */
+static int junit_outcome(const cJSON *t)
+{
+    const char *v = jstr(t, "verdict");
+    if (!isfinite(jnum(t, "delta")) || !isfinite(jnum(t, "ci_low")) || !isfinite(jnum(t, "ci_high"))) return 3;
+    return !strcmp(v, "PASS") ? 0 : !strcmp(v, "FAIL") ? 1 : !strcmp(v, "INCONCLUSIVE") ? 2 : 3;
+}
+
 static void render_junit(const cJSON *d, struct sbuf *b)
 {
     const cJSON *c = jget(d, "comparison"), *t;
-    int n = 0, fail = 0, skip = 0;
+    int n = 0, counts[4] = {0};
     cJSON_ArrayForEach(t, jget(d, "tasks"))
     {
         n++;
-        fail += !strcmp(jstr(t, "verdict"), "FAIL");
-        skip += !strcmp(jstr(t, "verdict"), "INCONCLUSIVE");
+        counts[junit_outcome(t)]++;
     }
     sbuf_printf(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"qgate ");
     esc_xml(b, jstr(c, "candidate"));
     sbuf_printf(b, " vs ");
     esc_xml(b, jstr(c, "baseline"));
-    sbuf_printf(b, "\" tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"%d\">\n", n, fail, skip);
+    sbuf_printf(b, "\" tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\">\n", n, counts[1], counts[3], counts[2]);
+    static const char *const tag[] = {NULL, "failure", "skipped", "error"};
     cJSON_ArrayForEach(t, jget(d, "tasks"))
     {
         const char *v = jstr(t, "verdict");
-        int f = !strcmp(v, "FAIL"), s = !strcmp(v, "INCONCLUSIVE");
+        int o = junit_outcome(t);
         sbuf_printf(b, "  <testsuite name=\"");
         esc_xml(b, jstr(t, "task"));
-        sbuf_printf(b, "\" tests=\"1\" failures=\"%d\" errors=\"0\" skipped=\"%d\">\n    <testcase classname=\"qgate.", f, s);
+        sbuf_printf(b, "\" tests=\"1\" failures=\"%d\" errors=\"%d\" skipped=\"%d\">\n    <testcase classname=\"qgate.", o == 1, o == 3,
+                    o == 2);
         esc_xml(b, jstr(t, "task"));
         sbuf_printf(b, "\" name=\"");
         esc_xml(b, jstr(t, "metric"));
@@ -413,16 +425,16 @@ static void render_junit(const cJSON *d, struct sbuf *b)
         snprintf(nums, sizeof nums, "loss %+.6f, 90%% interval [%+.6f, %+.6f], margin %.6f, noise %.3g, MDE %.3g, baseline %.6f, candidate %.6f",
                  jnum(t, "delta"), jnum(t, "ci_low"), jnum(t, "ci_high"), jnum(t, "margin"), jnum(t, "noise"), jnum(t, "mde"),
                  jnum(t, "baseline"), jnum(t, "candidate"));
-        if (f || s) {
-            sbuf_printf(b, "      <%s message=\"%s: ", f ? "failure" : "skipped", v);
+        if (o) {
+            sbuf_printf(b, "      <%s message=\"", tag[o]);
+            esc_xml(b, v);
+            sbuf_printf(b, ": ");
             esc_xml(b, jstr(t, "reason"));
-            sbuf_printf(b, "\"%s>", f ? " type=\"FAIL\"" : "");
-            if (f) {
-                esc_xml(b, nums);
-                sbuf_printf(b, "</failure>\n");
-            } else {
-                sbuf_printf(b, "</skipped>\n");
-            }
+            sbuf_printf(b, "\" type=\"");
+            esc_xml(b, v);
+            sbuf_printf(b, "\">");
+            esc_xml(b, nums);
+            sbuf_printf(b, "</%s>\n", tag[o]);
         }
         sbuf_printf(b, "      <system-out>");
         esc_xml(b, nums);
@@ -457,7 +469,7 @@ static void forest(const cJSON *d, struct sbuf *b)
     int W = 760, L = 170, R = 30, rowh = 34, H = 40 + rowh * n + 30;
     double sx = (W - L - R) / (hi - lo);
 #define X(v) (L + ((v) - lo) * sx)
-    sbuf_printf(b, "<svg class=\"chart\" id=\"forest\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" "
+    sbuf_printf(b, "<svg class=\"chart forest\" id=\"forest\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" "
                    "aria-label=\"paired loss per task against the margin\" xmlns=\"http://www.w3.org/2000/svg\">\n", W, H, W, H);
     double x1 = X(fmax(lo, fmin(hi, 1.0)));
     sbuf_printf(b, "<rect x=\"%d\" y=\"30\" width=\"%.1f\" height=\"%d\" fill=\"#dff3df\"/>\n", L, x1 - L, rowh * n);
