@@ -323,3 +323,50 @@ TEST(report_html_renders_in_chromium)
     }
     return 0;
 }
+
+TEST(report_bad_input)
+{
+    char db[4200], out[4200];
+    snprintf(db, sizeof db, "%s", t_path("b.db"));
+    struct t_out o;
+    /* no database: 66, and none created */
+    ASSERT_OK(t_qgate(&o, "report", "--db", db, NULL));
+    ASSERT_EQ(o.code, 66);
+    ASSERT_CONTAINS(o.err, "no such database");
+    t_out_free(&o);
+    ASSERT(t_read_file(db, NULL) == NULL);
+    ASSERT_OK(gate_synth(db, 0, &o));
+    ASSERT(o.code <= 2);
+    t_out_free(&o);
+    struct {
+        const char *args[6];
+        int code;
+        const char *msg;
+    } cases[] = {
+        {{"--format", "pdf"}, 64, "--format must be text, md, html, json or junit, got 'pdf'"},
+        {{"--comparison", "99"}, 66, "no comparison 99"},
+        {{"--comparison", "0"}, 64, "--comparison must be a positive id"},
+        {{"--run", "1", "--baseline", "f32"}, 64, "--run needs --baseline NAME and --candidate NAME"},
+        {{"--run", "1", "--baseline", "f32", "--candidate", "nope"}, 66, "run 1 has no model 'nope'"},
+        {{"--comparison", "1", "--run", "1"}, 64, "not both"},
+        {{"-o", "/nonexistent-dir/x.html"}, 73, "/nonexistent-dir/x.html: cannot create"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char **a = cases[i].args;
+        ASSERT_OK(t_qgate(&o, "report", "--db", db, a[0], a[1], a[2], a[3], a[4], a[5], NULL));
+        if (o.code != cases[i].code) T_FAIL_("case %zu: exit %d, want %d: %s", i, o.code, cases[i].code, o.err);
+        ASSERT_CONTAINS(o.err, cases[i].msg);
+        t_out_free(&o);
+    }
+    /* --run compares afresh and renders it; -o replaces a file whole */
+    snprintf(out, sizeof out, "%s", t_path("r.xml"));
+    ASSERT_OK(t_write_file(out, "old content that must go", 24));
+    ASSERT_OK(t_qgate(&o, "report", "--db", db, "--run", "1", "--baseline", "f32", "--candidate", "q4", "-f", "junit", "-o", out,
+                      NULL));
+    ASSERT_EQ(o.code, 0);
+    t_out_free(&o);
+    char *x = t_read_file(out, NULL);
+    ASSERT(x && !strncmp(x, "<?xml", 5) && !strstr(x, "old content"));
+    free(x);
+    return 0;
+}
