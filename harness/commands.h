@@ -20,6 +20,7 @@ extern const struct cli_cmd cmd_compare_def;
 extern const struct cli_cmd cmd_gate_def;
 extern const struct cli_cmd cmd_merge_def;
 extern const struct cli_cmd cmd_report_def;
+extern const struct cli_cmd cmd_serve_def;
 
 /* The table, in help order; NULL-terminated. */
 extern const struct cli_cmd *const qg_commands[];

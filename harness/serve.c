@@ -1,0 +1,550 @@
+/* serve — OpenAI-compatible HTTP server over a backend (see serve.h). */
+#include "harness/serve.h"
+#include "harness/status.h"
+#include "harness/util.h"
+#include "reports/escape.h"
+
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+enum fault { F_NONE, F_500, F_429, F_RESET, F_STALL, F_TRUNCATE, F_MALFORMED, F_COUNT };
+static const char *const fault_names[F_COUNT] = {"", "500", "429", "reset", "stall", "truncate", "malformed"};
+
+struct server {
+    struct MHD_Daemon *d;
+    struct backend *b;
+    struct backend_info info;
+    char model_id[256];
+    char *api_key;
+    size_t max_body;
+    int stall_ms;
+    double rate[F_COUNT];
+    uint64_t rng;
+    pthread_mutex_t lock; /* the backend, the generator and the counters */
+    int64_t requests, faults, next_id;
+};
+
+struct conn {
+    struct sbuf body;
+    int too_big;
+};
+
+/* ------------------------------------------------------------ responses */
+
+static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, const char *body, size_t n, const char *type,
+                                 const char *retry_after)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(n, (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", type);
+    if (retry_after) MHD_add_response_header(r, "Retry-After", retry_after);
+    enum MHD_Result ok = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, cJSON *j)
+{
+    char *s = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    if (!s) return send_text(c, 500, "{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\"}}", 61,
+                             "application/json", NULL);
+    enum MHD_Result ok = send_text(c, status, s, strlen(s), "application/json", NULL);
+    free(s);
+    return ok;
+}
+
+static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, const char *type, const char *fmt, ...)
+    QG_PRINTF(4, 5);
+static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, const char *type, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    cJSON *j = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(j, "error");
+    cJSON_AddStringToObject(e, "message", msg);
+    cJSON_AddStringToObject(e, "type", type);
+    cJSON_AddNumberToObject(e, "code", status);
+    return send_json(c, status, j);
+}
+
+/* ------------------------------------------------------------ helpers */
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static enum fault draw_fault(struct server *s)
+{
+    double u = (double)(rng_next(&s->rng) >> 11) / 9007199254740992.0, acc = 0;
+    for (int f = 1; f < F_COUNT; f++) {
+        acc += s->rate[f];
+        if (u < acc) return (enum fault)f;
+    }
+    return F_NONE;
+}
+
+/* The prompt as token ids: a string (tokenized with BOS), an array of ids,
+ * or a one-element array of either. 0 or an HTTP status with msg. */
+static unsigned prompt_ids(struct server *s, const cJSON *p, int32_t **ids, int64_t *n, char **text, char *msg,
+                           size_t msglen)
+{
+    *ids = NULL, *n = 0, *text = NULL;
+    if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && !cJSON_IsNumber(cJSON_GetArrayItem(p, 0))) p = cJSON_GetArrayItem(p, 0);
+    if (cJSON_IsString(p)) {
+        int rc = backend_tokenize(s->b, p->valuestring, strlen(p->valuestring), 1, ids, n);
+        if (rc) return snprintf(msg, msglen, "cannot tokenize the prompt: %s", qg_strerror(rc)), 400;
+        *text = qg_strdup(p->valuestring);
+        return 0;
+    }
+    if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) == 0)
+        return snprintf(msg, msglen, "\"prompt\" must be a string or a non-empty array of token ids (one prompt per request)"), 400;
+    int64_t k = cJSON_GetArraySize(p), i = 0;
+    *ids = malloc((size_t)k * sizeof **ids);
+    if (!*ids) return snprintf(msg, msglen, "out of memory"), 500;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, p)
+    {
+        if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 0 ||
+            v->valuedouble >= s->info.n_vocab) {
+            free(*ids), *ids = NULL;
+            return snprintf(msg, msglen, "prompt token %lld is not a token id in [0, %d)", (long long)i, s->info.n_vocab), 400;
+        }
+        (*ids)[i++] = (int32_t)v->valuedouble;
+    }
+    *n = k;
+    *text = backend_detokenize(s->b, *ids, k);
+    if (!*text) *text = qg_strdup("");
+    return 0;
+}
+
+static void add_piece(struct server *s, cJSON *arr, int32_t id)
+{
+    char buf[256];
+    int n = backend_piece(s->b, id, buf, sizeof buf);
+    if (n < 0) n = 0;
+    if ((size_t)n >= sizeof buf) n = sizeof buf - 1;
+    buf[n] = '\0';
+    char *clean = utf8_sanitize(buf);
+    cJSON_AddItemToArray(arr, cJSON_CreateString(clean ? clean : ""));
+    free(clean);
+}
+
+/* logprobs object for seq[from..n-1] (entries before `first` are prompt
+ * tokens when echoing; seq[0] gets null when included) */
+static int logprobs_json(struct server *s, const int32_t *seq, int64_t n, int64_t first, int top_k, cJSON **out)
+{
+    int V = s->info.n_vocab;
+    int64_t m = n - 1; /* scored positions: tokens 1..n-1 */
+    double *lp = m > 0 ? malloc((size_t)m * sizeof *lp) : NULL;
+    float *rows = m > 0 && top_k > 0 ? malloc((size_t)m * (size_t)V * sizeof *rows) : NULL;
+    if ((m > 0 && !lp) || (m > 0 && top_k > 0 && !rows)) {
+        free(lp), free(rows);
+        return QG_ERR_NOMEM;
+    }
+    int rc = QG_OK;
+    if (m > 0) {
+        struct backend_score req = {.tokens = seq, .n_tokens = (int)n, .from = 1, .logprob = lp, .rows = rows};
+        rc = backend_score(s->b, &req);
+    }
+    if (rc) {
+        free(lp), free(rows);
+        return rc;
+    }
+    cJSON *o = cJSON_CreateObject(), *toks = cJSON_AddArrayToObject(o, "tokens"), *ids = cJSON_AddArrayToObject(o, "token_ids"),
+          *tlp = cJSON_AddArrayToObject(o, "token_logprobs"), *top = cJSON_AddArrayToObject(o, "top_logprobs"),
+          *off = cJSON_AddArrayToObject(o, "text_offset");
+    int64_t offset = 0;
+    for (int64_t i = first; i < n; i++) {
+        add_piece(s, toks, seq[i]);
+        cJSON_AddItemToArray(ids, cJSON_CreateNumber(seq[i]));
+        cJSON_AddItemToArray(off, cJSON_CreateNumber((double)offset));
+        offset += (int64_t)strlen(cJSON_GetArrayItem(toks, cJSON_GetArraySize(toks) - 1)->valuestring);
+        if (i == 0) {
+            cJSON_AddItemToArray(tlp, cJSON_CreateNull());
+            cJSON_AddItemToArray(top, cJSON_CreateNull());
+            continue;
+        }
+        cJSON_AddItemToArray(tlp, cJSON_CreateNumber(lp[i - 1]));
+        if (top_k <= 0) {
+            cJSON_AddItemToArray(top, cJSON_CreateNull());
+            continue;
+        }
+        /* the top_k entries of the row, by selection */
+        const float *row = rows + (size_t)(i - 1) * (size_t)V;
+        cJSON *t = cJSON_CreateObject();
+        int32_t chosen[32];
+        int k = top_k < 32 ? top_k : 32;
+        if (k > V) k = V;
+        for (int j = 0; j < k; j++) {
+            int32_t best = -1;
+            for (int32_t v = 0; v < V; v++) {
+                int taken = 0;
+                for (int q = 0; q < j && !taken; q++) taken = chosen[q] == v;
+                if (!taken && (best < 0 || row[v] > row[best])) best = v;
+            }
+            chosen[j] = best;
+            char buf[256];
+            int pn = backend_piece(s->b, best, buf, sizeof buf);
+            if (pn < 0) pn = 0;
+            if ((size_t)pn >= sizeof buf) pn = sizeof buf - 1;
+            buf[pn] = '\0';
+            char *clean = utf8_sanitize(buf);
+            /* two ids with the same piece text keep the larger probability */
+            if (clean && !cJSON_GetObjectItemCaseSensitive(t, clean)) cJSON_AddNumberToObject(t, clean, row[best]);
+            free(clean);
+        }
+        cJSON_AddItemToArray(top, t);
+    }
+    free(lp), free(rows);
+    *out = o;
+    return QG_OK;
+}
+
+/* ------------------------------------------------------------ endpoints */
+
+static enum MHD_Result completions(struct server *s, struct MHD_Connection *c, const cJSON *req)
+{
+    const cJSON *model = cJSON_GetObjectItem(req, "model");
+    if (model && (!cJSON_IsString(model) || strcmp(model->valuestring, s->model_id)))
+        return send_error(c, 404, "invalid_request_error", "model '%s' is not served here (this server serves '%s')",
+                          cJSON_IsString(model) ? model->valuestring : "?", s->model_id);
+    const cJSON *n_choices = cJSON_GetObjectItem(req, "n");
+    if (n_choices && (!cJSON_IsNumber(n_choices) || n_choices->valuedouble != 1))
+        return send_error(c, 400, "invalid_request_error", "only \"n\": 1 is supported");
+    int echo = cJSON_IsTrue(cJSON_GetObjectItem(req, "echo"));
+    const cJSON *jl = cJSON_GetObjectItem(req, "logprobs"), *jm = cJSON_GetObjectItem(req, "max_tokens");
+    int top_k = -1; /* -1: no logprobs */
+    if (jl && !cJSON_IsNull(jl)) {
+        if (!cJSON_IsNumber(jl) || jl->valuedouble < 0 || jl->valuedouble > 20)
+            return send_error(c, 400, "invalid_request_error", "\"logprobs\" must be an integer 0..20");
+        top_k = (int)jl->valuedouble;
+    }
+    int max_tokens = 16;
+    if (jm && !cJSON_IsNull(jm)) {
+        if (!cJSON_IsNumber(jm) || jm->valuedouble < 0 || jm->valuedouble > 1e6)
+            return send_error(c, 400, "invalid_request_error", "\"max_tokens\" must be a non-negative integer");
+        max_tokens = (int)jm->valuedouble;
+    }
+    struct backend_gen_params gp = {.max_tokens = max_tokens, .temperature = 1.0f, .top_p = 1.0f, .seed = 0};
+    const cJSON *v;
+    if ((v = cJSON_GetObjectItem(req, "temperature")) && cJSON_IsNumber(v)) gp.temperature = (float)v->valuedouble;
+    if ((v = cJSON_GetObjectItem(req, "top_p")) && cJSON_IsNumber(v)) gp.top_p = (float)v->valuedouble;
+    if ((v = cJSON_GetObjectItem(req, "seed")) && cJSON_IsNumber(v)) gp.seed = (uint64_t)v->valuedouble;
+    if (gp.temperature < 0 || gp.top_p <= 0 || gp.top_p > 1)
+        return send_error(c, 400, "invalid_request_error", "\"temperature\" must be >= 0 and \"top_p\" in (0, 1]");
+    const char *stops[4];
+    const cJSON *st = cJSON_GetObjectItem(req, "stop");
+    if (cJSON_IsString(st)) stops[gp.n_stop++] = st->valuestring;
+    else if (cJSON_IsArray(st)) {
+        cJSON_ArrayForEach(v, st)
+        {
+            if (!cJSON_IsString(v) || gp.n_stop == 4)
+                return send_error(c, 400, "invalid_request_error", "\"stop\" must be a string or up to 4 strings");
+            stops[gp.n_stop++] = v->valuestring;
+        }
+    }
+    gp.stop = stops;
+
+    char msg[512];
+    int32_t *ids = NULL, *gen = NULL, *seq = NULL;
+    int64_t n = 0, n_gen = 0;
+    char *ptext = NULL, *gtext = NULL;
+    cJSON *lpo = NULL;
+    unsigned status;
+    int rc = QG_OK;
+    pthread_mutex_lock(&s->lock);
+    status = prompt_ids(s, cJSON_GetObjectItem(req, "prompt"), &ids, &n, &ptext, msg, sizeof msg);
+    if (!status && n + max_tokens > s->info.n_ctx_train && s->info.n_ctx_train > 0) {
+        status = 400;
+        snprintf(msg, sizeof msg, "prompt (%lld tokens) plus max_tokens (%d) exceeds the context length %d", (long long)n,
+                 max_tokens, s->info.n_ctx_train);
+    }
+    if (!status && max_tokens > 0) rc = backend_generate(s->b, ids, n, &gp, &gtext, &gen, &n_gen);
+    if (!status && !rc && top_k >= 0 && (echo || n_gen > 0)) {
+        seq = malloc((size_t)(n + n_gen) * sizeof *seq);
+        if (!seq) rc = QG_ERR_NOMEM;
+        else {
+            memcpy(seq, ids, (size_t)n * sizeof *seq);
+            if (n_gen) memcpy(seq + n, gen, (size_t)n_gen * sizeof *seq);
+            rc = logprobs_json(s, seq, n + n_gen, echo ? 0 : n, top_k, &lpo);
+        }
+    }
+    int64_t id = ++s->next_id;
+    pthread_mutex_unlock(&s->lock);
+    if (!status && rc) status = 500, snprintf(msg, sizeof msg, "the model failed: %s", qg_strerror(rc));
+    enum MHD_Result out;
+    if (status) {
+        out = send_error(c, status, status == 500 ? "server_error" : "invalid_request_error", "%s", msg);
+    } else {
+        struct sbuf text;
+        sbuf_init(&text, (size_t)1 << 30);
+        if (echo) sbuf_append(&text, ptext, strlen(ptext));
+        if (gtext) sbuf_append(&text, gtext, strlen(gtext));
+        char *clean = utf8_sanitize(text.data ? text.data : "");
+        sbuf_release(&text);
+        cJSON *j = cJSON_CreateObject();
+        char cid[48];
+        snprintf(cid, sizeof cid, "cmpl-qgate-%lld", (long long)id);
+        cJSON_AddStringToObject(j, "id", cid);
+        cJSON_AddStringToObject(j, "object", "text_completion");
+        cJSON_AddNumberToObject(j, "created", (double)time(NULL));
+        cJSON_AddStringToObject(j, "model", s->model_id);
+        cJSON *ch = cJSON_CreateObject();
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "choices"), ch);
+        cJSON_AddNumberToObject(ch, "index", 0);
+        cJSON_AddStringToObject(ch, "text", clean ? clean : "");
+        if (lpo) cJSON_AddItemToObject(ch, "logprobs", lpo), lpo = NULL;
+        else cJSON_AddNullToObject(ch, "logprobs");
+        cJSON_AddStringToObject(ch, "finish_reason", max_tokens > 0 && n_gen >= max_tokens ? "length" : "stop");
+        cJSON *u = cJSON_AddObjectToObject(j, "usage");
+        cJSON_AddNumberToObject(u, "prompt_tokens", (double)n);
+        cJSON_AddNumberToObject(u, "completion_tokens", (double)n_gen);
+        cJSON_AddNumberToObject(u, "total_tokens", (double)(n + n_gen));
+        free(clean);
+        out = send_json(c, 200, j);
+    }
+    cJSON_Delete(lpo);
+    free(ids), free(gen), free(seq), free(ptext), free(gtext);
+    return out;
+}
+
+static enum MHD_Result tokenize(struct server *s, struct MHD_Connection *c, const cJSON *req)
+{
+    const cJSON *t = cJSON_GetObjectItem(req, "content");
+    if (!t) t = cJSON_GetObjectItem(req, "prompt");
+    if (!cJSON_IsString(t)) return send_error(c, 400, "invalid_request_error", "\"content\" (or \"prompt\") must be a string");
+    const cJSON *sp = cJSON_GetObjectItem(req, "add_special");
+    if (!sp) sp = cJSON_GetObjectItem(req, "add_special_tokens");
+    int add = sp ? cJSON_IsTrue(sp) : 1;
+    int32_t *ids = NULL;
+    int64_t n = 0;
+    pthread_mutex_lock(&s->lock);
+    int rc = backend_tokenize(s->b, t->valuestring, strlen(t->valuestring), add, &ids, &n);
+    pthread_mutex_unlock(&s->lock);
+    if (rc) return send_error(c, 400, "invalid_request_error", "cannot tokenize: %s", qg_strerror(rc));
+    cJSON *j = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(j, "tokens");
+    for (int64_t i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(ids[i]));
+    cJSON_AddNumberToObject(j, "count", (double)n);
+    cJSON_AddNumberToObject(j, "max_model_len", s->info.n_ctx_train);
+    free(ids);
+    return send_json(c, 200, j);
+}
+
+static enum MHD_Result detokenize(struct server *s, struct MHD_Connection *c, const cJSON *req)
+{
+    const cJSON *a = cJSON_GetObjectItem(req, "tokens"), *v;
+    if (!cJSON_IsArray(a)) return send_error(c, 400, "invalid_request_error", "\"tokens\" must be an array of token ids");
+    int64_t n = cJSON_GetArraySize(a), i = 0;
+    int32_t *ids = malloc((size_t)(n ? n : 1) * sizeof *ids);
+    if (!ids) return send_error(c, 500, "server_error", "out of memory");
+    cJSON_ArrayForEach(v, a)
+    {
+        if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble >= s->info.n_vocab || v->valuedouble != floor(v->valuedouble)) {
+            free(ids);
+            return send_error(c, 400, "invalid_request_error", "token %lld is not a token id in [0, %d)", (long long)i, s->info.n_vocab);
+        }
+        ids[i++] = (int32_t)v->valuedouble;
+    }
+    pthread_mutex_lock(&s->lock);
+    char *text = backend_detokenize(s->b, ids, n);
+    pthread_mutex_unlock(&s->lock);
+    free(ids);
+    char *clean = utf8_sanitize(text ? text : "");
+    free(text);
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "content", clean ? clean : "");
+    cJSON_AddStringToObject(j, "prompt", clean ? clean : "");
+    free(clean);
+    return send_json(c, 200, j);
+}
+
+static enum MHD_Result models(struct server *s, struct MHD_Connection *c)
+{
+    cJSON *j = cJSON_CreateObject(), *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "object", "list");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "data"), m);
+    cJSON_AddStringToObject(m, "id", s->model_id);
+    cJSON_AddStringToObject(m, "object", "model");
+    cJSON_AddStringToObject(m, "owned_by", "qgate");
+    cJSON_AddNumberToObject(m, "max_model_len", s->info.n_ctx_train);
+    cJSON_AddNumberToObject(m, "n_vocab", s->info.n_vocab);
+    return send_json(c, 200, j);
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+static int authorized(struct server *s, struct MHD_Connection *c)
+{
+    if (!s->api_key) return 1;
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    if (!h || strncmp(h, "Bearer ", 7)) return 0;
+    /* compare without an early exit on the first differing byte */
+    size_t a = strlen(h + 7), b = strlen(s->api_key);
+    unsigned diff = a != b;
+    for (size_t i = 0; i < a && i < b; i++) diff |= (unsigned char)(h[7 + i] ^ s->api_key[i]);
+    return diff == 0;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method, const char *version,
+                              const char *upload, size_t *upload_size, void **con_cls)
+{
+    struct server *s = cls;
+    struct conn *k = *con_cls;
+    if (!k) {
+        k = calloc(1, sizeof *k);
+        if (!k) return MHD_NO;
+        sbuf_init(&k->body, s->max_body);
+        *con_cls = k;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (!k->too_big && sbuf_append(&k->body, upload, *upload_size)) k->too_big = 1;
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    pthread_mutex_lock(&s->lock);
+    s->requests++;
+    enum fault f = strcmp(method, "POST") ? F_NONE : draw_fault(s);
+    if (f) s->faults++;
+    pthread_mutex_unlock(&s->lock);
+    switch (f) {
+    case F_500: return send_error(c, 500, "server_error", "injected fault: internal error");
+    case F_429: {
+        const char *b = "{\"error\":{\"message\":\"injected fault: rate limited\",\"type\":\"rate_limit_error\",\"code\":429}}";
+        return send_text(c, 429, b, strlen(b), "application/json", "0");
+    }
+    case F_RESET: return MHD_NO; /* closes the connection without a response */
+    case F_STALL: usleep((useconds_t)s->stall_ms * 1000); break;
+    default: break;
+    }
+    if (!authorized(s, c)) return send_error(c, 401, "authentication_error", "missing or wrong API key (Authorization: Bearer ...)");
+    enum MHD_Result out;
+    if (!strcmp(method, "GET") && !strcmp(url, "/health")) {
+        out = send_text(c, 200, "{\"status\":\"ok\"}", 15, "application/json", NULL);
+    } else if (!strcmp(method, "GET") && !strcmp(url, "/v1/models")) {
+        out = models(s, c);
+    } else if (!strcmp(method, "POST") &&
+               (!strcmp(url, "/v1/completions") || !strcmp(url, "/tokenize") || !strcmp(url, "/detokenize"))) {
+        if (k->too_big) return send_error(c, 413, "invalid_request_error", "request body over %zu bytes", s->max_body);
+        cJSON *req = cJSON_ParseWithLength(k->body.data ? k->body.data : "", k->body.len);
+        if (!cJSON_IsObject(req)) {
+            cJSON_Delete(req);
+            return send_error(c, 400, "invalid_request_error", "the request body is not a JSON object");
+        }
+        if (f == F_TRUNCATE || f == F_MALFORMED) {
+            cJSON_Delete(req);
+            const char *b = f == F_TRUNCATE ? "{\"id\":\"cmpl-x\",\"object\":\"text_completion\",\"choices\":[{\"text\":\"" : "<html>not json";
+            return send_text(c, 200, b, strlen(b), "application/json", NULL);
+        }
+        out = !strcmp(url, "/v1/completions") ? completions(s, c, req) : !strcmp(url, "/tokenize") ? tokenize(s, c, req)
+                                                                                                   : detokenize(s, c, req);
+        cJSON_Delete(req);
+    } else {
+        out = send_error(c, 404, "invalid_request_error", "no endpoint %s %s", method, url);
+    }
+    return out;
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+    struct conn *k = *con_cls;
+    if (!k) return;
+    sbuf_release(&k->body);
+    free(k);
+    *con_cls = NULL;
+}
+
+static int parse_faults(struct server *s, const char *spec, char *err, size_t errlen)
+{
+    char *copy = qg_strdup(spec), *save = NULL;
+    if (!copy) return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
+    double total = 0;
+    int rc = QG_OK;
+    for (char *tok = strtok_r(copy, ",", &save); tok && !rc; tok = strtok_r(NULL, ",", &save)) {
+        char *colon = strchr(tok, ':');
+        double r;
+        int f = 0;
+        if (colon) {
+            *colon = '\0';
+            for (int i = 1; i < F_COUNT && !f; i++)
+                if (!strcmp(tok, fault_names[i])) f = i;
+        }
+        if (!colon || !f || qg_parse_f64(colon + 1, &r) || !(r >= 0 && r <= 1))
+            rc = qg_errf(err, errlen, QG_ERR_USAGE,
+                         "bad fault '%s': want KIND:RATE with KIND 500, 429, reset, stall, truncate or malformed and RATE in [0, 1]", tok);
+        else s->rate[f] += r, total += r;
+    }
+    if (!rc && total > 1) rc = qg_errf(err, errlen, QG_ERR_USAGE, "fault rates add up to %g, more than 1", total);
+    free(copy);
+    return rc;
+}
+
+int serve_start(struct backend *b, const struct serve_params *p, struct server **out, int *bound_port, char *err, size_t errlen)
+{
+    *out = NULL;
+    struct server *s = calloc(1, sizeof *s);
+    if (!s) return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
+    s->b = b;
+    backend_info(b, &s->info);
+    snprintf(s->model_id, sizeof s->model_id, "%s", p->model_id && *p->model_id ? p->model_id : "qgate");
+    s->api_key = p->api_key ? qg_strdup(p->api_key) : NULL;
+    s->max_body = p->max_body ? p->max_body : (size_t)16 << 20;
+    s->stall_ms = p->stall_ms > 0 ? p->stall_ms : 5000;
+    s->rng = p->fault_seed ^ 0x5EED5EEDull;
+    pthread_mutex_init(&s->lock, NULL);
+    int rc = p->faults ? parse_faults(s, p->faults, err, errlen) : QG_OK;
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p->port)};
+    const char *host = p->host ? p->host : "127.0.0.1";
+    if (!rc && inet_pton(AF_INET, host, &sin.sin_addr) != 1)
+        rc = qg_errf(err, errlen, QG_ERR_USAGE, "--host '%s' is not an IPv4 address", host);
+    if (!rc) {
+        s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, (uint16_t)p->port, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, &sin,
+                                MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(p->threads > 0 ? p->threads : 4), MHD_OPTION_NOTIFY_COMPLETED,
+                                completed, s, MHD_OPTION_CONNECTION_TIMEOUT, 300u, MHD_OPTION_END);
+        if (!s->d) rc = qg_errf(err, errlen, QG_ERR_UNAVAILABLE, "cannot listen on %s:%d (in use, or not allowed)", host, p->port);
+    }
+    if (rc) {
+        pthread_mutex_destroy(&s->lock);
+        free(s->api_key);
+        free(s);
+        return rc;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+    if (bound_port) *bound_port = di ? di->port : p->port;
+    *out = s;
+    return QG_OK;
+}
+
+void serve_stop(struct server *s)
+{
+    if (!s) return;
+    MHD_stop_daemon(s->d);
+    pthread_mutex_destroy(&s->lock);
+    free(s->api_key);
+    free(s);
+}
+
+void serve_counts(struct server *s, int64_t *requests, int64_t *faults)
+{
+    pthread_mutex_lock(&s->lock);
+    if (requests) *requests = s->requests;
+    if (faults) *faults = s->faults;
+    pthread_mutex_unlock(&s->lock);
+}

@@ -1,0 +1,52 @@
+/* serve — an OpenAI-compatible HTTP server over any backend (libmicrohttpd),
+ * for `qgate serve` and for testing the HTTP backend against a real server.
+ *
+ * Endpoints: GET /health, GET /v1/models, POST /v1/completions (prompt as
+ * text or token ids; echo; logprobs with top-K; max_tokens; temperature,
+ * top_p, seed, stop), POST /tokenize, POST /detokenize. Errors are
+ * OpenAI-style bodies {"error":{"message","type","code"}}. Requests are
+ * served concurrently by a thread pool; the backend is used under a lock, so
+ * concurrent requests never see one another's state.
+ *
+ * Extension: completions' logprobs carry "token_ids" next to "tokens", so a
+ * client can check that the server scored exactly the ids it sent.
+ *
+ * Fault injection (testing only): faults is a comma list KIND:RATE with
+ * KIND one of 500, 429 (with Retry-After: 0), reset (connection closed
+ * without a response), stall (the response waits stall_ms), truncate (half
+ * the JSON body), malformed (a body that is not JSON). Each POST draws once
+ * from a seeded generator; at most one fault applies.
+ */
+#ifndef QG_SERVE_H
+#define QG_SERVE_H
+
+#include "backends/backend.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct serve_params {
+    const char *host;      /* default 127.0.0.1 */
+    int port;              /* 0: any free port (see *bound_port) */
+    const char *model_id;  /* the id /v1/models lists and requests must name */
+    const char *api_key;   /* NULL: no authentication; else Bearer KEY required */
+    int threads;           /* connection threads (default 4) */
+    size_t max_body;       /* request body limit in bytes (default 16 MiB) */
+    const char *faults;    /* NULL or "500:0.1,429:0.05,..." */
+    uint64_t fault_seed;
+    int stall_ms;          /* default 5000 */
+};
+
+struct server;
+
+/* Starts serving b (borrowed: it must outlive the server). QG_OK, or
+ * QG_ERR_USAGE (bad faults spec) / QG_ERR_UNAVAILABLE (cannot listen) with
+ * err filled. */
+int serve_start(struct backend *b, const struct serve_params *p, struct server **out, int *bound_port, char *err,
+                size_t errlen);
+/* Stops accepting, finishes the requests in flight and frees s. */
+void serve_stop(struct server *s);
+/* Requests answered so far (all endpoints), and faults injected. */
+void serve_counts(struct server *s, int64_t *requests, int64_t *faults);
+
+#endif
