@@ -88,13 +88,15 @@ struct backend_ops {
 };
 
 extern const struct backend_ops backend_cpu_ops;
+extern const struct backend_ops backend_http_ops;
 
 struct backend {
     const struct backend_ops *ops;
     void *impl;
 };
 
-/* Opens a model spec: "PATH.gguf" or "cpu:PATH.gguf" (cpu). On failure err
+/* Opens a model spec: "PATH.gguf" or "cpu:PATH.gguf" (cpu), or
+ * "http(s)://HOST:PORT/v1?model=ID&tokenizer=PATH.gguf..." (backends/http). On failure err
  * says why; statuses as the backend's open. */
 int backend_open(const char *spec, const struct backend_open_params *p, struct backend *out,
                  char *err, size_t errlen);

@@ -302,7 +302,7 @@ static int run_lockstep(struct runner *r, int t, int repeat, char *err, size_t e
             cJSON_AddNumberToObject(mj, "nll_mean", res[m].nll_mean);
             cJSON_AddNumberToObject(mj, "bits_per_byte", res[m].bits_per_byte);
             cJSON_AddNumberToObject(mj, "tokens_scored", (double)res[m].tokens);
-            if (m > 0 && n_kld > 0) {
+            if (m > 0 && n_kld > 0 && !isnan(kld[m][0])) { /* NaN: a backend without full rows (http) */
                 double sum = 0;
                 for (int64_t i = 0; i < n_kld; i++) sum += kld[m][i];
                 qsort(kld[m], (size_t)n_kld, sizeof *kld[m], cmp_d);

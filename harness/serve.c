@@ -271,10 +271,12 @@ static enum MHD_Result completions(struct server *s, struct MHD_Connection *c, c
     int rc = QG_OK;
     pthread_mutex_lock(&s->lock);
     status = prompt_ids(s, cJSON_GetObjectItem(req, "prompt"), &ids, &n, &ptext, msg, sizeof msg);
-    if (!status && n + max_tokens > s->info.n_ctx_train && s->info.n_ctx_train > 0) {
+    /* n prompt tokens and max_tokens new ones take n + max_tokens - 1
+     * evaluated positions (the last token is only a target) */
+    if (!status && n + max_tokens - 1 > s->info.n_ctx_train && s->info.n_ctx_train > 0) {
         status = 400;
-        snprintf(msg, sizeof msg, "prompt (%lld tokens) plus max_tokens (%d) exceeds the context length %d", (long long)n,
-                 max_tokens, s->info.n_ctx_train);
+        snprintf(msg, sizeof msg, "prompt (%lld tokens) plus max_tokens (%d) needs %lld positions, over the context length %d",
+                 (long long)n, max_tokens, (long long)n + max_tokens - 1, s->info.n_ctx_train);
     }
     if (!status && max_tokens > 0) rc = backend_generate(s->b, ids, n, &gp, &gtext, &gen, &n_gen);
     if (!status && !rc && top_k >= 0 && (echo || n_gen > 0)) {

@@ -205,6 +205,7 @@ int ppl_evaluate_lockstep(const struct backend *const *models, int nm, const int
         backend_info(models[m], &im);
         if (im.n_vocab != V) return qg_errf(err, errlen, QG_ERR_DATA, "model %d has %d tokens, the baseline %d: KLD needs one vocabulary", m, im.n_vocab, V);
     }
+    int kld_ok = (models[0]->ops->caps & BACKEND_CAP_FULL_ROWS) != 0;
     struct ppl_window *win;
     int64_t nw;
     int rc = ppl_plan(p, n, &win, &nw, err, errlen);
@@ -235,8 +236,12 @@ int ppl_evaluate_lockstep(const struct backend *const *models, int nm, const int
         if (W->bos_first && info.bos >= 0) tok[0] = info.bos;
         int ns = W->n - W->from;
         for (int m = 0; m < nm && !rc; m++) {
+            /* KLD needs full rows from the baseline and the candidate; a
+             * backend without them (http) is scored on its tokens only */
+            int full = kld_ok && (models[m]->ops->caps & BACKEND_CAP_FULL_ROWS);
             struct backend_score req = {.tokens = tok, .n_tokens = W->n, .from = W->from, .logprob = lp,
-                                        .rows = m == 0 ? base_rows : rows, .argmax = m == 0 ? base_top : top};
+                                        .rows = full ? (m == 0 ? base_rows : rows) : NULL,
+                                        .argmax = full ? (m == 0 ? base_top : top) : NULL};
             if ((rc = backend_score(models[m], &req))) {
                 qg_errf(err, errlen, rc, "window %lld, model %d: %s", (long long)w, m, backend_errmsg(models[m]));
                 break;
@@ -250,6 +255,11 @@ int ppl_evaluate_lockstep(const struct backend *const *models, int nm, const int
                 lw.stat.bytes += bytes[W->start + W->from + i];
                 lw.stat.words += words[W->start + W->from + i];
                 if (m == 0) continue;
+                if (!full) {
+                    lw.kld_sum = lw.dp_sum = NAN;
+                    kld[m][k + i] = NAN;
+                    continue;
+                }
                 const float *b = base_rows + (size_t)i * V, *c = rows + (size_t)i * V;
                 double kl = 0;
                 for (int v = 0; v < V; v++) {

@@ -1,0 +1,466 @@
+/* http — a model behind an OpenAI-compatible server (vLLM, SGLang, TGI,
+ * llama.cpp's server, `qgate serve`), over libcurl.
+ *
+ * Spec: http(s)://HOST:PORT/v1?model=ID&tokenizer=PATH.gguf[&api_key_env=VAR]
+ *       [&timeout=SECONDS][&retries=N][&ctx=N]
+ *
+ * Scoring posts the window as token ids to /completions with echo, logprobs
+ * and max_tokens 0 (1 when the server refuses 0; the generated token is then
+ * dropped), and checks that the server scored exactly the ids sent. Before
+ * anything is trusted, open() checks on a sample that the server's
+ * /tokenize (when it has one) agrees with the local tokenizer, and that the
+ * endpoint returns a log-prob for every prompt token; an endpoint that does
+ * not is refused for scoring, never scored as if it had answered.
+ *
+ * Requests are retried with exponential backoff and jitter on connection
+ * errors, timeouts, 408, 429 (honouring Retry-After), 5xx and bodies that
+ * are not complete JSON, up to `retries`; then the error names the endpoint
+ * and the last status. The API key (from VAR, else QGATE_API_KEY, else
+ * OPENAI_API_KEY) is sent only as a bearer header and appears in no message.
+ *
+ * Not yet: many requests in flight (requests are sequential), a response
+ * cache, server-side tokenization without a local tokenizer, top-K KLD.
+ */
+#include "backends/backend.h"
+#include "backends/gguf.h"
+#include "backends/tokenizer.h"
+#include "harness/status.h"
+#include "harness/util.h"
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HTTP_MAX_RESPONSE ((size_t)256 << 20)
+
+struct http {
+    CURL *curl;
+    struct curl_slist *headers;
+    char base[1024]; /* ...../v1 */
+    char root[1024]; /* base without /v1, for /tokenize */
+    char model[256];
+    struct tokenizer *tok;
+    int n_ctx, retries, max_tokens_one, can_score;
+    double timeout;
+    uint64_t rng;
+    char err[QG_ERRMSG_MAX];
+    /* the response being read */
+    struct sbuf body;
+    int too_big;
+    double retry_after;
+};
+
+static size_t on_body(char *p, size_t size, size_t n, void *ud)
+{
+    struct http *h = ud;
+    if (sbuf_append(&h->body, p, size * n)) {
+        h->too_big = 1;
+        return 0;
+    }
+    return size * n;
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *ud)
+{
+    struct http *h = ud;
+    size_t len = size * n;
+    if (len > 12 && !strncasecmp(p, "Retry-After:", 12)) {
+        char buf[32];
+        size_t k = len - 12 < sizeof buf - 1 ? len - 12 : sizeof buf - 1;
+        memcpy(buf, p + 12, k);
+        buf[k] = '\0';
+        double v = strtod(buf, NULL);
+        if (v >= 0 && v < 3600) h->retry_after = v;
+    }
+    return len;
+}
+
+static double jitter(struct http *h)
+{
+    h->rng = h->rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(h->rng >> 11) / 9007199254740992.0;
+}
+
+/* POSTs body (or GETs when body is NULL) to url and parses the JSON answer.
+ * Retries what is worth retrying. QG_OK with *out, else an error in h->err
+ * (QG_ERR_UNAVAILABLE after the retries, QG_ERR_DATA / QG_ERR_USAGE for a
+ * refusal, with *status the last HTTP status). */
+static int request(struct http *h, const char *url, const char *body, cJSON **out, long *status)
+{
+    *out = NULL;
+    *status = 0;
+    char last[512] = "";
+    for (int attempt = 0; attempt <= h->retries; attempt++) {
+        if (attempt) {
+            double wait = fmin(2.0, 0.05 * (double)(1 << (attempt < 6 ? attempt : 6))) * (0.5 + jitter(h));
+            if (h->retry_after >= 0) wait = fmax(wait * 0.1, h->retry_after);
+            usleep((useconds_t)(wait * 1e6));
+        }
+        sbuf_release(&h->body);
+        sbuf_init(&h->body, HTTP_MAX_RESPONSE);
+        h->too_big = 0;
+        h->retry_after = -1;
+        curl_easy_setopt(h->curl, CURLOPT_URL, url);
+        if (body) {
+            curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, body);
+            curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+        } else {
+            curl_easy_setopt(h->curl, CURLOPT_HTTPGET, 1L);
+        }
+        CURLcode cc = curl_easy_perform(h->curl);
+        long code = 0;
+        curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &code);
+        *status = code;
+        if (h->too_big) {
+            qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: response larger than %zu bytes", url, HTTP_MAX_RESPONSE);
+            return QG_ERR_DATA;
+        }
+        if (cc != CURLE_OK) {
+            snprintf(last, sizeof last, "%s", curl_easy_strerror(cc));
+            continue;
+        }
+        cJSON *j = h->body.len ? cJSON_ParseWithLength(h->body.data, h->body.len) : NULL;
+        if (code == 200) {
+            if (j) {
+                *out = j;
+                return QG_OK;
+            }
+            snprintf(last, sizeof last, "HTTP 200 with a body that is not complete JSON (%zu bytes)", h->body.len);
+            continue;
+        }
+        const cJSON *e = cJSON_GetObjectItem(j, "error");
+        const char *msg = cJSON_IsString(cJSON_GetObjectItem(e, "message")) ? cJSON_GetObjectItem(e, "message")->valuestring
+                          : cJSON_IsString(e)                                ? e->valuestring
+                                                                             : "";
+        snprintf(last, sizeof last, "HTTP %ld%s%.300s", code, *msg ? ": " : "", msg);
+        cJSON_Delete(j);
+        if (code == 408 || code == 429 || code >= 500) continue;
+        qg_errf(h->err, sizeof h->err, code == 401 || code == 403 ? QG_ERR_UNAVAILABLE : QG_ERR_DATA, "%s: %s", url, last);
+        return code == 401 || code == 403 ? QG_ERR_UNAVAILABLE : QG_ERR_DATA;
+    }
+    qg_errf(h->err, sizeof h->err, QG_ERR_UNAVAILABLE, "%s: no answer after %d attempts; last: %s", url, h->retries + 1, last);
+    return QG_ERR_UNAVAILABLE;
+}
+
+static void http_close(void *impl)
+{
+    struct http *h = impl;
+    if (!h) return;
+    if (h->curl) curl_easy_cleanup(h->curl);
+    curl_slist_free_all(h->headers);
+    tok_free(h->tok);
+    sbuf_release(&h->body);
+    free(h);
+}
+
+/* One completions request scoring ids; fills lp[from..n-1]. */
+static int score_ids(struct http *h, const int32_t *ids, int n, int from, double *lp)
+{
+    cJSON *req = cJSON_CreateObject();
+    cJSON_AddStringToObject(req, "model", h->model);
+    cJSON *p = cJSON_AddArrayToObject(req, "prompt");
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(p, cJSON_CreateNumber(ids[i]));
+    cJSON_AddTrueToObject(req, "echo");
+    cJSON_AddNumberToObject(req, "logprobs", 0);
+    cJSON_AddNumberToObject(req, "max_tokens", h->max_tokens_one);
+    cJSON_AddNumberToObject(req, "temperature", 0);
+    char *body = cJSON_PrintUnformatted(req);
+    cJSON_Delete(req);
+    if (!body) return qg_errf(h->err, sizeof h->err, QG_ERR_NOMEM, "out of memory");
+    char url[1100];
+    snprintf(url, sizeof url, "%s/completions", h->base);
+    cJSON *r;
+    long status;
+    int rc = request(h, url, body, &r, &status);
+    free(body);
+    if (rc) return rc;
+    const cJSON *lpo = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "choices"), 0), "logprobs");
+    const cJSON *tl = cJSON_GetObjectItem(lpo, "token_logprobs"), *tid = cJSON_GetObjectItem(lpo, "token_ids");
+    int m = cJSON_GetArraySize(tl);
+    if (!cJSON_IsArray(tl) || m < n || m > n + h->max_tokens_one)
+        rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
+                     "%s: sent %d prompt ids, got %d token log-probs back: the endpoint re-tokenized the prompt or cannot score "
+                     "prompts (echo with logprobs)", url, n, cJSON_IsArray(tl) ? m : -1);
+    for (int i = 0; i < n && !rc && cJSON_IsArray(tid); i++) {
+        const cJSON *v = cJSON_GetArrayItem(tid, i);
+        if (!cJSON_IsNumber(v) || (int32_t)v->valuedouble != ids[i])
+            rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: token %d scored as id %g, sent %d", url, i,
+                         cJSON_IsNumber(v) ? v->valuedouble : -1.0, ids[i]);
+    }
+    for (int i = from; i < n && !rc; i++) {
+        const cJSON *v = cJSON_GetArrayItem(tl, i);
+        if (!cJSON_IsNumber(v) || !(v->valuedouble <= 0))
+            rc = qg_errf(h->err, sizeof h->err, QG_ERR_UNSUPPORTED,
+                         "%s: no log-prob for prompt token %d: this endpoint cannot score prompts, so it cannot run "
+                         "log-likelihood tasks", url, i);
+        else lp[i - from] = v->valuedouble;
+    }
+    cJSON_Delete(r);
+    return rc;
+}
+
+static int parse_spec(struct http *h, const char *spec, char *tokpath, size_t tokcap, char *keyvar, size_t keycap, char *err,
+                      size_t errlen)
+{
+    const char *q = strchr(spec, '?');
+    size_t blen = q ? (size_t)(q - spec) : strlen(spec);
+    while (blen > 0 && spec[blen - 1] == '/') blen--;
+    if (blen >= sizeof h->base) return qg_errf(err, errlen, QG_ERR_USAGE, "model spec URL too long");
+    memcpy(h->base, spec, blen);
+    h->base[blen] = '\0';
+    snprintf(h->root, sizeof h->root, "%s", h->base);
+    size_t rl = strlen(h->root);
+    if (rl >= 3 && !strcmp(h->root + rl - 3, "/v1")) h->root[rl - 3] = '\0';
+    char *query = qg_strdup(q ? q + 1 : ""), *save = NULL;
+    int rc = QG_OK;
+    for (char *kv = strtok_r(query, "&", &save); kv && !rc; kv = strtok_r(NULL, "&", &save)) {
+        char *eq = strchr(kv, '=');
+        if (!eq) {
+            rc = qg_errf(err, errlen, QG_ERR_USAGE, "%s: query part '%s' is not KEY=VALUE", h->base, kv);
+            break;
+        }
+        *eq = '\0';
+        const char *v = eq + 1;
+        int64_t iv;
+        if (!strcmp(kv, "model")) snprintf(h->model, sizeof h->model, "%s", v);
+        else if (!strcmp(kv, "tokenizer")) snprintf(tokpath, tokcap, "%s", v);
+        else if (!strcmp(kv, "api_key_env")) snprintf(keyvar, keycap, "%s", v);
+        else if (!strcmp(kv, "timeout") && !qg_parse_i64(v, 1, 86400, &iv)) h->timeout = (double)iv;
+        else if (!strcmp(kv, "retries") && !qg_parse_i64(v, 0, 100, &iv)) h->retries = (int)iv;
+        else if (!strcmp(kv, "ctx") && !qg_parse_i64(v, 2, 1 << 24, &iv)) h->n_ctx = (int)iv;
+        else
+            rc = qg_errf(err, errlen, QG_ERR_USAGE,
+                         "%s: bad query parameter '%s=%s' (known: model, tokenizer=PATH.gguf, api_key_env=VAR, timeout=SECONDS, "
+                         "retries=N, ctx=N)", h->base, kv, v);
+    }
+    free(query);
+    return rc;
+}
+
+static int http_open(const char *spec, const struct backend_open_params *bp, void **impl, char *err, size_t errlen)
+{
+    *impl = NULL;
+    struct http *h = calloc(1, sizeof *h);
+    if (!h) return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
+    h->retries = 8;
+    h->timeout = 600;
+    h->rng = (uint64_t)time(NULL) ^ (uint64_t)getpid();
+    sbuf_init(&h->body, HTTP_MAX_RESPONSE);
+    char tokpath[4096] = "", keyvar[128] = "";
+    int rc = parse_spec(h, spec, tokpath, sizeof tokpath, keyvar, sizeof keyvar, err, errlen);
+    if (!rc && !*tokpath)
+        rc = qg_errf(err, errlen, QG_ERR_USAGE,
+                     "%s: give the model's tokenizer as ?tokenizer=PATH.gguf (qgate tokenizes locally and checks the server agrees)",
+                     h->base);
+    if (!rc) {
+        struct gguf *g;
+        rc = gguf_open(tokpath, &g, err, errlen);
+        if (!rc) {
+            rc = tok_load(g, tokpath, &h->tok, err, errlen);
+            gguf_close(g);
+        }
+    }
+    const char *key = NULL;
+    if (!rc) {
+        key = *keyvar ? getenv(keyvar) : getenv("QGATE_API_KEY");
+        if (!*keyvar && !key) key = getenv("OPENAI_API_KEY");
+        if (*keyvar && (!key || !*key)) rc = qg_errf(err, errlen, QG_ERR_USAGE, "%s: api_key_env=%s is unset or empty", h->base, keyvar);
+    }
+    if (!rc && !(h->curl = curl_easy_init())) rc = qg_errf(err, errlen, QG_ERR_NOMEM, "cannot start libcurl");
+    if (!rc) {
+        h->headers = curl_slist_append(NULL, "Content-Type: application/json");
+        if (key && *key) {
+            struct sbuf a;
+            sbuf_init(&a, 1 << 16);
+            sbuf_printf(&a, "Authorization: Bearer %s", key);
+            h->headers = curl_slist_append(h->headers, sbuf_str(&a));
+            memset(a.data, 0, a.len); /* no copy of the key outlives the list */
+            sbuf_release(&a);
+        }
+        curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, h->headers);
+        curl_easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, h);
+        curl_easy_setopt(h->curl, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(h->curl, CURLOPT_HEADERDATA, h);
+        curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, (long)(h->timeout * 1000));
+        curl_easy_setopt(h->curl, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+        curl_easy_setopt(h->curl, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(h->curl, CURLOPT_SSL_VERIFYPEER, 1L);
+        curl_easy_setopt(h->curl, CURLOPT_SSL_VERIFYHOST, 2L);
+        curl_easy_setopt(h->curl, CURLOPT_TCP_KEEPALIVE, 1L);
+    }
+    /* the model list: the id must be served; it may say the context length */
+    cJSON *r = NULL;
+    long status;
+    char url[1100];
+    if (!rc) {
+        snprintf(url, sizeof url, "%s/models", h->base);
+        if ((rc = request(h, url, NULL, &r, &status))) qg_errf(err, errlen, rc, "%s", h->err);
+    }
+    if (!rc) {
+        const cJSON *m, *found = NULL;
+        int n = 0;
+        cJSON_ArrayForEach(m, cJSON_GetObjectItem(r, "data"))
+        {
+            const cJSON *id = cJSON_GetObjectItem(m, "id");
+            n++;
+            if (cJSON_IsString(id) && (!*h->model ? n == 1 : !strcmp(id->valuestring, h->model))) found = m;
+        }
+        if (!*h->model && n != 1)
+            rc = qg_errf(err, errlen, QG_ERR_USAGE, "%s serves %d models: name one with ?model=ID", h->base, n);
+        else if (!found)
+            rc = qg_errf(err, errlen, QG_ERR_USAGE, "%s does not serve model '%s' (see %s/models)", h->base, h->model, h->base);
+        else {
+            if (!*h->model) snprintf(h->model, sizeof h->model, "%s", cJSON_GetObjectItem(found, "id")->valuestring);
+            const cJSON *ml = cJSON_GetObjectItem(found, "max_model_len"), *nv = cJSON_GetObjectItem(found, "n_vocab");
+            if (!h->n_ctx && cJSON_IsNumber(ml) && ml->valuedouble >= 2) h->n_ctx = (int)ml->valuedouble;
+            if (cJSON_IsNumber(nv) && (int)nv->valuedouble != tok_n_vocab(h->tok))
+                rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: the server's model has %d tokens, the tokenizer %s has %d", h->base,
+                             (int)nv->valuedouble, tokpath, tok_n_vocab(h->tok));
+        }
+    }
+    cJSON_Delete(r);
+    if (!h->n_ctx) h->n_ctx = 2048;
+    /* the tokenizers agree on a sample (when the server tokenizes) */
+    static const char *const sample = "Once upon a time, there was a little girl named Lily. She said: \"3 + 4 = 7!\"";
+    int32_t *ids = NULL;
+    int64_t n_ids = 0;
+    if (!rc) rc = tok_encode(h->tok, sample, strlen(sample), 1, 0, &ids, &n_ids);
+    if (!rc) {
+        cJSON *req = cJSON_CreateObject();
+        cJSON_AddStringToObject(req, "model", h->model);
+        cJSON_AddStringToObject(req, "content", sample);
+        cJSON_AddStringToObject(req, "prompt", sample);
+        cJSON_AddTrueToObject(req, "add_special");
+        char *body = cJSON_PrintUnformatted(req);
+        cJSON_Delete(req);
+        snprintf(url, sizeof url, "%s/tokenize", h->root);
+        int trc = body ? request(h, url, body, &r, &status) : QG_ERR_NOMEM;
+        free(body);
+        if (trc == QG_OK) {
+            const cJSON *t = cJSON_GetObjectItem(r, "tokens");
+            int same = cJSON_GetArraySize(t) == n_ids;
+            for (int64_t i = 0; same && i < n_ids; i++) same = cJSON_GetArrayItem(t, (int)i)->valuedouble == ids[i];
+            if (!same)
+                rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: the server tokenizes differently from %s (sample: %lld local ids, %d server ids)",
+                             h->base, tokpath, (long long)n_ids, cJSON_GetArraySize(t));
+            cJSON_Delete(r);
+        } else if (status != 404 && status != 405) {
+            rc = qg_errf(err, errlen, trc, "%s", h->err);
+        }
+    }
+    /* scoring works: max_tokens 0, or 1 with the extra token dropped */
+    if (!rc) {
+        double lp[128];
+        int n = n_ids < 128 ? (int)n_ids : 128;
+        int src = score_ids(h, ids, n, 1, lp);
+        if (src == QG_ERR_DATA && strstr(h->err, "HTTP 4")) {
+            h->max_tokens_one = 1;
+            src = score_ids(h, ids, n, 1, lp);
+        }
+        h->can_score = src == QG_OK;
+        if (src && src != QG_ERR_UNSUPPORTED) rc = qg_errf(err, errlen, src, "%s", h->err);
+    }
+    free(ids);
+    if (rc) {
+        http_close(h);
+        return rc;
+    }
+    (void)bp;
+    *impl = h;
+    return QG_OK;
+}
+
+static int http_info(void *impl, struct backend_info *o)
+{
+    struct http *h = impl;
+    memset(o, 0, sizeof *o);
+    o->n_vocab = tok_n_vocab(h->tok);
+    o->n_ctx_train = h->n_ctx;
+    o->bos = tok_bos(h->tok);
+    o->eos = tok_eos(h->tok);
+    o->add_bos = tok_add_bos(h->tok);
+    o->arch = "http";
+    return QG_OK;
+}
+
+static const char *http_errmsg(void *impl) { return ((struct http *)impl)->err; }
+
+static int http_tokenize(void *impl, const char *text, size_t n, int add_special, int32_t **ids, int64_t *n_ids)
+{
+    return tok_encode(((struct http *)impl)->tok, text, n, add_special, 0, ids, n_ids);
+}
+
+static char *http_detokenize(void *impl, const int32_t *ids, int64_t n) { return tok_decode(((struct http *)impl)->tok, ids, n, 0); }
+
+static int http_piece(void *impl, int32_t id, char *buf, size_t cap) { return tok_piece(((struct http *)impl)->tok, id, 0, buf, cap); }
+
+static int http_score(void *impl, struct backend_score *r)
+{
+    struct http *h = impl;
+    if (r->argmax) return qg_errf(h->err, sizeof h->err, QG_ERR_UNSUPPORTED, "%s: top-1 predictions need full rows, which an HTTP endpoint does not give", h->base);
+    if (!h->can_score)
+        return qg_errf(h->err, sizeof h->err, QG_ERR_UNSUPPORTED,
+                       "%s: this endpoint returns no log-probs for prompt tokens, so it cannot run log-likelihood tasks", h->base);
+    if (r->n_tokens < 2 || r->from < 1 || r->from >= r->n_tokens)
+        return qg_errf(h->err, sizeof h->err, QG_ERR_USAGE, "score: bad window (%d tokens from %d)", r->n_tokens, r->from);
+    return score_ids(h, r->tokens, r->n_tokens, r->from, r->logprob);
+}
+
+static int http_generate(void *impl, const int32_t *prompt, int64_t n_prompt, const struct backend_gen_params *p, char **text,
+                         int32_t **ids, int64_t *n_ids)
+{
+    struct http *h = impl;
+    *text = NULL;
+    if (ids) *ids = NULL;
+    if (n_ids) *n_ids = 0;
+    cJSON *req = cJSON_CreateObject();
+    cJSON_AddStringToObject(req, "model", h->model);
+    cJSON *pa = cJSON_AddArrayToObject(req, "prompt");
+    for (int64_t i = 0; i < n_prompt; i++) cJSON_AddItemToArray(pa, cJSON_CreateNumber(prompt[i]));
+    cJSON_AddNumberToObject(req, "max_tokens", p->max_tokens);
+    cJSON_AddNumberToObject(req, "temperature", p->temperature);
+    cJSON_AddNumberToObject(req, "top_p", p->top_p);
+    cJSON_AddNumberToObject(req, "seed", (double)p->seed);
+    if (p->n_stop) {
+        cJSON *st = cJSON_AddArrayToObject(req, "stop");
+        for (int i = 0; i < p->n_stop; i++) cJSON_AddItemToArray(st, cJSON_CreateString(p->stop[i]));
+    }
+    char *body = cJSON_PrintUnformatted(req);
+    cJSON_Delete(req);
+    if (!body) return qg_errf(h->err, sizeof h->err, QG_ERR_NOMEM, "out of memory");
+    char url[1100];
+    snprintf(url, sizeof url, "%s/completions", h->base);
+    cJSON *r;
+    long status;
+    int rc = request(h, url, body, &r, &status);
+    free(body);
+    if (rc) return rc;
+    const cJSON *t = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "choices"), 0), "text");
+    if (!cJSON_IsString(t)) rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: the answer has no choices[0].text", url);
+    else if (!(*text = qg_strdup(t->valuestring))) rc = QG_ERR_NOMEM;
+    if (!rc && ids && n_ids) rc = tok_encode(h->tok, *text, strlen(*text), 0, 0, ids, n_ids);
+    cJSON_Delete(r);
+    return rc;
+}
+
+const struct backend_ops backend_http_ops = {
+    .version = BACKEND_API_VERSION,
+    .name = "http",
+    .caps = BACKEND_CAP_TOKENIZE | BACKEND_CAP_SCORE | BACKEND_CAP_GENERATE,
+    .open = http_open,
+    .close = http_close,
+    .info = http_info,
+    .errmsg = http_errmsg,
+    .tokenize = http_tokenize,
+    .detokenize = http_detokenize,
+    .piece = http_piece,
+    .score = http_score,
+    .generate = http_generate,
+};

@@ -1,0 +1,352 @@
+/* Tests of `qgate serve` (harness/serve.c) and the HTTP backend
+ * (backends/http/http.c) against each other: a real server on loopback,
+ * real HTTP through libcurl, a generated model. */
+#include "backends/backend.h"
+#include "backends/ggml_types.h"
+#include "backends/synth.h"
+#include "datasets/hash.h"
+#include "harness/serve.h"
+#include "harness/status.h"
+#include "harness/util.h"
+#include "tests/test.h"
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SECRET "qgate-test-secret-7f3a9c"
+
+static size_t collect(char *p, size_t size, size_t n, void *ud)
+{
+    sbuf_append(ud, p, size * n);
+    return size * n;
+}
+
+/* One request; returns the HTTP status (or -1), body in *out (malloc'd). */
+static long http(const char *url, const char *body, const char *bearer, char **out)
+{
+    CURL *c = curl_easy_init();
+    struct sbuf b;
+    sbuf_init(&b, (size_t)1 << 28);
+    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+    char auth[256];
+    if (bearer) {
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", bearer);
+        h = curl_slist_append(h, auth);
+    }
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    if (body) curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+    long code = -1;
+    if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    *out = qg_strdup(b.data ? b.data : "");
+    sbuf_release(&b);
+    return code;
+}
+
+static int synth_model(const char *name)
+{
+    struct synth_params p = synth_default_params();
+    char err[QG_ERRMSG_MAX];
+    return synth_write(&p, t_path(name), err, sizeof err);
+}
+
+struct srv {
+    struct backend b;
+    struct server *s;
+    int port;
+};
+
+static int srv_start(struct srv *v, const char *faults, const char *key)
+{
+    char err[QG_ERRMSG_MAX];
+    struct backend_open_params bp = {0};
+    int rc = backend_open(t_path("m.gguf"), &bp, &v->b, err, sizeof err);
+    if (rc) return printf("%s\n", err), rc;
+    struct serve_params sp = {.model_id = "tiny", .faults = faults, .fault_seed = 7, .api_key = key, .stall_ms = 1500};
+    rc = serve_start(&v->b, &sp, &v->s, &v->port, err, sizeof err);
+    if (rc) printf("%s\n", err);
+    return rc;
+}
+
+static void srv_stop(struct srv *v)
+{
+    serve_stop(v->s);
+    backend_close(&v->b);
+}
+
+TEST(serve_endpoints)
+{
+    ASSERT_OK(synth_model("m.gguf"));
+    struct srv v;
+    ASSERT_OK(srv_start(&v, NULL, NULL));
+    char url[256], *out;
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/health", v.port);
+    ASSERT_EQ(http(url, NULL, NULL, &out), 200);
+    ASSERT_CONTAINS(out, "\"ok\"");
+    free(out);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/models", v.port);
+    ASSERT_EQ(http(url, NULL, NULL, &out), 200);
+    ASSERT_CONTAINS(out, "\"id\":\"tiny\"");
+    free(out);
+    /* tokenize agrees with the backend */
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/tokenize", v.port);
+    ASSERT_EQ(http(url, "{\"content\":\"the girl saw the ball\"}", NULL, &out), 200);
+    int32_t *ids;
+    int64_t n;
+    ASSERT_OK(backend_tokenize(&v.b, "the girl saw the ball", 21, 1, &ids, &n));
+    cJSON *j = cJSON_Parse(out), *t = cJSON_GetObjectItem(j, "tokens");
+    ASSERT_EQ(cJSON_GetArraySize(t), n);
+    for (int64_t i = 0; i < n; i++) ASSERT_EQ((int32_t)cJSON_GetArrayItem(t, (int)i)->valuedouble, ids[i]);
+    cJSON_Delete(j);
+    free(out);
+    /* echo + logprobs equal the backend's own scores; top-1 of top_logprobs
+     * is the best token */
+    double lp[64];
+    struct backend_score req = {.tokens = ids, .n_tokens = (int)n, .from = 1, .logprob = lp};
+    ASSERT_OK(backend_score(&v.b, &req));
+    struct sbuf body;
+    sbuf_init(&body, 0);
+    sbuf_printf(&body, "{\"model\":\"tiny\",\"prompt\":[");
+    for (int64_t i = 0; i < n; i++) sbuf_printf(&body, "%s%d", i ? "," : "", ids[i]);
+    sbuf_printf(&body, "],\"echo\":true,\"logprobs\":3,\"max_tokens\":0}");
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/completions", v.port);
+    ASSERT_EQ(http(url, body.data, NULL, &out), 200);
+    sbuf_release(&body);
+    j = cJSON_Parse(out);
+    const cJSON *l = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0), "logprobs");
+    const cJSON *tl = cJSON_GetObjectItem(l, "token_logprobs"), *top = cJSON_GetObjectItem(l, "top_logprobs");
+    ASSERT_EQ(cJSON_GetArraySize(tl), n);
+    ASSERT(cJSON_IsNull(cJSON_GetArrayItem(tl, 0)));
+    for (int64_t i = 1; i < n; i++) {
+        ASSERT_NEAR(cJSON_GetArrayItem(tl, (int)i)->valuedouble, lp[i - 1], 1e-12);
+        const cJSON *ti = cJSON_GetArrayItem(top, (int)i), *e;
+        ASSERT(cJSON_GetArraySize(ti) >= 1 && cJSON_GetArraySize(ti) <= 3);
+        double best = -INFINITY;
+        cJSON_ArrayForEach(e, ti) best = fmax(best, e->valuedouble);
+        ASSERT(best >= lp[i - 1] - 1e-6); /* the top entry is at least the actual token's */
+    }
+    cJSON_Delete(j);
+    free(out);
+    free(ids);
+    /* greedy generation is deterministic */
+    char *a, *b;
+    ASSERT_EQ(http(url, "{\"prompt\":\"the girl\",\"max_tokens\":8,\"temperature\":0}", NULL, &a), 200);
+    ASSERT_EQ(http(url, "{\"prompt\":\"the girl\",\"max_tokens\":8,\"temperature\":0}", NULL, &b), 200);
+    j = cJSON_Parse(a);
+    ASSERT_EQ((int)cJSON_GetObjectItem(cJSON_GetObjectItem(j, "usage"), "completion_tokens")->valuedouble <= 8, 1);
+    cJSON_Delete(j);
+    cJSON *ja = cJSON_Parse(a), *jb = cJSON_Parse(b);
+    ASSERT_STR_EQ(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(ja, "choices"), 0), "text")->valuestring,
+                  cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(jb, "choices"), 0), "text")->valuestring);
+    cJSON_Delete(ja), cJSON_Delete(jb), free(a), free(b);
+    /* bad requests: OpenAI-style error bodies */
+    struct {
+        const char *path, *body;
+        long code;
+        const char *msg;
+    } bad[] = {
+        {"/v1/completions", "not json", 400, "not a JSON object"},
+        {"/v1/completions", "{\"model\":\"other\",\"prompt\":\"x\"}", 404, "model 'other' is not served here"},
+        {"/v1/completions", "{\"prompt\":[1,99999]}", 400, "prompt token 1 is not a token id"},
+        {"/v1/completions", "{\"prompt\":\"x\",\"logprobs\":99}", 400, "\\\"logprobs\\\" must be an integer 0..20"},
+        {"/v1/completions", "{\"prompt\":\"x\",\"n\":2}", 400, "only \\\"n\\\": 1"},
+        {"/v1/nothing", "{}", 404, "no endpoint POST /v1/nothing"},
+        {"/detokenize", "{\"tokens\":[-1]}", 400, "token 0 is not a token id"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(url, sizeof url, "http://127.0.0.1:%d%s", v.port, bad[i].path);
+        long code = http(url, bad[i].body, NULL, &out);
+        if (code != bad[i].code) T_FAIL_("case %zu: HTTP %ld, want %ld: %s", i, code, bad[i].code, out);
+        ASSERT_CONTAINS(out, "\"error\":{\"message\":");
+        ASSERT_CONTAINS(out, bad[i].msg);
+        free(out);
+    }
+    int64_t nreq;
+    serve_counts(v.s, &nreq, NULL);
+    ASSERT(nreq >= 12);
+    srv_stop(&v);
+    return 0;
+}
+
+/* A suite of a perplexity task and a multiple-choice task over text the
+ * synthetic model's vocabulary covers. */
+static int write_suite(void)
+{
+    struct sbuf d;
+    sbuf_init(&d, 0);
+    static const char *const w[] = {"ball", "tree", "dog", "cat", "sun", "box"};
+    for (int i = 0; i < 24; i++)
+        sbuf_printf(&d, "{\"q\":\"the girl saw the %s and\",\"c\":[\"a %s\",\"the %s\",\"one %s\"],\"g\":%d}\n", w[i % 6],
+                    w[(i + 1) % 6], w[(i + 2) % 6], w[(i + 3) % 6], i % 3);
+    int rc = t_write_file(t_path("mc.jsonl"), d.data, d.len);
+    sbuf_release(&d);
+    sbuf_init(&d, 0);
+    for (int i = 0; i < 30; i++) sbuf_printf(&d, "the girl saw the %s and the %s ran to the %s.\n", w[i % 6], w[(i * 5) % 6], w[(i + 4) % 6]);
+    if (!rc) rc = t_write_file(t_path("text.txt"), d.data, d.len);
+    sbuf_release(&d);
+    char s1[65], s2[65], err[QG_ERRMSG_MAX], suite[2048];
+    if (!rc) rc = hash_sha256_file(t_path("mc.jsonl"), s1, err, sizeof err);
+    if (!rc) rc = hash_sha256_file(t_path("text.txt"), s2, err, sizeof err);
+    snprintf(suite, sizeof suite,
+             "{\"name\":\"h\",\"tasks\":[{\"name\":\"ppl\",\"kind\":\"perplexity\",\"data\":\"text.txt\",\"sha256\":\"%s\","
+             "\"protocol\":\"rolling\",\"ctx\":48},{\"name\":\"mc\",\"kind\":\"custom\",\"data\":\"mc.jsonl\",\"sha256\":\"%s\","
+             "\"fields\":{\"context\":\"q\",\"choices\":\"c\",\"gold\":\"g\"}}]}",
+             s2, s1);
+    return rc ? rc : t_write_file(t_path("suite.json"), suite, strlen(suite));
+}
+
+/* Per-item (nll, correct) of model name in db, in (task, idx) order. */
+static int items_of(const char *db, const char *name, double *nll, int *correct, int cap)
+{
+    sqlite3 *h;
+    if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) return -1;
+    sqlite3_stmt *st;
+    sqlite3_prepare_v2(h,
+                       "SELECT i.nll, i.correct FROM items i JOIN trials t ON t.id=i.trial_id JOIN models m ON m.id=t.model_id "
+                       "WHERE m.name=? AND t.repeat=0 ORDER BY t.task_id, i.idx",
+                       -1, &st, NULL);
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+    int n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW && n < cap) {
+        nll[n] = sqlite3_column_double(st, 0);
+        correct[n] = sqlite3_column_type(st, 1) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 1);
+        n++;
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return n;
+}
+
+static int run_http(int port, const char *db, const char *extra, struct t_out *o)
+{
+    char cpu[4400], web[4400];
+    snprintf(cpu, sizeof cpu, "cpu=%s", t_path("m.gguf"));
+    snprintf(web, sizeof web, "http=http://127.0.0.1:%d/v1?model=tiny&tokenizer=%s%s", port, t_path("m.gguf"), extra);
+    return t_qgate(o, "run", "--suite", t_path("suite.json"), "--model", cpu, "--model", web, "--db", db, NULL);
+}
+
+TEST(http_backend_matches_cpu_and_survives_faults)
+{
+    ASSERT_OK(synth_model("m.gguf"));
+    ASSERT_OK(write_suite());
+    struct srv v;
+    ASSERT_OK(srv_start(&v, NULL, NULL));
+    char db[3][4200];
+    for (int i = 0; i < 3; i++) snprintf(db[i], sizeof db[i], "%s/h%d.db", t_tmp(), i);
+    struct t_out o;
+    ASSERT_OK(run_http(v.port, db[0], "", &o));
+    if (o.code) T_FAIL_("run: exit %d: %s", o.code, o.err);
+    t_out_free(&o);
+    srv_stop(&v);
+    /* the same per-item scores through the server as on the CPU */
+    double a[256], b[256];
+    int ca[256], cb[256];
+    int na = items_of(db[0], "cpu", a, ca, 256), nb = items_of(db[0], "http", b, cb, 256);
+    printf("%d items per model\n", na);
+    ASSERT(na > 30);
+    ASSERT_EQ(na, nb);
+    double worst = 0;
+    for (int i = 0; i < na; i++) {
+        worst = fmax(worst, fabs(a[i] - b[i]) / fmax(1, fabs(a[i])));
+        ASSERT_EQ(ca[i], cb[i]);
+    }
+    printf("largest relative per-item NLL difference cpu vs http: %.3g\n", worst);
+    ASSERT(worst < 1e-5);
+    /* and the same verdict: the server's model is the same model */
+    ASSERT_OK(t_qgate(&o, "compare", "--baseline", "cpu", "--candidate", "http", "--db", db[0], NULL));
+    ASSERT_CONTAINS(o.out, "ln_ppl_ratio");
+    ASSERT(o.code == 0 || o.code == 2);
+    ASSERT(!strstr(o.out, "FAIL"));
+    t_out_free(&o);
+
+    /* 20% injected faults: identical rows */
+    ASSERT_OK(srv_start(&v, "500:0.05,429:0.04,reset:0.04,stall:0.02,truncate:0.03,malformed:0.02", NULL));
+    ASSERT_OK(run_http(v.port, db[1], "&timeout=1", &o));
+    if (o.code) T_FAIL_("run with faults: exit %d: %s", o.code, o.err);
+    t_out_free(&o);
+    int64_t nreq, nfault;
+    serve_counts(v.s, &nreq, &nfault);
+    printf("faulty server: %lld requests, %lld faults injected\n", (long long)nreq, (long long)nfault);
+    ASSERT(nfault > 5);
+    srv_stop(&v);
+    double f[256];
+    int cf[256];
+    ASSERT_EQ(items_of(db[1], "http", f, cf, 256), nb);
+    for (int i = 0; i < nb; i++) {
+        ASSERT_EQ(f[i], b[i]);
+        ASSERT_EQ(cf[i], cb[i]);
+    }
+
+    /* a server that always fails: exit 69 naming the endpoint, no run
+     * stored as complete */
+    ASSERT_OK(srv_start(&v, "500:1", NULL));
+    ASSERT_OK(run_http(v.port, db[2], "&retries=2", &o));
+    ASSERT_EQ(o.code, 69);
+    ASSERT_CONTAINS(o.err, "no answer after 3 attempts; last: HTTP 500");
+    t_out_free(&o);
+    srv_stop(&v);
+    ASSERT_OK(t_qgate(&o, "runs", "--db", db[2], "--json", NULL));
+    ASSERT(!strstr(o.out, "\"done\"") && !strstr(o.out, "complete"));
+    t_out_free(&o);
+    return 0;
+}
+
+TEST(http_api_key_never_leaks)
+{
+    ASSERT_OK(synth_model("m.gguf"));
+    ASSERT_OK(write_suite());
+    struct srv v;
+    ASSERT_OK(srv_start(&v, NULL, SECRET));
+    char db[4200], bad_db[4200];
+    snprintf(db, sizeof db, "%s", t_path("k.db"));
+    snprintf(bad_db, sizeof bad_db, "%s", t_path("bad.db"));
+    struct t_out o;
+    /* the right key, from the variable the spec names */
+    setenv("QG_TEST_KEY", SECRET, 1);
+    ASSERT_OK(run_http(v.port, db, "&api_key_env=QG_TEST_KEY", &o));
+    if (o.code) T_FAIL_("run: exit %d: %s", o.code, o.err);
+    ASSERT(!strstr(o.out, SECRET) && !strstr(o.err, SECRET));
+    t_out_free(&o);
+    /* a wrong key: refused with 69, and neither key is echoed */
+    setenv("QG_TEST_KEY", "wrong-" SECRET, 1);
+    ASSERT_OK(run_http(v.port, bad_db, "&api_key_env=QG_TEST_KEY", &o));
+    ASSERT_EQ(o.code, 69);
+    ASSERT_CONTAINS(o.err, "HTTP 401");
+    ASSERT(!strstr(o.out, SECRET) && !strstr(o.err, SECRET));
+    t_out_free(&o);
+    unsetenv("QG_TEST_KEY");
+    srv_stop(&v);
+    /* not in the store (any byte of it, WAL included), nor in any report */
+    ASSERT_OK(t_qgate(&o, "compare", "--baseline", "cpu", "--candidate", "http", "--db", db, NULL));
+    t_out_free(&o);
+    const char *formats[] = {"text", "md", "html", "json", "junit"};
+    for (int i = 0; i < 5; i++) {
+        ASSERT_OK(t_qgate(&o, "report", "--db", db, "--format", formats[i], NULL));
+        ASSERT_EQ(o.code, 0);
+        if (strstr(o.out, SECRET)) T_FAIL_("the API key is in the %s report", formats[i]);
+        t_out_free(&o);
+    }
+    const char *files[] = {db, bad_db};
+    for (int i = 0; i < 2; i++) {
+        char path[4300];
+        for (int k = 0; k < 2; k++) {
+            snprintf(path, sizeof path, "%s%s", files[i], k ? "-wal" : "");
+            size_t n;
+            char *bytes = t_read_file(path, &n);
+            if (!bytes) continue;
+            ASSERT(memmem(bytes, n, SECRET, strlen(SECRET)) == NULL);
+            free(bytes);
+        }
+    }
+    return 0;
+}
