@@ -101,8 +101,8 @@ TEST(serve_endpoints)
     /* tokenize agrees with the backend */
     snprintf(url, sizeof url, "http://127.0.0.1:%d/tokenize", v.port);
     ASSERT_EQ(http(url, "{\"content\":\"the girl saw the ball\"}", NULL, &out), 200);
-    int32_t *ids;
-    int64_t n;
+    int32_t *ids = NULL; /* tok_encode appends */
+    int64_t n = 0;
     ASSERT_OK(backend_tokenize(&v.b, "the girl saw the ball", 21, 1, &ids, &n));
     cJSON *j = cJSON_Parse(out), *t = cJSON_GetObjectItem(j, "tokens");
     ASSERT_EQ(cJSON_GetArraySize(t), n);
