@@ -4,7 +4,8 @@
  * A backend is a constant `struct backend_ops` (versioned, capability bits,
  * designated initialisers) plus an opaque instance. Required slots: open,
  * close, info, errmsg. Optional slots (NULL when not provided; the wrappers
- * then return QG_ERR_UNSUPPORTED): tokenize, detokenize, score, generate.
+ * then return QG_ERR_UNSUPPORTED): tokenize, detokenize, score, generate;
+ * score_many (the wrapper falls back to score).
  *
  * How to add a backend: write backends/NAME/NAME.c defining
  * `const struct backend_ops backend_NAME_ops`, declare it below, add it to
@@ -85,6 +86,9 @@ struct backend_ops {
      * removed) and, optionally, the generated ids. */
     int (*generate)(void *impl, const int32_t *prompt, int64_t n_prompt,
                     const struct backend_gen_params *p, char **text, int32_t **ids, int64_t *n_ids);
+    /* Scores n independent requests, possibly concurrently (a remote
+     * backend keeps many in flight). QG_OK when every one succeeded. */
+    int (*score_many)(void *impl, struct backend_score *reqs, int n);
 };
 
 extern const struct backend_ops backend_cpu_ops;
@@ -134,6 +138,21 @@ static inline int backend_score(const struct backend *b, struct backend_score *r
     if (!b->ops->score) return QG_ERR_UNSUPPORTED;
     if (req->rows && !(b->ops->caps & BACKEND_CAP_FULL_ROWS)) return QG_ERR_UNSUPPORTED;
     return b->ops->score(b->impl, req);
+}
+
+/* Scores n independent requests: through the backend's score_many when it
+ * has one, else one after another. */
+static inline int backend_score_many(const struct backend *b, struct backend_score *reqs, int n)
+{
+    if (!b->ops->score) return QG_ERR_UNSUPPORTED;
+    for (int i = 0; i < n; i++)
+        if (reqs[i].rows && !(b->ops->caps & BACKEND_CAP_FULL_ROWS)) return QG_ERR_UNSUPPORTED;
+    if (b->ops->score_many) return b->ops->score_many(b->impl, reqs, n);
+    for (int i = 0; i < n; i++) {
+        int rc = b->ops->score(b->impl, &reqs[i]);
+        if (rc) return rc;
+    }
+    return QG_OK;
 }
 
 static inline int backend_generate(const struct backend *b, const int32_t *prompt, int64_t n,

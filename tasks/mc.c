@@ -27,9 +27,17 @@ void mc_items_free(struct mc_item *items, int64_t n)
     free(items);
 }
 
-/* log-likelihood of continuation `cont` after `ctx` (lm-eval _encode_pair) */
-static int loglik(const struct backend *b, int n_ctx, const char *ctx, const char *cont, double *ll, int *ntok,
-                  char *err, size_t errlen)
+/* One choice's scoring request: the tokens of context + continuation (left
+ * truncated to fit), scored from the first continuation token. */
+struct choice_req {
+    int32_t *ids; /* owned; the request's tokens start at ids + start */
+    int64_t start;
+    double *lp;
+};
+
+/* lm-eval _encode_pair: tokenizes ctx and ctx+cont and fills *req and q. */
+static int prepare(const struct backend *b, int n_ctx, const char *ctx, const char *cont, struct choice_req *q,
+                   struct backend_score *req, char *err, size_t errlen)
 {
     size_t lc = strlen(ctx), spaces = 0;
     while (spaces < lc && ctx[lc - 1 - spaces] == ' ') spaces++;
@@ -56,51 +64,80 @@ static int loglik(const struct backend *b, int n_ctx, const char *ctx, const cha
         }
     }
     if (!rc && nw <= nc) rc = qg_errf(err, errlen, QG_ERR_DATA, "the continuation '%.40s' has no tokens", cont);
-    if (!rc) {
-        /* keep the continuation and as much context as fits (left truncation) */
-        int64_t start = nw - 1 > n_ctx ? nw - 1 - n_ctx : 0;
-        int from = (int)(nc - start);
-        if (from < 1) from = 1;
-        double *lp = malloc((size_t)nw * sizeof *lp);
-        struct backend_score req = {.tokens = w_ids + start, .n_tokens = (int)(nw - start), .from = from, .logprob = lp};
-        if (!lp) rc = QG_ERR_NOMEM;
-        else if ((rc = backend_score(b, &req))) qg_errf(err, errlen, rc, "%s", backend_errmsg(b));
-        *ll = 0;
-        for (int i = 0; !rc && i < req.n_tokens - from; i++) *ll += lp[i];
-        *ntok = req.n_tokens - from;
-        free(lp);
-    }
     free(c_ids);
-    free(w_ids);
+    if (rc) {
+        free(w_ids);
+        return rc;
+    }
+    /* keep the continuation and as much context as fits (left truncation) */
+    int64_t start = nw - 1 > n_ctx ? nw - 1 - n_ctx : 0;
+    int from = (int)(nc - start);
+    if (from < 1) from = 1;
+    q->ids = w_ids;
+    q->start = start;
+    q->lp = malloc((size_t)nw * sizeof *q->lp);
+    if (!q->lp) return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
+    *req = (struct backend_score){.tokens = w_ids + start, .n_tokens = (int)(nw - start), .from = from, .logprob = q->lp};
+    return QG_OK;
+}
+
+int mc_score_many(const struct backend *b, int n_ctx, const struct mc_item *items, int n_items, const char *delim,
+                  struct mc_result *res, char *err, size_t errlen)
+{
+    int total = 0;
+    for (int k = 0; k < n_items; k++) {
+        const struct mc_item *it = &items[k];
+        if (it->n_choices < 1 || it->n_choices > MC_MAX_CHOICES)
+            return qg_errf(err, errlen, QG_ERR_DATA, "item %s: %d choices (1..%d allowed)", it->id, it->n_choices, MC_MAX_CHOICES);
+        total += it->n_choices;
+    }
+    struct choice_req *q = calloc((size_t)total, sizeof *q);
+    struct backend_score *reqs = calloc((size_t)total, sizeof *reqs);
+    int rc = q && reqs ? QG_OK : qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
+    for (int k = 0, j = 0; k < n_items && !rc; k++) {
+        const struct mc_item *it = &items[k];
+        for (int c = 0; c < it->n_choices && !rc; c++, j++) {
+            char e[QG_ERRMSG_MAX];
+            if (it->contexts) {
+                rc = prepare(b, n_ctx, it->contexts[c], it->choices[c], &q[j], &reqs[j], e, sizeof e);
+            } else {
+                struct sbuf cont;
+                sbuf_init(&cont, 0);
+                sbuf_printf(&cont, "%s%s", delim, it->choices[c]);
+                rc = prepare(b, n_ctx, it->context, sbuf_str(&cont), &q[j], &reqs[j], e, sizeof e);
+                sbuf_release(&cont);
+            }
+            if (rc) qg_errf(err, errlen, rc, "item %s, choice %d: %s", it->id, c, e);
+        }
+    }
+    if (!rc && (rc = backend_score_many(b, reqs, total)))
+        qg_errf(err, errlen, rc, n_items == 1 ? "item %s: %s" : "items %s..%s: %s", items[0].id,
+                n_items == 1 ? backend_errmsg(b) : items[n_items - 1].id, backend_errmsg(b));
+    for (int k = 0, j = 0; k < n_items && !rc; k++) {
+        const struct mc_item *it = &items[k];
+        struct mc_result *r = &res[k];
+        memset(r, 0, sizeof *r);
+        double best = -INFINITY, best_norm = -INFINITY, best_tok = -INFINITY;
+        for (int c = 0; c < it->n_choices; c++, j++) {
+            r->ll[c] = 0;
+            for (int i = 0; i < reqs[j].n_tokens - reqs[j].from; i++) r->ll[c] += q[j].lp[i];
+            r->tokens[c] = reqs[j].n_tokens - reqs[j].from;
+            size_t len = 0; /* characters, as Python's len() in lm-eval */
+            for (const char *p = it->choices[c]; *p; p++) len += ((unsigned char)*p & 0xC0) != 0x80;
+            double norm = r->ll[c] / (double)(len ? len : 1), tok = r->ll[c] / r->tokens[c];
+            if (r->ll[c] > best) best = r->ll[c], r->pred = c;
+            if (norm > best_norm) best_norm = norm, r->pred_norm = c;
+            if (tok > best_tok) best_tok = tok, r->pred_tok = c;
+        }
+    }
+    for (int j = 0; q && j < total; j++) free(q[j].ids), free(q[j].lp);
+    free(q);
+    free(reqs);
     return rc;
 }
 
 int mc_score(const struct backend *b, int n_ctx, const struct mc_item *it, const char *delim,
              struct mc_result *r, char *err, size_t errlen)
 {
-    memset(r, 0, sizeof *r);
-    if (it->n_choices < 1 || it->n_choices > MC_MAX_CHOICES)
-        return qg_errf(err, errlen, QG_ERR_DATA, "item %s: %d choices (1..%d allowed)", it->id, it->n_choices, MC_MAX_CHOICES);
-    double best = -INFINITY, best_norm = -INFINITY, best_tok = -INFINITY;
-    for (int c = 0; c < it->n_choices; c++) {
-        char e[QG_ERRMSG_MAX];
-        int rc;
-        if (it->contexts) {
-            rc = loglik(b, n_ctx, it->contexts[c], it->choices[c], &r->ll[c], &r->tokens[c], e, sizeof e);
-        } else {
-            struct sbuf cont;
-            sbuf_init(&cont, 0);
-            sbuf_printf(&cont, "%s%s", delim, it->choices[c]);
-            rc = loglik(b, n_ctx, it->context, sbuf_str(&cont), &r->ll[c], &r->tokens[c], e, sizeof e);
-            sbuf_release(&cont);
-        }
-        if (rc) return qg_errf(err, errlen, rc, "item %s, choice %d: %s", it->id, c, e);
-        size_t len = 0; /* characters, as Python's len() in lm-eval */
-        for (const char *q = it->choices[c]; *q; q++) len += ((unsigned char)*q & 0xC0) != 0x80;
-        double norm = r->ll[c] / (double)(len ? len : 1), tok = r->ll[c] / r->tokens[c];
-        if (r->ll[c] > best) best = r->ll[c], r->pred = c;
-        if (norm > best_norm) best_norm = norm, r->pred_norm = c;
-        if (tok > best_tok) best_tok = tok, r->pred_tok = c;
-    }
-    return QG_OK;
+    return mc_score_many(b, n_ctx, it, 1, delim, r, err, errlen);
 }

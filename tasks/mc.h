@@ -46,5 +46,10 @@ void mc_items_free(struct mc_item *items, int64_t n);
  * QG_OK, or the backend's error with err filled ("item ID: ..."). */
 int mc_score(const struct backend *b, int n_ctx, const struct mc_item *it, const char *delim,
              struct mc_result *r, char *err, size_t errlen);
+/* Scores n_items items at once (all their choices go to the backend in one
+ * backend_score_many, so a remote backend keeps them in flight together);
+ * res[k] is items[k]'s result, identical to mc_score's. */
+int mc_score_many(const struct backend *b, int n_ctx, const struct mc_item *items, int n_items, const char *delim,
+                  struct mc_result *res, char *err, size_t errlen);
 
 #endif

@@ -63,6 +63,41 @@ static int run_ppl(const struct suite_task *t, const struct backend *b, int n_ct
     return rc;
 }
 
+/* Writes the row of one scored multiple-choice item. */
+static int mc_row(const struct mc_item *it, int64_t i, const struct mc_result *r, task_row_fn fn, void *ud, int64_t *right,
+                  int64_t *right_norm)
+{
+    cJSON *x = cJSON_CreateObject();
+    cJSON *ll = cJSON_AddArrayToObject(x, "ll"), *tk = cJSON_AddArrayToObject(x, "tokens");
+    int64_t toks = 0;
+    for (int c = 0; c < it->n_choices; c++) {
+        cJSON_AddItemToArray(ll, cJSON_CreateNumber(r->ll[c]));
+        cJSON_AddItemToArray(tk, cJSON_CreateNumber(r->tokens[c]));
+        toks += r->tokens[c];
+    }
+    cJSON_AddStringToObject(x, "id", it->id);
+    cJSON_AddStringToObject(x, "prompt", it->context ? it->context : it->contexts[0]);
+    cJSON *chs = cJSON_AddArrayToObject(x, "choices");
+    for (int c = 0; c < it->n_choices; c++) cJSON_AddItemToArray(chs, cJSON_CreateString(it->choices[c]));
+    cJSON_AddNumberToObject(x, "gold", it->gold);
+    cJSON_AddNumberToObject(x, "pred", r->pred);
+    cJSON_AddNumberToObject(x, "pred_norm", r->pred_norm);
+    cJSON_AddNumberToObject(x, "pred_tok", r->pred_tok);
+    cJSON_AddBoolToObject(x, "acc_norm", r->pred_norm == it->gold);
+    char *extra = cJSON_PrintUnformatted(x);
+    cJSON_Delete(x);
+    char pred[16];
+    snprintf(pred, sizeof pred, "%d", r->pred);
+    struct task_row row = {.idx = i, .id = it->id, .cluster = it->cluster, .nll = -r->ll[it->gold], .n_tokens = toks,
+                           .n_bytes = -1, .n_words = -1, .correct = r->pred == it->gold, .score = r->ll[it->gold],
+                           .prediction = pred, .extra_json = extra};
+    *right += r->pred == it->gold;
+    *right_norm += r->pred_norm == it->gold;
+    int rc = extra ? fn(ud, &row) : QG_ERR_NOMEM;
+    free(extra);
+    return rc;
+}
+
 static int run_mc(const struct suite_task *t, const struct backend *b, int n_ctx, struct task_shard sh, task_row_fn fn,
                   void *ud, struct task_summary *sum, char *err, size_t errlen)
 {
@@ -71,39 +106,24 @@ static int run_mc(const struct suite_task *t, const struct backend *b, int n_ctx
     int rc = suite_task_mc_items(t, &items, &n, err, errlen);
     if (rc) return rc;
     int64_t right = 0, right_norm = 0, done = 0;
-    for (int64_t i = 0; i < n && !rc; i++) {
-        if (!in_shard(sh, i)) continue;
-        done++;
-        struct mc_result r;
-        if ((rc = mc_score(b, n_ctx, &items[i], t->delimiter, &r, err, errlen))) break;
-        cJSON *x = cJSON_CreateObject();
-        cJSON *ll = cJSON_AddArrayToObject(x, "ll"), *tk = cJSON_AddArrayToObject(x, "tokens");
-        int64_t toks = 0;
-        for (int c = 0; c < items[i].n_choices; c++) {
-            cJSON_AddItemToArray(ll, cJSON_CreateNumber(r.ll[c]));
-            cJSON_AddItemToArray(tk, cJSON_CreateNumber(r.tokens[c]));
-            toks += r.tokens[c];
+    /* items go to the backend MC_BATCH at a time (a remote backend keeps
+     * their choices in flight together); rows are written in item order */
+    enum { MC_BATCH = 16 };
+    struct mc_item batch[MC_BATCH];
+    struct mc_result results[MC_BATCH];
+    int64_t index[MC_BATCH];
+    int nb = 0, next = 0;
+    for (int64_t i = 0; !rc && (i < n || next < nb);) {
+        if (next == nb) { /* refill the batch */
+            nb = next = 0;
+            for (; i < n && nb < MC_BATCH; i++)
+                if (in_shard(sh, i)) index[nb] = i, batch[nb++] = items[i];
+            if (nb && (rc = mc_score_many(b, n_ctx, batch, nb, t->delimiter, results, err, errlen))) break;
+            if (!nb) break;
         }
-        cJSON_AddStringToObject(x, "id", items[i].id);
-        cJSON_AddStringToObject(x, "prompt", items[i].context ? items[i].context : items[i].contexts[0]);
-        cJSON *chs = cJSON_AddArrayToObject(x, "choices");
-        for (int c = 0; c < items[i].n_choices; c++) cJSON_AddItemToArray(chs, cJSON_CreateString(items[i].choices[c]));
-        cJSON_AddNumberToObject(x, "gold", items[i].gold);
-        cJSON_AddNumberToObject(x, "pred", r.pred);
-        cJSON_AddNumberToObject(x, "pred_norm", r.pred_norm);
-        cJSON_AddNumberToObject(x, "pred_tok", r.pred_tok);
-        cJSON_AddBoolToObject(x, "acc_norm", r.pred_norm == items[i].gold);
-        char *extra = cJSON_PrintUnformatted(x);
-        cJSON_Delete(x);
-        char pred[16];
-        snprintf(pred, sizeof pred, "%d", r.pred);
-        struct task_row row = {.idx = i, .id = items[i].id, .cluster = items[i].cluster, .nll = -r.ll[items[i].gold],
-                               .n_tokens = toks, .n_bytes = -1, .n_words = -1, .correct = r.pred == items[i].gold,
-                               .score = r.ll[items[i].gold], .prediction = pred, .extra_json = extra};
-        right += r.pred == items[i].gold;
-        right_norm += r.pred_norm == items[i].gold;
-        rc = fn(ud, &row);
-        free(extra);
+        int64_t k = next++;
+        done++;
+        rc = mc_row(&items[index[k]], index[k], &results[k], fn, ud, &right, &right_norm);
     }
     sum->items = done;
     sum->metric = done ? (double)right / (double)done : NAN;

@@ -2,7 +2,7 @@
  * llama.cpp's server, `qgate serve`), over libcurl.
  *
  * Spec: http(s)://HOST:PORT/v1?model=ID&tokenizer=PATH.gguf[&api_key_env=VAR]
- *       [&timeout=SECONDS][&retries=N][&ctx=N]
+ *       [&timeout=SECONDS][&retries=N][&ctx=N][&concurrency=N]
  *
  * Scoring posts the window as token ids to /completions with echo, logprobs
  * and max_tokens 0 (1 when the server refuses 0; the generated token is then
@@ -18,8 +18,10 @@
  * and the last status. The API key (from VAR, else QGATE_API_KEY, else
  * OPENAI_API_KEY) is sent only as a bearer header and appears in no message.
  *
- * Not yet: many requests in flight (requests are sequential), a response
- * cache, server-side tokenization without a local tokenizer, top-K KLD.
+ * Scoring requests given together (backend_score_many) are kept up to
+ * `concurrency` (default 8) in flight over shared connections.
+ *
+ * Not yet: a response cache, server-side tokenization without a local tokenizer, top-K KLD.
  */
 #include "backends/backend.h"
 #include "backends/gguf.h"
@@ -40,7 +42,9 @@
 #define HTTP_MAX_RESPONSE ((size_t)256 << 20)
 
 struct http {
-    CURL *curl;
+    CURL *curl;   /* single requests (models, tokenize, generate) */
+    CURLM *multi; /* scoring: many in flight, sharing connections */
+    int concurrency;
     struct curl_slist *headers;
     char base[1024]; /* ...../v1 */
     char root[1024]; /* base without /v1, for /tokenize */
@@ -153,14 +157,15 @@ static void http_close(void *impl)
     struct http *h = impl;
     if (!h) return;
     if (h->curl) curl_easy_cleanup(h->curl);
+    if (h->multi) curl_multi_cleanup(h->multi);
     curl_slist_free_all(h->headers);
     tok_free(h->tok);
     sbuf_release(&h->body);
     free(h);
 }
 
-/* One completions request scoring ids; fills lp[from..n-1]. */
-static int score_ids(struct http *h, const int32_t *ids, int n, int from, double *lp)
+/* The body of a request scoring ids (malloc'd). */
+static char *score_body(struct http *h, const int32_t *ids, int n)
 {
     cJSON *req = cJSON_CreateObject();
     cJSON_AddStringToObject(req, "model", h->model);
@@ -172,21 +177,21 @@ static int score_ids(struct http *h, const int32_t *ids, int n, int from, double
     cJSON_AddNumberToObject(req, "temperature", 0);
     char *body = cJSON_PrintUnformatted(req);
     cJSON_Delete(req);
-    if (!body) return qg_errf(h->err, sizeof h->err, QG_ERR_NOMEM, "out of memory");
-    char url[1100];
-    snprintf(url, sizeof url, "%s/completions", h->base);
-    cJSON *r;
-    long status;
-    int rc = request(h, url, body, &r, &status);
-    free(body);
-    if (rc) return rc;
-    const cJSON *lpo = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "choices"), 0), "logprobs");
+    return body;
+}
+
+/* Reads a scoring answer into r->logprob. QG_OK, or the error in h->err. */
+static int parse_score(struct http *h, const char *url, const cJSON *ans, const struct backend_score *r)
+{
+    const int32_t *ids = r->tokens;
+    int n = r->n_tokens, from = r->from, rc = QG_OK;
+    const cJSON *lpo = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(ans, "choices"), 0), "logprobs");
     const cJSON *tl = cJSON_GetObjectItem(lpo, "token_logprobs"), *tid = cJSON_GetObjectItem(lpo, "token_ids");
     int m = cJSON_GetArraySize(tl);
     if (!cJSON_IsArray(tl) || m < n || m > n + h->max_tokens_one)
-        rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
-                     "%s: sent %d prompt ids, got %d token log-probs back: the endpoint re-tokenized the prompt or cannot score "
-                     "prompts (echo with logprobs)", url, n, cJSON_IsArray(tl) ? m : -1);
+        return qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
+                       "%s: sent %d prompt ids, got %d token log-probs back: the endpoint re-tokenized the prompt or cannot "
+                       "score prompts (echo with logprobs)", url, n, cJSON_IsArray(tl) ? m : -1);
     for (int i = 0; i < n && !rc && cJSON_IsArray(tid); i++) {
         const cJSON *v = cJSON_GetArrayItem(tid, i);
         if (!cJSON_IsNumber(v) || (int32_t)v->valuedouble != ids[i])
@@ -199,10 +204,164 @@ static int score_ids(struct http *h, const int32_t *ids, int n, int from, double
             rc = qg_errf(h->err, sizeof h->err, QG_ERR_UNSUPPORTED,
                          "%s: no log-prob for prompt token %d: this endpoint cannot score prompts, so it cannot run "
                          "log-likelihood tasks", url, i);
-        else lp[i - from] = v->valuedouble;
+        else r->logprob[i - from] = v->valuedouble;
     }
-    cJSON_Delete(r);
     return rc;
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* One scoring transfer of score_many. */
+struct xfer {
+    CURL *e;
+    char *body;
+    struct sbuf resp;
+    int too_big, active, done, attempts;
+    double retry_after, not_before;
+    char last[512];
+};
+
+static size_t x_body(char *p, size_t size, size_t n, void *ud)
+{
+    struct xfer *x = ud;
+    if (sbuf_append(&x->resp, p, size * n)) {
+        x->too_big = 1;
+        return 0;
+    }
+    return size * n;
+}
+
+static size_t x_header(char *p, size_t size, size_t n, void *ud)
+{
+    struct xfer *x = ud;
+    size_t len = size * n;
+    if (len > 12 && !strncasecmp(p, "Retry-After:", 12)) {
+        double v = strtod(p + 12, NULL); /* the line ends in CR LF: strtod stops there */
+        if (v >= 0 && v < 3600) x->retry_after = v;
+    }
+    return len;
+}
+
+static int x_start(struct http *h, CURLM *m, struct xfer *x, const char *url)
+{
+    sbuf_release(&x->resp);
+    sbuf_init(&x->resp, HTTP_MAX_RESPONSE);
+    x->too_big = 0;
+    x->retry_after = -1;
+    if (!x->e && !(x->e = curl_easy_init())) return QG_ERR_NOMEM;
+    curl_easy_setopt(x->e, CURLOPT_URL, url);
+    curl_easy_setopt(x->e, CURLOPT_HTTPHEADER, h->headers);
+    curl_easy_setopt(x->e, CURLOPT_POSTFIELDS, x->body);
+    curl_easy_setopt(x->e, CURLOPT_POSTFIELDSIZE, (long)strlen(x->body));
+    curl_easy_setopt(x->e, CURLOPT_WRITEFUNCTION, x_body);
+    curl_easy_setopt(x->e, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(x->e, CURLOPT_HEADERFUNCTION, x_header);
+    curl_easy_setopt(x->e, CURLOPT_HEADERDATA, x);
+    curl_easy_setopt(x->e, CURLOPT_PRIVATE, x);
+    curl_easy_setopt(x->e, CURLOPT_TIMEOUT_MS, (long)(h->timeout * 1000));
+    curl_easy_setopt(x->e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+    curl_easy_setopt(x->e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(x->e, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(x->e, CURLOPT_SSL_VERIFYHOST, 2L);
+    if (curl_multi_add_handle(m, x->e) != CURLM_OK) return QG_ERR_INTERNAL;
+    x->active = 1;
+    return QG_OK;
+}
+
+/* Scores n requests with up to h->concurrency in flight, each retried on
+ * its own; the first refusal or exhausted retries stops them all. */
+static int score_many(struct http *h, struct backend_score *reqs, int n)
+{
+    char url[1100];
+    snprintf(url, sizeof url, "%s/completions", h->base);
+    struct xfer *x = calloc((size_t)n, sizeof *x);
+    if (!x) return qg_errf(h->err, sizeof h->err, QG_ERR_NOMEM, "out of memory");
+    int rc = QG_OK, active = 0, finished = 0;
+    for (int j = 0; j < n && !rc; j++)
+        if (!(x[j].body = score_body(h, reqs[j].tokens, reqs[j].n_tokens))) rc = qg_errf(h->err, sizeof h->err, QG_ERR_NOMEM, "out of memory");
+    while (!rc && finished < n) {
+        double now = now_s(), soonest = INFINITY;
+        for (int j = 0; j < n && !rc && active < h->concurrency; j++) {
+            if (x[j].done || x[j].active) continue;
+            if (x[j].not_before > now) {
+                soonest = fmin(soonest, x[j].not_before);
+                continue;
+            }
+            if ((rc = x_start(h, h->multi, &x[j], url))) qg_errf(h->err, sizeof h->err, rc, "%s: cannot start a request", url);
+            else active++;
+        }
+        if (rc) break;
+        int running;
+        curl_multi_perform(h->multi, &running);
+        CURLMsg *msg;
+        int left;
+        while (!rc && (msg = curl_multi_info_read(h->multi, &left))) {
+            if (msg->msg != CURLMSG_DONE) continue;
+            struct xfer *t;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&t);
+            CURLcode cc = msg->data.result;
+            long code = 0;
+            curl_easy_getinfo(t->e, CURLINFO_RESPONSE_CODE, &code);
+            curl_multi_remove_handle(h->multi, t->e);
+            t->active = 0;
+            active--;
+            int j = (int)(t - x), retry = 0;
+            if (t->too_big) {
+                rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: response larger than %zu bytes", url, HTTP_MAX_RESPONSE);
+            } else if (cc != CURLE_OK) {
+                snprintf(t->last, sizeof t->last, "%s", curl_easy_strerror(cc));
+                retry = 1;
+            } else {
+                cJSON *ans = t->resp.len ? cJSON_ParseWithLength(t->resp.data, t->resp.len) : NULL;
+                if (code == 200 && ans) {
+                    if (!(rc = parse_score(h, url, ans, &reqs[j]))) t->done = 1, finished++;
+                } else if (code == 200) {
+                    snprintf(t->last, sizeof t->last, "HTTP 200 with a body that is not complete JSON (%zu bytes)", t->resp.len);
+                    retry = 1;
+                } else {
+                    const cJSON *e = cJSON_GetObjectItem(ans, "error"), *em = cJSON_GetObjectItem(e, "message");
+                    const char *m = cJSON_IsString(em) ? em->valuestring : cJSON_IsString(e) ? e->valuestring : "";
+                    snprintf(t->last, sizeof t->last, "HTTP %ld%s%.300s", code, *m ? ": " : "", m);
+                    if (code == 408 || code == 429 || code >= 500) retry = 1;
+                    else rc = qg_errf(h->err, sizeof h->err, code == 401 || code == 403 ? QG_ERR_UNAVAILABLE : QG_ERR_DATA, "%s: %s",
+                                      url, t->last);
+                }
+                cJSON_Delete(ans);
+            }
+            if (retry && ++t->attempts > h->retries)
+                rc = qg_errf(h->err, sizeof h->err, QG_ERR_UNAVAILABLE, "%s: no answer after %d attempts; last: %s", url,
+                             h->retries + 1, t->last);
+            else if (retry) {
+                int a = t->attempts < 6 ? t->attempts : 6;
+                double wait = fmin(2.0, 0.05 * (double)(1 << a)) * (0.5 + jitter(h));
+                if (t->retry_after >= 0) wait = fmax(wait * 0.1, t->retry_after);
+                t->not_before = now_s() + wait;
+            }
+        }
+        if (rc || finished == n) break;
+        if (active) curl_multi_poll(h->multi, NULL, 0, 50, NULL);
+        else if (soonest < INFINITY) usleep((useconds_t)(fmax(0, fmin(soonest - now_s(), 1.0)) * 1e6) + 1000);
+    }
+    for (int j = 0; j < n; j++) {
+        if (x[j].active) curl_multi_remove_handle(h->multi, x[j].e);
+        if (x[j].e) curl_easy_cleanup(x[j].e);
+        free(x[j].body);
+        sbuf_release(&x[j].resp);
+    }
+    free(x);
+    return rc;
+}
+
+/* One request scoring ids; fills lp[from..n-1]. */
+static int score_ids(struct http *h, const int32_t *ids, int n, int from, double *lp)
+{
+    struct backend_score r = {.tokens = ids, .n_tokens = n, .from = from, .logprob = lp};
+    return score_many(h, &r, 1);
 }
 
 static int parse_spec(struct http *h, const char *spec, char *tokpath, size_t tokcap, char *keyvar, size_t keycap, char *err,
@@ -234,10 +393,11 @@ static int parse_spec(struct http *h, const char *spec, char *tokpath, size_t to
         else if (!strcmp(kv, "timeout") && !qg_parse_i64(v, 1, 86400, &iv)) h->timeout = (double)iv;
         else if (!strcmp(kv, "retries") && !qg_parse_i64(v, 0, 100, &iv)) h->retries = (int)iv;
         else if (!strcmp(kv, "ctx") && !qg_parse_i64(v, 2, 1 << 24, &iv)) h->n_ctx = (int)iv;
+        else if (!strcmp(kv, "concurrency") && !qg_parse_i64(v, 1, 256, &iv)) h->concurrency = (int)iv;
         else
             rc = qg_errf(err, errlen, QG_ERR_USAGE,
                          "%s: bad query parameter '%s=%s' (known: model, tokenizer=PATH.gguf, api_key_env=VAR, timeout=SECONDS, "
-                         "retries=N, ctx=N)", h->base, kv, v);
+                         "retries=N, ctx=N, concurrency=N)", h->base, kv, v);
     }
     free(query);
     return rc;
@@ -250,6 +410,7 @@ static int http_open(const char *spec, const struct backend_open_params *bp, voi
     if (!h) return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
     h->retries = 8;
     h->timeout = 600;
+    h->concurrency = 8;
     h->rng = (uint64_t)time(NULL) ^ (uint64_t)getpid();
     sbuf_init(&h->body, HTTP_MAX_RESPONSE);
     char tokpath[4096] = "", keyvar[128] = "";
@@ -272,7 +433,9 @@ static int http_open(const char *spec, const struct backend_open_params *bp, voi
         if (!*keyvar && !key) key = getenv("OPENAI_API_KEY");
         if (*keyvar && (!key || !*key)) rc = qg_errf(err, errlen, QG_ERR_USAGE, "%s: api_key_env=%s is unset or empty", h->base, keyvar);
     }
-    if (!rc && !(h->curl = curl_easy_init())) rc = qg_errf(err, errlen, QG_ERR_NOMEM, "cannot start libcurl");
+    if (!rc && (!(h->curl = curl_easy_init()) || !(h->multi = curl_multi_init())))
+        rc = qg_errf(err, errlen, QG_ERR_NOMEM, "cannot start libcurl");
+    if (!rc) curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)h->concurrency);
     if (!rc) {
         h->headers = curl_slist_append(NULL, "Content-Type: application/json");
         if (key && *key) {
@@ -410,7 +573,19 @@ static int http_score(void *impl, struct backend_score *r)
                        "%s: this endpoint returns no log-probs for prompt tokens, so it cannot run log-likelihood tasks", h->base);
     if (r->n_tokens < 2 || r->from < 1 || r->from >= r->n_tokens)
         return qg_errf(h->err, sizeof h->err, QG_ERR_USAGE, "score: bad window (%d tokens from %d)", r->n_tokens, r->from);
-    return score_ids(h, r->tokens, r->n_tokens, r->from, r->logprob);
+    return score_many(h, r, 1);
+}
+
+static int http_score_many(void *impl, struct backend_score *reqs, int n)
+{
+    struct http *h = impl;
+    if (!h->can_score)
+        return qg_errf(h->err, sizeof h->err, QG_ERR_UNSUPPORTED,
+                       "%s: this endpoint returns no log-probs for prompt tokens, so it cannot run log-likelihood tasks", h->base);
+    for (int i = 0; i < n; i++)
+        if (reqs[i].argmax || reqs[i].n_tokens < 2 || reqs[i].from < 1 || reqs[i].from >= reqs[i].n_tokens)
+            return qg_errf(h->err, sizeof h->err, QG_ERR_USAGE, "score: request %d is not a window an endpoint can score", i);
+    return score_many(h, reqs, n);
 }
 
 static int http_generate(void *impl, const int32_t *prompt, int64_t n_prompt, const struct backend_gen_params *p, char **text,
@@ -463,4 +638,5 @@ const struct backend_ops backend_http_ops = {
     .piece = http_piece,
     .score = http_score,
     .generate = http_generate,
+    .score_many = http_score_many,
 };
