@@ -17,7 +17,8 @@ static const struct cli_opt opts[] = {
     {"port", 0, CLI_INT, "PORT", "port (default 8080; 0 picks a free one)", 0},
     {"model-id", 0, CLI_STR, "ID", "the model id to serve (default: the file name)", 0},
     {"api-key-env", 0, CLI_STR, "VAR", "require the API key held in environment variable VAR", 0},
-    {"threads", 't', CLI_INT, "T", "model threads", 0},
+    {"threads", 't', CLI_INT, "T", "model threads per instance", 0},
+    {"parallel", 'P', CLI_INT, "N", "model instances, so N requests compute at once (default 1; each holds its own weights)", 0},
     {"ctx", 0, CLI_INT, "N", "context length (default: the model's)", 0},
     {"port-file", 0, CLI_STR, "FILE", "write the bound port to FILE once listening", 0},
     {"inject-faults", 0, CLI_STR, "SPEC", "TESTING ONLY: KIND:RATE,... (500, 429, reset, stall, truncate, malformed)", 0},
@@ -49,14 +50,18 @@ static int cmd_serve(const struct cli_args *a)
     sigaddset(&stop, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     char err[QG_ERRMSG_MAX];
-    struct backend b;
+    int64_t np = cli_int(a, "parallel", 1);
+    if (np < 1 || np > 64) return qg_error("--parallel must be 1..64"), QG_EX_USAGE;
+    struct backend b[64];
     struct backend_open_params bp = {.n_ctx = (int)cli_int(a, "ctx", 0), .n_threads = (int)cli_int(a, "threads", 0)};
-    int rc = backend_open(model, &bp, &b, err, sizeof err);
-    if (rc) return cmd_fail(rc, err);
-    struct server *s;
+    int rc = QG_OK, opened = 0;
+    for (; opened < np && !rc; opened++)
+        if ((rc = backend_open(model, &bp, &b[opened], err, sizeof err))) break;
+    struct server *s = NULL;
     int bound;
-    if ((rc = serve_start(&b, &sp, &s, &bound, err, sizeof err))) {
-        backend_close(&b);
+    if (!rc) rc = serve_start(b, (int)np, &sp, &s, &bound, err, sizeof err);
+    if (rc) {
+        for (int i = 0; i < opened; i++) backend_close(&b[i]);
         return cmd_fail(rc, err);
     }
     int code = 0;
@@ -66,8 +71,8 @@ static int cmd_serve(const struct cli_args *a)
         if ((rc = qg_write_file_atomic(cli_str(a, "port-file"), txt, strlen(txt), err, sizeof err))) code = cmd_fail(rc, err);
     }
     if (!code) {
-        fprintf(stderr, "qgate serve: %s as '%s' on http://%s:%d/v1%s%s (Ctrl-C stops)\n", model, id,
-                sp.host ? sp.host : "127.0.0.1", bound, sp.api_key ? ", API key required" : "",
+        fprintf(stderr, "qgate serve: %s as '%s' (%lld instance%s) on http://%s:%d/v1%s%s (Ctrl-C stops)\n", model, id,
+                (long long)np, np > 1 ? "s" : "", sp.host ? sp.host : "127.0.0.1", bound, sp.api_key ? ", API key required" : "",
                 sp.faults ? ", INJECTING FAULTS" : "");
         int sig;
         sigwait(&stop, &sig);
@@ -77,7 +82,7 @@ static int cmd_serve(const struct cli_args *a)
                 (long long)nfault);
     }
     serve_stop(s);
-    backend_close(&b);
+    for (int i = 0; i < opened; i++) backend_close(&b[i]);
     return code;
 }
 

@@ -22,7 +22,11 @@ static const char *const fault_names[F_COUNT] = {"", "500", "429", "reset", "sta
 
 struct server {
     struct MHD_Daemon *d;
-    struct backend *b;
+    struct backend *b; /* [nb] instances of the same model */
+    int nb;
+    unsigned char *busy;
+    pthread_mutex_t pool_lock;
+    pthread_cond_t pool_free;
     struct backend_info info;
     char model_id[256];
     char *api_key;
@@ -30,7 +34,7 @@ struct server {
     int stall_ms;
     double rate[F_COUNT];
     uint64_t rng;
-    pthread_mutex_t lock; /* the backend, the generator and the counters */
+    pthread_mutex_t lock; /* the fault generator, the counters and ids */
     int64_t requests, faults, next_id;
 };
 
@@ -100,15 +104,38 @@ static enum fault draw_fault(struct server *s)
     return F_NONE;
 }
 
+/* A backend instance no other request is using (waits for one). */
+static struct backend *acquire(struct server *s)
+{
+    pthread_mutex_lock(&s->pool_lock);
+    for (;;) {
+        for (int i = 0; i < s->nb; i++)
+            if (!s->busy[i]) {
+                s->busy[i] = 1;
+                pthread_mutex_unlock(&s->pool_lock);
+                return &s->b[i];
+            }
+        pthread_cond_wait(&s->pool_free, &s->pool_lock);
+    }
+}
+
+static void release(struct server *s, struct backend *b)
+{
+    pthread_mutex_lock(&s->pool_lock);
+    s->busy[b - s->b] = 0;
+    pthread_cond_signal(&s->pool_free);
+    pthread_mutex_unlock(&s->pool_lock);
+}
+
 /* The prompt as token ids: a string (tokenized with BOS), an array of ids,
  * or a one-element array of either. 0 or an HTTP status with msg. */
-static unsigned prompt_ids(struct server *s, const cJSON *p, int32_t **ids, int64_t *n, char **text, char *msg,
+static unsigned prompt_ids(struct server *s, struct backend *b, const cJSON *p, int32_t **ids, int64_t *n, char **text, char *msg,
                            size_t msglen)
 {
     *ids = NULL, *n = 0, *text = NULL;
     if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && !cJSON_IsNumber(cJSON_GetArrayItem(p, 0))) p = cJSON_GetArrayItem(p, 0);
     if (cJSON_IsString(p)) {
-        int rc = backend_tokenize(s->b, p->valuestring, strlen(p->valuestring), 1, ids, n);
+        int rc = backend_tokenize(b, p->valuestring, strlen(p->valuestring), 1, ids, n);
         if (rc) return snprintf(msg, msglen, "cannot tokenize the prompt: %s", qg_strerror(rc)), 400;
         *text = qg_strdup(p->valuestring);
         return 0;
@@ -129,15 +156,15 @@ static unsigned prompt_ids(struct server *s, const cJSON *p, int32_t **ids, int6
         (*ids)[i++] = (int32_t)v->valuedouble;
     }
     *n = k;
-    *text = backend_detokenize(s->b, *ids, k);
+    *text = backend_detokenize(b, *ids, k);
     if (!*text) *text = qg_strdup("");
     return 0;
 }
 
-static void add_piece(struct server *s, cJSON *arr, int32_t id)
+static void add_piece(struct backend *b, cJSON *arr, int32_t id)
 {
     char buf[256];
-    int n = backend_piece(s->b, id, buf, sizeof buf);
+    int n = backend_piece(b, id, buf, sizeof buf);
     if (n < 0) n = 0;
     if ((size_t)n >= sizeof buf) n = sizeof buf - 1;
     buf[n] = '\0';
@@ -148,7 +175,7 @@ static void add_piece(struct server *s, cJSON *arr, int32_t id)
 
 /* logprobs object for seq[from..n-1] (entries before `first` are prompt
  * tokens when echoing; seq[0] gets null when included) */
-static int logprobs_json(struct server *s, const int32_t *seq, int64_t n, int64_t first, int top_k, cJSON **out)
+static int logprobs_json(struct server *s, struct backend *b, const int32_t *seq, int64_t n, int64_t first, int top_k, cJSON **out)
 {
     int V = s->info.n_vocab;
     int64_t m = n - 1; /* scored positions: tokens 1..n-1 */
@@ -161,7 +188,7 @@ static int logprobs_json(struct server *s, const int32_t *seq, int64_t n, int64_
     int rc = QG_OK;
     if (m > 0) {
         struct backend_score req = {.tokens = seq, .n_tokens = (int)n, .from = 1, .logprob = lp, .rows = rows};
-        rc = backend_score(s->b, &req);
+        rc = backend_score(b, &req);
     }
     if (rc) {
         free(lp), free(rows);
@@ -172,7 +199,7 @@ static int logprobs_json(struct server *s, const int32_t *seq, int64_t n, int64_
           *off = cJSON_AddArrayToObject(o, "text_offset");
     int64_t offset = 0;
     for (int64_t i = first; i < n; i++) {
-        add_piece(s, toks, seq[i]);
+        add_piece(b, toks, seq[i]);
         cJSON_AddItemToArray(ids, cJSON_CreateNumber(seq[i]));
         cJSON_AddItemToArray(off, cJSON_CreateNumber((double)offset));
         offset += (int64_t)strlen(cJSON_GetArrayItem(toks, cJSON_GetArraySize(toks) - 1)->valuestring);
@@ -201,7 +228,7 @@ static int logprobs_json(struct server *s, const int32_t *seq, int64_t n, int64_
             }
             chosen[j] = best;
             char buf[256];
-            int pn = backend_piece(s->b, best, buf, sizeof buf);
+            int pn = backend_piece(b, best, buf, sizeof buf);
             if (pn < 0) pn = 0;
             if ((size_t)pn >= sizeof buf) pn = sizeof buf - 1;
             buf[pn] = '\0';
@@ -269,8 +296,8 @@ static enum MHD_Result completions(struct server *s, struct MHD_Connection *c, c
     cJSON *lpo = NULL;
     unsigned status;
     int rc = QG_OK;
-    pthread_mutex_lock(&s->lock);
-    status = prompt_ids(s, cJSON_GetObjectItem(req, "prompt"), &ids, &n, &ptext, msg, sizeof msg);
+    struct backend *b = acquire(s);
+    status = prompt_ids(s, b, cJSON_GetObjectItem(req, "prompt"), &ids, &n, &ptext, msg, sizeof msg);
     /* n prompt tokens and max_tokens new ones take n + max_tokens - 1
      * evaluated positions (the last token is only a target) */
     if (!status && n + max_tokens - 1 > s->info.n_ctx_train && s->info.n_ctx_train > 0) {
@@ -278,16 +305,18 @@ static enum MHD_Result completions(struct server *s, struct MHD_Connection *c, c
         snprintf(msg, sizeof msg, "prompt (%lld tokens) plus max_tokens (%d) needs %lld positions, over the context length %d",
                  (long long)n, max_tokens, (long long)n + max_tokens - 1, s->info.n_ctx_train);
     }
-    if (!status && max_tokens > 0) rc = backend_generate(s->b, ids, n, &gp, &gtext, &gen, &n_gen);
+    if (!status && max_tokens > 0) rc = backend_generate(b, ids, n, &gp, &gtext, &gen, &n_gen);
     if (!status && !rc && top_k >= 0 && (echo || n_gen > 0)) {
         seq = malloc((size_t)(n + n_gen) * sizeof *seq);
         if (!seq) rc = QG_ERR_NOMEM;
         else {
             memcpy(seq, ids, (size_t)n * sizeof *seq);
             if (n_gen) memcpy(seq + n, gen, (size_t)n_gen * sizeof *seq);
-            rc = logprobs_json(s, seq, n + n_gen, echo ? 0 : n, top_k, &lpo);
+            rc = logprobs_json(s, b, seq, n + n_gen, echo ? 0 : n, top_k, &lpo);
         }
     }
+    release(s, b);
+    pthread_mutex_lock(&s->lock);
     int64_t id = ++s->next_id;
     pthread_mutex_unlock(&s->lock);
     if (!status && rc) status = 500, snprintf(msg, sizeof msg, "the model failed: %s", qg_strerror(rc));
@@ -337,9 +366,9 @@ static enum MHD_Result tokenize(struct server *s, struct MHD_Connection *c, cons
     int add = sp ? cJSON_IsTrue(sp) : 1;
     int32_t *ids = NULL;
     int64_t n = 0;
-    pthread_mutex_lock(&s->lock);
-    int rc = backend_tokenize(s->b, t->valuestring, strlen(t->valuestring), add, &ids, &n);
-    pthread_mutex_unlock(&s->lock);
+    struct backend *b = acquire(s);
+    int rc = backend_tokenize(b, t->valuestring, strlen(t->valuestring), add, &ids, &n);
+    release(s, b);
     if (rc) return send_error(c, 400, "invalid_request_error", "cannot tokenize: %s", qg_strerror(rc));
     cJSON *j = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(j, "tokens");
     for (int64_t i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(ids[i]));
@@ -364,9 +393,9 @@ static enum MHD_Result detokenize(struct server *s, struct MHD_Connection *c, co
         }
         ids[i++] = (int32_t)v->valuedouble;
     }
-    pthread_mutex_lock(&s->lock);
-    char *text = backend_detokenize(s->b, ids, n);
-    pthread_mutex_unlock(&s->lock);
+    struct backend *b = acquire(s);
+    char *text = backend_detokenize(b, ids, n);
+    release(s, b);
     free(ids);
     char *clean = utf8_sanitize(text ? text : "");
     free(text);
@@ -498,12 +527,19 @@ static int parse_faults(struct server *s, const char *spec, char *err, size_t er
     return rc;
 }
 
-int serve_start(struct backend *b, const struct serve_params *p, struct server **out, int *bound_port, char *err, size_t errlen)
+int serve_start(struct backend *b, int n_backends, const struct serve_params *p, struct server **out, int *bound_port, char *err,
+                size_t errlen)
 {
     *out = NULL;
     struct server *s = calloc(1, sizeof *s);
-    if (!s) return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
+    if (!s || n_backends < 1 || !(s->busy = calloc((size_t)n_backends, 1))) {
+        if (s) free(s);
+        return qg_errf(err, errlen, n_backends < 1 ? QG_ERR_USAGE : QG_ERR_NOMEM, n_backends < 1 ? "no backend to serve" : "out of memory");
+    }
     s->b = b;
+    s->nb = n_backends;
+    pthread_mutex_init(&s->pool_lock, NULL);
+    pthread_cond_init(&s->pool_free, NULL);
     backend_info(b, &s->info);
     snprintf(s->model_id, sizeof s->model_id, "%s", p->model_id && *p->model_id ? p->model_id : "qgate");
     s->api_key = p->api_key ? qg_strdup(p->api_key) : NULL;
@@ -524,6 +560,9 @@ int serve_start(struct backend *b, const struct serve_params *p, struct server *
     }
     if (rc) {
         pthread_mutex_destroy(&s->lock);
+        pthread_mutex_destroy(&s->pool_lock);
+        pthread_cond_destroy(&s->pool_free);
+        free(s->busy);
         free(s->api_key);
         free(s);
         return rc;
@@ -539,6 +578,9 @@ void serve_stop(struct server *s)
     if (!s) return;
     MHD_stop_daemon(s->d);
     pthread_mutex_destroy(&s->lock);
+    pthread_mutex_destroy(&s->pool_lock);
+    pthread_cond_destroy(&s->pool_free);
+    free(s->busy);
     free(s->api_key);
     free(s);
 }

@@ -5,8 +5,8 @@
  * text or token ids; echo; logprobs with top-K; max_tokens; temperature,
  * top_p, seed, stop), POST /tokenize, POST /detokenize. Errors are
  * OpenAI-style bodies {"error":{"message","type","code"}}. Requests are
- * served concurrently by a thread pool; the backend is used under a lock, so
- * concurrent requests never see one another's state.
+ * served concurrently by a thread pool; each takes a backend instance of its
+ * own from a pool, so concurrent requests never see one another's state.
  *
  * Extension: completions' logprobs carry "token_ids" next to "tokens", so a
  * client can check that the server scored exactly the ids it sent.
@@ -39,11 +39,13 @@ struct serve_params {
 
 struct server;
 
-/* Starts serving b (borrowed: it must outlive the server). QG_OK, or
+/* Starts serving b[0..n_backends-1], instances of one model (borrowed: they
+ * must outlive the server); each request uses one instance no other request
+ * holds, so n_backends requests are computed at once. QG_OK, or
  * QG_ERR_USAGE (bad faults spec) / QG_ERR_UNAVAILABLE (cannot listen) with
  * err filled. */
-int serve_start(struct backend *b, const struct serve_params *p, struct server **out, int *bound_port, char *err,
-                size_t errlen);
+int serve_start(struct backend *b, int n_backends, const struct serve_params *p, struct server **out, int *bound_port,
+                char *err, size_t errlen);
 /* Stops accepting, finishes the requests in flight and frees s. */
 void serve_stop(struct server *s);
 /* Requests answered so far (all endpoints), and faults injected. */

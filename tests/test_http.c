@@ -73,7 +73,7 @@ static int srv_start(struct srv *v, const char *faults, const char *key)
     int rc = backend_open(t_path("m.gguf"), &bp, &v->b, err, sizeof err);
     if (rc) return printf("%s\n", err), rc;
     struct serve_params sp = {.model_id = "tiny", .faults = faults, .fault_seed = 7, .api_key = key, .stall_ms = 1500};
-    rc = serve_start(&v->b, &sp, &v->s, &v->port, err, sizeof err);
+    rc = serve_start(&v->b, 1, &sp, &v->s, &v->port, err, sizeof err);
     if (rc) printf("%s\n", err);
     return rc;
 }
