@@ -246,27 +246,44 @@ static int logprobs_json(struct server *s, struct backend *b, const int32_t *seq
 
 /* ------------------------------------------------------------ endpoints */
 
-static enum MHD_Result completions(struct server *s, struct MHD_Connection *c, const cJSON *req)
+static unsigned fail(cJSON **out, unsigned status, const char *type, const char *fmt, ...) QG_PRINTF(4, 5);
+static unsigned fail(cJSON **out, unsigned status, const char *type, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    cJSON *j = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(j, "error");
+    cJSON_AddStringToObject(e, "message", msg);
+    cJSON_AddStringToObject(e, "type", type);
+    cJSON_AddNumberToObject(e, "code", status);
+    *out = j;
+    return status;
+}
+
+/* A completion: the status and the response body (a result or an error). */
+static unsigned completion(struct server *s, const cJSON *req, cJSON **out)
 {
     const cJSON *model = cJSON_GetObjectItem(req, "model");
     if (model && (!cJSON_IsString(model) || strcmp(model->valuestring, s->model_id)))
-        return send_error(c, 404, "invalid_request_error", "model '%s' is not served here (this server serves '%s')",
+        return fail(out, 404, "invalid_request_error", "model '%s' is not served here (this server serves '%s')",
                           cJSON_IsString(model) ? model->valuestring : "?", s->model_id);
     const cJSON *n_choices = cJSON_GetObjectItem(req, "n");
     if (n_choices && (!cJSON_IsNumber(n_choices) || n_choices->valuedouble != 1))
-        return send_error(c, 400, "invalid_request_error", "only \"n\": 1 is supported");
+        return fail(out, 400, "invalid_request_error", "only \"n\": 1 is supported");
     int echo = cJSON_IsTrue(cJSON_GetObjectItem(req, "echo"));
     const cJSON *jl = cJSON_GetObjectItem(req, "logprobs"), *jm = cJSON_GetObjectItem(req, "max_tokens");
     int top_k = -1; /* -1: no logprobs */
     if (jl && !cJSON_IsNull(jl)) {
         if (!cJSON_IsNumber(jl) || jl->valuedouble < 0 || jl->valuedouble > 20)
-            return send_error(c, 400, "invalid_request_error", "\"logprobs\" must be an integer 0..20");
+            return fail(out, 400, "invalid_request_error", "\"logprobs\" must be an integer 0..20");
         top_k = (int)jl->valuedouble;
     }
     int max_tokens = 16;
     if (jm && !cJSON_IsNull(jm)) {
         if (!cJSON_IsNumber(jm) || jm->valuedouble < 0 || jm->valuedouble > 1e6)
-            return send_error(c, 400, "invalid_request_error", "\"max_tokens\" must be a non-negative integer");
+            return fail(out, 400, "invalid_request_error", "\"max_tokens\" must be a non-negative integer");
         max_tokens = (int)jm->valuedouble;
     }
     struct backend_gen_params gp = {.max_tokens = max_tokens, .temperature = 1.0f, .top_p = 1.0f, .seed = 0};
@@ -275,7 +292,7 @@ static enum MHD_Result completions(struct server *s, struct MHD_Connection *c, c
     if ((v = cJSON_GetObjectItem(req, "top_p")) && cJSON_IsNumber(v)) gp.top_p = (float)v->valuedouble;
     if ((v = cJSON_GetObjectItem(req, "seed")) && cJSON_IsNumber(v)) gp.seed = (uint64_t)v->valuedouble;
     if (gp.temperature < 0 || gp.top_p <= 0 || gp.top_p > 1)
-        return send_error(c, 400, "invalid_request_error", "\"temperature\" must be >= 0 and \"top_p\" in (0, 1]");
+        return fail(out, 400, "invalid_request_error", "\"temperature\" must be >= 0 and \"top_p\" in (0, 1]");
     const char *stops[4];
     const cJSON *st = cJSON_GetObjectItem(req, "stop");
     if (cJSON_IsString(st)) stops[gp.n_stop++] = st->valuestring;
@@ -283,7 +300,7 @@ static enum MHD_Result completions(struct server *s, struct MHD_Connection *c, c
         cJSON_ArrayForEach(v, st)
         {
             if (!cJSON_IsString(v) || gp.n_stop == 4)
-                return send_error(c, 400, "invalid_request_error", "\"stop\" must be a string or up to 4 strings");
+                return fail(out, 400, "invalid_request_error", "\"stop\" must be a string or up to 4 strings");
             stops[gp.n_stop++] = v->valuestring;
         }
     }
@@ -320,9 +337,8 @@ static enum MHD_Result completions(struct server *s, struct MHD_Connection *c, c
     int64_t id = ++s->next_id;
     pthread_mutex_unlock(&s->lock);
     if (!status && rc) status = 500, snprintf(msg, sizeof msg, "the model failed: %s", qg_strerror(rc));
-    enum MHD_Result out;
     if (status) {
-        out = send_error(c, status, status == 500 ? "server_error" : "invalid_request_error", "%s", msg);
+        fail(out, status, status == 500 ? "server_error" : "invalid_request_error", "%s", msg);
     } else {
         struct sbuf text;
         sbuf_init(&text, (size_t)1 << 30);
@@ -349,11 +365,77 @@ static enum MHD_Result completions(struct server *s, struct MHD_Connection *c, c
         cJSON_AddNumberToObject(u, "completion_tokens", (double)n_gen);
         cJSON_AddNumberToObject(u, "total_tokens", (double)(n + n_gen));
         free(clean);
-        out = send_json(c, 200, j);
+        *out = j;
+        status = 200;
     }
     cJSON_Delete(lpo);
     free(ids), free(gen), free(seq), free(ptext), free(gtext);
-    return out;
+    return status;
+}
+
+static enum MHD_Result completions(struct server *s, struct MHD_Connection *c, const cJSON *req)
+{
+    cJSON *body = NULL;
+    unsigned status = completion(s, req, &body);
+    return send_json(c, status, body);
+}
+
+/* The chat template (documented in serve.h): each message as "Role: text"
+ * followed by a blank line, then "Assistant:"; generation also stops at
+ * "\nUser:". */
+static enum MHD_Result chat(struct server *s, struct MHD_Connection *c, const cJSON *req)
+{
+    const cJSON *msgs = cJSON_GetObjectItem(req, "messages"), *m;
+    if (!cJSON_IsArray(msgs) || cJSON_GetArraySize(msgs) == 0)
+        return send_error(c, 400, "invalid_request_error", "\"messages\" must be a non-empty array");
+    struct sbuf p;
+    sbuf_init(&p, s->max_body);
+    cJSON_ArrayForEach(m, msgs)
+    {
+        const cJSON *role = cJSON_GetObjectItem(m, "role"), *content = cJSON_GetObjectItem(m, "content");
+        const char *r = cJSON_IsString(role) ? role->valuestring : "";
+        const char *name = !strcmp(r, "system") ? "System" : !strcmp(r, "user") ? "User" : !strcmp(r, "assistant") ? "Assistant" : NULL;
+        if (!name || !cJSON_IsString(content)) {
+            sbuf_release(&p);
+            return send_error(c, 400, "invalid_request_error",
+                              "each message needs \"role\" (system, user or assistant) and a string \"content\"");
+        }
+        sbuf_printf(&p, "%s: %s\n\n", name, content->valuestring);
+    }
+    sbuf_printf(&p, "Assistant:");
+    cJSON *creq = cJSON_Duplicate(req, 1);
+    cJSON_DeleteItemFromObject(creq, "messages");
+    cJSON_DeleteItemFromObject(creq, "logprobs");
+    cJSON_DeleteItemFromObject(creq, "echo");
+    cJSON_AddStringToObject(creq, "prompt", p.data ? p.data : "");
+    sbuf_release(&p);
+    cJSON *st = cJSON_GetObjectItem(creq, "stop");
+    if (!st) cJSON_AddItemToObject(creq, "stop", cJSON_CreateString("\nUser:"));
+    else if (cJSON_IsString(st)) {
+        cJSON *arr = cJSON_CreateArray();
+        cJSON_AddItemToArray(arr, cJSON_CreateString(st->valuestring));
+        cJSON_AddItemToArray(arr, cJSON_CreateString("\nUser:"));
+        cJSON_ReplaceItemInObject(creq, "stop", arr);
+    } else if (cJSON_IsArray(st) && cJSON_GetArraySize(st) < 4) {
+        cJSON_AddItemToArray(st, cJSON_CreateString("\nUser:"));
+    }
+    cJSON *body = NULL;
+    unsigned status = completion(s, creq, &body);
+    cJSON_Delete(creq);
+    if (status == 200) { /* text_completion -> chat.completion */
+        cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItem(body, "choices"), 0);
+        const cJSON *t = cJSON_GetObjectItem(ch, "text");
+        const char *text = cJSON_IsString(t) ? t->valuestring : "";
+        while (*text == ' ') text++; /* "Assistant: hello" -> "hello" */
+        cJSON *msg = cJSON_CreateObject();
+        cJSON_AddStringToObject(msg, "role", "assistant");
+        cJSON_AddStringToObject(msg, "content", text);
+        cJSON_AddItemToObject(ch, "message", msg);
+        cJSON_DeleteItemFromObject(ch, "text");
+        cJSON_DeleteItemFromObject(ch, "logprobs");
+        cJSON_ReplaceItemInObject(body, "object", cJSON_CreateString("chat.completion"));
+    }
+    return send_json(c, status, body);
 }
 
 static enum MHD_Result tokenize(struct server *s, struct MHD_Connection *c, const cJSON *req)
@@ -472,7 +554,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     } else if (!strcmp(method, "GET") && !strcmp(url, "/v1/models")) {
         out = models(s, c);
     } else if (!strcmp(method, "POST") &&
-               (!strcmp(url, "/v1/completions") || !strcmp(url, "/tokenize") || !strcmp(url, "/detokenize"))) {
+               (!strcmp(url, "/v1/completions") || !strcmp(url, "/v1/chat/completions") || !strcmp(url, "/tokenize") ||
+                !strcmp(url, "/detokenize"))) {
         if (k->too_big) return send_error(c, 413, "invalid_request_error", "request body over %zu bytes", s->max_body);
         cJSON *req = cJSON_ParseWithLength(k->body.data ? k->body.data : "", k->body.len);
         if (!cJSON_IsObject(req)) {
@@ -484,8 +567,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
             const char *b = f == F_TRUNCATE ? "{\"id\":\"cmpl-x\",\"object\":\"text_completion\",\"choices\":[{\"text\":\"" : "<html>not json";
             return send_text(c, 200, b, strlen(b), "application/json", NULL);
         }
-        out = !strcmp(url, "/v1/completions") ? completions(s, c, req) : !strcmp(url, "/tokenize") ? tokenize(s, c, req)
-                                                                                                   : detokenize(s, c, req);
+        out = !strcmp(url, "/v1/completions")        ? completions(s, c, req)
+              : !strcmp(url, "/v1/chat/completions") ? chat(s, c, req)
+              : !strcmp(url, "/tokenize")            ? tokenize(s, c, req)
+                                                     : detokenize(s, c, req);
         cJSON_Delete(req);
     } else {
         out = send_error(c, 404, "invalid_request_error", "no endpoint %s %s", method, url);

@@ -3,7 +3,13 @@
  *
  * Endpoints: GET /health, GET /v1/models, POST /v1/completions (prompt as
  * text or token ids; echo; logprobs with top-K; max_tokens; temperature,
- * top_p, seed, stop), POST /tokenize, POST /detokenize. Errors are
+ * top_p, seed, stop), POST /v1/chat/completions, POST /tokenize, POST
+ * /detokenize.
+ *
+ * Chat template (a model without its own): every message becomes
+ * "System: ...", "User: ..." or "Assistant: ..." followed by a blank line,
+ * then "Assistant:" is appended; generation also stops at "\nUser:", and the
+ * reply's leading spaces are dropped. Errors are
  * OpenAI-style bodies {"error":{"message","type","code"}}. Requests are
  * served concurrently by a thread pool; each takes a backend instance of its
  * own from a pool, so concurrent requests never see one another's state.

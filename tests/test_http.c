@@ -149,6 +149,30 @@ TEST(serve_endpoints)
     ASSERT_STR_EQ(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(ja, "choices"), 0), "text")->valuestring,
                   cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(jb, "choices"), 0), "text")->valuestring);
     cJSON_Delete(ja), cJSON_Delete(jb), free(a), free(b);
+    /* chat: the documented template, a chat.completion answer; the HTTP
+     * backend's chat=1 generation returns the same reply */
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/chat/completions", v.port);
+    ASSERT_EQ(http(url, "{\"messages\":[{\"role\":\"user\",\"content\":\"the girl\"}],\"max_tokens\":6,\"temperature\":0}", NULL,
+                   &a), 200);
+    ja = cJSON_Parse(a);
+    ASSERT_STR_EQ(cJSON_GetObjectItem(ja, "object")->valuestring, "chat.completion");
+    const cJSON *msg = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(ja, "choices"), 0), "message");
+    ASSERT_STR_EQ(cJSON_GetObjectItem(msg, "role")->valuestring, "assistant");
+    char spec[4400], err[QG_ERRMSG_MAX];
+    snprintf(spec, sizeof spec, "http://127.0.0.1:%d/v1?model=tiny&tokenizer=%s&chat=1", v.port, t_path("m.gguf"));
+    struct backend hb;
+    struct backend_open_params hp = {0};
+    ASSERT_OK(backend_open(spec, &hp, &hb, err, sizeof err));
+    int32_t *pids = NULL;
+    int64_t np = 0;
+    ASSERT_OK(backend_tokenize(&hb, "the girl", 8, 0, &pids, &np));
+    struct backend_gen_params gp = {.max_tokens = 6, .temperature = 0, .top_p = 1};
+    char *reply = NULL;
+    ASSERT_OK(backend_generate(&hb, pids, np, &gp, &reply, NULL, NULL));
+    ASSERT_STR_EQ(reply, cJSON_GetObjectItem(msg, "content")->valuestring);
+    free(reply), free(pids), cJSON_Delete(ja), free(a);
+    backend_close(&hb);
+
     /* bad requests: OpenAI-style error bodies */
     struct {
         const char *path, *body;
@@ -162,6 +186,8 @@ TEST(serve_endpoints)
         {"/v1/completions", "{\"prompt\":\"x\",\"n\":2}", 400, "only \\\"n\\\": 1"},
         {"/v1/nothing", "{}", 404, "no endpoint POST /v1/nothing"},
         {"/detokenize", "{\"tokens\":[-1]}", 400, "token 0 is not a token id"},
+        {"/v1/chat/completions", "{\"messages\":[{\"role\":\"robot\",\"content\":\"x\"}]}", 400, "each message needs"},
+        {"/v1/chat/completions", "{\"messages\":[]}", 400, "must be a non-empty array"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(url, sizeof url, "http://127.0.0.1:%d%s", v.port, bad[i].path);

@@ -2,7 +2,7 @@
  * llama.cpp's server, `qgate serve`), over libcurl.
  *
  * Spec: http(s)://HOST:PORT/v1?model=ID&tokenizer=PATH.gguf[&api_key_env=VAR]
- *       [&timeout=SECONDS][&retries=N][&ctx=N][&concurrency=N]
+ *       [&timeout=SECONDS][&retries=N][&ctx=N][&concurrency=N][&chat=1]
  *
  * Scoring posts the window as token ids to /completions with echo, logprobs
  * and max_tokens 0 (1 when the server refuses 0; the generated token is then
@@ -21,7 +21,11 @@
  * Scoring requests given together (backend_score_many) are kept up to
  * `concurrency` (default 8) in flight over shared connections.
  *
- * Not yet: a response cache, server-side tokenization without a local tokenizer, top-K KLD.
+ * chat=1 sends generation tasks to /chat/completions as one user message
+ * (the server's chat template applies); scoring always uses /completions.
+ *
+ * Not yet: a response cache, server-side tokenization without a local
+ * tokenizer, top-K KLD.
  */
 #include "backends/backend.h"
 #include "backends/gguf.h"
@@ -45,6 +49,7 @@ struct http {
     CURL *curl;   /* single requests (models, tokenize, generate) */
     CURLM *multi; /* scoring: many in flight, sharing connections */
     int concurrency;
+    int chat; /* generate through /chat/completions */
     struct curl_slist *headers;
     char base[1024]; /* ...../v1 */
     char root[1024]; /* base without /v1, for /tokenize */
@@ -394,10 +399,11 @@ static int parse_spec(struct http *h, const char *spec, char *tokpath, size_t to
         else if (!strcmp(kv, "retries") && !qg_parse_i64(v, 0, 100, &iv)) h->retries = (int)iv;
         else if (!strcmp(kv, "ctx") && !qg_parse_i64(v, 2, 1 << 24, &iv)) h->n_ctx = (int)iv;
         else if (!strcmp(kv, "concurrency") && !qg_parse_i64(v, 1, 256, &iv)) h->concurrency = (int)iv;
+        else if (!strcmp(kv, "chat") && !qg_parse_i64(v, 0, 1, &iv)) h->chat = (int)iv;
         else
             rc = qg_errf(err, errlen, QG_ERR_USAGE,
                          "%s: bad query parameter '%s=%s' (known: model, tokenizer=PATH.gguf, api_key_env=VAR, timeout=SECONDS, "
-                         "retries=N, ctx=N, concurrency=N)", h->base, kv, v);
+                         "retries=N, ctx=N, concurrency=N, chat=0|1)", h->base, kv, v);
     }
     free(query);
     return rc;
@@ -597,8 +603,17 @@ static int http_generate(void *impl, const int32_t *prompt, int64_t n_prompt, co
     if (n_ids) *n_ids = 0;
     cJSON *req = cJSON_CreateObject();
     cJSON_AddStringToObject(req, "model", h->model);
-    cJSON *pa = cJSON_AddArrayToObject(req, "prompt");
-    for (int64_t i = 0; i < n_prompt; i++) cJSON_AddItemToArray(pa, cJSON_CreateNumber(prompt[i]));
+    if (h->chat) { /* one user message: the prompt's text (the server applies its template) */
+        char *text_in = tok_decode(h->tok, prompt, n_prompt, 0);
+        cJSON *msg = cJSON_CreateObject();
+        cJSON_AddStringToObject(msg, "role", "user");
+        cJSON_AddStringToObject(msg, "content", text_in ? text_in : "");
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(req, "messages"), msg);
+        free(text_in);
+    } else {
+        cJSON *pa = cJSON_AddArrayToObject(req, "prompt");
+        for (int64_t i = 0; i < n_prompt; i++) cJSON_AddItemToArray(pa, cJSON_CreateNumber(prompt[i]));
+    }
     cJSON_AddNumberToObject(req, "max_tokens", p->max_tokens);
     cJSON_AddNumberToObject(req, "temperature", p->temperature);
     cJSON_AddNumberToObject(req, "top_p", p->top_p);
@@ -611,14 +626,17 @@ static int http_generate(void *impl, const int32_t *prompt, int64_t n_prompt, co
     cJSON_Delete(req);
     if (!body) return qg_errf(h->err, sizeof h->err, QG_ERR_NOMEM, "out of memory");
     char url[1100];
-    snprintf(url, sizeof url, "%s/completions", h->base);
+    snprintf(url, sizeof url, "%s/%s", h->base, h->chat ? "chat/completions" : "completions");
     cJSON *r;
     long status;
     int rc = request(h, url, body, &r, &status);
     free(body);
     if (rc) return rc;
-    const cJSON *t = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "choices"), 0), "text");
-    if (!cJSON_IsString(t)) rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: the answer has no choices[0].text", url);
+    const cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "choices"), 0);
+    const cJSON *t = h->chat ? cJSON_GetObjectItem(cJSON_GetObjectItem(ch, "message"), "content") : cJSON_GetObjectItem(ch, "text");
+    if (!cJSON_IsString(t))
+        rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: the answer has no %s", url,
+                     h->chat ? "choices[0].message.content" : "choices[0].text");
     else if (!(*text = qg_strdup(t->valuestring))) rc = QG_ERR_NOMEM;
     if (!rc && ids && n_ids) rc = tok_encode(h->tok, *text, strlen(*text), 0, 0, ids, n_ids);
     cJSON_Delete(r);
