@@ -29,6 +29,7 @@
  */
 #include "backends/backend.h"
 #include "backends/gguf.h"
+#include "backends/http/http.h"
 #include "backends/tokenizer.h"
 #include "harness/status.h"
 #include "harness/util.h"
@@ -211,6 +212,18 @@ static int parse_score(struct http *h, const char *url, const cJSON *ans, const 
                          "log-likelihood tasks", url, i);
         else r->logprob[i - from] = v->valuedouble;
     }
+    return rc;
+}
+
+int http_parse_score(const char *json, size_t n, int extra_tokens, struct backend_score *r, char *err, size_t errlen)
+{
+    struct http h;
+    memset(&h, 0, sizeof h);
+    h.max_tokens_one = extra_tokens;
+    cJSON *ans = cJSON_ParseWithLength(json, n);
+    int rc = ans ? parse_score(&h, "answer", ans, r) : qg_errf(h.err, sizeof h.err, QG_ERR_DATA, "answer: not JSON");
+    cJSON_Delete(ans);
+    if (rc) snprintf(err, errlen, "%s", h.err);
     return rc;
 }
 

@@ -3,6 +3,8 @@
 #   tests/fuzz/run.sh [SECONDS] [JOBS]            GGUF reader, default 60 s
 #   QG_FUZZ_TARGET=tokenizer tests/fuzz/run.sh S  tokenizers (seeded with the
 #       llama.cpp vocabulary test strings when ../shared exists)
+#   QG_FUZZ_TARGET=http tests/fuzz/run.sh S       request bodies against a real
+#       `qgate serve` on loopback, and answers as the HTTP backend reads them
 # Builds with clang, AddressSanitizer and UBSan in build-fuzz/, seeds the
 # corpus with the generated fixtures (valid synthetic models and every
 # malformed case) and with the GGUF files under ../shared/models when that
@@ -13,7 +15,20 @@ jobs=${2:-1}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 b="$root/build-fuzz"
 CC=clang cmake -S "$root" -B "$b" -DQG_FUZZ=ON -DQG_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$b" -j"$(nproc)" --target fuzz_gguf fuzz_tokenizer gguf_fixtures >/dev/null
+cmake --build "$b" -j"$(nproc)" --target fuzz_gguf fuzz_tokenizer fuzz_http gguf_fixtures >/dev/null
+if [ "${QG_FUZZ_TARGET:-gguf}" = http ]; then
+  seeds="$b/fuzz-http-seeds"; corpus="$b/fuzz-http-corpus"
+  mkdir -p "$seeds" "$corpus" "$b/fuzz-artifacts"
+  printf '\000{"prompt":[1,5,9],"echo":true,"logprobs":2,"max_tokens":2,"temperature":0}' > "$seeds/completion"
+  printf '\000{"prompt":"the girl","max_tokens":3,"stop":["\\n"],"temperature":0.7,"top_p":0.9,"seed":3}' > "$seeds/text"
+  printf '\001{"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}],"max_tokens":2}' > "$seeds/chat"
+  printf '\002{"content":"the girl saw the ball","add_special":false}' > "$seeds/tokenize"
+  printf '\003{"tokens":[1,5,9,300]}' > "$seeds/detokenize"
+  printf '\005{"choices":[{"text":"","logprobs":{"tokens":["a","b"],"token_ids":[1,5],"token_logprobs":[null,-1.5],"top_logprobs":[null,{"b":-1.5}],"text_offset":[0,1]}}]}' > "$seeds/answer"
+  cd "$b"
+  exec "$b/tests/fuzz_http" -max_total_time="$secs" -max_len=4096 -timeout=30 -print_final_stats=1 \
+    -artifact_prefix="$b/fuzz-artifacts/http-" "$corpus" "$seeds"
+fi
 if [ "${QG_FUZZ_TARGET:-gguf}" = tokenizer ]; then
   seeds="$b/fuzz-tok-seeds"; corpus="$b/fuzz-tok-corpus"
   mkdir -p "$seeds" "$corpus" "$b/fuzz-artifacts"
