@@ -29,11 +29,21 @@ enum backend_caps {
     BACKEND_CAP_GENERATE = 1 << 3,
 };
 
+/* A cache of deterministic remote responses (the store's http_cache). get
+ * returns a malloc'd value or NULL; put stores one (errors ignored: a cache
+ * miss costs a request, never a wrong number). */
+struct backend_cache {
+    void *ud;
+    char *(*get)(void *ud, const char *key);
+    void (*put)(void *ud, const char *key, const char *endpoint, const char *model, const char *value);
+};
+
 struct backend_open_params {
     int n_ctx;     /* largest window that will be evaluated (0 = model's own) */
     int n_threads; /* 0 = library default */
     int perturb;   /* 1: evaluate each scoring window in two batches (a benign
                     * numerical perturbation, for measuring the noise floor) */
+    const struct backend_cache *cache; /* remote backends: NULL for none */
 };
 
 struct backend_info {

@@ -149,7 +149,7 @@ int cmd_compare_models(struct store *s, int64_t run_id, const char *base, const 
     for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, task_json(&v[i]));
     cJSON_AddStringToObject(out, "verdict", verdict_name(suite));
     /* store the comparison and its rows */
-    int64_t bm, cm, cid = 0;
+    int64_t bm = 0, cm = 0, cid = 0;
     char *pjs = cJSON_PrintUnformatted(pj), *sjs = cJSON_PrintUnformatted(out);
     rc = store_model_find(s, run_id, base, &bm);
     if (!rc) rc = store_model_find(s, run_id, cand, &cm);

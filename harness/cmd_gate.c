@@ -17,6 +17,7 @@ static const struct cli_opt opts[] = {
     {"policy", 'p', CLI_STR, "FILE", "policy JSON (default: the suite's)", 0},
     {"seed", 0, CLI_INT, "N", "bootstrap seed (default 20261130)", 0},
     {"noise", 0, CLI_STR, "perturb", "also repeat the baseline under a benign numerical perturbation to measure the noise floor", 0},
+    {"no-cache", 0, CLI_FLAG, NULL, "remote models: neither read nor fill the response cache in the database", 0},
     CLI_OPT_DB,
     {"threads", 't', CLI_INT, "T", "threads per model", 0},
     {"allow-changed-data", 0, CLI_FLAG, NULL, "run even when data differs from the suite's pins", 0},
@@ -42,7 +43,7 @@ static int cmd_gate(const struct cli_args *a)
 {
     struct runner_params p = {.suite_path = cli_str(a, "suite"), .allow_changed = cli_flag(a, "allow-changed-data"),
                               .repeats = (int)cli_int(a, "repeats", 2), .threads = (int)cli_int(a, "threads", 0),
-                              .quiet = 1};
+                              .quiet = 1, .no_cache = cli_flag(a, "no-cache")};
     if (!p.suite_path || !cli_str(a, "baseline") || cli_count(a, "candidate") == 0)
         return qg_error("'qgate gate' needs --suite FILE, --baseline SPEC and --candidate SPEC"), QG_EX_USAGE;
     if (p.repeats < 1 || p.repeats > 1000) return qg_error("--repeats must be 1..1000"), QG_EX_USAGE;

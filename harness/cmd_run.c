@@ -15,6 +15,7 @@ static const struct cli_opt opts[] = {
     {"resume", 0, CLI_INT, "RUN", "finish an interrupted run (give the same --suite and --model list)", 0},
     {"shard", 0, CLI_STR, "I/N", "run the I-th of N deterministic parts of every task (merge with 'qgate merge')", 0},
     {"noise", 0, CLI_STR, "perturb", "also repeat the baseline under a benign numerical perturbation to measure the noise floor", 0},
+    {"no-cache", 0, CLI_FLAG, NULL, "remote models: neither read nor fill the response cache in the database", 0},
     CLI_OPT_DB,
     {"threads", 't', CLI_INT, "T", "threads per model", 0},
     {"allow-changed-data", 0, CLI_FLAG, NULL, "run even when data differs from the suite's pins", 0},
@@ -52,7 +53,7 @@ static int cmd_run(const struct cli_args *a)
 {
     struct runner_params p = {.suite_path = cli_str(a, "suite"), .allow_changed = cli_flag(a, "allow-changed-data"),
                               .repeats = (int)cli_int(a, "repeats", 1), .seed = (uint64_t)cli_int(a, "seed", 0),
-                              .threads = (int)cli_int(a, "threads", 0), .quiet = cli_flag(a, "quiet"),
+                              .threads = (int)cli_int(a, "threads", 0), .quiet = cli_flag(a, "quiet"), .no_cache = cli_flag(a, "no-cache"),
                               .resume = cli_int(a, "resume", 0)};
     if (!p.suite_path || cli_count(a, "model") == 0)
         return qg_error("'qgate run' needs --suite FILE and at least one --model NAME=SPEC"), QG_EX_USAGE;

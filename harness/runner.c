@@ -426,6 +426,18 @@ static int64_t estimate_rows(struct runner *r)
     return total * p->n_models * p->repeats;
 }
 
+/* the store's response cache, for remote backends */
+static char *cache_get(void *ud, const char *key)
+{
+    char *v = NULL;
+    return store_cache_get(ud, key, &v) == QG_OK ? v : NULL;
+}
+
+static void cache_put(void *ud, const char *key, const char *endpoint, const char *model, const char *value)
+{
+    (void)store_cache_put(ud, key, endpoint, model, value);
+}
+
 int runner_run(struct store *s, const struct runner_params *p, int64_t *run_id, char *err, size_t errlen)
 {
     *run_id = 0;
@@ -433,8 +445,9 @@ int runner_run(struct store *s, const struct runner_params *p, int64_t *run_id, 
     err[0] = '\0';
     int rc = suite_load(p->suite_path, p->allow_changed, &r.suite, err, errlen);
     if (rc) return rc;
+    struct backend_cache cache = {.ud = s, .get = cache_get, .put = cache_put};
     for (int m = 0; m < p->n_models && !rc; m++) {
-        struct backend_open_params bp = {.n_threads = p->threads};
+        struct backend_open_params bp = {.n_threads = p->threads, .cache = p->no_cache ? NULL : &cache};
         if ((rc = backend_open(p->specs[m], &bp, &r.b[m], err, errlen))) break;
         struct backend_info info;
         backend_info(&r.b[m], &info);

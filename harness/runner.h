@@ -37,6 +37,7 @@ struct runner_params {
     uint64_t seed;
     int threads;
     int quiet;
+    int no_cache; /* 1: remote backends ignore and do not fill the response cache */
     const char *command;
     int64_t resume; /* > 0: finish this run (same suite and models) */
     int shard_index, shard_count; /* run items with index % count == index (0/1: all) */

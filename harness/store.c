@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Schema v1. Append new versions to `migrations`; never edit a shipped one. */
+/* Schema v1, v2. Append new versions to `migrations`; never edit a shipped one. */
 static const char *const migrations[] = {
     /* v0 -> v1 */
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
@@ -98,6 +98,12 @@ static const char *const migrations[] = {
     "CREATE INDEX trials_by_task ON trials(task_id, model_id);"
     "CREATE INDEX models_by_run ON models(run_id);"
     "CREATE INDEX tasks_by_run ON tasks(run_id);",
+    /* v2: responses of deterministic requests to remote endpoints, so a
+     * resumed or repeated run costs the server nothing */
+    "CREATE TABLE http_cache("
+    "  key TEXT PRIMARY KEY,"
+    "  endpoint TEXT NOT NULL, model TEXT NOT NULL,"
+    "  response TEXT NOT NULL, created_at TEXT NOT NULL) WITHOUT ROWID;",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -1205,4 +1211,35 @@ int store_item_text(struct store *s, int64_t trial_id, int64_t idx, char **predi
     }
     sqlite3_finalize(st);
     return out;
+}
+
+int store_cache_get(struct store *s, const char *key, char **response)
+{
+    *response = NULL;
+    sqlite3_stmt *st;
+    int rc = prepare(s, "SELECT response FROM http_cache WHERE key=?", &st);
+    if (rc) return rc;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT);
+    rc = sqlite3_step(st);
+    int out = rc == SQLITE_ROW ? QG_OK : rc == SQLITE_DONE ? QG_ERR_NOTFOUND : db_fail(s, "reading the response cache");
+    if (!out && !(*response = col_dup(st, 0))) out = QG_ERR_NOMEM;
+    sqlite3_finalize(st);
+    return out;
+}
+
+int store_cache_put(struct store *s, const char *key, const char *endpoint, const char *model, const char *response)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(s, "INSERT OR REPLACE INTO http_cache(key, endpoint, model, response, created_at) VALUES(?,?,?,?,?)", &st);
+    if (rc) return rc;
+    char now[32];
+    qg_utc_now(now);
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, endpoint, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 3, model, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 4, response, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 5, now, -1, SQLITE_TRANSIENT);
+    rc = sqlite3_step(st) == SQLITE_DONE ? QG_OK : db_fail(s, "writing the response cache");
+    sqlite3_finalize(st);
+    return rc;
 }

@@ -21,7 +21,7 @@
 
 #include <cjson/cJSON.h>
 
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 #define STORE_APPLICATION_ID 0x71676174 /* 'qgat' */
 #define STORE_DEFAULT_PATH "qgate.db"
 
@@ -213,6 +213,11 @@ int store_comparison_get(struct store *s, int64_t id, int64_t *found_id, int64_t
                          char **created_at);
 /* Text fields of one item (each malloc'd, NULL when NULL). */
 int store_item_text(struct store *s, int64_t trial_id, int64_t idx, char **prediction, char **extracted, char **extra_json);
+
+/* The response cache of remote endpoints (schema v2): the cached response
+ * for key (malloc'd) or QG_ERR_NOTFOUND; put replaces. */
+int store_cache_get(struct store *s, const char *key, char **response);
+int store_cache_put(struct store *s, const char *key, const char *endpoint, const char *model, const char *response);
 
 /* Marks a trial running again (for a resumed run). */
 int store_trial_restart(struct store *s, int64_t trial_id);

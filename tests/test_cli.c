@@ -1,6 +1,7 @@
 /* test_cli — the qgate binary: help, version, usage errors, demo. */
 #include "harness/cli.h"
 #include "harness/commands.h"
+#include "harness/store.h"
 #include "tests/test.h"
 
 TEST(cli_version)
@@ -9,7 +10,9 @@ TEST(cli_version)
     ASSERT_OK(t_qgate(&o, "--version", NULL));
     ASSERT_EQ(o.code, 0);
     ASSERT_CONTAINS(o.out, "qgate " QG_VERSION);
-    ASSERT_CONTAINS(o.out, "schema v1");
+    char want[32];
+    snprintf(want, sizeof want, "schema v%d", STORE_SCHEMA_VERSION);
+    ASSERT_CONTAINS(o.out, want);
     t_out_free(&o);
     return 0;
 }

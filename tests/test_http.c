@@ -261,6 +261,57 @@ static int run_http(int port, const char *db, const char *extra, struct t_out *o
     return t_qgate(o, "run", "--suite", t_path("suite.json"), "--model", cpu, "--model", web, "--db", db, NULL);
 }
 
+static int run_http_only(int port, const char *db, const char *flag, struct t_out *o)
+{
+    char web[4400];
+    snprintf(web, sizeof web, "http=http://127.0.0.1:%d/v1?model=tiny&tokenizer=%s", port, t_path("m.gguf"));
+    return t_qgate(o, "run", "--suite", t_path("suite.json"), "--model", web, "--db", db, flag, NULL);
+}
+
+TEST(http_response_cache)
+{
+    ASSERT_OK(synth_model("m.gguf"));
+    ASSERT_OK(write_suite());
+    struct srv v;
+    ASSERT_OK(srv_start(&v, NULL, NULL));
+    char db[4200];
+    snprintf(db, sizeof db, "%s", t_path("c.db"));
+    struct t_out o;
+    int64_t n0, n1, n2, n3;
+    serve_counts(v.s, &n0, NULL);
+    ASSERT_OK(run_http_only(v.port, db, NULL, &o));
+    ASSERT_EQ(o.code, 0);
+    t_out_free(&o);
+    serve_counts(v.s, &n1, NULL);
+    /* the same run again: every scoring answer comes from the store; only
+     * the model list and the tokenizer check reach the server */
+    ASSERT_OK(run_http_only(v.port, db, NULL, &o));
+    ASSERT_EQ(o.code, 0);
+    t_out_free(&o);
+    serve_counts(v.s, &n2, NULL);
+    printf("first run %lld requests, repeated run %lld\n", (long long)(n1 - n0), (long long)(n2 - n1));
+    ASSERT(n1 - n0 > 50);
+    ASSERT_EQ(n2 - n1, 2);
+    /* --no-cache asks the server again */
+    ASSERT_OK(run_http_only(v.port, db, "--no-cache", &o));
+    ASSERT_EQ(o.code, 0);
+    t_out_free(&o);
+    serve_counts(v.s, &n3, NULL);
+    ASSERT(n3 - n2 >= n1 - n0); /* more: the first run already reused answers to repeated windows */
+    srv_stop(&v);
+    /* and all three runs stored the same rows */
+    sqlite3 *h;
+    ASSERT_EQ(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    ASSERT_EQ(sqlite3_prepare_v2(h, "SELECT count(DISTINCT printf('%.17g', total)) FROM (SELECT t.run_id, sum(i.nll) AS total "
+                                    "FROM items i JOIN trials t ON t.id=i.trial_id GROUP BY t.run_id)", -1, &st, NULL), SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+    ASSERT_EQ(sqlite3_column_int(st, 0), 1);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return 0;
+}
+
 TEST(http_backend_matches_cpu_and_survives_faults)
 {
     ASSERT_OK(synth_model("m.gguf"));

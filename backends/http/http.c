@@ -24,13 +24,19 @@
  * chat=1 sends generation tasks to /chat/completions as one user message
  * (the server's chat template applies); scoring always uses /completions.
  *
- * Not yet: a response cache, server-side tokenization without a local
- * tokenizer, top-K KLD.
+ * Scoring answers are cached through backend_open_params.cache (the
+ * store's http_cache), keyed by sha256 of the request-format version, the
+ * endpoint URL, the served model id and the full request body; scoring
+ * requests are deterministic (temperature 0, echo, no sampling). Generation
+ * is never cached.
+ *
+ * Not yet: server-side tokenization without a local tokenizer, top-K KLD.
  */
 #include "backends/backend.h"
 #include "backends/gguf.h"
 #include "backends/http/http.h"
 #include "backends/tokenizer.h"
+#include "datasets/hash.h"
 #include "harness/status.h"
 #include "harness/util.h"
 
@@ -51,6 +57,8 @@ struct http {
     CURLM *multi; /* scoring: many in flight, sharing connections */
     int concurrency;
     int chat; /* generate through /chat/completions */
+    struct backend_cache cache; /* .get NULL: none */
+    int64_t cache_hits, cache_misses;
     struct curl_slist *headers;
     char base[1024]; /* ...../v1 */
     char root[1024]; /* base without /v1, for /tokenize */
@@ -300,8 +308,27 @@ static int score_many(struct http *h, struct backend_score *reqs, int n)
     struct xfer *x = calloc((size_t)n, sizeof *x);
     if (!x) return qg_errf(h->err, sizeof h->err, QG_ERR_NOMEM, "out of memory");
     int rc = QG_OK, active = 0, finished = 0;
-    for (int j = 0; j < n && !rc; j++)
-        if (!(x[j].body = score_body(h, reqs[j].tokens, reqs[j].n_tokens))) rc = qg_errf(h->err, sizeof h->err, QG_ERR_NOMEM, "out of memory");
+    char (*keys)[HASH_HEX_LEN + 1] = h->cache.get ? calloc((size_t)n, sizeof *keys) : NULL;
+    if (h->cache.get && !keys) rc = qg_errf(h->err, sizeof h->err, QG_ERR_NOMEM, "out of memory");
+    for (int j = 0; j < n && !rc; j++) {
+        if (!(x[j].body = score_body(h, reqs[j].tokens, reqs[j].n_tokens))) {
+            rc = qg_errf(h->err, sizeof h->err, QG_ERR_NOMEM, "out of memory");
+            break;
+        }
+        if (!keys) continue;
+        /* the key: request-format version, endpoint, served model, body */
+        struct sbuf k;
+        sbuf_init(&k, (size_t)1 << 30);
+        sbuf_printf(&k, "qgate-http/1\n%s\n%s\n%s", url, h->model, x[j].body);
+        hash_sha256_mem(k.data, k.len, keys[j]);
+        sbuf_release(&k);
+        char *hit = h->cache.get(h->cache.ud, keys[j]);
+        cJSON *ans = hit ? cJSON_Parse(hit) : NULL;
+        if (ans && parse_score(h, url, ans, &reqs[j]) == QG_OK) x[j].done = 1, finished++, h->cache_hits++;
+        else h->cache_misses++;
+        cJSON_Delete(ans);
+        free(hit);
+    }
     while (!rc && finished < n) {
         double now = now_s(), soonest = INFINITY;
         for (int j = 0; j < n && !rc && active < h->concurrency; j++) {
@@ -337,7 +364,10 @@ static int score_many(struct http *h, struct backend_score *reqs, int n)
             } else {
                 cJSON *ans = t->resp.len ? cJSON_ParseWithLength(t->resp.data, t->resp.len) : NULL;
                 if (code == 200 && ans) {
-                    if (!(rc = parse_score(h, url, ans, &reqs[j]))) t->done = 1, finished++;
+                    if (!(rc = parse_score(h, url, ans, &reqs[j]))) {
+                        t->done = 1, finished++;
+                        if (keys) h->cache.put(h->cache.ud, keys[j], url, h->model, t->resp.data);
+                    }
                 } else if (code == 200) {
                     snprintf(t->last, sizeof t->last, "HTTP 200 with a body that is not complete JSON (%zu bytes)", t->resp.len);
                     retry = 1;
@@ -365,6 +395,7 @@ static int score_many(struct http *h, struct backend_score *reqs, int n)
         if (active) curl_multi_poll(h->multi, NULL, 0, 50, NULL);
         else if (soonest < INFINITY) usleep((useconds_t)(fmax(0, fmin(soonest - now_s(), 1.0)) * 1e6) + 1000);
     }
+    free(keys);
     for (int j = 0; j < n; j++) {
         if (x[j].active) curl_multi_remove_handle(h->multi, x[j].e);
         if (x[j].e) curl_easy_cleanup(x[j].e);
@@ -431,6 +462,7 @@ static int http_open(const char *spec, const struct backend_open_params *bp, voi
     h->timeout = 600;
     h->concurrency = 8;
     h->rng = (uint64_t)time(NULL) ^ (uint64_t)getpid();
+    if (bp && bp->cache && bp->cache->get && bp->cache->put) h->cache = *bp->cache;
     sbuf_init(&h->body, HTTP_MAX_RESPONSE);
     char tokpath[4096] = "", keyvar[128] = "";
     int rc = parse_spec(h, spec, tokpath, sizeof tokpath, keyvar, sizeof keyvar, err, errlen);
@@ -554,7 +586,6 @@ static int http_open(const char *spec, const struct backend_open_params *bp, voi
         http_close(h);
         return rc;
     }
-    (void)bp;
     *impl = h;
     return QG_OK;
 }
