@@ -179,7 +179,7 @@ static int compare_task(struct store *s, int64_t run, const char *base, const ch
             units_free(&nu);
         }
     }
-    err[0] = '\0';
+    if (!rc) err[0] = '\0'; /* a missing extra repeat is no error; a failed pairing above is */
     free(rb);
     free(rc_);
     free(rb1);
