@@ -27,6 +27,7 @@ enum backend_caps {
     BACKEND_CAP_SCORE = 1 << 1,     /* log-prob of each actual next token */
     BACKEND_CAP_FULL_ROWS = 1 << 2, /* full-vocabulary log-softmax rows */
     BACKEND_CAP_GENERATE = 1 << 3,
+    BACKEND_CAP_TOP_K = 1 << 4, /* the top-K tokens per position without full rows (remote) */
 };
 
 /* A cache of deterministic remote responses (the store's http_cache). get
@@ -64,6 +65,9 @@ struct backend_score {
     double *logprob; /* out, [n_tokens - from]: log p(tokens[i] | tokens[<i]) */
     float *rows;     /* optional out, [(n_tokens - from) x n_vocab] log-softmax rows */
     int32_t *argmax; /* optional out, [n_tokens - from]: the top-1 prediction */
+    int top_k;       /* optional: > 0 asks for each position's top_k tokens (BACKEND_CAP_TOP_K) */
+    int32_t *top_ids; /* out, [(n_tokens - from) x top_k], most likely first; -1 where unknown */
+    float *top_lp;    /* out, the same layout: their log-probs */
 };
 
 struct backend_gen_params {
@@ -147,6 +151,7 @@ static inline int backend_score(const struct backend *b, struct backend_score *r
 {
     if (!b->ops->score) return QG_ERR_UNSUPPORTED;
     if (req->rows && !(b->ops->caps & BACKEND_CAP_FULL_ROWS)) return QG_ERR_UNSUPPORTED;
+    if (req->top_k > 0 && !(b->ops->caps & BACKEND_CAP_TOP_K)) return QG_ERR_UNSUPPORTED;
     return b->ops->score(b->impl, req);
 }
 
@@ -156,7 +161,8 @@ static inline int backend_score_many(const struct backend *b, struct backend_sco
 {
     if (!b->ops->score) return QG_ERR_UNSUPPORTED;
     for (int i = 0; i < n; i++)
-        if (reqs[i].rows && !(b->ops->caps & BACKEND_CAP_FULL_ROWS)) return QG_ERR_UNSUPPORTED;
+        if ((reqs[i].rows && !(b->ops->caps & BACKEND_CAP_FULL_ROWS)) || (reqs[i].top_k > 0 && !(b->ops->caps & BACKEND_CAP_TOP_K)))
+            return QG_ERR_UNSUPPORTED;
     if (b->ops->score_many) return b->ops->score_many(b->impl, reqs, n);
     for (int i = 0; i < n; i++) {
         int rc = b->ops->score(b->impl, &reqs[i]);

@@ -77,6 +77,7 @@ static cJSON *task_json(const struct verdict_task *v)
         cJSON_AddNumberToObject(o, "ppl_ratio", exp(v->delta));
         if (v->has_kld) {
             cJSON_AddNumberToObject(o, "kld_mean", v->kld_mean);
+            if (v->kld_top_k > 0) cJSON_AddNumberToObject(o, "kld_top_k", v->kld_top_k);
             cJSON_AddNumberToObject(o, "kld_p99", v->kld_p99);
             cJSON_AddNumberToObject(o, "kld_max", v->kld_max);
             cJSON_AddNumberToObject(o, "same_top1", v->top1);
@@ -107,8 +108,8 @@ static void print_text(const char *base, const char *cand, int64_t run_id, const
         if (t->kind == STORE_TASK_PERPLEXITY) {
             printf("%17s PPL ratio %.5f (ln %+.5f +/- %.5f paired SE)", "", exp(t->delta), t->delta, t->se);
             if (t->has_kld)
-                printf("; KLD mean %.6f, p99 %.6f, max %.4f; same top-1 %.2f%%; mean dp %+.5f", t->kld_mean, t->kld_p99, t->kld_max,
-                       100 * t->top1, t->dp_mean);
+                printf("; KLD mean %.6f, p99 %.6f, max %.4f%s; same top-1 %.2f%%; mean dp %+.5f", t->kld_mean, t->kld_p99, t->kld_max,
+                       t->kld_top_k > 0 ? " (top-K lower bound)" : "", 100 * t->top1, t->dp_mean);
             printf("\n");
         } else {
             printf("%17s flips %lld worse / %lld better of %lld (%.2f%%, 95%% %.2f-%.2f%%); McNemar p %.3g\n", "",

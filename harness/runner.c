@@ -291,7 +291,8 @@ static int run_lockstep(struct runner *r, int t, int repeat, char *err, size_t e
     for (int m = 0; m < nm; m++) bs[m] = &r->b[m];
     struct ppl_params pp = {.protocol = st->protocol, .n_ctx = st->ctx, .stride = st->stride, .max_windows = st->chunks,
                             .shard_index = p->shard_index, .shard_count = p->shard_count};
-    if (!rc) rc = ppl_evaluate_lockstep(bs, nm, ids[0], k[0], &pp, on_window, &ks, kld, &n_kld, res, err, errlen);
+    int kld_top_k[RUNNER_MAX_MODELS] = {0};
+    if (!rc) rc = ppl_evaluate_lockstep(bs, nm, ids[0], k[0], &pp, on_window, &ks, kld, &n_kld, kld_top_k, res, err, errlen);
     int frc = flush(r, rc == QG_OK);
     if (!rc) rc = frc;
     for (int m = 0; m < nm && ks.trials[m]; m++) {
@@ -314,6 +315,7 @@ static int run_lockstep(struct runner *r, int t, int repeat, char *err, size_t e
                 cJSON_AddNumberToObject(mj, "kld_max", kld[m][n_kld - 1]);
                 cJSON_AddNumberToObject(mj, "top1_agree", (double)ks.top1[m] / (double)ks.tokens[m]);
                 cJSON_AddNumberToObject(mj, "dp_mean", ks.dp[m] / (double)ks.tokens[m]);
+                if (kld_top_k[m] > 0) cJSON_AddNumberToObject(mj, "kld_top_k", kld_top_k[m]); /* a lower bound */
             }
         }
         int rc2 = finish_trial(r, ks.trials[m], rc == QG_OK, res[m].windows, res[m].tokens, 0, mj, rc ? err : NULL);

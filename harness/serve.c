@@ -196,7 +196,7 @@ static int logprobs_json(struct server *s, struct backend *b, const int32_t *seq
     }
     cJSON *o = cJSON_CreateObject(), *toks = cJSON_AddArrayToObject(o, "tokens"), *ids = cJSON_AddArrayToObject(o, "token_ids"),
           *tlp = cJSON_AddArrayToObject(o, "token_logprobs"), *top = cJSON_AddArrayToObject(o, "top_logprobs"),
-          *off = cJSON_AddArrayToObject(o, "text_offset");
+          *off = cJSON_AddArrayToObject(o, "text_offset"), *topid = cJSON_AddArrayToObject(o, "top_token_ids");
     int64_t offset = 0;
     for (int64_t i = first; i < n; i++) {
         add_piece(b, toks, seq[i]);
@@ -206,13 +206,17 @@ static int logprobs_json(struct server *s, struct backend *b, const int32_t *seq
         if (i == 0) {
             cJSON_AddItemToArray(tlp, cJSON_CreateNull());
             cJSON_AddItemToArray(top, cJSON_CreateNull());
+            cJSON_AddItemToArray(topid, cJSON_CreateNull());
             continue;
         }
         cJSON_AddItemToArray(tlp, cJSON_CreateNumber(lp[i - 1]));
         if (top_k <= 0) {
             cJSON_AddItemToArray(top, cJSON_CreateNull());
+            cJSON_AddItemToArray(topid, cJSON_CreateNull());
             continue;
         }
+        cJSON *pairs = cJSON_CreateArray();
+        cJSON_AddItemToArray(topid, pairs);
         /* the top_k entries of the row, by selection */
         const float *row = rows + (size_t)(i - 1) * (size_t)V;
         cJSON *t = cJSON_CreateObject();
@@ -227,6 +231,10 @@ static int logprobs_json(struct server *s, struct backend *b, const int32_t *seq
                 if (!taken && (best < 0 || row[v] > row[best])) best = v;
             }
             chosen[j] = best;
+            cJSON *pair = cJSON_CreateArray();
+            cJSON_AddItemToArray(pair, cJSON_CreateNumber(best));
+            cJSON_AddItemToArray(pair, cJSON_CreateNumber(row[best]));
+            cJSON_AddItemToArray(pairs, pair);
             char buf[256];
             int pn = backend_piece(b, best, buf, sizeof buf);
             if (pn < 0) pn = 0;

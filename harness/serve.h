@@ -14,8 +14,11 @@
  * served concurrently by a thread pool; each takes a backend instance of its
  * own from a pool, so concurrent requests never see one another's state.
  *
- * Extension: completions' logprobs carry "token_ids" next to "tokens", so a
- * client can check that the server scored exactly the ids it sent.
+ * Extensions: completions' logprobs carry "token_ids" next to "tokens", so a
+ * client can check that the server scored exactly the ids it sent, and
+ * "top_token_ids" next to "top_logprobs": per position [[id, logprob], ...],
+ * exact where texts are ambiguous (a byte token and a word can decode to the
+ * same text).
  *
  * Fault injection (testing only): faults is a comma list KIND:RATE with
  * KIND one of 500, 429 (with Retry-After: 0), reset (connection closed

@@ -245,6 +245,7 @@ static int compare_task(struct store *s, int64_t run, const char *base, const ch
             v->top1 = jnum(m, "top1_agree");
             v->dp_mean = jnum(m, "dp_mean");
             v->has_kld = !isnan(v->kld_mean);
+            v->kld_top_k = isnan(jnum(m, "kld_top_k")) ? 0 : (int)jnum(m, "kld_top_k");
             cJSON_Delete(m);
         }
         free(mj);

@@ -44,6 +44,7 @@ struct verdict_task {
     char reason[256];
     int has_kld;                   /* perplexity with lockstep figures */
     double kld_mean, kld_p99, kld_max, top1, dp_mean;
+    int kld_top_k; /* > 0: the KLD came from the candidate's top-K log-probs, a lower bound */
 };
 
 struct verdict_params {

@@ -130,6 +130,8 @@ static void add_kld(struct store *s, int64_t run, const char *cand, int64_t task
     static const char *names[] = {"mean", "median", "p90", "p99", "p99.9", "max", "same_top1", "dp_mean"};
     for (int i = 0; i < 8; i++)
         if (!isnan(jnum(m, keys[i]))) cJSON_AddNumberToObject(k, names[i], jnum(m, keys[i]));
+    /* from the candidate's top-K log-probs (a remote model): a lower bound */
+    if (!isnan(jnum(m, "kld_top_k"))) cJSON_AddNumberToObject(k, "top_k", jnum(m, "kld_top_k"));
     cJSON_Delete(m);
 }
 
@@ -287,8 +289,9 @@ static void render_text(const cJSON *d, int color, struct sbuf *b)
         if (!isnan(jnum(t, "ppl_ratio"))) {
             sbuf_printf(b, "%17s PPL ratio %.5f (ln %+.5f +/- %.5f paired SE)", "", jnum(t, "ppl_ratio"), jnum(t, "delta"), jnum(t, "se"));
             if (!isnan(jnum(t, "kld_mean")))
-                sbuf_printf(b, "; KLD mean %.6f, p99 %.6f, max %.4f; same top-1 %.2f%%; mean dp %+.5f", jnum(t, "kld_mean"),
-                            jnum(t, "kld_p99"), jnum(t, "kld_max"), 100 * jnum(t, "same_top1"), jnum(t, "dp_mean"));
+                sbuf_printf(b, "; KLD mean %.6f, p99 %.6f, max %.4f%s; same top-1 %.2f%%; mean dp %+.5f", jnum(t, "kld_mean"),
+                            jnum(t, "kld_p99"), jnum(t, "kld_max"), isnan(jnum(jget(t, "kld"), "top_k")) ? "" : " (top-K lower bound)",
+                            100 * jnum(t, "same_top1"), jnum(t, "dp_mean"));
             sbuf_printf(b, "\n");
         } else if (!isnan(jnum(t, "flips_b"))) {
             double n = jnum(t, "items");
@@ -343,6 +346,9 @@ static void render_md(const cJSON *d, struct sbuf *b)
         const cJSON *k = jget(t, "kld");
         if (k) sbuf_printf(b, "- KLD mean %.3g, median %.3g, p99 %.3g, max %.3g; same top-1 %.2f%%\n", jnum(k, "mean"), jnum(k, "median"),
                            jnum(k, "p99"), jnum(k, "max"), 100 * jnum(k, "same_top1"));
+        if (k && !isnan(jnum(k, "top_k")))
+            sbuf_printf(b, "- the KLD comes from the candidate's top-%.0f log-probs (one bucket for the rest): a lower bound\n",
+                        jnum(k, "top_k"));
         if (!isnan(jnum(t, "flips_b")))
             sbuf_printf(b, "- flips: %.0f worse, %.0f better (McNemar p %.3g)\n", jnum(t, "flips_b"), jnum(t, "flips_c"), jnum(t, "p_value"));
         const cJSON *f;
@@ -536,7 +542,7 @@ static void kld_chart(const cJSON *k, struct sbuf *b)
     int W = 360, H = 30 + 18 * 6;
     sbuf_printf(b, "<svg class=\"chart kld\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"KLD distribution\" "
                    "xmlns=\"http://www.w3.org/2000/svg\">\n<text x=\"4\" y=\"12\" font-size=\"11\">KL(base || candidate) per token, "
-                   "nats (square-root scale)</text>\n", W, H, W, H);
+                   "nats (square-root scale)%s</text>\n", W, H, W, H, isnan(jnum(k, "top_k")) ? "" : "; top-K: a lower bound");
     for (int i = 0; i < 6; i++) {
         double v = jnum(k, keys[i]), w = isnan(v) ? 0 : sqrt(v / mx) * (W - 170);
         sbuf_printf(b, "<text x=\"4\" y=\"%d\" font-size=\"10\">%s</text><rect x=\"50\" y=\"%d\" width=\"%.1f\" height=\"12\" fill=\"#6a1b9a\"/>"

@@ -195,7 +195,7 @@ void ppl_run_release(struct ppl_run *r)
 
 int ppl_evaluate_lockstep(const struct backend *const *models, int nm, const int32_t *ids, int64_t n,
                           const struct ppl_params *p, ppl_lockstep_fn fn, void *ud, double **kld, int64_t *n_kld,
-                          struct ppl_result *res, char *err, size_t errlen)
+                          int *kld_top_k, struct ppl_result *res, char *err, size_t errlen)
 {
     struct backend_info info;
     backend_info(models[0], &info);
@@ -218,13 +218,19 @@ int ppl_evaluate_lockstep(const struct backend *const *models, int nm, const int
     float *base_rows = malloc((size_t)(p->n_ctx + 1) * (size_t)V * sizeof *base_rows);
     float *rows = malloc((size_t)(p->n_ctx + 1) * (size_t)V * sizeof *rows);
     int32_t *base_top = malloc(((size_t)p->n_ctx + 1) * sizeof *base_top), *top = malloc(((size_t)p->n_ctx + 1) * sizeof *top);
+    int32_t *tk_ids = malloc(((size_t)p->n_ctx + 1) * PPL_KLD_TOP_K * sizeof *tk_ids);
+    float *tk_lp = malloc(((size_t)p->n_ctx + 1) * PPL_KLD_TOP_K * sizeof *tk_lp);
     struct ppl_stats *st = calloc((size_t)nm, sizeof *st);
     for (int m = 0; m < nm; m++) {
         kld[m] = m > 0 ? malloc((size_t)(total ? total : 1) * sizeof **kld) : NULL;
         if (m > 0 && !kld[m]) rc = QG_ERR_NOMEM;
         ppl_stats_init(&st[m]);
     }
-    if (!bytes || !words || !tok || !lp || !base_rows || !rows || !base_top || !top || !st) rc = QG_ERR_NOMEM;
+    if (!bytes || !words || !tok || !lp || !base_rows || !rows || !base_top || !top || !st || !tk_ids || !tk_lp) rc = QG_ERR_NOMEM;
+    for (int m = 0; m < nm; m++) {
+        unsigned caps = models[m]->ops->caps;
+        kld_top_k[m] = !kld_ok ? -1 : (caps & BACKEND_CAP_FULL_ROWS) ? 0 : m > 0 && (caps & BACKEND_CAP_TOP_K) ? PPL_KLD_TOP_K : -1;
+    }
     if (rc) qg_errf(err, errlen, rc, "out of memory for lockstep scoring (%d models, vocabulary %d)", nm, V);
     if (!rc && (rc = piece_counts(models[0], ids, n, bytes, words)))
         qg_errf(err, errlen, rc, "cannot measure the bytes of the tokens (%s)", qg_strerror(rc));
@@ -239,9 +245,11 @@ int ppl_evaluate_lockstep(const struct backend *const *models, int nm, const int
             /* KLD needs full rows from the baseline and the candidate; a
              * backend without them (http) is scored on its tokens only */
             int full = kld_ok && (models[m]->ops->caps & BACKEND_CAP_FULL_ROWS);
+            int K = m > 0 && kld_top_k[m] > 0 ? kld_top_k[m] : 0;
             struct backend_score req = {.tokens = tok, .n_tokens = W->n, .from = W->from, .logprob = lp,
                                         .rows = full ? (m == 0 ? base_rows : rows) : NULL,
-                                        .argmax = full ? (m == 0 ? base_top : top) : NULL};
+                                        .argmax = full ? (m == 0 ? base_top : top) : NULL,
+                                        .top_k = K, .top_ids = K ? tk_ids : NULL, .top_lp = K ? tk_lp : NULL};
             if ((rc = backend_score(models[m], &req))) {
                 qg_errf(err, errlen, rc, "window %lld, model %d: %s", (long long)w, m, backend_errmsg(models[m]));
                 break;
@@ -255,6 +263,27 @@ int ppl_evaluate_lockstep(const struct backend *const *models, int nm, const int
                 lw.stat.bytes += bytes[W->start + W->from + i];
                 lw.stat.words += words[W->start + W->from + i];
                 if (m == 0) continue;
+                if (K) { /* top-K with one bucket for the rest: a lower bound */
+                    const float *b = base_rows + (size_t)i * V;
+                    const int32_t *ti = tk_ids + (size_t)i * K;
+                    const float *tl = tk_lp + (size_t)i * K;
+                    double kl = 0, pb_s = 0, pm_s = 0;
+                    for (int j = 0; j < K; j++) {
+                        if (ti[j] < 0 || ti[j] >= V) continue;
+                        double pb = exp((double)b[ti[j]]);
+                        kl += pb * ((double)b[ti[j]] - (double)tl[j]);
+                        pb_s += pb;
+                        pm_s += exp((double)tl[j]);
+                    }
+                    double pb_t = fmax(0, 1 - pb_s), pm_t = fmax(1e-12, 1 - pm_s);
+                    if (pb_t > 0) kl += pb_t * (log(pb_t) - log(pm_t));
+                    int32_t x = tok[W->from + i];
+                    lw.kld_sum += kl;
+                    lw.dp_sum += exp(lp[i]) - exp((double)b[x]);
+                    lw.top1_agree += ti[0] >= 0 && ti[0] == base_top[i];
+                    kld[m][k + i] = kl;
+                    continue;
+                }
                 if (!full) {
                     lw.kld_sum = lw.dp_sum = NAN;
                     kld[m][k + i] = NAN;
@@ -288,6 +317,8 @@ int ppl_evaluate_lockstep(const struct backend *const *models, int nm, const int
     free(rows);
     free(base_top);
     free(top);
+    free(tk_ids);
+    free(tk_lp);
     free(st);
     if (rc)
         for (int m = 0; m < nm; m++) {

@@ -82,9 +82,18 @@ typedef int (*ppl_lockstep_fn)(void *ud, int64_t window, int m, const struct ppl
 
 /* kld[m] (m >= 1) receives every scored token's KLD (malloc'd, *n_kld values
  * each; kld[0] stays NULL); res[m] each model's totals. All models must have
- * the same vocabulary size. */
+ * the same vocabulary size.
+ *
+ * A model without full rows (a remote one) is asked for its top
+ * PPL_KLD_TOP_K tokens per position; its KLD is then computed over those
+ * tokens plus one bucket for the rest of the vocabulary:
+ *   sum_{v in S} p_b(v) log(p_b(v)/p_m(v)) + P_b(T) log(P_b(T)/P_m(T)),
+ * T the complement of S. Merging outcomes never raises a KL divergence, so
+ * this is a lower bound of the full KLD; kld_top_k[m] says K (0: full rows;
+ * -1: no KLD, the model gives neither). Top-1 agreement stays exact. */
+#define PPL_KLD_TOP_K 20
 int ppl_evaluate_lockstep(const struct backend *const *models, int n_models, const int32_t *ids, int64_t n,
                           const struct ppl_params *p, ppl_lockstep_fn fn, void *ud, double **kld, int64_t *n_kld,
-                          struct ppl_result *res, char *err, size_t errlen);
+                          int *kld_top_k, struct ppl_result *res, char *err, size_t errlen);
 
 #endif

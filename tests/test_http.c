@@ -66,16 +66,21 @@ struct srv {
     int port;
 };
 
-static int srv_start(struct srv *v, const char *faults, const char *key)
+static int srv_start_model(struct srv *v, const char *file, const char *faults, const char *key)
 {
     char err[QG_ERRMSG_MAX];
     struct backend_open_params bp = {0};
-    int rc = backend_open(t_path("m.gguf"), &bp, &v->b, err, sizeof err);
+    int rc = backend_open(t_path(file), &bp, &v->b, err, sizeof err);
     if (rc) return printf("%s\n", err), rc;
     struct serve_params sp = {.model_id = "tiny", .faults = faults, .fault_seed = 7, .api_key = key, .stall_ms = 1500};
     rc = serve_start(&v->b, 1, &sp, &v->s, &v->port, err, sizeof err);
     if (rc) printf("%s\n", err);
     return rc;
+}
+
+static int srv_start(struct srv *v, const char *faults, const char *key)
+{
+    return srv_start_model(v, "m.gguf", faults, key);
 }
 
 static void srv_stop(struct srv *v)
@@ -425,5 +430,61 @@ TEST(http_api_key_never_leaks)
             free(bytes);
         }
     }
+    return 0;
+}
+
+/* metric of model name's perplexity trial in db (NAN when absent) */
+static double trial_metric(const char *db, const char *name, const char *key)
+{
+    sqlite3 *h;
+    if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) return NAN;
+    sqlite3_stmt *st;
+    double v = NAN;
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT json_extract(t.metrics_json, '$.%s') FROM trials t JOIN models m ON m.id=t.model_id "
+                              "JOIN tasks k ON k.id=t.task_id WHERE m.name=? AND k.kind=0 AND t.repeat=0", key);
+    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) v = sqlite3_column_double(st, 0);
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(h);
+    return v;
+}
+
+TEST(http_topk_kld_is_a_lower_bound)
+{
+    /* baseline F32 locally; the Q4_0 model both locally (full rows) and
+     * behind the server (top-20 log-probs) */
+    struct synth_params sp = synth_default_params();
+    char err[QG_ERRMSG_MAX];
+    ASSERT_OK(synth_write(&sp, t_path("m.gguf"), err, sizeof err));
+    sp.wtype = GGML_Q4_0;
+    ASSERT_OK(synth_write(&sp, t_path("q.gguf"), err, sizeof err));
+    ASSERT_OK(write_suite());
+    struct srv v;
+    ASSERT_OK(srv_start_model(&v, "q.gguf", NULL, NULL));
+    char db[4200], ma[4400], mq[4400], mw[4400];
+    snprintf(db, sizeof db, "%s", t_path("k.db"));
+    snprintf(ma, sizeof ma, "f32=%s", t_path("m.gguf"));
+    snprintf(mq, sizeof mq, "q4=%s", t_path("q.gguf"));
+    snprintf(mw, sizeof mw, "web=http://127.0.0.1:%d/v1?model=tiny&tokenizer=%s", v.port, t_path("m.gguf"));
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", ma, "--model", mq, "--model", mw, "--db", db, NULL));
+    if (o.code) T_FAIL_("run: exit %d: %s", o.code, o.err);
+    t_out_free(&o);
+    srv_stop(&v);
+    double full = trial_metric(db, "q4", "kld_mean"), topk = trial_metric(db, "web", "kld_mean");
+    double t1_full = trial_metric(db, "q4", "top1_agree"), t1_web = trial_metric(db, "web", "top1_agree");
+    printf("KLD mean: full rows %.6g, top-20 through HTTP %.6g; same top-1 %.4f vs %.4f\n", full, topk, t1_full, t1_web);
+    ASSERT(full > 0 && topk > 0);
+    ASSERT(topk <= full * (1 + 1e-6)); /* merging the tail never raises a KL divergence */
+    ASSERT_EQ(trial_metric(db, "web", "kld_top_k"), 20);
+    ASSERT(isnan(trial_metric(db, "q4", "kld_top_k")));
+    ASSERT_NEAR(t1_web, t1_full, 0.01); /* top-1 is exact from top-K (up to float ties) */
+    /* the report says which KLD it shows */
+    ASSERT_OK(t_qgate(&o, "compare", "--baseline", "f32", "--candidate", "web", "--db", db, NULL));
+    ASSERT_CONTAINS(o.out, "(top-K lower bound)");
+    t_out_free(&o);
     return 0;
 }

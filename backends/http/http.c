@@ -64,6 +64,13 @@ struct http {
     char root[1024]; /* base without /v1, for /tokenize */
     char model[256];
     struct tokenizer *tok;
+    /* decoded piece text -> id, sorted by text, for reading top_logprobs
+     * (keyed by text); an id of -1 marks text that several ids share */
+    struct piece_id {
+        char *text;
+        int32_t id;
+    } *pieces;
+    int n_pieces;
     int n_ctx, retries, max_tokens_one, can_score;
     double timeout;
     uint64_t rng;
@@ -174,24 +181,79 @@ static void http_close(void *impl)
     if (h->multi) curl_multi_cleanup(h->multi);
     curl_slist_free_all(h->headers);
     tok_free(h->tok);
+    for (int i = 0; i < h->n_pieces; i++) free(h->pieces[i].text);
+    free(h->pieces);
     sbuf_release(&h->body);
     free(h);
 }
 
 /* The body of a request scoring ids (malloc'd). */
-static char *score_body(struct http *h, const int32_t *ids, int n)
+static char *score_body(struct http *h, const int32_t *ids, int n, int top_k)
 {
     cJSON *req = cJSON_CreateObject();
     cJSON_AddStringToObject(req, "model", h->model);
     cJSON *p = cJSON_AddArrayToObject(req, "prompt");
     for (int i = 0; i < n; i++) cJSON_AddItemToArray(p, cJSON_CreateNumber(ids[i]));
     cJSON_AddTrueToObject(req, "echo");
-    cJSON_AddNumberToObject(req, "logprobs", 0);
+    cJSON_AddNumberToObject(req, "logprobs", top_k > 0 ? top_k : 0);
     cJSON_AddNumberToObject(req, "max_tokens", h->max_tokens_one);
     cJSON_AddNumberToObject(req, "temperature", 0);
     char *body = cJSON_PrintUnformatted(req);
     cJSON_Delete(req);
     return body;
+}
+
+static int cmp_piece(const void *a, const void *b)
+{
+    return strcmp(((const struct piece_id *)a)->text, ((const struct piece_id *)b)->text);
+}
+
+/* the id whose decoded text is text; -1 when none or several */
+static int32_t piece_lookup(const struct http *h, const char *text)
+{
+    if (!h->pieces) return -1;
+    struct piece_id key = {.text = (char *)text};
+    const struct piece_id *f = bsearch(&key, h->pieces, (size_t)h->n_pieces, sizeof *h->pieces, cmp_piece);
+    return f ? f->id : -1;
+}
+
+static int is_byte_token(const struct tokenizer *t, int32_t id)
+{
+    const char *s = tok_text(t, id);
+    return s && strlen(s) == 6 && !strncmp(s, "<0x", 3) && s[5] == '>';
+}
+
+static int build_pieces(struct http *h)
+{
+    int V = tok_n_vocab(h->tok), n = 0;
+    h->pieces = calloc((size_t)V, sizeof *h->pieces);
+    if (!h->pieces) return QG_ERR_NOMEM;
+    for (int32_t id = 0; id < V; id++) {
+        char buf[512];
+        int len = tok_piece(h->tok, id, 0, buf, sizeof buf);
+        if (len <= 0 || len >= (int)sizeof buf) continue;
+        buf[len] = '\0';
+        if (strlen(buf) != (size_t)len) continue; /* holds a NUL */
+        if (!(h->pieces[n].text = qg_strdup(buf))) return QG_ERR_NOMEM;
+        h->pieces[n++].id = id;
+    }
+    qsort(h->pieces, (size_t)n, sizeof *h->pieces, cmp_piece);
+    /* one entry per text. A byte-fallback token ("<0x2C>") decodes to the
+     * same text as the ordinary token (","): the ordinary one wins, as a
+     * server names it; other shared texts map to -1 (unknown) */
+    int w = 0;
+    for (int i = 0; i < n; i++) {
+        if (w && !strcmp(h->pieces[w - 1].text, h->pieces[i].text)) {
+            int32_t a = h->pieces[w - 1].id, b = h->pieces[i].id;
+            int byte_a = a >= 0 && is_byte_token(h->tok, a), byte_b = is_byte_token(h->tok, b);
+            h->pieces[w - 1].id = a < 0 ? -1 : byte_a && !byte_b ? b : byte_b && !byte_a ? a : -1;
+            free(h->pieces[i].text);
+            continue;
+        }
+        h->pieces[w++] = h->pieces[i];
+    }
+    h->n_pieces = w;
+    return QG_OK;
 }
 
 /* Reads a scoring answer into r->logprob. QG_OK, or the error in h->err. */
@@ -219,6 +281,45 @@ static int parse_score(struct http *h, const char *url, const cJSON *ans, const 
                          "%s: no log-prob for prompt token %d: this endpoint cannot score prompts, so it cannot run "
                          "log-likelihood tasks", url, i);
         else r->logprob[i - from] = v->valuedouble;
+    }
+    /* top-K: qgate serve's top_token_ids ([[id, logprob], ...], exact), else
+     * top_logprobs[i], text -> log-prob, mapped to ids through the local
+     * tokenizer's pieces (texts several ids share stay unknown) */
+    const cJSON *top = cJSON_GetObjectItem(lpo, "top_logprobs"), *topid = cJSON_GetObjectItem(lpo, "top_token_ids");
+    for (int i = from; i < n && !rc && r->top_k > 0; i++) {
+        int32_t *ids_out = r->top_ids + (size_t)(i - from) * (size_t)r->top_k;
+        float *lp_out = r->top_lp + (size_t)(i - from) * (size_t)r->top_k;
+        for (int k = 0; k < r->top_k; k++) ids_out[k] = -1, lp_out[k] = -INFINITY;
+        const cJSON *pairs = cJSON_GetArrayItem(topid, i), *pr;
+        if (cJSON_IsArray(pairs)) {
+            int k = 0;
+            cJSON_ArrayForEach(pr, pairs)
+            {
+                const cJSON *pid = cJSON_GetArrayItem(pr, 0), *plp = cJSON_GetArrayItem(pr, 1);
+                if (k == r->top_k || !cJSON_IsNumber(pid) || !cJSON_IsNumber(plp) || !(plp->valuedouble <= 0) ||
+                    pid->valuedouble < 0 || pid->valuedouble >= 2147483647.0 || (k && plp->valuedouble > lp_out[k - 1]))
+                    break; /* at most top_k, most likely first */
+                ids_out[k] = (int32_t)pid->valuedouble, lp_out[k] = (float)plp->valuedouble, k++;
+            }
+            continue;
+        }
+        const cJSON *o = cJSON_GetArrayItem(top, i), *e;
+        if (!cJSON_IsObject(o)) {
+            rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: no top_logprobs for prompt token %d (asked for %d)", url, i, r->top_k);
+            break;
+        }
+        cJSON_ArrayForEach(e, o)
+        {
+            if (!cJSON_IsNumber(e) || !(e->valuedouble <= 0) || !e->string) continue;
+            int32_t id = piece_lookup(h, e->string);
+            /* insert by log-prob, most likely first; unknown texts keep -1
+             * but still take their place, so the order stays the server's */
+            float v = (float)e->valuedouble;
+            int k = r->top_k - 1;
+            if (!(v > lp_out[k])) continue;
+            while (k > 0 && lp_out[k - 1] < v) lp_out[k] = lp_out[k - 1], ids_out[k] = ids_out[k - 1], k--;
+            lp_out[k] = v, ids_out[k] = id;
+        }
     }
     return rc;
 }
@@ -311,7 +412,7 @@ static int score_many(struct http *h, struct backend_score *reqs, int n)
     char (*keys)[HASH_HEX_LEN + 1] = h->cache.get ? calloc((size_t)n, sizeof *keys) : NULL;
     if (h->cache.get && !keys) rc = qg_errf(h->err, sizeof h->err, QG_ERR_NOMEM, "out of memory");
     for (int j = 0; j < n && !rc; j++) {
-        if (!(x[j].body = score_body(h, reqs[j].tokens, reqs[j].n_tokens))) {
+        if (!(x[j].body = score_body(h, reqs[j].tokens, reqs[j].n_tokens, reqs[j].top_k))) {
             rc = qg_errf(h->err, sizeof h->err, QG_ERR_NOMEM, "out of memory");
             break;
         }
@@ -478,6 +579,7 @@ static int http_open(const char *spec, const struct backend_open_params *bp, voi
             gguf_close(g);
         }
     }
+    if (!rc && (rc = build_pieces(h))) qg_errf(err, errlen, rc, "out of memory");
     const char *key = NULL;
     if (!rc) {
         key = *keyvar ? getenv(keyvar) : getenv("QGATE_API_KEY");
@@ -690,7 +792,7 @@ static int http_generate(void *impl, const int32_t *prompt, int64_t n_prompt, co
 const struct backend_ops backend_http_ops = {
     .version = BACKEND_API_VERSION,
     .name = "http",
-    .caps = BACKEND_CAP_TOKENIZE | BACKEND_CAP_SCORE | BACKEND_CAP_GENERATE,
+    .caps = BACKEND_CAP_TOKENIZE | BACKEND_CAP_SCORE | BACKEND_CAP_GENERATE | BACKEND_CAP_TOP_K,
     .open = http_open,
     .close = http_close,
     .info = http_info,

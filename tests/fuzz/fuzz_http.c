@@ -75,7 +75,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (n) memcpy(copy, body, n);
     int32_t ids[8] = {1, 5, 9, 13, 17, 21, 25, 29};
     double lp[8];
-    struct backend_score r = {.tokens = ids, .n_tokens = 1 + which % 8, .from = 1, .logprob = lp};
+    int32_t top_ids[8 * 3];
+    float top_lp[8 * 3];
+    struct backend_score r = {.tokens = ids, .n_tokens = 1 + which % 8, .from = 1, .logprob = lp, .top_k = which & 2 ? 3 : 0,
+                              .top_ids = top_ids, .top_lp = top_lp};
     if (r.n_tokens < 2) r.n_tokens = 2;
     char err[QG_ERRMSG_MAX];
     (void)http_parse_score(copy, n, which & 1, &r, err, sizeof err);
