@@ -31,7 +31,7 @@ struct server {
     char model_id[256];
     char *api_key;
     size_t max_body;
-    int stall_ms;
+    int stall_ms, no_prompt_logprobs;
     double rate[F_COUNT];
     uint64_t rng;
     pthread_mutex_t lock; /* the fault generator, the counters and ids */
@@ -175,7 +175,8 @@ static void add_piece(struct backend *b, cJSON *arr, int32_t id)
 
 /* logprobs object for seq[from..n-1] (entries before `first` are prompt
  * tokens when echoing; seq[0] gets null when included) */
-static int logprobs_json(struct server *s, struct backend *b, const int32_t *seq, int64_t n, int64_t first, int top_k, cJSON **out)
+static int logprobs_json(struct server *s, struct backend *b, const int32_t *seq, int64_t n, int64_t n_prompt, int64_t first, int top_k,
+                         cJSON **out)
 {
     int V = s->info.n_vocab;
     int64_t m = n - 1; /* scored positions: tokens 1..n-1 */
@@ -204,6 +205,12 @@ static int logprobs_json(struct server *s, struct backend *b, const int32_t *seq
         cJSON_AddItemToArray(off, cJSON_CreateNumber((double)offset));
         offset += (int64_t)strlen(cJSON_GetArrayItem(toks, cJSON_GetArraySize(toks) - 1)->valuestring);
         if (i == 0) {
+            cJSON_AddItemToArray(tlp, cJSON_CreateNull());
+            cJSON_AddItemToArray(top, cJSON_CreateNull());
+            cJSON_AddItemToArray(topid, cJSON_CreateNull());
+            continue;
+        }
+        if (s->no_prompt_logprobs && i < n_prompt) {
             cJSON_AddItemToArray(tlp, cJSON_CreateNull());
             cJSON_AddItemToArray(top, cJSON_CreateNull());
             cJSON_AddItemToArray(topid, cJSON_CreateNull());
@@ -337,7 +344,7 @@ static unsigned completion(struct server *s, const cJSON *req, cJSON **out)
         else {
             memcpy(seq, ids, (size_t)n * sizeof *seq);
             if (n_gen) memcpy(seq + n, gen, (size_t)n_gen * sizeof *seq);
-            rc = logprobs_json(s, b, seq, n + n_gen, echo ? 0 : n, top_k, &lpo);
+            rc = logprobs_json(s, b, seq, n + n_gen, n, echo ? 0 : n, top_k, &lpo);
         }
     }
     release(s, b);
@@ -638,6 +645,7 @@ int serve_start(struct backend *b, int n_backends, const struct serve_params *p,
     s->api_key = p->api_key ? qg_strdup(p->api_key) : NULL;
     s->max_body = p->max_body ? p->max_body : (size_t)16 << 20;
     s->stall_ms = p->stall_ms > 0 ? p->stall_ms : 5000;
+    s->no_prompt_logprobs = p->no_prompt_logprobs;
     s->rng = p->fault_seed ^ 0x5EED5EEDull;
     pthread_mutex_init(&s->lock, NULL);
     int rc = p->faults ? parse_faults(s, p->faults, err, errlen) : QG_OK;

@@ -44,6 +44,8 @@ struct serve_params {
     const char *faults;    /* NULL or "500:0.1,429:0.05,..." */
     uint64_t fault_seed;
     int stall_ms;          /* default 5000 */
+    int no_prompt_logprobs; /* testing only: answer like a server that gives log-probs of generated
+                             * tokens only (null for every echoed prompt token) */
 };
 
 struct server;

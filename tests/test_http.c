@@ -488,3 +488,40 @@ TEST(http_topk_kld_is_a_lower_bound)
     t_out_free(&o);
     return 0;
 }
+
+TEST(http_refuses_endpoint_without_prompt_logprobs)
+{
+    /* a server that gives log-probs of generated tokens only (as some
+     * chat-first servers do) must be refused for log-likelihood tasks, never
+     * scored as if it had answered */
+    ASSERT_OK(synth_model("m.gguf"));
+    ASSERT_OK(write_suite());
+    struct backend b;
+    char err[QG_ERRMSG_MAX];
+    struct backend_open_params bp = {0};
+    ASSERT_OK(backend_open(t_path("m.gguf"), &bp, &b, err, sizeof err));
+    struct serve_params sp = {.model_id = "tiny", .no_prompt_logprobs = 1};
+    struct server *srv;
+    int port;
+    ASSERT_OK(serve_start(&b, 1, &sp, &srv, &port, err, sizeof err));
+    char db[4200];
+    snprintf(db, sizeof db, "%s", t_path("n.db"));
+    struct t_out o;
+    ASSERT_OK(run_http(port, db, "", &o));
+    ASSERT_EQ(o.code, 69);
+    ASSERT_CONTAINS(o.err, "returns no log-probs for prompt tokens, so it cannot run log-likelihood tasks");
+    t_out_free(&o);
+    serve_stop(srv);
+    backend_close(&b);
+    /* nothing of the remote model is stored as done */
+    sqlite3 *h;
+    ASSERT_EQ(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    ASSERT_EQ(sqlite3_prepare_v2(h, "SELECT count(*) FROM trials t JOIN models m ON m.id=t.model_id WHERE m.name='http' AND t.status=2",
+                                 -1, &st, NULL), SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+    ASSERT_EQ(sqlite3_column_int(st, 0), 0);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return 0;
+}
