@@ -72,7 +72,8 @@ static int srv_start_model(struct srv *v, const char *file, const char *faults, 
     struct backend_open_params bp = {0};
     int rc = backend_open(t_path(file), &bp, &v->b, err, sizeof err);
     if (rc) return printf("%s\n", err), rc;
-    struct serve_params sp = {.model_id = "tiny", .faults = faults, .fault_seed = 7, .api_key = key, .stall_ms = 1500};
+    struct serve_params sp = {.model_id = "tiny", .faults = faults, .fault_seed = 7, .api_key = key, .stall_ms = 1500,
+                              .max_body = 1 << 20};
     rc = serve_start(&v->b, 1, &sp, &v->s, &v->port, err, sizeof err);
     if (rc) printf("%s\n", err);
     return rc;
@@ -202,6 +203,20 @@ TEST(serve_endpoints)
         ASSERT_CONTAINS(out, bad[i].msg);
         free(out);
     }
+    /* a body over the limit: 413, and the server goes on */
+    char *big = malloc((1 << 20) + 64);
+    ASSERT(big != NULL);
+    memset(big, ' ', (1 << 20) + 63);
+    big[(1 << 20) + 63] = '\0';
+    big[0] = '{', big[(1 << 20) + 62] = '}';
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/completions", v.port);
+    ASSERT_EQ(http(url, big, NULL, &out), 413);
+    ASSERT_CONTAINS(out, "request body over 1048576 bytes");
+    free(out);
+    free(big);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/health", v.port);
+    ASSERT_EQ(http(url, NULL, NULL, &out), 200);
+    free(out);
     int64_t nreq;
     serve_counts(v.s, &nreq, NULL);
     ASSERT(nreq >= 12);
