@@ -32,6 +32,8 @@ struct server {
     char *api_key;
     size_t max_body;
     int stall_ms, no_prompt_logprobs;
+    char **piece; /* [n_piece]: each token's text, valid UTF-8 (read-only: shared by all requests) */
+    int n_piece;
     double rate[F_COUNT];
     uint64_t rng;
     pthread_mutex_t lock; /* the fault generator, the counters and ids */
@@ -161,56 +163,43 @@ static unsigned prompt_ids(struct server *s, struct backend *b, const cJSON *p, 
     return 0;
 }
 
-static void add_piece(struct backend *b, cJSON *arr, int32_t id)
+static const char *piece_of(const struct server *s, int32_t id)
 {
-    char buf[256];
-    int n = backend_piece(b, id, buf, sizeof buf);
-    if (n < 0) n = 0;
-    if ((size_t)n >= sizeof buf) n = sizeof buf - 1;
-    buf[n] = '\0';
-    char *clean = utf8_sanitize(buf);
-    cJSON_AddItemToArray(arr, cJSON_CreateString(clean ? clean : ""));
-    free(clean);
+    return s->piece && id >= 0 && id < s->n_piece && s->piece[id] ? s->piece[id] : "";
 }
 
-/* logprobs object for seq[from..n-1] (entries before `first` are prompt
- * tokens when echoing; seq[0] gets null when included) */
-static int logprobs_json(struct server *s, struct backend *b, const int32_t *seq, int64_t n, int64_t n_prompt, int64_t first, int top_k,
-                         cJSON **out)
+/* Scores seq (n tokens) from its second token: lp[n-1], and rows[n-1][V]
+ * when top_k > 0 (malloc'd). Runs while the request holds b. */
+static int score_seq(struct server *s, struct backend *b, const int32_t *seq, int64_t n, int top_k, double **lp, float **rows)
+{
+    int64_t m = n - 1; /* scored positions: tokens 1..n-1 */
+    *lp = NULL, *rows = NULL;
+    if (m <= 0) return QG_OK;
+    *lp = malloc((size_t)m * sizeof **lp);
+    if (top_k > 0) *rows = malloc((size_t)m * (size_t)s->info.n_vocab * sizeof **rows);
+    if (!*lp || (top_k > 0 && !*rows)) return QG_ERR_NOMEM;
+    struct backend_score req = {.tokens = seq, .n_tokens = (int)n, .from = 1, .logprob = *lp, .rows = *rows};
+    return backend_score(b, &req);
+}
+
+/* The logprobs object of seq[first..n-1] from score_seq's lp and rows
+ * (seq[0] gets null when included). Needs no backend: pieces come from the
+ * server's table, so it runs after the request gave its instance back. */
+static cJSON *logprobs_json(struct server *s, const int32_t *seq, int64_t n, int64_t n_prompt, int64_t first, int top_k,
+                            const double *lp, const float *rows)
 {
     int V = s->info.n_vocab;
-    int64_t m = n - 1; /* scored positions: tokens 1..n-1 */
-    double *lp = m > 0 ? malloc((size_t)m * sizeof *lp) : NULL;
-    float *rows = m > 0 && top_k > 0 ? malloc((size_t)m * (size_t)V * sizeof *rows) : NULL;
-    if ((m > 0 && !lp) || (m > 0 && top_k > 0 && !rows)) {
-        free(lp), free(rows);
-        return QG_ERR_NOMEM;
-    }
-    int rc = QG_OK;
-    if (m > 0) {
-        struct backend_score req = {.tokens = seq, .n_tokens = (int)n, .from = 1, .logprob = lp, .rows = rows};
-        rc = backend_score(b, &req);
-    }
-    if (rc) {
-        free(lp), free(rows);
-        return rc;
-    }
     cJSON *o = cJSON_CreateObject(), *toks = cJSON_AddArrayToObject(o, "tokens"), *ids = cJSON_AddArrayToObject(o, "token_ids"),
           *tlp = cJSON_AddArrayToObject(o, "token_logprobs"), *top = cJSON_AddArrayToObject(o, "top_logprobs"),
           *off = cJSON_AddArrayToObject(o, "text_offset"), *topid = cJSON_AddArrayToObject(o, "top_token_ids");
     int64_t offset = 0;
     for (int64_t i = first; i < n; i++) {
-        add_piece(b, toks, seq[i]);
+        const char *pc = piece_of(s, seq[i]);
+        cJSON_AddItemToArray(toks, cJSON_CreateString(pc));
         cJSON_AddItemToArray(ids, cJSON_CreateNumber(seq[i]));
         cJSON_AddItemToArray(off, cJSON_CreateNumber((double)offset));
-        offset += (int64_t)strlen(cJSON_GetArrayItem(toks, cJSON_GetArraySize(toks) - 1)->valuestring);
-        if (i == 0) {
-            cJSON_AddItemToArray(tlp, cJSON_CreateNull());
-            cJSON_AddItemToArray(top, cJSON_CreateNull());
-            cJSON_AddItemToArray(topid, cJSON_CreateNull());
-            continue;
-        }
-        if (s->no_prompt_logprobs && i < n_prompt) {
+        offset += (int64_t)strlen(pc);
+        if (i == 0 || (s->no_prompt_logprobs && i < n_prompt)) {
             cJSON_AddItemToArray(tlp, cJSON_CreateNull());
             cJSON_AddItemToArray(top, cJSON_CreateNull());
             cJSON_AddItemToArray(topid, cJSON_CreateNull());
@@ -242,21 +231,13 @@ static int logprobs_json(struct server *s, struct backend *b, const int32_t *seq
             cJSON_AddItemToArray(pair, cJSON_CreateNumber(best));
             cJSON_AddItemToArray(pair, cJSON_CreateNumber(row[best]));
             cJSON_AddItemToArray(pairs, pair);
-            char buf[256];
-            int pn = backend_piece(b, best, buf, sizeof buf);
-            if (pn < 0) pn = 0;
-            if ((size_t)pn >= sizeof buf) pn = sizeof buf - 1;
-            buf[pn] = '\0';
-            char *clean = utf8_sanitize(buf);
             /* two ids with the same piece text keep the larger probability */
-            if (clean && !cJSON_GetObjectItemCaseSensitive(t, clean)) cJSON_AddNumberToObject(t, clean, row[best]);
-            free(clean);
+            const char *bp = piece_of(s, best);
+            if (!cJSON_GetObjectItemCaseSensitive(t, bp)) cJSON_AddNumberToObject(t, bp, row[best]);
         }
         cJSON_AddItemToArray(top, t);
     }
-    free(lp), free(rows);
-    *out = o;
-    return QG_OK;
+    return o;
 }
 
 /* ------------------------------------------------------------ endpoints */
@@ -338,16 +319,20 @@ static unsigned completion(struct server *s, const cJSON *req, cJSON **out)
                  (long long)n, max_tokens, (long long)n + max_tokens - 1, s->info.n_ctx_train);
     }
     if (!status && max_tokens > 0) rc = backend_generate(b, ids, n, &gp, &gtext, &gen, &n_gen);
+    double *lp = NULL;
+    float *rows = NULL;
     if (!status && !rc && top_k >= 0 && (echo || n_gen > 0)) {
         seq = malloc((size_t)(n + n_gen) * sizeof *seq);
         if (!seq) rc = QG_ERR_NOMEM;
         else {
             memcpy(seq, ids, (size_t)n * sizeof *seq);
             if (n_gen) memcpy(seq + n, gen, (size_t)n_gen * sizeof *seq);
-            rc = logprobs_json(s, b, seq, n + n_gen, n, echo ? 0 : n, top_k, &lpo);
+            rc = score_seq(s, b, seq, n + n_gen, top_k, &lp, &rows);
         }
     }
     release(s, b);
+    if (!status && !rc && seq && !(lpo = logprobs_json(s, seq, n + n_gen, n, echo ? 0 : n, top_k, lp, rows))) rc = QG_ERR_NOMEM;
+    free(lp), free(rows);
     pthread_mutex_lock(&s->lock);
     int64_t id = ++s->next_id;
     pthread_mutex_unlock(&s->lock);
@@ -641,6 +626,16 @@ int serve_start(struct backend *b, int n_backends, const struct serve_params *p,
     pthread_mutex_init(&s->pool_lock, NULL);
     pthread_cond_init(&s->pool_free, NULL);
     backend_info(b, &s->info);
+    s->n_piece = s->info.n_vocab > 0 ? s->info.n_vocab : 0;
+    s->piece = calloc((size_t)(s->n_piece ? s->n_piece : 1), sizeof *s->piece);
+    for (int32_t id = 0; s->piece && id < s->n_piece; id++) {
+        char buf[512];
+        int len = backend_piece(b, id, buf, sizeof buf);
+        if (len < 0) len = 0;
+        if ((size_t)len >= sizeof buf) len = sizeof buf - 1;
+        buf[len] = '\0';
+        s->piece[id] = utf8_sanitize(buf);
+    }
     snprintf(s->model_id, sizeof s->model_id, "%s", p->model_id && *p->model_id ? p->model_id : "qgate");
     s->api_key = p->api_key ? qg_strdup(p->api_key) : NULL;
     s->max_body = p->max_body ? p->max_body : (size_t)16 << 20;
@@ -665,6 +660,8 @@ int serve_start(struct backend *b, int n_backends, const struct serve_params *p,
         pthread_cond_destroy(&s->pool_free);
         free(s->busy);
         free(s->api_key);
+        for (int i = 0; s->piece && i < s->n_piece; i++) free(s->piece[i]);
+        free(s->piece);
         free(s);
         return rc;
     }
@@ -683,6 +680,8 @@ void serve_stop(struct server *s)
     pthread_cond_destroy(&s->pool_free);
     free(s->busy);
     free(s->api_key);
+    for (int i = 0; s->piece && i < s->n_piece; i++) free(s->piece[i]);
+    free(s->piece);
     free(s);
 }
 
