@@ -12,11 +12,15 @@
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define SECRET "qgate-test-secret-7f3a9c"
 
@@ -538,5 +542,52 @@ TEST(http_refuses_endpoint_without_prompt_logprobs)
     ASSERT_EQ(sqlite3_column_int(st, 0), 0);
     sqlite3_finalize(st);
     sqlite3_close(h);
+    return 0;
+}
+
+TEST(serve_command_starts_and_stops_cleanly)
+{
+    /* `qgate serve` as a process: --port 0 --port-file, --parallel, an API
+     * key from the environment, and a clean stop on SIGTERM */
+    ASSERT_OK(synth_model("m.gguf"));
+    char portfile[4200], log[4200];
+    snprintf(portfile, sizeof portfile, "%s", t_path("port"));
+    snprintf(log, sizeof log, "%s", t_path("serve.log"));
+    setenv("QG_SERVE_KEY", SECRET, 1);
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) dup2(fd, 2), dup2(fd, 1);
+        execl(QG_BINARY, "qgate", "serve", t_path("m.gguf"), "--port", "0", "--port-file", portfile, "--parallel", "2",
+              "--model-id", "tiny", "--api-key-env", "QG_SERVE_KEY", (char *)NULL);
+        _exit(127);
+    }
+    unsetenv("QG_SERVE_KEY");
+    int port = 0;
+    for (int i = 0; i < 200 && !port; i++) { /* up to 10 s */
+        char *txt = t_read_file(portfile, NULL);
+        if (txt) port = atoi(txt), free(txt);
+        else usleep(50000);
+    }
+    ASSERT(port > 0);
+    char url[128], *out;
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/models", port);
+    ASSERT_EQ(http(url, NULL, NULL, &out), 401); /* no key */
+    free(out);
+    ASSERT_EQ(http(url, NULL, SECRET, &out), 200);
+    ASSERT_CONTAINS(out, "\"tiny\"");
+    free(out);
+    ASSERT_EQ(kill(pid, SIGTERM), 0);
+    int status;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    char *text = t_read_file(log, NULL);
+    ASSERT(text != NULL);
+    ASSERT_CONTAINS(text, "(2 instances)");
+    ASSERT_CONTAINS(text, "API key required");
+    ASSERT_CONTAINS(text, "stopping on signal 15 after 2 requests");
+    ASSERT(!strstr(text, SECRET));
+    free(text);
     return 0;
 }
