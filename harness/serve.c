@@ -70,19 +70,26 @@ static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, cJSO
     return ok;
 }
 
-static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, const char *type, const char *fmt, ...)
-    QG_PRINTF(4, 5);
-static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, const char *type, const char *fmt, ...)
+/* An OpenAI-style error body {"error":{"message","type","code"}}. */
+static cJSON *error_body(unsigned status, const char *type, const char *fmt, va_list ap)
 {
     char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
     cJSON *j = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(j, "error");
     cJSON_AddStringToObject(e, "message", msg);
     cJSON_AddStringToObject(e, "type", type);
     cJSON_AddNumberToObject(e, "code", status);
+    return j;
+}
+
+static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, const char *type, const char *fmt, ...)
+    QG_PRINTF(4, 5);
+static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, const char *type, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    cJSON *j = error_body(status, type, fmt, ap);
+    va_end(ap);
     return send_json(c, status, j);
 }
 
@@ -245,16 +252,10 @@ static cJSON *logprobs_json(struct server *s, const int32_t *seq, int64_t n, int
 static unsigned fail(cJSON **out, unsigned status, const char *type, const char *fmt, ...) QG_PRINTF(4, 5);
 static unsigned fail(cJSON **out, unsigned status, const char *type, const char *fmt, ...)
 {
-    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    *out = error_body(status, type, fmt, ap);
     va_end(ap);
-    cJSON *j = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(j, "error");
-    cJSON_AddStringToObject(e, "message", msg);
-    cJSON_AddStringToObject(e, "type", type);
-    cJSON_AddNumberToObject(e, "code", status);
-    *out = j;
     return status;
 }
 

@@ -52,6 +52,13 @@
 
 #define HTTP_MAX_RESPONSE ((size_t)256 << 20)
 
+/* An answer being read: its body (capped), and the server's Retry-After. */
+struct reply {
+    struct sbuf body;
+    int too_big;
+    double retry_after; /* seconds; < 0 when not given */
+};
+
 struct http {
     CURL *curl;   /* single requests (models, tokenize, generate) */
     CURLM *multi; /* scoring: many in flight, sharing connections */
@@ -75,17 +82,22 @@ struct http {
     double timeout;
     uint64_t rng;
     char err[QG_ERRMSG_MAX];
-    /* the response being read */
-    struct sbuf body;
-    int too_big;
-    double retry_after;
+    struct reply reply; /* of the single-request handle */
 };
+
+static void reply_reset(struct reply *r)
+{
+    sbuf_release(&r->body);
+    sbuf_init(&r->body, HTTP_MAX_RESPONSE);
+    r->too_big = 0;
+    r->retry_after = -1;
+}
 
 static size_t on_body(char *p, size_t size, size_t n, void *ud)
 {
-    struct http *h = ud;
-    if (sbuf_append(&h->body, p, size * n)) {
-        h->too_big = 1;
+    struct reply *r = ud;
+    if (sbuf_append(&r->body, p, size * n)) {
+        r->too_big = 1;
         return 0;
     }
     return size * n;
@@ -93,15 +105,15 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud)
 
 static size_t on_header(char *p, size_t size, size_t n, void *ud)
 {
-    struct http *h = ud;
+    struct reply *r = ud;
     size_t len = size * n;
     if (len > 12 && !strncasecmp(p, "Retry-After:", 12)) {
-        char buf[32];
+        char buf[32]; /* the header line is not NUL-terminated */
         size_t k = len - 12 < sizeof buf - 1 ? len - 12 : sizeof buf - 1;
         memcpy(buf, p + 12, k);
         buf[k] = '\0';
         double v = strtod(buf, NULL);
-        if (v >= 0 && v < 3600) h->retry_after = v;
+        if (v >= 0 && v < 3600) r->retry_after = v;
     }
     return len;
 }
@@ -110,6 +122,46 @@ static double jitter(struct http *h)
 {
     h->rng = h->rng * 6364136223846793005ull + 1442695040888963407ull;
     return (double)(h->rng >> 11) / 9007199254740992.0;
+}
+
+/* Seconds to wait before retry number attempt (1, 2, ...): exponential with
+ * jitter, capped at 2 s, and at least what the server asked for. */
+static double backoff(struct http *h, int attempt, double retry_after)
+{
+    double wait = fmin(2.0, 0.05 * (double)(1 << (attempt < 6 ? attempt : 6))) * (0.5 + jitter(h));
+    return retry_after >= 0 ? fmax(wait * 0.1, retry_after) : wait;
+}
+
+enum { TRY_AGAIN = 1 };
+
+/* Judges a finished transfer: QG_OK with *ans (HTTP 200 with JSON);
+ * TRY_AGAIN with the reason in last (connection error, timeout, 408, 429,
+ * 5xx, a body that is not complete JSON); else a refusal, in h->err. */
+static int judge(struct http *h, const char *url, CURLcode cc, long code, const struct reply *r, cJSON **ans, char *last,
+                 size_t lastlen)
+{
+    *ans = NULL;
+    if (r->too_big) return qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: response larger than %zu bytes", url, HTTP_MAX_RESPONSE);
+    if (cc != CURLE_OK) {
+        snprintf(last, lastlen, "%s", curl_easy_strerror(cc));
+        return TRY_AGAIN;
+    }
+    cJSON *j = r->body.len ? cJSON_ParseWithLength(r->body.data, r->body.len) : NULL;
+    if (code == 200) {
+        if (j) {
+            *ans = j;
+            return QG_OK;
+        }
+        snprintf(last, lastlen, "HTTP 200 with a body that is not complete JSON (%zu bytes)", r->body.len);
+        return TRY_AGAIN;
+    }
+    const cJSON *e = cJSON_GetObjectItem(j, "error"), *em = cJSON_GetObjectItem(e, "message");
+    const char *m = cJSON_IsString(em) ? em->valuestring : cJSON_IsString(e) ? e->valuestring : "";
+    snprintf(last, lastlen, "HTTP %ld%s%.300s", code, *m ? ": " : "", m);
+    cJSON_Delete(j);
+    if (code == 408 || code == 429 || code >= 500) return TRY_AGAIN;
+    int rc = code == 401 || code == 403 ? QG_ERR_UNAVAILABLE : QG_ERR_DATA;
+    return qg_errf(h->err, sizeof h->err, rc, "%s: %s", url, last);
 }
 
 /* POSTs body (or GETs when body is NULL) to url and parses the JSON answer.
@@ -122,15 +174,8 @@ static int request(struct http *h, const char *url, const char *body, cJSON **ou
     *status = 0;
     char last[512] = "";
     for (int attempt = 0; attempt <= h->retries; attempt++) {
-        if (attempt) {
-            double wait = fmin(2.0, 0.05 * (double)(1 << (attempt < 6 ? attempt : 6))) * (0.5 + jitter(h));
-            if (h->retry_after >= 0) wait = fmax(wait * 0.1, h->retry_after);
-            usleep((useconds_t)(wait * 1e6));
-        }
-        sbuf_release(&h->body);
-        sbuf_init(&h->body, HTTP_MAX_RESPONSE);
-        h->too_big = 0;
-        h->retry_after = -1;
+        if (attempt) usleep((useconds_t)(backoff(h, attempt, h->reply.retry_after) * 1e6));
+        reply_reset(&h->reply);
         curl_easy_setopt(h->curl, CURLOPT_URL, url);
         if (body) {
             curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, body);
@@ -142,32 +187,8 @@ static int request(struct http *h, const char *url, const char *body, cJSON **ou
         long code = 0;
         curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &code);
         *status = code;
-        if (h->too_big) {
-            qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: response larger than %zu bytes", url, HTTP_MAX_RESPONSE);
-            return QG_ERR_DATA;
-        }
-        if (cc != CURLE_OK) {
-            snprintf(last, sizeof last, "%s", curl_easy_strerror(cc));
-            continue;
-        }
-        cJSON *j = h->body.len ? cJSON_ParseWithLength(h->body.data, h->body.len) : NULL;
-        if (code == 200) {
-            if (j) {
-                *out = j;
-                return QG_OK;
-            }
-            snprintf(last, sizeof last, "HTTP 200 with a body that is not complete JSON (%zu bytes)", h->body.len);
-            continue;
-        }
-        const cJSON *e = cJSON_GetObjectItem(j, "error");
-        const char *msg = cJSON_IsString(cJSON_GetObjectItem(e, "message")) ? cJSON_GetObjectItem(e, "message")->valuestring
-                          : cJSON_IsString(e)                                ? e->valuestring
-                                                                             : "";
-        snprintf(last, sizeof last, "HTTP %ld%s%.300s", code, *msg ? ": " : "", msg);
-        cJSON_Delete(j);
-        if (code == 408 || code == 429 || code >= 500) continue;
-        qg_errf(h->err, sizeof h->err, code == 401 || code == 403 ? QG_ERR_UNAVAILABLE : QG_ERR_DATA, "%s: %s", url, last);
-        return code == 401 || code == 403 ? QG_ERR_UNAVAILABLE : QG_ERR_DATA;
+        int v = judge(h, url, cc, code, &h->reply, out, last, sizeof last);
+        if (v != TRY_AGAIN) return v;
     }
     qg_errf(h->err, sizeof h->err, QG_ERR_UNAVAILABLE, "%s: no answer after %d attempts; last: %s", url, h->retries + 1, last);
     return QG_ERR_UNAVAILABLE;
@@ -183,7 +204,7 @@ static void http_close(void *impl)
     tok_free(h->tok);
     for (int i = 0; i < h->n_pieces; i++) free(h->pieces[i].text);
     free(h->pieces);
-    sbuf_release(&h->body);
+    sbuf_release(&h->reply.body);
     free(h);
 }
 
@@ -347,48 +368,24 @@ static double now_s(void)
 struct xfer {
     CURL *e;
     char *body;
-    struct sbuf resp;
-    int too_big, active, done, attempts;
-    double retry_after, not_before;
+    struct reply reply;
+    int active, done, attempts;
+    double not_before;
     char last[512];
 };
 
-static size_t x_body(char *p, size_t size, size_t n, void *ud)
-{
-    struct xfer *x = ud;
-    if (sbuf_append(&x->resp, p, size * n)) {
-        x->too_big = 1;
-        return 0;
-    }
-    return size * n;
-}
-
-static size_t x_header(char *p, size_t size, size_t n, void *ud)
-{
-    struct xfer *x = ud;
-    size_t len = size * n;
-    if (len > 12 && !strncasecmp(p, "Retry-After:", 12)) {
-        double v = strtod(p + 12, NULL); /* the line ends in CR LF: strtod stops there */
-        if (v >= 0 && v < 3600) x->retry_after = v;
-    }
-    return len;
-}
-
 static int x_start(struct http *h, CURLM *m, struct xfer *x, const char *url)
 {
-    sbuf_release(&x->resp);
-    sbuf_init(&x->resp, HTTP_MAX_RESPONSE);
-    x->too_big = 0;
-    x->retry_after = -1;
+    reply_reset(&x->reply);
     if (!x->e && !(x->e = curl_easy_init())) return QG_ERR_NOMEM;
     curl_easy_setopt(x->e, CURLOPT_URL, url);
     curl_easy_setopt(x->e, CURLOPT_HTTPHEADER, h->headers);
     curl_easy_setopt(x->e, CURLOPT_POSTFIELDS, x->body);
     curl_easy_setopt(x->e, CURLOPT_POSTFIELDSIZE, (long)strlen(x->body));
-    curl_easy_setopt(x->e, CURLOPT_WRITEFUNCTION, x_body);
-    curl_easy_setopt(x->e, CURLOPT_WRITEDATA, x);
-    curl_easy_setopt(x->e, CURLOPT_HEADERFUNCTION, x_header);
-    curl_easy_setopt(x->e, CURLOPT_HEADERDATA, x);
+    curl_easy_setopt(x->e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(x->e, CURLOPT_WRITEDATA, &x->reply);
+    curl_easy_setopt(x->e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(x->e, CURLOPT_HEADERDATA, &x->reply);
     curl_easy_setopt(x->e, CURLOPT_PRIVATE, x);
     curl_easy_setopt(x->e, CURLOPT_TIMEOUT_MS, (long)(h->timeout * 1000));
     curl_easy_setopt(x->e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
@@ -456,40 +453,22 @@ static int score_many(struct http *h, struct backend_score *reqs, int n)
             curl_multi_remove_handle(h->multi, t->e);
             t->active = 0;
             active--;
-            int j = (int)(t - x), retry = 0;
-            if (t->too_big) {
-                rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: response larger than %zu bytes", url, HTTP_MAX_RESPONSE);
-            } else if (cc != CURLE_OK) {
-                snprintf(t->last, sizeof t->last, "%s", curl_easy_strerror(cc));
-                retry = 1;
-            } else {
-                cJSON *ans = t->resp.len ? cJSON_ParseWithLength(t->resp.data, t->resp.len) : NULL;
-                if (code == 200 && ans) {
-                    if (!(rc = parse_score(h, url, ans, &reqs[j]))) {
-                        t->done = 1, finished++;
-                        if (keys) h->cache.put(h->cache.ud, keys[j], url, h->model, t->resp.data);
-                    }
-                } else if (code == 200) {
-                    snprintf(t->last, sizeof t->last, "HTTP 200 with a body that is not complete JSON (%zu bytes)", t->resp.len);
-                    retry = 1;
-                } else {
-                    const cJSON *e = cJSON_GetObjectItem(ans, "error"), *em = cJSON_GetObjectItem(e, "message");
-                    const char *m = cJSON_IsString(em) ? em->valuestring : cJSON_IsString(e) ? e->valuestring : "";
-                    snprintf(t->last, sizeof t->last, "HTTP %ld%s%.300s", code, *m ? ": " : "", m);
-                    if (code == 408 || code == 429 || code >= 500) retry = 1;
-                    else rc = qg_errf(h->err, sizeof h->err, code == 401 || code == 403 ? QG_ERR_UNAVAILABLE : QG_ERR_DATA, "%s: %s",
-                                      url, t->last);
+            int j = (int)(t - x);
+            cJSON *ans;
+            int v = judge(h, url, cc, code, &t->reply, &ans, t->last, sizeof t->last);
+            if (v == QG_OK) {
+                if (!(rc = parse_score(h, url, ans, &reqs[j]))) {
+                    t->done = 1, finished++;
+                    if (keys) h->cache.put(h->cache.ud, keys[j], url, h->model, t->reply.body.data);
                 }
                 cJSON_Delete(ans);
-            }
-            if (retry && ++t->attempts > h->retries)
+            } else if (v != TRY_AGAIN) {
+                rc = v;
+            } else if (++t->attempts > h->retries) {
                 rc = qg_errf(h->err, sizeof h->err, QG_ERR_UNAVAILABLE, "%s: no answer after %d attempts; last: %s", url,
                              h->retries + 1, t->last);
-            else if (retry) {
-                int a = t->attempts < 6 ? t->attempts : 6;
-                double wait = fmin(2.0, 0.05 * (double)(1 << a)) * (0.5 + jitter(h));
-                if (t->retry_after >= 0) wait = fmax(wait * 0.1, t->retry_after);
-                t->not_before = now_s() + wait;
+            } else {
+                t->not_before = now_s() + backoff(h, t->attempts, t->reply.retry_after);
             }
         }
         if (rc || finished == n) break;
@@ -501,7 +480,7 @@ static int score_many(struct http *h, struct backend_score *reqs, int n)
         if (x[j].active) curl_multi_remove_handle(h->multi, x[j].e);
         if (x[j].e) curl_easy_cleanup(x[j].e);
         free(x[j].body);
-        sbuf_release(&x[j].resp);
+        sbuf_release(&x[j].reply.body);
     }
     free(x);
     return rc;
@@ -564,7 +543,7 @@ static int http_open(const char *spec, const struct backend_open_params *bp, voi
     h->concurrency = 8;
     h->rng = (uint64_t)time(NULL) ^ (uint64_t)getpid();
     if (bp && bp->cache && bp->cache->get && bp->cache->put) h->cache = *bp->cache;
-    sbuf_init(&h->body, HTTP_MAX_RESPONSE);
+    sbuf_init(&h->reply.body, HTTP_MAX_RESPONSE);
     char tokpath[4096] = "", keyvar[128] = "";
     int rc = parse_spec(h, spec, tokpath, sizeof tokpath, keyvar, sizeof keyvar, err, errlen);
     if (!rc && !*tokpath)
@@ -601,9 +580,9 @@ static int http_open(const char *spec, const struct backend_open_params *bp, voi
         }
         curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, h->headers);
         curl_easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, on_body);
-        curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, h);
+        curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, &h->reply);
         curl_easy_setopt(h->curl, CURLOPT_HEADERFUNCTION, on_header);
-        curl_easy_setopt(h->curl, CURLOPT_HEADERDATA, h);
+        curl_easy_setopt(h->curl, CURLOPT_HEADERDATA, &h->reply);
         curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, (long)(h->timeout * 1000));
         curl_easy_setopt(h->curl, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
         curl_easy_setopt(h->curl, CURLOPT_NOSIGNAL, 1L);
