@@ -1,5 +1,6 @@
 /* serve — OpenAI-compatible HTTP server over a backend (see serve.h). */
 #include "harness/serve.h"
+#include "datasets/reader.h"
 #include "harness/status.h"
 #include "harness/util.h"
 #include "reports/escape.h"
@@ -31,7 +32,7 @@ struct server {
     char model_id[256];
     char *api_key;
     size_t max_body;
-    int stall_ms, no_prompt_logprobs;
+    int stall_ms, no_prompt_logprobs, no_vllm_prompt_logprobs, plain_tokenize;
     char **piece; /* [n_piece]: each token's text, valid UTF-8 (read-only: shared by all requests) */
     int n_piece;
     double rate[F_COUNT];
@@ -175,16 +176,17 @@ static const char *piece_of(const struct server *s, int32_t id)
     return s->piece && id >= 0 && id < s->n_piece && s->piece[id] ? s->piece[id] : "";
 }
 
-/* Scores seq (n tokens) from its second token: lp[n-1], and rows[n-1][V]
- * when top_k > 0 (malloc'd). Runs while the request holds b. */
-static int score_seq(struct server *s, struct backend *b, const int32_t *seq, int64_t n, int top_k, double **lp, float **rows)
+/* Scores seq (n tokens) from its second token: lp[n-1], and the rows of
+ * log-probs rows[n-1][V] when want_rows (malloc'd). Runs while the request
+ * holds b. */
+static int score_seq(struct server *s, struct backend *b, const int32_t *seq, int64_t n, int want_rows, double **lp, float **rows)
 {
     int64_t m = n - 1; /* scored positions: tokens 1..n-1 */
     *lp = NULL, *rows = NULL;
     if (m <= 0) return QG_OK;
     *lp = malloc((size_t)m * sizeof **lp);
-    if (top_k > 0) *rows = malloc((size_t)m * (size_t)s->info.n_vocab * sizeof **rows);
-    if (!*lp || (top_k > 0 && !*rows)) return QG_ERR_NOMEM;
+    if (want_rows) *rows = malloc((size_t)m * (size_t)s->info.n_vocab * sizeof **rows);
+    if (!*lp || (want_rows && !*rows)) return QG_ERR_NOMEM;
     struct backend_score req = {.tokens = seq, .n_tokens = (int)n, .from = 1, .logprob = *lp, .rows = *rows};
     return backend_score(b, &req);
 }
@@ -247,6 +249,53 @@ static cJSON *logprobs_json(struct server *s, const int32_t *seq, int64_t n, int
     return o;
 }
 
+/* vLLM's prompt_logprobs for the n prompt tokens of seq: null for the
+ * first, then per token an object keyed by token id (as a string) holding
+ * {"logprob", "rank", "decoded_token"} for the token itself and the k most
+ * likely. */
+static cJSON *vllm_prompt_logprobs(struct server *s, const int32_t *seq, int64_t n, int k, const double *lp, const float *rows)
+{
+    int V = s->info.n_vocab;
+    if (k > V) k = V;
+    cJSON *a = cJSON_CreateArray();
+    for (int64_t i = 0; i < n; i++) {
+        if (i == 0) {
+            cJSON_AddItemToArray(a, cJSON_CreateNull());
+            continue;
+        }
+        const float *row = rows + (size_t)(i - 1) * (size_t)V;
+        cJSON *o = cJSON_CreateObject();
+        int32_t chosen[21];
+        int n_chosen = 0;
+        for (int j = 0; j < k && j < 20; j++) { /* the j-th most likely, by selection */
+            int32_t best = -1;
+            for (int32_t v = 0; v < V; v++) {
+                int taken = 0;
+                for (int q = 0; q < n_chosen && !taken; q++) taken = chosen[q] == v;
+                if (!taken && (best < 0 || row[v] > row[best])) best = v;
+            }
+            chosen[n_chosen++] = best;
+        }
+        int has_self = 0;
+        for (int q = 0; q < n_chosen; q++) has_self |= chosen[q] == seq[i];
+        if (!has_self) chosen[n_chosen++] = seq[i];
+        for (int q = 0; q < n_chosen; q++) {
+            int32_t id = chosen[q];
+            double v = id == seq[i] ? lp[i - 1] : (double)row[id];
+            int rank = 1;
+            for (int32_t u = 0; u < V; u++) rank += row[u] > row[id];
+            char key[16];
+            snprintf(key, sizeof key, "%d", (int)id);
+            cJSON *e = cJSON_AddObjectToObject(o, key);
+            cJSON_AddNumberToObject(e, "logprob", v);
+            cJSON_AddNumberToObject(e, "rank", rank);
+            cJSON_AddStringToObject(e, "decoded_token", piece_of(s, id));
+        }
+        cJSON_AddItemToArray(a, o);
+    }
+    return a;
+}
+
 /* ------------------------------------------------------------ endpoints */
 
 static unsigned fail(cJSON **out, unsigned status, const char *type, const char *fmt, ...) QG_PRINTF(4, 5);
@@ -276,6 +325,14 @@ static unsigned completion(struct server *s, const cJSON *req, cJSON **out)
         if (!cJSON_IsNumber(jl) || jl->valuedouble < 0 || jl->valuedouble > 20)
             return fail(out, 400, "invalid_request_error", "\"logprobs\" must be an integer 0..20");
         top_k = (int)jl->valuedouble;
+    }
+    int plp_k = -1; /* vLLM's prompt_logprobs; -1: not asked */
+    const cJSON *jp = cJSON_GetObjectItem(req, "prompt_logprobs");
+    if (jp && !cJSON_IsNull(jp)) {
+        if (s->no_vllm_prompt_logprobs) return fail(out, 400, "invalid_request_error", "unknown parameter \"prompt_logprobs\"");
+        if (!cJSON_IsNumber(jp) || jp->valuedouble < 0 || jp->valuedouble > 20)
+            return fail(out, 400, "invalid_request_error", "\"prompt_logprobs\" must be an integer 0..20");
+        plp_k = (int)jp->valuedouble;
     }
     int max_tokens = 16;
     if (jm && !cJSON_IsNull(jm)) {
@@ -307,7 +364,7 @@ static unsigned completion(struct server *s, const cJSON *req, cJSON **out)
     int32_t *ids = NULL, *gen = NULL, *seq = NULL;
     int64_t n = 0, n_gen = 0;
     char *ptext = NULL, *gtext = NULL;
-    cJSON *lpo = NULL;
+    cJSON *lpo = NULL, *plpo = NULL;
     unsigned status;
     int rc = QG_OK;
     struct backend *b = acquire(s);
@@ -322,17 +379,23 @@ static unsigned completion(struct server *s, const cJSON *req, cJSON **out)
     if (!status && max_tokens > 0) rc = backend_generate(b, ids, n, &gp, &gtext, &gen, &n_gen);
     double *lp = NULL;
     float *rows = NULL;
-    if (!status && !rc && top_k >= 0 && (echo || n_gen > 0)) {
+    if (!status && !rc && ((top_k >= 0 && (echo || n_gen > 0)) || plp_k >= 0)) {
         seq = malloc((size_t)(n + n_gen) * sizeof *seq);
         if (!seq) rc = QG_ERR_NOMEM;
         else {
             memcpy(seq, ids, (size_t)n * sizeof *seq);
             if (n_gen) memcpy(seq + n, gen, (size_t)n_gen * sizeof *seq);
-            rc = score_seq(s, b, seq, n + n_gen, top_k, &lp, &rows);
+            /* the generated tokens only when their log-probs are asked for:
+             * prompt_logprobs alone scores the prompt as echo does, in one
+             * batch of the same size, so the numbers are the same */
+            int64_t n_scored = top_k >= 0 ? n + n_gen : n;
+            rc = score_seq(s, b, seq, n_scored, top_k > 0 || plp_k >= 0, &lp, &rows);
         }
     }
     release(s, b);
-    if (!status && !rc && seq && !(lpo = logprobs_json(s, seq, n + n_gen, n, echo ? 0 : n, top_k, lp, rows))) rc = QG_ERR_NOMEM;
+    if (!status && !rc && seq && top_k >= 0 && !(lpo = logprobs_json(s, seq, n + n_gen, n, echo ? 0 : n, top_k, lp, rows)))
+        rc = QG_ERR_NOMEM;
+    if (!status && !rc && seq && plp_k >= 0 && !(plpo = vllm_prompt_logprobs(s, seq, n, plp_k, lp, rows))) rc = QG_ERR_NOMEM;
     free(lp), free(rows);
     pthread_mutex_lock(&s->lock);
     int64_t id = ++s->next_id;
@@ -360,6 +423,7 @@ static unsigned completion(struct server *s, const cJSON *req, cJSON **out)
         cJSON_AddStringToObject(ch, "text", clean ? clean : "");
         if (lpo) cJSON_AddItemToObject(ch, "logprobs", lpo), lpo = NULL;
         else cJSON_AddNullToObject(ch, "logprobs");
+        if (plpo) cJSON_AddItemToObject(ch, "prompt_logprobs", plpo), plpo = NULL;
         cJSON_AddStringToObject(ch, "finish_reason", max_tokens > 0 && n_gen >= max_tokens ? "length" : "stop");
         cJSON *u = cJSON_AddObjectToObject(j, "usage");
         cJSON_AddNumberToObject(u, "prompt_tokens", (double)n);
@@ -370,6 +434,7 @@ static unsigned completion(struct server *s, const cJSON *req, cJSON **out)
         status = 200;
     }
     cJSON_Delete(lpo);
+    cJSON_Delete(plpo);
     free(ids), free(gen), free(seq), free(ptext), free(gtext);
     return status;
 }
@@ -447,14 +512,40 @@ static enum MHD_Result tokenize(struct server *s, struct MHD_Connection *c, cons
     const cJSON *sp = cJSON_GetObjectItem(req, "add_special");
     if (!sp) sp = cJSON_GetObjectItem(req, "add_special_tokens");
     int add = sp ? cJSON_IsTrue(sp) : 1;
+    int with_pieces = cJSON_IsTrue(cJSON_GetObjectItem(req, "with_pieces")) && !s->plain_tokenize;
     int32_t *ids = NULL;
     int64_t n = 0;
+    cJSON *j = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(j, "tokens");
     struct backend *b = acquire(s);
     int rc = backend_tokenize(b, t->valuestring, strlen(t->valuestring), add, &ids, &n);
+    for (int64_t i = 0; !rc && i < n; i++) {
+        if (!with_pieces) {
+            cJSON_AddItemToArray(a, cJSON_CreateNumber(ids[i]));
+            continue;
+        }
+        /* llama.cpp's form: {"id", "piece"}, the piece as a string when
+         * it is UTF-8, else as its bytes */
+        char buf[512];
+        int len = backend_piece(b, ids[i], buf, sizeof buf - 1);
+        if (len < 0) len = 0;
+        if (len > (int)sizeof buf - 1) len = (int)sizeof buf - 1;
+        buf[len] = '\0';
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "id", ids[i]);
+        size_t bad;
+        if (utf8_valid(buf, (size_t)len, &bad) && strlen(buf) == (size_t)len) {
+            cJSON_AddStringToObject(o, "piece", buf);
+        } else {
+            cJSON *bytes = cJSON_AddArrayToObject(o, "piece");
+            for (int k = 0; k < len; k++) cJSON_AddItemToArray(bytes, cJSON_CreateNumber((unsigned char)buf[k]));
+        }
+        cJSON_AddItemToArray(a, o);
+    }
     release(s, b);
-    if (rc) return send_error(c, 400, "invalid_request_error", "cannot tokenize: %s", qg_strerror(rc));
-    cJSON *j = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(j, "tokens");
-    for (int64_t i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(ids[i]));
+    if (rc) {
+        cJSON_Delete(j);
+        return send_error(c, 400, "invalid_request_error", "cannot tokenize: %s", qg_strerror(rc));
+    }
     cJSON_AddNumberToObject(j, "count", (double)n);
     cJSON_AddNumberToObject(j, "max_model_len", s->info.n_ctx_train);
     free(ids);
@@ -642,6 +733,8 @@ int serve_start(struct backend *b, int n_backends, const struct serve_params *p,
     s->max_body = p->max_body ? p->max_body : (size_t)16 << 20;
     s->stall_ms = p->stall_ms > 0 ? p->stall_ms : 5000;
     s->no_prompt_logprobs = p->no_prompt_logprobs;
+    s->no_vllm_prompt_logprobs = p->no_vllm_prompt_logprobs;
+    s->plain_tokenize = p->plain_tokenize;
     s->rng = p->fault_seed ^ 0x5EED5EEDull;
     pthread_mutex_init(&s->lock, NULL);
     int rc = p->faults ? parse_faults(s, p->faults, err, errlen) : QG_OK;

@@ -18,7 +18,12 @@
  * client can check that the server scored exactly the ids it sent, and
  * "top_token_ids" next to "top_logprobs": per position [[id, logprob], ...],
  * exact where texts are ambiguous (a byte token and a word can decode to the
- * same text).
+ * same text). As vLLM does, "prompt_logprobs": K (0..20) adds
+ * choices[0].prompt_logprobs: null for the first prompt token, then per
+ * token {"ID": {"logprob", "rank", "decoded_token"}} for the token itself
+ * and the K most likely. As llama.cpp's server does, /tokenize with
+ * "with_pieces": true lists tokens as {"id", "piece"}, the piece a string
+ * when it is UTF-8 and an array of its bytes otherwise.
  *
  * Fault injection (testing only): faults is a comma list KIND:RATE with
  * KIND one of 500, 429 (with Retry-After: 0), reset (connection closed
@@ -46,6 +51,8 @@ struct serve_params {
     int stall_ms;          /* default 5000 */
     int no_prompt_logprobs; /* testing only: answer like a server that gives log-probs of generated
                              * tokens only (null for every echoed prompt token) */
+    int no_vllm_prompt_logprobs; /* testing only: refuse "prompt_logprobs" (400), as a server without it */
+    int plain_tokenize;          /* testing only: ignore "with_pieces" (ids only, as vLLM) */
 };
 
 struct server;

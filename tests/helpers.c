@@ -69,13 +69,22 @@ char *t_read_file(const char *path, size_t *n)
 
 int t_qgate(struct t_out *o, const char *arg, ...)
 {
+    const char *args[63];
+    int n = 0;
+    va_list ap;
+    va_start(ap, arg);
+    for (const char *a = arg; a && n < 62; a = va_arg(ap, const char *)) args[n++] = a;
+    va_end(ap);
+    args[n] = NULL;
+    return t_qgate_argv(o, args);
+}
+
+int t_qgate_argv(struct t_out *o, const char *const *args)
+{
     const char *argv[64];
     int n = 0;
     argv[n++] = QG_BINARY;
-    va_list ap;
-    va_start(ap, arg);
-    for (const char *a = arg; a && n < 63; a = va_arg(ap, const char *)) argv[n++] = a;
-    va_end(ap);
+    for (int i = 0; args[i] && n < 63; i++) argv[n++] = args[i];
     argv[n] = NULL;
     char outp[4096], errp[4096];
     snprintf(outp, sizeof outp, "%s/.stdout", t_tmp());

@@ -102,6 +102,8 @@ struct t_out {
 };
 /* Runs `qgate ARGS...` (NULL-terminated) and captures its output. */
 int t_qgate(struct t_out *o, const char *arg, ...);
+/* The same with the arguments as a NULL-terminated array. */
+int t_qgate_argv(struct t_out *o, const char *const *args);
 void t_out_free(struct t_out *o);
 
 /* Byte builder for hand-made (often malformed) files. */

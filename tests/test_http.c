@@ -5,6 +5,7 @@
 #include "backends/ggml_types.h"
 #include "backends/synth.h"
 #include "datasets/hash.h"
+#include "datasets/reader.h"
 #include "harness/serve.h"
 #include "harness/status.h"
 #include "harness/util.h"
@@ -519,7 +520,7 @@ TEST(http_refuses_endpoint_without_prompt_logprobs)
     char err[QG_ERRMSG_MAX];
     struct backend_open_params bp = {0};
     ASSERT_OK(backend_open(t_path("m.gguf"), &bp, &b, err, sizeof err));
-    struct serve_params sp = {.model_id = "tiny", .no_prompt_logprobs = 1};
+    struct serve_params sp = {.model_id = "tiny", .no_prompt_logprobs = 1, .no_vllm_prompt_logprobs = 1};
     struct server *srv;
     int port;
     ASSERT_OK(serve_start(&b, 1, &sp, &srv, &port, err, sizeof err));
@@ -542,6 +543,183 @@ TEST(http_refuses_endpoint_without_prompt_logprobs)
     ASSERT_EQ(sqlite3_column_int(st, 0), 0);
     sqlite3_finalize(st);
     sqlite3_close(h);
+    return 0;
+}
+
+/* A run of the suite with cpu=m.gguf and one more model per spec; exit code. */
+static int run_models(const char *db, const char *const *specs, int n, struct t_out *o)
+{
+    char cpu[4400];
+    snprintf(cpu, sizeof cpu, "cpu=%s", t_path("m.gguf"));
+    const char *argv[24] = {"run", "--suite", t_path("suite.json"), "--model", cpu, "--db", db};
+    int k = 7;
+    for (int i = 0; i < n && k < 22; i++) argv[k++] = "--model", argv[k++] = specs[i];
+    argv[k] = NULL;
+    return t_qgate_argv(o, argv);
+}
+
+TEST(http_server_side_tokenizer)
+{
+    /* no tokenizer= in the spec: the server tokenizes, detokenizes and names
+     * token texts, and every number comes out as with the local tokenizer */
+    ASSERT_OK(synth_model("m.gguf"));
+    ASSERT_OK(write_suite());
+    char err[QG_ERRMSG_MAX];
+    struct backend_open_params bp = {0};
+    struct backend local;
+    ASSERT_OK(backend_open(t_path("m.gguf"), &bp, &local, err, sizeof err));
+    struct backend_info li;
+    backend_info(&local, &li);
+    static const char *const texts[] = {"the girl saw the ball and", "Hello, world! 3 + 4 = 7", "  two  spaces\nand a line",
+                                        "caf\xc3\xa9 \xc3\xbc \xe2\x82\xac", ""};
+    for (int mode = 0; mode < 2; mode++) { /* 0: with_pieces; 1: ids only (as vLLM) */
+        struct serve_params sp = {.model_id = "tiny", .plain_tokenize = mode};
+        struct server *srv;
+        int port;
+        ASSERT_OK(serve_start(&local, 1, &sp, &srv, &port, err, sizeof err));
+        char spec[256];
+        snprintf(spec, sizeof spec, "http://127.0.0.1:%d/v1?model=tiny", port);
+        struct backend hb;
+        if (backend_open(spec, &bp, &hb, err, sizeof err)) T_FAIL_("open %s: %s", spec, err);
+        struct backend_info hi;
+        backend_info(&hb, &hi);
+        ASSERT_EQ(hi.n_vocab, li.n_vocab);
+        ASSERT_EQ(hi.bos, li.bos);
+        ASSERT_EQ(hi.add_bos, li.add_bos);
+        int64_t r0, r1, r2;
+        for (size_t t = 0; t < sizeof texts / sizeof *texts; t++) {
+            for (int add = 0; add < 2; add++) {
+                int32_t *a = NULL, *b = NULL;
+                int64_t na = 0, nb = 0;
+                ASSERT_OK(backend_tokenize(&local, texts[t], strlen(texts[t]), add, &a, &na));
+                ASSERT_OK(backend_tokenize(&hb, texts[t], strlen(texts[t]), add, &b, &nb));
+                ASSERT_EQ(na, nb);
+                for (int64_t i = 0; i < na; i++) ASSERT_EQ(a[i], b[i]);
+                char *da = backend_detokenize(&local, a, na), *db = backend_detokenize(&hb, b, nb);
+                ASSERT(da && db);
+                ASSERT_STR_EQ(da, db);
+                free(da), free(db), free(a), free(b);
+            }
+        }
+        /* with_pieces: the texts of tokens already seen cost no request */
+        int32_t *seen = NULL;
+        int64_t n_seen = 0;
+        ASSERT_OK(backend_tokenize(&hb, texts[0], strlen(texts[0]), 0, &seen, &n_seen));
+        serve_counts(srv, &r0, NULL);
+        char pa[512], pb[512];
+        for (int64_t i = 0; i < n_seen; i++) ASSERT(backend_piece(&hb, seen[i], pb, sizeof pb) >= 0);
+        serve_counts(srv, &r1, NULL);
+        if (mode == 0) ASSERT_EQ(r1, r0);
+        else ASSERT(r1 > r0);
+        free(seen);
+        if (mode == 0) { /* with_pieces sends a byte token that is not UTF-8 as its bytes */
+            ASSERT_OK(backend_tokenize(&hb, texts[3], strlen(texts[3]), 0, &seen, &n_seen));
+            int bytes = 0;
+            for (int64_t i = 0; i < n_seen; i++) {
+                int la = backend_piece(&local, seen[i], pa, sizeof pa), lb = backend_piece(&hb, seen[i], pb, sizeof pb);
+                ASSERT_EQ(la, lb);
+                ASSERT(!memcmp(pa, pb, (size_t)la));
+                bytes += la == 1 && (unsigned char)pa[0] >= 0x80;
+            }
+            ASSERT(bytes >= 2);
+            free(seen);
+        }
+        /* every token's text, as the local tokenizer has it (a byte token
+         * that is not UTF-8 on its own comes back from /detokenize as
+         * U+FFFD: those only with with_pieces, which sends bytes) */
+        int same = 0, skipped = 0;
+        for (int32_t id = 0; id < li.n_vocab; id++) {
+            int la = backend_piece(&local, id, pa, sizeof pa), lb = backend_piece(&hb, id, pb, sizeof pb);
+            ASSERT(la >= 0 && la < (int)sizeof pa);
+            size_t bad;
+            if (!utf8_valid(pa, (size_t)la, &bad) || memchr(pa, 0, (size_t)la)) {
+                skipped++;
+                continue;
+            }
+            if (lb != la || memcmp(pa, pb, (size_t)la)) T_FAIL_("token %d: local piece '%.*s', server's '%.*s'", id, la, pa, lb < 0 ? 0 : lb, pb);
+            same++;
+        }
+        serve_counts(srv, &r2, NULL);
+        printf("mode %d: %d token texts agree, %d byte tokens skipped; %lld requests for them\n", mode, same, skipped, (long long)(r2 - r1));
+        ASSERT(same > 50);
+        /* asked once: the texts are remembered */
+        for (int32_t id = 0; id < li.n_vocab; id++) backend_piece(&hb, id, pb, sizeof pb);
+        serve_counts(srv, &r1, NULL);
+        ASSERT_EQ(r1, r2);
+        backend_close(&hb);
+        if (mode == 0) { /* a whole run: the same per-item scores and byte counts */
+            char db[4200], web[300];
+            snprintf(db, sizeof db, "%s", t_path("s.db"));
+            snprintf(web, sizeof web, "http=%s", spec);
+            const char *specs[] = {web};
+            struct t_out o;
+            ASSERT_OK(run_models(db, specs, 1, &o));
+            if (o.code) T_FAIL_("run: exit %d: %s", o.code, o.err);
+            t_out_free(&o);
+            double x[256], y[256];
+            int cx[256], cy[256];
+            int nx = items_of(db, "cpu", x, cx, 256), ny = items_of(db, "http", y, cy, 256);
+            ASSERT(nx > 30);
+            ASSERT_EQ(nx, ny);
+            for (int i = 0; i < nx; i++) {
+                ASSERT_NEAR(x[i], y[i], 1e-5 * fmax(1, fabs(x[i])));
+                ASSERT_EQ(cx[i], cy[i]);
+            }
+            ASSERT_EQ(trial_metric(db, "cpu", "bytes"), trial_metric(db, "http", "bytes"));
+            ASSERT_NEAR(trial_metric(db, "cpu", "bits_per_byte"), trial_metric(db, "http", "bits_per_byte"), 1e-6);
+        }
+        serve_stop(srv);
+    }
+    backend_close(&local);
+    return 0;
+}
+
+TEST(http_scores_through_vllm_prompt_logprobs)
+{
+    /* a server whose echo gives no prompt log-probs but which has vLLM's
+     * prompt_logprobs: scored through it, with the same per-item numbers
+     * and the same top-K KLD as through echo */
+    struct synth_params p = synth_default_params();
+    char err[QG_ERRMSG_MAX];
+    ASSERT_OK(synth_write(&p, t_path("m.gguf"), err, sizeof err));
+    p.wtype = GGML_Q4_0;
+    ASSERT_OK(synth_write(&p, t_path("q.gguf"), err, sizeof err));
+    ASSERT_OK(write_suite());
+    struct backend bq[2];
+    struct backend_open_params bp = {0};
+    struct server *srv[2];
+    int port[2];
+    char specs[2][4400];
+    for (int i = 0; i < 2; i++) {
+        ASSERT_OK(backend_open(t_path("q.gguf"), &bp, &bq[i], err, sizeof err));
+        struct serve_params sp = {.model_id = "tiny", .no_prompt_logprobs = i};
+        ASSERT_OK(serve_start(&bq[i], 1, &sp, &srv[i], &port[i], err, sizeof err));
+        snprintf(specs[i], sizeof specs[i], "%s=http://127.0.0.1:%d/v1?model=tiny&tokenizer=%s", i ? "vllm" : "echo", port[i],
+                 t_path("m.gguf"));
+    }
+    char db[4200];
+    snprintf(db, sizeof db, "%s", t_path("v.db"));
+    const char *sp2[] = {specs[0], specs[1]};
+    struct t_out o;
+    ASSERT_OK(run_models(db, sp2, 2, &o));
+    if (o.code) T_FAIL_("run: exit %d: %s", o.code, o.err);
+    t_out_free(&o);
+    for (int i = 0; i < 2; i++) serve_stop(srv[i]), backend_close(&bq[i]);
+    double x[256], y[256];
+    int cx[256], cy[256];
+    int nx = items_of(db, "echo", x, cx, 256), ny = items_of(db, "vllm", y, cy, 256);
+    ASSERT(nx > 30);
+    ASSERT_EQ(nx, ny);
+    for (int i = 0; i < nx; i++) {
+        ASSERT_NEAR(x[i], y[i], 1e-9 * fmax(1, fabs(x[i])));
+        ASSERT_EQ(cx[i], cy[i]);
+    }
+    double ke = trial_metric(db, "echo", "kld_mean"), kv = trial_metric(db, "vllm", "kld_mean");
+    printf("top-20 KLD mean through echo %.9g, through prompt_logprobs %.9g\n", ke, kv);
+    ASSERT(ke > 0);
+    ASSERT_NEAR(kv, ke, 1e-6 * ke);
+    ASSERT_EQ(trial_metric(db, "vllm", "kld_top_k"), 20);
+    ASSERT_NEAR(trial_metric(db, "vllm", "top1_agree"), trial_metric(db, "echo", "top1_agree"), 1e-12);
     return 0;
 }
 

@@ -1,16 +1,28 @@
 /* http — a model behind an OpenAI-compatible server (vLLM, SGLang, TGI,
  * llama.cpp's server, `qgate serve`), over libcurl.
  *
- * Spec: http(s)://HOST:PORT/v1?model=ID&tokenizer=PATH.gguf[&api_key_env=VAR]
+ * Spec: http(s)://HOST:PORT/v1?model=ID[&tokenizer=PATH.gguf][&api_key_env=VAR]
  *       [&timeout=SECONDS][&retries=N][&ctx=N][&concurrency=N][&chat=1]
  *
  * Scoring posts the window as token ids to /completions with echo, logprobs
  * and max_tokens 0 (1 when the server refuses 0; the generated token is then
- * dropped), and checks that the server scored exactly the ids sent. Before
- * anything is trusted, open() checks on a sample that the server's
- * /tokenize (when it has one) agrees with the local tokenizer, and that the
- * endpoint returns a log-prob for every prompt token; an endpoint that does
- * not is refused for scoring, never scored as if it had answered.
+ * dropped), and checks that the server scored exactly the ids sent. When
+ * echo gives no prompt log-probs, vLLM's "prompt_logprobs" (keyed by token
+ * id) is tried instead. Before anything is trusted, open() checks on a
+ * sample that the server's /tokenize (when it has one) agrees with the local
+ * tokenizer, and that the endpoint returns a log-prob for every prompt
+ * token; an endpoint that does not is refused for scoring, never scored as
+ * if it had answered.
+ *
+ * Without tokenizer=, the server tokenizes: POST /tokenize (llama.cpp's
+ * {"content", "add_special", "with_pieces"} and vLLM's {"prompt",
+ * "add_special_tokens"} in one body) and /detokenize; BOS is what
+ * add_special puts in front of the sample. A token's text comes from
+ * with_pieces when the server gives it, else from detokenizing it after a
+ * fixed token and removing that token's text (so SentencePiece's leading
+ * space is kept); pieces are remembered per id. Top-K log-probs then need
+ * ids from the server (qgate serve's top_token_ids or vLLM's
+ * prompt_logprobs): texts alone cannot be mapped to ids.
  *
  * Requests are retried with exponential backoff and jitter on connection
  * errors, timeouts, 408, 429 (honouring Retry-After), 5xx and bodies that
@@ -30,7 +42,8 @@
  * requests are deterministic (temperature 0, echo, no sampling). Generation
  * is never cached.
  *
- * Not yet: server-side tokenization without a local tokenizer, top-K KLD.
+ * Tokenization, detokenization and piece requests are deterministic and
+ * cached the same way.
  */
 #include "backends/backend.h"
 #include "backends/gguf.h"
@@ -70,7 +83,19 @@ struct http {
     char base[1024]; /* ...../v1 */
     char root[1024]; /* base without /v1, for /tokenize */
     char model[256];
-    struct tokenizer *tok;
+    struct tokenizer *tok; /* NULL: the server tokenizes */
+    /* the server's tokenizer: vocabulary size (0: unknown), specials, and
+     * each id's text as learnt (NULL until then) */
+    int n_vocab, add_bos;
+    int32_t bos, eos;
+    struct spiece {
+        char *text;
+        int len;
+    } *spc;
+    int n_spc;
+    int32_t pair_a;   /* the fixed token detokenized before an unknown one */
+    char *pair_text;  /* its text alone (NULL: not yet known) */
+    int plp;          /* score through vLLM's prompt_logprobs */
     /* decoded piece text -> id, sorted by text, for reading top_logprobs
      * (keyed by text); an id of -1 marks text that several ids share */
     struct piece_id {
@@ -204,6 +229,9 @@ static void http_close(void *impl)
     tok_free(h->tok);
     for (int i = 0; i < h->n_pieces; i++) free(h->pieces[i].text);
     free(h->pieces);
+    for (int i = 0; i < h->n_spc; i++) free(h->spc[i].text);
+    free(h->spc);
+    free(h->pair_text);
     sbuf_release(&h->reply.body);
     free(h);
 }
@@ -215,9 +243,14 @@ static char *score_body(struct http *h, const int32_t *ids, int n, int top_k)
     cJSON_AddStringToObject(req, "model", h->model);
     cJSON *p = cJSON_AddArrayToObject(req, "prompt");
     for (int i = 0; i < n; i++) cJSON_AddItemToArray(p, cJSON_CreateNumber(ids[i]));
-    cJSON_AddTrueToObject(req, "echo");
-    cJSON_AddNumberToObject(req, "logprobs", top_k > 0 ? top_k : 0);
-    cJSON_AddNumberToObject(req, "max_tokens", h->max_tokens_one);
+    if (h->plp) { /* vLLM: the prompt's log-probs by id; it generates one token */
+        cJSON_AddNumberToObject(req, "prompt_logprobs", top_k > 0 ? top_k : 0);
+        cJSON_AddNumberToObject(req, "max_tokens", 1);
+    } else {
+        cJSON_AddTrueToObject(req, "echo");
+        cJSON_AddNumberToObject(req, "logprobs", top_k > 0 ? top_k : 0);
+        cJSON_AddNumberToObject(req, "max_tokens", h->max_tokens_one);
+    }
     cJSON_AddNumberToObject(req, "temperature", 0);
     char *body = cJSON_PrintUnformatted(req);
     cJSON_Delete(req);
@@ -277,12 +310,80 @@ static int build_pieces(struct http *h)
     return QG_OK;
 }
 
+/* Inserts (id, v) into the top-K lists ids/lp (most likely first), keeping
+ * k entries. */
+static void top_insert(int32_t *ids, float *lp, int k, int32_t id, float v)
+{
+    int j = k - 1;
+    if (!(v > lp[j])) return;
+    while (j > 0 && lp[j - 1] < v) lp[j] = lp[j - 1], ids[j] = ids[j - 1], j--;
+    lp[j] = v, ids[j] = id;
+}
+
+/* A log-prob of vLLM's prompt_logprobs: {"logprob": x, ...} or a bare x. */
+static const cJSON *plp_value(const cJSON *e)
+{
+    return cJSON_IsObject(e) ? cJSON_GetObjectItem(e, "logprob") : e;
+}
+
+/* Reads vLLM's choices[0].prompt_logprobs: [null, {"ID": {"logprob": x,
+ * "rank": r, ...}, ...}, ...], one entry per prompt token, each holding the
+ * token sent and the top-K. */
+static int parse_plp(struct http *h, const char *url, const cJSON *plp, const struct backend_score *r)
+{
+    int n = r->n_tokens, m = cJSON_GetArraySize(plp);
+    if (m != n)
+        return qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: sent %d prompt ids, got %d prompt_logprobs back: the endpoint "
+                       "re-tokenized the prompt", url, n, m);
+    int i = 0;
+    const cJSON *pos;
+    cJSON_ArrayForEach(pos, plp)
+    {
+        if (i < r->from) {
+            i++;
+            continue;
+        }
+        char key[16];
+        snprintf(key, sizeof key, "%d", (int)r->tokens[i]);
+        const cJSON *v = plp_value(cJSON_GetObjectItemCaseSensitive(pos, key));
+        if (!cJSON_IsObject(pos))
+            return qg_errf(h->err, sizeof h->err, QG_ERR_UNSUPPORTED,
+                           "%s: no prompt_logprobs for prompt token %d: this endpoint cannot score prompts, so it cannot run "
+                           "log-likelihood tasks", url, i);
+        if (!cJSON_IsNumber(v) || !(v->valuedouble <= 0))
+            return qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: prompt_logprobs[%d] has no log-prob for the token sent (id %s)",
+                           url, i, key);
+        r->logprob[i - r->from] = v->valuedouble;
+        if (r->top_k > 0) {
+            int32_t *ids_out = r->top_ids + (size_t)(i - r->from) * (size_t)r->top_k;
+            float *lp_out = r->top_lp + (size_t)(i - r->from) * (size_t)r->top_k;
+            for (int k = 0; k < r->top_k; k++) ids_out[k] = -1, lp_out[k] = -INFINITY;
+            const cJSON *e;
+            cJSON_ArrayForEach(e, pos)
+            {
+                const cJSON *ev = plp_value(e);
+                char *end;
+                long id = e->string ? strtol(e->string, &end, 10) : -1;
+                if (!e->string || *end || id < 0 || id >= 2147483647L || !cJSON_IsNumber(ev) || !(ev->valuedouble <= 0)) continue;
+                /* the token sent is listed even when outside the top-K; as
+                 * the least likely entry it falls off the list */
+                top_insert(ids_out, lp_out, r->top_k, (int32_t)id, (float)ev->valuedouble);
+            }
+        }
+        i++;
+    }
+    return QG_OK;
+}
+
 /* Reads a scoring answer into r->logprob. QG_OK, or the error in h->err. */
 static int parse_score(struct http *h, const char *url, const cJSON *ans, const struct backend_score *r)
 {
     const int32_t *ids = r->tokens;
     int n = r->n_tokens, from = r->from, rc = QG_OK;
-    const cJSON *lpo = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(ans, "choices"), 0), "logprobs");
+    const cJSON *ch0 = cJSON_GetArrayItem(cJSON_GetObjectItem(ans, "choices"), 0);
+    const cJSON *vllm = cJSON_GetObjectItem(ch0, "prompt_logprobs");
+    if (cJSON_IsArray(vllm)) return parse_plp(h, url, vllm, r);
+    const cJSON *lpo = cJSON_GetObjectItem(ch0, "logprobs");
     const cJSON *tl = cJSON_GetObjectItem(lpo, "token_logprobs"), *tid = cJSON_GetObjectItem(lpo, "token_ids");
     int m = cJSON_GetArraySize(tl);
     if (!cJSON_IsArray(tl) || m < n || m > n + h->max_tokens_one)
@@ -329,17 +430,17 @@ static int parse_score(struct http *h, const char *url, const cJSON *ans, const 
             rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: no top_logprobs for prompt token %d (asked for %d)", url, i, r->top_k);
             break;
         }
+        if (!h->pieces) {
+            rc = qg_errf(h->err, sizeof h->err, QG_ERR_UNSUPPORTED,
+                         "%s: the server names its top tokens by text only; give ?tokenizer=PATH.gguf so qgate can map them to ids", url);
+            break;
+        }
         cJSON_ArrayForEach(e, o)
         {
             if (!cJSON_IsNumber(e) || !(e->valuedouble <= 0) || !e->string) continue;
-            int32_t id = piece_lookup(h, e->string);
-            /* insert by log-prob, most likely first; unknown texts keep -1
-             * but still take their place, so the order stays the server's */
-            float v = (float)e->valuedouble;
-            int k = r->top_k - 1;
-            if (!(v > lp_out[k])) continue;
-            while (k > 0 && lp_out[k - 1] < v) lp_out[k] = lp_out[k - 1], ids_out[k] = ids_out[k - 1], k--;
-            lp_out[k] = v, ids_out[k] = id;
+            /* unknown texts keep -1 but still take their place, so the
+             * order stays the server's */
+            top_insert(ids_out, lp_out, r->top_k, piece_lookup(h, e->string), (float)e->valuedouble);
         }
     }
     return rc;
@@ -493,6 +594,186 @@ static int score_ids(struct http *h, const int32_t *ids, int n, int from, double
     return score_many(h, &r, 1);
 }
 
+/* ------------------------------------------- the server's tokenizer */
+
+/* POSTs a deterministic request, answered from the cache when it can be;
+ * as request() otherwise. */
+static int post_cached(struct http *h, const char *url, const char *body, cJSON **out, long *status)
+{
+    char key[HASH_HEX_LEN + 1] = "";
+    *out = NULL;
+    *status = 0;
+    if (h->cache.get) {
+        struct sbuf k;
+        sbuf_init(&k, (size_t)1 << 30);
+        sbuf_printf(&k, "qgate-http/1\n%s\n%s\n%s", url, h->model, body);
+        hash_sha256_mem(k.data, k.len, key);
+        sbuf_release(&k);
+        char *hit = h->cache.get(h->cache.ud, key);
+        *out = hit ? cJSON_Parse(hit) : NULL;
+        free(hit);
+        if (*out) {
+            *status = 200;
+            h->cache_hits++;
+            return QG_OK;
+        }
+        h->cache_misses++;
+    }
+    int rc = request(h, url, body, out, status);
+    if (!rc && h->cache.get) h->cache.put(h->cache.ud, key, url, h->model, sbuf_str(&h->reply.body));
+    return rc;
+}
+
+/* Remembers the text of id (len bytes) the first time it is seen. */
+static int remember_piece(struct http *h, int32_t id, const char *text, int len)
+{
+    if (id < 0 || len < 0) return QG_OK;
+    if (id >= h->n_spc) {
+        int cap = h->n_vocab > 0 ? h->n_vocab : id + 1024;
+        if (cap > (1 << 24)) cap = 1 << 24;
+        if (id >= cap) return QG_OK; /* not remembered; asked again when needed */
+        struct spiece *g = realloc(h->spc, (size_t)cap * sizeof *g);
+        if (!g) return QG_ERR_NOMEM;
+        memset(g + h->n_spc, 0, (size_t)(cap - h->n_spc) * sizeof *g);
+        h->spc = g, h->n_spc = cap;
+    }
+    if (h->spc[id].text) return QG_OK;
+    if (!(h->spc[id].text = malloc((size_t)len + 1))) return QG_ERR_NOMEM;
+    memcpy(h->spc[id].text, text, (size_t)len);
+    h->spc[id].text[len] = '\0';
+    h->spc[id].len = len;
+    return QG_OK;
+}
+
+/* A with_pieces piece: a string, or (text that is not UTF-8) its bytes. */
+static int read_piece(const cJSON *p, char *buf, int cap)
+{
+    if (cJSON_IsString(p)) {
+        int len = (int)strlen(p->valuestring);
+        if (len > cap) return -1;
+        memcpy(buf, p->valuestring, (size_t)len);
+        return len;
+    }
+    if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) > cap) return -1;
+    int len = 0;
+    const cJSON *b;
+    cJSON_ArrayForEach(b, p)
+    {
+        if (!cJSON_IsNumber(b) || b->valuedouble < 0 || b->valuedouble > 255 || b->valuedouble != floor(b->valuedouble)) return -1;
+        buf[len++] = (char)(int)b->valuedouble;
+    }
+    return len;
+}
+
+/* Tokenizes text (n bytes) on the server, through the cache unless live
+ * (open()'s checks ask the server itself). *status: the last HTTP status
+ * (404 or 405: no /tokenize). */
+static int server_tokenize(struct http *h, const char *text, size_t n, int add, int live, int32_t **ids, int64_t *n_ids, long *status)
+{
+    *ids = NULL;
+    *n_ids = 0;
+    *status = 0;
+    char url[1100];
+    snprintf(url, sizeof url, "%s/tokenize", h->root);
+    if (memchr(text, '\0', n))
+        return qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: the text holds a NUL byte, which a JSON request cannot carry", url);
+    char *copy = malloc(n + 1);
+    if (!copy) return qg_errf(h->err, sizeof h->err, QG_ERR_NOMEM, "out of memory");
+    memcpy(copy, text, n);
+    copy[n] = '\0';
+    cJSON *req = cJSON_CreateObject();
+    cJSON_AddStringToObject(req, "model", h->model);
+    cJSON_AddStringToObject(req, "content", copy); /* llama.cpp, qgate serve */
+    cJSON_AddStringToObject(req, "prompt", copy);  /* vLLM */
+    cJSON_AddBoolToObject(req, "add_special", add);
+    cJSON_AddBoolToObject(req, "add_special_tokens", add);
+    cJSON_AddTrueToObject(req, "with_pieces");
+    free(copy);
+    char *body = cJSON_PrintUnformatted(req);
+    cJSON_Delete(req);
+    if (!body) return qg_errf(h->err, sizeof h->err, QG_ERR_NOMEM, "out of memory");
+    cJSON *ans;
+    int rc = live ? request(h, url, body, &ans, status) : post_cached(h, url, body, &ans, status);
+    free(body);
+    if (rc) return rc;
+    const cJSON *toks = cJSON_GetObjectItem(ans, "tokens"), *t;
+    int m = cJSON_GetArraySize(toks);
+    if (!cJSON_IsArray(toks)) rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: the answer has no \"tokens\" array", url);
+    else if (!(*ids = malloc((size_t)(m ? m : 1) * sizeof **ids))) rc = qg_errf(h->err, sizeof h->err, QG_ERR_NOMEM, "out of memory");
+    double limit = h->n_vocab > 0 ? h->n_vocab : 2147483647.0;
+    const cJSON *walk = rc ? NULL : toks;
+    cJSON_ArrayForEach(t, walk)
+    {
+        const cJSON *v = cJSON_IsObject(t) ? cJSON_GetObjectItem(t, "id") : t;
+        if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble >= limit || v->valuedouble != floor(v->valuedouble)) {
+            rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: token %lld of the answer is not a token id%s", url, (long long)*n_ids,
+                         h->n_vocab > 0 ? " of the served vocabulary" : "");
+            break;
+        }
+        int32_t id = (int32_t)v->valuedouble;
+        (*ids)[(*n_ids)++] = id;
+        char buf[1024];
+        int len = cJSON_IsObject(t) ? read_piece(cJSON_GetObjectItem(t, "piece"), buf, (int)sizeof buf) : -1;
+        if (len >= 0 && (rc = remember_piece(h, id, buf, len))) qg_errf(h->err, sizeof h->err, rc, "out of memory");
+    }
+    cJSON_Delete(ans);
+    if (rc) free(*ids), *ids = NULL, *n_ids = 0;
+    return rc;
+}
+
+/* Detokenizes ids on the server: a malloc'd string, or NULL with h->err. */
+static char *server_detokenize(struct http *h, const int32_t *ids, int64_t n)
+{
+    char url[1100];
+    snprintf(url, sizeof url, "%s/detokenize", h->root);
+    cJSON *req = cJSON_CreateObject();
+    cJSON_AddStringToObject(req, "model", h->model);
+    cJSON *a = cJSON_AddArrayToObject(req, "tokens");
+    for (int64_t i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(ids[i]));
+    char *body = cJSON_PrintUnformatted(req);
+    cJSON_Delete(req);
+    if (!body) return qg_errf(h->err, sizeof h->err, QG_ERR_NOMEM, "out of memory"), NULL;
+    cJSON *ans;
+    long status;
+    int rc = post_cached(h, url, body, &ans, &status);
+    free(body);
+    if (rc) return NULL;
+    const cJSON *c = cJSON_GetObjectItem(ans, "content"); /* llama.cpp, qgate serve */
+    if (!cJSON_IsString(c)) c = cJSON_GetObjectItem(ans, "prompt"); /* vLLM */
+    char *out = cJSON_IsString(c) ? qg_strdup(c->valuestring) : NULL;
+    if (!cJSON_IsString(c)) qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: the answer has no \"content\" or \"prompt\" string", url);
+    cJSON_Delete(ans);
+    return out;
+}
+
+/* The text of id from the server: remembered, or learnt by detokenizing
+ * [pair_a, id] and removing pair_a's own text (a lone SentencePiece piece
+ * would lose its leading space); [id] alone when that does not fit. */
+static int server_piece(struct http *h, int32_t id, char *buf, size_t cap)
+{
+    if (id < 0 || (h->n_vocab > 0 && id >= h->n_vocab)) return -1;
+    if (id >= h->n_spc || !h->spc[id].text) {
+        if (!h->pair_text && !(h->pair_text = server_detokenize(h, &h->pair_a, 1))) return QG_ERR_UNAVAILABLE;
+        int32_t two[2] = {h->pair_a, id};
+        char *t = server_detokenize(h, two, 2);
+        if (!t) return QG_ERR_UNAVAILABLE;
+        size_t pl = strlen(h->pair_text);
+        const char *p = t + pl;
+        char *alone = NULL;
+        if (strncmp(t, h->pair_text, pl)) {
+            if (!(alone = server_detokenize(h, &id, 1))) return free(t), QG_ERR_UNAVAILABLE;
+            p = alone;
+        }
+        int rc = remember_piece(h, id, p, (int)strlen(p));
+        free(t), free(alone);
+        if (rc) return rc;
+        if (id >= h->n_spc || !h->spc[id].text) return QG_ERR_UNSUPPORTED; /* an id beyond any vocabulary */
+    }
+    int len = h->spc[id].len;
+    memcpy(buf, h->spc[id].text, (size_t)len < cap ? (size_t)len : cap);
+    return len;
+}
+
 static int parse_spec(struct http *h, const char *spec, char *tokpath, size_t tokcap, char *keyvar, size_t keycap, char *err,
                       size_t errlen)
 {
@@ -546,11 +827,7 @@ static int http_open(const char *spec, const struct backend_open_params *bp, voi
     sbuf_init(&h->reply.body, HTTP_MAX_RESPONSE);
     char tokpath[4096] = "", keyvar[128] = "";
     int rc = parse_spec(h, spec, tokpath, sizeof tokpath, keyvar, sizeof keyvar, err, errlen);
-    if (!rc && !*tokpath)
-        rc = qg_errf(err, errlen, QG_ERR_USAGE,
-                     "%s: give the model's tokenizer as ?tokenizer=PATH.gguf (qgate tokenizes locally and checks the server agrees)",
-                     h->base);
-    if (!rc) {
+    if (!rc && *tokpath) {
         struct gguf *g;
         rc = gguf_open(tokpath, &g, err, errlen);
         if (!rc) {
@@ -558,7 +835,7 @@ static int http_open(const char *spec, const struct backend_open_params *bp, voi
             gguf_close(g);
         }
     }
-    if (!rc && (rc = build_pieces(h))) qg_errf(err, errlen, rc, "out of memory");
+    if (!rc && h->tok && (rc = build_pieces(h))) qg_errf(err, errlen, rc, "out of memory");
     const char *key = NULL;
     if (!rc) {
         key = *keyvar ? getenv(keyvar) : getenv("QGATE_API_KEY");
@@ -614,50 +891,69 @@ static int http_open(const char *spec, const struct backend_open_params *bp, voi
         else {
             if (!*h->model) snprintf(h->model, sizeof h->model, "%s", cJSON_GetObjectItem(found, "id")->valuestring);
             const cJSON *ml = cJSON_GetObjectItem(found, "max_model_len"), *nv = cJSON_GetObjectItem(found, "n_vocab");
+            if (!cJSON_IsNumber(nv)) nv = cJSON_GetObjectItem(cJSON_GetObjectItem(found, "meta"), "n_vocab"); /* llama.cpp */
             if (!h->n_ctx && cJSON_IsNumber(ml) && ml->valuedouble >= 2) h->n_ctx = (int)ml->valuedouble;
-            if (cJSON_IsNumber(nv) && (int)nv->valuedouble != tok_n_vocab(h->tok))
+            if (cJSON_IsNumber(nv) && nv->valuedouble >= 1 && nv->valuedouble < (1 << 24)) h->n_vocab = (int)nv->valuedouble;
+            if (h->tok && h->n_vocab && h->n_vocab != tok_n_vocab(h->tok))
                 rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: the server's model has %d tokens, the tokenizer %s has %d", h->base,
-                             (int)nv->valuedouble, tokpath, tok_n_vocab(h->tok));
+                             h->n_vocab, tokpath, tok_n_vocab(h->tok));
         }
     }
     cJSON_Delete(r);
     if (!h->n_ctx) h->n_ctx = 2048;
-    /* the tokenizers agree on a sample (when the server tokenizes) */
+    /* the tokenizers agree on a sample (when the server tokenizes); without
+     * a local one the server's must work, and says what BOS is */
     static const char *const sample = "Once upon a time, there was a little girl named Lily. She said: \"3 + 4 = 7!\"";
-    int32_t *ids = NULL;
-    int64_t n_ids = 0;
-    if (!rc) rc = tok_encode(h->tok, sample, strlen(sample), 1, 0, &ids, &n_ids);
+    int32_t *ids = NULL, *sids = NULL;
+    int64_t n_ids = 0, n_sids = 0;
+    if (!rc && h->tok) rc = tok_encode(h->tok, sample, strlen(sample), 1, 0, &ids, &n_ids);
     if (!rc) {
-        cJSON *req = cJSON_CreateObject();
-        cJSON_AddStringToObject(req, "model", h->model);
-        cJSON_AddStringToObject(req, "content", sample);
-        cJSON_AddStringToObject(req, "prompt", sample);
-        cJSON_AddTrueToObject(req, "add_special");
-        char *body = cJSON_PrintUnformatted(req);
-        cJSON_Delete(req);
-        snprintf(url, sizeof url, "%s/tokenize", h->root);
-        int trc = body ? request(h, url, body, &r, &status) : QG_ERR_NOMEM;
-        free(body);
-        if (trc == QG_OK) {
-            const cJSON *t = cJSON_GetObjectItem(r, "tokens");
-            int same = cJSON_GetArraySize(t) == n_ids;
-            for (int64_t i = 0; same && i < n_ids; i++) same = cJSON_GetArrayItem(t, (int)i)->valuedouble == ids[i];
+        int trc = server_tokenize(h, sample, strlen(sample), 1, 1, &sids, &n_sids, &status);
+        if (trc == QG_OK && h->tok) {
+            int same = n_sids == n_ids;
+            for (int64_t i = 0; same && i < n_ids; i++) same = sids[i] == ids[i];
             if (!same)
-                rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: the server tokenizes differently from %s (sample: %lld local ids, %d server ids)",
-                             h->base, tokpath, (long long)n_ids, cJSON_GetArraySize(t));
-            cJSON_Delete(r);
+                rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: the server tokenizes differently from %s (sample: %lld local ids, %lld server ids)",
+                             h->base, tokpath, (long long)n_ids, (long long)n_sids);
+        } else if (trc == QG_OK) {
+            ids = sids, n_ids = n_sids, sids = NULL;
+        } else if (!h->tok) {
+            rc = qg_errf(err, errlen, trc == QG_ERR_DATA ? QG_ERR_DATA : QG_ERR_USAGE,
+                         "%s: no local tokenizer was given and the server's /tokenize does not work (%s); give "
+                         "?tokenizer=PATH.gguf", h->base, h->err);
         } else if (status != 404 && status != 405) {
             rc = qg_errf(err, errlen, trc, "%s", h->err);
         }
     }
+    if (!rc && !h->tok) { /* BOS: what add_special puts in front */
+        int32_t *plain = NULL;
+        int64_t n_plain = 0;
+        if ((rc = server_tokenize(h, sample, strlen(sample), 0, 1, &plain, &n_plain, &status))) qg_errf(err, errlen, rc, "%s", h->err);
+        else if (n_plain < 1) rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: the server's /tokenize gives no tokens for a sentence", h->base);
+        else {
+            h->add_bos = n_ids == n_plain + 1 && !memcmp(ids + 1, plain, (size_t)n_plain * sizeof *plain);
+            h->bos = h->add_bos ? ids[0] : -1;
+            h->eos = -1;
+            h->pair_a = plain[0];
+        }
+        free(plain);
+    }
+    free(sids);
     /* scoring works: max_tokens 0, or 1 with the extra token dropped */
     if (!rc) {
         double lp[128];
         int n = n_ids < 128 ? (int)n_ids : 128;
-        int src = score_ids(h, ids, n, 1, lp);
+        int src = n >= 2 ? score_ids(h, ids, n, 1, lp) : qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: the sample is one token", h->base);
         if (src == QG_ERR_DATA && strstr(h->err, "HTTP 4")) {
             h->max_tokens_one = 1;
             src = score_ids(h, ids, n, 1, lp);
+        }
+        if (src == QG_ERR_UNSUPPORTED || src == QG_ERR_DATA) { /* echo cannot score prompts: vLLM's prompt_logprobs? */
+            char echo_err[QG_ERRMSG_MAX];
+            snprintf(echo_err, sizeof echo_err, "%s", h->err);
+            h->plp = 1;
+            if (score_ids(h, ids, n, 1, lp) == QG_OK) src = QG_OK;
+            else h->plp = 0, snprintf(h->err, sizeof h->err, "%s", echo_err);
         }
         h->can_score = src == QG_OK;
         if (src && src != QG_ERR_UNSUPPORTED) rc = qg_errf(err, errlen, src, "%s", h->err);
@@ -675,11 +971,11 @@ static int http_info(void *impl, struct backend_info *o)
 {
     struct http *h = impl;
     memset(o, 0, sizeof *o);
-    o->n_vocab = tok_n_vocab(h->tok);
+    o->n_vocab = h->tok ? tok_n_vocab(h->tok) : h->n_vocab;
     o->n_ctx_train = h->n_ctx;
-    o->bos = tok_bos(h->tok);
-    o->eos = tok_eos(h->tok);
-    o->add_bos = tok_add_bos(h->tok);
+    o->bos = h->tok ? tok_bos(h->tok) : h->bos;
+    o->eos = h->tok ? tok_eos(h->tok) : h->eos;
+    o->add_bos = h->tok ? tok_add_bos(h->tok) : h->add_bos;
     o->arch = "http";
     return QG_OK;
 }
@@ -688,12 +984,23 @@ static const char *http_errmsg(void *impl) { return ((struct http *)impl)->err; 
 
 static int http_tokenize(void *impl, const char *text, size_t n, int add_special, int32_t **ids, int64_t *n_ids)
 {
-    return tok_encode(((struct http *)impl)->tok, text, n, add_special, 0, ids, n_ids);
+    struct http *h = impl;
+    long status;
+    if (!h->tok) return server_tokenize(h, text, n, add_special, 0, ids, n_ids, &status);
+    return tok_encode(h->tok, text, n, add_special, 0, ids, n_ids);
 }
 
-static char *http_detokenize(void *impl, const int32_t *ids, int64_t n) { return tok_decode(((struct http *)impl)->tok, ids, n, 0); }
+static char *http_detokenize(void *impl, const int32_t *ids, int64_t n)
+{
+    struct http *h = impl;
+    return h->tok ? tok_decode(h->tok, ids, n, 0) : server_detokenize(h, ids, n);
+}
 
-static int http_piece(void *impl, int32_t id, char *buf, size_t cap) { return tok_piece(((struct http *)impl)->tok, id, 0, buf, cap); }
+static int http_piece(void *impl, int32_t id, char *buf, size_t cap)
+{
+    struct http *h = impl;
+    return h->tok ? tok_piece(h->tok, id, 0, buf, cap) : server_piece(h, id, buf, cap);
+}
 
 static int http_score(void *impl, struct backend_score *r)
 {
@@ -729,7 +1036,7 @@ static int http_generate(void *impl, const int32_t *prompt, int64_t n_prompt, co
     cJSON *req = cJSON_CreateObject();
     cJSON_AddStringToObject(req, "model", h->model);
     if (h->chat) { /* one user message: the prompt's text (the server applies its template) */
-        char *text_in = tok_decode(h->tok, prompt, n_prompt, 0);
+        char *text_in = http_detokenize(h, prompt, n_prompt);
         cJSON *msg = cJSON_CreateObject();
         cJSON_AddStringToObject(msg, "role", "user");
         cJSON_AddStringToObject(msg, "content", text_in ? text_in : "");
@@ -763,7 +1070,7 @@ static int http_generate(void *impl, const int32_t *prompt, int64_t n_prompt, co
         rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: the answer has no %s", url,
                      h->chat ? "choices[0].message.content" : "choices[0].text");
     else if (!(*text = qg_strdup(t->valuestring))) rc = QG_ERR_NOMEM;
-    if (!rc && ids && n_ids) rc = tok_encode(h->tok, *text, strlen(*text), 0, 0, ids, n_ids);
+    if (!rc && ids && n_ids) rc = http_tokenize(h, *text, strlen(*text), 0, ids, n_ids);
     cJSON_Delete(r);
     return rc;
 }
