@@ -32,7 +32,7 @@ struct server {
     char model_id[256];
     char *api_key;
     size_t max_body;
-    int stall_ms, no_prompt_logprobs, no_vllm_prompt_logprobs, plain_tokenize;
+    int stall_ms, no_prompt_logprobs, no_vllm_prompt_logprobs, plain_tokenize, text_prompts_only;
     char **piece; /* [n_piece]: each token's text, valid UTF-8 (read-only: shared by all requests) */
     int n_piece;
     double rate[F_COUNT];
@@ -150,6 +150,7 @@ static unsigned prompt_ids(struct server *s, struct backend *b, const cJSON *p, 
         *text = qg_strdup(p->valuestring);
         return 0;
     }
+    if (s->text_prompts_only) return snprintf(msg, msglen, "\"prompt\" must be a string"), 400;
     if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) == 0)
         return snprintf(msg, msglen, "\"prompt\" must be a string or a non-empty array of token ids (one prompt per request)"), 400;
     int64_t k = cJSON_GetArraySize(p), i = 0;
@@ -245,6 +246,10 @@ static cJSON *logprobs_json(struct server *s, const int32_t *seq, int64_t n, int
             if (!cJSON_GetObjectItemCaseSensitive(t, bp)) cJSON_AddNumberToObject(t, bp, row[best]);
         }
         cJSON_AddItemToArray(top, t);
+    }
+    if (s->text_prompts_only) { /* a plain OpenAI-style answer: no id extensions */
+        cJSON_DeleteItemFromObject(o, "token_ids");
+        cJSON_DeleteItemFromObject(o, "top_token_ids");
     }
     return o;
 }
@@ -735,6 +740,7 @@ int serve_start(struct backend *b, int n_backends, const struct serve_params *p,
     s->no_prompt_logprobs = p->no_prompt_logprobs;
     s->no_vllm_prompt_logprobs = p->no_vllm_prompt_logprobs;
     s->plain_tokenize = p->plain_tokenize;
+    s->text_prompts_only = p->text_prompts_only;
     s->rng = p->fault_seed ^ 0x5EED5EEDull;
     pthread_mutex_init(&s->lock, NULL);
     int rc = p->faults ? parse_faults(s, p->faults, err, errlen) : QG_OK;

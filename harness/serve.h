@@ -53,6 +53,8 @@ struct serve_params {
                              * tokens only (null for every echoed prompt token) */
     int no_vllm_prompt_logprobs; /* testing only: refuse "prompt_logprobs" (400), as a server without it */
     int plain_tokenize;          /* testing only: ignore "with_pieces" (ids only, as vLLM) */
+    int text_prompts_only;       /* testing only: refuse token-id prompts (400) and answer without the id
+                                  * extensions, as a server that takes text only */
 };
 
 struct server;

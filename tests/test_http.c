@@ -723,6 +723,64 @@ TEST(http_scores_through_vllm_prompt_logprobs)
     return 0;
 }
 
+TEST(http_text_prompts_when_ids_are_refused)
+{
+    /* a server that takes text prompts only and answers without token ids:
+     * items go as text, each answer's token texts are checked against the
+     * ids meant, and the numbers are those of the CPU backend */
+    ASSERT_OK(synth_model("m.gguf"));
+    ASSERT_OK(write_suite());
+    char err[QG_ERRMSG_MAX];
+    struct backend_open_params bp = {0};
+    struct backend b;
+    ASSERT_OK(backend_open(t_path("m.gguf"), &bp, &b, err, sizeof err));
+    struct serve_params sp = {.model_id = "tiny", .text_prompts_only = 1};
+    struct server *srv;
+    int port;
+    ASSERT_OK(serve_start(&b, 1, &sp, &srv, &port, err, sizeof err));
+    /* the token-id request itself is refused, as such servers do */
+    char url[128], *out;
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/completions", port);
+    ASSERT_EQ(http(url, "{\"prompt\":[1,5,9],\"max_tokens\":1}", NULL, &out), 400);
+    free(out);
+    char db[4200], web[4400], cpu[4400], s1[65], suite[1024];
+    snprintf(db, sizeof db, "%s", t_path("t.db"));
+    snprintf(web, sizeof web, "text=http://127.0.0.1:%d/v1?model=tiny&tokenizer=%s", port, t_path("m.gguf"));
+    snprintf(cpu, sizeof cpu, "cpu=%s", t_path("m.gguf"));
+    /* perplexity windows start inside the text: they cannot go as text,
+     * and the run says so (exit 65) */
+    const char *specs[] = {web};
+    struct t_out o;
+    ASSERT_OK(run_models(db, specs, 1, &o));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "takes text prompts only, and a window that starts inside a text does not re-tokenize");
+    t_out_free(&o);
+    /* multiple choice: every item */
+    ASSERT_OK(hash_sha256_file(t_path("mc.jsonl"), s1, err, sizeof err));
+    snprintf(suite, sizeof suite,
+             "{\"name\":\"mc\",\"tasks\":[{\"name\":\"mc\",\"kind\":\"custom\",\"data\":\"mc.jsonl\",\"sha256\":\"%s\","
+             "\"fields\":{\"context\":\"q\",\"choices\":\"c\",\"gold\":\"g\"}}]}", s1);
+    ASSERT_OK(t_write_file(t_path("mc.json"), suite, strlen(suite)));
+    snprintf(db, sizeof db, "%s", t_path("t2.db"));
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("mc.json"), "--model", cpu, "--model", web, "--db", db, NULL));
+    int code = o.code;
+    if (code) printf("run: exit %d\n%s", o.code, o.err);
+    t_out_free(&o);
+    serve_stop(srv);
+    backend_close(&b);
+    ASSERT_EQ(code, 0);
+    double x[256], y[256];
+    int cx[256], cy[256];
+    int nx = items_of(db, "cpu", x, cx, 256), ny = items_of(db, "text", y, cy, 256);
+    ASSERT(nx >= 24);
+    ASSERT_EQ(nx, ny);
+    for (int i = 0; i < nx; i++) {
+        ASSERT_NEAR(x[i], y[i], 1e-5 * fmax(1, fabs(x[i])));
+        ASSERT_EQ(cx[i], cy[i]);
+    }
+    return 0;
+}
+
 TEST(serve_command_starts_and_stops_cleanly)
 {
     /* `qgate serve` as a process: --port 0 --port-file, --parallel, an API

@@ -50,6 +50,7 @@
 #include "backends/http/http.h"
 #include "backends/tokenizer.h"
 #include "datasets/hash.h"
+#include "datasets/reader.h"
 #include "harness/status.h"
 #include "harness/util.h"
 
@@ -96,6 +97,7 @@ struct http {
     int32_t pair_a;   /* the fixed token detokenized before an unknown one */
     char *pair_text;  /* its text alone (NULL: not yet known) */
     int plp;          /* score through vLLM's prompt_logprobs */
+    int text_prompt;  /* the server takes no token ids: prompts go as text */
     /* decoded piece text -> id, sorted by text, for reading top_logprobs
      * (keyed by text); an id of -1 marks text that several ids share */
     struct piece_id {
@@ -236,13 +238,30 @@ static void http_close(void *impl)
     free(h);
 }
 
-/* The body of a request scoring ids (malloc'd). */
+static char *http_detokenize(void *impl, const int32_t *ids, int64_t n);
+static int http_piece(void *impl, int32_t id, char *buf, size_t cap);
+
+/* The body of a request scoring ids (malloc'd; NULL with h->err). As text,
+ * a leading BOS is left to the server, which adds it to a text prompt. */
 static char *score_body(struct http *h, const int32_t *ids, int n, int top_k)
 {
     cJSON *req = cJSON_CreateObject();
     cJSON_AddStringToObject(req, "model", h->model);
-    cJSON *p = cJSON_AddArrayToObject(req, "prompt");
-    for (int i = 0; i < n; i++) cJSON_AddItemToArray(p, cJSON_CreateNumber(ids[i]));
+    if (h->text_prompt) {
+        int add_bos = h->tok ? tok_add_bos(h->tok) : h->add_bos;
+        int32_t bos = h->tok ? tok_bos(h->tok) : h->bos;
+        int skip = n > 0 && add_bos && ids[0] == bos;
+        char *text = http_detokenize(h, ids + skip, n - skip);
+        if (!text) {
+            cJSON_Delete(req);
+            return NULL;
+        }
+        cJSON_AddStringToObject(req, "prompt", text);
+        free(text);
+    } else {
+        cJSON *p = cJSON_AddArrayToObject(req, "prompt");
+        for (int i = 0; i < n; i++) cJSON_AddItemToArray(p, cJSON_CreateNumber(ids[i]));
+    }
     if (h->plp) { /* vLLM: the prompt's log-probs by id; it generates one token */
         cJSON_AddNumberToObject(req, "prompt_logprobs", top_k > 0 ? top_k : 0);
         cJSON_AddNumberToObject(req, "max_tokens", 1);
@@ -386,6 +405,11 @@ static int parse_score(struct http *h, const char *url, const cJSON *ans, const 
     const cJSON *lpo = cJSON_GetObjectItem(ch0, "logprobs");
     const cJSON *tl = cJSON_GetObjectItem(lpo, "token_logprobs"), *tid = cJSON_GetObjectItem(lpo, "token_ids");
     int m = cJSON_GetArraySize(tl);
+    if (h->text_prompt && cJSON_IsArray(tl) && (m < n || m > n + h->max_tokens_one))
+        return qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
+                       "%s: sent %d prompt ids as text, the server tokenized it into %d: this endpoint takes text prompts only, "
+                       "and a window that starts inside a text does not re-tokenize to the same ids (run perplexity tasks "
+                       "against a server that takes token ids)", url, n, m - h->max_tokens_one);
     if (!cJSON_IsArray(tl) || m < n || m > n + h->max_tokens_one)
         return qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
                        "%s: sent %d prompt ids, got %d token log-probs back: the endpoint re-tokenized the prompt or cannot "
@@ -393,8 +417,26 @@ static int parse_score(struct http *h, const char *url, const cJSON *ans, const 
     for (int i = 0; i < n && !rc && cJSON_IsArray(tid); i++) {
         const cJSON *v = cJSON_GetArrayItem(tid, i);
         if (!cJSON_IsNumber(v) || (int32_t)v->valuedouble != ids[i])
-            rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: token %d scored as id %g, sent %d", url, i,
-                         cJSON_IsNumber(v) ? v->valuedouble : -1.0, ids[i]);
+            rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: token %d scored as id %g, sent %d%s", url, i,
+                         cJSON_IsNumber(v) ? v->valuedouble : -1.0, ids[i],
+                         h->text_prompt ? " (the server takes text prompts only, and re-tokenized this one differently)" : "");
+    }
+    /* a text prompt without token_ids back: each token's text must be the
+     * text of the id meant (after the first; pieces that are not UTF-8 on
+     * their own cannot be compared) */
+    const cJSON *texts = cJSON_GetObjectItem(lpo, "tokens");
+    for (int i = 1; i < n && !rc && h->text_prompt && !cJSON_IsArray(tid); i++) {
+        const cJSON *t = cJSON_GetArrayItem(texts, i);
+        char buf[512];
+        int len = http_piece(h, ids[i], buf, sizeof buf - 1);
+        size_t bad;
+        if (len < 0 || len >= (int)sizeof buf - 1) continue;
+        buf[len] = '\0';
+        if (!utf8_valid(buf, (size_t)len, &bad) || strlen(buf) != (size_t)len) continue;
+        if (!cJSON_IsString(t) || strcmp(t->valuestring, buf))
+            rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
+                         "%s: token %d came back as '%.40s', sent '%.40s': the server takes text prompts only, and re-tokenized "
+                         "this one differently", url, i, cJSON_IsString(t) ? t->valuestring : "?", buf);
     }
     for (int i = from; i < n && !rc; i++) {
         const cJSON *v = cJSON_GetArrayItem(tl, i);
@@ -510,8 +552,10 @@ static int score_many(struct http *h, struct backend_score *reqs, int n)
     char (*keys)[HASH_HEX_LEN + 1] = h->cache.get ? calloc((size_t)n, sizeof *keys) : NULL;
     if (h->cache.get && !keys) rc = qg_errf(h->err, sizeof h->err, QG_ERR_NOMEM, "out of memory");
     for (int j = 0; j < n && !rc; j++) {
+        h->err[0] = '\0';
         if (!(x[j].body = score_body(h, reqs[j].tokens, reqs[j].n_tokens, reqs[j].top_k))) {
-            rc = qg_errf(h->err, sizeof h->err, QG_ERR_NOMEM, "out of memory");
+            if (h->err[0]) rc = QG_ERR_UNAVAILABLE; /* the server could not detokenize a text prompt */
+            else rc = qg_errf(h->err, sizeof h->err, QG_ERR_NOMEM, "out of memory");
             break;
         }
         if (!keys) continue;
@@ -665,6 +709,8 @@ static int read_piece(const cJSON *p, char *buf, int cap)
     return len;
 }
 
+static int parse_tokens(struct http *h, const char *url, const cJSON *ans, int32_t **ids, int64_t *n_ids);
+
 /* Tokenizes text (n bytes) on the server, through the cache unless live
  * (open()'s checks ask the server itself). *status: the last HTTP status
  * (404 or 405: no /tokenize). */
@@ -696,6 +742,16 @@ static int server_tokenize(struct http *h, const char *text, size_t n, int add, 
     int rc = live ? request(h, url, body, &ans, status) : post_cached(h, url, body, &ans, status);
     free(body);
     if (rc) return rc;
+    rc = parse_tokens(h, url, ans, ids, n_ids);
+    cJSON_Delete(ans);
+    return rc;
+}
+
+/* Reads a /tokenize answer: "tokens" as ids, or as {"id", "piece"} whose
+ * pieces are remembered. QG_OK with *ids (malloc'd), or the error in h->err. */
+static int parse_tokens(struct http *h, const char *url, const cJSON *ans, int32_t **ids, int64_t *n_ids)
+{
+    int rc = QG_OK;
     const cJSON *toks = cJSON_GetObjectItem(ans, "tokens"), *t;
     int m = cJSON_GetArraySize(toks);
     if (!cJSON_IsArray(toks)) rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: the answer has no \"tokens\" array", url);
@@ -716,8 +772,26 @@ static int server_tokenize(struct http *h, const char *text, size_t n, int add, 
         int len = cJSON_IsObject(t) ? read_piece(cJSON_GetObjectItem(t, "piece"), buf, (int)sizeof buf) : -1;
         if (len >= 0 && (rc = remember_piece(h, id, buf, len))) qg_errf(h->err, sizeof h->err, rc, "out of memory");
     }
-    cJSON_Delete(ans);
     if (rc) free(*ids), *ids = NULL, *n_ids = 0;
+    return rc;
+}
+
+int http_parse_tokenize(const char *json, size_t n, int n_vocab, int32_t **ids, int64_t *n_ids, char *err, size_t errlen)
+{
+    struct http h;
+    memset(&h, 0, sizeof h);
+    h.n_vocab = n_vocab;
+    *ids = NULL;
+    *n_ids = 0;
+    cJSON *ans = cJSON_ParseWithLength(json, n);
+    int rc = ans ? parse_tokens(&h, "answer", ans, ids, n_ids) : qg_errf(h.err, sizeof h.err, QG_ERR_DATA, "answer: not JSON");
+    /* every remembered piece is whole: len bytes and a NUL */
+    for (int32_t id = 0; !rc && id < h.n_spc; id++)
+        if (h.spc[id].text && (h.spc[id].len < 0 || h.spc[id].text[h.spc[id].len] != '\0')) rc = QG_ERR_INTERNAL;
+    cJSON_Delete(ans);
+    for (int i = 0; i < h.n_spc; i++) free(h.spc[i].text);
+    free(h.spc);
+    if (rc) snprintf(err, errlen, "%s", h.err);
     return rc;
 }
 
@@ -943,17 +1017,27 @@ static int http_open(const char *spec, const struct backend_open_params *bp, voi
     if (!rc) {
         double lp[128];
         int n = n_ids < 128 ? (int)n_ids : 128;
-        int src = n >= 2 ? score_ids(h, ids, n, 1, lp) : qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: the sample is one token", h->base);
-        if (src == QG_ERR_DATA && strstr(h->err, "HTTP 4")) {
-            h->max_tokens_one = 1;
-            src = score_ids(h, ids, n, 1, lp);
+        /* token ids with echo (max_tokens 0, else 1), ids with vLLM's
+         * prompt_logprobs, then text prompts with echo (a server that takes
+         * no ids; each answer is checked against the ids meant). The first
+         * that scores every prompt token is kept. A server that answers but
+         * gives no prompt log-probs is refused for scoring (not for
+         * generation); any other failure fails open with the first error. */
+        static const struct { int text, max1, plp; } tries[] = {{0, 0, 0}, {0, 1, 0}, {0, 1, 1}, {1, 0, 0}, {1, 1, 0}};
+        char first[QG_ERRMSG_MAX] = "", unsup[QG_ERRMSG_MAX] = "";
+        int src = QG_ERR_DATA, first_rc = QG_OK;
+        if (n < 2) snprintf(first, sizeof first, "%.300s: the sample is one token", h->base), first_rc = QG_ERR_DATA;
+        for (size_t t = 0; n >= 2 && t < sizeof tries / sizeof *tries; t++) {
+            h->text_prompt = tries[t].text, h->max_tokens_one = tries[t].max1, h->plp = tries[t].plp;
+            if ((src = score_ids(h, ids, n, 1, lp)) == QG_OK) break;
+            if (!first_rc) first_rc = src, snprintf(first, sizeof first, "%s", h->err);
+            if (src == QG_ERR_UNSUPPORTED && !*unsup) snprintf(unsup, sizeof unsup, "%s", h->err);
+            if (src == QG_ERR_UNAVAILABLE || src == QG_ERR_NOMEM) break; /* no server to ask */
         }
-        if (src == QG_ERR_UNSUPPORTED || src == QG_ERR_DATA) { /* echo cannot score prompts: vLLM's prompt_logprobs? */
-            char echo_err[QG_ERRMSG_MAX];
-            snprintf(echo_err, sizeof echo_err, "%s", h->err);
-            h->plp = 1;
-            if (score_ids(h, ids, n, 1, lp) == QG_OK) src = QG_OK;
-            else h->plp = 0, snprintf(h->err, sizeof h->err, "%s", echo_err);
+        if (src != QG_OK) {
+            h->text_prompt = 0, h->max_tokens_one = 0, h->plp = 0;
+            if (*unsup && first_rc != QG_ERR_UNAVAILABLE) src = QG_ERR_UNSUPPORTED, snprintf(h->err, sizeof h->err, "%s", unsup);
+            else src = first_rc, snprintf(h->err, sizeof h->err, "%s", first);
         }
         h->can_score = src == QG_OK;
         if (src && src != QG_ERR_UNSUPPORTED) rc = qg_errf(err, errlen, src, "%s", h->err);

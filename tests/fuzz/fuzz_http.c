@@ -3,7 +3,8 @@
  *   0-3: the body of a POST to a real `qgate serve` server (in-process, on
  *        loopback, over a generated model): /v1/completions,
  *        /v1/chat/completions, /tokenize, /detokenize;
- *   4+:  a /completions answer as the HTTP backend reads it when scoring.
+ *   4-191: a /completions answer as the HTTP backend reads it when scoring;
+ *   192+: a /tokenize answer as the HTTP backend reads it.
  * Build and run with QG_FUZZ_TARGET=http tests/fuzz/run.sh SECONDS. */
 #include "backends/backend.h"
 #include "backends/http/http.h"
@@ -73,6 +74,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *copy = malloc(n ? n : 1);
     if (!copy) return 0;
     if (n) memcpy(copy, body, n);
+    if (which >= 192) {
+        int32_t *tids = NULL;
+        int64_t nt = 0;
+        char terr[QG_ERRMSG_MAX];
+        if (http_parse_tokenize(copy, n, which & 1 ? 320 : 0, &tids, &nt, terr, sizeof terr) == QG_ERR_INTERNAL) abort();
+        free(tids);
+        free(copy);
+        return 0;
+    }
     int32_t ids[8] = {1, 5, 9, 13, 17, 21, 25, 29};
     double lp[8];
     int32_t top_ids[8 * 3];

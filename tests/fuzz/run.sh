@@ -25,6 +25,9 @@ if [ "${QG_FUZZ_TARGET:-gguf}" = http ]; then
   printf '\002{"content":"the girl saw the ball","add_special":false}' > "$seeds/tokenize"
   printf '\003{"tokens":[1,5,9,300]}' > "$seeds/detokenize"
   printf '\005{"choices":[{"text":"","logprobs":{"tokens":["a","b"],"token_ids":[1,5],"token_logprobs":[null,-1.5],"top_logprobs":[null,{"b":-1.5}],"text_offset":[0,1]}}]}' > "$seeds/answer"
+  printf '\007{"choices":[{"text":"","prompt_logprobs":[null,{"5":{"logprob":-1.5,"rank":2,"decoded_token":"b"},"7":{"logprob":-0.4,"rank":1}}]}]}' > "$seeds/vllm"
+  printf '\301{"tokens":[{"id":1,"piece":"a"},{"id":5,"piece":[226,130]},{"id":9,"piece":" the"}]}' > "$seeds/tokens"
+  printf '\300{"tokens":[1,5,9],"count":3}' > "$seeds/tokens-plain"
   cd "$b"
   exec "$b/tests/fuzz_http" -max_total_time="$secs" -max_len=4096 -timeout=30 -print_final_stats=1 \
     -artifact_prefix="$b/fuzz-artifacts/http-" "$corpus" "$seeds"
