@@ -394,6 +394,25 @@ static int parse_plp(struct http *h, const char *url, const cJSON *plp, const st
     return QG_OK;
 }
 
+/* Walks a cJSON array by increasing index in O(1) a step (cJSON's
+ * GetArrayItem walks from the start: quadratic over a 2048-token window). */
+struct cursor {
+    const cJSON *at;
+    int i;
+};
+
+static struct cursor cursor_of(const cJSON *a)
+{
+    return (struct cursor){cJSON_IsArray(a) ? a->child : NULL, 0};
+}
+
+/* item i (>= the last asked), or NULL past the end */
+static const cJSON *cursor_get(struct cursor *c, int i)
+{
+    while (c->at && c->i < i) c->at = c->at->next, c->i++;
+    return c->i == i ? c->at : NULL;
+}
+
 /* Reads a scoring answer into r->logprob. QG_OK, or the error in h->err. */
 static int parse_score(struct http *h, const char *url, const cJSON *ans, const struct backend_score *r)
 {
@@ -414,8 +433,9 @@ static int parse_score(struct http *h, const char *url, const cJSON *ans, const 
         return qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
                        "%s: sent %d prompt ids, got %d token log-probs back: the endpoint re-tokenized the prompt or cannot "
                        "score prompts (echo with logprobs)", url, n, cJSON_IsArray(tl) ? m : -1);
+    struct cursor c_tid = cursor_of(tid), c_texts, c_tl = cursor_of(tl), c_top, c_topid;
     for (int i = 0; i < n && !rc && cJSON_IsArray(tid); i++) {
-        const cJSON *v = cJSON_GetArrayItem(tid, i);
+        const cJSON *v = cursor_get(&c_tid, i);
         if (!cJSON_IsNumber(v) || (int32_t)v->valuedouble != ids[i])
             rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: token %d scored as id %g, sent %d%s", url, i,
                          cJSON_IsNumber(v) ? v->valuedouble : -1.0, ids[i],
@@ -424,9 +444,9 @@ static int parse_score(struct http *h, const char *url, const cJSON *ans, const 
     /* a text prompt without token_ids back: each token's text must be the
      * text of the id meant (after the first; pieces that are not UTF-8 on
      * their own cannot be compared) */
-    const cJSON *texts = cJSON_GetObjectItem(lpo, "tokens");
+    c_texts = cursor_of(cJSON_GetObjectItem(lpo, "tokens"));
     for (int i = 1; i < n && !rc && h->text_prompt && !cJSON_IsArray(tid); i++) {
-        const cJSON *t = cJSON_GetArrayItem(texts, i);
+        const cJSON *t = cursor_get(&c_texts, i);
         char buf[512];
         int len = http_piece(h, ids[i], buf, sizeof buf - 1);
         size_t bad;
@@ -439,7 +459,7 @@ static int parse_score(struct http *h, const char *url, const cJSON *ans, const 
                          "this one differently", url, i, cJSON_IsString(t) ? t->valuestring : "?", buf);
     }
     for (int i = from; i < n && !rc; i++) {
-        const cJSON *v = cJSON_GetArrayItem(tl, i);
+        const cJSON *v = cursor_get(&c_tl, i);
         if (!cJSON_IsNumber(v) || !(v->valuedouble <= 0))
             rc = qg_errf(h->err, sizeof h->err, QG_ERR_UNSUPPORTED,
                          "%s: no log-prob for prompt token %d: this endpoint cannot score prompts, so it cannot run "
@@ -449,12 +469,13 @@ static int parse_score(struct http *h, const char *url, const cJSON *ans, const 
     /* top-K: qgate serve's top_token_ids ([[id, logprob], ...], exact), else
      * top_logprobs[i], text -> log-prob, mapped to ids through the local
      * tokenizer's pieces (texts several ids share stay unknown) */
-    const cJSON *top = cJSON_GetObjectItem(lpo, "top_logprobs"), *topid = cJSON_GetObjectItem(lpo, "top_token_ids");
+    c_top = cursor_of(cJSON_GetObjectItem(lpo, "top_logprobs"));
+    c_topid = cursor_of(cJSON_GetObjectItem(lpo, "top_token_ids"));
     for (int i = from; i < n && !rc && r->top_k > 0; i++) {
         int32_t *ids_out = r->top_ids + (size_t)(i - from) * (size_t)r->top_k;
         float *lp_out = r->top_lp + (size_t)(i - from) * (size_t)r->top_k;
         for (int k = 0; k < r->top_k; k++) ids_out[k] = -1, lp_out[k] = -INFINITY;
-        const cJSON *pairs = cJSON_GetArrayItem(topid, i), *pr;
+        const cJSON *pairs = cursor_get(&c_topid, i), *pr;
         if (cJSON_IsArray(pairs)) {
             int k = 0;
             cJSON_ArrayForEach(pr, pairs)
@@ -467,7 +488,7 @@ static int parse_score(struct http *h, const char *url, const cJSON *ans, const 
             }
             continue;
         }
-        const cJSON *o = cJSON_GetArrayItem(top, i), *e;
+        const cJSON *o = cursor_get(&c_top, i), *e;
         if (!cJSON_IsObject(o)) {
             rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: no top_logprobs for prompt token %d (asked for %d)", url, i, r->top_k);
             break;
