@@ -38,7 +38,7 @@ struct server {
     double rate[F_COUNT];
     uint64_t rng;
     pthread_mutex_t lock; /* the fault generator, the counters and ids */
-    int64_t requests, faults, next_id;
+    int64_t requests, faults, next_id, in_flight, max_in_flight;
 };
 
 struct conn {
@@ -664,10 +664,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
             const char *b = f == F_TRUNCATE ? "{\"id\":\"cmpl-x\",\"object\":\"text_completion\",\"choices\":[{\"text\":\"" : "<html>not json";
             return send_text(c, 200, b, strlen(b), "application/json", NULL);
         }
+        pthread_mutex_lock(&s->lock);
+        if (++s->in_flight > s->max_in_flight) s->max_in_flight = s->in_flight;
+        pthread_mutex_unlock(&s->lock);
         out = !strcmp(url, "/v1/completions")        ? completions(s, c, req)
               : !strcmp(url, "/v1/chat/completions") ? chat(s, c, req)
               : !strcmp(url, "/tokenize")            ? tokenize(s, c, req)
                                                      : detokenize(s, c, req);
+        pthread_mutex_lock(&s->lock);
+        s->in_flight--;
+        pthread_mutex_unlock(&s->lock);
         cJSON_Delete(req);
     } else {
         out = send_error(c, 404, "invalid_request_error", "no endpoint %s %s", method, url);
@@ -791,4 +797,12 @@ void serve_counts(struct server *s, int64_t *requests, int64_t *faults)
     if (requests) *requests = s->requests;
     if (faults) *faults = s->faults;
     pthread_mutex_unlock(&s->lock);
+}
+
+int64_t serve_max_in_flight(struct server *s)
+{
+    pthread_mutex_lock(&s->lock);
+    int64_t m = s->max_in_flight;
+    pthread_mutex_unlock(&s->lock);
+    return m;
 }

@@ -70,5 +70,8 @@ int serve_start(struct backend *b, int n_backends, const struct serve_params *p,
 void serve_stop(struct server *s);
 /* Requests answered so far (all endpoints), and faults injected. */
 void serve_counts(struct server *s, int64_t *requests, int64_t *faults);
+/* The most POST requests (completions, tokenize, ...) handled at once so
+ * far: computing, or waiting for a model instance. */
+int64_t serve_max_in_flight(struct server *s);
 
 #endif

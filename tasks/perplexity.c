@@ -129,6 +129,10 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Windows a remote model (no full rows) is asked for at once, so that its
+ * requests are in flight together (backend_score_many). */
+#define PPL_REMOTE_BATCH 32
+
 int ppl_evaluate(const struct backend *b, const int32_t *ids, int64_t n, const struct ppl_params *p,
                  ppl_progress_fn progress, void *ud, struct ppl_run *out, char *err, size_t errlen)
 {
@@ -140,8 +144,12 @@ int ppl_evaluate(const struct backend *b, const int32_t *ids, int64_t n, const s
     int rc = ppl_plan(p, n, &win, &nw, err, errlen);
     if (rc) return rc;
     int32_t *bytes = malloc((size_t)n * sizeof *bytes), *words = malloc((size_t)n * sizeof *words);
-    int32_t *tok = malloc(((size_t)p->n_ctx + 1) * sizeof *tok);
-    double *lp = malloc(((size_t)p->n_ctx + 1) * sizeof *lp);
+    /* a remote backend gets PPL_REMOTE_BATCH windows at once (its requests
+     * in flight together), a local one a window at a time */
+    int batch = (b->ops->caps & BACKEND_CAP_FULL_ROWS) ? 1 : PPL_REMOTE_BATCH;
+    size_t stride = (size_t)p->n_ctx + 1;
+    int32_t *tok = malloc((size_t)batch * stride * sizeof *tok);
+    double *lp = malloc((size_t)batch * stride * sizeof *lp);
     out->windows = calloc((size_t)(nw ? nw : 1), sizeof *out->windows);
     if (!bytes || !words || !tok || !lp || !out->windows) rc = qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
     if (!rc && (rc = piece_counts(b, ids, n, bytes, words)))
@@ -149,30 +157,44 @@ int ppl_evaluate(const struct backend *b, const int32_t *ids, int64_t n, const s
     struct ppl_stats st;
     ppl_stats_init(&st);
     double t0 = now_s();
-    for (int64_t w = 0; w < nw && !rc; w++) {
-        const struct ppl_window *W = &win[w];
-        if (p->shard_count > 1 && w % p->shard_count != p->shard_index) continue;
-        memcpy(tok, ids + W->start, (size_t)W->n * sizeof *tok);
-        if (W->bos_first && info.bos >= 0) tok[0] = info.bos;
-        struct backend_score req = {.tokens = tok, .n_tokens = W->n, .from = W->from, .logprob = lp};
-        if ((rc = backend_score(b, &req))) {
-            qg_errf(err, errlen, rc, "window %lld: %s", (long long)w, backend_errmsg(b));
+    int64_t w_next = 0;
+    struct backend_score reqs[PPL_REMOTE_BATCH];
+    int64_t gw[PPL_REMOTE_BATCH];
+    while (w_next < nw && !rc) {
+        int g = 0;
+        for (; w_next < nw && g < batch; w_next++) {
+            if (p->shard_count > 1 && w_next % p->shard_count != p->shard_index) continue;
+            const struct ppl_window *W = &win[w_next];
+            int32_t *t = tok + (size_t)g * stride;
+            memcpy(t, ids + W->start, (size_t)W->n * sizeof *t);
+            if (W->bos_first && info.bos >= 0) t[0] = info.bos;
+            reqs[g] = (struct backend_score){.tokens = t, .n_tokens = W->n, .from = W->from, .logprob = lp + (size_t)g * stride};
+            gw[g++] = w_next;
+        }
+        if (g && (rc = backend_score_many(b, reqs, g))) {
+            if (g == 1) qg_errf(err, errlen, rc, "window %lld: %s", (long long)gw[0], backend_errmsg(b));
+            else qg_errf(err, errlen, rc, "windows %lld-%lld: %s", (long long)gw[0], (long long)gw[g - 1], backend_errmsg(b));
             break;
         }
-        struct ppl_window_stat *ws = &out->windows[w];
-        for (int i = W->from; i < W->n; i++) {
-            double nll = -lp[i - W->from];
-            ws->nll += nll;
-            ws->nll2 += nll * nll;
-            ws->tokens++;
-            ws->bytes += bytes[W->start + i];
-            ws->words += words[W->start + i];
-        }
-        ppl_stats_add(&st, ws);
-        out->tokens_evaluated += W->n - 1;
-        if (progress && progress(ud, w + 1, nw)) {
-            rc = qg_errf(err, errlen, QG_ERR_INTERNAL, "interrupted");
-            break;
+        for (int j = 0; j < g && !rc; j++) {
+            int64_t w = gw[j];
+            const struct ppl_window *W = &win[w];
+            const double *lpw = lp + (size_t)j * stride;
+            struct ppl_window_stat *ws = &out->windows[w];
+            for (int i = W->from; i < W->n; i++) {
+                double nll = -lpw[i - W->from];
+                ws->nll += nll;
+                ws->nll2 += nll * nll;
+                ws->tokens++;
+                ws->bytes += bytes[W->start + i];
+                ws->words += words[W->start + i];
+            }
+            ppl_stats_add(&st, ws);
+            out->tokens_evaluated += W->n - 1;
+            if (progress && progress(ud, w + 1, nw)) {
+                rc = qg_errf(err, errlen, QG_ERR_INTERNAL, "interrupted");
+                break;
+            }
         }
     }
     out->seconds = now_s() - t0;
@@ -192,6 +214,15 @@ void ppl_run_release(struct ppl_run *r)
     free(r->windows);
     r->windows = NULL;
 }
+
+
+/* A remote model's answers for one group of windows: per window its
+ * log-probs and top-K, indexed by the window's place in the group. */
+struct prefetch {
+    double *lp;      /* [PPL_REMOTE_BATCH][n_ctx + 1] */
+    int32_t *tk_ids; /* [PPL_REMOTE_BATCH][n_ctx + 1][PPL_KLD_TOP_K] */
+    float *tk_lp;
+};
 
 int ppl_evaluate_lockstep(const struct backend *const *models, int nm, const int32_t *ids, int64_t n,
                           const struct ppl_params *p, ppl_lockstep_fn fn, void *ud, double **kld, int64_t *n_kld,
@@ -221,90 +252,139 @@ int ppl_evaluate_lockstep(const struct backend *const *models, int nm, const int
     int32_t *tk_ids = malloc(((size_t)p->n_ctx + 1) * PPL_KLD_TOP_K * sizeof *tk_ids);
     float *tk_lp = malloc(((size_t)p->n_ctx + 1) * PPL_KLD_TOP_K * sizeof *tk_lp);
     struct ppl_stats *st = calloc((size_t)nm, sizeof *st);
+    struct prefetch *pf = calloc((size_t)nm, sizeof *pf);
+    int32_t *gtok = malloc((size_t)PPL_REMOTE_BATCH * ((size_t)p->n_ctx + 1) * sizeof *gtok);
+    int64_t gw[PPL_REMOTE_BATCH];
+    size_t stride = (size_t)p->n_ctx + 1;
     for (int m = 0; m < nm; m++) {
         kld[m] = m > 0 ? malloc((size_t)(total ? total : 1) * sizeof **kld) : NULL;
         if (m > 0 && !kld[m]) rc = QG_ERR_NOMEM;
         ppl_stats_init(&st[m]);
     }
-    if (!bytes || !words || !tok || !lp || !base_rows || !rows || !base_top || !top || !st || !tk_ids || !tk_lp) rc = QG_ERR_NOMEM;
+    if (!bytes || !words || !tok || !lp || !base_rows || !rows || !base_top || !top || !st || !tk_ids || !tk_lp || !pf || !gtok)
+        rc = QG_ERR_NOMEM;
     for (int m = 0; m < nm; m++) {
         unsigned caps = models[m]->ops->caps;
         kld_top_k[m] = !kld_ok ? -1 : (caps & BACKEND_CAP_FULL_ROWS) ? 0 : m > 0 && (caps & BACKEND_CAP_TOP_K) ? PPL_KLD_TOP_K : -1;
+        if (rc || (caps & BACKEND_CAP_FULL_ROWS)) continue; /* local: window by window */
+        pf[m].lp = malloc(PPL_REMOTE_BATCH * stride * sizeof *pf[m].lp);
+        if (kld_top_k[m] > 0) {
+            pf[m].tk_ids = malloc(PPL_REMOTE_BATCH * stride * PPL_KLD_TOP_K * sizeof *pf[m].tk_ids);
+            pf[m].tk_lp = malloc(PPL_REMOTE_BATCH * stride * PPL_KLD_TOP_K * sizeof *pf[m].tk_lp);
+        }
+        if (!pf[m].lp || (kld_top_k[m] > 0 && (!pf[m].tk_ids || !pf[m].tk_lp))) rc = QG_ERR_NOMEM;
     }
     if (rc) qg_errf(err, errlen, rc, "out of memory for lockstep scoring (%d models, vocabulary %d)", nm, V);
     if (!rc && (rc = piece_counts(models[0], ids, n, bytes, words)))
         qg_errf(err, errlen, rc, "cannot measure the bytes of the tokens (%s)", qg_strerror(rc));
     int64_t k = 0;
-    for (int64_t w = 0; w < nw && !rc; w++) {
-        const struct ppl_window *W = &win[w];
-        if (p->shard_count > 1 && w % p->shard_count != p->shard_index) continue;
-        memcpy(tok, ids + W->start, (size_t)W->n * sizeof *tok);
-        if (W->bos_first && info.bos >= 0) tok[0] = info.bos;
-        int ns = W->n - W->from;
-        for (int m = 0; m < nm && !rc; m++) {
-            /* KLD needs full rows from the baseline and the candidate; a
-             * backend without them (http) is scored on its tokens only */
-            int full = kld_ok && (models[m]->ops->caps & BACKEND_CAP_FULL_ROWS);
+    /* windows in groups: a remote model scores the whole group at once
+     * (its requests in flight together); then each window in order, local
+     * models computing theirs as before */
+    int64_t w_next = 0;
+    while (w_next < nw && !rc) {
+        int g = 0;
+        for (; w_next < nw && g < PPL_REMOTE_BATCH; w_next++) {
+            if (p->shard_count > 1 && w_next % p->shard_count != p->shard_index) continue;
+            const struct ppl_window *W = &win[w_next];
+            int32_t *t = gtok + (size_t)g * stride;
+            memcpy(t, ids + W->start, (size_t)W->n * sizeof *t);
+            if (W->bos_first && info.bos >= 0) t[0] = info.bos;
+            gw[g++] = w_next;
+        }
+        for (int m = 0; m < nm && !rc && g; m++) {
+            if (!pf[m].lp) continue;
+            struct backend_score reqs[PPL_REMOTE_BATCH];
             int K = m > 0 && kld_top_k[m] > 0 ? kld_top_k[m] : 0;
-            struct backend_score req = {.tokens = tok, .n_tokens = W->n, .from = W->from, .logprob = lp,
-                                        .rows = full ? (m == 0 ? base_rows : rows) : NULL,
-                                        .argmax = full ? (m == 0 ? base_top : top) : NULL,
-                                        .top_k = K, .top_ids = K ? tk_ids : NULL, .top_lp = K ? tk_lp : NULL};
-            if ((rc = backend_score(models[m], &req))) {
-                qg_errf(err, errlen, rc, "window %lld, model %d: %s", (long long)w, m, backend_errmsg(models[m]));
-                break;
+            for (int j = 0; j < g; j++) {
+                const struct ppl_window *W = &win[gw[j]];
+                reqs[j] = (struct backend_score){.tokens = gtok + (size_t)j * stride, .n_tokens = W->n, .from = W->from,
+                                                 .logprob = pf[m].lp + (size_t)j * stride, .top_k = K,
+                                                 .top_ids = K ? pf[m].tk_ids + (size_t)j * stride * PPL_KLD_TOP_K : NULL,
+                                                 .top_lp = K ? pf[m].tk_lp + (size_t)j * stride * PPL_KLD_TOP_K : NULL};
             }
-            struct ppl_lockstep_window lw = {0};
-            for (int i = 0; i < ns; i++) {
-                double nll = -lp[i];
-                lw.stat.nll += nll;
-                lw.stat.nll2 += nll * nll;
-                lw.stat.tokens++;
-                lw.stat.bytes += bytes[W->start + W->from + i];
-                lw.stat.words += words[W->start + W->from + i];
-                if (m == 0) continue;
-                if (K) { /* top-K with one bucket for the rest: a lower bound */
-                    const float *b = base_rows + (size_t)i * V;
-                    const int32_t *ti = tk_ids + (size_t)i * K;
-                    const float *tl = tk_lp + (size_t)i * K;
-                    double kl = 0, pb_s = 0, pm_s = 0;
-                    for (int j = 0; j < K; j++) {
-                        if (ti[j] < 0 || ti[j] >= V) continue;
-                        double pb = exp((double)b[ti[j]]);
-                        kl += pb * ((double)b[ti[j]] - (double)tl[j]);
-                        pb_s += pb;
-                        pm_s += exp((double)tl[j]);
+            if ((rc = backend_score_many(models[m], reqs, g)))
+                qg_errf(err, errlen, rc, "windows %lld-%lld, model %d: %s", (long long)gw[0], (long long)gw[g - 1], m,
+                        backend_errmsg(models[m]));
+        }
+        for (int j = 0; j < g && !rc; j++) {
+            int64_t w = gw[j];
+            const struct ppl_window *W = &win[w];
+            memcpy(tok, gtok + (size_t)j * stride, (size_t)W->n * sizeof *tok);
+            int ns = W->n - W->from;
+            for (int m = 0; m < nm && !rc; m++) {
+                /* KLD needs full rows from the baseline and the candidate; a
+                 * backend without them (http) is scored on its tokens only */
+                int full = kld_ok && (models[m]->ops->caps & BACKEND_CAP_FULL_ROWS);
+                int K = m > 0 && kld_top_k[m] > 0 ? kld_top_k[m] : 0;
+                const double *lpm = lp;
+                const int32_t *tki = tk_ids;
+                const float *tkl = tk_lp;
+                if (pf[m].lp) { /* scored with its group */
+                    lpm = pf[m].lp + (size_t)j * stride;
+                    if (K) tki = pf[m].tk_ids + (size_t)j * stride * PPL_KLD_TOP_K, tkl = pf[m].tk_lp + (size_t)j * stride * PPL_KLD_TOP_K;
+                } else {
+                    struct backend_score req = {.tokens = tok, .n_tokens = W->n, .from = W->from, .logprob = lp,
+                                                .rows = full ? (m == 0 ? base_rows : rows) : NULL,
+                                                .argmax = full ? (m == 0 ? base_top : top) : NULL,
+                                                .top_k = K, .top_ids = K ? tk_ids : NULL, .top_lp = K ? tk_lp : NULL};
+                    if ((rc = backend_score(models[m], &req))) {
+                        qg_errf(err, errlen, rc, "window %lld, model %d: %s", (long long)w, m, backend_errmsg(models[m]));
+                        break;
                     }
-                    double pb_t = fmax(0, 1 - pb_s), pm_t = fmax(1e-12, 1 - pm_s);
-                    if (pb_t > 0) kl += pb_t * (log(pb_t) - log(pm_t));
+                }
+                struct ppl_lockstep_window lw = {0};
+                for (int i = 0; i < ns; i++) {
+                    double nll = -lpm[i];
+                    lw.stat.nll += nll;
+                    lw.stat.nll2 += nll * nll;
+                    lw.stat.tokens++;
+                    lw.stat.bytes += bytes[W->start + W->from + i];
+                    lw.stat.words += words[W->start + W->from + i];
+                    if (m == 0) continue;
+                    if (K) { /* top-K with one bucket for the rest: a lower bound */
+                        const float *b = base_rows + (size_t)i * V;
+                        const int32_t *ti = tki + (size_t)i * K;
+                        const float *tl = tkl + (size_t)i * K;
+                        double kl = 0, pb_s = 0, pm_s = 0;
+                        for (int q = 0; q < K; q++) {
+                            if (ti[q] < 0 || ti[q] >= V) continue;
+                            double pb = exp((double)b[ti[q]]);
+                            kl += pb * ((double)b[ti[q]] - (double)tl[q]);
+                            pb_s += pb;
+                            pm_s += exp((double)tl[q]);
+                        }
+                        double pb_t = fmax(0, 1 - pb_s), pm_t = fmax(1e-12, 1 - pm_s);
+                        if (pb_t > 0) kl += pb_t * (log(pb_t) - log(pm_t));
+                        int32_t x = tok[W->from + i];
+                        lw.kld_sum += kl;
+                        lw.dp_sum += exp(lpm[i]) - exp((double)b[x]);
+                        lw.top1_agree += ti[0] >= 0 && ti[0] == base_top[i];
+                        kld[m][k + i] = kl;
+                        continue;
+                    }
+                    if (!full) {
+                        lw.kld_sum = lw.dp_sum = NAN;
+                        kld[m][k + i] = NAN;
+                        continue;
+                    }
+                    const float *b = base_rows + (size_t)i * V, *c = rows + (size_t)i * V;
+                    double kl = 0;
+                    for (int v = 0; v < V; v++) {
+                        double pb = exp((double)b[v]);
+                        kl += pb * ((double)b[v] - (double)c[v]);
+                    }
                     int32_t x = tok[W->from + i];
                     lw.kld_sum += kl;
-                    lw.dp_sum += exp(lp[i]) - exp((double)b[x]);
-                    lw.top1_agree += ti[0] >= 0 && ti[0] == base_top[i];
+                    lw.dp_sum += exp((double)c[x]) - exp((double)b[x]);
+                    lw.top1_agree += top[i] == base_top[i];
                     kld[m][k + i] = kl;
-                    continue;
                 }
-                if (!full) {
-                    lw.kld_sum = lw.dp_sum = NAN;
-                    kld[m][k + i] = NAN;
-                    continue;
-                }
-                const float *b = base_rows + (size_t)i * V, *c = rows + (size_t)i * V;
-                double kl = 0;
-                for (int v = 0; v < V; v++) {
-                    double pb = exp((double)b[v]);
-                    kl += pb * ((double)b[v] - (double)c[v]);
-                }
-                int32_t x = tok[W->from + i];
-                lw.kld_sum += kl;
-                lw.dp_sum += exp((double)c[x]) - exp((double)b[x]);
-                lw.top1_agree += top[i] == base_top[i];
-                kld[m][k + i] = kl;
+                ppl_stats_add(&st[m], &lw.stat);
+                if (fn && (rc = fn(ud, w, m, &lw))) qg_errf(err, errlen, rc, "storing window %lld failed", (long long)w);
             }
-            ppl_stats_add(&st[m], &lw.stat);
-            if (fn && (rc = fn(ud, w, m, &lw))) qg_errf(err, errlen, rc, "storing window %lld failed", (long long)w);
+            k += ns;
         }
-        k += ns;
     }
     for (int m = 0; m < nm; m++) ppl_stats_result(&st[m], &res[m]);
     *n_kld = k;
@@ -320,6 +400,9 @@ int ppl_evaluate_lockstep(const struct backend *const *models, int nm, const int
     free(tk_ids);
     free(tk_lp);
     free(st);
+    for (int m = 0; pf && m < nm; m++) free(pf[m].lp), free(pf[m].tk_ids), free(pf[m].tk_lp);
+    free(pf);
+    free(gtok);
     if (rc)
         for (int m = 0; m < nm; m++) {
             free(kld[m]);

@@ -781,6 +781,60 @@ TEST(http_text_prompts_when_ids_are_refused)
     return 0;
 }
 
+TEST(http_perplexity_windows_in_flight_together)
+{
+    /* a perplexity task through the HTTP backend keeps several windows in
+     * flight (groups of windows through score_many), with the numbers of
+     * one at a time */
+    ASSERT_OK(synth_model("m.gguf"));
+    ASSERT_OK(write_suite());
+    char err[QG_ERRMSG_MAX], s2[65], suite[1024];
+    ASSERT_OK(hash_sha256_file(t_path("text.txt"), s2, err, sizeof err));
+    snprintf(suite, sizeof suite,
+             "{\"name\":\"p\",\"tasks\":[{\"name\":\"ppl\",\"kind\":\"perplexity\",\"data\":\"text.txt\",\"sha256\":\"%s\","
+             "\"protocol\":\"stride\",\"stride\":8,\"ctx\":48}]}", s2);
+    ASSERT_OK(t_write_file(t_path("p.json"), suite, strlen(suite)));
+    struct srv v;
+    ASSERT_OK(srv_start(&v, NULL, NULL));
+    char db[4200], cpu[4400], web[4400];
+    snprintf(db, sizeof db, "%s", t_path("p.db"));
+    snprintf(cpu, sizeof cpu, "cpu=%s", t_path("m.gguf"));
+    snprintf(web, sizeof web, "http=http://127.0.0.1:%d/v1?model=tiny&tokenizer=%s&concurrency=6", v.port, t_path("m.gguf"));
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("p.json"), "--model", cpu, "--model", web, "--db", db, "--no-cache", NULL));
+    if (o.code) T_FAIL_("run: exit %d: %s", o.code, o.err);
+    t_out_free(&o);
+    int64_t most = serve_max_in_flight(v.s);
+    srv_stop(&v);
+    double x[512], y[512];
+    int cx[512], cy[512];
+    int nx = items_of(db, "cpu", x, cx, 512), ny = items_of(db, "http", y, cy, 512);
+    printf("%d windows; at most %lld requests at once on the server\n", nx, (long long)most);
+    ASSERT(nx > 20);
+    ASSERT_EQ(nx, ny);
+    for (int i = 0; i < nx; i++) ASSERT_NEAR(x[i], y[i], 1e-5 * fmax(1, fabs(x[i])));
+    ASSERT_EQ(most, 4); /* all four connection threads of the server busy at once (6 in flight) */
+    /* qgate ppl through the server: the same groups, the same numbers */
+    ASSERT_OK(srv_start(&v, NULL, NULL));
+    snprintf(web, sizeof web, "http://127.0.0.1:%d/v1?model=tiny&tokenizer=%s&concurrency=6", v.port, t_path("m.gguf"));
+    ASSERT_OK(t_qgate(&o, "ppl", web, "--text", t_path("text.txt"), "--ctx", "48", "--json", NULL));
+    if (o.code) T_FAIL_("ppl: exit %d: %s", o.code, o.err);
+    most = serve_max_in_flight(v.s);
+    srv_stop(&v);
+    struct t_out l;
+    ASSERT_OK(t_qgate(&l, "ppl", t_path("m.gguf"), "--text", t_path("text.txt"), "--ctx", "48", "--json", NULL));
+    ASSERT_EQ(l.code, 0);
+    cJSON *a = cJSON_Parse(o.out), *b = cJSON_Parse(l.out);
+    ASSERT(a && b);
+    double pa = cJSON_GetObjectItem(a, "ppl")->valuedouble, pb = cJSON_GetObjectItem(b, "ppl")->valuedouble;
+    printf("qgate ppl: http %.9g, local %.9g; at most %lld requests at once\n", pa, pb, (long long)most);
+    ASSERT_NEAR(pa, pb, 1e-6 * pb);
+    ASSERT(most >= 2);
+    cJSON_Delete(a), cJSON_Delete(b);
+    t_out_free(&o), t_out_free(&l);
+    return 0;
+}
+
 TEST(serve_command_starts_and_stops_cleanly)
 {
     /* `qgate serve` as a process: --port 0 --port-file, --parallel, an API
