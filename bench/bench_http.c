@@ -13,8 +13,11 @@
  * with no HTTP at all; the ratio is the harness's share. Each figure is the
  * median of R rounds (default 5), taken in turn (direct, 1, 4, 8, 16,
  * direct, ...) so that a slow spell of a shared machine falls on all of
- * them. "client CPU" is the calling thread's CPU time per item: the cost
- * of building requests, reading answers and driving libcurl. Without a
+ * them. "server busy" is the share of the wall time the server's instances
+ * were held by requests (computing): 100% means the client never left the
+ * server waiting, whatever else slowed it. "client CPU" is the calling
+ * thread's CPU time per item: the cost of building requests, reading
+ * answers and driving libcurl. Without a
  * model it generates a synthetic one (dim 256, 4 layers, vocabulary 2048).
  */
 #include "backends/backend.h"
@@ -136,7 +139,7 @@ int main(int argc, char **argv)
     }
     printf("bench_http: %s, %d windows of %d tokens, server with %d instance(s) x 1 thread on 127.0.0.1:%d, %ld CPUs,\n"
            "median of %d rounds\n\n", model, items, len, P, port, ncpu, rounds);
-    double direct[MAX_ROUNDS], rate[N_CONC][MAX_ROUNDS], cpu[N_CONC][MAX_ROUNDS], worst = 0;
+    double direct[MAX_ROUNDS], rate[N_CONC][MAX_ROUNDS], cpu[N_CONC][MAX_ROUNDS], busy[N_CONC][MAX_ROUNDS], worst = 0;
     for (int r = 0; r < rounds; r++) {
         /* the server's own rate: P threads on P instances, no HTTP */
         pthread_t th[32];
@@ -151,23 +154,25 @@ int main(int argc, char **argv)
         for (int i = 0; i < P; i++)
             if (jobs[i].rc) return fprintf(stderr, "direct scoring failed\n"), 70;
         for (int k = 0; k < N_CONC; k++) {
-            double c0 = thread_cpu_s();
+            double c0 = thread_cpu_s(), b0 = serve_busy_seconds(srv);
             t0 = now_s();
             if (backend_score_many(&hb[k], r2, items)) return fprintf(stderr, "%s\n", backend_errmsg(&hb[k])), 69;
-            rate[k][r] = items / (now_s() - t0);
+            double wall = now_s() - t0;
+            rate[k][r] = items / wall;
+            busy[k][r] = (serve_busy_seconds(srv) - b0) / (P * wall);
             cpu[k][r] = 1e3 * (thread_cpu_s() - c0) / items;
             for (int i = 0; i < items * len; i++) /* cJSON prints 15 significant digits when they round-trip within an ulp */
                 if (i % len < len - 1) worst = fmax(worst, fabs(lp2[i] - lp[i]) / fmax(1e-300, fabs(lp[i])));
         }
     }
     double d = median(direct, rounds);
-    printf("%-22s %10s %10s %10s %18s\n", "client", "items/s", "of server", "overhead", "client CPU ms/item");
-    printf("%-22s %10.1f %9.1f%% %10s %18s\n", "server's own (direct)", d, 100.0, "-", "-");
+    printf("%-22s %10s %10s %10s %12s %18s\n", "client", "items/s", "of server", "overhead", "server busy", "client CPU ms/item");
+    printf("%-22s %10.1f %9.1f%% %10s %11.1f%% %18s\n", "server's own (direct)", d, 100.0, "-", 100.0, "-");
     for (int k = 0; k < N_CONC; k++) {
-        double m = median(rate[k], rounds), c = median(cpu[k], rounds);
+        double m = median(rate[k], rounds), c = median(cpu[k], rounds), u = median(busy[k], rounds);
         char name[32];
         snprintf(name, sizeof name, "http concurrency %d", conc[k]);
-        printf("%-22s %10.1f %9.1f%% %9.1f%% %18.3f\n", name, m, 100.0 * m / d, 100.0 * (d / m - 1), c);
+        printf("%-22s %10.1f %9.1f%% %9.1f%% %11.1f%% %18.3f\n", name, m, 100.0 * m / d, 100.0 * (d / m - 1), 100.0 * u, c);
     }
     int bad = !(worst < 1e-12);
     printf("\nlargest relative difference of a log-prob through HTTP vs direct: %.3g (%s)\n", worst,

@@ -26,6 +26,7 @@ struct server {
     struct backend *b; /* [nb] instances of the same model */
     int nb;
     unsigned char *busy;
+    double *held_since, busy_seconds; /* under pool_lock */
     pthread_mutex_t pool_lock;
     pthread_cond_t pool_free;
     struct backend_info info;
@@ -115,6 +116,13 @@ static enum fault draw_fault(struct server *s)
 }
 
 /* A backend instance no other request is using (waits for one). */
+static double mono_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 static struct backend *acquire(struct server *s)
 {
     pthread_mutex_lock(&s->pool_lock);
@@ -122,6 +130,7 @@ static struct backend *acquire(struct server *s)
         for (int i = 0; i < s->nb; i++)
             if (!s->busy[i]) {
                 s->busy[i] = 1;
+                s->held_since[i] = mono_s();
                 pthread_mutex_unlock(&s->pool_lock);
                 return &s->b[i];
             }
@@ -132,6 +141,7 @@ static struct backend *acquire(struct server *s)
 static void release(struct server *s, struct backend *b)
 {
     pthread_mutex_lock(&s->pool_lock);
+    s->busy_seconds += mono_s() - s->held_since[b - s->b];
     s->busy[b - s->b] = 0;
     pthread_cond_signal(&s->pool_free);
     pthread_mutex_unlock(&s->pool_lock);
@@ -720,8 +730,9 @@ int serve_start(struct backend *b, int n_backends, const struct serve_params *p,
 {
     *out = NULL;
     struct server *s = calloc(1, sizeof *s);
-    if (!s || n_backends < 1 || !(s->busy = calloc((size_t)n_backends, 1))) {
-        if (s) free(s);
+    if (!s || n_backends < 1 || !(s->busy = calloc((size_t)n_backends, 1)) ||
+        !(s->held_since = calloc((size_t)n_backends, sizeof *s->held_since))) {
+        if (s) free(s->busy), free(s);
         return qg_errf(err, errlen, n_backends < 1 ? QG_ERR_USAGE : QG_ERR_NOMEM, n_backends < 1 ? "no backend to serve" : "out of memory");
     }
     s->b = b;
@@ -765,6 +776,7 @@ int serve_start(struct backend *b, int n_backends, const struct serve_params *p,
         pthread_mutex_destroy(&s->pool_lock);
         pthread_cond_destroy(&s->pool_free);
         free(s->busy);
+        free(s->held_since);
         free(s->api_key);
         for (int i = 0; s->piece && i < s->n_piece; i++) free(s->piece[i]);
         free(s->piece);
@@ -785,10 +797,19 @@ void serve_stop(struct server *s)
     pthread_mutex_destroy(&s->pool_lock);
     pthread_cond_destroy(&s->pool_free);
     free(s->busy);
+    free(s->held_since);
     free(s->api_key);
     for (int i = 0; s->piece && i < s->n_piece; i++) free(s->piece[i]);
     free(s->piece);
     free(s);
+}
+
+double serve_busy_seconds(struct server *s)
+{
+    pthread_mutex_lock(&s->pool_lock);
+    double b = s->busy_seconds;
+    pthread_mutex_unlock(&s->pool_lock);
+    return b;
 }
 
 void serve_counts(struct server *s, int64_t *requests, int64_t *faults)

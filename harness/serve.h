@@ -73,5 +73,9 @@ void serve_counts(struct server *s, int64_t *requests, int64_t *faults);
 /* The most POST requests (completions, tokenize, ...) handled at once so
  * far: computing, or waiting for a model instance. */
 int64_t serve_max_in_flight(struct server *s);
+/* Seconds model instances have been held by requests so far, summed over
+ * instances: busy / (instances x wall time) is how saturated the server
+ * was. */
+double serve_busy_seconds(struct server *s);
 
 #endif

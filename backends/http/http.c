@@ -76,6 +76,8 @@ struct reply {
 struct http {
     CURL *curl;   /* single requests (models, tokenize, generate) */
     CURLM *multi; /* scoring: many in flight, sharing connections */
+    CURL *idle[256]; /* scoring handles between requests, reused */
+    int n_idle;
     int concurrency;
     int chat; /* generate through /chat/completions */
     struct backend_cache cache; /* .get NULL: none */
@@ -227,6 +229,7 @@ static void http_close(void *impl)
     if (!h) return;
     if (h->curl) curl_easy_cleanup(h->curl);
     if (h->multi) curl_multi_cleanup(h->multi);
+    for (int i = 0; i < h->n_idle; i++) curl_easy_cleanup(h->idle[i]);
     curl_slist_free_all(h->headers);
     tok_free(h->tok);
     for (int i = 0; i < h->n_pieces; i++) free(h->pieces[i].text);
@@ -541,7 +544,8 @@ struct xfer {
 static int x_start(struct http *h, CURLM *m, struct xfer *x, const char *url)
 {
     reply_reset(&x->reply);
-    if (!x->e && !(x->e = curl_easy_init())) return QG_ERR_NOMEM;
+    if (!x->e) x->e = h->n_idle ? h->idle[--h->n_idle] : curl_easy_init();
+    if (!x->e) return QG_ERR_NOMEM;
     curl_easy_setopt(x->e, CURLOPT_URL, url);
     curl_easy_setopt(x->e, CURLOPT_HTTPHEADER, h->headers);
     curl_easy_setopt(x->e, CURLOPT_POSTFIELDS, x->body);
@@ -617,6 +621,7 @@ static int score_many(struct http *h, struct backend_score *reqs, int n)
             long code = 0;
             curl_easy_getinfo(t->e, CURLINFO_RESPONSE_CODE, &code);
             curl_multi_remove_handle(h->multi, t->e);
+            if (h->n_idle < (int)(sizeof h->idle / sizeof *h->idle)) h->idle[h->n_idle++] = t->e, t->e = NULL;
             t->active = 0;
             active--;
             int j = (int)(t - x);
