@@ -1,4 +1,7 @@
-/* cmd_tokenize — `qgate tokenize MODEL (--text FILE | --prompt STR)`. */
+/* cmd_tokenize — `qgate tokenize MODEL (--text FILE | --prompt STR)`.
+ * MODEL is a GGUF file (its tokenizer, no weights loaded) or a served
+ * model's http(s):// spec (the server's tokenizer, or the spec's). */
+#include "backends/backend.h"
 #include "backends/gguf.h"
 #include "backends/tokenizer.h"
 #include "harness/commands.h"
@@ -18,6 +21,15 @@ static const struct cli_opt opts[] = {
     CLI_OPT_END,
 };
 
+static const char *piece_of(const struct backend *b, int32_t id, char *buf, size_t cap)
+{
+    int len = backend_piece(b, id, buf, cap - 1);
+    if (len < 0) len = 0;
+    if ((size_t)len > cap - 1) len = (int)cap - 1;
+    buf[len] = '\0';
+    return buf;
+}
+
 static int cmd_tokenize(const struct cli_args *a)
 {
     const char *file = cli_str(a, "text"), *prompt = cli_str(a, "prompt");
@@ -29,9 +41,18 @@ static int cmd_tokenize(const struct cli_args *a)
     if (file) rc = qg_read_file(file, (size_t)1 << 32, &buf, &n, err, sizeof err);
     else n = strlen(prompt);
     if (rc) return cmd_fail(rc, err);
+    int remote = !strncmp(a->pos[0], "http://", 7) || !strncmp(a->pos[0], "https://", 8);
+    if (remote && cli_flag(a, "special")) {
+        free(buf);
+        return qg_error("--special is not available through a server (its /tokenize decides)"), QG_EX_USAGE;
+    }
     struct gguf *g;
     struct tokenizer *t = NULL;
-    if ((rc = gguf_open(a->pos[0], &g, err, sizeof err)) == QG_OK) {
+    struct backend b;
+    struct backend_open_params bp = {0};
+    if (remote) {
+        rc = backend_open(a->pos[0], &bp, &b, err, sizeof err);
+    } else if ((rc = gguf_open(a->pos[0], &g, err, sizeof err)) == QG_OK) {
         rc = tok_load(g, a->pos[0], &t, err, sizeof err);
         gguf_close(g);
     }
@@ -41,34 +62,41 @@ static int cmd_tokenize(const struct cli_args *a)
     }
     int32_t *ids = NULL;
     int64_t k = 0;
-    rc = tok_encode(t, file ? buf : prompt, n, !cli_flag(a, "no-bos"), cli_flag(a, "special"), &ids, &k);
-    int code = rc ? cmd_fail(rc, "tokenizing failed") : 0;
+    if (remote) rc = backend_tokenize(&b, file ? buf : prompt, n, !cli_flag(a, "no-bos"), &ids, &k);
+    else rc = tok_encode(t, file ? buf : prompt, n, !cli_flag(a, "no-bos"), cli_flag(a, "special"), &ids, &k);
+    int code = rc ? cmd_fail(rc, remote ? backend_errmsg(&b) : "tokenizing failed") : 0;
+    /* a token's text: the vocabulary's entry, or what the server says it
+     * decodes to */
+    char piece[512];
+#define PIECE(id) (remote ? piece_of(&b, id, piece, sizeof piece) : tok_text(t, id))
     if (!code && cli_flag(a, "json")) {
         cJSON *o = cJSON_CreateObject();
         cJSON *arr = cJSON_AddArrayToObject(o, "ids");
         for (int64_t i = 0; i < k; i++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(ids[i]));
         if (cli_flag(a, "pieces")) {
             cJSON *pc = cJSON_AddArrayToObject(o, "pieces");
-            for (int64_t i = 0; i < k; i++) cJSON_AddItemToArray(pc, cJSON_CreateString(tok_text(t, ids[i])));
+            for (int64_t i = 0; i < k; i++) cJSON_AddItemToArray(pc, cJSON_CreateString(PIECE(ids[i])));
         }
         cJSON_AddNumberToObject(o, "count", (double)k);
         code = cmd_print_json(o);
     } else if (!code && cli_flag(a, "pieces")) {
-        for (int64_t i = 0; i < k; i++) printf("%6d  '%s'\n", ids[i], tok_text(t, ids[i]));
+        for (int64_t i = 0; i < k; i++) printf("%6d  '%s'\n", ids[i], PIECE(ids[i]));
     } else if (!code) {
         for (int64_t i = 0; i < k; i++) printf("%s%d", i ? " " : "", ids[i]);
         printf("\n");
     }
+#undef PIECE
     free(ids);
     free(buf);
     tok_free(t);
+    if (remote) backend_close(&b);
     return code;
 }
 
 const struct cli_cmd cmd_tokenize_def = {
     .name = "tokenize",
     .fn = cmd_tokenize,
-    .args_usage = "MODEL.gguf",
+    .args_usage = "MODEL.gguf|http://HOST:PORT/v1?model=ID",
     .summary = "print the token ids of a text as the model's tokenizer makes them",
     .opts = opts,
     .min_pos = 1,

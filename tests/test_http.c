@@ -647,6 +647,14 @@ TEST(http_server_side_tokenizer)
         serve_counts(srv, &r1, NULL);
         ASSERT_EQ(r1, r2);
         backend_close(&hb);
+        if (mode == 0) { /* qgate tokenize through the server: the local ids */
+            struct t_out o, l;
+            ASSERT_OK(t_qgate(&o, "tokenize", spec, "--prompt", texts[1], NULL));
+            ASSERT_OK(t_qgate(&l, "tokenize", t_path("m.gguf"), "--prompt", texts[1], NULL));
+            ASSERT_EQ(o.code, 0);
+            ASSERT_STR_EQ(o.out, l.out);
+            t_out_free(&o), t_out_free(&l);
+        }
         if (mode == 0) { /* a whole run: the same per-item scores and byte counts */
             char db[4200], web[300];
             snprintf(db, sizeof db, "%s", t_path("s.db"));
