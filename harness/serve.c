@@ -357,11 +357,22 @@ static unsigned completion(struct server *s, const cJSON *req, cJSON **out)
     }
     struct backend_gen_params gp = {.max_tokens = max_tokens, .temperature = 1.0f, .top_p = 1.0f, .seed = 0};
     const cJSON *v;
-    if ((v = cJSON_GetObjectItem(req, "temperature")) && cJSON_IsNumber(v)) gp.temperature = (float)v->valuedouble;
-    if ((v = cJSON_GetObjectItem(req, "top_p")) && cJSON_IsNumber(v)) gp.top_p = (float)v->valuedouble;
-    if ((v = cJSON_GetObjectItem(req, "seed")) && cJSON_IsNumber(v)) gp.seed = (uint64_t)v->valuedouble;
-    if (gp.temperature < 0 || gp.top_p <= 0 || gp.top_p > 1)
-        return fail(out, 400, "invalid_request_error", "\"temperature\" must be >= 0 and \"top_p\" in (0, 1]");
+    /* ranges checked before any conversion (an out-of-range one is undefined) */
+    if ((v = cJSON_GetObjectItem(req, "temperature")) && cJSON_IsNumber(v)) {
+        if (!(v->valuedouble >= 0 && v->valuedouble <= 100))
+            return fail(out, 400, "invalid_request_error", "\"temperature\" must be in [0, 100]");
+        gp.temperature = (float)v->valuedouble;
+    }
+    if ((v = cJSON_GetObjectItem(req, "top_p")) && cJSON_IsNumber(v)) {
+        if (!(v->valuedouble > 0 && v->valuedouble <= 1)) return fail(out, 400, "invalid_request_error", "\"top_p\" must be in (0, 1]");
+        gp.top_p = (float)v->valuedouble;
+    }
+    if ((v = cJSON_GetObjectItem(req, "seed")) && cJSON_IsNumber(v)) { /* an integer; a negative one as its 64-bit pattern */
+        double d = v->valuedouble;
+        if (d != floor(d) || d < -9223372036854775808.0 || d >= 18446744073709551616.0)
+            return fail(out, 400, "invalid_request_error", "\"seed\" must be an integer");
+        gp.seed = d < 0 ? (uint64_t)(int64_t)d : (uint64_t)d;
+    }
     const char *stops[4];
     const cJSON *st = cJSON_GetObjectItem(req, "stop");
     if (cJSON_IsString(st)) stops[gp.n_stop++] = st->valuestring;

@@ -149,6 +149,17 @@ TEST(serve_endpoints)
     cJSON_Delete(j);
     free(out);
     free(ids);
+    /* sampling parameters are range-checked before use (a fuzzer found
+     * "seed": -3 converted to an unsigned integer) */
+    ASSERT_EQ(http(url, "{\"prompt\":\"the\",\"max_tokens\":2,\"seed\":-3,\"temperature\":0.9}", NULL, &out), 200);
+    free(out);
+    ASSERT_EQ(http(url, "{\"prompt\":\"the\",\"max_tokens\":2,\"seed\":1.5}", NULL, &out), 400);
+    ASSERT_CONTAINS(out, "seed\\\" must be an integer");
+    free(out);
+    ASSERT_EQ(http(url, "{\"prompt\":\"the\",\"max_tokens\":2,\"temperature\":1e300}", NULL, &out), 400);
+    free(out);
+    ASSERT_EQ(http(url, "{\"prompt\":\"the\",\"max_tokens\":2,\"top_p\":-1e300}", NULL, &out), 400);
+    free(out);
     /* greedy generation is deterministic */
     char *a, *b;
     ASSERT_EQ(http(url, "{\"prompt\":\"the girl\",\"max_tokens\":8,\"temperature\":0}", NULL, &a), 200);

@@ -332,6 +332,13 @@ static int build_pieces(struct http *h)
     return QG_OK;
 }
 
+/* A log-prob from an answer as a float (out-of-range values saturate:
+ * converting them is undefined). */
+static float lp_float(double d)
+{
+    return d < -3.0e38 ? -INFINITY : d > 3.0e38 ? INFINITY : (float)d;
+}
+
 /* Inserts (id, v) into the top-K lists ids/lp (most likely first), keeping
  * k entries. */
 static void top_insert(int32_t *ids, float *lp, int k, int32_t id, float v)
@@ -389,7 +396,7 @@ static int parse_plp(struct http *h, const char *url, const cJSON *plp, const st
                 if (!e->string || *end || id < 0 || id >= 2147483647L || !cJSON_IsNumber(ev) || !(ev->valuedouble <= 0)) continue;
                 /* the token sent is listed even when outside the top-K; as
                  * the least likely entry it falls off the list */
-                top_insert(ids_out, lp_out, r->top_k, (int32_t)id, (float)ev->valuedouble);
+                top_insert(ids_out, lp_out, r->top_k, (int32_t)id, lp_float(ev->valuedouble));
             }
         }
         i++;
@@ -439,7 +446,7 @@ static int parse_score(struct http *h, const char *url, const cJSON *ans, const 
     struct cursor c_tid = cursor_of(tid), c_texts, c_tl = cursor_of(tl), c_top, c_topid;
     for (int i = 0; i < n && !rc && cJSON_IsArray(tid); i++) {
         const cJSON *v = cursor_get(&c_tid, i);
-        if (!cJSON_IsNumber(v) || (int32_t)v->valuedouble != ids[i])
+        if (!cJSON_IsNumber(v) || v->valuedouble != (double)ids[i])
             rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: token %d scored as id %g, sent %d%s", url, i,
                          cJSON_IsNumber(v) ? v->valuedouble : -1.0, ids[i],
                          h->text_prompt ? " (the server takes text prompts only, and re-tokenized this one differently)" : "");
@@ -487,7 +494,7 @@ static int parse_score(struct http *h, const char *url, const cJSON *ans, const 
                 if (k == r->top_k || !cJSON_IsNumber(pid) || !cJSON_IsNumber(plp) || !(plp->valuedouble <= 0) ||
                     pid->valuedouble < 0 || pid->valuedouble >= 2147483647.0 || (k && plp->valuedouble > lp_out[k - 1]))
                     break; /* at most top_k, most likely first */
-                ids_out[k] = (int32_t)pid->valuedouble, lp_out[k] = (float)plp->valuedouble, k++;
+                ids_out[k] = (int32_t)pid->valuedouble, lp_out[k] = lp_float(plp->valuedouble), k++;
             }
             continue;
         }
@@ -506,7 +513,7 @@ static int parse_score(struct http *h, const char *url, const cJSON *ans, const 
             if (!cJSON_IsNumber(e) || !(e->valuedouble <= 0) || !e->string) continue;
             /* unknown texts keep -1 but still take their place, so the
              * order stays the server's */
-            top_insert(ids_out, lp_out, r->top_k, piece_lookup(h, e->string), (float)e->valuedouble);
+            top_insert(ids_out, lp_out, r->top_k, piece_lookup(h, e->string), lp_float(e->valuedouble));
         }
     }
     return rc;
@@ -992,7 +999,7 @@ static int http_open(const char *spec, const struct backend_open_params *bp, voi
             if (!*h->model) snprintf(h->model, sizeof h->model, "%s", cJSON_GetObjectItem(found, "id")->valuestring);
             const cJSON *ml = cJSON_GetObjectItem(found, "max_model_len"), *nv = cJSON_GetObjectItem(found, "n_vocab");
             if (!cJSON_IsNumber(nv)) nv = cJSON_GetObjectItem(cJSON_GetObjectItem(found, "meta"), "n_vocab"); /* llama.cpp */
-            if (!h->n_ctx && cJSON_IsNumber(ml) && ml->valuedouble >= 2) h->n_ctx = (int)ml->valuedouble;
+            if (!h->n_ctx && cJSON_IsNumber(ml) && ml->valuedouble >= 2 && ml->valuedouble <= (1 << 24)) h->n_ctx = (int)ml->valuedouble;
             if (cJSON_IsNumber(nv) && nv->valuedouble >= 1 && nv->valuedouble < (1 << 24)) h->n_vocab = (int)nv->valuedouble;
             if (h->tok && h->n_vocab && h->n_vocab != tok_n_vocab(h->tok))
                 rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: the server's model has %d tokens, the tokenizer %s has %d", h->base,
