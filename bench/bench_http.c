@@ -76,16 +76,27 @@ static double median(double *v, int n)
 #define N_CONC 4
 #define MAX_ROUNDS 64
 
+/* A whole integer option value in [lo, hi], or exit 64 naming the option. */
+static int int_arg(const char *opt, const char *v, int lo, int hi)
+{
+    int64_t x;
+    if (qg_parse_i64(v, lo, hi, &x)) {
+        fprintf(stderr, "%s: '%s' is not an integer in %d..%d\n", opt, v, lo, hi);
+        exit(64);
+    }
+    return (int)x;
+}
+
 int main(int argc, char **argv)
 {
     const char *model = NULL;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     int items = 256, len = 64, P = ncpu > 1 ? (int)ncpu - 1 : 1, rounds = 5;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--items") && i + 1 < argc) items = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--len") && i + 1 < argc) len = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--instances") && i + 1 < argc) P = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
+        if (!strcmp(argv[i], "--items") && i + 1 < argc) items = int_arg("--items", argv[++i], 1, 1 << 20);
+        else if (!strcmp(argv[i], "--len") && i + 1 < argc) len = int_arg("--len", argv[++i], 2, 1 << 20);
+        else if (!strcmp(argv[i], "--instances") && i + 1 < argc) P = int_arg("--instances", argv[++i], 1, 32);
+        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = int_arg("--rounds", argv[++i], 1, 64);
         else if (argv[i][0] != '-') model = argv[i];
         else return fprintf(stderr, "usage: bench_http [MODEL.gguf] [--items N] [--len L] [--instances P] [--rounds R]\n"), 64;
     }

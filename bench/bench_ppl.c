@@ -126,6 +126,17 @@ static int measure(const char *path, int threads, int windows, int ctx)
     return 0;
 }
 
+/* A whole integer option value in [lo, hi], or exit 64 naming the option. */
+static int int_arg(const char *opt, const char *v, int lo, int hi)
+{
+    int64_t x;
+    if (qg_parse_i64(v, lo, hi, &x)) {
+        fprintf(stderr, "%s: '%s' is not an integer in %d..%d\n", opt, v, lo, hi);
+        exit(64);
+    }
+    return (int)x;
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = NULL, *types = "F32,F16,Q8_0,Q4_0,Q4_K", *measure_path = NULL;
@@ -133,8 +144,8 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--dir") && i + 1 < argc) dir = argv[++i];
-        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--windows") && i + 1 < argc) windows = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = int_arg("--threads", argv[++i], 1, 256);
+        else if (!strcmp(argv[i], "--windows") && i + 1 < argc) windows = int_arg("--windows", argv[++i], 1, 1 << 20);
         else if (!strcmp(argv[i], "--types") && i + 1 < argc) types = argv[++i];
         else if (!strcmp(argv[i], "--measure") && i + 1 < argc) measure_path = argv[++i];
         else return fprintf(stderr, "usage: bench_ppl [--quick] [--dir DIR] [--threads T] [--windows W] [--types LIST]\n"), 64;

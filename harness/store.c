@@ -680,7 +680,8 @@ static void name_enum(cJSON *arr, const char *key, const char *(*fn)(int))
     cJSON_ArrayForEach(row, arr)
     {
         cJSON *v = cJSON_GetObjectItemCaseSensitive(row, key);
-        if (cJSON_IsNumber(v)) cJSON_ReplaceItemInObjectCaseSensitive(row, key, cJSON_CreateString(fn((int)v->valuedouble)));
+        if (cJSON_IsNumber(v) && fabs(v->valuedouble) < 1e6) /* a status code; a file's odd value stays a number */
+            cJSON_ReplaceItemInObjectCaseSensitive(row, key, cJSON_CreateString(fn((int)v->valuedouble)));
     }
 }
 
@@ -741,7 +742,7 @@ int store_run_json(struct store *s, int64_t run_id, cJSON **out)
     cJSON *run = cJSON_DetachItemFromArray(runs, 0);
     cJSON_Delete(runs);
     cJSON *st = cJSON_GetObjectItemCaseSensitive(run, "status");
-    if (cJSON_IsNumber(st))
+    if (cJSON_IsNumber(st) && fabs(st->valuedouble) < 1e6)
         cJSON_ReplaceItemInObjectCaseSensitive(run, "status", cJSON_CreateString(store_run_status_name((int)st->valuedouble)));
     name_enum(tasks, "kind", store_task_kind_name);
     name_enum(trials, "status", store_trial_status_name);

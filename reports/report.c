@@ -64,7 +64,8 @@ static char *answer_text(struct store *s, int64_t trial, int64_t idx, char **pro
     sbuf_init(&b, 1 << 16);
     const cJSON *ch = jget(x, "choices");
     if (cJSON_IsArray(ch) && pred) { /* multiple choice: the chosen choice */
-        const cJSON *c = cJSON_GetArrayItem(ch, atoi(pred));
+        int64_t k = -1;
+        const cJSON *c = qg_parse_i64(pred, 0, 1 << 20, &k) ? NULL : cJSON_GetArrayItem(ch, (int)k);
         sbuf_printf(&b, "%s", cJSON_IsString(c) ? c->valuestring : pred);
     } else {
         sbuf_printf(&b, "%s%s%s", ext ? ext : "", ext && pred ? " <- " : "", pred ? pred : "");

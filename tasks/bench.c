@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <stdarg.h>
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,7 +244,8 @@ static int hellaswag_item(struct lines *l, const cJSON *o, struct vec *v)
     if (!rc && (!cJSON_IsArray(ends) || cJSON_GetArraySize(ends) < 2 || cJSON_GetArraySize(ends) > MC_MAX_CHOICES))
         rc = lines_fail(l, "\"endings\" must be an array of 2..%d strings", MC_MAX_CHOICES);
     int64_t gold = -1;
-    if (!rc && cJSON_IsNumber(lab)) gold = (int64_t)lab->valuedouble;
+    if (!rc && cJSON_IsNumber(lab) && lab->valuedouble >= 0 && lab->valuedouble < 100 && lab->valuedouble == floor(lab->valuedouble))
+        gold = (int64_t)lab->valuedouble; /* checked before the conversion */
     else if (!rc && cJSON_IsString(lab) && qg_parse_i64(lab->valuestring, 0, 99, &gold)) gold = -1;
     if (!rc && (gold < 0 || gold >= cJSON_GetArraySize(ends))) rc = lines_fail(l, "\"label\" is missing or out of range");
     if (!rc) {
@@ -343,9 +345,15 @@ static int mmlu_shots(const char *dir, const char *subject, int k, struct sbuf *
     while (got < k && (rc = csv_next(l, &f, &nf)) == 1) {
         rc = 0;
         if (nf == 6 && strcmp(f[0], "question") != 0) {
-            int gold = strlen(f[5]) == 1 && f[5][0] >= 'A' && f[5][0] <= 'D' ? f[5][0] - 'A' : atoi(f[5]);
-            if (gold < 0 || gold > 3) gold = 0;
-            sbuf_printf(out, "%s\nA. %s\nB. %s\nC. %s\nD. %s\nAnswer: %c\n\n", f[0], f[1], f[2], f[3], f[4], 'A' + gold);
+            int64_t gold = -1;
+            if (strlen(f[5]) == 1 && f[5][0] >= 'A' && f[5][0] <= 'D') gold = f[5][0] - 'A';
+            else if (qg_parse_i64(f[5], 0, 3, &gold)) gold = -1;
+            if (gold < 0) { /* a wrong few-shot answer would be a silent wrong number */
+                rc = lines_fail(l, "answer '%.20s' is not A..D or 0..3", f[5]);
+                csv_fields_free(f, nf);
+                break;
+            }
+            sbuf_printf(out, "%s\nA. %s\nB. %s\nC. %s\nD. %s\nAnswer: %c\n\n", f[0], f[1], f[2], f[3], f[4], (char)('A' + gold));
             got++;
         }
         csv_fields_free(f, nf);
@@ -586,7 +594,8 @@ static int adapters_item(const char *name, const cJSON *o, int64_t k, struct mc_
             it->choices[it->n_choices++] = ch;
         }
         if (it->n_choices < 2) return qg_errf(why, whylen, QG_ERR_DATA, "fewer than 2 \"AnswerN:\" choices");
-        int g = strncmp(a, "answer", 6) == 0 ? atoi(a + 6) - 1 : -1;
+        int64_t g1 = 0;
+        int g = strncmp(a, "answer", 6) == 0 && !qg_parse_i64(a + 6, 1, 99, &g1) ? (int)g1 - 1 : -1;
         if (g < 0 || g >= it->n_choices) return qg_errf(why, whylen, QG_ERR_DATA, "answer '%.20s' is not answer1..answer%d", a, it->n_choices);
         it->gold = g;
     } else if (!strcmp(name, "boolq")) {
@@ -610,7 +619,8 @@ static int adapters_item(const char *name, const cJSON *o, int64_t k, struct mc_
         char *o1 = sent ? between(text, &pos, "Option1:", e1, 1) : NULL;
         char *o2 = o1 ? between(text, &pos, "Option2:", e2, 2) : NULL;
         const char *blank = sent ? strchr(sent, '_') : NULL;
-        int g = strncmp(a, "option", 6) == 0 ? atoi(a + 6) - 1 : -1;
+        int64_t g1 = 0;
+        int g = strncmp(a, "option", 6) == 0 && !qg_parse_i64(a + 6, 1, 2, &g1) ? (int)g1 - 1 : -1;
         int rc = QG_OK;
         if (!sent || !o1 || !o2) rc = qg_errf(why, whylen, QG_ERR_DATA, "cannot find \"sentence:\", \"Option1:\" and \"Option2:\"");
         else if (!blank) rc = qg_errf(why, whylen, QG_ERR_DATA, "the sentence has no \"_\" blank");

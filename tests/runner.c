@@ -8,6 +8,7 @@
  * status: 0 when nothing failed, 77 when the only test run was skipped (for
  * ctest's SKIP_RETURN_CODE), 1 otherwise.
  */
+#include "harness/util.h"
 #include "tests/test.h"
 
 #include <errno.h>
@@ -98,7 +99,8 @@ int main(int argc, char **argv)
 {
     int timeout = 300;
     const char *env = getenv("QG_TEST_TIMEOUT");
-    if (env && atoi(env) > 0) timeout = atoi(env);
+    int64_t t;
+    if (env && !qg_parse_i64(env, 1, 86400, &t)) timeout = (int)t;
     int selected[N_TESTS], n_sel = 0;
     for (int a = 1; a < argc; a++) {
         if (strcmp(argv[a], "--list") == 0) {
@@ -106,8 +108,8 @@ int main(int argc, char **argv)
             return 0;
         }
         if (strcmp(argv[a], "--timeout") == 0 && a + 1 < argc) {
-            timeout = atoi(argv[++a]);
-            if (timeout <= 0) return fprintf(stderr, "bad --timeout\n"), 64;
+            if (qg_parse_i64(argv[++a], 1, 86400, &t)) return fprintf(stderr, "bad --timeout\n"), 64;
+            timeout = (int)t;
             continue;
         }
         int found = 0;

@@ -409,7 +409,7 @@ TEST(inspect_q4_k_m_stored_types)
     for (int i = 0; i < 4; i++) {
         cJSON *t = cJSON_GetArrayItem(types, i);
         ASSERT_STR_EQ(cJSON_GetObjectItem(t, "type")->valuestring, want[i][0]);
-        ASSERT_EQ(cJSON_GetObjectItem(t, "count")->valuedouble, atoi(want[i][1]));
+        ASSERT_EQ(cJSON_GetObjectItem(t, "count")->valuedouble, strtod(want[i][1], NULL));
     }
     ASSERT_EQ(cJSON_GetObjectItem(j, "embedding_length")->valuedouble, 64);
     ASSERT_EQ(cJSON_GetObjectItem(j, "feed_forward_length")->valuedouble, 172);

@@ -876,7 +876,8 @@ TEST(serve_command_starts_and_stops_cleanly)
     int port = 0;
     for (int i = 0; i < 200 && !port; i++) { /* up to 10 s */
         char *txt = t_read_file(portfile, NULL);
-        if (txt) port = atoi(txt), free(txt);
+        int64_t pv = 0;
+        if (txt) txt[strcspn(txt, "\r\n ")] = '\0', port = qg_parse_i64(txt, 1, 65535, &pv) ? 0 : (int)pv, free(txt);
         else usleep(50000);
     }
     ASSERT(port > 0);

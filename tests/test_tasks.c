@@ -13,6 +13,8 @@
 #include "tests/test.h"
 
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 
 static int write_text(const char *name, const char *text)
 {
@@ -246,6 +248,7 @@ TEST(bench_loaders_fixtures)
         {"arc", "b14.json", "[{\"instruction\":\"Please choose: no question here\",\"answer\":\"answer1\"}]", "b14.json: item 0: no \"question:\" before \"Answer1:\""},
         {"winogrande", "b15.json", "[{\"instruction\":\"fill: sentence: A _ B\\n\\nOption1: x Option2: y Answer format: option1/option2\",\"answer\":\"option3\"}]", "b15.json: item 0: answer 'option3' is not option1 or option2"},
         {"boolq", "b16.json", "[{\"instruction\":\"question: is it\\n\\nAnswer format: true/false\",\"answer\":\"maybe\"}]", "b16.json: item 0: answer 'maybe' is not true or false"},
+        {"winogrande", "b17.json", "[{\"instruction\":\"fill: sentence: A _ B\\n\\nOption1: x Option2: y Answer format: option1/option2\",\"answer\":\"option1x\"}]", "b17.json: item 0: answer 'option1x' is not option1 or option2"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         ASSERT_OK(write_text(bad[i].file, bad[i].text));
@@ -254,6 +257,17 @@ TEST(bench_loaders_fixtures)
         int rc = bench_load_mc(bad[i].bench, &src, &it, &n, err, sizeof err);
         if (rc != QG_ERR_DATA || !strstr(err, bad[i].want)) T_FAIL_("case %zu: rc %d, \"%s\"", i, rc, err);
     }
+    /* an MMLU few-shot row whose answer is not A..D: an error, never a
+     * silently wrong example answer */
+    ASSERT_OK(write_text("mm_test.csv", "q,a,b,c,d,A\n"));
+    ASSERT_EQ(mkdir(t_path("devdir"), 0755), 0);
+    ASSERT_OK(write_text("devdir/mm_dev.csv", "q,a,b,c,d,Z\n"));
+    char devdir[4200];
+    snprintf(devdir, sizeof devdir, "%s", t_path("devdir"));
+    src = (struct bench_source){.data = t_path("mm_test.csv"), .train = devdir, .fewshot = 1};
+    err[0] = '\0';
+    int rc = bench_load_mc("mmlu", &src, &it, &n, err, sizeof err);
+    if (rc != QG_ERR_DATA || !strstr(err, "mm_dev.csv:1: answer 'Z' is not A..D or 0..3")) T_FAIL_("few-shot: rc %d, \"%s\"", rc, err);
     return 0;
 }
 
