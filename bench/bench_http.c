@@ -20,6 +20,7 @@
  * answers and driving libcurl. Without a
  * model it generates a synthetic one (dim 256, 4 layers, vocabulary 2048).
  */
+#include "bench/bench_args.h"
 #include "backends/backend.h"
 #include "backends/synth.h"
 #include "harness/serve.h"
@@ -33,13 +34,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 struct job {
     struct backend *b;
@@ -76,27 +70,16 @@ static double median(double *v, int n)
 #define N_CONC 4
 #define MAX_ROUNDS 64
 
-/* A whole integer option value in [lo, hi], or exit 64 naming the option. */
-static int int_arg(const char *opt, const char *v, int lo, int hi)
-{
-    int64_t x;
-    if (qg_parse_i64(v, lo, hi, &x)) {
-        fprintf(stderr, "%s: '%s' is not an integer in %d..%d\n", opt, v, lo, hi);
-        exit(64);
-    }
-    return (int)x;
-}
-
 int main(int argc, char **argv)
 {
     const char *model = NULL;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     int items = 256, len = 64, P = ncpu > 1 ? (int)ncpu - 1 : 1, rounds = 5;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--items") && i + 1 < argc) items = int_arg("--items", argv[++i], 1, 1 << 20);
-        else if (!strcmp(argv[i], "--len") && i + 1 < argc) len = int_arg("--len", argv[++i], 2, 1 << 20);
-        else if (!strcmp(argv[i], "--instances") && i + 1 < argc) P = int_arg("--instances", argv[++i], 1, 32);
-        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = int_arg("--rounds", argv[++i], 1, 64);
+        if (!strcmp(argv[i], "--items") && i + 1 < argc) items = bench_int_arg("--items", argv[++i], 1, 1 << 20);
+        else if (!strcmp(argv[i], "--len") && i + 1 < argc) len = bench_int_arg("--len", argv[++i], 2, 1 << 20);
+        else if (!strcmp(argv[i], "--instances") && i + 1 < argc) P = bench_int_arg("--instances", argv[++i], 1, 32);
+        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = bench_int_arg("--rounds", argv[++i], 1, 64);
         else if (argv[i][0] != '-') model = argv[i];
         else return fprintf(stderr, "usage: bench_http [MODEL.gguf] [--items N] [--len L] [--instances P] [--rounds R]\n"), 64;
     }
@@ -155,20 +138,20 @@ int main(int argc, char **argv)
         /* the server's own rate: P threads on P instances, no HTTP */
         pthread_t th[32];
         struct job jobs[32];
-        double t0 = now_s();
+        double t0 = qg_now_s();
         for (int i = 0; i < P; i++) {
             jobs[i] = (struct job){.b = &b[i], .reqs = reqs, .from = items * i / P, .to = items * (i + 1) / P};
             pthread_create(&th[i], NULL, run_job, &jobs[i]);
         }
         for (int i = 0; i < P; i++) pthread_join(th[i], NULL);
-        direct[r] = items / (now_s() - t0);
+        direct[r] = items / (qg_now_s() - t0);
         for (int i = 0; i < P; i++)
             if (jobs[i].rc) return fprintf(stderr, "direct scoring failed\n"), 70;
         for (int k = 0; k < N_CONC; k++) {
             double c0 = thread_cpu_s(), b0 = serve_busy_seconds(srv);
-            t0 = now_s();
+            t0 = qg_now_s();
             if (backend_score_many(&hb[k], r2, items)) return fprintf(stderr, "%s\n", backend_errmsg(&hb[k])), 69;
-            double wall = now_s() - t0;
+            double wall = qg_now_s() - t0;
             rate[k][r] = items / wall;
             busy[k][r] = (serve_busy_seconds(srv) - b0) / (P * wall);
             cpu[k][r] = 1e3 * (thread_cpu_s() - c0) / items;

@@ -10,6 +10,7 @@
  * distinct per-layer matrices in the same process,
  * and peak RSS against the f32 weights. Prints one table row per type.
  */
+#include "bench/bench_args.h"
 #include "backends/backend.h"
 #include "backends/ggml_types.h"
 #include "backends/gguf.h"
@@ -27,13 +28,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* sgemm GFLOP/s over the projection shapes of one window of n rows, with a
  * distinct weight matrix per layer as in the forward pass (the same memory
@@ -60,7 +54,7 @@ static double sgemm_gflops(const struct llama_hparams *h, int n, int threads)
     for (size_t i = 0; i < (size_t)h->n_vocab * h->dim; i++) out[i] = (float)(i % 3) * 0.1f;
     double best = 0;
     for (int rep = 0; rep < 2; rep++) { /* the first pass warms up */
-        double t0 = now(), flops = 0;
+        double t0 = qg_now_s(), flops = 0;
         for (int l = 0; l < L; l++)
             for (int s = 0; s < ns; s++) {
                 int in = shapes[s][0], o = shapes[s][1];
@@ -70,7 +64,7 @@ static double sgemm_gflops(const struct llama_hparams *h, int n, int threads)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, h->n_vocab, h->dim, 1, x, h->dim, out, h->dim, 0, y,
                     h->n_vocab);
         flops += 2.0 * n * h->dim * h->n_vocab;
-        double g = flops / (now() - t0) / 1e9;
+        double g = flops / (qg_now_s() - t0) / 1e9;
         if (g > best) best = g;
     }
     for (int i = 0; i <= L * ns; i++) free(w[i]);
@@ -86,9 +80,9 @@ static int measure(const char *path, int threads, int windows, int ctx)
     struct backend b;
     struct backend_open_params bp = {.n_ctx = ctx, .n_threads = threads};
     char err[QG_ERRMSG_MAX];
-    double t0 = now();
+    double t0 = qg_now_s();
     if (backend_open(path, &bp, &b, err, sizeof err)) return fprintf(stderr, "%s\n", err), 1;
-    double load = now() - t0;
+    double load = qg_now_s() - t0;
     struct backend_info info;
     backend_info(&b, &info);
     int32_t *tok = malloc(((size_t)ctx + 1) * sizeof *tok);
@@ -100,9 +94,9 @@ static int measure(const char *path, int threads, int windows, int ctx)
     }
     struct backend_score req = {.tokens = tok, .n_tokens = ctx + 1, .from = 1, .logprob = lp};
     backend_score(&b, &req); /* warm-up */
-    t0 = now();
+    t0 = qg_now_s();
     for (int w = 0; w < windows; w++) backend_score(&b, &req);
-    double secs = (now() - t0) / windows;
+    double secs = (qg_now_s() - t0) / windows;
     size_t wb = info.weight_bytes;
     backend_close(&b); /* measured; free it before the FLOP count below */
     /* FLOPs of the pass and sgemm on the same shapes, after peak RSS was reached */
@@ -126,17 +120,6 @@ static int measure(const char *path, int threads, int windows, int ctx)
     return 0;
 }
 
-/* A whole integer option value in [lo, hi], or exit 64 naming the option. */
-static int int_arg(const char *opt, const char *v, int lo, int hi)
-{
-    int64_t x;
-    if (qg_parse_i64(v, lo, hi, &x)) {
-        fprintf(stderr, "%s: '%s' is not an integer in %d..%d\n", opt, v, lo, hi);
-        exit(64);
-    }
-    return (int)x;
-}
-
 int main(int argc, char **argv)
 {
     const char *dir = NULL, *types = "F32,F16,Q8_0,Q4_0,Q4_K", *measure_path = NULL;
@@ -144,8 +127,8 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--dir") && i + 1 < argc) dir = argv[++i];
-        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = int_arg("--threads", argv[++i], 1, 256);
-        else if (!strcmp(argv[i], "--windows") && i + 1 < argc) windows = int_arg("--windows", argv[++i], 1, 1 << 20);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = bench_int_arg("--threads", argv[++i], 1, 256);
+        else if (!strcmp(argv[i], "--windows") && i + 1 < argc) windows = bench_int_arg("--windows", argv[++i], 1, 1 << 20);
         else if (!strcmp(argv[i], "--types") && i + 1 < argc) types = argv[++i];
         else if (!strcmp(argv[i], "--measure") && i + 1 < argc) measure_path = argv[++i];
         else return fprintf(stderr, "usage: bench_ppl [--quick] [--dir DIR] [--threads T] [--windows W] [--types LIST]\n"), 64;

@@ -15,6 +15,7 @@
  * Prints the observed rates with their Wilson 95 % intervals; a target is
  * met when that interval is consistent with it.
  */
+#include "bench/bench_args.h"
 #include "harness/util.h"
 #include "metrics/stats.h"
 
@@ -84,23 +85,12 @@ static void report(const char *name, int n, int reps, int counts[3], double boun
            (double)counts[0] / reps, (double)counts[2] / reps, want_low ? "<=" : ">=", bound, ok ? "ok" : "NOT MET");
 }
 
-/* A whole integer option value in [lo, hi], or exit 64 naming the option. */
-static int int_arg(const char *opt, const char *v, int lo, int hi)
-{
-    int64_t x;
-    if (qg_parse_i64(v, lo, hi, &x)) {
-        fprintf(stderr, "%s: '%s' is not an integer in %d..%d\n", opt, v, lo, hi);
-        exit(64);
-    }
-    return (int)x;
-}
-
 int main(int argc, char **argv)
 {
     int reps = 2000;
     uint64_t seed = 7;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = int_arg("--reps", argv[++i], 1, 10000000);
+        if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = bench_int_arg("--reps", argv[++i], 1, 10000000);
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = (uint64_t)strtoull(argv[++i], NULL, 10);
         else return fprintf(stderr, "usage: bench_verdict [--reps N] [--seed S]\n"), 64;
     }

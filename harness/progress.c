@@ -1,28 +1,22 @@
 /* progress — terminal progress bar (stderr, TTY only). */
+#include "harness/util.h"
 #include "harness/progress.h"
 
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 void progress_init(struct progress *p, const char *label, int quiet)
 {
     p->label = label;
     p->enabled = !quiet && isatty(2);
-    p->t0 = p->last = now();
+    p->t0 = p->last = qg_now_s();
 }
 
 void progress_update(struct progress *p, int64_t done, int64_t total, const char *unit)
 {
     if (!p->enabled) return;
-    double t = now();
+    double t = qg_now_s();
     if (t - p->last < 0.1 && done < total) return;
     p->last = t;
     double el = t - p->t0, rate = el > 0 ? (double)done / el : 0;

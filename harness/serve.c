@@ -116,13 +116,6 @@ static enum fault draw_fault(struct server *s)
 }
 
 /* A backend instance no other request is using (waits for one). */
-static double mono_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static struct backend *acquire(struct server *s)
 {
     pthread_mutex_lock(&s->pool_lock);
@@ -130,7 +123,7 @@ static struct backend *acquire(struct server *s)
         for (int i = 0; i < s->nb; i++)
             if (!s->busy[i]) {
                 s->busy[i] = 1;
-                s->held_since[i] = mono_s();
+                s->held_since[i] = qg_now_s();
                 pthread_mutex_unlock(&s->pool_lock);
                 return &s->b[i];
             }
@@ -141,7 +134,7 @@ static struct backend *acquire(struct server *s)
 static void release(struct server *s, struct backend *b)
 {
     pthread_mutex_lock(&s->pool_lock);
-    s->busy_seconds += mono_s() - s->held_since[b - s->b];
+    s->busy_seconds += qg_now_s() - s->held_since[b - s->b];
     s->busy[b - s->b] = 0;
     pthread_cond_signal(&s->pool_free);
     pthread_mutex_unlock(&s->pool_lock);
@@ -736,6 +729,20 @@ static int parse_faults(struct server *s, const char *spec, char *err, size_t er
     return rc;
 }
 
+/* Frees s and what it owns (its daemon stopped, or never started). */
+static void server_free(struct server *s)
+{
+    pthread_mutex_destroy(&s->lock);
+    pthread_mutex_destroy(&s->pool_lock);
+    pthread_cond_destroy(&s->pool_free);
+    free(s->busy);
+    free(s->held_since);
+    free(s->api_key);
+    for (int i = 0; s->piece && i < s->n_piece; i++) free(s->piece[i]);
+    free(s->piece);
+    free(s);
+}
+
 int serve_start(struct backend *b, int n_backends, const struct serve_params *p, struct server **out, int *bound_port, char *err,
                 size_t errlen)
 {
@@ -783,15 +790,7 @@ int serve_start(struct backend *b, int n_backends, const struct serve_params *p,
         if (!s->d) rc = qg_errf(err, errlen, QG_ERR_UNAVAILABLE, "cannot listen on %s:%d (in use, or not allowed)", host, p->port);
     }
     if (rc) {
-        pthread_mutex_destroy(&s->lock);
-        pthread_mutex_destroy(&s->pool_lock);
-        pthread_cond_destroy(&s->pool_free);
-        free(s->busy);
-        free(s->held_since);
-        free(s->api_key);
-        for (int i = 0; s->piece && i < s->n_piece; i++) free(s->piece[i]);
-        free(s->piece);
-        free(s);
+        server_free(s);
         return rc;
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
@@ -804,15 +803,7 @@ void serve_stop(struct server *s)
 {
     if (!s) return;
     MHD_stop_daemon(s->d);
-    pthread_mutex_destroy(&s->lock);
-    pthread_mutex_destroy(&s->pool_lock);
-    pthread_cond_destroy(&s->pool_free);
-    free(s->busy);
-    free(s->held_since);
-    free(s->api_key);
-    for (int i = 0; s->piece && i < s->n_piece; i++) free(s->piece[i]);
-    free(s->piece);
-    free(s);
+    server_free(s);
 }
 
 double serve_busy_seconds(struct server *s)

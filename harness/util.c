@@ -145,6 +145,13 @@ int qg_parse_f64(const char *s, double *out)
     return QG_OK;
 }
 
+double qg_now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 void qg_utc_now(char buf[32])
 {
     time_t t = time(NULL);

@@ -60,6 +60,8 @@ uint64_t qg_peak_rss(void);
 
 /* Current UTC time as "YYYY-MM-DDTHH:MM:SSZ" into buf (at least 21 bytes). */
 void qg_utc_now(char buf[32]);
+/* Seconds on the monotonic clock (for durations; the origin is arbitrary). */
+double qg_now_s(void);
 
 /* Formats a byte count with a binary unit ("1.2 MiB") into buf. */
 void qg_human_bytes(uint64_t bytes, char buf[32]);

@@ -122,16 +122,27 @@ static int piece_counts(const struct backend *b, const int32_t *ids, int64_t n, 
     return QG_OK;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Windows a remote model (no full rows) is asked for at once, so that its
  * requests are in flight together (backend_score_many). */
 #define PPL_REMOTE_BATCH 32
+
+/* The next group of up to max windows of this shard from *w_next on: their
+ * indices in gw, their tokens in rows of n_ctx + 1 of tok (the first
+ * replaced by BOS where the window asks). Returns the group's size. */
+static int next_group(const struct ppl_params *p, const struct ppl_window *win, int64_t nw, const int32_t *ids, int32_t bos,
+                      int max, int64_t *w_next, int32_t *tok, int64_t *gw)
+{
+    int g = 0;
+    for (; *w_next < nw && g < max; (*w_next)++) {
+        if (p->shard_count > 1 && *w_next % p->shard_count != p->shard_index) continue;
+        const struct ppl_window *W = &win[*w_next];
+        int32_t *t = tok + (size_t)g * ((size_t)p->n_ctx + 1);
+        memcpy(t, ids + W->start, (size_t)W->n * sizeof *t);
+        if (W->bos_first && bos >= 0) t[0] = bos;
+        gw[g++] = *w_next;
+    }
+    return g;
+}
 
 int ppl_evaluate(const struct backend *b, const int32_t *ids, int64_t n, const struct ppl_params *p,
                  ppl_progress_fn progress, void *ud, struct ppl_run *out, char *err, size_t errlen)
@@ -156,21 +167,15 @@ int ppl_evaluate(const struct backend *b, const int32_t *ids, int64_t n, const s
         qg_errf(err, errlen, rc, "cannot measure the bytes of the tokens (%s)", qg_strerror(rc));
     struct ppl_stats st;
     ppl_stats_init(&st);
-    double t0 = now_s();
+    double t0 = qg_now_s();
     int64_t w_next = 0;
     struct backend_score reqs[PPL_REMOTE_BATCH];
     int64_t gw[PPL_REMOTE_BATCH];
     while (w_next < nw && !rc) {
-        int g = 0;
-        for (; w_next < nw && g < batch; w_next++) {
-            if (p->shard_count > 1 && w_next % p->shard_count != p->shard_index) continue;
-            const struct ppl_window *W = &win[w_next];
-            int32_t *t = tok + (size_t)g * stride;
-            memcpy(t, ids + W->start, (size_t)W->n * sizeof *t);
-            if (W->bos_first && info.bos >= 0) t[0] = info.bos;
-            reqs[g] = (struct backend_score){.tokens = t, .n_tokens = W->n, .from = W->from, .logprob = lp + (size_t)g * stride};
-            gw[g++] = w_next;
-        }
+        int g = next_group(p, win, nw, ids, info.bos, batch, &w_next, tok, gw);
+        for (int j = 0; j < g; j++)
+            reqs[j] = (struct backend_score){.tokens = tok + (size_t)j * stride, .n_tokens = win[gw[j]].n, .from = win[gw[j]].from,
+                                             .logprob = lp + (size_t)j * stride};
         if (g && (rc = backend_score_many(b, reqs, g))) {
             if (g == 1) qg_errf(err, errlen, rc, "window %lld: %s", (long long)gw[0], backend_errmsg(b));
             else qg_errf(err, errlen, rc, "windows %lld-%lld: %s", (long long)gw[0], (long long)gw[g - 1], backend_errmsg(b));
@@ -197,7 +202,7 @@ int ppl_evaluate(const struct backend *b, const int32_t *ids, int64_t n, const s
             }
         }
     }
-    out->seconds = now_s() - t0;
+    out->seconds = qg_now_s() - t0;
     out->n_windows = nw;
     ppl_stats_result(&st, &out->result);
     free(win);
@@ -283,15 +288,7 @@ int ppl_evaluate_lockstep(const struct backend *const *models, int nm, const int
      * models computing theirs as before */
     int64_t w_next = 0;
     while (w_next < nw && !rc) {
-        int g = 0;
-        for (; w_next < nw && g < PPL_REMOTE_BATCH; w_next++) {
-            if (p->shard_count > 1 && w_next % p->shard_count != p->shard_index) continue;
-            const struct ppl_window *W = &win[w_next];
-            int32_t *t = gtok + (size_t)g * stride;
-            memcpy(t, ids + W->start, (size_t)W->n * sizeof *t);
-            if (W->bos_first && info.bos >= 0) t[0] = info.bos;
-            gw[g++] = w_next;
-        }
+        int g = next_group(p, win, nw, ids, info.bos, PPL_REMOTE_BATCH, &w_next, gtok, gw);
         for (int m = 0; m < nm && !rc && g; m++) {
             if (!pf[m].lp) continue;
             struct backend_score reqs[PPL_REMOTE_BATCH];

@@ -12,13 +12,6 @@
 #include <string.h>
 #include <time.h>
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int in_shard(struct task_shard sh, int64_t idx)
 {
     return sh.count <= 1 || idx % sh.count == sh.index;
@@ -212,11 +205,11 @@ int task_run(const struct suite_task *t, const struct backend *b, int n_ctx, uin
 {
     memset(sum, 0, sizeof *sum);
     sum->metric = sum->metric2 = NAN;
-    double t0 = now();
+    double t0 = qg_now_s();
     int rc;
     if (t->kind == STORE_TASK_PERPLEXITY) rc = run_ppl(t, b, n_ctx, sh, fn, ud, sum, err, errlen);
     else if (t->kind == STORE_TASK_MULTIPLE_CHOICE) rc = run_mc(t, b, n_ctx, sh, fn, ud, sum, err, errlen);
     else rc = run_gen(t, b, n_ctx, seed, sh, fn, ud, sum, err, errlen);
-    sum->seconds = now() - t0;
+    sum->seconds = qg_now_s() - t0;
     return rc;
 }

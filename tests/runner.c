@@ -32,13 +32,6 @@ static const struct {
 };
 #define N_TESTS ((int)(sizeof tests / sizeof *tests))
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int remove_tree(const char *dir)
 {
     pid_t pid = fork();
@@ -60,7 +53,7 @@ static int run_one(int i, int timeout)
         printf("FAIL %s: cannot create a temporary directory: %s\n", tests[i].name, strerror(errno));
         return 1;
     }
-    double t0 = now();
+    double t0 = qg_now_s();
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
@@ -73,7 +66,7 @@ static int run_one(int i, int timeout)
     int st = 0;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
     }
-    double dt = now() - t0;
+    double dt = qg_now_s() - t0;
     int result;
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
         printf("ok   %s (%.2fs)\n", tests[i].name, dt);

@@ -81,7 +81,6 @@ struct http {
     int concurrency;
     int chat; /* generate through /chat/completions */
     struct backend_cache cache; /* .get NULL: none */
-    int64_t cache_hits, cache_misses;
     struct curl_slist *headers;
     char base[1024]; /* ...../v1 */
     char root[1024]; /* base without /v1, for /tokenize */
@@ -242,6 +241,7 @@ static void http_close(void *impl)
 }
 
 static char *http_detokenize(void *impl, const int32_t *ids, int64_t n);
+static int http_info(void *impl, struct backend_info *o);
 static int http_piece(void *impl, int32_t id, char *buf, size_t cap);
 
 /* The body of a request scoring ids (malloc'd; NULL with h->err). As text,
@@ -251,9 +251,9 @@ static char *score_body(struct http *h, const int32_t *ids, int n, int top_k)
     cJSON *req = cJSON_CreateObject();
     cJSON_AddStringToObject(req, "model", h->model);
     if (h->text_prompt) {
-        int add_bos = h->tok ? tok_add_bos(h->tok) : h->add_bos;
-        int32_t bos = h->tok ? tok_bos(h->tok) : h->bos;
-        int skip = n > 0 && add_bos && ids[0] == bos;
+        struct backend_info bi;
+        http_info(h, &bi);
+        int skip = n > 0 && bi.add_bos && ids[0] == bi.bos;
         char *text = http_detokenize(h, ids + skip, n - skip);
         if (!text) {
             cJSON_Delete(req);
@@ -531,11 +531,15 @@ int http_parse_score(const char *json, size_t n, int extra_tokens, struct backen
     return rc;
 }
 
-static double now_s(void)
+/* The cache key of a request: sha256 of the request-format version, the
+ * endpoint, the served model and the body. */
+static void cache_key(const struct http *h, const char *url, const char *body, char key[HASH_HEX_LEN + 1])
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+    struct sbuf k;
+    sbuf_init(&k, (size_t)1 << 30);
+    sbuf_printf(&k, "qgate-http/1\n%s\n%s\n%s", url, h->model, body);
+    hash_sha256_mem(k.data, k.len, key);
+    sbuf_release(&k);
 }
 
 /* One scoring transfer of score_many. */
@@ -591,21 +595,15 @@ static int score_many(struct http *h, struct backend_score *reqs, int n)
             break;
         }
         if (!keys) continue;
-        /* the key: request-format version, endpoint, served model, body */
-        struct sbuf k;
-        sbuf_init(&k, (size_t)1 << 30);
-        sbuf_printf(&k, "qgate-http/1\n%s\n%s\n%s", url, h->model, x[j].body);
-        hash_sha256_mem(k.data, k.len, keys[j]);
-        sbuf_release(&k);
+        cache_key(h, url, x[j].body, keys[j]);
         char *hit = h->cache.get(h->cache.ud, keys[j]);
         cJSON *ans = hit ? cJSON_Parse(hit) : NULL;
-        if (ans && parse_score(h, url, ans, &reqs[j]) == QG_OK) x[j].done = 1, finished++, h->cache_hits++;
-        else h->cache_misses++;
+        if (ans && parse_score(h, url, ans, &reqs[j]) == QG_OK) x[j].done = 1, finished++;
         cJSON_Delete(ans);
         free(hit);
     }
     while (!rc && finished < n) {
-        double now = now_s(), soonest = INFINITY;
+        double now = qg_now_s(), soonest = INFINITY;
         for (int j = 0; j < n && !rc && active < h->concurrency; j++) {
             if (x[j].done || x[j].active) continue;
             if (x[j].not_before > now) {
@@ -646,12 +644,12 @@ static int score_many(struct http *h, struct backend_score *reqs, int n)
                 rc = qg_errf(h->err, sizeof h->err, QG_ERR_UNAVAILABLE, "%s: no answer after %d attempts; last: %s", url,
                              h->retries + 1, t->last);
             } else {
-                t->not_before = now_s() + backoff(h, t->attempts, t->reply.retry_after);
+                t->not_before = qg_now_s() + backoff(h, t->attempts, t->reply.retry_after);
             }
         }
         if (rc || finished == n) break;
         if (active) curl_multi_poll(h->multi, NULL, 0, 50, NULL);
-        else if (soonest < INFINITY) usleep((useconds_t)(fmax(0, fmin(soonest - now_s(), 1.0)) * 1e6) + 1000);
+        else if (soonest < INFINITY) usleep((useconds_t)(fmax(0, fmin(soonest - qg_now_s(), 1.0)) * 1e6) + 1000);
     }
     free(keys);
     for (int j = 0; j < n; j++) {
@@ -681,20 +679,14 @@ static int post_cached(struct http *h, const char *url, const char *body, cJSON 
     *out = NULL;
     *status = 0;
     if (h->cache.get) {
-        struct sbuf k;
-        sbuf_init(&k, (size_t)1 << 30);
-        sbuf_printf(&k, "qgate-http/1\n%s\n%s\n%s", url, h->model, body);
-        hash_sha256_mem(k.data, k.len, key);
-        sbuf_release(&k);
+        cache_key(h, url, body, key);
         char *hit = h->cache.get(h->cache.ud, key);
         *out = hit ? cJSON_Parse(hit) : NULL;
         free(hit);
         if (*out) {
             *status = 200;
-            h->cache_hits++;
             return QG_OK;
         }
-        h->cache_misses++;
     }
     int rc = request(h, url, body, out, status);
     if (!rc && h->cache.get) h->cache.put(h->cache.ud, key, url, h->model, sbuf_str(&h->reply.body));

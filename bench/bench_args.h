@@ -1,0 +1,23 @@
+/* bench_args — option values of the bench programs (not library code:
+ * a bad value ends the program with exit 64). */
+#ifndef QG_BENCH_ARGS_H
+#define QG_BENCH_ARGS_H
+
+#include "harness/util.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* A whole integer value of option opt in [lo, hi], or exit 64 naming it. */
+static inline int bench_int_arg(const char *opt, const char *v, int lo, int hi)
+{
+    int64_t x;
+    if (qg_parse_i64(v, lo, hi, &x)) {
+        fprintf(stderr, "%s: '%s' is not an integer in %d..%d\n", opt, v, lo, hi);
+        exit(64);
+    }
+    return (int)x;
+}
+
+#endif
