@@ -1,6 +1,6 @@
 /* backend — the registry: picks a backend from a model spec. */
 #include "backends/backend.h"
-#include "harness/util.h"
+#include "core/util.h"
 
 #include <string.h>
 

@@ -15,7 +15,7 @@
 #ifndef QG_BACKEND_H
 #define QG_BACKEND_H
 
-#include "harness/status.h"
+#include "core/status.h"
 
 #include <stddef.h>
 #include <stdint.h>

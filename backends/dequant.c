@@ -2,7 +2,7 @@
 #include "backends/dequant.h"
 #include "backends/ggml_types.h"
 #include "backends/quant.h"
-#include "harness/status.h"
+#include "core/status.h"
 
 #include <string.h>
 

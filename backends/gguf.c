@@ -1,8 +1,8 @@
 /* gguf — bounds-checked GGUF v2/v3 reader over a read-only mapping. */
 #include "backends/gguf.h"
 #include "backends/ggml_types.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

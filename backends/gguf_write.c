@@ -2,8 +2,8 @@
 #include "backends/gguf_write.h"
 #include "backends/ggml_types.h"
 #include "backends/gguf.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
 
 #include <errno.h>
 #include <stdio.h>

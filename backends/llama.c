@@ -3,8 +3,8 @@
 #include "backends/dequant.h"
 #include "backends/fastmath.h"
 #include "backends/ggml_types.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
 
 #include "backends/parallel.h"
 

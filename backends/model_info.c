@@ -1,6 +1,6 @@
 /* model_info — summarise a GGUF model. */
 #include "backends/model_info.h"
-#include "harness/status.h"
+#include "core/status.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* quant — fp16 conversion (ggml/FP16 library) and reference quantisers. */
 #include "backends/quant.h"
 #include "backends/ggml_types.h"
-#include "harness/status.h"
+#include "core/status.h"
 
 #include <math.h>
 #include <string.h>

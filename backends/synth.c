@@ -4,8 +4,9 @@
 #include "backends/gguf.h"
 #include "backends/gguf_write.h"
 #include "backends/quant.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
+#include "core/rng.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -24,18 +25,10 @@ struct synth_params synth_default_params(void)
     return p;
 }
 
-static uint64_t splitmix64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 /* uniform in [-1, 1) */
 static float urand(uint64_t *s)
 {
-    return (float)((double)(splitmix64(s) >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+    return (float)((double)(rng_next(s) >> 11) * 0x1.0p-53 * 2.0 - 1.0);
 }
 
 static const char *const words[] = {
@@ -109,7 +102,7 @@ static int add_random(struct gguf_writer *w, uint64_t *rng, const char *name, ui
         size_t nb = (size_t)(ne0 / rt->block * rt->type_size * ne1);
         uint8_t *raw = malloc(nb ? nb : 1);
         if (!raw) return QG_ERR_NOMEM;
-        for (size_t i = 0; i < nb; i++) raw[i] = (uint8_t)splitmix64(rng);
+        for (size_t i = 0; i < nb; i++) raw[i] = (uint8_t)rng_next(rng);
         int64_t ne[2] = {ne0, ne1};
         int rc = gguf_writer_add_tensor(w, name, cur->raw_type, ne1 > 1 ? 2 : 1, ne, raw);
         free(raw);

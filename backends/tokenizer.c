@@ -1,7 +1,8 @@
 /* tokenizer — llama.cpp-compatible SentencePiece and byte-level BPE. */
 #include "backends/tokenizer.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/utf8.h"
+#include "core/util.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -118,12 +119,6 @@ static void push(struct ids *v, int32_t id)
     v->p[v->n++] = id;
 }
 
-static size_t utf8_len(uint8_t c)
-{
-    static const uint8_t lookup[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
-    return lookup[c >> 4];
-}
-
 /* ---- priority queue of bigrams ---- */
 struct bigram {
     int32_t left, right;
@@ -196,7 +191,7 @@ static struct sym *split_chars(const char *s, size_t n, int64_t *count)
     if (!v) return NULL;
     int64_t k = 0;
     for (size_t off = 0; off < n;) {
-        size_t len = utf8_len((uint8_t)s[off]);
+        size_t len = utf8_lead_len((uint8_t)s[off]);
         if (len > n - off) len = n - off;
         v[k].text = s + off;
         v[k].n = (uint32_t)len;
@@ -337,7 +332,7 @@ static int bpe_tokenize(const struct tokenizer *t, const char *text, size_t n, s
             start = ov[0];
             end = ov[1];
             if (end == start) { /* empty match: advance one character */
-                end = start + utf8_len((uint8_t)text[start]);
+                end = start + utf8_lead_len((uint8_t)text[start]);
                 if (end > n) end = n;
             }
         }

@@ -3,7 +3,7 @@
 #ifndef QG_BENCH_ARGS_H
 #define QG_BENCH_ARGS_H
 
-#include "harness/util.h"
+#include "core/util.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -24,8 +24,8 @@
 #include "backends/backend.h"
 #include "backends/synth.h"
 #include "harness/serve.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
 
 #include <math.h>
 #include <pthread.h>

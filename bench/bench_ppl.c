@@ -16,8 +16,8 @@
 #include "backends/gguf.h"
 #include "backends/llama.h"
 #include "backends/synth.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
 
 #include <cblas.h>
 #include <stdio.h>

@@ -16,7 +16,8 @@
  * met when that interval is consistent with it.
  */
 #include "bench/bench_args.h"
-#include "harness/util.h"
+#include "core/rng.h"
+#include "core/util.h"
 #include "metrics/stats.h"
 
 #include <math.h>
@@ -27,13 +28,7 @@
 
 static uint64_t rng;
 
-static double unif(void)
-{
-    uint64_t z = (rng += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return (double)((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
-}
+static double unif(void) { return rng_unit(&rng); }
 
 static double gauss(void)
 {

@@ -1,7 +1,7 @@
 /* hash — sha256 through libcrypto's EVP interface. */
 #include "datasets/hash.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
 
 #include <errno.h>
 #include <openssl/evp.h>

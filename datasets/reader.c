@@ -1,7 +1,8 @@
 /* reader — line, JSONL and RFC 4180 CSV readers with file:line errors. */
 #include "datasets/reader.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
+#include "core/utf8.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -21,25 +22,6 @@ struct lines {
     int64_t lineno;
     char err[2 * QG_ERRMSG_MAX];
 };
-
-int utf8_valid(const char *str, size_t n, size_t *bad)
-{
-    const uint8_t *s = (const uint8_t *)str;
-    for (size_t i = 0; i < n;) {
-        uint8_t c = s[i];
-        size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-        int ok = len && i + len <= n && !(len == 2 && c < 0xC2) && !(len == 4 && c > 0xF4);
-        for (size_t k = 1; ok && k < len; k++) ok = (s[i + k] & 0xC0) == 0x80;
-        if (ok && len == 3) ok = !((c == 0xE0 && s[i + 1] < 0xA0) || (c == 0xED && s[i + 1] >= 0xA0));
-        if (ok && len == 4) ok = !((c == 0xF0 && s[i + 1] < 0x90) || (c == 0xF4 && s[i + 1] >= 0x90));
-        if (!ok) {
-            if (bad) *bad = i;
-            return 0;
-        }
-        i += len;
-    }
-    return 1;
-}
 
 /* Starts `bunzip2 -c -- path` and returns its output stream. */
 static FILE *open_bz2(const char *path, pid_t *child)

@@ -43,8 +43,4 @@ int jsonl_next(struct lines *l, cJSON **obj);
 int csv_next(struct lines *l, char ***fields, int *n);
 void csv_fields_free(char **fields, int n);
 
-/* 1 when s[0..n) is well-formed UTF-8; else 0 and *bad = offset of the
- * first bad byte. */
-int utf8_valid(const char *s, size_t n, size_t *bad);
-
 #endif

@@ -71,11 +71,6 @@ const char *cli_nth(const struct cli_args *a, const char *name, int i);
 /* Prints `qgate CMD --help` text. */
 void cli_print_help(FILE *f, const struct cli_cmd *cmd);
 
-/* Levenshtein distance (bytes). */
-int cli_edit_distance(const char *a, const char *b);
-/* The candidate closest to word when close enough to be a likely typo; NULL
- * otherwise. */
-const char *cli_closest(const char *word, const char *const *cands, int n);
 
 /* The option every store-using command declares. */
 #define CLI_OPT_DB {"db", 0, CLI_STR, "FILE", "results database (default ./qgate.db)", 0}

@@ -1,9 +1,10 @@
 /* cmd_compare — `qgate compare --baseline A --candidate B [--run ID]`: the
  * verdict from the store alone; and the part `qgate gate` shares. */
 #include "harness/commands.h"
-#include "harness/status.h"
+#include "core/status.h"
 #include "harness/suite.h"
-#include "harness/util.h"
+#include "core/util.h"
+#include "harness/compare.h"
 #include "metrics/verdict.h"
 
 #include <math.h>
@@ -21,77 +22,8 @@ static const struct cli_opt opts[] = {
     CLI_OPT_END,
 };
 
-/* The policy: --policy FILE ({"policy": {...}} or the object itself), else
- * the stored suite's, else the defaults. */
-static int load_policy(struct store *s, int64_t run_id, const char *file, struct suite_policy *pol, char *err, size_t errlen)
-{
-    cJSON *root = NULL;
-    const char *where = file;
-    if (file) {
-        char *text;
-        size_t n;
-        int rc = qg_read_file(file, 1 << 20, &text, &n, err, errlen);
-        if (rc) return rc;
-        root = cJSON_ParseWithLength(text, n);
-        free(text);
-        if (!root) return qg_errf(err, errlen, QG_ERR_DATA, "%s: invalid JSON", file);
-    } else {
-        char *sj = NULL;
-        if (store_run_suite_json(s, run_id, &sj) == QG_OK && sj) root = cJSON_Parse(sj);
-        free(sj);
-        where = "the run's suite";
-    }
-    const cJSON *pj = root ? cJSON_GetObjectItemCaseSensitive(root, "policy") : NULL;
-    if (!pj && root && file) pj = root;
-    int rc = suite_policy_from_json(pj, where ? where : "policy", pol, err, errlen);
-    cJSON_Delete(root);
-    return rc;
-}
-
-static cJSON *task_json(const struct verdict_task *v)
-{
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "task", v->name);
-    cJSON_AddStringToObject(o, "metric", v->metric);
-    cJSON_AddNumberToObject(o, "baseline", v->base_value);
-    cJSON_AddNumberToObject(o, "candidate", v->cand_value);
-    cJSON_AddNumberToObject(o, "delta", v->delta);
-    cJSON_AddNumberToObject(o, "ci_low", v->lo);
-    cJSON_AddNumberToObject(o, "ci_high", v->hi);
-    cJSON_AddNumberToObject(o, "se", v->se);
-    cJSON_AddNumberToObject(o, "margin", v->margin);
-    cJSON_AddNumberToObject(o, "noise", v->noise);
-    cJSON_AddNumberToObject(o, "mde", v->mde);
-    cJSON_AddNumberToObject(o, "p_value", v->p_value);
-    cJSON_AddNumberToObject(o, "p_holm", v->p_holm);
-    cJSON_AddNumberToObject(o, "units", (double)v->n_units);
-    cJSON_AddNumberToObject(o, "items", (double)v->n_items);
-    if (v->deterministic >= 0) cJSON_AddBoolToObject(o, "deterministic", v->deterministic);
-    cJSON_AddNumberToObject(o, "noise_repeats", v->noise_repeats);
-    if (v->kind != 0) {
-        cJSON_AddNumberToObject(o, "flips_b", (double)v->flips_b);
-        cJSON_AddNumberToObject(o, "flips_c", (double)v->flips_c);
-        cJSON_AddNumberToObject(o, "flip_rate_low", v->flip_lo);
-        cJSON_AddNumberToObject(o, "flip_rate_high", v->flip_hi);
-    } else {
-        cJSON_AddNumberToObject(o, "ppl_ratio", exp(v->delta));
-        if (v->has_kld) {
-            cJSON_AddNumberToObject(o, "kld_mean", v->kld_mean);
-            if (v->kld_top_k > 0) cJSON_AddNumberToObject(o, "kld_top_k", v->kld_top_k);
-            cJSON_AddNumberToObject(o, "kld_p99", v->kld_p99);
-            cJSON_AddNumberToObject(o, "kld_max", v->kld_max);
-            cJSON_AddNumberToObject(o, "same_top1", v->top1);
-            cJSON_AddNumberToObject(o, "dp_mean", v->dp_mean);
-        }
-    }
-    if (v->items_needed >= 0) cJSON_AddNumberToObject(o, "items_needed", (double)v->items_needed);
-    cJSON_AddStringToObject(o, "verdict", verdict_name(v->verdict));
-    cJSON_AddStringToObject(o, "reason", v->reason);
-    return o;
-}
-
 static void print_text(const char *base, const char *cand, int64_t run_id, const struct verdict_task *v, int n, int suite,
-                       const struct suite_policy *pol)
+                       const struct verdict_policy *pol)
 {
     int color = qg_use_color(1);
     printf("%s vs %s (run %lld): one-sided alpha %.3g, power %.2g, %d bootstrap draws\n", cand, base, (long long)run_id,
@@ -105,7 +37,7 @@ static void print_text(const char *base, const char *cand, int64_t run_id, const
         const char *col = !color ? "" : t->verdict == VERDICT_PASS ? "\033[32m" : t->verdict == VERDICT_FAIL ? "\033[31m" : "\033[33m";
         printf("%-16.16s %-13s %10.4f %10.4f %+10.5f %23s %9.5f %9.2g %9.5f  %s%s%s\n", t->name, t->metric, t->base_value,
                t->cand_value, t->delta, iv, t->margin, t->noise, t->mde, col, verdict_name(t->verdict), color ? "\033[0m" : "");
-        if (t->kind == STORE_TASK_PERPLEXITY) {
+        if (t->kind == TASK_PERPLEXITY) {
             printf("%17s PPL ratio %.5f (ln %+.5f +/- %.5f paired SE)", "", exp(t->delta), t->delta, t->se);
             if (t->has_kld)
                 printf("; KLD mean %.6f, p99 %.6f, max %.4f%s; same top-1 %.2f%%; mean dp %+.5f", t->kld_mean, t->kld_p99, t->kld_max,
@@ -129,51 +61,25 @@ int cmd_compare_models(struct store *s, int64_t run_id, const char *base, const 
 {
     char err[QG_ERRMSG_MAX];
     struct verdict_params vp = {.seed = seed};
-    int rc = load_policy(s, run_id, policy_file, &vp.policy, err, sizeof err);
+    int rc = compare_load_policy(s, run_id, policy_file, &vp.policy, err, sizeof err);
     if (rc) return cmd_fail(rc, err);
     struct verdict_task *v;
     int n, suite;
-    if ((rc = verdict_compute(s, run_id, base, cand, &vp, &v, &n, &suite, err, sizeof err))) return cmd_fail(rc, err);
-    cJSON *pj = cJSON_CreateObject();
-    cJSON_AddNumberToObject(pj, "margin_ppl", vp.policy.margin_ppl);
-    cJSON_AddNumberToObject(pj, "margin_acc", vp.policy.margin_acc);
-    cJSON_AddNumberToObject(pj, "alpha", vp.policy.alpha);
-    cJSON_AddNumberToObject(pj, "beta", vp.policy.beta);
-    cJSON_AddNumberToObject(pj, "bootstrap", vp.policy.bootstrap);
+    if ((rc = compare_run(s, run_id, base, cand, &vp, &v, &n, &suite, err, sizeof err))) return cmd_fail(rc, err);
     cJSON *out = cJSON_CreateObject();
     cJSON_AddNumberToObject(out, "run", (double)run_id);
     cJSON_AddStringToObject(out, "baseline", base);
     cJSON_AddStringToObject(out, "candidate", cand);
     cJSON_AddNumberToObject(out, "bootstrap_seed", (double)seed);
-    cJSON_AddItemToObject(out, "policy", cJSON_Duplicate(pj, 1));
+    cJSON_AddItemToObject(out, "policy", compare_policy_json(&vp.policy));
     cJSON *arr = cJSON_AddArrayToObject(out, "tasks");
-    for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, task_json(&v[i]));
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, compare_task_json(&v[i]));
     cJSON_AddStringToObject(out, "verdict", verdict_name(suite));
-    /* store the comparison and its rows */
-    int64_t bm = 0, cm = 0, cid = 0;
-    char *pjs = cJSON_PrintUnformatted(pj), *sjs = cJSON_PrintUnformatted(out);
-    rc = store_model_find(s, run_id, base, &bm);
-    if (!rc) rc = store_model_find(s, run_id, cand, &cm);
-    struct store_comparison_new cn = {.run_id = run_id, .baseline_model_id = bm, .candidate_model_id = cm, .command = command,
-                                      .policy_json = pjs, .summary_json = sjs, .bootstrap_seed = (int64_t)seed,
-                                      .bootstrap_iters = vp.policy.bootstrap, .verdict = suite};
-    if (!rc) rc = store_begin(s);
-    if (!rc) rc = store_comparison_add(s, &cn, &cid);
-    for (int i = 0; i < n && !rc; i++) {
-        struct store_verdict_row r = {.comparison_id = cid, .task_id = v[i].task_id, .metric = v[i].metric,
-                                      .base_value = v[i].base_value, .cand_value = v[i].cand_value, .delta = v[i].delta,
-                                      .ci_low = v[i].lo, .ci_high = v[i].hi, .margin = v[i].margin, .noise = v[i].noise,
-                                      .p_value = v[i].p_value, .p_holm = v[i].p_holm, .mde = v[i].mde, .n_units = v[i].n_units,
-                                      .flips_b = v[i].kind ? v[i].flips_b : -1, .flips_c = v[i].kind ? v[i].flips_c : -1,
-                                      .items_needed = v[i].items_needed, .verdict = v[i].verdict, .reason = v[i].reason};
-        rc = store_verdict_row_add(s, &r);
-    }
-    if (!rc) rc = store_commit(s);
-    else store_rollback(s);
-    free(pjs);
-    free(sjs);
+    struct compare_save cs = {.run_id = run_id, .baseline = base, .candidate = cand, .command = command, .params = &vp,
+                              .tasks = v, .n_tasks = n, .suite = suite, .summary = out};
+    int64_t cid = 0;
     int code = 0;
-    if (rc) {
+    if ((rc = compare_save(s, &cs, &cid))) {
         cJSON_Delete(out);
         code = cmd_fail(rc, store_errmsg(s));
     } else {
@@ -187,7 +93,6 @@ int cmd_compare_models(struct store *s, int64_t run_id, const char *base, const 
             cJSON_Delete(out);
         }
     }
-    cJSON_Delete(pj);
     free(v);
     *verdict = suite;
     return code;

@@ -17,9 +17,10 @@
 #include "datasets/reader.h"
 #include "harness/commands.h"
 #include "harness/runner.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
 #include "metrics/verdict.h"
+#include "core/utf8.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -2,8 +2,8 @@
  * compare in one step, for CI. */
 #include "harness/commands.h"
 #include "harness/runner.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
 #include "metrics/verdict.h"
 
 #include <stdlib.h>

@@ -1,8 +1,8 @@
 /* cmd_generate — `qgate generate MODEL --prompt STR`: text continuation. */
 #include "backends/backend.h"
 #include "harness/commands.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
 
 #include <stdlib.h>
 #include <string.h>

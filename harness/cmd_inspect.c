@@ -4,8 +4,8 @@
 #include "backends/model_info.h"
 #include "datasets/hash.h"
 #include "harness/commands.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* cmd_merge — `qgate merge OUT.db IN.db...`: shards of one run into one. */
 #include "harness/commands.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
 
 static const struct cli_opt opts[] = {
     CLI_OPT_END,

@@ -2,8 +2,8 @@
 #include "backends/backend.h"
 #include "harness/commands.h"
 #include "harness/progress.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
 #include "tasks/perplexity.h"
 
 #include <math.h>

@@ -1,10 +1,11 @@
 /* cmd_report — `qgate report`: renders a stored comparison as text,
  * Markdown, self-contained HTML, JSON or JUnit XML (reports/report.h). */
 #include "harness/commands.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
 #include "metrics/verdict.h"
 #include "reports/report.h"
+#include "harness/report_doc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +29,7 @@ int cmd_write_report(struct store *s, int64_t comparison_id, const char *format,
 {
     char err[QG_ERRMSG_MAX];
     cJSON *doc;
-    int rc = report_build(s, comparison_id, &doc, err, sizeof err);
+    int rc = report_doc_build(s, comparison_id, &doc, err, sizeof err);
     if (rc) return cmd_fail(rc, err);
     struct sbuf out;
     sbuf_init(&out, (size_t)1 << 30); /* the cap, not a preallocation */

@@ -1,8 +1,8 @@
 /* cmd_run — `qgate run --suite S --model NAME=SPEC ...`: run and store. */
 #include "harness/commands.h"
 #include "harness/runner.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,8 @@
 /* cmd_runs — `qgate runs`: list the runs in the results database. */
 #include "harness/commands.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
+#include "core/json.h"
 
 #include <string.h>
 
@@ -11,18 +12,6 @@ static const struct cli_opt opts[] = {
     {"limit", 'n', CLI_INT, "N", "show at most N runs, newest first (default 50; 0 = all)", 0},
     CLI_OPT_END,
 };
-
-static const char *jstr(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : "";
-}
-
-static long long jint(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) ? (long long)v->valuedouble : 0;
-}
 
 static int cmd_runs(const struct cli_args *a)
 {
@@ -44,10 +33,10 @@ static int cmd_runs(const struct cli_args *a)
         cJSON_ArrayForEach(r, runs)
         {
             char trials[32];
-            snprintf(trials, sizeof trials, "%lld/%lld", jint(r, "trials_done"), jint(r, "trials"));
-            printf("%5lld  %-20s  %-11s  %-24.24s %5lld %9s  %.60s\n", jint(r, "id"),
-                   jstr(r, "created_at"), jstr(r, "status"), jstr(r, "models"), jint(r, "tasks"),
-                   trials, jstr(r, "command"));
+            snprintf(trials, sizeof trials, "%lld/%lld", json_int(r, "trials_done", 0), json_int(r, "trials", 0));
+            printf("%5lld  %-20s  %-11s  %-24.24s %5lld %9s  %.60s\n", json_int(r, "id", 0),
+                   json_str(r, "created_at", ""), json_str(r, "status", ""), json_str(r, "models", ""), json_int(r, "tasks", 0),
+                   trials, json_str(r, "command", ""));
         }
         cJSON_Delete(runs);
     }

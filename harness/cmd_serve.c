@@ -3,8 +3,8 @@
 #include "backends/backend.h"
 #include "harness/commands.h"
 #include "harness/serve.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
 
 #include <pthread.h>
 #include <signal.h>

@@ -1,7 +1,8 @@
 /* cmd_show — `qgate show RUN`: one run's models, tasks and trials. */
 #include "harness/commands.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
+#include "core/json.h"
 
 #include <math.h>
 #include <string.h>
@@ -12,48 +13,36 @@ static const struct cli_opt opts[] = {
     CLI_OPT_END,
 };
 
-static const char *jstr(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : "-";
-}
-
-static long long jint(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) ? (long long)v->valuedouble : -1;
-}
-
 static void print_run(const cJSON *r)
 {
-    printf("run %lld  (uid %s)\n", jint(r, "id"), jstr(r, "uid"));
-    printf("  status     %s\n", jstr(r, "status"));
-    printf("  created    %s\n  finished   %s\n", jstr(r, "created_at"), jstr(r, "finished_at"));
-    printf("  qgate      %s on %s\n", jstr(r, "qgate_version"), jstr(r, "host"));
-    printf("  command    %s\n", jstr(r, "command"));
-    if (strcmp(jstr(r, "suite_name"), "-") != 0)
-        printf("  suite      %s (sha256 %s)\n", jstr(r, "suite_name"), jstr(r, "suite_hash"));
-    printf("  seed       %lld, repeats %lld, shard %lld/%lld\n", jint(r, "seed"), jint(r, "repeats"),
-           jint(r, "shard_index"), jint(r, "shard_count"));
+    printf("run %lld  (uid %s)\n", json_int(r, "id", -1), json_str(r, "uid", "-"));
+    printf("  status     %s\n", json_str(r, "status", "-"));
+    printf("  created    %s\n  finished   %s\n", json_str(r, "created_at", "-"), json_str(r, "finished_at", "-"));
+    printf("  qgate      %s on %s\n", json_str(r, "qgate_version", "-"), json_str(r, "host", "-"));
+    printf("  command    %s\n", json_str(r, "command", "-"));
+    if (strcmp(json_str(r, "suite_name", "-"), "-") != 0)
+        printf("  suite      %s (sha256 %s)\n", json_str(r, "suite_name", "-"), json_str(r, "suite_hash", "-"));
+    printf("  seed       %lld, repeats %lld, shard %lld/%lld\n", json_int(r, "seed", -1), json_int(r, "repeats", -1),
+           json_int(r, "shard_index", -1), json_int(r, "shard_count", -1));
     const cJSON *o;
     printf("\nmodels:\n");
     cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(r, "models"))
-        printf("  %-12s %-9s %-6s %s\n  %12s sha256 %s, %lld params\n", jstr(o, "name"),
-               jint(o, "role") == 0 ? "baseline" : "candidate", jstr(o, "backend"), jstr(o, "spec"),
-               "", jstr(o, "sha256"), jint(o, "n_params"));
+        printf("  %-12s %-9s %-6s %s\n  %12s sha256 %s, %lld params\n", json_str(o, "name", "-"),
+               json_int(o, "role", -1) == 0 ? "baseline" : "candidate", json_str(o, "backend", "-"), json_str(o, "spec", "-"),
+               "", json_str(o, "sha256", "-"), json_int(o, "n_params", -1));
     printf("\ntasks:\n");
     cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(r, "tasks"))
-        printf("  %-20s %-16s %8lld items%s  config %.12s\n", jstr(o, "name"), jstr(o, "kind"),
-               jint(o, "n_items"), jint(o, "critical") == 1 ? " critical" : "", jstr(o, "config_hash"));
+        printf("  %-20s %-16s %8lld items%s  config %.12s\n", json_str(o, "name", "-"), json_str(o, "kind", "-"),
+               json_int(o, "n_items", -1), json_int(o, "critical", -1) == 1 ? " critical" : "", json_str(o, "config_hash", "-"));
     printf("\ntrials:\n  %-20s %-12s %6s %-9s %10s %10s %9s\n", "task", "model", "repeat", "status",
            "items", "tokens", "seconds");
     cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(r, "trials"))
     {
         const cJSON *w = cJSON_GetObjectItemCaseSensitive(o, "wall_seconds");
-        printf("  %-20s %-12s %6lld %-9s %10lld %10lld %9.2f%s%s\n", jstr(o, "task"), jstr(o, "model"),
-               jint(o, "repeat"), jstr(o, "status"), jint(o, "items_stored"), jint(o, "n_tokens"),
+        printf("  %-20s %-12s %6lld %-9s %10lld %10lld %9.2f%s%s\n", json_str(o, "task", "-"), json_str(o, "model", "-"),
+               json_int(o, "repeat", -1), json_str(o, "status", "-"), json_int(o, "items_stored", -1), json_int(o, "n_tokens", -1),
                cJSON_IsNumber(w) ? w->valuedouble : NAN,
-               jint(o, "deterministic") == 1 ? "  deterministic" : "",
+               json_int(o, "deterministic", -1) == 1 ? "  deterministic" : "",
                cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "error")) ? "  error" : "");
     }
 }

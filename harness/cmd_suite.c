@@ -3,9 +3,9 @@
 #include "backends/gguf.h"
 #include "backends/tokenizer.h"
 #include "harness/commands.h"
-#include "harness/status.h"
+#include "core/status.h"
 #include "harness/suite.h"
-#include "harness/util.h"
+#include "core/util.h"
 #include "tasks/perplexity.h"
 
 #include <stdlib.h>
@@ -20,16 +20,16 @@ static const struct cli_opt opts[] = {
 
 static const char *kind_name(int k)
 {
-    return store_task_kind_name(k);
+    return task_kind_name(k);
 }
 
 /* tokens and windows of a perplexity task with the given tokenizer */
-static int ppl_counts(const struct suite_task *t, const struct tokenizer *tok, int64_t *tokens, int64_t *windows,
+static int ppl_counts(const struct task_config *t, const struct tokenizer *tok, int64_t *tokens, int64_t *windows,
                       int64_t *scored, char *err, size_t errlen)
 {
     char *buf;
     size_t n;
-    int rc = qg_read_file(suite_task_file(t, "data")->path, (size_t)1 << 32, &buf, &n, err, errlen);
+    int rc = qg_read_file(task_config_file(t, "data")->path, (size_t)1 << 32, &buf, &n, err, errlen);
     if (rc) return rc;
     int32_t *ids = NULL;
     int64_t k = 0;
@@ -79,7 +79,7 @@ static int cmd_suite(const struct cli_args *a)
         printf("  %-16s %-16s %-10s %10s  %s\n", "task", "kind", "benchmark", "items", "detail");
     }
     for (int i = 0; i < s->n_tasks && !rc; i++) {
-        const struct suite_task *t = &s->tasks[i];
+        const struct task_config *t = &s->tasks[i];
         cJSON *j = cJSON_CreateObject();
         cJSON_AddItemToArray(arr, j);
         cJSON_AddStringToObject(j, "name", t->name);
@@ -99,7 +99,7 @@ static int cmd_suite(const struct cli_args *a)
         }
         char detail[256] = "";
         int64_t items = -1;
-        if (t->kind == STORE_TASK_PERPLEXITY) {
+        if (t->kind == TASK_PERPLEXITY) {
             snprintf(detail, sizeof detail, "%s, ctx %d%s", ppl_protocol_name(t->protocol), t->ctx,
                      tok ? "" : " (pass --tokenizer to count tokens)");
             if (tok) {
@@ -112,9 +112,9 @@ static int cmd_suite(const struct cli_args *a)
                     cJSON_AddNumberToObject(j, "tokens_scored", (double)scored);
                 }
             }
-        } else if (t->kind == STORE_TASK_MULTIPLE_CHOICE) {
+        } else if (t->kind == TASK_MULTIPLE_CHOICE) {
             struct mc_item *mi;
-            if (!(rc = suite_task_mc_items(t, &mi, &items, err, sizeof err))) {
+            if (!(rc = task_mc_items(t, &mi, &items, err, sizeof err))) {
                 int minc = 99, maxc = 0;
                 for (int64_t k = 0; k < items; k++) {
                     minc = mi[k].n_choices < minc ? mi[k].n_choices : minc;
@@ -125,7 +125,7 @@ static int cmd_suite(const struct cli_args *a)
             }
         } else {
             struct gen_item *gi;
-            if (!(rc = suite_task_gen_items(t, &gi, &items, err, sizeof err))) {
+            if (!(rc = task_gen_items(t, &gi, &items, err, sizeof err))) {
                 size_t k = (size_t)snprintf(detail, sizeof detail, "max %d tokens; pipelines", t->max_tokens);
                 for (int p = 0; p < t->n_pipelines && k < sizeof detail; p++)
                     k += (size_t)snprintf(detail + k, sizeof detail - k, " %s", pipeline_name(t->pipelines[p]));

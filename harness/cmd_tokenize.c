@@ -5,8 +5,8 @@
 #include "backends/gguf.h"
 #include "backends/tokenizer.h"
 #include "harness/commands.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,8 +2,8 @@
  *
  * How to add a subcommand: see harness/cli.h. */
 #include "harness/commands.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,9 +1,10 @@
 /* main — qgate's entry point: dispatches argv[1] through the command table
  * and turns the command's result into the process exit code. */
 #include "harness/commands.h"
-#include "harness/status.h"
+#include "core/status.h"
 #include "harness/store.h"
-#include "harness/util.h"
+#include "core/util.h"
+#include "core/closest.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -14,7 +15,7 @@ static int unknown_command(const char *name)
     int n = 0;
     for (int i = 0; qg_commands[i] && n < 63; i++) names[n++] = qg_commands[i]->name;
     names[n++] = "help";
-    const char *near = cli_closest(name, names, n);
+    const char *near = qg_closest(name, names, n);
     if (near)
         qg_error("unknown command '%s'; did you mean '%s'?", name, near);
     else

@@ -1,5 +1,5 @@
 /* progress — terminal progress bar (stderr, TTY only). */
-#include "harness/util.h"
+#include "core/util.h"
 #include "harness/progress.h"
 
 #include <stdio.h>

@@ -5,9 +5,9 @@
 #include "backends/model_info.h"
 #include "datasets/hash.h"
 #include "harness/progress.h"
-#include "harness/status.h"
+#include "core/status.h"
 #include "harness/suite.h"
-#include "harness/util.h"
+#include "core/util.h"
 #include "tasks/perplexity.h"
 #include "tasks/run.h"
 
@@ -173,7 +173,7 @@ static int record_setup(struct runner *r, char *err, size_t errlen)
     r->task_ids = calloc((size_t)r->suite->n_tasks, sizeof *r->task_ids);
     if (!r->task_ids) rc = QG_ERR_NOMEM;
     for (int t = 0; t < r->suite->n_tasks && !rc; t++) {
-        const struct suite_task *st = &r->suite->tasks[t];
+        const struct task_config *st = &r->suite->tasks[t];
         struct store_task_new tn = {.name = st->name, .kind = st->kind, .config_json = st->config_json,
                                     .config_hash = st->config_hash, .n_items = -1, .critical = st->critical};
         rc = store_task_add(r->s, r->run_id, &tn, &r->task_ids[t]);
@@ -236,7 +236,7 @@ static int finish_trial(struct runner *r, int64_t trial, int ok, int64_t items, 
 /* one perplexity task, all models in lockstep */
 static int run_lockstep(struct runner *r, int t, int repeat, char *err, size_t errlen)
 {
-    const struct suite_task *st = &r->suite->tasks[t];
+    const struct task_config *st = &r->suite->tasks[t];
     const struct runner_params *p = r->p;
     int nm = p->n_models, rc = QG_OK;
     for (int m = 0; m < nm; m++)
@@ -245,7 +245,7 @@ static int run_lockstep(struct runner *r, int t, int repeat, char *err, size_t e
                            st->ctx, p->names[m], r->n_ctx[m]);
     char *buf;
     size_t n;
-    if ((rc = qg_read_file(suite_task_file(st, "data")->path, (size_t)1 << 32, &buf, &n, err, errlen))) return rc;
+    if ((rc = qg_read_file(task_config_file(st, "data")->path, (size_t)1 << 32, &buf, &n, err, errlen))) return rc;
     int32_t *ids[RUNNER_MAX_MODELS] = {0};
     int64_t k[RUNNER_MAX_MODELS] = {0};
     for (int m = 0; m < nm && !rc; m++) {
@@ -337,7 +337,7 @@ static int run_lockstep(struct runner *r, int t, int repeat, char *err, size_t e
 
 static int run_single(struct runner *r, int t, int m, int repeat, const struct backend *b, char *err, size_t errlen)
 {
-    const struct suite_task *st = &r->suite->tasks[t];
+    const struct task_config *st = &r->suite->tasks[t];
     int64_t trial;
     err[0] = '\0';
     int rc = trial_for(r, m, t, repeat, &trial, err, errlen);
@@ -372,7 +372,7 @@ static int repeats_identical(struct runner *r)
             if (store_trial_find(r->s, r->run_id, r->p->names[m], r->task_ids[t], 0, &a, NULL) ||
                 store_trial_find(r->s, r->run_id, r->p->names[m], r->task_ids[t], 1, &b, NULL))
                 return 0;
-            struct store_row *x, *y;
+            struct item_row *x, *y;
             int64_t nx, ny;
             if (store_items_read(r->s, a, &x, &nx)) return 0;
             if (store_items_read(r->s, b, &y, &ny)) {
@@ -398,14 +398,14 @@ static int64_t estimate_rows(struct runner *r)
     int64_t total = 0;
     char err[QG_ERRMSG_MAX];
     for (int t = 0; t < r->suite->n_tasks; t++) {
-        const struct suite_task *st = &r->suite->tasks[t];
+        const struct task_config *st = &r->suite->tasks[t];
         int64_t n = 0;
-        if (st->kind == STORE_TASK_PERPLEXITY) {
+        if (st->kind == TASK_PERPLEXITY) {
             char *buf;
             size_t len;
             int32_t *ids = NULL;
             int64_t k = 0;
-            if (qg_read_file(suite_task_file(st, "data")->path, (size_t)1 << 32, &buf, &len, err, sizeof err)) return 0;
+            if (qg_read_file(task_config_file(st, "data")->path, (size_t)1 << 32, &buf, &len, err, sizeof err)) return 0;
             int rc = backend_tokenize(&r->b[0], buf, len, 1, &ids, &k);
             free(buf);
             struct ppl_params pp = {.protocol = st->protocol, .n_ctx = st->ctx, .stride = st->stride, .max_windows = st->chunks};
@@ -413,13 +413,13 @@ static int64_t estimate_rows(struct runner *r)
             if (rc || ppl_plan(&pp, k, &w, &n, err, sizeof err)) n = 0;
             free(w);
             free(ids);
-        } else if (st->kind == STORE_TASK_MULTIPLE_CHOICE) {
+        } else if (st->kind == TASK_MULTIPLE_CHOICE) {
             struct mc_item *it;
-            if (suite_task_mc_items(st, &it, &n, err, sizeof err)) return 0;
+            if (task_mc_items(st, &it, &n, err, sizeof err)) return 0;
             mc_items_free(it, n);
         } else {
             struct gen_item *it;
-            if (suite_task_gen_items(st, &it, &n, err, sizeof err)) return 0;
+            if (task_gen_items(st, &it, &n, err, sizeof err)) return 0;
             gen_items_free(it, n);
         }
         if (p->shard_count > 1) n = (n + p->shard_count - 1 - p->shard_index) / p->shard_count;
@@ -462,7 +462,7 @@ int runner_run(struct store *s, const struct runner_params *p, int64_t *run_id, 
     int deterministic = 0, next_repeat = p->repeats;
     for (int rep = 0; rep < p->repeats && !rc; rep++) {
         for (int t = 0; t < r.suite->n_tasks && !rc; t++) {
-            if (r.suite->tasks[t].kind == STORE_TASK_PERPLEXITY && p->n_models > 1) rc = run_lockstep(&r, t, rep, err, errlen);
+            if (r.suite->tasks[t].kind == TASK_PERPLEXITY && p->n_models > 1) rc = run_lockstep(&r, t, rep, err, errlen);
             else
                 for (int m = 0; m < p->n_models && !rc; m++) rc = run_single(&r, t, m, rep, &r.b[m], err, errlen);
         }

@@ -1,9 +1,11 @@
 /* serve — OpenAI-compatible HTTP server over a backend (see serve.h). */
 #include "harness/serve.h"
 #include "datasets/reader.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
 #include "reports/escape.h"
+#include "core/rng.h"
+#include "core/utf8.h"
 
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -96,14 +98,6 @@ static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, con
 }
 
 /* ------------------------------------------------------------ helpers */
-
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
 
 static enum fault draw_fault(struct server *s)
 {

@@ -1,7 +1,7 @@
 /* store — SQLite results database: schema, migrations, writes, listings. */
 #include "harness/store.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -44,7 +44,7 @@ static const char *const migrations[] = {
     "CREATE TABLE tasks("
     "  id INTEGER PRIMARY KEY,"
     "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
-    "  name TEXT NOT NULL, kind INTEGER NOT NULL,"   /* enum store_task_kind */
+    "  name TEXT NOT NULL, kind INTEGER NOT NULL,"   /* enum task_kind */
     "  config_json TEXT, config_hash TEXT NOT NULL,"
     "  n_items INTEGER, critical INTEGER NOT NULL DEFAULT 0,"
     "  UNIQUE(run_id, name));"
@@ -128,12 +128,6 @@ const char *store_trial_status_name(int s)
 {
     static const char *n[] = {"pending", "running", "done", "failed", "skipped"};
     return s >= 0 && s < 5 ? n[s] : "unknown";
-}
-
-const char *store_task_kind_name(int k)
-{
-    static const char *n[] = {"perplexity", "multiple_choice", "generation", "custom"};
-    return k >= 0 && k < 4 ? n[k] : "unknown";
 }
 
 struct store_params store_default_params(void)
@@ -744,7 +738,7 @@ int store_run_json(struct store *s, int64_t run_id, cJSON **out)
     cJSON *st = cJSON_GetObjectItemCaseSensitive(run, "status");
     if (cJSON_IsNumber(st) && fabs(st->valuedouble) < 1e6)
         cJSON_ReplaceItemInObjectCaseSensitive(run, "status", cJSON_CreateString(store_run_status_name((int)st->valuedouble)));
-    name_enum(tasks, "kind", store_task_kind_name);
+    name_enum(tasks, "kind", task_kind_name);
     name_enum(trials, "status", store_trial_status_name);
     cJSON_DeleteItemFromObjectCaseSensitive(run, "suite_json");
     cJSON_AddItemToObject(run, "models", models);
@@ -815,7 +809,7 @@ static double col_f64(sqlite3_stmt *st, int i)
     return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
 }
 
-int store_items_read(struct store *s, int64_t trial_id, struct store_row **rows, int64_t *n)
+int store_items_read(struct store *s, int64_t trial_id, struct item_row **rows, int64_t *n)
 {
     *rows = NULL;
     *n = 0;
@@ -827,11 +821,11 @@ int store_items_read(struct store *s, int64_t trial_id, struct store_row **rows,
     if (rc) return rc;
     sqlite3_bind_int64(st, 1, trial_id);
     int64_t cap = 0;
-    struct store_row *v = NULL;
+    struct item_row *v = NULL;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         if (*n == cap) {
             cap = cap ? 2 * cap : 256;
-            struct store_row *p = realloc(v, (size_t)cap * sizeof *p);
+            struct item_row *p = realloc(v, (size_t)cap * sizeof *p);
             if (!p) {
                 free(v);
                 sqlite3_finalize(st);
@@ -839,7 +833,7 @@ int store_items_read(struct store *s, int64_t trial_id, struct store_row **rows,
             }
             v = p;
         }
-        struct store_row *r = &v[(*n)++];
+        struct item_row *r = &v[(*n)++];
         r->idx = sqlite3_column_int64(st, 0);
         r->cluster = sqlite3_column_type(st, 1) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 1);
         r->n_tokens = sqlite3_column_type(st, 2) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 2);

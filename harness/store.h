@@ -17,6 +17,9 @@
 #ifndef QG_STORE_H
 #define QG_STORE_H
 
+#include "metrics/rows.h"
+#include "tasks/kind.h"
+
 #include <stdint.h>
 
 #include <cjson/cJSON.h>
@@ -39,16 +42,9 @@ enum store_trial_status {
     STORE_TRIAL_FAILED = 3,
     STORE_TRIAL_SKIPPED = 4, /* e.g. a repeat skipped because the run is deterministic */
 };
-enum store_task_kind {
-    STORE_TASK_PERPLEXITY = 0,
-    STORE_TASK_MULTIPLE_CHOICE = 1,
-    STORE_TASK_GENERATION = 2,
-    STORE_TASK_CUSTOM = 3,
-};
 
 const char *store_run_status_name(int s);
 const char *store_trial_status_name(int s);
-const char *store_task_kind_name(int k);
 
 struct store;
 
@@ -112,7 +108,7 @@ int store_dataset_add(struct store *s, const char *path, const char *sha256, int
 
 struct store_task_new {
     const char *name;
-    int kind; /* enum store_task_kind */
+    int kind; /* enum task_kind (tasks/kind.h) */
     const char *config_json, *config_hash;
     int64_t n_items;
     int critical;
@@ -162,15 +158,8 @@ int store_run_latest(struct store *s, int64_t *run_id);
 int store_trial_find(struct store *s, int64_t run_id, const char *model, int64_t task_id, int repeat,
                      int64_t *trial_id, int *status);
 
-/* One stored item, as read back. */
-struct store_row {
-    int64_t idx, cluster, n_tokens;
-    double nll, score, kld_sum, top1_agree, dp_sum; /* NAN when NULL */
-    int correct;                                    /* -1 when NULL */
-    char output_hash[72];                           /* "" when NULL */
-};
-/* All items of a trial by idx (malloc'd array the caller frees). */
-int store_items_read(struct store *s, int64_t trial_id, struct store_row **rows, int64_t *n);
+/* All items of a trial by idx (struct item_row, metrics/rows.h) (malloc'd array the caller frees). */
+int store_items_read(struct store *s, int64_t trial_id, struct item_row **rows, int64_t *n);
 
 /* A trial's metrics_json (malloc'd; NULL when absent) and repeats stored. */
 int store_trial_metrics(struct store *s, int64_t trial_id, char **json);

@@ -2,9 +2,10 @@
 #include "harness/suite.h"
 #include "datasets/reader.h"
 #include "harness/cli.h"
-#include "harness/status.h"
+#include "core/closest.h"
+#include "core/status.h"
 #include "harness/store.h"
-#include "harness/util.h"
+#include "core/util.h"
 #include "tasks/perplexity.h"
 
 #include <math.h>
@@ -42,7 +43,7 @@ static int check_keys(struct ctx *c, int i, const char *name, const cJSON *o, co
         int ok = 0, n = 0;
         for (; keys[n]; n++) ok |= strcmp(keys[n], k->string) == 0;
         if (ok) continue;
-        const char *near = cli_closest(k->string, (const char *const *)keys, n);
+        const char *near = qg_closest(k->string, (const char *const *)keys, n);
         if (near) return fail_task(c, i, name, "unknown key \"%s\" (did you mean \"%s\"?)", k->string, near);
         return fail_task(c, i, name, "unknown key \"%s\"", k->string);
     }
@@ -80,13 +81,13 @@ static char *resolve(const char *dir, const char *p)
 }
 
 /* data + sha256 into t->files, hashing and checking each pin */
-static int load_files(struct ctx *c, int i, struct suite_task *t, const cJSON *o, const char *dir, int allow_changed)
+static int load_files(struct ctx *c, int i, struct task_config *t, const cJSON *o, const char *dir, int allow_changed)
 {
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(o, "data"), *pins = cJSON_GetObjectItemCaseSensitive(o, "sha256");
-    static const char *const roles[SUITE_MAX_FILES] = {"data", "labels", "train"};
+    static const char *const roles[TASK_MAX_FILES] = {"data", "labels", "train"};
     if (!data) return fail_task(c, i, t->name, "missing \"data\" (a path, or {\"data\": PATH, ...})");
     if (!pins) return fail_task(c, i, t->name, "missing \"sha256\" pin(s) for the data");
-    for (int r = 0; r < SUITE_MAX_FILES; r++) {
+    for (int r = 0; r < TASK_MAX_FILES; r++) {
         const char *p = NULL, *pin = NULL;
         if (cJSON_IsString(data)) {
             if (r > 0) break;
@@ -104,7 +105,7 @@ static int load_files(struct ctx *c, int i, struct suite_task *t, const cJSON *o
         } else {
             return fail_task(c, i, t->name, "\"data\" must be a path or an object of paths");
         }
-        struct suite_file *f = &t->files[t->n_files++];
+        struct task_file *f = &t->files[t->n_files++];
         f->role = roles[r];
         f->path = resolve(dir, p);
         char err[QG_ERRMSG_MAX];
@@ -117,18 +118,9 @@ static int load_files(struct ctx *c, int i, struct suite_task *t, const cJSON *o
             f->changed = 1;
         }
     }
-    if (cJSON_IsObject(data) && !suite_task_file(t, "data"))
+    if (cJSON_IsObject(data) && !task_config_file(t, "data"))
         return fail_task(c, i, t->name, "\"data\" needs a \"data\" path");
     return QG_OK;
-}
-
-static int kind_from_name(const char *k)
-{
-    if (!strcmp(k, "perplexity")) return STORE_TASK_PERPLEXITY;
-    if (!strcmp(k, "multiple_choice")) return STORE_TASK_MULTIPLE_CHOICE;
-    if (!strcmp(k, "generation")) return STORE_TASK_GENERATION;
-    if (!strcmp(k, "custom")) return STORE_TASK_CUSTOM;
-    return -1;
 }
 
 /* lm-eval's gsm8k filters and exact_match settings */
@@ -138,7 +130,7 @@ static const char *gsm8k_defaults =
     "\"normalize\":{\"ignore_case\":true,\"ignore\":[\",\",\"\\\\$\",\"(?s).*#### \",\"\\\\.$\"]},"
     "\"stop\":[\"Question:\",\"</s>\",\"<|im_end|>\"]}";
 
-static int load_generation(struct ctx *c, int i, struct suite_task *t, const cJSON *o)
+static int load_generation(struct ctx *c, int i, struct task_config *t, const cJSON *o)
 {
     cJSON *def = t->benchmark && !strcmp(t->benchmark, "gsm8k") ? cJSON_Parse(gsm8k_defaults) : NULL;
     const cJSON *pl = cJSON_GetObjectItemCaseSensitive(o, "pipelines"), *nm = cJSON_GetObjectItemCaseSensitive(o, "normalize");
@@ -155,8 +147,8 @@ static int load_generation(struct ctx *c, int i, struct suite_task *t, const cJS
         rc = pipeline_new(cJSON_GetArrayItem(whole, 0), where, &t->pipelines[0], c->err, c->errlen);
         if (!rc) t->n_pipelines = 1;
         cJSON_Delete(whole);
-    } else if (!cJSON_IsArray(pl) || cJSON_GetArraySize(pl) < 1 || cJSON_GetArraySize(pl) > SUITE_MAX_PIPELINES) {
-        rc = fail_task(c, i, t->name, "\"pipelines\" must be an array of 1..%d pipelines", SUITE_MAX_PIPELINES);
+    } else if (!cJSON_IsArray(pl) || cJSON_GetArraySize(pl) < 1 || cJSON_GetArraySize(pl) > TASK_MAX_PIPELINES) {
+        rc = fail_task(c, i, t->name, "\"pipelines\" must be an array of 1..%d pipelines", TASK_MAX_PIPELINES);
     } else {
         const cJSON *p;
         cJSON_ArrayForEach(p, pl)
@@ -186,7 +178,7 @@ static int load_generation(struct ctx *c, int i, struct suite_task *t, const cJS
     return rc;
 }
 
-static int load_custom(struct ctx *c, int i, struct suite_task *t, const cJSON *o)
+static int load_custom(struct ctx *c, int i, struct task_config *t, const cJSON *o)
 {
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, "fields");
     if (!cJSON_IsObject(f)) return fail_task(c, i, t->name, "a custom task needs \"fields\" (the names of its JSONL fields)");
@@ -201,12 +193,12 @@ static int load_custom(struct ctx *c, int i, struct suite_task *t, const cJSON *
         return fail_task(c, i, t->name, "multiple-choice \"fields\" need \"context\", \"choices\" and \"gold\"");
     if (!mc && !(t->f_prompt && t->f_answer))
         return fail_task(c, i, t->name, "\"fields\" need \"prompt\" and \"answer\" (exact match) or \"context\", \"choices\", \"gold\"");
-    t->kind = mc ? STORE_TASK_MULTIPLE_CHOICE : STORE_TASK_GENERATION;
+    t->kind = mc ? TASK_MULTIPLE_CHOICE : TASK_GENERATION;
     return mc ? QG_OK : load_generation(c, i, t, o);
 }
 
 /* sha256 of the task's settings with its data hashes instead of its paths */
-static int hash_config(struct suite_task *t, const cJSON *o)
+static int hash_config(struct task_config *t, const cJSON *o)
 {
     cJSON *cfg = cJSON_Duplicate(o, 1);
     if (!cfg) return QG_ERR_NOMEM;
@@ -223,7 +215,7 @@ static int hash_config(struct suite_task *t, const cJSON *o)
     return QG_OK;
 }
 
-static int load_task(struct ctx *c, int i, const cJSON *o, const char *dir, int allow_changed, struct suite_task *t)
+static int load_task(struct ctx *c, int i, const cJSON *o, const char *dir, int allow_changed, struct task_config *t)
 {
     if (!cJSON_IsObject(o)) return fail_task(c, i, NULL, "must be an object");
     const char *name = get_str(o, "name");
@@ -239,10 +231,10 @@ static int load_task(struct ctx *c, int i, const cJSON *o, const char *dir, int 
         int bk = bench_kind(bench);
         if (bk < 0) return fail_task(c, i, name, "unknown benchmark '%s' (known: %s)", bench, bench_names());
         t->benchmark = qg_strdup(bench);
-        t->kind = bk == BENCH_MC ? STORE_TASK_MULTIPLE_CHOICE : STORE_TASK_GENERATION;
-    } else if ((t->kind = kind_from_name(kind)) < 0) {
+        t->kind = bk == BENCH_MC ? TASK_MULTIPLE_CHOICE : TASK_GENERATION;
+    } else if ((t->kind = task_kind_from_name(kind)) < 0) {
         return fail_task(c, i, name, "unknown kind '%s' (perplexity, multiple_choice, generation, custom)", kind);
-    } else if (t->kind == STORE_TASK_MULTIPLE_CHOICE || t->kind == STORE_TASK_GENERATION) {
+    } else if (t->kind == TASK_MULTIPLE_CHOICE || t->kind == TASK_GENERATION) {
         return fail_task(c, i, name, "kind '%s' needs a \"benchmark\", or use kind \"custom\" with \"fields\"", kind);
     }
     const cJSON *crit = cJSON_GetObjectItemCaseSensitive(o, "critical");
@@ -254,7 +246,7 @@ static int load_task(struct ctx *c, int i, const cJSON *o, const char *dir, int 
     t->fewshot = (int)v;
     if ((rc = get_int(c, i, name, o, "fewshot_seed", 0, INT64_MAX / 2, 1234, &v))) return rc;
     t->fewshot_seed = (uint64_t)v;
-    if (t->fewshot > 0 && t->kind == STORE_TASK_MULTIPLE_CHOICE && !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(o, "data")))
+    if (t->fewshot > 0 && t->kind == TASK_MULTIPLE_CHOICE && !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(o, "data")))
         return fail_task(c, i, name, "\"fewshot\" needs a split to draw from: \"data\": {\"data\": ..., \"train\": ...}");
     if ((rc = get_int(c, i, name, o, "max_tokens", 1, 1 << 16, 256, &v))) return rc;
     t->max_tokens = (int)v;
@@ -270,10 +262,10 @@ static int load_task(struct ctx *c, int i, const cJSON *o, const char *dir, int 
     const char *delim = get_str(o, "delimiter");
     t->delimiter = qg_strdup(delim ? delim : " ");
     if ((rc = load_files(c, i, t, o, dir, allow_changed))) return rc;
-    if (t->benchmark && !strcmp(t->benchmark, "gsm8k") && suite_task_file(t, "train") &&
+    if (t->benchmark && !strcmp(t->benchmark, "gsm8k") && task_config_file(t, "train") &&
         !cJSON_GetObjectItemCaseSensitive(o, "fewshot"))
         t->fewshot = 8; /* the chain-of-thought 8-shot prompt when a train split is given */
-    if (t->kind == STORE_TASK_PERPLEXITY) {
+    if (t->kind == TASK_PERPLEXITY) {
         const char *proto = get_str(o, "protocol");
         t->protocol = ppl_protocol_from_name(proto ? proto : "llamacpp");
         if (t->protocol < 0) return fail_task(c, i, name, "unknown protocol '%s' (llamacpp, rolling, stride)", proto);
@@ -282,24 +274,20 @@ static int load_task(struct ctx *c, int i, const cJSON *o, const char *dir, int 
         if ((rc = get_int(c, i, name, o, "stride", 1, t->ctx, t->ctx / 2, &v))) return rc;
         t->stride = (int)v;
         if ((rc = get_int(c, i, name, o, "chunks", 0, INT64_MAX / 2, 0, &t->chunks))) return rc;
-    } else if (t->kind == STORE_TASK_CUSTOM) {
+    } else if (t->kind == TASK_CUSTOM) {
         if ((rc = load_custom(c, i, t, o))) return rc;
-    } else if (t->kind == STORE_TASK_GENERATION) {
+    } else if (t->kind == TASK_GENERATION) {
         if ((rc = load_generation(c, i, t, o))) return rc;
     }
-    if (t->benchmark && !strcmp(t->benchmark, "piqa") && !suite_task_file(t, "labels"))
+    if (t->benchmark && !strcmp(t->benchmark, "piqa") && !task_config_file(t, "labels"))
         return fail_task(c, i, name, "piqa needs \"data\": {\"data\": ..., \"labels\": ...}");
     return hash_config(t, o);
 }
 
-int suite_policy_from_json(const cJSON *p, const char *where, struct suite_policy *pol, char *err, size_t errlen)
+int suite_policy_from_json(const cJSON *p, const char *where, struct verdict_policy *pol, char *err, size_t errlen)
 {
     struct ctx cc = {where, err, errlen}, *c = &cc;
-    pol->margin_ppl = log(1.01);
-    pol->margin_acc = 0.01;
-    pol->alpha = 0.05;
-    pol->beta = 0.2;
-    pol->bootstrap = 10000;
+    *pol = verdict_default_policy();
     if (!p) return QG_OK;
     if (!cJSON_IsObject(p)) return qg_errf(c->err, c->errlen, QG_ERR_DATA, "%s: \"policy\" must be an object", c->file);
     struct { const char *key; double lo, hi, *dst; } nums[] = {
@@ -392,156 +380,10 @@ int suite_load(const char *path, int allow_changed, struct suite **out, char *er
 void suite_free(struct suite *s)
 {
     if (!s) return;
-    for (int i = 0; i < s->n_tasks; i++) {
-        struct suite_task *t = &s->tasks[i];
-        free(t->name);
-        free(t->benchmark);
-        free(t->delimiter);
-        free(t->config_json);
-        for (int f = 0; f < t->n_files; f++) free(t->files[f].path);
-        for (int p = 0; p < t->n_pipelines; p++) pipeline_free(t->pipelines[p]);
-        normalizer_free(t->norm);
-        for (int k = 0; k < t->n_stop; k++) free(t->stop[k]);
-        free(t->stop);
-        free(t->f_id);
-        free(t->f_prompt);
-        free(t->f_answer);
-        free(t->f_context);
-        free(t->f_choices);
-        free(t->f_gold);
-    }
+    for (int i = 0; i < s->n_tasks; i++) task_config_release(&s->tasks[i]);
     free(s->tasks);
     free(s->path);
     free(s->dir);
     free(s->name);
     free(s);
-}
-
-const struct suite_file *suite_task_file(const struct suite_task *t, const char *role)
-{
-    for (int f = 0; f < t->n_files; f++)
-        if (!strcmp(t->files[f].role, role)) return &t->files[f];
-    return NULL;
-}
-
-static struct bench_source source_of(const struct suite_task *t)
-{
-    const struct suite_file *d = suite_task_file(t, "data"), *l = suite_task_file(t, "labels"), *tr = suite_task_file(t, "train");
-    struct bench_source s = {.data = d ? d->path : NULL, .labels = l ? l->path : NULL, .train = tr ? tr->path : NULL,
-                             .fewshot = t->fewshot, .fewshot_seed = t->fewshot_seed, .limit = t->limit};
-    return s;
-}
-
-/* custom JSONL: one item per object, fields named by the task */
-static int custom_items(const struct suite_task *t, int mc, void **out, int64_t *n, char *err, size_t errlen)
-{
-    const char *path = suite_task_file(t, "data")->path;
-    struct lines *l;
-    int rc = lines_open(path, &l, err, errlen);
-    if (rc) return rc;
-    size_t elem = mc ? sizeof(struct mc_item) : sizeof(struct gen_item);
-    char *items = NULL;
-    int64_t k = 0, cap = 0;
-    cJSON *o;
-    while ((t->limit <= 0 || k < t->limit) && (rc = jsonl_next(l, &o)) == 1) {
-        rc = 0;
-        if (k == cap) {
-            cap = cap ? 2 * cap : 64;
-            char *p = realloc(items, (size_t)cap * elem);
-            if (!p) {
-                rc = QG_ERR_NOMEM;
-                cJSON_Delete(o);
-                break;
-            }
-            items = p;
-        }
-        char *slot = items + (size_t)k * elem;
-        memset(slot, 0, elem);
-        const cJSON *idv = t->f_id ? cJSON_GetObjectItemCaseSensitive(o, t->f_id) : NULL;
-        char idbuf[64];
-        snprintf(idbuf, sizeof idbuf, "%lld", (long long)(k + 1));
-        const char *id = cJSON_IsString(idv) ? idv->valuestring : idbuf;
-        if (t->f_id && !idv) rc = lines_fail(l, "missing field \"%s\"", t->f_id);
-        if (!rc && mc) {
-            struct mc_item *it = (struct mc_item *)slot;
-            const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(o, t->f_context), *ch = cJSON_GetObjectItemCaseSensitive(o, t->f_choices);
-            const cJSON *gold = cJSON_GetObjectItemCaseSensitive(o, t->f_gold);
-            if (!cJSON_IsString(ctx)) rc = lines_fail(l, "item %s: field \"%s\" is missing or not a string", id, t->f_context);
-            else if (!cJSON_IsArray(ch) || cJSON_GetArraySize(ch) < 1 || cJSON_GetArraySize(ch) > MC_MAX_CHOICES)
-                rc = lines_fail(l, "item %s: field \"%s\" must be an array of 1..%d strings (empty choices?)", id, t->f_choices, MC_MAX_CHOICES);
-            else if (!cJSON_IsNumber(gold) || gold->valuedouble != floor(gold->valuedouble) || gold->valuedouble < 0 ||
-                     gold->valuedouble >= cJSON_GetArraySize(ch))
-                rc = lines_fail(l, "item %s: answer index \"%s\" is out of range (0..%d)", id, t->f_gold, cJSON_GetArraySize(ch) - 1);
-            if (!rc) {
-                it->id = qg_strdup(id);
-                it->cluster = -1;
-                it->context = qg_strdup(ctx->valuestring);
-                it->gold = (int)gold->valuedouble;
-                it->n_choices = cJSON_GetArraySize(ch);
-                it->choices = calloc((size_t)it->n_choices, sizeof *it->choices);
-                for (int c2 = 0; c2 < it->n_choices && !rc; c2++) {
-                    const cJSON *cv = cJSON_GetArrayItem(ch, c2);
-                    if (!cJSON_IsString(cv) || !*cv->valuestring) rc = lines_fail(l, "item %s: choice %d is empty or not a string", id, c2);
-                    else it->choices[c2] = qg_strdup(cv->valuestring);
-                }
-                k++;
-            }
-        } else if (!rc) {
-            struct gen_item *it = (struct gen_item *)slot;
-            const cJSON *pr = cJSON_GetObjectItemCaseSensitive(o, t->f_prompt), *an = cJSON_GetObjectItemCaseSensitive(o, t->f_answer);
-            if (!cJSON_IsString(pr)) rc = lines_fail(l, "item %s: field \"%s\" is missing or not a string", id, t->f_prompt);
-            else if (!cJSON_IsString(an) && !(cJSON_IsArray(an) && cJSON_GetArraySize(an) > 0))
-                rc = lines_fail(l, "item %s: field \"%s\" must be a string or a non-empty array of strings", id, t->f_answer);
-            if (!rc) {
-                it->id = qg_strdup(id);
-                it->cluster = -1;
-                it->prompt = qg_strdup(pr->valuestring);
-                it->n_targets = cJSON_IsString(an) ? 1 : cJSON_GetArraySize(an);
-                it->targets = calloc((size_t)it->n_targets, sizeof *it->targets);
-                for (int a = 0; a < it->n_targets && !rc; a++) {
-                    const cJSON *av = cJSON_IsString(an) ? an : cJSON_GetArrayItem(an, a);
-                    if (!cJSON_IsString(av)) rc = lines_fail(l, "item %s: answer %d is not a string", id, a);
-                    else it->targets[a] = qg_strdup(av->valuestring);
-                }
-                k++;
-            }
-        }
-        cJSON_Delete(o);
-        if (rc) break;
-    }
-    if (rc < 0 && !err[0]) qg_errf(err, errlen, rc, "%s", lines_errmsg(l));
-    else if (rc < 0) qg_errf(err, errlen, rc, "%s", lines_errmsg(l));
-    lines_close(l);
-    if (!rc && k == 0) rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: no items (empty dataset)", path);
-    /* duplicate ids */
-    for (int64_t a = 0; !rc && t->f_id && a < k; a++)
-        for (int64_t b = a + 1; !rc && b < k && b < a + 100000; b++) {
-            const char *ia = mc ? ((struct mc_item *)items)[a].id : ((struct gen_item *)items)[a].id;
-            const char *ib = mc ? ((struct mc_item *)items)[b].id : ((struct gen_item *)items)[b].id;
-            if (!strcmp(ia, ib)) rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: duplicate item id '%s'", path, ia);
-        }
-    if (rc) {
-        if (mc) mc_items_free((struct mc_item *)items, k);
-        else gen_items_free((struct gen_item *)items, k);
-        return rc;
-    }
-    *out = items;
-    *n = k;
-    return QG_OK;
-}
-
-int suite_task_mc_items(const struct suite_task *t, struct mc_item **items, int64_t *n, char *err, size_t errlen)
-{
-    if (t->kind != STORE_TASK_MULTIPLE_CHOICE) return qg_errf(err, errlen, QG_ERR_USAGE, "task '%s' is not multiple choice", t->name);
-    if (!t->benchmark) return custom_items(t, 1, (void **)items, n, err, errlen);
-    struct bench_source src = source_of(t);
-    return bench_load_mc(t->benchmark, &src, items, n, err, errlen);
-}
-
-int suite_task_gen_items(const struct suite_task *t, struct gen_item **items, int64_t *n, char *err, size_t errlen)
-{
-    if (t->kind != STORE_TASK_GENERATION) return qg_errf(err, errlen, QG_ERR_USAGE, "task '%s' is not generation", t->name);
-    if (!t->benchmark) return custom_items(t, 0, (void **)items, n, err, errlen);
-    struct bench_source src = source_of(t);
-    return bench_load_gen(t->benchmark, &src, items, n, err, errlen);
 }

@@ -1,6 +1,7 @@
 /* stats — normal quantiles, Wilson, exact binomial and McNemar, Holm,
  * paired cluster bootstrap. */
 #include "metrics/stats.h"
+#include "core/rng.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -131,14 +132,6 @@ void stats_holm(const double *p, int n, double *adj)
     free(v);
 }
 
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -171,7 +164,7 @@ int stats_bootstrap_ratio(const double *loss, const double *size, int64_t n, int
     for (int b = 0; b < B; b++) {
         double a = 0, z = 0;
         for (int64_t k = 0; k < n; k++) {
-            int64_t j = (int64_t)((splitmix(&s) >> 11) % (uint64_t)n);
+            int64_t j = (int64_t)((rng_next(&s) >> 11) % (uint64_t)n);
             a += loss[j];
             z += size[j];
         }

@@ -1,10 +1,10 @@
-/* verdict — paired statistics and the PASS / FAIL / INCONCLUSIVE decision. */
+/* verdict — paired statistics and the PASS / FAIL / INCONCLUSIVE decision,
+ * from rows in memory. */
 #include "metrics/verdict.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
 #include "metrics/stats.h"
 
-#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +13,12 @@
 const char *verdict_name(int v)
 {
     return v == VERDICT_PASS ? "PASS" : v == VERDICT_FAIL ? "FAIL" : "INCONCLUSIVE";
+}
+
+struct verdict_policy verdict_default_policy(void)
+{
+    struct verdict_policy p = {.margin_ppl = log(1.01), .margin_acc = 0.01, .alpha = 0.05, .beta = 0.2, .bootstrap = 10000};
+    return p;
 }
 
 /* Units of a paired comparison: per-unit loss and size. */
@@ -28,175 +34,172 @@ static void units_free(struct units *u)
     memset(u, 0, sizeof *u);
 }
 
-/* Pairs two trials' rows; perplexity: windows; binary: clusters of items.
- * Also returns the two metric values and, for binary, the flips. */
-static int pair_rows(const struct store_row *b, int64_t nb, const struct store_row *c, int64_t nc, int ppl,
-                     const char *task, struct units *u, double *vb, double *vc, int64_t *fb, int64_t *fc,
-                     int64_t *n_items, char *err, size_t errlen)
+/* What pairing two trials yields besides the units. */
+struct paired {
+    double vb, vc;    /* the two metric values (PPL or accuracy) */
+    int64_t fb, fc;   /* flips: base right / cand wrong, and the reverse */
+    int64_t n_items;
+};
+
+/* Cluster id -> unit index, open addressing over a power-of-two table. */
+struct cluster_map {
+    int64_t *key, *unit, cap;
+};
+
+static int cluster_map_init(struct cluster_map *m, int64_t n)
+{
+    m->cap = 16;
+    while (m->cap < 2 * n) m->cap *= 2;
+    m->key = malloc((size_t)m->cap * sizeof *m->key);
+    m->unit = malloc((size_t)m->cap * sizeof *m->unit);
+    if (!m->key || !m->unit) return QG_ERR_NOMEM;
+    for (int64_t i = 0; i < m->cap; i++) m->key[i] = INT64_MIN;
+    return QG_OK;
+}
+
+static void cluster_map_release(struct cluster_map *m)
+{
+    free(m->key);
+    free(m->unit);
+}
+
+/* The unit of cluster c, a new one (*n_units incremented) when first seen. */
+static int64_t cluster_unit(struct cluster_map *m, int64_t c, int64_t *n_units)
+{
+    uint64_t mask = (uint64_t)(m->cap - 1), h = ((uint64_t)c * 0x9E3779B97F4A7C15ull) & mask;
+    while (m->key[h] != INT64_MIN && m->key[h] != c) h = (h + 1) & mask;
+    if (m->key[h] == INT64_MIN) {
+        m->key[h] = c;
+        m->unit[h] = (*n_units)++;
+    }
+    return m->unit[h];
+}
+
+/* Adds row i of a pair to its unit; QG_ERR_DATA when it cannot be scored. */
+static int pair_one(const struct item_row *b, const struct item_row *c, int ppl, const char *task, struct units *u,
+                    struct cluster_map *map, double *sums, struct paired *pr, char *err, size_t errlen)
+{
+    int64_t k;
+    double loss, size;
+    if (ppl) {
+        if (b->n_tokens != c->n_tokens || isnan(b->nll) || isnan(c->nll))
+            return qg_errf(err, errlen, QG_ERR_DATA, "task '%s': window %lld scored %lld vs %lld tokens", task,
+                           (long long)b->idx, (long long)b->n_tokens, (long long)c->n_tokens);
+        k = u->n++;
+        loss = c->nll - b->nll;
+        size = (double)b->n_tokens;
+        sums[0] += b->nll;
+        sums[1] += c->nll;
+        sums[2] += size;
+    } else {
+        if (b->correct < 0 || c->correct < 0)
+            return qg_errf(err, errlen, QG_ERR_DATA, "task '%s': item %lld has no correctness", task, (long long)b->idx);
+        loss = (double)(b->correct - c->correct);
+        size = 1;
+        sums[0] += b->correct;
+        sums[1] += c->correct;
+        pr->fb += b->correct && !c->correct;
+        pr->fc += !b->correct && c->correct;
+        k = b->cluster < 0 ? u->n++ : cluster_unit(map, b->cluster, &u->n);
+    }
+    u->loss[k] += loss;
+    u->size[k] += size;
+    return QG_OK;
+}
+
+/* Pairs two trials' rows; perplexity: windows; binary: clusters of items
+ * (an item without a cluster is its own unit). */
+static int pair_rows(const struct item_row *b, int64_t nb, const struct item_row *c, int64_t nc, int ppl, const char *task,
+                     struct units *u, struct paired *pr, char *err, size_t errlen)
 {
     memset(u, 0, sizeof *u);
+    memset(pr, 0, sizeof *pr);
     if (nb != nc || nb == 0)
         return qg_errf(err, errlen, QG_ERR_DATA, "task '%s': the trials have %lld and %lld rows; they do not pair", task,
                        (long long)nb, (long long)nc);
     u->loss = calloc((size_t)nb, sizeof *u->loss);
     u->size = calloc((size_t)nb, sizeof *u->size);
-    if (!u->loss || !u->size) return QG_ERR_NOMEM;
-    double sb = 0, sc = 0, tokens = 0;
-    int64_t flips_b = 0, flips_c = 0;
-    /* clusters: map cluster id -> unit via a small open-addressing table */
-    int64_t cap = 16;
-    while (cap < 2 * nb) cap *= 2;
-    int64_t *key = malloc((size_t)cap * sizeof *key), *unit = malloc((size_t)cap * sizeof *unit);
-    if (!key || !unit) {
-        free(key);
-        free(unit);
-        return QG_ERR_NOMEM;
+    struct cluster_map map = {0};
+    int rc = !u->loss || !u->size ? QG_ERR_NOMEM : cluster_map_init(&map, nb);
+    double sums[3] = {0, 0, 0}; /* base, cand, tokens */
+    for (int64_t i = 0; i < nb && !rc; i++) {
+        if (b[i].idx != c[i].idx)
+            rc = qg_errf(err, errlen, QG_ERR_DATA, "task '%s': row %lld of the baseline is item %lld, of the candidate %lld",
+                         task, (long long)i, (long long)b[i].idx, (long long)c[i].idx);
+        else
+            rc = pair_one(&b[i], &c[i], ppl, task, u, &map, sums, pr, err, errlen);
     }
-    for (int64_t i = 0; i < cap; i++) key[i] = INT64_MIN;
-    for (int64_t i = 0; i < nb; i++) {
-        if (b[i].idx != c[i].idx) {
-            free(key);
-            free(unit);
-            return qg_errf(err, errlen, QG_ERR_DATA, "task '%s': row %lld of the baseline is item %lld, of the candidate %lld",
-                           task, (long long)i, (long long)b[i].idx, (long long)c[i].idx);
-        }
-        int64_t k;
-        double loss, size;
-        if (ppl) {
-            if (b[i].n_tokens != c[i].n_tokens || isnan(b[i].nll) || isnan(c[i].nll)) {
-                free(key);
-                free(unit);
-                return qg_errf(err, errlen, QG_ERR_DATA, "task '%s': window %lld scored %lld vs %lld tokens", task,
-                               (long long)b[i].idx, (long long)b[i].n_tokens, (long long)c[i].n_tokens);
-            }
-            k = u->n++;
-            loss = c[i].nll - b[i].nll;
-            size = (double)b[i].n_tokens;
-            sb += b[i].nll;
-            sc += c[i].nll;
-            tokens += size;
-        } else {
-            if (b[i].correct < 0 || c[i].correct < 0) {
-                free(key);
-                free(unit);
-                return qg_errf(err, errlen, QG_ERR_DATA, "task '%s': item %lld has no correctness", task, (long long)b[i].idx);
-            }
-            loss = (double)(b[i].correct - c[i].correct);
-            size = 1;
-            sb += b[i].correct;
-            sc += c[i].correct;
-            flips_b += b[i].correct && !c[i].correct;
-            flips_c += !b[i].correct && c[i].correct;
-            if (b[i].cluster < 0) {
-                k = u->n++;
-            } else {
-                uint64_t h = ((uint64_t)b[i].cluster * 0x9E3779B97F4A7C15ull) & (uint64_t)(cap - 1);
-                while (key[h] != INT64_MIN && key[h] != b[i].cluster) h = (h + 1) & (uint64_t)(cap - 1);
-                if (key[h] == INT64_MIN) {
-                    key[h] = b[i].cluster;
-                    unit[h] = u->n++;
-                }
-                k = unit[h];
-            }
-        }
-        u->loss[k] += loss;
-        u->size[k] += size;
+    cluster_map_release(&map);
+    if (rc) {
+        units_free(u);
+        return rc;
     }
-    free(key);
-    free(unit);
-    *n_items = nb;
-    if (ppl) {
-        *vb = exp(sb / tokens);
-        *vc = exp(sc / tokens);
-    } else {
-        *vb = sb / (double)nb;
-        *vc = sc / (double)nb;
-    }
-    *fb = flips_b;
-    *fc = flips_c;
+    pr->n_items = nb;
+    pr->vb = ppl ? exp(sums[0] / sums[2]) : sums[0] / (double)nb;
+    pr->vc = ppl ? exp(sums[1] / sums[2]) : sums[1] / (double)nb;
     return QG_OK;
 }
 
-static int read_trial(struct store *s, int64_t run, const char *model, int64_t task, int repeat, const char *tname,
-                      struct store_row **rows, int64_t *n, int64_t *trial, char *err, size_t errlen)
+static int rows_identical(const struct item_row *a, const struct item_row *b, int64_t n)
 {
-    int status;
-    int rc = store_trial_find(s, run, model, task, repeat, trial, &status);
-    if (rc == QG_ERR_NOTFOUND)
-        return qg_errf(err, errlen, rc, "run %lld has no trial of model '%s' on task '%s' (repeat %d)", (long long)run,
-                       model, tname, repeat);
-    if (rc) return qg_errf(err, errlen, rc, "%s", store_errmsg(s));
-    if (status != STORE_TRIAL_DONE)
-        return qg_errf(err, errlen, QG_ERR_DATA, "the trial of '%s' on '%s' is %s, not done (resume the run first)", model,
-                       tname, store_trial_status_name(status));
-    rc = store_items_read(s, *trial, rows, n);
-    return rc ? qg_errf(err, errlen, rc, "%s", store_errmsg(s)) : QG_OK;
+    for (int64_t i = 0; i < n; i++)
+        if (!(a[i].nll == b[i].nll || (isnan(a[i].nll) && isnan(b[i].nll)))) return 0;
+    for (int64_t i = 0; i < n; i++)
+        if (a[i].correct != b[i].correct || strcmp(a[i].output_hash, b[i].output_hash)) return 0;
+    return 1;
 }
 
-static double jnum(const cJSON *o, const char *k)
+/* The noise floor: the largest loss of a baseline repeat against repeat 0,
+ * and whether every repeat is identical to it. */
+static void measure_noise(const struct verdict_input *in, int ppl, struct verdict_task *v)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
-
-static int compare_task(struct store *s, int64_t run, const char *base, const char *cand, const cJSON *task,
-                        const struct verdict_params *p, struct verdict_task *v, char *err, size_t errlen)
-{
-    memset(v, 0, sizeof *v);
-    v->task_id = (int64_t)cJSON_GetObjectItem(task, "id")->valuedouble;
-    snprintf(v->name, sizeof v->name, "%s", cJSON_GetObjectItem(task, "name")->valuestring);
-    const char *kind = cJSON_GetObjectItem(task, "kind")->valuestring;
-    int ppl = strcmp(kind, "perplexity") == 0;
-    v->kind = ppl ? STORE_TASK_PERPLEXITY : strcmp(kind, "generation") == 0 ? STORE_TASK_GENERATION : STORE_TASK_MULTIPLE_CHOICE;
-    snprintf(v->metric, sizeof v->metric, "%s", ppl ? "ln_ppl_ratio" : v->kind == STORE_TASK_GENERATION ? "exact_match" : "acc");
-    struct store_row *rb = NULL, *rc_ = NULL, *rb1 = NULL;
-    int64_t nb = 0, nc = 0, nb1 = 0, tb, tc, tb1;
-    int rc = read_trial(s, run, base, v->task_id, 0, v->name, &rb, &nb, &tb, err, errlen);
-    if (!rc) rc = read_trial(s, run, cand, v->task_id, 0, v->name, &rc_, &nc, &tc, err, errlen);
-    struct units u = {0};
-    if (!rc) rc = pair_rows(rb, nb, rc_, nc, ppl, v->name, &u, &v->base_value, &v->cand_value, &v->flips_b, &v->flips_c,
-                            &v->n_items, err, errlen);
-    /* the noise floor: the largest loss of a baseline repeat (1, 2, ...: a
-     * repeat, or a perturbed one) against its repeat 0 */
+    char ignored[QG_ERRMSG_MAX];
     v->noise = 0;
     v->deterministic = -1;
-    for (int rep = 1; !rc && rep < 64; rep++) {
-        free(rb1);
-        rb1 = NULL;
-        if (read_trial(s, run, base, v->task_id, rep, v->name, &rb1, &nb1, &tb1, err, errlen) != QG_OK) break;
+    for (int r = 0; r < in->n_repeats; r++) {
         struct units nu;
-        double x, y;
-        int64_t f1, f2, ni;
-        if (pair_rows(rb, nb, rb1, nb1, ppl, v->name, &nu, &x, &y, &f1, &f2, &ni, err, errlen) == QG_OK) {
-            double sl = 0, ss = 0;
-            for (int64_t i = 0; i < nu.n; i++) sl += nu.loss[i], ss += nu.size[i];
-            v->noise = fmax(v->noise, fabs(sl / ss));
-            int same = 1;
-            for (int64_t i = 0; i < nb && same; i++) same = rb[i].nll == rb1[i].nll || (isnan(rb[i].nll) && isnan(rb1[i].nll));
-            for (int64_t i = 0; i < nb && same; i++) same = rb[i].correct == rb1[i].correct && !strcmp(rb[i].output_hash, rb1[i].output_hash);
-            v->deterministic = (v->deterministic != 0) && same;
-            v->noise_repeats = rep;
-            units_free(&nu);
-        }
+        struct paired pr;
+        if (pair_rows(in->base, in->n_base, in->repeats[r], in->n_repeat[r], ppl, in->name, &nu, &pr, ignored,
+                      sizeof ignored) != QG_OK)
+            continue;
+        double sl = 0, ss = 0;
+        for (int64_t i = 0; i < nu.n; i++) sl += nu.loss[i], ss += nu.size[i];
+        v->noise = fmax(v->noise, fabs(sl / ss));
+        v->deterministic = (v->deterministic != 0) && rows_identical(in->base, in->repeats[r], in->n_base);
+        v->noise_repeats = r + 1;
+        units_free(&nu);
     }
-    if (!rc) err[0] = '\0'; /* a missing extra repeat is no error; a failed pairing above is */
-    free(rb);
-    free(rc_);
-    free(rb1);
-    if (rc) {
-        units_free(&u);
-        return rc;
+}
+
+/* PASS / FAIL / INCONCLUSIVE from the interval, the margin and the MDE. */
+static void decide(struct verdict_task *v, int ppl)
+{
+    v->items_needed = -1;
+    if (v->hi <= v->margin) {
+        v->verdict = VERDICT_PASS;
+        snprintf(v->reason, sizeof v->reason, "upper bound %.4g <= margin %.4g", v->hi, v->margin);
+    } else if (v->lo > v->margin) {
+        v->verdict = VERDICT_FAIL;
+        snprintf(v->reason, sizeof v->reason, "lower bound %.4g > margin %.4g: a real drop", v->lo, v->margin);
+    } else if (v->mde > v->margin) {
+        v->verdict = VERDICT_INCONCLUSIVE;
+        double f = v->mde / v->margin;
+        v->items_needed = (int64_t)ceil((double)v->n_items * f * f);
+        snprintf(v->reason, sizeof v->reason, "underpowered: MDE %.4g > margin %.4g; about %lld %s needed", v->mde, v->margin,
+                 (long long)v->items_needed, ppl ? "windows" : "items");
+    } else {
+        v->verdict = VERDICT_INCONCLUSIVE;
+        snprintf(v->reason, sizeof v->reason, "interval [%.4g, %.4g] contains the margin %.4g", v->lo, v->hi, v->margin);
     }
-    double pm = ppl ? p->policy.margin_ppl : p->policy.margin_acc;
-    v->margin = fmax(pm, v->noise);
+}
+
+/* The interval, SE, MDE and p-value of the paired loss. */
+static int estimate(const struct units *u, int ppl, const struct verdict_params *p, struct verdict_task *v)
+{
     struct boot_result br;
     double alpha = p->policy.alpha, level = 1 - 2 * alpha;
-    if (stats_bootstrap_ratio(u.loss, u.size, u.n, p->policy.bootstrap, p->seed, level, &br)) {
-        units_free(&u);
-        return qg_errf(err, errlen, QG_ERR_NOMEM, "bootstrap failed");
-    }
-    v->n_units = u.n;
-    units_free(&u);
+    if (stats_bootstrap_ratio(u->loss, u->size, u->n, p->policy.bootstrap, p->seed, level, &br)) return QG_ERR_NOMEM;
+    v->n_units = u->n;
     v->delta = br.estimate;
     v->lo = br.lo;
     v->hi = br.hi;
@@ -211,82 +214,59 @@ static int compare_task(struct store *s, int64_t run, const char *base, const ch
         v->se = fmax(v->se, (v->hi - v->lo) / (2 * za));
     }
     v->mde = (za + zb) * v->se;
-    v->items_needed = -1;
     if (ppl) {
         v->p_value = v->se > 0 ? 1 - stats_norm_cdf(v->delta / v->se) : (v->delta > 0 ? 0 : 1);
     } else {
         v->p_value = stats_mcnemar(v->flips_b, v->flips_c);
         stats_wilson(v->flips_b + v->flips_c, v->n_items, stats_norm_ppf(0.975), &v->flip_lo, &v->flip_hi);
     }
-    if (v->hi <= v->margin) {
-        v->verdict = VERDICT_PASS;
-        snprintf(v->reason, sizeof v->reason, "upper bound %.4g <= margin %.4g", v->hi, v->margin);
-    } else if (v->lo > v->margin) {
-        v->verdict = VERDICT_FAIL;
-        snprintf(v->reason, sizeof v->reason, "lower bound %.4g > margin %.4g: a real drop", v->lo, v->margin);
-    } else {
-        v->verdict = VERDICT_INCONCLUSIVE;
-        if (v->mde > v->margin) {
-            double f = v->mde / v->margin;
-            v->items_needed = (int64_t)ceil((double)v->n_items * f * f);
-            snprintf(v->reason, sizeof v->reason, "underpowered: MDE %.4g > margin %.4g; about %lld %s needed", v->mde,
-                     v->margin, (long long)v->items_needed, ppl ? "windows" : "items");
-        } else {
-            snprintf(v->reason, sizeof v->reason, "interval [%.4g, %.4g] contains the margin %.4g", v->lo, v->hi, v->margin);
-        }
-    }
-    if (ppl) { /* lockstep KLD figures from the candidate's trial */
-        char *mj = NULL;
-        if (store_trial_metrics(s, tc, &mj) == QG_OK && mj) {
-            cJSON *m = cJSON_Parse(mj);
-            v->kld_mean = jnum(m, "kld_mean");
-            v->kld_p99 = jnum(m, "kld_p99");
-            v->kld_max = jnum(m, "kld_max");
-            v->top1 = jnum(m, "top1_agree");
-            v->dp_mean = jnum(m, "dp_mean");
-            v->has_kld = !isnan(v->kld_mean);
-            v->kld_top_k = isnan(jnum(m, "kld_top_k")) ? 0 : (int)jnum(m, "kld_top_k");
-            cJSON_Delete(m);
-        }
-        free(mj);
-    }
     return QG_OK;
 }
 
-int verdict_compute(struct store *s, int64_t run_id, const char *baseline, const char *candidate,
-                    const struct verdict_params *p, struct verdict_task **tasks, int *n, int *suite, char *err,
-                    size_t errlen)
+int verdict_task_compute(const struct verdict_input *in, const struct verdict_params *p, struct verdict_task *v,
+                         char *err, size_t errlen)
 {
-    *tasks = NULL;
-    *n = 0;
-    int64_t mid;
-    int rc = store_model_find(s, run_id, baseline, &mid);
-    if (!rc) rc = store_model_find(s, run_id, candidate, &mid);
-    if (rc) return qg_errf(err, errlen, rc, "%s", store_errmsg(s));
-    cJSON *run;
-    if ((rc = store_run_json(s, run_id, &run))) return qg_errf(err, errlen, rc, "%s", store_errmsg(s));
-    cJSON *tl = cJSON_GetObjectItem(run, "tasks");
-    int nt = cJSON_GetArraySize(tl);
-    struct verdict_task *v = calloc((size_t)(nt ? nt : 1), sizeof *v);
-    if (!v) rc = QG_ERR_NOMEM;
-    for (int i = 0; i < nt && !rc; i++) rc = compare_task(s, run_id, baseline, candidate, cJSON_GetArrayItem(tl, i), p, &v[i], err, errlen);
-    cJSON_Delete(run);
-    if (rc) {
-        free(v);
-        return rc;
+    memset(v, 0, sizeof *v);
+    v->task_id = in->task_id;
+    v->kind = in->kind;
+    snprintf(v->name, sizeof v->name, "%s", in->name);
+    int ppl = in->metric == VERDICT_METRIC_PPL;
+    snprintf(v->metric, sizeof v->metric, "%s",
+             ppl ? "ln_ppl_ratio" : in->metric == VERDICT_METRIC_EXACT_MATCH ? "exact_match" : "acc");
+    struct units u;
+    struct paired pr;
+    int rc = pair_rows(in->base, in->n_base, in->cand, in->n_cand, ppl, in->name, &u, &pr, err, errlen);
+    if (rc) return rc;
+    v->base_value = pr.vb;
+    v->cand_value = pr.vc;
+    v->flips_b = pr.fb;
+    v->flips_c = pr.fc;
+    v->n_items = pr.n_items;
+    measure_noise(in, ppl, v);
+    v->margin = fmax(ppl ? p->policy.margin_ppl : p->policy.margin_acc, v->noise);
+    rc = estimate(&u, ppl, p, v);
+    units_free(&u);
+    if (rc) return qg_errf(err, errlen, rc, "task '%s': bootstrap failed (out of memory)", in->name);
+    decide(v, ppl);
+    return QG_OK;
+}
+
+int verdict_suite(struct verdict_task *v, int n)
+{
+    double *p = malloc((size_t)(n ? n : 1) * sizeof *p), *pv = calloc((size_t)(n ? n : 1), sizeof *pv);
+    if (!p || !pv) {
+        free(pv);
+        pv = NULL;
     }
-    double *pv = malloc((size_t)(nt ? nt : 1) * sizeof *pv);
-    for (int i = 0; pv && i < nt; i++) pv[i] = v[i].p_value;
-    if (pv) stats_holm(pv, nt, pv);
+    for (int i = 0; pv && i < n; i++) p[i] = v[i].p_value;
+    if (pv) stats_holm(p, n, pv);
+    free(p);
     int any_fail = 0, all_pass = 1;
-    for (int i = 0; i < nt; i++) {
+    for (int i = 0; i < n; i++) {
         v[i].p_holm = pv ? pv[i] : NAN;
         any_fail |= v[i].verdict == VERDICT_FAIL;
         all_pass &= v[i].verdict == VERDICT_PASS;
     }
     free(pv);
-    *suite = any_fail ? VERDICT_FAIL : all_pass ? VERDICT_PASS : VERDICT_INCONCLUSIVE;
-    *tasks = v;
-    *n = nt;
-    return QG_OK;
+    return any_fail ? VERDICT_FAIL : all_pass ? VERDICT_PASS : VERDICT_INCONCLUSIVE;
 }

@@ -1,21 +1,10 @@
 /* escape — HTML, XML and Markdown escaping with UTF-8 repair. */
 #include "reports/escape.h"
+#include "core/utf8.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* length of the valid UTF-8 sequence at s, or 0 */
-static size_t utf8_seq(const unsigned char *s)
-{
-    unsigned c = s[0];
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (!len || (len == 2 && c < 0xC2) || (len == 4 && c > 0xF4)) return 0;
-    for (size_t k = 1; k < len; k++)
-        if ((s[k] & 0xC0) != 0x80) return 0;
-    if (len == 3 && ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] >= 0xA0))) return 0;
-    if (len == 4 && ((c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] >= 0x90))) return 0;
-    return len;
-}
 
 static const char repl[] = "\xef\xbf\xbd"; /* U+FFFD */
 
@@ -24,7 +13,7 @@ static void walk(struct sbuf *b, const char *str, int mode)
 {
     const unsigned char *s = (const unsigned char *)(str ? str : "");
     while (*s) {
-        size_t n = utf8_seq(s);
+        size_t n = utf8_seq_len(s, SIZE_MAX) /* NUL is no continuation byte: stops there */;
         if (!n) {
             sbuf_append(b, repl, 3);
             s++;
@@ -80,22 +69,3 @@ void esc_html(struct sbuf *b, const char *s) { walk(b, s, 0); }
 void esc_xml(struct sbuf *b, const char *s) { walk(b, s, 1); }
 void esc_md(struct sbuf *b, const char *s) { walk(b, s, 2); }
 void esc_term(struct sbuf *b, const char *s) { walk(b, s, 3); }
-
-char *utf8_sanitize(const char *str)
-{
-    struct sbuf b;
-    sbuf_init(&b, 0);
-    sbuf_append(&b, "", 0);
-    const unsigned char *s = (const unsigned char *)(str ? str : "");
-    while (*s) {
-        size_t n = utf8_seq(s);
-        if (!n) {
-            sbuf_append(&b, repl, 3);
-            s++;
-        } else {
-            sbuf_append(&b, (const char *)s, n);
-            s += n;
-        }
-    }
-    return b.data;
-}

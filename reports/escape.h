@@ -8,7 +8,7 @@
 #ifndef QG_ESCAPE_H
 #define QG_ESCAPE_H
 
-#include "harness/util.h"
+#include "core/util.h"
 
 /* HTML text and attribute values: & < > " ' as entities; control
  * characters other than tab and newline as U+FFFD. */
@@ -21,7 +21,5 @@ void esc_md(struct sbuf *b, const char *s);
 /* Terminal text: control characters (C0, DEL, C1, so no escape sequences)
  * as U+FFFD, tab and newlines as spaces; no markup escaping. */
 void esc_term(struct sbuf *b, const char *s);
-/* A copy of s with invalid UTF-8 replaced by U+FFFD (malloc'd). */
-char *utf8_sanitize(const char *s);
 
 #endif

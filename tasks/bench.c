@@ -1,8 +1,10 @@
 /* bench — loaders for the common benchmarks' public file layouts. */
 #include "tasks/bench.h"
 #include "datasets/reader.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
+#include "core/rng.h"
+#include "core/utf8.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -696,14 +698,6 @@ static int starts_with_array(const char *path)
     return c == '[';
 }
 
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 /* Prepends k seeded train examples to every item's context. */
 static int add_fewshot(const char *name, const struct bench_source *src, struct vec *v, char *err, size_t errlen)
 {
@@ -727,7 +721,7 @@ static int add_fewshot(const char *name, const struct bench_source *src, struct 
         struct sbuf pre;
         sbuf_init(&pre, 0);
         for (int k = 0; k < src->fewshot; k++) { /* partial Fisher-Yates */
-            int64_t j = k + (int64_t)(splitmix(&seed) % (uint64_t)(nt - k)), tmp = pick[k];
+            int64_t j = k + (int64_t)(rng_next(&seed) % (uint64_t)(nt - k)), tmp = pick[k];
             pick[k] = pick[j];
             pick[j] = tmp;
             const struct mc_item *ex = &train[pick[k]];

@@ -1,7 +1,7 @@
 /* extract — lm-eval-compatible regex extraction, normalisation, exact match. */
 #include "tasks/extract.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <ctype.h>

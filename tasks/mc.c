@@ -1,7 +1,7 @@
 /* mc — log-likelihood multiple choice (lm-eval's conventions). */
 #include "tasks/mc.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
 
 #include <math.h>
 #include <stdlib.h>

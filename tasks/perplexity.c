@@ -1,6 +1,6 @@
 /* perplexity — window planning for the three protocols and the scoring loop. */
 #include "tasks/perplexity.h"
-#include "harness/util.h"
+#include "core/util.h"
 
 #include <ctype.h>
 #include <math.h>

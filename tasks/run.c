@@ -1,9 +1,8 @@
 /* run — one task on one backend, row by row. */
 #include "tasks/run.h"
 #include "datasets/hash.h"
-#include "harness/status.h"
-#include "harness/store.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
 #include "tasks/perplexity.h"
 
 #include <math.h>
@@ -17,12 +16,12 @@ static int in_shard(struct task_shard sh, int64_t idx)
     return sh.count <= 1 || idx % sh.count == sh.index;
 }
 
-static int run_ppl(const struct suite_task *t, const struct backend *b, int n_ctx, struct task_shard sh, task_row_fn fn,
+static int run_ppl(const struct task_config *t, const struct backend *b, int n_ctx, struct task_shard sh, task_row_fn fn,
                    void *ud, struct task_summary *sum, char *err, size_t errlen)
 {
     char *buf;
     size_t n;
-    int rc = qg_read_file(suite_task_file(t, "data")->path, (size_t)1 << 32, &buf, &n, err, errlen);
+    int rc = qg_read_file(task_config_file(t, "data")->path, (size_t)1 << 32, &buf, &n, err, errlen);
     if (rc) return rc;
     int32_t *ids = NULL;
     int64_t k = 0;
@@ -91,12 +90,12 @@ static int mc_row(const struct mc_item *it, int64_t i, const struct mc_result *r
     return rc;
 }
 
-static int run_mc(const struct suite_task *t, const struct backend *b, int n_ctx, struct task_shard sh, task_row_fn fn,
+static int run_mc(const struct task_config *t, const struct backend *b, int n_ctx, struct task_shard sh, task_row_fn fn,
                   void *ud, struct task_summary *sum, char *err, size_t errlen)
 {
     struct mc_item *items;
     int64_t n;
-    int rc = suite_task_mc_items(t, &items, &n, err, errlen);
+    int rc = task_mc_items(t, &items, &n, err, errlen);
     if (rc) return rc;
     int64_t right = 0, right_norm = 0, done = 0;
     /* items go to the backend MC_BATCH at a time (a remote backend keeps
@@ -127,14 +126,14 @@ static int run_mc(const struct suite_task *t, const struct backend *b, int n_ctx
     return rc;
 }
 
-static int run_gen(const struct suite_task *t, const struct backend *b, int n_ctx, uint64_t seed, struct task_shard sh,
+static int run_gen(const struct task_config *t, const struct backend *b, int n_ctx, uint64_t seed, struct task_shard sh,
                    task_row_fn fn, void *ud, struct task_summary *sum, char *err, size_t errlen)
 {
     struct gen_item *items;
     int64_t n;
-    int rc = suite_task_gen_items(t, &items, &n, err, errlen);
+    int rc = task_gen_items(t, &items, &n, err, errlen);
     if (rc) return rc;
-    int64_t right[SUITE_MAX_PIPELINES] = {0};
+    int64_t right[TASK_MAX_PIPELINES] = {0};
     struct backend_gen_params gp = {.max_tokens = t->max_tokens, .temperature = (float)t->temperature, .top_p = (float)t->top_p,
                                     .stop = (const char *const *)t->stop, .n_stop = t->n_stop};
     if (gp.max_tokens > n_ctx / 2) gp.max_tokens = n_ctx / 2; /* leave room for the prompt */
@@ -200,15 +199,15 @@ static int run_gen(const struct suite_task *t, const struct backend *b, int n_ct
     return rc;
 }
 
-int task_run(const struct suite_task *t, const struct backend *b, int n_ctx, uint64_t seed, struct task_shard sh,
+int task_run(const struct task_config *t, const struct backend *b, int n_ctx, uint64_t seed, struct task_shard sh,
              task_row_fn fn, void *ud, struct task_summary *sum, char *err, size_t errlen)
 {
     memset(sum, 0, sizeof *sum);
     sum->metric = sum->metric2 = NAN;
     double t0 = qg_now_s();
     int rc;
-    if (t->kind == STORE_TASK_PERPLEXITY) rc = run_ppl(t, b, n_ctx, sh, fn, ud, sum, err, errlen);
-    else if (t->kind == STORE_TASK_MULTIPLE_CHOICE) rc = run_mc(t, b, n_ctx, sh, fn, ud, sum, err, errlen);
+    if (t->kind == TASK_PERPLEXITY) rc = run_ppl(t, b, n_ctx, sh, fn, ud, sum, err, errlen);
+    else if (t->kind == TASK_MULTIPLE_CHOICE) rc = run_mc(t, b, n_ctx, sh, fn, ud, sum, err, errlen);
     else rc = run_gen(t, b, n_ctx, seed, sh, fn, ud, sum, err, errlen);
     sum->seconds = qg_now_s() - t0;
     return rc;

@@ -15,7 +15,7 @@
 #define QG_TASKS_RUN_H
 
 #include "backends/backend.h"
-#include "harness/suite.h"
+#include "tasks/config.h"
 
 #include <stdint.h>
 
@@ -49,7 +49,7 @@ struct task_shard {
 
 /* n_ctx: the backend's context. seed: for sampled generation (the task's
  * temperature > 0); each item draws with seed + item index. */
-int task_run(const struct suite_task *t, const struct backend *b, int n_ctx, uint64_t seed, struct task_shard shard,
+int task_run(const struct task_config *t, const struct backend *b, int n_ctx, uint64_t seed, struct task_shard shard,
              task_row_fn fn, void *ud, struct task_summary *sum, char *err, size_t errlen);
 
 #endif

@@ -3,7 +3,7 @@
  * file and every malformed case. The fuzzer uses them as its seed corpus. */
 #include "backends/ggml_types.h"
 #include "backends/synth.h"
-#include "harness/util.h"
+#include "core/util.h"
 #include "tests/gguf_cases.h"
 
 #include <stdlib.h>

@@ -8,7 +8,7 @@
  * status: 0 when nothing failed, 77 when the only test run was skipped (for
  * ctest's SKIP_RETURN_CODE), 1 otherwise.
  */
-#include "harness/util.h"
+#include "core/util.h"
 #include "tests/test.h"
 
 #include <errno.h>

@@ -1,5 +1,6 @@
 /* test_cli — the qgate binary: help, version, usage errors, demo. */
 #include "harness/cli.h"
+#include "core/closest.h"
 #include "harness/commands.h"
 #include "harness/store.h"
 #include "tests/test.h"
@@ -110,13 +111,13 @@ TEST(cli_bad_values)
 
 TEST(cli_edit_distance)
 {
-    ASSERT_EQ(cli_edit_distance("kitten", "sitting"), 3);
-    ASSERT_EQ(cli_edit_distance("", "abc"), 3);
-    ASSERT_EQ(cli_edit_distance("same", "same"), 0);
+    ASSERT_EQ(qg_edit_distance("kitten", "sitting"), 3);
+    ASSERT_EQ(qg_edit_distance("", "abc"), 3);
+    ASSERT_EQ(qg_edit_distance("same", "same"), 0);
     const char *c[] = {"inspect", "runs", "show"};
-    ASSERT_STR_EQ(cli_closest("shw", c, 3), "show");
-    ASSERT_STR_EQ(cli_closest("insp", c, 3), "inspect");
-    ASSERT(cli_closest("completely-different", c, 3) == NULL);
+    ASSERT_STR_EQ(qg_closest("shw", c, 3), "show");
+    ASSERT_STR_EQ(qg_closest("insp", c, 3), "inspect");
+    ASSERT(qg_closest("completely-different", c, 3) == NULL);
     return 0;
 }
 

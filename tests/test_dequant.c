@@ -4,8 +4,8 @@
 #include "backends/ggml_types.h"
 #include "backends/gguf.h"
 #include "backends/quant.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
 #include "tests/test.h"
 
 #include <stdlib.h>

@@ -7,8 +7,8 @@
 #include "backends/quant.h"
 #include "backends/synth.h"
 #include "datasets/hash.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
 #include "tests/gguf_cases.h"
 #include "tests/test.h"
 

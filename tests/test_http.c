@@ -7,9 +7,10 @@
 #include "datasets/hash.h"
 #include "datasets/reader.h"
 #include "harness/serve.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
 #include "tests/test.h"
+#include "core/utf8.h"
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>

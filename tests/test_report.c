@@ -3,10 +3,11 @@
 #include "backends/ggml_types.h"
 #include "backends/synth.h"
 #include "datasets/hash.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
 #include "reports/escape.h"
 #include "tests/test.h"
+#include "core/utf8.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>

@@ -1,9 +1,9 @@
 /* test_store — the SQLite results store: schema, migrations, batching,
  * concurrency, crash safety and refusal of files it must not touch. */
 #include "datasets/hash.h"
-#include "harness/status.h"
+#include "core/status.h"
 #include "harness/store.h"
-#include "harness/util.h"
+#include "core/util.h"
 #include "tests/test.h"
 
 #include <cjson/cJSON.h>
@@ -59,7 +59,7 @@ static int make_run(struct store *s, int64_t *run, int64_t trials[2])
                                     .format = "gguf", .types_json = "[]", .role = i};
         if (store_model_add(s, *run, &m, &models[i])) return -1;
     }
-    struct store_task_new t = {.name = "wiki", .kind = STORE_TASK_PERPLEXITY,
+    struct store_task_new t = {.name = "wiki", .kind = TASK_PERPLEXITY,
                                .config_json = "{}", .config_hash = "cafe", .n_items = 10};
     if (store_task_add(s, *run, &t, &task)) return -1;
     if (store_dataset_add(s, "wiki.txt", "beef", 123, &ds)) return -1;

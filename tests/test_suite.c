@@ -1,9 +1,9 @@
 /* test_suite — suite files: validation, pinning, bad input, and running every
  * built-in task on the real stories260K model. */
 #include "datasets/hash.h"
-#include "harness/status.h"
+#include "core/status.h"
 #include "harness/suite.h"
-#include "harness/util.h"
+#include "core/util.h"
 #include "tests/test.h"
 
 #include <cjson/cJSON.h>

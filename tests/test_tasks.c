@@ -5,12 +5,13 @@
 #include "backends/llama.h"
 #include "backends/synth.h"
 #include "datasets/reader.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
 #include "tasks/bench.h"
 #include "tasks/extract.h"
 #include "tasks/mc.h"
 #include "tests/test.h"
+#include "core/utf8.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,8 +3,8 @@
 #include "backends/gguf.h"
 #include "backends/synth.h"
 #include "backends/tokenizer.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
 #include "tests/test.h"
 
 #include <stdlib.h>

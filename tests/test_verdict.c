@@ -2,8 +2,8 @@
 #include "backends/ggml_types.h"
 #include "backends/synth.h"
 #include "datasets/hash.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
 #include "tests/test.h"
 
 #include <cjson/cJSON.h>

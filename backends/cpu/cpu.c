@@ -5,8 +5,9 @@
 #include "backends/llama.h"
 #include "backends/parallel.h"
 #include "backends/tokenizer.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
+#include "core/rng.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -173,14 +174,6 @@ static int cpu_score(void *impl, struct backend_score *r)
         }
     }
     return QG_OK;
-}
-
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
 }
 
 struct cand {

@@ -51,8 +51,9 @@
 #include "backends/tokenizer.h"
 #include "datasets/hash.h"
 #include "datasets/reader.h"
-#include "harness/status.h"
-#include "harness/util.h"
+#include "core/status.h"
+#include "core/util.h"
+#include "core/utf8.h"
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>

@@ -4,7 +4,7 @@
  * Build and run with tests/fuzz/run.sh. */
 #include "backends/gguf.h"
 #include "backends/model_info.h"
-#include "harness/util.h"
+#include "core/util.h"
 
 #include <stdint.h>
 #include <stdlib.h>

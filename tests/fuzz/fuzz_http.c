@@ -10,7 +10,7 @@
 #include "backends/http/http.h"
 #include "backends/synth.h"
 #include "harness/serve.h"
-#include "harness/util.h"
+#include "core/util.h"
 
 #include <curl/curl.h>
 #include <stdint.h>

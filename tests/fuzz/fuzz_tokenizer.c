@@ -9,7 +9,7 @@
 #include "backends/gguf.h"
 #include "backends/synth.h"
 #include "backends/tokenizer.h"
-#include "harness/util.h"
+#include "core/util.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* status — messages and exit codes for enum qg_status. */
-#include "harness/status.h"
+#include "core/status.h"
 
 const char *qg_strerror(int status)
 {

@@ -1,6 +1,6 @@
 /* util — error buffers, bounded strings, checked parsing, time. */
-#include "harness/util.h"
-#include "harness/status.h"
+#include "core/util.h"
+#include "core/status.h"
 
 #include <errno.h>
 #include <math.h>

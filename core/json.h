@@ -1,0 +1,21 @@
+/* json — typed look-ups in cJSON objects with a default for absent or
+ * mistyped members, so readers of stored or received JSON need no casts.
+ *
+ * Every function takes a borrowed object (NULL allowed) and a key, and
+ * returns a borrowed pointer (valid while the object lives) or a copy.
+ */
+#ifndef QG_JSON_H
+#define QG_JSON_H
+
+#include <cjson/cJSON.h>
+
+/* The member k of o (case-sensitive), or NULL. */
+const cJSON *json_get(const cJSON *o, const char *k);
+/* The string member k, or def when absent or not a string. */
+const char *json_str(const cJSON *o, const char *k, const char *def);
+/* The number member k, or def when absent or not a number. */
+double json_num(const cJSON *o, const char *k, double def);
+/* The number member k as an integer (truncated), or def. */
+long long json_int(const cJSON *o, const char *k, long long def);
+
+#endif

@@ -1,0 +1,49 @@
+/* compare — the verdict of a stored run: reads each task's paired rows and
+ * the baseline's repeats from the store, judges them with metrics/verdict,
+ * and saves the comparison with its rows.
+ */
+#ifndef QG_COMPARE_H
+#define QG_COMPARE_H
+
+#include "harness/store.h"
+#include "metrics/verdict.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+/* The policy: file ({"policy": {...}} or the object itself) when not NULL,
+ * else the run's stored suite policy, else the defaults. QG_OK;
+ * QG_ERR_NOINPUT / QG_ERR_DATA naming the file. */
+int compare_load_policy(struct store *s, int64_t run_id, const char *file, struct verdict_policy *pol, char *err,
+                        size_t errlen);
+
+/* Compares candidate with baseline (model names) on every task of run_id.
+ * *tasks (malloc'd, *n entries) and *suite are set. QG_OK; QG_ERR_NOTFOUND
+ * for a missing model or trial; QG_ERR_DATA for a trial not done or when
+ * the two trials of a task do not pair. */
+int compare_run(struct store *s, int64_t run_id, const char *baseline, const char *candidate,
+                const struct verdict_params *p, struct verdict_task **tasks, int *n, int *suite, char *err, size_t errlen);
+
+/* One task's verdict as the JSON object reports and `compare --format json`
+ * show (a new object the caller frees). */
+cJSON *compare_task_json(const struct verdict_task *v);
+
+/* The policy as JSON (a new object). */
+cJSON *compare_policy_json(const struct verdict_policy *pol);
+
+/* Saves a comparison (summary JSON, policy, every task's verdict row) in
+ * one transaction. QG_OK with *comparison_id; a store error otherwise,
+ * with nothing saved. */
+struct compare_save {
+    int64_t run_id;
+    const char *baseline, *candidate, *command;
+    const struct verdict_params *params;
+    const struct verdict_task *tasks;
+    int n_tasks, suite;
+    const cJSON *summary;
+};
+int compare_save(struct store *s, const struct compare_save *c, int64_t *comparison_id);
+
+#endif

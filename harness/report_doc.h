@@ -1,0 +1,23 @@
+/* report_doc — builds the report document of a stored comparison.
+ *
+ * The document (schema REPORT_SCHEMA, docs/report-schema.md) holds the
+ * comparison's verdict rows, provenance (command, host, time, models with
+ * sha256 and stored tensor types, datasets, seeds, policy), per-repeat
+ * metric values, KLD percentiles and the items that flipped. reports/
+ * renders it and knows nothing of the store.
+ */
+#ifndef QG_REPORT_DOC_H
+#define QG_REPORT_DOC_H
+
+#include "harness/store.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+/* The document of comparison id (<= 0: the newest). QG_OK, or
+ * QG_ERR_NOTFOUND / a store error with err filled. Caller frees *doc. */
+int report_doc_build(struct store *s, int64_t comparison_id, cJSON **doc, char *err, size_t errlen);
+
+#endif
