@@ -120,6 +120,12 @@ int backend_open(const char *spec, const struct backend_open_params *p, struct b
                  char *err, size_t errlen);
 void backend_close(struct backend *b);
 
+/* The backend's BACKEND_CAP_* bits. */
+static inline unsigned backend_caps(const struct backend *b)
+{
+    return b->ops->caps;
+}
+
 static inline int backend_info(const struct backend *b, struct backend_info *out)
 {
     return b->ops->info(b->impl, out);

@@ -1,5 +1,6 @@
 /* runner — suite x models x repeats into the store. */
 #include "harness/runner.h"
+#include "metrics/kld.h"
 #include "backends/backend.h"
 #include "backends/gguf.h"
 #include "backends/model_info.h"
@@ -187,20 +188,6 @@ static int record_setup(struct runner *r, char *err, size_t errlen)
     return rc;
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double pct(const double *v, int64_t n, double q)
-{
-    if (n <= 0) return NAN;
-    double pos = q * (double)(n - 1);
-    int64_t i = (int64_t)floor(pos);
-    return i >= n - 1 ? v[n - 1] : v[i] + (pos - (double)i) * (v[i + 1] - v[i]);
-}
-
 struct lock_sink {
     struct runner *r;
     int64_t trials[RUNNER_MAX_MODELS];
@@ -304,15 +291,14 @@ static int run_lockstep(struct runner *r, int t, int repeat, char *err, size_t e
             cJSON_AddNumberToObject(mj, "bits_per_byte", res[m].bits_per_byte);
             cJSON_AddNumberToObject(mj, "tokens_scored", (double)res[m].tokens);
             if (m > 0 && n_kld > 0 && !isnan(kld[m][0])) { /* NaN: a backend without full rows (http) */
-                double sum = 0;
-                for (int64_t i = 0; i < n_kld; i++) sum += kld[m][i];
-                qsort(kld[m], (size_t)n_kld, sizeof *kld[m], cmp_d);
-                cJSON_AddNumberToObject(mj, "kld_mean", sum / (double)n_kld);
-                cJSON_AddNumberToObject(mj, "kld_median", pct(kld[m], n_kld, 0.5));
-                cJSON_AddNumberToObject(mj, "kld_p90", pct(kld[m], n_kld, 0.9));
-                cJSON_AddNumberToObject(mj, "kld_p99", pct(kld[m], n_kld, 0.99));
-                cJSON_AddNumberToObject(mj, "kld_p999", pct(kld[m], n_kld, 0.999));
-                cJSON_AddNumberToObject(mj, "kld_max", kld[m][n_kld - 1]);
+                struct kld_summary ks_m;
+                kld_summarize(kld[m], n_kld, &ks_m);
+                cJSON_AddNumberToObject(mj, "kld_mean", ks_m.mean);
+                cJSON_AddNumberToObject(mj, "kld_median", ks_m.median);
+                cJSON_AddNumberToObject(mj, "kld_p90", ks_m.p90);
+                cJSON_AddNumberToObject(mj, "kld_p99", ks_m.p99);
+                cJSON_AddNumberToObject(mj, "kld_p999", ks_m.p999);
+                cJSON_AddNumberToObject(mj, "kld_max", ks_m.max);
                 cJSON_AddNumberToObject(mj, "top1_agree", (double)ks.top1[m] / (double)ks.tokens[m]);
                 cJSON_AddNumberToObject(mj, "dp_mean", ks.dp[m] / (double)ks.tokens[m]);
                 if (kld_top_k[m] > 0) cJSON_AddNumberToObject(mj, "kld_top_k", kld_top_k[m]); /* a lower bound */

@@ -1,6 +1,8 @@
 /* perplexity — window planning for the three protocols and the scoring loop. */
 #include "tasks/perplexity.h"
+#include "core/status.h"
 #include "core/util.h"
+#include "metrics/kld.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -157,7 +159,7 @@ int ppl_evaluate(const struct backend *b, const int32_t *ids, int64_t n, const s
     int32_t *bytes = malloc((size_t)n * sizeof *bytes), *words = malloc((size_t)n * sizeof *words);
     /* a remote backend gets PPL_REMOTE_BATCH windows at once (its requests
      * in flight together), a local one a window at a time */
-    int batch = (b->ops->caps & BACKEND_CAP_FULL_ROWS) ? 1 : PPL_REMOTE_BATCH;
+    int batch = (backend_caps(b) & BACKEND_CAP_FULL_ROWS) ? 1 : PPL_REMOTE_BATCH;
     size_t stride = (size_t)p->n_ctx + 1;
     int32_t *tok = malloc((size_t)batch * stride * sizeof *tok);
     double *lp = malloc((size_t)batch * stride * sizeof *lp);
@@ -229,177 +231,242 @@ struct prefetch {
     float *tk_lp;
 };
 
+/* A lockstep run: the plan, per-token counts and the buffers of one window
+ * (rows of n_ctx + 1 = stride positions). */
+struct lockstep {
+    const struct backend *const *models;
+    int nm, V, kld_ok; /* kld_ok: the baseline gives full rows */
+    size_t stride;
+    struct ppl_window *win;
+    int64_t nw;
+    int32_t *bytes, *words;          /* per stream token */
+    int32_t *tok, *gtok;             /* one window; a group of windows */
+    double *lp;                      /* [stride] */
+    float *base_rows, *rows;         /* [stride][V] log-softmax */
+    int32_t *base_top, *top;         /* [stride] argmax */
+    int32_t *tk_ids;                 /* [stride][K] */
+    float *tk_lp;
+    struct ppl_stats *st;            /* [nm] */
+    struct prefetch *pf;             /* [nm]; lp NULL for local models */
+    int *kld_top_k;                  /* [nm], the caller's */
+    double **kld;                    /* [nm], the caller's */
+    int64_t k;                       /* scored tokens so far */
+};
+
+static void lockstep_release(struct lockstep *L)
+{
+    free(L->win);
+    free(L->bytes);
+    free(L->words);
+    free(L->tok);
+    free(L->gtok);
+    free(L->lp);
+    free(L->base_rows);
+    free(L->rows);
+    free(L->base_top);
+    free(L->top);
+    free(L->tk_ids);
+    free(L->tk_lp);
+    free(L->st);
+    for (int m = 0; L->pf && m < L->nm; m++) free(L->pf[m].lp), free(L->pf[m].tk_ids), free(L->pf[m].tk_lp);
+    free(L->pf);
+}
+
+/* Group buffers of a remote model; which KLD each model can give. */
+static int lockstep_alloc_models(struct lockstep *L)
+{
+    int rc = QG_OK;
+    size_t group = PPL_REMOTE_BATCH * L->stride;
+    for (int m = 0; m < L->nm; m++) {
+        unsigned caps = backend_caps(L->models[m]);
+        L->kld_top_k[m] = !L->kld_ok                   ? -1
+                          : (caps & BACKEND_CAP_FULL_ROWS) ? 0
+                          : m > 0 && (caps & BACKEND_CAP_TOP_K) ? PPL_KLD_TOP_K
+                                                                : -1;
+        ppl_stats_init(&L->st[m]);
+        if (m > 0 && !(L->kld[m] = malloc((size_t)(L->k ? L->k : 1) * sizeof **L->kld))) rc = QG_ERR_NOMEM;
+        if (rc || (caps & BACKEND_CAP_FULL_ROWS)) continue; /* local: window by window */
+        L->pf[m].lp = malloc(group * sizeof *L->pf[m].lp);
+        if (L->kld_top_k[m] > 0) {
+            L->pf[m].tk_ids = malloc(group * PPL_KLD_TOP_K * sizeof *L->pf[m].tk_ids);
+            L->pf[m].tk_lp = malloc(group * PPL_KLD_TOP_K * sizeof *L->pf[m].tk_lp);
+        }
+        if (!L->pf[m].lp || (L->kld_top_k[m] > 0 && (!L->pf[m].tk_ids || !L->pf[m].tk_lp))) rc = QG_ERR_NOMEM;
+    }
+    return rc;
+}
+
+/* Plans the windows and allocates every buffer; L->k holds the number of
+ * tokens to score until the run starts. */
+static int lockstep_alloc(struct lockstep *L, const int32_t *ids, int64_t n, const struct ppl_params *p, char *err,
+                          size_t errlen)
+{
+    int rc = ppl_plan(p, n, &L->win, &L->nw, err, errlen);
+    if (rc) return rc;
+    for (int64_t w = 0; w < L->nw; w++) L->k += L->win[w].n - L->win[w].from;
+    size_t S = L->stride, V = (size_t)L->V;
+    L->bytes = malloc((size_t)n * sizeof *L->bytes);
+    L->words = malloc((size_t)n * sizeof *L->words);
+    L->tok = malloc(S * sizeof *L->tok);
+    L->gtok = malloc(PPL_REMOTE_BATCH * S * sizeof *L->gtok);
+    L->lp = malloc(S * sizeof *L->lp);
+    L->base_rows = malloc(S * V * sizeof *L->base_rows);
+    L->rows = malloc(S * V * sizeof *L->rows);
+    L->base_top = malloc(S * sizeof *L->base_top);
+    L->top = malloc(S * sizeof *L->top);
+    L->tk_ids = malloc(S * PPL_KLD_TOP_K * sizeof *L->tk_ids);
+    L->tk_lp = malloc(S * PPL_KLD_TOP_K * sizeof *L->tk_lp);
+    L->st = calloc((size_t)L->nm, sizeof *L->st);
+    L->pf = calloc((size_t)L->nm, sizeof *L->pf);
+    if (!L->bytes || !L->words || !L->tok || !L->gtok || !L->lp || !L->base_rows || !L->rows || !L->base_top || !L->top ||
+        !L->tk_ids || !L->tk_lp || !L->st || !L->pf || lockstep_alloc_models(L))
+        return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory for lockstep scoring (%d models, vocabulary %d)", L->nm,
+                       L->V);
+    L->k = 0;
+    if ((rc = piece_counts(L->models[0], ids, n, L->bytes, L->words)))
+        return qg_errf(err, errlen, rc, "cannot measure the bytes of the tokens (%s)", qg_strerror(rc));
+    return QG_OK;
+}
+
+/* Remote models score the whole group of g windows at once. */
+static int lockstep_prefetch(struct lockstep *L, int g, const int64_t *gw, char *err, size_t errlen)
+{
+    for (int m = 0; m < L->nm && g; m++) {
+        const struct prefetch *pf = &L->pf[m];
+        if (!pf->lp) continue;
+        struct backend_score reqs[PPL_REMOTE_BATCH];
+        int K = m > 0 && L->kld_top_k[m] > 0 ? L->kld_top_k[m] : 0;
+        for (int j = 0; j < g; j++) {
+            const struct ppl_window *W = &L->win[gw[j]];
+            size_t at = (size_t)j * L->stride;
+            reqs[j] = (struct backend_score){.tokens = L->gtok + at, .n_tokens = W->n, .from = W->from,
+                                             .logprob = pf->lp + at, .top_k = K,
+                                             .top_ids = K ? pf->tk_ids + at * PPL_KLD_TOP_K : NULL,
+                                             .top_lp = K ? pf->tk_lp + at * PPL_KLD_TOP_K : NULL};
+        }
+        int rc = backend_score_many(L->models[m], reqs, g);
+        if (rc)
+            return qg_errf(err, errlen, rc, "windows %lld-%lld, model %d: %s", (long long)gw[0], (long long)gw[g - 1], m,
+                           backend_errmsg(L->models[m]));
+    }
+    return QG_OK;
+}
+
+/* One model's answers for window j of the group: log-probs of the scored
+ * tokens (*lpm) and, for a top-K model, its top tokens (*tki, *tkl). A
+ * local model computes them now (with full rows when KLD needs them). */
+static int lockstep_answers(struct lockstep *L, int m, int j, int64_t w, int full, int K, const double **lpm,
+                            const int32_t **tki, const float **tkl, char *err, size_t errlen)
+{
+    const struct prefetch *pf = &L->pf[m];
+    if (pf->lp) { /* scored with its group */
+        size_t at = (size_t)j * L->stride;
+        *lpm = pf->lp + at;
+        *tki = K ? pf->tk_ids + at * PPL_KLD_TOP_K : NULL;
+        *tkl = K ? pf->tk_lp + at * PPL_KLD_TOP_K : NULL;
+        return QG_OK;
+    }
+    const struct ppl_window *W = &L->win[w];
+    struct backend_score req = {.tokens = L->tok, .n_tokens = W->n, .from = W->from, .logprob = L->lp,
+                                .rows = full ? (m == 0 ? L->base_rows : L->rows) : NULL,
+                                .argmax = full ? (m == 0 ? L->base_top : L->top) : NULL,
+                                .top_k = K, .top_ids = K ? L->tk_ids : NULL, .top_lp = K ? L->tk_lp : NULL};
+    int rc = backend_score(L->models[m], &req);
+    if (rc) return qg_errf(err, errlen, rc, "window %lld, model %d: %s", (long long)w, m, backend_errmsg(L->models[m]));
+    *lpm = L->lp;
+    *tki = L->tk_ids;
+    *tkl = L->tk_lp;
+    return QG_OK;
+}
+
+/* Token i of window W for candidate m: its KLD (full rows, top-K with one
+ * bucket, or NAN when neither), Δp and top-1 agreement, into lw and kld. */
+static void lockstep_token(struct lockstep *L, int m, const struct ppl_window *W, int i, double lp_m, int full, int K,
+                           const int32_t *tki, const float *tkl, struct ppl_lockstep_window *lw)
+{
+    const float *b = L->base_rows + (size_t)i * (size_t)L->V;
+    int32_t x = L->tok[W->from + i];
+    double kl;
+    if (K) { /* top-K with one bucket for the rest: a lower bound */
+        const int32_t *ti = tki + (size_t)i * K;
+        kl = kld_top_k(b, L->V, ti, tkl + (size_t)i * K, K);
+        lw->dp_sum += kld_delta_p(b[x], lp_m);
+        lw->top1_agree += ti[0] >= 0 && ti[0] == L->base_top[i];
+    } else if (full) {
+        const float *c = L->rows + (size_t)i * (size_t)L->V;
+        kl = kld_full(b, c, L->V);
+        lw->dp_sum += kld_delta_p(b[x], c[x]);
+        lw->top1_agree += L->top[i] == L->base_top[i];
+    } else {
+        kl = lw->kld_sum = lw->dp_sum = NAN;
+    }
+    if (K || full) lw->kld_sum += kl;
+    L->kld[m][L->k + i] = kl;
+}
+
+/* Scores window j of the group with every model, in order. */
+static int lockstep_window(struct lockstep *L, int j, int64_t w, ppl_lockstep_fn fn, void *ud, char *err, size_t errlen)
+{
+    const struct ppl_window *W = &L->win[w];
+    memcpy(L->tok, L->gtok + (size_t)j * L->stride, (size_t)W->n * sizeof *L->tok);
+    int ns = W->n - W->from;
+    for (int m = 0; m < L->nm; m++) {
+        /* KLD needs full rows from the baseline and the candidate; a
+         * backend without them (http) is scored on its tokens only */
+        int full = L->kld_ok && (backend_caps(L->models[m]) & BACKEND_CAP_FULL_ROWS);
+        int K = m > 0 && L->kld_top_k[m] > 0 ? L->kld_top_k[m] : 0;
+        const double *lpm = NULL;
+        const int32_t *tki = NULL;
+        const float *tkl = NULL;
+        int rc = lockstep_answers(L, m, j, w, full, K, &lpm, &tki, &tkl, err, errlen);
+        if (rc) return rc;
+        struct ppl_lockstep_window lw = {0};
+        for (int i = 0; i < ns; i++) {
+            double nll = -lpm[i];
+            lw.stat.nll += nll;
+            lw.stat.nll2 += nll * nll;
+            lw.stat.tokens++;
+            lw.stat.bytes += L->bytes[W->start + W->from + i];
+            lw.stat.words += L->words[W->start + W->from + i];
+            if (m > 0) lockstep_token(L, m, W, i, lpm[i], full, K, tki, tkl, &lw);
+        }
+        ppl_stats_add(&L->st[m], &lw.stat);
+        if (fn && (rc = fn(ud, w, m, &lw))) return qg_errf(err, errlen, rc, "storing window %lld failed", (long long)w);
+    }
+    L->k += ns;
+    return QG_OK;
+}
+
 int ppl_evaluate_lockstep(const struct backend *const *models, int nm, const int32_t *ids, int64_t n,
                           const struct ppl_params *p, ppl_lockstep_fn fn, void *ud, double **kld, int64_t *n_kld,
                           int *kld_top_k, struct ppl_result *res, char *err, size_t errlen)
 {
     struct backend_info info;
     backend_info(models[0], &info);
-    int V = info.n_vocab;
     for (int m = 1; m < nm; m++) {
         struct backend_info im;
         backend_info(models[m], &im);
-        if (im.n_vocab != V) return qg_errf(err, errlen, QG_ERR_DATA, "model %d has %d tokens, the baseline %d: KLD needs one vocabulary", m, im.n_vocab, V);
+        if (im.n_vocab != info.n_vocab)
+            return qg_errf(err, errlen, QG_ERR_DATA, "model %d has %d tokens, the baseline %d: KLD needs one vocabulary", m,
+                           im.n_vocab, info.n_vocab);
     }
-    int kld_ok = (models[0]->ops->caps & BACKEND_CAP_FULL_ROWS) != 0;
-    struct ppl_window *win;
-    int64_t nw;
-    int rc = ppl_plan(p, n, &win, &nw, err, errlen);
-    if (rc) return rc;
-    int64_t total = 0;
-    for (int64_t w = 0; w < nw; w++) total += win[w].n - win[w].from;
-    int32_t *bytes = malloc((size_t)n * sizeof *bytes), *words = malloc((size_t)n * sizeof *words);
-    int32_t *tok = malloc(((size_t)p->n_ctx + 1) * sizeof *tok);
-    double *lp = malloc(((size_t)p->n_ctx + 1) * sizeof *lp);
-    float *base_rows = malloc((size_t)(p->n_ctx + 1) * (size_t)V * sizeof *base_rows);
-    float *rows = malloc((size_t)(p->n_ctx + 1) * (size_t)V * sizeof *rows);
-    int32_t *base_top = malloc(((size_t)p->n_ctx + 1) * sizeof *base_top), *top = malloc(((size_t)p->n_ctx + 1) * sizeof *top);
-    int32_t *tk_ids = malloc(((size_t)p->n_ctx + 1) * PPL_KLD_TOP_K * sizeof *tk_ids);
-    float *tk_lp = malloc(((size_t)p->n_ctx + 1) * PPL_KLD_TOP_K * sizeof *tk_lp);
-    struct ppl_stats *st = calloc((size_t)nm, sizeof *st);
-    struct prefetch *pf = calloc((size_t)nm, sizeof *pf);
-    int32_t *gtok = malloc((size_t)PPL_REMOTE_BATCH * ((size_t)p->n_ctx + 1) * sizeof *gtok);
-    int64_t gw[PPL_REMOTE_BATCH];
-    size_t stride = (size_t)p->n_ctx + 1;
-    for (int m = 0; m < nm; m++) {
-        kld[m] = m > 0 ? malloc((size_t)(total ? total : 1) * sizeof **kld) : NULL;
-        if (m > 0 && !kld[m]) rc = QG_ERR_NOMEM;
-        ppl_stats_init(&st[m]);
-    }
-    if (!bytes || !words || !tok || !lp || !base_rows || !rows || !base_top || !top || !st || !tk_ids || !tk_lp || !pf || !gtok)
-        rc = QG_ERR_NOMEM;
-    for (int m = 0; m < nm; m++) {
-        unsigned caps = models[m]->ops->caps;
-        kld_top_k[m] = !kld_ok ? -1 : (caps & BACKEND_CAP_FULL_ROWS) ? 0 : m > 0 && (caps & BACKEND_CAP_TOP_K) ? PPL_KLD_TOP_K : -1;
-        if (rc || (caps & BACKEND_CAP_FULL_ROWS)) continue; /* local: window by window */
-        pf[m].lp = malloc(PPL_REMOTE_BATCH * stride * sizeof *pf[m].lp);
-        if (kld_top_k[m] > 0) {
-            pf[m].tk_ids = malloc(PPL_REMOTE_BATCH * stride * PPL_KLD_TOP_K * sizeof *pf[m].tk_ids);
-            pf[m].tk_lp = malloc(PPL_REMOTE_BATCH * stride * PPL_KLD_TOP_K * sizeof *pf[m].tk_lp);
-        }
-        if (!pf[m].lp || (kld_top_k[m] > 0 && (!pf[m].tk_ids || !pf[m].tk_lp))) rc = QG_ERR_NOMEM;
-    }
-    if (rc) qg_errf(err, errlen, rc, "out of memory for lockstep scoring (%d models, vocabulary %d)", nm, V);
-    if (!rc && (rc = piece_counts(models[0], ids, n, bytes, words)))
-        qg_errf(err, errlen, rc, "cannot measure the bytes of the tokens (%s)", qg_strerror(rc));
-    int64_t k = 0;
+    for (int m = 0; m < nm; m++) kld[m] = NULL;
+    struct lockstep L = {.models = models, .nm = nm, .V = info.n_vocab, .stride = (size_t)p->n_ctx + 1,
+                         .kld_ok = (backend_caps(models[0]) & BACKEND_CAP_FULL_ROWS) != 0, .kld_top_k = kld_top_k,
+                         .kld = kld};
+    int rc = lockstep_alloc(&L, ids, n, p, err, errlen);
     /* windows in groups: a remote model scores the whole group at once
      * (its requests in flight together); then each window in order, local
      * models computing theirs as before */
-    int64_t w_next = 0;
-    while (w_next < nw && !rc) {
-        int g = next_group(p, win, nw, ids, info.bos, PPL_REMOTE_BATCH, &w_next, gtok, gw);
-        for (int m = 0; m < nm && !rc && g; m++) {
-            if (!pf[m].lp) continue;
-            struct backend_score reqs[PPL_REMOTE_BATCH];
-            int K = m > 0 && kld_top_k[m] > 0 ? kld_top_k[m] : 0;
-            for (int j = 0; j < g; j++) {
-                const struct ppl_window *W = &win[gw[j]];
-                reqs[j] = (struct backend_score){.tokens = gtok + (size_t)j * stride, .n_tokens = W->n, .from = W->from,
-                                                 .logprob = pf[m].lp + (size_t)j * stride, .top_k = K,
-                                                 .top_ids = K ? pf[m].tk_ids + (size_t)j * stride * PPL_KLD_TOP_K : NULL,
-                                                 .top_lp = K ? pf[m].tk_lp + (size_t)j * stride * PPL_KLD_TOP_K : NULL};
-            }
-            if ((rc = backend_score_many(models[m], reqs, g)))
-                qg_errf(err, errlen, rc, "windows %lld-%lld, model %d: %s", (long long)gw[0], (long long)gw[g - 1], m,
-                        backend_errmsg(models[m]));
-        }
-        for (int j = 0; j < g && !rc; j++) {
-            int64_t w = gw[j];
-            const struct ppl_window *W = &win[w];
-            memcpy(tok, gtok + (size_t)j * stride, (size_t)W->n * sizeof *tok);
-            int ns = W->n - W->from;
-            for (int m = 0; m < nm && !rc; m++) {
-                /* KLD needs full rows from the baseline and the candidate; a
-                 * backend without them (http) is scored on its tokens only */
-                int full = kld_ok && (models[m]->ops->caps & BACKEND_CAP_FULL_ROWS);
-                int K = m > 0 && kld_top_k[m] > 0 ? kld_top_k[m] : 0;
-                const double *lpm = lp;
-                const int32_t *tki = tk_ids;
-                const float *tkl = tk_lp;
-                if (pf[m].lp) { /* scored with its group */
-                    lpm = pf[m].lp + (size_t)j * stride;
-                    if (K) tki = pf[m].tk_ids + (size_t)j * stride * PPL_KLD_TOP_K, tkl = pf[m].tk_lp + (size_t)j * stride * PPL_KLD_TOP_K;
-                } else {
-                    struct backend_score req = {.tokens = tok, .n_tokens = W->n, .from = W->from, .logprob = lp,
-                                                .rows = full ? (m == 0 ? base_rows : rows) : NULL,
-                                                .argmax = full ? (m == 0 ? base_top : top) : NULL,
-                                                .top_k = K, .top_ids = K ? tk_ids : NULL, .top_lp = K ? tk_lp : NULL};
-                    if ((rc = backend_score(models[m], &req))) {
-                        qg_errf(err, errlen, rc, "window %lld, model %d: %s", (long long)w, m, backend_errmsg(models[m]));
-                        break;
-                    }
-                }
-                struct ppl_lockstep_window lw = {0};
-                for (int i = 0; i < ns; i++) {
-                    double nll = -lpm[i];
-                    lw.stat.nll += nll;
-                    lw.stat.nll2 += nll * nll;
-                    lw.stat.tokens++;
-                    lw.stat.bytes += bytes[W->start + W->from + i];
-                    lw.stat.words += words[W->start + W->from + i];
-                    if (m == 0) continue;
-                    if (K) { /* top-K with one bucket for the rest: a lower bound */
-                        const float *b = base_rows + (size_t)i * V;
-                        const int32_t *ti = tki + (size_t)i * K;
-                        const float *tl = tkl + (size_t)i * K;
-                        double kl = 0, pb_s = 0, pm_s = 0;
-                        for (int q = 0; q < K; q++) {
-                            if (ti[q] < 0 || ti[q] >= V) continue;
-                            double pb = exp((double)b[ti[q]]);
-                            kl += pb * ((double)b[ti[q]] - (double)tl[q]);
-                            pb_s += pb;
-                            pm_s += exp((double)tl[q]);
-                        }
-                        double pb_t = fmax(0, 1 - pb_s), pm_t = fmax(1e-12, 1 - pm_s);
-                        if (pb_t > 0) kl += pb_t * (log(pb_t) - log(pm_t));
-                        int32_t x = tok[W->from + i];
-                        lw.kld_sum += kl;
-                        lw.dp_sum += exp(lpm[i]) - exp((double)b[x]);
-                        lw.top1_agree += ti[0] >= 0 && ti[0] == base_top[i];
-                        kld[m][k + i] = kl;
-                        continue;
-                    }
-                    if (!full) {
-                        lw.kld_sum = lw.dp_sum = NAN;
-                        kld[m][k + i] = NAN;
-                        continue;
-                    }
-                    const float *b = base_rows + (size_t)i * V, *c = rows + (size_t)i * V;
-                    double kl = 0;
-                    for (int v = 0; v < V; v++) {
-                        double pb = exp((double)b[v]);
-                        kl += pb * ((double)b[v] - (double)c[v]);
-                    }
-                    int32_t x = tok[W->from + i];
-                    lw.kld_sum += kl;
-                    lw.dp_sum += exp((double)c[x]) - exp((double)b[x]);
-                    lw.top1_agree += top[i] == base_top[i];
-                    kld[m][k + i] = kl;
-                }
-                ppl_stats_add(&st[m], &lw.stat);
-                if (fn && (rc = fn(ud, w, m, &lw))) qg_errf(err, errlen, rc, "storing window %lld failed", (long long)w);
-            }
-            k += ns;
-        }
+    int64_t w_next = 0, gw[PPL_REMOTE_BATCH];
+    while (!rc && w_next < L.nw) {
+        int g = next_group(p, L.win, L.nw, ids, info.bos, PPL_REMOTE_BATCH, &w_next, L.gtok, gw);
+        rc = lockstep_prefetch(&L, g, gw, err, errlen);
+        for (int j = 0; j < g && !rc; j++) rc = lockstep_window(&L, j, gw[j], fn, ud, err, errlen);
     }
-    for (int m = 0; m < nm; m++) ppl_stats_result(&st[m], &res[m]);
-    *n_kld = k;
-    free(win);
-    free(bytes);
-    free(words);
-    free(tok);
-    free(lp);
-    free(base_rows);
-    free(rows);
-    free(base_top);
-    free(top);
-    free(tk_ids);
-    free(tk_lp);
-    free(st);
-    for (int m = 0; pf && m < nm; m++) free(pf[m].lp), free(pf[m].tk_ids), free(pf[m].tk_lp);
-    free(pf);
-    free(gtok);
+    for (int m = 0; m < nm && L.st; m++) ppl_stats_result(&L.st[m], &res[m]);
+    *n_kld = L.k;
+    lockstep_release(&L);
     if (rc)
         for (int m = 0; m < nm; m++) {
             free(kld[m]);
