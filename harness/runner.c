@@ -220,98 +220,126 @@ static int finish_trial(struct runner *r, int64_t trial, int ok, int64_t items, 
     return rc;
 }
 
-/* one perplexity task, all models in lockstep */
-static int run_lockstep(struct runner *r, int t, int repeat, char *err, size_t errlen)
+/* Tokenizes a perplexity task's text with every model; they must agree. */
+static int lockstep_tokens(struct runner *r, const struct task_config *st, int32_t **ids, int64_t *k, char *err,
+                           size_t errlen)
 {
-    const struct task_config *st = &r->suite->tasks[t];
     const struct runner_params *p = r->p;
-    int nm = p->n_models, rc = QG_OK;
-    for (int m = 0; m < nm; m++)
-        if (st->ctx > r->n_ctx[m])
-            return qg_errf(err, errlen, QG_ERR_USAGE, "task '%s': ctx %d is longer than model '%s''s context %d", st->name,
-                           st->ctx, p->names[m], r->n_ctx[m]);
-    char *buf;
+    char *buf = NULL;
     size_t n;
-    if ((rc = qg_read_file(task_config_file(st, "data")->path, (size_t)1 << 32, &buf, &n, err, errlen))) return rc;
-    int32_t *ids[RUNNER_MAX_MODELS] = {0};
-    int64_t k[RUNNER_MAX_MODELS] = {0};
-    for (int m = 0; m < nm && !rc; m++) {
+    int rc = task_read_text(st, &buf, &n, err, errlen);
+    for (int m = 0; m < p->n_models && !rc; m++) {
         if ((rc = backend_tokenize(&r->b[m], buf, n, 1, &ids[m], &k[m]))) qg_errf(err, errlen, rc, "tokenizing failed");
         else if (m > 0 && (k[m] != k[0] || memcmp(ids[m], ids[0], (size_t)k[0] * sizeof *ids[0]) != 0))
             rc = qg_errf(err, errlen, QG_ERR_DATA, "task '%s': models '%s' and '%s' tokenize the text differently; "
                          "a paired comparison needs the same tokens", st->name, p->names[0], p->names[m]);
     }
     free(buf);
-    struct lock_sink ks = {.r = r};
-    /* lockstep: when any model's trial is unfinished, all rerun (the others'
-     * rows are overwritten with identical values) */
-    int all_done = 1;
-    for (int m = 0; m < nm && !rc; m++) {
+    return rc;
+}
+
+/* The trials of every model on task t at repeat: 1 in *all_done when all
+ * are done already; else each is restarted or created (lockstep: when any
+ * model's trial is unfinished, all rerun, the others' rows overwritten with
+ * identical values). */
+static int lockstep_trials(struct runner *r, int t, int repeat, int64_t *trials, int *all_done, char *err, size_t errlen)
+{
+    const struct runner_params *p = r->p;
+    *all_done = 1;
+    for (int m = 0; m < p->n_models; m++) {
         int64_t id;
         int tstatus;
         if (store_trial_find(r->s, r->run_id, p->names[m], r->task_ids[t], repeat, &id, &tstatus) != QG_OK ||
             tstatus != STORE_TRIAL_DONE)
-            all_done = 0;
+            *all_done = 0;
     }
-    if (!rc && all_done) {
-        for (int m = 0; m < nm; m++) free(ids[m]);
-        return QG_OK;
-    }
-    for (int m = 0; m < nm && !rc; m++) {
+    int rc = QG_OK;
+    for (int m = 0; m < p->n_models && !rc && !*all_done; m++) {
         int tstatus;
-        int f = store_trial_find(r->s, r->run_id, p->names[m], r->task_ids[t], repeat, &ks.trials[m], &tstatus);
+        int f = store_trial_find(r->s, r->run_id, p->names[m], r->task_ids[t], repeat, &trials[m], &tstatus);
         if (f == QG_OK) {
-            rc = store_trial_restart(r->s, ks.trials[m]);
+            rc = store_trial_restart(r->s, trials[m]);
         } else if (f == QG_ERR_NOTFOUND) {
             struct store_trial_new tr = {.run_id = r->run_id, .model_id = r->model_ids[m], .task_id = r->task_ids[t],
                                          .repeat = repeat, .seed = (int64_t)p->seed + repeat};
-            rc = store_trial_create(r->s, &tr, &ks.trials[m]);
+            rc = store_trial_create(r->s, &tr, &trials[m]);
         } else {
             rc = f;
         }
         if (rc) qg_errf(err, errlen, rc, "%s", store_errmsg(r->s));
     }
+    return rc;
+}
+
+/* A lockstep trial's metrics: PPL figures, and for a candidate with KLD
+ * (kld NULL or NaN: a backend without full rows or top-K) its summary. */
+static cJSON *lockstep_metrics(const struct ppl_result *res, double *kld, int64_t n_kld, int top_k,
+                               const struct lock_sink *ks, int m)
+{
+    cJSON *mj = cJSON_CreateObject();
+    cJSON_AddNumberToObject(mj, "ppl", res->ppl);
+    cJSON_AddNumberToObject(mj, "ppl_se_cluster", res->ppl_se_cluster);
+    cJSON_AddNumberToObject(mj, "nll_mean", res->nll_mean);
+    cJSON_AddNumberToObject(mj, "bits_per_byte", res->bits_per_byte);
+    cJSON_AddNumberToObject(mj, "tokens_scored", (double)res->tokens);
+    if (m == 0 || n_kld <= 0 || !kld || isnan(kld[0])) return mj;
+    struct kld_summary s;
+    kld_summarize(kld, n_kld, &s);
+    cJSON_AddNumberToObject(mj, "kld_mean", s.mean);
+    cJSON_AddNumberToObject(mj, "kld_median", s.median);
+    cJSON_AddNumberToObject(mj, "kld_p90", s.p90);
+    cJSON_AddNumberToObject(mj, "kld_p99", s.p99);
+    cJSON_AddNumberToObject(mj, "kld_p999", s.p999);
+    cJSON_AddNumberToObject(mj, "kld_max", s.max);
+    cJSON_AddNumberToObject(mj, "top1_agree", (double)ks->top1[m] / (double)ks->tokens[m]);
+    cJSON_AddNumberToObject(mj, "dp_mean", ks->dp[m] / (double)ks->tokens[m]);
+    if (top_k > 0) cJSON_AddNumberToObject(mj, "kld_top_k", top_k); /* a lower bound */
+    return mj;
+}
+
+static void print_lockstep(const char *model, const char *task, int repeat, int m, const struct ppl_result *res,
+                           const cJSON *mj)
+{
+    printf("  %-10s %-16s r%d %6lld windows  ppl %.4f", model, task, repeat, (long long)res->windows, res->ppl);
+    const cJSON *km = cJSON_GetObjectItem(mj, "kld_mean"), *t1 = cJSON_GetObjectItem(mj, "top1_agree");
+    if (m > 0 && km && t1) printf("  KLD mean %.6f  same top-1 %.2f%%", km->valuedouble, 100 * t1->valuedouble);
+    printf("\n");
+}
+
+/* one perplexity task, all models in lockstep */
+static int run_lockstep(struct runner *r, int t, int repeat, char *err, size_t errlen)
+{
+    const struct task_config *st = &r->suite->tasks[t];
+    const struct runner_params *p = r->p;
+    int nm = p->n_models, all_done = 0;
+    for (int m = 0; m < nm; m++)
+        if (st->ctx > r->n_ctx[m])
+            return qg_errf(err, errlen, QG_ERR_USAGE, "task '%s': ctx %d is longer than model '%s''s context %d", st->name,
+                           st->ctx, p->names[m], r->n_ctx[m]);
+    int32_t *ids[RUNNER_MAX_MODELS] = {0};
+    int64_t k[RUNNER_MAX_MODELS] = {0};
+    struct lock_sink ks = {.r = r};
+    int rc = lockstep_tokens(r, st, ids, k, err, errlen);
+    if (!rc) rc = lockstep_trials(r, t, repeat, ks.trials, &all_done, err, errlen);
     double *kld[RUNNER_MAX_MODELS] = {0};
     int64_t n_kld = 0;
-    struct ppl_result res[RUNNER_MAX_MODELS];
+    struct ppl_result res[RUNNER_MAX_MODELS] = {0};
     const struct backend *bs[RUNNER_MAX_MODELS];
     for (int m = 0; m < nm; m++) bs[m] = &r->b[m];
     struct ppl_params pp = {.protocol = st->protocol, .n_ctx = st->ctx, .stride = st->stride, .max_windows = st->chunks,
                             .shard_index = p->shard_index, .shard_count = p->shard_count};
     int kld_top_k[RUNNER_MAX_MODELS] = {0};
-    if (!rc) rc = ppl_evaluate_lockstep(bs, nm, ids[0], k[0], &pp, on_window, &ks, kld, &n_kld, kld_top_k, res, err, errlen);
-    int frc = flush(r, rc == QG_OK);
-    if (!rc) rc = frc;
-    for (int m = 0; m < nm && ks.trials[m]; m++) {
-        cJSON *mj = cJSON_CreateObject();
-        if (!rc) {
-            cJSON_AddNumberToObject(mj, "ppl", res[m].ppl);
-            cJSON_AddNumberToObject(mj, "ppl_se_cluster", res[m].ppl_se_cluster);
-            cJSON_AddNumberToObject(mj, "nll_mean", res[m].nll_mean);
-            cJSON_AddNumberToObject(mj, "bits_per_byte", res[m].bits_per_byte);
-            cJSON_AddNumberToObject(mj, "tokens_scored", (double)res[m].tokens);
-            if (m > 0 && n_kld > 0 && !isnan(kld[m][0])) { /* NaN: a backend without full rows (http) */
-                struct kld_summary ks_m;
-                kld_summarize(kld[m], n_kld, &ks_m);
-                cJSON_AddNumberToObject(mj, "kld_mean", ks_m.mean);
-                cJSON_AddNumberToObject(mj, "kld_median", ks_m.median);
-                cJSON_AddNumberToObject(mj, "kld_p90", ks_m.p90);
-                cJSON_AddNumberToObject(mj, "kld_p99", ks_m.p99);
-                cJSON_AddNumberToObject(mj, "kld_p999", ks_m.p999);
-                cJSON_AddNumberToObject(mj, "kld_max", ks_m.max);
-                cJSON_AddNumberToObject(mj, "top1_agree", (double)ks.top1[m] / (double)ks.tokens[m]);
-                cJSON_AddNumberToObject(mj, "dp_mean", ks.dp[m] / (double)ks.tokens[m]);
-                if (kld_top_k[m] > 0) cJSON_AddNumberToObject(mj, "kld_top_k", kld_top_k[m]); /* a lower bound */
-            }
-        }
+    if (!rc && !all_done)
+        rc = ppl_evaluate_lockstep(bs, nm, ids[0], k[0], &pp, on_window, &ks, kld, &n_kld, kld_top_k, res, err, errlen);
+    if (!all_done) {
+        int frc = flush(r, rc == QG_OK);
+        if (!rc) rc = frc;
+    }
+    for (int m = 0; m < nm && ks.trials[m] && !all_done; m++) {
+        cJSON *mj = rc ? cJSON_CreateObject() : lockstep_metrics(&res[m], kld[m], n_kld, kld_top_k[m], &ks, m);
         int rc2 = finish_trial(r, ks.trials[m], rc == QG_OK, res[m].windows, res[m].tokens, 0, mj, rc ? err : NULL);
         if (!rc && rc2) rc = qg_errf(err, errlen, rc2, "%s", store_errmsg(r->s));
-        if (!rc && !p->quiet) {
-            printf("  %-10s %-16s r%d %6lld windows  ppl %.4f", p->names[m], st->name, repeat, (long long)res[m].windows, res[m].ppl);
-            const cJSON *km = cJSON_GetObjectItem(mj, "kld_mean"), *t1 = cJSON_GetObjectItem(mj, "top1_agree");
-            if (m > 0 && km && t1) printf("  KLD mean %.6f  same top-1 %.2f%%", km->valuedouble, 100 * t1->valuedouble);
-            printf("\n");
-        }
+        if (!rc && !p->quiet) print_lockstep(p->names[m], st->name, repeat, m, &res[m], mj);
         cJSON_Delete(mj);
     }
     for (int m = 0; m < nm; m++) {
@@ -391,7 +419,7 @@ static int64_t estimate_rows(struct runner *r)
             size_t len;
             int32_t *ids = NULL;
             int64_t k = 0;
-            if (qg_read_file(task_config_file(st, "data")->path, (size_t)1 << 32, &buf, &len, err, sizeof err)) return 0;
+            if (task_read_text(st, &buf, &len, err, sizeof err)) return 0;
             int rc = backend_tokenize(&r->b[0], buf, len, 1, &ids, &k);
             free(buf);
             struct ppl_params pp = {.protocol = st->protocol, .n_ctx = st->ctx, .stride = st->stride, .max_windows = st->chunks};

@@ -311,144 +311,190 @@ static unsigned fail(cJSON **out, unsigned status, const char *type, const char 
 }
 
 /* A completion: the status and the response body (a result or an error). */
-static unsigned completion(struct server *s, const cJSON *req, cJSON **out)
+/* A completion request, parsed and range-checked. */
+struct completion_req {
+    int echo, top_k, plp_k, max_tokens; /* top_k -1: no logprobs; plp_k -1: no prompt_logprobs */
+    struct backend_gen_params gp;
+    const char *stops[4];
+};
+
+/* A completion's results; owned, freed by completion_out_release. */
+struct completion_out {
+    int32_t *ids, *gen, *seq;
+    int64_t n, n_gen;
+    char *ptext, *gtext;
+    cJSON *lpo, *plpo;
+};
+
+static void completion_out_release(struct completion_out *o)
 {
-    const cJSON *model = cJSON_GetObjectItem(req, "model");
-    if (model && (!cJSON_IsString(model) || strcmp(model->valuestring, s->model_id)))
-        return fail(out, 404, "invalid_request_error", "model '%s' is not served here (this server serves '%s')",
-                          cJSON_IsString(model) ? model->valuestring : "?", s->model_id);
-    const cJSON *n_choices = cJSON_GetObjectItem(req, "n");
-    if (n_choices && (!cJSON_IsNumber(n_choices) || n_choices->valuedouble != 1))
-        return fail(out, 400, "invalid_request_error", "only \"n\": 1 is supported");
-    int echo = cJSON_IsTrue(cJSON_GetObjectItem(req, "echo"));
-    const cJSON *jl = cJSON_GetObjectItem(req, "logprobs"), *jm = cJSON_GetObjectItem(req, "max_tokens");
-    int top_k = -1; /* -1: no logprobs */
-    if (jl && !cJSON_IsNull(jl)) {
-        if (!cJSON_IsNumber(jl) || jl->valuedouble < 0 || jl->valuedouble > 20)
-            return fail(out, 400, "invalid_request_error", "\"logprobs\" must be an integer 0..20");
-        top_k = (int)jl->valuedouble;
-    }
-    int plp_k = -1; /* vLLM's prompt_logprobs; -1: not asked */
-    const cJSON *jp = cJSON_GetObjectItem(req, "prompt_logprobs");
-    if (jp && !cJSON_IsNull(jp)) {
-        if (s->no_vllm_prompt_logprobs) return fail(out, 400, "invalid_request_error", "unknown parameter \"prompt_logprobs\"");
-        if (!cJSON_IsNumber(jp) || jp->valuedouble < 0 || jp->valuedouble > 20)
-            return fail(out, 400, "invalid_request_error", "\"prompt_logprobs\" must be an integer 0..20");
-        plp_k = (int)jp->valuedouble;
-    }
-    int max_tokens = 16;
-    if (jm && !cJSON_IsNull(jm)) {
-        if (!cJSON_IsNumber(jm) || jm->valuedouble < 0 || jm->valuedouble > 1e6)
-            return fail(out, 400, "invalid_request_error", "\"max_tokens\" must be a non-negative integer");
-        max_tokens = (int)jm->valuedouble;
-    }
-    struct backend_gen_params gp = {.max_tokens = max_tokens, .temperature = 1.0f, .top_p = 1.0f, .seed = 0};
+    cJSON_Delete(o->lpo);
+    cJSON_Delete(o->plpo);
+    free(o->ids), free(o->gen), free(o->seq), free(o->ptext), free(o->gtext);
+}
+
+/* An optional integer member k in [0, hi]; *v untouched when absent or null. */
+static int opt_int(const cJSON *req, const char *k, double hi, int *v)
+{
+    const cJSON *j = cJSON_GetObjectItem(req, k);
+    if (!j || cJSON_IsNull(j)) return 0;
+    if (!cJSON_IsNumber(j) || j->valuedouble < 0 || j->valuedouble > hi) return -1;
+    *v = (int)j->valuedouble;
+    return 0;
+}
+
+/* Sampling: ranges checked before any conversion (an out-of-range one is undefined). */
+static unsigned parse_sampling(const cJSON *req, struct completion_req *q, cJSON **out)
+{
     const cJSON *v;
-    /* ranges checked before any conversion (an out-of-range one is undefined) */
     if ((v = cJSON_GetObjectItem(req, "temperature")) && cJSON_IsNumber(v)) {
         if (!(v->valuedouble >= 0 && v->valuedouble <= 100))
             return fail(out, 400, "invalid_request_error", "\"temperature\" must be in [0, 100]");
-        gp.temperature = (float)v->valuedouble;
+        q->gp.temperature = (float)v->valuedouble;
     }
     if ((v = cJSON_GetObjectItem(req, "top_p")) && cJSON_IsNumber(v)) {
         if (!(v->valuedouble > 0 && v->valuedouble <= 1)) return fail(out, 400, "invalid_request_error", "\"top_p\" must be in (0, 1]");
-        gp.top_p = (float)v->valuedouble;
+        q->gp.top_p = (float)v->valuedouble;
     }
     if ((v = cJSON_GetObjectItem(req, "seed")) && cJSON_IsNumber(v)) { /* an integer; a negative one as its 64-bit pattern */
         double d = v->valuedouble;
         if (d != floor(d) || d < -9223372036854775808.0 || d >= 18446744073709551616.0)
             return fail(out, 400, "invalid_request_error", "\"seed\" must be an integer");
-        gp.seed = d < 0 ? (uint64_t)(int64_t)d : (uint64_t)d;
+        q->gp.seed = d < 0 ? (uint64_t)(int64_t)d : (uint64_t)d;
     }
-    const char *stops[4];
     const cJSON *st = cJSON_GetObjectItem(req, "stop");
-    if (cJSON_IsString(st)) stops[gp.n_stop++] = st->valuestring;
+    if (cJSON_IsString(st)) q->stops[q->gp.n_stop++] = st->valuestring;
     else if (cJSON_IsArray(st)) {
         cJSON_ArrayForEach(v, st)
         {
-            if (!cJSON_IsString(v) || gp.n_stop == 4)
+            if (!cJSON_IsString(v) || q->gp.n_stop == 4)
                 return fail(out, 400, "invalid_request_error", "\"stop\" must be a string or up to 4 strings");
-            stops[gp.n_stop++] = v->valuestring;
+            q->stops[q->gp.n_stop++] = v->valuestring;
         }
     }
-    gp.stop = stops;
+    q->gp.stop = q->stops;
+    return 0;
+}
 
-    char msg[512];
-    int32_t *ids = NULL, *gen = NULL, *seq = NULL;
-    int64_t n = 0, n_gen = 0;
-    char *ptext = NULL, *gtext = NULL;
-    cJSON *lpo = NULL, *plpo = NULL;
-    unsigned status;
+/* 0 with *q filled, or the HTTP status of the error written to *out. */
+static unsigned parse_completion(struct server *s, const cJSON *req, struct completion_req *q, cJSON **out)
+{
+    memset(q, 0, sizeof *q);
+    const cJSON *model = cJSON_GetObjectItem(req, "model");
+    if (model && (!cJSON_IsString(model) || strcmp(model->valuestring, s->model_id)))
+        return fail(out, 404, "invalid_request_error", "model '%s' is not served here (this server serves '%s')",
+                    cJSON_IsString(model) ? model->valuestring : "?", s->model_id);
+    const cJSON *n_choices = cJSON_GetObjectItem(req, "n");
+    if (n_choices && (!cJSON_IsNumber(n_choices) || n_choices->valuedouble != 1))
+        return fail(out, 400, "invalid_request_error", "only \"n\": 1 is supported");
+    q->echo = cJSON_IsTrue(cJSON_GetObjectItem(req, "echo"));
+    q->top_k = q->plp_k = -1;
+    q->max_tokens = 16;
+    if (opt_int(req, "logprobs", 20, &q->top_k)) return fail(out, 400, "invalid_request_error", "\"logprobs\" must be an integer 0..20");
+    const cJSON *jp = cJSON_GetObjectItem(req, "prompt_logprobs");
+    if (jp && !cJSON_IsNull(jp) && s->no_vllm_prompt_logprobs)
+        return fail(out, 400, "invalid_request_error", "unknown parameter \"prompt_logprobs\"");
+    if (opt_int(req, "prompt_logprobs", 20, &q->plp_k))
+        return fail(out, 400, "invalid_request_error", "\"prompt_logprobs\" must be an integer 0..20");
+    if (opt_int(req, "max_tokens", 1e6, &q->max_tokens))
+        return fail(out, 400, "invalid_request_error", "\"max_tokens\" must be a non-negative integer");
+    q->gp = (struct backend_gen_params){.max_tokens = q->max_tokens, .temperature = 1.0f, .top_p = 1.0f, .seed = 0};
+    return parse_sampling(req, q, out);
+}
+
+/* Runs the request on a model instance: tokens, generation, log-probs.
+ * 0 or an HTTP status with msg. */
+static unsigned run_completion(struct server *s, const cJSON *req, const struct completion_req *q, struct completion_out *o,
+                               char *msg, size_t msglen)
+{
     int rc = QG_OK;
     struct backend *b = acquire(s);
-    status = prompt_ids(s, b, cJSON_GetObjectItem(req, "prompt"), &ids, &n, &ptext, msg, sizeof msg);
+    unsigned status = prompt_ids(s, b, cJSON_GetObjectItem(req, "prompt"), &o->ids, &o->n, &o->ptext, msg, msglen);
     /* n prompt tokens and max_tokens new ones take n + max_tokens - 1
      * evaluated positions (the last token is only a target) */
-    if (!status && n + max_tokens - 1 > s->info.n_ctx_train && s->info.n_ctx_train > 0) {
+    if (!status && o->n + q->max_tokens - 1 > s->info.n_ctx_train && s->info.n_ctx_train > 0) {
         status = 400;
-        snprintf(msg, sizeof msg, "prompt (%lld tokens) plus max_tokens (%d) needs %lld positions, over the context length %d",
-                 (long long)n, max_tokens, (long long)n + max_tokens - 1, s->info.n_ctx_train);
+        snprintf(msg, msglen, "prompt (%lld tokens) plus max_tokens (%d) needs %lld positions, over the context length %d",
+                 (long long)o->n, q->max_tokens, (long long)o->n + q->max_tokens - 1, s->info.n_ctx_train);
     }
-    if (!status && max_tokens > 0) rc = backend_generate(b, ids, n, &gp, &gtext, &gen, &n_gen);
+    if (!status && q->max_tokens > 0) rc = backend_generate(b, o->ids, o->n, &q->gp, &o->gtext, &o->gen, &o->n_gen);
     double *lp = NULL;
     float *rows = NULL;
-    if (!status && !rc && ((top_k >= 0 && (echo || n_gen > 0)) || plp_k >= 0)) {
-        seq = malloc((size_t)(n + n_gen) * sizeof *seq);
-        if (!seq) rc = QG_ERR_NOMEM;
+    int64_t n = o->n, n_gen = o->n_gen;
+    if (!status && !rc && ((q->top_k >= 0 && (q->echo || n_gen > 0)) || q->plp_k >= 0)) {
+        o->seq = malloc((size_t)(n + n_gen) * sizeof *o->seq);
+        if (!o->seq) rc = QG_ERR_NOMEM;
         else {
-            memcpy(seq, ids, (size_t)n * sizeof *seq);
-            if (n_gen) memcpy(seq + n, gen, (size_t)n_gen * sizeof *seq);
+            memcpy(o->seq, o->ids, (size_t)n * sizeof *o->seq);
+            if (n_gen) memcpy(o->seq + n, o->gen, (size_t)n_gen * sizeof *o->seq);
             /* the generated tokens only when their log-probs are asked for:
              * prompt_logprobs alone scores the prompt as echo does, in one
              * batch of the same size, so the numbers are the same */
-            int64_t n_scored = top_k >= 0 ? n + n_gen : n;
-            rc = score_seq(s, b, seq, n_scored, top_k > 0 || plp_k >= 0, &lp, &rows);
+            int64_t n_scored = q->top_k >= 0 ? n + n_gen : n;
+            rc = score_seq(s, b, o->seq, n_scored, q->top_k > 0 || q->plp_k >= 0, &lp, &rows);
         }
     }
     release(s, b);
-    if (!status && !rc && seq && top_k >= 0 && !(lpo = logprobs_json(s, seq, n + n_gen, n, echo ? 0 : n, top_k, lp, rows)))
+    if (!status && !rc && o->seq && q->top_k >= 0 &&
+        !(o->lpo = logprobs_json(s, o->seq, n + n_gen, n, q->echo ? 0 : n, q->top_k, lp, rows)))
         rc = QG_ERR_NOMEM;
-    if (!status && !rc && seq && plp_k >= 0 && !(plpo = vllm_prompt_logprobs(s, seq, n, plp_k, lp, rows))) rc = QG_ERR_NOMEM;
+    if (!status && !rc && o->seq && q->plp_k >= 0 && !(o->plpo = vllm_prompt_logprobs(s, o->seq, n, q->plp_k, lp, rows)))
+        rc = QG_ERR_NOMEM;
     free(lp), free(rows);
+    if (!status && rc) status = 500, snprintf(msg, msglen, "the model failed: %s", qg_strerror(rc));
+    return status;
+}
+
+/* The OpenAI text_completion object (takes o's log-prob objects). */
+static cJSON *completion_json(struct server *s, int64_t id, const struct completion_req *q, struct completion_out *o)
+{
+    struct sbuf text;
+    sbuf_init(&text, (size_t)1 << 30);
+    if (q->echo) sbuf_append(&text, o->ptext, strlen(o->ptext));
+    if (o->gtext) sbuf_append(&text, o->gtext, strlen(o->gtext));
+    char *clean = utf8_sanitize(text.data ? text.data : "");
+    sbuf_release(&text);
+    cJSON *j = cJSON_CreateObject();
+    char cid[48];
+    snprintf(cid, sizeof cid, "cmpl-qgate-%lld", (long long)id);
+    cJSON_AddStringToObject(j, "id", cid);
+    cJSON_AddStringToObject(j, "object", "text_completion");
+    cJSON_AddNumberToObject(j, "created", (double)time(NULL));
+    cJSON_AddStringToObject(j, "model", s->model_id);
+    cJSON *ch = cJSON_CreateObject();
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "choices"), ch);
+    cJSON_AddNumberToObject(ch, "index", 0);
+    cJSON_AddStringToObject(ch, "text", clean ? clean : "");
+    if (o->lpo) cJSON_AddItemToObject(ch, "logprobs", o->lpo), o->lpo = NULL;
+    else cJSON_AddNullToObject(ch, "logprobs");
+    if (o->plpo) cJSON_AddItemToObject(ch, "prompt_logprobs", o->plpo), o->plpo = NULL;
+    cJSON_AddStringToObject(ch, "finish_reason", q->max_tokens > 0 && o->n_gen >= q->max_tokens ? "length" : "stop");
+    cJSON *u = cJSON_AddObjectToObject(j, "usage");
+    cJSON_AddNumberToObject(u, "prompt_tokens", (double)o->n);
+    cJSON_AddNumberToObject(u, "completion_tokens", (double)o->n_gen);
+    cJSON_AddNumberToObject(u, "total_tokens", (double)(o->n + o->n_gen));
+    free(clean);
+    return j;
+}
+
+static unsigned completion(struct server *s, const cJSON *req, cJSON **out)
+{
+    struct completion_req q;
+    unsigned status = parse_completion(s, req, &q, out);
+    if (status) return status;
+    char msg[512];
+    struct completion_out o = {0};
+    status = run_completion(s, req, &q, &o, msg, sizeof msg);
     pthread_mutex_lock(&s->lock);
     int64_t id = ++s->next_id;
     pthread_mutex_unlock(&s->lock);
-    if (!status && rc) status = 500, snprintf(msg, sizeof msg, "the model failed: %s", qg_strerror(rc));
     if (status) {
         fail(out, status, status == 500 ? "server_error" : "invalid_request_error", "%s", msg);
     } else {
-        struct sbuf text;
-        sbuf_init(&text, (size_t)1 << 30);
-        if (echo) sbuf_append(&text, ptext, strlen(ptext));
-        if (gtext) sbuf_append(&text, gtext, strlen(gtext));
-        char *clean = utf8_sanitize(text.data ? text.data : "");
-        sbuf_release(&text);
-        cJSON *j = cJSON_CreateObject();
-        char cid[48];
-        snprintf(cid, sizeof cid, "cmpl-qgate-%lld", (long long)id);
-        cJSON_AddStringToObject(j, "id", cid);
-        cJSON_AddStringToObject(j, "object", "text_completion");
-        cJSON_AddNumberToObject(j, "created", (double)time(NULL));
-        cJSON_AddStringToObject(j, "model", s->model_id);
-        cJSON *ch = cJSON_CreateObject();
-        cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "choices"), ch);
-        cJSON_AddNumberToObject(ch, "index", 0);
-        cJSON_AddStringToObject(ch, "text", clean ? clean : "");
-        if (lpo) cJSON_AddItemToObject(ch, "logprobs", lpo), lpo = NULL;
-        else cJSON_AddNullToObject(ch, "logprobs");
-        if (plpo) cJSON_AddItemToObject(ch, "prompt_logprobs", plpo), plpo = NULL;
-        cJSON_AddStringToObject(ch, "finish_reason", max_tokens > 0 && n_gen >= max_tokens ? "length" : "stop");
-        cJSON *u = cJSON_AddObjectToObject(j, "usage");
-        cJSON_AddNumberToObject(u, "prompt_tokens", (double)n);
-        cJSON_AddNumberToObject(u, "completion_tokens", (double)n_gen);
-        cJSON_AddNumberToObject(u, "total_tokens", (double)(n + n_gen));
-        free(clean);
-        *out = j;
+        *out = completion_json(s, id, &q, &o);
         status = 200;
     }
-    cJSON_Delete(lpo);
-    cJSON_Delete(plpo);
-    free(ids), free(gen), free(seq), free(ptext), free(gtext);
+    completion_out_release(&o);
     return status;
 }
 

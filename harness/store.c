@@ -1,5 +1,6 @@
 /* store — SQLite results database: schema, migrations, writes, listings. */
 #include "harness/store.h"
+#include "metrics/rows.h"
 #include "core/status.h"
 #include "core/util.h"
 
@@ -1026,22 +1027,17 @@ static void detach(struct store *s)
     sqlite3_exec(s->db, "DETACH DATABASE src", NULL, NULL, NULL);
 }
 
-int store_merge_shards(struct store *s, const char *const *inputs, int n, int64_t *run_id)
+/* Reads every shard's description and checks that together they are the
+ * shards of one run, each exactly once. */
+static int merge_validate(struct store *s, const char *const *inputs, int n, struct shard_info *si)
 {
-    *run_id = 0;
-    if (n < 1) return qg_errf(s->err, sizeof s->err, QG_ERR_USAGE, "no shard files");
-    struct shard_info *si = calloc((size_t)n, sizeof *si);
-    if (!si) return QG_ERR_NOMEM;
     int rc = QG_OK;
     for (int i = 0; i < n && !rc; i++) {
         char e[QG_ERRMSG_MAX];
         struct store *chk; /* validates: a qgate store, this schema, not corrupt */
         struct store_params p = store_default_params();
         p.readonly = 1;
-        if ((rc = store_open(inputs[i], &p, &chk, e, sizeof e))) {
-            qg_errf(s->err, sizeof s->err, rc, "%s", e);
-            break;
-        }
+        if ((rc = store_open(inputs[i], &p, &chk, e, sizeof e))) return qg_errf(s->err, sizeof s->err, rc, "%s", e);
         store_close(chk);
         if ((rc = attach(s, inputs[i]))) break;
         rc = shard_read(s, inputs[i], &si[i]);
@@ -1059,25 +1055,24 @@ int store_merge_shards(struct store *s, const char *const *inputs, int n, int64_
     }
     if (!rc && si[0].count != n)
         rc = qg_errf(s->err, sizeof s->err, QG_ERR_DATA, "the run has %lld shards but %d files were given", (long long)si[0].count, n);
-    if (rc) {
-        free(si);
-        return rc;
-    }
-    /* shard 0's file provides the run's description */
-    int first = 0;
-    for (int i = 0; i < n; i++)
-        if (si[i].index == 0) first = i;
-    rc = attach(s, inputs[first]);
-    if (!rc) rc = store_begin(s);
+    return rc;
+}
+
+/* The new run from shard 0's file (attached as src): the run, its models,
+ * tasks, datasets and trials (each trial not yet counted), one transaction. */
+static int merge_copy_run(struct store *s, int64_t *run_id)
+{
+    int rc = store_begin(s);
     char uid[33];
     random_uid(uid);
     sqlite3_stmt *st = NULL;
     if (!rc) rc = prepare(s, "INSERT INTO runs(uid, created_at, finished_at, status, command, qgate_version, host, suite_name, "
-                             "suite_hash, suite_json, seed, repeats, shard_index, shard_count) SELECT ?, created_at, NULL, "
-                             "0, command, qgate_version, host, suite_name, suite_hash, suite_json, seed, repeats, 0, 1 "
+                             "suite_hash, suite_json, seed, repeats, shard_index, shard_count) SELECT ?1, created_at, NULL, "
+                             "?2, command, qgate_version, host, suite_name, suite_hash, suite_json, seed, repeats, 0, 1 "
                              "FROM src.runs", &st);
     if (!rc) {
         sqlite3_bind_text(st, 1, uid, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int(st, 2, STORE_RUN_RUNNING);
         rc = step_done(s, st, "merging the run", 0, run_id);
     }
     int64_t R = *run_id;
@@ -1093,68 +1088,146 @@ int store_merge_shards(struct store *s, const char *const *inputs, int n, int64_
                            "JOIN src.datasets sd ON sd.id=td.dataset_id JOIN datasets d ON d.path=sd.path AND d.sha256=sd.sha256",
                         1, R, 0, 0, "merging dataset links");
     if (!rc) rc = exec3(s, "INSERT INTO trials(run_id, model_id, task_id, repeat, seed, status, deterministic, started_at, "
-                           "finished_at, wall_seconds, n_items, n_tokens) SELECT ?, m.id, t.id, tr.repeat, tr.seed, tr.status, "
+                           "finished_at, wall_seconds, n_items, n_tokens) SELECT ?1, m.id, t.id, tr.repeat, tr.seed, tr.status, "
                            "tr.deterministic, tr.started_at, tr.finished_at, 0, 0, 0 FROM src.trials tr "
                            "JOIN src.models sm ON sm.id=tr.model_id JOIN src.tasks stk ON stk.id=tr.task_id "
-                           "JOIN models m ON m.run_id=? AND m.name=sm.name JOIN tasks t ON t.run_id=? AND t.name=stk.name",
-                        3, R, R, R, "merging trials");
+                           "JOIN models m ON m.run_id=?1 AND m.name=sm.name JOIN tasks t ON t.run_id=?1 AND t.name=stk.name",
+                        1, R, 0, 0, "merging trials");
     if (!rc) rc = store_commit(s);
     else sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-    detach(s);
-    /* every shard's items, trial status and determinism, one transaction each
-     * (SQLite detaches only outside a transaction); the run stays "running"
-     * until all are in, and a failed merge deletes it */
-    for (int i = 0; i < n && !rc; i++) {
-        if ((rc = attach(s, inputs[i]))) break;
-        if ((rc = store_begin(s))) {
-            detach(s);
-            break;
-        }
-        rc = exec3(s, "INSERT INTO items(trial_id, idx, cluster, nll, n_tokens, n_bytes, n_words, correct, score, prediction, "
-                      "extracted, output_hash, kld_sum, top1_agree, dp_sum, extra_json) SELECT tr.id, i.idx, i.cluster, i.nll, "
-                      "i.n_tokens, i.n_bytes, i.n_words, i.correct, i.score, i.prediction, i.extracted, i.output_hash, i.kld_sum, "
-                      "i.top1_agree, i.dp_sum, i.extra_json FROM src.items i JOIN src.trials st ON st.id=i.trial_id "
-                      "JOIN src.models sm ON sm.id=st.model_id JOIN src.tasks stk ON stk.id=st.task_id "
-                      "JOIN trials tr ON tr.run_id=? AND tr.repeat=st.repeat JOIN models m ON m.id=tr.model_id AND m.name=sm.name "
-                      "JOIN tasks t ON t.id=tr.task_id AND t.name=stk.name", 1, R, 0, 0, "merging items");
-        if (rc && (sqlite3_extended_errcode(s->db) & 0xff) == SQLITE_CONSTRAINT)
-            rc = qg_errf(s->err, sizeof s->err, QG_ERR_DATA, "%s: its items overlap another shard's", inputs[i]);
-        if (!rc)
-            rc = exec3(s, "UPDATE trials SET status = CASE WHEN status=2 AND (SELECT st.status FROM src.trials st JOIN src.models sm "
-                          "ON sm.id=st.model_id JOIN src.tasks stk ON stk.id=st.task_id WHERE st.repeat=trials.repeat AND "
-                          "sm.name=(SELECT name FROM models WHERE id=trials.model_id) AND stk.name=(SELECT name FROM tasks WHERE "
-                          "id=trials.task_id))=2 THEN 2 ELSE 3 END, deterministic = CASE WHEN deterministic=1 AND (SELECT "
-                          "st.deterministic FROM src.trials st JOIN src.models sm ON sm.id=st.model_id JOIN src.tasks stk ON "
-                          "stk.id=st.task_id WHERE st.repeat=trials.repeat AND sm.name=(SELECT name FROM models WHERE "
-                          "id=trials.model_id) AND stk.name=(SELECT name FROM tasks WHERE id=trials.task_id))=1 THEN 1 ELSE "
-                          "deterministic * 0 END WHERE run_id=?", 1, R, 0, 0, "merging trial status");
-        if (!rc) rc = store_commit(s);
-        else sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+/* One shard's items (attached as src) into run R, and its trials' status:
+ * a trial is done only when done in every shard, deterministic only when
+ * so in every shard. One transaction. */
+static int merge_copy_items(struct store *s, const char *path, int64_t R)
+{
+    int rc = store_begin(s);
+    if (rc) return rc;
+    rc = exec3(s, "INSERT INTO items(trial_id, idx, cluster, nll, n_tokens, n_bytes, n_words, correct, score, prediction, "
+                  "extracted, output_hash, kld_sum, top1_agree, dp_sum, extra_json) SELECT tr.id, i.idx, i.cluster, i.nll, "
+                  "i.n_tokens, i.n_bytes, i.n_words, i.correct, i.score, i.prediction, i.extracted, i.output_hash, i.kld_sum, "
+                  "i.top1_agree, i.dp_sum, i.extra_json FROM src.items i JOIN src.trials st ON st.id=i.trial_id "
+                  "JOIN src.models sm ON sm.id=st.model_id JOIN src.tasks stk ON stk.id=st.task_id "
+                  "JOIN trials tr ON tr.run_id=? AND tr.repeat=st.repeat JOIN models m ON m.id=tr.model_id AND m.name=sm.name "
+                  "JOIN tasks t ON t.id=tr.task_id AND t.name=stk.name", 1, R, 0, 0, "merging items");
+    if (rc && (sqlite3_extended_errcode(s->db) & 0xff) == SQLITE_CONSTRAINT)
+        rc = qg_errf(s->err, sizeof s->err, QG_ERR_DATA, "%s: its items overlap another shard's", path);
+    if (!rc)
+        rc = exec3(s, "UPDATE trials SET status = CASE WHEN status=?2 AND (SELECT st.status FROM src.trials st JOIN src.models sm "
+                      "ON sm.id=st.model_id JOIN src.tasks stk ON stk.id=st.task_id WHERE st.repeat=trials.repeat AND "
+                      "sm.name=(SELECT name FROM models WHERE id=trials.model_id) AND stk.name=(SELECT name FROM tasks WHERE "
+                      "id=trials.task_id))=?2 THEN ?2 ELSE ?3 END, deterministic = CASE WHEN deterministic=1 AND (SELECT "
+                      "st.deterministic FROM src.trials st JOIN src.models sm ON sm.id=st.model_id JOIN src.tasks stk ON "
+                      "stk.id=st.task_id WHERE st.repeat=trials.repeat AND sm.name=(SELECT name FROM models WHERE "
+                      "id=trials.model_id) AND stk.name=(SELECT name FROM tasks WHERE id=trials.task_id))=1 THEN 1 ELSE "
+                      "deterministic * 0 END WHERE run_id=?1", 3, R, STORE_TRIAL_DONE, STORE_TRIAL_FAILED, "merging trial status");
+    if (!rc) rc = store_commit(s);
+    else sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+/* A merged trial's totals from its items (metrics/rows.h): PPL and the
+ * lockstep means for perplexity, accuracy otherwise. Percentiles need
+ * per-token values and are not kept. */
+static int merge_trial_totals(struct store *s, int64_t trial, sqlite3_stmt *up)
+{
+    struct item_row *rows;
+    int64_t n;
+    int rc = store_items_read(s, trial, &rows, &n);
+    if (rc) return rc;
+    struct ppl_totals pt;
+    cJSON *m = cJSON_CreateObject();
+    int64_t tokens = -1;
+    if (rows_ppl_totals(rows, n, &pt) == 0) {
+        cJSON_AddNumberToObject(m, "ppl", pt.ppl);
+        cJSON_AddNumberToObject(m, "merged", 1);
+        cJSON_AddNumberToObject(m, "kld_mean", pt.kld_mean);
+        cJSON_AddNumberToObject(m, "top1_agree", pt.top1_agree);
+        cJSON_AddNumberToObject(m, "dp_mean", pt.dp_mean);
+        tokens = pt.tokens;
+    } else {
+        cJSON_AddNumberToObject(m, "acc", rows_accuracy(rows, n));
+        cJSON_AddNumberToObject(m, "merged", 1);
+        tokens = rows_tokens(rows, n);
+    }
+    free(rows);
+    char *mj = cJSON_PrintUnformatted(m);
+    cJSON_Delete(m);
+    if (!mj) return QG_ERR_NOMEM;
+    sqlite3_bind_int64(up, 1, n);
+    bind_opt_i64(up, 2, tokens);
+    bind_text(up, 3, mj);
+    sqlite3_bind_int64(up, 4, trial);
+    rc = step_done(s, up, "merging aggregates", 1, NULL);
+    free(mj);
+    return rc;
+}
+
+/* Every trial's totals, then the run's status: done when every trial is. */
+static int merge_aggregate(struct store *s, int64_t R)
+{
+    int rc = store_begin(s);
+    if (rc) return rc;
+    sqlite3_stmt *sel = NULL, *up = NULL;
+    rc = prepare(s, "SELECT id FROM trials WHERE run_id=? ORDER BY id", &sel);
+    if (!rc) rc = prepare(s, "UPDATE trials SET n_items=?, n_tokens=?, metrics_json=? WHERE id=?", &up);
+    if (!rc) sqlite3_bind_int64(sel, 1, R);
+    int step;
+    while (!rc && (step = sqlite3_step(sel)) == SQLITE_ROW) rc = merge_trial_totals(s, sqlite3_column_int64(sel, 0), up);
+    if (!rc && step != SQLITE_DONE) rc = db_fail(s, "merging aggregates");
+    sqlite3_finalize(sel);
+    sqlite3_finalize(up);
+    sqlite3_stmt *st = NULL;
+    if (!rc) rc = prepare(s, "UPDATE runs SET status=CASE WHEN (SELECT count(*) FROM trials WHERE run_id=?1 AND status<>?2)=0 "
+                             "THEN ?3 ELSE ?4 END, finished_at=datetime('now') WHERE id=?1", &st);
+    if (!rc) {
+        sqlite3_bind_int64(st, 1, R);
+        sqlite3_bind_int(st, 2, STORE_TRIAL_DONE);
+        sqlite3_bind_int(st, 3, STORE_RUN_DONE);
+        sqlite3_bind_int(st, 4, STORE_RUN_FAILED);
+        rc = step_done(s, st, "finishing the merged run", 0, NULL);
+    }
+    if (!rc) rc = store_commit(s);
+    else sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+int store_merge_shards(struct store *s, const char *const *inputs, int n, int64_t *run_id)
+{
+    *run_id = 0;
+    if (n < 1) return qg_errf(s->err, sizeof s->err, QG_ERR_USAGE, "no shard files");
+    struct shard_info *si = calloc((size_t)n, sizeof *si);
+    if (!si) return QG_ERR_NOMEM;
+    int rc = merge_validate(s, inputs, n, si);
+    /* shard 0's file provides the run's description */
+    int first = 0;
+    for (int i = 0; i < n; i++)
+        if (si[i].index == 0) first = i;
+    free(si);
+    if (rc) return rc;
+    if (!(rc = attach(s, inputs[first]))) {
+        rc = merge_copy_run(s, run_id);
         detach(s);
     }
-    /* aggregates from the items, then the run is complete */
-    if (!rc) rc = store_begin(s);
-    if (!rc)
-        rc = exec3(s, "UPDATE trials SET n_items=(SELECT count(*) FROM items WHERE trial_id=trials.id), "
-                      "n_tokens=(SELECT sum(n_tokens) FROM items WHERE trial_id=trials.id), metrics_json=(SELECT CASE WHEN "
-                      "sum(n_tokens) > 0 AND count(nll)=count(*) THEN json_object('ppl', exp(sum(nll)/sum(n_tokens)), 'merged', 1, "
-                      "'kld_mean', sum(kld_sum)/sum(n_tokens), 'top1_agree', sum(top1_agree)/sum(n_tokens), 'dp_mean', "
-                      "sum(dp_sum)/sum(n_tokens)) ELSE json_object('acc', avg(correct), 'merged', 1) END FROM items WHERE "
-                      "trial_id=trials.id) WHERE run_id=?", 1, R, 0, 0, "merging aggregates");
-    if (!rc)
-        rc = exec3(s, "UPDATE runs SET status=CASE WHEN (SELECT count(*) FROM trials WHERE run_id=? AND status<>2)=0 "
-                      "THEN 1 ELSE 2 END, finished_at=datetime('now') WHERE id=?", 2, R, R, 0, "finishing the merged run");
-    if (!rc) rc = store_commit(s);
+    /* every shard's items, one transaction each (SQLite detaches only
+     * outside a transaction); the run stays "running" until all are in, and
+     * a failed merge deletes it */
+    for (int i = 0; i < n && !rc; i++) {
+        if ((rc = attach(s, inputs[i]))) break;
+        rc = merge_copy_items(s, inputs[i], *run_id);
+        detach(s);
+    }
+    if (!rc) rc = merge_aggregate(s, *run_id);
     if (rc) {
         char keep[QG_ERRMSG_MAX];
         snprintf(keep, sizeof keep, "%s", s->err);
-        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
         detach(s);
-        if (R > 0) exec3(s, "DELETE FROM runs WHERE id=?", 1, R, 0, 0, "removing a failed merge");
+        if (*run_id > 0) exec3(s, "DELETE FROM runs WHERE id=?", 1, *run_id, 0, 0, "removing a failed merge");
         snprintf(s->err, sizeof s->err, "%s", keep);
         *run_id = 0;
     }
-    free(si);
     return rc;
 }
 

@@ -61,25 +61,3 @@ void kld_summarize(double *v, int64_t n, struct kld_summary *out)
     out->p999 = kld_percentile(v, n, 0.999);
     out->max = n > 0 ? v[n - 1] : NAN;
 }
-
-int kld_ppl_totals(const struct item_row *rows, int64_t n, struct ppl_totals *out)
-{
-    double nll = 0, kld = 0, top1 = 0, dp = 0;
-    int64_t tokens = 0;
-    for (int64_t i = 0; i < n; i++) {
-        if (isnan(rows[i].nll) || rows[i].n_tokens < 0) return -1;
-        nll += rows[i].nll;
-        kld += rows[i].kld_sum;
-        top1 += rows[i].top1_agree;
-        dp += rows[i].dp_sum;
-        tokens += rows[i].n_tokens;
-    }
-    if (tokens <= 0) return -1;
-    out->windows = n;
-    out->tokens = tokens;
-    out->ppl = exp(nll / (double)tokens);
-    out->kld_mean = kld / (double)tokens;
-    out->top1_agree = top1 / (double)tokens;
-    out->dp_mean = dp / (double)tokens;
-    return 0;
-}

@@ -10,8 +10,6 @@
 #ifndef QG_METRICS_KLD_H
 #define QG_METRICS_KLD_H
 
-#include "metrics/rows.h"
-
 #include <stdint.h>
 
 /* KL(base || cand) over two full log-softmax rows, in nats. */
@@ -38,15 +36,5 @@ struct kld_summary {
 
 /* Sorts v (n values, in place) and summarises it. */
 void kld_summarize(double *v, int64_t n, struct kld_summary *out);
-
-/* A perplexity trial's totals from its stored windows: PPL =
- * exp(sum nll / sum tokens) and the token-weighted means of KLD, top-1
- * agreement and Δp (NAN where a window lacks them). 0 when every row has
- * an NLL and tokens; -1 otherwise (not a perplexity trial). */
-struct ppl_totals {
-    int64_t windows, tokens;
-    double ppl, kld_mean, top1_agree, dp_mean;
-};
-int kld_ppl_totals(const struct item_row *rows, int64_t n, struct ppl_totals *out);
 
 #endif

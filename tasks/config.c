@@ -24,6 +24,13 @@ int task_kind_from_name(const char *name)
     return -1;
 }
 
+int task_read_text(const struct task_config *t, char **text, size_t *n, char *err, size_t errlen)
+{
+    const struct task_file *f = task_config_file(t, "data");
+    if (!f) return qg_errf(err, errlen, QG_ERR_DATA, "task '%s' has no data file", t->name);
+    return qg_read_file(f->path, (size_t)1 << 32, text, n, err, errlen);
+}
+
 void task_config_release(struct task_config *t)
 {
     if (!t) return;
@@ -59,6 +66,84 @@ static struct bench_source source_of(const struct task_config *t)
     return s;
 }
 
+/* One custom multiple-choice item from object o (id already read). */
+static int custom_mc_item(const struct task_config *t, struct lines *l, const cJSON *o, const char *id, struct mc_item *it)
+{
+    const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(o, t->f_context), *ch = cJSON_GetObjectItemCaseSensitive(o, t->f_choices);
+    const cJSON *gold = cJSON_GetObjectItemCaseSensitive(o, t->f_gold);
+    if (!cJSON_IsString(ctx)) return lines_fail(l, "item %s: field \"%s\" is missing or not a string", id, t->f_context);
+    if (!cJSON_IsArray(ch) || cJSON_GetArraySize(ch) < 1 || cJSON_GetArraySize(ch) > MC_MAX_CHOICES)
+        return lines_fail(l, "item %s: field \"%s\" must be an array of 1..%d strings (empty choices?)", id, t->f_choices,
+                          MC_MAX_CHOICES);
+    if (!cJSON_IsNumber(gold) || gold->valuedouble != floor(gold->valuedouble) || gold->valuedouble < 0 ||
+        gold->valuedouble >= cJSON_GetArraySize(ch))
+        return lines_fail(l, "item %s: answer index \"%s\" is out of range (0..%d)", id, t->f_gold,
+                          cJSON_GetArraySize(ch) - 1);
+    it->id = qg_strdup(id);
+    it->cluster = -1;
+    it->context = qg_strdup(ctx->valuestring);
+    it->gold = (int)gold->valuedouble;
+    it->choices = calloc((size_t)cJSON_GetArraySize(ch), sizeof *it->choices);
+    if (it->choices) it->n_choices = cJSON_GetArraySize(ch); /* only then: the free walks them */
+    if (!it->id || !it->context || !it->choices) return lines_fail(l, "item %s: out of memory", id), QG_ERR_NOMEM;
+    for (int c = 0; c < it->n_choices; c++) {
+        const cJSON *cv = cJSON_GetArrayItem(ch, c);
+        if (!cJSON_IsString(cv) || !*cv->valuestring) return lines_fail(l, "item %s: choice %d is empty or not a string", id, c);
+        if (!(it->choices[c] = qg_strdup(cv->valuestring))) return lines_fail(l, "item %s: out of memory", id), QG_ERR_NOMEM;
+    }
+    return QG_OK;
+}
+
+/* One custom generation item from object o (id already read). */
+static int custom_gen_item(const struct task_config *t, struct lines *l, const cJSON *o, const char *id, struct gen_item *it)
+{
+    const cJSON *pr = cJSON_GetObjectItemCaseSensitive(o, t->f_prompt), *an = cJSON_GetObjectItemCaseSensitive(o, t->f_answer);
+    if (!cJSON_IsString(pr)) return lines_fail(l, "item %s: field \"%s\" is missing or not a string", id, t->f_prompt);
+    if (!cJSON_IsString(an) && !(cJSON_IsArray(an) && cJSON_GetArraySize(an) > 0))
+        return lines_fail(l, "item %s: field \"%s\" must be a string or a non-empty array of strings", id, t->f_answer);
+    it->id = qg_strdup(id);
+    it->cluster = -1;
+    it->prompt = qg_strdup(pr->valuestring);
+    int nt = cJSON_IsString(an) ? 1 : cJSON_GetArraySize(an);
+    it->targets = calloc((size_t)nt, sizeof *it->targets);
+    if (it->targets) it->n_targets = nt; /* only then: the free walks them */
+    if (!it->id || !it->prompt || !it->targets) return lines_fail(l, "item %s: out of memory", id), QG_ERR_NOMEM;
+    for (int a = 0; a < it->n_targets; a++) {
+        const cJSON *av = cJSON_IsString(an) ? an : cJSON_GetArrayItem(an, a);
+        if (!cJSON_IsString(av)) return lines_fail(l, "item %s: answer %d is not a string", id, a);
+        if (!(it->targets[a] = qg_strdup(av->valuestring))) return lines_fail(l, "item %s: out of memory", id), QG_ERR_NOMEM;
+    }
+    return QG_OK;
+}
+
+static const char *item_id(const void *items, int mc, int64_t i)
+{
+    return mc ? ((const struct mc_item *)items)[i].id : ((const struct gen_item *)items)[i].id;
+}
+
+/* QG_ERR_DATA naming the first id that two items share. */
+static int check_unique_ids(const struct task_config *t, const char *path, const void *items, int mc, int64_t k, char *err,
+                            size_t errlen)
+{
+    for (int64_t a = 0; t->f_id && a < k; a++)
+        for (int64_t b = a + 1; b < k && b < a + 100000; b++)
+            if (!strcmp(item_id(items, mc, a), item_id(items, mc, b)))
+                return qg_errf(err, errlen, QG_ERR_DATA, "%s: duplicate item id '%s'", path, item_id(items, mc, a));
+    return QG_OK;
+}
+
+/* Makes room for item k in *items (elem bytes each, *cap slots). */
+static int grow_items(char **items, int64_t k, int64_t *cap, size_t elem)
+{
+    if (k < *cap) return QG_OK;
+    int64_t c = *cap ? 2 * *cap : 64;
+    char *p = realloc(*items, (size_t)c * elem);
+    if (!p) return QG_ERR_NOMEM;
+    *items = p;
+    *cap = c;
+    return QG_OK;
+}
+
 /* custom JSONL: one item per object, fields named by the task */
 static int custom_items(const struct task_config *t, int mc, void **out, int64_t *n, char *err, size_t errlen)
 {
@@ -71,82 +156,26 @@ static int custom_items(const struct task_config *t, int mc, void **out, int64_t
     int64_t k = 0, cap = 0;
     cJSON *o;
     while ((t->limit <= 0 || k < t->limit) && (rc = jsonl_next(l, &o)) == 1) {
-        rc = 0;
-        if (k == cap) {
-            cap = cap ? 2 * cap : 64;
-            char *p = realloc(items, (size_t)cap * elem);
-            if (!p) {
-                rc = QG_ERR_NOMEM;
-                cJSON_Delete(o);
-                break;
-            }
-            items = p;
-        }
-        char *slot = items + (size_t)k * elem;
-        memset(slot, 0, elem);
-        const cJSON *idv = t->f_id ? cJSON_GetObjectItemCaseSensitive(o, t->f_id) : NULL;
-        char idbuf[64];
-        snprintf(idbuf, sizeof idbuf, "%lld", (long long)(k + 1));
-        const char *id = cJSON_IsString(idv) ? idv->valuestring : idbuf;
-        if (t->f_id && !idv) rc = lines_fail(l, "missing field \"%s\"", t->f_id);
-        if (!rc && mc) {
-            struct mc_item *it = (struct mc_item *)slot;
-            const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(o, t->f_context), *ch = cJSON_GetObjectItemCaseSensitive(o, t->f_choices);
-            const cJSON *gold = cJSON_GetObjectItemCaseSensitive(o, t->f_gold);
-            if (!cJSON_IsString(ctx)) rc = lines_fail(l, "item %s: field \"%s\" is missing or not a string", id, t->f_context);
-            else if (!cJSON_IsArray(ch) || cJSON_GetArraySize(ch) < 1 || cJSON_GetArraySize(ch) > MC_MAX_CHOICES)
-                rc = lines_fail(l, "item %s: field \"%s\" must be an array of 1..%d strings (empty choices?)", id, t->f_choices, MC_MAX_CHOICES);
-            else if (!cJSON_IsNumber(gold) || gold->valuedouble != floor(gold->valuedouble) || gold->valuedouble < 0 ||
-                     gold->valuedouble >= cJSON_GetArraySize(ch))
-                rc = lines_fail(l, "item %s: answer index \"%s\" is out of range (0..%d)", id, t->f_gold, cJSON_GetArraySize(ch) - 1);
-            if (!rc) {
-                it->id = qg_strdup(id);
-                it->cluster = -1;
-                it->context = qg_strdup(ctx->valuestring);
-                it->gold = (int)gold->valuedouble;
-                it->n_choices = cJSON_GetArraySize(ch);
-                it->choices = calloc((size_t)it->n_choices, sizeof *it->choices);
-                for (int c2 = 0; c2 < it->n_choices && !rc; c2++) {
-                    const cJSON *cv = cJSON_GetArrayItem(ch, c2);
-                    if (!cJSON_IsString(cv) || !*cv->valuestring) rc = lines_fail(l, "item %s: choice %d is empty or not a string", id, c2);
-                    else it->choices[c2] = qg_strdup(cv->valuestring);
-                }
-                k++;
-            }
-        } else if (!rc) {
-            struct gen_item *it = (struct gen_item *)slot;
-            const cJSON *pr = cJSON_GetObjectItemCaseSensitive(o, t->f_prompt), *an = cJSON_GetObjectItemCaseSensitive(o, t->f_answer);
-            if (!cJSON_IsString(pr)) rc = lines_fail(l, "item %s: field \"%s\" is missing or not a string", id, t->f_prompt);
-            else if (!cJSON_IsString(an) && !(cJSON_IsArray(an) && cJSON_GetArraySize(an) > 0))
-                rc = lines_fail(l, "item %s: field \"%s\" must be a string or a non-empty array of strings", id, t->f_answer);
-            if (!rc) {
-                it->id = qg_strdup(id);
-                it->cluster = -1;
-                it->prompt = qg_strdup(pr->valuestring);
-                it->n_targets = cJSON_IsString(an) ? 1 : cJSON_GetArraySize(an);
-                it->targets = calloc((size_t)it->n_targets, sizeof *it->targets);
-                for (int a = 0; a < it->n_targets && !rc; a++) {
-                    const cJSON *av = cJSON_IsString(an) ? an : cJSON_GetArrayItem(an, a);
-                    if (!cJSON_IsString(av)) rc = lines_fail(l, "item %s: answer %d is not a string", id, a);
-                    else it->targets[a] = qg_strdup(av->valuestring);
-                }
-                k++;
-            }
+        rc = grow_items(&items, k, &cap, elem);
+        if (!rc) {
+            char *slot = items + (size_t)k * elem;
+            memset(slot, 0, elem);
+            const cJSON *idv = t->f_id ? cJSON_GetObjectItemCaseSensitive(o, t->f_id) : NULL;
+            char idbuf[64];
+            snprintf(idbuf, sizeof idbuf, "%lld", (long long)(k + 1));
+            const char *id = cJSON_IsString(idv) ? idv->valuestring : idbuf;
+            if (t->f_id && !idv) rc = lines_fail(l, "missing field \"%s\"", t->f_id);
+            else rc = mc ? custom_mc_item(t, l, o, id, (struct mc_item *)slot) : custom_gen_item(t, l, o, id, (struct gen_item *)slot);
+            k++; /* a half-filled slot is freed with the others */
         }
         cJSON_Delete(o);
         if (rc) break;
     }
-    if (rc < 0 && !err[0]) qg_errf(err, errlen, rc, "%s", lines_errmsg(l));
+    if (rc == QG_ERR_NOMEM && !lines_errmsg(l)[0]) qg_errf(err, errlen, rc, "%s: out of memory", path);
     else if (rc < 0) qg_errf(err, errlen, rc, "%s", lines_errmsg(l));
     lines_close(l);
     if (!rc && k == 0) rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: no items (empty dataset)", path);
-    /* duplicate ids */
-    for (int64_t a = 0; !rc && t->f_id && a < k; a++)
-        for (int64_t b = a + 1; !rc && b < k && b < a + 100000; b++) {
-            const char *ia = mc ? ((struct mc_item *)items)[a].id : ((struct gen_item *)items)[a].id;
-            const char *ib = mc ? ((struct mc_item *)items)[b].id : ((struct gen_item *)items)[b].id;
-            if (!strcmp(ia, ib)) rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: duplicate item id '%s'", path, ia);
-        }
+    if (!rc) rc = check_unique_ids(t, path, items, mc, k, err, errlen);
     if (rc) {
         if (mc) mc_items_free((struct mc_item *)items, k);
         else gen_items_free((struct gen_item *)items, k);

@@ -54,6 +54,11 @@ struct task_config {
 /* The file with the given role ("data", "labels", "train"), or NULL. */
 const struct task_file *task_config_file(const struct task_config *t, const char *role);
 
+/* A perplexity task's text: its data file read whole (at most 4 GiB) into
+ * a malloc'd NUL-terminated buffer. QG_OK; QG_ERR_NOINPUT / QG_ERR_DATA /
+ * QG_ERR_IO naming the file. */
+int task_read_text(const struct task_config *t, char **text, size_t *n, char *err, size_t errlen);
+
 /* Frees what t owns (t itself is not freed); accepts NULL. */
 void task_config_release(struct task_config *t);
 

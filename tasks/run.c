@@ -21,7 +21,7 @@ static int run_ppl(const struct task_config *t, const struct backend *b, int n_c
 {
     char *buf;
     size_t n;
-    int rc = qg_read_file(task_config_file(t, "data")->path, (size_t)1 << 32, &buf, &n, err, errlen);
+    int rc = task_read_text(t, &buf, &n, err, errlen);
     if (rc) return rc;
     int32_t *ids = NULL;
     int64_t k = 0;
