@@ -173,6 +173,43 @@ void csv_fields_free(char **fields, int n)
     free(fields);
 }
 
+/* Appends the field's text to *fields (a copy); QG_OK or the failure. */
+static int csv_push_field(struct lines *l, char ***fields, int *nf, struct sbuf *field)
+{
+    char **p = realloc(*fields, (size_t)(*nf + 1) * sizeof *p);
+    if (p) *fields = p;
+    char *copy = p && !field->failed ? qg_strndup(sbuf_str(field), field->len) : NULL;
+    if (!copy) return lines_fail(l, "out of memory or field too long");
+    (*fields)[(*nf)++] = copy;
+    field->len = 0;
+    return QG_OK;
+}
+
+/* One character c (at s[*i]) of a field; a doubled quote inside quotes
+ * consumes the second. QG_OK or the syntax error. */
+static int csv_char(struct lines *l, const char *s, size_t n, size_t *i, struct sbuf *field, int *quoted, int *in_quotes,
+                    int nf)
+{
+    char c = s[*i];
+    if (*in_quotes) {
+        if (c == '"' && *i + 1 < n && s[*i + 1] == '"') {
+            sbuf_append(field, "\"", 1);
+            (*i)++;
+        } else if (c == '"') {
+            *in_quotes = 0;
+        } else {
+            sbuf_append(field, &c, 1);
+        }
+    } else if (c == '"') {
+        if (field->len > 0 || *quoted) return lines_fail(l, "field %d: quote inside an unquoted field", nf + 1);
+        *in_quotes = *quoted = 1;
+    } else {
+        if (*quoted) return lines_fail(l, "field %d: text after the closing quote", nf + 1);
+        sbuf_append(field, &c, 1);
+    }
+    return QG_OK;
+}
+
 int csv_next(struct lines *l, char ***fields_out, int *n_out)
 {
     *fields_out = NULL;
@@ -187,67 +224,31 @@ int csv_next(struct lines *l, char ***fields_out, int *n_out)
     sbuf_init(&field, READER_MAX_LINE);
     sbuf_append(&field, "", 0);
     char **fields = NULL;
-    int nf = 0, quoted = 0, in_quotes = 0, end = 0;
+    int nf = 0, quoted = 0, in_quotes = 0;
     int64_t start_line = lines_lineno(l);
-    rc = 0;
     for (size_t i = 0;; i++) {
-        if (i == n) {
-            if (in_quotes) { /* the quoted field continues on the next line */
-                sbuf_append(&field, "\n", 1);
-                if ((rc = lines_next(l, &s, &n)) <= 0) {
-                    if (rc == 0) {
-                        l->lineno = start_line;
-                        rc = lines_fail(l, "quoted field never closed");
-                    }
-                    break;
+        if (i == n && in_quotes) { /* the quoted field continues on the next line */
+            sbuf_append(&field, "\n", 1);
+            if ((rc = lines_next(l, &s, &n)) <= 0) {
+                if (rc == 0) {
+                    l->lineno = start_line;
+                    rc = lines_fail(l, "quoted field never closed");
                 }
-                i = (size_t)-1;
-                continue;
-            }
-            end = 1;
-        }
-        if (end || (!in_quotes && s[i] == ',')) { /* end of field */
-            char **p = realloc(fields, (size_t)(nf + 1) * sizeof *p);
-            char *copy = qg_strndup(sbuf_str(&field), field.len);
-            if (!p || !copy || field.failed) {
-                free(p ? NULL : copy);
-                fields = p ? p : fields;
-                rc = lines_fail(l, "out of memory or field too long");
                 break;
             }
-            fields = p;
-            fields[nf++] = copy;
-            field.len = 0;
+            i = (size_t)-1;
+            continue;
+        }
+        if (i == n || (!in_quotes && s[i] == ',')) { /* end of field */
+            if ((rc = csv_push_field(l, &fields, &nf, &field))) break;
             quoted = 0;
-            if (end) {
+            if (i == n) {
                 rc = 1;
                 break;
             }
             continue;
         }
-        char c = s[i];
-        if (in_quotes) {
-            if (c == '"' && i + 1 < n && s[i + 1] == '"') {
-                sbuf_append(&field, "\"", 1);
-                i++;
-            } else if (c == '"') {
-                in_quotes = 0;
-            } else {
-                sbuf_append(&field, &c, 1);
-            }
-        } else if (c == '"') {
-            if (field.len > 0 || quoted) {
-                rc = lines_fail(l, "field %d: quote inside an unquoted field", nf + 1);
-                break;
-            }
-            in_quotes = quoted = 1;
-        } else {
-            if (quoted) {
-                rc = lines_fail(l, "field %d: text after the closing quote", nf + 1);
-                break;
-            }
-            sbuf_append(&field, &c, 1);
-        }
+        if ((rc = csv_char(l, s, n, &i, &field, &quoted, &in_quotes, nf))) break;
     }
     sbuf_release(&field);
     if (rc != 1) {

@@ -89,6 +89,39 @@ static void render_text(const cJSON *d, int color, struct sbuf *b)
 
 /* ---------------------------------------------------------------- md */
 
+/* A table of the flipped items in one markup: head, row open, cell
+ * separator, row close, tail, the right/wrong marks and the escaping. */
+struct table_style {
+    const char *head, *row, *sep, *end, *tail, *yes, *no;
+    void (*esc)(struct sbuf *b, const char *s);
+};
+
+static const struct table_style md_table = {
+    "\n| item | prompt | baseline | candidate |\n|---|---|---|---|\n", "| ", " | ", " |\n", "", "✓", "✗", esc_md};
+static const struct table_style html_table = {
+    "<table><tr><th>item</th><th>prompt</th><th>baseline</th><th>candidate</th></tr>\n", "<tr><td>", "</td><td>",
+    "</td></tr>\n", "</table>\n", "&#10003;", "&#10007;", esc_html};
+
+static void flips_table(const cJSON *t, const struct table_style *st, struct sbuf *b)
+{
+    const cJSON *f;
+    int any = 0;
+    cJSON_ArrayForEach(f, json_get(t, "flipped_items"))
+    {
+        if (!any++) sbuf_printf(b, "%s", st->head);
+        sbuf_printf(b, "%s", st->row);
+        st->esc(b, json_str(f, "id", ""));
+        sbuf_printf(b, "%s", st->sep);
+        st->esc(b, json_str(f, "prompt", ""));
+        sbuf_printf(b, "%s%s ", st->sep, cJSON_IsTrue(json_get(f, "baseline_correct")) ? st->yes : st->no);
+        st->esc(b, json_str(f, "baseline_answer", ""));
+        sbuf_printf(b, "%s%s ", st->sep, cJSON_IsTrue(json_get(f, "candidate_correct")) ? st->yes : st->no);
+        st->esc(b, json_str(f, "candidate_answer", ""));
+        sbuf_printf(b, "%s", st->end);
+    }
+    if (any) sbuf_printf(b, "%s", st->tail);
+}
+
 static void render_md(const cJSON *d, struct sbuf *b)
 {
     const cJSON *c = json_get(d, "comparison"), *t, *p = json_get(d, "provenance");
@@ -126,21 +159,7 @@ static void render_md(const cJSON *d, struct sbuf *b)
                         json_num(k, "top_k", NAN));
         if (!isnan(json_num(t, "flips_b", NAN)))
             sbuf_printf(b, "- flips: %.0f worse, %.0f better (McNemar p %.3g)\n", json_num(t, "flips_b", NAN), json_num(t, "flips_c", NAN), json_num(t, "p_value", NAN));
-        const cJSON *f;
-        int any = 0;
-        cJSON_ArrayForEach(f, json_get(t, "flipped_items"))
-        {
-            if (!any++) sbuf_printf(b, "\n| item | prompt | baseline | candidate |\n|---|---|---|---|\n");
-            sbuf_printf(b, "| ");
-            esc_md(b, json_str(f, "id", ""));
-            sbuf_printf(b, " | ");
-            esc_md(b, json_str(f, "prompt", ""));
-            sbuf_printf(b, " | %s ", cJSON_IsTrue(json_get(f, "baseline_correct")) ? "✓" : "✗");
-            esc_md(b, json_str(f, "baseline_answer", ""));
-            sbuf_printf(b, " | %s ", cJSON_IsTrue(json_get(f, "candidate_correct")) ? "✓" : "✗");
-            esc_md(b, json_str(f, "candidate_answer", ""));
-            sbuf_printf(b, " |\n");
-        }
+        flips_table(t, &md_table, b);
         sbuf_printf(b, "\n</details>\n");
     }
     sbuf_printf(b, "\n<details><summary>Provenance</summary>\n\n- qgate %s, run %.0f, comparison %.0f, host ", json_str(p, "qgate_version", ""),
@@ -351,9 +370,9 @@ static const char *css =
     ".charts{display:flex;flex-wrap:wrap;gap:12px}.v{font-weight:700}code{word-break:break-all}"
     "@media print{body{margin:0;max-width:none}.task{page-break-inside:avoid}details{display:block}}";
 
-static void render_html(const cJSON *d, struct sbuf *b)
+static void html_head(const cJSON *d, struct sbuf *b)
 {
-    const cJSON *c = json_get(d, "comparison"), *p = json_get(d, "provenance"), *t;
+    const cJSON *c = json_get(d, "comparison");
     const char *v = json_str(d, "verdict", "");
     sbuf_printf(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>qgate report: ");
     esc_html(b, json_str(c, "candidate", ""));
@@ -367,6 +386,11 @@ static void render_html(const cJSON *d, struct sbuf *b)
     sbuf_printf(b, "</div>\n<p>qgate %s, comparison %.0f of run %.0f, generated %s. Loss &gt; 0 means the candidate is worse; "
                    "PASS when the 90%% interval's upper bound is within the margin, FAIL when its lower bound is beyond it.</p>\n",
                 json_str(d, "qgate_version", ""), json_num(c, "id", NAN), json_num(c, "run", NAN), json_str(d, "generated_at", ""));
+}
+
+static void html_summary(const cJSON *d, struct sbuf *b)
+{
+    const cJSON *t;
     sbuf_printf(b, "<h2>Summary</h2>\n<table><tr><th>task</th><th>metric</th><th>baseline</th><th>candidate</th><th>loss</th>"
                    "<th>90%% interval</th><th>margin</th><th>noise</th><th>MDE</th><th>p (Holm)</th><th>verdict</th></tr>\n");
     cJSON_ArrayForEach(t, json_get(d, "tasks"))
@@ -376,63 +400,43 @@ static void render_html(const cJSON *d, struct sbuf *b)
         sbuf_printf(b, "</td><td>%s</td><td class=\"num\">%.4f</td><td class=\"num\">%.4f</td><td class=\"num\">%+.5f</td>"
                        "<td class=\"num\">[%+.5f, %+.5f]</td><td class=\"num\">%.5f</td><td class=\"num\">%.2g</td><td class=\"num\">%.4g</td>"
                        "<td class=\"num\">%.3g (%.3g)</td><td class=\"v\" style=\"color:%s\">%s</td></tr>\n",
-                    json_str(t, "metric", ""), json_num(t, "baseline", NAN), json_num(t, "candidate", NAN), json_num(t, "delta", NAN), json_num(t, "ci_low", NAN), json_num(t, "ci_high", NAN),
-                    json_num(t, "margin", NAN), json_num(t, "noise", NAN), json_num(t, "mde", NAN), json_num(t, "p_value", NAN), json_num(t, "p_holm", NAN), vcolor(json_str(t, "verdict", "")),
-                    json_str(t, "verdict", ""));
+                    json_str(t, "metric", ""), json_num(t, "baseline", NAN), json_num(t, "candidate", NAN), json_num(t, "delta", NAN),
+                    json_num(t, "ci_low", NAN), json_num(t, "ci_high", NAN), json_num(t, "margin", NAN), json_num(t, "noise", NAN),
+                    json_num(t, "mde", NAN), json_num(t, "p_value", NAN), json_num(t, "p_holm", NAN),
+                    vcolor(json_str(t, "verdict", "")), json_str(t, "verdict", ""));
     }
     sbuf_printf(b, "</table>\n<h2>Paired loss against the margin</h2>\n<p>Each task's loss and 90%% interval, in units of its "
                    "margin (the red line); green: within the margin.</p>\n");
-    forest(d, b);
-    cJSON_ArrayForEach(t, json_get(d, "tasks"))
-    {
-        sbuf_printf(b, "<div class=\"task\"><h3>");
-        esc_html(b, json_str(t, "task", ""));
-        sbuf_printf(b, " <span style=\"color:%s\">%s</span></h3>\n<p>", vcolor(json_str(t, "verdict", "")), json_str(t, "verdict", ""));
-        esc_html(b, json_str(t, "reason", ""));
-        sbuf_printf(b, ". Paired SE %.3g over %.0f units (%.0f items).", json_num(t, "se", NAN), json_num(t, "units", NAN), json_num(t, "items", NAN));
-        if (!isnan(json_num(t, "ppl_ratio", NAN))) sbuf_printf(b, " PPL ratio %.5f.", json_num(t, "ppl_ratio", NAN));
-        if (!isnan(json_num(t, "flips_b", NAN)))
-            sbuf_printf(b, " Flips: %.0f worse, %.0f better (rate 95%% %.2f&#8211;%.2f%%), McNemar p %.3g.", json_num(t, "flips_b", NAN),
-                        json_num(t, "flips_c", NAN), 100 * json_num(t, "flip_rate_low", NAN), 100 * json_num(t, "flip_rate_high", NAN), json_num(t, "p_value", NAN));
-        sbuf_printf(b, "</p>\n<div class=\"charts\">\n");
-        repeats_chart(t, b);
-        const cJSON *k = json_get(t, "kld");
-        if (k) kld_chart(k, b);
-        flips_chart(t, b);
-        sbuf_printf(b, "</div>\n");
-        if (k) sbuf_printf(b, "<p>Same top-1 token: %.2f%%; mean &#916;p of the actual token: %+.5f.</p>\n", 100 * json_num(k, "same_top1", NAN),
-                           json_num(k, "dp_mean", NAN));
-        const cJSON *f;
-        int any = 0;
-        cJSON_ArrayForEach(f, json_get(t, "flipped_items"))
-        {
-            if (!any++) sbuf_printf(b, "<table><tr><th>item</th><th>prompt</th><th>baseline</th><th>candidate</th></tr>\n");
-            sbuf_printf(b, "<tr><td>");
-            esc_html(b, json_str(f, "id", ""));
-            sbuf_printf(b, "</td><td>");
-            esc_html(b, json_str(f, "prompt", ""));
-            sbuf_printf(b, "</td><td>%s ", cJSON_IsTrue(json_get(f, "baseline_correct")) ? "&#10003;" : "&#10007;");
-            esc_html(b, json_str(f, "baseline_answer", ""));
-            sbuf_printf(b, "</td><td>%s ", cJSON_IsTrue(json_get(f, "candidate_correct")) ? "&#10003;" : "&#10007;");
-            esc_html(b, json_str(f, "candidate_answer", ""));
-            sbuf_printf(b, "</td></tr>\n");
-        }
-        if (any) sbuf_printf(b, "</table>\n");
-        sbuf_printf(b, "</div>\n");
-    }
-    sbuf_printf(b, "<h2>Provenance</h2>\n<table>\n");
-    static const char *keys[] = {"command", "host", "created_at", "finished_at", "qgate_version", "suite_name", "suite_hash", "uid"};
-    for (int i = 0; i < 8; i++) {
-        sbuf_printf(b, "<tr><th>%s</th><td><code>", keys[i]);
-        esc_html(b, json_str(p, keys[i], ""));
-        sbuf_printf(b, "</code></td></tr>\n");
-    }
-    const cJSON *pol = json_get(c, "policy");
-    sbuf_printf(b, "<tr><th>seeds</th><td>run %.0f, bootstrap %.0f (%.0f draws)</td></tr>\n<tr><th>policy</th><td>margin ln PPL %.5f, "
-                   "accuracy %.3f, alpha %.3f, beta %.2f</td></tr>\n</table>\n<h3>Models</h3>\n<table><tr><th>name</th><th>file</th>"
-                   "<th>sha256</th><th>stored tensor types</th></tr>\n",
-                json_num(p, "seed", NAN), json_num(c, "bootstrap_seed", NAN), json_num(pol, "bootstrap", NAN), json_num(pol, "margin_ppl", NAN), json_num(pol, "margin_acc", NAN),
-                json_num(pol, "alpha", NAN), json_num(pol, "beta", NAN));
+}
+
+static void html_task(const cJSON *t, struct sbuf *b)
+{
+    sbuf_printf(b, "<div class=\"task\"><h3>");
+    esc_html(b, json_str(t, "task", ""));
+    sbuf_printf(b, " <span style=\"color:%s\">%s</span></h3>\n<p>", vcolor(json_str(t, "verdict", "")), json_str(t, "verdict", ""));
+    esc_html(b, json_str(t, "reason", ""));
+    sbuf_printf(b, ". Paired SE %.3g over %.0f units (%.0f items).", json_num(t, "se", NAN), json_num(t, "units", NAN), json_num(t, "items", NAN));
+    if (!isnan(json_num(t, "ppl_ratio", NAN))) sbuf_printf(b, " PPL ratio %.5f.", json_num(t, "ppl_ratio", NAN));
+    if (!isnan(json_num(t, "flips_b", NAN)))
+        sbuf_printf(b, " Flips: %.0f worse, %.0f better (rate 95%% %.2f&#8211;%.2f%%), McNemar p %.3g.", json_num(t, "flips_b", NAN),
+                    json_num(t, "flips_c", NAN), 100 * json_num(t, "flip_rate_low", NAN), 100 * json_num(t, "flip_rate_high", NAN),
+                    json_num(t, "p_value", NAN));
+    sbuf_printf(b, "</p>\n<div class=\"charts\">\n");
+    repeats_chart(t, b);
+    const cJSON *k = json_get(t, "kld");
+    if (k) kld_chart(k, b);
+    flips_chart(t, b);
+    sbuf_printf(b, "</div>\n");
+    if (k)
+        sbuf_printf(b, "<p>Same top-1 token: %.2f%%; mean &#916;p of the actual token: %+.5f.</p>\n", 100 * json_num(k, "same_top1", NAN),
+                    json_num(k, "dp_mean", NAN));
+    flips_table(t, &html_table, b);
+    sbuf_printf(b, "</div>\n");
+}
+
+static void html_models(const cJSON *p, struct sbuf *b)
+{
+    const cJSON *t;
     cJSON_ArrayForEach(t, json_get(p, "models"))
     {
         sbuf_printf(b, "<tr><td>");
@@ -450,6 +454,25 @@ static void render_html(const cJSON *d, struct sbuf *b)
         }
         sbuf_printf(b, "</td></tr>\n");
     }
+}
+
+static void html_provenance(const cJSON *d, struct sbuf *b)
+{
+    const cJSON *c = json_get(d, "comparison"), *p = json_get(d, "provenance"), *t;
+    sbuf_printf(b, "<h2>Provenance</h2>\n<table>\n");
+    static const char *keys[] = {"command", "host", "created_at", "finished_at", "qgate_version", "suite_name", "suite_hash", "uid"};
+    for (int i = 0; i < 8; i++) {
+        sbuf_printf(b, "<tr><th>%s</th><td><code>", keys[i]);
+        esc_html(b, json_str(p, keys[i], ""));
+        sbuf_printf(b, "</code></td></tr>\n");
+    }
+    const cJSON *pol = json_get(c, "policy");
+    sbuf_printf(b, "<tr><th>seeds</th><td>run %.0f, bootstrap %.0f (%.0f draws)</td></tr>\n<tr><th>policy</th><td>margin ln PPL %.5f, "
+                   "accuracy %.3f, alpha %.3f, beta %.2f</td></tr>\n</table>\n<h3>Models</h3>\n<table><tr><th>name</th><th>file</th>"
+                   "<th>sha256</th><th>stored tensor types</th></tr>\n",
+                json_num(p, "seed", NAN), json_num(c, "bootstrap_seed", NAN), json_num(pol, "bootstrap", NAN), json_num(pol, "margin_ppl", NAN),
+                json_num(pol, "margin_acc", NAN), json_num(pol, "alpha", NAN), json_num(pol, "beta", NAN));
+    html_models(p, b);
     sbuf_printf(b, "</table>\n<h3>Tasks and data</h3>\n<table><tr><th>task</th><th>kind</th><th>config sha256</th><th>data (path sha256)</th></tr>\n");
     cJSON_ArrayForEach(t, json_get(p, "tasks"))
     {
@@ -461,7 +484,18 @@ static void render_html(const cJSON *d, struct sbuf *b)
         esc_html(b, json_str(t, "datasets", ""));
         sbuf_printf(b, "</code></td></tr>\n");
     }
-    sbuf_printf(b, "</table>\n</body></html>\n");
+    sbuf_printf(b, "</table>\n");
+}
+
+static void render_html(const cJSON *d, struct sbuf *b)
+{
+    const cJSON *t;
+    html_head(d, b);
+    html_summary(d, b);
+    forest(d, b);
+    cJSON_ArrayForEach(t, json_get(d, "tasks")) html_task(t, b);
+    html_provenance(d, b);
+    sbuf_printf(b, "</body></html>\n");
 }
 
 static const char *const formats[] = {"text", "md", "html", "json", "junit"};

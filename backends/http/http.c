@@ -425,26 +425,14 @@ static const cJSON *cursor_get(struct cursor *c, int i)
 }
 
 /* Reads a scoring answer into r->logprob. QG_OK, or the error in h->err. */
-static int parse_score(struct http *h, const char *url, const cJSON *ans, const struct backend_score *r)
+/* The answer scored the ids sent: its token_ids match, or (a text prompt
+ * without token_ids back) each token's text is the text of the id meant
+ * (after the first; pieces that are not UTF-8 on their own cannot be
+ * compared). */
+static int check_prompt_ids(struct http *h, const char *url, const cJSON *lpo, const cJSON *tid, const int32_t *ids, int n)
 {
-    const int32_t *ids = r->tokens;
-    int n = r->n_tokens, from = r->from, rc = QG_OK;
-    const cJSON *ch0 = cJSON_GetArrayItem(cJSON_GetObjectItem(ans, "choices"), 0);
-    const cJSON *vllm = cJSON_GetObjectItem(ch0, "prompt_logprobs");
-    if (cJSON_IsArray(vllm)) return parse_plp(h, url, vllm, r);
-    const cJSON *lpo = cJSON_GetObjectItem(ch0, "logprobs");
-    const cJSON *tl = cJSON_GetObjectItem(lpo, "token_logprobs"), *tid = cJSON_GetObjectItem(lpo, "token_ids");
-    int m = cJSON_GetArraySize(tl);
-    if (h->text_prompt && cJSON_IsArray(tl) && (m < n || m > n + h->max_tokens_one))
-        return qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
-                       "%s: sent %d prompt ids as text, the server tokenized it into %d: this endpoint takes text prompts only, "
-                       "and a window that starts inside a text does not re-tokenize to the same ids (run perplexity tasks "
-                       "against a server that takes token ids)", url, n, m - h->max_tokens_one);
-    if (!cJSON_IsArray(tl) || m < n || m > n + h->max_tokens_one)
-        return qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
-                       "%s: sent %d prompt ids, got %d token log-probs back: the endpoint re-tokenized the prompt or cannot "
-                       "score prompts (echo with logprobs)", url, n, cJSON_IsArray(tl) ? m : -1);
-    struct cursor c_tid = cursor_of(tid), c_texts, c_tl = cursor_of(tl), c_top, c_topid;
+    int rc = QG_OK;
+    struct cursor c_tid = cursor_of(tid), c_texts;
     for (int i = 0; i < n && !rc && cJSON_IsArray(tid); i++) {
         const cJSON *v = cursor_get(&c_tid, i);
         if (!cJSON_IsNumber(v) || v->valuedouble != (double)ids[i])
@@ -452,9 +440,6 @@ static int parse_score(struct http *h, const char *url, const cJSON *ans, const 
                          cJSON_IsNumber(v) ? v->valuedouble : -1.0, ids[i],
                          h->text_prompt ? " (the server takes text prompts only, and re-tokenized this one differently)" : "");
     }
-    /* a text prompt without token_ids back: each token's text must be the
-     * text of the id meant (after the first; pieces that are not UTF-8 on
-     * their own cannot be compared) */
     c_texts = cursor_of(cJSON_GetObjectItem(lpo, "tokens"));
     for (int i = 1; i < n && !rc && h->text_prompt && !cJSON_IsArray(tid); i++) {
         const cJSON *t = cursor_get(&c_texts, i);
@@ -469,22 +454,21 @@ static int parse_score(struct http *h, const char *url, const cJSON *ans, const 
                          "%s: token %d came back as '%.40s', sent '%.40s': the server takes text prompts only, and re-tokenized "
                          "this one differently", url, i, cJSON_IsString(t) ? t->valuestring : "?", buf);
     }
-    for (int i = from; i < n && !rc; i++) {
-        const cJSON *v = cursor_get(&c_tl, i);
-        if (!cJSON_IsNumber(v) || !(v->valuedouble <= 0))
-            rc = qg_errf(h->err, sizeof h->err, QG_ERR_UNSUPPORTED,
-                         "%s: no log-prob for prompt token %d: this endpoint cannot score prompts, so it cannot run "
-                         "log-likelihood tasks", url, i);
-        else r->logprob[i - from] = v->valuedouble;
-    }
+    return rc;
+}
+
+/* The top-K of every scored position into r->top_ids / r->top_lp. */
+static int parse_top_k(struct http *h, const char *url, const cJSON *lpo, const struct backend_score *r)
+{
     /* top-K: qgate serve's top_token_ids ([[id, logprob], ...], exact), else
      * top_logprobs[i], text -> log-prob, mapped to ids through the local
      * tokenizer's pieces (texts several ids share stay unknown) */
-    c_top = cursor_of(cJSON_GetObjectItem(lpo, "top_logprobs"));
-    c_topid = cursor_of(cJSON_GetObjectItem(lpo, "top_token_ids"));
-    for (int i = from; i < n && !rc && r->top_k > 0; i++) {
-        int32_t *ids_out = r->top_ids + (size_t)(i - from) * (size_t)r->top_k;
-        float *lp_out = r->top_lp + (size_t)(i - from) * (size_t)r->top_k;
+    struct cursor c_top = cursor_of(cJSON_GetObjectItem(lpo, "top_logprobs"));
+    struct cursor c_topid = cursor_of(cJSON_GetObjectItem(lpo, "top_token_ids"));
+    int rc = QG_OK, n = r->n_tokens;
+    for (int i = r->from; i < n && !rc; i++) {
+        int32_t *ids_out = r->top_ids + (size_t)(i - r->from) * (size_t)r->top_k;
+        float *lp_out = r->top_lp + (size_t)(i - r->from) * (size_t)r->top_k;
         for (int k = 0; k < r->top_k; k++) ids_out[k] = -1, lp_out[k] = -INFINITY;
         const cJSON *pairs = cursor_get(&c_topid, i), *pr;
         if (cJSON_IsArray(pairs)) {
@@ -517,6 +501,39 @@ static int parse_score(struct http *h, const char *url, const cJSON *ans, const 
             top_insert(ids_out, lp_out, r->top_k, piece_lookup(h, e->string), lp_float(e->valuedouble));
         }
     }
+    return rc;
+}
+
+static int parse_score(struct http *h, const char *url, const cJSON *ans, const struct backend_score *r)
+{
+    const int32_t *ids = r->tokens;
+    int n = r->n_tokens, from = r->from, rc = QG_OK;
+    const cJSON *ch0 = cJSON_GetArrayItem(cJSON_GetObjectItem(ans, "choices"), 0);
+    const cJSON *vllm = cJSON_GetObjectItem(ch0, "prompt_logprobs");
+    if (cJSON_IsArray(vllm)) return parse_plp(h, url, vllm, r);
+    const cJSON *lpo = cJSON_GetObjectItem(ch0, "logprobs");
+    const cJSON *tl = cJSON_GetObjectItem(lpo, "token_logprobs"), *tid = cJSON_GetObjectItem(lpo, "token_ids");
+    int m = cJSON_GetArraySize(tl);
+    if (h->text_prompt && cJSON_IsArray(tl) && (m < n || m > n + h->max_tokens_one))
+        return qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
+                       "%s: sent %d prompt ids as text, the server tokenized it into %d: this endpoint takes text prompts only, "
+                       "and a window that starts inside a text does not re-tokenize to the same ids (run perplexity tasks "
+                       "against a server that takes token ids)", url, n, m - h->max_tokens_one);
+    if (!cJSON_IsArray(tl) || m < n || m > n + h->max_tokens_one)
+        return qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
+                       "%s: sent %d prompt ids, got %d token log-probs back: the endpoint re-tokenized the prompt or cannot "
+                       "score prompts (echo with logprobs)", url, n, cJSON_IsArray(tl) ? m : -1);
+    struct cursor c_tl = cursor_of(tl);
+    rc = check_prompt_ids(h, url, lpo, tid, ids, n);
+    for (int i = from; i < n && !rc; i++) {
+        const cJSON *v = cursor_get(&c_tl, i);
+        if (!cJSON_IsNumber(v) || !(v->valuedouble <= 0))
+            rc = qg_errf(h->err, sizeof h->err, QG_ERR_UNSUPPORTED,
+                         "%s: no log-prob for prompt token %d: this endpoint cannot score prompts, so it cannot run "
+                         "log-likelihood tasks", url, i);
+        else r->logprob[i - from] = v->valuedouble;
+    }
+    if (!rc && r->top_k > 0) rc = parse_top_k(h, url, lpo, r);
     return rc;
 }
 
@@ -579,6 +596,82 @@ static int x_start(struct http *h, CURLM *m, struct xfer *x, const char *url)
 
 /* Scores n requests with up to h->concurrency in flight, each retried on
  * its own; the first refusal or exhausted retries stops them all. */
+/* Builds each request's body; answers found in the cache are parsed and
+ * their transfers marked done (*finished counts them). keys (NULL without
+ * a cache) receives each body's cache key. */
+static int score_prepare(struct http *h, const char *url, struct backend_score *reqs, int n, struct xfer *x,
+                         char (*keys)[HASH_HEX_LEN + 1], int *finished)
+{
+    for (int j = 0; j < n; j++) {
+        h->err[0] = '\0';
+        if (!(x[j].body = score_body(h, reqs[j].tokens, reqs[j].n_tokens, reqs[j].top_k))) {
+            if (h->err[0]) return QG_ERR_UNAVAILABLE; /* the server could not detokenize a text prompt */
+            return qg_errf(h->err, sizeof h->err, QG_ERR_NOMEM, "out of memory");
+        }
+        if (!keys) continue;
+        cache_key(h, url, x[j].body, keys[j]);
+        char *hit = h->cache.get(h->cache.ud, keys[j]);
+        cJSON *ans = hit ? cJSON_Parse(hit) : NULL;
+        if (ans && parse_score(h, url, ans, &reqs[j]) == QG_OK) x[j].done = 1, (*finished)++;
+        cJSON_Delete(ans);
+        free(hit);
+    }
+    return QG_OK;
+}
+
+/* One finished transfer t (request j): parsed and cached, a retry
+ * scheduled with backoff, or the error that ends the batch. */
+static int score_finished(struct http *h, const char *url, CURLMsg *msg, struct xfer *x, struct backend_score *reqs,
+                          char (*keys)[HASH_HEX_LEN + 1], int *active, int *finished)
+{
+    struct xfer *t;
+    curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&t);
+    CURLcode cc = msg->data.result;
+    long code = 0;
+    curl_easy_getinfo(t->e, CURLINFO_RESPONSE_CODE, &code);
+    curl_multi_remove_handle(h->multi, t->e);
+    if (h->n_idle < (int)(sizeof h->idle / sizeof *h->idle)) h->idle[h->n_idle++] = t->e, t->e = NULL;
+    t->active = 0;
+    (*active)--;
+    int j = (int)(t - x), rc = QG_OK;
+    cJSON *ans;
+    int v = judge(h, url, cc, code, &t->reply, &ans, t->last, sizeof t->last);
+    if (v == QG_OK) {
+        if (!(rc = parse_score(h, url, ans, &reqs[j]))) {
+            t->done = 1, (*finished)++;
+            if (keys) h->cache.put(h->cache.ud, keys[j], url, h->model, t->reply.body.data);
+        }
+        cJSON_Delete(ans);
+    } else if (v != TRY_AGAIN) {
+        rc = v;
+    } else if (++t->attempts > h->retries) {
+        rc = qg_errf(h->err, sizeof h->err, QG_ERR_UNAVAILABLE, "%s: no answer after %d attempts; last: %s", url,
+                     h->retries + 1, t->last);
+    } else {
+        t->not_before = qg_now_s() + backoff(h, t->attempts, t->reply.retry_after);
+    }
+    return rc;
+}
+
+/* Starts what may start now (up to the concurrency); *soonest is when the
+ * next one waiting for its backoff may. */
+static int score_start(struct http *h, const char *url, struct xfer *x, int n, int *active, double *soonest)
+{
+    double now = qg_now_s();
+    *soonest = INFINITY;
+    for (int j = 0; j < n && *active < h->concurrency; j++) {
+        if (x[j].done || x[j].active) continue;
+        if (x[j].not_before > now) {
+            *soonest = fmin(*soonest, x[j].not_before);
+            continue;
+        }
+        int rc = x_start(h, h->multi, &x[j], url);
+        if (rc) return qg_errf(h->err, sizeof h->err, rc, "%s: cannot start a request", url);
+        (*active)++;
+    }
+    return QG_OK;
+}
+
 static int score_many(struct http *h, struct backend_score *reqs, int n)
 {
     char url[1100];
@@ -588,66 +681,15 @@ static int score_many(struct http *h, struct backend_score *reqs, int n)
     int rc = QG_OK, active = 0, finished = 0;
     char (*keys)[HASH_HEX_LEN + 1] = h->cache.get ? calloc((size_t)n, sizeof *keys) : NULL;
     if (h->cache.get && !keys) rc = qg_errf(h->err, sizeof h->err, QG_ERR_NOMEM, "out of memory");
-    for (int j = 0; j < n && !rc; j++) {
-        h->err[0] = '\0';
-        if (!(x[j].body = score_body(h, reqs[j].tokens, reqs[j].n_tokens, reqs[j].top_k))) {
-            if (h->err[0]) rc = QG_ERR_UNAVAILABLE; /* the server could not detokenize a text prompt */
-            else rc = qg_errf(h->err, sizeof h->err, QG_ERR_NOMEM, "out of memory");
-            break;
-        }
-        if (!keys) continue;
-        cache_key(h, url, x[j].body, keys[j]);
-        char *hit = h->cache.get(h->cache.ud, keys[j]);
-        cJSON *ans = hit ? cJSON_Parse(hit) : NULL;
-        if (ans && parse_score(h, url, ans, &reqs[j]) == QG_OK) x[j].done = 1, finished++;
-        cJSON_Delete(ans);
-        free(hit);
-    }
+    if (!rc) rc = score_prepare(h, url, reqs, n, x, keys, &finished);
     while (!rc && finished < n) {
-        double now = qg_now_s(), soonest = INFINITY;
-        for (int j = 0; j < n && !rc && active < h->concurrency; j++) {
-            if (x[j].done || x[j].active) continue;
-            if (x[j].not_before > now) {
-                soonest = fmin(soonest, x[j].not_before);
-                continue;
-            }
-            if ((rc = x_start(h, h->multi, &x[j], url))) qg_errf(h->err, sizeof h->err, rc, "%s: cannot start a request", url);
-            else active++;
-        }
-        if (rc) break;
-        int running;
+        double soonest;
+        if ((rc = score_start(h, url, x, n, &active, &soonest))) break;
+        int running, left;
         curl_multi_perform(h->multi, &running);
         CURLMsg *msg;
-        int left;
-        while (!rc && (msg = curl_multi_info_read(h->multi, &left))) {
-            if (msg->msg != CURLMSG_DONE) continue;
-            struct xfer *t;
-            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&t);
-            CURLcode cc = msg->data.result;
-            long code = 0;
-            curl_easy_getinfo(t->e, CURLINFO_RESPONSE_CODE, &code);
-            curl_multi_remove_handle(h->multi, t->e);
-            if (h->n_idle < (int)(sizeof h->idle / sizeof *h->idle)) h->idle[h->n_idle++] = t->e, t->e = NULL;
-            t->active = 0;
-            active--;
-            int j = (int)(t - x);
-            cJSON *ans;
-            int v = judge(h, url, cc, code, &t->reply, &ans, t->last, sizeof t->last);
-            if (v == QG_OK) {
-                if (!(rc = parse_score(h, url, ans, &reqs[j]))) {
-                    t->done = 1, finished++;
-                    if (keys) h->cache.put(h->cache.ud, keys[j], url, h->model, t->reply.body.data);
-                }
-                cJSON_Delete(ans);
-            } else if (v != TRY_AGAIN) {
-                rc = v;
-            } else if (++t->attempts > h->retries) {
-                rc = qg_errf(h->err, sizeof h->err, QG_ERR_UNAVAILABLE, "%s: no answer after %d attempts; last: %s", url,
-                             h->retries + 1, t->last);
-            } else {
-                t->not_before = qg_now_s() + backoff(h, t->attempts, t->reply.retry_after);
-            }
-        }
+        while (!rc && (msg = curl_multi_info_read(h->multi, &left)))
+            if (msg->msg == CURLMSG_DONE) rc = score_finished(h, url, msg, x, reqs, keys, &active, &finished);
         if (rc || finished == n) break;
         if (active) curl_multi_poll(h->multi, NULL, 0, 50, NULL);
         else if (soonest < INFINITY) usleep((useconds_t)(fmax(0, fmin(soonest - qg_now_s(), 1.0)) * 1e6) + 1000);
@@ -914,6 +956,184 @@ static int parse_spec(struct http *h, const char *spec, char *tokpath, size_t to
     return rc;
 }
 
+/* The API key: from keyvar when the spec names one (which must be set),
+ * else QGATE_API_KEY or OPENAI_API_KEY; *key NULL when none. */
+static int api_key(const struct http *h, const char *keyvar, const char **key, char *err, size_t errlen)
+{
+    *key = *keyvar ? getenv(keyvar) : getenv("QGATE_API_KEY");
+    if (!*keyvar && !*key) *key = getenv("OPENAI_API_KEY");
+    if (*keyvar && (!*key || !**key))
+        return qg_errf(err, errlen, QG_ERR_USAGE, "%s: api_key_env=%s is unset or empty", h->base, keyvar);
+    return QG_OK;
+}
+
+/* The curl handles and the options every request shares. */
+static int open_curl(struct http *h, const char *key, char *err, size_t errlen)
+{
+    if (!(h->curl = curl_easy_init()) || !(h->multi = curl_multi_init()))
+        return qg_errf(err, errlen, QG_ERR_NOMEM, "cannot start libcurl");
+    curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)h->concurrency);
+    h->headers = curl_slist_append(NULL, "Content-Type: application/json");
+    if (key && *key) {
+        struct sbuf a;
+        sbuf_init(&a, 1 << 16);
+        sbuf_printf(&a, "Authorization: Bearer %s", key);
+        h->headers = curl_slist_append(h->headers, sbuf_str(&a));
+        if (a.data) memset(a.data, 0, a.len); /* no copy of the key outlives the list */
+        sbuf_release(&a);
+    }
+    curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, h->headers);
+    curl_easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, &h->reply);
+    curl_easy_setopt(h->curl, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h->curl, CURLOPT_HEADERDATA, &h->reply);
+    curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, (long)(h->timeout * 1000));
+    curl_easy_setopt(h->curl, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+    curl_easy_setopt(h->curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h->curl, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(h->curl, CURLOPT_SSL_VERIFYHOST, 2L);
+    curl_easy_setopt(h->curl, CURLOPT_TCP_KEEPALIVE, 1L);
+    return QG_OK;
+}
+
+/* Setup: the spec, the local tokenizer (when given), the key, curl. */
+static int open_setup(struct http *h, const char *spec, char *tokpath, size_t tplen, char *err, size_t errlen)
+{
+    char keyvar[128] = "";
+    int rc = parse_spec(h, spec, tokpath, tplen, keyvar, sizeof keyvar, err, errlen);
+    if (!rc && *tokpath) {
+        struct gguf *g;
+        rc = gguf_open(tokpath, &g, err, errlen);
+        if (!rc) {
+            rc = tok_load(g, tokpath, &h->tok, err, errlen);
+            gguf_close(g);
+        }
+    }
+    if (!rc && h->tok && (rc = build_pieces(h))) qg_errf(err, errlen, rc, "out of memory");
+    const char *key = NULL;
+    if (!rc) rc = api_key(h, keyvar, &key, err, errlen);
+    if (!rc) rc = open_curl(h, key, err, errlen);
+    return rc;
+}
+
+/* The model list: the id must be served; it may say the context length
+ * and the vocabulary size (which must match the local tokenizer's). */
+static int probe_models(struct http *h, const char *tokpath, char *err, size_t errlen)
+{
+    cJSON *r = NULL;
+    long status;
+    char url[1100];
+    snprintf(url, sizeof url, "%s/models", h->base);
+    int rc = request(h, url, NULL, &r, &status);
+    if (rc) return qg_errf(err, errlen, rc, "%s", h->err);
+    const cJSON *m, *found = NULL;
+    int n = 0;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItem(r, "data"))
+    {
+        const cJSON *id = cJSON_GetObjectItem(m, "id");
+        n++;
+        if (cJSON_IsString(id) && (!*h->model ? n == 1 : !strcmp(id->valuestring, h->model))) found = m;
+    }
+    if (!*h->model && n != 1)
+        rc = qg_errf(err, errlen, QG_ERR_USAGE, "%s serves %d models: name one with ?model=ID", h->base, n);
+    else if (!found)
+        rc = qg_errf(err, errlen, QG_ERR_USAGE, "%s does not serve model '%s' (see %s/models)", h->base, h->model, h->base);
+    else {
+        if (!*h->model) snprintf(h->model, sizeof h->model, "%s", cJSON_GetObjectItem(found, "id")->valuestring);
+        const cJSON *ml = cJSON_GetObjectItem(found, "max_model_len"), *nv = cJSON_GetObjectItem(found, "n_vocab");
+        if (!cJSON_IsNumber(nv)) nv = cJSON_GetObjectItem(cJSON_GetObjectItem(found, "meta"), "n_vocab"); /* llama.cpp */
+        if (!h->n_ctx && cJSON_IsNumber(ml) && ml->valuedouble >= 2 && ml->valuedouble <= (1 << 24)) h->n_ctx = (int)ml->valuedouble;
+        if (cJSON_IsNumber(nv) && nv->valuedouble >= 1 && nv->valuedouble < (1 << 24)) h->n_vocab = (int)nv->valuedouble;
+        if (h->tok && h->n_vocab && h->n_vocab != tok_n_vocab(h->tok))
+            rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: the server's model has %d tokens, the tokenizer %s has %d", h->base,
+                         h->n_vocab, tokpath, tok_n_vocab(h->tok));
+    }
+    cJSON_Delete(r);
+    return rc;
+}
+
+static const char *const open_sample = "Once upon a time, there was a little girl named Lily. She said: \"3 + 4 = 7!\"";
+
+/* BOS without a local tokenizer: what add_special puts in front of ids. */
+static int learn_bos(struct http *h, const int32_t *ids, int64_t n_ids, char *err, size_t errlen)
+{
+    int32_t *plain = NULL;
+    int64_t n_plain = 0;
+    long status;
+    int rc = server_tokenize(h, open_sample, strlen(open_sample), 0, 1, &plain, &n_plain, &status);
+    if (rc) qg_errf(err, errlen, rc, "%s", h->err);
+    else if (n_plain < 1) rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: the server's /tokenize gives no tokens for a sentence", h->base);
+    else {
+        h->add_bos = n_ids == n_plain + 1 && !memcmp(ids + 1, plain, (size_t)n_plain * sizeof *plain);
+        h->bos = h->add_bos ? ids[0] : -1;
+        h->eos = -1;
+        h->pair_a = plain[0];
+    }
+    free(plain);
+    return rc;
+}
+
+/* The tokenizers agree on a sample (when the server tokenizes); without a
+ * local one the server's must work, and says what BOS is. *ids (malloc'd)
+ * is the sample's ids, for the scoring probe. */
+static int check_tokenizer(struct http *h, const char *tokpath, int32_t **ids, int64_t *n_ids, char *err, size_t errlen)
+{
+    int32_t *sids = NULL;
+    int64_t n_sids = 0;
+    long status;
+    int rc = h->tok ? tok_encode(h->tok, open_sample, strlen(open_sample), 1, 0, ids, n_ids) : QG_OK;
+    if (rc) return rc;
+    int trc = server_tokenize(h, open_sample, strlen(open_sample), 1, 1, &sids, &n_sids, &status);
+    if (trc == QG_OK && h->tok) {
+        int same = n_sids == *n_ids;
+        for (int64_t i = 0; same && i < *n_ids; i++) same = sids[i] == (*ids)[i];
+        if (!same)
+            rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: the server tokenizes differently from %s (sample: %lld local ids, %lld server ids)",
+                         h->base, tokpath, (long long)*n_ids, (long long)n_sids);
+    } else if (trc == QG_OK) {
+        *ids = sids, *n_ids = n_sids, sids = NULL;
+    } else if (!h->tok) {
+        rc = qg_errf(err, errlen, trc == QG_ERR_DATA ? QG_ERR_DATA : QG_ERR_USAGE,
+                     "%s: no local tokenizer was given and the server's /tokenize does not work (%s); give "
+                     "?tokenizer=PATH.gguf", h->base, h->err);
+    } else if (status != 404 && status != 405) {
+        rc = qg_errf(err, errlen, trc, "%s", h->err);
+    }
+    free(sids);
+    if (!rc && !h->tok) rc = learn_bos(h, *ids, *n_ids, err, errlen);
+    return rc;
+}
+
+/* Scoring works: token ids with echo (max_tokens 0, else 1), ids with
+ * vLLM's prompt_logprobs, then text prompts with echo (a server that takes
+ * no ids; each answer is checked against the ids meant). The first that
+ * scores every prompt token is kept. A server that answers but gives no
+ * prompt log-probs is refused for scoring (not for generation); any other
+ * failure fails open with the first error. */
+static int probe_scoring(struct http *h, const int32_t *ids, int64_t n_ids, char *err, size_t errlen)
+{
+    double lp[128];
+    int n = n_ids < 128 ? (int)n_ids : 128;
+    static const struct { int text, max1, plp; } tries[] = {{0, 0, 0}, {0, 1, 0}, {0, 1, 1}, {1, 0, 0}, {1, 1, 0}};
+    char first[QG_ERRMSG_MAX] = "", unsup[QG_ERRMSG_MAX] = "";
+    int src = QG_ERR_DATA, first_rc = QG_OK;
+    if (n < 2) snprintf(first, sizeof first, "%.300s: the sample is one token", h->base), first_rc = QG_ERR_DATA;
+    for (size_t t = 0; n >= 2 && t < sizeof tries / sizeof *tries; t++) {
+        h->text_prompt = tries[t].text, h->max_tokens_one = tries[t].max1, h->plp = tries[t].plp;
+        if ((src = score_ids(h, ids, n, 1, lp)) == QG_OK) break;
+        if (!first_rc) first_rc = src, snprintf(first, sizeof first, "%s", h->err);
+        if (src == QG_ERR_UNSUPPORTED && !*unsup) snprintf(unsup, sizeof unsup, "%s", h->err);
+        if (src == QG_ERR_UNAVAILABLE || src == QG_ERR_NOMEM) break; /* no server to ask */
+    }
+    if (src != QG_OK) {
+        h->text_prompt = 0, h->max_tokens_one = 0, h->plp = 0;
+        if (*unsup && first_rc != QG_ERR_UNAVAILABLE) src = QG_ERR_UNSUPPORTED, snprintf(h->err, sizeof h->err, "%s", unsup);
+        else src = first_rc, snprintf(h->err, sizeof h->err, "%s", first);
+    }
+    h->can_score = src == QG_OK;
+    return src && src != QG_ERR_UNSUPPORTED ? qg_errf(err, errlen, src, "%s", h->err) : QG_OK;
+}
+
 static int http_open(const char *spec, const struct backend_open_params *bp, void **impl, char *err, size_t errlen)
 {
     *impl = NULL;
@@ -925,149 +1145,14 @@ static int http_open(const char *spec, const struct backend_open_params *bp, voi
     h->rng = (uint64_t)time(NULL) ^ (uint64_t)getpid();
     if (bp && bp->cache && bp->cache->get && bp->cache->put) h->cache = *bp->cache;
     sbuf_init(&h->reply.body, HTTP_MAX_RESPONSE);
-    char tokpath[4096] = "", keyvar[128] = "";
-    int rc = parse_spec(h, spec, tokpath, sizeof tokpath, keyvar, sizeof keyvar, err, errlen);
-    if (!rc && *tokpath) {
-        struct gguf *g;
-        rc = gguf_open(tokpath, &g, err, errlen);
-        if (!rc) {
-            rc = tok_load(g, tokpath, &h->tok, err, errlen);
-            gguf_close(g);
-        }
-    }
-    if (!rc && h->tok && (rc = build_pieces(h))) qg_errf(err, errlen, rc, "out of memory");
-    const char *key = NULL;
-    if (!rc) {
-        key = *keyvar ? getenv(keyvar) : getenv("QGATE_API_KEY");
-        if (!*keyvar && !key) key = getenv("OPENAI_API_KEY");
-        if (*keyvar && (!key || !*key)) rc = qg_errf(err, errlen, QG_ERR_USAGE, "%s: api_key_env=%s is unset or empty", h->base, keyvar);
-    }
-    if (!rc && (!(h->curl = curl_easy_init()) || !(h->multi = curl_multi_init())))
-        rc = qg_errf(err, errlen, QG_ERR_NOMEM, "cannot start libcurl");
-    if (!rc) curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)h->concurrency);
-    if (!rc) {
-        h->headers = curl_slist_append(NULL, "Content-Type: application/json");
-        if (key && *key) {
-            struct sbuf a;
-            sbuf_init(&a, 1 << 16);
-            sbuf_printf(&a, "Authorization: Bearer %s", key);
-            h->headers = curl_slist_append(h->headers, sbuf_str(&a));
-            memset(a.data, 0, a.len); /* no copy of the key outlives the list */
-            sbuf_release(&a);
-        }
-        curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, h->headers);
-        curl_easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, on_body);
-        curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, &h->reply);
-        curl_easy_setopt(h->curl, CURLOPT_HEADERFUNCTION, on_header);
-        curl_easy_setopt(h->curl, CURLOPT_HEADERDATA, &h->reply);
-        curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, (long)(h->timeout * 1000));
-        curl_easy_setopt(h->curl, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
-        curl_easy_setopt(h->curl, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(h->curl, CURLOPT_SSL_VERIFYPEER, 1L);
-        curl_easy_setopt(h->curl, CURLOPT_SSL_VERIFYHOST, 2L);
-        curl_easy_setopt(h->curl, CURLOPT_TCP_KEEPALIVE, 1L);
-    }
-    /* the model list: the id must be served; it may say the context length */
-    cJSON *r = NULL;
-    long status;
-    char url[1100];
-    if (!rc) {
-        snprintf(url, sizeof url, "%s/models", h->base);
-        if ((rc = request(h, url, NULL, &r, &status))) qg_errf(err, errlen, rc, "%s", h->err);
-    }
-    if (!rc) {
-        const cJSON *m, *found = NULL;
-        int n = 0;
-        cJSON_ArrayForEach(m, cJSON_GetObjectItem(r, "data"))
-        {
-            const cJSON *id = cJSON_GetObjectItem(m, "id");
-            n++;
-            if (cJSON_IsString(id) && (!*h->model ? n == 1 : !strcmp(id->valuestring, h->model))) found = m;
-        }
-        if (!*h->model && n != 1)
-            rc = qg_errf(err, errlen, QG_ERR_USAGE, "%s serves %d models: name one with ?model=ID", h->base, n);
-        else if (!found)
-            rc = qg_errf(err, errlen, QG_ERR_USAGE, "%s does not serve model '%s' (see %s/models)", h->base, h->model, h->base);
-        else {
-            if (!*h->model) snprintf(h->model, sizeof h->model, "%s", cJSON_GetObjectItem(found, "id")->valuestring);
-            const cJSON *ml = cJSON_GetObjectItem(found, "max_model_len"), *nv = cJSON_GetObjectItem(found, "n_vocab");
-            if (!cJSON_IsNumber(nv)) nv = cJSON_GetObjectItem(cJSON_GetObjectItem(found, "meta"), "n_vocab"); /* llama.cpp */
-            if (!h->n_ctx && cJSON_IsNumber(ml) && ml->valuedouble >= 2 && ml->valuedouble <= (1 << 24)) h->n_ctx = (int)ml->valuedouble;
-            if (cJSON_IsNumber(nv) && nv->valuedouble >= 1 && nv->valuedouble < (1 << 24)) h->n_vocab = (int)nv->valuedouble;
-            if (h->tok && h->n_vocab && h->n_vocab != tok_n_vocab(h->tok))
-                rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: the server's model has %d tokens, the tokenizer %s has %d", h->base,
-                             h->n_vocab, tokpath, tok_n_vocab(h->tok));
-        }
-    }
-    cJSON_Delete(r);
+    char tokpath[4096] = "";
+    int32_t *ids = NULL;
+    int64_t n_ids = 0;
+    int rc = open_setup(h, spec, tokpath, sizeof tokpath, err, errlen);
+    if (!rc) rc = probe_models(h, tokpath, err, errlen);
     if (!h->n_ctx) h->n_ctx = 2048;
-    /* the tokenizers agree on a sample (when the server tokenizes); without
-     * a local one the server's must work, and says what BOS is */
-    static const char *const sample = "Once upon a time, there was a little girl named Lily. She said: \"3 + 4 = 7!\"";
-    int32_t *ids = NULL, *sids = NULL;
-    int64_t n_ids = 0, n_sids = 0;
-    if (!rc && h->tok) rc = tok_encode(h->tok, sample, strlen(sample), 1, 0, &ids, &n_ids);
-    if (!rc) {
-        int trc = server_tokenize(h, sample, strlen(sample), 1, 1, &sids, &n_sids, &status);
-        if (trc == QG_OK && h->tok) {
-            int same = n_sids == n_ids;
-            for (int64_t i = 0; same && i < n_ids; i++) same = sids[i] == ids[i];
-            if (!same)
-                rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: the server tokenizes differently from %s (sample: %lld local ids, %lld server ids)",
-                             h->base, tokpath, (long long)n_ids, (long long)n_sids);
-        } else if (trc == QG_OK) {
-            ids = sids, n_ids = n_sids, sids = NULL;
-        } else if (!h->tok) {
-            rc = qg_errf(err, errlen, trc == QG_ERR_DATA ? QG_ERR_DATA : QG_ERR_USAGE,
-                         "%s: no local tokenizer was given and the server's /tokenize does not work (%s); give "
-                         "?tokenizer=PATH.gguf", h->base, h->err);
-        } else if (status != 404 && status != 405) {
-            rc = qg_errf(err, errlen, trc, "%s", h->err);
-        }
-    }
-    if (!rc && !h->tok) { /* BOS: what add_special puts in front */
-        int32_t *plain = NULL;
-        int64_t n_plain = 0;
-        if ((rc = server_tokenize(h, sample, strlen(sample), 0, 1, &plain, &n_plain, &status))) qg_errf(err, errlen, rc, "%s", h->err);
-        else if (n_plain < 1) rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: the server's /tokenize gives no tokens for a sentence", h->base);
-        else {
-            h->add_bos = n_ids == n_plain + 1 && !memcmp(ids + 1, plain, (size_t)n_plain * sizeof *plain);
-            h->bos = h->add_bos ? ids[0] : -1;
-            h->eos = -1;
-            h->pair_a = plain[0];
-        }
-        free(plain);
-    }
-    free(sids);
-    /* scoring works: max_tokens 0, or 1 with the extra token dropped */
-    if (!rc) {
-        double lp[128];
-        int n = n_ids < 128 ? (int)n_ids : 128;
-        /* token ids with echo (max_tokens 0, else 1), ids with vLLM's
-         * prompt_logprobs, then text prompts with echo (a server that takes
-         * no ids; each answer is checked against the ids meant). The first
-         * that scores every prompt token is kept. A server that answers but
-         * gives no prompt log-probs is refused for scoring (not for
-         * generation); any other failure fails open with the first error. */
-        static const struct { int text, max1, plp; } tries[] = {{0, 0, 0}, {0, 1, 0}, {0, 1, 1}, {1, 0, 0}, {1, 1, 0}};
-        char first[QG_ERRMSG_MAX] = "", unsup[QG_ERRMSG_MAX] = "";
-        int src = QG_ERR_DATA, first_rc = QG_OK;
-        if (n < 2) snprintf(first, sizeof first, "%.300s: the sample is one token", h->base), first_rc = QG_ERR_DATA;
-        for (size_t t = 0; n >= 2 && t < sizeof tries / sizeof *tries; t++) {
-            h->text_prompt = tries[t].text, h->max_tokens_one = tries[t].max1, h->plp = tries[t].plp;
-            if ((src = score_ids(h, ids, n, 1, lp)) == QG_OK) break;
-            if (!first_rc) first_rc = src, snprintf(first, sizeof first, "%s", h->err);
-            if (src == QG_ERR_UNSUPPORTED && !*unsup) snprintf(unsup, sizeof unsup, "%s", h->err);
-            if (src == QG_ERR_UNAVAILABLE || src == QG_ERR_NOMEM) break; /* no server to ask */
-        }
-        if (src != QG_OK) {
-            h->text_prompt = 0, h->max_tokens_one = 0, h->plp = 0;
-            if (*unsup && first_rc != QG_ERR_UNAVAILABLE) src = QG_ERR_UNSUPPORTED, snprintf(h->err, sizeof h->err, "%s", unsup);
-            else src = first_rc, snprintf(h->err, sizeof h->err, "%s", first);
-        }
-        h->can_score = src == QG_OK;
-        if (src && src != QG_ERR_UNSUPPORTED) rc = qg_errf(err, errlen, src, "%s", h->err);
-    }
+    if (!rc) rc = check_tokenizer(h, tokpath, &ids, &n_ids, err, errlen);
+    if (!rc) rc = probe_scoring(h, ids, n_ids, err, errlen);
     free(ids);
     if (rc) {
         http_close(h);
