@@ -2,6 +2,10 @@
  *
  * usage: bench_verdict [--reps N] [--seed S]
  *
+ * Every simulated comparison is judged by the real verdict
+ * (verdict_task_compute in metrics/verdict.c, the function `qgate gate`
+ * calls), on item rows built in memory.
+ *
  * Binary metric (accuracy, exact match), items as units, Newcombe's paired
  * interval at level 1 - 2 alpha, margin delta = 0.01, alpha 0.05, beta 0.2:
  * - A/A: baseline and candidate answer each item correctly with the same
@@ -18,7 +22,9 @@
 #include "bench/bench_args.h"
 #include "core/rng.h"
 #include "core/util.h"
+#include "core/status.h"
 #include "metrics/stats.h"
+#include "metrics/verdict.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -36,36 +42,64 @@ static double gauss(void)
     return sqrt(-2 * log(u > 0 ? u : 1e-300)) * cos(2 * M_PI * v);
 }
 
-/* one simulated paired binary comparison: 1 FAIL, 0 PASS, 2 INCONCLUSIVE */
-static int binary_trial(int n, double drop, double delta, double za)
+/* Runs the real verdict (metrics/verdict.c) on n paired rows. */
+static int judge(const struct item_row *base, const struct item_row *cand, int n, int metric, double delta, int draws,
+                 uint64_t seed)
 {
-    int64_t a = 0, b = 0, c = 0, d = 0;
+    struct verdict_params p = {.policy = verdict_default_policy(), .seed = seed};
+    p.policy.margin_acc = p.policy.margin_ppl = delta;
+    p.policy.bootstrap = draws;
+    struct verdict_input in = {.name = "sim", .metric = metric, .kind = metric, .base = base, .cand = cand, .n_base = n, .n_cand = n};
+    struct verdict_task v;
+    char err[QG_ERRMSG_MAX];
+    if (verdict_task_compute(&in, &p, &v, err, sizeof err)) {
+        fprintf(stderr, "verdict failed: %s\n", err);
+        exit(70);
+    }
+    return v.verdict == VERDICT_FAIL ? 1 : v.verdict == VERDICT_PASS ? 0 : 2;
+}
+
+static struct item_row row(int64_t i)
+{
+    struct item_row r = {.idx = i, .cluster = -1, .n_tokens = -1, .nll = NAN, .score = NAN, .kld_sum = NAN,
+                         .top1_agree = NAN, .dp_sum = NAN, .correct = -1};
+    return r;
+}
+
+/* one simulated paired binary comparison: 1 FAIL, 0 PASS, 2 INCONCLUSIVE.
+ * Items are the units, so the decision rests on Newcombe's interval; the
+ * bootstrap (200 draws) only informs the SE shown. */
+static int binary_trial(int n, double drop, double delta, uint64_t seed)
+{
+    struct item_row *b = malloc((size_t)n * sizeof *b), *c = malloc((size_t)n * sizeof *c);
+    if (!b || !c) exit(71);
     for (int i = 0; i < n; i++) {
         double p = 0.3 + 0.6 * unif(); /* item difficulty */
-        int x = unif() < p, y = unif() < p - drop;
-        a += x && y;
-        b += x && !y;
-        c += !x && y;
-        d += !x && !y;
+        b[i] = c[i] = row(i);
+        b[i].correct = unif() < p;
+        c[i].correct = unif() < p - drop;
     }
-    double lo, hi;
-    stats_newcombe_paired(a, b, c, d, za, &lo, &hi);
-    return lo > delta ? 1 : hi <= delta ? 0 : 2;
+    int v = judge(b, c, n, VERDICT_METRIC_ACC, delta, 200, seed);
+    free(b);
+    free(c);
+    return v;
 }
 
 /* one simulated perplexity comparison over W windows of T tokens */
-static int ppl_trial(int W, int T, double drop, double sd_window, double delta, double level, uint64_t seed)
+static int ppl_trial(int W, int T, double drop, double sd_window, double delta, uint64_t seed)
 {
-    double *loss = malloc((size_t)W * sizeof *loss), *size = malloc((size_t)W * sizeof *size);
+    struct item_row *b = malloc((size_t)W * sizeof *b), *c = malloc((size_t)W * sizeof *c);
+    if (!b || !c) exit(71);
     for (int w = 0; w < W; w++) {
-        loss[w] = T * drop + sd_window * gauss();
-        size[w] = T;
+        b[w] = c[w] = row(w);
+        b[w].n_tokens = c[w].n_tokens = T;
+        b[w].nll = 2.0 * T; /* any baseline: the loss is the difference */
+        c[w].nll = b[w].nll + T * drop + sd_window * gauss();
     }
-    struct boot_result r;
-    stats_bootstrap_ratio(loss, size, W, 2000, seed, level, &r);
-    free(loss);
-    free(size);
-    return r.lo > delta ? 1 : r.hi <= delta ? 0 : 2;
+    int v = judge(b, c, W, VERDICT_METRIC_PPL, delta, 2000, seed);
+    free(b);
+    free(c);
+    return v;
 }
 
 static void report(const char *name, int n, int reps, int counts[3], double bound, int want_low)
@@ -106,10 +140,10 @@ int main(int argc, char **argv)
     int n_bin = (int)ceil((za + zb) * (za + zb) * (flips - D * D) / (delta * delta));
     int counts[3];
     memset(counts, 0, sizeof counts);
-    for (int r = 0; r < reps; r++) counts[binary_trial(n_bin, 0, delta, za)]++;
+    for (int r = 0; r < reps; r++) counts[binary_trial(n_bin, 0, delta, seed + (uint64_t)r)]++;
     report("binary A/A (no drop)", n_bin, reps, counts, alpha, 1);
     memset(counts, 0, sizeof counts);
-    for (int r = 0; r < reps; r++) counts[binary_trial(n_bin, D, delta, za)]++;
+    for (int r = 0; r < reps; r++) counts[binary_trial(n_bin, D, delta, seed + (uint64_t)r)]++;
     report("binary, planted drop 2*margin", n_bin, reps, counts, 1 - beta, 0);
     /* perplexity: windows of 64 tokens, per-window NLL-difference SD 2 nats */
     int T = 64;
@@ -117,14 +151,14 @@ int main(int argc, char **argv)
     int W = (int)ceil((za + zb) * (za + zb) * (sdw / T) * (sdw / T) / (delta * delta));
     if (W < 10) W = 10;
     memset(counts, 0, sizeof counts);
-    for (int r = 0; r < reps; r++) counts[ppl_trial(W, T, 0, sdw, delta, 1 - 2 * alpha, seed + (uint64_t)r)]++;
+    for (int r = 0; r < reps; r++) counts[ppl_trial(W, T, 0, sdw, delta, seed + (uint64_t)r)]++;
     report("perplexity A/A (no drop)", W, reps, counts, alpha, 1);
     memset(counts, 0, sizeof counts);
-    for (int r = 0; r < reps; r++) counts[ppl_trial(W, T, D, sdw, delta, 1 - 2 * alpha, seed + (uint64_t)r)]++;
+    for (int r = 0; r < reps; r++) counts[ppl_trial(W, T, D, sdw, delta, seed + (uint64_t)r)]++;
     report("perplexity, planted drop 2*margin", W, reps, counts, 1 - beta, 0);
     /* a drop exactly at the margin must not FAIL more than alpha */
     memset(counts, 0, sizeof counts);
-    for (int r = 0; r < reps; r++) counts[ppl_trial(W, T, delta, sdw, delta, 1 - 2 * alpha, seed + 77 + (uint64_t)r)]++;
+    for (int r = 0; r < reps; r++) counts[ppl_trial(W, T, delta, sdw, delta, seed + 77 + (uint64_t)r)]++;
     report("perplexity, drop = margin", W, reps, counts, alpha, 1);
     return 0;
 }
