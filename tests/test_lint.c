@@ -1,0 +1,56 @@
+/* test_lint — the rules .ci/run enforces on the source tree: the layer
+ * check passes on the tree and catches a planted upward include. */
+#include "tests/test.h"
+
+#include <stdlib.h>
+#include <sys/stat.h>
+
+/* Runs cmd, capturing stdout+stderr into out; returns the exit status. */
+static int run_cmd(const char *cmd, char *out, size_t n)
+{
+    char full[8192];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    if (!p) return -1;
+    size_t k = fread(out, 1, n - 1, p);
+    out[k] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+TEST(layers_check_passes_on_the_tree)
+{
+    char cmd[4096], out[8192];
+    snprintf(cmd, sizeof cmd, "python3 %s/.ci/check-layers %s", QG_SOURCE_DIR, QG_SOURCE_DIR);
+    int rc = run_cmd(cmd, out, sizeof out);
+    if (rc != 0) T_FAIL_("check-layers exit %d:\n%s", rc, out);
+    return 0;
+}
+
+TEST(layers_check_catches_upward_include)
+{
+    /* a copy of the layer table and two folders: metrics/ may not include harness/ */
+    char path[4096], cmd[8192], out[8192];
+    snprintf(path, sizeof path, "%s/.ci", t_tmp());
+    ASSERT_OK(mkdir(path, 0755));
+    snprintf(path, sizeof path, "%s/.ci/layers", QG_SOURCE_DIR);
+    size_t n;
+    char *layers = t_read_file(path, &n);
+    ASSERT(layers != NULL);
+    ASSERT_OK(t_write_file(t_path(".ci/layers"), layers, n));
+    free(layers);
+    ASSERT_OK(mkdir(t_path("metrics"), 0755));
+    ASSERT_OK(mkdir(t_path("harness"), 0755));
+    const char *ok = "#include \"core/util.h\"\n#include \"metrics/x.h\"\n#include <stdio.h>\n";
+    ASSERT_OK(t_write_file(t_path("metrics/x.c"), ok, strlen(ok)));
+    ASSERT_OK(t_write_file(t_path("harness/store.h"), "", 0));
+    snprintf(cmd, sizeof cmd, "python3 %s/.ci/check-layers %s", QG_SOURCE_DIR, t_tmp());
+    int rc = run_cmd(cmd, out, sizeof out);
+    if (rc != 0) T_FAIL_("clean copy: exit %d:\n%s", rc, out);
+    const char *up = "#include \"core/util.h\"\n\n#include \"harness/store.h\"\n";
+    ASSERT_OK(t_write_file(t_path("metrics/y.h"), up, strlen(up)));
+    rc = run_cmd(cmd, out, sizeof out);
+    ASSERT_EQ(rc, 1);
+    ASSERT_CONTAINS(out, "metrics/y.h:3: metrics/ includes harness/");
+    return 0;
+}
