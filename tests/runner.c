@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define TEST_ENTRY(name) int test_##name(void);
+#define TEST_ENTRY(name, label) int test_##name(void);
 #include "tests/test_list.h"
 #undef TEST_ENTRY
 
@@ -26,7 +26,7 @@ static const struct {
     const char *name;
     int (*fn)(void);
 } tests[] = {
-#define TEST_ENTRY(name) {#name, test_##name},
+#define TEST_ENTRY(name, label) {#name, test_##name},
 #include "tests/test_list.h"
 #undef TEST_ENTRY
 };
