@@ -65,6 +65,18 @@ static int get_int(struct ctx *c, int i, const char *name, const cJSON *o, const
     return QG_OK;
 }
 
+static int nomem(struct ctx *c)
+{
+    return qg_errf(c->err, c->errlen, QG_ERR_NOMEM, "%s: out of memory", c->file);
+}
+
+/* A copy of s (NULL stays NULL) into *out; QG_ERR_NOMEM when it fails. */
+static int dup_opt(struct ctx *c, const char *s, char **out)
+{
+    *out = s ? qg_strdup(s) : NULL;
+    return s && !*out ? nomem(c) : QG_OK;
+}
+
 static const char *get_str(const cJSON *o, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -77,7 +89,8 @@ static char *resolve(const char *dir, const char *p)
     sbuf_init(&b, 0);
     if (p[0] == '/' || !dir[0]) sbuf_printf(&b, "%s", p);
     else sbuf_printf(&b, "%s/%s", dir, p);
-    return b.data;
+    if (b.failed) sbuf_release(&b);
+    return b.data; /* NULL when out of memory */
 }
 
 /* data + sha256 into t->files, hashing and checking each pin */
@@ -107,7 +120,7 @@ static int load_files(struct ctx *c, int i, struct task_config *t, const cJSON *
         }
         struct task_file *f = &t->files[t->n_files++];
         f->role = roles[r];
-        f->path = resolve(dir, p);
+        if (!(f->path = resolve(dir, p))) return nomem(c);
         char err[QG_ERRMSG_MAX];
         int rc = hash_sha256_path(f->path, f->sha256, err, sizeof err);
         if (rc) return qg_errf(c->err, c->errlen, rc, "%s: task %d ('%s'): %s", c->file, i + 1, t->name, err);
@@ -133,6 +146,7 @@ static const char *gsm8k_defaults =
 static int load_generation(struct ctx *c, int i, struct task_config *t, const cJSON *o)
 {
     cJSON *def = t->benchmark && !strcmp(t->benchmark, "gsm8k") ? cJSON_Parse(gsm8k_defaults) : NULL;
+    if (t->benchmark && !strcmp(t->benchmark, "gsm8k") && !def) return nomem(c);
     const cJSON *pl = cJSON_GetObjectItemCaseSensitive(o, "pipelines"), *nm = cJSON_GetObjectItemCaseSensitive(o, "normalize");
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "stop");
     if (!pl && def) pl = cJSON_GetObjectItemCaseSensitive(def, "pipelines");
@@ -144,7 +158,7 @@ static int load_generation(struct ctx *c, int i, struct task_config *t, const cJ
     if (!pl) {
         /* no extraction: the whole output, stripped */
         cJSON *whole = cJSON_Parse("[{\"name\":\"exact\",\"regex\":\"(?s)^\\\\s*(.*?)\\\\s*$\",\"group\":1}]");
-        rc = pipeline_new(cJSON_GetArrayItem(whole, 0), where, &t->pipelines[0], c->err, c->errlen);
+        rc = !whole ? nomem(c) : pipeline_new(cJSON_GetArrayItem(whole, 0), where, &t->pipelines[0], c->err, c->errlen);
         if (!rc) t->n_pipelines = 1;
         cJSON_Delete(whole);
     } else if (!cJSON_IsArray(pl) || cJSON_GetArraySize(pl) < 1 || cJSON_GetArraySize(pl) > TASK_MAX_PIPELINES) {
@@ -165,13 +179,13 @@ static int load_generation(struct ctx *c, int i, struct task_config *t, const cJ
     if (!rc) rc = normalizer_new(nm, where, &t->norm, c->err, c->errlen);
     if (!rc && st) {
         if (!cJSON_IsArray(st)) rc = fail_task(c, i, t->name, "\"stop\" must be an array of strings");
-        t->stop = calloc((size_t)cJSON_GetArraySize(st) + 1, sizeof *t->stop);
+        else if (!(t->stop = calloc((size_t)cJSON_GetArraySize(st) + 1, sizeof *t->stop))) rc = nomem(c);
         const cJSON *s;
         cJSON_ArrayForEach(s, st)
         {
             if (rc) break;
             if (!cJSON_IsString(s) || !*s->valuestring) rc = fail_task(c, i, t->name, "\"stop\" entries must be non-empty strings");
-            else t->stop[t->n_stop++] = qg_strdup(s->valuestring);
+            else if (!(t->stop[t->n_stop++] = qg_strdup(s->valuestring))) rc = nomem(c);
         }
     }
     cJSON_Delete(def);
@@ -182,12 +196,10 @@ static int load_custom(struct ctx *c, int i, struct task_config *t, const cJSON 
 {
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, "fields");
     if (!cJSON_IsObject(f)) return fail_task(c, i, t->name, "a custom task needs \"fields\" (the names of its JSONL fields)");
-    t->f_id = qg_strdup(get_str(f, "id"));
-    t->f_prompt = qg_strdup(get_str(f, "prompt"));
-    t->f_answer = qg_strdup(get_str(f, "answer"));
-    t->f_context = qg_strdup(get_str(f, "context"));
-    t->f_choices = qg_strdup(get_str(f, "choices"));
-    t->f_gold = qg_strdup(get_str(f, "gold"));
+    if (dup_opt(c, get_str(f, "id"), &t->f_id) || dup_opt(c, get_str(f, "prompt"), &t->f_prompt) ||
+        dup_opt(c, get_str(f, "answer"), &t->f_answer) || dup_opt(c, get_str(f, "context"), &t->f_context) ||
+        dup_opt(c, get_str(f, "choices"), &t->f_choices) || dup_opt(c, get_str(f, "gold"), &t->f_gold))
+        return QG_ERR_NOMEM;
     int mc = t->f_choices || t->f_gold || t->f_context;
     if (mc && !(t->f_context && t->f_choices && t->f_gold))
         return fail_task(c, i, t->name, "multiple-choice \"fields\" need \"context\", \"choices\" and \"gold\"");
@@ -206,8 +218,9 @@ static int hash_config(struct task_config *t, const cJSON *o)
     cJSON_DeleteItemFromObjectCaseSensitive(cfg, "sha256");
     cJSON_DeleteItemFromObjectCaseSensitive(cfg, "description");
     cJSON *h = cJSON_AddObjectToObject(cfg, "data_sha256");
-    for (int f = 0; f < t->n_files; f++) cJSON_AddStringToObject(h, t->files[f].role, t->files[f].sha256);
-    char *s = cJSON_PrintUnformatted(cfg);
+    int ok = h != NULL;
+    for (int f = 0; f < t->n_files && ok; f++) ok = cJSON_AddStringToObject(h, t->files[f].role, t->files[f].sha256) != NULL;
+    char *s = ok ? cJSON_PrintUnformatted(cfg) : NULL; /* never a hash of a partial config */
     cJSON_Delete(cfg);
     if (!s) return QG_ERR_NOMEM;
     hash_sha256_mem(s, strlen(s), t->config_hash);
@@ -220,7 +233,7 @@ static int load_task(struct ctx *c, int i, const cJSON *o, const char *dir, int 
     if (!cJSON_IsObject(o)) return fail_task(c, i, NULL, "must be an object");
     const char *name = get_str(o, "name");
     if (!name || !*name) return fail_task(c, i, NULL, "missing \"name\" (a non-empty string)");
-    t->name = qg_strdup(name);
+    if (!(t->name = qg_strdup(name))) return nomem(c);
     t->ctx = 512;
     t->chunks = 0;
     int rc = check_keys(c, i, name, o, task_keys);
@@ -230,7 +243,7 @@ static int load_task(struct ctx *c, int i, const cJSON *o, const char *dir, int 
     if (bench) {
         int bk = bench_kind(bench);
         if (bk < 0) return fail_task(c, i, name, "unknown benchmark '%s' (known: %s)", bench, bench_names());
-        t->benchmark = qg_strdup(bench);
+        if (!(t->benchmark = qg_strdup(bench))) return nomem(c);
         t->kind = bk == BENCH_MC ? TASK_MULTIPLE_CHOICE : TASK_GENERATION;
     } else if ((t->kind = task_kind_from_name(kind)) < 0) {
         return fail_task(c, i, name, "unknown kind '%s' (perplexity, multiple_choice, generation, custom)", kind);
@@ -260,7 +273,7 @@ static int load_task(struct ctx *c, int i, const cJSON *o, const char *dir, int 
     if (tv) t->temperature = tv->valuedouble;
     if (pv) t->top_p = pv->valuedouble;
     const char *delim = get_str(o, "delimiter");
-    t->delimiter = qg_strdup(delim ? delim : " ");
+    if (!(t->delimiter = qg_strdup(delim ? delim : " "))) return nomem(c);
     if ((rc = load_files(c, i, t, o, dir, allow_changed))) return rc;
     if (t->benchmark && !strcmp(t->benchmark, "gsm8k") && task_config_file(t, "train") &&
         !cJSON_GetObjectItemCaseSensitive(o, "fewshot"))
@@ -281,7 +294,7 @@ static int load_task(struct ctx *c, int i, const cJSON *o, const char *dir, int 
     }
     if (t->benchmark && !strcmp(t->benchmark, "piqa") && !task_config_file(t, "labels"))
         return fail_task(c, i, name, "piqa needs \"data\": {\"data\": ..., \"labels\": ...}");
-    return hash_config(t, o);
+    return hash_config(t, o) ? nomem(c) : QG_OK;
 }
 
 int suite_policy_from_json(const cJSON *p, const char *where, struct verdict_policy *pol, char *err, size_t errlen)
@@ -333,12 +346,13 @@ int suite_load(const char *path, int allow_changed, struct suite **out, char *er
         return qg_errf(err, errlen, QG_ERR_DATA, "%s:%d: invalid JSON", path, line);
     }
     struct suite *s = calloc(1, sizeof *s);
-    if (!s) rc = QG_ERR_NOMEM;
+    if (!s) rc = qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory", path);
     if (!rc) {
         s->path = qg_strdup(path);
         const char *slash = strrchr(path, '/');
         s->dir = slash ? qg_strndup(path, (size_t)(slash - path)) : qg_strdup("");
-        hash_sha256_mem(text, n, s->sha256);
+        if (!s->path || !s->dir) rc = qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory", path);
+        else hash_sha256_mem(text, n, s->sha256);
     }
     const char *name = cJSON_IsObject(root) ? get_str(root, "name") : NULL;
     const cJSON *tasks = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "tasks") : NULL;
@@ -352,13 +366,13 @@ int suite_load(const char *path, int allow_changed, struct suite **out, char *er
                                         strcmp(k->string, "description")) rc = qg_errf(err, errlen, QG_ERR_DATA,
                                                                                         "%s: unknown key \"%s\"", path, k->string);
     }
+    if (!rc && !(s->name = qg_strdup(name))) rc = qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory", path);
     if (!rc) {
-        s->name = qg_strdup(name);
         rc = suite_policy_from_json(cJSON_GetObjectItemCaseSensitive(root, "policy"), path, &s->policy, err, errlen);
     }
     if (!rc) {
         int nt = cJSON_GetArraySize(tasks);
-        s->tasks = calloc((size_t)nt, sizeof *s->tasks);
+        if (!(s->tasks = calloc((size_t)nt, sizeof *s->tasks))) rc = qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory", path);
         for (int i = 0; i < nt && !rc; i++) {
             s->n_tasks = i + 1;
             rc = load_task(&c, i, cJSON_GetArrayItem(tasks, i), s->dir, allow_changed, &s->tasks[i]);

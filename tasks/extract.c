@@ -61,7 +61,7 @@ int normalizer_new(const cJSON *spec, const char *where, struct normalizer **out
 {
     *out = NULL;
     struct normalizer *n = calloc(1, sizeof *n);
-    if (!n) return QG_ERR_NOMEM;
+    if (!n) return qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory", where);
     int rc = get_bool(spec, "ignore_case", 0, where, &n->ignore_case, err, errlen);
     if (!rc) rc = get_bool(spec, "ignore_punctuation", 0, where, &n->ignore_punct, err, errlen);
     if (!rc) rc = get_bool(spec, "whitespace", 1, where, &n->whitespace, err, errlen);
@@ -69,10 +69,12 @@ int normalizer_new(const cJSON *spec, const char *where, struct normalizer **out
     const cJSON *ig = spec ? cJSON_GetObjectItemCaseSensitive(spec, "ignore") : NULL;
     if (!rc && ig && !cJSON_IsArray(ig)) rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: \"ignore\" must be an array of regexes", where);
     if (!rc && ig) {
-        n->ignore = calloc((size_t)cJSON_GetArraySize(ig) + 1, sizeof *n->ignore);
+        if (!(n->ignore = calloc((size_t)cJSON_GetArraySize(ig) + 1, sizeof *n->ignore)))
+            rc = qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory", where);
         const cJSON *r;
         cJSON_ArrayForEach(r, ig)
         {
+            if (rc) break;
             if (!cJSON_IsString(r)) {
                 rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: \"ignore\" entries must be strings", where);
                 break;
@@ -190,7 +192,7 @@ int pipeline_new(const cJSON *spec, const char *where, struct pipeline **out, ch
         return qg_errf(err, errlen, QG_ERR_DATA, "%s: pipeline '%s': \"select\" must be \"first\" or \"last\"", where, name->valuestring);
     if (fb && !cJSON_IsString(fb)) return qg_errf(err, errlen, QG_ERR_DATA, "%s: pipeline '%s': \"fallback\" must be a string", where, name->valuestring);
     struct pipeline *p = calloc(1, sizeof *p);
-    if (!p) return QG_ERR_NOMEM;
+    if (!p) return qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory", where);
     char w[512];
     snprintf(w, sizeof w, "%s: pipeline '%s'", where, name->valuestring);
     void *re = NULL;
@@ -198,6 +200,7 @@ int pipeline_new(const cJSON *spec, const char *where, struct pipeline **out, ch
     p->re = re;
     p->name = qg_strdup(name->valuestring);
     p->fallback = qg_strdup(fb ? fb->valuestring : "[invalid]");
+    if (!rc && (!p->name || !p->fallback)) rc = qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory", w);
     p->group = group ? (int)group->valuedouble : -1;
     p->last = sel && strcmp(sel->valuestring, "last") == 0;
     uint32_t ncap = 0;
