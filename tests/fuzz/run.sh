@@ -3,6 +3,8 @@
 #   tests/fuzz/run.sh [SECONDS] [JOBS]            GGUF reader, default 60 s
 #   QG_FUZZ_TARGET=tokenizer tests/fuzz/run.sh S  tokenizers (seeded with the
 #       llama.cpp vocabulary test strings when ../shared exists)
+#   QG_FUZZ_TARGET=readers tests/fuzz/run.sh S    suite files, JSONL, CSV and every
+#       benchmark reader (seeded with the suites in the repo and small records)
 #   QG_FUZZ_TARGET=http tests/fuzz/run.sh S       request bodies against a real
 #       `qgate serve` on loopback, and answers as the HTTP backend reads them
 # Builds with clang, AddressSanitizer and UBSan in build-fuzz/, seeds the
@@ -15,7 +17,7 @@ jobs=${2:-1}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 b="$root/build-fuzz"
 CC=clang cmake -S "$root" -B "$b" -DQG_FUZZ=ON -DQG_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$b" -j"$(nproc)" --target fuzz_gguf fuzz_tokenizer fuzz_http gguf_fixtures >/dev/null
+cmake --build "$b" -j"$(nproc)" --target fuzz_gguf fuzz_tokenizer fuzz_http fuzz_readers gguf_fixtures >/dev/null
 if [ "${QG_FUZZ_TARGET:-gguf}" = http ]; then
   seeds="$b/fuzz-http-seeds"; corpus="$b/fuzz-http-corpus"
   mkdir -p "$seeds" "$corpus" "$b/fuzz-artifacts"
@@ -31,6 +33,27 @@ if [ "${QG_FUZZ_TARGET:-gguf}" = http ]; then
   cd "$b"
   exec "$b/tests/fuzz_http" -max_total_time="$secs" -max_len=4096 -timeout=30 -print_final_stats=1 \
     -artifact_prefix="$b/fuzz-artifacts/http-" "$corpus" "$seeds"
+fi
+if [ "${QG_FUZZ_TARGET:-gguf}" = readers ]; then
+  seeds="$b/fuzz-readers-seeds"; corpus="$b/fuzz-readers-corpus"
+  mkdir -p "$seeds" "$corpus" "$b/fuzz-artifacts"
+  n=0
+  for f in "$root"/suites/*.json "$root"/suites/*/suite.json; do
+    { printf '\000'; cat "$f"; } > "$seeds/suite-$n"; n=$((n + 1))
+  done
+  printf '\000{"name":"s","tasks":[{"name":"m","kind":"custom","data":"d.jsonl","sha256":"0","fields":{"id":"id","context":"q","choices":"c","gold":"g"}},{"name":"p","kind":"perplexity","data":"d.txt","sha256":"0"},{"name":"b","benchmark":"mmlu","data":"d.csv","sha256":"0"}]}' > "$seeds/suite-custom"
+  for f in "$root"/suites/default/*.jsonl; do { printf '\001'; cat "$f"; } > "$seeds/jsonl-$(basename "$f")"; done
+  printf '\002a,"b ""q"" c",d\r\n"multi\nline",2,3\n\n' > "$seeds/csv"
+  printf '\003{"ind":1,"activity_label":"Cooking","ctx_a":"A man","ctx_b":"cuts","endings":["a","b","c","d"],"label":"2"}\n' > "$seeds/hellaswag"
+  printf '\005Sky?,blue,green,red,black,A\n' > "$seeds/mmlu"
+  printf '\006{"goal":"open a jar","sol1":"twist","sol2":"smash"}\n' > "$seeds/piqa"
+  printf '\007{"id":"x","question":{"stem":"Sky?","choices":[{"text":"blue","label":"A"},{"text":"red","label":"B"}]},"answerKey":"A"}\n' > "$seeds/arc"
+  printf '\010{"question":"is it","passage":"yes it is","answer":true}\n' > "$seeds/boolq"
+  printf '\011{"sentence":"The cup fell because _ was full.","option1":"it","option2":"the jar","answer":"1"}\n' > "$seeds/winogrande"
+  printf '\013{"question":"2+2?","answer":"so #### 4"}\n' > "$seeds/gsm8k"
+  cd "$b"
+  exec "$b/tests/fuzz_readers" -max_total_time="$secs" -max_len=8192 -timeout=20 -print_final_stats=1 \
+    -artifact_prefix="$b/fuzz-artifacts/readers-" "$corpus" "$seeds"
 fi
 if [ "${QG_FUZZ_TARGET:-gguf}" = tokenizer ]; then
   seeds="$b/fuzz-tok-seeds"; corpus="$b/fuzz-tok-corpus"
