@@ -20,14 +20,16 @@ int backend_open(const char *spec, const struct backend_open_params *p, struct b
 {
     memset(out, 0, sizeof *out);
     if (strncmp(spec, "cuda:", 5) == 0)
-        return qg_errf(err, errlen, QG_ERR_UNAVAILABLE,
-                       "%s: this qgate has no backend for that model spec yet (local GGUF files only)", spec);
+        return qg_errf(
+            err, errlen, QG_ERR_UNAVAILABLE,
+            "%s: this qgate has no backend for that model spec yet (local GGUF files only)", spec);
     for (size_t i = 0; i < sizeof registry / sizeof *registry; i++) {
         size_t n = strlen(registry[i].prefix);
         if (strncmp(spec, registry[i].prefix, n) != 0) continue;
         const struct backend_ops *ops = registry[i].ops;
         if (ops->version != BACKEND_API_VERSION)
-            return qg_errf(err, errlen, QG_ERR_INTERNAL, "backend %s has API version %d", ops->name, ops->version);
+            return qg_errf(err, errlen, QG_ERR_INTERNAL, "backend %s has API version %d", ops->name,
+                           ops->version);
         int rc = ops->open(registry[i].keep_prefix ? spec : spec + n, p, &out->impl, err, errlen);
         if (rc == QG_OK) out->ops = ops;
         return rc;

@@ -36,14 +36,15 @@ enum backend_caps {
 struct backend_cache {
     void *ud;
     char *(*get)(void *ud, const char *key);
-    void (*put)(void *ud, const char *key, const char *endpoint, const char *model, const char *value);
+    void (*put)(void *ud, const char *key, const char *endpoint, const char *model,
+                const char *value);
 };
 
 struct backend_open_params {
-    int n_ctx;     /* largest window that will be evaluated (0 = model's own) */
-    int n_threads; /* 0 = library default */
-    int perturb;   /* 1: evaluate each scoring window in two batches (a benign
-                    * numerical perturbation, for measuring the noise floor) */
+    int n_ctx;                         /* largest window that will be evaluated (0 = model's own) */
+    int n_threads;                     /* 0 = library default */
+    int perturb;                       /* 1: evaluate each scoring window in two batches (a benign
+                                        * numerical perturbation, for measuring the noise floor) */
     const struct backend_cache *cache; /* remote backends: NULL for none */
 };
 
@@ -51,21 +52,21 @@ struct backend_info {
     int n_vocab, n_ctx_train;
     int32_t bos, eos; /* -1 when none */
     int add_bos;
-    const char *arch;      /* borrowed */
-    size_t weight_bytes;   /* memory the weights take (local backends) */
+    const char *arch;    /* borrowed */
+    size_t weight_bytes; /* memory the weights take (local backends) */
 };
 
 /* One scoring request over a window evaluated from an empty context. */
 struct backend_score {
     const int32_t *tokens;
     int n_tokens;
-    int from;        /* score tokens[from..n_tokens-1]; 1 <= from < n_tokens. The
-                      * last token is only a target: n_tokens - 1 positions are
-                      * evaluated, so a window of n_ctx + 1 tokens fits n_ctx. */
-    double *logprob; /* out, [n_tokens - from]: log p(tokens[i] | tokens[<i]) */
-    float *rows;     /* optional out, [(n_tokens - from) x n_vocab] log-softmax rows */
-    int32_t *argmax; /* optional out, [n_tokens - from]: the top-1 prediction */
-    int top_k;       /* optional: > 0 asks for each position's top_k tokens (BACKEND_CAP_TOP_K) */
+    int from;         /* score tokens[from..n_tokens-1]; 1 <= from < n_tokens. The
+                       * last token is only a target: n_tokens - 1 positions are
+                       * evaluated, so a window of n_ctx + 1 tokens fits n_ctx. */
+    double *logprob;  /* out, [n_tokens - from]: log p(tokens[i] | tokens[<i]) */
+    float *rows;      /* optional out, [(n_tokens - from) x n_vocab] log-softmax rows */
+    int32_t *argmax;  /* optional out, [n_tokens - from]: the top-1 prediction */
+    int top_k;        /* optional: > 0 asks for each position's top_k tokens (BACKEND_CAP_TOP_K) */
     int32_t *top_ids; /* out, [(n_tokens - from) x top_k], most likely first; -1 where unknown */
     float *top_lp;    /* out, the same layout: their log-probs */
 };
@@ -167,7 +168,8 @@ static inline int backend_score_many(const struct backend *b, struct backend_sco
 {
     if (!b->ops->score) return QG_ERR_UNSUPPORTED;
     for (int i = 0; i < n; i++)
-        if ((reqs[i].rows && !(b->ops->caps & BACKEND_CAP_FULL_ROWS)) || (reqs[i].top_k > 0 && !(b->ops->caps & BACKEND_CAP_TOP_K)))
+        if ((reqs[i].rows && !(b->ops->caps & BACKEND_CAP_FULL_ROWS)) ||
+            (reqs[i].top_k > 0 && !(b->ops->caps & BACKEND_CAP_TOP_K)))
             return QG_ERR_UNSUPPORTED;
     if (b->ops->score_many) return b->ops->score_many(b->impl, reqs, n);
     for (int i = 0; i < n; i++) {

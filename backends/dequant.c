@@ -73,7 +73,8 @@ static void q8_0(const uint8_t *b, float *y, int64_t nb)
 {
     for (int64_t i = 0; i < nb; i++, b += 34, y += 32) {
         float d = h2f(b);
-        for (int j = 0; j < 32; j++) y[j] = (float)(int8_t)b[2 + j] * d;
+        for (int j = 0; j < 32; j++)
+            y[j] = (float)(int8_t)b[2 + j] * d;
     }
 }
 
@@ -88,7 +89,8 @@ static void q2_k(const uint8_t *b, float *y, int64_t nb)
                 for (int half = 0; half < 2; half++) {
                     uint8_t sc = scales[is++];
                     float dl = d * (float)(sc & 0xF), ml = dmin * (float)(sc >> 4);
-                    for (int l = 0; l < 16; l++) *y++ = dl * (float)((q[l + 16 * half] >> shift) & 3) - ml;
+                    for (int l = 0; l < 16; l++)
+                        *y++ = dl * (float)((q[l + 16 * half] >> shift) & 3) - ml;
                 }
     }
 }
@@ -140,9 +142,12 @@ static void q4_k(const uint8_t *b, float *y, int64_t nb)
             int s1, m1, s2, m2;
             scale_min_k4(is, sc, &s1, &m1);
             scale_min_k4(is + 1, sc, &s2, &m2);
-            float d1 = d * (float)s1, mm1 = dmin * (float)m1, d2 = d * (float)s2, mm2 = dmin * (float)m2;
-            for (int l = 0; l < 32; l++) *y++ = d1 * (float)(q[l] & 0xF) - mm1;
-            for (int l = 0; l < 32; l++) *y++ = d2 * (float)(q[l] >> 4) - mm2;
+            float d1 = d * (float)s1, mm1 = dmin * (float)m1, d2 = d * (float)s2,
+                  mm2 = dmin * (float)m2;
+            for (int l = 0; l < 32; l++)
+                *y++ = d1 * (float)(q[l] & 0xF) - mm1;
+            for (int l = 0; l < 32; l++)
+                *y++ = d2 * (float)(q[l] >> 4) - mm2;
         }
     }
 }
@@ -157,9 +162,12 @@ static void q5_k(const uint8_t *b, float *y, int64_t nb)
             int s1, m1, s2, m2;
             scale_min_k4(is, sc, &s1, &m1);
             scale_min_k4(is + 1, sc, &s2, &m2);
-            float d1 = d * (float)s1, mm1 = dmin * (float)m1, d2 = d * (float)s2, mm2 = dmin * (float)m2;
-            for (int l = 0; l < 32; l++) *y++ = d1 * (float)((ql[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - mm1;
-            for (int l = 0; l < 32; l++) *y++ = d2 * (float)((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - mm2;
+            float d1 = d * (float)s1, mm1 = dmin * (float)m1, d2 = d * (float)s2,
+                  mm2 = dmin * (float)m2;
+            for (int l = 0; l < 32; l++)
+                *y++ = d1 * (float)((ql[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - mm1;
+            for (int l = 0; l < 32; l++)
+                *y++ = d2 * (float)((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - mm2;
         }
     }
 }
@@ -228,11 +236,14 @@ static void tq1_0(const uint8_t *b, float *y, int64_t nb)
         const uint8_t *qs = b, *qh = b + 48;
         float d = h2f(b + 52);
         for (int n = 0; n < 5; n++)
-            for (int m = 0; m < 32; m++) *y++ = trit(qs[m], n, d);
+            for (int m = 0; m < 32; m++)
+                *y++ = trit(qs[m], n, d);
         for (int n = 0; n < 5; n++)
-            for (int m = 0; m < 16; m++) *y++ = trit(qs[32 + m], n, d);
+            for (int m = 0; m < 16; m++)
+                *y++ = trit(qs[32 + m], n, d);
         for (int n = 0; n < 4; n++)
-            for (int j = 0; j < 4; j++) *y++ = trit(qh[j], n, d);
+            for (int j = 0; j < 4; j++)
+                *y++ = trit(qh[j], n, d);
     }
 }
 
@@ -242,17 +253,31 @@ static void tq2_0(const uint8_t *b, float *y, int64_t nb)
         float d = h2f(b + 64);
         for (int j = 0; j < 64; j += 32)
             for (int l = 0; l < 4; l++)
-                for (int m = 0; m < 32; m++) *y++ = (float)(((b[j + m] >> (l * 2)) & 3) - 1) * d;
+                for (int m = 0; m < 32; m++)
+                    *y++ = (float)(((b[j + m] >> (l * 2)) & 3) - 1) * d;
     }
 }
 
 int dequant_supported(uint32_t type)
 {
     switch (type) {
-    case GGML_F32: case GGML_F16: case GGML_BF16: case GGML_Q4_0: case GGML_Q4_1:
-    case GGML_Q5_0: case GGML_Q5_1: case GGML_Q8_0: case GGML_Q2_K: case GGML_Q3_K:
-    case GGML_Q4_K: case GGML_Q5_K: case GGML_Q6_K: case GGML_IQ4_NL: case GGML_IQ4_XS:
-    case GGML_TQ1_0: case GGML_TQ2_0:
+    case GGML_F32:
+    case GGML_F16:
+    case GGML_BF16:
+    case GGML_Q4_0:
+    case GGML_Q4_1:
+    case GGML_Q5_0:
+    case GGML_Q5_1:
+    case GGML_Q8_0:
+    case GGML_Q2_K:
+    case GGML_Q3_K:
+    case GGML_Q4_K:
+    case GGML_Q5_K:
+    case GGML_Q6_K:
+    case GGML_IQ4_NL:
+    case GGML_IQ4_XS:
+    case GGML_TQ1_0:
+    case GGML_TQ2_0:
         return 1;
     }
     return 0;
@@ -265,9 +290,12 @@ int dequant_row(uint32_t type, const void *src, float *dst, int64_t n)
     const uint8_t *b = src;
     int64_t nb = n / ti->block;
     switch (type) {
-    case GGML_F32: memcpy(dst, src, (size_t)n * 4); break;
+    case GGML_F32:
+        memcpy(dst, src, (size_t)n * 4);
+        break;
     case GGML_F16:
-        for (int64_t i = 0; i < n; i++) dst[i] = h2f(b + 2 * i);
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = h2f(b + 2 * i);
         break;
     case GGML_BF16:
         for (int64_t i = 0; i < n; i++) {
@@ -275,20 +303,48 @@ int dequant_row(uint32_t type, const void *src, float *dst, int64_t n)
             memcpy(&dst[i], &u, 4);
         }
         break;
-    case GGML_Q4_0: q4_0(b, dst, nb); break;
-    case GGML_Q4_1: q4_1(b, dst, nb); break;
-    case GGML_Q5_0: q5_0(b, dst, nb); break;
-    case GGML_Q5_1: q5_1(b, dst, nb); break;
-    case GGML_Q8_0: q8_0(b, dst, nb); break;
-    case GGML_Q2_K: q2_k(b, dst, nb); break;
-    case GGML_Q3_K: q3_k(b, dst, nb); break;
-    case GGML_Q4_K: q4_k(b, dst, nb); break;
-    case GGML_Q5_K: q5_k(b, dst, nb); break;
-    case GGML_Q6_K: q6_k(b, dst, nb); break;
-    case GGML_IQ4_NL: iq4_nl(b, dst, nb); break;
-    case GGML_IQ4_XS: iq4_xs(b, dst, nb); break;
-    case GGML_TQ1_0: tq1_0(b, dst, nb); break;
-    case GGML_TQ2_0: tq2_0(b, dst, nb); break;
+    case GGML_Q4_0:
+        q4_0(b, dst, nb);
+        break;
+    case GGML_Q4_1:
+        q4_1(b, dst, nb);
+        break;
+    case GGML_Q5_0:
+        q5_0(b, dst, nb);
+        break;
+    case GGML_Q5_1:
+        q5_1(b, dst, nb);
+        break;
+    case GGML_Q8_0:
+        q8_0(b, dst, nb);
+        break;
+    case GGML_Q2_K:
+        q2_k(b, dst, nb);
+        break;
+    case GGML_Q3_K:
+        q3_k(b, dst, nb);
+        break;
+    case GGML_Q4_K:
+        q4_k(b, dst, nb);
+        break;
+    case GGML_Q5_K:
+        q5_k(b, dst, nb);
+        break;
+    case GGML_Q6_K:
+        q6_k(b, dst, nb);
+        break;
+    case GGML_IQ4_NL:
+        iq4_nl(b, dst, nb);
+        break;
+    case GGML_IQ4_XS:
+        iq4_xs(b, dst, nb);
+        break;
+    case GGML_TQ1_0:
+        tq1_0(b, dst, nb);
+        break;
+    case GGML_TQ2_0:
+        tq2_0(b, dst, nb);
+        break;
     }
     return QG_OK;
 }

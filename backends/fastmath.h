@@ -19,7 +19,9 @@ static inline float qg_expf(float x)
     const float magic = 12582912.0f; /* 1.5 * 2^23: rounds to an integer */
     float n = (x * 1.44269504088896341f + magic) - magic;
     float r = x - n * 0.693145751953125f - n * 1.428606765330187e-06f;
-    float p = 1.0f + r * (1.0f + r * (0.5f + r * (0.166666667f + r * (0.0416666667f + r * (0.00833333333f + r * 0.00138888889f)))));
+    float p = 1.0f + r * (1.0f + r * (0.5f + r * (0.166666667f +
+                                                  r * (0.0416666667f + r * (0.00833333333f +
+                                                                            r * 0.00138888889f)))));
     int32_t e = ((int32_t)n + 127) << 23;
     float s;
     memcpy(&s, &e, 4);

@@ -46,16 +46,16 @@ struct cur {
 };
 
 static const uint8_t vtype_size[GGUF_VTYPE_COUNT] = {
-    [GGUF_U8] = 1,  [GGUF_I8] = 1,  [GGUF_U16] = 2, [GGUF_I16] = 2, [GGUF_U32] = 4,
+    [GGUF_U8] = 1,  [GGUF_I8] = 1,  [GGUF_U16] = 2,  [GGUF_I16] = 2, [GGUF_U32] = 4,
     [GGUF_I32] = 4, [GGUF_F32] = 4, [GGUF_BOOL] = 1, [GGUF_STR] = 0, [GGUF_ARR] = 0,
     [GGUF_U64] = 8, [GGUF_I64] = 8, [GGUF_F64] = 8,
 };
 
 const char *gguf_vtype_name(uint32_t t)
 {
-    static const char *names[GGUF_VTYPE_COUNT] = {"u8",   "i8",  "u16",   "i16", "u32",
-                                                  "i32",  "f32", "bool",  "string",
-                                                  "array", "u64", "i64", "f64"};
+    static const char *names[GGUF_VTYPE_COUNT] = {"u8",  "i8",  "u16",  "i16",    "u32",
+                                                  "i32", "f32", "bool", "string", "array",
+                                                  "u64", "i64", "f64"};
     return t < GGUF_VTYPE_COUNT ? names[t] : "unknown";
 }
 
@@ -137,7 +137,8 @@ static int parse_header(struct cur *c, struct gguf *g, uint64_t *n_tensors, uint
             return qg_errf(c->err, c->errlen, QG_ERR_DATA,
                            "%s: GGUF version 1 is not supported (only versions 2 and 3)", c->name);
         return qg_errf(c->err, c->errlen, QG_ERR_DATA,
-                       "%s: unknown GGUF version %u (this qgate reads versions 2 and 3)", c->name, v);
+                       "%s: unknown GGUF version %u (this qgate reads versions 2 and 3)", c->name,
+                       v);
     }
     g->version = v;
     if ((rc = rd_u64(c, n_tensors, "tensor count")) || (rc = rd_u64(c, n_kv, "metadata count")))
@@ -182,8 +183,8 @@ static int parse_kv(struct cur *c, struct kv *kv, int64_t idx)
     if (rc) return rc;
     if (klen == 0 || memchr(c->p + kstart, '\0', (size_t)klen))
         return qg_errf(c->err, c->errlen, QG_ERR_DATA,
-                       "%s: offset %zu: metadata key %lld is empty or contains a NUL byte",
-                       c->name, at, (long long)idx);
+                       "%s: offset %zu: metadata key %lld is empty or contains a NUL byte", c->name,
+                       at, (long long)idx);
     kv->key = qg_strndup((const char *)c->p + kstart, (size_t)klen);
     if (!kv->key) return qg_errf(c->err, c->errlen, QG_ERR_NOMEM, "%s: out of memory", c->name);
     if ((rc = rd_u32(c, &kv->type, "metadata type"))) return rc;
@@ -200,8 +201,7 @@ static int parse_kv(struct cur *c, struct kv *kv, int64_t idx)
     if (kv->arr_type >= GGUF_VTYPE_COUNT || kv->arr_type == GGUF_ARR)
         return qg_errf(c->err, c->errlen, QG_ERR_DATA,
                        "%s: metadata '%s' is an array of %s, which GGUF does not allow", c->name,
-                       kv->key,
-                       kv->arr_type == GGUF_ARR ? "arrays" : "an unknown type");
+                       kv->key, kv->arr_type == GGUF_ARR ? "arrays" : "an unknown type");
     kv->off = c->pos;
     size_t left = c->size - c->pos;
     if (kv->arr_type != GGUF_STR) {
@@ -216,8 +216,8 @@ static int parse_kv(struct cur *c, struct kv *kv, int64_t idx)
     }
     if (kv->n > left / 8)
         return qg_errf(c->err, c->errlen, QG_ERR_DATA,
-                       "%s: metadata '%s': array of %llu strings cannot fit in %zu bytes",
-                       c->name, kv->key, (unsigned long long)kv->n, left);
+                       "%s: metadata '%s': array of %llu strings cannot fit in %zu bytes", c->name,
+                       kv->key, (unsigned long long)kv->n, left);
     kv->str_off = malloc((size_t)(kv->n ? kv->n : 1) * sizeof *kv->str_off);
     if (!kv->str_off) return qg_errf(c->err, c->errlen, QG_ERR_NOMEM, "%s: out of memory", c->name);
     for (uint64_t j = 0; j < kv->n; j++) {
@@ -227,8 +227,8 @@ static int parse_kv(struct cur *c, struct kv *kv, int64_t idx)
         if ((rc = rd_str(c, &s, &n, "array string"))) {
             char why[QG_ERRMSG_MAX];
             snprintf(why, sizeof why, "%s", c->err);
-            return qg_errf(c->err, c->errlen, QG_ERR_DATA, "%s (metadata '%s', element %llu)",
-                           why, kv->key, (unsigned long long)j);
+            return qg_errf(c->err, c->errlen, QG_ERR_DATA, "%s (metadata '%s', element %llu)", why,
+                           kv->key, (unsigned long long)j);
         }
     }
     return QG_OK;
@@ -253,7 +253,8 @@ static int parse_tensor_info(struct cur *c, struct gguf_tensor *t, int64_t idx)
                        "%s: tensor '%s' has %u dimensions (must be 1..%d)", c->name, t->name,
                        t->n_dims, GGUF_MAX_DIMS);
     int64_t nel = 1;
-    for (int d = 0; d < GGUF_MAX_DIMS; d++) t->ne[d] = 1;
+    for (int d = 0; d < GGUF_MAX_DIMS; d++)
+        t->ne[d] = 1;
     for (uint32_t d = 0; d < t->n_dims; d++) {
         uint64_t ne;
         if ((rc = rd_u64(c, &ne, "tensor dimension"))) return rc;
@@ -310,15 +311,18 @@ static int check_duplicates(struct gguf *g, char *err, size_t errlen)
     int64_t n = g->n_kv > g->n_tensors ? g->n_kv : g->n_tensors;
     const char **names = malloc((size_t)(n ? n : 1) * sizeof *names);
     if (!names) return qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory", g->name);
-    for (int64_t i = 0; i < g->n_kv; i++) names[i] = g->kvs[i].key;
+    for (int64_t i = 0; i < g->n_kv; i++)
+        names[i] = g->kvs[i].key;
     const char *dup = find_duplicate(names, g->n_kv);
     int rc = QG_OK;
     if (dup) {
         rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: duplicate metadata key '%s'", g->name, dup);
     } else {
-        for (int64_t i = 0; i < g->n_tensors; i++) names[i] = g->tensors[i].name;
+        for (int64_t i = 0; i < g->n_tensors; i++)
+            names[i] = g->tensors[i].name;
         dup = find_duplicate(names, g->n_tensors);
-        if (dup) rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: duplicate tensor name '%s'", g->name, dup);
+        if (dup)
+            rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: duplicate tensor name '%s'", g->name, dup);
     }
     free(names);
     return rc;
@@ -331,8 +335,9 @@ static int read_alignment(struct gguf *g, char *err, size_t errlen)
     if (i < 0) return QG_OK;
     int64_t a;
     if (g->kvs[i].type == GGUF_ARR || gguf_kv_int(g, i, &a) != QG_OK)
-        return qg_errf(err, errlen, QG_ERR_DATA, "%s: general.alignment has type %s, not an integer",
-                       g->name, gguf_vtype_name(g->kvs[i].type));
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "%s: general.alignment has type %s, not an integer", g->name,
+                       gguf_vtype_name(g->kvs[i].type));
     if (a <= 0 || a > (1 << 30) || (a & (a - 1)) != 0)
         return qg_errf(err, errlen, QG_ERR_DATA,
                        "%s: general.alignment %lld is not a power of two in 1..2^30", g->name,
@@ -382,7 +387,8 @@ static int place_tensors(struct gguf *g, size_t infos_end, char *err, size_t err
     }
     const struct gguf_tensor **order = malloc((size_t)g->n_tensors * sizeof *order);
     if (!order) return qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory", g->name);
-    for (int64_t i = 0; i < g->n_tensors; i++) order[i] = &g->tensors[i];
+    for (int64_t i = 0; i < g->n_tensors; i++)
+        order[i] = &g->tensors[i];
     qsort(order, (size_t)g->n_tensors, sizeof *order, cmp_tensor_offset);
     int rc = QG_OK;
     for (int64_t i = 1; i < g->n_tensors && rc == QG_OK; i++)
@@ -401,7 +407,8 @@ static int parse(struct gguf *g, char *err, size_t errlen)
     if (rc) return rc;
     g->kvs = calloc((size_t)(n_kv ? n_kv : 1), sizeof *g->kvs);
     g->tensors = calloc((size_t)(n_tensors ? n_tensors : 1), sizeof *g->tensors);
-    if (!g->kvs || !g->tensors) return qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory", g->name);
+    if (!g->kvs || !g->tensors)
+        return qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory", g->name);
     for (uint64_t i = 0; i < n_kv; i++) {
         g->n_kv = (int64_t)i + 1; /* so gguf_close frees what was allocated */
         if ((rc = parse_kv(&c, &g->kvs[i], (int64_t)i))) return rc;
@@ -484,18 +491,54 @@ void gguf_close(struct gguf *g)
     free(g);
 }
 
-uint32_t gguf_version(const struct gguf *g) { return g->version; }
-uint64_t gguf_file_size(const struct gguf *g) { return g->size; }
-uint64_t gguf_alignment(const struct gguf *g) { return g->alignment; }
-uint64_t gguf_data_offset(const struct gguf *g) { return g->data_off; }
-const void *gguf_bytes(const struct gguf *g) { return g->base; }
-int64_t gguf_n_kv(const struct gguf *g) { return g->n_kv; }
-const char *gguf_kv_key(const struct gguf *g, int64_t i) { return g->kvs[i].key; }
-uint32_t gguf_kv_type(const struct gguf *g, int64_t i) { return g->kvs[i].type; }
-uint32_t gguf_kv_arr_type(const struct gguf *g, int64_t i) { return g->kvs[i].arr_type; }
-uint64_t gguf_kv_len(const struct gguf *g, int64_t i) { return g->kvs[i].n; }
-int64_t gguf_n_tensors(const struct gguf *g) { return g->n_tensors; }
-const struct gguf_tensor *gguf_tensor_at(const struct gguf *g, int64_t i) { return &g->tensors[i]; }
+uint32_t gguf_version(const struct gguf *g)
+{
+    return g->version;
+}
+uint64_t gguf_file_size(const struct gguf *g)
+{
+    return g->size;
+}
+uint64_t gguf_alignment(const struct gguf *g)
+{
+    return g->alignment;
+}
+uint64_t gguf_data_offset(const struct gguf *g)
+{
+    return g->data_off;
+}
+const void *gguf_bytes(const struct gguf *g)
+{
+    return g->base;
+}
+int64_t gguf_n_kv(const struct gguf *g)
+{
+    return g->n_kv;
+}
+const char *gguf_kv_key(const struct gguf *g, int64_t i)
+{
+    return g->kvs[i].key;
+}
+uint32_t gguf_kv_type(const struct gguf *g, int64_t i)
+{
+    return g->kvs[i].type;
+}
+uint32_t gguf_kv_arr_type(const struct gguf *g, int64_t i)
+{
+    return g->kvs[i].arr_type;
+}
+uint64_t gguf_kv_len(const struct gguf *g, int64_t i)
+{
+    return g->kvs[i].n;
+}
+int64_t gguf_n_tensors(const struct gguf *g)
+{
+    return g->n_tensors;
+}
+const struct gguf_tensor *gguf_tensor_at(const struct gguf *g, int64_t i)
+{
+    return &g->tensors[i];
+}
 
 int64_t gguf_find_key(const struct gguf *g, const char *key)
 {
@@ -520,14 +563,30 @@ int64_t gguf_tensor_nelements(const struct gguf_tensor *t)
 static int value_int(uint32_t t, const uint8_t *p, int64_t *out)
 {
     switch (t) {
-    case GGUF_U8: *out = p[0]; return QG_OK;
-    case GGUF_BOOL: *out = p[0] != 0; return QG_OK;
-    case GGUF_I8: *out = (int8_t)p[0]; return QG_OK;
-    case GGUF_U16: *out = (uint16_t)(p[0] | p[1] << 8); return QG_OK;
-    case GGUF_I16: *out = (int16_t)(uint16_t)(p[0] | p[1] << 8); return QG_OK;
-    case GGUF_U32: *out = rd_u32_at(p); return QG_OK;
-    case GGUF_I32: *out = (int32_t)rd_u32_at(p); return QG_OK;
-    case GGUF_I64: *out = (int64_t)rd_u64_at(p); return QG_OK;
+    case GGUF_U8:
+        *out = p[0];
+        return QG_OK;
+    case GGUF_BOOL:
+        *out = p[0] != 0;
+        return QG_OK;
+    case GGUF_I8:
+        *out = (int8_t)p[0];
+        return QG_OK;
+    case GGUF_U16:
+        *out = (uint16_t)(p[0] | p[1] << 8);
+        return QG_OK;
+    case GGUF_I16:
+        *out = (int16_t)(uint16_t)(p[0] | p[1] << 8);
+        return QG_OK;
+    case GGUF_U32:
+        *out = rd_u32_at(p);
+        return QG_OK;
+    case GGUF_I32:
+        *out = (int32_t)rd_u32_at(p);
+        return QG_OK;
+    case GGUF_I64:
+        *out = (int64_t)rd_u64_at(p);
+        return QG_OK;
     case GGUF_U64: {
         uint64_t v = rd_u64_at(p);
         if (v > (uint64_t)INT64_MAX) return QG_ERR_DATA;

@@ -19,8 +19,18 @@
 
 /* Metadata value types (append-only, as in the GGUF spec). */
 enum gguf_vtype {
-    GGUF_U8 = 0, GGUF_I8 = 1, GGUF_U16 = 2, GGUF_I16 = 3, GGUF_U32 = 4, GGUF_I32 = 5,
-    GGUF_F32 = 6, GGUF_BOOL = 7, GGUF_STR = 8, GGUF_ARR = 9, GGUF_U64 = 10, GGUF_I64 = 11,
+    GGUF_U8 = 0,
+    GGUF_I8 = 1,
+    GGUF_U16 = 2,
+    GGUF_I16 = 3,
+    GGUF_U32 = 4,
+    GGUF_I32 = 5,
+    GGUF_F32 = 6,
+    GGUF_BOOL = 7,
+    GGUF_STR = 8,
+    GGUF_ARR = 9,
+    GGUF_U64 = 10,
+    GGUF_I64 = 11,
     GGUF_F64 = 12,
     GGUF_VTYPE_COUNT = 13
 };
@@ -33,12 +43,12 @@ struct gguf;
 
 struct gguf_tensor {
     char name[GGUF_MAX_NAME + 1];
-    uint32_t type;   /* enum ggml_type_id, validated */
-    uint32_t n_dims; /* 1..GGUF_MAX_DIMS */
+    uint32_t type;             /* enum ggml_type_id, validated */
+    uint32_t n_dims;           /* 1..GGUF_MAX_DIMS */
     int64_t ne[GGUF_MAX_DIMS]; /* elements per dimension; unused dims are 1 */
-    uint64_t offset; /* from the start of the data section */
-    uint64_t nbytes; /* stored size */
-    const void *data; /* into the mapping; valid until gguf_close */
+    uint64_t offset;           /* from the start of the data section */
+    uint64_t nbytes;           /* stored size */
+    const void *data;          /* into the mapping; valid until gguf_close */
 };
 
 /* Maps and parses path. On success *out owns the mapping and returns QG_OK.

@@ -43,21 +43,25 @@ void gguf_writer_free(struct gguf_writer *w)
 {
     if (!w) return;
     sbuf_release(&w->kv);
-    for (int64_t i = 0; i < w->n_kv; i++) free(w->keys[i]);
+    for (int64_t i = 0; i < w->n_kv; i++)
+        free(w->keys[i]);
     free(w->keys);
-    for (int64_t i = 0; i < w->n_tensors; i++) free(w->tensors[i].data);
+    for (int64_t i = 0; i < w->n_tensors; i++)
+        free(w->tensors[i].data);
     free(w->tensors);
     free(w);
 }
 
 static void put_u32(uint8_t *p, uint32_t v)
 {
-    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
 }
 
 static void put_u64(uint8_t *p, uint64_t v)
 {
-    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
 }
 
 static int app_u32(struct sbuf *b, uint32_t v)
@@ -162,7 +166,8 @@ int gguf_writer_set_arr_str(struct gguf_writer *w, const char *key, const char *
     int rc = begin_kv(w, key, GGUF_ARR);
     if (!rc) rc = app_u32(&w->kv, GGUF_STR);
     if (!rc) rc = app_u64(&w->kv, n);
-    for (uint64_t i = 0; i < n && !rc; i++) rc = app_str(&w->kv, strs[i], strlen(strs[i]));
+    for (uint64_t i = 0; i < n && !rc; i++)
+        rc = app_str(&w->kv, strs[i], strlen(strs[i]));
     return rc;
 }
 
@@ -177,7 +182,8 @@ int gguf_writer_add_tensor(struct gguf_writer *w, const char *name, uint32_t typ
         if (strcmp(w->tensors[i].name, name) == 0) return QG_ERR_USAGE;
     struct wtensor t = {.type = type, .n_dims = n_dims};
     memcpy(t.name, name, nl + 1);
-    for (int d = 0; d < GGUF_MAX_DIMS; d++) t.ne[d] = 1;
+    for (int d = 0; d < GGUF_MAX_DIMS; d++)
+        t.ne[d] = 1;
     uint64_t rows = 1;
     for (uint32_t d = 0; d < n_dims; d++) {
         if (ne[d] < 0) return QG_ERR_USAGE;
@@ -200,7 +206,10 @@ int gguf_writer_add_tensor(struct gguf_writer *w, const char *name, uint32_t typ
     return QG_OK;
 }
 
-static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+static uint64_t align_up(uint64_t v, uint64_t a)
+{
+    return (v + a - 1) / a * a;
+}
 
 int gguf_writer_to_memory(const struct gguf_writer *w, uint8_t **buf, size_t *size)
 {
@@ -218,7 +227,8 @@ int gguf_writer_to_memory(const struct gguf_writer *w, uint8_t **buf, size_t *si
         const struct wtensor *t = &w->tensors[i];
         rc = app_str(&b, t->name, strlen(t->name));
         if (!rc) rc = app_u32(&b, t->n_dims);
-        for (uint32_t d = 0; d < t->n_dims && !rc; d++) rc = app_u64(&b, (uint64_t)t->ne[d]);
+        for (uint32_t d = 0; d < t->n_dims && !rc; d++)
+            rc = app_u64(&b, (uint64_t)t->ne[d]);
         if (!rc) rc = app_u32(&b, t->type);
         if (!rc) rc = app_u64(&b, off);
         off = align_up(off + t->nbytes, w->alignment);
@@ -245,7 +255,8 @@ int gguf_writer_write(const struct gguf_writer *w, const char *path, char *err, 
 {
     uint8_t *buf;
     size_t size;
-    if (gguf_writer_to_memory(w, &buf, &size)) return qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory", path);
+    if (gguf_writer_to_memory(w, &buf, &size))
+        return qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory", path);
     struct sbuf tmp;
     sbuf_init(&tmp, 4096);
     sbuf_printf(&tmp, "%s.tmp.%ld", path, (long)getpid());

@@ -21,7 +21,8 @@ void gguf_writer_free(struct gguf_writer *w); /* accepts NULL */
  * gguf_vtype, not GGUF_STR/GGUF_ARR). Setting "general.alignment" (u32)
  * changes the alignment. All setters return QG_OK, QG_ERR_USAGE (duplicate
  * key, bad type) or QG_ERR_NOMEM. */
-int gguf_writer_set_scalar(struct gguf_writer *w, const char *key, uint32_t type, const void *value);
+int gguf_writer_set_scalar(struct gguf_writer *w, const char *key, uint32_t type,
+                           const void *value);
 int gguf_writer_set_u32(struct gguf_writer *w, const char *key, uint32_t v);
 int gguf_writer_set_i32(struct gguf_writer *w, const char *key, int32_t v);
 int gguf_writer_set_f32(struct gguf_writer *w, const char *key, float v);

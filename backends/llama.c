@@ -34,15 +34,22 @@ struct llama_ctx {
     const struct llama_model *m;
     int n_ctx, pos;
     int n_threads; /* threads for attention heads and elementwise loops */
-    int last_n; /* rows of the last batch (their hidden states are in x) */
-    float *k, *v;      /* [n_layers][n_ctx][kv_dim] */
+    int last_n;    /* rows of the last batch (their hidden states are in x) */
+    float *k, *v;  /* [n_layers][n_ctx][kv_dim] */
     float *x, *xn, *q, *att, *gate, *up, *scores; /* batch buffers, n_ctx rows */
 };
 
-const struct llama_hparams *llama_hparams(const struct llama_model *m) { return &m->hp; }
-size_t llama_weight_bytes(const struct llama_model *m) { return m->bytes; }
+const struct llama_hparams *llama_hparams(const struct llama_model *m)
+{
+    return &m->hp;
+}
+size_t llama_weight_bytes(const struct llama_model *m)
+{
+    return m->bytes;
+}
 
-static int get_int(const struct gguf *g, const char *arch, const char *suffix, int64_t def, int64_t *out)
+static int get_int(const struct gguf *g, const char *arch, const char *suffix, int64_t def,
+                   int64_t *out)
 {
     char key[128];
     snprintf(key, sizeof key, "%s.%s", arch, suffix);
@@ -54,7 +61,8 @@ static int get_int(const struct gguf *g, const char *arch, const char *suffix, i
     return rc;
 }
 
-static int read_hparams(const struct gguf *g, const char *name, struct llama_hparams *hp, char *err, size_t errlen)
+static int read_hparams(const struct gguf *g, const char *name, struct llama_hparams *hp, char *err,
+                        size_t errlen)
 {
     const char *a;
     size_t al;
@@ -63,14 +71,18 @@ static int read_hparams(const struct gguf *g, const char *name, struct llama_hpa
         return qg_errf(err, errlen, QG_ERR_DATA, "%s: general.architecture is missing", name);
     if (!((al == 5 && memcmp(a, "llama", 5) == 0) || (al == 5 && memcmp(a, "qwen2", 5) == 0)))
         return qg_errf(err, errlen, QG_ERR_DATA,
-                       "%s: architecture '%.*s' is not supported (qgate runs llama and qwen2)", name,
-                       (int)(al < 32 ? al : 32), a);
+                       "%s: architecture '%.*s' is not supported (qgate runs llama and qwen2)",
+                       name, (int)(al < 32 ? al : 32), a);
     memcpy(hp->arch, a, al);
     hp->arch[al] = '\0';
     hp->qkv_bias = strcmp(hp->arch, "qwen2") == 0;
     hp->rope_neox = hp->qkv_bias;
-    struct { const char *key; int64_t def; int *dst; } ints[] = {
-        {"embedding_length", -1, &hp->dim},       {"block_count", -1, &hp->n_layers},
+    struct {
+        const char *key;
+        int64_t def;
+        int *dst;
+    } ints[] = {
+        {"embedding_length", -1, &hp->dim},         {"block_count", -1, &hp->n_layers},
         {"attention.head_count", -1, &hp->n_heads}, {"feed_forward_length", -1, &hp->ffn},
         {"context_length", -1, &hp->ctx_train},
     };
@@ -84,19 +96,23 @@ static int read_hparams(const struct gguf *g, const char *name, struct llama_hpa
     int64_t v;
     if (get_int(g, hp->arch, "attention.head_count_kv", hp->n_heads, &v) != QG_OK || v <= 0 ||
         hp->n_heads % v != 0)
-        return qg_errf(err, errlen, QG_ERR_DATA, "%s: %s.attention.head_count_kv must divide head_count %d",
-                       name, hp->arch, hp->n_heads);
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "%s: %s.attention.head_count_kv must divide head_count %d", name, hp->arch,
+                       hp->n_heads);
     hp->n_kv_heads = (int)v;
-    if (get_int(g, hp->arch, "attention.key_length", hp->dim / hp->n_heads, &v) != QG_OK || v <= 0 || v > 4096)
+    if (get_int(g, hp->arch, "attention.key_length", hp->dim / hp->n_heads, &v) != QG_OK ||
+        v <= 0 || v > 4096)
         return qg_errf(err, errlen, QG_ERR_DATA, "%s: bad attention.key_length", name);
     hp->head_dim = (int)v;
     if (hp->dim % hp->n_heads && hp->head_dim == hp->dim / hp->n_heads)
-        return qg_errf(err, errlen, QG_ERR_DATA, "%s: embedding_length %d is not a multiple of head_count %d",
-                       name, hp->dim, hp->n_heads);
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "%s: embedding_length %d is not a multiple of head_count %d", name, hp->dim,
+                       hp->n_heads);
     if (get_int(g, hp->arch, "rope.dimension_count", hp->head_dim, &v) != QG_OK || v <= 0 ||
         v > hp->head_dim || v % 2)
-        return qg_errf(err, errlen, QG_ERR_DATA, "%s: rope.dimension_count must be even and <= head size %d",
-                       name, hp->head_dim);
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "%s: rope.dimension_count must be even and <= head size %d", name,
+                       hp->head_dim);
     hp->rope_dims = (int)v;
     char key[128];
     double d;
@@ -110,8 +126,9 @@ static int read_hparams(const struct gguf *g, const char *name, struct llama_hpa
 }
 
 /* Finds, checks and dequantises a tensor of shape ne0 x ne1 (ne1 = 1 for a vector). */
-static int load_tensor(struct llama_model *m, const struct gguf *g, const char *name, const char *tname,
-                       int64_t ne0, int64_t ne1, int optional, float **out, char *err, size_t errlen)
+static int load_tensor(struct llama_model *m, const struct gguf *g, const char *name,
+                       const char *tname, int64_t ne0, int64_t ne1, int optional, float **out,
+                       char *err, size_t errlen)
 {
     *out = NULL;
     const struct gguf_tensor *t = gguf_find_tensor(g, tname);
@@ -121,12 +138,13 @@ static int load_tensor(struct llama_model *m, const struct gguf *g, const char *
     }
     if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 || t->ne[3] != 1)
         return qg_errf(err, errlen, QG_ERR_DATA,
-                       "%s: tensor '%s' has shape %lld x %lld x %lld, expected %lld x %lld", name, tname,
-                       (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)ne0,
-                       (long long)ne1);
+                       "%s: tensor '%s' has shape %lld x %lld x %lld, expected %lld x %lld", name,
+                       tname, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
+                       (long long)ne0, (long long)ne1);
     if (!dequant_supported(t->type))
-        return qg_errf(err, errlen, QG_ERR_DATA, "%s: tensor '%s' is stored as %s, which qgate cannot decode",
-                       name, tname, ggml_type_name(t->type));
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "%s: tensor '%s' is stored as %s, which qgate cannot decode", name, tname,
+                       ggml_type_name(t->type));
     float *p = malloc((size_t)(ne0 * ne1) * sizeof *p);
     if (!p) return qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory for '%s'", name, tname);
     dequant_row(t->type, t->data, p, ne0 * ne1);
@@ -136,7 +154,8 @@ static int load_tensor(struct llama_model *m, const struct gguf *g, const char *
     return QG_OK;
 }
 
-int llama_load(const struct gguf *g, const char *name, struct llama_model **out, char *err, size_t errlen)
+int llama_load(const struct gguf *g, const char *name, struct llama_model **out, char *err,
+               size_t errlen)
 {
     *out = NULL;
     struct llama_model *m = calloc(1, sizeof *m);
@@ -144,15 +163,22 @@ int llama_load(const struct gguf *g, const char *name, struct llama_model **out,
     struct llama_hparams *hp = &m->hp;
     int rc = read_hparams(g, name, hp, err, errlen);
     const struct gguf_tensor *emb = gguf_find_tensor(g, "token_embd.weight");
-    if (!rc && !emb) rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: tensor 'token_embd.weight' is missing", name);
+    if (!rc && !emb)
+        rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: tensor 'token_embd.weight' is missing", name);
     if (!rc) {
         hp->n_vocab = (int)emb->ne[1];
-        if (emb->ne[1] <= 0 || emb->ne[1] > (1 << 24)) rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: bad vocabulary size", name);
+        if (emb->ne[1] <= 0 || emb->ne[1] > (1 << 24))
+            rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: bad vocabulary size", name);
     }
-    int64_t dim = hp->dim, qd = (int64_t)hp->n_heads * hp->head_dim, kvd = (int64_t)hp->n_kv_heads * hp->head_dim;
-    if (!rc) rc = load_tensor(m, g, name, "token_embd.weight", dim, hp->n_vocab, 0, &m->tok_embd, err, errlen);
-    if (!rc) rc = load_tensor(m, g, name, "output_norm.weight", dim, 1, 0, &m->out_norm, err, errlen);
-    if (!rc) rc = load_tensor(m, g, name, "output.weight", dim, hp->n_vocab, 1, &m->output, err, errlen);
+    int64_t dim = hp->dim, qd = (int64_t)hp->n_heads * hp->head_dim,
+            kvd = (int64_t)hp->n_kv_heads * hp->head_dim;
+    if (!rc)
+        rc = load_tensor(m, g, name, "token_embd.weight", dim, hp->n_vocab, 0, &m->tok_embd, err,
+                         errlen);
+    if (!rc)
+        rc = load_tensor(m, g, name, "output_norm.weight", dim, 1, 0, &m->out_norm, err, errlen);
+    if (!rc)
+        rc = load_tensor(m, g, name, "output.weight", dim, hp->n_vocab, 1, &m->output, err, errlen);
     if (!rc && !m->output) {
         hp->tied_output = 1;
         m->output = m->tok_embd;
@@ -194,9 +220,10 @@ void llama_free(struct llama_model *m)
     if (!m) return;
     for (int l = 0; m->layers && l < m->hp.n_layers; l++) {
         struct layer *L = &m->layers[l];
-        float *all[] = {L->attn_norm, L->wq, L->wk, L->wv, L->wo, L->bq, L->bk, L->bv,
-                        L->ffn_norm, L->w_gate, L->w_up, L->w_down};
-        for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
+        float *all[] = {L->attn_norm, L->wq, L->wk,       L->wv,     L->wo,   L->bq,
+                        L->bk,        L->bv, L->ffn_norm, L->w_gate, L->w_up, L->w_down};
+        for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+            free(all[i]);
     }
     free(m->layers);
     if (m->output != m->tok_embd) free(m->output);
@@ -222,7 +249,8 @@ int llama_ctx_new(const struct llama_model *m, int n_ctx, struct llama_ctx **out
     if (n_ctx <= 0) return QG_ERR_USAGE;
     struct llama_ctx *c = calloc(1, sizeof *c);
     if (!c) return QG_ERR_NOMEM;
-    size_t N = (size_t)n_ctx, kvd = (size_t)h->n_kv_heads * h->head_dim, qd = (size_t)h->n_heads * h->head_dim;
+    size_t N = (size_t)n_ctx, kvd = (size_t)h->n_kv_heads * h->head_dim,
+           qd = (size_t)h->n_heads * h->head_dim;
     c->m = m;
     c->n_ctx = n_ctx;
     c->k = malloc((size_t)h->n_layers * N * kvd * sizeof(float));
@@ -260,13 +288,19 @@ void llama_ctx_free(struct llama_ctx *c)
     free(c);
 }
 
-void llama_ctx_reset(struct llama_ctx *c) { c->pos = 0; }
+void llama_ctx_reset(struct llama_ctx *c)
+{
+    c->pos = 0;
+}
 
 void llama_ctx_set_threads(struct llama_ctx *c, int n)
 {
     if (n > 0 && n <= parallel_cpus()) c->n_threads = n;
 }
-int llama_ctx_pos(const struct llama_ctx *c) { return c->pos; }
+int llama_ctx_pos(const struct llama_ctx *c)
+{
+    return c->pos;
+}
 
 /* y[n][w] = rmsnorm(x[n][w]) * weight; the sum of squares in double as ggml */
 static void rmsnorm(float *y, const float *x, const float *weight, int n, int w, float eps)
@@ -274,10 +308,12 @@ static void rmsnorm(float *y, const float *x, const float *weight, int n, int w,
     for (int i = 0; i < n; i++) {
         const float *xi = x + (size_t)i * w;
         double sum = 0;
-        for (int j = 0; j < w; j++) sum += (double)(xi[j] * xi[j]);
+        for (int j = 0; j < w; j++)
+            sum += (double)(xi[j] * xi[j]);
         float scale = 1.0f / sqrtf((float)(sum / w) + eps);
         float *yi = y + (size_t)i * w;
-        for (int j = 0; j < w; j++) yi[j] = xi[j] * scale * weight[j];
+        for (int j = 0; j < w; j++)
+            yi[j] = xi[j] * scale * weight[j];
     }
 }
 
@@ -299,21 +335,24 @@ static void matmul_cols(void *arg, int64_t c0, int64_t c1, int thread)
                 j->W + (size_t)o0 * j->in, j->in, j->beta, j->y + o0, j->out);
     if (j->bias)
         for (int i = 0; i < j->n; i++)
-            for (int o = o0; o < o1; o++) j->y[(size_t)i * j->out + o] += j->bias[o];
+            for (int o = o0; o < o1; o++)
+                j->y[(size_t)i * j->out + o] += j->bias[o];
 }
 
 /* y[n][out] = x[n][in] . W[out][in]^T (+ bias) (+ beta y). The columns are
  * split across our threads, each calling single-threaded BLAS: OpenBLAS's
  * own pool would spin between calls and steal the cores from the rest. */
-static void matmul(const struct llama_ctx *c, float *y, const float *x, const float *W, const float *bias,
-                   int n, int in, int out, float beta)
+static void matmul(const struct llama_ctx *c, float *y, const float *x, const float *W,
+                   const float *bias, int n, int in, int out, float beta)
 {
     struct mm_job j = {y, x, W, bias, n, in, out, beta};
-    parallel_for(parallel_threads_for(c->n_threads, 2.0 * n * in * out), (out + 15) / 16, matmul_cols, &j);
+    parallel_for(parallel_threads_for(c->n_threads, 2.0 * n * in * out), (out + 15) / 16,
+                 matmul_cols, &j);
 }
 
 /* Rotates n rows of `heads` heads (row stride `stride`) at positions pos0.. */
-static void rope(float *x, int n, int stride, int heads, int hd, int pos0, const struct llama_hparams *h)
+static void rope(float *x, int n, int stride, int heads, int hd, int pos0,
+                 const struct llama_hparams *h)
 {
     const int nd = h->rope_dims;
     const float theta_scale = powf(h->rope_theta, -2.0f / (float)nd);
@@ -352,9 +391,11 @@ static void attention_heads(void *arg, int64_t h0, int64_t h1, int thread)
     const struct att_job *j = arg;
     struct llama_ctx *c = j->c;
     const struct llama_hparams *h = &c->m->hp;
-    const int hd = h->head_dim, qd = h->n_heads * hd, kvd = h->n_kv_heads * hd, n = j->n, pos0 = j->pos0;
+    const int hd = h->head_dim, qd = h->n_heads * hd, kvd = h->n_kv_heads * hd, n = j->n,
+              pos0 = j->pos0;
     const int group = h->n_heads / h->n_kv_heads;
-    const float *K = c->k + (size_t)j->l * c->n_ctx * kvd, *V = c->v + (size_t)j->l * c->n_ctx * kvd;
+    const float *K = c->k + (size_t)j->l * c->n_ctx * kvd,
+                *V = c->v + (size_t)j->l * c->n_ctx * kvd;
     const float scale = 1.0f / sqrtf((float)hd);
     float *scores = c->scores + (size_t)thread * ATT_BLOCK * c->n_ctx;
     for (int64_t hh = h0; hh < h1; hh++) {
@@ -363,25 +404,29 @@ static void attention_heads(void *arg, int64_t h0, int64_t h1, int thread)
             int rows = n - r0 < ATT_BLOCK ? n - r0 : ATT_BLOCK, T = pos0 + r0 + rows;
             /* S[rows][T] = Q_h[r0..][hd] . K_h[T][hd]^T * scale */
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, T, hd, scale,
-                        c->q + (size_t)r0 * qd + (size_t)hh * hd, qd, K + (size_t)kh * hd, kvd, 0.0f,
-                        scores, T);
+                        c->q + (size_t)r0 * qd + (size_t)hh * hd, qd, K + (size_t)kh * hd, kvd,
+                        0.0f, scores, T);
             for (int i = 0; i < rows; i++) {
                 float *s = scores + (size_t)i * T;
                 int last = pos0 + r0 + i; /* causal: keys 0..last */
                 float mx = -INFINITY;
-                for (int k = 0; k <= last; k++) mx = fmaxf(mx, s[k]);
+                for (int k = 0; k <= last; k++)
+                    mx = fmaxf(mx, s[k]);
                 double sum = 0;
                 for (int k = 0; k <= last; k++) {
                     s[k] = qg_expf(s[k] - mx);
                     sum += s[k];
                 }
                 float inv = (float)(1.0 / sum);
-                for (int k = 0; k <= last; k++) s[k] *= inv;
-                for (int k = last + 1; k < T; k++) s[k] = 0.0f;
+                for (int k = 0; k <= last; k++)
+                    s[k] *= inv;
+                for (int k = last + 1; k < T; k++)
+                    s[k] = 0.0f;
             }
             /* O_h[r0..][hd] = S[rows][T] . V_h[T][hd] */
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, hd, T, 1.0f, scores, T,
-                        V + (size_t)kh * hd, kvd, 0.0f, c->att + (size_t)r0 * qd + (size_t)hh * hd, qd);
+                        V + (size_t)kh * hd, kvd, 0.0f, c->att + (size_t)r0 * qd + (size_t)hh * hd,
+                        qd);
         }
     }
 }
@@ -421,10 +466,12 @@ int llama_eval(struct llama_ctx *c, const int32_t *tokens, int n, int logits_fro
     const int dim = h->dim, hd = h->head_dim, qd = h->n_heads * hd, kvd = h->n_kv_heads * hd;
     const int pos0 = c->pos;
     for (int i = 0; i < n; i++)
-        memcpy(c->x + (size_t)i * dim, m->tok_embd + (size_t)tokens[i] * dim, (size_t)dim * sizeof(float));
+        memcpy(c->x + (size_t)i * dim, m->tok_embd + (size_t)tokens[i] * dim,
+               (size_t)dim * sizeof(float));
     for (int l = 0; l < h->n_layers; l++) {
         const struct layer *L = &m->layers[l];
-        float *Kl = c->k + ((size_t)l * c->n_ctx + pos0) * kvd, *Vl = c->v + ((size_t)l * c->n_ctx + pos0) * kvd;
+        float *Kl = c->k + ((size_t)l * c->n_ctx + pos0) * kvd,
+              *Vl = c->v + ((size_t)l * c->n_ctx + pos0) * kvd;
         rmsnorm(c->xn, c->x, L->attn_norm, n, dim, h->rms_eps);
         matmul(c, c->q, c->xn, L->wq, L->bq, n, dim, qd, 0.0f);
         matmul(c, Kl, c->xn, L->wk, L->bk, n, dim, kvd, 0.0f);
@@ -437,7 +484,8 @@ int llama_eval(struct llama_ctx *c, const int32_t *tokens, int n, int logits_fro
         matmul(c, c->gate, c->xn, L->w_gate, NULL, n, dim, h->ffn, 0.0f);
         matmul(c, c->up, c->xn, L->w_up, NULL, n, dim, h->ffn, 0.0f);
         struct swiglu_job sj = {c->gate, c->up};
-        parallel_for(parallel_threads_for(c->n_threads, 20.0 * n * h->ffn), (int64_t)n * h->ffn, swiglu, &sj);
+        parallel_for(parallel_threads_for(c->n_threads, 20.0 * n * h->ffn), (int64_t)n * h->ffn,
+                     swiglu, &sj);
         matmul(c, c->x, c->gate, L->w_down, NULL, n, h->ffn, dim, 1.0f); /* x += ffn */
     }
     c->pos += n;
@@ -460,9 +508,11 @@ int llama_output(struct llama_ctx *c, int first, int count, float *logits)
 static void ref_rmsnorm(double *y, const double *x, const float *w, int n, double eps)
 {
     double ss = 0;
-    for (int j = 0; j < n; j++) ss += x[j] * x[j];
+    for (int j = 0; j < n; j++)
+        ss += x[j] * x[j];
     double s = 1.0 / sqrt(ss / n + eps);
-    for (int j = 0; j < n; j++) y[j] = x[j] * s * w[j];
+    for (int j = 0; j < n; j++)
+        y[j] = x[j] * s * w[j];
 }
 
 /* y[out] = W[out][in] . x[in] + b */
@@ -471,7 +521,8 @@ static void ref_matvec(double *y, const float *W, const float *b, const double *
     for (int r = 0; r < out; r++) {
         double acc = b ? b[r] : 0.0;
         const float *row = W + (size_t)r * in;
-        for (int k = 0; k < in; k++) acc += (double)row[k] * x[k];
+        for (int k = 0; k < in; k++)
+            acc += (double)row[k] * x[k];
         y[r] = acc;
     }
 }
@@ -497,16 +548,20 @@ int llama_eval_ref(const struct llama_model *m, const int32_t *tokens, int n, fl
     double *x = malloc(sizeof(double) * (size_t)dim), *xn = malloc(sizeof(double) * (size_t)dim);
     double *q = malloc(sizeof(double) * (size_t)qd), *o = malloc(sizeof(double) * (size_t)qd);
     double *tmp = malloc(sizeof(double) * (size_t)(dim > h->ffn ? dim : h->ffn));
-    double *g = malloc(sizeof(double) * (size_t)h->ffn), *u = malloc(sizeof(double) * (size_t)h->ffn);
-    double *K = malloc(sizeof(double) * (size_t)L * n * kvd), *V = malloc(sizeof(double) * (size_t)L * n * kvd);
-    double *s = malloc(sizeof(double) * (size_t)n), *lg = malloc(sizeof(double) * (size_t)h->n_vocab);
+    double *g = malloc(sizeof(double) * (size_t)h->ffn),
+           *u = malloc(sizeof(double) * (size_t)h->ffn);
+    double *K = malloc(sizeof(double) * (size_t)L * n * kvd),
+           *V = malloc(sizeof(double) * (size_t)L * n * kvd);
+    double *s = malloc(sizeof(double) * (size_t)n),
+           *lg = malloc(sizeof(double) * (size_t)h->n_vocab);
     int rc = x && xn && q && o && tmp && g && u && K && V && s && lg ? QG_OK : QG_ERR_NOMEM;
     for (int i = 0; i < n && !rc; i++) {
         if (tokens[i] < 0 || tokens[i] >= h->n_vocab) {
             rc = QG_ERR_USAGE;
             break;
         }
-        for (int j = 0; j < dim; j++) x[j] = m->tok_embd[(size_t)tokens[i] * dim + j];
+        for (int j = 0; j < dim; j++)
+            x[j] = m->tok_embd[(size_t)tokens[i] * dim + j];
         for (int l = 0; l < L; l++) {
             const struct layer *W = &m->layers[l];
             double *Ki = K + ((size_t)l * n + i) * kvd, *Vi = V + ((size_t)l * n + i) * kvd;
@@ -521,30 +576,47 @@ int llama_eval_ref(const struct llama_model *m, const int32_t *tokens, int n, fl
                 double mx = -INFINITY, sum = 0;
                 for (int j = 0; j <= i; j++) {
                     double d = 0;
-                    for (int k = 0; k < hd; k++) d += q[hh * hd + k] * K[((size_t)l * n + j) * kvd + kh * hd + k];
+                    for (int k = 0; k < hd; k++)
+                        d += q[hh * hd + k] * K[((size_t)l * n + j) * kvd + kh * hd + k];
                     s[j] = d / sqrt((double)hd);
                     if (s[j] > mx) mx = s[j];
                 }
-                for (int j = 0; j <= i; j++) sum += (s[j] = exp(s[j] - mx));
+                for (int j = 0; j <= i; j++)
+                    sum += (s[j] = exp(s[j] - mx));
                 for (int k = 0; k < hd; k++) {
                     double acc = 0;
-                    for (int j = 0; j <= i; j++) acc += s[j] / sum * V[((size_t)l * n + j) * kvd + kh * hd + k];
+                    for (int j = 0; j <= i; j++)
+                        acc += s[j] / sum * V[((size_t)l * n + j) * kvd + kh * hd + k];
                     o[hh * hd + k] = acc;
                 }
             }
             ref_matvec(tmp, W->wo, NULL, o, qd, dim);
-            for (int j = 0; j < dim; j++) x[j] += tmp[j];
+            for (int j = 0; j < dim; j++)
+                x[j] += tmp[j];
             ref_rmsnorm(xn, x, W->ffn_norm, dim, h->rms_eps);
             ref_matvec(g, W->w_gate, NULL, xn, dim, h->ffn);
             ref_matvec(u, W->w_up, NULL, xn, dim, h->ffn);
-            for (int j = 0; j < h->ffn; j++) g[j] = g[j] / (1.0 + exp(-g[j])) * u[j];
+            for (int j = 0; j < h->ffn; j++)
+                g[j] = g[j] / (1.0 + exp(-g[j])) * u[j];
             ref_matvec(tmp, W->w_down, NULL, g, h->ffn, dim);
-            for (int j = 0; j < dim; j++) x[j] += tmp[j];
+            for (int j = 0; j < dim; j++)
+                x[j] += tmp[j];
         }
         ref_rmsnorm(xn, x, m->out_norm, dim, h->rms_eps);
         ref_matvec(lg, m->output, NULL, xn, dim, h->n_vocab);
-        for (int j = 0; j < h->n_vocab; j++) logits[(size_t)i * h->n_vocab + j] = (float)lg[j];
+        for (int j = 0; j < h->n_vocab; j++)
+            logits[(size_t)i * h->n_vocab + j] = (float)lg[j];
     }
-    free(x); free(xn); free(q); free(o); free(tmp); free(g); free(u); free(K); free(V); free(s); free(lg);
+    free(x);
+    free(xn);
+    free(q);
+    free(o);
+    free(tmp);
+    free(g);
+    free(u);
+    free(K);
+    free(V);
+    free(s);
+    free(lg);
     return rc;
 }

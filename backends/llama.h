@@ -21,9 +21,9 @@
 struct llama_hparams {
     char arch[16];
     int n_vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn;
-    int ctx_train;   /* <arch>.context_length */
-    int rope_dims;   /* dimensions rotated per head */
-    int rope_neox;   /* 1: rotate (i, i + rope_dims/2); 0: adjacent pairs */
+    int ctx_train; /* <arch>.context_length */
+    int rope_dims; /* dimensions rotated per head */
+    int rope_neox; /* 1: rotate (i, i + rope_dims/2); 0: adjacent pairs */
     float rms_eps, rope_theta;
     int qkv_bias;    /* qwen2 */
     int tied_output; /* no output.weight: logits use the embedding */

@@ -34,11 +34,14 @@ void parallel_for(int n_threads, int64_t n, parallel_fn fn, void *ctx)
     int started[MAX_THREADS] = {0};
     for (int t = 0; t < n_threads; t++)
         parts[t] = (struct part){fn, ctx, n * t / n_threads, n * (t + 1) / n_threads, t};
-    for (int t = 1; t < n_threads; t++) started[t] = pthread_create(&tids[t], NULL, run_part, &parts[t]) == 0;
+    for (int t = 1; t < n_threads; t++)
+        started[t] = pthread_create(&tids[t], NULL, run_part, &parts[t]) == 0;
     fn(ctx, parts[0].begin, parts[0].end, 0);
     for (int t = 1; t < n_threads; t++) {
-        if (started[t]) pthread_join(tids[t], NULL);
-        else fn(ctx, parts[t].begin, parts[t].end, t); /* could not start: do it here */
+        if (started[t])
+            pthread_join(tids[t], NULL);
+        else
+            fn(ctx, parts[t].begin, parts[t].end, t); /* could not start: do it here */
     }
 }
 

@@ -57,12 +57,14 @@ void quant_row_q8_0(const float *x, void *out, int64_t n)
     uint8_t *y = out;
     for (int64_t b = 0; b < n / 32; b++, x += 32, y += 34) {
         float amax = 0.0f;
-        for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
+        for (int j = 0; j < 32; j++)
+            amax = fmaxf(amax, fabsf(x[j]));
         const float d = amax / 127.0f;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         uint16_t dh = quant_f32_to_f16(d);
         memcpy(y, &dh, 2); /* little-endian hosts only, as ggml */
-        for (int j = 0; j < 32; j++) y[2 + j] = (uint8_t)(int8_t)roundf(x[j] * id);
+        for (int j = 0; j < 32; j++)
+            y[2 + j] = (uint8_t)(int8_t)roundf(x[j] * id);
     }
 }
 
@@ -109,7 +111,8 @@ void quant_row_q4_k(const float *x, void *out, int64_t n)
         uint8_t *sc = y + 4, *qs = y + 16, L[256];
         memset(sc, 0, 12);
         for (int j = 0; j < 8; j++) {
-            int ls = d > 0 ? (int)lroundf(scale[j] / d) : 0, lm = dmin > 0 ? (int)lroundf(minv[j] / dmin) : 0;
+            int ls = d > 0 ? (int)lroundf(scale[j] / d) : 0,
+                lm = dmin > 0 ? (int)lroundf(minv[j] / dmin) : 0;
             ls = ls > 63 ? 63 : ls;
             lm = lm > 63 ? 63 : lm;
             if (j < 4) {
@@ -127,7 +130,8 @@ void quant_row_q4_k(const float *x, void *out, int64_t n)
             }
         }
         for (int j = 0; j < 256; j += 64)
-            for (int l = 0; l < 32; l++) qs[j / 2 + l] = (uint8_t)(L[j + l] | L[j + l + 32] << 4);
+            for (int l = 0; l < 32; l++)
+                qs[j / 2 + l] = (uint8_t)(L[j + l] | L[j + l + 32] << 4);
     }
 }
 
@@ -139,7 +143,8 @@ int quant_row(uint32_t type, const float *x, void *out, int64_t n)
         return QG_OK;
     case GGML_F16: {
         uint16_t *h = out;
-        for (int64_t i = 0; i < n; i++) h[i] = quant_f32_to_f16(x[i]);
+        for (int64_t i = 0; i < n; i++)
+            h[i] = quant_f32_to_f16(x[i]);
         return QG_OK;
     }
     case GGML_Q8_0:

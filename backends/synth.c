@@ -16,9 +16,21 @@
 struct synth_params synth_default_params(void)
 {
     struct synth_params p = {
-        .arch = "llama", .name = "qgate-synth", .n_vocab = 320, .dim = 64, .n_layers = 2,
-        .n_heads = 4, .n_kv_heads = 2, .ffn = 96, .ctx = 128, .rope_dims = 0,
-        .rms_eps = 1e-5f, .rope_theta = 10000.0f, .wtype = GGML_F32, .tied_output = 0, .seed = 1,
+        .arch = "llama",
+        .name = "qgate-synth",
+        .n_vocab = 320,
+        .dim = 64,
+        .n_layers = 2,
+        .n_heads = 4,
+        .n_kv_heads = 2,
+        .ffn = 96,
+        .ctx = 128,
+        .rope_dims = 0,
+        .rms_eps = 1e-5f,
+        .rope_theta = 10000.0f,
+        .wtype = GGML_F32,
+        .tied_output = 0,
+        .seed = 1,
         .byte_fallback = 1,
         .logit_scale = 1.0f,
     };
@@ -32,9 +44,10 @@ static float urand(uint64_t *s)
 }
 
 static const char *const words[] = {
-    "the", "a", "and", "was", "to", "she", "he", "it", "Lily", "time", "upon", "Once", "day",
-    "big", "little", "girl", "boy", "play", "saw", "said", "happy", "with", "in", "on", "of",
-    "her", "his", "they", "you", "ball", "park", "mom", "dog", "cat", "tree", "red", "sun",
+    "the",   "a",    "and", "was", "to",     "she",  "he",  "it",   "Lily", "time",
+    "upon",  "Once", "day", "big", "little", "girl", "boy", "play", "saw",  "said",
+    "happy", "with", "in",  "on",  "of",     "her",  "his", "they", "you",  "ball",
+    "park",  "mom",  "dog", "cat", "tree",   "red",  "sun",
 };
 
 /* Fills the vocabulary: specials, byte tokens, "▁"+word and plain letter pieces. */
@@ -76,7 +89,8 @@ static int build_vocab(int n, int bytes, char ***toks_out, float **scores_out, i
     *types_out = types;
     return QG_OK;
 fail:
-    for (int i = 0; toks && i < n; i++) free(toks[i]);
+    for (int i = 0; toks && i < n; i++)
+        free(toks[i]);
     free(toks);
     free(scores);
     free(types);
@@ -102,7 +116,8 @@ static int add_random(struct gguf_writer *w, uint64_t *rng, const char *name, ui
         size_t nb = (size_t)(ne0 / rt->block * rt->type_size * ne1);
         uint8_t *raw = malloc(nb ? nb : 1);
         if (!raw) return QG_ERR_NOMEM;
-        for (size_t i = 0; i < nb; i++) raw[i] = (uint8_t)rng_next(rng);
+        for (size_t i = 0; i < nb; i++)
+            raw[i] = (uint8_t)rng_next(rng);
         int64_t ne[2] = {ne0, ne1};
         int rc = gguf_writer_add_tensor(w, name, cur->raw_type, ne1 > 1 ? 2 : 1, ne, raw);
         free(raw);
@@ -114,10 +129,12 @@ static int add_random(struct gguf_writer *w, uint64_t *rng, const char *name, ui
     uint8_t *q = malloc((size_t)(n / ti->block * ti->type_size) + 1);
     int rc = QG_ERR_NOMEM;
     if (x && q) {
-        for (int64_t i = 0; i < n; i++) x[i] = offset + scale * urand(rng);
+        for (int64_t i = 0; i < n; i++)
+            x[i] = offset + scale * urand(rng);
         size_t row_bytes = (size_t)(ne0 / ti->block * ti->type_size);
         rc = QG_OK;
-        for (int64_t r = 0; r < ne1 && !rc; r++) rc = quant_row(type, x + r * ne0, q + r * row_bytes, ne0);
+        for (int64_t r = 0; r < ne1 && !rc; r++)
+            rc = quant_row(type, x + r * ne0, q + r * row_bytes, ne0);
         int64_t ne[2] = {ne0, ne1};
         if (!rc) rc = gguf_writer_add_tensor(w, name, type, ne1 > 1 ? 2 : 1, ne, q);
     }
@@ -131,18 +148,20 @@ static int check_params(const struct synth_params *p, char *err, size_t errlen)
     const struct ggml_type_info *ti = ggml_type_get(p->wtype);
     if (!ti || (p->wtype != GGML_F32 && p->wtype != GGML_F16 && p->wtype != GGML_Q8_0 &&
                 p->wtype != GGML_Q4_0 && p->wtype != GGML_Q4_K))
-        return qg_errf(err, errlen, QG_ERR_USAGE, "synth: weight type must be F32, F16, Q8_0, Q4_0 or Q4_K");
+        return qg_errf(err, errlen, QG_ERR_USAGE,
+                       "synth: weight type must be F32, F16, Q8_0, Q4_0 or Q4_K");
     if (!p->arch || !*p->arch || strlen(p->arch) > 32)
         return qg_errf(err, errlen, QG_ERR_USAGE, "synth: architecture name must be 1..32 bytes");
-    if (p->n_vocab < (p->byte_fallback ? 259 : 4) || p->dim <= 0 || p->n_layers <= 0 || p->n_heads <= 0 ||
-        p->n_kv_heads <= 0 || p->ffn <= 0 || p->ctx <= 0)
-        return qg_errf(err, errlen, QG_ERR_USAGE, "synth: sizes must be positive (vocab >= 259 with byte fallback)");
+    if (p->n_vocab < (p->byte_fallback ? 259 : 4) || p->dim <= 0 || p->n_layers <= 0 ||
+        p->n_heads <= 0 || p->n_kv_heads <= 0 || p->ffn <= 0 || p->ctx <= 0)
+        return qg_errf(err, errlen, QG_ERR_USAGE,
+                       "synth: sizes must be positive (vocab >= 259 with byte fallback)");
     if (p->dim % p->n_heads || p->n_heads % p->n_kv_heads)
         return qg_errf(err, errlen, QG_ERR_USAGE,
                        "synth: dim must divide by heads and heads by kv heads");
     if (p->dim % (int)ti->block || p->ffn % (int)ti->block)
-        return qg_errf(err, errlen, QG_ERR_USAGE, "synth: dim and ffn must be multiples of %u for %s",
-                       ti->block, ti->name);
+        return qg_errf(err, errlen, QG_ERR_USAGE,
+                       "synth: dim and ffn must be multiples of %u for %s", ti->block, ti->name);
     return QG_OK;
 }
 
@@ -150,7 +169,11 @@ static int write_metadata(struct gguf_writer *w, const struct synth_params *p)
 {
     char key[128];
     int hd = p->dim / p->n_heads;
-    uint32_t ftype = p->wtype == GGML_F32 ? 0 : p->wtype == GGML_F16 ? 1 : p->wtype == GGML_Q8_0 ? 7 : p->wtype == GGML_Q4_0 ? 2 : 15;
+    uint32_t ftype = p->wtype == GGML_F32    ? 0
+                     : p->wtype == GGML_F16  ? 1
+                     : p->wtype == GGML_Q8_0 ? 7
+                     : p->wtype == GGML_Q4_0 ? 2
+                                             : 15;
     int rc = gguf_writer_set_str(w, "general.architecture", p->arch);
     if (!rc) rc = gguf_writer_set_str(w, "general.name", p->name);
     if (!rc) rc = gguf_writer_set_u32(w, "general.file_type", ftype);
@@ -180,15 +203,22 @@ static int write_metadata(struct gguf_writer *w, const struct synth_params *p)
     int32_t *types = NULL;
     if (!rc) rc = build_vocab(p->n_vocab, p->byte_fallback, &toks, &scores, &types);
     if (!rc) rc = gguf_writer_set_str(w, "tokenizer.ggml.model", "llama");
-    if (!rc) rc = gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)toks, (uint64_t)p->n_vocab);
-    if (!rc) rc = gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_F32, scores, (uint64_t)p->n_vocab);
-    if (!rc) rc = gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_I32, types, (uint64_t)p->n_vocab);
+    if (!rc)
+        rc = gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)toks,
+                                     (uint64_t)p->n_vocab);
+    if (!rc)
+        rc =
+            gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_F32, scores, (uint64_t)p->n_vocab);
+    if (!rc)
+        rc = gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_I32, types,
+                                 (uint64_t)p->n_vocab);
     if (!rc) rc = gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1);
     if (!rc) rc = gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2);
     if (!rc) rc = gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", 0);
     if (!rc) rc = gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", 1);
     if (!rc) rc = gguf_writer_set_bool(w, "tokenizer.ggml.add_eos_token", 0);
-    for (int i = 0; toks && i < p->n_vocab; i++) free(toks[i]);
+    for (int i = 0; toks && i < p->n_vocab; i++)
+        free(toks[i]);
     free(toks);
     free(scores);
     free(types);
@@ -227,7 +257,8 @@ static int write_tensors(struct gguf_writer *w, const struct synth_params *p)
     }
     if (!rc) rc = add_random(w, &rng, "output_norm.weight", GGML_F32, p->dim, 1, 0.1f, 1.0f);
     if (!rc && !p->tied_output)
-        rc = add_random(w, &rng, "output.weight", t, p->dim, p->n_vocab, s_in * p->logit_scale, 0.0f);
+        rc = add_random(w, &rng, "output.weight", t, p->dim, p->n_vocab, s_in * p->logit_scale,
+                        0.0f);
     return rc;
 }
 

@@ -9,16 +9,16 @@
 #include <stdint.h>
 
 struct synth_params {
-    const char *arch; /* "llama" or "qwen2" (adds q/k/v biases) */
-    const char *name; /* general.name */
-    int n_vocab;      /* <unk>,<s>,</s>, 256 byte tokens (unless byte_fallback is 0),
-                       * then "▁", a-z and word pieces; >= 259 with byte fallback */
+    const char *arch;  /* "llama" or "qwen2" (adds q/k/v biases) */
+    const char *name;  /* general.name */
+    int n_vocab;       /* <unk>,<s>,</s>, 256 byte tokens (unless byte_fallback is 0),
+                        * then "▁", a-z and word pieces; >= 259 with byte fallback */
     int byte_fallback; /* 1 (default): <0xXX> tokens; 0: none (unknown text is <unk>) */
     int dim, n_layers, n_heads, n_kv_heads, ffn, ctx;
-    int rope_dims;    /* 0 = head size */
+    int rope_dims; /* 0 = head size */
     float rms_eps, rope_theta;
-    uint32_t wtype;   /* stored type of 2-D weights: F32, F16, Q8_0, Q4_0 or Q4_K */
-    int tied_output;  /* 1 = no output.weight (the embedding is reused) */
+    uint32_t wtype;    /* stored type of 2-D weights: F32, F16, Q8_0, Q4_0 or Q4_K */
+    int tied_output;   /* 1 = no output.weight (the embedding is reused) */
     float logit_scale; /* output.weight entries are uniform in +/- logit_scale/sqrt(dim);
                         * larger = more peaked next-token distributions (default 1) */
     uint64_t seed;

@@ -14,7 +14,7 @@ enum { MODEL_SPM, MODEL_BPE };
 
 /* open-addressing hash map from byte strings to int32 */
 struct strmap {
-    uint32_t cap; /* power of two */
+    uint32_t cap;  /* power of two */
     int32_t *slot; /* index into keys, -1 empty */
     const char **keys;
     uint32_t *lens;
@@ -25,7 +25,7 @@ struct strmap {
 struct tokenizer {
     int model;
     int n_vocab;
-    char **text;      /* token text, NUL-terminated */
+    char **text; /* token text, NUL-terminated */
     uint32_t *len;
     float *score;
     int32_t *type;
@@ -44,14 +44,16 @@ struct tokenizer {
 static uint32_t fnv1a(const char *s, size_t n)
 {
     uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 16777619u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)s[i]) * 16777619u;
     return h;
 }
 
 static int map_init(struct strmap *m, int32_t n)
 {
     m->cap = 16;
-    while (m->cap < (uint32_t)n * 2 + 1) m->cap *= 2;
+    while (m->cap < (uint32_t)n * 2 + 1)
+        m->cap *= 2;
     m->slot = malloc(m->cap * sizeof *m->slot);
     m->keys = malloc(((size_t)n + 1) * sizeof *m->keys);
     m->lens = malloc(((size_t)n + 1) * sizeof *m->lens);
@@ -204,7 +206,8 @@ static struct sym *split_chars(const char *s, size_t n, int64_t *count)
     return v;
 }
 
-static int spm_try_bigram(const struct tokenizer *t, struct sym *s, struct heap *h, int32_t l, int32_t r)
+static int spm_try_bigram(const struct tokenizer *t, struct sym *s, struct heap *h, int32_t l,
+                          int32_t r)
 {
     if (l < 0 || r < 0) return QG_OK;
     size_t n = (size_t)s[l].n + s[r].n;
@@ -235,7 +238,8 @@ static int spm_tokenize(const struct tokenizer *t, const char *text, size_t n, s
     struct sym *s = split_chars(text, n, &ns);
     struct heap h = {0};
     int rc = s ? QG_OK : QG_ERR_NOMEM;
-    for (int64_t i = 1; i < ns && !rc; i++) rc = spm_try_bigram(t, s, &h, (int32_t)i - 1, (int32_t)i);
+    for (int64_t i = 1; i < ns && !rc; i++)
+        rc = spm_try_bigram(t, s, &h, (int32_t)i - 1, (int32_t)i);
     while (!rc && h.n > 0) {
         struct bigram b = heap_pop(&h);
         struct sym *l = &s[b.left], *r = &s[b.right];
@@ -247,13 +251,15 @@ static int spm_tokenize(const struct tokenizer *t, const char *text, size_t n, s
         rc = spm_try_bigram(t, s, &h, l->prev, b.left);
         if (!rc) rc = spm_try_bigram(t, s, &h, b.left, l->next);
     }
-    for (int32_t i = 0; !rc && i != -1; i = s[i].next) spm_emit(t, &s[i], out);
+    for (int32_t i = 0; !rc && i != -1; i = s[i].next)
+        spm_emit(t, &s[i], out);
     free(h.a);
     free(s);
     return rc;
 }
 
-static int bpe_try_bigram(const struct tokenizer *t, struct sym *s, struct heap *h, int32_t l, int32_t r)
+static int bpe_try_bigram(const struct tokenizer *t, struct sym *s, struct heap *h, int32_t l,
+                          int32_t r)
 {
     if (l < 0 || r < 0) return QG_OK;
     char stack[256];
@@ -284,7 +290,8 @@ static int bpe_word(const struct tokenizer *t, const char *w, size_t n, struct i
     struct sym *s = split_chars(w, n, &ns);
     struct heap h = {.bpe = 1};
     int rc = s ? QG_OK : QG_ERR_NOMEM;
-    for (int64_t i = 1; i < ns && !rc; i++) rc = bpe_try_bigram(t, s, &h, (int32_t)i - 1, (int32_t)i);
+    for (int64_t i = 1; i < ns && !rc; i++)
+        rc = bpe_try_bigram(t, s, &h, (int32_t)i - 1, (int32_t)i);
     while (!rc && h.n > 0) {
         struct bigram b = heap_pop(&h);
         struct sym *l = &s[b.left], *r = &s[b.right];
@@ -338,7 +345,9 @@ static int bpe_tokenize(const struct tokenizer *t, const char *text, size_t n, s
         }
         if (start > off) { /* text the regex skipped is a word of its own */
             word.len = 0;
-            for (size_t i = off; i < start; i++) sbuf_append(&word, t->byte_enc[(uint8_t)text[i]], t->byte_enc_len[(uint8_t)text[i]]);
+            for (size_t i = off; i < start; i++)
+                sbuf_append(&word, t->byte_enc[(uint8_t)text[i]],
+                            t->byte_enc_len[(uint8_t)text[i]]);
             rc = word.failed ? QG_ERR_NOMEM : bpe_word(t, word.data, word.len, out);
         }
         word.len = 0;
@@ -359,14 +368,17 @@ static int encode_fragment(const struct tokenizer *t, const char *text, size_t n
     if (t->model == MODEL_BPE) return bpe_tokenize(t, text, n, out);
     /* SPM: optional leading space, then ' ' -> U+2581 */
     size_t spaces = (size_t)(prefix_space != 0);
-    for (size_t i = 0; i < n; i++) spaces += text[i] == ' ';
+    for (size_t i = 0; i < n; i++)
+        spaces += text[i] == ' ';
     char *esc = malloc(n + 2 * spaces + 1);
     if (!esc) return QG_ERR_NOMEM;
     size_t k = 0;
     if (prefix_space) memcpy(esc + k, "\xe2\x96\x81", 3), k += 3;
     for (size_t i = 0; i < n; i++) {
-        if (text[i] == ' ') memcpy(esc + k, "\xe2\x96\x81", 3), k += 3;
-        else esc[k++] = text[i];
+        if (text[i] == ' ')
+            memcpy(esc + k, "\xe2\x96\x81", 3), k += 3;
+        else
+            esc[k++] = text[i];
     }
     int rc = spm_tokenize(t, esc, k, out);
     free(esc);
@@ -380,7 +392,8 @@ static size_t find_special(const struct tokenizer *t, const char *text, size_t n
 {
     size_t best = n, best_len = 0;
     for (int32_t i = 0; i < t->n_vocab; i++) {
-        if (!((t->type[i] == TOK_CONTROL && parse_special) || t->type[i] == TOK_USER) || t->len[i] == 0)
+        if (!((t->type[i] == TOK_CONTROL && parse_special) || t->type[i] == TOK_USER) ||
+            t->len[i] == 0)
             continue;
         const char *p = text;
         size_t left = n;
@@ -422,7 +435,8 @@ int tok_encode(const struct tokenizer *t, const char *text, size_t n, int add_sp
         int32_t sid = -1;
         size_t at = scan ? off + find_special(t, text + off, n - off, parse_special, &sid) : n;
         if (at > off) {
-            rc = encode_fragment(t, text + off, at - off, t->add_space_prefix && prev_special, &out);
+            rc =
+                encode_fragment(t, text + off, at - off, t->add_space_prefix && prev_special, &out);
             prev_special = 0;
         }
         if (at < n) {
@@ -445,7 +459,8 @@ static void init_byte_encoder(struct tokenizer *t)
 {
     /* GPT-2 bytes_to_unicode: printable bytes map to themselves, the rest to 256+k */
     int k = 0;
-    for (int i = 0; i < 512; i++) t->cp_to_byte[i] = -1;
+    for (int i = 0; i < 512; i++)
+        t->cp_to_byte[i] = -1;
     for (int b = 0; b < 256; b++) {
         int keep = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
         int cp = keep ? b : 256 + k++;
@@ -471,13 +486,16 @@ static const struct {
      "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+", 0},
     {"|llama3|llama-bpe|llama-v3|smaug-bpe|",
      "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
-     "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", 1},
+     "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+     1},
     {"|qwen2|deepseek-r1-qwen|",
      "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
-     "\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", 0},
+     "\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+     0},
 };
 
-static int load_bpe(struct tokenizer *t, const struct gguf *g, const char *name, char *err, size_t errlen)
+static int load_bpe(struct tokenizer *t, const struct gguf *g, const char *name, char *err,
+                    size_t errlen)
 {
     const char *pre = "gpt-2";
     size_t plen = 5;
@@ -491,20 +509,23 @@ static int load_bpe(struct tokenizer *t, const struct gguf *g, const char *name,
     for (size_t i = 0; i < sizeof pretok / sizeof *pretok; i++)
         if (strstr(pretok[i].names, prebuf)) which = (int)i;
     if (which < 0)
-        return qg_errf(err, errlen, QG_ERR_DATA,
-                       "%s: BPE pre-tokenizer '%.*s' is not supported (known: gpt-2, llama3, qwen2)",
-                       name, (int)plen, pre);
+        return qg_errf(
+            err, errlen, QG_ERR_DATA,
+            "%s: BPE pre-tokenizer '%.*s' is not supported (known: gpt-2, llama3, qwen2)", name,
+            (int)plen, pre);
     int ec;
     PCRE2_SIZE eo;
     t->re = pcre2_compile((PCRE2_SPTR)pretok[which].regex, PCRE2_ZERO_TERMINATED,
                           PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &ec, &eo, NULL);
-    if (!t->re) return qg_errf(err, errlen, QG_ERR_INTERNAL, "pre-tokenizer regex failed to compile");
+    if (!t->re)
+        return qg_errf(err, errlen, QG_ERR_INTERNAL, "pre-tokenizer regex failed to compile");
     pcre2_jit_compile(t->re, PCRE2_JIT_COMPLETE); /* best effort */
     t->ignore_merges = pretok[which].ignore_merges;
     init_byte_encoder(t);
     int64_t mi = gguf_find_key(g, "tokenizer.ggml.merges");
     if (mi < 0 || gguf_kv_type(g, mi) != GGUF_ARR || gguf_kv_arr_type(g, mi) != GGUF_STR)
-        return qg_errf(err, errlen, QG_ERR_DATA, "%s: BPE tokenizer without tokenizer.ggml.merges", name);
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: BPE tokenizer without tokenizer.ggml.merges",
+                       name);
     uint64_t nm = gguf_kv_len(g, mi);
     if (nm > INT32_MAX / 2) return qg_errf(err, errlen, QG_ERR_DATA, "%s: too many merges", name);
     if (map_init(&t->merges, (int32_t)nm)) return QG_ERR_NOMEM;
@@ -537,7 +558,8 @@ static int32_t token_id(const struct gguf *g, const char *key, int n_vocab)
 static int own_merge_keys(struct tokenizer *t)
 {
     size_t total = 0;
-    for (int32_t i = 0; i < t->merges.n; i++) total += t->merges.lens[i];
+    for (int32_t i = 0; i < t->merges.n; i++)
+        total += t->merges.lens[i];
     char *arena = malloc(total + 1);
     if (!arena) return QG_ERR_NOMEM;
     size_t off = 0;
@@ -551,16 +573,20 @@ static int own_merge_keys(struct tokenizer *t)
     return QG_OK;
 }
 
-int tok_load(const struct gguf *g, const char *name, struct tokenizer **out, char *err, size_t errlen)
+int tok_load(const struct gguf *g, const char *name, struct tokenizer **out, char *err,
+             size_t errlen)
 {
     *out = NULL;
     const char *model;
     size_t mlen;
     if (gguf_get_str(g, "tokenizer.ggml.model", &model, &mlen) != QG_OK)
-        return qg_errf(err, errlen, QG_ERR_DATA, "%s: no tokenizer (tokenizer.ggml.model is missing)", name);
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "%s: no tokenizer (tokenizer.ggml.model is missing)", name);
     int kind;
-    if (mlen == 5 && memcmp(model, "llama", 5) == 0) kind = MODEL_SPM;
-    else if (mlen == 4 && memcmp(model, "gpt2", 4) == 0) kind = MODEL_BPE;
+    if (mlen == 5 && memcmp(model, "llama", 5) == 0)
+        kind = MODEL_SPM;
+    else if (mlen == 4 && memcmp(model, "gpt2", 4) == 0)
+        kind = MODEL_BPE;
     else
         return qg_errf(err, errlen, QG_ERR_DATA,
                        "%s: tokenizer model '%.*s' is not supported (known: llama, gpt2)", name,
@@ -568,7 +594,8 @@ int tok_load(const struct gguf *g, const char *name, struct tokenizer **out, cha
     int64_t ti = gguf_find_key(g, "tokenizer.ggml.tokens");
     if (ti < 0 || gguf_kv_type(g, ti) != GGUF_ARR || gguf_kv_arr_type(g, ti) != GGUF_STR ||
         gguf_kv_len(g, ti) == 0 || gguf_kv_len(g, ti) > (1u << 24))
-        return qg_errf(err, errlen, QG_ERR_DATA, "%s: tokenizer.ggml.tokens is missing or not 1..2^24 strings", name);
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "%s: tokenizer.ggml.tokens is missing or not 1..2^24 strings", name);
     struct tokenizer *t = calloc(1, sizeof *t);
     if (!t) return QG_ERR_NOMEM;
     t->model = kind;
@@ -577,7 +604,8 @@ int tok_load(const struct gguf *g, const char *name, struct tokenizer **out, cha
     t->len = calloc((size_t)t->n_vocab, sizeof *t->len);
     t->score = calloc((size_t)t->n_vocab, sizeof *t->score);
     t->type = calloc((size_t)t->n_vocab, sizeof *t->type);
-    int rc = t->text && t->len && t->score && t->type ? map_init(&t->vocab, t->n_vocab) : QG_ERR_NOMEM;
+    int rc =
+        t->text && t->len && t->score && t->type ? map_init(&t->vocab, t->n_vocab) : QG_ERR_NOMEM;
     int64_t si = gguf_find_key(g, "tokenizer.ggml.scores");
     int64_t yi = gguf_find_key(g, "tokenizer.ggml.token_type");
     if (!rc && si >= 0 && gguf_kv_len(g, si) != (uint64_t)t->n_vocab)
@@ -617,7 +645,8 @@ int tok_load(const struct gguf *g, const char *name, struct tokenizer **out, cha
         if (!rc) rc = own_merge_keys(t);
     }
     if (rc) {
-        if (rc == QG_ERR_NOMEM) qg_errf(err, errlen, rc, "%s: out of memory loading the tokenizer", name);
+        if (rc == QG_ERR_NOMEM)
+            qg_errf(err, errlen, rc, "%s: out of memory loading the tokenizer", name);
         tok_free(t);
         return rc;
     }
@@ -628,7 +657,8 @@ int tok_load(const struct gguf *g, const char *name, struct tokenizer **out, cha
 void tok_free(struct tokenizer *t)
 {
     if (!t) return;
-    for (int i = 0; t->text && i < t->n_vocab; i++) free(t->text[i]);
+    for (int i = 0; t->text && i < t->n_vocab; i++)
+        free(t->text[i]);
     free(t->text);
     free(t->len);
     free(t->score);
@@ -640,11 +670,26 @@ void tok_free(struct tokenizer *t)
     free(t);
 }
 
-int tok_n_vocab(const struct tokenizer *t) { return t->n_vocab; }
-int32_t tok_bos(const struct tokenizer *t) { return t->bos; }
-int32_t tok_eos(const struct tokenizer *t) { return t->eos; }
-int tok_add_bos(const struct tokenizer *t) { return t->add_bos; }
-const char *tok_model(const struct tokenizer *t) { return t->model == MODEL_SPM ? "llama" : "gpt2"; }
+int tok_n_vocab(const struct tokenizer *t)
+{
+    return t->n_vocab;
+}
+int32_t tok_bos(const struct tokenizer *t)
+{
+    return t->bos;
+}
+int32_t tok_eos(const struct tokenizer *t)
+{
+    return t->eos;
+}
+int tok_add_bos(const struct tokenizer *t)
+{
+    return t->add_bos;
+}
+const char *tok_model(const struct tokenizer *t)
+{
+    return t->model == MODEL_SPM ? "llama" : "gpt2";
+}
 
 const char *tok_text(const struct tokenizer *t, int32_t id)
 {
@@ -686,7 +731,8 @@ static void piece(const struct tokenizer *t, int32_t id, int special, struct sbu
         unsigned c = (uint8_t)s[i];
         unsigned cp = c;
         size_t l = 1;
-        if ((c & 0xE0) == 0xC0 && i + 1 < n) cp = (c & 0x1F) << 6 | ((uint8_t)s[i + 1] & 0x3F), l = 2;
+        if ((c & 0xE0) == 0xC0 && i + 1 < n)
+            cp = (c & 0x1F) << 6 | ((uint8_t)s[i + 1] & 0x3F), l = 2;
         int by = cp < 512 ? t->cp_to_byte[cp] : -1;
         if (by >= 0) {
             char ch = (char)by;
@@ -725,7 +771,8 @@ char *tok_decode(const struct tokenizer *t, const int32_t *ids, int64_t n, int s
         size_t before = b.len;
         piece(t, ids[i], special, &b);
         /* drop the space SentencePiece prefixed to the text */
-        if (first && b.len > before && t->model == MODEL_SPM && t->add_space_prefix && b.data[before] == ' ') {
+        if (first && b.len > before && t->model == MODEL_SPM && t->add_space_prefix &&
+            b.data[before] == ' ') {
             memmove(b.data + before, b.data + before + 1, b.len - before);
             b.len--;
         }

@@ -20,13 +20,21 @@
 struct tokenizer;
 
 /* Token types as stored in tokenizer.ggml.token_type (append-only). */
-enum tok_type { TOK_NORMAL = 1, TOK_UNKNOWN = 2, TOK_CONTROL = 3, TOK_USER = 4, TOK_UNUSED = 5, TOK_BYTE = 6 };
+enum tok_type {
+    TOK_NORMAL = 1,
+    TOK_UNKNOWN = 2,
+    TOK_CONTROL = 3,
+    TOK_USER = 4,
+    TOK_UNUSED = 5,
+    TOK_BYTE = 6
+};
 
 /* Builds a tokenizer from g's metadata (copies what it needs; g may be
  * closed afterwards). QG_OK; QG_ERR_DATA with err naming the file and the
  * problem (missing or inconsistent tokenizer keys, unknown model or
  * pre-tokenizer); QG_ERR_NOMEM. */
-int tok_load(const struct gguf *g, const char *name, struct tokenizer **out, char *err, size_t errlen);
+int tok_load(const struct gguf *g, const char *name, struct tokenizer **out, char *err,
+             size_t errlen);
 void tok_free(struct tokenizer *t); /* accepts NULL */
 
 int tok_n_vocab(const struct tokenizer *t);

@@ -44,7 +44,8 @@ struct job {
 static void *run_job(void *arg)
 {
     struct job *j = arg;
-    for (int i = j->from; i < j->to && !j->rc; i++) j->rc = backend_score(j->b, &j->reqs[i]);
+    for (int i = j->from; i < j->to && !j->rc; i++)
+        j->rc = backend_score(j->b, &j->reqs[i]);
     return NULL;
 }
 
@@ -73,13 +74,14 @@ static double median(double *v, int n)
 struct bench {
     int items, len, P, rounds;
     long ncpu;
-    struct backend b[32];        /* P local instances, served */
-    struct backend hb[N_CONC];   /* the HTTP backend at each concurrency */
+    struct backend b[32];      /* P local instances, served */
+    struct backend hb[N_CONC]; /* the HTTP backend at each concurrency */
     struct backend_score *reqs, *r2;
     double *lp, *lp2;
     int32_t *ids;
     struct server *srv;
-    double direct[MAX_ROUNDS], rate[N_CONC][MAX_ROUNDS], cpu[N_CONC][MAX_ROUNDS], busy[N_CONC][MAX_ROUNDS], worst;
+    double direct[MAX_ROUNDS], rate[N_CONC][MAX_ROUNDS], cpu[N_CONC][MAX_ROUNDS],
+        busy[N_CONC][MAX_ROUNDS], worst;
 };
 
 static const int conc[N_CONC] = {1, 4, 8, 16};
@@ -90,7 +92,8 @@ static int make_windows(struct bench *B, const struct backend_info *info)
     size_t n = (size_t)B->items * (size_t)B->len;
     B->ids = malloc(n * sizeof *B->ids);
     B->lp = malloc(n * sizeof *B->lp), B->lp2 = malloc(n * sizeof *B->lp2);
-    B->reqs = calloc((size_t)B->items, sizeof *B->reqs), B->r2 = calloc((size_t)B->items, sizeof *B->r2);
+    B->reqs = calloc((size_t)B->items, sizeof *B->reqs),
+    B->r2 = calloc((size_t)B->items, sizeof *B->r2);
     if (!B->ids || !B->lp || !B->lp2 || !B->reqs || !B->r2) return -1;
     uint64_t s = 42;
     for (size_t i = 0; i < n; i++) {
@@ -100,7 +103,8 @@ static int make_windows(struct bench *B, const struct backend_info *info)
     for (int i = 0; i < B->items; i++) {
         size_t at = (size_t)i * (size_t)B->len;
         B->ids[at] = info->bos >= 0 ? info->bos : B->ids[at];
-        B->reqs[i] = (struct backend_score){.tokens = B->ids + at, .n_tokens = B->len, .from = 1, .logprob = B->lp + at};
+        B->reqs[i] = (struct backend_score){
+            .tokens = B->ids + at, .n_tokens = B->len, .from = 1, .logprob = B->lp + at};
         B->r2[i] = B->reqs[i], B->r2[i].logprob = B->lp2 + at;
     }
     return 0;
@@ -114,23 +118,31 @@ static int round_once(struct bench *B, int r)
     struct job jobs[32];
     double t0 = qg_now_s();
     for (int i = 0; i < B->P; i++) {
-        jobs[i] = (struct job){.b = &B->b[i], .reqs = B->reqs, .from = B->items * i / B->P, .to = B->items * (i + 1) / B->P};
+        jobs[i] = (struct job){.b = &B->b[i],
+                               .reqs = B->reqs,
+                               .from = B->items * i / B->P,
+                               .to = B->items * (i + 1) / B->P};
         pthread_create(&th[i], NULL, run_job, &jobs[i]);
     }
-    for (int i = 0; i < B->P; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < B->P; i++)
+        pthread_join(th[i], NULL);
     B->direct[r] = B->items / (qg_now_s() - t0);
     for (int i = 0; i < B->P; i++)
         if (jobs[i].rc) return fprintf(stderr, "direct scoring failed\n"), 70;
     for (int k = 0; k < N_CONC; k++) {
         double c0 = thread_cpu_s(), b0 = serve_busy_seconds(B->srv);
         t0 = qg_now_s();
-        if (backend_score_many(&B->hb[k], B->r2, B->items)) return fprintf(stderr, "%s\n", backend_errmsg(&B->hb[k])), 69;
+        if (backend_score_many(&B->hb[k], B->r2, B->items))
+            return fprintf(stderr, "%s\n", backend_errmsg(&B->hb[k])), 69;
         double wall = qg_now_s() - t0;
         B->rate[k][r] = B->items / wall;
         B->busy[k][r] = (serve_busy_seconds(B->srv) - b0) / (B->P * wall);
         B->cpu[k][r] = 1e3 * (thread_cpu_s() - c0) / B->items;
-        for (int i = 0; i < B->items * B->len; i++) /* cJSON prints 15 significant digits when they round-trip within an ulp */
-            if (i % B->len < B->len - 1) B->worst = fmax(B->worst, fabs(B->lp2[i] - B->lp[i]) / fmax(1e-300, fabs(B->lp[i])));
+        for (int i = 0; i < B->items * B->len;
+             i++) /* cJSON prints 15 significant digits when they round-trip within an ulp */
+            if (i % B->len < B->len - 1)
+                B->worst =
+                    fmax(B->worst, fabs(B->lp2[i] - B->lp[i]) / fmax(1e-300, fabs(B->lp[i])));
     }
     return 0;
 }
@@ -138,17 +150,21 @@ static int round_once(struct bench *B, int r)
 static int print_table(struct bench *B)
 {
     double d = median(B->direct, B->rounds);
-    printf("%-22s %10s %10s %10s %12s %18s\n", "client", "items/s", "of server", "overhead", "server busy", "client CPU ms/item");
-    printf("%-22s %10.1f %9.1f%% %10s %11.1f%% %18s\n", "server's own (direct)", d, 100.0, "-", 100.0, "-");
+    printf("%-22s %10s %10s %10s %12s %18s\n", "client", "items/s", "of server", "overhead",
+           "server busy", "client CPU ms/item");
+    printf("%-22s %10.1f %9.1f%% %10s %11.1f%% %18s\n", "server's own (direct)", d, 100.0, "-",
+           100.0, "-");
     for (int k = 0; k < N_CONC; k++) {
-        double m = median(B->rate[k], B->rounds), c = median(B->cpu[k], B->rounds), u = median(B->busy[k], B->rounds);
+        double m = median(B->rate[k], B->rounds), c = median(B->cpu[k], B->rounds),
+               u = median(B->busy[k], B->rounds);
         char name[32];
         snprintf(name, sizeof name, "http concurrency %d", conc[k]);
-        printf("%-22s %10.1f %9.1f%% %9.1f%% %11.1f%% %18.3f\n", name, m, 100.0 * m / d, 100.0 * (d / m - 1), 100.0 * u, c);
+        printf("%-22s %10.1f %9.1f%% %9.1f%% %11.1f%% %18.3f\n", name, m, 100.0 * m / d,
+               100.0 * (d / m - 1), 100.0 * u, c);
     }
     int bad = !(B->worst < 1e-12);
-    printf("\nlargest relative difference of a log-prob through HTTP vs direct: %.3g (%s)\n", B->worst,
-           bad ? "MORE than JSON's last-digit rounding" : "JSON's last-digit rounding");
+    printf("\nlargest relative difference of a log-prob through HTTP vs direct: %.3g (%s)\n",
+           B->worst, bad ? "MORE than JSON's last-digit rounding" : "JSON's last-digit rounding");
     return bad;
 }
 
@@ -156,12 +172,20 @@ static int print_table(struct bench *B)
 static int parse_args(int argc, char **argv, struct bench *B, const char **model)
 {
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--items") && i + 1 < argc) B->items = bench_int_arg("--items", argv[++i], 1, 1 << 20);
-        else if (!strcmp(argv[i], "--len") && i + 1 < argc) B->len = bench_int_arg("--len", argv[++i], 2, 1 << 20);
-        else if (!strcmp(argv[i], "--instances") && i + 1 < argc) B->P = bench_int_arg("--instances", argv[++i], 1, 32);
-        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) B->rounds = bench_int_arg("--rounds", argv[++i], 1, MAX_ROUNDS);
-        else if (argv[i][0] != '-') *model = argv[i];
-        else return fprintf(stderr, "usage: bench_http [MODEL.gguf] [--items N] [--len L] [--instances P] [--rounds R]\n"), 64;
+        if (!strcmp(argv[i], "--items") && i + 1 < argc)
+            B->items = bench_int_arg("--items", argv[++i], 1, 1 << 20);
+        else if (!strcmp(argv[i], "--len") && i + 1 < argc)
+            B->len = bench_int_arg("--len", argv[++i], 2, 1 << 20);
+        else if (!strcmp(argv[i], "--instances") && i + 1 < argc)
+            B->P = bench_int_arg("--instances", argv[++i], 1, 32);
+        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+            B->rounds = bench_int_arg("--rounds", argv[++i], 1, MAX_ROUNDS);
+        else if (argv[i][0] != '-')
+            *model = argv[i];
+        else
+            return fprintf(stderr, "usage: bench_http [MODEL.gguf] [--items N] [--len L] "
+                                   "[--instances P] [--rounds R]\n"),
+                   64;
     }
     return 0;
 }
@@ -171,18 +195,23 @@ static int start(struct bench *B, const char *model, int *port, char *err, size_
 {
     struct backend_open_params bp = {.n_threads = 1};
     for (int i = 0; i < B->P; i++)
-        if (backend_open(model, &bp, &B->b[i], err, errlen)) return fprintf(stderr, "%s\n", err), 66;
+        if (backend_open(model, &bp, &B->b[i], err, errlen))
+            return fprintf(stderr, "%s\n", err), 66;
     struct backend_info info;
     backend_info(&B->b[0], &info);
     if (B->len + 1 > info.n_ctx_train) B->len = info.n_ctx_train - 1;
     if (make_windows(B, &info)) return fprintf(stderr, "out of memory\n"), 71;
     struct serve_params sp = {.model_id = "bench"};
-    if (serve_start(B->b, B->P, &sp, &B->srv, port, err, errlen)) return fprintf(stderr, "%s\n", err), 69;
+    if (serve_start(B->b, B->P, &sp, &B->srv, port, err, errlen))
+        return fprintf(stderr, "%s\n", err), 69;
     for (int k = 0; k < N_CONC; k++) {
         char spec[1024];
-        snprintf(spec, sizeof spec, "http://127.0.0.1:%d/v1?model=bench&tokenizer=%s&concurrency=%d", *port, model, conc[k]);
+        snprintf(spec, sizeof spec,
+                 "http://127.0.0.1:%d/v1?model=bench&tokenizer=%s&concurrency=%d", *port, model,
+                 conc[k]);
         struct backend_open_params hp = {0};
-        if (backend_open(spec, &hp, &B->hb[k], err, errlen)) return fprintf(stderr, "%s\n", err), 69;
+        if (backend_open(spec, &hp, &B->hb[k], err, errlen))
+            return fprintf(stderr, "%s\n", err), 69;
     }
     return 0;
 }
@@ -198,21 +227,26 @@ int main(int argc, char **argv)
     char err[QG_ERRMSG_MAX], path[256];
     if (!model) {
         struct synth_params sp = synth_default_params();
-        sp.n_vocab = 2048, sp.dim = 256, sp.n_layers = 4, sp.n_heads = 8, sp.n_kv_heads = 4, sp.ffn = 512, sp.ctx = 256;
+        sp.n_vocab = 2048, sp.dim = 256, sp.n_layers = 4, sp.n_heads = 8, sp.n_kv_heads = 4,
+        sp.ffn = 512, sp.ctx = 256;
         snprintf(path, sizeof path, "/tmp/qgate-bench-http-%ld.gguf", (long)getpid());
         if (synth_write(&sp, path, err, sizeof err)) return fprintf(stderr, "%s\n", err), 70;
         model = path;
     }
     int port;
     if ((code = start(&B, model, &port, err, sizeof err))) return code;
-    printf("bench_http: %s, %d windows of %d tokens, server with %d instance(s) x 1 thread on 127.0.0.1:%d, %ld CPUs,\n"
-           "median of %d rounds\n\n", model, B.items, B.len, B.P, port, B.ncpu, B.rounds);
+    printf("bench_http: %s, %d windows of %d tokens, server with %d instance(s) x 1 thread on "
+           "127.0.0.1:%d, %ld CPUs,\n"
+           "median of %d rounds\n\n",
+           model, B.items, B.len, B.P, port, B.ncpu, B.rounds);
     for (int r = 0; r < B.rounds; r++)
         if ((code = round_once(&B, r))) return code;
     int bad = print_table(&B);
-    for (int k = 0; k < N_CONC; k++) backend_close(&B.hb[k]);
+    for (int k = 0; k < N_CONC; k++)
+        backend_close(&B.hb[k]);
     serve_stop(B.srv);
-    for (int i = 0; i < B.P; i++) backend_close(&B.b[i]);
+    for (int i = 0; i < B.P; i++)
+        backend_close(&B.b[i]);
     if (model == path) remove(path);
     free(B.ids), free(B.lp), free(B.lp2), free(B.reqs), free(B.r2);
     return bad ? 1 : 0;

@@ -47,27 +47,31 @@ static double sgemm_gflops(const struct llama_hparams *h, int n, int threads)
             size_t sz = (size_t)shapes[s][0] * shapes[s][1];
             float *m = w[l * ns + s] = malloc(sz * 4);
             if (!m) return 0;
-            for (size_t i = 0; i < sz; i++) m[i] = (float)(i % 5) * 0.1f;
+            for (size_t i = 0; i < sz; i++)
+                m[i] = (float)(i % 5) * 0.1f;
         }
     float *out = w[L * ns] = malloc((size_t)h->n_vocab * h->dim * 4);
     if (!out) return 0;
-    for (size_t i = 0; i < (size_t)h->n_vocab * h->dim; i++) out[i] = (float)(i % 3) * 0.1f;
+    for (size_t i = 0; i < (size_t)h->n_vocab * h->dim; i++)
+        out[i] = (float)(i % 3) * 0.1f;
     double best = 0;
     for (int rep = 0; rep < 2; rep++) { /* the first pass warms up */
         double t0 = qg_now_s(), flops = 0;
         for (int l = 0; l < L; l++)
             for (int s = 0; s < ns; s++) {
                 int in = shapes[s][0], o = shapes[s][1];
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, o, in, 1, x, in, w[l * ns + s], in, 0, y, o);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, o, in, 1, x, in,
+                            w[l * ns + s], in, 0, y, o);
                 flops += 2.0 * n * in * o;
             }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, h->n_vocab, h->dim, 1, x, h->dim, out, h->dim, 0, y,
-                    h->n_vocab);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, h->n_vocab, h->dim, 1, x, h->dim,
+                    out, h->dim, 0, y, h->n_vocab);
         flops += 2.0 * n * h->dim * h->n_vocab;
         double g = flops / (qg_now_s() - t0) / 1e9;
         if (g > best) best = g;
     }
-    for (int i = 0; i <= L * ns; i++) free(w[i]);
+    for (int i = 0; i <= L * ns; i++)
+        free(w[i]);
     free(w);
     free(x);
     free(y);
@@ -95,7 +99,8 @@ static int measure(const char *path, int threads, int windows, int ctx)
     struct backend_score req = {.tokens = tok, .n_tokens = ctx + 1, .from = 1, .logprob = lp};
     backend_score(&b, &req); /* warm-up */
     t0 = qg_now_s();
-    for (int w = 0; w < windows; w++) backend_score(&b, &req);
+    for (int w = 0; w < windows; w++)
+        backend_score(&b, &req);
     double secs = (qg_now_s() - t0) / windows;
     size_t wb = info.weight_bytes;
     backend_close(&b); /* measured; free it before the FLOP count below */
@@ -113,10 +118,72 @@ static int measure(const char *path, int threads, int windows, int ctx)
         gguf_close(g);
         if (h.dim) sg = sgemm_gflops(&h, ctx, threads);
     }
-    printf("tokens_per_s=%.1f gflops=%.2f sgemm_gflops=%.2f weight_bytes=%zu load_s=%.2f\n", ctx / secs,
-           flops / secs / 1e9, sg, wb, load);
+    printf("tokens_per_s=%.1f gflops=%.2f sgemm_gflops=%.2f weight_bytes=%zu load_s=%.2f\n",
+           ctx / secs, flops / secs / 1e9, sg, wb, load);
     free(tok);
     free(lp);
+    return 0;
+}
+
+/* Writes (once) the random model of type t for the run's size. */
+static int bench_model(const char *dir, const char *t, int type, int quick, int ctx, char *path,
+                       size_t pn, off_t *bytes)
+{
+    struct synth_params p = synth_default_params();
+    p.dim = quick ? 256 : 768;
+    p.n_layers = quick ? 4 : 12;
+    p.n_heads = p.n_kv_heads = quick ? 8 : 12;
+    p.ffn = quick ? 512 : 2048;
+    p.n_vocab = quick ? 4096 : 32000;
+    p.ctx = ctx;
+    p.wtype = (uint32_t)type;
+    char err[QG_ERRMSG_MAX];
+    snprintf(path, pn, "%s/bench-%s%s.gguf", dir, quick ? "quick-" : "", t);
+    struct stat st;
+    if (stat(path, &st) != 0 && synth_write(&p, path, err, sizeof err) != QG_OK)
+        return fprintf(stderr, "%s\n", err), 1;
+    if (stat(path, &st) != 0) return perror(path), 1;
+    *bytes = st.st_size;
+    return 0;
+}
+
+/* Measures one model in a child process (so that its peak RSS is its own)
+ * and prints the table's row. */
+static int bench_row(const char *argv0, const char *t, const char *path, off_t bytes, int threads,
+                     int windows, int quick)
+{
+    int fds[2];
+    if (pipe(fds)) return 1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        char th[16], wi[16];
+        snprintf(th, sizeof th, "%d", threads);
+        snprintf(wi, sizeof wi, "%d", windows);
+        execl("/proc/self/exe", argv0, "--measure", path, "--threads", th, "--windows", wi,
+              quick ? "--quick" : (char *)NULL, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    char line[512] = "";
+    FILE *f = fdopen(fds[0], "r");
+    if (!f || !fgets(line, sizeof line, f)) line[0] = '\0';
+    if (f) fclose(f);
+    int status;
+    struct rusage ru;
+    wait4(pid, &status, 0, &ru);
+    double tps = 0, gf = 0, sg = 0, load = 0;
+    size_t wb = 0;
+    if (sscanf(line, "tokens_per_s=%lf gflops=%lf sgemm_gflops=%lf weight_bytes=%zu load_s=%lf",
+               &tps, &gf, &sg, &wb, &load) != 5)
+        return fprintf(stderr, "measurement of %s failed\n", t), 1;
+    double rss = (double)ru.ru_maxrss * 1024;
+    printf("%-6s %9.1f %7.2f %10.1f %12.2f %12.2f %9.0f%% %13.1f %8.2f\n", t,
+           (double)bytes / 1048576, load, tps, gf, sg, 100 * gf / sg, rss / 1048576,
+           rss / (double)wb);
+    fflush(stdout);
     return 0;
 }
 
@@ -125,75 +192,45 @@ int main(int argc, char **argv)
     const char *dir = NULL, *types = "F32,F16,Q8_0,Q4_0,Q4_K", *measure_path = NULL;
     int threads = (int)sysconf(_SC_NPROCESSORS_ONLN), windows = 2, quick = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--quick")) quick = 1;
-        else if (!strcmp(argv[i], "--dir") && i + 1 < argc) dir = argv[++i];
-        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = bench_int_arg("--threads", argv[++i], 1, 256);
-        else if (!strcmp(argv[i], "--windows") && i + 1 < argc) windows = bench_int_arg("--windows", argv[++i], 1, 1 << 20);
-        else if (!strcmp(argv[i], "--types") && i + 1 < argc) types = argv[++i];
-        else if (!strcmp(argv[i], "--measure") && i + 1 < argc) measure_path = argv[++i];
-        else return fprintf(stderr, "usage: bench_ppl [--quick] [--dir DIR] [--threads T] [--windows W] [--types LIST]\n"), 64;
+        if (!strcmp(argv[i], "--quick"))
+            quick = 1;
+        else if (!strcmp(argv[i], "--dir") && i + 1 < argc)
+            dir = argv[++i];
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            threads = bench_int_arg("--threads", argv[++i], 1, 256);
+        else if (!strcmp(argv[i], "--windows") && i + 1 < argc)
+            windows = bench_int_arg("--windows", argv[++i], 1, 1 << 20);
+        else if (!strcmp(argv[i], "--types") && i + 1 < argc)
+            types = argv[++i];
+        else if (!strcmp(argv[i], "--measure") && i + 1 < argc)
+            measure_path = argv[++i];
+        else
+            return fprintf(stderr, "usage: bench_ppl [--quick] [--dir DIR] [--threads T] "
+                                   "[--windows W] [--types LIST]\n"),
+                   64;
     }
-    if (threads < 1 || windows < 1) return fprintf(stderr, "--threads and --windows must be >= 1\n"), 64;
     int ctx = quick ? 128 : 512;
     if (measure_path) return measure(measure_path, threads, windows, ctx);
     char tmpl[] = "/tmp/qgate-bench-XXXXXX";
     if (!dir && !(dir = mkdtemp(tmpl))) return perror("mkdtemp"), 1;
     mkdir(dir, 0777);
-    printf("bench/ppl: random Llama %s, ctx %d, %d thread(s), %d window(s) per type, models in %s\n",
-           quick ? "dim 256, 4 layers, 8 heads, ffn 512, vocab 4096" : "dim 768, 12 layers, 12 heads, ffn 2048, vocab 32000",
-           ctx, threads, windows, dir);
-    printf("%-6s %9s %7s %10s %12s %12s %10s %13s %8s\n", "type", "file MiB", "load s", "tokens/s", "fwd GFLOP/s",
-           "sgemm GFLOP/s", "fwd/sgemm", "peak RSS MiB", "RSS/f32");
+    printf(
+        "bench/ppl: random Llama %s, ctx %d, %d thread(s), %d window(s) per type, models in %s\n",
+        quick ? "dim 256, 4 layers, 8 heads, ffn 512, vocab 4096"
+              : "dim 768, 12 layers, 12 heads, ffn 2048, vocab 32000",
+        ctx, threads, windows, dir);
+    printf("%-6s %9s %7s %10s %12s %12s %10s %13s %8s\n", "type", "file MiB", "load s", "tokens/s",
+           "fwd GFLOP/s", "sgemm GFLOP/s", "fwd/sgemm", "peak RSS MiB", "RSS/f32");
     char list[256];
     snprintf(list, sizeof list, "%s", types);
     for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         int type = ggml_type_from_name(t);
         if (type < 0) return fprintf(stderr, "unknown type %s\n", t), 64;
-        struct synth_params p = synth_default_params();
-        p.dim = quick ? 256 : 768;
-        p.n_layers = quick ? 4 : 12;
-        p.n_heads = p.n_kv_heads = quick ? 8 : 12;
-        p.ffn = quick ? 512 : 2048;
-        p.n_vocab = quick ? 4096 : 32000;
-        p.ctx = ctx;
-        p.wtype = (uint32_t)type;
-        char path[4096], err[QG_ERRMSG_MAX];
-        snprintf(path, sizeof path, "%s/bench-%s%s.gguf", dir, quick ? "quick-" : "", t);
-        struct stat st;
-        if (stat(path, &st) != 0 && synth_write(&p, path, err, sizeof err) != QG_OK)
-            return fprintf(stderr, "%s\n", err), 1;
-        stat(path, &st);
-        int fds[2];
-        if (pipe(fds)) return 1;
-        fflush(NULL);
-        pid_t pid = fork();
-        if (pid == 0) {
-            dup2(fds[1], 1);
-            close(fds[0]);
-            char th[16], wi[16];
-            snprintf(th, sizeof th, "%d", threads);
-            snprintf(wi, sizeof wi, "%d", windows);
-            execl("/proc/self/exe", argv[0], "--measure", path, "--threads", th, "--windows", wi,
-                  quick ? "--quick" : (char *)NULL, (char *)NULL);
-            _exit(127);
-        }
-        close(fds[1]);
-        char line[512] = "";
-        FILE *f = fdopen(fds[0], "r");
-        if (!f || !fgets(line, sizeof line, f)) line[0] = '\0';
-        if (f) fclose(f);
-        int status;
-        struct rusage ru;
-        wait4(pid, &status, 0, &ru);
-        double tps = 0, gf = 0, sg = 0, load = 0;
-        size_t wb = 0;
-        if (sscanf(line, "tokens_per_s=%lf gflops=%lf sgemm_gflops=%lf weight_bytes=%zu load_s=%lf", &tps, &gf, &sg, &wb,
-                   &load) != 5)
-            return fprintf(stderr, "measurement of %s failed\n", t), 1;
-        double rss = (double)ru.ru_maxrss * 1024;
-        printf("%-6s %9.1f %7.2f %10.1f %12.2f %12.2f %9.0f%% %13.1f %8.2f\n", t, (double)st.st_size / 1048576, load,
-               tps, gf, sg, 100 * gf / sg, rss / 1048576, rss / (double)wb);
-        fflush(stdout);
+        char path[4096];
+        off_t bytes;
+        if (bench_model(dir, t, type, quick, ctx, path, sizeof path, &bytes) ||
+            bench_row(argv[0], t, path, bytes, threads, windows, quick))
+            return 1;
     }
     return 0;
 }

@@ -34,7 +34,10 @@
 
 static uint64_t rng;
 
-static double unif(void) { return rng_unit(&rng); }
+static double unif(void)
+{
+    return rng_unit(&rng);
+}
 
 static double gauss(void)
 {
@@ -43,13 +46,19 @@ static double gauss(void)
 }
 
 /* Runs the real verdict (metrics/verdict.c) on n paired rows. */
-static int judge(const struct item_row *base, const struct item_row *cand, int n, int metric, double delta, int draws,
-                 uint64_t seed)
+static int judge(const struct item_row *base, const struct item_row *cand, int n, int metric,
+                 double delta, int draws, uint64_t seed)
 {
     struct verdict_params p = {.policy = verdict_default_policy(), .seed = seed};
     p.policy.margin_acc = p.policy.margin_ppl = delta;
     p.policy.bootstrap = draws;
-    struct verdict_input in = {.name = "sim", .metric = metric, .kind = metric, .base = base, .cand = cand, .n_base = n, .n_cand = n};
+    struct verdict_input in = {.name = "sim",
+                               .metric = metric,
+                               .kind = metric,
+                               .base = base,
+                               .cand = cand,
+                               .n_base = n,
+                               .n_cand = n};
     struct verdict_task v;
     char err[QG_ERRMSG_MAX];
     if (verdict_task_compute(&in, &p, &v, err, sizeof err)) {
@@ -61,8 +70,15 @@ static int judge(const struct item_row *base, const struct item_row *cand, int n
 
 static struct item_row row(int64_t i)
 {
-    struct item_row r = {.idx = i, .cluster = -1, .n_tokens = -1, .nll = NAN, .score = NAN, .kld_sum = NAN,
-                         .top1_agree = NAN, .dp_sum = NAN, .correct = -1};
+    struct item_row r = {.idx = i,
+                         .cluster = -1,
+                         .n_tokens = -1,
+                         .nll = NAN,
+                         .score = NAN,
+                         .kld_sum = NAN,
+                         .top1_agree = NAN,
+                         .dp_sum = NAN,
+                         .correct = -1};
     return r;
 }
 
@@ -110,8 +126,9 @@ static void report(const char *name, int n, int reps, int counts[3], double boun
     /* met when the interval is consistent with the target side */
     int ok = want_low ? lo <= bound : hi >= bound;
     (void)rate;
-    printf("%-34s %7d %6d %9.4f  [%.4f, %.4f] %8.4f %8.4f  %s %.2f: %s\n", name, n, reps, rate, lo, hi,
-           (double)counts[0] / reps, (double)counts[2] / reps, want_low ? "<=" : ">=", bound, ok ? "ok" : "NOT MET");
+    printf("%-34s %7d %6d %9.4f  [%.4f, %.4f] %8.4f %8.4f  %s %.2f: %s\n", name, n, reps, rate, lo,
+           hi, (double)counts[0] / reps, (double)counts[2] / reps, want_low ? "<=" : ">=", bound,
+           ok ? "ok" : "NOT MET");
 }
 
 int main(int argc, char **argv)
@@ -119,16 +136,21 @@ int main(int argc, char **argv)
     int reps = 2000;
     uint64_t seed = 7;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = bench_int_arg("--reps", argv[++i], 1, 10000000);
-        else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = (uint64_t)strtoull(argv[++i], NULL, 10);
-        else return fprintf(stderr, "usage: bench_verdict [--reps N] [--seed S]\n"), 64;
+        if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+            reps = bench_int_arg("--reps", argv[++i], 1, 10000000);
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+            seed = (uint64_t)strtoull(argv[++i], NULL, 10);
+        else
+            return fprintf(stderr, "usage: bench_verdict [--reps N] [--seed S]\n"), 64;
     }
     if (reps < 10) return fprintf(stderr, "--reps must be >= 10\n"), 64;
     rng = seed;
     const double alpha = 0.05, beta = 0.2, delta = 0.01;
     const double za = stats_norm_ppf(1 - alpha), zb = stats_norm_ppf(1 - beta);
-    printf("bench/verdict: alpha %.2f, beta %.2f, margin %.3f, %d simulated comparisons per row\n", alpha, beta, delta, reps);
-    printf("%-34s %7s %6s %9s  %16s %8s %8s  %s\n", "scenario", "n", "reps", "FAIL", "95% CI", "PASS", "INCONC", "target");
+    printf("bench/verdict: alpha %.2f, beta %.2f, margin %.3f, %d simulated comparisons per row\n",
+           alpha, beta, delta, reps);
+    printf("%-34s %7s %6s %9s  %16s %8s %8s  %s\n", "scenario", "n", "reps", "FAIL", "95% CI",
+           "PASS", "INCONC", "target");
     /* binary: the flip rate of a paired design with items of difficulty U(0.3, 0.9) and no drop */
     double flips = 0;
     for (int i = 0; i < 100000; i++) {
@@ -140,10 +162,12 @@ int main(int argc, char **argv)
     int n_bin = (int)ceil((za + zb) * (za + zb) * (flips - D * D) / (delta * delta));
     int counts[3];
     memset(counts, 0, sizeof counts);
-    for (int r = 0; r < reps; r++) counts[binary_trial(n_bin, 0, delta, seed + (uint64_t)r)]++;
+    for (int r = 0; r < reps; r++)
+        counts[binary_trial(n_bin, 0, delta, seed + (uint64_t)r)]++;
     report("binary A/A (no drop)", n_bin, reps, counts, alpha, 1);
     memset(counts, 0, sizeof counts);
-    for (int r = 0; r < reps; r++) counts[binary_trial(n_bin, D, delta, seed + (uint64_t)r)]++;
+    for (int r = 0; r < reps; r++)
+        counts[binary_trial(n_bin, D, delta, seed + (uint64_t)r)]++;
     report("binary, planted drop 2*margin", n_bin, reps, counts, 1 - beta, 0);
     /* perplexity: windows of 64 tokens, per-window NLL-difference SD 2 nats */
     int T = 64;
@@ -151,14 +175,17 @@ int main(int argc, char **argv)
     int W = (int)ceil((za + zb) * (za + zb) * (sdw / T) * (sdw / T) / (delta * delta));
     if (W < 10) W = 10;
     memset(counts, 0, sizeof counts);
-    for (int r = 0; r < reps; r++) counts[ppl_trial(W, T, 0, sdw, delta, seed + (uint64_t)r)]++;
+    for (int r = 0; r < reps; r++)
+        counts[ppl_trial(W, T, 0, sdw, delta, seed + (uint64_t)r)]++;
     report("perplexity A/A (no drop)", W, reps, counts, alpha, 1);
     memset(counts, 0, sizeof counts);
-    for (int r = 0; r < reps; r++) counts[ppl_trial(W, T, D, sdw, delta, seed + (uint64_t)r)]++;
+    for (int r = 0; r < reps; r++)
+        counts[ppl_trial(W, T, D, sdw, delta, seed + (uint64_t)r)]++;
     report("perplexity, planted drop 2*margin", W, reps, counts, 1 - beta, 0);
     /* a drop exactly at the margin must not FAIL more than alpha */
     memset(counts, 0, sizeof counts);
-    for (int r = 0; r < reps; r++) counts[ppl_trial(W, T, delta, sdw, delta, seed + 77 + (uint64_t)r)]++;
+    for (int r = 0; r < reps; r++)
+        counts[ppl_trial(W, T, delta, sdw, delta, seed + 77 + (uint64_t)r)]++;
     report("perplexity, drop = margin", W, reps, counts, alpha, 1);
     return 0;
 }

@@ -8,7 +8,8 @@ int qg_edit_distance(const char *a, const char *b)
     size_t la = strlen(a), lb = strlen(b);
     if (la > 64 || lb > 64) return 99;
     int prev[65], cur[65];
-    for (size_t j = 0; j <= lb; j++) prev[j] = (int)j;
+    for (size_t j = 0; j <= lb; j++)
+        prev[j] = (int)j;
     for (size_t i = 1; i <= la; i++) {
         cur[0] = (int)i;
         for (size_t j = 1; j <= lb; j++) {

@@ -81,7 +81,8 @@ int sbuf_append(struct sbuf *b, const char *s, size_t n)
     }
     if (b->len + n + 1 > b->alloc) {
         size_t want = b->alloc ? b->alloc : 64;
-        while (want < b->len + n + 1) want *= 2;
+        while (want < b->len + n + 1)
+            want *= 2;
         char *p = realloc(b->data, want);
         if (!p) {
             b->failed = 1;
@@ -195,8 +196,8 @@ int qg_read_file(const char *path, size_t max, char **out, size_t *n, char *err,
     }
     if ((uint64_t)st.st_size > max) {
         fclose(f);
-        return qg_errf(err, errlen, QG_ERR_DATA, "%s: %lld bytes is more than the limit of %zu", path,
-                       (long long)st.st_size, max);
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: %lld bytes is more than the limit of %zu",
+                       path, (long long)st.st_size, max);
     }
     char *p = malloc((size_t)st.st_size + 1);
     if (!p) {
@@ -231,7 +232,8 @@ int qg_write_file_atomic(const char *path, const char *data, size_t n, char *err
     snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "wb");
     if (!f) {
-        int rc = qg_errf(err, errlen, QG_ERR_CANTCREAT, "%s: cannot create: %s", path, strerror(errno));
+        int rc =
+            qg_errf(err, errlen, QG_ERR_CANTCREAT, "%s: cannot create: %s", path, strerror(errno));
         free(tmp);
         return rc;
     }

@@ -114,9 +114,11 @@ int hash_sha256_dir(const char *dir, char hex[HASH_HEX_LEN + 1], char *err, size
         rc = hash_sha256_file(full, h, err, errlen);
         if (!rc) sbuf_printf(&listing, "%s  ./%s\n", h, nm.v[i]);
     }
-    if (!rc && nm.n == 0) rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: the directory has no files", dir);
+    if (!rc && nm.n == 0)
+        rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: the directory has no files", dir);
     if (!rc) rc = hash_sha256_mem(listing.data ? listing.data : "", listing.len, hex);
-    for (size_t i = 0; i < nm.n; i++) free(nm.v[i]);
+    for (size_t i = 0; i < nm.n; i++)
+        free(nm.v[i]);
     free(nm.v);
     sbuf_release(&listing);
     return rc;
@@ -125,6 +127,8 @@ int hash_sha256_dir(const char *dir, char hex[HASH_HEX_LEN + 1], char *err, size
 int hash_sha256_path(const char *path, char hex[HASH_HEX_LEN + 1], char *err, size_t errlen)
 {
     struct stat st;
-    if (stat(path, &st) != 0) return qg_errf(err, errlen, QG_ERR_NOINPUT, "%s: %s", path, strerror(errno));
-    return S_ISDIR(st.st_mode) ? hash_sha256_dir(path, hex, err, errlen) : hash_sha256_file(path, hex, err, errlen);
+    if (stat(path, &st) != 0)
+        return qg_errf(err, errlen, QG_ERR_NOINPUT, "%s: %s", path, strerror(errno));
+    return S_ISDIR(st.st_mode) ? hash_sha256_dir(path, hex, err, errlen)
+                               : hash_sha256_file(path, hex, err, errlen);
 }

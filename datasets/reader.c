@@ -62,9 +62,12 @@ int lines_open(const char *path, struct lines **out, char *err, size_t errlen)
     pid_t child = 0;
     FILE *f;
     if (ends_with_bz2(path)) { /* decompressed by the bzip2 package's program */
-        if (access(path, R_OK) != 0) return qg_errf(err, errlen, QG_ERR_NOINPUT, "%s: %s", path, strerror(errno));
+        if (access(path, R_OK) != 0)
+            return qg_errf(err, errlen, QG_ERR_NOINPUT, "%s: %s", path, strerror(errno));
         f = open_bz2(path, &child);
-        if (!f) return qg_errf(err, errlen, QG_ERR_NOINPUT, "%s: cannot start bunzip2: %s", path, strerror(errno));
+        if (!f)
+            return qg_errf(err, errlen, QG_ERR_NOINPUT, "%s: cannot start bunzip2: %s", path,
+                           strerror(errno));
     } else {
         f = fopen(path, "rb");
     }
@@ -94,9 +97,18 @@ void lines_close(struct lines *l)
     free(l);
 }
 
-int64_t lines_lineno(const struct lines *l) { return l->lineno; }
-const char *lines_path(const struct lines *l) { return l->path; }
-const char *lines_errmsg(const struct lines *l) { return l->err; }
+int64_t lines_lineno(const struct lines *l)
+{
+    return l->lineno;
+}
+const char *lines_path(const struct lines *l)
+{
+    return l->path;
+}
+const char *lines_errmsg(const struct lines *l)
+{
+    return l->err;
+}
 
 int lines_fail(struct lines *l, const char *fmt, ...)
 {
@@ -123,7 +135,9 @@ int lines_next(struct lines *l, const char **line, size_t *len)
             pid_t c = l->child;
             l->child = 0;
             if (waitpid(c, &st, 0) == c && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
-                snprintf(l->err, sizeof l->err, "%s: bunzip2 failed (exit %d): not a valid .bz2 file, or bzip2 is not installed",
+                snprintf(l->err, sizeof l->err,
+                         "%s: bunzip2 failed (exit %d): not a valid .bz2 file, or bzip2 is not "
+                         "installed",
                          l->path, WIFEXITED(st) ? WEXITSTATUS(st) : 128);
                 return QG_ERR_DATA;
             }
@@ -137,7 +151,8 @@ int lines_next(struct lines *l, const char **line, size_t *len)
     if (k && l->buf[k - 1] == '\r') k--;
     l->buf[k] = '\0';
     size_t bad;
-    if (!utf8_valid(l->buf, k, &bad)) return lines_fail(l, "not valid UTF-8 (byte %zu of the line)", bad + 1);
+    if (!utf8_valid(l->buf, k, &bad))
+        return lines_fail(l, "not valid UTF-8 (byte %zu of the line)", bad + 1);
     if (memchr(l->buf, '\0', k)) return lines_fail(l, "contains a NUL byte");
     *line = l->buf;
     *len = k;
@@ -153,11 +168,14 @@ int jsonl_next(struct lines *l, cJSON **obj)
         int rc = lines_next(l, &s, &n);
         if (rc <= 0) return rc;
         size_t i = 0;
-        while (i < n && (s[i] == ' ' || s[i] == '\t')) i++;
+        while (i < n && (s[i] == ' ' || s[i] == '\t'))
+            i++;
         if (i == n) continue; /* blank line */
         const char *end = NULL;
         cJSON *j = cJSON_ParseWithLengthOpts(s, n, &end, 0);
-        if (!j) return lines_fail(l, "invalid JSON near byte %zu", end ? (size_t)(end - s) + 1 : (size_t)0);
+        if (!j)
+            return lines_fail(l, "invalid JSON near byte %zu",
+                              end ? (size_t)(end - s) + 1 : (size_t)0);
         if (!cJSON_IsObject(j)) {
             cJSON_Delete(j);
             return lines_fail(l, "not a JSON object");
@@ -169,7 +187,8 @@ int jsonl_next(struct lines *l, cJSON **obj)
 
 void csv_fields_free(char **fields, int n)
 {
-    for (int i = 0; fields && i < n; i++) free(fields[i]);
+    for (int i = 0; fields && i < n; i++)
+        free(fields[i]);
     free(fields);
 }
 
@@ -187,8 +206,8 @@ static int csv_push_field(struct lines *l, char ***fields, int *nf, struct sbuf 
 
 /* One character c (at s[*i]) of a field; a doubled quote inside quotes
  * consumes the second. QG_OK or the syntax error. */
-static int csv_char(struct lines *l, const char *s, size_t n, size_t *i, struct sbuf *field, int *quoted, int *in_quotes,
-                    int nf)
+static int csv_char(struct lines *l, const char *s, size_t n, size_t *i, struct sbuf *field,
+                    int *quoted, int *in_quotes, int nf)
 {
     char c = s[*i];
     if (*in_quotes) {
@@ -201,7 +220,8 @@ static int csv_char(struct lines *l, const char *s, size_t n, size_t *i, struct 
             sbuf_append(field, &c, 1);
         }
     } else if (c == '"') {
-        if (field->len > 0 || *quoted) return lines_fail(l, "field %d: quote inside an unquoted field", nf + 1);
+        if (field->len > 0 || *quoted)
+            return lines_fail(l, "field %d: quote inside an unquoted field", nf + 1);
         *in_quotes = *quoted = 1;
     } else {
         if (*quoted) return lines_fail(l, "field %d: text after the closing quote", nf + 1);

@@ -10,7 +10,8 @@
 static int n_opts(const struct cli_cmd *c)
 {
     int n = 0;
-    while (c->opts && c->opts[n].name) n++;
+    while (c->opts && c->opts[n].name)
+        n++;
     return n;
 }
 
@@ -31,12 +32,14 @@ static int find_short(const struct cli_cmd *c, char s)
 static int unknown_option(const struct cli_cmd *c, const char *arg)
 {
     const char *name = arg;
-    while (*name == '-') name++;
+    while (*name == '-')
+        name++;
     char bare[128];
     snprintf(bare, sizeof bare, "%.*s", (int)strcspn(name, "="), name);
     const char *cands[64];
     int n = 0;
-    for (int i = 0; c->opts && c->opts[i].name && n < 63; i++) cands[n++] = c->opts[i].name;
+    for (int i = 0; c->opts && c->opts[i].name && n < 63; i++)
+        cands[n++] = c->opts[i].name;
     cands[n++] = "help";
     const char *near = qg_closest(bare, cands, n);
     if (near)
@@ -149,7 +152,8 @@ int cli_parse(const struct cli_cmd *c, int argc, char **argv, struct cli_args *a
 void cli_args_release(struct cli_args *a)
 {
     if (!a) return;
-    for (int i = 0; a->vals && i < a->n_opts; i++) free(a->vals[i]);
+    for (int i = 0; a->vals && i < a->n_opts; i++)
+        free(a->vals[i]);
     free(a->vals);
     free(a->count);
     free(a->pos);

@@ -18,12 +18,12 @@
 enum cli_opt_type { CLI_FLAG, CLI_STR, CLI_INT, CLI_F64 };
 
 struct cli_opt {
-    const char *name;   /* long name without "--" */
-    char shortname;     /* 0 when none */
+    const char *name; /* long name without "--" */
+    char shortname;   /* 0 when none */
     enum cli_opt_type type;
     const char *metavar; /* "N", "FILE"; NULL for flags */
     const char *help;
-    int repeatable;     /* 1: may be given several times (values kept in order) */
+    int repeatable; /* 1: may be given several times (values kept in order) */
 };
 
 struct cli_args;
@@ -31,24 +31,24 @@ typedef int (*cli_fn)(const struct cli_args *a);
 
 struct cli_cmd {
     const char *name;
-    cli_fn fn;                 /* returns the process exit code */
-    const char *args_usage;    /* positional part of the usage line, e.g. "MODEL.gguf" */
-    const char *summary;       /* one line */
-    const char *description;   /* optional paragraph for --help */
+    cli_fn fn;                  /* returns the process exit code */
+    const char *args_usage;     /* positional part of the usage line, e.g. "MODEL.gguf" */
+    const char *summary;        /* one line */
+    const char *description;    /* optional paragraph for --help */
     const struct cli_opt *opts; /* terminated by an entry with name == NULL */
-    int min_pos, max_pos;      /* allowed positional argument counts */
+    int min_pos, max_pos;       /* allowed positional argument counts */
 };
 
 struct cli_args {
     const struct cli_cmd *cmd;
-    int argc;          /* the command's argv (for provenance) */
+    int argc; /* the command's argv (for provenance) */
     char **argv;
     int n_pos;
-    char **pos;        /* borrowed from argv */
+    char **pos; /* borrowed from argv */
     int n_opts;
-    int *count;        /* per option: times given */
-    char ***vals;      /* per option: values in order (borrowed from argv) */
-    int help;          /* -h/--help seen */
+    int *count;   /* per option: times given */
+    char ***vals; /* per option: values in order (borrowed from argv) */
+    int help;     /* -h/--help seen */
 };
 
 /* Parses argv (argv[0] is the command name) against cmd. On success returns
@@ -71,10 +71,18 @@ const char *cli_nth(const struct cli_args *a, const char *name, int i);
 /* Prints `qgate CMD --help` text. */
 void cli_print_help(FILE *f, const struct cli_cmd *cmd);
 
-
 /* The option every store-using command declares. */
-#define CLI_OPT_DB {"db", 0, CLI_STR, "FILE", "results database (default ./qgate.db)", 0}
-#define CLI_OPT_JSON {"json", 0, CLI_FLAG, NULL, "print JSON instead of text", 0}
-#define CLI_OPT_END {NULL, 0, CLI_FLAG, NULL, NULL, 0}
+#define CLI_OPT_DB                                                                                 \
+    {                                                                                              \
+        "db", 0, CLI_STR, "FILE", "results database (default ./qgate.db)", 0                       \
+    }
+#define CLI_OPT_JSON                                                                               \
+    {                                                                                              \
+        "json", 0, CLI_FLAG, NULL, "print JSON instead of text", 0                                 \
+    }
+#define CLI_OPT_END                                                                                \
+    {                                                                                              \
+        NULL, 0, CLI_FLAG, NULL, NULL, 0                                                           \
+    }
 
 #endif

@@ -15,49 +15,65 @@ static const struct cli_opt opts[] = {
     {"baseline", 'b', CLI_STR, "NAME", "the baseline model's name in the run", 0},
     {"candidate", 'c', CLI_STR, "NAME", "the candidate model's name in the run", 0},
     {"run", 0, CLI_INT, "ID", "the run (default: the newest)", 0},
-    {"policy", 'p', CLI_STR, "FILE", "policy JSON (default: the suite's policy stored with the run)", 0},
+    {"policy", 'p', CLI_STR, "FILE",
+     "policy JSON (default: the suite's policy stored with the run)", 0},
     {"seed", 0, CLI_INT, "N", "bootstrap seed (default 20261130)", 0},
     {"format", 'f', CLI_STR, "text|json", "output format (default text)", 0},
     CLI_OPT_DB,
     CLI_OPT_END,
 };
 
-static void print_text(const char *base, const char *cand, int64_t run_id, const struct verdict_task *v, int n, int suite,
+static void print_text(const char *base, const char *cand, int64_t run_id,
+                       const struct verdict_task *v, int n, int suite,
                        const struct verdict_policy *pol)
 {
     int color = qg_use_color(1);
-    printf("%s vs %s (run %lld): one-sided alpha %.3g, power %.2g, %d bootstrap draws\n", cand, base, (long long)run_id,
-           pol->alpha, 1 - pol->beta, pol->bootstrap);
-    printf("%-16s %-13s %10s %10s %10s %23s %9s %9s %9s  %s\n", "task", "metric", "baseline", "candidate", "loss",
-           "interval (90%)", "margin", "noise", "MDE", "verdict");
+    printf("%s vs %s (run %lld): one-sided alpha %.3g, power %.2g, %d bootstrap draws\n", cand,
+           base, (long long)run_id, pol->alpha, 1 - pol->beta, pol->bootstrap);
+    printf("%-16s %-13s %10s %10s %10s %23s %9s %9s %9s  %s\n", "task", "metric", "baseline",
+           "candidate", "loss", "interval (90%)", "margin", "noise", "MDE", "verdict");
     for (int i = 0; i < n; i++) {
         const struct verdict_task *t = &v[i];
         char iv[64];
         snprintf(iv, sizeof iv, "[%+.5f, %+.5f]", t->lo, t->hi);
-        const char *col = !color ? "" : t->verdict == VERDICT_PASS ? "\033[32m" : t->verdict == VERDICT_FAIL ? "\033[31m" : "\033[33m";
-        printf("%-16.16s %-13s %10.4f %10.4f %+10.5f %23s %9.5f %9.2g %9.5f  %s%s%s\n", t->name, t->metric, t->base_value,
-               t->cand_value, t->delta, iv, t->margin, t->noise, t->mde, col, verdict_name(t->verdict), color ? "\033[0m" : "");
+        const char *col = !color                       ? ""
+                          : t->verdict == VERDICT_PASS ? "\033[32m"
+                          : t->verdict == VERDICT_FAIL ? "\033[31m"
+                                                       : "\033[33m";
+        printf("%-16.16s %-13s %10.4f %10.4f %+10.5f %23s %9.5f %9.2g %9.5f  %s%s%s\n", t->name,
+               t->metric, t->base_value, t->cand_value, t->delta, iv, t->margin, t->noise, t->mde,
+               col, verdict_name(t->verdict), color ? "\033[0m" : "");
         if (t->kind == TASK_PERPLEXITY) {
-            printf("%17s PPL ratio %.5f (ln %+.5f +/- %.5f paired SE)", "", exp(t->delta), t->delta, t->se);
+            printf("%17s PPL ratio %.5f (ln %+.5f +/- %.5f paired SE)", "", exp(t->delta), t->delta,
+                   t->se);
             if (t->has_kld)
-                printf("; KLD mean %.6f, p99 %.6f, max %.4f%s; same top-1 %.2f%%; mean dp %+.5f", t->kld_mean, t->kld_p99, t->kld_max,
+                printf("; KLD mean %.6f, p99 %.6f, max %.4f%s; same top-1 %.2f%%; mean dp %+.5f",
+                       t->kld_mean, t->kld_p99, t->kld_max,
                        t->kld_top_k > 0 ? " (top-K lower bound)" : "", 100 * t->top1, t->dp_mean);
             printf("\n");
         } else {
-            printf("%17s flips %lld worse / %lld better of %lld (%.2f%%, 95%% %.2f-%.2f%%); McNemar p %.3g\n", "",
-                   (long long)t->flips_b, (long long)t->flips_c, (long long)t->n_items,
-                   100.0 * (double)(t->flips_b + t->flips_c) / (double)t->n_items, 100 * t->flip_lo, 100 * t->flip_hi, t->p_value);
+            printf("%17s flips %lld worse / %lld better of %lld (%.2f%%, 95%% %.2f-%.2f%%); "
+                   "McNemar p %.3g\n",
+                   "", (long long)t->flips_b, (long long)t->flips_c, (long long)t->n_items,
+                   100.0 * (double)(t->flips_b + t->flips_c) / (double)t->n_items, 100 * t->flip_lo,
+                   100 * t->flip_hi, t->p_value);
         }
         printf("%17s %s%s; Holm-adjusted p %.3g\n", "", t->reason,
-               t->deterministic == 1 ? "; baseline repeats identical (deterministic)"
-               : t->deterministic == 0 ? "; noise from the baseline's repeats" : "", t->p_holm);
+               t->deterministic == 1   ? "; baseline repeats identical (deterministic)"
+               : t->deterministic == 0 ? "; noise from the baseline's repeats"
+                                       : "",
+               t->p_holm);
     }
-    const char *col = !color ? "" : suite == VERDICT_PASS ? "\033[1;32m" : suite == VERDICT_FAIL ? "\033[1;31m" : "\033[1;33m";
+    const char *col = !color                  ? ""
+                      : suite == VERDICT_PASS ? "\033[1;32m"
+                      : suite == VERDICT_FAIL ? "\033[1;31m"
+                                              : "\033[1;33m";
     printf("suite verdict: %s%s%s\n", col, verdict_name(suite), color ? "\033[0m" : "");
 }
 
-int cmd_compare_models(struct store *s, int64_t run_id, const char *base, const char *cand, const char *policy_file,
-                       uint64_t seed, int output, const char *command, int *verdict, int64_t *comparison_id)
+int cmd_compare_models(struct store *s, int64_t run_id, const char *base, const char *cand,
+                       const char *policy_file, uint64_t seed, int output, const char *command,
+                       int *verdict, int64_t *comparison_id)
 {
     char err[QG_ERRMSG_MAX];
     struct verdict_params vp = {.seed = seed};
@@ -65,7 +81,8 @@ int cmd_compare_models(struct store *s, int64_t run_id, const char *base, const 
     if (rc) return cmd_fail(rc, err);
     struct verdict_task *v;
     int n, suite;
-    if ((rc = compare_run(s, run_id, base, cand, &vp, &v, &n, &suite, err, sizeof err))) return cmd_fail(rc, err);
+    if ((rc = compare_run(s, run_id, base, cand, &vp, &v, &n, &suite, err, sizeof err)))
+        return cmd_fail(rc, err);
     cJSON *out = cJSON_CreateObject();
     cJSON_AddNumberToObject(out, "run", (double)run_id);
     cJSON_AddStringToObject(out, "baseline", base);
@@ -73,10 +90,18 @@ int cmd_compare_models(struct store *s, int64_t run_id, const char *base, const 
     cJSON_AddNumberToObject(out, "bootstrap_seed", (double)seed);
     cJSON_AddItemToObject(out, "policy", compare_policy_json(&vp.policy));
     cJSON *arr = cJSON_AddArrayToObject(out, "tasks");
-    for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, compare_task_json(&v[i]));
+    for (int i = 0; i < n; i++)
+        cJSON_AddItemToArray(arr, compare_task_json(&v[i]));
     cJSON_AddStringToObject(out, "verdict", verdict_name(suite));
-    struct compare_save cs = {.run_id = run_id, .baseline = base, .candidate = cand, .command = command, .params = &vp,
-                              .tasks = v, .n_tasks = n, .suite = suite, .summary = out};
+    struct compare_save cs = {.run_id = run_id,
+                              .baseline = base,
+                              .candidate = cand,
+                              .command = command,
+                              .params = &vp,
+                              .tasks = v,
+                              .n_tasks = n,
+                              .suite = suite,
+                              .summary = out};
     int64_t cid = 0;
     int code = 0;
     if ((rc = compare_save(s, &cs, &cid))) {
@@ -85,8 +110,10 @@ int cmd_compare_models(struct store *s, int64_t run_id, const char *base, const 
     } else {
         cJSON_AddNumberToObject(out, "comparison", (double)cid);
         if (comparison_id) *comparison_id = cid;
-        if (output == CMP_OUT_JSON) code = cmd_print_json(out);
-        else if (output == CMP_OUT_NONE) cJSON_Delete(out);
+        if (output == CMP_OUT_JSON)
+            code = cmd_print_json(out);
+        else if (output == CMP_OUT_NONE)
+            cJSON_Delete(out);
         else {
             print_text(base, cand, run_id, v, n, suite, &vp.policy);
             printf("stored as comparison %lld\n", (long long)cid);
@@ -100,9 +127,12 @@ int cmd_compare_models(struct store *s, int64_t run_id, const char *base, const 
 
 static int cmd_compare(const struct cli_args *a)
 {
-    const char *base = cli_str(a, "baseline"), *cand = cli_str(a, "candidate"), *fmt = cli_str(a, "format");
-    if (!base || !cand) return qg_error("'qgate compare' needs --baseline NAME and --candidate NAME"), QG_EX_USAGE;
-    if (fmt && strcmp(fmt, "text") && strcmp(fmt, "json")) return qg_error("--format must be text or json"), QG_EX_USAGE;
+    const char *base = cli_str(a, "baseline"), *cand = cli_str(a, "candidate"),
+               *fmt = cli_str(a, "format");
+    if (!base || !cand)
+        return qg_error("'qgate compare' needs --baseline NAME and --candidate NAME"), QG_EX_USAGE;
+    if (fmt && strcmp(fmt, "text") && strcmp(fmt, "json"))
+        return qg_error("--format must be text or json"), QG_EX_USAGE;
     struct store *s;
     int code = cmd_open_store(a, 0, &s);
     if (code) return code;
@@ -113,8 +143,9 @@ static int cmd_compare(const struct cli_args *a)
     } else {
         char *cmd = cmd_command_line(a);
         int verdict = VERDICT_INCONCLUSIVE;
-        code = cmd_compare_models(s, run, base, cand, cli_str(a, "policy"), (uint64_t)cli_int(a, "seed", 20261130),
-                                  fmt && !strcmp(fmt, "json") ? CMP_OUT_JSON : CMP_OUT_TEXT, cmd, &verdict, NULL);
+        code = cmd_compare_models(
+            s, run, base, cand, cli_str(a, "policy"), (uint64_t)cli_int(a, "seed", 20261130),
+            fmt && !strcmp(fmt, "json") ? CMP_OUT_JSON : CMP_OUT_TEXT, cmd, &verdict, NULL);
         if (!code) code = verdict; /* 0 PASS, 1 FAIL, 2 INCONCLUSIVE */
         free(cmd);
     }
@@ -126,8 +157,9 @@ const struct cli_cmd cmd_compare_def = {
     .name = "compare",
     .fn = cmd_compare,
     .summary = "paired, noise-aware verdict of a candidate against a baseline from a stored run",
-    .description = "Exit 0 PASS (within the margin), 1 FAIL (a real drop beyond it), 2 INCONCLUSIVE;\n"
-                   "64-74 on errors. The comparison and its rows are stored.",
+    .description =
+        "Exit 0 PASS (within the margin), 1 FAIL (a real drop beyond it), 2 INCONCLUSIVE;\n"
+        "64-74 on errors. The comparison and its rows are stored.",
     .opts = opts,
     .min_pos = 0,
     .max_pos = 0,

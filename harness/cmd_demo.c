@@ -29,7 +29,8 @@
 #include <unistd.h>
 
 static const struct cli_opt opts[] = {
-    {"dir", 'd', CLI_STR, "DIR", "where to write the models, corpus, suite and database (default ./qgate-demo)", 0},
+    {"dir", 'd', CLI_STR, "DIR",
+     "where to write the models, corpus, suite and database (default ./qgate-demo)", 0},
     {"seed", 0, CLI_INT, "N", "seed of the random weights and of the corpus (default 1)", 0},
     CLI_OPT_END,
 };
@@ -37,7 +38,9 @@ static const struct cli_opt opts[] = {
 static const struct {
     const char *name, *file;
     uint32_t type;
-} variants[] = {{"f32", "base-f32.gguf", GGML_F32}, {"q8_0", "cand-q8_0.gguf", GGML_Q8_0}, {"q4_0", "cand-q4_0.gguf", GGML_Q4_0}};
+} variants[] = {{"f32", "base-f32.gguf", GGML_F32},
+                {"q8_0", "cand-q8_0.gguf", GGML_Q8_0},
+                {"q4_0", "cand-q4_0.gguf", GGML_Q4_0}};
 enum { N_VARIANTS = 3, CTX = 128 };
 
 /* Samples paragraphs from the original until there are 6000 bytes (at most
@@ -53,7 +56,10 @@ static int make_corpus(const char *model, const char *path, uint64_t seed, char 
     struct sbuf text;
     sbuf_init(&text, 0);
     for (int i = 0; i < 400 && text.len < 6000 && !rc; i++) {
-        struct backend_gen_params gp = {.max_tokens = 120, .temperature = 1.0f, .top_p = 1.0f, .seed = seed * 1000 + (uint64_t)i};
+        struct backend_gen_params gp = {.max_tokens = 120,
+                                        .temperature = 1.0f,
+                                        .top_p = 1.0f,
+                                        .seed = seed * 1000 + (uint64_t)i};
         char *t = NULL;
         rc = backend_generate(&b, &info.bos, 1, &gp, &t, NULL, NULL);
         for (size_t k = 0, n = t ? strlen(t) : 0; !rc && k < n;) {
@@ -70,7 +76,8 @@ static int make_corpus(const char *model, const char *path, uint64_t seed, char 
     }
     if (!rc) {
         FILE *f = fopen(path, "wb");
-        if (!f || fwrite(text.data, 1, text.len, f) != text.len) rc = qg_errf(err, errlen, QG_ERR_CANTCREAT, "%s: cannot write", path);
+        if (!f || fwrite(text.data, 1, text.len, f) != text.len)
+            rc = qg_errf(err, errlen, QG_ERR_CANTCREAT, "%s: cannot write", path);
         if (f && fclose(f) != 0) rc = qg_errf(err, errlen, QG_ERR_IO, "%s: write failed", path);
     }
     sbuf_release(&text);
@@ -82,14 +89,17 @@ static int write_suite(const char *path, const char *corpus_sha, char *err, size
 {
     FILE *f = fopen(path, "wb");
     if (!f) return qg_errf(err, errlen, QG_ERR_CANTCREAT, "%s: %s", path, strerror(errno));
-    fprintf(f,
-            "{\n  \"name\": \"demo\",\n"
-            "  \"description\": \"Text sampled from the demo's F32 model; written by qgate demo.\",\n"
-            "  \"policy\": {\"margin_ppl\": 0.00995, \"alpha\": 0.05, \"beta\": 0.2, \"bootstrap\": 10000},\n"
-            "  \"tasks\": [\n"
-            "    {\"name\": \"sampled-text\", \"kind\": \"perplexity\", \"data\": \"corpus.txt\",\n"
-            "     \"sha256\": \"%s\", \"protocol\": \"rolling\", \"ctx\": %d, \"critical\": true}\n  ]\n}\n",
-            corpus_sha, CTX);
+    fprintf(
+        f,
+        "{\n  \"name\": \"demo\",\n"
+        "  \"description\": \"Text sampled from the demo's F32 model; written by qgate demo.\",\n"
+        "  \"policy\": {\"margin_ppl\": 0.00995, \"alpha\": 0.05, \"beta\": 0.2, \"bootstrap\": "
+        "10000},\n"
+        "  \"tasks\": [\n"
+        "    {\"name\": \"sampled-text\", \"kind\": \"perplexity\", \"data\": \"corpus.txt\",\n"
+        "     \"sha256\": \"%s\", \"protocol\": \"rolling\", \"ctx\": %d, \"critical\": true}\n  "
+        "]\n}\n",
+        corpus_sha, CTX);
     return fclose(f) == 0 ? QG_OK : qg_errf(err, errlen, QG_ERR_IO, "%s: write failed", path);
 }
 
@@ -105,7 +115,7 @@ static int cmd_demo(const struct cli_args *a)
         p.seed = (uint64_t)seed;
         p.wtype = variants[i].type;
         p.name = "qgate-demo";
-        p.n_vocab = 30;        /* <unk> <s> </s>, "▁" and a-z: character level, no bytes */
+        p.n_vocab = 30; /* <unk> <s> </s>, "▁" and a-z: character level, no bytes */
         p.byte_fallback = 0;
         p.logit_scale = 12.0f; /* peaked, language-like next-token distributions */
         snprintf(paths[i], sizeof paths[i], "%s/%s", dir, variants[i].file);
@@ -123,7 +133,8 @@ static int cmd_demo(const struct cli_args *a)
     printf("qgate demo: a seeded Llama model (dim 64, 2 layers, character vocabulary) stored as\n"
            "F32 (the original), Q8_0 and Q4_0; %s holds text sampled from the original.\n"
            "Running what this command runs:\n"
-           "  qgate gate --suite %s --baseline f32=%s --candidate q8_0=%s --candidate q4_0=%s --db %s\n\n",
+           "  qgate gate --suite %s --baseline f32=%s --candidate q8_0=%s --candidate q4_0=%s --db "
+           "%s\n\n",
            corpus, suite, paths[0], paths[1], paths[2], db);
     unlink(db); /* a fresh database each time */
     char wal[4200];
@@ -135,8 +146,8 @@ static int cmd_demo(const struct cli_args *a)
     struct store *s;
     struct store_params sp = store_default_params();
     if ((rc = store_open(db, &sp, &s, err, sizeof err))) return cmd_fail(rc, err);
-    struct runner_params p = {.suite_path = suite, .repeats = 2, .threads = 1, .quiet = 1,
-                              .command = "qgate demo"};
+    struct runner_params p = {
+        .suite_path = suite, .repeats = 2, .threads = 1, .quiet = 1, .command = "qgate demo"};
     for (int i = 0; i < N_VARIANTS; i++) {
         p.names[i] = variants[i].name;
         p.specs[i] = paths[i];
@@ -147,7 +158,8 @@ static int cmd_demo(const struct cli_args *a)
     if ((rc = runner_run(s, &p, &run_id, err, sizeof err))) code = cmd_fail(rc, err);
     int verdicts[N_VARIANTS] = {0};
     for (int i = 1; i < N_VARIANTS && !code; i++) {
-        code = cmd_compare_models(s, run_id, variants[0].name, variants[i].name, NULL, 20261130, 0, "qgate demo", &verdicts[i], NULL);
+        code = cmd_compare_models(s, run_id, variants[0].name, variants[i].name, NULL, 20261130, 0,
+                                  "qgate demo", &verdicts[i], NULL);
         printf("\n");
     }
     store_close(s);
@@ -155,16 +167,21 @@ static int cmd_demo(const struct cli_args *a)
     if (code) return code;
     int as_expected = verdicts[1] == VERDICT_PASS && verdicts[2] == VERDICT_FAIL;
     printf("q8_0: %s, q4_0: %s%s\n", verdict_name(verdicts[1]), verdict_name(verdicts[2]),
-           as_expected ? " — as expected: 8-bit storage is within the margin, 4-bit is a real drop" : " (not the expected PASS/FAIL)");
-    printf("Next: 'qgate show 1 --db %s' lists the trials; 'qgate compare --db %s --baseline f32 --candidate q4_0\n"
-           "--format json' gives the numbers; suites/default/suite.json checks a real small model.\n", db, db);
+           as_expected ? " — as expected: 8-bit storage is within the margin, 4-bit is a real drop"
+                       : " (not the expected PASS/FAIL)");
+    printf(
+        "Next: 'qgate show 1 --db %s' lists the trials; 'qgate compare --db %s --baseline f32 "
+        "--candidate q4_0\n"
+        "--format json' gives the numbers; suites/default/suite.json checks a real small model.\n",
+        db, db);
     return 0;
 }
 
 const struct cli_cmd cmd_demo_def = {
     .name = "demo",
     .fn = cmd_demo,
-    .summary = "built-in end-to-end example, no downloads: a generated model, quantized twice, gated",
+    .summary =
+        "built-in end-to-end example, no downloads: a generated model, quantized twice, gated",
     .opts = opts,
     .min_pos = 0,
     .max_pos = 0,

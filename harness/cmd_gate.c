@@ -13,23 +13,30 @@ static const struct cli_opt opts[] = {
     {"suite", 's', CLI_STR, "FILE", "the suite", 0},
     {"baseline", 'b', CLI_STR, "SPEC", "the original model (PATH.gguf, or NAME=PATH.gguf)", 0},
     {"candidate", 'c', CLI_STR, "SPEC", "a quantized model (repeatable)", 1},
-    {"repeats", 'r', CLI_INT, "R", "repeats (default 2: measures run-to-run noise, stops when identical)", 0},
+    {"repeats", 'r', CLI_INT, "R",
+     "repeats (default 2: measures run-to-run noise, stops when identical)", 0},
     {"policy", 'p', CLI_STR, "FILE", "policy JSON (default: the suite's)", 0},
     {"seed", 0, CLI_INT, "N", "bootstrap seed (default 20261130)", 0},
-    {"noise", 0, CLI_STR, "perturb", "also repeat the baseline under a benign numerical perturbation to measure the noise floor", 0},
-    {"no-cache", 0, CLI_FLAG, NULL, "remote models: neither read nor fill the response cache in the database", 0},
+    {"noise", 0, CLI_STR, "perturb",
+     "also repeat the baseline under a benign numerical perturbation to measure the noise floor",
+     0},
+    {"no-cache", 0, CLI_FLAG, NULL,
+     "remote models: neither read nor fill the response cache in the database", 0},
     CLI_OPT_DB,
     {"threads", 't', CLI_INT, "T", "threads per model", 0},
-    {"allow-changed-data", 0, CLI_FLAG, NULL, "run even when data differs from the suite's pins", 0},
+    {"allow-changed-data", 0, CLI_FLAG, NULL, "run even when data differs from the suite's pins",
+     0},
     {"quiet", 'q', CLI_FLAG, NULL, "only the verdicts", 0},
     {"report", 0, CLI_STR, "FILE", "also write the HTML report to FILE", 0},
     {"junit", 0, CLI_STR, "FILE", "also write JUnit XML to FILE", 0},
-    {"md", 0, CLI_STR, "FILE", "also write the Markdown report to FILE (e.g. $GITHUB_STEP_SUMMARY)", 0},
+    {"md", 0, CLI_STR, "FILE", "also write the Markdown report to FILE (e.g. $GITHUB_STEP_SUMMARY)",
+     0},
     {"json", 0, CLI_STR, "FILE", "also write the JSON report to FILE", 0},
     CLI_OPT_END,
 };
 
-static int add_model(const char *spec, const char *default_name, struct runner_params *p, char (*buf)[128])
+static int add_model(const char *spec, const char *default_name, struct runner_params *p,
+                     char (*buf)[128])
 {
     if (strchr(spec, '=')) return cmd_parse_model(spec, p, buf);
     char named[4400];
@@ -41,21 +48,28 @@ static int add_model(const char *spec, const char *default_name, struct runner_p
 
 static int cmd_gate(const struct cli_args *a)
 {
-    struct runner_params p = {.suite_path = cli_str(a, "suite"), .allow_changed = cli_flag(a, "allow-changed-data"),
-                              .repeats = (int)cli_int(a, "repeats", 2), .threads = (int)cli_int(a, "threads", 0),
-                              .quiet = 1, .no_cache = cli_flag(a, "no-cache")};
+    struct runner_params p = {.suite_path = cli_str(a, "suite"),
+                              .allow_changed = cli_flag(a, "allow-changed-data"),
+                              .repeats = (int)cli_int(a, "repeats", 2),
+                              .threads = (int)cli_int(a, "threads", 0),
+                              .quiet = 1,
+                              .no_cache = cli_flag(a, "no-cache")};
     if (!p.suite_path || !cli_str(a, "baseline") || cli_count(a, "candidate") == 0)
-        return qg_error("'qgate gate' needs --suite FILE, --baseline SPEC and --candidate SPEC"), QG_EX_USAGE;
-    if (p.repeats < 1 || p.repeats > 1000) return qg_error("--repeats must be 1..1000"), QG_EX_USAGE;
+        return qg_error("'qgate gate' needs --suite FILE, --baseline SPEC and --candidate SPEC"),
+               QG_EX_USAGE;
+    if (p.repeats < 1 || p.repeats > 1000)
+        return qg_error("--repeats must be 1..1000"), QG_EX_USAGE;
     if (cli_str(a, "noise")) {
-        if (strcmp(cli_str(a, "noise"), "perturb") != 0) return qg_error("--noise takes 'perturb', got '%s'", cli_str(a, "noise")), QG_EX_USAGE;
+        if (strcmp(cli_str(a, "noise"), "perturb") != 0)
+            return qg_error("--noise takes 'perturb', got '%s'", cli_str(a, "noise")), QG_EX_USAGE;
         p.noise_perturb = 1;
     }
     char names[RUNNER_MAX_MODELS][128];
     int code = add_model(cli_str(a, "baseline"), "baseline", &p, names);
     for (int i = 0; i < cli_count(a, "candidate") && !code; i++) {
         char dn[32];
-        snprintf(dn, sizeof dn, cli_count(a, "candidate") == 1 ? "candidate" : "candidate%d", i + 1);
+        snprintf(dn, sizeof dn, cli_count(a, "candidate") == 1 ? "candidate" : "candidate%d",
+                 i + 1);
         code = add_model(cli_nth(a, "candidate", i), dn, &p, names);
     }
     if (code) return code;
@@ -65,16 +79,20 @@ static int cmd_gate(const struct cli_args *a)
     p.command = cmd;
     char err[QG_ERRMSG_MAX];
     int64_t run_id;
-    if (!cli_flag(a, "quiet")) printf("qgate gate: running %s on %d models (%d repeats)...\n", p.suite_path, p.n_models, p.repeats);
+    if (!cli_flag(a, "quiet"))
+        printf("qgate gate: running %s on %d models (%d repeats)...\n", p.suite_path, p.n_models,
+               p.repeats);
     int rc = runner_run(s, &p, &run_id, err, sizeof err);
     int worst = VERDICT_PASS;
     if (rc) code = cmd_fail(rc, err);
     for (int i = 1; i < p.n_models && !code; i++) {
         int v = VERDICT_INCONCLUSIVE;
         int64_t cid = 0;
-        code = cmd_compare_models(s, run_id, p.names[0], p.names[i], cli_str(a, "policy"),
-                                  (uint64_t)cli_int(a, "seed", 20261130), CMP_OUT_TEXT, cmd, &v, &cid);
-        static const char *const kinds[][2] = {{"report", "html"}, {"junit", "junit"}, {"md", "md"}, {"json", "json"}};
+        code =
+            cmd_compare_models(s, run_id, p.names[0], p.names[i], cli_str(a, "policy"),
+                               (uint64_t)cli_int(a, "seed", 20261130), CMP_OUT_TEXT, cmd, &v, &cid);
+        static const char *const kinds[][2] = {
+            {"report", "html"}, {"junit", "junit"}, {"md", "md"}, {"json", "json"}};
         for (int k = 0; k < 4 && !code; k++) {
             const char *path = cli_str(a, kinds[k][0]);
             if (!path) continue;
@@ -88,7 +106,8 @@ static int cmd_gate(const struct cli_args *a)
             code = cmd_write_report(s, cid, kinds[k][1], path);
             if (!code && !cli_flag(a, "quiet")) printf("wrote %s\n", path);
         }
-        if (!code && (v == VERDICT_FAIL || (v == VERDICT_INCONCLUSIVE && worst == VERDICT_PASS))) worst = v;
+        if (!code && (v == VERDICT_FAIL || (v == VERDICT_INCONCLUSIVE && worst == VERDICT_PASS)))
+            worst = v;
         printf("\n");
     }
     free(cmd);
@@ -99,7 +118,8 @@ static int cmd_gate(const struct cli_args *a)
 const struct cli_cmd cmd_gate_def = {
     .name = "gate",
     .fn = cmd_gate,
-    .summary = "run a suite on a baseline and candidates and decide: exit 0 PASS, 1 FAIL, 2 INCONCLUSIVE",
+    .summary =
+        "run a suite on a baseline and candidates and decide: exit 0 PASS, 1 FAIL, 2 INCONCLUSIVE",
     .opts = opts,
     .min_pos = 0,
     .max_pos = 0,

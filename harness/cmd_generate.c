@@ -24,7 +24,8 @@ static int cmd_generate(const struct cli_args *a)
     int64_t max = cli_int(a, "max-tokens", 64);
     double temp = cli_f64(a, "temperature", 0), top_p = cli_f64(a, "top-p", 1);
     if (max < 1 || max > 1 << 20 || temp < 0 || top_p <= 0 || top_p > 1)
-        return qg_error("--max-tokens must be >= 1, --temperature >= 0, --top-p in (0, 1]"), QG_EX_USAGE;
+        return qg_error("--max-tokens must be >= 1, --temperature >= 0, --top-p in (0, 1]"),
+               QG_EX_USAGE;
     struct backend b;
     struct backend_open_params bp = {.n_threads = (int)cli_int(a, "threads", 0)};
     char err[QG_ERRMSG_MAX];
@@ -34,15 +35,21 @@ static int cmd_generate(const struct cli_args *a)
     int64_t n = 0;
     int code = 0;
     if ((rc = backend_tokenize(&b, prompt, strlen(prompt), 1, &ids, &n)) || n == 0)
-        code = cmd_fail(rc ? rc : QG_ERR_USAGE, "the prompt has no tokens (and the model adds no BOS)");
+        code = cmd_fail(rc ? rc : QG_ERR_USAGE,
+                        "the prompt has no tokens (and the model adds no BOS)");
     int n_stop = cli_count(a, "stop");
     const char *stops[64];
-    for (int i = 0; i < n_stop && i < 64; i++) stops[i] = cli_nth(a, "stop", i);
-    struct backend_gen_params gp = {.max_tokens = (int)max, .temperature = (float)temp, .top_p = (float)top_p,
-                                    .seed = (uint64_t)cli_int(a, "seed", 0), .stop = stops,
+    for (int i = 0; i < n_stop && i < 64; i++)
+        stops[i] = cli_nth(a, "stop", i);
+    struct backend_gen_params gp = {.max_tokens = (int)max,
+                                    .temperature = (float)temp,
+                                    .top_p = (float)top_p,
+                                    .seed = (uint64_t)cli_int(a, "seed", 0),
+                                    .stop = stops,
                                     .n_stop = n_stop < 64 ? n_stop : 64};
     char *text = NULL;
-    if (!code && (rc = backend_generate(&b, ids, n, &gp, &text, NULL, NULL))) code = cmd_fail(rc, backend_errmsg(&b));
+    if (!code && (rc = backend_generate(&b, ids, n, &gp, &text, NULL, NULL)))
+        code = cmd_fail(rc, backend_errmsg(&b));
     if (!code) printf("%s%s\n", prompt, text);
     free(text);
     free(ids);

@@ -95,13 +95,13 @@ static void print_text(const struct gguf *g, const struct model_info *m, const c
     printf("%-14s %s\n", "file", path);
     printf("%-14s %llu bytes (%s)\n", "size", (unsigned long long)m->file_bytes, hb);
     printf("%-14s %s\n", "sha256", sha);
-    printf("%-14s v%u, %lld metadata keys, %lld tensors, alignment %llu\n", "gguf",
-           m->gguf_version, (long long)m->n_kv, (long long)m->n_tensors,
-           (unsigned long long)m->alignment);
+    printf("%-14s v%u, %lld metadata keys, %lld tensors, alignment %llu\n", "gguf", m->gguf_version,
+           (long long)m->n_kv, (long long)m->n_tensors, (unsigned long long)m->alignment);
     printf("%-14s %s\n", "architecture", m->arch[0] ? m->arch : "(none)");
     if (m->name[0]) printf("%-14s %s\n", "name", m->name);
     if (m->file_type >= 0)
-        printf("%-14s %s (%lld)\n", "file type", model_ftype_name(m->file_type), (long long)m->file_type);
+        printf("%-14s %s (%lld)\n", "file type", model_ftype_name(m->file_type),
+               (long long)m->file_type);
     if (m->vocab_only)
         printf("%-14s none (vocabulary-only file)\n", "parameters");
     else
@@ -127,14 +127,16 @@ static void print_text(const struct gguf *g, const struct model_info *m, const c
     if (!isnan(m->rms_eps)) printf("%-14s %g\n", "rms epsilon", m->rms_eps);
     printf("%-14s %s, %lld tokens", "tokenizer", m->tok_model[0] ? m->tok_model : "(none)",
            (long long)(m->n_vocab > 0 ? m->n_vocab : 0));
-    if (m->bos >= 0 || m->eos >= 0) printf(" (bos %lld, eos %lld)", (long long)m->bos, (long long)m->eos);
+    if (m->bos >= 0 || m->eos >= 0)
+        printf(" (bos %lld, eos %lld)", (long long)m->bos, (long long)m->eos);
     printf("\n");
     if (ftype_note(m, note, sizeof note)) printf("\nnote: %s\n", note);
     if (m->n_types > 0) {
         printf("\nstored tensor types:\n  %-8s %8s %14s %14s %7s\n", "type", "tensors", "elements",
                "bytes", "share");
         uint64_t total = 0;
-        for (int i = 0; i < m->n_types; i++) total += m->types[i].bytes;
+        for (int i = 0; i < m->n_types; i++)
+            total += m->types[i].bytes;
         for (int i = 0; i < m->n_types; i++)
             printf("  %-8s %8lld %14lld %14llu %6.1f%%\n", ggml_type_name(m->types[i].type),
                    (long long)m->types[i].count, (long long)m->types[i].elements,
@@ -142,13 +144,15 @@ static void print_text(const struct gguf *g, const struct model_info *m, const c
                    total ? 100.0 * (double)m->types[i].bytes / (double)total : 0.0);
     }
     if (tensors && m->n_tensors > 0) {
-        printf("\ntensors:\n  %-32s %-8s %-24s %12s\n", "name", "type", "shape (ne0 x ne1 ...)", "bytes");
+        printf("\ntensors:\n  %-32s %-8s %-24s %12s\n", "name", "type", "shape (ne0 x ne1 ...)",
+               "bytes");
         for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
             const struct gguf_tensor *t = gguf_tensor_at(g, i);
             char shape[96] = "";
             size_t k = 0;
             for (uint32_t d = 0; d < t->n_dims; d++)
-                k += (size_t)snprintf(shape + k, sizeof shape - k, d ? " x %lld" : "%lld", (long long)t->ne[d]);
+                k += (size_t)snprintf(shape + k, sizeof shape - k, d ? " x %lld" : "%lld",
+                                      (long long)t->ne[d]);
             printf("  %-32s %-8s %-24s %12llu\n", t->name, ggml_type_name(t->type), shape,
                    (unsigned long long)t->nbytes);
         }
@@ -165,14 +169,18 @@ static void print_text(const struct gguf *g, const struct model_info *m, const c
 
 static void add_opt_int(cJSON *o, const char *k, int64_t v)
 {
-    if (v >= 0) cJSON_AddNumberToObject(o, k, (double)v);
-    else cJSON_AddNullToObject(o, k);
+    if (v >= 0)
+        cJSON_AddNumberToObject(o, k, (double)v);
+    else
+        cJSON_AddNullToObject(o, k);
 }
 
 static void add_opt_f64(cJSON *o, const char *k, double v)
 {
-    if (!isnan(v)) cJSON_AddNumberToObject(o, k, v);
-    else cJSON_AddNullToObject(o, k);
+    if (!isnan(v))
+        cJSON_AddNumberToObject(o, k, v);
+    else
+        cJSON_AddNullToObject(o, k);
 }
 
 static cJSON *to_json(const struct gguf *g, const struct model_info *m, const char *path,
@@ -189,8 +197,10 @@ static cJSON *to_json(const struct gguf *g, const struct model_info *m, const ch
     cJSON_AddNumberToObject(o, "alignment", (double)m->alignment);
     cJSON_AddStringToObject(o, "architecture", m->arch);
     cJSON_AddStringToObject(o, "name", m->name);
-    if (m->file_type >= 0) cJSON_AddStringToObject(o, "file_type", model_ftype_name(m->file_type));
-    else cJSON_AddNullToObject(o, "file_type");
+    if (m->file_type >= 0)
+        cJSON_AddStringToObject(o, "file_type", model_ftype_name(m->file_type));
+    else
+        cJSON_AddNullToObject(o, "file_type");
     cJSON_AddBoolToObject(o, "vocab_only", m->vocab_only);
     cJSON_AddNumberToObject(o, "parameters", (double)m->n_params);
     add_opt_int(o, "context_length", m->ctx);
@@ -227,7 +237,8 @@ static cJSON *to_json(const struct gguf *g, const struct model_info *m, const ch
             cJSON_AddStringToObject(j, "name", t->name);
             cJSON_AddStringToObject(j, "type", ggml_type_name(t->type));
             cJSON *shape = cJSON_AddArrayToObject(j, "shape");
-            for (uint32_t d = 0; d < t->n_dims; d++) cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->ne[d]));
+            for (uint32_t d = 0; d < t->n_dims; d++)
+                cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->ne[d]));
             cJSON_AddNumberToObject(j, "offset", (double)t->offset);
             cJSON_AddNumberToObject(j, "bytes", (double)t->nbytes);
             cJSON_AddItemToArray(arr, j);
@@ -262,7 +273,8 @@ static int cmd_inspect(const struct cli_args *a)
     if (rc) {
         code = cmd_fail(rc, "cannot hash the file");
     } else if (cli_flag(a, "json")) {
-        code = cmd_print_json(to_json(g, m, path, sha, cli_flag(a, "tensors"), cli_flag(a, "metadata")));
+        code = cmd_print_json(
+            to_json(g, m, path, sha, cli_flag(a, "tensors"), cli_flag(a, "metadata")));
     } else {
         print_text(g, m, path, sha, cli_flag(a, "tensors"), cli_flag(a, "metadata"));
     }

@@ -17,7 +17,8 @@ static int cmd_merge(const struct cli_args *a)
     int64_t run;
     rc = store_merge_shards(s, (const char *const *)a->pos + 1, a->n_pos - 1, &run);
     int code = rc ? cmd_fail(rc, store_errmsg(s)) : 0;
-    if (!code) printf("merged %d shards into run %lld of %s\n", a->n_pos - 1, (long long)run, a->pos[0]);
+    if (!code)
+        printf("merged %d shards into run %lld of %s\n", a->n_pos - 1, (long long)run, a->pos[0]);
     store_close(s);
     return code;
 }

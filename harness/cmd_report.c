@@ -14,7 +14,8 @@
 
 static const struct cli_opt opts[] = {
     {"comparison", 0, CLI_INT, "ID", "the stored comparison (default: the newest)", 0},
-    {"run", 0, CLI_INT, "ID", "compare two models of this run first (with --baseline and --candidate)", 0},
+    {"run", 0, CLI_INT, "ID",
+     "compare two models of this run first (with --baseline and --candidate)", 0},
     {"baseline", 'b', CLI_STR, "NAME", "baseline model name in --run", 0},
     {"candidate", 'c', CLI_STR, "NAME", "candidate model name in --run", 0},
     {"policy", 'p', CLI_STR, "FILE", "policy JSON for --run (default: the suite's)", 0},
@@ -38,7 +39,8 @@ int cmd_write_report(struct store *s, int64_t comparison_id, const char *format,
     cJSON_Delete(doc);
     if (rc) {
         sbuf_release(&out);
-        return cmd_fail(rc, rc == QG_ERR_USAGE ? "unknown report format" : "out of memory rendering the report");
+        return cmd_fail(rc, rc == QG_ERR_USAGE ? "unknown report format"
+                                               : "out of memory rendering the report");
     }
     int code = 0;
     if (to_stdout) {
@@ -56,21 +58,26 @@ static int cmd_report(const struct cli_args *a)
 {
     const char *format = cli_str(a, "format") ? cli_str(a, "format") : "text";
     if (!report_format_known(format))
-        return qg_error("--format must be text, md, html, json or junit, got '%s'", format), QG_EX_USAGE;
+        return qg_error("--format must be text, md, html, json or junit, got '%s'", format),
+               QG_EX_USAGE;
     int by_run = cli_str(a, "run") != NULL;
-    if (by_run && cli_str(a, "comparison")) return qg_error("give --comparison ID or --run ID, not both"), QG_EX_USAGE;
+    if (by_run && cli_str(a, "comparison"))
+        return qg_error("give --comparison ID or --run ID, not both"), QG_EX_USAGE;
     if (by_run != (cli_str(a, "baseline") != NULL) || by_run != (cli_str(a, "candidate") != NULL))
-        return qg_error("--run needs --baseline NAME and --candidate NAME (and they need --run)"), QG_EX_USAGE;
+        return qg_error("--run needs --baseline NAME and --candidate NAME (and they need --run)"),
+               QG_EX_USAGE;
     int64_t cid = cli_int(a, "comparison", 0);
-    if (cli_str(a, "comparison") && cid <= 0) return qg_error("--comparison must be a positive id"), QG_EX_USAGE;
+    if (cli_str(a, "comparison") && cid <= 0)
+        return qg_error("--comparison must be a positive id"), QG_EX_USAGE;
     struct store *s;
     int code = cmd_open_store(a, !by_run, &s);
     if (code) return code;
     if (by_run) {
         int verdict;
         char *cmd = cmd_command_line(a);
-        code = cmd_compare_models(s, cli_int(a, "run", 0), cli_str(a, "baseline"), cli_str(a, "candidate"),
-                                  cli_str(a, "policy"), (uint64_t)cli_int(a, "seed", 20261130), CMP_OUT_NONE, cmd,
+        code = cmd_compare_models(s, cli_int(a, "run", 0), cli_str(a, "baseline"),
+                                  cli_str(a, "candidate"), cli_str(a, "policy"),
+                                  (uint64_t)cli_int(a, "seed", 20261130), CMP_OUT_NONE, cmd,
                                   &verdict, &cid);
         free(cmd);
     }
@@ -83,9 +90,10 @@ const struct cli_cmd cmd_report_def = {
     .name = "report",
     .fn = cmd_report,
     .summary = "render a stored comparison as a terminal table, Markdown, HTML, JSON or JUnit XML",
-    .description = "The HTML is one self-contained file (inline SVG charts, no external resources)\n"
-                   "for release sign-off; md suits $GITHUB_STEP_SUMMARY; junit suits CI test reports.\n"
-                   "The JSON schema is documented in docs/report-schema.md.",
+    .description =
+        "The HTML is one self-contained file (inline SVG charts, no external resources)\n"
+        "for release sign-off; md suits $GITHUB_STEP_SUMMARY; junit suits CI test reports.\n"
+        "The JSON schema is documented in docs/report-schema.md.",
     .opts = opts,
     .min_pos = 0,
     .max_pos = 0,

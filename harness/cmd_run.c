@@ -10,15 +10,22 @@
 static const struct cli_opt opts[] = {
     {"suite", 's', CLI_STR, "FILE", "the suite to run", 0},
     {"model", 'm', CLI_STR, "NAME=SPEC", "a model; the first is the baseline (NAME=PATH.gguf)", 1},
-    {"repeats", 'r', CLI_INT, "R", "repeat every trial R times (default 1; stops after 2 identical repeats)", 0},
+    {"repeats", 'r', CLI_INT, "R",
+     "repeat every trial R times (default 1; stops after 2 identical repeats)", 0},
     {"seed", 0, CLI_INT, "N", "base seed (repeat r uses N + r)", 0},
-    {"resume", 0, CLI_INT, "RUN", "finish an interrupted run (give the same --suite and --model list)", 0},
-    {"shard", 0, CLI_STR, "I/N", "run the I-th of N deterministic parts of every task (merge with 'qgate merge')", 0},
-    {"noise", 0, CLI_STR, "perturb", "also repeat the baseline under a benign numerical perturbation to measure the noise floor", 0},
-    {"no-cache", 0, CLI_FLAG, NULL, "remote models: neither read nor fill the response cache in the database", 0},
+    {"resume", 0, CLI_INT, "RUN",
+     "finish an interrupted run (give the same --suite and --model list)", 0},
+    {"shard", 0, CLI_STR, "I/N",
+     "run the I-th of N deterministic parts of every task (merge with 'qgate merge')", 0},
+    {"noise", 0, CLI_STR, "perturb",
+     "also repeat the baseline under a benign numerical perturbation to measure the noise floor",
+     0},
+    {"no-cache", 0, CLI_FLAG, NULL,
+     "remote models: neither read nor fill the response cache in the database", 0},
     CLI_OPT_DB,
     {"threads", 't', CLI_INT, "T", "threads per model", 0},
-    {"allow-changed-data", 0, CLI_FLAG, NULL, "run even when data differs from the suite's pins", 0},
+    {"allow-changed-data", 0, CLI_FLAG, NULL, "run even when data differs from the suite's pins",
+     0},
     {"quiet", 'q', CLI_FLAG, NULL, "no progress output", 0},
     CLI_OPT_END,
 };
@@ -28,7 +35,8 @@ char *cmd_command_line(const struct cli_args *a)
     struct sbuf b;
     sbuf_init(&b, 1 << 16);
     sbuf_append(&b, "qgate", 5);
-    for (int i = 0; i < a->argc; i++) sbuf_printf(&b, " %s", a->argv[i]);
+    for (int i = 0; i < a->argc; i++)
+        sbuf_printf(&b, " %s", a->argv[i]);
     return b.data;
 }
 
@@ -37,12 +45,15 @@ int cmd_parse_model(const char *arg, struct runner_params *p, char (*buf)[128])
 {
     const char *eq = strchr(arg, '=');
     int i = p->n_models;
-    if (i >= RUNNER_MAX_MODELS) return qg_error("at most %d models", RUNNER_MAX_MODELS), QG_EX_USAGE;
+    if (i >= RUNNER_MAX_MODELS)
+        return qg_error("at most %d models", RUNNER_MAX_MODELS), QG_EX_USAGE;
     if (!eq || eq == arg || !eq[1] || (size_t)(eq - arg) >= 128)
-        return qg_error("model '%s' must be NAME=SPEC (e.g. base=model-f16.gguf)", arg), QG_EX_USAGE;
+        return qg_error("model '%s' must be NAME=SPEC (e.g. base=model-f16.gguf)", arg),
+               QG_EX_USAGE;
     snprintf(buf[i], 128, "%.*s", (int)(eq - arg), arg);
     for (int j = 0; j < i; j++)
-        if (!strcmp(p->names[j], buf[i])) return qg_error("model name '%s' given twice", buf[i]), QG_EX_USAGE;
+        if (!strcmp(p->names[j], buf[i]))
+            return qg_error("model name '%s' given twice", buf[i]), QG_EX_USAGE;
     p->names[i] = buf[i];
     p->specs[i] = eq + 1;
     p->n_models++;
@@ -51,23 +62,33 @@ int cmd_parse_model(const char *arg, struct runner_params *p, char (*buf)[128])
 
 static int cmd_run(const struct cli_args *a)
 {
-    struct runner_params p = {.suite_path = cli_str(a, "suite"), .allow_changed = cli_flag(a, "allow-changed-data"),
-                              .repeats = (int)cli_int(a, "repeats", 1), .seed = (uint64_t)cli_int(a, "seed", 0),
-                              .threads = (int)cli_int(a, "threads", 0), .quiet = cli_flag(a, "quiet"), .no_cache = cli_flag(a, "no-cache"),
+    struct runner_params p = {.suite_path = cli_str(a, "suite"),
+                              .allow_changed = cli_flag(a, "allow-changed-data"),
+                              .repeats = (int)cli_int(a, "repeats", 1),
+                              .seed = (uint64_t)cli_int(a, "seed", 0),
+                              .threads = (int)cli_int(a, "threads", 0),
+                              .quiet = cli_flag(a, "quiet"),
+                              .no_cache = cli_flag(a, "no-cache"),
                               .resume = cli_int(a, "resume", 0)};
     if (!p.suite_path || cli_count(a, "model") == 0)
-        return qg_error("'qgate run' needs --suite FILE and at least one --model NAME=SPEC"), QG_EX_USAGE;
-    if (p.repeats < 1 || p.repeats > 1000) return qg_error("--repeats must be 1..1000"), QG_EX_USAGE;
+        return qg_error("'qgate run' needs --suite FILE and at least one --model NAME=SPEC"),
+               QG_EX_USAGE;
+    if (p.repeats < 1 || p.repeats > 1000)
+        return qg_error("--repeats must be 1..1000"), QG_EX_USAGE;
     if (cli_str(a, "shard")) {
         int i = -1, n = -1;
         char tail;
-        if (sscanf(cli_str(a, "shard"), "%d/%d%c", &i, &n, &tail) != 2 || n < 1 || n > 4096 || i < 0 || i >= n)
-            return qg_error("--shard must be I/N with 0 <= I < N (e.g. 0/4), got '%s'", cli_str(a, "shard")), QG_EX_USAGE;
+        if (sscanf(cli_str(a, "shard"), "%d/%d%c", &i, &n, &tail) != 2 || n < 1 || n > 4096 ||
+            i < 0 || i >= n)
+            return qg_error("--shard must be I/N with 0 <= I < N (e.g. 0/4), got '%s'",
+                            cli_str(a, "shard")),
+                   QG_EX_USAGE;
         p.shard_index = i;
         p.shard_count = n;
     }
     if (cli_str(a, "noise")) {
-        if (strcmp(cli_str(a, "noise"), "perturb") != 0) return qg_error("--noise takes 'perturb', got '%s'", cli_str(a, "noise")), QG_EX_USAGE;
+        if (strcmp(cli_str(a, "noise"), "perturb") != 0)
+            return qg_error("--noise takes 'perturb', got '%s'", cli_str(a, "noise")), QG_EX_USAGE;
         p.noise_perturb = 1;
     }
     char names[RUNNER_MAX_MODELS][128];
@@ -83,10 +104,12 @@ static int cmd_run(const struct cli_args *a)
     char err[QG_ERRMSG_MAX];
     int64_t run_id;
     int rc = runner_run(s, &p, &run_id, err, sizeof err);
-    if (rc) code = cmd_fail(rc, err);
+    if (rc)
+        code = cmd_fail(rc, err);
     else if (!p.quiet)
-        printf("stored as run %lld in %s ('qgate show %lld', 'qgate compare --run %lld')\n", (long long)run_id,
-               cli_str(a, "db") ? cli_str(a, "db") : STORE_DEFAULT_PATH, (long long)run_id, (long long)run_id);
+        printf("stored as run %lld in %s ('qgate show %lld', 'qgate compare --run %lld')\n",
+               (long long)run_id, cli_str(a, "db") ? cli_str(a, "db") : STORE_DEFAULT_PATH,
+               (long long)run_id, (long long)run_id);
     free(cmd);
     store_close(s);
     return code;

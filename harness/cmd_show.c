@@ -17,30 +17,35 @@ static void print_run(const cJSON *r)
 {
     printf("run %lld  (uid %s)\n", json_int(r, "id", -1), json_str(r, "uid", "-"));
     printf("  status     %s\n", json_str(r, "status", "-"));
-    printf("  created    %s\n  finished   %s\n", json_str(r, "created_at", "-"), json_str(r, "finished_at", "-"));
+    printf("  created    %s\n  finished   %s\n", json_str(r, "created_at", "-"),
+           json_str(r, "finished_at", "-"));
     printf("  qgate      %s on %s\n", json_str(r, "qgate_version", "-"), json_str(r, "host", "-"));
     printf("  command    %s\n", json_str(r, "command", "-"));
     if (strcmp(json_str(r, "suite_name", "-"), "-") != 0)
-        printf("  suite      %s (sha256 %s)\n", json_str(r, "suite_name", "-"), json_str(r, "suite_hash", "-"));
-    printf("  seed       %lld, repeats %lld, shard %lld/%lld\n", json_int(r, "seed", -1), json_int(r, "repeats", -1),
-           json_int(r, "shard_index", -1), json_int(r, "shard_count", -1));
+        printf("  suite      %s (sha256 %s)\n", json_str(r, "suite_name", "-"),
+               json_str(r, "suite_hash", "-"));
+    printf("  seed       %lld, repeats %lld, shard %lld/%lld\n", json_int(r, "seed", -1),
+           json_int(r, "repeats", -1), json_int(r, "shard_index", -1),
+           json_int(r, "shard_count", -1));
     const cJSON *o;
     printf("\nmodels:\n");
-    cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(r, "models"))
-        printf("  %-12s %-9s %-6s %s\n  %12s sha256 %s, %lld params\n", json_str(o, "name", "-"),
-               json_int(o, "role", -1) == 0 ? "baseline" : "candidate", json_str(o, "backend", "-"), json_str(o, "spec", "-"),
-               "", json_str(o, "sha256", "-"), json_int(o, "n_params", -1));
+    cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(r, "models")) printf(
+        "  %-12s %-9s %-6s %s\n  %12s sha256 %s, %lld params\n", json_str(o, "name", "-"),
+        json_int(o, "role", -1) == 0 ? "baseline" : "candidate", json_str(o, "backend", "-"),
+        json_str(o, "spec", "-"), "", json_str(o, "sha256", "-"), json_int(o, "n_params", -1));
     printf("\ntasks:\n");
-    cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(r, "tasks"))
-        printf("  %-20s %-16s %8lld items%s  config %.12s\n", json_str(o, "name", "-"), json_str(o, "kind", "-"),
-               json_int(o, "n_items", -1), json_int(o, "critical", -1) == 1 ? " critical" : "", json_str(o, "config_hash", "-"));
+    cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(r, "tasks")) printf(
+        "  %-20s %-16s %8lld items%s  config %.12s\n", json_str(o, "name", "-"),
+        json_str(o, "kind", "-"), json_int(o, "n_items", -1),
+        json_int(o, "critical", -1) == 1 ? " critical" : "", json_str(o, "config_hash", "-"));
     printf("\ntrials:\n  %-20s %-12s %6s %-9s %10s %10s %9s\n", "task", "model", "repeat", "status",
            "items", "tokens", "seconds");
     cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(r, "trials"))
     {
         const cJSON *w = cJSON_GetObjectItemCaseSensitive(o, "wall_seconds");
-        printf("  %-20s %-12s %6lld %-9s %10lld %10lld %9.2f%s%s\n", json_str(o, "task", "-"), json_str(o, "model", "-"),
-               json_int(o, "repeat", -1), json_str(o, "status", "-"), json_int(o, "items_stored", -1), json_int(o, "n_tokens", -1),
+        printf("  %-20s %-12s %6lld %-9s %10lld %10lld %9.2f%s%s\n", json_str(o, "task", "-"),
+               json_str(o, "model", "-"), json_int(o, "repeat", -1), json_str(o, "status", "-"),
+               json_int(o, "items_stored", -1), json_int(o, "n_tokens", -1),
                cJSON_IsNumber(w) ? w->valuedouble : NAN,
                json_int(o, "deterministic", -1) == 1 ? "  deterministic" : "",
                cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "error")) ? "  error" : "");
@@ -51,14 +56,18 @@ static int cmd_show(const struct cli_args *a)
 {
     int64_t id;
     if (qg_parse_i64(a->pos[0], 1, INT64_MAX, &id) != QG_OK)
-        return qg_error("run id must be a positive integer, got '%s' (see 'qgate runs')", a->pos[0]), QG_EX_USAGE;
+        return qg_error("run id must be a positive integer, got '%s' (see 'qgate runs')",
+                        a->pos[0]),
+               QG_EX_USAGE;
     struct store *s;
     int code = cmd_open_store(a, 1, &s);
     if (code) return code;
     cJSON *run;
     int rc = store_run_json(s, id, &run);
-    if (rc) code = cmd_fail(rc, store_errmsg(s));
-    else if (cli_flag(a, "json")) code = cmd_print_json(run);
+    if (rc)
+        code = cmd_fail(rc, store_errmsg(s));
+    else if (cli_flag(a, "json"))
+        code = cmd_print_json(run);
     else {
         print_run(run);
         cJSON_Delete(run);

@@ -13,15 +13,17 @@
 #include <string.h>
 
 static const struct cli_opt opts[] = {
-    {"allow-changed-data", 0, CLI_FLAG, NULL, "accept data whose sha256 differs from the suite's pin (warns)", 0},
-    {"tokenizer", 0, CLI_STR, "MODEL.gguf", "count perplexity tokens and windows with this model's tokenizer", 0},
+    {"allow-changed-data", 0, CLI_FLAG, NULL,
+     "accept data whose sha256 differs from the suite's pin (warns)", 0},
+    {"tokenizer", 0, CLI_STR, "MODEL.gguf",
+     "count perplexity tokens and windows with this model's tokenizer", 0},
     CLI_OPT_JSON,
     CLI_OPT_END,
 };
 
 /* tokens and windows of a perplexity task with the given tokenizer */
-static int ppl_counts(const struct task_config *t, const struct tokenizer *tok, int64_t *tokens, int64_t *windows,
-                      int64_t *scored, char *err, size_t errlen)
+static int ppl_counts(const struct task_config *t, const struct tokenizer *tok, int64_t *tokens,
+                      int64_t *windows, int64_t *scored, char *err, size_t errlen)
 {
     char *buf;
     size_t n;
@@ -33,11 +35,13 @@ static int ppl_counts(const struct task_config *t, const struct tokenizer *tok, 
     free(buf);
     free(ids);
     if (rc) return qg_errf(err, errlen, rc, "tokenizing failed");
-    struct ppl_params p = {.protocol = t->protocol, .n_ctx = t->ctx, .stride = t->stride, .max_windows = t->chunks};
+    struct ppl_params p = {
+        .protocol = t->protocol, .n_ctx = t->ctx, .stride = t->stride, .max_windows = t->chunks};
     struct ppl_window *w;
     if ((rc = ppl_plan(&p, k, &w, windows, err, errlen))) return rc;
     *scored = 0;
-    for (int64_t i = 0; i < *windows; i++) *scored += w[i].n - w[i].from;
+    for (int64_t i = 0; i < *windows; i++)
+        *scored += w[i].n - w[i].from;
     free(w);
     *tokens = k;
     return QG_OK;
@@ -54,20 +58,23 @@ static void files_json(const struct task_config *t, cJSON *j)
         cJSON_AddBoolToObject(fj, "changed", t->files[f].changed);
         cJSON_AddItemToArray(files, fj);
         if (t->files[f].changed)
-            qg_warn("task '%s': %s differs from its pinned sha256 (now %s)", t->name, t->files[f].path, t->files[f].sha256);
+            qg_warn("task '%s': %s differs from its pinned sha256 (now %s)", t->name,
+                    t->files[f].path, t->files[f].sha256);
     }
 }
 
-static int ppl_detail(const struct task_config *t, const struct tokenizer *tok, cJSON *j, char *detail, size_t dn,
-                      char *err, size_t errlen)
+static int ppl_detail(const struct task_config *t, const struct tokenizer *tok, cJSON *j,
+                      char *detail, size_t dn, char *err, size_t errlen)
 {
-    snprintf(detail, dn, "%s, ctx %d%s", ppl_protocol_name(t->protocol), t->ctx, tok ? "" : " (pass --tokenizer to count tokens)");
+    snprintf(detail, dn, "%s, ctx %d%s", ppl_protocol_name(t->protocol), t->ctx,
+             tok ? "" : " (pass --tokenizer to count tokens)");
     if (!tok) return QG_OK;
     int64_t tokens = 0, windows = 0, scored = 0;
     int rc = ppl_counts(t, tok, &tokens, &windows, &scored, err, errlen);
     if (rc) return rc;
-    snprintf(detail, dn, "%s, ctx %d: %lld tokens, %lld windows, %lld scored", ppl_protocol_name(t->protocol), t->ctx,
-             (long long)tokens, (long long)windows, (long long)scored);
+    snprintf(detail, dn, "%s, ctx %d: %lld tokens, %lld windows, %lld scored",
+             ppl_protocol_name(t->protocol), t->ctx, (long long)tokens, (long long)windows,
+             (long long)scored);
     cJSON_AddNumberToObject(j, "tokens", (double)tokens);
     cJSON_AddNumberToObject(j, "windows", (double)windows);
     cJSON_AddNumberToObject(j, "tokens_scored", (double)scored);
@@ -76,8 +83,8 @@ static int ppl_detail(const struct task_config *t, const struct tokenizer *tok, 
 
 /* What a task would run: a one-line detail and its item count (-1 for
  * perplexity), loading its items. */
-static int task_detail(const struct task_config *t, const struct tokenizer *tok, cJSON *j, char *detail, size_t dn,
-                       int64_t *items, char *err, size_t errlen)
+static int task_detail(const struct task_config *t, const struct tokenizer *tok, cJSON *j,
+                       char *detail, size_t dn, int64_t *items, char *err, size_t errlen)
 {
     *items = -1;
     if (t->kind == TASK_PERPLEXITY) return ppl_detail(t, tok, j, detail, dn, err, errlen);
@@ -98,7 +105,8 @@ static int task_detail(const struct task_config *t, const struct tokenizer *tok,
     int rc = task_gen_items(t, &gi, items, err, errlen);
     if (rc) return rc;
     size_t k = (size_t)snprintf(detail, dn, "max %d tokens; pipelines", t->max_tokens);
-    for (int p = 0; p < t->n_pipelines && k < dn; p++) k += (size_t)snprintf(detail + k, dn - k, " %s", pipeline_name(t->pipelines[p]));
+    for (int p = 0; p < t->n_pipelines && k < dn; p++)
+        k += (size_t)snprintf(detail + k, dn - k, " %s", pipeline_name(t->pipelines[p]));
     gen_items_free(gi, *items);
     return QG_OK;
 }
@@ -114,7 +122,8 @@ static int load_tokenizer(const char *path, struct tokenizer **tok, char *err, s
 }
 
 /* Checks every task of s, printing a table row each (unless json). */
-static int check_tasks(const struct suite *s, const struct tokenizer *tok, int json, cJSON *arr, char *err, size_t errlen)
+static int check_tasks(const struct suite *s, const struct tokenizer *tok, int json, cJSON *arr,
+                       char *err, size_t errlen)
 {
     int rc = QG_OK;
     for (int i = 0; i < s->n_tasks && !rc; i++) {
@@ -134,8 +143,8 @@ static int check_tasks(const struct suite *s, const struct tokenizer *tok, int j
             snprintf(count, sizeof count, "%lld", (long long)items);
         }
         if (!json && !rc)
-            printf("  %-16s %-16s %-10s %10s  %s\n", t->name, task_kind_name(t->kind), t->benchmark ? t->benchmark : "-",
-                   count, detail);
+            printf("  %-16s %-16s %-10s %10s  %s\n", t->name, task_kind_name(t->kind),
+                   t->benchmark ? t->benchmark : "-", count, detail);
     }
     return rc;
 }
@@ -149,7 +158,8 @@ static int cmd_suite(const struct cli_args *a)
     int rc = suite_load(a->pos[1], cli_flag(a, "allow-changed-data"), &s, err, sizeof err);
     if (rc) return cmd_fail(rc, err);
     struct tokenizer *tok = NULL;
-    if (cli_str(a, "tokenizer") && (rc = load_tokenizer(cli_str(a, "tokenizer"), &tok, err, sizeof err))) {
+    if (cli_str(a, "tokenizer") &&
+        (rc = load_tokenizer(cli_str(a, "tokenizer"), &tok, err, sizeof err))) {
         suite_free(s);
         return cmd_fail(rc, err);
     }
@@ -171,8 +181,10 @@ static int cmd_suite(const struct cli_args *a)
         cJSON_AddItemToObject(out, "policy", compare_policy_json(&s->policy));
         code = cmd_print_json(out);
     } else {
-        printf("policy: margin ln PPL %.4f, accuracy %.1f points, alpha %.3f, beta %.2f, bootstrap %d\n",
-               s->policy.margin_ppl, 100 * s->policy.margin_acc, s->policy.alpha, s->policy.beta, s->policy.bootstrap);
+        printf("policy: margin ln PPL %.4f, accuracy %.1f points, alpha %.3f, beta %.2f, bootstrap "
+               "%d\n",
+               s->policy.margin_ppl, 100 * s->policy.margin_acc, s->policy.alpha, s->policy.beta,
+               s->policy.bootstrap);
         printf("ok\n");
         cJSON_Delete(out);
     }

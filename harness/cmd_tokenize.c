@@ -33,18 +33,22 @@ static const char *piece_of(const struct backend *b, int32_t id, char *buf, size
 static int cmd_tokenize(const struct cli_args *a)
 {
     const char *file = cli_str(a, "text"), *prompt = cli_str(a, "prompt");
-    if (!!file == !!prompt) return qg_error("give exactly one of --text FILE and --prompt STR"), QG_EX_USAGE;
+    if (!!file == !!prompt)
+        return qg_error("give exactly one of --text FILE and --prompt STR"), QG_EX_USAGE;
     char err[QG_ERRMSG_MAX];
     char *buf = NULL;
     size_t n;
     int rc = QG_OK;
-    if (file) rc = qg_read_file(file, (size_t)1 << 32, &buf, &n, err, sizeof err);
-    else n = strlen(prompt);
+    if (file)
+        rc = qg_read_file(file, (size_t)1 << 32, &buf, &n, err, sizeof err);
+    else
+        n = strlen(prompt);
     if (rc) return cmd_fail(rc, err);
     int remote = !strncmp(a->pos[0], "http://", 7) || !strncmp(a->pos[0], "https://", 8);
     if (remote && cli_flag(a, "special")) {
         free(buf);
-        return qg_error("--special is not available through a server (its /tokenize decides)"), QG_EX_USAGE;
+        return qg_error("--special is not available through a server (its /tokenize decides)"),
+               QG_EX_USAGE;
     }
     struct gguf *g;
     struct tokenizer *t = NULL;
@@ -62,8 +66,11 @@ static int cmd_tokenize(const struct cli_args *a)
     }
     int32_t *ids = NULL;
     int64_t k = 0;
-    if (remote) rc = backend_tokenize(&b, file ? buf : prompt, n, !cli_flag(a, "no-bos"), &ids, &k);
-    else rc = tok_encode(t, file ? buf : prompt, n, !cli_flag(a, "no-bos"), cli_flag(a, "special"), &ids, &k);
+    if (remote)
+        rc = backend_tokenize(&b, file ? buf : prompt, n, !cli_flag(a, "no-bos"), &ids, &k);
+    else
+        rc = tok_encode(t, file ? buf : prompt, n, !cli_flag(a, "no-bos"), cli_flag(a, "special"),
+                        &ids, &k);
     int code = rc ? cmd_fail(rc, remote ? backend_errmsg(&b) : "tokenizing failed") : 0;
     /* a token's text: the vocabulary's entry, or what the server says it
      * decodes to */
@@ -72,17 +79,21 @@ static int cmd_tokenize(const struct cli_args *a)
     if (!code && cli_flag(a, "json")) {
         cJSON *o = cJSON_CreateObject();
         cJSON *arr = cJSON_AddArrayToObject(o, "ids");
-        for (int64_t i = 0; i < k; i++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(ids[i]));
+        for (int64_t i = 0; i < k; i++)
+            cJSON_AddItemToArray(arr, cJSON_CreateNumber(ids[i]));
         if (cli_flag(a, "pieces")) {
             cJSON *pc = cJSON_AddArrayToObject(o, "pieces");
-            for (int64_t i = 0; i < k; i++) cJSON_AddItemToArray(pc, cJSON_CreateString(PIECE(ids[i])));
+            for (int64_t i = 0; i < k; i++)
+                cJSON_AddItemToArray(pc, cJSON_CreateString(PIECE(ids[i])));
         }
         cJSON_AddNumberToObject(o, "count", (double)k);
         code = cmd_print_json(o);
     } else if (!code && cli_flag(a, "pieces")) {
-        for (int64_t i = 0; i < k; i++) printf("%6d  '%s'\n", ids[i], PIECE(ids[i]));
+        for (int64_t i = 0; i < k; i++)
+            printf("%6d  '%s'\n", ids[i], PIECE(ids[i]));
     } else if (!code) {
-        for (int64_t i = 0; i < k; i++) printf("%s%d", i ? " " : "", ids[i]);
+        for (int64_t i = 0; i < k; i++)
+            printf("%s%d", i ? " " : "", ids[i]);
         printf("\n");
     }
 #undef PIECE

@@ -9,8 +9,9 @@
 #include <string.h>
 
 const struct cli_cmd *const qg_commands[] = {
-    &cmd_gate_def, &cmd_run_def, &cmd_compare_def, &cmd_merge_def, &cmd_report_def, &cmd_serve_def, &cmd_ppl_def, &cmd_generate_def, &cmd_tokenize_def, &cmd_suite_def, &cmd_inspect_def, &cmd_runs_def,
-    &cmd_show_def, &cmd_demo_def, NULL,
+    &cmd_gate_def,    &cmd_run_def,  &cmd_compare_def,  &cmd_merge_def,    &cmd_report_def,
+    &cmd_serve_def,   &cmd_ppl_def,  &cmd_generate_def, &cmd_tokenize_def, &cmd_suite_def,
+    &cmd_inspect_def, &cmd_runs_def, &cmd_show_def,     &cmd_demo_def,     NULL,
 };
 
 const struct cli_cmd *qg_find_command(const char *name)
@@ -22,15 +23,17 @@ const struct cli_cmd *qg_find_command(const char *name)
 
 void qg_print_usage(FILE *f)
 {
-    fprintf(f, "usage: qgate COMMAND [OPTIONS]\n\n"
-               "qgate tells, with evidence, whether a quantized model is as good as the original.\n\n"
-               "commands:\n");
+    fprintf(f,
+            "usage: qgate COMMAND [OPTIONS]\n\n"
+            "qgate tells, with evidence, whether a quantized model is as good as the original.\n\n"
+            "commands:\n");
     for (int i = 0; qg_commands[i]; i++)
         fprintf(f, "  %-10s %s\n", qg_commands[i]->name, qg_commands[i]->summary);
     fprintf(f, "  %-10s %s\n", "help", "show help for a command ('qgate help inspect')");
-    fprintf(f, "\n'qgate COMMAND --help' lists a command's options; 'qgate --version' the version.\n"
-               "Exit codes: 0 success, 64 usage, 65 bad input data, 66 missing input,\n"
-               "69 unavailable, 70 internal error, 73 cannot create output, 74 I/O error.\n");
+    fprintf(f,
+            "\n'qgate COMMAND --help' lists a command's options; 'qgate --version' the version.\n"
+            "Exit codes: 0 success, 64 usage, 65 bad input data, 66 missing input,\n"
+            "69 unavailable, 70 internal error, 73 cannot create output, 74 I/O error.\n");
 }
 
 int cmd_fail(int status, const char *msg)

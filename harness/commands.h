@@ -48,8 +48,9 @@ enum { CMP_OUT_TEXT, CMP_OUT_JSON, CMP_OUT_NONE };
 /* Compares two models of a run, prints it (output: CMP_OUT_*), stores the
  * comparison; *verdict gets the suite verdict and *comparison_id (if not
  * NULL) the stored id. 0 or an exit code for errors. */
-int cmd_compare_models(struct store *s, int64_t run_id, const char *base, const char *cand, const char *policy_file,
-                       uint64_t seed, int output, const char *command, int *verdict, int64_t *comparison_id);
+int cmd_compare_models(struct store *s, int64_t run_id, const char *base, const char *cand,
+                       const char *policy_file, uint64_t seed, int output, const char *command,
+                       int *verdict, int64_t *comparison_id);
 
 /* Renders comparison id (<= 0: newest) as format to path (NULL or "-":
  * stdout, coloured on a terminal); 0 or an exit code. */

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-int compare_load_policy(struct store *s, int64_t run_id, const char *file, struct verdict_policy *pol, char *err,
-                        size_t errlen)
+int compare_load_policy(struct store *s, int64_t run_id, const char *file,
+                        struct verdict_policy *pol, char *err, size_t errlen)
 {
     cJSON *root = NULL;
     const char *where = file;
@@ -37,17 +37,20 @@ int compare_load_policy(struct store *s, int64_t run_id, const char *file, struc
 }
 
 /* The rows of a done trial of model on task at repeat. */
-static int read_trial(struct store *s, int64_t run, const char *model, int64_t task, int repeat, const char *tname,
-                      struct item_row **rows, int64_t *n, int64_t *trial, char *err, size_t errlen)
+static int read_trial(struct store *s, int64_t run, const char *model, int64_t task, int repeat,
+                      const char *tname, struct item_row **rows, int64_t *n, int64_t *trial,
+                      char *err, size_t errlen)
 {
     int status;
     int rc = store_trial_find(s, run, model, task, repeat, trial, &status);
     if (rc == QG_ERR_NOTFOUND)
-        return qg_errf(err, errlen, rc, "run %lld has no trial of model '%s' on task '%s' (repeat %d)", (long long)run,
-                       model, tname, repeat);
+        return qg_errf(err, errlen, rc,
+                       "run %lld has no trial of model '%s' on task '%s' (repeat %d)",
+                       (long long)run, model, tname, repeat);
     if (rc) return qg_errf(err, errlen, rc, "%s", store_errmsg(s));
     if (status != STORE_TRIAL_DONE)
-        return qg_errf(err, errlen, QG_ERR_DATA, "the trial of '%s' on '%s' is %s, not done (resume the run first)", model,
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "the trial of '%s' on '%s' is %s, not done (resume the run first)", model,
                        tname, store_trial_status_name(status));
     rc = store_items_read(s, *trial, rows, n);
     return rc ? qg_errf(err, errlen, rc, "%s", store_errmsg(s)) : QG_OK;
@@ -62,13 +65,15 @@ struct repeats {
     int count;
 };
 
-static void read_repeats(struct store *s, int64_t run, const char *base, int64_t task, const char *tname, struct repeats *r)
+static void read_repeats(struct store *s, int64_t run, const char *base, int64_t task,
+                         const char *tname, struct repeats *r)
 {
     char ignored[QG_ERRMSG_MAX];
     memset(r, 0, sizeof *r);
     int64_t trial;
-    while (r->count < MAX_REPEATS && read_trial(s, run, base, task, r->count + 1, tname, &r->rows[r->count],
-                                                &r->n[r->count], &trial, ignored, sizeof ignored) == QG_OK)
+    while (r->count < MAX_REPEATS &&
+           read_trial(s, run, base, task, r->count + 1, tname, &r->rows[r->count], &r->n[r->count],
+                      &trial, ignored, sizeof ignored) == QG_OK)
         r->count++;
 }
 
@@ -90,20 +95,24 @@ static void read_kld(struct store *s, int64_t trial, struct verdict_task *v)
     free(mj);
 }
 
-static int compare_task(struct store *s, int64_t run, const char *base, const char *cand, const cJSON *task,
-                        const struct verdict_params *p, struct verdict_task *v, char *err, size_t errlen)
+static int compare_task(struct store *s, int64_t run, const char *base, const char *cand,
+                        const cJSON *task, const struct verdict_params *p, struct verdict_task *v,
+                        char *err, size_t errlen)
 {
     const char *kind = json_str(task, "kind", "");
-    struct verdict_input in = {.name = json_str(task, "name", ""), .task_id = json_int(task, "id", 0)};
+    struct verdict_input in = {.name = json_str(task, "name", ""),
+                               .task_id = json_int(task, "id", 0)};
     in.kind = task_kind_from_name(kind);
-    in.metric = in.kind == TASK_PERPLEXITY ? VERDICT_METRIC_PPL
-                : in.kind == TASK_GENERATION ? VERDICT_METRIC_EXACT_MATCH : VERDICT_METRIC_ACC;
+    in.metric = in.kind == TASK_PERPLEXITY   ? VERDICT_METRIC_PPL
+                : in.kind == TASK_GENERATION ? VERDICT_METRIC_EXACT_MATCH
+                                             : VERDICT_METRIC_ACC;
     if (in.kind != TASK_PERPLEXITY && in.kind != TASK_GENERATION) in.kind = TASK_MULTIPLE_CHOICE;
     struct item_row *rb = NULL, *rc_ = NULL;
     int64_t tb, tc = 0;
     struct repeats reps = {0};
     int rc = read_trial(s, run, base, in.task_id, 0, in.name, &rb, &in.n_base, &tb, err, errlen);
-    if (!rc) rc = read_trial(s, run, cand, in.task_id, 0, in.name, &rc_, &in.n_cand, &tc, err, errlen);
+    if (!rc)
+        rc = read_trial(s, run, cand, in.task_id, 0, in.name, &rc_, &in.n_cand, &tc, err, errlen);
     if (!rc) {
         read_repeats(s, run, base, in.task_id, in.name, &reps);
         in.base = rb;
@@ -116,12 +125,14 @@ static int compare_task(struct store *s, int64_t run, const char *base, const ch
     if (!rc && in.metric == VERDICT_METRIC_PPL) read_kld(s, tc, v);
     free(rb);
     free(rc_);
-    for (int r = 0; r < reps.count; r++) free(reps.rows[r]);
+    for (int r = 0; r < reps.count; r++)
+        free(reps.rows[r]);
     return rc;
 }
 
 int compare_run(struct store *s, int64_t run_id, const char *baseline, const char *candidate,
-                const struct verdict_params *p, struct verdict_task **tasks, int *n, int *suite, char *err, size_t errlen)
+                const struct verdict_params *p, struct verdict_task **tasks, int *n, int *suite,
+                char *err, size_t errlen)
 {
     *tasks = NULL;
     *n = 0;
@@ -130,13 +141,15 @@ int compare_run(struct store *s, int64_t run_id, const char *baseline, const cha
     if (!rc) rc = store_model_find(s, run_id, candidate, &mid);
     if (rc) return qg_errf(err, errlen, rc, "%s", store_errmsg(s));
     cJSON *run;
-    if ((rc = store_run_json(s, run_id, &run))) return qg_errf(err, errlen, rc, "%s", store_errmsg(s));
+    if ((rc = store_run_json(s, run_id, &run)))
+        return qg_errf(err, errlen, rc, "%s", store_errmsg(s));
     cJSON *tl = cJSON_GetObjectItem(run, "tasks");
     int nt = cJSON_GetArraySize(tl);
     struct verdict_task *v = calloc((size_t)(nt ? nt : 1), sizeof *v);
     if (!v) rc = qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
     for (int i = 0; i < nt && !rc; i++)
-        rc = compare_task(s, run_id, baseline, candidate, cJSON_GetArrayItem(tl, i), p, &v[i], err, errlen);
+        rc = compare_task(s, run_id, baseline, candidate, cJSON_GetArrayItem(tl, i), p, &v[i], err,
+                          errlen);
     cJSON_Delete(run);
     if (rc) {
         free(v);
@@ -206,12 +219,25 @@ static int save_rows(struct store *s, const struct compare_save *c, int64_t cid)
     int rc = QG_OK;
     for (int i = 0; i < c->n_tasks && !rc; i++) {
         const struct verdict_task *v = &c->tasks[i];
-        struct store_verdict_row r = {.comparison_id = cid, .task_id = v->task_id, .metric = v->metric,
-                                      .base_value = v->base_value, .cand_value = v->cand_value, .delta = v->delta,
-                                      .ci_low = v->lo, .ci_high = v->hi, .margin = v->margin, .noise = v->noise,
-                                      .p_value = v->p_value, .p_holm = v->p_holm, .mde = v->mde, .n_units = v->n_units,
-                                      .flips_b = v->kind ? v->flips_b : -1, .flips_c = v->kind ? v->flips_c : -1,
-                                      .items_needed = v->items_needed, .verdict = v->verdict, .reason = v->reason};
+        struct store_verdict_row r = {.comparison_id = cid,
+                                      .task_id = v->task_id,
+                                      .metric = v->metric,
+                                      .base_value = v->base_value,
+                                      .cand_value = v->cand_value,
+                                      .delta = v->delta,
+                                      .ci_low = v->lo,
+                                      .ci_high = v->hi,
+                                      .margin = v->margin,
+                                      .noise = v->noise,
+                                      .p_value = v->p_value,
+                                      .p_holm = v->p_holm,
+                                      .mde = v->mde,
+                                      .n_units = v->n_units,
+                                      .flips_b = v->kind ? v->flips_b : -1,
+                                      .flips_c = v->kind ? v->flips_c : -1,
+                                      .items_needed = v->items_needed,
+                                      .verdict = v->verdict,
+                                      .reason = v->reason};
         rc = store_verdict_row_add(s, &r);
     }
     return rc;
@@ -225,16 +251,23 @@ int compare_save(struct store *s, const struct compare_save *c, int64_t *compari
     cJSON_Delete(pj);
     int rc = !pjs || !sjs ? QG_ERR_NOMEM : store_model_find(s, c->run_id, c->baseline, &bm);
     if (!rc) rc = store_model_find(s, c->run_id, c->candidate, &cm);
-    struct store_comparison_new cn = {.run_id = c->run_id, .baseline_model_id = bm, .candidate_model_id = cm,
-                                      .command = c->command, .policy_json = pjs, .summary_json = sjs,
+    struct store_comparison_new cn = {.run_id = c->run_id,
+                                      .baseline_model_id = bm,
+                                      .candidate_model_id = cm,
+                                      .command = c->command,
+                                      .policy_json = pjs,
+                                      .summary_json = sjs,
                                       .bootstrap_seed = (int64_t)c->params->seed,
-                                      .bootstrap_iters = c->params->policy.bootstrap, .verdict = c->suite};
+                                      .bootstrap_iters = c->params->policy.bootstrap,
+                                      .verdict = c->suite};
     if (!rc) rc = store_begin(s);
     if (!rc) {
         rc = store_comparison_add(s, &cn, &cid);
         if (!rc) rc = save_rows(s, c, cid);
-        if (!rc) rc = store_commit(s);
-        else store_rollback(s);
+        if (!rc)
+            rc = store_commit(s);
+        else
+            store_rollback(s);
     }
     free(pjs);
     free(sjs);

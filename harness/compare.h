@@ -16,15 +16,16 @@
 /* The policy: file ({"policy": {...}} or the object itself) when not NULL,
  * else the run's stored suite policy, else the defaults. QG_OK;
  * QG_ERR_NOINPUT / QG_ERR_DATA naming the file. */
-int compare_load_policy(struct store *s, int64_t run_id, const char *file, struct verdict_policy *pol, char *err,
-                        size_t errlen);
+int compare_load_policy(struct store *s, int64_t run_id, const char *file,
+                        struct verdict_policy *pol, char *err, size_t errlen);
 
 /* Compares candidate with baseline (model names) on every task of run_id.
  * *tasks (malloc'd, *n entries) and *suite are set. QG_OK; QG_ERR_NOTFOUND
  * for a missing model or trial; QG_ERR_DATA for a trial not done or when
  * the two trials of a task do not pair. */
 int compare_run(struct store *s, int64_t run_id, const char *baseline, const char *candidate,
-                const struct verdict_params *p, struct verdict_task **tasks, int *n, int *suite, char *err, size_t errlen);
+                const struct verdict_params *p, struct verdict_task **tasks, int *n, int *suite,
+                char *err, size_t errlen);
 
 /* One task's verdict as the JSON object reports and `compare --format json`
  * show (a new object the caller frees). */

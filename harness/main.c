@@ -13,7 +13,8 @@ static int unknown_command(const char *name)
 {
     const char *names[64];
     int n = 0;
-    for (int i = 0; qg_commands[i] && n < 63; i++) names[n++] = qg_commands[i]->name;
+    for (int i = 0; qg_commands[i] && n < 63; i++)
+        names[n++] = qg_commands[i]->name;
     names[n++] = "help";
     const char *near = qg_closest(name, names, n);
     if (near)
@@ -56,8 +57,10 @@ int main(int argc, char **argv)
     if (!c) return unknown_command(name);
     struct cli_args a;
     int rc = cli_parse(c, argc - 1, argv + 1, &a);
-    if (rc == 0 && a.help) cli_print_help(stdout, c);
-    else if (rc == 0) rc = c->fn(&a);
+    if (rc == 0 && a.help)
+        cli_print_help(stdout, c);
+    else if (rc == 0)
+        rc = c->fn(&a);
     cli_args_release(&a);
     if (fflush(stdout) != 0 && rc == 0) rc = QG_EX_IOERR;
     return rc;

@@ -28,7 +28,8 @@ void progress_update(struct progress *p, int64_t done, int64_t total, const char
     double eta = rate > 0 ? (double)(total - done) / rate : 0;
     int width = 30, fill = total > 0 ? (int)(width * done / total) : 0;
     char bar[64];
-    for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
+    for (int i = 0; i < width; i++)
+        bar[i] = i < fill ? '#' : '.';
     bar[width] = '\0';
     fprintf(stderr, "\r%s [%s] %lld/%lld  %.1f %s/s  ETA %.0fs ", p->label, bar, (long long)done,
             (long long)total, rate, unit, eta);

@@ -28,7 +28,8 @@ static double trial_value(struct store *s, int64_t trial)
         v = json_num(m, "ppl", NAN);
         if (isnan(v)) v = json_num(m, "acc", NAN);
         const cJSON *c;
-        if (isnan(v) && m) cJSON_ArrayForEach(c, m) if (cJSON_IsNumber(c) && isnan(v)) v = c->valuedouble;
+        if (isnan(v) && m)
+            cJSON_ArrayForEach(c, m) if (cJSON_IsNumber(c) && isnan(v)) v = c->valuedouble;
         cJSON_Delete(m);
     }
     free(mj);
@@ -41,7 +42,8 @@ static void add_repeats(struct store *s, int64_t run, const char *model, int64_t
         int64_t t;
         int st;
         if (store_trial_find(s, run, model, task, r, &t, &st) != QG_OK) break;
-        if (st == STORE_TRIAL_DONE) cJSON_AddItemToArray(arr, cJSON_CreateNumber(trial_value(s, t)));
+        if (st == STORE_TRIAL_DONE)
+            cJSON_AddItemToArray(arr, cJSON_CreateNumber(trial_value(s, t)));
     }
 }
 
@@ -70,12 +72,15 @@ static char *answer_text(struct store *s, int64_t trial, int64_t idx, char **pro
     return b.data ? b.data : qg_strdup("");
 }
 
-static void add_flips(struct store *s, int64_t run, const char *base, const char *cand, int64_t task, cJSON *t)
+static void add_flips(struct store *s, int64_t run, const char *base, const char *cand,
+                      int64_t task, cJSON *t)
 {
     int64_t tb, tc;
     struct item_row *rb = NULL, *rc = NULL;
     int64_t nb = 0, nc = 0;
-    if (store_trial_find(s, run, base, task, 0, &tb, NULL) || store_trial_find(s, run, cand, task, 0, &tc, NULL)) return;
+    if (store_trial_find(s, run, base, task, 0, &tb, NULL) ||
+        store_trial_find(s, run, cand, task, 0, &tc, NULL))
+        return;
     if (store_items_read(s, tb, &rb, &nb) || store_items_read(s, tc, &rc, &nc) || nb != nc) {
         free(rb);
         free(rc);
@@ -86,7 +91,8 @@ static void add_flips(struct store *s, int64_t run, const char *base, const char
     for (int64_t i = 0; i < nb && shown < REPORT_MAX_FLIPS; i++) {
         if (rb[i].correct < 0 || rb[i].correct == rc[i].correct) continue;
         char *prompt = NULL, *id = NULL;
-        char *a = answer_text(s, tb, rb[i].idx, &prompt, &id), *b = answer_text(s, tc, rc[i].idx, &prompt, &id);
+        char *a = answer_text(s, tb, rb[i].idx, &prompt, &id),
+             *b = answer_text(s, tc, rc[i].idx, &prompt, &id);
         cJSON *f = cJSON_CreateObject();
         cJSON_AddNumberToObject(f, "index", (double)rb[i].idx);
         add_str(f, "id", id);
@@ -110,7 +116,9 @@ static void add_kld(struct store *s, int64_t run, const char *cand, int64_t task
 {
     int64_t tc;
     char *mj = NULL;
-    if (store_trial_find(s, run, cand, task, 0, &tc, NULL) || store_trial_metrics(s, tc, &mj) || !mj) return;
+    if (store_trial_find(s, run, cand, task, 0, &tc, NULL) || store_trial_metrics(s, tc, &mj) ||
+        !mj)
+        return;
     cJSON *m = cJSON_Parse(mj);
     free(mj);
     if (!m || isnan(json_num(m, "kld_mean", NAN))) {
@@ -118,20 +126,26 @@ static void add_kld(struct store *s, int64_t run, const char *cand, int64_t task
         return;
     }
     cJSON *k = cJSON_AddObjectToObject(t, "kld");
-    static const char *keys[] = {"kld_mean", "kld_median", "kld_p90", "kld_p99", "kld_p999", "kld_max", "top1_agree", "dp_mean"};
-    static const char *names[] = {"mean", "median", "p90", "p99", "p99.9", "max", "same_top1", "dp_mean"};
+    static const char *keys[] = {"kld_mean", "kld_median", "kld_p90",    "kld_p99",
+                                 "kld_p999", "kld_max",    "top1_agree", "dp_mean"};
+    static const char *names[] = {"mean",  "median", "p90",       "p99",
+                                  "p99.9", "max",    "same_top1", "dp_mean"};
     for (int i = 0; i < 8; i++)
-        if (!isnan(json_num(m, keys[i], NAN))) cJSON_AddNumberToObject(k, names[i], json_num(m, keys[i], NAN));
+        if (!isnan(json_num(m, keys[i], NAN)))
+            cJSON_AddNumberToObject(k, names[i], json_num(m, keys[i], NAN));
     /* from the candidate's top-K log-probs (a remote model): a lower bound */
-    if (!isnan(json_num(m, "kld_top_k", NAN))) cJSON_AddNumberToObject(k, "top_k", json_num(m, "kld_top_k", NAN));
+    if (!isnan(json_num(m, "kld_top_k", NAN)))
+        cJSON_AddNumberToObject(k, "top_k", json_num(m, "kld_top_k", NAN));
     cJSON_Delete(m);
 }
 
 static cJSON *provenance(const cJSON *run)
 {
     cJSON *p = cJSON_CreateObject();
-    static const char *keys[] = {"command", "host", "created_at", "finished_at", "qgate_version", "suite_name", "suite_hash", "uid"};
-    for (int i = 0; i < 8; i++) add_str(p, keys[i], json_str(run, keys[i], ""));
+    static const char *keys[] = {"command",       "host",       "created_at", "finished_at",
+                                 "qgate_version", "suite_name", "suite_hash", "uid"};
+    for (int i = 0; i < 8; i++)
+        add_str(p, keys[i], json_str(run, keys[i], ""));
     cJSON_AddNumberToObject(p, "seed", json_num(run, "seed", NAN));
     cJSON_AddNumberToObject(p, "repeats", json_num(run, "repeats", NAN));
     cJSON *models = cJSON_AddArrayToObject(p, "models");
@@ -171,8 +185,11 @@ int report_doc_build(struct store *s, int64_t comparison_id, cJSON **doc, char *
     cJSON *sum = sj ? cJSON_Parse(sj) : NULL;
     free(sj);
     cJSON *run = NULL;
-    if (!sum) rc = qg_errf(err, errlen, QG_ERR_DATA, "comparison %lld has no readable summary", (long long)cid);
-    if (!rc && (rc = store_run_json(s, run_id, &run))) qg_errf(err, errlen, rc, "%s", store_errmsg(s));
+    if (!sum)
+        rc = qg_errf(err, errlen, QG_ERR_DATA, "comparison %lld has no readable summary",
+                     (long long)cid);
+    if (!rc && (rc = store_run_json(s, run_id, &run)))
+        qg_errf(err, errlen, rc, "%s", store_errmsg(s));
     if (rc) {
         cJSON_Delete(sum);
         free(created);
@@ -206,7 +223,9 @@ int report_doc_build(struct store *s, int64_t comparison_id, cJSON **doc, char *
         int64_t task_id = -1;
         const cJSON *rt;
         const char *kind = "";
-        cJSON_ArrayForEach(rt, json_get(run, "tasks")) if (!strcmp(json_str(rt, "name", ""), json_str(t, "task", ""))) {
+        cJSON_ArrayForEach(rt, json_get(run, "tasks")) if (!strcmp(json_str(rt, "name", ""),
+                                                                   json_str(t, "task", "")))
+        {
             task_id = (int64_t)json_num(rt, "id", NAN);
             kind = json_str(rt, "kind", "");
         }
@@ -215,8 +234,10 @@ int report_doc_build(struct store *s, int64_t comparison_id, cJSON **doc, char *
             cJSON *reps = cJSON_AddObjectToObject(o, "repeats");
             add_repeats(s, run_id, base, task_id, cJSON_AddArrayToObject(reps, "baseline"));
             add_repeats(s, run_id, cand, task_id, cJSON_AddArrayToObject(reps, "candidate"));
-            if (!strcmp(kind, "perplexity")) add_kld(s, run_id, cand, task_id, o);
-            else add_flips(s, run_id, base, cand, task_id, o);
+            if (!strcmp(kind, "perplexity"))
+                add_kld(s, run_id, cand, task_id, o);
+            else
+                add_flips(s, run_id, base, cand, task_id, o);
         }
         cJSON_AddItemToArray(tasks, o);
     }
@@ -227,4 +248,3 @@ int report_doc_build(struct store *s, int64_t comparison_id, cJSON **doc, char *
     *doc = d;
     return QG_OK;
 }
-

@@ -58,11 +58,22 @@ struct row_sink {
 static int on_row(void *ud, const struct task_row *x)
 {
     struct row_sink *k = ud;
-    struct store_item it = {.trial_id = k->trial, .idx = x->idx, .cluster = x->cluster, .nll = x->nll,
-                            .n_tokens = x->n_tokens, .n_bytes = x->n_bytes, .n_words = x->n_words,
-                            .correct = x->correct, .score = x->score, .prediction = x->prediction,
-                            .extracted = x->extracted, .output_hash = x->output_hash, .extra_json = x->extra_json,
-                            .kld_sum = NAN, .top1_agree = NAN, .dp_sum = NAN};
+    struct store_item it = {.trial_id = k->trial,
+                            .idx = x->idx,
+                            .cluster = x->cluster,
+                            .nll = x->nll,
+                            .n_tokens = x->n_tokens,
+                            .n_bytes = x->n_bytes,
+                            .n_words = x->n_words,
+                            .correct = x->correct,
+                            .score = x->score,
+                            .prediction = x->prediction,
+                            .extracted = x->extracted,
+                            .output_hash = x->output_hash,
+                            .extra_json = x->extra_json,
+                            .kld_sum = NAN,
+                            .top1_agree = NAN,
+                            .dp_sum = NAN};
     return put(k->r, &it);
 }
 
@@ -97,30 +108,36 @@ static int resume_setup(struct runner *r, char *err, size_t errlen)
     int rc = store_run_json(r->s, p->resume, &run);
     if (rc) return qg_errf(err, errlen, rc, "%s", store_errmsg(r->s));
     r->run_id = p->resume;
-    const cJSON *sh = cJSON_GetObjectItem(run, "suite_hash"), *models = cJSON_GetObjectItem(run, "models"),
+    const cJSON *sh = cJSON_GetObjectItem(run, "suite_hash"),
+                *models = cJSON_GetObjectItem(run, "models"),
                 *tasks = cJSON_GetObjectItem(run, "tasks");
     if (!cJSON_IsString(sh) || strcmp(sh->valuestring, r->suite->sha256))
-        rc = qg_errf(err, errlen, QG_ERR_DATA, "run %lld was made with another suite (sha256 %s, now %s)", (long long)p->resume,
-                     cJSON_IsString(sh) ? sh->valuestring : "?", r->suite->sha256);
+        rc = qg_errf(
+            err, errlen, QG_ERR_DATA, "run %lld was made with another suite (sha256 %s, now %s)",
+            (long long)p->resume, cJSON_IsString(sh) ? sh->valuestring : "?", r->suite->sha256);
     if (!rc && cJSON_GetArraySize(models) != p->n_models)
-        rc = qg_errf(err, errlen, QG_ERR_DATA, "run %lld has %d models; give the same --model list", (long long)p->resume,
-                     cJSON_GetArraySize(models));
+        rc = qg_errf(err, errlen, QG_ERR_DATA, "run %lld has %d models; give the same --model list",
+                     (long long)p->resume, cJSON_GetArraySize(models));
     for (int m = 0; m < p->n_models && !rc; m++) {
         const cJSON *mj = cJSON_GetArrayItem(models, m);
         if (strcmp(cJSON_GetObjectItem(mj, "name")->valuestring, p->names[m]) ||
             strcmp(cJSON_GetObjectItem(mj, "path")->valuestring, p->specs[m]))
-            rc = qg_errf(err, errlen, QG_ERR_DATA, "run %lld's model %d is %s=%s, not %s=%s", (long long)p->resume, m + 1,
-                         cJSON_GetObjectItem(mj, "name")->valuestring, cJSON_GetObjectItem(mj, "path")->valuestring,
-                         p->names[m], p->specs[m]);
-        else r->model_ids[m] = (int64_t)cJSON_GetObjectItem(mj, "id")->valuedouble;
+            rc = qg_errf(err, errlen, QG_ERR_DATA, "run %lld's model %d is %s=%s, not %s=%s",
+                         (long long)p->resume, m + 1, cJSON_GetObjectItem(mj, "name")->valuestring,
+                         cJSON_GetObjectItem(mj, "path")->valuestring, p->names[m], p->specs[m]);
+        else
+            r->model_ids[m] = (int64_t)cJSON_GetObjectItem(mj, "id")->valuedouble;
     }
     r->task_ids = calloc((size_t)r->suite->n_tasks, sizeof *r->task_ids);
     if (!rc && !r->task_ids) rc = QG_ERR_NOMEM;
     for (int t = 0; t < r->suite->n_tasks && !rc; t++) {
         const cJSON *tj;
-        cJSON_ArrayForEach(tj, tasks) if (!strcmp(cJSON_GetObjectItem(tj, "name")->valuestring, r->suite->tasks[t].name))
-            r->task_ids[t] = (int64_t)cJSON_GetObjectItem(tj, "id")->valuedouble;
-        if (!r->task_ids[t]) rc = qg_errf(err, errlen, QG_ERR_DATA, "run %lld has no task '%s'", (long long)p->resume, r->suite->tasks[t].name);
+        cJSON_ArrayForEach(tj, tasks) if (!strcmp(cJSON_GetObjectItem(tj, "name")->valuestring,
+                                                  r->suite->tasks[t].name)) r->task_ids[t] =
+            (int64_t)cJSON_GetObjectItem(tj, "id")->valuedouble;
+        if (!r->task_ids[t])
+            rc = qg_errf(err, errlen, QG_ERR_DATA, "run %lld has no task '%s'",
+                         (long long)p->resume, r->suite->tasks[t].name);
     }
     cJSON_Delete(run);
     if (!rc) rc = store_run_set_status(r->s, r->run_id, STORE_RUN_RUNNING);
@@ -129,7 +146,8 @@ static int resume_setup(struct runner *r, char *err, size_t errlen)
 
 /* The trial of (model, task, repeat): 1 when it is already done (skip);
  * else 0 with *id a fresh or restarted trial. */
-static int trial_for(struct runner *r, int m, int t, int repeat, int64_t *id, char *err, size_t errlen)
+static int trial_for(struct runner *r, int m, int t, int repeat, int64_t *id, char *err,
+                     size_t errlen)
 {
     int status;
     int rc = store_trial_find(r->s, r->run_id, r->p->names[m], r->task_ids[t], repeat, id, &status);
@@ -139,8 +157,11 @@ static int trial_for(struct runner *r, int m, int t, int repeat, int64_t *id, ch
         return rc ? qg_errf(err, errlen, rc, "%s", store_errmsg(r->s)) : 0;
     }
     if (rc != QG_ERR_NOTFOUND) return qg_errf(err, errlen, rc, "%s", store_errmsg(r->s));
-    struct store_trial_new tr = {.run_id = r->run_id, .model_id = r->model_ids[m], .task_id = r->task_ids[t],
-                                 .repeat = repeat, .seed = (int64_t)r->p->seed + repeat};
+    struct store_trial_new tr = {.run_id = r->run_id,
+                                 .model_id = r->model_ids[m],
+                                 .task_id = r->task_ids[t],
+                                 .repeat = repeat,
+                                 .seed = (int64_t)r->p->seed + repeat};
     rc = store_trial_create(r->s, &tr, id);
     return rc ? qg_errf(err, errlen, rc, "%s", store_errmsg(r->s)) : 0;
 }
@@ -153,8 +174,12 @@ static int record_setup(struct runner *r, char *err, size_t errlen)
     char *suite_text = NULL;
     size_t n;
     qg_read_file(p->suite_path, (size_t)16 << 20, &suite_text, &n, err, errlen);
-    struct store_run_new rn = {.command = p->command, .suite_name = r->suite->name, .suite_hash = r->suite->sha256,
-                               .suite_json = suite_text, .seed = (int64_t)p->seed, .repeats = p->repeats,
+    struct store_run_new rn = {.command = p->command,
+                               .suite_name = r->suite->name,
+                               .suite_hash = r->suite->sha256,
+                               .suite_json = suite_text,
+                               .seed = (int64_t)p->seed,
+                               .repeats = p->repeats,
                                .shard_index = p->shard_count > 1 ? p->shard_index : 0,
                                .shard_count = p->shard_count > 1 ? p->shard_count : 1};
     int rc = store_run_create(r->s, &rn, &r->run_id);
@@ -165,9 +190,17 @@ static int record_setup(struct runner *r, char *err, size_t errlen)
         char *tj = model_types(p->specs[i], &np, arch, sizeof arch);
         char e2[QG_ERRMSG_MAX];
         if (hash_sha256_file(p->specs[i], sha, e2, sizeof e2)) sha[0] = '\0';
-        struct store_model_new mn = {.name = p->names[i], .spec = p->specs[i], .backend = "cpu", .path = p->specs[i],
-                                     .sha256 = sha[0] ? sha : NULL, .file_bytes = -1, .n_params = np, .arch = arch,
-                                     .format = "gguf", .types_json = tj, .role = i > 0};
+        struct store_model_new mn = {.name = p->names[i],
+                                     .spec = p->specs[i],
+                                     .backend = "cpu",
+                                     .path = p->specs[i],
+                                     .sha256 = sha[0] ? sha : NULL,
+                                     .file_bytes = -1,
+                                     .n_params = np,
+                                     .arch = arch,
+                                     .format = "gguf",
+                                     .types_json = tj,
+                                     .role = i > 0};
         rc = store_model_add(r->s, r->run_id, &mn, &r->model_ids[i]);
         free(tj);
     }
@@ -175,8 +208,12 @@ static int record_setup(struct runner *r, char *err, size_t errlen)
     if (!r->task_ids) rc = QG_ERR_NOMEM;
     for (int t = 0; t < r->suite->n_tasks && !rc; t++) {
         const struct task_config *st = &r->suite->tasks[t];
-        struct store_task_new tn = {.name = st->name, .kind = st->kind, .config_json = st->config_json,
-                                    .config_hash = st->config_hash, .n_items = -1, .critical = st->critical};
+        struct store_task_new tn = {.name = st->name,
+                                    .kind = st->kind,
+                                    .config_json = st->config_json,
+                                    .config_hash = st->config_hash,
+                                    .n_items = -1,
+                                    .critical = st->critical};
         rc = store_task_add(r->s, r->run_id, &tn, &r->task_ids[t]);
         for (int f = 0; f < st->n_files && !rc; f++) {
             int64_t ds;
@@ -198,41 +235,57 @@ struct lock_sink {
 static int on_window(void *ud, int64_t w, int m, const struct ppl_lockstep_window *x)
 {
     struct lock_sink *k = ud;
-    struct store_item it = {.trial_id = k->trials[m], .idx = w, .cluster = w, .nll = x->stat.nll,
-                            .n_tokens = x->stat.tokens, .n_bytes = x->stat.bytes, .n_words = x->stat.words,
-                            .correct = -1, .score = NAN, .kld_sum = m ? x->kld_sum : NAN,
-                            .top1_agree = m ? (double)x->top1_agree : NAN, .dp_sum = m ? x->dp_sum : NAN};
+    struct store_item it = {.trial_id = k->trials[m],
+                            .idx = w,
+                            .cluster = w,
+                            .nll = x->stat.nll,
+                            .n_tokens = x->stat.tokens,
+                            .n_bytes = x->stat.bytes,
+                            .n_words = x->stat.words,
+                            .correct = -1,
+                            .score = NAN,
+                            .kld_sum = m ? x->kld_sum : NAN,
+                            .top1_agree = m ? (double)x->top1_agree : NAN,
+                            .dp_sum = m ? x->dp_sum : NAN};
     k->top1[m] += x->top1_agree;
     k->tokens[m] += x->stat.tokens;
     k->dp[m] += x->dp_sum;
     return put(k->r, &it);
 }
 
-static int finish_trial(struct runner *r, int64_t trial, int ok, int64_t items, int64_t tokens, double secs,
-                        cJSON *metrics, const char *error)
+static int finish_trial(struct runner *r, int64_t trial, int ok, int64_t items, int64_t tokens,
+                        double secs, cJSON *metrics, const char *error)
 {
     char *mj = metrics ? cJSON_PrintUnformatted(metrics) : NULL;
-    struct store_trial_result res = {.status = ok ? STORE_TRIAL_DONE : STORE_TRIAL_FAILED, .n_items = items,
-                                     .n_tokens = tokens, .wall_seconds = secs, .deterministic = -1,
-                                     .metrics_json = mj, .error = error};
+    struct store_trial_result res = {.status = ok ? STORE_TRIAL_DONE : STORE_TRIAL_FAILED,
+                                     .n_items = items,
+                                     .n_tokens = tokens,
+                                     .wall_seconds = secs,
+                                     .deterministic = -1,
+                                     .metrics_json = mj,
+                                     .error = error};
     int rc = store_trial_finish(r->s, trial, &res);
     free(mj);
     return rc;
 }
 
 /* Tokenizes a perplexity task's text with every model; they must agree. */
-static int lockstep_tokens(struct runner *r, const struct task_config *st, int32_t **ids, int64_t *k, char *err,
-                           size_t errlen)
+static int lockstep_tokens(struct runner *r, const struct task_config *st, int32_t **ids,
+                           int64_t *k, char *err, size_t errlen)
 {
     const struct runner_params *p = r->p;
     char *buf = NULL;
     size_t n;
     int rc = task_read_text(st, &buf, &n, err, errlen);
     for (int m = 0; m < p->n_models && !rc; m++) {
-        if ((rc = backend_tokenize(&r->b[m], buf, n, 1, &ids[m], &k[m]))) qg_errf(err, errlen, rc, "tokenizing failed");
-        else if (m > 0 && (k[m] != k[0] || memcmp(ids[m], ids[0], (size_t)k[0] * sizeof *ids[0]) != 0))
-            rc = qg_errf(err, errlen, QG_ERR_DATA, "task '%s': models '%s' and '%s' tokenize the text differently; "
-                         "a paired comparison needs the same tokens", st->name, p->names[0], p->names[m]);
+        if ((rc = backend_tokenize(&r->b[m], buf, n, 1, &ids[m], &k[m])))
+            qg_errf(err, errlen, rc, "tokenizing failed");
+        else if (m > 0 &&
+                 (k[m] != k[0] || memcmp(ids[m], ids[0], (size_t)k[0] * sizeof *ids[0]) != 0))
+            rc = qg_errf(err, errlen, QG_ERR_DATA,
+                         "task '%s': models '%s' and '%s' tokenize the text differently; "
+                         "a paired comparison needs the same tokens",
+                         st->name, p->names[0], p->names[m]);
     }
     free(buf);
     return rc;
@@ -242,26 +295,32 @@ static int lockstep_tokens(struct runner *r, const struct task_config *st, int32
  * are done already; else each is restarted or created (lockstep: when any
  * model's trial is unfinished, all rerun, the others' rows overwritten with
  * identical values). */
-static int lockstep_trials(struct runner *r, int t, int repeat, int64_t *trials, int *all_done, char *err, size_t errlen)
+static int lockstep_trials(struct runner *r, int t, int repeat, int64_t *trials, int *all_done,
+                           char *err, size_t errlen)
 {
     const struct runner_params *p = r->p;
     *all_done = 1;
     for (int m = 0; m < p->n_models; m++) {
         int64_t id;
         int tstatus;
-        if (store_trial_find(r->s, r->run_id, p->names[m], r->task_ids[t], repeat, &id, &tstatus) != QG_OK ||
+        if (store_trial_find(r->s, r->run_id, p->names[m], r->task_ids[t], repeat, &id, &tstatus) !=
+                QG_OK ||
             tstatus != STORE_TRIAL_DONE)
             *all_done = 0;
     }
     int rc = QG_OK;
     for (int m = 0; m < p->n_models && !rc && !*all_done; m++) {
         int tstatus;
-        int f = store_trial_find(r->s, r->run_id, p->names[m], r->task_ids[t], repeat, &trials[m], &tstatus);
+        int f = store_trial_find(r->s, r->run_id, p->names[m], r->task_ids[t], repeat, &trials[m],
+                                 &tstatus);
         if (f == QG_OK) {
             rc = store_trial_restart(r->s, trials[m]);
         } else if (f == QG_ERR_NOTFOUND) {
-            struct store_trial_new tr = {.run_id = r->run_id, .model_id = r->model_ids[m], .task_id = r->task_ids[t],
-                                         .repeat = repeat, .seed = (int64_t)p->seed + repeat};
+            struct store_trial_new tr = {.run_id = r->run_id,
+                                         .model_id = r->model_ids[m],
+                                         .task_id = r->task_ids[t],
+                                         .repeat = repeat,
+                                         .seed = (int64_t)p->seed + repeat};
             rc = store_trial_create(r->s, &tr, &trials[m]);
         } else {
             rc = f;
@@ -297,12 +356,15 @@ static cJSON *lockstep_metrics(const struct ppl_result *res, double *kld, int64_
     return mj;
 }
 
-static void print_lockstep(const char *model, const char *task, int repeat, int m, const struct ppl_result *res,
-                           const cJSON *mj)
+static void print_lockstep(const char *model, const char *task, int repeat, int m,
+                           const struct ppl_result *res, const cJSON *mj)
 {
-    printf("  %-10s %-16s r%d %6lld windows  ppl %.4f", model, task, repeat, (long long)res->windows, res->ppl);
-    const cJSON *km = cJSON_GetObjectItem(mj, "kld_mean"), *t1 = cJSON_GetObjectItem(mj, "top1_agree");
-    if (m > 0 && km && t1) printf("  KLD mean %.6f  same top-1 %.2f%%", km->valuedouble, 100 * t1->valuedouble);
+    printf("  %-10s %-16s r%d %6lld windows  ppl %.4f", model, task, repeat,
+           (long long)res->windows, res->ppl);
+    const cJSON *km = cJSON_GetObjectItem(mj, "kld_mean"),
+                *t1 = cJSON_GetObjectItem(mj, "top1_agree");
+    if (m > 0 && km && t1)
+        printf("  KLD mean %.6f  same top-1 %.2f%%", km->valuedouble, 100 * t1->valuedouble);
     printf("\n");
 }
 
@@ -314,7 +376,8 @@ static int run_lockstep(struct runner *r, int t, int repeat, char *err, size_t e
     int nm = p->n_models, all_done = 0;
     for (int m = 0; m < nm; m++)
         if (st->ctx > r->n_ctx[m])
-            return qg_errf(err, errlen, QG_ERR_USAGE, "task '%s': ctx %d is longer than model '%s''s context %d", st->name,
+            return qg_errf(err, errlen, QG_ERR_USAGE,
+                           "task '%s': ctx %d is longer than model '%s''s context %d", st->name,
                            st->ctx, p->names[m], r->n_ctx[m]);
     int32_t *ids[RUNNER_MAX_MODELS] = {0};
     int64_t k[RUNNER_MAX_MODELS] = {0};
@@ -325,19 +388,27 @@ static int run_lockstep(struct runner *r, int t, int repeat, char *err, size_t e
     int64_t n_kld = 0;
     struct ppl_result res[RUNNER_MAX_MODELS] = {0};
     const struct backend *bs[RUNNER_MAX_MODELS];
-    for (int m = 0; m < nm; m++) bs[m] = &r->b[m];
-    struct ppl_params pp = {.protocol = st->protocol, .n_ctx = st->ctx, .stride = st->stride, .max_windows = st->chunks,
-                            .shard_index = p->shard_index, .shard_count = p->shard_count};
+    for (int m = 0; m < nm; m++)
+        bs[m] = &r->b[m];
+    struct ppl_params pp = {.protocol = st->protocol,
+                            .n_ctx = st->ctx,
+                            .stride = st->stride,
+                            .max_windows = st->chunks,
+                            .shard_index = p->shard_index,
+                            .shard_count = p->shard_count};
     int kld_top_k[RUNNER_MAX_MODELS] = {0};
     if (!rc && !all_done)
-        rc = ppl_evaluate_lockstep(bs, nm, ids[0], k[0], &pp, on_window, &ks, kld, &n_kld, kld_top_k, res, err, errlen);
+        rc = ppl_evaluate_lockstep(bs, nm, ids[0], k[0], &pp, on_window, &ks, kld, &n_kld,
+                                   kld_top_k, res, err, errlen);
     if (!all_done) {
         int frc = flush(r, rc == QG_OK);
         if (!rc) rc = frc;
     }
     for (int m = 0; m < nm && ks.trials[m] && !all_done; m++) {
-        cJSON *mj = rc ? cJSON_CreateObject() : lockstep_metrics(&res[m], kld[m], n_kld, kld_top_k[m], &ks, m);
-        int rc2 = finish_trial(r, ks.trials[m], rc == QG_OK, res[m].windows, res[m].tokens, 0, mj, rc ? err : NULL);
+        cJSON *mj = rc ? cJSON_CreateObject()
+                       : lockstep_metrics(&res[m], kld[m], n_kld, kld_top_k[m], &ks, m);
+        int rc2 = finish_trial(r, ks.trials[m], rc == QG_OK, res[m].windows, res[m].tokens, 0, mj,
+                               rc ? err : NULL);
         if (!rc && rc2) rc = qg_errf(err, errlen, rc2, "%s", store_errmsg(r->s));
         if (!rc && !p->quiet) print_lockstep(p->names[m], st->name, repeat, m, &res[m], mj);
         cJSON_Delete(mj);
@@ -349,7 +420,8 @@ static int run_lockstep(struct runner *r, int t, int repeat, char *err, size_t e
     return rc;
 }
 
-static int run_single(struct runner *r, int t, int m, int repeat, const struct backend *b, char *err, size_t errlen)
+static int run_single(struct runner *r, int t, int m, int repeat, const struct backend *b,
+                      char *err, size_t errlen)
 {
     const struct task_config *st = &r->suite->tasks[t];
     int64_t trial;
@@ -361,19 +433,22 @@ static int run_single(struct runner *r, int t, int m, int repeat, const struct b
     struct task_summary sum;
     err[0] = '\0';
     struct task_shard sh = {r->p->shard_index, r->p->shard_count};
-    rc = task_run(st, b, r->n_ctx[m], r->p->seed + (uint64_t)repeat, sh, on_row, &k, &sum, err, errlen);
+    rc = task_run(st, b, r->n_ctx[m], r->p->seed + (uint64_t)repeat, sh, on_row, &k, &sum, err,
+                  errlen);
     int frc = flush(r, rc == QG_OK);
     if (!rc) rc = frc;
     cJSON *mj = cJSON_CreateObject();
     cJSON_AddNumberToObject(mj, sum.metric_name ? sum.metric_name : "metric", sum.metric);
-    if (sum.metric2_name && !isnan(sum.metric2)) cJSON_AddNumberToObject(mj, sum.metric2_name, sum.metric2);
-    int rc2 = finish_trial(r, trial, rc == QG_OK, sum.items, sum.tokens, sum.seconds, mj, rc ? (err[0] ? err : store_errmsg(r->s)) : NULL);
+    if (sum.metric2_name && !isnan(sum.metric2))
+        cJSON_AddNumberToObject(mj, sum.metric2_name, sum.metric2);
+    int rc2 = finish_trial(r, trial, rc == QG_OK, sum.items, sum.tokens, sum.seconds, mj,
+                           rc ? (err[0] ? err : store_errmsg(r->s)) : NULL);
     cJSON_Delete(mj);
     if (!rc && rc2) rc = qg_errf(err, errlen, rc2, "%s", store_errmsg(r->s));
     if (rc && !err[0]) qg_errf(err, errlen, rc, "%s", store_errmsg(r->s));
     if (!rc && !r->p->quiet)
-        printf("  %-10s %-16s r%d %6lld items    %s %.4f\n", r->p->names[m], st->name, repeat, (long long)sum.items,
-               sum.metric_name, sum.metric);
+        printf("  %-10s %-16s r%d %6lld items    %s %.4f\n", r->p->names[m], st->name, repeat,
+               (long long)sum.items, sum.metric_name, sum.metric);
     return rc;
 }
 
@@ -395,7 +470,8 @@ static int repeats_identical(struct runner *r)
             }
             int same = nx == ny;
             for (int64_t i = 0; same && i < nx; i++)
-                same = x[i].idx == y[i].idx && strcmp(x[i].output_hash, y[i].output_hash) == 0 && x[i].correct == y[i].correct &&
+                same = x[i].idx == y[i].idx && strcmp(x[i].output_hash, y[i].output_hash) == 0 &&
+                       x[i].correct == y[i].correct &&
                        (x[i].nll == y[i].nll || (isnan(x[i].nll) && isnan(y[i].nll)));
             free(x);
             free(y);
@@ -422,7 +498,10 @@ static int64_t estimate_rows(struct runner *r)
             if (task_read_text(st, &buf, &len, err, sizeof err)) return 0;
             int rc = backend_tokenize(&r->b[0], buf, len, 1, &ids, &k);
             free(buf);
-            struct ppl_params pp = {.protocol = st->protocol, .n_ctx = st->ctx, .stride = st->stride, .max_windows = st->chunks};
+            struct ppl_params pp = {.protocol = st->protocol,
+                                    .n_ctx = st->ctx,
+                                    .stride = st->stride,
+                                    .max_windows = st->chunks};
             struct ppl_window *w = NULL;
             if (rc || ppl_plan(&pp, k, &w, &n, err, sizeof err)) n = 0;
             free(w);
@@ -449,12 +528,14 @@ static char *cache_get(void *ud, const char *key)
     return store_cache_get(ud, key, &v) == QG_OK ? v : NULL;
 }
 
-static void cache_put(void *ud, const char *key, const char *endpoint, const char *model, const char *value)
+static void cache_put(void *ud, const char *key, const char *endpoint, const char *model,
+                      const char *value)
 {
     (void)store_cache_put(ud, key, endpoint, model, value);
 }
 
-int runner_run(struct store *s, const struct runner_params *p, int64_t *run_id, char *err, size_t errlen)
+int runner_run(struct store *s, const struct runner_params *p, int64_t *run_id, char *err,
+               size_t errlen)
 {
     *run_id = 0;
     struct runner r = {.s = s, .p = p};
@@ -463,7 +544,8 @@ int runner_run(struct store *s, const struct runner_params *p, int64_t *run_id, 
     if (rc) return rc;
     struct backend_cache cache = {.ud = s, .get = cache_get, .put = cache_put};
     for (int m = 0; m < p->n_models && !rc; m++) {
-        struct backend_open_params bp = {.n_threads = p->threads, .cache = p->no_cache ? NULL : &cache};
+        struct backend_open_params bp = {.n_threads = p->threads,
+                                         .cache = p->no_cache ? NULL : &cache};
         if ((rc = backend_open(p->specs[m], &bp, &r.b[m], err, errlen))) break;
         struct backend_info info;
         backend_info(&r.b[m], &info);
@@ -476,15 +558,18 @@ int runner_run(struct store *s, const struct runner_params *p, int64_t *run_id, 
     int deterministic = 0, next_repeat = p->repeats;
     for (int rep = 0; rep < p->repeats && !rc; rep++) {
         for (int t = 0; t < r.suite->n_tasks && !rc; t++) {
-            if (r.suite->tasks[t].kind == TASK_PERPLEXITY && p->n_models > 1) rc = run_lockstep(&r, t, rep, err, errlen);
+            if (r.suite->tasks[t].kind == TASK_PERPLEXITY && p->n_models > 1)
+                rc = run_lockstep(&r, t, rep, err, errlen);
             else
-                for (int m = 0; m < p->n_models && !rc; m++) rc = run_single(&r, t, m, rep, &r.b[m], err, errlen);
+                for (int m = 0; m < p->n_models && !rc; m++)
+                    rc = run_single(&r, t, m, rep, &r.b[m], err, errlen);
         }
         if (!rc && rep == 1 && repeats_identical(&r)) {
             deterministic = 1;
             next_repeat = 2;
             if (!p->quiet && p->repeats > 2)
-                printf("  repeats 0 and 1 are identical: deterministic, skipping repeats 2..%d\n", p->repeats - 1);
+                printf("  repeats 0 and 1 are identical: deterministic, skipping repeats 2..%d\n",
+                       p->repeats - 1);
             break;
         }
     }
@@ -493,8 +578,11 @@ int runner_run(struct store *s, const struct runner_params *p, int64_t *run_id, 
         struct backend pb;
         struct backend_open_params bp = {.n_threads = p->threads, .perturb = 1};
         if ((rc = backend_open(p->specs[0], &bp, &pb, err, errlen)) == QG_OK) {
-            if (!p->quiet) printf("  noise: baseline repeat %d under a perturbation (two-batch evaluation)\n", next_repeat);
-            for (int t = 0; t < r.suite->n_tasks && !rc; t++) rc = run_single(&r, t, 0, next_repeat, &pb, err, errlen);
+            if (!p->quiet)
+                printf("  noise: baseline repeat %d under a perturbation (two-batch evaluation)\n",
+                       next_repeat);
+            for (int t = 0; t < r.suite->n_tasks && !rc; t++)
+                rc = run_single(&r, t, 0, next_repeat, &pb, err, errlen);
             backend_close(&pb);
         }
     }
@@ -503,7 +591,8 @@ int runner_run(struct store *s, const struct runner_params *p, int64_t *run_id, 
         if (!rc && p->repeats > 1) store_run_mark_deterministic(s, r.run_id, deterministic);
         store_run_set_status(s, r.run_id, rc ? STORE_RUN_FAILED : STORE_RUN_DONE);
     }
-    for (int m = 0; m < p->n_models; m++) backend_close(&r.b[m]);
+    for (int m = 0; m < p->n_models; m++)
+        backend_close(&r.b[m]);
     free(r.task_ids);
     suite_free(r.suite);
     return rc;

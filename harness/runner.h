@@ -39,14 +39,15 @@ struct runner_params {
     int quiet;
     int no_cache; /* 1: remote backends ignore and do not fill the response cache */
     const char *command;
-    int64_t resume; /* > 0: finish this run (same suite and models) */
+    int64_t resume;               /* > 0: finish this run (same suite and models) */
     int shard_index, shard_count; /* run items with index % count == index (0/1: all) */
-    int noise_perturb; /* 1: one more baseline repeat under a benign numerical
-                        * perturbation (two-batch evaluation) */
+    int noise_perturb;            /* 1: one more baseline repeat under a benign numerical
+                                   * perturbation (two-batch evaluation) */
 };
 
 /* Runs and stores; *run_id is set as soon as the run exists (also on
  * failure, when the run is marked failed). QG_OK or a status with err. */
-int runner_run(struct store *s, const struct runner_params *p, int64_t *run_id, char *err, size_t errlen);
+int runner_run(struct store *s, const struct runner_params *p, int64_t *run_id, char *err,
+               size_t errlen);
 
 #endif

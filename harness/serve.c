@@ -21,7 +21,8 @@
 #include <unistd.h>
 
 enum fault { F_NONE, F_500, F_429, F_RESET, F_STALL, F_TRUNCATE, F_MALFORMED, F_COUNT };
-static const char *const fault_names[F_COUNT] = {"", "500", "429", "reset", "stall", "truncate", "malformed"};
+static const char *const fault_names[F_COUNT] = {"",      "500",      "429",      "reset",
+                                                 "stall", "truncate", "malformed"};
 
 struct server {
     struct MHD_Daemon *d;
@@ -36,7 +37,8 @@ struct server {
     char *api_key;
     size_t max_body;
     int stall_ms, no_prompt_logprobs, no_vllm_prompt_logprobs, plain_tokenize, text_prompts_only;
-    char **piece; /* [n_piece]: each token's text, valid UTF-8 (read-only: shared by all requests) */
+    char *
+        *piece; /* [n_piece]: each token's text, valid UTF-8 (read-only: shared by all requests) */
     int n_piece;
     double rate[F_COUNT];
     uint64_t rng;
@@ -51,10 +53,11 @@ struct conn {
 
 /* ------------------------------------------------------------ responses */
 
-static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, const char *body, size_t n, const char *type,
-                                 const char *retry_after)
+static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, const char *body,
+                                 size_t n, const char *type, const char *retry_after)
 {
-    struct MHD_Response *r = MHD_create_response_from_buffer(n, (void *)body, MHD_RESPMEM_MUST_COPY);
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(n, (void *)body, MHD_RESPMEM_MUST_COPY);
     if (!r) return MHD_NO;
     MHD_add_response_header(r, "Content-Type", type);
     if (retry_after) MHD_add_response_header(r, "Retry-After", retry_after);
@@ -67,8 +70,10 @@ static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, cJSO
 {
     char *s = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
-    if (!s) return send_text(c, 500, "{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\"}}", 61,
-                             "application/json", NULL);
+    if (!s)
+        return send_text(c, 500,
+                         "{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\"}}",
+                         61, "application/json", NULL);
     enum MHD_Result ok = send_text(c, status, s, strlen(s), "application/json", NULL);
     free(s);
     return ok;
@@ -86,9 +91,10 @@ static cJSON *error_body(unsigned status, const char *type, const char *fmt, va_
     return j;
 }
 
-static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, const char *type, const char *fmt, ...)
-    QG_PRINTF(4, 5);
-static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, const char *type, const char *fmt, ...)
+static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, const char *type,
+                                  const char *fmt, ...) QG_PRINTF(4, 5);
+static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, const char *type,
+                                  const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -136,20 +142,25 @@ static void release(struct server *s, struct backend *b)
 
 /* The prompt as token ids: a string (tokenized with BOS), an array of ids,
  * or a one-element array of either. 0 or an HTTP status with msg. */
-static unsigned prompt_ids(struct server *s, struct backend *b, const cJSON *p, int32_t **ids, int64_t *n, char **text, char *msg,
-                           size_t msglen)
+static unsigned prompt_ids(struct server *s, struct backend *b, const cJSON *p, int32_t **ids,
+                           int64_t *n, char **text, char *msg, size_t msglen)
 {
     *ids = NULL, *n = 0, *text = NULL;
-    if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && !cJSON_IsNumber(cJSON_GetArrayItem(p, 0))) p = cJSON_GetArrayItem(p, 0);
+    if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && !cJSON_IsNumber(cJSON_GetArrayItem(p, 0)))
+        p = cJSON_GetArrayItem(p, 0);
     if (cJSON_IsString(p)) {
         int rc = backend_tokenize(b, p->valuestring, strlen(p->valuestring), 1, ids, n);
-        if (rc) return snprintf(msg, msglen, "cannot tokenize the prompt: %s", qg_strerror(rc)), 400;
+        if (rc)
+            return snprintf(msg, msglen, "cannot tokenize the prompt: %s", qg_strerror(rc)), 400;
         *text = qg_strdup(p->valuestring);
         return 0;
     }
     if (s->text_prompts_only) return snprintf(msg, msglen, "\"prompt\" must be a string"), 400;
     if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) == 0)
-        return snprintf(msg, msglen, "\"prompt\" must be a string or a non-empty array of token ids (one prompt per request)"), 400;
+        return snprintf(msg, msglen,
+                        "\"prompt\" must be a string or a non-empty array of token ids (one prompt "
+                        "per request)"),
+               400;
     int64_t k = cJSON_GetArraySize(p), i = 0;
     *ids = malloc((size_t)k * sizeof **ids);
     if (!*ids) return snprintf(msg, msglen, "out of memory"), 500;
@@ -159,7 +170,9 @@ static unsigned prompt_ids(struct server *s, struct backend *b, const cJSON *p, 
         if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 0 ||
             v->valuedouble >= s->info.n_vocab) {
             free(*ids), *ids = NULL;
-            return snprintf(msg, msglen, "prompt token %lld is not a token id in [0, %d)", (long long)i, s->info.n_vocab), 400;
+            return snprintf(msg, msglen, "prompt token %lld is not a token id in [0, %d)",
+                            (long long)i, s->info.n_vocab),
+                   400;
         }
         (*ids)[i++] = (int32_t)v->valuedouble;
     }
@@ -177,7 +190,8 @@ static const char *piece_of(const struct server *s, int32_t id)
 /* Scores seq (n tokens) from its second token: lp[n-1], and the rows of
  * log-probs rows[n-1][V] when want_rows (malloc'd). Runs while the request
  * holds b. */
-static int score_seq(struct server *s, struct backend *b, const int32_t *seq, int64_t n, int want_rows, double **lp, float **rows)
+static int score_seq(struct server *s, struct backend *b, const int32_t *seq, int64_t n,
+                     int want_rows, double **lp, float **rows)
 {
     int64_t m = n - 1; /* scored positions: tokens 1..n-1 */
     *lp = NULL, *rows = NULL;
@@ -185,20 +199,24 @@ static int score_seq(struct server *s, struct backend *b, const int32_t *seq, in
     *lp = malloc((size_t)m * sizeof **lp);
     if (want_rows) *rows = malloc((size_t)m * (size_t)s->info.n_vocab * sizeof **rows);
     if (!*lp || (want_rows && !*rows)) return QG_ERR_NOMEM;
-    struct backend_score req = {.tokens = seq, .n_tokens = (int)n, .from = 1, .logprob = *lp, .rows = *rows};
+    struct backend_score req = {
+        .tokens = seq, .n_tokens = (int)n, .from = 1, .logprob = *lp, .rows = *rows};
     return backend_score(b, &req);
 }
 
 /* The logprobs object of seq[first..n-1] from score_seq's lp and rows
  * (seq[0] gets null when included). Needs no backend: pieces come from the
  * server's table, so it runs after the request gave its instance back. */
-static cJSON *logprobs_json(struct server *s, const int32_t *seq, int64_t n, int64_t n_prompt, int64_t first, int top_k,
-                            const double *lp, const float *rows)
+static cJSON *logprobs_json(struct server *s, const int32_t *seq, int64_t n, int64_t n_prompt,
+                            int64_t first, int top_k, const double *lp, const float *rows)
 {
     int V = s->info.n_vocab;
-    cJSON *o = cJSON_CreateObject(), *toks = cJSON_AddArrayToObject(o, "tokens"), *ids = cJSON_AddArrayToObject(o, "token_ids"),
-          *tlp = cJSON_AddArrayToObject(o, "token_logprobs"), *top = cJSON_AddArrayToObject(o, "top_logprobs"),
-          *off = cJSON_AddArrayToObject(o, "text_offset"), *topid = cJSON_AddArrayToObject(o, "top_token_ids");
+    cJSON *o = cJSON_CreateObject(), *toks = cJSON_AddArrayToObject(o, "tokens"),
+          *ids = cJSON_AddArrayToObject(o, "token_ids"),
+          *tlp = cJSON_AddArrayToObject(o, "token_logprobs"),
+          *top = cJSON_AddArrayToObject(o, "top_logprobs"),
+          *off = cJSON_AddArrayToObject(o, "text_offset"),
+          *topid = cJSON_AddArrayToObject(o, "top_token_ids");
     int64_t offset = 0;
     for (int64_t i = first; i < n; i++) {
         const char *pc = piece_of(s, seq[i]);
@@ -230,7 +248,8 @@ static cJSON *logprobs_json(struct server *s, const int32_t *seq, int64_t n, int
             int32_t best = -1;
             for (int32_t v = 0; v < V; v++) {
                 int taken = 0;
-                for (int q = 0; q < j && !taken; q++) taken = chosen[q] == v;
+                for (int q = 0; q < j && !taken; q++)
+                    taken = chosen[q] == v;
                 if (!taken && (best < 0 || row[v] > row[best])) best = v;
             }
             chosen[j] = best;
@@ -255,7 +274,8 @@ static cJSON *logprobs_json(struct server *s, const int32_t *seq, int64_t n, int
  * first, then per token an object keyed by token id (as a string) holding
  * {"logprob", "rank", "decoded_token"} for the token itself and the k most
  * likely. */
-static cJSON *vllm_prompt_logprobs(struct server *s, const int32_t *seq, int64_t n, int k, const double *lp, const float *rows)
+static cJSON *vllm_prompt_logprobs(struct server *s, const int32_t *seq, int64_t n, int k,
+                                   const double *lp, const float *rows)
 {
     int V = s->info.n_vocab;
     if (k > V) k = V;
@@ -273,19 +293,22 @@ static cJSON *vllm_prompt_logprobs(struct server *s, const int32_t *seq, int64_t
             int32_t best = -1;
             for (int32_t v = 0; v < V; v++) {
                 int taken = 0;
-                for (int q = 0; q < n_chosen && !taken; q++) taken = chosen[q] == v;
+                for (int q = 0; q < n_chosen && !taken; q++)
+                    taken = chosen[q] == v;
                 if (!taken && (best < 0 || row[v] > row[best])) best = v;
             }
             chosen[n_chosen++] = best;
         }
         int has_self = 0;
-        for (int q = 0; q < n_chosen; q++) has_self |= chosen[q] == seq[i];
+        for (int q = 0; q < n_chosen; q++)
+            has_self |= chosen[q] == seq[i];
         if (!has_self) chosen[n_chosen++] = seq[i];
         for (int q = 0; q < n_chosen; q++) {
             int32_t id = chosen[q];
             double v = id == seq[i] ? lp[i - 1] : (double)row[id];
             int rank = 1;
-            for (int32_t u = 0; u < V; u++) rank += row[u] > row[id];
+            for (int32_t u = 0; u < V; u++)
+                rank += row[u] > row[id];
             char key[16];
             snprintf(key, sizeof key, "%d", (int)id);
             cJSON *e = cJSON_AddObjectToObject(o, key);
@@ -300,7 +323,8 @@ static cJSON *vllm_prompt_logprobs(struct server *s, const int32_t *seq, int64_t
 
 /* ------------------------------------------------------------ endpoints */
 
-static unsigned fail(cJSON **out, unsigned status, const char *type, const char *fmt, ...) QG_PRINTF(4, 5);
+static unsigned fail(cJSON **out, unsigned status, const char *type, const char *fmt, ...)
+    QG_PRINTF(4, 5);
 static unsigned fail(cJSON **out, unsigned status, const char *type, const char *fmt, ...)
 {
     va_list ap;
@@ -353,22 +377,26 @@ static unsigned parse_sampling(const cJSON *req, struct completion_req *q, cJSON
         q->gp.temperature = (float)v->valuedouble;
     }
     if ((v = cJSON_GetObjectItem(req, "top_p")) && cJSON_IsNumber(v)) {
-        if (!(v->valuedouble > 0 && v->valuedouble <= 1)) return fail(out, 400, "invalid_request_error", "\"top_p\" must be in (0, 1]");
+        if (!(v->valuedouble > 0 && v->valuedouble <= 1))
+            return fail(out, 400, "invalid_request_error", "\"top_p\" must be in (0, 1]");
         q->gp.top_p = (float)v->valuedouble;
     }
-    if ((v = cJSON_GetObjectItem(req, "seed")) && cJSON_IsNumber(v)) { /* an integer; a negative one as its 64-bit pattern */
+    if ((v = cJSON_GetObjectItem(req, "seed")) &&
+        cJSON_IsNumber(v)) { /* an integer; a negative one as its 64-bit pattern */
         double d = v->valuedouble;
         if (d != floor(d) || d < -9223372036854775808.0 || d >= 18446744073709551616.0)
             return fail(out, 400, "invalid_request_error", "\"seed\" must be an integer");
         q->gp.seed = d < 0 ? (uint64_t)(int64_t)d : (uint64_t)d;
     }
     const cJSON *st = cJSON_GetObjectItem(req, "stop");
-    if (cJSON_IsString(st)) q->stops[q->gp.n_stop++] = st->valuestring;
+    if (cJSON_IsString(st))
+        q->stops[q->gp.n_stop++] = st->valuestring;
     else if (cJSON_IsArray(st)) {
         cJSON_ArrayForEach(v, st)
         {
             if (!cJSON_IsString(v) || q->gp.n_stop == 4)
-                return fail(out, 400, "invalid_request_error", "\"stop\" must be a string or up to 4 strings");
+                return fail(out, 400, "invalid_request_error",
+                            "\"stop\" must be a string or up to 4 strings");
             q->stops[q->gp.n_stop++] = v->valuestring;
         }
     }
@@ -377,12 +405,14 @@ static unsigned parse_sampling(const cJSON *req, struct completion_req *q, cJSON
 }
 
 /* 0 with *q filled, or the HTTP status of the error written to *out. */
-static unsigned parse_completion(struct server *s, const cJSON *req, struct completion_req *q, cJSON **out)
+static unsigned parse_completion(struct server *s, const cJSON *req, struct completion_req *q,
+                                 cJSON **out)
 {
     memset(q, 0, sizeof *q);
     const cJSON *model = cJSON_GetObjectItem(req, "model");
     if (model && (!cJSON_IsString(model) || strcmp(model->valuestring, s->model_id)))
-        return fail(out, 404, "invalid_request_error", "model '%s' is not served here (this server serves '%s')",
+        return fail(out, 404, "invalid_request_error",
+                    "model '%s' is not served here (this server serves '%s')",
                     cJSON_IsString(model) ? model->valuestring : "?", s->model_id);
     const cJSON *n_choices = cJSON_GetObjectItem(req, "n");
     if (n_choices && (!cJSON_IsNumber(n_choices) || n_choices->valuedouble != 1))
@@ -390,40 +420,50 @@ static unsigned parse_completion(struct server *s, const cJSON *req, struct comp
     q->echo = cJSON_IsTrue(cJSON_GetObjectItem(req, "echo"));
     q->top_k = q->plp_k = -1;
     q->max_tokens = 16;
-    if (opt_int(req, "logprobs", 20, &q->top_k)) return fail(out, 400, "invalid_request_error", "\"logprobs\" must be an integer 0..20");
+    if (opt_int(req, "logprobs", 20, &q->top_k))
+        return fail(out, 400, "invalid_request_error", "\"logprobs\" must be an integer 0..20");
     const cJSON *jp = cJSON_GetObjectItem(req, "prompt_logprobs");
     if (jp && !cJSON_IsNull(jp) && s->no_vllm_prompt_logprobs)
         return fail(out, 400, "invalid_request_error", "unknown parameter \"prompt_logprobs\"");
     if (opt_int(req, "prompt_logprobs", 20, &q->plp_k))
-        return fail(out, 400, "invalid_request_error", "\"prompt_logprobs\" must be an integer 0..20");
+        return fail(out, 400, "invalid_request_error",
+                    "\"prompt_logprobs\" must be an integer 0..20");
     if (opt_int(req, "max_tokens", 1e6, &q->max_tokens))
-        return fail(out, 400, "invalid_request_error", "\"max_tokens\" must be a non-negative integer");
-    q->gp = (struct backend_gen_params){.max_tokens = q->max_tokens, .temperature = 1.0f, .top_p = 1.0f, .seed = 0};
+        return fail(out, 400, "invalid_request_error",
+                    "\"max_tokens\" must be a non-negative integer");
+    q->gp = (struct backend_gen_params){
+        .max_tokens = q->max_tokens, .temperature = 1.0f, .top_p = 1.0f, .seed = 0};
     return parse_sampling(req, q, out);
 }
 
 /* Runs the request on a model instance: tokens, generation, log-probs.
  * 0 or an HTTP status with msg. */
-static unsigned run_completion(struct server *s, const cJSON *req, const struct completion_req *q, struct completion_out *o,
-                               char *msg, size_t msglen)
+static unsigned run_completion(struct server *s, const cJSON *req, const struct completion_req *q,
+                               struct completion_out *o, char *msg, size_t msglen)
 {
     int rc = QG_OK;
     struct backend *b = acquire(s);
-    unsigned status = prompt_ids(s, b, cJSON_GetObjectItem(req, "prompt"), &o->ids, &o->n, &o->ptext, msg, msglen);
+    unsigned status = prompt_ids(s, b, cJSON_GetObjectItem(req, "prompt"), &o->ids, &o->n,
+                                 &o->ptext, msg, msglen);
     /* n prompt tokens and max_tokens new ones take n + max_tokens - 1
      * evaluated positions (the last token is only a target) */
     if (!status && o->n + q->max_tokens - 1 > s->info.n_ctx_train && s->info.n_ctx_train > 0) {
         status = 400;
-        snprintf(msg, msglen, "prompt (%lld tokens) plus max_tokens (%d) needs %lld positions, over the context length %d",
-                 (long long)o->n, q->max_tokens, (long long)o->n + q->max_tokens - 1, s->info.n_ctx_train);
+        snprintf(msg, msglen,
+                 "prompt (%lld tokens) plus max_tokens (%d) needs %lld positions, over the context "
+                 "length %d",
+                 (long long)o->n, q->max_tokens, (long long)o->n + q->max_tokens - 1,
+                 s->info.n_ctx_train);
     }
-    if (!status && q->max_tokens > 0) rc = backend_generate(b, o->ids, o->n, &q->gp, &o->gtext, &o->gen, &o->n_gen);
+    if (!status && q->max_tokens > 0)
+        rc = backend_generate(b, o->ids, o->n, &q->gp, &o->gtext, &o->gen, &o->n_gen);
     double *lp = NULL;
     float *rows = NULL;
     int64_t n = o->n, n_gen = o->n_gen;
     if (!status && !rc && ((q->top_k >= 0 && (q->echo || n_gen > 0)) || q->plp_k >= 0)) {
         o->seq = malloc((size_t)(n + n_gen) * sizeof *o->seq);
-        if (!o->seq) rc = QG_ERR_NOMEM;
+        if (!o->seq)
+            rc = QG_ERR_NOMEM;
         else {
             memcpy(o->seq, o->ids, (size_t)n * sizeof *o->seq);
             if (n_gen) memcpy(o->seq + n, o->gen, (size_t)n_gen * sizeof *o->seq);
@@ -438,7 +478,8 @@ static unsigned run_completion(struct server *s, const cJSON *req, const struct 
     if (!status && !rc && o->seq && q->top_k >= 0 &&
         !(o->lpo = logprobs_json(s, o->seq, n + n_gen, n, q->echo ? 0 : n, q->top_k, lp, rows)))
         rc = QG_ERR_NOMEM;
-    if (!status && !rc && o->seq && q->plp_k >= 0 && !(o->plpo = vllm_prompt_logprobs(s, o->seq, n, q->plp_k, lp, rows)))
+    if (!status && !rc && o->seq && q->plp_k >= 0 &&
+        !(o->plpo = vllm_prompt_logprobs(s, o->seq, n, q->plp_k, lp, rows)))
         rc = QG_ERR_NOMEM;
     free(lp), free(rows);
     if (!status && rc) status = 500, snprintf(msg, msglen, "the model failed: %s", qg_strerror(rc));
@@ -446,7 +487,8 @@ static unsigned run_completion(struct server *s, const cJSON *req, const struct 
 }
 
 /* The OpenAI text_completion object (takes o's log-prob objects). */
-static cJSON *completion_json(struct server *s, int64_t id, const struct completion_req *q, struct completion_out *o)
+static cJSON *completion_json(struct server *s, int64_t id, const struct completion_req *q,
+                              struct completion_out *o)
 {
     struct sbuf text;
     sbuf_init(&text, (size_t)1 << 30);
@@ -465,10 +507,13 @@ static cJSON *completion_json(struct server *s, int64_t id, const struct complet
     cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "choices"), ch);
     cJSON_AddNumberToObject(ch, "index", 0);
     cJSON_AddStringToObject(ch, "text", clean ? clean : "");
-    if (o->lpo) cJSON_AddItemToObject(ch, "logprobs", o->lpo), o->lpo = NULL;
-    else cJSON_AddNullToObject(ch, "logprobs");
+    if (o->lpo)
+        cJSON_AddItemToObject(ch, "logprobs", o->lpo), o->lpo = NULL;
+    else
+        cJSON_AddNullToObject(ch, "logprobs");
     if (o->plpo) cJSON_AddItemToObject(ch, "prompt_logprobs", o->plpo), o->plpo = NULL;
-    cJSON_AddStringToObject(ch, "finish_reason", q->max_tokens > 0 && o->n_gen >= q->max_tokens ? "length" : "stop");
+    cJSON_AddStringToObject(ch, "finish_reason",
+                            q->max_tokens > 0 && o->n_gen >= q->max_tokens ? "length" : "stop");
     cJSON *u = cJSON_AddObjectToObject(j, "usage");
     cJSON_AddNumberToObject(u, "prompt_tokens", (double)o->n);
     cJSON_AddNumberToObject(u, "completion_tokens", (double)o->n_gen);
@@ -512,18 +557,24 @@ static enum MHD_Result chat(struct server *s, struct MHD_Connection *c, const cJ
 {
     const cJSON *msgs = cJSON_GetObjectItem(req, "messages"), *m;
     if (!cJSON_IsArray(msgs) || cJSON_GetArraySize(msgs) == 0)
-        return send_error(c, 400, "invalid_request_error", "\"messages\" must be a non-empty array");
+        return send_error(c, 400, "invalid_request_error",
+                          "\"messages\" must be a non-empty array");
     struct sbuf p;
     sbuf_init(&p, s->max_body);
     cJSON_ArrayForEach(m, msgs)
     {
-        const cJSON *role = cJSON_GetObjectItem(m, "role"), *content = cJSON_GetObjectItem(m, "content");
+        const cJSON *role = cJSON_GetObjectItem(m, "role"),
+                    *content = cJSON_GetObjectItem(m, "content");
         const char *r = cJSON_IsString(role) ? role->valuestring : "";
-        const char *name = !strcmp(r, "system") ? "System" : !strcmp(r, "user") ? "User" : !strcmp(r, "assistant") ? "Assistant" : NULL;
+        const char *name = !strcmp(r, "system")      ? "System"
+                           : !strcmp(r, "user")      ? "User"
+                           : !strcmp(r, "assistant") ? "Assistant"
+                                                     : NULL;
         if (!name || !cJSON_IsString(content)) {
             sbuf_release(&p);
-            return send_error(c, 400, "invalid_request_error",
-                              "each message needs \"role\" (system, user or assistant) and a string \"content\"");
+            return send_error(
+                c, 400, "invalid_request_error",
+                "each message needs \"role\" (system, user or assistant) and a string \"content\"");
         }
         sbuf_printf(&p, "%s: %s\n\n", name, content->valuestring);
     }
@@ -535,7 +586,8 @@ static enum MHD_Result chat(struct server *s, struct MHD_Connection *c, const cJ
     cJSON_AddStringToObject(creq, "prompt", p.data ? p.data : "");
     sbuf_release(&p);
     cJSON *st = cJSON_GetObjectItem(creq, "stop");
-    if (!st) cJSON_AddItemToObject(creq, "stop", cJSON_CreateString("\nUser:"));
+    if (!st)
+        cJSON_AddItemToObject(creq, "stop", cJSON_CreateString("\nUser:"));
     else if (cJSON_IsString(st)) {
         cJSON *arr = cJSON_CreateArray();
         cJSON_AddItemToArray(arr, cJSON_CreateString(st->valuestring));
@@ -551,7 +603,8 @@ static enum MHD_Result chat(struct server *s, struct MHD_Connection *c, const cJ
         cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItem(body, "choices"), 0);
         const cJSON *t = cJSON_GetObjectItem(ch, "text");
         const char *text = cJSON_IsString(t) ? t->valuestring : "";
-        while (*text == ' ') text++; /* "Assistant: hello" -> "hello" */
+        while (*text == ' ')
+            text++; /* "Assistant: hello" -> "hello" */
         cJSON *msg = cJSON_CreateObject();
         cJSON_AddStringToObject(msg, "role", "assistant");
         cJSON_AddStringToObject(msg, "content", text);
@@ -567,7 +620,9 @@ static enum MHD_Result tokenize(struct server *s, struct MHD_Connection *c, cons
 {
     const cJSON *t = cJSON_GetObjectItem(req, "content");
     if (!t) t = cJSON_GetObjectItem(req, "prompt");
-    if (!cJSON_IsString(t)) return send_error(c, 400, "invalid_request_error", "\"content\" (or \"prompt\") must be a string");
+    if (!cJSON_IsString(t))
+        return send_error(c, 400, "invalid_request_error",
+                          "\"content\" (or \"prompt\") must be a string");
     const cJSON *sp = cJSON_GetObjectItem(req, "add_special");
     if (!sp) sp = cJSON_GetObjectItem(req, "add_special_tokens");
     int add = sp ? cJSON_IsTrue(sp) : 1;
@@ -596,7 +651,8 @@ static enum MHD_Result tokenize(struct server *s, struct MHD_Connection *c, cons
             cJSON_AddStringToObject(o, "piece", buf);
         } else {
             cJSON *bytes = cJSON_AddArrayToObject(o, "piece");
-            for (int k = 0; k < len; k++) cJSON_AddItemToArray(bytes, cJSON_CreateNumber((unsigned char)buf[k]));
+            for (int k = 0; k < len; k++)
+                cJSON_AddItemToArray(bytes, cJSON_CreateNumber((unsigned char)buf[k]));
         }
         cJSON_AddItemToArray(a, o);
     }
@@ -614,15 +670,20 @@ static enum MHD_Result tokenize(struct server *s, struct MHD_Connection *c, cons
 static enum MHD_Result detokenize(struct server *s, struct MHD_Connection *c, const cJSON *req)
 {
     const cJSON *a = cJSON_GetObjectItem(req, "tokens"), *v;
-    if (!cJSON_IsArray(a)) return send_error(c, 400, "invalid_request_error", "\"tokens\" must be an array of token ids");
+    if (!cJSON_IsArray(a))
+        return send_error(c, 400, "invalid_request_error",
+                          "\"tokens\" must be an array of token ids");
     int64_t n = cJSON_GetArraySize(a), i = 0;
     int32_t *ids = malloc((size_t)(n ? n : 1) * sizeof *ids);
     if (!ids) return send_error(c, 500, "server_error", "out of memory");
     cJSON_ArrayForEach(v, a)
     {
-        if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble >= s->info.n_vocab || v->valuedouble != floor(v->valuedouble)) {
+        if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble >= s->info.n_vocab ||
+            v->valuedouble != floor(v->valuedouble)) {
             free(ids);
-            return send_error(c, 400, "invalid_request_error", "token %lld is not a token id in [0, %d)", (long long)i, s->info.n_vocab);
+            return send_error(c, 400, "invalid_request_error",
+                              "token %lld is not a token id in [0, %d)", (long long)i,
+                              s->info.n_vocab);
         }
         ids[i++] = (int32_t)v->valuedouble;
     }
@@ -662,12 +723,70 @@ static int authorized(struct server *s, struct MHD_Connection *c)
     /* compare without an early exit on the first differing byte */
     size_t a = strlen(h + 7), b = strlen(s->api_key);
     unsigned diff = a != b;
-    for (size_t i = 0; i < a && i < b; i++) diff |= (unsigned char)(h[7 + i] ^ s->api_key[i]);
+    for (size_t i = 0; i < a && i < b; i++)
+        diff |= (unsigned char)(h[7 + i] ^ s->api_key[i]);
     return diff == 0;
 }
 
-static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method, const char *version,
-                              const char *upload, size_t *upload_size, void **con_cls)
+/* An injected fault that answers for the request (MHD_YES/MHD_NO), or -1
+ * to go on (a stall has then been served). */
+static int inject_fault(struct server *s, struct MHD_Connection *c, enum fault f)
+{
+    switch (f) {
+    case F_500:
+        return send_error(c, 500, "server_error", "injected fault: internal error");
+    case F_429: {
+        const char *b = "{\"error\":{\"message\":\"injected fault: rate "
+                        "limited\",\"type\":\"rate_limit_error\",\"code\":429}}";
+        return send_text(c, 429, b, strlen(b), "application/json", "0");
+    }
+    case F_RESET:
+        return MHD_NO; /* closes the connection without a response */
+    case F_STALL:
+        usleep((useconds_t)s->stall_ms * 1000);
+        return -1;
+    default:
+        return -1;
+    }
+}
+
+/* A POST to one of the JSON endpoints, with its body read. */
+static enum MHD_Result handle_post(struct server *s, struct MHD_Connection *c, const char *url,
+                                   const struct conn *k, enum fault f)
+{
+    if (k->too_big)
+        return send_error(c, 413, "invalid_request_error", "request body over %zu bytes",
+                          s->max_body);
+    cJSON *req = cJSON_ParseWithLength(k->body.data ? k->body.data : "", k->body.len);
+    if (!cJSON_IsObject(req)) {
+        cJSON_Delete(req);
+        return send_error(c, 400, "invalid_request_error", "the request body is not a JSON object");
+    }
+    if (f == F_TRUNCATE || f == F_MALFORMED) {
+        cJSON_Delete(req);
+        const char *b =
+            f == F_TRUNCATE
+                ? "{\"id\":\"cmpl-x\",\"object\":\"text_completion\",\"choices\":[{\"text\":\""
+                : "<html>not json";
+        return send_text(c, 200, b, strlen(b), "application/json", NULL);
+    }
+    pthread_mutex_lock(&s->lock);
+    if (++s->in_flight > s->max_in_flight) s->max_in_flight = s->in_flight;
+    pthread_mutex_unlock(&s->lock);
+    enum MHD_Result out = !strcmp(url, "/v1/completions")        ? completions(s, c, req)
+                          : !strcmp(url, "/v1/chat/completions") ? chat(s, c, req)
+                          : !strcmp(url, "/tokenize")            ? tokenize(s, c, req)
+                                                                 : detokenize(s, c, req);
+    pthread_mutex_lock(&s->lock);
+    s->in_flight--;
+    pthread_mutex_unlock(&s->lock);
+    cJSON_Delete(req);
+    return out;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *version, const char *upload,
+                              size_t *upload_size, void **con_cls)
 {
     struct server *s = cls;
     struct conn *k = *con_cls;
@@ -688,54 +807,23 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     enum fault f = strcmp(method, "POST") ? F_NONE : draw_fault(s);
     if (f) s->faults++;
     pthread_mutex_unlock(&s->lock);
-    switch (f) {
-    case F_500: return send_error(c, 500, "server_error", "injected fault: internal error");
-    case F_429: {
-        const char *b = "{\"error\":{\"message\":\"injected fault: rate limited\",\"type\":\"rate_limit_error\",\"code\":429}}";
-        return send_text(c, 429, b, strlen(b), "application/json", "0");
-    }
-    case F_RESET: return MHD_NO; /* closes the connection without a response */
-    case F_STALL: usleep((useconds_t)s->stall_ms * 1000); break;
-    default: break;
-    }
-    if (!authorized(s, c)) return send_error(c, 401, "authentication_error", "missing or wrong API key (Authorization: Bearer ...)");
-    enum MHD_Result out;
-    if (!strcmp(method, "GET") && !strcmp(url, "/health")) {
-        out = send_text(c, 200, "{\"status\":\"ok\"}", 15, "application/json", NULL);
-    } else if (!strcmp(method, "GET") && !strcmp(url, "/v1/models")) {
-        out = models(s, c);
-    } else if (!strcmp(method, "POST") &&
-               (!strcmp(url, "/v1/completions") || !strcmp(url, "/v1/chat/completions") || !strcmp(url, "/tokenize") ||
-                !strcmp(url, "/detokenize"))) {
-        if (k->too_big) return send_error(c, 413, "invalid_request_error", "request body over %zu bytes", s->max_body);
-        cJSON *req = cJSON_ParseWithLength(k->body.data ? k->body.data : "", k->body.len);
-        if (!cJSON_IsObject(req)) {
-            cJSON_Delete(req);
-            return send_error(c, 400, "invalid_request_error", "the request body is not a JSON object");
-        }
-        if (f == F_TRUNCATE || f == F_MALFORMED) {
-            cJSON_Delete(req);
-            const char *b = f == F_TRUNCATE ? "{\"id\":\"cmpl-x\",\"object\":\"text_completion\",\"choices\":[{\"text\":\"" : "<html>not json";
-            return send_text(c, 200, b, strlen(b), "application/json", NULL);
-        }
-        pthread_mutex_lock(&s->lock);
-        if (++s->in_flight > s->max_in_flight) s->max_in_flight = s->in_flight;
-        pthread_mutex_unlock(&s->lock);
-        out = !strcmp(url, "/v1/completions")        ? completions(s, c, req)
-              : !strcmp(url, "/v1/chat/completions") ? chat(s, c, req)
-              : !strcmp(url, "/tokenize")            ? tokenize(s, c, req)
-                                                     : detokenize(s, c, req);
-        pthread_mutex_lock(&s->lock);
-        s->in_flight--;
-        pthread_mutex_unlock(&s->lock);
-        cJSON_Delete(req);
-    } else {
-        out = send_error(c, 404, "invalid_request_error", "no endpoint %s %s", method, url);
-    }
-    return out;
+    int injected = inject_fault(s, c, f);
+    if (injected >= 0) return (enum MHD_Result)injected;
+    if (!authorized(s, c))
+        return send_error(c, 401, "authentication_error",
+                          "missing or wrong API key (Authorization: Bearer ...)");
+    if (!strcmp(method, "GET") && !strcmp(url, "/health"))
+        return send_text(c, 200, "{\"status\":\"ok\"}", 15, "application/json", NULL);
+    if (!strcmp(method, "GET") && !strcmp(url, "/v1/models")) return models(s, c);
+    if (!strcmp(method, "POST") &&
+        (!strcmp(url, "/v1/completions") || !strcmp(url, "/v1/chat/completions") ||
+         !strcmp(url, "/tokenize") || !strcmp(url, "/detokenize")))
+        return handle_post(s, c, url, k, f);
+    return send_error(c, 404, "invalid_request_error", "no endpoint %s %s", method, url);
 }
 
-static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                      enum MHD_RequestTerminationCode toe)
 {
     struct conn *k = *con_cls;
     if (!k) return;
@@ -761,10 +849,14 @@ static int parse_faults(struct server *s, const char *spec, char *err, size_t er
         }
         if (!colon || !f || qg_parse_f64(colon + 1, &r) || !(r >= 0 && r <= 1))
             rc = qg_errf(err, errlen, QG_ERR_USAGE,
-                         "bad fault '%s': want KIND:RATE with KIND 500, 429, reset, stall, truncate or malformed and RATE in [0, 1]", tok);
-        else s->rate[f] += r, total += r;
+                         "bad fault '%s': want KIND:RATE with KIND 500, 429, reset, stall, "
+                         "truncate or malformed and RATE in [0, 1]",
+                         tok);
+        else
+            s->rate[f] += r, total += r;
     }
-    if (!rc && total > 1) rc = qg_errf(err, errlen, QG_ERR_USAGE, "fault rates add up to %g, more than 1", total);
+    if (!rc && total > 1)
+        rc = qg_errf(err, errlen, QG_ERR_USAGE, "fault rates add up to %g, more than 1", total);
     free(copy);
     return rc;
 }
@@ -778,20 +870,22 @@ static void server_free(struct server *s)
     free(s->busy);
     free(s->held_since);
     free(s->api_key);
-    for (int i = 0; s->piece && i < s->n_piece; i++) free(s->piece[i]);
+    for (int i = 0; s->piece && i < s->n_piece; i++)
+        free(s->piece[i]);
     free(s->piece);
     free(s);
 }
 
-int serve_start(struct backend *b, int n_backends, const struct serve_params *p, struct server **out, int *bound_port, char *err,
-                size_t errlen)
+int serve_start(struct backend *b, int n_backends, const struct serve_params *p,
+                struct server **out, int *bound_port, char *err, size_t errlen)
 {
     *out = NULL;
     struct server *s = calloc(1, sizeof *s);
     if (!s || n_backends < 1 || !(s->busy = calloc((size_t)n_backends, 1)) ||
         !(s->held_since = calloc((size_t)n_backends, sizeof *s->held_since))) {
         if (s) free(s->busy), free(s);
-        return qg_errf(err, errlen, n_backends < 1 ? QG_ERR_USAGE : QG_ERR_NOMEM, n_backends < 1 ? "no backend to serve" : "out of memory");
+        return qg_errf(err, errlen, n_backends < 1 ? QG_ERR_USAGE : QG_ERR_NOMEM,
+                       n_backends < 1 ? "no backend to serve" : "out of memory");
     }
     s->b = b;
     s->nb = n_backends;
@@ -808,7 +902,8 @@ int serve_start(struct backend *b, int n_backends, const struct serve_params *p,
         buf[len] = '\0';
         s->piece[id] = utf8_sanitize(buf);
     }
-    snprintf(s->model_id, sizeof s->model_id, "%s", p->model_id && *p->model_id ? p->model_id : "qgate");
+    snprintf(s->model_id, sizeof s->model_id, "%s",
+             p->model_id && *p->model_id ? p->model_id : "qgate");
     s->api_key = p->api_key ? qg_strdup(p->api_key) : NULL;
     s->max_body = p->max_body ? p->max_body : (size_t)16 << 20;
     s->stall_ms = p->stall_ms > 0 ? p->stall_ms : 5000;
@@ -824,10 +919,14 @@ int serve_start(struct backend *b, int n_backends, const struct serve_params *p,
     if (!rc && inet_pton(AF_INET, host, &sin.sin_addr) != 1)
         rc = qg_errf(err, errlen, QG_ERR_USAGE, "--host '%s' is not an IPv4 address", host);
     if (!rc) {
-        s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, (uint16_t)p->port, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, &sin,
-                                MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(p->threads > 0 ? p->threads : 4), MHD_OPTION_NOTIFY_COMPLETED,
-                                completed, s, MHD_OPTION_CONNECTION_TIMEOUT, 300u, MHD_OPTION_END);
-        if (!s->d) rc = qg_errf(err, errlen, QG_ERR_UNAVAILABLE, "cannot listen on %s:%d (in use, or not allowed)", host, p->port);
+        s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, (uint16_t)p->port, NULL, NULL,
+                                handle, s, MHD_OPTION_SOCK_ADDR, &sin, MHD_OPTION_THREAD_POOL_SIZE,
+                                (unsigned)(p->threads > 0 ? p->threads : 4),
+                                MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+                                MHD_OPTION_CONNECTION_TIMEOUT, 300u, MHD_OPTION_END);
+        if (!s->d)
+            rc = qg_errf(err, errlen, QG_ERR_UNAVAILABLE,
+                         "cannot listen on %s:%d (in use, or not allowed)", host, p->port);
     }
     if (rc) {
         server_free(s);

@@ -40,21 +40,22 @@
 #include <stdint.h>
 
 struct serve_params {
-    const char *host;      /* default 127.0.0.1 */
-    int port;              /* 0: any free port (see *bound_port) */
-    const char *model_id;  /* the id /v1/models lists and requests must name */
-    const char *api_key;   /* NULL: no authentication; else Bearer KEY required */
-    int threads;           /* connection threads (default 4) */
-    size_t max_body;       /* request body limit in bytes (default 16 MiB) */
-    const char *faults;    /* NULL or "500:0.1,429:0.05,..." */
+    const char *host;     /* default 127.0.0.1 */
+    int port;             /* 0: any free port (see *bound_port) */
+    const char *model_id; /* the id /v1/models lists and requests must name */
+    const char *api_key;  /* NULL: no authentication; else Bearer KEY required */
+    int threads;          /* connection threads (default 4) */
+    size_t max_body;      /* request body limit in bytes (default 16 MiB) */
+    const char *faults;   /* NULL or "500:0.1,429:0.05,..." */
     uint64_t fault_seed;
-    int stall_ms;          /* default 5000 */
+    int stall_ms;           /* default 5000 */
     int no_prompt_logprobs; /* testing only: answer like a server that gives log-probs of generated
                              * tokens only (null for every echoed prompt token) */
-    int no_vllm_prompt_logprobs; /* testing only: refuse "prompt_logprobs" (400), as a server without it */
+    int no_vllm_prompt_logprobs; /* testing only: refuse "prompt_logprobs" (400), as a server
+                                    without it */
     int plain_tokenize;          /* testing only: ignore "with_pieces" (ids only, as vLLM) */
-    int text_prompts_only;       /* testing only: refuse token-id prompts (400) and answer without the id
-                                  * extensions, as a server that takes text only */
+    int text_prompts_only; /* testing only: refuse token-id prompts (400) and answer without the id
+                            * extensions, as a server that takes text only */
 };
 
 struct server;
@@ -64,8 +65,8 @@ struct server;
  * holds, so n_backends requests are computed at once. QG_OK, or
  * QG_ERR_USAGE (bad faults spec) / QG_ERR_UNAVAILABLE (cannot listen) with
  * err filled. */
-int serve_start(struct backend *b, int n_backends, const struct serve_params *p, struct server **out, int *bound_port,
-                char *err, size_t errlen);
+int serve_start(struct backend *b, int n_backends, const struct serve_params *p,
+                struct server **out, int *bound_port, char *err, size_t errlen);
 /* Stops accepting, finishes the requests in flight and frees s. */
 void serve_stop(struct server *s);
 /* Requests answered so far (all endpoints), and faults injected. */

@@ -20,10 +20,10 @@ static const char *const migrations[] = {
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
     "CREATE TABLE runs("
     "  id INTEGER PRIMARY KEY,"
-    "  uid TEXT NOT NULL UNIQUE,"            /* random, identifies a run across shard files */
+    "  uid TEXT NOT NULL UNIQUE," /* random, identifies a run across shard files */
     "  created_at TEXT NOT NULL,"
     "  finished_at TEXT,"
-    "  status INTEGER NOT NULL,"             /* enum store_run_status */
+    "  status INTEGER NOT NULL," /* enum store_run_status */
     "  command TEXT,"
     "  qgate_version TEXT NOT NULL,"
     "  host TEXT,"
@@ -35,8 +35,8 @@ static const char *const migrations[] = {
     "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
     "  name TEXT NOT NULL, spec TEXT NOT NULL, backend TEXT NOT NULL,"
     "  path TEXT, sha256 TEXT, file_bytes INTEGER, format TEXT, arch TEXT, n_params INTEGER,"
-    "  types_json TEXT,"                      /* stored tensor types: count and bytes per type */
-    "  role INTEGER NOT NULL DEFAULT 0,"      /* 0 baseline, 1 candidate */
+    "  types_json TEXT,"                 /* stored tensor types: count and bytes per type */
+    "  role INTEGER NOT NULL DEFAULT 0," /* 0 baseline, 1 candidate */
     "  UNIQUE(run_id, name));"
     "CREATE TABLE datasets("
     "  id INTEGER PRIMARY KEY,"
@@ -45,7 +45,7 @@ static const char *const migrations[] = {
     "CREATE TABLE tasks("
     "  id INTEGER PRIMARY KEY,"
     "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
-    "  name TEXT NOT NULL, kind INTEGER NOT NULL,"   /* enum task_kind */
+    "  name TEXT NOT NULL, kind INTEGER NOT NULL," /* enum task_kind */
     "  config_json TEXT, config_hash TEXT NOT NULL,"
     "  n_items INTEGER, critical INTEGER NOT NULL DEFAULT 0,"
     "  UNIQUE(run_id, name));"
@@ -60,18 +60,18 @@ static const char *const migrations[] = {
     "  model_id INTEGER NOT NULL REFERENCES models(id) ON DELETE CASCADE,"
     "  task_id INTEGER NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,"
     "  repeat INTEGER NOT NULL, seed INTEGER,"
-    "  status INTEGER NOT NULL,"                    /* enum store_trial_status */
-    "  deterministic INTEGER,"                      /* NULL unknown, 0, 1 */
+    "  status INTEGER NOT NULL," /* enum store_trial_status */
+    "  deterministic INTEGER,"   /* NULL unknown, 0, 1 */
     "  started_at TEXT, finished_at TEXT, wall_seconds REAL,"
     "  n_items INTEGER, n_tokens INTEGER,"
-    "  metrics_json TEXT,"                          /* per-trial aggregates, KLD percentiles */
+    "  metrics_json TEXT," /* per-trial aggregates, KLD percentiles */
     "  error TEXT,"
     "  UNIQUE(run_id, model_id, task_id, repeat));"
     "CREATE TABLE items("
     "  trial_id INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,"
-    "  idx INTEGER NOT NULL,"                       /* item or window index within the task */
-    "  cluster INTEGER,"                            /* shared passage/subject, for resampling */
-    "  nll REAL,"                                   /* summed NLL of scored tokens, nats */
+    "  idx INTEGER NOT NULL," /* item or window index within the task */
+    "  cluster INTEGER,"      /* shared passage/subject, for resampling */
+    "  nll REAL,"             /* summed NLL of scored tokens, nats */
     "  n_tokens INTEGER, n_bytes INTEGER, n_words INTEGER,"
     "  correct INTEGER, score REAL,"
     "  prediction TEXT, extracted TEXT, output_hash TEXT,"
@@ -85,7 +85,7 @@ static const char *const migrations[] = {
     "  candidate_model_id INTEGER NOT NULL REFERENCES models(id),"
     "  created_at TEXT NOT NULL, qgate_version TEXT NOT NULL, command TEXT,"
     "  policy_json TEXT, bootstrap_seed INTEGER, bootstrap_iters INTEGER,"
-    "  verdict INTEGER,"                            /* 0 PASS, 1 FAIL, 2 INCONCLUSIVE */
+    "  verdict INTEGER," /* 0 PASS, 1 FAIL, 2 INCONCLUSIVE */
     "  summary_json TEXT);"
     "CREATE TABLE verdict_rows("
     "  comparison_id INTEGER NOT NULL REFERENCES comparisons(id) ON DELETE CASCADE,"
@@ -141,14 +141,29 @@ struct store_params store_default_params(void)
 static int map_rc(int rc)
 {
     switch (rc & 0xff) {
-    case SQLITE_OK: case SQLITE_DONE: case SQLITE_ROW: return QG_OK;
-    case SQLITE_NOTADB: return QG_ERR_DATA;
-    case SQLITE_CORRUPT: return QG_ERR_CORRUPT;
-    case SQLITE_NOMEM: return QG_ERR_NOMEM;
-    case SQLITE_CONSTRAINT: case SQLITE_MISMATCH: return QG_ERR_DATA;
-    case SQLITE_CANTOPEN: return QG_ERR_NOINPUT;
-    case SQLITE_IOERR: case SQLITE_FULL: case SQLITE_READONLY: case SQLITE_BUSY:
-    case SQLITE_LOCKED: case SQLITE_PERM: case SQLITE_PROTOCOL: return QG_ERR_IO;
+    case SQLITE_OK:
+    case SQLITE_DONE:
+    case SQLITE_ROW:
+        return QG_OK;
+    case SQLITE_NOTADB:
+        return QG_ERR_DATA;
+    case SQLITE_CORRUPT:
+        return QG_ERR_CORRUPT;
+    case SQLITE_NOMEM:
+        return QG_ERR_NOMEM;
+    case SQLITE_CONSTRAINT:
+    case SQLITE_MISMATCH:
+        return QG_ERR_DATA;
+    case SQLITE_CANTOPEN:
+        return QG_ERR_NOINPUT;
+    case SQLITE_IOERR:
+    case SQLITE_FULL:
+    case SQLITE_READONLY:
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+    case SQLITE_PERM:
+    case SQLITE_PROTOCOL:
+        return QG_ERR_IO;
     }
     return QG_ERR_INTERNAL;
 }
@@ -208,7 +223,8 @@ static int check_header(const char *path, char *err, int errlen)
     int rc = QG_OK;
     if (fstat(fd, &stt) != 0 || !S_ISREG(stt.st_mode))
         rc = qg_errf(err, (size_t)errlen, QG_ERR_DATA, "%s: not a regular file", path);
-    else if (stt.st_size > 0 && (read(fd, head, 16) != 16 || memcmp(head, "SQLite format 3", 16) != 0))
+    else if (stt.st_size > 0 &&
+             (read(fd, head, 16) != 16 || memcmp(head, "SQLite format 3", 16) != 0))
         rc = qg_errf(err, (size_t)errlen, QG_ERR_DATA,
                      "%s: not an SQLite database (refusing to overwrite it; check --db)", path);
     close(fd);
@@ -295,7 +311,8 @@ static int open_db(struct store *s, const struct store_params *p)
                 SQLITE_OPEN_NOMUTEX;
     int rc = sqlite3_open_v2(s->path, &s->db, flags, NULL);
     if (rc != SQLITE_OK) {
-        if (!s->db) return qg_errf(s->err, sizeof s->err, QG_ERR_NOMEM, "%s: out of memory", s->path);
+        if (!s->db)
+            return qg_errf(s->err, sizeof s->err, QG_ERR_NOMEM, "%s: out of memory", s->path);
         int st = db_fail(s, p->readonly ? "cannot open" : "cannot open or create");
         return st == QG_ERR_NOINPUT && !p->readonly ? QG_ERR_CANTCREAT : st;
     }
@@ -352,40 +369,57 @@ int store_open(const char *path, const struct store_params *p, struct store **ou
 void store_close(struct store *s)
 {
     if (!s) return;
-    for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(s->st[i]);
+    for (int i = 0; i < ST_COUNT; i++)
+        sqlite3_finalize(s->st[i]);
     sqlite3_close(s->db);
     free(s->path);
     free(s);
 }
 
-int store_begin(struct store *s) { return exec(s, "BEGIN IMMEDIATE", "starting a transaction"); }
-int store_commit(struct store *s) { return exec(s, "COMMIT", "committing"); }
-int store_rollback(struct store *s) { return exec(s, "ROLLBACK", "rolling back"); }
+int store_begin(struct store *s)
+{
+    return exec(s, "BEGIN IMMEDIATE", "starting a transaction");
+}
+int store_commit(struct store *s)
+{
+    return exec(s, "COMMIT", "committing");
+}
+int store_rollback(struct store *s)
+{
+    return exec(s, "ROLLBACK", "rolling back");
+}
 
 /* ---- binding helpers: NULL strings, NAN doubles and negative "absent"
  * integers become SQL NULL ---- */
 static void bind_text(sqlite3_stmt *st, int i, const char *v)
 {
-    if (v) sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
-    else sqlite3_bind_null(st, i);
+    if (v)
+        sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, i);
 }
 
 static void bind_f64(sqlite3_stmt *st, int i, double v)
 {
-    if (isnan(v)) sqlite3_bind_null(st, i);
-    else sqlite3_bind_double(st, i, v);
+    if (isnan(v))
+        sqlite3_bind_null(st, i);
+    else
+        sqlite3_bind_double(st, i, v);
 }
 
 static void bind_opt_i64(sqlite3_stmt *st, int i, int64_t v)
 {
-    if (v < 0) sqlite3_bind_null(st, i);
-    else sqlite3_bind_int64(st, i, v);
+    if (v < 0)
+        sqlite3_bind_null(st, i);
+    else
+        sqlite3_bind_int64(st, i, v);
 }
 
 static int prepare(struct store *s, const char *sql, sqlite3_stmt **st)
 {
-    return sqlite3_prepare_v2(s->db, sql, -1, st, NULL) == SQLITE_OK ? QG_OK
-                                                                    : db_fail(s, "preparing a query");
+    return sqlite3_prepare_v2(s->db, sql, -1, st, NULL) == SQLITE_OK
+               ? QG_OK
+               : db_fail(s, "preparing a query");
 }
 
 /* Steps a write statement to completion; finalizes it unless cached. */
@@ -410,7 +444,8 @@ static void random_uid(char out[33])
     size_t n = f ? fread(b, 1, sizeof b, f) : 0;
     if (f) fclose(f);
     if (n != sizeof b) sqlite3_randomness((int)sizeof b, b);
-    for (int i = 0; i < 16; i++) snprintf(out + 2 * i, 3, "%02x", b[i]);
+    for (int i = 0; i < 16; i++)
+        snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
 
 int store_run_create(struct store *s, const struct store_run_new *r, int64_t *run_id)
@@ -502,7 +537,8 @@ int store_dataset_add(struct store *s, const char *path, const char *sha256, int
     return status;
 }
 
-int store_task_add(struct store *s, int64_t run_id, const struct store_task_new *t, int64_t *task_id)
+int store_task_add(struct store *s, int64_t run_id, const struct store_task_new *t,
+                   int64_t *task_id)
 {
     sqlite3_stmt *st;
     int rc = prepare(s,
@@ -523,8 +559,8 @@ int store_task_add(struct store *s, int64_t run_id, const struct store_task_new 
 int store_task_link_dataset(struct store *s, int64_t task_id, int64_t dataset_id, const char *role)
 {
     sqlite3_stmt *st;
-    int rc = prepare(s, "INSERT OR IGNORE INTO task_datasets(task_id, dataset_id, role) VALUES(?,?,?)",
-                     &st);
+    int rc = prepare(
+        s, "INSERT OR IGNORE INTO task_datasets(task_id, dataset_id, role) VALUES(?,?,?)", &st);
     if (rc) return rc;
     sqlite3_bind_int64(st, 1, task_id);
     sqlite3_bind_int64(st, 2, dataset_id);
@@ -630,10 +666,18 @@ static int add_column(cJSON *obj, sqlite3_stmt *st, int i)
     const char *name = sqlite3_column_name(st, i);
     cJSON *v = NULL;
     switch (sqlite3_column_type(st, i)) {
-    case SQLITE_INTEGER: v = cJSON_CreateNumber((double)sqlite3_column_int64(st, i)); break;
-    case SQLITE_FLOAT: v = cJSON_CreateNumber(sqlite3_column_double(st, i)); break;
-    case SQLITE_NULL: v = cJSON_CreateNull(); break;
-    default: v = cJSON_CreateString((const char *)sqlite3_column_text(st, i)); break;
+    case SQLITE_INTEGER:
+        v = cJSON_CreateNumber((double)sqlite3_column_int64(st, i));
+        break;
+    case SQLITE_FLOAT:
+        v = cJSON_CreateNumber(sqlite3_column_double(st, i));
+        break;
+    case SQLITE_NULL:
+        v = cJSON_CreateNull();
+        break;
+    default:
+        v = cJSON_CreateString((const char *)sqlite3_column_text(st, i));
+        break;
     }
     return v && cJSON_AddItemToObject(obj, name, v) ? QG_OK : QG_ERR_NOMEM;
 }
@@ -656,7 +700,8 @@ static int query_rows(struct store *s, const char *sql, int64_t param, int has_p
             status = QG_ERR_NOMEM;
             break;
         }
-        for (int i = 0; i < sqlite3_column_count(st) && !status; i++) status = add_column(row, st, i);
+        for (int i = 0; i < sqlite3_column_count(st) && !status; i++)
+            status = add_column(row, st, i);
     }
     if (!status && rc != SQLITE_DONE) status = db_fail(s, "reading");
     sqlite3_finalize(st);
@@ -675,8 +720,10 @@ static void name_enum(cJSON *arr, const char *key, const char *(*fn)(int))
     cJSON_ArrayForEach(row, arr)
     {
         cJSON *v = cJSON_GetObjectItemCaseSensitive(row, key);
-        if (cJSON_IsNumber(v) && fabs(v->valuedouble) < 1e6) /* a status code; a file's odd value stays a number */
-            cJSON_ReplaceItemInObjectCaseSensitive(row, key, cJSON_CreateString(fn((int)v->valuedouble)));
+        if (cJSON_IsNumber(v) &&
+            fabs(v->valuedouble) < 1e6) /* a status code; a file's odd value stays a number */
+            cJSON_ReplaceItemInObjectCaseSensitive(row, key,
+                                                   cJSON_CreateString(fn((int)v->valuedouble)));
     }
 }
 
@@ -738,7 +785,8 @@ int store_run_json(struct store *s, int64_t run_id, cJSON **out)
     cJSON_Delete(runs);
     cJSON *st = cJSON_GetObjectItemCaseSensitive(run, "status");
     if (cJSON_IsNumber(st) && fabs(st->valuedouble) < 1e6)
-        cJSON_ReplaceItemInObjectCaseSensitive(run, "status", cJSON_CreateString(store_run_status_name((int)st->valuedouble)));
+        cJSON_ReplaceItemInObjectCaseSensitive(
+            run, "status", cJSON_CreateString(store_run_status_name((int)st->valuedouble)));
     name_enum(tasks, "kind", task_kind_name);
     name_enum(trials, "status", store_trial_status_name);
     cJSON_DeleteItemFromObjectCaseSensitive(run, "suite_json");
@@ -777,13 +825,13 @@ int store_model_find(struct store *s, int64_t run_id, const char *name, int64_t 
     bind_text(st, 2, name);
     rc = one_int64(s, st, "finding a model", model_id);
     if (rc == QG_ERR_NOTFOUND)
-        qg_errf(s->err, sizeof s->err, rc, "%s: run %lld has no model '%s' (see 'qgate show %lld')", s->path,
-                (long long)run_id, name, (long long)run_id);
+        qg_errf(s->err, sizeof s->err, rc, "%s: run %lld has no model '%s' (see 'qgate show %lld')",
+                s->path, (long long)run_id, name, (long long)run_id);
     return rc;
 }
 
-int store_trial_find(struct store *s, int64_t run_id, const char *model, int64_t task_id, int repeat,
-                     int64_t *trial_id, int *status)
+int store_trial_find(struct store *s, int64_t run_id, const char *model, int64_t task_id,
+                     int repeat, int64_t *trial_id, int *status)
 {
     sqlite3_stmt *st;
     int rc = prepare(s,
@@ -796,7 +844,9 @@ int store_trial_find(struct store *s, int64_t run_id, const char *model, int64_t
     sqlite3_bind_int64(st, 3, task_id);
     sqlite3_bind_int(st, 4, repeat);
     rc = sqlite3_step(st);
-    int out = rc == SQLITE_ROW ? QG_OK : rc == SQLITE_DONE ? QG_ERR_NOTFOUND : db_fail(s, "finding a trial");
+    int out = rc == SQLITE_ROW    ? QG_OK
+              : rc == SQLITE_DONE ? QG_ERR_NOTFOUND
+                                  : db_fail(s, "finding a trial");
     if (!out) {
         *trial_id = sqlite3_column_int64(st, 0);
         if (status) *status = sqlite3_column_int(st, 1);
@@ -816,7 +866,8 @@ int store_items_read(struct store *s, int64_t trial_id, struct item_row **rows, 
     *n = 0;
     sqlite3_stmt *st;
     int rc = prepare(s,
-                     "SELECT idx, cluster, n_tokens, nll, score, kld_sum, top1_agree, dp_sum, correct, output_hash "
+                     "SELECT idx, cluster, n_tokens, nll, score, kld_sum, top1_agree, dp_sum, "
+                     "correct, output_hash "
                      "FROM items WHERE trial_id=? ORDER BY idx",
                      &st);
     if (rc) return rc;
@@ -866,8 +917,11 @@ int store_trial_metrics(struct store *s, int64_t trial_id, char **json)
     if (rc) return rc;
     sqlite3_bind_int64(st, 1, trial_id);
     rc = sqlite3_step(st);
-    int out = rc == SQLITE_ROW ? QG_OK : rc == SQLITE_DONE ? QG_ERR_NOTFOUND : db_fail(s, "reading a trial");
-    if (!out && sqlite3_column_type(st, 0) != SQLITE_NULL) *json = qg_strdup((const char *)sqlite3_column_text(st, 0));
+    int out = rc == SQLITE_ROW    ? QG_OK
+              : rc == SQLITE_DONE ? QG_ERR_NOTFOUND
+                                  : db_fail(s, "reading a trial");
+    if (!out && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        *json = qg_strdup((const char *)sqlite3_column_text(st, 0));
     sqlite3_finalize(st);
     return out;
 }
@@ -875,11 +929,13 @@ int store_trial_metrics(struct store *s, int64_t trial_id, char **json)
 int store_comparison_add(struct store *s, const struct store_comparison_new *c, int64_t *id)
 {
     sqlite3_stmt *st;
-    int rc = prepare(s,
-                     "INSERT INTO comparisons(run_id, baseline_model_id, candidate_model_id, created_at, "
-                     "qgate_version, command, policy_json, bootstrap_seed, bootstrap_iters, verdict, summary_json) "
-                     "VALUES(?,?,?,?,?,?,?,?,?,?,?)",
-                     &st);
+    int rc = prepare(
+        s,
+        "INSERT INTO comparisons(run_id, baseline_model_id, candidate_model_id, created_at, "
+        "qgate_version, command, policy_json, bootstrap_seed, bootstrap_iters, verdict, "
+        "summary_json) "
+        "VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+        &st);
     if (rc) return rc;
     char now[32];
     qg_utc_now(now);
@@ -900,11 +956,12 @@ int store_comparison_add(struct store *s, const struct store_comparison_new *c, 
 int store_verdict_row_add(struct store *s, const struct store_verdict_row *r)
 {
     sqlite3_stmt *st;
-    int rc = prepare(s,
-                     "INSERT INTO verdict_rows(comparison_id, task_id, metric, base_value, cand_value, delta, "
-                     "ci_low, ci_high, margin, noise, n_units, flips_b, flips_c, p_value, p_holm, mde, "
-                     "items_needed, verdict, reason) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                     &st);
+    int rc = prepare(
+        s,
+        "INSERT INTO verdict_rows(comparison_id, task_id, metric, base_value, cand_value, delta, "
+        "ci_low, ci_high, margin, noise, n_units, flips_b, flips_c, p_value, p_holm, mde, "
+        "items_needed, verdict, reason) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        &st);
     if (rc) return rc;
     sqlite3_bind_int64(st, 1, r->comparison_id);
     sqlite3_bind_int64(st, 2, r->task_id);
@@ -956,8 +1013,11 @@ int store_run_suite_json(struct store *s, int64_t run_id, char **json)
     if (rc) return rc;
     sqlite3_bind_int64(st, 1, run_id);
     rc = sqlite3_step(st);
-    int out = rc == SQLITE_ROW ? QG_OK : rc == SQLITE_DONE ? QG_ERR_NOTFOUND : db_fail(s, "reading a run");
-    if (!out && sqlite3_column_type(st, 0) != SQLITE_NULL) *json = qg_strdup((const char *)sqlite3_column_text(st, 0));
+    int out = rc == SQLITE_ROW    ? QG_OK
+              : rc == SQLITE_DONE ? QG_ERR_NOTFOUND
+                                  : db_fail(s, "reading a run");
+    if (!out && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        *json = qg_strdup((const char *)sqlite3_column_text(st, 0));
     sqlite3_finalize(st);
     return out;
 }
@@ -973,13 +1033,15 @@ int store_trial_restart(struct store *s, int64_t trial_id)
 }
 
 /* runs a statement with up to 3 int64 parameters and no result */
-static int exec3(struct store *s, const char *sql, int np, int64_t a, int64_t b, int64_t c, const char *what)
+static int exec3(struct store *s, const char *sql, int np, int64_t a, int64_t b, int64_t c,
+                 const char *what)
 {
     sqlite3_stmt *st;
     int rc = prepare(s, sql, &st);
     if (rc) return rc;
     int64_t v[3] = {a, b, c};
-    for (int i = 0; i < np; i++) sqlite3_bind_int64(st, i + 1, v[i]);
+    for (int i = 0; i < np; i++)
+        sqlite3_bind_int64(st, i + 1, v[i]);
     return step_done(s, st, what, 0, NULL);
 }
 
@@ -991,23 +1053,31 @@ struct shard_info {
 static int shard_read(struct store *s, const char *path, struct shard_info *si)
 {
     sqlite3_stmt *st;
-    int rc = prepare(s, "SELECT count(*), max(id), max(seed), max(repeats), max(shard_index), max(shard_count), "
-                        "max(suite_hash), (SELECT group_concat(name || '=' || coalesce(sha256, path), ',') FROM "
-                        "(SELECT name, sha256, path FROM src.models ORDER BY id)) FROM src.runs", &st);
+    int rc = prepare(
+        s,
+        "SELECT count(*), max(id), max(seed), max(repeats), max(shard_index), max(shard_count), "
+        "max(suite_hash), (SELECT group_concat(name || '=' || coalesce(sha256, path), ',') FROM "
+        "(SELECT name, sha256, path FROM src.models ORDER BY id)) FROM src.runs",
+        &st);
     if (rc) return rc;
     rc = sqlite3_step(st);
     int out = rc == SQLITE_ROW ? QG_OK : db_fail(s, "reading a shard");
     if (!out && sqlite3_column_int64(st, 0) != 1)
-        out = qg_errf(s->err, sizeof s->err, QG_ERR_DATA, "%s: holds %lld runs; merge takes one run (made with --shard) per file",
-                      path, (long long)sqlite3_column_int64(st, 0));
+        out = qg_errf(s->err, sizeof s->err, QG_ERR_DATA,
+                      "%s: holds %lld runs; merge takes one run (made with --shard) per file", path,
+                      (long long)sqlite3_column_int64(st, 0));
     if (!out) {
         si->run = sqlite3_column_int64(st, 1);
         si->seed = sqlite3_column_int64(st, 2);
         si->repeats = sqlite3_column_int64(st, 3);
         si->index = sqlite3_column_int64(st, 4);
         si->count = sqlite3_column_int64(st, 5);
-        snprintf(si->suite_hash, sizeof si->suite_hash, "%s", (const char *)sqlite3_column_text(st, 6) ? (const char *)sqlite3_column_text(st, 6) : "");
-        snprintf(si->models, sizeof si->models, "%s", (const char *)sqlite3_column_text(st, 7) ? (const char *)sqlite3_column_text(st, 7) : "");
+        snprintf(si->suite_hash, sizeof si->suite_hash, "%s",
+                 (const char *)sqlite3_column_text(st, 6) ? (const char *)sqlite3_column_text(st, 6)
+                                                          : "");
+        snprintf(si->models, sizeof si->models, "%s",
+                 (const char *)sqlite3_column_text(st, 7) ? (const char *)sqlite3_column_text(st, 7)
+                                                          : "");
     }
     sqlite3_finalize(st);
     return out;
@@ -1037,24 +1107,30 @@ static int merge_validate(struct store *s, const char *const *inputs, int n, str
         struct store *chk; /* validates: a qgate store, this schema, not corrupt */
         struct store_params p = store_default_params();
         p.readonly = 1;
-        if ((rc = store_open(inputs[i], &p, &chk, e, sizeof e))) return qg_errf(s->err, sizeof s->err, rc, "%s", e);
+        if ((rc = store_open(inputs[i], &p, &chk, e, sizeof e)))
+            return qg_errf(s->err, sizeof s->err, rc, "%s", e);
         store_close(chk);
         if ((rc = attach(s, inputs[i]))) break;
         rc = shard_read(s, inputs[i], &si[i]);
         detach(s);
     }
     for (int i = 0; i < n && !rc; i++) {
-        if (si[i].count != si[0].count || strcmp(si[i].suite_hash, si[0].suite_hash) || strcmp(si[i].models, si[0].models) ||
-            si[i].seed != si[0].seed || si[i].repeats != si[0].repeats)
-            rc = qg_errf(s->err, sizeof s->err, QG_ERR_DATA, "%s: not a shard of the same run as %s (suite, models, seed, "
-                         "repeats or shard count differ)", inputs[i], inputs[0]);
+        if (si[i].count != si[0].count || strcmp(si[i].suite_hash, si[0].suite_hash) ||
+            strcmp(si[i].models, si[0].models) || si[i].seed != si[0].seed ||
+            si[i].repeats != si[0].repeats)
+            rc = qg_errf(s->err, sizeof s->err, QG_ERR_DATA,
+                         "%s: not a shard of the same run as %s (suite, models, seed, "
+                         "repeats or shard count differ)",
+                         inputs[i], inputs[0]);
         for (int j = 0; j < i && !rc; j++)
             if (si[j].index == si[i].index)
-                rc = qg_errf(s->err, sizeof s->err, QG_ERR_DATA, "%s and %s are both shard %lld/%lld", inputs[j], inputs[i],
+                rc = qg_errf(s->err, sizeof s->err, QG_ERR_DATA,
+                             "%s and %s are both shard %lld/%lld", inputs[j], inputs[i],
                              (long long)si[i].index, (long long)si[i].count);
     }
     if (!rc && si[0].count != n)
-        rc = qg_errf(s->err, sizeof s->err, QG_ERR_DATA, "the run has %lld shards but %d files were given", (long long)si[0].count, n);
+        rc = qg_errf(s->err, sizeof s->err, QG_ERR_DATA,
+                     "the run has %lld shards but %d files were given", (long long)si[0].count, n);
     return rc;
 }
 
@@ -1066,35 +1142,66 @@ static int merge_copy_run(struct store *s, int64_t *run_id)
     char uid[33];
     random_uid(uid);
     sqlite3_stmt *st = NULL;
-    if (!rc) rc = prepare(s, "INSERT INTO runs(uid, created_at, finished_at, status, command, qgate_version, host, suite_name, "
-                             "suite_hash, suite_json, seed, repeats, shard_index, shard_count) SELECT ?1, created_at, NULL, "
-                             "?2, command, qgate_version, host, suite_name, suite_hash, suite_json, seed, repeats, 0, 1 "
-                             "FROM src.runs", &st);
+    if (!rc)
+        rc = prepare(s,
+                     "INSERT INTO runs(uid, created_at, finished_at, status, command, "
+                     "qgate_version, host, suite_name, "
+                     "suite_hash, suite_json, seed, repeats, shard_index, shard_count) SELECT ?1, "
+                     "created_at, NULL, "
+                     "?2, command, qgate_version, host, suite_name, suite_hash, suite_json, seed, "
+                     "repeats, 0, 1 "
+                     "FROM src.runs",
+                     &st);
     if (!rc) {
         sqlite3_bind_text(st, 1, uid, -1, SQLITE_TRANSIENT);
         sqlite3_bind_int(st, 2, STORE_RUN_RUNNING);
         rc = step_done(s, st, "merging the run", 0, run_id);
     }
     int64_t R = *run_id;
-    if (!rc) rc = exec3(s, "INSERT INTO models(run_id, name, spec, backend, path, sha256, file_bytes, format, arch, n_params, "
-                           "types_json, role) SELECT ?, name, spec, backend, path, sha256, file_bytes, format, arch, n_params, "
-                           "types_json, role FROM src.models ORDER BY id", 1, R, 0, 0, "merging models");
-    if (!rc) rc = exec3(s, "INSERT INTO tasks(run_id, name, kind, config_json, config_hash, n_items, critical) SELECT ?, name, "
-                           "kind, config_json, config_hash, n_items, critical FROM src.tasks ORDER BY id", 1, R, 0, 0, "merging tasks");
-    if (!rc) rc = exec3(s, "INSERT OR IGNORE INTO datasets(path, sha256, bytes) SELECT path, sha256, bytes FROM src.datasets", 0,
-                        0, 0, 0, "merging datasets");
-    if (!rc) rc = exec3(s, "INSERT OR IGNORE INTO task_datasets(task_id, dataset_id, role) SELECT t.id, d.id, td.role FROM "
-                           "src.task_datasets td JOIN src.tasks st ON st.id=td.task_id JOIN tasks t ON t.run_id=? AND t.name=st.name "
-                           "JOIN src.datasets sd ON sd.id=td.dataset_id JOIN datasets d ON d.path=sd.path AND d.sha256=sd.sha256",
-                        1, R, 0, 0, "merging dataset links");
-    if (!rc) rc = exec3(s, "INSERT INTO trials(run_id, model_id, task_id, repeat, seed, status, deterministic, started_at, "
-                           "finished_at, wall_seconds, n_items, n_tokens) SELECT ?1, m.id, t.id, tr.repeat, tr.seed, tr.status, "
-                           "tr.deterministic, tr.started_at, tr.finished_at, 0, 0, 0 FROM src.trials tr "
-                           "JOIN src.models sm ON sm.id=tr.model_id JOIN src.tasks stk ON stk.id=tr.task_id "
-                           "JOIN models m ON m.run_id=?1 AND m.name=sm.name JOIN tasks t ON t.run_id=?1 AND t.name=stk.name",
-                        1, R, 0, 0, "merging trials");
-    if (!rc) rc = store_commit(s);
-    else sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    if (!rc)
+        rc = exec3(s,
+                   "INSERT INTO models(run_id, name, spec, backend, path, sha256, file_bytes, "
+                   "format, arch, n_params, "
+                   "types_json, role) SELECT ?, name, spec, backend, path, sha256, file_bytes, "
+                   "format, arch, n_params, "
+                   "types_json, role FROM src.models ORDER BY id",
+                   1, R, 0, 0, "merging models");
+    if (!rc)
+        rc = exec3(s,
+                   "INSERT INTO tasks(run_id, name, kind, config_json, config_hash, n_items, "
+                   "critical) SELECT ?, name, "
+                   "kind, config_json, config_hash, n_items, critical FROM src.tasks ORDER BY id",
+                   1, R, 0, 0, "merging tasks");
+    if (!rc)
+        rc = exec3(s,
+                   "INSERT OR IGNORE INTO datasets(path, sha256, bytes) SELECT path, sha256, bytes "
+                   "FROM src.datasets",
+                   0, 0, 0, 0, "merging datasets");
+    if (!rc)
+        rc = exec3(s,
+                   "INSERT OR IGNORE INTO task_datasets(task_id, dataset_id, role) SELECT t.id, "
+                   "d.id, td.role FROM "
+                   "src.task_datasets td JOIN src.tasks st ON st.id=td.task_id JOIN tasks t ON "
+                   "t.run_id=? AND t.name=st.name "
+                   "JOIN src.datasets sd ON sd.id=td.dataset_id JOIN datasets d ON d.path=sd.path "
+                   "AND d.sha256=sd.sha256",
+                   1, R, 0, 0, "merging dataset links");
+    if (!rc)
+        rc =
+            exec3(s,
+                  "INSERT INTO trials(run_id, model_id, task_id, repeat, seed, status, "
+                  "deterministic, started_at, "
+                  "finished_at, wall_seconds, n_items, n_tokens) SELECT ?1, m.id, t.id, tr.repeat, "
+                  "tr.seed, tr.status, "
+                  "tr.deterministic, tr.started_at, tr.finished_at, 0, 0, 0 FROM src.trials tr "
+                  "JOIN src.models sm ON sm.id=tr.model_id JOIN src.tasks stk ON stk.id=tr.task_id "
+                  "JOIN models m ON m.run_id=?1 AND m.name=sm.name JOIN tasks t ON t.run_id=?1 AND "
+                  "t.name=stk.name",
+                  1, R, 0, 0, "merging trials");
+    if (!rc)
+        rc = store_commit(s);
+    else
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
     return rc;
 }
 
@@ -1105,26 +1212,45 @@ static int merge_copy_items(struct store *s, const char *path, int64_t R)
 {
     int rc = store_begin(s);
     if (rc) return rc;
-    rc = exec3(s, "INSERT INTO items(trial_id, idx, cluster, nll, n_tokens, n_bytes, n_words, correct, score, prediction, "
-                  "extracted, output_hash, kld_sum, top1_agree, dp_sum, extra_json) SELECT tr.id, i.idx, i.cluster, i.nll, "
-                  "i.n_tokens, i.n_bytes, i.n_words, i.correct, i.score, i.prediction, i.extracted, i.output_hash, i.kld_sum, "
-                  "i.top1_agree, i.dp_sum, i.extra_json FROM src.items i JOIN src.trials st ON st.id=i.trial_id "
-                  "JOIN src.models sm ON sm.id=st.model_id JOIN src.tasks stk ON stk.id=st.task_id "
-                  "JOIN trials tr ON tr.run_id=? AND tr.repeat=st.repeat JOIN models m ON m.id=tr.model_id AND m.name=sm.name "
-                  "JOIN tasks t ON t.id=tr.task_id AND t.name=stk.name", 1, R, 0, 0, "merging items");
+    rc = exec3(s,
+               "INSERT INTO items(trial_id, idx, cluster, nll, n_tokens, n_bytes, n_words, "
+               "correct, score, prediction, "
+               "extracted, output_hash, kld_sum, top1_agree, dp_sum, extra_json) SELECT tr.id, "
+               "i.idx, i.cluster, i.nll, "
+               "i.n_tokens, i.n_bytes, i.n_words, i.correct, i.score, i.prediction, i.extracted, "
+               "i.output_hash, i.kld_sum, "
+               "i.top1_agree, i.dp_sum, i.extra_json FROM src.items i JOIN src.trials st ON "
+               "st.id=i.trial_id "
+               "JOIN src.models sm ON sm.id=st.model_id JOIN src.tasks stk ON stk.id=st.task_id "
+               "JOIN trials tr ON tr.run_id=? AND tr.repeat=st.repeat JOIN models m ON "
+               "m.id=tr.model_id AND m.name=sm.name "
+               "JOIN tasks t ON t.id=tr.task_id AND t.name=stk.name",
+               1, R, 0, 0, "merging items");
     if (rc && (sqlite3_extended_errcode(s->db) & 0xff) == SQLITE_CONSTRAINT)
-        rc = qg_errf(s->err, sizeof s->err, QG_ERR_DATA, "%s: its items overlap another shard's", path);
+        rc = qg_errf(s->err, sizeof s->err, QG_ERR_DATA, "%s: its items overlap another shard's",
+                     path);
     if (!rc)
-        rc = exec3(s, "UPDATE trials SET status = CASE WHEN status=?2 AND (SELECT st.status FROM src.trials st JOIN src.models sm "
-                      "ON sm.id=st.model_id JOIN src.tasks stk ON stk.id=st.task_id WHERE st.repeat=trials.repeat AND "
-                      "sm.name=(SELECT name FROM models WHERE id=trials.model_id) AND stk.name=(SELECT name FROM tasks WHERE "
-                      "id=trials.task_id))=?2 THEN ?2 ELSE ?3 END, deterministic = CASE WHEN deterministic=1 AND (SELECT "
-                      "st.deterministic FROM src.trials st JOIN src.models sm ON sm.id=st.model_id JOIN src.tasks stk ON "
-                      "stk.id=st.task_id WHERE st.repeat=trials.repeat AND sm.name=(SELECT name FROM models WHERE "
-                      "id=trials.model_id) AND stk.name=(SELECT name FROM tasks WHERE id=trials.task_id))=1 THEN 1 ELSE "
-                      "deterministic * 0 END WHERE run_id=?1", 3, R, STORE_TRIAL_DONE, STORE_TRIAL_FAILED, "merging trial status");
-    if (!rc) rc = store_commit(s);
-    else sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        rc = exec3(s,
+                   "UPDATE trials SET status = CASE WHEN status=?2 AND (SELECT st.status FROM "
+                   "src.trials st JOIN src.models sm "
+                   "ON sm.id=st.model_id JOIN src.tasks stk ON stk.id=st.task_id WHERE "
+                   "st.repeat=trials.repeat AND "
+                   "sm.name=(SELECT name FROM models WHERE id=trials.model_id) AND "
+                   "stk.name=(SELECT name FROM tasks WHERE "
+                   "id=trials.task_id))=?2 THEN ?2 ELSE ?3 END, deterministic = CASE WHEN "
+                   "deterministic=1 AND (SELECT "
+                   "st.deterministic FROM src.trials st JOIN src.models sm ON sm.id=st.model_id "
+                   "JOIN src.tasks stk ON "
+                   "stk.id=st.task_id WHERE st.repeat=trials.repeat AND sm.name=(SELECT name FROM "
+                   "models WHERE "
+                   "id=trials.model_id) AND stk.name=(SELECT name FROM tasks WHERE "
+                   "id=trials.task_id))=1 THEN 1 ELSE "
+                   "deterministic * 0 END WHERE run_id=?1",
+                   3, R, STORE_TRIAL_DONE, STORE_TRIAL_FAILED, "merging trial status");
+    if (!rc)
+        rc = store_commit(s);
+    else
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
     return rc;
 }
 
@@ -1172,16 +1298,22 @@ static int merge_aggregate(struct store *s, int64_t R)
     if (rc) return rc;
     sqlite3_stmt *sel = NULL, *up = NULL;
     rc = prepare(s, "SELECT id FROM trials WHERE run_id=? ORDER BY id", &sel);
-    if (!rc) rc = prepare(s, "UPDATE trials SET n_items=?, n_tokens=?, metrics_json=? WHERE id=?", &up);
+    if (!rc)
+        rc = prepare(s, "UPDATE trials SET n_items=?, n_tokens=?, metrics_json=? WHERE id=?", &up);
     if (!rc) sqlite3_bind_int64(sel, 1, R);
     int step;
-    while (!rc && (step = sqlite3_step(sel)) == SQLITE_ROW) rc = merge_trial_totals(s, sqlite3_column_int64(sel, 0), up);
+    while (!rc && (step = sqlite3_step(sel)) == SQLITE_ROW)
+        rc = merge_trial_totals(s, sqlite3_column_int64(sel, 0), up);
     if (!rc && step != SQLITE_DONE) rc = db_fail(s, "merging aggregates");
     sqlite3_finalize(sel);
     sqlite3_finalize(up);
     sqlite3_stmt *st = NULL;
-    if (!rc) rc = prepare(s, "UPDATE runs SET status=CASE WHEN (SELECT count(*) FROM trials WHERE run_id=?1 AND status<>?2)=0 "
-                             "THEN ?3 ELSE ?4 END, finished_at=datetime('now') WHERE id=?1", &st);
+    if (!rc)
+        rc = prepare(s,
+                     "UPDATE runs SET status=CASE WHEN (SELECT count(*) FROM trials WHERE "
+                     "run_id=?1 AND status<>?2)=0 "
+                     "THEN ?3 ELSE ?4 END, finished_at=datetime('now') WHERE id=?1",
+                     &st);
     if (!rc) {
         sqlite3_bind_int64(st, 1, R);
         sqlite3_bind_int(st, 2, STORE_TRIAL_DONE);
@@ -1189,8 +1321,10 @@ static int merge_aggregate(struct store *s, int64_t R)
         sqlite3_bind_int(st, 4, STORE_RUN_FAILED);
         rc = step_done(s, st, "finishing the merged run", 0, NULL);
     }
-    if (!rc) rc = store_commit(s);
-    else sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    if (!rc)
+        rc = store_commit(s);
+    else
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
     return rc;
 }
 
@@ -1224,7 +1358,8 @@ int store_merge_shards(struct store *s, const char *const *inputs, int n, int64_
         char keep[QG_ERRMSG_MAX];
         snprintf(keep, sizeof keep, "%s", s->err);
         detach(s);
-        if (*run_id > 0) exec3(s, "DELETE FROM runs WHERE id=?", 1, *run_id, 0, 0, "removing a failed merge");
+        if (*run_id > 0)
+            exec3(s, "DELETE FROM runs WHERE id=?", 1, *run_id, 0, 0, "removing a failed merge");
         snprintf(s->err, sizeof s->err, "%s", keep);
         *run_id = 0;
     }
@@ -1233,24 +1368,33 @@ int store_merge_shards(struct store *s, const char *const *inputs, int n, int64_
 
 static char *col_dup(sqlite3_stmt *st, int i)
 {
-    return sqlite3_column_type(st, i) == SQLITE_NULL ? NULL : qg_strdup((const char *)sqlite3_column_text(st, i));
+    return sqlite3_column_type(st, i) == SQLITE_NULL
+               ? NULL
+               : qg_strdup((const char *)sqlite3_column_text(st, i));
 }
 
-int store_comparison_get(struct store *s, int64_t id, int64_t *found_id, int64_t *run_id, char **summary_json,
-                         char **created_at)
+int store_comparison_get(struct store *s, int64_t id, int64_t *found_id, int64_t *run_id,
+                         char **summary_json, char **created_at)
 {
     *summary_json = NULL;
     if (created_at) *created_at = NULL;
     sqlite3_stmt *st;
-    int rc = prepare(s, id > 0 ? "SELECT id, run_id, summary_json, created_at FROM comparisons WHERE id=?"
-                               : "SELECT id, run_id, summary_json, created_at FROM comparisons ORDER BY id DESC LIMIT 1",
-                     &st);
+    int rc =
+        prepare(s,
+                id > 0 ? "SELECT id, run_id, summary_json, created_at FROM comparisons WHERE id=?"
+                       : "SELECT id, run_id, summary_json, created_at FROM comparisons ORDER BY id "
+                         "DESC LIMIT 1",
+                &st);
     if (rc) return rc;
     if (id > 0) sqlite3_bind_int64(st, 1, id);
     rc = sqlite3_step(st);
-    int out = rc == SQLITE_ROW ? QG_OK : rc == SQLITE_DONE ? QG_ERR_NOTFOUND : db_fail(s, "reading a comparison");
+    int out = rc == SQLITE_ROW    ? QG_OK
+              : rc == SQLITE_DONE ? QG_ERR_NOTFOUND
+                                  : db_fail(s, "reading a comparison");
     if (out == QG_ERR_NOTFOUND)
-        qg_errf(s->err, sizeof s->err, out, id > 0 ? "%s: no comparison %lld (see 'qgate compare')" : "%s: no comparisons yet (run 'qgate compare')",
+        qg_errf(s->err, sizeof s->err, out,
+                id > 0 ? "%s: no comparison %lld (see 'qgate compare')"
+                       : "%s: no comparisons yet (run 'qgate compare')",
                 s->path, (long long)id);
     if (!out) {
         *found_id = sqlite3_column_int64(st, 0);
@@ -1262,16 +1406,20 @@ int store_comparison_get(struct store *s, int64_t id, int64_t *found_id, int64_t
     return out;
 }
 
-int store_item_text(struct store *s, int64_t trial_id, int64_t idx, char **prediction, char **extracted, char **extra_json)
+int store_item_text(struct store *s, int64_t trial_id, int64_t idx, char **prediction,
+                    char **extracted, char **extra_json)
 {
     *prediction = *extracted = *extra_json = NULL;
     sqlite3_stmt *st;
-    int rc = prepare(s, "SELECT prediction, extracted, extra_json FROM items WHERE trial_id=? AND idx=?", &st);
+    int rc = prepare(
+        s, "SELECT prediction, extracted, extra_json FROM items WHERE trial_id=? AND idx=?", &st);
     if (rc) return rc;
     sqlite3_bind_int64(st, 1, trial_id);
     sqlite3_bind_int64(st, 2, idx);
     rc = sqlite3_step(st);
-    int out = rc == SQLITE_ROW ? QG_OK : rc == SQLITE_DONE ? QG_ERR_NOTFOUND : db_fail(s, "reading an item");
+    int out = rc == SQLITE_ROW    ? QG_OK
+              : rc == SQLITE_DONE ? QG_ERR_NOTFOUND
+                                  : db_fail(s, "reading an item");
     if (!out) {
         *prediction = col_dup(st, 0);
         *extracted = col_dup(st, 1);
@@ -1289,16 +1437,22 @@ int store_cache_get(struct store *s, const char *key, char **response)
     if (rc) return rc;
     sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT);
     rc = sqlite3_step(st);
-    int out = rc == SQLITE_ROW ? QG_OK : rc == SQLITE_DONE ? QG_ERR_NOTFOUND : db_fail(s, "reading the response cache");
+    int out = rc == SQLITE_ROW    ? QG_OK
+              : rc == SQLITE_DONE ? QG_ERR_NOTFOUND
+                                  : db_fail(s, "reading the response cache");
     if (!out && !(*response = col_dup(st, 0))) out = QG_ERR_NOMEM;
     sqlite3_finalize(st);
     return out;
 }
 
-int store_cache_put(struct store *s, const char *key, const char *endpoint, const char *model, const char *response)
+int store_cache_put(struct store *s, const char *key, const char *endpoint, const char *model,
+                    const char *response)
 {
     sqlite3_stmt *st;
-    int rc = prepare(s, "INSERT OR REPLACE INTO http_cache(key, endpoint, model, response, created_at) VALUES(?,?,?,?,?)", &st);
+    int rc = prepare(s,
+                     "INSERT OR REPLACE INTO http_cache(key, endpoint, model, response, "
+                     "created_at) VALUES(?,?,?,?,?)",
+                     &st);
     if (rc) return rc;
     char now[32];
     qg_utc_now(now);

@@ -49,7 +49,7 @@ const char *store_trial_status_name(int s);
 struct store;
 
 struct store_params {
-    int readonly;      /* open without writing (no creation, no migration) */
+    int readonly;        /* open without writing (no creation, no migration) */
     int busy_timeout_ms; /* wait for other writers (default 10000) */
     /* Test hook for the migration mechanism: extra migrations appended after
      * the built-in ones (SQL scripts, version = built-in count + index + 1). */
@@ -95,9 +95,9 @@ struct store_model_new {
     const char *name, *spec, *backend; /* "base", "base=a.gguf", "cpu" */
     const char *path, *sha256;         /* may be NULL (remote models) */
     int64_t file_bytes, n_params;
-    const char *arch, *format;         /* "llama", "gguf" */
-    const char *types_json;            /* stored tensor types, JSON */
-    int role;                          /* 0 baseline, 1 candidate */
+    const char *arch, *format; /* "llama", "gguf" */
+    const char *types_json;    /* stored tensor types, JSON */
+    int role;                  /* 0 baseline, 1 candidate */
 };
 int store_model_add(struct store *s, int64_t run_id, const struct store_model_new *m,
                     int64_t *model_id);
@@ -128,7 +128,7 @@ struct store_trial_result {
     int status; /* enum store_trial_status */
     int64_t n_items, n_tokens;
     double wall_seconds;
-    int deterministic; /* -1 unknown, 0 no, 1 yes */
+    int deterministic;        /* -1 unknown, 0 no, 1 yes */
     const char *metrics_json; /* aggregates; may be NULL */
     const char *error;        /* may be NULL */
 };
@@ -138,9 +138,9 @@ int store_trial_finish(struct store *s, int64_t trial_id, const struct store_tri
  * optional strings NULL. */
 struct store_item {
     int64_t trial_id, idx, cluster;
-    double nll;                    /* sum of NLL over scored tokens (nats) */
+    double nll; /* sum of NLL over scored tokens (nats) */
     int64_t n_tokens, n_bytes, n_words;
-    int correct;                   /* 0/1, -1 n/a */
+    int correct; /* 0/1, -1 n/a */
     double score;
     const char *prediction, *extracted, *output_hash, *extra_json;
     double kld_sum, top1_agree, dp_sum;
@@ -155,10 +155,11 @@ int store_run_latest(struct store *s, int64_t *run_id);
 
 /* The trial of model `model` (by name) on task_id at repeat in run_id:
  * its id and status; QG_ERR_NOTFOUND when there is none. */
-int store_trial_find(struct store *s, int64_t run_id, const char *model, int64_t task_id, int repeat,
-                     int64_t *trial_id, int *status);
+int store_trial_find(struct store *s, int64_t run_id, const char *model, int64_t task_id,
+                     int repeat, int64_t *trial_id, int *status);
 
-/* All items of a trial by idx (struct item_row, metrics/rows.h) (malloc'd array the caller frees). */
+/* All items of a trial by idx (struct item_row, metrics/rows.h) (malloc'd array the caller frees).
+ */
 int store_items_read(struct store *s, int64_t trial_id, struct item_row **rows, int64_t *n);
 
 /* A trial's metrics_json (malloc'd; NULL when absent) and repeats stored. */
@@ -198,15 +199,17 @@ int store_merge_shards(struct store *s, const char *const *inputs, int n, int64_
 
 /* A stored comparison: its run and summary JSON (malloc'd). id <= 0 picks
  * the newest. QG_ERR_NOTFOUND when there is none. */
-int store_comparison_get(struct store *s, int64_t id, int64_t *found_id, int64_t *run_id, char **summary_json,
-                         char **created_at);
+int store_comparison_get(struct store *s, int64_t id, int64_t *found_id, int64_t *run_id,
+                         char **summary_json, char **created_at);
 /* Text fields of one item (each malloc'd, NULL when NULL). */
-int store_item_text(struct store *s, int64_t trial_id, int64_t idx, char **prediction, char **extracted, char **extra_json);
+int store_item_text(struct store *s, int64_t trial_id, int64_t idx, char **prediction,
+                    char **extracted, char **extra_json);
 
 /* The response cache of remote endpoints (schema v2): the cached response
  * for key (malloc'd) or QG_ERR_NOTFOUND; put replaces. */
 int store_cache_get(struct store *s, const char *key, char **response);
-int store_cache_put(struct store *s, const char *key, const char *endpoint, const char *model, const char *response);
+int store_cache_put(struct store *s, const char *key, const char *endpoint, const char *model,
+                    const char *response);
 
 /* Marks a trial running again (for a resumed run). */
 int store_trial_restart(struct store *s, int64_t trial_id);

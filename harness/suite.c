@@ -19,7 +19,8 @@ struct ctx {
     size_t errlen;
 };
 
-static int fail_task(struct ctx *c, int i, const char *name, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int fail_task(struct ctx *c, int i, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 static int fail_task(struct ctx *c, int i, const char *name, const char *fmt, ...)
 {
     char msg[QG_ERRMSG_MAX];
@@ -27,40 +28,49 @@ static int fail_task(struct ctx *c, int i, const char *name, const char *fmt, ..
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (name) return qg_errf(c->err, c->errlen, QG_ERR_DATA, "%s: task %d ('%s'): %s", c->file, i + 1, name, msg);
+    if (name)
+        return qg_errf(c->err, c->errlen, QG_ERR_DATA, "%s: task %d ('%s'): %s", c->file, i + 1,
+                       name, msg);
     return qg_errf(c->err, c->errlen, QG_ERR_DATA, "%s: task %d: %s", c->file, i + 1, msg);
 }
 
 static const char *const task_keys[] = {
-    "name", "kind", "benchmark", "data", "sha256", "critical", "protocol", "ctx", "stride", "chunks", "limit",
-    "fewshot", "fewshot_seed", "max_tokens", "temperature", "top_p", "delimiter", "pipelines", "normalize", "stop", "fields", "description", NULL};
+    "name",         "kind",       "benchmark",   "data",        "sha256",    "critical",
+    "protocol",     "ctx",        "stride",      "chunks",      "limit",     "fewshot",
+    "fewshot_seed", "max_tokens", "temperature", "top_p",       "delimiter", "pipelines",
+    "normalize",    "stop",       "fields",      "description", NULL};
 
-static int check_keys(struct ctx *c, int i, const char *name, const cJSON *o, const char *const *keys)
+static int check_keys(struct ctx *c, int i, const char *name, const cJSON *o,
+                      const char *const *keys)
 {
     const cJSON *k;
     cJSON_ArrayForEach(k, o)
     {
         int ok = 0, n = 0;
-        for (; keys[n]; n++) ok |= strcmp(keys[n], k->string) == 0;
+        for (; keys[n]; n++)
+            ok |= strcmp(keys[n], k->string) == 0;
         if (ok) continue;
         const char *near = qg_closest(k->string, (const char *const *)keys, n);
-        if (near) return fail_task(c, i, name, "unknown key \"%s\" (did you mean \"%s\"?)", k->string, near);
+        if (near)
+            return fail_task(c, i, name, "unknown key \"%s\" (did you mean \"%s\"?)", k->string,
+                             near);
         return fail_task(c, i, name, "unknown key \"%s\"", k->string);
     }
     return QG_OK;
 }
 
-static int get_int(struct ctx *c, int i, const char *name, const cJSON *o, const char *key, int64_t lo, int64_t hi,
-                   int64_t def, int64_t *out)
+static int get_int(struct ctx *c, int i, const char *name, const cJSON *o, const char *key,
+                   int64_t lo, int64_t hi, int64_t def, int64_t *out)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
     if (!v) {
         *out = def;
         return QG_OK;
     }
-    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < (double)lo ||
-        v->valuedouble > (double)hi)
-        return fail_task(c, i, name, "\"%s\" must be an integer in %lld..%lld", key, (long long)lo, (long long)hi);
+    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) ||
+        v->valuedouble < (double)lo || v->valuedouble > (double)hi)
+        return fail_task(c, i, name, "\"%s\" must be an integer in %lld..%lld", key, (long long)lo,
+                         (long long)hi);
     *out = (int64_t)v->valuedouble;
     return QG_OK;
 }
@@ -87,33 +97,43 @@ static char *resolve(const char *dir, const char *p)
 {
     struct sbuf b;
     sbuf_init(&b, 0);
-    if (p[0] == '/' || !dir[0]) sbuf_printf(&b, "%s", p);
-    else sbuf_printf(&b, "%s/%s", dir, p);
+    if (p[0] == '/' || !dir[0])
+        sbuf_printf(&b, "%s", p);
+    else
+        sbuf_printf(&b, "%s/%s", dir, p);
     if (b.failed) sbuf_release(&b);
     return b.data; /* NULL when out of memory */
 }
 
 /* data + sha256 into t->files, hashing and checking each pin */
-static int load_files(struct ctx *c, int i, struct task_config *t, const cJSON *o, const char *dir, int allow_changed)
+static int load_files(struct ctx *c, int i, struct task_config *t, const cJSON *o, const char *dir,
+                      int allow_changed)
 {
-    const cJSON *data = cJSON_GetObjectItemCaseSensitive(o, "data"), *pins = cJSON_GetObjectItemCaseSensitive(o, "sha256");
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(o, "data"),
+                *pins = cJSON_GetObjectItemCaseSensitive(o, "sha256");
     static const char *const roles[TASK_MAX_FILES] = {"data", "labels", "train"};
-    if (!data) return fail_task(c, i, t->name, "missing \"data\" (a path, or {\"data\": PATH, ...})");
+    if (!data)
+        return fail_task(c, i, t->name, "missing \"data\" (a path, or {\"data\": PATH, ...})");
     if (!pins) return fail_task(c, i, t->name, "missing \"sha256\" pin(s) for the data");
     for (int r = 0; r < TASK_MAX_FILES; r++) {
         const char *p = NULL, *pin = NULL;
         if (cJSON_IsString(data)) {
             if (r > 0) break;
             p = data->valuestring;
-            if (!cJSON_IsString(pins)) return fail_task(c, i, t->name, "\"sha256\" must be a hex string when \"data\" is a path");
+            if (!cJSON_IsString(pins))
+                return fail_task(c, i, t->name,
+                                 "\"sha256\" must be a hex string when \"data\" is a path");
             pin = pins->valuestring;
         } else if (cJSON_IsObject(data)) {
             const cJSON *dv = cJSON_GetObjectItemCaseSensitive(data, roles[r]);
             if (!dv) continue;
-            if (!cJSON_IsString(dv)) return fail_task(c, i, t->name, "\"data\".\"%s\" must be a path", roles[r]);
+            if (!cJSON_IsString(dv))
+                return fail_task(c, i, t->name, "\"data\".\"%s\" must be a path", roles[r]);
             p = dv->valuestring;
-            const cJSON *pv = cJSON_IsObject(pins) ? cJSON_GetObjectItemCaseSensitive(pins, roles[r]) : NULL;
-            if (!cJSON_IsString(pv)) return fail_task(c, i, t->name, "\"sha256\".\"%s\" pin is missing", roles[r]);
+            const cJSON *pv =
+                cJSON_IsObject(pins) ? cJSON_GetObjectItemCaseSensitive(pins, roles[r]) : NULL;
+            if (!cJSON_IsString(pv))
+                return fail_task(c, i, t->name, "\"sha256\".\"%s\" pin is missing", roles[r]);
             pin = pv->valuestring;
         } else {
             return fail_task(c, i, t->name, "\"data\" must be a path or an object of paths");
@@ -123,11 +143,15 @@ static int load_files(struct ctx *c, int i, struct task_config *t, const cJSON *
         if (!(f->path = resolve(dir, p))) return nomem(c);
         char err[QG_ERRMSG_MAX];
         int rc = hash_sha256_path(f->path, f->sha256, err, sizeof err);
-        if (rc) return qg_errf(c->err, c->errlen, rc, "%s: task %d ('%s'): %s", c->file, i + 1, t->name, err);
+        if (rc)
+            return qg_errf(c->err, c->errlen, rc, "%s: task %d ('%s'): %s", c->file, i + 1, t->name,
+                           err);
         if (strcmp(f->sha256, pin) != 0) {
             if (!allow_changed)
-                return fail_task(c, i, t->name, "%s has sha256 %s but the suite pins %s (the data changed; "
-                                 "re-pin it or pass --allow-changed-data)", f->path, f->sha256, pin);
+                return fail_task(c, i, t->name,
+                                 "%s has sha256 %s but the suite pins %s (the data changed; "
+                                 "re-pin it or pass --allow-changed-data)",
+                                 f->path, f->sha256, pin);
             f->changed = 1;
         }
     }
@@ -138,16 +162,20 @@ static int load_files(struct ctx *c, int i, struct task_config *t, const cJSON *
 
 /* lm-eval's gsm8k filters and exact_match settings */
 static const char *gsm8k_defaults =
-    "{\"pipelines\":[{\"name\":\"strict-match\",\"regex\":\"#### (\\\\-?[0-9\\\\.\\\\,]+)\",\"select\":\"first\"},"
-    "{\"name\":\"flexible-extract\",\"regex\":\"(-?[$0-9.,]{2,})|(-?[0-9]+)\",\"select\":\"last\"}],"
+    "{\"pipelines\":[{\"name\":\"strict-match\",\"regex\":\"#### "
+    "(\\\\-?[0-9\\\\.\\\\,]+)\",\"select\":\"first\"},"
+    "{\"name\":\"flexible-extract\",\"regex\":\"(-?[$0-9.,]{2,})|(-?[0-9]+)\",\"select\":\"last\"}]"
+    ","
     "\"normalize\":{\"ignore_case\":true,\"ignore\":[\",\",\"\\\\$\",\"(?s).*#### \",\"\\\\.$\"]},"
     "\"stop\":[\"Question:\",\"</s>\",\"<|im_end|>\"]}";
 
 static int load_generation(struct ctx *c, int i, struct task_config *t, const cJSON *o)
 {
-    cJSON *def = t->benchmark && !strcmp(t->benchmark, "gsm8k") ? cJSON_Parse(gsm8k_defaults) : NULL;
+    cJSON *def =
+        t->benchmark && !strcmp(t->benchmark, "gsm8k") ? cJSON_Parse(gsm8k_defaults) : NULL;
     if (t->benchmark && !strcmp(t->benchmark, "gsm8k") && !def) return nomem(c);
-    const cJSON *pl = cJSON_GetObjectItemCaseSensitive(o, "pipelines"), *nm = cJSON_GetObjectItemCaseSensitive(o, "normalize");
+    const cJSON *pl = cJSON_GetObjectItemCaseSensitive(o, "pipelines"),
+                *nm = cJSON_GetObjectItemCaseSensitive(o, "normalize");
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "stop");
     if (!pl && def) pl = cJSON_GetObjectItemCaseSensitive(def, "pipelines");
     if (!nm && def) nm = cJSON_GetObjectItemCaseSensitive(def, "normalize");
@@ -157,12 +185,17 @@ static int load_generation(struct ctx *c, int i, struct task_config *t, const cJ
     int rc = QG_OK;
     if (!pl) {
         /* no extraction: the whole output, stripped */
-        cJSON *whole = cJSON_Parse("[{\"name\":\"exact\",\"regex\":\"(?s)^\\\\s*(.*?)\\\\s*$\",\"group\":1}]");
-        rc = !whole ? nomem(c) : pipeline_new(cJSON_GetArrayItem(whole, 0), where, &t->pipelines[0], c->err, c->errlen);
+        cJSON *whole =
+            cJSON_Parse("[{\"name\":\"exact\",\"regex\":\"(?s)^\\\\s*(.*?)\\\\s*$\",\"group\":1}]");
+        rc = !whole ? nomem(c)
+                    : pipeline_new(cJSON_GetArrayItem(whole, 0), where, &t->pipelines[0], c->err,
+                                   c->errlen);
         if (!rc) t->n_pipelines = 1;
         cJSON_Delete(whole);
-    } else if (!cJSON_IsArray(pl) || cJSON_GetArraySize(pl) < 1 || cJSON_GetArraySize(pl) > TASK_MAX_PIPELINES) {
-        rc = fail_task(c, i, t->name, "\"pipelines\" must be an array of 1..%d pipelines", TASK_MAX_PIPELINES);
+    } else if (!cJSON_IsArray(pl) || cJSON_GetArraySize(pl) < 1 ||
+               cJSON_GetArraySize(pl) > TASK_MAX_PIPELINES) {
+        rc = fail_task(c, i, t->name, "\"pipelines\" must be an array of 1..%d pipelines",
+                       TASK_MAX_PIPELINES);
     } else {
         const cJSON *p;
         cJSON_ArrayForEach(p, pl)
@@ -171,21 +204,27 @@ static int load_generation(struct ctx *c, int i, struct task_config *t, const cJ
                 rc = fail_task(c, i, t->name, "each pipeline must be an object");
                 break;
             }
-            if ((rc = pipeline_new(p, where, &t->pipelines[t->n_pipelines], c->err, c->errlen))) break;
+            if ((rc = pipeline_new(p, where, &t->pipelines[t->n_pipelines], c->err, c->errlen)))
+                break;
             t->n_pipelines++;
         }
     }
-    if (!rc && nm && !cJSON_IsObject(nm)) rc = fail_task(c, i, t->name, "\"normalize\" must be an object");
+    if (!rc && nm && !cJSON_IsObject(nm))
+        rc = fail_task(c, i, t->name, "\"normalize\" must be an object");
     if (!rc) rc = normalizer_new(nm, where, &t->norm, c->err, c->errlen);
     if (!rc && st) {
-        if (!cJSON_IsArray(st)) rc = fail_task(c, i, t->name, "\"stop\" must be an array of strings");
-        else if (!(t->stop = calloc((size_t)cJSON_GetArraySize(st) + 1, sizeof *t->stop))) rc = nomem(c);
+        if (!cJSON_IsArray(st))
+            rc = fail_task(c, i, t->name, "\"stop\" must be an array of strings");
+        else if (!(t->stop = calloc((size_t)cJSON_GetArraySize(st) + 1, sizeof *t->stop)))
+            rc = nomem(c);
         const cJSON *s;
         cJSON_ArrayForEach(s, st)
         {
             if (rc) break;
-            if (!cJSON_IsString(s) || !*s->valuestring) rc = fail_task(c, i, t->name, "\"stop\" entries must be non-empty strings");
-            else if (!(t->stop[t->n_stop++] = qg_strdup(s->valuestring))) rc = nomem(c);
+            if (!cJSON_IsString(s) || !*s->valuestring)
+                rc = fail_task(c, i, t->name, "\"stop\" entries must be non-empty strings");
+            else if (!(t->stop[t->n_stop++] = qg_strdup(s->valuestring)))
+                rc = nomem(c);
         }
     }
     cJSON_Delete(def);
@@ -195,16 +234,23 @@ static int load_generation(struct ctx *c, int i, struct task_config *t, const cJ
 static int load_custom(struct ctx *c, int i, struct task_config *t, const cJSON *o)
 {
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, "fields");
-    if (!cJSON_IsObject(f)) return fail_task(c, i, t->name, "a custom task needs \"fields\" (the names of its JSONL fields)");
+    if (!cJSON_IsObject(f))
+        return fail_task(c, i, t->name,
+                         "a custom task needs \"fields\" (the names of its JSONL fields)");
     if (dup_opt(c, get_str(f, "id"), &t->f_id) || dup_opt(c, get_str(f, "prompt"), &t->f_prompt) ||
-        dup_opt(c, get_str(f, "answer"), &t->f_answer) || dup_opt(c, get_str(f, "context"), &t->f_context) ||
-        dup_opt(c, get_str(f, "choices"), &t->f_choices) || dup_opt(c, get_str(f, "gold"), &t->f_gold))
+        dup_opt(c, get_str(f, "answer"), &t->f_answer) ||
+        dup_opt(c, get_str(f, "context"), &t->f_context) ||
+        dup_opt(c, get_str(f, "choices"), &t->f_choices) ||
+        dup_opt(c, get_str(f, "gold"), &t->f_gold))
         return QG_ERR_NOMEM;
     int mc = t->f_choices || t->f_gold || t->f_context;
     if (mc && !(t->f_context && t->f_choices && t->f_gold))
-        return fail_task(c, i, t->name, "multiple-choice \"fields\" need \"context\", \"choices\" and \"gold\"");
+        return fail_task(c, i, t->name,
+                         "multiple-choice \"fields\" need \"context\", \"choices\" and \"gold\"");
     if (!mc && !(t->f_prompt && t->f_answer))
-        return fail_task(c, i, t->name, "\"fields\" need \"prompt\" and \"answer\" (exact match) or \"context\", \"choices\", \"gold\"");
+        return fail_task(c, i, t->name,
+                         "\"fields\" need \"prompt\" and \"answer\" (exact match) or \"context\", "
+                         "\"choices\", \"gold\"");
     t->kind = mc ? TASK_MULTIPLE_CHOICE : TASK_GENERATION;
     return mc ? QG_OK : load_generation(c, i, t, o);
 }
@@ -219,7 +265,8 @@ static int hash_config(struct task_config *t, const cJSON *o)
     cJSON_DeleteItemFromObjectCaseSensitive(cfg, "description");
     cJSON *h = cJSON_AddObjectToObject(cfg, "data_sha256");
     int ok = h != NULL;
-    for (int f = 0; f < t->n_files && ok; f++) ok = cJSON_AddStringToObject(h, t->files[f].role, t->files[f].sha256) != NULL;
+    for (int f = 0; f < t->n_files && ok; f++)
+        ok = cJSON_AddStringToObject(h, t->files[f].role, t->files[f].sha256) != NULL;
     char *s = ok ? cJSON_PrintUnformatted(cfg) : NULL; /* never a hash of a partial config */
     cJSON_Delete(cfg);
     if (!s) return QG_ERR_NOMEM;
@@ -228,7 +275,62 @@ static int hash_config(struct task_config *t, const cJSON *o)
     return QG_OK;
 }
 
-static int load_task(struct ctx *c, int i, const cJSON *o, const char *dir, int allow_changed, struct task_config *t)
+/* protocol, ctx, stride and chunks of a perplexity task */
+static int load_perplexity(struct ctx *c, int i, const char *name, struct task_config *t,
+                           const cJSON *o)
+{
+    int rc;
+    int64_t v;
+    const char *proto = get_str(o, "protocol");
+    t->protocol = ppl_protocol_from_name(proto ? proto : "llamacpp");
+    if (t->protocol < 0)
+        return fail_task(c, i, name, "unknown protocol '%s' (llamacpp, rolling, stride)", proto);
+    if ((rc = get_int(c, i, name, o, "ctx", 4, 1 << 20, 512, &v))) return rc;
+    t->ctx = (int)v;
+    if ((rc = get_int(c, i, name, o, "stride", 1, t->ctx, t->ctx / 2, &v))) return rc;
+    t->stride = (int)v;
+    if ((rc = get_int(c, i, name, o, "chunks", 0, INT64_MAX / 2, 0, &t->chunks))) return rc;
+    return QG_OK;
+}
+
+/* The options every kind shares: critical, limit, few-shot, max_tokens,
+ * temperature and top_p, range-checked. */
+static int load_options(struct ctx *c, int i, const char *name, struct task_config *t,
+                        const cJSON *o)
+{
+    int rc;
+    const cJSON *crit = cJSON_GetObjectItemCaseSensitive(o, "critical");
+    if (crit && !cJSON_IsBool(crit))
+        return fail_task(c, i, name, "\"critical\" must be true or false");
+    t->critical = cJSON_IsTrue(crit);
+    int64_t v;
+    if ((rc = get_int(c, i, name, o, "limit", 0, INT64_MAX / 2, 0, &t->limit))) return rc;
+    if ((rc = get_int(c, i, name, o, "fewshot", 0, 64, 0, &v))) return rc;
+    t->fewshot = (int)v;
+    if ((rc = get_int(c, i, name, o, "fewshot_seed", 0, INT64_MAX / 2, 1234, &v))) return rc;
+    t->fewshot_seed = (uint64_t)v;
+    if (t->fewshot > 0 && t->kind == TASK_MULTIPLE_CHOICE &&
+        !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(o, "data")))
+        return fail_task(
+            c, i, name,
+            "\"fewshot\" needs a split to draw from: \"data\": {\"data\": ..., \"train\": ...}");
+    if ((rc = get_int(c, i, name, o, "max_tokens", 1, 1 << 16, 256, &v))) return rc;
+    t->max_tokens = (int)v;
+    t->temperature = 0;
+    t->top_p = 1;
+    const cJSON *tv = cJSON_GetObjectItemCaseSensitive(o, "temperature"),
+                *pv = cJSON_GetObjectItemCaseSensitive(o, "top_p");
+    if (tv && (!cJSON_IsNumber(tv) || tv->valuedouble < 0 || tv->valuedouble > 10))
+        return fail_task(c, i, name, "\"temperature\" must be a number in 0..10");
+    if (pv && (!cJSON_IsNumber(pv) || pv->valuedouble <= 0 || pv->valuedouble > 1))
+        return fail_task(c, i, name, "\"top_p\" must be a number in (0, 1]");
+    if (tv) t->temperature = tv->valuedouble;
+    if (pv) t->top_p = pv->valuedouble;
+    return QG_OK;
+}
+
+static int load_task(struct ctx *c, int i, const cJSON *o, const char *dir, int allow_changed,
+                     struct task_config *t)
 {
     if (!cJSON_IsObject(o)) return fail_task(c, i, NULL, "must be an object");
     const char *name = get_str(o, "name");
@@ -239,39 +341,25 @@ static int load_task(struct ctx *c, int i, const cJSON *o, const char *dir, int 
     int rc = check_keys(c, i, name, o, task_keys);
     if (rc) return rc;
     const char *kind = get_str(o, "kind"), *bench = get_str(o, "benchmark");
-    if (!!kind == !!bench) return fail_task(c, i, name, "give exactly one of \"kind\" and \"benchmark\"");
+    if (!!kind == !!bench)
+        return fail_task(c, i, name, "give exactly one of \"kind\" and \"benchmark\"");
     if (bench) {
         int bk = bench_kind(bench);
-        if (bk < 0) return fail_task(c, i, name, "unknown benchmark '%s' (known: %s)", bench, bench_names());
+        if (bk < 0)
+            return fail_task(c, i, name, "unknown benchmark '%s' (known: %s)", bench,
+                             bench_names());
         if (!(t->benchmark = qg_strdup(bench))) return nomem(c);
         t->kind = bk == BENCH_MC ? TASK_MULTIPLE_CHOICE : TASK_GENERATION;
     } else if ((t->kind = task_kind_from_name(kind)) < 0) {
-        return fail_task(c, i, name, "unknown kind '%s' (perplexity, multiple_choice, generation, custom)", kind);
+        return fail_task(c, i, name,
+                         "unknown kind '%s' (perplexity, multiple_choice, generation, custom)",
+                         kind);
     } else if (t->kind == TASK_MULTIPLE_CHOICE || t->kind == TASK_GENERATION) {
-        return fail_task(c, i, name, "kind '%s' needs a \"benchmark\", or use kind \"custom\" with \"fields\"", kind);
+        return fail_task(c, i, name,
+                         "kind '%s' needs a \"benchmark\", or use kind \"custom\" with \"fields\"",
+                         kind);
     }
-    const cJSON *crit = cJSON_GetObjectItemCaseSensitive(o, "critical");
-    if (crit && !cJSON_IsBool(crit)) return fail_task(c, i, name, "\"critical\" must be true or false");
-    t->critical = cJSON_IsTrue(crit);
-    int64_t v;
-    if ((rc = get_int(c, i, name, o, "limit", 0, INT64_MAX / 2, 0, &t->limit))) return rc;
-    if ((rc = get_int(c, i, name, o, "fewshot", 0, 64, 0, &v))) return rc;
-    t->fewshot = (int)v;
-    if ((rc = get_int(c, i, name, o, "fewshot_seed", 0, INT64_MAX / 2, 1234, &v))) return rc;
-    t->fewshot_seed = (uint64_t)v;
-    if (t->fewshot > 0 && t->kind == TASK_MULTIPLE_CHOICE && !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(o, "data")))
-        return fail_task(c, i, name, "\"fewshot\" needs a split to draw from: \"data\": {\"data\": ..., \"train\": ...}");
-    if ((rc = get_int(c, i, name, o, "max_tokens", 1, 1 << 16, 256, &v))) return rc;
-    t->max_tokens = (int)v;
-    t->temperature = 0;
-    t->top_p = 1;
-    const cJSON *tv = cJSON_GetObjectItemCaseSensitive(o, "temperature"), *pv = cJSON_GetObjectItemCaseSensitive(o, "top_p");
-    if (tv && (!cJSON_IsNumber(tv) || tv->valuedouble < 0 || tv->valuedouble > 10))
-        return fail_task(c, i, name, "\"temperature\" must be a number in 0..10");
-    if (pv && (!cJSON_IsNumber(pv) || pv->valuedouble <= 0 || pv->valuedouble > 1))
-        return fail_task(c, i, name, "\"top_p\" must be a number in (0, 1]");
-    if (tv) t->temperature = tv->valuedouble;
-    if (pv) t->top_p = pv->valuedouble;
+    if ((rc = load_options(c, i, name, t, o))) return rc;
     const char *delim = get_str(o, "delimiter");
     if (!(t->delimiter = qg_strdup(delim ? delim : " "))) return nomem(c);
     if ((rc = load_files(c, i, t, o, dir, allow_changed))) return rc;
@@ -279,14 +367,7 @@ static int load_task(struct ctx *c, int i, const cJSON *o, const char *dir, int 
         !cJSON_GetObjectItemCaseSensitive(o, "fewshot"))
         t->fewshot = 8; /* the chain-of-thought 8-shot prompt when a train split is given */
     if (t->kind == TASK_PERPLEXITY) {
-        const char *proto = get_str(o, "protocol");
-        t->protocol = ppl_protocol_from_name(proto ? proto : "llamacpp");
-        if (t->protocol < 0) return fail_task(c, i, name, "unknown protocol '%s' (llamacpp, rolling, stride)", proto);
-        if ((rc = get_int(c, i, name, o, "ctx", 4, 1 << 20, 512, &v))) return rc;
-        t->ctx = (int)v;
-        if ((rc = get_int(c, i, name, o, "stride", 1, t->ctx, t->ctx / 2, &v))) return rc;
-        t->stride = (int)v;
-        if ((rc = get_int(c, i, name, o, "chunks", 0, INT64_MAX / 2, 0, &t->chunks))) return rc;
+        if ((rc = load_perplexity(c, i, name, t, o))) return rc;
     } else if (t->kind == TASK_CUSTOM) {
         if ((rc = load_custom(c, i, t, o))) return rc;
     } else if (t->kind == TASK_GENERATION) {
@@ -297,15 +378,21 @@ static int load_task(struct ctx *c, int i, const cJSON *o, const char *dir, int 
     return hash_config(t, o) ? nomem(c) : QG_OK;
 }
 
-int suite_policy_from_json(const cJSON *p, const char *where, struct verdict_policy *pol, char *err, size_t errlen)
+int suite_policy_from_json(const cJSON *p, const char *where, struct verdict_policy *pol, char *err,
+                           size_t errlen)
 {
     struct ctx cc = {where, err, errlen}, *c = &cc;
     *pol = verdict_default_policy();
     if (!p) return QG_OK;
-    if (!cJSON_IsObject(p)) return qg_errf(c->err, c->errlen, QG_ERR_DATA, "%s: \"policy\" must be an object", c->file);
-    struct { const char *key; double lo, hi, *dst; } nums[] = {
-        {"margin_ppl", 0, 1, &pol->margin_ppl}, {"margin_acc", 0, 1, &pol->margin_acc},
-        {"alpha", 1e-6, 0.5, &pol->alpha}, {"beta", 1e-6, 0.5, &pol->beta}};
+    if (!cJSON_IsObject(p))
+        return qg_errf(c->err, c->errlen, QG_ERR_DATA, "%s: \"policy\" must be an object", c->file);
+    struct {
+        const char *key;
+        double lo, hi, *dst;
+    } nums[] = {{"margin_ppl", 0, 1, &pol->margin_ppl},
+                {"margin_acc", 0, 1, &pol->margin_acc},
+                {"alpha", 1e-6, 0.5, &pol->alpha},
+                {"beta", 1e-6, 0.5, &pol->beta}};
     const cJSON *k;
     cJSON_ArrayForEach(k, p)
     {
@@ -314,17 +401,21 @@ int suite_policy_from_json(const cJSON *p, const char *where, struct verdict_pol
             if (strcmp(k->string, nums[i].key)) continue;
             found = 1;
             if (!cJSON_IsNumber(k) || k->valuedouble < nums[i].lo || k->valuedouble > nums[i].hi)
-                return qg_errf(c->err, c->errlen, QG_ERR_DATA, "%s: policy \"%s\" must be a number in [%g, %g]", c->file,
+                return qg_errf(c->err, c->errlen, QG_ERR_DATA,
+                               "%s: policy \"%s\" must be a number in [%g, %g]", c->file,
                                nums[i].key, nums[i].lo, nums[i].hi);
             *nums[i].dst = k->valuedouble;
         }
         if (!strcmp(k->string, "bootstrap")) {
             found = 1;
             if (!cJSON_IsNumber(k) || k->valuedouble < 100 || k->valuedouble > 1e7)
-                return qg_errf(c->err, c->errlen, QG_ERR_DATA, "%s: policy \"bootstrap\" must be 100..1e7", c->file);
+                return qg_errf(c->err, c->errlen, QG_ERR_DATA,
+                               "%s: policy \"bootstrap\" must be 100..1e7", c->file);
             pol->bootstrap = (int)k->valuedouble;
         }
-        if (!found) return qg_errf(c->err, c->errlen, QG_ERR_DATA, "%s: unknown policy key \"%s\"", c->file, k->string);
+        if (!found)
+            return qg_errf(c->err, c->errlen, QG_ERR_DATA, "%s: unknown policy key \"%s\"", c->file,
+                           k->string);
     }
     return QG_OK;
 }
@@ -341,7 +432,8 @@ int suite_load(const char *path, int allow_changed, struct suite **out, char *er
     if (!root) {
         const char *at = cJSON_GetErrorPtr();
         int line = 1;
-        for (const char *p = text; at && p < at && p < text + n; p++) line += *p == '\n';
+        for (const char *p = text; at && p < at && p < text + n; p++)
+            line += *p == '\n';
         free(text);
         return qg_errf(err, errlen, QG_ERR_DATA, "%s:%d: invalid JSON", path, line);
     }
@@ -351,34 +443,45 @@ int suite_load(const char *path, int allow_changed, struct suite **out, char *er
         s->path = qg_strdup(path);
         const char *slash = strrchr(path, '/');
         s->dir = slash ? qg_strndup(path, (size_t)(slash - path)) : qg_strdup("");
-        if (!s->path || !s->dir) rc = qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory", path);
-        else hash_sha256_mem(text, n, s->sha256);
+        if (!s->path || !s->dir)
+            rc = qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory", path);
+        else
+            hash_sha256_mem(text, n, s->sha256);
     }
     const char *name = cJSON_IsObject(root) ? get_str(root, "name") : NULL;
-    const cJSON *tasks = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "tasks") : NULL;
-    if (!rc && !cJSON_IsObject(root)) rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: the suite must be a JSON object", path);
-    else if (!rc && (!name || !*name)) rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: missing \"name\"", path);
+    const cJSON *tasks =
+        cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "tasks") : NULL;
+    if (!rc && !cJSON_IsObject(root))
+        rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: the suite must be a JSON object", path);
+    else if (!rc && (!name || !*name))
+        rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: missing \"name\"", path);
     else if (!rc && (!cJSON_IsArray(tasks) || cJSON_GetArraySize(tasks) == 0))
         rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: \"tasks\" must be a non-empty array", path);
     if (!rc) {
         const cJSON *k;
-        cJSON_ArrayForEach(k, root) if (strcmp(k->string, "name") && strcmp(k->string, "tasks") && strcmp(k->string, "policy") &&
-                                        strcmp(k->string, "description")) rc = qg_errf(err, errlen, QG_ERR_DATA,
-                                                                                        "%s: unknown key \"%s\"", path, k->string);
+        cJSON_ArrayForEach(k, root) if (strcmp(k->string, "name") && strcmp(k->string, "tasks") &&
+                                        strcmp(k->string, "policy") &&
+                                        strcmp(k->string, "description")) rc =
+            qg_errf(err, errlen, QG_ERR_DATA, "%s: unknown key \"%s\"", path, k->string);
     }
-    if (!rc && !(s->name = qg_strdup(name))) rc = qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory", path);
+    if (!rc && !(s->name = qg_strdup(name)))
+        rc = qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory", path);
     if (!rc) {
-        rc = suite_policy_from_json(cJSON_GetObjectItemCaseSensitive(root, "policy"), path, &s->policy, err, errlen);
+        rc = suite_policy_from_json(cJSON_GetObjectItemCaseSensitive(root, "policy"), path,
+                                    &s->policy, err, errlen);
     }
     if (!rc) {
         int nt = cJSON_GetArraySize(tasks);
-        if (!(s->tasks = calloc((size_t)nt, sizeof *s->tasks))) rc = qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory", path);
+        if (!(s->tasks = calloc((size_t)nt, sizeof *s->tasks)))
+            rc = qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory", path);
         for (int i = 0; i < nt && !rc; i++) {
             s->n_tasks = i + 1;
-            rc = load_task(&c, i, cJSON_GetArrayItem(tasks, i), s->dir, allow_changed, &s->tasks[i]);
+            rc =
+                load_task(&c, i, cJSON_GetArrayItem(tasks, i), s->dir, allow_changed, &s->tasks[i]);
             for (int j = 0; j < i && !rc; j++)
                 if (!strcmp(s->tasks[j].name, s->tasks[i].name))
-                    rc = fail_task(&c, i, s->tasks[i].name, "duplicate task name (also task %d)", j + 1);
+                    rc = fail_task(&c, i, s->tasks[i].name, "duplicate task name (also task %d)",
+                                   j + 1);
         }
     }
     cJSON_Delete(root);
@@ -394,7 +497,8 @@ int suite_load(const char *path, int allow_changed, struct suite **out, char *er
 void suite_free(struct suite *s)
 {
     if (!s) return;
-    for (int i = 0; i < s->n_tasks; i++) task_config_release(&s->tasks[i]);
+    for (int i = 0; i < s->n_tasks; i++)
+        task_config_release(&s->tasks[i]);
     free(s->tasks);
     free(s->path);
     free(s->dir);

@@ -32,13 +32,13 @@ struct suite {
 /* Fills pol from a JSON policy object (NULL = defaults: margin ln 1.01,
  * 1 point, alpha 0.05, beta 0.2, 10000 bootstrap iterations). where names
  * the source in messages. QG_OK or QG_ERR_DATA. */
-int suite_policy_from_json(const cJSON *p, const char *where, struct verdict_policy *pol, char *err, size_t errlen);
+int suite_policy_from_json(const cJSON *p, const char *where, struct verdict_policy *pol, char *err,
+                           size_t errlen);
 
 /* Parses, validates, resolves and hashes. QG_OK; QG_ERR_DATA with err
  * naming the file and task (and, for JSON syntax errors, the line);
  * QG_ERR_NOINPUT when a file is missing. */
 int suite_load(const char *path, int allow_changed, struct suite **out, char *err, size_t errlen);
 void suite_free(struct suite *s);
-
 
 #endif

@@ -51,7 +51,8 @@ static int cmp_d(const void *a, const void *b)
 void kld_summarize(double *v, int64_t n, struct kld_summary *out)
 {
     double sum = 0;
-    for (int64_t i = 0; i < n; i++) sum += v[i];
+    for (int64_t i = 0; i < n; i++)
+        sum += v[i];
     if (n > 0) qsort(v, (size_t)n, sizeof *v, cmp_d);
     out->n = n;
     out->mean = n > 0 ? sum / (double)n : NAN;

@@ -28,7 +28,7 @@ struct ppl_stats {
 
 struct ppl_result {
     int64_t windows, tokens, bytes, words;
-    double nll_mean;       /* per token */
+    double nll_mean; /* per token */
     double ppl, ppl_se_iid, ppl_se_cluster;
     double nll_se_iid, nll_se_cluster;
     double word_ppl, byte_ppl, bits_per_byte; /* NAN when no words/bytes */

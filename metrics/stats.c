@@ -15,12 +15,15 @@ double stats_norm_cdf(double x)
 double stats_norm_ppf(double p)
 {
     if (!(p > 0 && p < 1)) return p == 0 ? -INFINITY : p == 1 ? INFINITY : NAN;
-    static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
-                               1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00};
-    static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
-                               6.680131188771972e+01, -1.328068155288572e+01};
-    static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
-                               -2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00};
+    static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,
+                               -2.759285104469687e+02, 1.383577518672690e+02,
+                               -3.066479806614716e+01, 2.506628277459239e+00};
+    static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02,
+                               -1.556989798598866e+02, 6.680131188771972e+01,
+                               -1.328068155288572e+01};
+    static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01,
+                               -2.400758277161838e+00, -2.549732539343734e+00,
+                               4.374664141464968e+00,  2.938163982698783e+00};
     static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
                                3.754408661907416e+00};
     double x, q, r;
@@ -67,7 +70,8 @@ double stats_binom_cdf(int64_t k, int64_t n, double p)
     double lp = log(p), lq = log1p(-p), lgn = lgamma((double)n + 1), sum = 0, mx = -INFINITY;
     /* log-sum-exp over the k+1 terms */
     for (int64_t i = 0; i <= k; i++) {
-        double t = lgn - lgamma((double)i + 1) - lgamma((double)(n - i) + 1) + (double)i * lp + (double)(n - i) * lq;
+        double t = lgn - lgamma((double)i + 1) - lgamma((double)(n - i) + 1) + (double)i * lp +
+                   (double)(n - i) * lq;
         if (t > mx) {
             sum = sum * exp(mx - t) + 1;
             mx = t;
@@ -86,7 +90,8 @@ double stats_mcnemar(int64_t b, int64_t c)
     return p > 1 ? 1 : p;
 }
 
-void stats_newcombe_paired(int64_t a, int64_t b, int64_t c, int64_t d, double z, double *lo, double *hi)
+void stats_newcombe_paired(int64_t a, int64_t b, int64_t c, int64_t d, double z, double *lo,
+                           double *hi)
 {
     int64_t n = a + b + c + d;
     if (n <= 0) {
@@ -121,7 +126,8 @@ void stats_holm(const double *p, int n, double *adj)
 {
     struct pidx *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
     if (!v) return;
-    for (int i = 0; i < n; i++) v[i] = (struct pidx){p[i], i};
+    for (int i = 0; i < n; i++)
+        v[i] = (struct pidx){p[i], i};
     qsort(v, (size_t)n, sizeof *v, cmp_pidx);
     double run = 0;
     for (int k = 0; k < n; k++) {
@@ -147,13 +153,14 @@ static double quantile(const double *v, int n, double q)
     return v[i] + (pos - i) * (v[i + 1] - v[i]);
 }
 
-int stats_bootstrap_ratio(const double *loss, const double *size, int64_t n, int B, uint64_t seed, double level,
-                          struct boot_result *r)
+int stats_bootstrap_ratio(const double *loss, const double *size, int64_t n, int B, uint64_t seed,
+                          double level, struct boot_result *r)
 {
     memset(r, 0, sizeof *r);
     if (n <= 0 || B < 2 || !(level > 0 && level < 1)) return -1;
     double sl = 0, ss = 0;
-    for (int64_t i = 0; i < n; i++) sl += loss[i], ss += size[i];
+    for (int64_t i = 0; i < n; i++)
+        sl += loss[i], ss += size[i];
     r->estimate = ss > 0 ? sl / ss : NAN;
     r->iters = B;
     r->seed = seed;

@@ -32,7 +32,8 @@ void stats_holm(const double *p, int n, double *adj);
  * 1), b (first only), c (second only), d (neither), at normal quantile z.
  * Built from the Wilson intervals of p1 and p2 and the phi correlation;
  * behaves with zero cells, where a bootstrap or Wald interval collapses. */
-void stats_newcombe_paired(int64_t a, int64_t b, int64_t c, int64_t d, double z, double *lo, double *hi);
+void stats_newcombe_paired(int64_t a, int64_t b, int64_t c, int64_t d, double z, double *lo,
+                           double *hi);
 
 struct boot_result {
     double estimate; /* sum(loss) / sum(size) over all units */
@@ -47,7 +48,7 @@ struct boot_result {
  * (1-level)/2 and (1+level)/2 percentiles (level = 0.90 for one-sided
  * alpha 0.05). Deterministic for a seed. 0, or -1 for bad arguments or
  * allocation failure. */
-int stats_bootstrap_ratio(const double *loss, const double *size, int64_t n, int B, uint64_t seed, double level,
-                          struct boot_result *r);
+int stats_bootstrap_ratio(const double *loss, const double *size, int64_t n, int B, uint64_t seed,
+                          double level, struct boot_result *r);
 
 #endif

@@ -8,8 +8,8 @@
  * (passage, subject) — for accuracy and exact match (loss = accuracy drop).
  * Interval: paired cluster bootstrap, percentile, two-sided 1 - 2 alpha
  * (90 % for alpha 0.05), seeded; for binary metrics on single items,
- * Newcombe's paired score interval instead (sound with zero cells). Noise floor: the largest loss of a later baseline repeat
- * against its repeat 0 (0 and flagged when they are identical). Margin
+ * Newcombe's paired score interval instead (sound with zero cells). Noise floor: the largest loss
+ * of a later baseline repeat against its repeat 0 (0 and flagged when they are identical). Margin
  * delta = max(policy margin, noise). MDE = (z_{1-alpha} + z_{1-beta}) SE.
  *   PASS: upper bound <= delta.  FAIL: lower bound > delta.
  *   INCONCLUSIVE otherwise, with the reason (underpowered: MDE > delta and
@@ -58,10 +58,10 @@ struct verdict_params {
  * call; repeats[r] (n_repeat[r] rows) are the baseline's later repeats
  * (1, 2, ...), which measure its run-to-run noise. */
 struct verdict_input {
-    const char *name;   /* the task's name, for messages */
-    int64_t task_id;    /* copied to the result */
-    int kind;           /* the caller's task kind, copied to the result */
-    int metric;         /* enum verdict_metric */
+    const char *name; /* the task's name, for messages */
+    int64_t task_id;  /* copied to the result */
+    int kind;         /* the caller's task kind, copied to the result */
+    int metric;       /* enum verdict_metric */
     const struct item_row *base, *cand;
     int64_t n_base, n_cand;
     const struct item_row *const *repeats;
@@ -77,9 +77,9 @@ struct verdict_task {
     double delta, lo, hi, se;      /* the loss and its interval */
     double margin, noise, mde, p_value, p_holm;
     int64_t n_units, n_items, flips_b, flips_c, items_needed;
-    double flip_lo, flip_hi;       /* Wilson 95 % of (b + c) / n */
-    int deterministic;             /* baseline repeats identical (-1: no repeats) */
-    int noise_repeats;             /* baseline repeats (incl. perturbed) behind the noise */
+    double flip_lo, flip_hi; /* Wilson 95 % of (b + c) / n */
+    int deterministic;       /* baseline repeats identical (-1: no repeats) */
+    int noise_repeats;       /* baseline repeats (incl. perturbed) behind the noise */
     int verdict;
     char reason[256];
     /* lockstep figures, filled by the caller from the candidate's trial (not
@@ -95,8 +95,8 @@ struct verdict_task {
  * with err naming the task when the rows do not pair (different counts or
  * items, unscored windows, items without correctness); QG_ERR_NOMEM. A
  * repeat that does not pair is left out of the noise. */
-int verdict_task_compute(const struct verdict_input *in, const struct verdict_params *p, struct verdict_task *out,
-                         char *err, size_t errlen);
+int verdict_task_compute(const struct verdict_input *in, const struct verdict_params *p,
+                         struct verdict_task *out, char *err, size_t errlen);
 
 /* Holm-adjusts the n tasks' p-values (p_holm) and returns the suite's
  * verdict: FAIL if any task fails, PASS if all pass, else

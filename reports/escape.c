@@ -27,24 +27,40 @@ static void walk(struct sbuf *b, const char *str, int mode)
                 continue;
             }
             /* XML forbids U+FFFE and U+FFFF */
-            if (mode == 1 && n == 3 && s[0] == 0xEF && s[1] == 0xBF && (s[2] == 0xBE || s[2] == 0xBF)) sbuf_append(b, repl, 3);
-            else sbuf_append(b, (const char *)s, n);
+            if (mode == 1 && n == 3 && s[0] == 0xEF && s[1] == 0xBF &&
+                (s[2] == 0xBE || s[2] == 0xBF))
+                sbuf_append(b, repl, 3);
+            else
+                sbuf_append(b, (const char *)s, n);
             s += n;
             continue;
         }
         unsigned char c = *s++;
         if (mode == 3) {
-            if (c == '\n' || c == '\r' || c == '\t') sbuf_append(b, " ", 1);
-            else if (c < 0x20 || c == 0x7F) sbuf_append(b, repl, 3);
-            else sbuf_append(b, (const char *)&c, 1);
+            if (c == '\n' || c == '\r' || c == '\t')
+                sbuf_append(b, " ", 1);
+            else if (c < 0x20 || c == 0x7F)
+                sbuf_append(b, repl, 3);
+            else
+                sbuf_append(b, (const char *)&c, 1);
             continue;
         }
         switch (c) {
-        case '&': sbuf_append(b, "&amp;", 5); continue;
-        case '<': sbuf_append(b, "&lt;", 4); continue;
-        case '>': sbuf_append(b, "&gt;", 4); continue;
-        case '"': sbuf_append(b, "&quot;", 6); continue;
-        case '\'': sbuf_append(b, "&#39;", 5); continue;
+        case '&':
+            sbuf_append(b, "&amp;", 5);
+            continue;
+        case '<':
+            sbuf_append(b, "&lt;", 4);
+            continue;
+        case '>':
+            sbuf_append(b, "&gt;", 4);
+            continue;
+        case '"':
+            sbuf_append(b, "&quot;", 6);
+            continue;
+        case '\'':
+            sbuf_append(b, "&#39;", 5);
+            continue;
         }
         if (mode == 2) {
             if (c == '\n' || c == '\r' || c == '\t') {
@@ -65,7 +81,19 @@ static void walk(struct sbuf *b, const char *str, int mode)
     }
 }
 
-void esc_html(struct sbuf *b, const char *s) { walk(b, s, 0); }
-void esc_xml(struct sbuf *b, const char *s) { walk(b, s, 1); }
-void esc_md(struct sbuf *b, const char *s) { walk(b, s, 2); }
-void esc_term(struct sbuf *b, const char *s) { walk(b, s, 3); }
+void esc_html(struct sbuf *b, const char *s)
+{
+    walk(b, s, 0);
+}
+void esc_xml(struct sbuf *b, const char *s)
+{
+    walk(b, s, 1);
+}
+void esc_md(struct sbuf *b, const char *s)
+{
+    walk(b, s, 2);
+}
+void esc_term(struct sbuf *b, const char *s)
+{
+    walk(b, s, 3);
+}

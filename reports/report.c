@@ -30,12 +30,14 @@ static void term_cell(struct sbuf *b, const char *s, int width)
     int cols = 0;
     while (p[n] && cols < width) {
         size_t k = 1;
-        while (((unsigned char)p[n + k] & 0xC0) == 0x80) k++;
+        while (((unsigned char)p[n + k] & 0xC0) == 0x80)
+            k++;
         n += k;
         cols++;
     }
     sbuf_append(b, p, n);
-    for (; cols < width; cols++) sbuf_append(b, " ", 1);
+    for (; cols < width; cols++)
+        sbuf_append(b, " ", 1);
     sbuf_release(&t);
 }
 
@@ -45,46 +47,66 @@ static void render_text(const cJSON *d, int color, struct sbuf *b)
     esc_term(b, json_str(c, "candidate", ""));
     sbuf_printf(b, " vs ");
     esc_term(b, json_str(c, "baseline", ""));
-    sbuf_printf(b, " (run %.0f, comparison %.0f): one-sided alpha %.3g, power %.2g, %.0f bootstrap draws\n", json_num(c, "run", NAN),
-                json_num(c, "id", NAN), json_num(pol, "alpha", NAN), 1 - json_num(pol, "beta", NAN), json_num(pol, "bootstrap", NAN));
-    sbuf_printf(b, "%-16s %-13s %10s %10s %10s %23s %9s %9s %9s %9s %9s  %s\n", "task", "metric", "baseline", "candidate", "loss",
-                "interval (90%)", "margin", "noise", "MDE", "flips -/+", "p", "verdict");
+    sbuf_printf(
+        b, " (run %.0f, comparison %.0f): one-sided alpha %.3g, power %.2g, %.0f bootstrap draws\n",
+        json_num(c, "run", NAN), json_num(c, "id", NAN), json_num(pol, "alpha", NAN),
+        1 - json_num(pol, "beta", NAN), json_num(pol, "bootstrap", NAN));
+    sbuf_printf(b, "%-16s %-13s %10s %10s %10s %23s %9s %9s %9s %9s %9s  %s\n", "task", "metric",
+                "baseline", "candidate", "loss", "interval (90%)", "margin", "noise", "MDE",
+                "flips -/+", "p", "verdict");
     static const char *col[] = {"\033[32m", "\033[31m", "\033[33m"};
     cJSON_ArrayForEach(t, json_get(d, "tasks"))
     {
         char iv[64];
-        snprintf(iv, sizeof iv, "[%+.5f, %+.5f]", json_num(t, "ci_low", NAN), json_num(t, "ci_high", NAN));
+        snprintf(iv, sizeof iv, "[%+.5f, %+.5f]", json_num(t, "ci_low", NAN),
+                 json_num(t, "ci_high", NAN));
         const char *v = json_str(t, "verdict", "");
         char fl[48] = "-";
-        if (!isnan(json_num(t, "flips_b", NAN))) snprintf(fl, sizeof fl, "%.0f/%.0f", json_num(t, "flips_b", NAN), json_num(t, "flips_c", NAN));
+        if (!isnan(json_num(t, "flips_b", NAN)))
+            snprintf(fl, sizeof fl, "%.0f/%.0f", json_num(t, "flips_b", NAN),
+                     json_num(t, "flips_c", NAN));
         term_cell(b, json_str(t, "task", ""), 16);
-        sbuf_printf(b, " %-13s %10.4f %10.4f %+10.5f %23s %9.5f %9.2g %9.5f %9s %9.3g  %s%s%s\n", json_str(t, "metric", ""),
-                    json_num(t, "baseline", NAN), json_num(t, "candidate", NAN), json_num(t, "delta", NAN), iv, json_num(t, "margin", NAN), json_num(t, "noise", NAN), json_num(t, "mde", NAN),
-                    fl, json_num(t, "p_value", NAN), color ? col[vcode(v)] : "", v, color ? "\033[0m" : "");
+        sbuf_printf(b, " %-13s %10.4f %10.4f %+10.5f %23s %9.5f %9.2g %9.5f %9s %9.3g  %s%s%s\n",
+                    json_str(t, "metric", ""), json_num(t, "baseline", NAN),
+                    json_num(t, "candidate", NAN), json_num(t, "delta", NAN), iv,
+                    json_num(t, "margin", NAN), json_num(t, "noise", NAN), json_num(t, "mde", NAN),
+                    fl, json_num(t, "p_value", NAN), color ? col[vcode(v)] : "", v,
+                    color ? "\033[0m" : "");
         if (!isnan(json_num(t, "ppl_ratio", NAN))) {
-            sbuf_printf(b, "%17s PPL ratio %.5f (ln %+.5f +/- %.5f paired SE)", "", json_num(t, "ppl_ratio", NAN), json_num(t, "delta", NAN), json_num(t, "se", NAN));
+            sbuf_printf(b, "%17s PPL ratio %.5f (ln %+.5f +/- %.5f paired SE)", "",
+                        json_num(t, "ppl_ratio", NAN), json_num(t, "delta", NAN),
+                        json_num(t, "se", NAN));
             if (!isnan(json_num(t, "kld_mean", NAN)))
-                sbuf_printf(b, "; KLD mean %.6f, p99 %.6f, max %.4f%s; same top-1 %.2f%%; mean dp %+.5f", json_num(t, "kld_mean", NAN),
-                            json_num(t, "kld_p99", NAN), json_num(t, "kld_max", NAN), isnan(json_num(json_get(t, "kld"), "top_k", NAN)) ? "" : " (top-K lower bound)",
-                            100 * json_num(t, "same_top1", NAN), json_num(t, "dp_mean", NAN));
+                sbuf_printf(
+                    b, "; KLD mean %.6f, p99 %.6f, max %.4f%s; same top-1 %.2f%%; mean dp %+.5f",
+                    json_num(t, "kld_mean", NAN), json_num(t, "kld_p99", NAN),
+                    json_num(t, "kld_max", NAN),
+                    isnan(json_num(json_get(t, "kld"), "top_k", NAN)) ? "" : " (top-K lower bound)",
+                    100 * json_num(t, "same_top1", NAN), json_num(t, "dp_mean", NAN));
             sbuf_printf(b, "\n");
         } else if (!isnan(json_num(t, "flips_b", NAN))) {
             double n = json_num(t, "items", NAN);
-            sbuf_printf(b, "%17s flips %.0f worse / %.0f better of %.0f (%.2f%%, 95%% %.2f-%.2f%%); McNemar p %.3g\n", "",
-                        json_num(t, "flips_b", NAN), json_num(t, "flips_c", NAN), n, 100 * (json_num(t, "flips_b", NAN) + json_num(t, "flips_c", NAN)) / n,
-                        100 * json_num(t, "flip_rate_low", NAN), 100 * json_num(t, "flip_rate_high", NAN), json_num(t, "p_value", NAN));
+            sbuf_printf(b,
+                        "%17s flips %.0f worse / %.0f better of %.0f (%.2f%%, 95%% %.2f-%.2f%%); "
+                        "McNemar p %.3g\n",
+                        "", json_num(t, "flips_b", NAN), json_num(t, "flips_c", NAN), n,
+                        100 * (json_num(t, "flips_b", NAN) + json_num(t, "flips_c", NAN)) / n,
+                        100 * json_num(t, "flip_rate_low", NAN),
+                        100 * json_num(t, "flip_rate_high", NAN), json_num(t, "p_value", NAN));
         }
         const cJSON *det = json_get(t, "deterministic");
         sbuf_printf(b, "%17s ", "");
         esc_term(b, json_str(t, "reason", ""));
         sbuf_printf(b, "%s; Holm-adjusted p %.3g\n",
-                    cJSON_IsTrue(det) ? "; baseline repeats identical (deterministic)"
-                    : cJSON_IsFalse(det) ? "; noise from the baseline's repeats" : "",
+                    cJSON_IsTrue(det)    ? "; baseline repeats identical (deterministic)"
+                    : cJSON_IsFalse(det) ? "; noise from the baseline's repeats"
+                                         : "",
                     json_num(t, "p_holm", NAN));
     }
     const char *v = json_str(d, "verdict", "");
     static const char *bold[] = {"\033[1;32m", "\033[1;31m", "\033[1;33m"};
-    sbuf_printf(b, "suite verdict: %s%s%s\n", color ? bold[vcode(v)] : "", v, color ? "\033[0m" : "");
+    sbuf_printf(b, "suite verdict: %s%s%s\n", color ? bold[vcode(v)] : "", v,
+                color ? "\033[0m" : "");
 }
 
 /* ---------------------------------------------------------------- md */
@@ -97,10 +119,23 @@ struct table_style {
 };
 
 static const struct table_style md_table = {
-    "\n| item | prompt | baseline | candidate |\n|---|---|---|---|\n", "| ", " | ", " |\n", "", "✓", "✗", esc_md};
+    "\n| item | prompt | baseline | candidate |\n|---|---|---|---|\n",
+    "| ",
+    " | ",
+    " |\n",
+    "",
+    "✓",
+    "✗",
+    esc_md};
 static const struct table_style html_table = {
-    "<table><tr><th>item</th><th>prompt</th><th>baseline</th><th>candidate</th></tr>\n", "<tr><td>", "</td><td>",
-    "</td></tr>\n", "</table>\n", "&#10003;", "&#10007;", esc_html};
+    "<table><tr><th>item</th><th>prompt</th><th>baseline</th><th>candidate</th></tr>\n",
+    "<tr><td>",
+    "</td><td>",
+    "</td></tr>\n",
+    "</table>\n",
+    "&#10003;",
+    "&#10007;",
+    esc_html};
 
 static void flips_table(const cJSON *t, const struct table_style *st, struct sbuf *b)
 {
@@ -113,9 +148,11 @@ static void flips_table(const cJSON *t, const struct table_style *st, struct sbu
         st->esc(b, json_str(f, "id", ""));
         sbuf_printf(b, "%s", st->sep);
         st->esc(b, json_str(f, "prompt", ""));
-        sbuf_printf(b, "%s%s ", st->sep, cJSON_IsTrue(json_get(f, "baseline_correct")) ? st->yes : st->no);
+        sbuf_printf(b, "%s%s ", st->sep,
+                    cJSON_IsTrue(json_get(f, "baseline_correct")) ? st->yes : st->no);
         st->esc(b, json_str(f, "baseline_answer", ""));
-        sbuf_printf(b, "%s%s ", st->sep, cJSON_IsTrue(json_get(f, "candidate_correct")) ? st->yes : st->no);
+        sbuf_printf(b, "%s%s ", st->sep,
+                    cJSON_IsTrue(json_get(f, "candidate_correct")) ? st->yes : st->no);
         st->esc(b, json_str(f, "candidate_answer", ""));
         sbuf_printf(b, "%s", st->end);
     }
@@ -131,14 +168,18 @@ static void render_md(const cJSON *d, struct sbuf *b)
     esc_md(b, json_str(c, "candidate", ""));
     sbuf_printf(b, " vs ");
     esc_md(b, json_str(c, "baseline", ""));
-    sbuf_printf(b, "\n\n| task | metric | baseline | candidate | loss | 90%% interval | margin | noise | verdict |\n"
+    sbuf_printf(b, "\n\n| task | metric | baseline | candidate | loss | 90%% interval | margin | "
+                   "noise | verdict |\n"
                    "|---|---|---:|---:|---:|---|---:|---:|---|\n");
     cJSON_ArrayForEach(t, json_get(d, "tasks"))
     {
         sbuf_printf(b, "| ");
         esc_md(b, json_str(t, "task", ""));
-        sbuf_printf(b, " | %s | %.4f | %.4f | %+.5f | [%+.5f, %+.5f] | %.5f | %.2g | %s |\n", json_str(t, "metric", ""), json_num(t, "baseline", NAN),
-                    json_num(t, "candidate", NAN), json_num(t, "delta", NAN), json_num(t, "ci_low", NAN), json_num(t, "ci_high", NAN), json_num(t, "margin", NAN), json_num(t, "noise", NAN),
+        sbuf_printf(b, " | %s | %.4f | %.4f | %+.5f | [%+.5f, %+.5f] | %.5f | %.2g | %s |\n",
+                    json_str(t, "metric", ""), json_num(t, "baseline", NAN),
+                    json_num(t, "candidate", NAN), json_num(t, "delta", NAN),
+                    json_num(t, "ci_low", NAN), json_num(t, "ci_high", NAN),
+                    json_num(t, "margin", NAN), json_num(t, "noise", NAN),
                     badge[vcode(json_str(t, "verdict", ""))]);
     }
     cJSON_ArrayForEach(t, json_get(d, "tasks"))
@@ -148,28 +189,41 @@ static void render_md(const cJSON *d, struct sbuf *b)
         sbuf_printf(b, ": %s</summary>\n\n", json_str(t, "verdict", ""));
         sbuf_printf(b, "- reason: ");
         esc_md(b, json_str(t, "reason", ""));
-        sbuf_printf(b, "\n- paired SE %.3g, MDE %.3g, p %.3g (Holm %.3g), %.0f units / %.0f items\n", json_num(t, "se", NAN), json_num(t, "mde", NAN),
-                    json_num(t, "p_value", NAN), json_num(t, "p_holm", NAN), json_num(t, "units", NAN), json_num(t, "items", NAN));
-        if (!isnan(json_num(t, "ppl_ratio", NAN))) sbuf_printf(b, "- PPL ratio %.5f\n", json_num(t, "ppl_ratio", NAN));
+        sbuf_printf(
+            b, "\n- paired SE %.3g, MDE %.3g, p %.3g (Holm %.3g), %.0f units / %.0f items\n",
+            json_num(t, "se", NAN), json_num(t, "mde", NAN), json_num(t, "p_value", NAN),
+            json_num(t, "p_holm", NAN), json_num(t, "units", NAN), json_num(t, "items", NAN));
+        if (!isnan(json_num(t, "ppl_ratio", NAN)))
+            sbuf_printf(b, "- PPL ratio %.5f\n", json_num(t, "ppl_ratio", NAN));
         const cJSON *k = json_get(t, "kld");
-        if (k) sbuf_printf(b, "- KLD mean %.3g, median %.3g, p99 %.3g, max %.3g; same top-1 %.2f%%\n", json_num(k, "mean", NAN), json_num(k, "median", NAN),
-                           json_num(k, "p99", NAN), json_num(k, "max", NAN), 100 * json_num(k, "same_top1", NAN));
+        if (k)
+            sbuf_printf(b, "- KLD mean %.3g, median %.3g, p99 %.3g, max %.3g; same top-1 %.2f%%\n",
+                        json_num(k, "mean", NAN), json_num(k, "median", NAN),
+                        json_num(k, "p99", NAN), json_num(k, "max", NAN),
+                        100 * json_num(k, "same_top1", NAN));
         if (k && !isnan(json_num(k, "top_k", NAN)))
-            sbuf_printf(b, "- the KLD comes from the candidate's top-%.0f log-probs (one bucket for the rest): a lower bound\n",
+            sbuf_printf(b,
+                        "- the KLD comes from the candidate's top-%.0f log-probs (one bucket for "
+                        "the rest): a lower bound\n",
                         json_num(k, "top_k", NAN));
         if (!isnan(json_num(t, "flips_b", NAN)))
-            sbuf_printf(b, "- flips: %.0f worse, %.0f better (McNemar p %.3g)\n", json_num(t, "flips_b", NAN), json_num(t, "flips_c", NAN), json_num(t, "p_value", NAN));
+            sbuf_printf(b, "- flips: %.0f worse, %.0f better (McNemar p %.3g)\n",
+                        json_num(t, "flips_b", NAN), json_num(t, "flips_c", NAN),
+                        json_num(t, "p_value", NAN));
         flips_table(t, &md_table, b);
         sbuf_printf(b, "\n</details>\n");
     }
-    sbuf_printf(b, "\n<details><summary>Provenance</summary>\n\n- qgate %s, run %.0f, comparison %.0f, host ", json_str(p, "qgate_version", ""),
-                json_num(c, "run", NAN), json_num(c, "id", NAN));
+    sbuf_printf(
+        b,
+        "\n<details><summary>Provenance</summary>\n\n- qgate %s, run %.0f, comparison %.0f, host ",
+        json_str(p, "qgate_version", ""), json_num(c, "run", NAN), json_num(c, "id", NAN));
     esc_md(b, json_str(p, "host", ""));
     sbuf_printf(b, ", %s\n- command: ", json_str(p, "created_at", ""));
     esc_md(b, json_str(p, "command", ""));
     sbuf_printf(b, "\n- suite ");
     esc_md(b, json_str(p, "suite_name", ""));
-    sbuf_printf(b, " (sha256 %s), seed %.0f, bootstrap seed %.0f\n", json_str(p, "suite_hash", ""), json_num(p, "seed", NAN), json_num(c, "bootstrap_seed", NAN));
+    sbuf_printf(b, " (sha256 %s), seed %.0f, bootstrap seed %.0f\n", json_str(p, "suite_hash", ""),
+                json_num(p, "seed", NAN), json_num(c, "bootstrap_seed", NAN));
     cJSON_ArrayForEach(t, json_get(p, "models"))
     {
         sbuf_printf(b, "- model ");
@@ -190,7 +244,9 @@ static void render_md(const cJSON *d, struct sbuf *b)
 static int junit_outcome(const cJSON *t)
 {
     const char *v = json_str(t, "verdict", "");
-    if (!isfinite(json_num(t, "delta", NAN)) || !isfinite(json_num(t, "ci_low", NAN)) || !isfinite(json_num(t, "ci_high", NAN))) return 3;
+    if (!isfinite(json_num(t, "delta", NAN)) || !isfinite(json_num(t, "ci_low", NAN)) ||
+        !isfinite(json_num(t, "ci_high", NAN)))
+        return 3;
     return !strcmp(v, "PASS") ? 0 : !strcmp(v, "FAIL") ? 1 : !strcmp(v, "INCONCLUSIVE") ? 2 : 3;
 }
 
@@ -207,7 +263,8 @@ static void render_junit(const cJSON *d, struct sbuf *b)
     esc_xml(b, json_str(c, "candidate", ""));
     sbuf_printf(b, " vs ");
     esc_xml(b, json_str(c, "baseline", ""));
-    sbuf_printf(b, "\" tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\">\n", n, counts[1], counts[3], counts[2]);
+    sbuf_printf(b, "\" tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\">\n", n, counts[1],
+                counts[3], counts[2]);
     static const char *const tag[] = {NULL, "failure", "skipped", "error"};
     cJSON_ArrayForEach(t, json_get(d, "tasks"))
     {
@@ -215,15 +272,20 @@ static void render_junit(const cJSON *d, struct sbuf *b)
         int o = junit_outcome(t);
         sbuf_printf(b, "  <testsuite name=\"");
         esc_xml(b, json_str(t, "task", ""));
-        sbuf_printf(b, "\" tests=\"1\" failures=\"%d\" errors=\"%d\" skipped=\"%d\">\n    <testcase classname=\"qgate.", o == 1, o == 3,
-                    o == 2);
+        sbuf_printf(b,
+                    "\" tests=\"1\" failures=\"%d\" errors=\"%d\" skipped=\"%d\">\n    <testcase "
+                    "classname=\"qgate.",
+                    o == 1, o == 3, o == 2);
         esc_xml(b, json_str(t, "task", ""));
         sbuf_printf(b, "\" name=\"");
         esc_xml(b, json_str(t, "metric", ""));
         sbuf_printf(b, "\">\n");
         char nums[512];
-        snprintf(nums, sizeof nums, "loss %+.6f, 90%% interval [%+.6f, %+.6f], margin %.6f, noise %.3g, MDE %.3g, baseline %.6f, candidate %.6f",
-                 json_num(t, "delta", NAN), json_num(t, "ci_low", NAN), json_num(t, "ci_high", NAN), json_num(t, "margin", NAN), json_num(t, "noise", NAN), json_num(t, "mde", NAN),
+        snprintf(nums, sizeof nums,
+                 "loss %+.6f, 90%% interval [%+.6f, %+.6f], margin %.6f, noise %.3g, MDE %.3g, "
+                 "baseline %.6f, candidate %.6f",
+                 json_num(t, "delta", NAN), json_num(t, "ci_low", NAN), json_num(t, "ci_high", NAN),
+                 json_num(t, "margin", NAN), json_num(t, "noise", NAN), json_num(t, "mde", NAN),
                  json_num(t, "baseline", NAN), json_num(t, "candidate", NAN));
         if (o) {
             sbuf_printf(b, "      <%s message=\"", tag[o]);
@@ -268,32 +330,54 @@ static void forest(const cJSON *d, struct sbuf *b)
     hi = fmin(hi, 20);
     int W = 760, L = 170, R = 30, rowh = 34, H = 40 + rowh * n + 30;
     double sx = (W - L - R) / (hi - lo);
-#define X(v) (L + ((v) - lo) * sx)
-    sbuf_printf(b, "<svg class=\"chart forest\" id=\"forest\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" "
-                   "aria-label=\"paired loss per task against the margin\" xmlns=\"http://www.w3.org/2000/svg\">\n", W, H, W, H);
+#define X(v) (L + ((v)-lo) * sx)
+    sbuf_printf(b,
+                "<svg class=\"chart forest\" id=\"forest\" width=\"%d\" height=\"%d\" viewBox=\"0 "
+                "0 %d %d\" role=\"img\" "
+                "aria-label=\"paired loss per task against the margin\" "
+                "xmlns=\"http://www.w3.org/2000/svg\">\n",
+                W, H, W, H);
     double x1 = X(fmax(lo, fmin(hi, 1.0)));
-    sbuf_printf(b, "<rect x=\"%d\" y=\"30\" width=\"%.1f\" height=\"%d\" fill=\"#dff3df\"/>\n", L, x1 - L, rowh * n);
-    sbuf_printf(b, "<rect x=\"%.1f\" y=\"30\" width=\"%.1f\" height=\"%d\" fill=\"#fbe3e3\"/>\n", x1, W - R - x1, rowh * n);
-    sbuf_printf(b, "<line x1=\"%.1f\" y1=\"26\" x2=\"%.1f\" y2=\"%d\" stroke=\"#777\" stroke-dasharray=\"3,3\"/>\n", X(0), X(0), 34 + rowh * n);
-    sbuf_printf(b, "<line x1=\"%.1f\" y1=\"26\" x2=\"%.1f\" y2=\"%d\" stroke=\"#c62828\"/>\n", x1, x1, 34 + rowh * n);
-    sbuf_printf(b, "<text x=\"%.1f\" y=\"20\" font-size=\"11\" text-anchor=\"end\">no change</text>\n", X(0) - 3);
-    sbuf_printf(b, "<text x=\"%.1f\" y=\"20\" font-size=\"11\" text-anchor=\"start\" fill=\"#c62828\">margin</text>\n", x1 + 3);
+    sbuf_printf(b, "<rect x=\"%d\" y=\"30\" width=\"%.1f\" height=\"%d\" fill=\"#dff3df\"/>\n", L,
+                x1 - L, rowh * n);
+    sbuf_printf(b, "<rect x=\"%.1f\" y=\"30\" width=\"%.1f\" height=\"%d\" fill=\"#fbe3e3\"/>\n",
+                x1, W - R - x1, rowh * n);
+    sbuf_printf(b,
+                "<line x1=\"%.1f\" y1=\"26\" x2=\"%.1f\" y2=\"%d\" stroke=\"#777\" "
+                "stroke-dasharray=\"3,3\"/>\n",
+                X(0), X(0), 34 + rowh * n);
+    sbuf_printf(b, "<line x1=\"%.1f\" y1=\"26\" x2=\"%.1f\" y2=\"%d\" stroke=\"#c62828\"/>\n", x1,
+                x1, 34 + rowh * n);
+    sbuf_printf(b,
+                "<text x=\"%.1f\" y=\"20\" font-size=\"11\" text-anchor=\"end\">no change</text>\n",
+                X(0) - 3);
+    sbuf_printf(b,
+                "<text x=\"%.1f\" y=\"20\" font-size=\"11\" text-anchor=\"start\" "
+                "fill=\"#c62828\">margin</text>\n",
+                x1 + 3);
     int i = 0;
     cJSON_ArrayForEach(t, json_get(d, "tasks"))
     {
         double m = json_num(t, "margin", NAN), y = 30 + rowh * i + rowh / 2.0;
         if (!(m > 0)) m = 1;
-        double a = fmax(lo, fmin(hi, json_num(t, "ci_low", NAN) / m)), z = fmax(lo, fmin(hi, json_num(t, "ci_high", NAN) / m));
+        double a = fmax(lo, fmin(hi, json_num(t, "ci_low", NAN) / m)),
+               z = fmax(lo, fmin(hi, json_num(t, "ci_high", NAN) / m));
         double e = fmax(lo, fmin(hi, json_num(t, "delta", NAN) / m));
         const char *c = vcolor(json_str(t, "verdict", ""));
         sbuf_printf(b, "<text x=\"8\" y=\"%.1f\" font-size=\"12\">", y + 4);
         esc_html(b, json_str(t, "task", ""));
-        sbuf_printf(b, "</text>\n<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"/>\n", X(a), y, X(z), y, c);
+        sbuf_printf(b,
+                    "</text>\n<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
+                    "stroke-width=\"3\"/>\n",
+                    X(a), y, X(z), y, c);
         sbuf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"%s\"/>\n", X(e), y, c);
         i++;
     }
     for (int k = (int)ceil(lo); k <= (int)floor(hi); k++)
-        sbuf_printf(b, "<text x=\"%.1f\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\">%d&#215;</text>\n", X(k), 46 + rowh * n, k);
+        sbuf_printf(
+            b,
+            "<text x=\"%.1f\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\">%d&#215;</text>\n",
+            X(k), 46 + rowh * n, k);
     sbuf_printf(b, "</svg>\n");
 #undef X
 }
@@ -301,16 +385,23 @@ static void forest(const cJSON *d, struct sbuf *b)
 /* small chart of per-repeat values of both models */
 static void repeats_chart(const cJSON *t, struct sbuf *b)
 {
-    const cJSON *r = json_get(t, "repeats"), *bs = json_get(r, "baseline"), *cs = json_get(r, "candidate"), *v;
+    const cJSON *r = json_get(t, "repeats"), *bs = json_get(r, "baseline"),
+                *cs = json_get(r, "candidate"), *v;
     double lo = INFINITY, hi = -INFINITY;
-    cJSON_ArrayForEach(v, bs) if (cJSON_IsNumber(v)) lo = fmin(lo, v->valuedouble), hi = fmax(hi, v->valuedouble);
-    cJSON_ArrayForEach(v, cs) if (cJSON_IsNumber(v)) lo = fmin(lo, v->valuedouble), hi = fmax(hi, v->valuedouble);
+    cJSON_ArrayForEach(v, bs) if (cJSON_IsNumber(v)) lo = fmin(lo, v->valuedouble),
+                                                     hi = fmax(hi, v->valuedouble);
+    cJSON_ArrayForEach(v, cs) if (cJSON_IsNumber(v)) lo = fmin(lo, v->valuedouble),
+                                                     hi = fmax(hi, v->valuedouble);
     if (!isfinite(lo)) return;
     double pad = fmax((hi - lo) * 0.15, fmax(fabs(hi), fabs(lo)) * 0.02 + 1e-9);
     lo -= pad, hi += pad;
     int W = 360, H = 90;
-    sbuf_printf(b, "<svg class=\"chart repeats\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"metric per repeat\" "
-                   "xmlns=\"http://www.w3.org/2000/svg\">\n<text x=\"4\" y=\"12\" font-size=\"11\">metric per repeat (run-to-run noise)</text>\n", W, H, W, H);
+    sbuf_printf(b,
+                "<svg class=\"chart repeats\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+                "role=\"img\" aria-label=\"metric per repeat\" "
+                "xmlns=\"http://www.w3.org/2000/svg\">\n<text x=\"4\" y=\"12\" "
+                "font-size=\"11\">metric per repeat (run-to-run noise)</text>\n",
+                W, H, W, H);
     const cJSON *sides[2] = {bs, cs};
     const char *cols[2] = {"#1565c0", "#ef6c00"}, *lab[2] = {"baseline", "candidate"};
     for (int s2 = 0; s2 < 2; s2++) {
@@ -320,10 +411,14 @@ static void repeats_chart(const cJSON *t, struct sbuf *b)
         {
             if (!cJSON_IsNumber(v)) continue;
             double x = 80 + (v->valuedouble - lo) / (hi - lo) * (W - 100);
-            sbuf_printf(b, "<circle cx=\"%.1f\" cy=\"%.0f\" r=\"4\" fill=\"%s\" fill-opacity=\"0.7\"/>\n", x, y, cols[s2]);
+            sbuf_printf(
+                b, "<circle cx=\"%.1f\" cy=\"%.0f\" r=\"4\" fill=\"%s\" fill-opacity=\"0.7\"/>\n",
+                x, y, cols[s2]);
         }
     }
-    sbuf_printf(b, "<text x=\"80\" y=\"86\" font-size=\"9\">%.5g</text><text x=\"%d\" y=\"86\" font-size=\"9\" text-anchor=\"end\">%.5g</text>\n</svg>\n",
+    sbuf_printf(b,
+                "<text x=\"80\" y=\"86\" font-size=\"9\">%.5g</text><text x=\"%d\" y=\"86\" "
+                "font-size=\"9\" text-anchor=\"end\">%.5g</text>\n</svg>\n",
                 lo, W - 20, hi);
 }
 
@@ -331,16 +426,23 @@ static void kld_chart(const cJSON *k, struct sbuf *b)
 {
     static const char *keys[] = {"median", "mean", "p90", "p99", "p99.9", "max"};
     double mx = 0;
-    for (int i = 0; i < 6; i++) mx = fmax(mx, json_num(k, keys[i], NAN));
+    for (int i = 0; i < 6; i++)
+        mx = fmax(mx, json_num(k, keys[i], NAN));
     if (!(mx > 0)) return;
     int W = 360, H = 30 + 18 * 6;
-    sbuf_printf(b, "<svg class=\"chart kld\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"KLD distribution\" "
-                   "xmlns=\"http://www.w3.org/2000/svg\">\n<text x=\"4\" y=\"12\" font-size=\"11\">KL(base || candidate) per token, "
-                   "nats (square-root scale)%s</text>\n", W, H, W, H, isnan(json_num(k, "top_k", NAN)) ? "" : "; top-K: a lower bound");
+    sbuf_printf(b,
+                "<svg class=\"chart kld\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+                "role=\"img\" aria-label=\"KLD distribution\" "
+                "xmlns=\"http://www.w3.org/2000/svg\">\n<text x=\"4\" y=\"12\" "
+                "font-size=\"11\">KL(base || candidate) per token, "
+                "nats (square-root scale)%s</text>\n",
+                W, H, W, H, isnan(json_num(k, "top_k", NAN)) ? "" : "; top-K: a lower bound");
     for (int i = 0; i < 6; i++) {
         double v = json_num(k, keys[i], NAN), w = isnan(v) ? 0 : sqrt(v / mx) * (W - 170);
-        sbuf_printf(b, "<text x=\"4\" y=\"%d\" font-size=\"10\">%s</text><rect x=\"50\" y=\"%d\" width=\"%.1f\" height=\"12\" fill=\"#6a1b9a\"/>"
-                       "<text x=\"%.1f\" y=\"%d\" font-size=\"10\">%.3g</text>\n",
+        sbuf_printf(b,
+                    "<text x=\"4\" y=\"%d\" font-size=\"10\">%s</text><rect x=\"50\" y=\"%d\" "
+                    "width=\"%.1f\" height=\"12\" fill=\"#6a1b9a\"/>"
+                    "<text x=\"%.1f\" y=\"%d\" font-size=\"10\">%.3g</text>\n",
                     30 + 18 * i, keys[i], 20 + 18 * i, w, 56 + w, 30 + 18 * i, v);
     }
     sbuf_printf(b, "</svg>\n");
@@ -348,64 +450,96 @@ static void kld_chart(const cJSON *k, struct sbuf *b)
 
 static void flips_chart(const cJSON *t, struct sbuf *b)
 {
-    double fb = json_num(t, "flips_b", NAN), fc = json_num(t, "flips_c", NAN), n = json_num(t, "items", NAN);
+    double fb = json_num(t, "flips_b", NAN), fc = json_num(t, "flips_c", NAN),
+           n = json_num(t, "items", NAN);
     if (isnan(fb) || !(n > 0)) return;
     int W = 360, H = 70;
     double sb = fb / n * (W - 20), sc = fc / n * (W - 20), same = W - 20 - sb - sc;
-    sbuf_printf(b, "<svg class=\"chart flips\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"flips\" "
-                   "xmlns=\"http://www.w3.org/2000/svg\">\n<text x=\"4\" y=\"12\" font-size=\"11\">items: same answer correctness, "
-                   "worse, better</text>\n<rect x=\"10\" y=\"22\" width=\"%.1f\" height=\"18\" fill=\"#9e9e9e\"/>"
-                   "<rect x=\"%.1f\" y=\"22\" width=\"%.1f\" height=\"18\" fill=\"#c62828\"/><rect x=\"%.1f\" y=\"22\" width=\"%.1f\" "
-                   "height=\"18\" fill=\"#2e7d32\"/>\n<text x=\"10\" y=\"58\" font-size=\"10\">%.0f unchanged, %.0f worse, %.0f better of %.0f</text>\n</svg>\n",
+    sbuf_printf(b,
+                "<svg class=\"chart flips\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+                "role=\"img\" aria-label=\"flips\" "
+                "xmlns=\"http://www.w3.org/2000/svg\">\n<text x=\"4\" y=\"12\" "
+                "font-size=\"11\">items: same answer correctness, "
+                "worse, better</text>\n<rect x=\"10\" y=\"22\" width=\"%.1f\" height=\"18\" "
+                "fill=\"#9e9e9e\"/>"
+                "<rect x=\"%.1f\" y=\"22\" width=\"%.1f\" height=\"18\" fill=\"#c62828\"/><rect "
+                "x=\"%.1f\" y=\"22\" width=\"%.1f\" "
+                "height=\"18\" fill=\"#2e7d32\"/>\n<text x=\"10\" y=\"58\" font-size=\"10\">%.0f "
+                "unchanged, %.0f worse, %.0f better of %.0f</text>\n</svg>\n",
                 W, H, W, H, same, 10 + same, sb, 10 + same + sb, sc, n - fb - fc, fb, fc, n);
 }
 
 static const char *css =
-    "body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:980px;color:#222}"
+    "body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px "
+    "auto;max-width:980px;color:#222}"
     ".banner{padding:18px 22px;border-radius:8px;color:#fff;font-size:22px;font-weight:700}"
     ".PASS{background:#2e7d32}.FAIL{background:#c62828}.INCONCLUSIVE{background:#b26a00}"
-    "table{border-collapse:collapse;width:100%;margin:10px 0;font-size:13px}td,th{border:1px solid #ddd;padding:4px 6px;"
-    "text-align:left;vertical-align:top}th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}"
-    ".task{border:1px solid #e0e0e0;border-radius:8px;padding:8px 14px;margin:14px 0;page-break-inside:avoid}"
+    "table{border-collapse:collapse;width:100%;margin:10px 0;font-size:13px}td,th{border:1px solid "
+    "#ddd;padding:4px 6px;"
+    "text-align:left;vertical-align:top}th{background:#f4f4f4}td.num{text-align:right;font-variant-"
+    "numeric:tabular-nums}"
+    ".task{border:1px solid #e0e0e0;border-radius:8px;padding:8px 14px;margin:14px "
+    "0;page-break-inside:avoid}"
     ".charts{display:flex;flex-wrap:wrap;gap:12px}.v{font-weight:700}code{word-break:break-all}"
-    "@media print{body{margin:0;max-width:none}.task{page-break-inside:avoid}details{display:block}}";
+    "@media "
+    "print{body{margin:0;max-width:none}.task{page-break-inside:avoid}details{display:block}}";
 
 static void html_head(const cJSON *d, struct sbuf *b)
 {
     const cJSON *c = json_get(d, "comparison");
     const char *v = json_str(d, "verdict", "");
-    sbuf_printf(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>qgate report: ");
+    sbuf_printf(
+        b,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>qgate report: ");
     esc_html(b, json_str(c, "candidate", ""));
     sbuf_printf(b, " vs ");
     esc_html(b, json_str(c, "baseline", ""));
-    sbuf_printf(b, "</title><style>%s</style></head><body>\n<div class=\"banner %s\" id=\"verdict\">%s &#8212; ", css,
-                vcode(v) == 0 ? "PASS" : vcode(v) == 1 ? "FAIL" : "INCONCLUSIVE", v);
+    sbuf_printf(b,
+                "</title><style>%s</style></head><body>\n<div class=\"banner %s\" "
+                "id=\"verdict\">%s &#8212; ",
+                css,
+                vcode(v) == 0   ? "PASS"
+                : vcode(v) == 1 ? "FAIL"
+                                : "INCONCLUSIVE",
+                v);
     esc_html(b, json_str(c, "candidate", ""));
     sbuf_printf(b, " against ");
     esc_html(b, json_str(c, "baseline", ""));
-    sbuf_printf(b, "</div>\n<p>qgate %s, comparison %.0f of run %.0f, generated %s. Loss &gt; 0 means the candidate is worse; "
-                   "PASS when the 90%% interval's upper bound is within the margin, FAIL when its lower bound is beyond it.</p>\n",
-                json_str(d, "qgate_version", ""), json_num(c, "id", NAN), json_num(c, "run", NAN), json_str(d, "generated_at", ""));
+    sbuf_printf(b,
+                "</div>\n<p>qgate %s, comparison %.0f of run %.0f, generated %s. Loss &gt; 0 means "
+                "the candidate is worse; "
+                "PASS when the 90%% interval's upper bound is within the margin, FAIL when its "
+                "lower bound is beyond it.</p>\n",
+                json_str(d, "qgate_version", ""), json_num(c, "id", NAN), json_num(c, "run", NAN),
+                json_str(d, "generated_at", ""));
 }
 
 static void html_summary(const cJSON *d, struct sbuf *b)
 {
     const cJSON *t;
-    sbuf_printf(b, "<h2>Summary</h2>\n<table><tr><th>task</th><th>metric</th><th>baseline</th><th>candidate</th><th>loss</th>"
-                   "<th>90%% interval</th><th>margin</th><th>noise</th><th>MDE</th><th>p (Holm)</th><th>verdict</th></tr>\n");
+    sbuf_printf(b, "<h2>Summary</h2>\n<table><tr><th>task</th><th>metric</th><th>baseline</"
+                   "th><th>candidate</th><th>loss</th>"
+                   "<th>90%% interval</th><th>margin</th><th>noise</th><th>MDE</th><th>p "
+                   "(Holm)</th><th>verdict</th></tr>\n");
     cJSON_ArrayForEach(t, json_get(d, "tasks"))
     {
         sbuf_printf(b, "<tr><td>");
         esc_html(b, json_str(t, "task", ""));
-        sbuf_printf(b, "</td><td>%s</td><td class=\"num\">%.4f</td><td class=\"num\">%.4f</td><td class=\"num\">%+.5f</td>"
-                       "<td class=\"num\">[%+.5f, %+.5f]</td><td class=\"num\">%.5f</td><td class=\"num\">%.2g</td><td class=\"num\">%.4g</td>"
-                       "<td class=\"num\">%.3g (%.3g)</td><td class=\"v\" style=\"color:%s\">%s</td></tr>\n",
-                    json_str(t, "metric", ""), json_num(t, "baseline", NAN), json_num(t, "candidate", NAN), json_num(t, "delta", NAN),
-                    json_num(t, "ci_low", NAN), json_num(t, "ci_high", NAN), json_num(t, "margin", NAN), json_num(t, "noise", NAN),
-                    json_num(t, "mde", NAN), json_num(t, "p_value", NAN), json_num(t, "p_holm", NAN),
-                    vcolor(json_str(t, "verdict", "")), json_str(t, "verdict", ""));
+        sbuf_printf(
+            b,
+            "</td><td>%s</td><td class=\"num\">%.4f</td><td class=\"num\">%.4f</td><td "
+            "class=\"num\">%+.5f</td>"
+            "<td class=\"num\">[%+.5f, %+.5f]</td><td class=\"num\">%.5f</td><td "
+            "class=\"num\">%.2g</td><td class=\"num\">%.4g</td>"
+            "<td class=\"num\">%.3g (%.3g)</td><td class=\"v\" style=\"color:%s\">%s</td></tr>\n",
+            json_str(t, "metric", ""), json_num(t, "baseline", NAN), json_num(t, "candidate", NAN),
+            json_num(t, "delta", NAN), json_num(t, "ci_low", NAN), json_num(t, "ci_high", NAN),
+            json_num(t, "margin", NAN), json_num(t, "noise", NAN), json_num(t, "mde", NAN),
+            json_num(t, "p_value", NAN), json_num(t, "p_holm", NAN),
+            vcolor(json_str(t, "verdict", "")), json_str(t, "verdict", ""));
     }
-    sbuf_printf(b, "</table>\n<h2>Paired loss against the margin</h2>\n<p>Each task's loss and 90%% interval, in units of its "
+    sbuf_printf(b, "</table>\n<h2>Paired loss against the margin</h2>\n<p>Each task's loss and "
+                   "90%% interval, in units of its "
                    "margin (the red line); green: within the margin.</p>\n");
 }
 
@@ -413,14 +547,19 @@ static void html_task(const cJSON *t, struct sbuf *b)
 {
     sbuf_printf(b, "<div class=\"task\"><h3>");
     esc_html(b, json_str(t, "task", ""));
-    sbuf_printf(b, " <span style=\"color:%s\">%s</span></h3>\n<p>", vcolor(json_str(t, "verdict", "")), json_str(t, "verdict", ""));
+    sbuf_printf(b, " <span style=\"color:%s\">%s</span></h3>\n<p>",
+                vcolor(json_str(t, "verdict", "")), json_str(t, "verdict", ""));
     esc_html(b, json_str(t, "reason", ""));
-    sbuf_printf(b, ". Paired SE %.3g over %.0f units (%.0f items).", json_num(t, "se", NAN), json_num(t, "units", NAN), json_num(t, "items", NAN));
-    if (!isnan(json_num(t, "ppl_ratio", NAN))) sbuf_printf(b, " PPL ratio %.5f.", json_num(t, "ppl_ratio", NAN));
+    sbuf_printf(b, ". Paired SE %.3g over %.0f units (%.0f items).", json_num(t, "se", NAN),
+                json_num(t, "units", NAN), json_num(t, "items", NAN));
+    if (!isnan(json_num(t, "ppl_ratio", NAN)))
+        sbuf_printf(b, " PPL ratio %.5f.", json_num(t, "ppl_ratio", NAN));
     if (!isnan(json_num(t, "flips_b", NAN)))
-        sbuf_printf(b, " Flips: %.0f worse, %.0f better (rate 95%% %.2f&#8211;%.2f%%), McNemar p %.3g.", json_num(t, "flips_b", NAN),
-                    json_num(t, "flips_c", NAN), 100 * json_num(t, "flip_rate_low", NAN), 100 * json_num(t, "flip_rate_high", NAN),
-                    json_num(t, "p_value", NAN));
+        sbuf_printf(
+            b, " Flips: %.0f worse, %.0f better (rate 95%% %.2f&#8211;%.2f%%), McNemar p %.3g.",
+            json_num(t, "flips_b", NAN), json_num(t, "flips_c", NAN),
+            100 * json_num(t, "flip_rate_low", NAN), 100 * json_num(t, "flip_rate_high", NAN),
+            json_num(t, "p_value", NAN));
     sbuf_printf(b, "</p>\n<div class=\"charts\">\n");
     repeats_chart(t, b);
     const cJSON *k = json_get(t, "kld");
@@ -428,8 +567,9 @@ static void html_task(const cJSON *t, struct sbuf *b)
     flips_chart(t, b);
     sbuf_printf(b, "</div>\n");
     if (k)
-        sbuf_printf(b, "<p>Same top-1 token: %.2f%%; mean &#916;p of the actual token: %+.5f.</p>\n", 100 * json_num(k, "same_top1", NAN),
-                    json_num(k, "dp_mean", NAN));
+        sbuf_printf(b,
+                    "<p>Same top-1 token: %.2f%%; mean &#916;p of the actual token: %+.5f.</p>\n",
+                    100 * json_num(k, "same_top1", NAN), json_num(k, "dp_mean", NAN));
     flips_table(t, &html_table, b);
     sbuf_printf(b, "</div>\n");
 }
@@ -460,20 +600,28 @@ static void html_provenance(const cJSON *d, struct sbuf *b)
 {
     const cJSON *c = json_get(d, "comparison"), *p = json_get(d, "provenance"), *t;
     sbuf_printf(b, "<h2>Provenance</h2>\n<table>\n");
-    static const char *keys[] = {"command", "host", "created_at", "finished_at", "qgate_version", "suite_name", "suite_hash", "uid"};
+    static const char *keys[] = {"command",       "host",       "created_at", "finished_at",
+                                 "qgate_version", "suite_name", "suite_hash", "uid"};
     for (int i = 0; i < 8; i++) {
         sbuf_printf(b, "<tr><th>%s</th><td><code>", keys[i]);
         esc_html(b, json_str(p, keys[i], ""));
         sbuf_printf(b, "</code></td></tr>\n");
     }
     const cJSON *pol = json_get(c, "policy");
-    sbuf_printf(b, "<tr><th>seeds</th><td>run %.0f, bootstrap %.0f (%.0f draws)</td></tr>\n<tr><th>policy</th><td>margin ln PPL %.5f, "
-                   "accuracy %.3f, alpha %.3f, beta %.2f</td></tr>\n</table>\n<h3>Models</h3>\n<table><tr><th>name</th><th>file</th>"
-                   "<th>sha256</th><th>stored tensor types</th></tr>\n",
-                json_num(p, "seed", NAN), json_num(c, "bootstrap_seed", NAN), json_num(pol, "bootstrap", NAN), json_num(pol, "margin_ppl", NAN),
-                json_num(pol, "margin_acc", NAN), json_num(pol, "alpha", NAN), json_num(pol, "beta", NAN));
+    sbuf_printf(b,
+                "<tr><th>seeds</th><td>run %.0f, bootstrap %.0f (%.0f "
+                "draws)</td></tr>\n<tr><th>policy</th><td>margin ln PPL %.5f, "
+                "accuracy %.3f, alpha %.3f, beta "
+                "%.2f</td></tr>\n</table>\n<h3>Models</h3>\n<table><tr><th>name</th><th>file</th>"
+                "<th>sha256</th><th>stored tensor types</th></tr>\n",
+                json_num(p, "seed", NAN), json_num(c, "bootstrap_seed", NAN),
+                json_num(pol, "bootstrap", NAN), json_num(pol, "margin_ppl", NAN),
+                json_num(pol, "margin_acc", NAN), json_num(pol, "alpha", NAN),
+                json_num(pol, "beta", NAN));
     html_models(p, b);
-    sbuf_printf(b, "</table>\n<h3>Tasks and data</h3>\n<table><tr><th>task</th><th>kind</th><th>config sha256</th><th>data (path sha256)</th></tr>\n");
+    sbuf_printf(
+        b, "</table>\n<h3>Tasks and data</h3>\n<table><tr><th>task</th><th>kind</th><th>config "
+           "sha256</th><th>data (path sha256)</th></tr>\n");
     cJSON_ArrayForEach(t, json_get(p, "tasks"))
     {
         sbuf_printf(b, "<tr><td>");
@@ -509,10 +657,14 @@ int report_format_known(const char *f)
 
 int report_render(const cJSON *doc, const char *format, int color, struct sbuf *out)
 {
-    if (!strcmp(format, "text")) render_text(doc, color, out);
-    else if (!strcmp(format, "md")) render_md(doc, out);
-    else if (!strcmp(format, "html")) render_html(doc, out);
-    else if (!strcmp(format, "junit")) render_junit(doc, out);
+    if (!strcmp(format, "text"))
+        render_text(doc, color, out);
+    else if (!strcmp(format, "md"))
+        render_md(doc, out);
+    else if (!strcmp(format, "html"))
+        render_html(doc, out);
+    else if (!strcmp(format, "junit"))
+        render_junit(doc, out);
     else if (!strcmp(format, "json")) {
         char *s = cJSON_Print(doc);
         if (!s) return QG_ERR_NOMEM;

@@ -17,8 +17,9 @@
 static const struct {
     const char *name;
     int kind;
-} known[] = {{"hellaswag", BENCH_MC}, {"mmlu", BENCH_MC}, {"piqa", BENCH_MC}, {"arc", BENCH_MC},
-             {"boolq", BENCH_MC}, {"winogrande", BENCH_MC}, {"gsm8k", BENCH_GEN}};
+} known[] = {{"hellaswag", BENCH_MC}, {"mmlu", BENCH_MC},  {"piqa", BENCH_MC},
+             {"arc", BENCH_MC},       {"boolq", BENCH_MC}, {"winogrande", BENCH_MC},
+             {"gsm8k", BENCH_GEN}};
 
 int bench_kind(const char *name)
 {
@@ -37,7 +38,8 @@ void gen_items_free(struct gen_item *items, int64_t n)
     for (int64_t i = 0; items && i < n; i++) {
         free(items[i].id);
         free(items[i].prompt);
-        for (int k = 0; k < items[i].n_targets; k++) free(items[i].targets[k]);
+        for (int k = 0; k < items[i].n_targets; k++)
+            free(items[i].targets[k]);
         free(items[i].targets);
     }
     free(items);
@@ -91,7 +93,8 @@ static const char *jfield(struct lines *l, const cJSON *o, const char *key, int 
 static int64_t cluster_of(const char *s)
 {
     uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 1099511628211ull;
     return (int64_t)(h >> 1);
 }
 
@@ -101,7 +104,8 @@ static char *hs_preprocess(const char *in)
     struct sbuf b;
     sbuf_init(&b, 0);
     sbuf_append(&b, "", 0);
-    while (*in == ' ' || *in == '\n' || *in == '\t') in++;
+    while (*in == ' ' || *in == '\n' || *in == '\t')
+        in++;
     for (const char *p = in; *p;) {
         if (strncmp(p, " [title]", 8) == 0) {
             sbuf_append(&b, ". ", 2);
@@ -117,7 +121,8 @@ static char *hs_preprocess(const char *in)
     size_t k = 0;
     for (size_t i = 0; s[i]; i++)
         if (!(s[i] == ' ' && s[i + 1] == ' ')) s[k++] = s[i];
-    while (k > 0 && isspace((unsigned char)s[k - 1])) k--;
+    while (k > 0 && isspace((unsigned char)s[k - 1]))
+        k--;
     s[k] = '\0';
     return s;
 }
@@ -126,7 +131,8 @@ static int check_dup_ids(struct mc_item *it, int64_t n, const char *path, char *
 {
     /* items are few enough (<= 1e5) for a sort-free check via a hash set */
     int64_t cap = 16;
-    while (cap < 2 * n) cap *= 2;
+    while (cap < 2 * n)
+        cap *= 2;
     int64_t *slot = malloc((size_t)cap * sizeof *slot);
     if (!slot) return QG_ERR_NOMEM;
     memset(slot, 0xff, (size_t)cap * sizeof *slot);
@@ -139,7 +145,8 @@ static int check_dup_ids(struct mc_item *it, int64_t n, const char *path, char *
                 break;
             }
             if (strcmp(it[slot[h]].id, it[i].id) == 0) {
-                rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: duplicate item id '%s'", path, it[i].id);
+                rc =
+                    qg_errf(err, errlen, QG_ERR_DATA, "%s: duplicate item id '%s'", path, it[i].id);
                 break;
             }
         }
@@ -148,15 +155,18 @@ static int check_dup_ids(struct mc_item *it, int64_t n, const char *path, char *
     return rc;
 }
 
-static int finish_mc(struct vec *v, int rc, const char *path, struct mc_item **items, int64_t *n, char *err, size_t errlen)
+static int finish_mc(struct vec *v, int rc, const char *path, struct mc_item **items, int64_t *n,
+                     char *err, size_t errlen)
 {
-    if (!rc && v->n == 0) rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: no items (empty dataset)", path);
+    if (!rc && v->n == 0)
+        rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: no items (empty dataset)", path);
     if (!rc) rc = check_dup_ids(v->p, v->n, path, err, errlen);
     for (int64_t i = 0; !rc && i < v->n; i++) {
         struct mc_item *it = &((struct mc_item *)v->p)[i];
         for (int c = 0; c < it->n_choices && !rc; c++)
             if (!it->choices[c] || (!it->contexts && !it->choices[c][0]))
-                rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: item %s: choice %d is empty", path, it->id, c);
+                rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: item %s: choice %d is empty", path,
+                             it->id, c);
     }
     if (rc) {
         mc_items_free(v->p, v->n);
@@ -171,7 +181,8 @@ static int finish_mc(struct vec *v, int rc, const char *path, struct mc_item **i
  * fn returns 0 or an error status (set with lines_fail). */
 typedef int (*jsonl_item_fn)(struct lines *l, const cJSON *o, struct vec *v);
 
-static int each_jsonl(const struct bench_source *src, struct vec *v, jsonl_item_fn fn, char *err, size_t errlen)
+static int each_jsonl(const struct bench_source *src, struct vec *v, jsonl_item_fn fn, char *err,
+                      size_t errlen)
 {
     struct lines *l;
     int rc = lines_open(src->data, &l, err, errlen);
@@ -187,7 +198,8 @@ static int each_jsonl(const struct bench_source *src, struct vec *v, jsonl_item_
 }
 
 /* llama.cpp's --hellaswag layout: 6 lines per task */
-static int load_hellaswag_txt(const struct bench_source *src, struct vec *v, char *err, size_t errlen)
+static int load_hellaswag_txt(const struct bench_source *src, struct vec *v, char *err,
+                              size_t errlen)
 {
     struct lines *l;
     int rc = lines_open(src->data, &l, err, errlen);
@@ -213,7 +225,9 @@ static int load_hellaswag_txt(const struct bench_source *src, struct vec *v, cha
             free(label);
         }
         if ((got = lines_next(l, &s, &len)) <= 0) {
-            rc = got < 0 ? got : lines_fail(l, "task starting at line %lld is cut short", (long long)first);
+            rc = got < 0
+                     ? got
+                     : lines_fail(l, "task starting at line %lld is cut short", (long long)first);
             break;
         }
         int64_t gold;
@@ -226,7 +240,9 @@ static int load_hellaswag_txt(const struct bench_source *src, struct vec *v, cha
         it->choices = calloc(4, sizeof *it->choices);
         for (int c = 0; c < 4 && !rc; c++) {
             if ((got = lines_next(l, &s, &len)) <= 0) {
-                rc = got < 0 ? got : lines_fail(l, "task starting at line %lld is cut short", (long long)first);
+                rc = got < 0 ? got
+                             : lines_fail(l, "task starting at line %lld is cut short",
+                                          (long long)first);
                 break;
             }
             it->choices[c] = hs_preprocess(s);
@@ -241,20 +257,28 @@ static int load_hellaswag_txt(const struct bench_source *src, struct vec *v, cha
 static int hellaswag_item(struct lines *l, const cJSON *o, struct vec *v)
 {
     int rc = 0;
-    const char *a = jfield(l, o, "ctx_a", &rc), *b = jfield(l, o, "ctx_b", &rc), *act = jfield(l, o, "activity_label", &rc);
-    const cJSON *ends = cJSON_GetObjectItemCaseSensitive(o, "endings"), *lab = cJSON_GetObjectItemCaseSensitive(o, "label");
-    if (!rc && (!cJSON_IsArray(ends) || cJSON_GetArraySize(ends) < 2 || cJSON_GetArraySize(ends) > MC_MAX_CHOICES))
+    const char *a = jfield(l, o, "ctx_a", &rc), *b = jfield(l, o, "ctx_b", &rc),
+               *act = jfield(l, o, "activity_label", &rc);
+    const cJSON *ends = cJSON_GetObjectItemCaseSensitive(o, "endings"),
+                *lab = cJSON_GetObjectItemCaseSensitive(o, "label");
+    if (!rc && (!cJSON_IsArray(ends) || cJSON_GetArraySize(ends) < 2 ||
+                cJSON_GetArraySize(ends) > MC_MAX_CHOICES))
         rc = lines_fail(l, "\"endings\" must be an array of 2..%d strings", MC_MAX_CHOICES);
     int64_t gold = -1;
-    if (!rc && cJSON_IsNumber(lab) && lab->valuedouble >= 0 && lab->valuedouble < 100 && lab->valuedouble == floor(lab->valuedouble))
+    if (!rc && cJSON_IsNumber(lab) && lab->valuedouble >= 0 && lab->valuedouble < 100 &&
+        lab->valuedouble == floor(lab->valuedouble))
         gold = (int64_t)lab->valuedouble; /* checked before the conversion */
-    else if (!rc && cJSON_IsString(lab) && qg_parse_i64(lab->valuestring, 0, 99, &gold)) gold = -1;
-    if (!rc && (gold < 0 || gold >= cJSON_GetArraySize(ends))) rc = lines_fail(l, "\"label\" is missing or out of range");
+    else if (!rc && cJSON_IsString(lab) && qg_parse_i64(lab->valuestring, 0, 99, &gold))
+        gold = -1;
+    if (!rc && (gold < 0 || gold >= cJSON_GetArraySize(ends)))
+        rc = lines_fail(l, "\"label\" is missing or out of range");
     if (!rc) {
         struct mc_item *it = vec_push(v);
         const cJSON *ind = cJSON_GetObjectItemCaseSensitive(o, "ind");
-        it->id = cJSON_IsNumber(ind) ? xstrdup_printf("%lld", (long long)ind->valuedouble) : xstrdup_printf("line %lld", (long long)lines_lineno(l));
-        char *ctx = xstrdup_printf("%s: %s %c%s", act, a, b[0] ? toupper((unsigned char)b[0]) : ' ', b[0] ? b + 1 : "");
+        it->id = cJSON_IsNumber(ind) ? xstrdup_printf("%lld", (long long)ind->valuedouble)
+                                     : xstrdup_printf("line %lld", (long long)lines_lineno(l));
+        char *ctx = xstrdup_printf("%s: %s %c%s", act, a, b[0] ? toupper((unsigned char)b[0]) : ' ',
+                                   b[0] ? b + 1 : "");
         it->context = hs_preprocess(ctx);
         free(ctx);
         it->cluster = cluster_of(act);
@@ -263,14 +287,17 @@ static int hellaswag_item(struct lines *l, const cJSON *o, struct vec *v)
         it->choices = calloc((size_t)it->n_choices, sizeof *it->choices);
         for (int c = 0; c < it->n_choices && !rc; c++) {
             const cJSON *e = cJSON_GetArrayItem(ends, c);
-            if (!cJSON_IsString(e)) rc = lines_fail(l, "ending %d is not a string", c);
-            else it->choices[c] = hs_preprocess(e->valuestring);
+            if (!cJSON_IsString(e))
+                rc = lines_fail(l, "ending %d is not a string", c);
+            else
+                it->choices[c] = hs_preprocess(e->valuestring);
         }
     }
     return rc;
 }
 
-static int load_hellaswag_jsonl(const struct bench_source *src, struct vec *v, char *err, size_t errlen)
+static int load_hellaswag_jsonl(const struct bench_source *src, struct vec *v, char *err,
+                                size_t errlen)
 {
     return each_jsonl(src, v, hellaswag_item, err, errlen);
 }
@@ -282,8 +309,8 @@ static int ends_with(const char *s, const char *suffix)
 }
 
 /* one MMLU CSV: "question, A, B, C, D, answer" with or without the HF header */
-static int load_mmlu_file(const char *path, const char *subject, const char *prefix, struct vec *v, int64_t limit,
-                          char *err, size_t errlen)
+static int load_mmlu_file(const char *path, const char *subject, const char *prefix, struct vec *v,
+                          int64_t limit, char *err, size_t errlen)
 {
     struct lines *l;
     int rc = lines_open(path, &l, err, errlen);
@@ -305,8 +332,10 @@ static int load_mmlu_file(const char *path, const char *subject, const char *pre
             break;
         }
         int64_t gold = -1;
-        if (strlen(f[5]) == 1 && f[5][0] >= 'A' && f[5][0] <= 'D') gold = f[5][0] - 'A';
-        else if (qg_parse_i64(f[5], 0, 3, &gold)) gold = -1;
+        if (strlen(f[5]) == 1 && f[5][0] >= 'A' && f[5][0] <= 'D')
+            gold = f[5][0] - 'A';
+        else if (qg_parse_i64(f[5], 0, 3, &gold))
+            gold = -1;
         if (gold < 0) {
             rc = lines_fail(l, "answer '%.20s' is not A-D or 0-3", f[5]);
             csv_fields_free(f, nf);
@@ -316,11 +345,13 @@ static int load_mmlu_file(const char *path, const char *subject, const char *pre
         if (!it) return QG_ERR_NOMEM;
         it->id = xstrdup_printf("%s/%lld", subject, (long long)row++);
         it->cluster = cluster_of(subject);
-        it->context = xstrdup_printf("%s%s\nA. %s\nB. %s\nC. %s\nD. %s\nAnswer:", prefix, f[0], f[1], f[2], f[3], f[4]);
+        it->context = xstrdup_printf("%s%s\nA. %s\nB. %s\nC. %s\nD. %s\nAnswer:", prefix, f[0],
+                                     f[1], f[2], f[3], f[4]);
         it->gold = (int)gold;
         it->n_choices = 4;
         it->choices = calloc(4, sizeof *it->choices);
-        for (int c = 0; c < 4; c++) it->choices[c] = xstrdup_printf("%c", 'A' + c);
+        for (int c = 0; c < 4; c++)
+            it->choices[c] = xstrdup_printf("%c", 'A' + c);
         csv_fields_free(f, nf);
     }
     if (rc < 0) qg_errf(err, errlen, rc, "%s", lines_errmsg(l));
@@ -335,7 +366,8 @@ static int cmp_str(const void *a, const void *b)
 
 /* "Q\nA. ..\nB. ..\nC. ..\nD. ..\nAnswer: X\n\n" for the first k rows of the
  * subject's dev file (lm-eval's MMLU few-shot: the dev split, in order) */
-static int mmlu_shots(const char *dir, const char *subject, int k, struct sbuf *out, char *err, size_t errlen)
+static int mmlu_shots(const char *dir, const char *subject, int k, struct sbuf *out, char *err,
+                      size_t errlen)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s_dev.csv", dir, subject);
@@ -348,14 +380,17 @@ static int mmlu_shots(const char *dir, const char *subject, int k, struct sbuf *
         rc = 0;
         if (nf == 6 && strcmp(f[0], "question") != 0) {
             int64_t gold = -1;
-            if (strlen(f[5]) == 1 && f[5][0] >= 'A' && f[5][0] <= 'D') gold = f[5][0] - 'A';
-            else if (qg_parse_i64(f[5], 0, 3, &gold)) gold = -1;
+            if (strlen(f[5]) == 1 && f[5][0] >= 'A' && f[5][0] <= 'D')
+                gold = f[5][0] - 'A';
+            else if (qg_parse_i64(f[5], 0, 3, &gold))
+                gold = -1;
             if (gold < 0) { /* a wrong few-shot answer would be a silent wrong number */
                 rc = lines_fail(l, "answer '%.20s' is not A..D or 0..3", f[5]);
                 csv_fields_free(f, nf);
                 break;
             }
-            sbuf_printf(out, "%s\nA. %s\nB. %s\nC. %s\nD. %s\nAnswer: %c\n\n", f[0], f[1], f[2], f[3], f[4], (char)('A' + gold));
+            sbuf_printf(out, "%s\nA. %s\nB. %s\nC. %s\nD. %s\nAnswer: %c\n\n", f[0], f[1], f[2],
+                        f[3], f[4], (char)('A' + gold));
             got++;
         }
         csv_fields_free(f, nf);
@@ -385,7 +420,9 @@ static int load_mmlu(const struct bench_source *src, struct vec *v, char *err, s
             if (ends_with(e->d_name, ".csv")) names[nn++] = qg_strdup(e->d_name);
         closedir(d);
         qsort(names, (size_t)nn, sizeof *names, cmp_str);
-        if (nn == 0) return qg_errf(err, errlen, QG_ERR_DATA, "%s: no .csv files in the directory", src->data);
+        if (nn == 0)
+            return qg_errf(err, errlen, QG_ERR_DATA, "%s: no .csv files in the directory",
+                           src->data);
     }
     int rc = QG_OK;
     for (int i = 0; i < nn && !rc; i++) {
@@ -395,26 +432,34 @@ static int load_mmlu(const struct bench_source *src, struct vec *v, char *err, s
         if (!t) t = strstr(subject, "_dev.csv");
         if (!t) t = strstr(subject, ".csv");
         if (t) *t = '\0';
-        if (d) snprintf(path, sizeof path, "%s/%s", src->data, names[i]);
-        else snprintf(path, sizeof path, "%s", src->data);
+        if (d)
+            snprintf(path, sizeof path, "%s/%s", src->data, names[i]);
+        else
+            snprintf(path, sizeof path, "%s", src->data);
         char pretty[256];
         snprintf(pretty, sizeof pretty, "%s", subject);
         for (char *p = pretty; *p; p++)
             if (*p == '_') *p = ' ';
         struct sbuf pre;
         sbuf_init(&pre, 0);
-        sbuf_printf(&pre, "The following are multiple choice questions (with answers) about %s.\n\n", pretty);
-        if (src->fewshot > 0 && src->train) rc = mmlu_shots(src->train, subject, src->fewshot, &pre, err, errlen);
+        sbuf_printf(&pre,
+                    "The following are multiple choice questions (with answers) about %s.\n\n",
+                    pretty);
+        if (src->fewshot > 0 && src->train)
+            rc = mmlu_shots(src->train, subject, src->fewshot, &pre, err, errlen);
         if (!rc) rc = load_mmlu_file(path, subject, sbuf_str(&pre), v, src->limit, err, errlen);
         sbuf_release(&pre);
     }
-    for (int i = 0; i < nn; i++) free(names[i]);
+    for (int i = 0; i < nn; i++)
+        free(names[i]);
     return rc;
 }
 
 static int load_piqa(const struct bench_source *src, struct vec *v, char *err, size_t errlen)
 {
-    if (!src->labels) return qg_errf(err, errlen, QG_ERR_DATA, "%s: piqa needs its labels file (\"labels\")", src->data);
+    if (!src->labels)
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: piqa needs its labels file (\"labels\")",
+                       src->data);
     struct lines *l, *lab;
     int rc = lines_open(src->data, &l, err, errlen);
     if (rc) return rc;
@@ -425,17 +470,23 @@ static int load_piqa(const struct bench_source *src, struct vec *v, char *err, s
     cJSON *o;
     while (!rc && (src->limit <= 0 || v->n < src->limit) && (rc = jsonl_next(l, &o)) == 1) {
         rc = 0;
-        const char *goal = jfield(l, o, "goal", &rc), *s1 = jfield(l, o, "sol1", &rc), *s2 = jfield(l, o, "sol2", &rc);
+        const char *goal = jfield(l, o, "goal", &rc), *s1 = jfield(l, o, "sol1", &rc),
+                   *s2 = jfield(l, o, "sol2", &rc);
         const char *ls;
         size_t ll;
         int got = rc ? 1 : lines_next(lab, &ls, &ll);
         int64_t gold = 0;
-        if (!rc && got <= 0) rc = got < 0 ? got : lines_fail(lab, "fewer labels than items (item at %s:%lld)", src->data, (long long)lines_lineno(l));
-        else if (!rc && qg_parse_i64(ls, 0, 1, &gold)) rc = lines_fail(lab, "label '%.20s' is not 0 or 1", ls);
+        if (!rc && got <= 0)
+            rc = got < 0 ? got
+                         : lines_fail(lab, "fewer labels than items (item at %s:%lld)", src->data,
+                                      (long long)lines_lineno(l));
+        else if (!rc && qg_parse_i64(ls, 0, 1, &gold))
+            rc = lines_fail(lab, "label '%.20s' is not 0 or 1", ls);
         if (!rc) {
             struct mc_item *it = vec_push(v);
             const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
-            it->id = cJSON_IsString(id) ? qg_strdup(id->valuestring) : xstrdup_printf("%lld", (long long)(v->n - 1));
+            it->id = cJSON_IsString(id) ? qg_strdup(id->valuestring)
+                                        : xstrdup_printf("%lld", (long long)(v->n - 1));
             it->cluster = -1;
             it->context = xstrdup_printf("Question: %s\nAnswer:", goal);
             it->gold = (int)gold;
@@ -446,7 +497,8 @@ static int load_piqa(const struct bench_source *src, struct vec *v, char *err, s
         }
         cJSON_Delete(o);
     }
-    if (rc < 0) qg_errf(err, errlen, rc, "%s", *lines_errmsg(lab) ? lines_errmsg(lab) : lines_errmsg(l));
+    if (rc < 0)
+        qg_errf(err, errlen, rc, "%s", *lines_errmsg(lab) ? lines_errmsg(lab) : lines_errmsg(l));
     lines_close(l);
     lines_close(lab);
     return rc < 0 ? rc : QG_OK;
@@ -460,8 +512,10 @@ static int arc_item(struct lines *l, const cJSON *o, struct vec *v)
     const char *stem = !rc && cJSON_IsObject(q) ? jfield(l, q, "stem", &rc) : NULL;
     const cJSON *ch = cJSON_IsObject(q) ? cJSON_GetObjectItemCaseSensitive(q, "choices") : NULL;
     if (!rc && !stem) rc = lines_fail(l, "missing field \"question\" object");
-    if (!rc && (!cJSON_IsArray(ch) || cJSON_GetArraySize(ch) < 2 || cJSON_GetArraySize(ch) > MC_MAX_CHOICES))
-        rc = lines_fail(l, "item %s: \"question.choices\" must be an array of 2..%d", id, MC_MAX_CHOICES);
+    if (!rc && (!cJSON_IsArray(ch) || cJSON_GetArraySize(ch) < 2 ||
+                cJSON_GetArraySize(ch) > MC_MAX_CHOICES))
+        rc = lines_fail(l, "item %s: \"question.choices\" must be an array of 2..%d", id,
+                        MC_MAX_CHOICES);
     if (!rc) {
         struct mc_item *it = vec_push(v);
         it->id = qg_strdup(id);
@@ -477,7 +531,8 @@ static int arc_item(struct lines *l, const cJSON *o, struct vec *v)
             it->choices[c] = qg_strdup(text);
             if (strcmp(label, key) == 0) it->gold = c;
         }
-        if (!rc && it->gold < 0) rc = lines_fail(l, "item %s: answerKey '%s' is not one of the choice labels", id, key);
+        if (!rc && it->gold < 0)
+            rc = lines_fail(l, "item %s: answerKey '%s' is not one of the choice labels", id, key);
     }
     return rc;
 }
@@ -515,24 +570,29 @@ static int load_boolq(const struct bench_source *src, struct vec *v, char *err, 
 static int winogrande_item(struct lines *l, const cJSON *o, struct vec *v)
 {
     int rc = 0;
-    const char *s = jfield(l, o, "sentence", &rc), *o1 = jfield(l, o, "option1", &rc), *o2 = jfield(l, o, "option2", &rc);
+    const char *s = jfield(l, o, "sentence", &rc), *o1 = jfield(l, o, "option1", &rc),
+               *o2 = jfield(l, o, "option2", &rc);
     const char *ans = jfield(l, o, "answer", &rc);
     const char *blank = s ? strchr(s, '_') : NULL;
     if (!rc && !blank) rc = lines_fail(l, "the sentence has no \"_\" blank");
-    if (!rc && strcmp(ans, "1") && strcmp(ans, "2")) rc = lines_fail(l, "answer '%.10s' is not \"1\" or \"2\"", ans);
+    if (!rc && strcmp(ans, "1") && strcmp(ans, "2"))
+        rc = lines_fail(l, "answer '%.10s' is not \"1\" or \"2\"", ans);
     if (!rc) {
         struct mc_item *it = vec_push(v);
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "qID");
-        it->id = cJSON_IsString(id) ? qg_strdup(id->valuestring) : xstrdup_printf("%lld", (long long)(v->n - 1));
+        it->id = cJSON_IsString(id) ? qg_strdup(id->valuestring)
+                                    : xstrdup_printf("%lld", (long long)(v->n - 1));
         it->cluster = -1;
         it->gold = ans[0] - '1';
         it->n_choices = 2;
         it->contexts = calloc(2, sizeof *it->contexts);
         it->choices = calloc(2, sizeof *it->choices);
         const char *rest = blank + 1;
-        while (*rest == ' ') rest++;
+        while (*rest == ' ')
+            rest++;
         size_t rl = strlen(rest);
-        while (rl > 0 && isspace((unsigned char)rest[rl - 1])) rl--;
+        while (rl > 0 && isspace((unsigned char)rest[rl - 1]))
+            rl--;
         for (int c = 0; c < 2; c++) {
             it->contexts[c] = xstrdup_printf("%.*s%s", (int)(blank - s), s, c ? o2 : o1);
             it->choices[c] = xstrdup_printf(" %.*s", (int)rl, rest);
@@ -548,7 +608,8 @@ static int load_winogrande(const struct bench_source *src, struct vec *v, char *
 
 /* text between `after` and the earliest of the `ends` markers (trimmed),
  * searching from *pos; advances *pos past it. NULL when not found. */
-static char *between(const char *s, const char **pos, const char *after, const char *const *ends, int n_ends)
+static char *between(const char *s, const char **pos, const char *after, const char *const *ends,
+                     int n_ends)
 {
     const char *a = strstr(*pos, after);
     if (!a) return NULL;
@@ -560,96 +621,135 @@ static char *between(const char *s, const char **pos, const char *after, const c
     }
     if (!e) e = a + strlen(a);
     *pos = e;
-    while (a < e && isspace((unsigned char)*a)) a++;
-    while (e > a && isspace((unsigned char)e[-1])) e--;
+    while (a < e && isspace((unsigned char)*a))
+        a++;
+    while (e > a && isspace((unsigned char)e[-1]))
+        e--;
     (void)s;
     return qg_strndup(a, (size_t)(e - a));
 }
 
 /* One LLM-Adapters item (instruction text with embedded choices, answer
  * "answerK" / "true" / "optionK") as a multiple-choice item. */
-static int adapters_item(const char *name, const cJSON *o, int64_t k, struct mc_item *it, char *why, size_t whylen)
+/* ARC in the adapters' instruction layout: question, Answer1..N. */
+static int adapters_arc(const char *text, const char *pos, const char *a, struct mc_item *it,
+                        char *why, size_t whylen)
 {
-    const cJSON *ins = cJSON_GetObjectItemCaseSensitive(o, "instruction"), *ans = cJSON_GetObjectItemCaseSensitive(o, "answer");
-    if (!cJSON_IsString(ins) || !cJSON_IsString(ans)) return qg_errf(why, whylen, QG_ERR_DATA, "needs \"instruction\" and \"answer\" strings");
+    static const char *const qe[] = {"\n\nAnswer1:"};
+    char *q = between(text, &pos, "question:", qe, 1);
+    if (!q) return qg_errf(why, whylen, QG_ERR_DATA, "no \"question:\" before \"Answer1:\"");
+    it->context = xstrdup_printf("Question: %s\nAnswer:", q);
+    free(q);
+    it->choices = calloc(MC_MAX_CHOICES, sizeof *it->choices);
+    if (!it->context || !it->choices) return qg_errf(why, whylen, QG_ERR_NOMEM, "out of memory");
+    for (int c = 1; c <= MC_MAX_CHOICES; c++) {
+        char mark[32], next[32];
+        snprintf(mark, sizeof mark, "Answer%d:", c);
+        snprintf(next, sizeof next, " Answer%d:", c + 1);
+        const char *ends[] = {next, "\n\nAnswer format"};
+        const char *save = pos;
+        char *ch = between(text, &pos, mark, ends, 2);
+        if (!ch) {
+            pos = save;
+            break;
+        }
+        it->choices[it->n_choices++] = ch;
+    }
+    if (it->n_choices < 2)
+        return qg_errf(why, whylen, QG_ERR_DATA, "fewer than 2 \"AnswerN:\" choices");
+    int64_t g1 = 0;
+    int g = strncmp(a, "answer", 6) == 0 && !qg_parse_i64(a + 6, 1, 99, &g1) ? (int)g1 - 1 : -1;
+    if (g < 0 || g >= it->n_choices)
+        return qg_errf(why, whylen, QG_ERR_DATA, "answer '%.20s' is not answer1..answer%d", a,
+                       it->n_choices);
+    it->gold = g;
+    return QG_OK;
+}
+
+/* BoolQ in the adapters' layout: question, true/false. */
+static int adapters_boolq(const char *text, const char *pos, const char *a, struct mc_item *it,
+                          char *why, size_t whylen)
+{
+    static const char *const qe[] = {"\n\nAnswer format"};
+    char *q = between(text, &pos, "question:", qe, 1);
+    if (!q) return qg_errf(why, whylen, QG_ERR_DATA, "no \"question:\"");
+    size_t ql = strlen(q);
+    it->context = xstrdup_printf("Question: %s%s\nAnswer:", q, ql && q[ql - 1] == '?' ? "" : "?");
+    free(q);
+    if (strcmp(a, "true") && strcmp(a, "false"))
+        return qg_errf(why, whylen, QG_ERR_DATA, "answer '%.20s' is not true or false", a);
+    it->gold = !strcmp(a, "true");
+    if (!it->context || !(it->choices = calloc(2, sizeof *it->choices)))
+        return qg_errf(why, whylen, QG_ERR_NOMEM, "out of memory");
+    it->n_choices = 2;
+    it->choices[0] = qg_strdup("no");
+    it->choices[1] = qg_strdup("yes");
+    if (!it->choices[0] || !it->choices[1])
+        return qg_errf(why, whylen, QG_ERR_NOMEM, "out of memory");
+    return QG_OK;
+}
+
+/* WinoGrande in the adapters' layout: a sentence with a blank, two options. */
+static int adapters_winogrande(const char *text, const char *pos, const char *a, struct mc_item *it,
+                               char *why, size_t whylen)
+{
+    static const char *const se[] = {"\n\nOption1:"};
+    char *sent = between(text, &pos, "sentence:", se, 1);
+    static const char *const e1[] = {" Option2:"};
+    static const char *const e2[] = {" Answer format", "\n"};
+    char *o1 = sent ? between(text, &pos, "Option1:", e1, 1) : NULL;
+    char *o2 = o1 ? between(text, &pos, "Option2:", e2, 2) : NULL;
+    const char *blank = sent ? strchr(sent, '_') : NULL;
+    int64_t g1 = 0;
+    int g = strncmp(a, "option", 6) == 0 && !qg_parse_i64(a + 6, 1, 2, &g1) ? (int)g1 - 1 : -1;
+    int rc = QG_OK;
+    if (!sent || !o1 || !o2)
+        rc = qg_errf(why, whylen, QG_ERR_DATA,
+                     "cannot find \"sentence:\", \"Option1:\" and \"Option2:\"");
+    else if (!blank)
+        rc = qg_errf(why, whylen, QG_ERR_DATA, "the sentence has no \"_\" blank");
+    else if (g < 0 || g > 1)
+        rc = qg_errf(why, whylen, QG_ERR_DATA, "answer '%.20s' is not option1 or option2", a);
+    if (!rc) {
+        const char *rest = blank + 1;
+        while (*rest == ' ')
+            rest++;
+        it->gold = g;
+        it->contexts = calloc(2, sizeof *it->contexts);
+        it->choices = calloc(2, sizeof *it->choices);
+        if (it->contexts && it->choices) it->n_choices = 2; /* only then: the free walks them */
+        for (int c = 0; c < it->n_choices; c++) {
+            it->contexts[c] = xstrdup_printf("%.*s%s", (int)(blank - sent), sent, c ? o2 : o1);
+            it->choices[c] = xstrdup_printf(" %s", rest);
+            if (!it->contexts[c] || !it->choices[c]) rc = QG_ERR_NOMEM;
+        }
+        if (!it->n_choices || rc) rc = qg_errf(why, whylen, QG_ERR_NOMEM, "out of memory");
+    }
+    free(sent);
+    free(o1);
+    free(o2);
+    return rc;
+}
+
+static int adapters_item(const char *name, const cJSON *o, int64_t k, struct mc_item *it, char *why,
+                         size_t whylen)
+{
+    const cJSON *ins = cJSON_GetObjectItemCaseSensitive(o, "instruction"),
+                *ans = cJSON_GetObjectItemCaseSensitive(o, "answer");
+    if (!cJSON_IsString(ins) || !cJSON_IsString(ans))
+        return qg_errf(why, whylen, QG_ERR_DATA, "needs \"instruction\" and \"answer\" strings");
     const char *text = ins->valuestring, *pos = text, *a = ans->valuestring;
     it->id = xstrdup_printf("%lld", (long long)k);
     it->cluster = -1;
-    if (!strcmp(name, "arc")) {
-        static const char *const qe[] = {"\n\nAnswer1:"};
-        char *q = between(text, &pos, "question:", qe, 1);
-        if (!q) return qg_errf(why, whylen, QG_ERR_DATA, "no \"question:\" before \"Answer1:\"");
-        it->context = xstrdup_printf("Question: %s\nAnswer:", q);
-        free(q);
-        it->choices = calloc(MC_MAX_CHOICES, sizeof *it->choices);
-        for (int c = 1; c <= MC_MAX_CHOICES; c++) {
-            char mark[32], next[32];
-            snprintf(mark, sizeof mark, "Answer%d:", c);
-            snprintf(next, sizeof next, " Answer%d:", c + 1);
-            const char *ends[] = {next, "\n\nAnswer format"};
-            const char *save = pos;
-            char *ch = between(text, &pos, mark, ends, 2);
-            if (!ch) {
-                pos = save;
-                break;
-            }
-            it->choices[it->n_choices++] = ch;
-        }
-        if (it->n_choices < 2) return qg_errf(why, whylen, QG_ERR_DATA, "fewer than 2 \"AnswerN:\" choices");
-        int64_t g1 = 0;
-        int g = strncmp(a, "answer", 6) == 0 && !qg_parse_i64(a + 6, 1, 99, &g1) ? (int)g1 - 1 : -1;
-        if (g < 0 || g >= it->n_choices) return qg_errf(why, whylen, QG_ERR_DATA, "answer '%.20s' is not answer1..answer%d", a, it->n_choices);
-        it->gold = g;
-    } else if (!strcmp(name, "boolq")) {
-        static const char *const qe[] = {"\n\nAnswer format"};
-        char *q = between(text, &pos, "question:", qe, 1);
-        if (!q) return qg_errf(why, whylen, QG_ERR_DATA, "no \"question:\"");
-        size_t ql = strlen(q);
-        it->context = xstrdup_printf("Question: %s%s\nAnswer:", q, ql && q[ql - 1] == '?' ? "" : "?");
-        free(q);
-        if (strcmp(a, "true") && strcmp(a, "false")) return qg_errf(why, whylen, QG_ERR_DATA, "answer '%.20s' is not true or false", a);
-        it->gold = !strcmp(a, "true");
-        it->n_choices = 2;
-        it->choices = calloc(2, sizeof *it->choices);
-        it->choices[0] = qg_strdup("no");
-        it->choices[1] = qg_strdup("yes");
-    } else { /* winogrande */
-        static const char *const se[] = {"\n\nOption1:"};
-        char *sent = between(text, &pos, "sentence:", se, 1);
-        static const char *const e1[] = {" Option2:"};
-        static const char *const e2[] = {" Answer format", "\n"};
-        char *o1 = sent ? between(text, &pos, "Option1:", e1, 1) : NULL;
-        char *o2 = o1 ? between(text, &pos, "Option2:", e2, 2) : NULL;
-        const char *blank = sent ? strchr(sent, '_') : NULL;
-        int64_t g1 = 0;
-        int g = strncmp(a, "option", 6) == 0 && !qg_parse_i64(a + 6, 1, 2, &g1) ? (int)g1 - 1 : -1;
-        int rc = QG_OK;
-        if (!sent || !o1 || !o2) rc = qg_errf(why, whylen, QG_ERR_DATA, "cannot find \"sentence:\", \"Option1:\" and \"Option2:\"");
-        else if (!blank) rc = qg_errf(why, whylen, QG_ERR_DATA, "the sentence has no \"_\" blank");
-        else if (g < 0 || g > 1) rc = qg_errf(why, whylen, QG_ERR_DATA, "answer '%.20s' is not option1 or option2", a);
-        if (!rc) {
-            const char *rest = blank + 1;
-            while (*rest == ' ') rest++;
-            it->gold = g;
-            it->n_choices = 2;
-            it->contexts = calloc(2, sizeof *it->contexts);
-            it->choices = calloc(2, sizeof *it->choices);
-            for (int c = 0; c < 2; c++) {
-                it->contexts[c] = xstrdup_printf("%.*s%s", (int)(blank - sent), sent, c ? o2 : o1);
-                it->choices[c] = xstrdup_printf(" %s", rest);
-            }
-        }
-        free(sent);
-        free(o1);
-        free(o2);
-        return rc;
-    }
-    return QG_OK;
+    if (!strcmp(name, "arc")) return adapters_arc(text, pos, a, it, why, whylen);
+    if (!strcmp(name, "boolq")) return adapters_boolq(text, pos, a, it, why, whylen);
+    return adapters_winogrande(text, pos, a, it, why, whylen);
 }
 
 /* LLM-Adapters' JSON array layout (the ARC, BoolQ and WinoGrande copies in
  * ../shared/data/llm-adapters): one object per item */
-static int load_adapters(const char *name, const struct bench_source *src, struct vec *v, char *err, size_t errlen)
+static int load_adapters(const char *name, const struct bench_source *src, struct vec *v, char *err,
+                         size_t errlen)
 {
     char *text;
     size_t n;
@@ -658,18 +758,21 @@ static int load_adapters(const char *name, const struct bench_source *src, struc
     size_t bad;
     if (!utf8_valid(text, n, &bad)) {
         free(text);
-        return qg_errf(err, errlen, QG_ERR_DATA, "%s: not valid UTF-8 (byte %zu)", src->data, bad + 1);
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: not valid UTF-8 (byte %zu)", src->data,
+                       bad + 1);
     }
     cJSON *arr = cJSON_ParseWithLength(text, n);
     if (!arr) {
         const char *at = cJSON_GetErrorPtr();
         int line = 1;
-        for (const char *p = text; at && p < at && p < text + n; p++) line += *p == '\n';
+        for (const char *p = text; at && p < at && p < text + n; p++)
+            line += *p == '\n';
         free(text);
         return qg_errf(err, errlen, QG_ERR_DATA, "%s:%d: invalid JSON", src->data, line);
     }
     free(text);
-    if (!cJSON_IsArray(arr)) rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: expected a JSON array of items", src->data);
+    if (!cJSON_IsArray(arr))
+        rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: expected a JSON array of items", src->data);
     int64_t k = 0;
     const cJSON *o;
     cJSON_ArrayForEach(o, arr)
@@ -677,10 +780,14 @@ static int load_adapters(const char *name, const struct bench_source *src, struc
         if (rc || (src->limit > 0 && v->n >= src->limit)) break;
         struct mc_item *it = vec_push(v);
         char why[256];
-        if (!it) rc = QG_ERR_NOMEM;
-        else if (!cJSON_IsObject(o)) rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: item %lld is not an object", src->data, (long long)k);
+        if (!it)
+            rc = QG_ERR_NOMEM;
+        else if (!cJSON_IsObject(o))
+            rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: item %lld is not an object", src->data,
+                         (long long)k);
         else if (adapters_item(name, o, k, it, why, sizeof why))
-            rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: item %lld: %s", src->data, (long long)k, why);
+            rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: item %lld: %s", src->data, (long long)k,
+                         why);
         k++;
     }
     cJSON_Delete(arr);
@@ -699,10 +806,12 @@ static int starts_with_array(const char *path)
 }
 
 /* Prepends k seeded train examples to every item's context. */
-static int add_fewshot(const char *name, const struct bench_source *src, struct vec *v, char *err, size_t errlen)
+static int add_fewshot(const char *name, const struct bench_source *src, struct vec *v, char *err,
+                       size_t errlen)
 {
     if (!strcmp(name, "winogrande") || !strcmp(name, "piqa"))
-        return qg_errf(err, errlen, QG_ERR_DATA, "%s: few-shot is not supported for %s", src->data, name);
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: few-shot is not supported for %s", src->data,
+                       name);
     struct bench_source tsrc = {.data = src->train};
     struct mc_item *train;
     int64_t nt;
@@ -710,14 +819,16 @@ static int add_fewshot(const char *name, const struct bench_source *src, struct 
     if (rc) return rc;
     if (nt < src->fewshot) {
         mc_items_free(train, nt);
-        return qg_errf(err, errlen, QG_ERR_DATA, "%s: %lld examples, fewer than fewshot %d", src->train, (long long)nt, src->fewshot);
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: %lld examples, fewer than fewshot %d",
+                       src->train, (long long)nt, src->fewshot);
     }
     uint64_t seed = src->fewshot_seed ? src->fewshot_seed : 1234;
     int64_t *pick = malloc((size_t)nt * sizeof *pick);
     if (!pick) rc = QG_ERR_NOMEM;
     for (int64_t i = 0; !rc && i < v->n; i++) {
         struct mc_item *it = &((struct mc_item *)v->p)[i];
-        for (int64_t k = 0; k < nt; k++) pick[k] = k;
+        for (int64_t k = 0; k < nt; k++)
+            pick[k] = k;
         struct sbuf pre;
         sbuf_init(&pre, 0);
         for (int k = 0; k < src->fewshot; k++) { /* partial Fisher-Yates */
@@ -736,23 +847,34 @@ static int add_fewshot(const char *name, const struct bench_source *src, struct 
     return rc;
 }
 
-int bench_load_mc(const char *name, const struct bench_source *src, struct mc_item **items, int64_t *n,
-                  char *err, size_t errlen)
+int bench_load_mc(const char *name, const struct bench_source *src, struct mc_item **items,
+                  int64_t *n, char *err, size_t errlen)
 {
     *items = NULL;
     *n = 0;
     struct vec v = {.elem = sizeof(struct mc_item)};
     int rc;
-    if (strcmp(name, "hellaswag") == 0) rc = ends_with(src->data, ".jsonl") ? load_hellaswag_jsonl(src, &v, err, errlen) : load_hellaswag_txt(src, &v, err, errlen);
-    else if (strcmp(name, "mmlu") == 0) rc = load_mmlu(src, &v, err, errlen);
-    else if (strcmp(name, "piqa") == 0) rc = load_piqa(src, &v, err, errlen);
-    else if ((!strcmp(name, "arc") || !strcmp(name, "boolq") || !strcmp(name, "winogrande")) && starts_with_array(src->data))
+    if (strcmp(name, "hellaswag") == 0)
+        rc = ends_with(src->data, ".jsonl") ? load_hellaswag_jsonl(src, &v, err, errlen)
+                                            : load_hellaswag_txt(src, &v, err, errlen);
+    else if (strcmp(name, "mmlu") == 0)
+        rc = load_mmlu(src, &v, err, errlen);
+    else if (strcmp(name, "piqa") == 0)
+        rc = load_piqa(src, &v, err, errlen);
+    else if ((!strcmp(name, "arc") || !strcmp(name, "boolq") || !strcmp(name, "winogrande")) &&
+             starts_with_array(src->data))
         rc = load_adapters(name, src, &v, err, errlen);
-    else if (strcmp(name, "arc") == 0) rc = load_arc(src, &v, err, errlen);
-    else if (strcmp(name, "boolq") == 0) rc = load_boolq(src, &v, err, errlen);
-    else if (strcmp(name, "winogrande") == 0) rc = load_winogrande(src, &v, err, errlen);
-    else rc = qg_errf(err, errlen, QG_ERR_DATA, "unknown multiple-choice benchmark '%s' (known: %s)", name, bench_names());
-    if (!rc && src->fewshot > 0 && src->train && strcmp(name, "mmlu") != 0) rc = add_fewshot(name, src, &v, err, errlen);
+    else if (strcmp(name, "arc") == 0)
+        rc = load_arc(src, &v, err, errlen);
+    else if (strcmp(name, "boolq") == 0)
+        rc = load_boolq(src, &v, err, errlen);
+    else if (strcmp(name, "winogrande") == 0)
+        rc = load_winogrande(src, &v, err, errlen);
+    else
+        rc = qg_errf(err, errlen, QG_ERR_DATA, "unknown multiple-choice benchmark '%s' (known: %s)",
+                     name, bench_names());
+    if (!rc && src->fewshot > 0 && src->train && strcmp(name, "mmlu") != 0)
+        rc = add_fewshot(name, src, &v, err, errlen);
     return finish_mc(&v, rc, src->data, items, n, err, errlen);
 }
 
@@ -783,16 +905,18 @@ static int gsm8k_read(const char *path, int64_t limit, struct vec *v, char *err,
     return rc < 0 ? rc : QG_OK;
 }
 
-int bench_load_gen(const char *name, const struct bench_source *src, struct gen_item **items, int64_t *n,
-                   char *err, size_t errlen)
+int bench_load_gen(const char *name, const struct bench_source *src, struct gen_item **items,
+                   int64_t *n, char *err, size_t errlen)
 {
     *items = NULL;
     *n = 0;
     if (strcmp(name, "gsm8k") != 0)
-        return qg_errf(err, errlen, QG_ERR_DATA, "unknown generation benchmark '%s' (known: gsm8k)", name);
+        return qg_errf(err, errlen, QG_ERR_DATA, "unknown generation benchmark '%s' (known: gsm8k)",
+                       name);
     struct vec v = {.elem = sizeof(struct gen_item)}, shots = {.elem = sizeof(struct gen_item)};
     int rc = gsm8k_read(src->data, src->limit, &v, err, errlen);
-    if (!rc && src->fewshot > 0 && src->train) rc = gsm8k_read(src->train, src->fewshot, &shots, err, errlen);
+    if (!rc && src->fewshot > 0 && src->train)
+        rc = gsm8k_read(src->train, src->fewshot, &shots, err, errlen);
     struct sbuf pre;
     sbuf_init(&pre, 0);
     sbuf_append(&pre, "", 0);
@@ -808,7 +932,8 @@ int bench_load_gen(const char *name, const struct bench_source *src, struct gen_
     }
     sbuf_release(&pre);
     gen_items_free(shots.p, shots.n);
-    if (!rc && v.n == 0) rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: no items (empty dataset)", src->data);
+    if (!rc && v.n == 0)
+        rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: no items (empty dataset)", src->data);
     if (rc) {
         gen_items_free(v.p, v.n);
         return rc;

@@ -51,12 +51,12 @@ struct gen_item {
 void gen_items_free(struct gen_item *items, int64_t n);
 
 struct bench_source {
-    const char *data;   /* file or directory */
-    const char *labels; /* piqa's labels file */
-    const char *train;  /* few-shot source (gsm8k train.jsonl, mmlu dev dir) */
-    int fewshot;        /* examples from train (default 0) */
+    const char *data;      /* file or directory */
+    const char *labels;    /* piqa's labels file */
+    const char *train;     /* few-shot source (gsm8k train.jsonl, mmlu dev dir) */
+    int fewshot;           /* examples from train (default 0) */
     uint64_t fewshot_seed; /* sampler seed for the multiple-choice few-shot (lm-eval: 1234) */
-    int64_t limit;      /* first N items (0 = all) */
+    int64_t limit;         /* first N items (0 = all) */
 };
 
 /* BENCH_MC or BENCH_GEN for a known name; -1 otherwise. */
@@ -64,9 +64,9 @@ int bench_kind(const char *name);
 /* Comma-separated list of the known names. */
 const char *bench_names(void);
 
-int bench_load_mc(const char *name, const struct bench_source *src, struct mc_item **items, int64_t *n,
-                  char *err, size_t errlen);
-int bench_load_gen(const char *name, const struct bench_source *src, struct gen_item **items, int64_t *n,
-                   char *err, size_t errlen);
+int bench_load_mc(const char *name, const struct bench_source *src, struct mc_item **items,
+                  int64_t *n, char *err, size_t errlen);
+int bench_load_gen(const char *name, const struct bench_source *src, struct gen_item **items,
+                   int64_t *n, char *err, size_t errlen);
 
 #endif

@@ -14,7 +14,8 @@ static const char *const kind_names[] = {"perplexity", "multiple_choice", "gener
 
 const char *task_kind_name(int kind)
 {
-    return kind >= 0 && kind < (int)(sizeof kind_names / sizeof *kind_names) ? kind_names[kind] : "unknown";
+    return kind >= 0 && kind < (int)(sizeof kind_names / sizeof *kind_names) ? kind_names[kind]
+                                                                             : "unknown";
 }
 
 int task_kind_from_name(const char *name)
@@ -38,10 +39,13 @@ void task_config_release(struct task_config *t)
     free(t->benchmark);
     free(t->delimiter);
     free(t->config_json);
-    for (int f = 0; f < t->n_files; f++) free(t->files[f].path);
-    for (int p = 0; p < t->n_pipelines; p++) pipeline_free(t->pipelines[p]);
+    for (int f = 0; f < t->n_files; f++)
+        free(t->files[f].path);
+    for (int p = 0; p < t->n_pipelines; p++)
+        pipeline_free(t->pipelines[p]);
     normalizer_free(t->norm);
-    for (int k = 0; k < t->n_stop; k++) free(t->stop[k]);
+    for (int k = 0; k < t->n_stop; k++)
+        free(t->stop[k]);
     free(t->stop);
     free(t->f_id);
     free(t->f_prompt);
@@ -60,23 +64,32 @@ const struct task_file *task_config_file(const struct task_config *t, const char
 
 static struct bench_source source_of(const struct task_config *t)
 {
-    const struct task_file *d = task_config_file(t, "data"), *l = task_config_file(t, "labels"), *tr = task_config_file(t, "train");
-    struct bench_source s = {.data = d ? d->path : NULL, .labels = l ? l->path : NULL, .train = tr ? tr->path : NULL,
-                             .fewshot = t->fewshot, .fewshot_seed = t->fewshot_seed, .limit = t->limit};
+    const struct task_file *d = task_config_file(t, "data"), *l = task_config_file(t, "labels"),
+                           *tr = task_config_file(t, "train");
+    struct bench_source s = {.data = d ? d->path : NULL,
+                             .labels = l ? l->path : NULL,
+                             .train = tr ? tr->path : NULL,
+                             .fewshot = t->fewshot,
+                             .fewshot_seed = t->fewshot_seed,
+                             .limit = t->limit};
     return s;
 }
 
 /* One custom multiple-choice item from object o (id already read). */
-static int custom_mc_item(const struct task_config *t, struct lines *l, const cJSON *o, const char *id, struct mc_item *it)
+static int custom_mc_item(const struct task_config *t, struct lines *l, const cJSON *o,
+                          const char *id, struct mc_item *it)
 {
-    const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(o, t->f_context), *ch = cJSON_GetObjectItemCaseSensitive(o, t->f_choices);
+    const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(o, t->f_context),
+                *ch = cJSON_GetObjectItemCaseSensitive(o, t->f_choices);
     const cJSON *gold = cJSON_GetObjectItemCaseSensitive(o, t->f_gold);
-    if (!cJSON_IsString(ctx)) return lines_fail(l, "item %s: field \"%s\" is missing or not a string", id, t->f_context);
+    if (!cJSON_IsString(ctx))
+        return lines_fail(l, "item %s: field \"%s\" is missing or not a string", id, t->f_context);
     if (!cJSON_IsArray(ch) || cJSON_GetArraySize(ch) < 1 || cJSON_GetArraySize(ch) > MC_MAX_CHOICES)
-        return lines_fail(l, "item %s: field \"%s\" must be an array of 1..%d strings (empty choices?)", id, t->f_choices,
-                          MC_MAX_CHOICES);
-    if (!cJSON_IsNumber(gold) || gold->valuedouble != floor(gold->valuedouble) || gold->valuedouble < 0 ||
-        gold->valuedouble >= cJSON_GetArraySize(ch))
+        return lines_fail(
+            l, "item %s: field \"%s\" must be an array of 1..%d strings (empty choices?)", id,
+            t->f_choices, MC_MAX_CHOICES);
+    if (!cJSON_IsNumber(gold) || gold->valuedouble != floor(gold->valuedouble) ||
+        gold->valuedouble < 0 || gold->valuedouble >= cJSON_GetArraySize(ch))
         return lines_fail(l, "item %s: answer index \"%s\" is out of range (0..%d)", id, t->f_gold,
                           cJSON_GetArraySize(ch) - 1);
     it->id = qg_strdup(id);
@@ -85,33 +98,43 @@ static int custom_mc_item(const struct task_config *t, struct lines *l, const cJ
     it->gold = (int)gold->valuedouble;
     it->choices = calloc((size_t)cJSON_GetArraySize(ch), sizeof *it->choices);
     if (it->choices) it->n_choices = cJSON_GetArraySize(ch); /* only then: the free walks them */
-    if (!it->id || !it->context || !it->choices) return lines_fail(l, "item %s: out of memory", id), QG_ERR_NOMEM;
+    if (!it->id || !it->context || !it->choices)
+        return lines_fail(l, "item %s: out of memory", id), QG_ERR_NOMEM;
     for (int c = 0; c < it->n_choices; c++) {
         const cJSON *cv = cJSON_GetArrayItem(ch, c);
-        if (!cJSON_IsString(cv) || !*cv->valuestring) return lines_fail(l, "item %s: choice %d is empty or not a string", id, c);
-        if (!(it->choices[c] = qg_strdup(cv->valuestring))) return lines_fail(l, "item %s: out of memory", id), QG_ERR_NOMEM;
+        if (!cJSON_IsString(cv) || !*cv->valuestring)
+            return lines_fail(l, "item %s: choice %d is empty or not a string", id, c);
+        if (!(it->choices[c] = qg_strdup(cv->valuestring)))
+            return lines_fail(l, "item %s: out of memory", id), QG_ERR_NOMEM;
     }
     return QG_OK;
 }
 
 /* One custom generation item from object o (id already read). */
-static int custom_gen_item(const struct task_config *t, struct lines *l, const cJSON *o, const char *id, struct gen_item *it)
+static int custom_gen_item(const struct task_config *t, struct lines *l, const cJSON *o,
+                           const char *id, struct gen_item *it)
 {
-    const cJSON *pr = cJSON_GetObjectItemCaseSensitive(o, t->f_prompt), *an = cJSON_GetObjectItemCaseSensitive(o, t->f_answer);
-    if (!cJSON_IsString(pr)) return lines_fail(l, "item %s: field \"%s\" is missing or not a string", id, t->f_prompt);
+    const cJSON *pr = cJSON_GetObjectItemCaseSensitive(o, t->f_prompt),
+                *an = cJSON_GetObjectItemCaseSensitive(o, t->f_answer);
+    if (!cJSON_IsString(pr))
+        return lines_fail(l, "item %s: field \"%s\" is missing or not a string", id, t->f_prompt);
     if (!cJSON_IsString(an) && !(cJSON_IsArray(an) && cJSON_GetArraySize(an) > 0))
-        return lines_fail(l, "item %s: field \"%s\" must be a string or a non-empty array of strings", id, t->f_answer);
+        return lines_fail(l,
+                          "item %s: field \"%s\" must be a string or a non-empty array of strings",
+                          id, t->f_answer);
     it->id = qg_strdup(id);
     it->cluster = -1;
     it->prompt = qg_strdup(pr->valuestring);
     int nt = cJSON_IsString(an) ? 1 : cJSON_GetArraySize(an);
     it->targets = calloc((size_t)nt, sizeof *it->targets);
     if (it->targets) it->n_targets = nt; /* only then: the free walks them */
-    if (!it->id || !it->prompt || !it->targets) return lines_fail(l, "item %s: out of memory", id), QG_ERR_NOMEM;
+    if (!it->id || !it->prompt || !it->targets)
+        return lines_fail(l, "item %s: out of memory", id), QG_ERR_NOMEM;
     for (int a = 0; a < it->n_targets; a++) {
         const cJSON *av = cJSON_IsString(an) ? an : cJSON_GetArrayItem(an, a);
         if (!cJSON_IsString(av)) return lines_fail(l, "item %s: answer %d is not a string", id, a);
-        if (!(it->targets[a] = qg_strdup(av->valuestring))) return lines_fail(l, "item %s: out of memory", id), QG_ERR_NOMEM;
+        if (!(it->targets[a] = qg_strdup(av->valuestring)))
+            return lines_fail(l, "item %s: out of memory", id), QG_ERR_NOMEM;
     }
     return QG_OK;
 }
@@ -122,13 +145,14 @@ static const char *item_id(const void *items, int mc, int64_t i)
 }
 
 /* QG_ERR_DATA naming the first id that two items share. */
-static int check_unique_ids(const struct task_config *t, const char *path, const void *items, int mc, int64_t k, char *err,
-                            size_t errlen)
+static int check_unique_ids(const struct task_config *t, const char *path, const void *items,
+                            int mc, int64_t k, char *err, size_t errlen)
 {
     for (int64_t a = 0; t->f_id && a < k; a++)
         for (int64_t b = a + 1; b < k && b < a + 100000; b++)
             if (!strcmp(item_id(items, mc, a), item_id(items, mc, b)))
-                return qg_errf(err, errlen, QG_ERR_DATA, "%s: duplicate item id '%s'", path, item_id(items, mc, a));
+                return qg_errf(err, errlen, QG_ERR_DATA, "%s: duplicate item id '%s'", path,
+                               item_id(items, mc, a));
     return QG_OK;
 }
 
@@ -145,7 +169,8 @@ static int grow_items(char **items, int64_t k, int64_t *cap, size_t elem)
 }
 
 /* custom JSONL: one item per object, fields named by the task */
-static int custom_items(const struct task_config *t, int mc, void **out, int64_t *n, char *err, size_t errlen)
+static int custom_items(const struct task_config *t, int mc, void **out, int64_t *n, char *err,
+                        size_t errlen)
 {
     const char *path = task_config_file(t, "data")->path;
     struct lines *l;
@@ -164,21 +189,28 @@ static int custom_items(const struct task_config *t, int mc, void **out, int64_t
             char idbuf[64];
             snprintf(idbuf, sizeof idbuf, "%lld", (long long)(k + 1));
             const char *id = cJSON_IsString(idv) ? idv->valuestring : idbuf;
-            if (t->f_id && !idv) rc = lines_fail(l, "missing field \"%s\"", t->f_id);
-            else rc = mc ? custom_mc_item(t, l, o, id, (struct mc_item *)slot) : custom_gen_item(t, l, o, id, (struct gen_item *)slot);
+            if (t->f_id && !idv)
+                rc = lines_fail(l, "missing field \"%s\"", t->f_id);
+            else
+                rc = mc ? custom_mc_item(t, l, o, id, (struct mc_item *)slot)
+                        : custom_gen_item(t, l, o, id, (struct gen_item *)slot);
             k++; /* a half-filled slot is freed with the others */
         }
         cJSON_Delete(o);
         if (rc) break;
     }
-    if (rc == QG_ERR_NOMEM && !lines_errmsg(l)[0]) qg_errf(err, errlen, rc, "%s: out of memory", path);
-    else if (rc < 0) qg_errf(err, errlen, rc, "%s", lines_errmsg(l));
+    if (rc == QG_ERR_NOMEM && !lines_errmsg(l)[0])
+        qg_errf(err, errlen, rc, "%s: out of memory", path);
+    else if (rc < 0)
+        qg_errf(err, errlen, rc, "%s", lines_errmsg(l));
     lines_close(l);
     if (!rc && k == 0) rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: no items (empty dataset)", path);
     if (!rc) rc = check_unique_ids(t, path, items, mc, k, err, errlen);
     if (rc) {
-        if (mc) mc_items_free((struct mc_item *)items, k);
-        else gen_items_free((struct gen_item *)items, k);
+        if (mc)
+            mc_items_free((struct mc_item *)items, k);
+        else
+            gen_items_free((struct gen_item *)items, k);
         return rc;
     }
     *out = items;
@@ -186,17 +218,21 @@ static int custom_items(const struct task_config *t, int mc, void **out, int64_t
     return QG_OK;
 }
 
-int task_mc_items(const struct task_config *t, struct mc_item **items, int64_t *n, char *err, size_t errlen)
+int task_mc_items(const struct task_config *t, struct mc_item **items, int64_t *n, char *err,
+                  size_t errlen)
 {
-    if (t->kind != TASK_MULTIPLE_CHOICE) return qg_errf(err, errlen, QG_ERR_USAGE, "task '%s' is not multiple choice", t->name);
+    if (t->kind != TASK_MULTIPLE_CHOICE)
+        return qg_errf(err, errlen, QG_ERR_USAGE, "task '%s' is not multiple choice", t->name);
     if (!t->benchmark) return custom_items(t, 1, (void **)items, n, err, errlen);
     struct bench_source src = source_of(t);
     return bench_load_mc(t->benchmark, &src, items, n, err, errlen);
 }
 
-int task_gen_items(const struct task_config *t, struct gen_item **items, int64_t *n, char *err, size_t errlen)
+int task_gen_items(const struct task_config *t, struct gen_item **items, int64_t *n, char *err,
+                   size_t errlen)
 {
-    if (t->kind != TASK_GENERATION) return qg_errf(err, errlen, QG_ERR_USAGE, "task '%s' is not generation", t->name);
+    if (t->kind != TASK_GENERATION)
+        return qg_errf(err, errlen, QG_ERR_USAGE, "task '%s' is not generation", t->name);
     if (!t->benchmark) return custom_items(t, 0, (void **)items, n, err, errlen);
     struct bench_source src = source_of(t);
     return bench_load_gen(t->benchmark, &src, items, n, err, errlen);

@@ -18,16 +18,16 @@
 enum { TASK_MAX_FILES = 3, TASK_MAX_PIPELINES = 8 };
 
 struct task_file {
-    const char *role;          /* "data", "labels", "train" (static) */
-    char *path;                /* resolved */
+    const char *role; /* "data", "labels", "train" (static) */
+    char *path;       /* resolved */
     char sha256[HASH_HEX_LEN + 1];
-    int changed;               /* hash differs from the pin (allowed) */
+    int changed; /* hash differs from the pin (allowed) */
 };
 
 struct task_config {
     char *name;
-    int kind;                  /* enum task_kind */
-    char *benchmark;           /* NULL for plain kinds */
+    int kind;        /* enum task_kind */
+    char *benchmark; /* NULL for plain kinds */
     struct task_file files[TASK_MAX_FILES];
     int n_files;
     int critical;
@@ -67,7 +67,9 @@ void task_config_release(struct task_config *t);
  * QG_OK with *items (free with mc_items_free / gen_items_free) and *n;
  * QG_ERR_USAGE for a task of another kind; QG_ERR_DATA naming the file,
  * line and item; QG_ERR_NOINPUT, QG_ERR_NOMEM. */
-int task_mc_items(const struct task_config *t, struct mc_item **items, int64_t *n, char *err, size_t errlen);
-int task_gen_items(const struct task_config *t, struct gen_item **items, int64_t *n, char *err, size_t errlen);
+int task_mc_items(const struct task_config *t, struct mc_item **items, int64_t *n, char *err,
+                  size_t errlen);
+int task_gen_items(const struct task_config *t, struct gen_item **items, int64_t *n, char *err,
+                   size_t errlen);
 
 #endif

@@ -20,8 +20,8 @@ struct normalizer {
 struct pipeline {
     char *name;
     pcre2_code *re;
-    int group;  /* -1: first non-empty group (or the whole match) */
-    int last;   /* select the last match instead of the first */
+    int group; /* -1: first non-empty group (or the whole match) */
+    int last;  /* select the last match instead of the first */
     char *fallback;
 };
 
@@ -29,12 +29,13 @@ int regex_compile(const char *pattern, const char *where, void **out, char *err,
 {
     int ec;
     PCRE2_SIZE off;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &ec, &off, NULL);
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED,
+                                   PCRE2_UTF | PCRE2_UCP, &ec, &off, NULL);
     if (!re) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(ec, msg, sizeof msg);
-        return qg_errf(err, errlen, QG_ERR_DATA, "%s: invalid regex '%s': %s at offset %zu", where, pattern,
-                       (const char *)msg, (size_t)off);
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: invalid regex '%s': %s at offset %zu", where,
+                       pattern, (const char *)msg, (size_t)off);
     }
     *out = re;
     return QG_OK;
@@ -45,19 +46,22 @@ void regex_free(void *re)
     pcre2_code_free(re);
 }
 
-static int get_bool(const cJSON *spec, const char *key, int def, const char *where, int *out, char *err, size_t errlen)
+static int get_bool(const cJSON *spec, const char *key, int def, const char *where, int *out,
+                    char *err, size_t errlen)
 {
     const cJSON *v = spec ? cJSON_GetObjectItemCaseSensitive(spec, key) : NULL;
     if (!v) {
         *out = def;
         return QG_OK;
     }
-    if (!cJSON_IsBool(v)) return qg_errf(err, errlen, QG_ERR_DATA, "%s: \"%s\" must be true or false", where, key);
+    if (!cJSON_IsBool(v))
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: \"%s\" must be true or false", where, key);
     *out = cJSON_IsTrue(v);
     return QG_OK;
 }
 
-int normalizer_new(const cJSON *spec, const char *where, struct normalizer **out, char *err, size_t errlen)
+int normalizer_new(const cJSON *spec, const char *where, struct normalizer **out, char *err,
+                   size_t errlen)
 {
     *out = NULL;
     struct normalizer *n = calloc(1, sizeof *n);
@@ -67,7 +71,8 @@ int normalizer_new(const cJSON *spec, const char *where, struct normalizer **out
     if (!rc) rc = get_bool(spec, "whitespace", 1, where, &n->whitespace, err, errlen);
     if (!rc) rc = get_bool(spec, "numbers", 0, where, &n->numbers, err, errlen);
     const cJSON *ig = spec ? cJSON_GetObjectItemCaseSensitive(spec, "ignore") : NULL;
-    if (!rc && ig && !cJSON_IsArray(ig)) rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: \"ignore\" must be an array of regexes", where);
+    if (!rc && ig && !cJSON_IsArray(ig))
+        rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: \"ignore\" must be an array of regexes", where);
     if (!rc && ig) {
         if (!(n->ignore = calloc((size_t)cJSON_GetArraySize(ig) + 1, sizeof *n->ignore)))
             rc = qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory", where);
@@ -76,7 +81,8 @@ int normalizer_new(const cJSON *spec, const char *where, struct normalizer **out
         {
             if (rc) break;
             if (!cJSON_IsString(r)) {
-                rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: \"ignore\" entries must be strings", where);
+                rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: \"ignore\" entries must be strings",
+                             where);
                 break;
             }
             void *re;
@@ -95,7 +101,8 @@ int normalizer_new(const cJSON *spec, const char *where, struct normalizer **out
 void normalizer_free(struct normalizer *n)
 {
     if (!n) return;
-    for (int i = 0; i < n->n_ignore; i++) pcre2_code_free(n->ignore[i]);
+    for (int i = 0; i < n->n_ignore; i++)
+        pcre2_code_free(n->ignore[i]);
     free(n->ignore);
     free(n);
 }
@@ -104,13 +111,14 @@ void normalizer_free(struct normalizer *n)
 static char *delete_matches(pcre2_code *re, const char *s)
 {
     PCRE2_SIZE len = 0;
-    pcre2_substitute(re, (PCRE2_SPTR)s, PCRE2_ZERO_TERMINATED, 0, PCRE2_SUBSTITUTE_GLOBAL | PCRE2_SUBSTITUTE_OVERFLOW_LENGTH,
-                     NULL, NULL, (PCRE2_SPTR) "", 0, NULL, &len);
+    pcre2_substitute(re, (PCRE2_SPTR)s, PCRE2_ZERO_TERMINATED, 0,
+                     PCRE2_SUBSTITUTE_GLOBAL | PCRE2_SUBSTITUTE_OVERFLOW_LENGTH, NULL, NULL,
+                     (PCRE2_SPTR) "", 0, NULL, &len);
     PCRE2_UCHAR *out = malloc(len + 1);
     if (!out) return NULL;
     PCRE2_SIZE cap = len + 1;
-    int rc = pcre2_substitute(re, (PCRE2_SPTR)s, PCRE2_ZERO_TERMINATED, 0, PCRE2_SUBSTITUTE_GLOBAL, NULL, NULL,
-                              (PCRE2_SPTR) "", 0, out, &cap);
+    int rc = pcre2_substitute(re, (PCRE2_SPTR)s, PCRE2_ZERO_TERMINATED, 0, PCRE2_SUBSTITUTE_GLOBAL,
+                              NULL, NULL, (PCRE2_SPTR) "", 0, out, &cap);
     if (rc < 0) { /* should not happen; keep the input */
         free(out);
         return qg_strdup(s);
@@ -161,7 +169,8 @@ static int as_number(const char *s, double *out)
     double v = strtod(buf, &end);
     if (*end || !isfinite(v)) return 0;
     for (size_t i = 0; i < k; i++) /* digits, sign and point only: no "inf", "0x1p3" */
-        if (!isdigit((unsigned char)buf[i]) && buf[i] != '.' && buf[i] != '-' && buf[i] != '+') return 0;
+        if (!isdigit((unsigned char)buf[i]) && buf[i] != '.' && buf[i] != '-' && buf[i] != '+')
+            return 0;
     *out = v;
     return 1;
 }
@@ -177,20 +186,31 @@ int normalized_equal(const struct normalizer *n, const char *a, const char *b)
     return eq;
 }
 
-int pipeline_new(const cJSON *spec, const char *where, struct pipeline **out, char *err, size_t errlen)
+int pipeline_new(const cJSON *spec, const char *where, struct pipeline **out, char *err,
+                 size_t errlen)
 {
     *out = NULL;
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(spec, "name"), *regex = cJSON_GetObjectItemCaseSensitive(spec, "regex");
-    const cJSON *group = cJSON_GetObjectItemCaseSensitive(spec, "group"), *sel = cJSON_GetObjectItemCaseSensitive(spec, "select");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(spec, "name"),
+                *regex = cJSON_GetObjectItemCaseSensitive(spec, "regex");
+    const cJSON *group = cJSON_GetObjectItemCaseSensitive(spec, "group"),
+                *sel = cJSON_GetObjectItemCaseSensitive(spec, "select");
     const cJSON *fb = cJSON_GetObjectItemCaseSensitive(spec, "fallback");
     if (!cJSON_IsString(name) || !*name->valuestring)
         return qg_errf(err, errlen, QG_ERR_DATA, "%s: a pipeline needs a \"name\" string", where);
-    if (!cJSON_IsString(regex)) return qg_errf(err, errlen, QG_ERR_DATA, "%s: pipeline '%s' needs a \"regex\" string", where, name->valuestring);
+    if (!cJSON_IsString(regex))
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: pipeline '%s' needs a \"regex\" string",
+                       where, name->valuestring);
     if (group && (!cJSON_IsNumber(group) || group->valuedouble < 0 || group->valuedouble > 99))
-        return qg_errf(err, errlen, QG_ERR_DATA, "%s: pipeline '%s': \"group\" must be 0..99", where, name->valuestring);
-    if (sel && (!cJSON_IsString(sel) || (strcmp(sel->valuestring, "first") && strcmp(sel->valuestring, "last"))))
-        return qg_errf(err, errlen, QG_ERR_DATA, "%s: pipeline '%s': \"select\" must be \"first\" or \"last\"", where, name->valuestring);
-    if (fb && !cJSON_IsString(fb)) return qg_errf(err, errlen, QG_ERR_DATA, "%s: pipeline '%s': \"fallback\" must be a string", where, name->valuestring);
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: pipeline '%s': \"group\" must be 0..99",
+                       where, name->valuestring);
+    if (sel && (!cJSON_IsString(sel) ||
+                (strcmp(sel->valuestring, "first") && strcmp(sel->valuestring, "last"))))
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "%s: pipeline '%s': \"select\" must be \"first\" or \"last\"", where,
+                       name->valuestring);
+    if (fb && !cJSON_IsString(fb))
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: pipeline '%s': \"fallback\" must be a string",
+                       where, name->valuestring);
     struct pipeline *p = calloc(1, sizeof *p);
     if (!p) return qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory", where);
     char w[512];
@@ -200,13 +220,15 @@ int pipeline_new(const cJSON *spec, const char *where, struct pipeline **out, ch
     p->re = re;
     p->name = qg_strdup(name->valuestring);
     p->fallback = qg_strdup(fb ? fb->valuestring : "[invalid]");
-    if (!rc && (!p->name || !p->fallback)) rc = qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory", w);
+    if (!rc && (!p->name || !p->fallback))
+        rc = qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory", w);
     p->group = group ? (int)group->valuedouble : -1;
     p->last = sel && strcmp(sel->valuestring, "last") == 0;
     uint32_t ncap = 0;
     if (!rc) pcre2_pattern_info(p->re, PCRE2_INFO_CAPTURECOUNT, &ncap);
     if (!rc && p->group > (int)ncap)
-        rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: group %d but the regex has %u", w, p->group, ncap);
+        rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: group %d but the regex has %u", w, p->group,
+                     ncap);
     if (rc) {
         pipeline_free(p);
         return rc;
@@ -224,7 +246,10 @@ void pipeline_free(struct pipeline *p)
     free(p);
 }
 
-const char *pipeline_name(const struct pipeline *p) { return p->name; }
+const char *pipeline_name(const struct pipeline *p)
+{
+    return p->name;
+}
 
 /* The answer of one match: the chosen group, the first non-empty group, or
  * the whole match. Returns NULL when that is empty (lm-eval then falls back). */
@@ -246,8 +271,10 @@ static char *from_match(const struct pipeline *p, const char *text, pcre2_match_
     if (g >= rc || ov[2 * g] == PCRE2_UNSET) return NULL;
     /* strip, as lm-eval does */
     size_t a = ov[2 * g], b = ov[2 * g + 1];
-    while (a < b && isspace((unsigned char)text[a])) a++;
-    while (b > a && isspace((unsigned char)text[b - 1])) b--;
+    while (a < b && isspace((unsigned char)text[a]))
+        a++;
+    while (b > a && isspace((unsigned char)text[b - 1]))
+        b--;
     return qg_strndup(text + a, b - a);
 }
 

@@ -26,7 +26,8 @@ struct pipeline;
  * bool (default true), "numbers": bool, "ignore": ["regex", ...]}; NULL
  * spec = defaults. QG_OK or QG_ERR_DATA with err ("where: ...", including
  * PCRE2's message and offset for a bad regex). */
-int normalizer_new(const cJSON *spec, const char *where, struct normalizer **out, char *err, size_t errlen);
+int normalizer_new(const cJSON *spec, const char *where, struct normalizer **out, char *err,
+                   size_t errlen);
 void normalizer_free(struct normalizer *n);
 /* Normalised copy of s (malloc'd; NULL on allocation failure). */
 char *normalize(const struct normalizer *n, const char *s);
@@ -36,7 +37,8 @@ int normalized_equal(const struct normalizer *n, const char *a, const char *b);
 
 /* From JSON {"name": str, "regex": str, "group": int, "select": "first" |
  * "last", "fallback": str}. */
-int pipeline_new(const cJSON *spec, const char *where, struct pipeline **out, char *err, size_t errlen);
+int pipeline_new(const cJSON *spec, const char *where, struct pipeline **out, char *err,
+                 size_t errlen);
 void pipeline_free(struct pipeline *p);
 const char *pipeline_name(const struct pipeline *p);
 /* The extracted answer (malloc'd). */

@@ -22,17 +22,17 @@
 
 struct mc_item {
     char *id;
-    int64_t cluster;   /* shared passage or subject; -1 none */
-    char *context;     /* NULL when contexts is set */
-    char **contexts;   /* optional: one context per choice */
-    char **choices;    /* continuations (without the delimiter) */
+    int64_t cluster; /* shared passage or subject; -1 none */
+    char *context;   /* NULL when contexts is set */
+    char **contexts; /* optional: one context per choice */
+    char **choices;  /* continuations (without the delimiter) */
     int n_choices;
     int gold;
 };
 
 struct mc_result {
-    double ll[16];   /* per choice, nats */
-    int tokens[16];  /* continuation tokens per choice */
+    double ll[16];  /* per choice, nats */
+    int tokens[16]; /* continuation tokens per choice */
     int pred, pred_norm, pred_tok;
 };
 
@@ -49,7 +49,7 @@ int mc_score(const struct backend *b, int n_ctx, const struct mc_item *it, const
 /* Scores n_items items at once (all their choices go to the backend in one
  * backend_score_many, so a remote backend keeps them in flight together);
  * res[k] is items[k]'s result, identical to mc_score's. */
-int mc_score_many(const struct backend *b, int n_ctx, const struct mc_item *items, int n_items, const char *delim,
-                  struct mc_result *res, char *err, size_t errlen);
+int mc_score_many(const struct backend *b, int n_ctx, const struct mc_item *items, int n_items,
+                  const char *delim, struct mc_result *res, char *err, size_t errlen);
 
 #endif

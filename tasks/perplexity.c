@@ -37,19 +37,21 @@ static int push_window(struct ppl_window **w, int64_t *n, int64_t *cap, struct p
     return QG_OK;
 }
 
-int ppl_plan(const struct ppl_params *p, int64_t n, struct ppl_window **out, int64_t *n_out, char *err,
-             size_t errlen)
+int ppl_plan(const struct ppl_params *p, int64_t n, struct ppl_window **out, int64_t *n_out,
+             char *err, size_t errlen)
 {
     *out = NULL;
     *n_out = 0;
     int64_t cap = 0, k = 0;
     int ctx = p->n_ctx, rc = QG_OK;
-    if (ctx < 4) return qg_errf(err, errlen, QG_ERR_USAGE, "context %d is too small (at least 4)", ctx);
+    if (ctx < 4)
+        return qg_errf(err, errlen, QG_ERR_USAGE, "context %d is too small (at least 4)", ctx);
     if (p->protocol == PPL_LLAMACPP) {
         if (n < 2 * (int64_t)ctx)
-            return qg_errf(err, errlen, QG_ERR_USAGE,
-                           "the llamacpp protocol needs at least 2 x ctx = %lld tokens; the text has %lld",
-                           2 * (long long)ctx, (long long)n);
+            return qg_errf(
+                err, errlen, QG_ERR_USAGE,
+                "the llamacpp protocol needs at least 2 x ctx = %lld tokens; the text has %lld",
+                2 * (long long)ctx, (long long)n);
         int64_t chunks = n / ctx;
         if (p->max_windows > 0 && p->max_windows < chunks) chunks = p->max_windows;
         for (int64_t i = 0; i < chunks && !rc; i++)
@@ -62,13 +64,15 @@ int ppl_plan(const struct ppl_params *p, int64_t n, struct ppl_window **out, int
         rc = push_window(out, &k, &cap, (struct ppl_window){0, (int)first + 1, 1, 0});
         for (int64_t done = first; done < T && !rc;) {
             int64_t len = T - done < ctx ? T - done : ctx, end = done + len;
-            rc = push_window(out, &k, &cap, (struct ppl_window){end - ctx, ctx + 1, (int)(ctx + 1 - len), 0});
+            rc = push_window(out, &k, &cap,
+                             (struct ppl_window){end - ctx, ctx + 1, (int)(ctx + 1 - len), 0});
             done = end;
             if (p->max_windows > 0 && k >= p->max_windows) break;
         }
     } else if (p->protocol == PPL_STRIDE) {
         if (p->stride < 1 || p->stride > ctx)
-            return qg_errf(err, errlen, QG_ERR_USAGE, "stride %d must be in 1..ctx (%d)", p->stride, ctx);
+            return qg_errf(err, errlen, QG_ERR_USAGE, "stride %d must be in 1..ctx (%d)", p->stride,
+                           ctx);
         if (n < 2) return qg_errf(err, errlen, QG_ERR_USAGE, "the text has no tokens to score");
         for (int64_t begin = 0, prev_end = 0; !rc; begin += p->stride) {
             int64_t end = begin + ctx < n ? begin + ctx : n, trg = end - prev_end;
@@ -93,7 +97,8 @@ int ppl_plan(const struct ppl_params *p, int64_t n, struct ppl_window **out, int
 /* Bytes and words that each token of the stream stands for. Token 1 (the
  * first after the prefix) is measured as detokenised, without the space a
  * SentencePiece tokenizer prefixed. */
-static int piece_counts(const struct backend *b, const int32_t *ids, int64_t n, int32_t *bytes, int32_t *words)
+static int piece_counts(const struct backend *b, const int32_t *ids, int64_t n, int32_t *bytes,
+                        int32_t *words)
 {
     char buf[512];
     int prev_ws = 1;
@@ -131,8 +136,9 @@ static int piece_counts(const struct backend *b, const int32_t *ids, int64_t n, 
 /* The next group of up to max windows of this shard from *w_next on: their
  * indices in gw, their tokens in rows of n_ctx + 1 of tok (the first
  * replaced by BOS where the window asks). Returns the group's size. */
-static int next_group(const struct ppl_params *p, const struct ppl_window *win, int64_t nw, const int32_t *ids, int32_t bos,
-                      int max, int64_t *w_next, int32_t *tok, int64_t *gw)
+static int next_group(const struct ppl_params *p, const struct ppl_window *win, int64_t nw,
+                      const int32_t *ids, int32_t bos, int max, int64_t *w_next, int32_t *tok,
+                      int64_t *gw)
 {
     int g = 0;
     for (; *w_next < nw && g < max; (*w_next)++) {
@@ -164,7 +170,8 @@ int ppl_evaluate(const struct backend *b, const int32_t *ids, int64_t n, const s
     int32_t *tok = malloc((size_t)batch * stride * sizeof *tok);
     double *lp = malloc((size_t)batch * stride * sizeof *lp);
     out->windows = calloc((size_t)(nw ? nw : 1), sizeof *out->windows);
-    if (!bytes || !words || !tok || !lp || !out->windows) rc = qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
+    if (!bytes || !words || !tok || !lp || !out->windows)
+        rc = qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
     if (!rc && (rc = piece_counts(b, ids, n, bytes, words)))
         qg_errf(err, errlen, rc, "cannot measure the bytes of the tokens (%s)", qg_strerror(rc));
     struct ppl_stats st;
@@ -176,11 +183,16 @@ int ppl_evaluate(const struct backend *b, const int32_t *ids, int64_t n, const s
     while (w_next < nw && !rc) {
         int g = next_group(p, win, nw, ids, info.bos, batch, &w_next, tok, gw);
         for (int j = 0; j < g; j++)
-            reqs[j] = (struct backend_score){.tokens = tok + (size_t)j * stride, .n_tokens = win[gw[j]].n, .from = win[gw[j]].from,
+            reqs[j] = (struct backend_score){.tokens = tok + (size_t)j * stride,
+                                             .n_tokens = win[gw[j]].n,
+                                             .from = win[gw[j]].from,
                                              .logprob = lp + (size_t)j * stride};
         if (g && (rc = backend_score_many(b, reqs, g))) {
-            if (g == 1) qg_errf(err, errlen, rc, "window %lld: %s", (long long)gw[0], backend_errmsg(b));
-            else qg_errf(err, errlen, rc, "windows %lld-%lld: %s", (long long)gw[0], (long long)gw[g - 1], backend_errmsg(b));
+            if (g == 1)
+                qg_errf(err, errlen, rc, "window %lld: %s", (long long)gw[0], backend_errmsg(b));
+            else
+                qg_errf(err, errlen, rc, "windows %lld-%lld: %s", (long long)gw[0],
+                        (long long)gw[g - 1], backend_errmsg(b));
             break;
         }
         for (int j = 0; j < g && !rc; j++) {
@@ -222,7 +234,6 @@ void ppl_run_release(struct ppl_run *r)
     r->windows = NULL;
 }
 
-
 /* A remote model's answers for one group of windows: per window its
  * log-probs and top-K, indexed by the window's place in the group. */
 struct prefetch {
@@ -239,18 +250,18 @@ struct lockstep {
     size_t stride;
     struct ppl_window *win;
     int64_t nw;
-    int32_t *bytes, *words;          /* per stream token */
-    int32_t *tok, *gtok;             /* one window; a group of windows */
-    double *lp;                      /* [stride] */
-    float *base_rows, *rows;         /* [stride][V] log-softmax */
-    int32_t *base_top, *top;         /* [stride] argmax */
-    int32_t *tk_ids;                 /* [stride][K] */
+    int32_t *bytes, *words;  /* per stream token */
+    int32_t *tok, *gtok;     /* one window; a group of windows */
+    double *lp;              /* [stride] */
+    float *base_rows, *rows; /* [stride][V] log-softmax */
+    int32_t *base_top, *top; /* [stride] argmax */
+    int32_t *tk_ids;         /* [stride][K] */
     float *tk_lp;
-    struct ppl_stats *st;            /* [nm] */
-    struct prefetch *pf;             /* [nm]; lp NULL for local models */
-    int *kld_top_k;                  /* [nm], the caller's */
-    double **kld;                    /* [nm], the caller's */
-    int64_t k;                       /* scored tokens so far */
+    struct ppl_stats *st; /* [nm] */
+    struct prefetch *pf;  /* [nm]; lp NULL for local models */
+    int *kld_top_k;       /* [nm], the caller's */
+    double **kld;         /* [nm], the caller's */
+    int64_t k;            /* scored tokens so far */
 };
 
 static void lockstep_release(struct lockstep *L)
@@ -268,7 +279,8 @@ static void lockstep_release(struct lockstep *L)
     free(L->tk_ids);
     free(L->tk_lp);
     free(L->st);
-    for (int m = 0; L->pf && m < L->nm; m++) free(L->pf[m].lp), free(L->pf[m].tk_ids), free(L->pf[m].tk_lp);
+    for (int m = 0; L->pf && m < L->nm; m++)
+        free(L->pf[m].lp), free(L->pf[m].tk_ids), free(L->pf[m].tk_lp);
     free(L->pf);
 }
 
@@ -279,31 +291,34 @@ static int lockstep_alloc_models(struct lockstep *L)
     size_t group = PPL_REMOTE_BATCH * L->stride;
     for (int m = 0; m < L->nm; m++) {
         unsigned caps = backend_caps(L->models[m]);
-        L->kld_top_k[m] = !L->kld_ok                   ? -1
-                          : (caps & BACKEND_CAP_FULL_ROWS) ? 0
+        L->kld_top_k[m] = !L->kld_ok                            ? -1
+                          : (caps & BACKEND_CAP_FULL_ROWS)      ? 0
                           : m > 0 && (caps & BACKEND_CAP_TOP_K) ? PPL_KLD_TOP_K
                                                                 : -1;
         ppl_stats_init(&L->st[m]);
-        if (m > 0 && !(L->kld[m] = malloc((size_t)(L->k ? L->k : 1) * sizeof **L->kld))) rc = QG_ERR_NOMEM;
+        if (m > 0 && !(L->kld[m] = malloc((size_t)(L->k ? L->k : 1) * sizeof **L->kld)))
+            rc = QG_ERR_NOMEM;
         if (rc || (caps & BACKEND_CAP_FULL_ROWS)) continue; /* local: window by window */
         L->pf[m].lp = malloc(group * sizeof *L->pf[m].lp);
         if (L->kld_top_k[m] > 0) {
             L->pf[m].tk_ids = malloc(group * PPL_KLD_TOP_K * sizeof *L->pf[m].tk_ids);
             L->pf[m].tk_lp = malloc(group * PPL_KLD_TOP_K * sizeof *L->pf[m].tk_lp);
         }
-        if (!L->pf[m].lp || (L->kld_top_k[m] > 0 && (!L->pf[m].tk_ids || !L->pf[m].tk_lp))) rc = QG_ERR_NOMEM;
+        if (!L->pf[m].lp || (L->kld_top_k[m] > 0 && (!L->pf[m].tk_ids || !L->pf[m].tk_lp)))
+            rc = QG_ERR_NOMEM;
     }
     return rc;
 }
 
 /* Plans the windows and allocates every buffer; L->k holds the number of
  * tokens to score until the run starts. */
-static int lockstep_alloc(struct lockstep *L, const int32_t *ids, int64_t n, const struct ppl_params *p, char *err,
-                          size_t errlen)
+static int lockstep_alloc(struct lockstep *L, const int32_t *ids, int64_t n,
+                          const struct ppl_params *p, char *err, size_t errlen)
 {
     int rc = ppl_plan(p, n, &L->win, &L->nw, err, errlen);
     if (rc) return rc;
-    for (int64_t w = 0; w < L->nw; w++) L->k += L->win[w].n - L->win[w].from;
+    for (int64_t w = 0; w < L->nw; w++)
+        L->k += L->win[w].n - L->win[w].from;
     size_t S = L->stride, V = (size_t)L->V;
     L->bytes = malloc((size_t)n * sizeof *L->bytes);
     L->words = malloc((size_t)n * sizeof *L->words);
@@ -318,13 +333,16 @@ static int lockstep_alloc(struct lockstep *L, const int32_t *ids, int64_t n, con
     L->tk_lp = malloc(S * PPL_KLD_TOP_K * sizeof *L->tk_lp);
     L->st = calloc((size_t)L->nm, sizeof *L->st);
     L->pf = calloc((size_t)L->nm, sizeof *L->pf);
-    if (!L->bytes || !L->words || !L->tok || !L->gtok || !L->lp || !L->base_rows || !L->rows || !L->base_top || !L->top ||
-        !L->tk_ids || !L->tk_lp || !L->st || !L->pf || lockstep_alloc_models(L))
-        return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory for lockstep scoring (%d models, vocabulary %d)", L->nm,
+    if (!L->bytes || !L->words || !L->tok || !L->gtok || !L->lp || !L->base_rows || !L->rows ||
+        !L->base_top || !L->top || !L->tk_ids || !L->tk_lp || !L->st || !L->pf ||
+        lockstep_alloc_models(L))
+        return qg_errf(err, errlen, QG_ERR_NOMEM,
+                       "out of memory for lockstep scoring (%d models, vocabulary %d)", L->nm,
                        L->V);
     L->k = 0;
     if ((rc = piece_counts(L->models[0], ids, n, L->bytes, L->words)))
-        return qg_errf(err, errlen, rc, "cannot measure the bytes of the tokens (%s)", qg_strerror(rc));
+        return qg_errf(err, errlen, rc, "cannot measure the bytes of the tokens (%s)",
+                       qg_strerror(rc));
     return QG_OK;
 }
 
@@ -339,15 +357,18 @@ static int lockstep_prefetch(struct lockstep *L, int g, const int64_t *gw, char 
         for (int j = 0; j < g; j++) {
             const struct ppl_window *W = &L->win[gw[j]];
             size_t at = (size_t)j * L->stride;
-            reqs[j] = (struct backend_score){.tokens = L->gtok + at, .n_tokens = W->n, .from = W->from,
-                                             .logprob = pf->lp + at, .top_k = K,
+            reqs[j] = (struct backend_score){.tokens = L->gtok + at,
+                                             .n_tokens = W->n,
+                                             .from = W->from,
+                                             .logprob = pf->lp + at,
+                                             .top_k = K,
                                              .top_ids = K ? pf->tk_ids + at * PPL_KLD_TOP_K : NULL,
                                              .top_lp = K ? pf->tk_lp + at * PPL_KLD_TOP_K : NULL};
         }
         int rc = backend_score_many(L->models[m], reqs, g);
         if (rc)
-            return qg_errf(err, errlen, rc, "windows %lld-%lld, model %d: %s", (long long)gw[0], (long long)gw[g - 1], m,
-                           backend_errmsg(L->models[m]));
+            return qg_errf(err, errlen, rc, "windows %lld-%lld, model %d: %s", (long long)gw[0],
+                           (long long)gw[g - 1], m, backend_errmsg(L->models[m]));
     }
     return QG_OK;
 }
@@ -355,8 +376,9 @@ static int lockstep_prefetch(struct lockstep *L, int g, const int64_t *gw, char 
 /* One model's answers for window j of the group: log-probs of the scored
  * tokens (*lpm) and, for a top-K model, its top tokens (*tki, *tkl). A
  * local model computes them now (with full rows when KLD needs them). */
-static int lockstep_answers(struct lockstep *L, int m, int j, int64_t w, int full, int K, const double **lpm,
-                            const int32_t **tki, const float **tkl, char *err, size_t errlen)
+static int lockstep_answers(struct lockstep *L, int m, int j, int64_t w, int full, int K,
+                            const double **lpm, const int32_t **tki, const float **tkl, char *err,
+                            size_t errlen)
 {
     const struct prefetch *pf = &L->pf[m];
     if (pf->lp) { /* scored with its group */
@@ -367,12 +389,19 @@ static int lockstep_answers(struct lockstep *L, int m, int j, int64_t w, int ful
         return QG_OK;
     }
     const struct ppl_window *W = &L->win[w];
-    struct backend_score req = {.tokens = L->tok, .n_tokens = W->n, .from = W->from, .logprob = L->lp,
+    struct backend_score req = {.tokens = L->tok,
+                                .n_tokens = W->n,
+                                .from = W->from,
+                                .logprob = L->lp,
                                 .rows = full ? (m == 0 ? L->base_rows : L->rows) : NULL,
                                 .argmax = full ? (m == 0 ? L->base_top : L->top) : NULL,
-                                .top_k = K, .top_ids = K ? L->tk_ids : NULL, .top_lp = K ? L->tk_lp : NULL};
+                                .top_k = K,
+                                .top_ids = K ? L->tk_ids : NULL,
+                                .top_lp = K ? L->tk_lp : NULL};
     int rc = backend_score(L->models[m], &req);
-    if (rc) return qg_errf(err, errlen, rc, "window %lld, model %d: %s", (long long)w, m, backend_errmsg(L->models[m]));
+    if (rc)
+        return qg_errf(err, errlen, rc, "window %lld, model %d: %s", (long long)w, m,
+                       backend_errmsg(L->models[m]));
     *lpm = L->lp;
     *tki = L->tk_ids;
     *tkl = L->tk_lp;
@@ -381,8 +410,9 @@ static int lockstep_answers(struct lockstep *L, int m, int j, int64_t w, int ful
 
 /* Token i of window W for candidate m: its KLD (full rows, top-K with one
  * bucket, or NAN when neither), Δp and top-1 agreement, into lw and kld. */
-static void lockstep_token(struct lockstep *L, int m, const struct ppl_window *W, int i, double lp_m, int full, int K,
-                           const int32_t *tki, const float *tkl, struct ppl_lockstep_window *lw)
+static void lockstep_token(struct lockstep *L, int m, const struct ppl_window *W, int i,
+                           double lp_m, int full, int K, const int32_t *tki, const float *tkl,
+                           struct ppl_lockstep_window *lw)
 {
     const float *b = L->base_rows + (size_t)i * (size_t)L->V;
     int32_t x = L->tok[W->from + i];
@@ -405,7 +435,8 @@ static void lockstep_token(struct lockstep *L, int m, const struct ppl_window *W
 }
 
 /* Scores window j of the group with every model, in order. */
-static int lockstep_window(struct lockstep *L, int j, int64_t w, ppl_lockstep_fn fn, void *ud, char *err, size_t errlen)
+static int lockstep_window(struct lockstep *L, int j, int64_t w, ppl_lockstep_fn fn, void *ud,
+                           char *err, size_t errlen)
 {
     const struct ppl_window *W = &L->win[w];
     memcpy(L->tok, L->gtok + (size_t)j * L->stride, (size_t)W->n * sizeof *L->tok);
@@ -431,15 +462,17 @@ static int lockstep_window(struct lockstep *L, int j, int64_t w, ppl_lockstep_fn
             if (m > 0) lockstep_token(L, m, W, i, lpm[i], full, K, tki, tkl, &lw);
         }
         ppl_stats_add(&L->st[m], &lw.stat);
-        if (fn && (rc = fn(ud, w, m, &lw))) return qg_errf(err, errlen, rc, "storing window %lld failed", (long long)w);
+        if (fn && (rc = fn(ud, w, m, &lw)))
+            return qg_errf(err, errlen, rc, "storing window %lld failed", (long long)w);
     }
     L->k += ns;
     return QG_OK;
 }
 
-int ppl_evaluate_lockstep(const struct backend *const *models, int nm, const int32_t *ids, int64_t n,
-                          const struct ppl_params *p, ppl_lockstep_fn fn, void *ud, double **kld, int64_t *n_kld,
-                          int *kld_top_k, struct ppl_result *res, char *err, size_t errlen)
+int ppl_evaluate_lockstep(const struct backend *const *models, int nm, const int32_t *ids,
+                          int64_t n, const struct ppl_params *p, ppl_lockstep_fn fn, void *ud,
+                          double **kld, int64_t *n_kld, int *kld_top_k, struct ppl_result *res,
+                          char *err, size_t errlen)
 {
     struct backend_info info;
     backend_info(models[0], &info);
@@ -447,12 +480,18 @@ int ppl_evaluate_lockstep(const struct backend *const *models, int nm, const int
         struct backend_info im;
         backend_info(models[m], &im);
         if (im.n_vocab != info.n_vocab)
-            return qg_errf(err, errlen, QG_ERR_DATA, "model %d has %d tokens, the baseline %d: KLD needs one vocabulary", m,
+            return qg_errf(err, errlen, QG_ERR_DATA,
+                           "model %d has %d tokens, the baseline %d: KLD needs one vocabulary", m,
                            im.n_vocab, info.n_vocab);
     }
-    for (int m = 0; m < nm; m++) kld[m] = NULL;
-    struct lockstep L = {.models = models, .nm = nm, .V = info.n_vocab, .stride = (size_t)p->n_ctx + 1,
-                         .kld_ok = (backend_caps(models[0]) & BACKEND_CAP_FULL_ROWS) != 0, .kld_top_k = kld_top_k,
+    for (int m = 0; m < nm; m++)
+        kld[m] = NULL;
+    struct lockstep L = {.models = models,
+                         .nm = nm,
+                         .V = info.n_vocab,
+                         .stride = (size_t)p->n_ctx + 1,
+                         .kld_ok = (backend_caps(models[0]) & BACKEND_CAP_FULL_ROWS) != 0,
+                         .kld_top_k = kld_top_k,
                          .kld = kld};
     int rc = lockstep_alloc(&L, ids, n, p, err, errlen);
     /* windows in groups: a remote model scores the whole group at once
@@ -462,9 +501,11 @@ int ppl_evaluate_lockstep(const struct backend *const *models, int nm, const int
     while (!rc && w_next < L.nw) {
         int g = next_group(p, L.win, L.nw, ids, info.bos, PPL_REMOTE_BATCH, &w_next, L.gtok, gw);
         rc = lockstep_prefetch(&L, g, gw, err, errlen);
-        for (int j = 0; j < g && !rc; j++) rc = lockstep_window(&L, j, gw[j], fn, ud, err, errlen);
+        for (int j = 0; j < g && !rc; j++)
+            rc = lockstep_window(&L, j, gw[j], fn, ud, err, errlen);
     }
-    for (int m = 0; m < nm && L.st; m++) ppl_stats_result(&L.st[m], &res[m]);
+    for (int m = 0; m < nm && L.st; m++)
+        ppl_stats_result(&L.st[m], &res[m]);
     *n_kld = L.k;
     lockstep_release(&L);
     if (rc)

@@ -36,8 +36,8 @@ struct ppl_window {
 struct ppl_params {
     int protocol;
     int n_ctx;
-    int stride;       /* PPL_STRIDE */
-    int64_t max_windows; /* 0 = all (llama-perplexity's --chunks) */
+    int stride;                   /* PPL_STRIDE */
+    int64_t max_windows;          /* 0 = all (llama-perplexity's --chunks) */
     int shard_index, shard_count; /* score only windows with index % count == index */
 };
 
@@ -52,8 +52,8 @@ typedef int (*ppl_progress_fn)(void *ud, int64_t done, int64_t total);
 
 struct ppl_run {
     struct ppl_result result;
-    double seconds;        /* wall time of the scoring */
-    int64_t tokens_evaluated; /* positions run through the model */
+    double seconds;                  /* wall time of the scoring */
+    int64_t tokens_evaluated;        /* positions run through the model */
     struct ppl_window_stat *windows; /* per-window stats (malloc'd), n_windows */
     int64_t n_windows;
 };
@@ -78,7 +78,8 @@ struct ppl_lockstep_window {
 };
 
 /* Called per window and model (m = 0 the baseline); nonzero stops. */
-typedef int (*ppl_lockstep_fn)(void *ud, int64_t window, int m, const struct ppl_lockstep_window *w);
+typedef int (*ppl_lockstep_fn)(void *ud, int64_t window, int m,
+                               const struct ppl_lockstep_window *w);
 
 /* kld[m] (m >= 1) receives every scored token's KLD (malloc'd, *n_kld values
  * each; kld[0] stays NULL); res[m] each model's totals. All models must have
@@ -92,8 +93,9 @@ typedef int (*ppl_lockstep_fn)(void *ud, int64_t window, int m, const struct ppl
  * this is a lower bound of the full KLD; kld_top_k[m] says K (0: full rows;
  * -1: no KLD, the model gives neither). Top-1 agreement stays exact. */
 #define PPL_KLD_TOP_K 20
-int ppl_evaluate_lockstep(const struct backend *const *models, int n_models, const int32_t *ids, int64_t n,
-                          const struct ppl_params *p, ppl_lockstep_fn fn, void *ud, double **kld, int64_t *n_kld,
-                          int *kld_top_k, struct ppl_result *res, char *err, size_t errlen);
+int ppl_evaluate_lockstep(const struct backend *const *models, int n_models, const int32_t *ids,
+                          int64_t n, const struct ppl_params *p, ppl_lockstep_fn fn, void *ud,
+                          double **kld, int64_t *n_kld, int *kld_top_k, struct ppl_result *res,
+                          char *err, size_t errlen);
 
 #endif

@@ -16,8 +16,9 @@ static int in_shard(struct task_shard sh, int64_t idx)
     return sh.count <= 1 || idx % sh.count == sh.index;
 }
 
-static int run_ppl(const struct task_config *t, const struct backend *b, int n_ctx, struct task_shard sh, task_row_fn fn,
-                   void *ud, struct task_summary *sum, char *err, size_t errlen)
+static int run_ppl(const struct task_config *t, const struct backend *b, int n_ctx,
+                   struct task_shard sh, task_row_fn fn, void *ud, struct task_summary *sum,
+                   char *err, size_t errlen)
 {
     char *buf;
     size_t n;
@@ -30,10 +31,16 @@ static int run_ppl(const struct task_config *t, const struct backend *b, int n_c
     if (rc) return qg_errf(err, errlen, rc, "task '%s': tokenizing failed", t->name);
     if (t->ctx > n_ctx) {
         free(ids);
-        return qg_errf(err, errlen, QG_ERR_USAGE, "task '%s': ctx %d is longer than the model's context %d", t->name, t->ctx, n_ctx);
+        return qg_errf(err, errlen, QG_ERR_USAGE,
+                       "task '%s': ctx %d is longer than the model's context %d", t->name, t->ctx,
+                       n_ctx);
     }
-    struct ppl_params p = {.protocol = t->protocol, .n_ctx = t->ctx, .stride = t->stride, .max_windows = t->chunks,
-                           .shard_index = sh.index, .shard_count = sh.count};
+    struct ppl_params p = {.protocol = t->protocol,
+                           .n_ctx = t->ctx,
+                           .stride = t->stride,
+                           .max_windows = t->chunks,
+                           .shard_index = sh.index,
+                           .shard_count = sh.count};
     struct ppl_run r;
     rc = ppl_evaluate(b, ids, k, &p, NULL, NULL, &r, err, errlen);
     free(ids);
@@ -41,8 +48,15 @@ static int run_ppl(const struct task_config *t, const struct backend *b, int n_c
         if (!in_shard(sh, w)) continue;
         char id[32];
         snprintf(id, sizeof id, "w%lld", (long long)w);
-        struct task_row row = {.idx = w, .id = id, .cluster = w, .nll = r.windows[w].nll, .n_tokens = r.windows[w].tokens,
-                               .n_bytes = r.windows[w].bytes, .n_words = r.windows[w].words, .correct = -1, .score = NAN};
+        struct task_row row = {.idx = w,
+                               .id = id,
+                               .cluster = w,
+                               .nll = r.windows[w].nll,
+                               .n_tokens = r.windows[w].tokens,
+                               .n_bytes = r.windows[w].bytes,
+                               .n_words = r.windows[w].words,
+                               .correct = -1,
+                               .score = NAN};
         rc = fn(ud, &row);
     }
     sum->items = r.n_windows;
@@ -56,8 +70,8 @@ static int run_ppl(const struct task_config *t, const struct backend *b, int n_c
 }
 
 /* Writes the row of one scored multiple-choice item. */
-static int mc_row(const struct mc_item *it, int64_t i, const struct mc_result *r, task_row_fn fn, void *ud, int64_t *right,
-                  int64_t *right_norm)
+static int mc_row(const struct mc_item *it, int64_t i, const struct mc_result *r, task_row_fn fn,
+                  void *ud, int64_t *right, int64_t *right_norm)
 {
     cJSON *x = cJSON_CreateObject();
     cJSON *ll = cJSON_AddArrayToObject(x, "ll"), *tk = cJSON_AddArrayToObject(x, "tokens");
@@ -70,7 +84,8 @@ static int mc_row(const struct mc_item *it, int64_t i, const struct mc_result *r
     cJSON_AddStringToObject(x, "id", it->id);
     cJSON_AddStringToObject(x, "prompt", it->context ? it->context : it->contexts[0]);
     cJSON *chs = cJSON_AddArrayToObject(x, "choices");
-    for (int c = 0; c < it->n_choices; c++) cJSON_AddItemToArray(chs, cJSON_CreateString(it->choices[c]));
+    for (int c = 0; c < it->n_choices; c++)
+        cJSON_AddItemToArray(chs, cJSON_CreateString(it->choices[c]));
     cJSON_AddNumberToObject(x, "gold", it->gold);
     cJSON_AddNumberToObject(x, "pred", r->pred);
     cJSON_AddNumberToObject(x, "pred_norm", r->pred_norm);
@@ -80,9 +95,17 @@ static int mc_row(const struct mc_item *it, int64_t i, const struct mc_result *r
     cJSON_Delete(x);
     char pred[16];
     snprintf(pred, sizeof pred, "%d", r->pred);
-    struct task_row row = {.idx = i, .id = it->id, .cluster = it->cluster, .nll = -r->ll[it->gold], .n_tokens = toks,
-                           .n_bytes = -1, .n_words = -1, .correct = r->pred == it->gold, .score = r->ll[it->gold],
-                           .prediction = pred, .extra_json = extra};
+    struct task_row row = {.idx = i,
+                           .id = it->id,
+                           .cluster = it->cluster,
+                           .nll = -r->ll[it->gold],
+                           .n_tokens = toks,
+                           .n_bytes = -1,
+                           .n_words = -1,
+                           .correct = r->pred == it->gold,
+                           .score = r->ll[it->gold],
+                           .prediction = pred,
+                           .extra_json = extra};
     *right += r->pred == it->gold;
     *right_norm += r->pred_norm == it->gold;
     int rc = extra ? fn(ud, &row) : QG_ERR_NOMEM;
@@ -90,8 +113,9 @@ static int mc_row(const struct mc_item *it, int64_t i, const struct mc_result *r
     return rc;
 }
 
-static int run_mc(const struct task_config *t, const struct backend *b, int n_ctx, struct task_shard sh, task_row_fn fn,
-                  void *ud, struct task_summary *sum, char *err, size_t errlen)
+static int run_mc(const struct task_config *t, const struct backend *b, int n_ctx,
+                  struct task_shard sh, task_row_fn fn, void *ud, struct task_summary *sum,
+                  char *err, size_t errlen)
 {
     struct mc_item *items;
     int64_t n;
@@ -110,7 +134,8 @@ static int run_mc(const struct task_config *t, const struct backend *b, int n_ct
             nb = next = 0;
             for (; i < n && nb < MC_BATCH; i++)
                 if (in_shard(sh, i)) index[nb] = i, batch[nb++] = items[i];
-            if (nb && (rc = mc_score_many(b, n_ctx, batch, nb, t->delimiter, results, err, errlen))) break;
+            if (nb && (rc = mc_score_many(b, n_ctx, batch, nb, t->delimiter, results, err, errlen)))
+                break;
             if (!nb) break;
         }
         int64_t k = next++;
@@ -126,16 +151,54 @@ static int run_mc(const struct task_config *t, const struct backend *b, int n_ct
     return rc;
 }
 
-static int run_gen(const struct task_config *t, const struct backend *b, int n_ctx, uint64_t seed, struct task_shard sh,
-                   task_row_fn fn, void *ud, struct task_summary *sum, char *err, size_t errlen)
+/* Every pipeline's answer from a generation's output: right[p] counts
+ * each pipeline's correct answers; *first (malloc'd) and *first_ok are the
+ * first pipeline's. Returns the row's extra JSON (malloc'd). */
+static char *judge_output(const struct task_config *t, const struct gen_item *item, const char *out,
+                          int64_t cut, int64_t *right, char **first, int *first_ok)
+{
+    cJSON *x = cJSON_CreateObject(), *pj = cJSON_AddObjectToObject(x, "pipelines");
+    if (cut) cJSON_AddNumberToObject(x, "prompt_tokens_dropped", (double)cut);
+    cJSON_AddStringToObject(x, "id", item->id);
+    size_t pl = strlen(item->prompt);
+    /* the question itself: the tail after any few-shot examples */
+    cJSON_AddStringToObject(x, "prompt", pl > 600 ? item->prompt + pl - 600 : item->prompt);
+    cJSON_AddStringToObject(x, "target", item->targets[0]);
+    for (int p = 0; p < t->n_pipelines; p++) {
+        char *ans = pipeline_extract(t->pipelines[p], out);
+        int ok = 0;
+        for (int g = 0; ans && g < item->n_targets && !ok; g++)
+            ok = normalized_equal(t->norm, ans, item->targets[g]);
+        cJSON *o = cJSON_AddObjectToObject(pj, pipeline_name(t->pipelines[p]));
+        cJSON_AddStringToObject(o, "extracted", ans ? ans : "");
+        cJSON_AddBoolToObject(o, "correct", ok);
+        right[p] += ok;
+        if (p == 0) {
+            *first = ans;
+            *first_ok = ok;
+        } else {
+            free(ans);
+        }
+    }
+    char *extra = cJSON_PrintUnformatted(x);
+    cJSON_Delete(x);
+    return extra;
+}
+
+static int run_gen(const struct task_config *t, const struct backend *b, int n_ctx, uint64_t seed,
+                   struct task_shard sh, task_row_fn fn, void *ud, struct task_summary *sum,
+                   char *err, size_t errlen)
 {
     struct gen_item *items;
     int64_t n;
     int rc = task_gen_items(t, &items, &n, err, errlen);
     if (rc) return rc;
     int64_t right[TASK_MAX_PIPELINES] = {0};
-    struct backend_gen_params gp = {.max_tokens = t->max_tokens, .temperature = (float)t->temperature, .top_p = (float)t->top_p,
-                                    .stop = (const char *const *)t->stop, .n_stop = t->n_stop};
+    struct backend_gen_params gp = {.max_tokens = t->max_tokens,
+                                    .temperature = (float)t->temperature,
+                                    .top_p = (float)t->top_p,
+                                    .stop = (const char *const *)t->stop,
+                                    .n_stop = t->n_stop};
     if (gp.max_tokens > n_ctx / 2) gp.max_tokens = n_ctx / 2; /* leave room for the prompt */
     int64_t done = 0;
     for (int64_t i = 0; i < n && !rc; i++) {
@@ -145,46 +208,35 @@ static int run_gen(const struct task_config *t, const struct backend *b, int n_c
         int32_t *ids = NULL;
         int64_t k = 0;
         char *out = NULL;
-        if ((rc = backend_tokenize(b, items[i].prompt, strlen(items[i].prompt), 1, &ids, &k))) break;
+        if ((rc = backend_tokenize(b, items[i].prompt, strlen(items[i].prompt), 1, &ids, &k)))
+            break;
         /* as lm-eval: keep the prompt's last n_ctx - max_tokens tokens */
         int64_t keep = n_ctx - gp.max_tokens, cut = k > keep ? k - keep : 0;
         rc = backend_generate(b, ids + cut, k - cut, &gp, &out, NULL, NULL);
         free(ids);
         if (rc) {
-            qg_errf(err, errlen, rc, "task '%s', item %s: %s", t->name, items[i].id, backend_errmsg(b));
+            qg_errf(err, errlen, rc, "task '%s', item %s: %s", t->name, items[i].id,
+                    backend_errmsg(b));
             break;
         }
-        cJSON *x = cJSON_CreateObject(), *pj = cJSON_AddObjectToObject(x, "pipelines");
-        if (cut) cJSON_AddNumberToObject(x, "prompt_tokens_dropped", (double)cut);
-        cJSON_AddStringToObject(x, "id", items[i].id);
-        size_t pl = strlen(items[i].prompt);
-        /* the question itself: the tail after any few-shot examples */
-        cJSON_AddStringToObject(x, "prompt", pl > 600 ? items[i].prompt + pl - 600 : items[i].prompt);
-        cJSON_AddStringToObject(x, "target", items[i].targets[0]);
         char *first = NULL;
         int first_ok = 0;
-        for (int p = 0; p < t->n_pipelines; p++) {
-            char *ans = pipeline_extract(t->pipelines[p], out);
-            int ok = 0;
-            for (int g = 0; ans && g < items[i].n_targets && !ok; g++) ok = normalized_equal(t->norm, ans, items[i].targets[g]);
-            cJSON *o = cJSON_AddObjectToObject(pj, pipeline_name(t->pipelines[p]));
-            cJSON_AddStringToObject(o, "extracted", ans ? ans : "");
-            cJSON_AddBoolToObject(o, "correct", ok);
-            right[p] += ok;
-            if (p == 0) {
-                first = ans;
-                first_ok = ok;
-            } else {
-                free(ans);
-            }
-        }
-        char *extra = cJSON_PrintUnformatted(x);
-        cJSON_Delete(x);
+        char *extra = judge_output(t, &items[i], out, cut, right, &first, &first_ok);
         char hash[HASH_HEX_LEN + 1];
         hash_sha256_mem(out, strlen(out), hash);
-        struct task_row row = {.idx = i, .id = items[i].id, .cluster = items[i].cluster, .nll = NAN, .n_tokens = -1,
-                               .n_bytes = -1, .n_words = -1, .correct = first_ok, .score = first_ok,
-                               .prediction = out, .extracted = first, .output_hash = hash, .extra_json = extra};
+        struct task_row row = {.idx = i,
+                               .id = items[i].id,
+                               .cluster = items[i].cluster,
+                               .nll = NAN,
+                               .n_tokens = -1,
+                               .n_bytes = -1,
+                               .n_words = -1,
+                               .correct = first_ok,
+                               .score = first_ok,
+                               .prediction = out,
+                               .extracted = first,
+                               .output_hash = hash,
+                               .extra_json = extra};
         rc = fn(ud, &row);
         free(extra);
         free(first);
@@ -199,16 +251,20 @@ static int run_gen(const struct task_config *t, const struct backend *b, int n_c
     return rc;
 }
 
-int task_run(const struct task_config *t, const struct backend *b, int n_ctx, uint64_t seed, struct task_shard sh,
-             task_row_fn fn, void *ud, struct task_summary *sum, char *err, size_t errlen)
+int task_run(const struct task_config *t, const struct backend *b, int n_ctx, uint64_t seed,
+             struct task_shard sh, task_row_fn fn, void *ud, struct task_summary *sum, char *err,
+             size_t errlen)
 {
     memset(sum, 0, sizeof *sum);
     sum->metric = sum->metric2 = NAN;
     double t0 = qg_now_s();
     int rc;
-    if (t->kind == TASK_PERPLEXITY) rc = run_ppl(t, b, n_ctx, sh, fn, ud, sum, err, errlen);
-    else if (t->kind == TASK_MULTIPLE_CHOICE) rc = run_mc(t, b, n_ctx, sh, fn, ud, sum, err, errlen);
-    else rc = run_gen(t, b, n_ctx, seed, sh, fn, ud, sum, err, errlen);
+    if (t->kind == TASK_PERPLEXITY)
+        rc = run_ppl(t, b, n_ctx, sh, fn, ud, sum, err, errlen);
+    else if (t->kind == TASK_MULTIPLE_CHOICE)
+        rc = run_mc(t, b, n_ctx, sh, fn, ud, sum, err, errlen);
+    else
+        rc = run_gen(t, b, n_ctx, seed, sh, fn, ud, sum, err, errlen);
     sum->seconds = qg_now_s() - t0;
     return rc;
 }

@@ -35,10 +35,10 @@ typedef int (*task_row_fn)(void *ud, const struct task_row *r);
 
 struct task_summary {
     int64_t items;
-    double metric;   /* ppl, acc, or the first pipeline's exact match */
-    double metric2;  /* -, acc_norm, or the second pipeline's exact match (NAN when absent) */
+    double metric;  /* ppl, acc, or the first pipeline's exact match */
+    double metric2; /* -, acc_norm, or the second pipeline's exact match (NAN when absent) */
     const char *metric_name, *metric2_name;
-    int64_t tokens;  /* positions evaluated */
+    int64_t tokens; /* positions evaluated */
     double seconds;
 };
 
@@ -49,7 +49,8 @@ struct task_shard {
 
 /* n_ctx: the backend's context. seed: for sampled generation (the task's
  * temperature > 0); each item draws with seed + item index. */
-int task_run(const struct task_config *t, const struct backend *b, int n_ctx, uint64_t seed, struct task_shard shard,
-             task_row_fn fn, void *ud, struct task_summary *sum, char *err, size_t errlen);
+int task_run(const struct task_config *t, const struct backend *b, int n_ctx, uint64_t seed,
+             struct task_shard shard, task_row_fn fn, void *ud, struct task_summary *sum, char *err,
+             size_t errlen);
 
 #endif

@@ -110,6 +110,7 @@ int t_alloc_hook_libraries(void)
 {
     cJSON_Hooks h = {.malloc_fn = __wrap_malloc, .free_fn = free};
     cJSON_InitHooks(&h);
-    static const sqlite3_mem_methods m = {sq_malloc, sq_free, sq_realloc, sq_size, sq_roundup, sq_init, sq_shutdown, NULL};
+    static const sqlite3_mem_methods m = {sq_malloc,  sq_free, sq_realloc,  sq_size,
+                                          sq_roundup, sq_init, sq_shutdown, NULL};
     return sqlite3_config(SQLITE_CONFIG_MALLOC, &m) == SQLITE_OK ? 0 : -1;
 }

@@ -25,12 +25,13 @@ static void kv_u32(struct bb *b, const char *key, uint32_t v)
     bb_u32(b, v);
 }
 
-static void tinfo(struct bb *b, const char *name, uint32_t n_dims, const uint64_t *ne, uint32_t type,
-                  uint64_t offset)
+static void tinfo(struct bb *b, const char *name, uint32_t n_dims, const uint64_t *ne,
+                  uint32_t type, uint64_t offset)
 {
     bb_str(b, name);
     bb_u32(b, n_dims);
-    for (uint32_t i = 0; i < n_dims; i++) bb_u64(b, ne[i]);
+    for (uint32_t i = 0; i < n_dims; i++)
+        bb_u64(b, ne[i]);
     bb_u32(b, type);
     bb_u64(b, offset);
 }
@@ -38,12 +39,14 @@ static void tinfo(struct bb *b, const char *name, uint32_t n_dims, const uint64_
 static void pad(struct bb *b, size_t a)
 {
     static const unsigned char z[64];
-    while (b->n % a) bb_bytes(b, z, 1);
+    while (b->n % a)
+        bb_bytes(b, z, 1);
 }
 
 static void data(struct bb *b, size_t n)
 {
-    for (size_t i = 0; i < n; i++) bb_bytes(b, "\x01", 1);
+    for (size_t i = 0; i < n; i++)
+        bb_bytes(b, "\x01", 1);
 }
 
 static const uint64_t ne8[1] = {8};
@@ -57,15 +60,27 @@ void gguf_case_valid(struct bb *b)
     data(b, 32);
 }
 
-static void c_empty(struct bb *b) { (void)b; }
+static void c_empty(struct bb *b)
+{
+    (void)b;
+}
 static void c_bad_magic(struct bb *b)
 {
     gguf_case_valid(b);
     b->p[3] = 'X';
 }
-static void c_version1(struct bb *b) { header(b, 1, 0, 0); }
-static void c_version4(struct bb *b) { header(b, 4, 0, 0); }
-static void c_big_endian(struct bb *b) { header(b, 0x03000000u, 0, 0); }
+static void c_version1(struct bb *b)
+{
+    header(b, 1, 0, 0);
+}
+static void c_version4(struct bb *b)
+{
+    header(b, 4, 0, 0);
+}
+static void c_big_endian(struct bb *b)
+{
+    header(b, 0x03000000u, 0, 0);
+}
 static void c_truncated_header(struct bb *b)
 {
     bb_bytes(b, "GGUF", 4);

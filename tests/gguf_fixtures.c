@@ -19,15 +19,20 @@ int main(int argc, char **argv)
             p.arch = arch ? "qwen2" : "llama";
             p.wtype = types[t];
             p.dim = 32, p.ffn = 64, p.n_layers = 1, p.n_vocab = 260; /* small: fast to fuzz */
-            snprintf(path, sizeof path, "%s/synth-%s-%s.gguf", argv[1], p.arch, ggml_type_name(types[t]));
+            snprintf(path, sizeof path, "%s/synth-%s-%s.gguf", argv[1], p.arch,
+                     ggml_type_name(types[t]));
             if (synth_write(&p, path, err, sizeof err)) return fprintf(stderr, "%s\n", err), 1;
         }
     for (int i = -1; i < gguf_n_bad_cases; i++) {
         struct bb b = {0};
-        if (i < 0) gguf_case_valid(&b);
-        else gguf_bad_cases[i].build(&b);
-        snprintf(path, sizeof path, "%s/case-%s.gguf", argv[1], i < 0 ? "valid" : gguf_bad_cases[i].name);
-        if (t_write_file(path, b.p ? (const void *)b.p : "", b.n)) return fprintf(stderr, "cannot write %s\n", path), 1;
+        if (i < 0)
+            gguf_case_valid(&b);
+        else
+            gguf_bad_cases[i].build(&b);
+        snprintf(path, sizeof path, "%s/case-%s.gguf", argv[1],
+                 i < 0 ? "valid" : gguf_bad_cases[i].name);
+        if (t_write_file(path, b.p ? (const void *)b.p : "", b.n))
+            return fprintf(stderr, "cannot write %s\n", path), 1;
         bb_free(&b);
     }
     return 0;

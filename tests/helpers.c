@@ -73,7 +73,8 @@ int t_qgate(struct t_out *o, const char *arg, ...)
     int n = 0;
     va_list ap;
     va_start(ap, arg);
-    for (const char *a = arg; a && n < 62; a = va_arg(ap, const char *)) args[n++] = a;
+    for (const char *a = arg; a && n < 62; a = va_arg(ap, const char *))
+        args[n++] = a;
     va_end(ap);
     args[n] = NULL;
     return t_qgate_argv(o, args);
@@ -84,7 +85,8 @@ int t_qgate_argv(struct t_out *o, const char *const *args)
     const char *argv[64];
     int n = 0;
     argv[n++] = QG_BINARY;
-    for (int i = 0; args[i] && n < 63; i++) argv[n++] = args[i];
+    for (int i = 0; args[i] && n < 63; i++)
+        argv[n++] = args[i];
     argv[n] = NULL;
     char outp[4096], errp[4096];
     snprintf(outp, sizeof outp, "%s/.stdout", t_tmp());
@@ -123,7 +125,8 @@ void bb_bytes(struct bb *b, const void *data, size_t n)
 {
     if (b->n + n > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n) cap *= 2;
+        while (cap < b->n + n)
+            cap *= 2;
         unsigned char *p = realloc(b->p, cap);
         if (!p) abort();
         b->p = p;

@@ -48,9 +48,11 @@ static int run_one(int i, int timeout)
 {
     char dir[4096];
     const char *base = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/qgate-test-%s-XXXXXX", base && *base ? base : "/tmp", tests[i].name);
+    snprintf(dir, sizeof dir, "%s/qgate-test-%s-XXXXXX", base && *base ? base : "/tmp",
+             tests[i].name);
     if (!mkdtemp(dir)) {
-        printf("FAIL %s: cannot create a temporary directory: %s\n", tests[i].name, strerror(errno));
+        printf("FAIL %s: cannot create a temporary directory: %s\n", tests[i].name,
+               strerror(errno));
         return 1;
     }
     double t0 = qg_now_s();
@@ -78,7 +80,8 @@ static int run_one(int i, int timeout)
         printf("FAIL %s: timed out after %d s (files kept in %s)\n", tests[i].name, timeout, dir);
         result = 1;
     } else if (WIFSIGNALED(st)) {
-        printf("FAIL %s: killed by signal %d (files kept in %s)\n", tests[i].name, WTERMSIG(st), dir);
+        printf("FAIL %s: killed by signal %d (files kept in %s)\n", tests[i].name, WTERMSIG(st),
+               dir);
         result = 1;
     } else {
         printf("FAIL %s (exit %d; files kept in %s)\n", tests[i].name, WEXITSTATUS(st), dir);
@@ -97,11 +100,13 @@ int main(int argc, char **argv)
     int selected[N_TESTS], n_sel = 0;
     for (int a = 1; a < argc; a++) {
         if (strcmp(argv[a], "--list") == 0) {
-            for (int i = 0; i < N_TESTS; i++) puts(tests[i].name);
+            for (int i = 0; i < N_TESTS; i++)
+                puts(tests[i].name);
             return 0;
         }
         if (strcmp(argv[a], "--timeout") == 0 && a + 1 < argc) {
-            if (qg_parse_i64(argv[++a], 1, 86400, &t)) return fprintf(stderr, "bad --timeout\n"), 64;
+            if (qg_parse_i64(argv[++a], 1, 86400, &t))
+                return fprintf(stderr, "bad --timeout\n"), 64;
             timeout = (int)t;
             continue;
         }
@@ -111,13 +116,17 @@ int main(int argc, char **argv)
         if (!found) return fprintf(stderr, "no test called '%s' (see --list)\n", argv[a]), 64;
     }
     if (n_sel == 0)
-        for (int i = 0; i < N_TESTS; i++) selected[n_sel++] = i;
+        for (int i = 0; i < N_TESTS; i++)
+            selected[n_sel++] = i;
     int passed = 0, failed = 0, skipped = 0;
     for (int k = 0; k < n_sel; k++) {
         int r = run_one(selected[k], timeout);
-        if (r == 0) passed++;
-        else if (r == TEST_SKIP) skipped++;
-        else failed++;
+        if (r == 0)
+            passed++;
+        else if (r == TEST_SKIP)
+            skipped++;
+        else
+            failed++;
     }
     printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
     if (failed) return 1;

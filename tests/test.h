@@ -96,9 +96,9 @@ char *t_read_file(const char *path, size_t *n);
 
 /* Result of running the qgate binary. */
 struct t_out {
-    int code;   /* exit status, or 128+signal */
-    char *out;  /* stdout, malloc'd */
-    char *err;  /* stderr, malloc'd */
+    int code;  /* exit status, or 128+signal */
+    char *out; /* stdout, malloc'd */
+    char *err; /* stderr, malloc'd */
 };
 /* Runs `qgate ARGS...` (NULL-terminated) and captures its output. */
 int t_qgate(struct t_out *o, const char *arg, ...);

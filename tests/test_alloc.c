@@ -37,10 +37,13 @@ static int every_failure(const char *what, int (*fn)(void *), void *ud)
             coped++;
             continue;
         }
-        if (rc > 0) T_FAIL_("%s: allocation %ld failed and the loader returned %d, not a status", what, i, rc);
+        if (rc > 0)
+            T_FAIL_("%s: allocation %ld failed and the loader returned %d, not a status", what, i,
+                    rc);
         rc ? errors++ : coped++;
     }
-    printf("%-10s %6ld allocations failed one at a time: %ld errors, %ld coped\n", what, n, errors, coped);
+    printf("%-10s %6ld allocations failed one at a time: %ld errors, %ld coped\n", what, n, errors,
+           coped);
     ASSERT(errors > 0);
     return 0;
 }
@@ -82,10 +85,12 @@ static int load_suite(void *ud)
         int64_t n;
         if (s->tasks[i].kind == TASK_MULTIPLE_CHOICE) {
             struct mc_item *items;
-            if (!(rc = task_mc_items(&s->tasks[i], &items, &n, err, sizeof err))) mc_items_free(items, n);
+            if (!(rc = task_mc_items(&s->tasks[i], &items, &n, err, sizeof err)))
+                mc_items_free(items, n);
         } else if (s->tasks[i].kind == TASK_GENERATION) {
             struct gen_item *items;
-            if (!(rc = task_gen_items(&s->tasks[i], &items, &n, err, sizeof err))) gen_items_free(items, n);
+            if (!(rc = task_gen_items(&s->tasks[i], &items, &n, err, sizeof err)))
+                gen_items_free(items, n);
         }
     }
     suite_free(s);
@@ -104,15 +109,34 @@ static int load_store(void *ud)
     int rc = store_open(ud, NULL, &s, err, sizeof err);
     if (rc) return rc;
     int64_t run, model, task, trial, n = 0;
-    struct store_run_new rn = {.command = "qgate run", .suite_name = "s", .suite_hash = "h", .suite_json = "{}", .repeats = 1};
-    struct store_model_new mn = {.name = "base", .spec = "base=x.gguf", .backend = "cpu", .arch = "llama", .format = "gguf"};
-    struct store_task_new tn = {.name = "t", .kind = TASK_PERPLEXITY, .config_json = "{}", .config_hash = "h", .n_items = 1};
+    struct store_run_new rn = {.command = "qgate run",
+                               .suite_name = "s",
+                               .suite_hash = "h",
+                               .suite_json = "{}",
+                               .repeats = 1};
+    struct store_model_new mn = {
+        .name = "base", .spec = "base=x.gguf", .backend = "cpu", .arch = "llama", .format = "gguf"};
+    struct store_task_new tn = {.name = "t",
+                                .kind = TASK_PERPLEXITY,
+                                .config_json = "{}",
+                                .config_hash = "h",
+                                .n_items = 1};
     if (!(rc = store_run_create(s, &rn, &run))) rc = store_model_add(s, run, &mn, &model);
     if (!rc) rc = store_task_add(s, run, &tn, &task);
     struct store_trial_new tr = {.run_id = run, .model_id = model, .task_id = task};
     if (!rc) rc = store_trial_create(s, &tr, &trial);
-    struct store_item it = {.trial_id = trial, .idx = 0, .cluster = 0, .nll = 12.5, .n_tokens = 8, .n_bytes = 30, .n_words = 6,
-                            .correct = -1, .score = NAN, .kld_sum = NAN, .top1_agree = NAN, .dp_sum = NAN};
+    struct store_item it = {.trial_id = trial,
+                            .idx = 0,
+                            .cluster = 0,
+                            .nll = 12.5,
+                            .n_tokens = 8,
+                            .n_bytes = 30,
+                            .n_words = 6,
+                            .correct = -1,
+                            .score = NAN,
+                            .kld_sum = NAN,
+                            .top1_agree = NAN,
+                            .dp_sum = NAN};
     if (!rc) rc = store_item_put(s, &it);
     struct item_row *rows = NULL;
     if (!rc) rc = store_items_read(s, trial, &rows, &n);
@@ -139,29 +163,35 @@ TEST(alloc_failure_every_loader)
     /* a suite with a perplexity task and a custom multiple-choice task */
     ASSERT_OK(write_text("text.txt", "Once upon a time there was a girl.\n"));
     ASSERT_OK(write_text("gen.jsonl", "{\"id\": \"a\", \"p\": \"2+2=\", \"a\": \"4\"}\n"));
-    ASSERT_OK(write_text("mc.jsonl", "{\"id\": \"a\", \"q\": \"Sky?\", \"c\": [\"blue\", \"green\"], \"g\": 0}\n"
-                                     "{\"id\": \"b\", \"q\": \"Grass?\", \"c\": [\"blue\", \"green\"], \"g\": 1}\n"));
+    ASSERT_OK(
+        write_text("mc.jsonl",
+                   "{\"id\": \"a\", \"q\": \"Sky?\", \"c\": [\"blue\", \"green\"], \"g\": 0}\n"
+                   "{\"id\": \"b\", \"q\": \"Grass?\", \"c\": [\"blue\", \"green\"], \"g\": 1}\n"));
     char h1[HASH_HEX_LEN + 1], h2[HASH_HEX_LEN + 1], h3[HASH_HEX_LEN + 1], suite[2048];
     ASSERT_OK(hash_sha256_file(t_path("text.txt"), h1, err, sizeof err));
     ASSERT_OK(hash_sha256_file(t_path("mc.jsonl"), h2, err, sizeof err));
     ASSERT_OK(hash_sha256_file(t_path("gen.jsonl"), h3, err, sizeof err));
-    snprintf(suite, sizeof suite,
-             "{\"name\": \"s\", \"policy\": {\"margin_acc\": 0.02}, \"tasks\": ["
-             "{\"name\": \"ppl\", \"kind\": \"perplexity\", \"data\": \"text.txt\", \"sha256\": \"%s\", \"ctx\": 16},"
-             "{\"name\": \"mc\", \"kind\": \"custom\", \"data\": \"mc.jsonl\", \"sha256\": \"%s\","
-             " \"fields\": {\"id\": \"id\", \"context\": \"q\", \"choices\": \"c\", \"gold\": \"g\"}},"
-             "{\"name\": \"gen\", \"kind\": \"custom\", \"data\": \"gen.jsonl\", \"sha256\": \"%s\","
-             " \"fields\": {\"id\": \"id\", \"prompt\": \"p\", \"answer\": \"a\"},"
-             " \"pipelines\": [{\"name\": \"n\", \"regex\": \"(-?[0-9]+)\", \"select\": \"last\"}],"
-             " \"normalize\": {\"ignore_case\": true, \"ignore\": [\",\"]}, \"stop\": [\"\\n\"]}]}",
-             h1, h2, h3);
+    snprintf(
+        suite, sizeof suite,
+        "{\"name\": \"s\", \"policy\": {\"margin_acc\": 0.02}, \"tasks\": ["
+        "{\"name\": \"ppl\", \"kind\": \"perplexity\", \"data\": \"text.txt\", \"sha256\": \"%s\", "
+        "\"ctx\": 16},"
+        "{\"name\": \"mc\", \"kind\": \"custom\", \"data\": \"mc.jsonl\", \"sha256\": \"%s\","
+        " \"fields\": {\"id\": \"id\", \"context\": \"q\", \"choices\": \"c\", \"gold\": \"g\"}},"
+        "{\"name\": \"gen\", \"kind\": \"custom\", \"data\": \"gen.jsonl\", \"sha256\": \"%s\","
+        " \"fields\": {\"id\": \"id\", \"prompt\": \"p\", \"answer\": \"a\"},"
+        " \"pipelines\": [{\"name\": \"n\", \"regex\": \"(-?[0-9]+)\", \"select\": \"last\"}],"
+        " \"normalize\": {\"ignore_case\": true, \"ignore\": [\",\"]}, \"stop\": [\"\\n\"]}]}",
+        h1, h2, h3);
     ASSERT_OK(write_text("suite.json", suite));
     ASSERT_OK(every_failure("suite", load_suite, (void *)t_path("suite.json")));
     /* in memory-backed /dev/shm where there is one: thousands of fresh
      * databases, each synced */
     char db[256];
-    if (access("/dev/shm", W_OK) == 0) snprintf(db, sizeof db, "/dev/shm/qgate-alloc-%ld.db", (long)getpid());
-    else snprintf(db, sizeof db, "%s", t_path("q.db"));
+    if (access("/dev/shm", W_OK) == 0)
+        snprintf(db, sizeof db, "/dev/shm/qgate-alloc-%ld.db", (long)getpid());
+    else
+        snprintf(db, sizeof db, "%s", t_path("q.db"));
     int rc = every_failure("store", load_store, db);
     char side[300];
     unlink(db);

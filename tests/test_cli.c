@@ -23,7 +23,8 @@ TEST(cli_help_generated)
     struct t_out o;
     ASSERT_OK(t_qgate(&o, "help", NULL));
     ASSERT_EQ(o.code, 0);
-    for (int i = 0; qg_commands[i]; i++) ASSERT_CONTAINS(o.out, qg_commands[i]->summary);
+    for (int i = 0; qg_commands[i]; i++)
+        ASSERT_CONTAINS(o.out, qg_commands[i]->summary);
     t_out_free(&o);
     /* every option of every command appears in its --help */
     for (int i = 0; qg_commands[i]; i++) {

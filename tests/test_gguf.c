@@ -58,15 +58,20 @@ TEST(gguf_roundtrip_all_types)
     ASSERT_EQ(gguf_writer_set_u32(w, "k.u32", 1), QG_ERR_USAGE); /* duplicate */
 
     float f[16];
-    for (int i = 0; i < 16; i++) f[i] = (float)i - 7.5f;
+    for (int i = 0; i < 16; i++)
+        f[i] = (float)i - 7.5f;
     uint16_t h[32];
-    for (int i = 0; i < 32; i++) h[i] = quant_f32_to_f16((float)i / 4);
+    for (int i = 0; i < 32; i++)
+        h[i] = quant_f32_to_f16((float)i / 4);
     uint8_t q8[68], qk[144];
     float x64[64];
-    for (int i = 0; i < 64; i++) x64[i] = sinf((float)i);
+    for (int i = 0; i < 64; i++)
+        x64[i] = sinf((float)i);
     quant_row_q8_0(x64, q8, 64);
-    for (int i = 0; i < 144; i++) qk[i] = (uint8_t)(i * 7);
-    int64_t ne_f[2] = {8, 2}, ne_h[1] = {32}, ne_q8[2] = {32, 2}, ne_3d[3] = {4, 2, 2}, ne_k[1] = {256};
+    for (int i = 0; i < 144; i++)
+        qk[i] = (uint8_t)(i * 7);
+    int64_t ne_f[2] = {8, 2}, ne_h[1] = {32}, ne_q8[2] = {32, 2}, ne_3d[3] = {4, 2, 2},
+            ne_k[1] = {256};
     ASSERT_OK(gguf_writer_add_tensor(w, "f32", GGML_F32, 2, ne_f, f));
     ASSERT_OK(gguf_writer_add_tensor(w, "f16", GGML_F16, 1, ne_h, h));
     ASSERT_OK(gguf_writer_add_tensor(w, "q8", GGML_Q8_0, 2, ne_q8, q8));
@@ -86,21 +91,32 @@ TEST(gguf_roundtrip_all_types)
     double dv;
     const char *s;
     size_t len;
-    ASSERT_OK(gguf_get_int(g, "k.u8", &iv)); ASSERT_EQ(iv, 0xAB);
-    ASSERT_OK(gguf_get_int(g, "k.i8", &iv)); ASSERT_EQ(iv, -5);
-    ASSERT_OK(gguf_get_int(g, "k.u16", &iv)); ASSERT_EQ(iv, 60000);
-    ASSERT_OK(gguf_get_int(g, "k.i16", &iv)); ASSERT_EQ(iv, -30000);
-    ASSERT_OK(gguf_get_int(g, "k.u32", &iv)); ASSERT_EQ(iv, 4000000000LL);
-    ASSERT_OK(gguf_get_int(g, "k.i32", &iv)); ASSERT_EQ(iv, -2000000000LL);
-    ASSERT_OK(gguf_get_float(g, "k.f32", &dv)); ASSERT_NEAR(dv, 1.5, 0);
-    ASSERT_OK(gguf_get_int(g, "k.bool", &iv)); ASSERT_EQ(iv, 1);
+    ASSERT_OK(gguf_get_int(g, "k.u8", &iv));
+    ASSERT_EQ(iv, 0xAB);
+    ASSERT_OK(gguf_get_int(g, "k.i8", &iv));
+    ASSERT_EQ(iv, -5);
+    ASSERT_OK(gguf_get_int(g, "k.u16", &iv));
+    ASSERT_EQ(iv, 60000);
+    ASSERT_OK(gguf_get_int(g, "k.i16", &iv));
+    ASSERT_EQ(iv, -30000);
+    ASSERT_OK(gguf_get_int(g, "k.u32", &iv));
+    ASSERT_EQ(iv, 4000000000LL);
+    ASSERT_OK(gguf_get_int(g, "k.i32", &iv));
+    ASSERT_EQ(iv, -2000000000LL);
+    ASSERT_OK(gguf_get_float(g, "k.f32", &dv));
+    ASSERT_NEAR(dv, 1.5, 0);
+    ASSERT_OK(gguf_get_int(g, "k.bool", &iv));
+    ASSERT_EQ(iv, 1);
     ASSERT_OK(gguf_get_str(g, "k.str", &s, &len));
     ASSERT_EQ(len, 6);
     ASSERT(memcmp(s, "h\xc3\xa9llo", 6) == 0);
     ASSERT_EQ(gguf_get_int(g, "k.u64big", &iv), QG_ERR_DATA);
-    ASSERT_OK(gguf_get_int(g, "k.u64", &iv)); ASSERT_EQ(iv, 12345);
-    ASSERT_OK(gguf_get_int(g, "k.i64", &iv)); ASSERT_EQ(iv, -((int64_t)1 << 40));
-    ASSERT_OK(gguf_get_float(g, "k.f64", &dv)); ASSERT_NEAR(dv, 3.141592653589793, 0);
+    ASSERT_OK(gguf_get_int(g, "k.u64", &iv));
+    ASSERT_EQ(iv, 12345);
+    ASSERT_OK(gguf_get_int(g, "k.i64", &iv));
+    ASSERT_EQ(iv, -((int64_t)1 << 40));
+    ASSERT_OK(gguf_get_float(g, "k.f64", &dv));
+    ASSERT_NEAR(dv, 3.141592653589793, 0);
     ASSERT_EQ(gguf_get_str(g, "k.u8", &s, &len), QG_ERR_DATA);
     ASSERT_EQ(gguf_get_int(g, "missing", &iv), QG_ERR_NOTFOUND);
     int64_t k = gguf_find_key(g, "a.i16");
@@ -108,16 +124,21 @@ TEST(gguf_roundtrip_all_types)
     ASSERT_EQ(gguf_kv_type(g, k), GGUF_ARR);
     ASSERT_EQ(gguf_kv_arr_type(g, k), GGUF_I16);
     ASSERT_EQ(gguf_kv_len(g, k), 3);
-    ASSERT_OK(gguf_arr_int(g, k, 2, &iv)); ASSERT_EQ(iv, -3);
+    ASSERT_OK(gguf_arr_int(g, k, 2, &iv));
+    ASSERT_EQ(iv, -3);
     ASSERT_EQ(gguf_arr_int(g, k, 3, &iv), QG_ERR_DATA); /* out of range */
     k = gguf_find_key(g, "a.f32");
-    ASSERT_OK(gguf_arr_float(g, k, 1, &dv)); ASSERT_NEAR(dv, -8.0, 0);
+    ASSERT_OK(gguf_arr_float(g, k, 1, &dv));
+    ASSERT_NEAR(dv, -8.0, 0);
     k = gguf_find_key(g, "a.bool");
-    ASSERT_OK(gguf_arr_int(g, k, 1, &iv)); ASSERT_EQ(iv, 1);
+    ASSERT_OK(gguf_arr_int(g, k, 1, &iv));
+    ASSERT_EQ(iv, 1);
     ASSERT_EQ(gguf_kv_len(g, gguf_find_key(g, "a.empty")), 0);
     k = gguf_find_key(g, "a.str");
-    ASSERT_OK(gguf_arr_str(g, k, 0, &s, &len)); ASSERT_EQ(len, 0);
-    ASSERT_OK(gguf_arr_str(g, k, 2, &s, &len)); ASSERT_EQ(len, 6);
+    ASSERT_OK(gguf_arr_str(g, k, 0, &s, &len));
+    ASSERT_EQ(len, 0);
+    ASSERT_OK(gguf_arr_str(g, k, 2, &s, &len));
+    ASSERT_EQ(len, 6);
     ASSERT(memcmp(s, "\xe2\x96\x81the", 6) == 0);
     ASSERT_EQ(gguf_arr_int(g, k, 0, &iv), QG_ERR_DATA);
 
@@ -343,7 +364,8 @@ TEST(gguf_every_truncation)
 
 TEST(gguf_shared_models)
 {
-    const char *dirs[] = {"models/stories260K/gguf", "models/stories260K-pad256", "models/llamacpp-vocab"};
+    const char *dirs[] = {"models/stories260K/gguf", "models/stories260K-pad256",
+                          "models/llamacpp-vocab"};
     if (!t_shared("models")) SKIP("../shared/models is absent");
     int n = 0;
     for (int d = 0; d < 3; d++) {
@@ -415,7 +437,8 @@ TEST(inspect_q4_k_m_stored_types)
     ASSERT_EQ(cJSON_GetObjectItem(j, "feed_forward_length")->valuedouble, 172);
     ASSERT_EQ(cJSON_GetObjectItem(j, "head_count")->valuedouble, 8);
     ASSERT_EQ(cJSON_GetObjectItem(j, "head_count_kv")->valuedouble, 4);
-    ASSERT_EQ(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "tokenizer"), "vocab_size")->valuedouble, 512);
+    ASSERT_EQ(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "tokenizer"), "vocab_size")->valuedouble,
+              512);
     cJSON_Delete(j);
     t_out_free(&o);
     ASSERT_OK(t_qgate(&o, "inspect", path, NULL));
@@ -448,7 +471,8 @@ TEST(inspect_json_synth)
     long long per_layer = 64 * 64 * 2 + 64 * 32 * 2 + 64 * 96 * 3 + 128;
     ASSERT_EQ(cJSON_GetObjectItem(j, "parameters")->valuedouble, 2 * 64 * 320 + 64 + 2 * per_layer);
     ASSERT_EQ(cJSON_GetArraySize(cJSON_GetObjectItem(j, "tensors")), 21);
-    ASSERT_STR_EQ(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "metadata"), "general.architecture")->valuestring,
+    ASSERT_STR_EQ(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "metadata"), "general.architecture")
+                      ->valuestring,
                   "\"llama\"");
     cJSON_Delete(j);
     t_out_free(&o);
@@ -461,25 +485,26 @@ TEST(quant_f16_q8_0)
     ASSERT_EQ(quant_f32_to_f16(1.0f), 0x3C00);
     ASSERT_EQ(quant_f32_to_f16(-2.0f), 0xC000);
     ASSERT_EQ(quant_f32_to_f16(65504.0f), 0x7BFF);
-    ASSERT_EQ(quant_f32_to_f16(1e6f), 0x7C00);             /* +inf */
+    ASSERT_EQ(quant_f32_to_f16(1e6f), 0x7C00);              /* +inf */
     ASSERT_EQ(quant_f32_to_f16(1.0f + 0x1.0p-11f), 0x3C00); /* tie -> even */
     ASSERT_EQ(quant_f32_to_f16(1.0f + 0x1.8p-11f), 0x3C01);
-    ASSERT_EQ(quant_f32_to_f16(0x1.0p-24f), 0x0001);        /* smallest subnormal */
+    ASSERT_EQ(quant_f32_to_f16(0x1.0p-24f), 0x0001); /* smallest subnormal */
     ASSERT_NEAR(quant_f16_to_f32(0x3555), 0.333251953125, 0);
     ASSERT_NEAR(quant_f16_to_f32(0x0001), 0x1.0p-24, 0);
     for (uint32_t h = 0; h < 0x7C00; h++) /* every finite half round-trips */
         if (quant_f32_to_f16(quant_f16_to_f32((uint16_t)h)) != h) T_FAIL_("half %#x", h);
     /* Q8_0: d = max|x|/127 stored as f16, q = round(x/d) */
     float x[32];
-    for (int i = 0; i < 32; i++) x[i] = (float)(i - 16) / 4.0f; /* max |x| = 4 */
+    for (int i = 0; i < 32; i++)
+        x[i] = (float)(i - 16) / 4.0f; /* max |x| = 4 */
     uint8_t blk[34];
     quant_row_q8_0(x, blk, 32);
     uint16_t dh;
     memcpy(&dh, blk, 2);
     ASSERT_EQ(dh, quant_f32_to_f16(4.0f / 127.0f));
-    ASSERT_EQ((int8_t)blk[2], -127);           /* x[0] = -4 */
-    ASSERT_EQ((int8_t)blk[2 + 16], 0);         /* x[16] = 0 */
-    ASSERT_EQ((int8_t)blk[2 + 17], 8);         /* 0.25 / (4/127) = 7.94 -> 8 */
+    ASSERT_EQ((int8_t)blk[2], -127);   /* x[0] = -4 */
+    ASSERT_EQ((int8_t)blk[2 + 16], 0); /* x[16] = 0 */
+    ASSERT_EQ((int8_t)blk[2 + 17], 8); /* 0.25 / (4/127) = 7.94 -> 8 */
     return 0;
 }
 

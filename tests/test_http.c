@@ -78,7 +78,11 @@ static int srv_start_model(struct srv *v, const char *file, const char *faults, 
     struct backend_open_params bp = {0};
     int rc = backend_open(t_path(file), &bp, &v->b, err, sizeof err);
     if (rc) return printf("%s\n", err), rc;
-    struct serve_params sp = {.model_id = "tiny", .faults = faults, .fault_seed = 7, .api_key = key, .stall_ms = 1500,
+    struct serve_params sp = {.model_id = "tiny",
+                              .faults = faults,
+                              .fault_seed = 7,
+                              .api_key = key,
+                              .stall_ms = 1500,
                               .max_body = 1 << 20};
     rc = serve_start(&v->b, 1, &sp, &v->s, &v->port, err, sizeof err);
     if (rc) printf("%s\n", err);
@@ -118,7 +122,8 @@ TEST(serve_endpoints)
     ASSERT_OK(backend_tokenize(&v.b, "the girl saw the ball", 21, 1, &ids, &n));
     cJSON *j = cJSON_Parse(out), *t = cJSON_GetObjectItem(j, "tokens");
     ASSERT_EQ(cJSON_GetArraySize(t), n);
-    for (int64_t i = 0; i < n; i++) ASSERT_EQ((int32_t)cJSON_GetArrayItem(t, (int)i)->valuedouble, ids[i]);
+    for (int64_t i = 0; i < n; i++)
+        ASSERT_EQ((int32_t)cJSON_GetArrayItem(t, (int)i)->valuedouble, ids[i]);
     cJSON_Delete(j);
     free(out);
     /* echo + logprobs equal the backend's own scores; top-1 of top_logprobs
@@ -129,14 +134,17 @@ TEST(serve_endpoints)
     struct sbuf body;
     sbuf_init(&body, 0);
     sbuf_printf(&body, "{\"model\":\"tiny\",\"prompt\":[");
-    for (int64_t i = 0; i < n; i++) sbuf_printf(&body, "%s%d", i ? "," : "", ids[i]);
+    for (int64_t i = 0; i < n; i++)
+        sbuf_printf(&body, "%s%d", i ? "," : "", ids[i]);
     sbuf_printf(&body, "],\"echo\":true,\"logprobs\":3,\"max_tokens\":0}");
     snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/completions", v.port);
     ASSERT_EQ(http(url, body.data, NULL, &out), 200);
     sbuf_release(&body);
     j = cJSON_Parse(out);
-    const cJSON *l = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0), "logprobs");
-    const cJSON *tl = cJSON_GetObjectItem(l, "token_logprobs"), *top = cJSON_GetObjectItem(l, "top_logprobs");
+    const cJSON *l =
+        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0), "logprobs");
+    const cJSON *tl = cJSON_GetObjectItem(l, "token_logprobs"),
+                *top = cJSON_GetObjectItem(l, "top_logprobs");
     ASSERT_EQ(cJSON_GetArraySize(tl), n);
     ASSERT(cJSON_IsNull(cJSON_GetArrayItem(tl, 0)));
     for (int64_t i = 1; i < n; i++) {
@@ -152,37 +160,52 @@ TEST(serve_endpoints)
     free(ids);
     /* sampling parameters are range-checked before use (a fuzzer found
      * "seed": -3 converted to an unsigned integer) */
-    ASSERT_EQ(http(url, "{\"prompt\":\"the\",\"max_tokens\":2,\"seed\":-3,\"temperature\":0.9}", NULL, &out), 200);
+    ASSERT_EQ(http(url, "{\"prompt\":\"the\",\"max_tokens\":2,\"seed\":-3,\"temperature\":0.9}",
+                   NULL, &out),
+              200);
     free(out);
     ASSERT_EQ(http(url, "{\"prompt\":\"the\",\"max_tokens\":2,\"seed\":1.5}", NULL, &out), 400);
     ASSERT_CONTAINS(out, "seed\\\" must be an integer");
     free(out);
-    ASSERT_EQ(http(url, "{\"prompt\":\"the\",\"max_tokens\":2,\"temperature\":1e300}", NULL, &out), 400);
+    ASSERT_EQ(http(url, "{\"prompt\":\"the\",\"max_tokens\":2,\"temperature\":1e300}", NULL, &out),
+              400);
     free(out);
     ASSERT_EQ(http(url, "{\"prompt\":\"the\",\"max_tokens\":2,\"top_p\":-1e300}", NULL, &out), 400);
     free(out);
     /* greedy generation is deterministic */
     char *a, *b;
-    ASSERT_EQ(http(url, "{\"prompt\":\"the girl\",\"max_tokens\":8,\"temperature\":0}", NULL, &a), 200);
-    ASSERT_EQ(http(url, "{\"prompt\":\"the girl\",\"max_tokens\":8,\"temperature\":0}", NULL, &b), 200);
+    ASSERT_EQ(http(url, "{\"prompt\":\"the girl\",\"max_tokens\":8,\"temperature\":0}", NULL, &a),
+              200);
+    ASSERT_EQ(http(url, "{\"prompt\":\"the girl\",\"max_tokens\":8,\"temperature\":0}", NULL, &b),
+              200);
     j = cJSON_Parse(a);
-    ASSERT_EQ((int)cJSON_GetObjectItem(cJSON_GetObjectItem(j, "usage"), "completion_tokens")->valuedouble <= 8, 1);
+    ASSERT_EQ((int)cJSON_GetObjectItem(cJSON_GetObjectItem(j, "usage"), "completion_tokens")
+                      ->valuedouble <= 8,
+              1);
     cJSON_Delete(j);
     cJSON *ja = cJSON_Parse(a), *jb = cJSON_Parse(b);
-    ASSERT_STR_EQ(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(ja, "choices"), 0), "text")->valuestring,
-                  cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(jb, "choices"), 0), "text")->valuestring);
+    ASSERT_STR_EQ(
+        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(ja, "choices"), 0), "text")
+            ->valuestring,
+        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(jb, "choices"), 0), "text")
+            ->valuestring);
     cJSON_Delete(ja), cJSON_Delete(jb), free(a), free(b);
     /* chat: the documented template, a chat.completion answer; the HTTP
      * backend's chat=1 generation returns the same reply */
     snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/chat/completions", v.port);
-    ASSERT_EQ(http(url, "{\"messages\":[{\"role\":\"user\",\"content\":\"the girl\"}],\"max_tokens\":6,\"temperature\":0}", NULL,
-                   &a), 200);
+    ASSERT_EQ(http(url,
+                   "{\"messages\":[{\"role\":\"user\",\"content\":\"the "
+                   "girl\"}],\"max_tokens\":6,\"temperature\":0}",
+                   NULL, &a),
+              200);
     ja = cJSON_Parse(a);
     ASSERT_STR_EQ(cJSON_GetObjectItem(ja, "object")->valuestring, "chat.completion");
-    const cJSON *msg = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(ja, "choices"), 0), "message");
+    const cJSON *msg =
+        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(ja, "choices"), 0), "message");
     ASSERT_STR_EQ(cJSON_GetObjectItem(msg, "role")->valuestring, "assistant");
     char spec[4400], err[QG_ERRMSG_MAX];
-    snprintf(spec, sizeof spec, "http://127.0.0.1:%d/v1?model=tiny&tokenizer=%s&chat=1", v.port, t_path("m.gguf"));
+    snprintf(spec, sizeof spec, "http://127.0.0.1:%d/v1?model=tiny&tokenizer=%s&chat=1", v.port,
+             t_path("m.gguf"));
     struct backend hb;
     struct backend_open_params hp = {0};
     ASSERT_OK(backend_open(spec, &hp, &hb, err, sizeof err));
@@ -203,19 +226,23 @@ TEST(serve_endpoints)
         const char *msg;
     } bad[] = {
         {"/v1/completions", "not json", 400, "not a JSON object"},
-        {"/v1/completions", "{\"model\":\"other\",\"prompt\":\"x\"}", 404, "model 'other' is not served here"},
+        {"/v1/completions", "{\"model\":\"other\",\"prompt\":\"x\"}", 404,
+         "model 'other' is not served here"},
         {"/v1/completions", "{\"prompt\":[1,99999]}", 400, "prompt token 1 is not a token id"},
-        {"/v1/completions", "{\"prompt\":\"x\",\"logprobs\":99}", 400, "\\\"logprobs\\\" must be an integer 0..20"},
+        {"/v1/completions", "{\"prompt\":\"x\",\"logprobs\":99}", 400,
+         "\\\"logprobs\\\" must be an integer 0..20"},
         {"/v1/completions", "{\"prompt\":\"x\",\"n\":2}", 400, "only \\\"n\\\": 1"},
         {"/v1/nothing", "{}", 404, "no endpoint POST /v1/nothing"},
         {"/detokenize", "{\"tokens\":[-1]}", 400, "token 0 is not a token id"},
-        {"/v1/chat/completions", "{\"messages\":[{\"role\":\"robot\",\"content\":\"x\"}]}", 400, "each message needs"},
+        {"/v1/chat/completions", "{\"messages\":[{\"role\":\"robot\",\"content\":\"x\"}]}", 400,
+         "each message needs"},
         {"/v1/chat/completions", "{\"messages\":[]}", 400, "must be a non-empty array"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(url, sizeof url, "http://127.0.0.1:%d%s", v.port, bad[i].path);
         long code = http(url, bad[i].body, NULL, &out);
-        if (code != bad[i].code) T_FAIL_("case %zu: HTTP %ld, want %ld: %s", i, code, bad[i].code, out);
+        if (code != bad[i].code)
+            T_FAIL_("case %zu: HTTP %ld, want %ld: %s", i, code, bad[i].code, out);
         ASSERT_CONTAINS(out, "\"error\":{\"message\":");
         ASSERT_CONTAINS(out, bad[i].msg);
         free(out);
@@ -249,20 +276,26 @@ static int write_suite(void)
     sbuf_init(&d, 0);
     static const char *const w[] = {"ball", "tree", "dog", "cat", "sun", "box"};
     for (int i = 0; i < 24; i++)
-        sbuf_printf(&d, "{\"q\":\"the girl saw the %s and\",\"c\":[\"a %s\",\"the %s\",\"one %s\"],\"g\":%d}\n", w[i % 6],
-                    w[(i + 1) % 6], w[(i + 2) % 6], w[(i + 3) % 6], i % 3);
+        sbuf_printf(
+            &d,
+            "{\"q\":\"the girl saw the %s and\",\"c\":[\"a %s\",\"the %s\",\"one %s\"],\"g\":%d}\n",
+            w[i % 6], w[(i + 1) % 6], w[(i + 2) % 6], w[(i + 3) % 6], i % 3);
     int rc = t_write_file(t_path("mc.jsonl"), d.data, d.len);
     sbuf_release(&d);
     sbuf_init(&d, 0);
-    for (int i = 0; i < 30; i++) sbuf_printf(&d, "the girl saw the %s and the %s ran to the %s.\n", w[i % 6], w[(i * 5) % 6], w[(i + 4) % 6]);
+    for (int i = 0; i < 30; i++)
+        sbuf_printf(&d, "the girl saw the %s and the %s ran to the %s.\n", w[i % 6], w[(i * 5) % 6],
+                    w[(i + 4) % 6]);
     if (!rc) rc = t_write_file(t_path("text.txt"), d.data, d.len);
     sbuf_release(&d);
     char s1[65], s2[65], err[QG_ERRMSG_MAX], suite[2048];
     if (!rc) rc = hash_sha256_file(t_path("mc.jsonl"), s1, err, sizeof err);
     if (!rc) rc = hash_sha256_file(t_path("text.txt"), s2, err, sizeof err);
     snprintf(suite, sizeof suite,
-             "{\"name\":\"h\",\"tasks\":[{\"name\":\"ppl\",\"kind\":\"perplexity\",\"data\":\"text.txt\",\"sha256\":\"%s\","
-             "\"protocol\":\"rolling\",\"ctx\":48},{\"name\":\"mc\",\"kind\":\"custom\",\"data\":\"mc.jsonl\",\"sha256\":\"%s\","
+             "{\"name\":\"h\",\"tasks\":[{\"name\":\"ppl\",\"kind\":\"perplexity\",\"data\":\"text."
+             "txt\",\"sha256\":\"%s\","
+             "\"protocol\":\"rolling\",\"ctx\":48},{\"name\":\"mc\",\"kind\":\"custom\",\"data\":"
+             "\"mc.jsonl\",\"sha256\":\"%s\","
              "\"fields\":{\"context\":\"q\",\"choices\":\"c\",\"gold\":\"g\"}}]}",
              s2, s1);
     return rc ? rc : t_write_file(t_path("suite.json"), suite, strlen(suite));
@@ -275,7 +308,8 @@ static int items_of(const char *db, const char *name, double *nll, int *correct,
     if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) return -1;
     sqlite3_stmt *st;
     sqlite3_prepare_v2(h,
-                       "SELECT i.nll, i.correct FROM items i JOIN trials t ON t.id=i.trial_id JOIN models m ON m.id=t.model_id "
+                       "SELECT i.nll, i.correct FROM items i JOIN trials t ON t.id=i.trial_id JOIN "
+                       "models m ON m.id=t.model_id "
                        "WHERE m.name=? AND t.repeat=0 ORDER BY t.task_id, i.idx",
                        -1, &st, NULL);
     sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
@@ -294,15 +328,19 @@ static int run_http(int port, const char *db, const char *extra, struct t_out *o
 {
     char cpu[4400], web[4400];
     snprintf(cpu, sizeof cpu, "cpu=%s", t_path("m.gguf"));
-    snprintf(web, sizeof web, "http=http://127.0.0.1:%d/v1?model=tiny&tokenizer=%s%s", port, t_path("m.gguf"), extra);
-    return t_qgate(o, "run", "--suite", t_path("suite.json"), "--model", cpu, "--model", web, "--db", db, NULL);
+    snprintf(web, sizeof web, "http=http://127.0.0.1:%d/v1?model=tiny&tokenizer=%s%s", port,
+             t_path("m.gguf"), extra);
+    return t_qgate(o, "run", "--suite", t_path("suite.json"), "--model", cpu, "--model", web,
+                   "--db", db, NULL);
 }
 
 static int run_http_only(int port, const char *db, const char *flag, struct t_out *o)
 {
     char web[4400];
-    snprintf(web, sizeof web, "http=http://127.0.0.1:%d/v1?model=tiny&tokenizer=%s", port, t_path("m.gguf"));
-    return t_qgate(o, "run", "--suite", t_path("suite.json"), "--model", web, "--db", db, flag, NULL);
+    snprintf(web, sizeof web, "http=http://127.0.0.1:%d/v1?model=tiny&tokenizer=%s", port,
+             t_path("m.gguf"));
+    return t_qgate(o, "run", "--suite", t_path("suite.json"), "--model", web, "--db", db, flag,
+                   NULL);
 }
 
 TEST(http_response_cache)
@@ -326,7 +364,8 @@ TEST(http_response_cache)
     ASSERT_EQ(o.code, 0);
     t_out_free(&o);
     serve_counts(v.s, &n2, NULL);
-    printf("first run %lld requests, repeated run %lld\n", (long long)(n1 - n0), (long long)(n2 - n1));
+    printf("first run %lld requests, repeated run %lld\n", (long long)(n1 - n0),
+           (long long)(n2 - n1));
     ASSERT(n1 - n0 > 50);
     ASSERT_EQ(n2 - n1, 2);
     /* --no-cache asks the server again */
@@ -340,8 +379,12 @@ TEST(http_response_cache)
     sqlite3 *h;
     ASSERT_EQ(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     sqlite3_stmt *st;
-    ASSERT_EQ(sqlite3_prepare_v2(h, "SELECT count(DISTINCT printf('%.17g', total)) FROM (SELECT t.run_id, sum(i.nll) AS total "
-                                    "FROM items i JOIN trials t ON t.id=i.trial_id GROUP BY t.run_id)", -1, &st, NULL), SQLITE_OK);
+    ASSERT_EQ(sqlite3_prepare_v2(h,
+                                 "SELECT count(DISTINCT printf('%.17g', total)) FROM (SELECT "
+                                 "t.run_id, sum(i.nll) AS total "
+                                 "FROM items i JOIN trials t ON t.id=i.trial_id GROUP BY t.run_id)",
+                                 -1, &st, NULL),
+              SQLITE_OK);
     ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
     ASSERT_EQ(sqlite3_column_int(st, 0), 1);
     sqlite3_finalize(st);
@@ -356,7 +399,8 @@ TEST(http_backend_matches_cpu_and_survives_faults)
     struct srv v;
     ASSERT_OK(srv_start(&v, NULL, NULL));
     char db[3][4200];
-    for (int i = 0; i < 3; i++) snprintf(db[i], sizeof db[i], "%s/h%d.db", t_tmp(), i);
+    for (int i = 0; i < 3; i++)
+        snprintf(db[i], sizeof db[i], "%s/h%d.db", t_tmp(), i);
     struct t_out o;
     ASSERT_OK(run_http(v.port, db[0], "", &o));
     if (o.code) T_FAIL_("run: exit %d: %s", o.code, o.err);
@@ -377,20 +421,23 @@ TEST(http_backend_matches_cpu_and_survives_faults)
     printf("largest relative per-item NLL difference cpu vs http: %.3g\n", worst);
     ASSERT(worst < 1e-5);
     /* and the same verdict: the server's model is the same model */
-    ASSERT_OK(t_qgate(&o, "compare", "--baseline", "cpu", "--candidate", "http", "--db", db[0], NULL));
+    ASSERT_OK(
+        t_qgate(&o, "compare", "--baseline", "cpu", "--candidate", "http", "--db", db[0], NULL));
     ASSERT_CONTAINS(o.out, "ln_ppl_ratio");
     ASSERT(o.code == 0 || o.code == 2);
     ASSERT(!strstr(o.out, "FAIL"));
     t_out_free(&o);
 
     /* 20% injected faults: identical rows */
-    ASSERT_OK(srv_start(&v, "500:0.05,429:0.04,reset:0.04,stall:0.02,truncate:0.03,malformed:0.02", NULL));
+    ASSERT_OK(srv_start(&v, "500:0.05,429:0.04,reset:0.04,stall:0.02,truncate:0.03,malformed:0.02",
+                        NULL));
     ASSERT_OK(run_http(v.port, db[1], "&timeout=1", &o));
     if (o.code) T_FAIL_("run with faults: exit %d: %s", o.code, o.err);
     t_out_free(&o);
     int64_t nreq, nfault;
     serve_counts(v.s, &nreq, &nfault);
-    printf("faulty server: %lld requests, %lld faults injected\n", (long long)nreq, (long long)nfault);
+    printf("faulty server: %lld requests, %lld faults injected\n", (long long)nreq,
+           (long long)nfault);
     ASSERT(nfault > 5);
     srv_stop(&v);
     double f[256];
@@ -473,11 +520,15 @@ static double trial_metric(const char *db, const char *name, const char *key)
     sqlite3_stmt *st;
     double v = NAN;
     char sql[512];
-    snprintf(sql, sizeof sql, "SELECT json_extract(t.metrics_json, '$.%s') FROM trials t JOIN models m ON m.id=t.model_id "
-                              "JOIN tasks k ON k.id=t.task_id WHERE m.name=? AND k.kind=0 AND t.repeat=0", key);
+    snprintf(sql, sizeof sql,
+             "SELECT json_extract(t.metrics_json, '$.%s') FROM trials t JOIN models m ON "
+             "m.id=t.model_id "
+             "JOIN tasks k ON k.id=t.task_id WHERE m.name=? AND k.kind=0 AND t.repeat=0",
+             key);
     if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK) {
         sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
-        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) v = sqlite3_column_double(st, 0);
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+            v = sqlite3_column_double(st, 0);
         sqlite3_finalize(st);
     }
     sqlite3_close(h);
@@ -500,15 +551,19 @@ TEST(http_topk_kld_is_a_lower_bound)
     snprintf(db, sizeof db, "%s", t_path("k.db"));
     snprintf(ma, sizeof ma, "f32=%s", t_path("m.gguf"));
     snprintf(mq, sizeof mq, "q4=%s", t_path("q.gguf"));
-    snprintf(mw, sizeof mw, "web=http://127.0.0.1:%d/v1?model=tiny&tokenizer=%s", v.port, t_path("m.gguf"));
+    snprintf(mw, sizeof mw, "web=http://127.0.0.1:%d/v1?model=tiny&tokenizer=%s", v.port,
+             t_path("m.gguf"));
     struct t_out o;
-    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", ma, "--model", mq, "--model", mw, "--db", db, NULL));
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", ma, "--model", mq,
+                      "--model", mw, "--db", db, NULL));
     if (o.code) T_FAIL_("run: exit %d: %s", o.code, o.err);
     t_out_free(&o);
     srv_stop(&v);
     double full = trial_metric(db, "q4", "kld_mean"), topk = trial_metric(db, "web", "kld_mean");
-    double t1_full = trial_metric(db, "q4", "top1_agree"), t1_web = trial_metric(db, "web", "top1_agree");
-    printf("KLD mean: full rows %.6g, top-20 through HTTP %.6g; same top-1 %.4f vs %.4f\n", full, topk, t1_full, t1_web);
+    double t1_full = trial_metric(db, "q4", "top1_agree"),
+           t1_web = trial_metric(db, "web", "top1_agree");
+    printf("KLD mean: full rows %.6g, top-20 through HTTP %.6g; same top-1 %.4f vs %.4f\n", full,
+           topk, t1_full, t1_web);
     ASSERT(full > 0 && topk > 0);
     ASSERT(topk <= full * (1 + 1e-6)); /* merging the tail never raises a KL divergence */
     ASSERT_EQ(trial_metric(db, "web", "kld_top_k"), 20);
@@ -532,7 +587,8 @@ TEST(http_refuses_endpoint_without_prompt_logprobs)
     char err[QG_ERRMSG_MAX];
     struct backend_open_params bp = {0};
     ASSERT_OK(backend_open(t_path("m.gguf"), &bp, &b, err, sizeof err));
-    struct serve_params sp = {.model_id = "tiny", .no_prompt_logprobs = 1, .no_vllm_prompt_logprobs = 1};
+    struct serve_params sp = {
+        .model_id = "tiny", .no_prompt_logprobs = 1, .no_vllm_prompt_logprobs = 1};
     struct server *srv;
     int port;
     ASSERT_OK(serve_start(&b, 1, &sp, &srv, &port, err, sizeof err));
@@ -541,7 +597,8 @@ TEST(http_refuses_endpoint_without_prompt_logprobs)
     struct t_out o;
     ASSERT_OK(run_http(port, db, "", &o));
     ASSERT_EQ(o.code, 69);
-    ASSERT_CONTAINS(o.err, "returns no log-probs for prompt tokens, so it cannot run log-likelihood tasks");
+    ASSERT_CONTAINS(
+        o.err, "returns no log-probs for prompt tokens, so it cannot run log-likelihood tasks");
     t_out_free(&o);
     serve_stop(srv);
     backend_close(&b);
@@ -549,8 +606,11 @@ TEST(http_refuses_endpoint_without_prompt_logprobs)
     sqlite3 *h;
     ASSERT_EQ(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     sqlite3_stmt *st;
-    ASSERT_EQ(sqlite3_prepare_v2(h, "SELECT count(*) FROM trials t JOIN models m ON m.id=t.model_id WHERE m.name='http' AND t.status=2",
-                                 -1, &st, NULL), SQLITE_OK);
+    ASSERT_EQ(sqlite3_prepare_v2(h,
+                                 "SELECT count(*) FROM trials t JOIN models m ON m.id=t.model_id "
+                                 "WHERE m.name='http' AND t.status=2",
+                                 -1, &st, NULL),
+              SQLITE_OK);
     ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
     ASSERT_EQ(sqlite3_column_int(st, 0), 0);
     sqlite3_finalize(st);
@@ -565,7 +625,8 @@ static int run_models(const char *db, const char *const *specs, int n, struct t_
     snprintf(cpu, sizeof cpu, "cpu=%s", t_path("m.gguf"));
     const char *argv[24] = {"run", "--suite", t_path("suite.json"), "--model", cpu, "--db", db};
     int k = 7;
-    for (int i = 0; i < n && k < 22; i++) argv[k++] = "--model", argv[k++] = specs[i];
+    for (int i = 0; i < n && k < 22; i++)
+        argv[k++] = "--model", argv[k++] = specs[i];
     argv[k] = NULL;
     return t_qgate_argv(o, argv);
 }
@@ -582,7 +643,8 @@ TEST(http_server_side_tokenizer)
     ASSERT_OK(backend_open(t_path("m.gguf"), &bp, &local, err, sizeof err));
     struct backend_info li;
     backend_info(&local, &li);
-    static const char *const texts[] = {"the girl saw the ball and", "Hello, world! 3 + 4 = 7", "  two  spaces\nand a line",
+    static const char *const texts[] = {"the girl saw the ball and", "Hello, world! 3 + 4 = 7",
+                                        "  two  spaces\nand a line",
                                         "caf\xc3\xa9 \xc3\xbc \xe2\x82\xac", ""};
     for (int mode = 0; mode < 2; mode++) { /* 0: with_pieces; 1: ids only (as vLLM) */
         struct serve_params sp = {.model_id = "tiny", .plain_tokenize = mode};
@@ -606,7 +668,8 @@ TEST(http_server_side_tokenizer)
                 ASSERT_OK(backend_tokenize(&local, texts[t], strlen(texts[t]), add, &a, &na));
                 ASSERT_OK(backend_tokenize(&hb, texts[t], strlen(texts[t]), add, &b, &nb));
                 ASSERT_EQ(na, nb);
-                for (int64_t i = 0; i < na; i++) ASSERT_EQ(a[i], b[i]);
+                for (int64_t i = 0; i < na; i++)
+                    ASSERT_EQ(a[i], b[i]);
                 char *da = backend_detokenize(&local, a, na), *db = backend_detokenize(&hb, b, nb);
                 ASSERT(da && db);
                 ASSERT_STR_EQ(da, db);
@@ -619,16 +682,20 @@ TEST(http_server_side_tokenizer)
         ASSERT_OK(backend_tokenize(&hb, texts[0], strlen(texts[0]), 0, &seen, &n_seen));
         serve_counts(srv, &r0, NULL);
         char pa[512], pb[512];
-        for (int64_t i = 0; i < n_seen; i++) ASSERT(backend_piece(&hb, seen[i], pb, sizeof pb) >= 0);
+        for (int64_t i = 0; i < n_seen; i++)
+            ASSERT(backend_piece(&hb, seen[i], pb, sizeof pb) >= 0);
         serve_counts(srv, &r1, NULL);
-        if (mode == 0) ASSERT_EQ(r1, r0);
-        else ASSERT(r1 > r0);
+        if (mode == 0)
+            ASSERT_EQ(r1, r0);
+        else
+            ASSERT(r1 > r0);
         free(seen);
         if (mode == 0) { /* with_pieces sends a byte token that is not UTF-8 as its bytes */
             ASSERT_OK(backend_tokenize(&hb, texts[3], strlen(texts[3]), 0, &seen, &n_seen));
             int bytes = 0;
             for (int64_t i = 0; i < n_seen; i++) {
-                int la = backend_piece(&local, seen[i], pa, sizeof pa), lb = backend_piece(&hb, seen[i], pb, sizeof pb);
+                int la = backend_piece(&local, seen[i], pa, sizeof pa),
+                    lb = backend_piece(&hb, seen[i], pb, sizeof pb);
                 ASSERT_EQ(la, lb);
                 ASSERT(!memcmp(pa, pb, (size_t)la));
                 bytes += la == 1 && (unsigned char)pa[0] >= 0x80;
@@ -641,21 +708,26 @@ TEST(http_server_side_tokenizer)
          * U+FFFD: those only with with_pieces, which sends bytes) */
         int same = 0, skipped = 0;
         for (int32_t id = 0; id < li.n_vocab; id++) {
-            int la = backend_piece(&local, id, pa, sizeof pa), lb = backend_piece(&hb, id, pb, sizeof pb);
+            int la = backend_piece(&local, id, pa, sizeof pa),
+                lb = backend_piece(&hb, id, pb, sizeof pb);
             ASSERT(la >= 0 && la < (int)sizeof pa);
             size_t bad;
             if (!utf8_valid(pa, (size_t)la, &bad) || memchr(pa, 0, (size_t)la)) {
                 skipped++;
                 continue;
             }
-            if (lb != la || memcmp(pa, pb, (size_t)la)) T_FAIL_("token %d: local piece '%.*s', server's '%.*s'", id, la, pa, lb < 0 ? 0 : lb, pb);
+            if (lb != la || memcmp(pa, pb, (size_t)la))
+                T_FAIL_("token %d: local piece '%.*s', server's '%.*s'", id, la, pa,
+                        lb < 0 ? 0 : lb, pb);
             same++;
         }
         serve_counts(srv, &r2, NULL);
-        printf("mode %d: %d token texts agree, %d byte tokens skipped; %lld requests for them\n", mode, same, skipped, (long long)(r2 - r1));
+        printf("mode %d: %d token texts agree, %d byte tokens skipped; %lld requests for them\n",
+               mode, same, skipped, (long long)(r2 - r1));
         ASSERT(same > 50);
         /* asked once: the texts are remembered */
-        for (int32_t id = 0; id < li.n_vocab; id++) backend_piece(&hb, id, pb, sizeof pb);
+        for (int32_t id = 0; id < li.n_vocab; id++)
+            backend_piece(&hb, id, pb, sizeof pb);
         serve_counts(srv, &r1, NULL);
         ASSERT_EQ(r1, r2);
         backend_close(&hb);
@@ -686,7 +758,8 @@ TEST(http_server_side_tokenizer)
                 ASSERT_EQ(cx[i], cy[i]);
             }
             ASSERT_EQ(trial_metric(db, "cpu", "bytes"), trial_metric(db, "http", "bytes"));
-            ASSERT_NEAR(trial_metric(db, "cpu", "bits_per_byte"), trial_metric(db, "http", "bits_per_byte"), 1e-6);
+            ASSERT_NEAR(trial_metric(db, "cpu", "bits_per_byte"),
+                        trial_metric(db, "http", "bits_per_byte"), 1e-6);
         }
         serve_stop(srv);
     }
@@ -714,8 +787,8 @@ TEST(http_scores_through_vllm_prompt_logprobs)
         ASSERT_OK(backend_open(t_path("q.gguf"), &bp, &bq[i], err, sizeof err));
         struct serve_params sp = {.model_id = "tiny", .no_prompt_logprobs = i};
         ASSERT_OK(serve_start(&bq[i], 1, &sp, &srv[i], &port[i], err, sizeof err));
-        snprintf(specs[i], sizeof specs[i], "%s=http://127.0.0.1:%d/v1?model=tiny&tokenizer=%s", i ? "vllm" : "echo", port[i],
-                 t_path("m.gguf"));
+        snprintf(specs[i], sizeof specs[i], "%s=http://127.0.0.1:%d/v1?model=tiny&tokenizer=%s",
+                 i ? "vllm" : "echo", port[i], t_path("m.gguf"));
     }
     char db[4200];
     snprintf(db, sizeof db, "%s", t_path("v.db"));
@@ -724,7 +797,8 @@ TEST(http_scores_through_vllm_prompt_logprobs)
     ASSERT_OK(run_models(db, sp2, 2, &o));
     if (o.code) T_FAIL_("run: exit %d: %s", o.code, o.err);
     t_out_free(&o);
-    for (int i = 0; i < 2; i++) serve_stop(srv[i]), backend_close(&bq[i]);
+    for (int i = 0; i < 2; i++)
+        serve_stop(srv[i]), backend_close(&bq[i]);
     double x[256], y[256];
     int cx[256], cy[256];
     int nx = items_of(db, "echo", x, cx, 256), ny = items_of(db, "vllm", y, cy, 256);
@@ -739,7 +813,8 @@ TEST(http_scores_through_vllm_prompt_logprobs)
     ASSERT(ke > 0);
     ASSERT_NEAR(kv, ke, 1e-6 * ke);
     ASSERT_EQ(trial_metric(db, "vllm", "kld_top_k"), 20);
-    ASSERT_NEAR(trial_metric(db, "vllm", "top1_agree"), trial_metric(db, "echo", "top1_agree"), 1e-12);
+    ASSERT_NEAR(trial_metric(db, "vllm", "top1_agree"), trial_metric(db, "echo", "top1_agree"),
+                1e-12);
     return 0;
 }
 
@@ -765,7 +840,8 @@ TEST(http_text_prompts_when_ids_are_refused)
     free(out);
     char db[4200], web[4400], cpu[4400], s1[65], suite[1024];
     snprintf(db, sizeof db, "%s", t_path("t.db"));
-    snprintf(web, sizeof web, "text=http://127.0.0.1:%d/v1?model=tiny&tokenizer=%s", port, t_path("m.gguf"));
+    snprintf(web, sizeof web, "text=http://127.0.0.1:%d/v1?model=tiny&tokenizer=%s", port,
+             t_path("m.gguf"));
     snprintf(cpu, sizeof cpu, "cpu=%s", t_path("m.gguf"));
     /* perplexity windows start inside the text: they cannot go as text,
      * and the run says so (exit 65) */
@@ -773,16 +849,21 @@ TEST(http_text_prompts_when_ids_are_refused)
     struct t_out o;
     ASSERT_OK(run_models(db, specs, 1, &o));
     ASSERT_EQ(o.code, 65);
-    ASSERT_CONTAINS(o.err, "takes text prompts only, and a window that starts inside a text does not re-tokenize");
+    ASSERT_CONTAINS(
+        o.err,
+        "takes text prompts only, and a window that starts inside a text does not re-tokenize");
     t_out_free(&o);
     /* multiple choice: every item */
     ASSERT_OK(hash_sha256_file(t_path("mc.jsonl"), s1, err, sizeof err));
     snprintf(suite, sizeof suite,
-             "{\"name\":\"mc\",\"tasks\":[{\"name\":\"mc\",\"kind\":\"custom\",\"data\":\"mc.jsonl\",\"sha256\":\"%s\","
-             "\"fields\":{\"context\":\"q\",\"choices\":\"c\",\"gold\":\"g\"}}]}", s1);
+             "{\"name\":\"mc\",\"tasks\":[{\"name\":\"mc\",\"kind\":\"custom\",\"data\":\"mc."
+             "jsonl\",\"sha256\":\"%s\","
+             "\"fields\":{\"context\":\"q\",\"choices\":\"c\",\"gold\":\"g\"}}]}",
+             s1);
     ASSERT_OK(t_write_file(t_path("mc.json"), suite, strlen(suite)));
     snprintf(db, sizeof db, "%s", t_path("t2.db"));
-    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("mc.json"), "--model", cpu, "--model", web, "--db", db, NULL));
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("mc.json"), "--model", cpu, "--model", web,
+                      "--db", db, NULL));
     int code = o.code;
     if (code) printf("run: exit %d\n%s", o.code, o.err);
     t_out_free(&o);
@@ -811,17 +892,21 @@ TEST(http_perplexity_windows_in_flight_together)
     char err[QG_ERRMSG_MAX], s2[65], suite[1024];
     ASSERT_OK(hash_sha256_file(t_path("text.txt"), s2, err, sizeof err));
     snprintf(suite, sizeof suite,
-             "{\"name\":\"p\",\"tasks\":[{\"name\":\"ppl\",\"kind\":\"perplexity\",\"data\":\"text.txt\",\"sha256\":\"%s\","
-             "\"protocol\":\"stride\",\"stride\":8,\"ctx\":48}]}", s2);
+             "{\"name\":\"p\",\"tasks\":[{\"name\":\"ppl\",\"kind\":\"perplexity\",\"data\":\"text."
+             "txt\",\"sha256\":\"%s\","
+             "\"protocol\":\"stride\",\"stride\":8,\"ctx\":48}]}",
+             s2);
     ASSERT_OK(t_write_file(t_path("p.json"), suite, strlen(suite)));
     struct srv v;
     ASSERT_OK(srv_start(&v, NULL, NULL));
     char db[4200], cpu[4400], web[4400];
     snprintf(db, sizeof db, "%s", t_path("p.db"));
     snprintf(cpu, sizeof cpu, "cpu=%s", t_path("m.gguf"));
-    snprintf(web, sizeof web, "http=http://127.0.0.1:%d/v1?model=tiny&tokenizer=%s&concurrency=6", v.port, t_path("m.gguf"));
+    snprintf(web, sizeof web, "http=http://127.0.0.1:%d/v1?model=tiny&tokenizer=%s&concurrency=6",
+             v.port, t_path("m.gguf"));
     struct t_out o;
-    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("p.json"), "--model", cpu, "--model", web, "--db", db, "--no-cache", NULL));
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("p.json"), "--model", cpu, "--model", web,
+                      "--db", db, "--no-cache", NULL));
     if (o.code) T_FAIL_("run: exit %d: %s", o.code, o.err);
     t_out_free(&o);
     int64_t most = serve_max_in_flight(v.s);
@@ -832,22 +917,27 @@ TEST(http_perplexity_windows_in_flight_together)
     printf("%d windows; at most %lld requests at once on the server\n", nx, (long long)most);
     ASSERT(nx > 20);
     ASSERT_EQ(nx, ny);
-    for (int i = 0; i < nx; i++) ASSERT_NEAR(x[i], y[i], 1e-5 * fmax(1, fabs(x[i])));
+    for (int i = 0; i < nx; i++)
+        ASSERT_NEAR(x[i], y[i], 1e-5 * fmax(1, fabs(x[i])));
     ASSERT(most >= 2); /* one at a time before; up to the server's 4 connection threads */
     /* qgate ppl through the server: the same groups, the same numbers */
     ASSERT_OK(srv_start(&v, NULL, NULL));
-    snprintf(web, sizeof web, "http://127.0.0.1:%d/v1?model=tiny&tokenizer=%s&concurrency=6", v.port, t_path("m.gguf"));
+    snprintf(web, sizeof web, "http://127.0.0.1:%d/v1?model=tiny&tokenizer=%s&concurrency=6",
+             v.port, t_path("m.gguf"));
     ASSERT_OK(t_qgate(&o, "ppl", web, "--text", t_path("text.txt"), "--ctx", "48", "--json", NULL));
     if (o.code) T_FAIL_("ppl: exit %d: %s", o.code, o.err);
     most = serve_max_in_flight(v.s);
     srv_stop(&v);
     struct t_out l;
-    ASSERT_OK(t_qgate(&l, "ppl", t_path("m.gguf"), "--text", t_path("text.txt"), "--ctx", "48", "--json", NULL));
+    ASSERT_OK(t_qgate(&l, "ppl", t_path("m.gguf"), "--text", t_path("text.txt"), "--ctx", "48",
+                      "--json", NULL));
     ASSERT_EQ(l.code, 0);
     cJSON *a = cJSON_Parse(o.out), *b = cJSON_Parse(l.out);
     ASSERT(a && b);
-    double pa = cJSON_GetObjectItem(a, "ppl")->valuedouble, pb = cJSON_GetObjectItem(b, "ppl")->valuedouble;
-    printf("qgate ppl: http %.9g, local %.9g; at most %lld requests at once\n", pa, pb, (long long)most);
+    double pa = cJSON_GetObjectItem(a, "ppl")->valuedouble,
+           pb = cJSON_GetObjectItem(b, "ppl")->valuedouble;
+    printf("qgate ppl: http %.9g, local %.9g; at most %lld requests at once\n", pa, pb,
+           (long long)most);
     ASSERT_NEAR(pa, pb, 1e-6 * pb);
     ASSERT(most >= 2);
     cJSON_Delete(a), cJSON_Delete(b);
@@ -869,8 +959,9 @@ TEST(serve_command_starts_and_stops_cleanly)
     if (pid == 0) {
         int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (fd >= 0) dup2(fd, 2), dup2(fd, 1);
-        execl(QG_BINARY, "qgate", "serve", t_path("m.gguf"), "--port", "0", "--port-file", portfile, "--parallel", "2",
-              "--model-id", "tiny", "--api-key-env", "QG_SERVE_KEY", (char *)NULL);
+        execl(QG_BINARY, "qgate", "serve", t_path("m.gguf"), "--port", "0", "--port-file", portfile,
+              "--parallel", "2", "--model-id", "tiny", "--api-key-env", "QG_SERVE_KEY",
+              (char *)NULL);
         _exit(127);
     }
     unsetenv("QG_SERVE_KEY");
@@ -878,8 +969,11 @@ TEST(serve_command_starts_and_stops_cleanly)
     for (int i = 0; i < 200 && !port; i++) { /* up to 10 s */
         char *txt = t_read_file(portfile, NULL);
         int64_t pv = 0;
-        if (txt) txt[strcspn(txt, "\r\n ")] = '\0', port = qg_parse_i64(txt, 1, 65535, &pv) ? 0 : (int)pv, free(txt);
-        else usleep(50000);
+        if (txt)
+            txt[strcspn(txt, "\r\n ")] = '\0',
+                             port = qg_parse_i64(txt, 1, 65535, &pv) ? 0 : (int)pv, free(txt);
+        else
+            usleep(50000);
     }
     ASSERT(port > 0);
     char url[128], *out;

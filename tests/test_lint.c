@@ -66,17 +66,22 @@ TEST(banned_functions_fail_to_compile)
                          "char *f(char *b) { return strtok(b, \",\"); }\n"};
     const char *name[] = {"atoi", "sprintf", "strcpy", "strtok"};
     char cmd[8192], out[8192];
-    snprintf(cmd, sizeof cmd, "cc -std=c11 -D_GNU_SOURCE -fsyntax-only -include %s/core/banned.h "
-             "-Werror=deprecated-declarations %s", QG_SOURCE_DIR, t_path("ok.c"));
+    snprintf(cmd, sizeof cmd,
+             "cc -std=c11 -D_GNU_SOURCE -fsyntax-only -include %s/core/banned.h "
+             "-Werror=deprecated-declarations %s",
+             QG_SOURCE_DIR, t_path("ok.c"));
     ASSERT_OK(t_write_file(t_path("ok.c"), ok, strlen(ok)));
     int rc = run_cmd(cmd, out, sizeof out);
     if (rc != 0) T_FAIL_("a clean file did not compile (exit %d):\n%s", rc, out);
     for (int i = 0; i < 4; i++) {
         char src[512];
-        snprintf(src, sizeof src, "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n%s", bad[i]);
+        snprintf(src, sizeof src,
+                 "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n%s", bad[i]);
         ASSERT_OK(t_write_file(t_path("bad.c"), src, strlen(src)));
-        snprintf(cmd, sizeof cmd, "cc -std=c11 -D_GNU_SOURCE -fsyntax-only -include %s/core/banned.h "
-                 "-Werror=deprecated-declarations %s", QG_SOURCE_DIR, t_path("bad.c"));
+        snprintf(cmd, sizeof cmd,
+                 "cc -std=c11 -D_GNU_SOURCE -fsyntax-only -include %s/core/banned.h "
+                 "-Werror=deprecated-declarations %s",
+                 QG_SOURCE_DIR, t_path("bad.c"));
         rc = run_cmd(cmd, out, sizeof out);
         if (rc == 0) T_FAIL_("%s compiled", name[i]);
         ASSERT_CONTAINS(out, "banned in qgate");

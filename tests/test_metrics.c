@@ -14,8 +14,10 @@
 static void log_softmax_row(uint64_t *rng, float *row, int n)
 {
     double z = 0;
-    for (int v = 0; v < n; v++) z += exp(row[v] = (float)(4 * rng_unit(rng) - 2));
-    for (int v = 0; v < n; v++) row[v] = (float)((double)row[v] - log(z));
+    for (int v = 0; v < n; v++)
+        z += exp(row[v] = (float)(4 * rng_unit(rng) - 2));
+    for (int v = 0; v < n; v++)
+        row[v] = (float)((double)row[v] - log(z));
 }
 
 TEST(metrics_kld_full_and_top_k)
@@ -35,7 +37,8 @@ TEST(metrics_kld_full_and_top_k)
         double full = kld_full(base, cand, V);
         ASSERT(full >= 0);
         /* the candidate's top K, most likely first */
-        for (int v = 0; v < V; v++) ids[v] = v;
+        for (int v = 0; v < V; v++)
+            ids[v] = v;
         for (int i = 0; i < V; i++)
             for (int j = i + 1; j < V; j++)
                 if (cand[ids[j]] > cand[ids[i]]) {
@@ -43,7 +46,8 @@ TEST(metrics_kld_full_and_top_k)
                     ids[i] = ids[j];
                     ids[j] = t;
                 }
-        for (int v = 0; v < V; v++) lp[v] = cand[ids[v]];
+        for (int v = 0; v < V; v++)
+            lp[v] = cand[ids[v]];
         for (int k = 1; k <= V; k *= 2) {
             double lb = kld_top_k(base, V, ids, lp, k);
             /* a lower bound, up to the rows' float rounding (they sum to 1 within ~1e-7) */
@@ -66,8 +70,8 @@ TEST(metrics_percentiles_and_summary)
     kld_summarize(v, 4, &s);
     ASSERT_NEAR(v[0], 1, 0); /* sorted in place */
     ASSERT_NEAR(s.mean, 2.5, 1e-15);
-    ASSERT_NEAR(s.median, 2.5, 1e-15);     /* numpy: percentile([1,2,3,4], 50) */
-    ASSERT_NEAR(s.p90, 3.7, 1e-12);        /* numpy: 3.7 */
+    ASSERT_NEAR(s.median, 2.5, 1e-15); /* numpy: percentile([1,2,3,4], 50) */
+    ASSERT_NEAR(s.p90, 3.7, 1e-12);    /* numpy: 3.7 */
     ASSERT_NEAR(s.p99, 3.97, 1e-12);
     ASSERT_NEAR(s.max, 4, 0);
     ASSERT_NEAR(kld_percentile(v, 4, 0), 1, 0);
@@ -80,22 +84,37 @@ TEST(metrics_percentiles_and_summary)
 
 static struct item_row window(int64_t i, double nll, int64_t tokens)
 {
-    struct item_row r = {.idx = i, .cluster = i, .n_tokens = tokens, .nll = nll, .score = NAN, .kld_sum = NAN,
-                         .top1_agree = NAN, .dp_sum = NAN, .correct = -1};
+    struct item_row r = {.idx = i,
+                         .cluster = i,
+                         .n_tokens = tokens,
+                         .nll = nll,
+                         .score = NAN,
+                         .kld_sum = NAN,
+                         .top1_agree = NAN,
+                         .dp_sum = NAN,
+                         .correct = -1};
     return r;
 }
 
 static struct item_row item(int64_t i, int correct)
 {
-    struct item_row r = {.idx = i, .cluster = -1, .n_tokens = -1, .nll = NAN, .score = NAN, .kld_sum = NAN,
-                         .top1_agree = NAN, .dp_sum = NAN, .correct = correct};
+    struct item_row r = {.idx = i,
+                         .cluster = -1,
+                         .n_tokens = -1,
+                         .nll = NAN,
+                         .score = NAN,
+                         .kld_sum = NAN,
+                         .top1_agree = NAN,
+                         .dp_sum = NAN,
+                         .correct = correct};
     return r;
 }
 
 TEST(metrics_trial_totals)
 {
     struct item_row w[2] = {window(0, 10, 8), window(1, 30, 12)};
-    w[0].kld_sum = 0.8, w[1].kld_sum = 1.2, w[0].top1_agree = 8, w[1].top1_agree = 10, w[0].dp_sum = -0.2, w[1].dp_sum = 0.2;
+    w[0].kld_sum = 0.8, w[1].kld_sum = 1.2, w[0].top1_agree = 8, w[1].top1_agree = 10,
+    w[0].dp_sum = -0.2, w[1].dp_sum = 0.2;
     struct ppl_totals t;
     ASSERT_EQ(rows_ppl_totals(w, 2, &t), 0);
     ASSERT_NEAR(t.ppl, exp(40.0 / 20), 1e-12);
@@ -125,7 +144,8 @@ TEST(verdict_pure_pairing_errors)
     struct item_row b[3] = {window(0, 10, 8), window(1, 10, 8), window(2, 10, 8)}, c[3];
     memcpy(c, b, sizeof b);
     struct verdict_params p = params();
-    struct verdict_input in = {.name = "t", .metric = VERDICT_METRIC_PPL, .base = b, .cand = c, .n_base = 3, .n_cand = 2};
+    struct verdict_input in = {
+        .name = "t", .metric = VERDICT_METRIC_PPL, .base = b, .cand = c, .n_base = 3, .n_cand = 2};
     struct verdict_task v;
     char err[QG_ERRMSG_MAX];
     ASSERT_EQ(verdict_task_compute(&in, &p, &v, err, sizeof err), QG_ERR_DATA);
@@ -139,7 +159,12 @@ TEST(verdict_pure_pairing_errors)
     ASSERT_EQ(verdict_task_compute(&in, &p, &v, err, sizeof err), QG_ERR_DATA);
     ASSERT_CONTAINS(err, "row 2 of the baseline is item 2, of the candidate 5");
     struct item_row ib[2] = {item(0, 1), item(1, -1)}, ic[2] = {item(0, 1), item(1, 1)};
-    struct verdict_input bin = {.name = "mc", .metric = VERDICT_METRIC_ACC, .base = ib, .cand = ic, .n_base = 2, .n_cand = 2};
+    struct verdict_input bin = {.name = "mc",
+                                .metric = VERDICT_METRIC_ACC,
+                                .base = ib,
+                                .cand = ic,
+                                .n_base = 2,
+                                .n_cand = 2};
     ASSERT_EQ(verdict_task_compute(&bin, &p, &v, err, sizeof err), QG_ERR_DATA);
     ASSERT_CONTAINS(err, "item 1 has no correctness");
     return 0;
@@ -148,16 +173,24 @@ TEST(verdict_pure_pairing_errors)
 TEST(verdict_pure_decisions_and_noise)
 {
     enum { W = 200, T = 64 };
-    struct item_row *b = malloc(W * sizeof *b), *c = malloc(W * sizeof *c), *r1 = malloc(W * sizeof *r1);
+    struct item_row *b = malloc(W * sizeof *b), *c = malloc(W * sizeof *c),
+                    *r1 = malloc(W * sizeof *r1);
     uint64_t rng = 5;
     for (int w = 0; w < W; w++) {
         b[w] = window(w, 2.0 * T + rng_unit(&rng), T);
-        c[w] = window(w, b[w].nll + 0.2 * T + 0.5 * (rng_unit(&rng) - 0.5), T); /* ln PPL ratio about 0.2 */
+        c[w] = window(w, b[w].nll + 0.2 * T + 0.5 * (rng_unit(&rng) - 0.5),
+                      T); /* ln PPL ratio about 0.2 */
         r1[w] = b[w];
     }
     struct verdict_params p = params();
-    struct verdict_input in = {.name = "ppl", .task_id = 7, .kind = 0, .metric = VERDICT_METRIC_PPL, .base = b, .cand = c,
-                               .n_base = W, .n_cand = W};
+    struct verdict_input in = {.name = "ppl",
+                               .task_id = 7,
+                               .kind = 0,
+                               .metric = VERDICT_METRIC_PPL,
+                               .base = b,
+                               .cand = c,
+                               .n_base = W,
+                               .n_cand = W};
     struct verdict_task v[2];
     char err[QG_ERRMSG_MAX];
     ASSERT_OK(verdict_task_compute(&in, &p, &v[0], err, sizeof err));
@@ -177,7 +210,8 @@ TEST(verdict_pure_decisions_and_noise)
     ASSERT_NEAR(v[1].noise, 0, 0);
     ASSERT_EQ(v[1].noise_repeats, 1);
     /* a repeat that differs by 0.05 nats a token: noise 0.05 widens the margin */
-    for (int w = 0; w < W; w++) r1[w].nll = b[w].nll + 0.05 * T;
+    for (int w = 0; w < W; w++)
+        r1[w].nll = b[w].nll + 0.05 * T;
     struct verdict_task n1;
     ASSERT_OK(verdict_task_compute(&in, &p, &n1, err, sizeof err));
     ASSERT_EQ(n1.deterministic, 0);
@@ -185,7 +219,8 @@ TEST(verdict_pure_decisions_and_noise)
     ASSERT_NEAR(n1.margin, 0.05, 1e-12);
     /* suite: any FAIL fails; Holm-adjusted p >= raw p */
     ASSERT_EQ(verdict_suite(v, 2), VERDICT_FAIL);
-    for (int i = 0; i < 2; i++) ASSERT(v[i].p_holm >= v[i].p_value);
+    for (int i = 0; i < 2; i++)
+        ASSERT(v[i].p_holm >= v[i].p_value);
     ASSERT_EQ(verdict_suite(&v[1], 1), VERDICT_PASS);
     free(b), free(c), free(r1);
     return 0;
@@ -199,9 +234,16 @@ TEST(verdict_pure_binary_flips)
         b[i] = item(i, i % 2);
         c[i] = item(i, i % 2);
     }
-    for (int i = 0; i < 80; i += 2) c[i + 1].correct = 0; /* 40 items the baseline got right, the candidate not */
+    for (int i = 0; i < 80; i += 2)
+        c[i + 1].correct = 0; /* 40 items the baseline got right, the candidate not */
     struct verdict_params p = params();
-    struct verdict_input in = {.name = "mc", .kind = 1, .metric = VERDICT_METRIC_ACC, .base = b, .cand = c, .n_base = N, .n_cand = N};
+    struct verdict_input in = {.name = "mc",
+                               .kind = 1,
+                               .metric = VERDICT_METRIC_ACC,
+                               .base = b,
+                               .cand = c,
+                               .n_base = N,
+                               .n_cand = N};
     struct verdict_task v;
     char err[QG_ERRMSG_MAX];
     ASSERT_OK(verdict_task_compute(&in, &p, &v, err, sizeof err));

@@ -55,8 +55,10 @@ TEST(model_fast_matches_reference)
         ASSERT_EQ(llama_hparams(m)->rope_neox, k);
         ASSERT_EQ(llama_hparams(m)->qkv_bias, k);
         int32_t tok[48];
-        for (int i = 0; i < n; i++) tok[i] = (int32_t)((i * 37 + 5) % V);
-        float *fast = malloc((size_t)n * V * sizeof *fast), *ref = malloc((size_t)n * V * sizeof *ref);
+        for (int i = 0; i < n; i++)
+            tok[i] = (int32_t)((i * 37 + 5) % V);
+        float *fast = malloc((size_t)n * V * sizeof *fast),
+              *ref = malloc((size_t)n * V * sizeof *ref);
         float *inc = malloc((size_t)n * V * sizeof *inc);
         struct llama_ctx *c;
         ASSERT_OK(llama_ctx_new(m, 64, &c));
@@ -67,7 +69,8 @@ TEST(model_fast_matches_reference)
         ASSERT(e < 1e-9);
         /* token by token through the KV cache gives the same logits */
         llama_ctx_reset(c);
-        for (int i = 0; i < n; i++) ASSERT_OK(llama_eval(c, &tok[i], 1, 0, inc + (size_t)i * V));
+        for (int i = 0; i < n; i++)
+            ASSERT_OK(llama_eval(c, &tok[i], 1, 0, inc + (size_t)i * V));
         e = nmse(inc, ref, (size_t)n * V);
         printf("%s: incremental (KV cache) vs reference: NMSE %.3g\n", archs[k], e);
         ASSERT(e < 1e-9);
@@ -96,8 +99,10 @@ TEST(model_bad_files)
         {"llama", "blk.1.ffn_up.weight", NULL, NULL, 0, "tensor 'blk.1.ffn_up.weight' is missing"},
         {"llama", "output_norm.weight", NULL, NULL, 0, "tensor 'output_norm.weight' is missing"},
         {"qwen2", "blk.0.attn_k.bias", NULL, NULL, 0, "tensor 'blk.0.attn_k.bias' is missing"},
-        {"llama", NULL, "blk.0.attn_k.weight", NULL, 0, "tensor 'blk.0.attn_k.weight' has shape 128 x 256"},
-        {"llama", NULL, NULL, "blk.0.ffn_gate.weight", GGML_IQ2_XXS, "stored as IQ2_XXS, which qgate cannot decode"},
+        {"llama", NULL, "blk.0.attn_k.weight", NULL, 0,
+         "tensor 'blk.0.attn_k.weight' has shape 128 x 256"},
+        {"llama", NULL, NULL, "blk.0.ffn_gate.weight", GGML_IQ2_XXS,
+         "stored as IQ2_XXS, which qgate cannot decode"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         struct synth_params p = synth_default_params();
@@ -123,7 +128,8 @@ TEST(model_bad_files)
     ASSERT_OK(synth_write(&p, t_path("ok.gguf"), err, sizeof err));
     ASSERT_OK(t_write_file(t_path("t.txt"), "the girl saw the ball", 21));
     struct t_out o;
-    ASSERT_OK(t_qgate(&o, "ppl", t_path("ok.gguf"), "--text", t_path("t.txt"), "--ctx", "256", NULL));
+    ASSERT_OK(
+        t_qgate(&o, "ppl", t_path("ok.gguf"), "--text", t_path("t.txt"), "--ctx", "256", NULL));
     ASSERT_EQ(o.code, 64);
     ASSERT_CONTAINS(o.err, "--ctx 256 is longer than the model's context length 128");
     t_out_free(&o);
@@ -149,18 +155,24 @@ TEST(ppl_protocol_windows)
                 ASSERT(w[k].start >= 0 && w[k].start + w[k].n <= n);
                 ASSERT(w[k].n - 1 <= 64); /* positions evaluated fit the context */
                 ASSERT(w[k].from >= 1 && w[k].from < w[k].n);
-                for (int i = w[k].from; i < w[k].n; i++) seen[w[k].start + i]++;
-                if (proto == PPL_STRIDE) /* every scored token has >= ctx - stride context, or all there is */
-                    ASSERT(w[k].from >= (w[k].start == 0 ? 1 : 64 - 24) || w[k].start + w[k].n == n);
+                for (int i = w[k].from; i < w[k].n; i++)
+                    seen[w[k].start + i]++;
+                if (proto == PPL_STRIDE) /* every scored token has >= ctx - stride context, or all
+                                            there is */
+                    ASSERT(w[k].from >= (w[k].start == 0 ? 1 : 64 - 24) ||
+                           w[k].start + w[k].n == n);
             }
             if (proto == PPL_LLAMACPP) {
                 ASSERT_EQ(nw, n / 64);
                 int64_t scored = 0;
-                for (int64_t i = 0; i < n; i++) scored += seen[i];
+                for (int64_t i = 0; i < n; i++)
+                    scored += seen[i];
                 ASSERT_EQ(scored, nw * (64 - 32 - 1));
             } else {
                 for (int64_t i = 1; i < n; i++)
-                    if (seen[i] != 1) T_FAIL_("%s n=%lld: token %lld scored %d times", ppl_protocol_name(proto), (long long)n, (long long)i, seen[i]);
+                    if (seen[i] != 1)
+                        T_FAIL_("%s n=%lld: token %lld scored %d times", ppl_protocol_name(proto),
+                                (long long)n, (long long)i, seen[i]);
                 ASSERT_EQ(seen[0], 0);
             }
             free(seen);
@@ -203,22 +215,25 @@ TEST(ppl_cli_synth)
     ASSERT_OK(synth_write(&p, t_path("m.gguf"), err, sizeof err));
     struct sbuf text;
     sbuf_init(&text, 0);
-    for (int i = 0; i < 300; i++) sbuf_printf(&text, "once upon a time the little girl %d saw a big red ball. ", i);
+    for (int i = 0; i < 300; i++)
+        sbuf_printf(&text, "once upon a time the little girl %d saw a big red ball. ", i);
     ASSERT_OK(t_write_file(t_path("c.txt"), text.data, text.len));
     sbuf_release(&text);
     const char *protos[] = {"llamacpp", "rolling", "stride"};
     double ppl[3];
     for (int k = 0; k < 3; k++) {
         struct t_out o;
-        ASSERT_OK(t_qgate(&o, "ppl", t_path("m.gguf"), "--text", t_path("c.txt"), "--ctx", "64", "--protocol",
-                          protos[k], "--stride", "16", "--json", NULL));
+        ASSERT_OK(t_qgate(&o, "ppl", t_path("m.gguf"), "--text", t_path("c.txt"), "--ctx", "64",
+                          "--protocol", protos[k], "--stride", "16", "--json", NULL));
         if (o.code != 0) T_FAIL_("%s: exit %d: %s", protos[k], o.code, o.err);
         cJSON *j = cJSON_Parse(o.out);
         ASSERT(j);
-        const char *keys[] = {"ppl", "ppl_se_iid", "ppl_se_cluster", "nll_mean", "tokens_scored", "tokens_per_second",
-                              "word_ppl", "byte_ppl", "bits_per_byte", "peak_rss_bytes"};
+        const char *keys[] = {"ppl",           "ppl_se_iid",        "ppl_se_cluster", "nll_mean",
+                              "tokens_scored", "tokens_per_second", "word_ppl",       "byte_ppl",
+                              "bits_per_byte", "peak_rss_bytes"};
         for (int i = 0; i < 10; i++)
-            if (!cJSON_IsNumber(cJSON_GetObjectItem(j, keys[i]))) T_FAIL_("%s: no number '%s' in %s", protos[k], keys[i], o.out);
+            if (!cJSON_IsNumber(cJSON_GetObjectItem(j, keys[i])))
+                T_FAIL_("%s: no number '%s' in %s", protos[k], keys[i], o.out);
         ppl[k] = cJSON_GetObjectItem(j, "ppl")->valuedouble;
         double nll = cJSON_GetObjectItem(j, "nll_mean")->valuedouble;
         ASSERT_NEAR(ppl[k], exp(nll), 1e-9 * ppl[k]);
@@ -229,7 +244,8 @@ TEST(ppl_cli_synth)
         t_out_free(&o);
     }
     struct t_out o;
-    ASSERT_OK(t_qgate(&o, "ppl", t_path("m.gguf"), "--text", t_path("c.txt"), "--protocol", "sliding", NULL));
+    ASSERT_OK(t_qgate(&o, "ppl", t_path("m.gguf"), "--text", t_path("c.txt"), "--protocol",
+                      "sliding", NULL));
     ASSERT_EQ(o.code, 64);
     ASSERT_CONTAINS(o.err, "unknown --protocol 'sliding'");
     t_out_free(&o);
@@ -251,12 +267,12 @@ TEST(generate_cli_synth)
     ASSERT_OK(synth_write(&p, t_path("m.gguf"), err, sizeof err));
     const char *m = t_path("m.gguf");
     struct t_out a, b, c, d;
-    ASSERT_OK(t_qgate(&a, "generate", m, "--prompt", "the girl", "--max-tokens", "20", "--temperature", "1.0",
-                      "--seed", "5", NULL));
-    ASSERT_OK(t_qgate(&b, "generate", m, "--prompt", "the girl", "--max-tokens", "20", "--temperature", "1.0",
-                      "--seed", "5", NULL));
-    ASSERT_OK(t_qgate(&c, "generate", m, "--prompt", "the girl", "--max-tokens", "20", "--temperature", "1.0",
-                      "--seed", "6", "--top-p", "0.9", NULL));
+    ASSERT_OK(t_qgate(&a, "generate", m, "--prompt", "the girl", "--max-tokens", "20",
+                      "--temperature", "1.0", "--seed", "5", NULL));
+    ASSERT_OK(t_qgate(&b, "generate", m, "--prompt", "the girl", "--max-tokens", "20",
+                      "--temperature", "1.0", "--seed", "5", NULL));
+    ASSERT_OK(t_qgate(&c, "generate", m, "--prompt", "the girl", "--max-tokens", "20",
+                      "--temperature", "1.0", "--seed", "6", "--top-p", "0.9", NULL));
     ASSERT_EQ(a.code, 0);
     ASSERT_EQ(c.code, 0);
     ASSERT_STR_EQ(a.out, b.out); /* same seed, same text */
@@ -269,10 +285,15 @@ TEST(generate_cli_synth)
     char stop[3] = {d.out[3], d.out[4], 0};
     char *first = strstr(d.out + 1, stop);
     struct t_out e;
-    ASSERT_OK(t_qgate(&e, "generate", m, "--prompt", "a", "--max-tokens", "30", "--stop", stop, NULL));
+    ASSERT_OK(
+        t_qgate(&e, "generate", m, "--prompt", "a", "--max-tokens", "30", "--stop", stop, NULL));
     ASSERT_EQ(e.code, 0);
     ASSERT_EQ(strlen(e.out), (size_t)(first - d.out) + 1); /* + newline */
-    t_out_free(&a); t_out_free(&b); t_out_free(&c); t_out_free(&d); t_out_free(&e);
+    t_out_free(&a);
+    t_out_free(&b);
+    t_out_free(&c);
+    t_out_free(&d);
+    t_out_free(&e);
     return 0;
 }
 
@@ -292,7 +313,8 @@ TEST(quant_q4_roundtrip)
         ASSERT_OK(quant_row(types[k], x, q, 512));
         ASSERT_OK(dequant_row(types[k], q, y, 512));
         double e = 0, ss = 0;
-        for (int i = 0; i < 512; i++) e += (x[i] - y[i]) * (x[i] - y[i]), ss += x[i] * x[i];
+        for (int i = 0; i < 512; i++)
+            e += (x[i] - y[i]) * (x[i] - y[i]), ss += x[i] * x[i];
         printf("%s relative RMSE %.4f\n", ggml_type_name(types[k]), sqrt(e / ss));
         ASSERT(sqrt(e / ss) < 0.12);
     }
@@ -306,7 +328,8 @@ static double shared_ppl(const char *rel, int chunks, double *se)
     char ch[16];
     snprintf(ch, sizeof ch, "%d", chunks);
     struct t_out o;
-    if (t_qgate(&o, "ppl", model, "--text", text, "--ctx", "128", "--chunks", ch, "--threads", "1", "--json", NULL))
+    if (t_qgate(&o, "ppl", model, "--text", text, "--ctx", "128", "--chunks", ch, "--threads", "1",
+                "--json", NULL))
         return -2;
     double v = -3;
     cJSON *j = o.code == 0 ? cJSON_Parse(o.out) : NULL;
@@ -334,8 +357,9 @@ TEST(ppl_llamacpp_reference_numbers)
     if (f32 == -1) SKIP("../shared stories260K model or data is absent");
     double f16 = shared_ppl("models/stories260K/gguf/stories260K-F16.gguf", 400, NULL);
     double pad = shared_ppl("models/stories260K-pad256/stories260K-pad256-F32.gguf", 400, NULL);
-    printf("F32 %.5f +/- %.5f, F16 %.5f, pad256 F32 %.5f (llama.cpp: 4.0069 +/- 0.04644, 4.0067, 4.0069)\n", f32,
-           se, f16, pad);
+    printf("F32 %.5f +/- %.5f, F16 %.5f, pad256 F32 %.5f (llama.cpp: 4.0069 +/- 0.04644, 4.0067, "
+           "4.0069)\n",
+           f32, se, f16, pad);
     ASSERT_NEAR(sig4(f32), 4.007, 1e-9);
     ASSERT_NEAR(sig4(f16), 4.007, 1e-9);
     ASSERT_NEAR(sig4(pad), 4.007, 1e-9);
@@ -377,13 +401,14 @@ TEST(ppl_every_shared_model)
         while (ls && fgets(path, sizeof path, ls)) {
             path[strcspn(path, "\n")] = '\0';
             struct t_out o;
-            ASSERT_OK(t_qgate(&o, "ppl", path, "--text", text, "--ctx", "128", "--chunks", "20", "--threads", "1",
-                              "--json", NULL));
+            ASSERT_OK(t_qgate(&o, "ppl", path, "--text", text, "--ctx", "128", "--chunks", "20",
+                              "--threads", "1", "--json", NULL));
             if (o.code != 0) {
                 /* the grid formats (IQ1/IQ2/IQ3) need ggml's codebooks: refused
                  * by name, never scored (an IQ2_M or IQ3_XS file stores
                  * IQ3_S tensors too) */
-                static const char *const grid[] = {"IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S"};
+                static const char *const grid[] = {"IQ1_S", "IQ1_M",   "IQ2_XXS", "IQ2_XS",
+                                                   "IQ2_S", "IQ3_XXS", "IQ3_S"};
                 int named = 0;
                 for (size_t g = 0; g < sizeof grid / sizeof *grid; g++) {
                     char want[64];
@@ -397,8 +422,10 @@ TEST(ppl_every_shared_model)
                 double v = cJSON_GetObjectItem(j, "ppl")->valuedouble;
                 /* ternary TQ1_0/TQ2_0 of weights not trained ternary: far
                  * worse, but finite and the same for both packings */
-                if (strstr(path, "-TQ")) ASSERT(isfinite(v) && v > 3.5);
-                else ASSERT(v > 3.5 && v < 60);
+                if (strstr(path, "-TQ"))
+                    ASSERT(isfinite(v) && v > 3.5);
+                else
+                    ASSERT(v > 3.5 && v < 60);
                 cJSON_Delete(j);
                 scored++;
             }
@@ -418,14 +445,17 @@ TEST(generate_greedy_reference)
     struct t_out o;
     ASSERT_OK(t_qgate(&o, "generate", model, "--max-tokens", "64", NULL));
     ASSERT_EQ(o.code, 0);
-    ASSERT_CONTAINS(o.out, "Once upon a time, there was a little girl named Lily. She loved to play outside in "
-                           "the park. One day, she saw a big, red ball. She wanted to play with it, but it was too high.");
+    ASSERT_CONTAINS(
+        o.out, "Once upon a time, there was a little girl named Lily. She loved to play outside in "
+               "the park. One day, she saw a big, red ball. She wanted to play with it, but it was "
+               "too high.");
     t_out_free(&o);
     ASSERT_OK(t_qgate(&o, "tokenize", model, "--prompt", "Once upon a time", NULL));
     ASSERT_EQ(o.code, 0);
     ASSERT(strncmp(o.out, "1 ", 2) == 0);
     t_out_free(&o);
-    ASSERT_OK(t_qgate(&o, "tokenize", model, "--prompt", "Once upon a time", "--no-bos", "--pieces", NULL));
+    ASSERT_OK(t_qgate(&o, "tokenize", model, "--prompt", "Once upon a time", "--no-bos", "--pieces",
+                      NULL));
     ASSERT_CONTAINS(o.out, "'\xe2\x96\x81");
     t_out_free(&o);
     return 0;

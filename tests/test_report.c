@@ -20,10 +20,14 @@
  * opens a comment, entities, both quotes, Markdown table syntax, C0 and C1
  * control characters (a terminal escape and CSI) and invalid UTF-8. In JSON
  * source form (raw bytes >= 0x80 pass through cJSON unvalidated). */
-#define HOSTILE_JSON "</script><script>alert(1)</script><!-- & \\\"q\\\" 'x' <evil a=1> \\u0001\\u001b[31m|*_`[x] \xff\xfe\xc2\x9b end"
+#define HOSTILE_JSON                                                                               \
+    "</script><script>alert(1)</script><!-- & \\\"q\\\" 'x' <evil a=1> \\u0001\\u001b[31m|*_`[x] " \
+    "\xff\xfe\xc2\x9b end"
 /* data files must be valid UTF-8 (the reader refuses others): the same
  * without the invalid bytes */
-#define HOSTILE_DATA "</script><script>alert(1)</script><!-- & \\\"q\\\" 'x' <evil a=1> \\u0001\\u001b[31m|*_`[x] \xc2\x9b end"
+#define HOSTILE_DATA                                                                               \
+    "</script><script>alert(1)</script><!-- & \\\"q\\\" 'x' <evil a=1> \\u0001\\u001b[31m|*_`[x] " \
+    "\xc2\x9b end"
 #define HOSTILE_MODEL "<evil>&\"m'</script>\x1b[2J\xff"
 
 static int have(const char *prog)
@@ -49,21 +53,27 @@ static int write_suite(int hostile)
     struct sbuf d;
     sbuf_init(&d, 0);
     static const char *const words[] = {"ball", "tree", "dog", "cat", "sun", "box"};
-    for (int i = 0; i < 40; i++)
-    {
+    for (int i = 0; i < 40; i++) {
         const char *h = hostile ? HOSTILE_DATA : "a";
-        sbuf_printf(&d, "{\"id\":\"%s%d\",\"q\":\"%s the girl saw the %s and\",\"c\":[\"%s %s\",\"%s %s\",\"%s %s\"],\"g\":%d}\n",
-                    hostile ? HOSTILE_DATA : "q", i, hostile ? HOSTILE_DATA : "Once upon a time", words[i % 6], h,
-                    words[(i + 1) % 6], h, words[(i + 2) % 6], h, words[(i + 3) % 6], i % 3);
+        sbuf_printf(&d,
+                    "{\"id\":\"%s%d\",\"q\":\"%s the girl saw the %s and\",\"c\":[\"%s %s\",\"%s "
+                    "%s\",\"%s %s\"],\"g\":%d}\n",
+                    hostile ? HOSTILE_DATA : "q", i, hostile ? HOSTILE_DATA : "Once upon a time",
+                    words[i % 6], h, words[(i + 1) % 6], h, words[(i + 2) % 6], h,
+                    words[(i + 3) % 6], i % 3);
     }
     int rc = t_write_file(t_path("mc.jsonl"), d.data, d.len);
     sbuf_release(&d);
     if (rc) return rc;
-    const char *text = "Once upon a time, there was a little girl named Lily. She loved to play outside in the sun. "
-                       "One day, she saw a big red ball in the park. She ran to the ball and kicked it. The ball went high "
-                       "into the sky and fell down near a tree. Lily laughed and ran after it with her dog.\n";
+    const char *text =
+        "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
+        "sun. "
+        "One day, she saw a big red ball in the park. She ran to the ball and kicked it. The ball "
+        "went high "
+        "into the sky and fell down near a tree. Lily laughed and ran after it with her dog.\n";
     sbuf_init(&d, 0);
-    for (int i = 0; i < 12; i++) sbuf_append(&d, text, strlen(text));
+    for (int i = 0; i < 12; i++)
+        sbuf_append(&d, text, strlen(text));
     rc = t_write_file(t_path("text.txt"), d.data, d.len);
     sbuf_release(&d);
     if (rc) return rc;
@@ -71,7 +81,8 @@ static int write_suite(int hostile)
     if ((rc = hash_sha256_file(t_path("mc.jsonl"), sha_mc, err, sizeof err))) return rc;
     if ((rc = hash_sha256_file(t_path("text.txt"), sha_text, err, sizeof err))) return rc;
     snprintf(suite, sizeof suite,
-             "{\"name\":\"%s\",\"tasks\":[{\"name\":\"%s\",\"kind\":\"perplexity\",\"data\":\"text.txt\",\"sha256\":\"%s\","
+             "{\"name\":\"%s\",\"tasks\":[{\"name\":\"%s\",\"kind\":\"perplexity\",\"data\":\"text."
+             "txt\",\"sha256\":\"%s\","
              "\"protocol\":\"rolling\",\"ctx\":64},"
              "{\"name\":\"%s\",\"kind\":\"custom\",\"data\":\"mc.jsonl\",\"sha256\":\"%s\","
              "\"fields\":{\"id\":\"id\",\"context\":\"q\",\"choices\":\"c\",\"gold\":\"g\"}}]}",
@@ -93,17 +104,20 @@ static int valid_utf8(const char *s)
  * the first foreign one and returns 1. Comments and scripts are foreign. */
 static int foreign_tag(const char *what, const char *s)
 {
-    static const char *const ok[] = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "div", "span",
-                                     "table", "tr", "td", "th", "code", "details", "summary", "svg", "rect", "line", "circle",
-                                     "text", "g", "br", "b", "strong", NULL};
+    static const char *const ok[] = {
+        "html", "head", "meta",   "title", "style", "body", "h1",   "h2",      "h3",      "p",
+        "div",  "span", "table",  "tr",    "td",    "th",   "code", "details", "summary", "svg",
+        "rect", "line", "circle", "text",  "g",     "br",   "b",    "strong",  NULL};
     for (const char *p = strchr(s, '<'); p; p = strchr(p + 1, '<')) {
         const char *q = p + 1;
         if (*q == '/') q++;
         if (!strncasecmp(q, "!doctype html>", 14)) continue;
         size_t n = 0;
-        while (isalnum((unsigned char)q[n])) n++;
+        while (isalnum((unsigned char)q[n]))
+            n++;
         int known = 0;
-        for (int i = 0; ok[i] && !known; i++) known = strlen(ok[i]) == n && !strncasecmp(q, ok[i], n);
+        for (int i = 0; ok[i] && !known; i++)
+            known = strlen(ok[i]) == n && !strncasecmp(q, ok[i], n);
         if (!known || n == 0) {
             printf("%s: foreign markup at byte %ld: %.40s\n", what, (long)(p - s), p);
             return 1;
@@ -139,8 +153,10 @@ static char *render(const char *db, const char *format)
 static int xmllint(const char *file, const char *schema)
 {
     char cmd[16384];
-    if (schema) snprintf(cmd, sizeof cmd, "xmllint --noout --schema '%s' '%s'", schema, file);
-    else snprintf(cmd, sizeof cmd, "xmllint --noout '%s'", file);
+    if (schema)
+        snprintf(cmd, sizeof cmd, "xmllint --noout --schema '%s' '%s'", schema, file);
+    else
+        snprintf(cmd, sizeof cmd, "xmllint --noout '%s'", file);
     return system(cmd);
 }
 
@@ -148,11 +164,14 @@ static int gate_synth(const char *db, int hostile, struct t_out *o)
 {
     /* hostile: a differently seeded candidate, so items flip and the flipped
      * items' hostile prompts and answers reach the reports */
-    if (synth("a.gguf", GGML_F32, 1) || synth("b.gguf", GGML_Q4_0, hostile ? 2 : 1) || write_suite(hostile)) return -1;
+    if (synth("a.gguf", GGML_F32, 1) || synth("b.gguf", GGML_Q4_0, hostile ? 2 : 1) ||
+        write_suite(hostile))
+        return -1;
     char ma[4400], mb[4400];
     snprintf(ma, sizeof ma, "%s=%s", hostile ? HOSTILE_MODEL : "f32", t_path("a.gguf"));
     snprintf(mb, sizeof mb, "%s=%s", hostile ? "q4 " HOSTILE_MODEL : "q4", t_path("b.gguf"));
-    return t_qgate(o, "gate", "--suite", t_path("suite.json"), "--baseline", ma, "--candidate", mb, "--db", db, NULL);
+    return t_qgate(o, "gate", "--suite", t_path("suite.json"), "--baseline", ma, "--candidate", mb,
+                   "--db", db, NULL);
 }
 
 TEST(report_hostile_strings_every_format)
@@ -164,8 +183,8 @@ TEST(report_hostile_strings_every_format)
     if (o.code > 2) T_FAIL_("gate: exit %d: %s", o.code, o.err);
     t_out_free(&o);
 
-    char *text = render(db, "text"), *md = render(db, "md"), *html = render(db, "html"), *json = render(db, "json"),
-         *junit = render(db, "junit");
+    char *text = render(db, "text"), *md = render(db, "md"), *html = render(db, "html"),
+         *json = render(db, "json"), *junit = render(db, "junit");
     ASSERT(text && md && html && json && junit);
     /* the hostile strings reached every report, made harmless */
     ASSERT_CONTAINS(html, "&lt;/script&gt;&lt;script&gt;alert(1)");
@@ -173,11 +192,14 @@ TEST(report_hostile_strings_every_format)
     ASSERT_CONTAINS(md, "&lt;evil a=1&gt;");
     ASSERT_CONTAINS(md, "\\|\\*\\_\\`\\[x\\]");
     ASSERT_CONTAINS(text, "<evil>&\"m'</script>"); /* plain text keeps markup */
-    ASSERT_CONTAINS(html, "<td>&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;!-- &amp; &quot;q&quot; &#39;x&#39;"); /* a flipped item */
+    ASSERT_CONTAINS(html, "<td>&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;!-- &amp; "
+                          "&quot;q&quot; &#39;x&#39;"); /* a flipped item */
     for (int i = 0; i < 5; i++) {
-        const char *names[] = {"text", "md", "html", "json", "junit"}, *doc[] = {text, md, html, json, junit};
+        const char *names[] = {"text", "md", "html", "json", "junit"},
+                   *doc[] = {text, md, html, json, junit};
         if (!valid_utf8(doc[i])) T_FAIL_("%s: invalid UTF-8 in the output", names[i]);
-        if (has_controls(doc[i])) T_FAIL_("%s: a control character (terminal escape) in the output", names[i]);
+        if (has_controls(doc[i]))
+            T_FAIL_("%s: a control character (terminal escape) in the output", names[i]);
     }
     ASSERT(!strstr(text, "\xc2\x9b")); /* C1 CSI */
     ASSERT_EQ(foreign_tag("html", html), 0);
@@ -200,7 +222,8 @@ TEST(report_hostile_strings_every_format)
         ASSERT_EQ(xmllint(t_path("h.xml"), NULL), 0);
         ASSERT_EQ(xmllint(t_path("h.xml"), xsd), 0);
     } else {
-        printf("xmllint absent (Debian libxml2-utils): XML well-formedness not checked by a parser\n");
+        printf(
+            "xmllint absent (Debian libxml2-utils): XML well-formedness not checked by a parser\n");
     }
     free(text), free(md), free(html), free(json), free(junit);
     return 0;
@@ -208,8 +231,8 @@ TEST(report_hostile_strings_every_format)
 
 TEST(report_stories_every_format)
 {
-    if (!t_shared("models/stories260K/gguf/stories260K-F32.gguf") || !t_shared("data/tinystories_valid_head.txt") ||
-        !t_shared("data/piqa/valid.jsonl"))
+    if (!t_shared("models/stories260K/gguf/stories260K-F32.gguf") ||
+        !t_shared("data/tinystories_valid_head.txt") || !t_shared("data/piqa/valid.jsonl"))
         SKIP("../shared stories260K model or data is absent");
     char suite[16384], sha[3][65], err[QG_ERRMSG_MAX], text[4096], piqa[4096], labels[4096];
     snprintf(text, sizeof text, "%s", t_shared("data/tinystories_valid_head.txt"));
@@ -218,23 +241,27 @@ TEST(report_stories_every_format)
     ASSERT_OK(hash_sha256_file(text, sha[0], err, sizeof err));
     ASSERT_OK(hash_sha256_file(piqa, sha[1], err, sizeof err));
     ASSERT_OK(hash_sha256_file(labels, sha[2], err, sizeof err));
-    snprintf(suite, sizeof suite,
-             "{\"name\":\"stories-report\",\"tasks\":["
-             "{\"name\":\"tinystories\",\"kind\":\"perplexity\",\"data\":\"%s\",\"sha256\":\"%s\",\"ctx\":128,\"chunks\":60,"
-             "\"critical\":true},"
-             "{\"name\":\"piqa\",\"benchmark\":\"piqa\",\"data\":{\"data\":\"%s\",\"labels\":\"%s\"},"
-             "\"sha256\":{\"data\":\"%s\",\"labels\":\"%s\"},\"limit\":150}]}",
-             text, sha[0], piqa, labels, sha[1], sha[2]);
+    snprintf(
+        suite, sizeof suite,
+        "{\"name\":\"stories-report\",\"tasks\":["
+        "{\"name\":\"tinystories\",\"kind\":\"perplexity\",\"data\":\"%s\",\"sha256\":\"%s\","
+        "\"ctx\":128,\"chunks\":60,"
+        "\"critical\":true},"
+        "{\"name\":\"piqa\",\"benchmark\":\"piqa\",\"data\":{\"data\":\"%s\",\"labels\":\"%s\"},"
+        "\"sha256\":{\"data\":\"%s\",\"labels\":\"%s\"},\"limit\":150}]}",
+        text, sha[0], piqa, labels, sha[1], sha[2]);
     ASSERT_OK(t_write_file(t_path("suite.json"), suite, strlen(suite)));
     char ma[4400], mb[4400], db[4200], f[4][4200];
     snprintf(ma, sizeof ma, "f32=%s", t_shared("models/stories260K/gguf/stories260K-F32.gguf"));
     snprintf(mb, sizeof mb, "q2k=%s", t_shared("models/stories260K/gguf/stories260K-Q2_K.gguf"));
     snprintf(db, sizeof db, "%s", t_path("s.db"));
     const char *ext[] = {"html", "xml", "md", "json"};
-    for (int i = 0; i < 4; i++) snprintf(f[i], sizeof f[i], "%s", t_path(ext[i]));
+    for (int i = 0; i < 4; i++)
+        snprintf(f[i], sizeof f[i], "%s", t_path(ext[i]));
     struct t_out o;
-    ASSERT_OK(t_qgate(&o, "gate", "--suite", t_path("suite.json"), "--baseline", ma, "--candidate", mb, "--db", db, "--report",
-                      f[0], "--junit", f[1], "--md", f[2], "--json", f[3], NULL));
+    ASSERT_OK(t_qgate(&o, "gate", "--suite", t_path("suite.json"), "--baseline", ma, "--candidate",
+                      mb, "--db", db, "--report", f[0], "--junit", f[1], "--md", f[2], "--json",
+                      f[3], NULL));
     printf("%s", o.out);
     ASSERT_EQ(o.code, 1); /* Q2_K loses ~7% perplexity on stories260K: FAIL */
     t_out_free(&o);
@@ -251,7 +278,8 @@ TEST(report_stories_every_format)
     ASSERT_CONTAINS(doc[0], "<svg class=\"chart kld\"");
     ASSERT_CONTAINS(doc[0], "<svg class=\"chart flips\"");
     ASSERT_CONTAINS(doc[0], "stories260K-Q2_K.gguf");
-    ASSERT(!strstr(doc[0], "<script") && !strstr(doc[0], "src=") && !strstr(doc[0], "href=") && !strstr(doc[0], "url("));
+    ASSERT(!strstr(doc[0], "<script") && !strstr(doc[0], "src=") && !strstr(doc[0], "href=") &&
+           !strstr(doc[0], "url("));
     ASSERT_EQ(foreign_tag("html", doc[0]), 0);
     /* junit: one failure (tinystories), valid against the schema */
     ASSERT_CONTAINS(doc[1], "<failure message=\"FAIL: lower bound");
@@ -282,7 +310,8 @@ TEST(report_stories_every_format)
     ASSERT_CONTAINS(o.out, "suite verdict: FAIL");
     ASSERT(!strchr(o.out, '\033'));
     t_out_free(&o);
-    for (int i = 0; i < 4; i++) free(doc[i]);
+    for (int i = 0; i < 4; i++)
+        free(doc[i]);
     return 0;
 }
 
@@ -302,21 +331,25 @@ TEST(report_html_renders_in_chromium)
     ASSERT_EQ(o.code, 0);
     t_out_free(&o);
     snprintf(cmd, sizeof cmd,
-             "timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-background-networking --disable-dev-shm-usage --no-first-run "
-             "--hide-scrollbars --user-data-dir='%s' --window-size=1000,1600 --screenshot='%s' 'file://%s' >/dev/null 2>&1",
+             "timeout 120 chromium --headless --no-sandbox --disable-gpu "
+             "--disable-background-networking --disable-dev-shm-usage --no-first-run "
+             "--hide-scrollbars --user-data-dir='%s' --window-size=1000,1600 --screenshot='%s' "
+             "'file://%s' >/dev/null 2>&1",
              t_path("chromium-profile"), png, html);
     int rc = system(cmd);
     if (rc != 0) T_FAIL_("chromium exited with %d taking the screenshot", rc);
-    snprintf(cmd, sizeof cmd, "python3 '%s/tests/png_colors.py' '%s' dff3df fbe3e3 6a1b9a 9e9e9e", QG_SOURCE_DIR, png);
+    snprintf(cmd, sizeof cmd, "python3 '%s/tests/png_colors.py' '%s' dff3df fbe3e3 6a1b9a 9e9e9e",
+             QG_SOURCE_DIR, png);
     FILE *p = popen(cmd, "r");
     ASSERT(p != NULL);
     /* forest plot: the green within-margin band and the red beyond-margin
      * band; KLD bars (purple); the flips bar (grey for unchanged items) */
-    const char *what[] = {"forest plot margin band (green)", "forest plot beyond-margin band (red)", "KLD bars (purple)",
-                          "flips bar (grey)"};
+    const char *what[] = {"forest plot margin band (green)", "forest plot beyond-margin band (red)",
+                          "KLD bars (purple)", "flips bar (grey)"};
     long count[4] = {-1, -1, -1, -1};
     char line[128];
-    for (int i = 0; i < 4 && fgets(line, sizeof line, p); i++) count[i] = strtol(line + 7, NULL, 10);
+    for (int i = 0; i < 4 && fgets(line, sizeof line, p); i++)
+        count[i] = strtol(line + 7, NULL, 10);
     ASSERT_EQ(pclose(p), 0);
     for (int i = 0; i < 4; i++) {
         printf("%-40s %ld pixels\n", what[i], count[i]);
@@ -347,23 +380,28 @@ TEST(report_bad_input)
         {{"--format", "pdf"}, 64, "--format must be text, md, html, json or junit, got 'pdf'"},
         {{"--comparison", "99"}, 66, "no comparison 99"},
         {{"--comparison", "0"}, 64, "--comparison must be a positive id"},
-        {{"--run", "1", "--baseline", "f32"}, 64, "--run needs --baseline NAME and --candidate NAME"},
-        {{"--run", "1", "--baseline", "f32", "--candidate", "nope"}, 66, "run 1 has no model 'nope'"},
+        {{"--run", "1", "--baseline", "f32"},
+         64,
+         "--run needs --baseline NAME and --candidate NAME"},
+        {{"--run", "1", "--baseline", "f32", "--candidate", "nope"},
+         66,
+         "run 1 has no model 'nope'"},
         {{"--comparison", "1", "--run", "1"}, 64, "not both"},
         {{"-o", "/nonexistent-dir/x.html"}, 73, "/nonexistent-dir/x.html: cannot create"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char **a = cases[i].args;
         ASSERT_OK(t_qgate(&o, "report", "--db", db, a[0], a[1], a[2], a[3], a[4], a[5], NULL));
-        if (o.code != cases[i].code) T_FAIL_("case %zu: exit %d, want %d: %s", i, o.code, cases[i].code, o.err);
+        if (o.code != cases[i].code)
+            T_FAIL_("case %zu: exit %d, want %d: %s", i, o.code, cases[i].code, o.err);
         ASSERT_CONTAINS(o.err, cases[i].msg);
         t_out_free(&o);
     }
     /* --run compares afresh and renders it; -o replaces a file whole */
     snprintf(out, sizeof out, "%s", t_path("r.xml"));
     ASSERT_OK(t_write_file(out, "old content that must go", 24));
-    ASSERT_OK(t_qgate(&o, "report", "--db", db, "--run", "1", "--baseline", "f32", "--candidate", "q4", "-f", "junit", "-o", out,
-                      NULL));
+    ASSERT_OK(t_qgate(&o, "report", "--db", db, "--run", "1", "--baseline", "f32", "--candidate",
+                      "q4", "-f", "junit", "-o", out, NULL));
     ASSERT_EQ(o.code, 0);
     t_out_free(&o);
     char *x = t_read_file(out, NULL);

@@ -12,7 +12,8 @@ TEST(stats_normal)
     ASSERT_NEAR(stats_norm_ppf(0.8), 0.8416212335729143, 1e-12);
     ASSERT_NEAR(stats_norm_ppf(0.5), 0.0, 1e-15);
     ASSERT_NEAR(stats_norm_ppf(1e-10), -6.361340902404056, 1e-9);
-    for (double p = 0.001; p < 1; p += 0.0373) ASSERT_NEAR(stats_norm_cdf(stats_norm_ppf(p)), p, 1e-13);
+    for (double p = 0.001; p < 1; p += 0.0373)
+        ASSERT_NEAR(stats_norm_cdf(stats_norm_ppf(p)), p, 1e-13);
     ASSERT_NEAR(stats_norm_cdf(1.96), 0.9750021048517795, 1e-14);
     return 0;
 }
@@ -35,7 +36,8 @@ TEST(stats_wilson_binomial_mcnemar)
     ASSERT_NEAR(stats_binom_cdf(1, 10, 0.5), 11.0 / 1024, 1e-15);
     ASSERT_NEAR(stats_binom_cdf(5, 10, 0.5), 638.0 / 1024, 1e-14);
     ASSERT_NEAR(stats_binom_cdf(2, 5, 0.2), 0.94208, 1e-12); /* 0.32768 + 0.4096 + 0.2048 */
-    ASSERT_NEAR(stats_binom_cdf(500, 1000, 0.5), 0.5126125090891, 1e-9); /* symmetric: (1 + P(X=500))/2 */
+    ASSERT_NEAR(stats_binom_cdf(500, 1000, 0.5), 0.5126125090891,
+                1e-9); /* symmetric: (1 + P(X=500))/2 */
     /* McNemar: b=1, c=9 -> 2 * 11/1024; b=c -> 1; none -> 1 */
     ASSERT_NEAR(stats_mcnemar(1, 9), 22.0 / 1024, 1e-15);
     ASSERT_NEAR(stats_mcnemar(9, 1), 22.0 / 1024, 1e-15);
@@ -66,7 +68,8 @@ TEST(stats_bootstrap)
      * (closed form of the plug-in bootstrap: sqrt(phat(1-phat)/n)) */
     enum { N = 400 };
     double loss[N], size[N];
-    for (int i = 0; i < N; i++) loss[i] = i % 10 < 3, size[i] = 1;
+    for (int i = 0; i < N; i++)
+        loss[i] = i % 10 < 3, size[i] = 1;
     struct boot_result r;
     ASSERT_OK(stats_bootstrap_ratio(loss, size, N, 20000, 42, 0.90, &r));
     double se = sqrt(0.3 * 0.7 / N);
@@ -81,7 +84,8 @@ TEST(stats_bootstrap)
     ASSERT_NEAR(r2.lo, r.lo, 0);
     ASSERT(r3.se != r.se); /* (percentiles of 0/1 data sit on a 1/400 grid) */
     /* identical units: no spread */
-    for (int i = 0; i < N; i++) loss[i] = 2.5, size[i] = 5;
+    for (int i = 0; i < N; i++)
+        loss[i] = 2.5, size[i] = 5;
     ASSERT_OK(stats_bootstrap_ratio(loss, size, N, 1000, 1, 0.90, &r));
     ASSERT_NEAR(r.lo, 0.5, 1e-12);
     ASSERT_NEAR(r.hi, 0.5, 1e-12);

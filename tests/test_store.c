@@ -48,25 +48,39 @@ static int sql_exec(const char *path, const char *sql)
 /* A run with two models, one task and a trial per model; returns trial ids. */
 static int make_run(struct store *s, int64_t *run, int64_t trials[2])
 {
-    struct store_run_new r = {.command = "qgate run --suite s.json", .suite_name = "smoke",
-                              .suite_hash = "abc", .seed = 7, .repeats = 1, .shard_count = 1};
+    struct store_run_new r = {.command = "qgate run --suite s.json",
+                              .suite_name = "smoke",
+                              .suite_hash = "abc",
+                              .seed = 7,
+                              .repeats = 1,
+                              .shard_count = 1};
     if (store_run_create(s, &r, run)) return -1;
     int64_t models[2], task, ds;
     for (int i = 0; i < 2; i++) {
-        struct store_model_new m = {.name = i ? "q8" : "base", .spec = i ? "q8=b.gguf" : "base=a.gguf",
-                                    .backend = "cpu", .path = "a.gguf", .sha256 = "00ff",
-                                    .file_bytes = 100, .n_params = 1000, .arch = "llama",
-                                    .format = "gguf", .types_json = "[]", .role = i};
+        struct store_model_new m = {.name = i ? "q8" : "base",
+                                    .spec = i ? "q8=b.gguf" : "base=a.gguf",
+                                    .backend = "cpu",
+                                    .path = "a.gguf",
+                                    .sha256 = "00ff",
+                                    .file_bytes = 100,
+                                    .n_params = 1000,
+                                    .arch = "llama",
+                                    .format = "gguf",
+                                    .types_json = "[]",
+                                    .role = i};
         if (store_model_add(s, *run, &m, &models[i])) return -1;
     }
-    struct store_task_new t = {.name = "wiki", .kind = TASK_PERPLEXITY,
-                               .config_json = "{}", .config_hash = "cafe", .n_items = 10};
+    struct store_task_new t = {.name = "wiki",
+                               .kind = TASK_PERPLEXITY,
+                               .config_json = "{}",
+                               .config_hash = "cafe",
+                               .n_items = 10};
     if (store_task_add(s, *run, &t, &task)) return -1;
     if (store_dataset_add(s, "wiki.txt", "beef", 123, &ds)) return -1;
     if (store_task_link_dataset(s, task, ds, "corpus")) return -1;
     for (int i = 0; i < 2; i++) {
-        struct store_trial_new tr = {.run_id = *run, .model_id = models[i], .task_id = task,
-                                     .repeat = 0, .seed = 7};
+        struct store_trial_new tr = {
+            .run_id = *run, .model_id = models[i], .task_id = task, .repeat = 0, .seed = 7};
         if (store_trial_create(s, &tr, &trials[i])) return -1;
     }
     return 0;
@@ -74,10 +88,18 @@ static int make_run(struct store *s, int64_t *run, int64_t trials[2])
 
 static struct store_item item(int64_t trial, int64_t idx)
 {
-    struct store_item it = {.trial_id = trial, .idx = idx, .cluster = idx / 10,
-                            .nll = 1.5 + (double)idx, .n_tokens = 64, .n_bytes = 250,
-                            .n_words = 50, .correct = -1, .score = NAN, .kld_sum = NAN,
-                            .top1_agree = NAN, .dp_sum = NAN};
+    struct store_item it = {.trial_id = trial,
+                            .idx = idx,
+                            .cluster = idx / 10,
+                            .nll = 1.5 + (double)idx,
+                            .n_tokens = 64,
+                            .n_bytes = 250,
+                            .n_words = 50,
+                            .correct = -1,
+                            .score = NAN,
+                            .kld_sum = NAN,
+                            .top1_agree = NAN,
+                            .dp_sum = NAN};
     return it;
 }
 
@@ -91,20 +113,23 @@ TEST(store_create)
     ASSERT_EQ(sql_int(path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
     ASSERT_EQ(sql_int(path, "PRAGMA application_id"), STORE_APPLICATION_ID);
     ASSERT_EQ(sql_int(path, "PRAGMA journal_mode='wal'") >= -1, 1);
-    const char *tables[] = {"runs", "models", "datasets", "tasks", "task_datasets", "trials",
-                            "items", "comparisons", "verdict_rows", "meta"};
+    const char *tables[] = {"runs",   "models", "datasets",    "tasks",        "task_datasets",
+                            "trials", "items",  "comparisons", "verdict_rows", "meta"};
     for (int i = 0; i < 10; i++) {
         char q[128];
-        snprintf(q, sizeof q, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='%s'", tables[i]);
+        snprintf(q, sizeof q, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='%s'",
+                 tables[i]);
         if (sql_int(path, q) != 1) T_FAIL_("table %s missing", tables[i]);
     }
     /* columns later issues rely on */
     ASSERT_EQ(sql_int(path, "SELECT count(*) FROM pragma_table_info('items') WHERE name IN "
                             "('nll','n_tokens','n_bytes','correct','prediction','extracted',"
-                            "'output_hash','kld_sum','top1_agree','dp_sum','cluster')"), 11);
+                            "'output_hash','kld_sum','top1_agree','dp_sum','cluster')"),
+              11);
     ASSERT_EQ(sql_int(path, "SELECT count(*) FROM pragma_table_info('trials') WHERE name IN "
                             "('seed','status','started_at','finished_at','wall_seconds',"
-                            "'deterministic','metrics_json')"), 7);
+                            "'deterministic','metrics_json')"),
+              7);
     return 0;
 }
 
@@ -122,8 +147,11 @@ TEST(store_reopen)
         ASSERT_OK(store_item_put(s, &it));
     }
     ASSERT_OK(store_commit(s));
-    struct store_trial_result res = {.status = STORE_TRIAL_DONE, .n_items = 10, .n_tokens = 640,
-                                     .wall_seconds = 1.25, .deterministic = 1,
+    struct store_trial_result res = {.status = STORE_TRIAL_DONE,
+                                     .n_items = 10,
+                                     .n_tokens = 640,
+                                     .wall_seconds = 1.25,
+                                     .deterministic = 1,
                                      .metrics_json = "{\"ppl\":4.0}"};
     ASSERT_OK(store_trial_finish(s, trials[0], &res));
     ASSERT_OK(store_run_set_status(s, run, STORE_RUN_DONE));
@@ -153,7 +181,19 @@ TEST(store_reopen)
     ASSERT_EQ(store_run_json(s, 42, &j), QG_ERR_NOTFOUND);
     ASSERT_CONTAINS(store_errmsg(s), "no run 42");
     /* a read-only handle cannot write */
-    ASSERT(store_begin(s) != QG_OK || store_item_put(s, &(struct store_item){.trial_id = trials[0], .idx = 99, .cluster = -1, .correct = -1, .n_tokens = -1, .n_bytes = -1, .n_words = -1, .nll = NAN, .score = NAN, .kld_sum = NAN, .top1_agree = NAN, .dp_sum = NAN}) != QG_OK);
+    ASSERT(store_begin(s) != QG_OK ||
+           store_item_put(s, &(struct store_item){.trial_id = trials[0],
+                                                  .idx = 99,
+                                                  .cluster = -1,
+                                                  .correct = -1,
+                                                  .n_tokens = -1,
+                                                  .n_bytes = -1,
+                                                  .n_words = -1,
+                                                  .nll = NAN,
+                                                  .score = NAN,
+                                                  .kld_sum = NAN,
+                                                  .top1_agree = NAN,
+                                                  .dp_sum = NAN}) != QG_OK);
     store_close(s);
     return 0;
 }
@@ -226,7 +266,8 @@ TEST(store_batch_1e5_items)
     ASSERT_OK(store_item_count(s, trials[0], &n));
     ASSERT_EQ(n, total);
     store_close(s);
-    ASSERT_NEAR((double)sql_int(path, "SELECT sum(idx) FROM items"), (double)total * (total - 1) / 2, 0);
+    ASSERT_NEAR((double)sql_int(path, "SELECT sum(idx) FROM items"),
+                (double)total * (total - 1) / 2, 0);
     printf("%d items in batches of %d: %.2f s (%.0f items/s)\n", total, batch, dt, total / dt);
     return 0;
 }
@@ -270,7 +311,8 @@ TEST(store_reader_while_writer)
         store_close(r);
         reads++;
         if (n % batch != 0) T_FAIL_("reader saw a partial batch: %lld items", (long long)n);
-        if (n < last) T_FAIL_("item count went back from %lld to %lld", (long long)last, (long long)n);
+        if (n < last)
+            T_FAIL_("item count went back from %lld to %lld", (long long)last, (long long)n);
         if (n != last) distinct++;
         last = n;
         if (n == (int64_t)batches * batch) break;
@@ -387,7 +429,8 @@ TEST(store_refuse_foreign_sqlite)
 {
     const char *path = t_path("other.db");
     ASSERT_EQ(sql_exec(path, "CREATE TABLE customers(id INTEGER, name TEXT);"
-                             "INSERT INTO customers VALUES(1,'ada');"), SQLITE_OK);
+                             "INSERT INTO customers VALUES(1,'ada');"),
+              SQLITE_OK);
     char before[65], err[QG_ERRMSG_MAX];
     ASSERT_OK(hash_sha256_file(path, before, err, sizeof err));
     struct store *s;
@@ -434,7 +477,8 @@ TEST(store_refuse_corrupt)
     size_t n;
     char *bytes = t_read_file(path, &n);
     ASSERT(bytes && n > 64 * 1024);
-    for (size_t i = n / 3; i < n / 3 + 8192; i++) bytes[i] = (char)(i * 31); /* trash pages */
+    for (size_t i = n / 3; i < n / 3 + 8192; i++)
+        bytes[i] = (char)(i * 31); /* trash pages */
     ASSERT_OK(t_write_file(path, bytes, n));
     free(bytes);
     char err[QG_ERRMSG_MAX];
@@ -501,7 +545,10 @@ TEST(cli_runs_and_show)
     j = cJSON_Parse(o.out);
     ASSERT(j);
     ASSERT_EQ(cJSON_GetArraySize(cJSON_GetObjectItem(j, "trials")), 2);
-    ASSERT_EQ(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "trials"), 0), "items_stored")->valuedouble, 1);
+    ASSERT_EQ(
+        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "trials"), 0), "items_stored")
+            ->valuedouble,
+        1);
     cJSON_Delete(j);
     t_out_free(&o);
     ASSERT_OK(t_qgate(&o, "show", "7", "--db", path, NULL));

@@ -85,52 +85,100 @@ TEST(suite_bad_input)
     ASSERT_OK(write_text("mc-type.jsonl", "{\"q\":7,\"c\":[\"x\"],\"g\":0}\n"));
     ASSERT_OK(write_text("mc-missing.jsonl", "{\"c\":[\"x\"],\"g\":0}\n"));
     ASSERT_OK(write_text("empty.jsonl", "\n"));
-    ASSERT_OK(write_text("dup.jsonl", "{\"id\":\"a\",\"p\":\"1\",\"a\":\"1\"}\n{\"id\":\"a\",\"p\":\"2\",\"a\":\"2\"}\n"));
+    ASSERT_OK(write_text(
+        "dup.jsonl",
+        "{\"id\":\"a\",\"p\":\"1\",\"a\":\"1\"}\n{\"id\":\"a\",\"p\":\"2\",\"a\":\"2\"}\n"));
     ASSERT_OK(write_text("latin1.jsonl", "{\"p\":\"caf\xe9\",\"a\":\"x\"}\n"));
     ASSERT_OK(write_text("corpus.txt", "some text\n"));
     char mc_fields[] = "\"fields\":{\"context\":\"q\",\"choices\":\"c\",\"gold\":\"g\"}";
-    struct { const char *suite, *want; } cases[] = {
+    struct {
+        const char *suite, *want;
+    } cases[] = {
         {"{\"name\":\"x\",\"tasks\":[{\"kind\":\"custom\"}]}", "task 1: missing \"name\""},
-        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"custom\",\"data\":\"mc.jsonl\",\"sha256\":\"%s\"}]}", "needs \"fields\""},
-        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"perplexity\",\"data\":\"corpus.txt\",\"sha256\":\"%s\",\"ctx\":\"128\"}]}", "\"ctx\" must be an integer"},
-        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"custom\",\"data\":\"mc-range.jsonl\",\"sha256\":\"%s\",%s}]}", "mc-range.jsonl:1: item 1: answer index \"g\" is out of range (0..1)"},
-        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"custom\",\"data\":\"mc-empty.jsonl\",\"sha256\":\"%s\",%s}]}", "mc-empty.jsonl:1: item 1: field \"c\" must be an array of 1..16 strings (empty choices?)"},
-        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"custom\",\"data\":\"mc-type.jsonl\",\"sha256\":\"%s\",%s}]}", "mc-type.jsonl:1: item 1: field \"q\" is missing or not a string"},
-        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"custom\",\"data\":\"mc-missing.jsonl\",\"sha256\":\"%s\",%s}]}", "mc-missing.jsonl:1: item 1: field \"q\" is missing"},
-        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"custom\",\"data\":\"empty.jsonl\",\"sha256\":\"%s\",\"fields\":{\"prompt\":\"p\",\"answer\":\"a\"}}]}", "empty.jsonl: no items (empty dataset)"},
-        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"custom\",\"data\":\"dup.jsonl\",\"sha256\":\"%s\",\"fields\":{\"id\":\"id\",\"prompt\":\"p\",\"answer\":\"a\"}}]}", "dup.jsonl: duplicate item id 'a'"},
-        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"custom\",\"data\":\"latin1.jsonl\",\"sha256\":\"%s\",\"fields\":{\"prompt\":\"p\",\"answer\":\"a\"}}]}", "latin1.jsonl:1: not valid UTF-8"},
-        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"custom\",\"data\":\"dup.jsonl\",\"sha256\":\"%s\",\"fields\":{\"prompt\":\"p\",\"answer\":\"a\"},\"pipelines\":[{\"name\":\"p\",\"regex\":\"(a\"}]}]}", "pipeline 'p': invalid regex '(a': missing closing parenthesis at offset 2"},
-        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"perplexity\",\"data\":\"corpus.txt\",\"sha256\":\"00\"}]}", "but the suite pins 00"},
-        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"perplexity\",\"data\":\"nope.txt\",\"sha256\":\"00\"}]}", "nope.txt: No such file"},
-        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"perplexity\",\"data\":\"corpus.txt\",\"sha256\":\"%s\",\"chuncks\":3}]}", "unknown key \"chuncks\" (did you mean \"chunks\"?)"},
-        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"benchmark\":\"squad\",\"data\":\"corpus.txt\",\"sha256\":\"%s\"}]}", "unknown benchmark 'squad'"},
-        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"perplexity\",\"data\":\"corpus.txt\",\"sha256\":\"%s\"},{\"name\":\"t\",\"kind\":\"perplexity\",\"data\":\"corpus.txt\",\"sha256\":\"%s\"}]}", "duplicate task name"},
+        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"custom\",\"data\":\"mc.jsonl\","
+         "\"sha256\":\"%s\"}]}",
+         "needs \"fields\""},
+        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"perplexity\",\"data\":\"corpus."
+         "txt\",\"sha256\":\"%s\",\"ctx\":\"128\"}]}",
+         "\"ctx\" must be an integer"},
+        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"custom\",\"data\":\"mc-range."
+         "jsonl\",\"sha256\":\"%s\",%s}]}",
+         "mc-range.jsonl:1: item 1: answer index \"g\" is out of range (0..1)"},
+        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"custom\",\"data\":\"mc-empty."
+         "jsonl\",\"sha256\":\"%s\",%s}]}",
+         "mc-empty.jsonl:1: item 1: field \"c\" must be an array of 1..16 strings (empty "
+         "choices?)"},
+        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"custom\",\"data\":\"mc-type."
+         "jsonl\",\"sha256\":\"%s\",%s}]}",
+         "mc-type.jsonl:1: item 1: field \"q\" is missing or not a string"},
+        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"custom\",\"data\":\"mc-missing."
+         "jsonl\",\"sha256\":\"%s\",%s}]}",
+         "mc-missing.jsonl:1: item 1: field \"q\" is missing"},
+        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"custom\",\"data\":\"empty.jsonl\","
+         "\"sha256\":\"%s\",\"fields\":{\"prompt\":\"p\",\"answer\":\"a\"}}]}",
+         "empty.jsonl: no items (empty dataset)"},
+        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"custom\",\"data\":\"dup.jsonl\","
+         "\"sha256\":\"%s\",\"fields\":{\"id\":\"id\",\"prompt\":\"p\",\"answer\":\"a\"}}]}",
+         "dup.jsonl: duplicate item id 'a'"},
+        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"custom\",\"data\":\"latin1.jsonl\","
+         "\"sha256\":\"%s\",\"fields\":{\"prompt\":\"p\",\"answer\":\"a\"}}]}",
+         "latin1.jsonl:1: not valid UTF-8"},
+        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"custom\",\"data\":\"dup.jsonl\","
+         "\"sha256\":\"%s\",\"fields\":{\"prompt\":\"p\",\"answer\":\"a\"},\"pipelines\":[{"
+         "\"name\":\"p\",\"regex\":\"(a\"}]}]}",
+         "pipeline 'p': invalid regex '(a': missing closing parenthesis at offset 2"},
+        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"perplexity\",\"data\":\"corpus."
+         "txt\",\"sha256\":\"00\"}]}",
+         "but the suite pins 00"},
+        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"perplexity\",\"data\":\"nope.txt\","
+         "\"sha256\":\"00\"}]}",
+         "nope.txt: No such file"},
+        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"perplexity\",\"data\":\"corpus."
+         "txt\",\"sha256\":\"%s\",\"chuncks\":3}]}",
+         "unknown key \"chuncks\" (did you mean \"chunks\"?)"},
+        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"benchmark\":\"squad\",\"data\":\"corpus."
+         "txt\",\"sha256\":\"%s\"}]}",
+         "unknown benchmark 'squad'"},
+        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"perplexity\",\"data\":\"corpus."
+         "txt\",\"sha256\":\"%s\"},{\"name\":\"t\",\"kind\":\"perplexity\",\"data\":\"corpus.txt\","
+         "\"sha256\":\"%s\"}]}",
+         "duplicate task name"},
         {"{\"name\":\"x\",\n\"tasks\":[\n{\"name\":\"t\",,}]}", "suite.json:3: invalid JSON"},
         {"{\"name\":\"x\",\"tasks\":[]}", "\"tasks\" must be a non-empty array"},
-        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"perplexity\",\"data\":\"corpus.txt\",\"sha256\":\"%s\"}],\"policy\":{\"alpha\":2}}", "policy \"alpha\" must be a number"},
+        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"perplexity\",\"data\":\"corpus."
+         "txt\",\"sha256\":\"%s\"}],\"policy\":{\"alpha\":2}}",
+         "policy \"alpha\" must be a number"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char suite[4096];
-        const char *data = strstr(cases[i].suite, "mc-range") ? "mc-range.jsonl" : strstr(cases[i].suite, "mc-empty") ? "mc-empty.jsonl"
-                           : strstr(cases[i].suite, "mc-type") ? "mc-type.jsonl" : strstr(cases[i].suite, "mc-missing") ? "mc-missing.jsonl"
-                           : strstr(cases[i].suite, "empty.jsonl") ? "empty.jsonl" : strstr(cases[i].suite, "dup.jsonl") ? "dup.jsonl"
-                           : strstr(cases[i].suite, "latin1") ? "latin1.jsonl" : strstr(cases[i].suite, "mc.jsonl") ? "mc.jsonl" : "corpus.txt";
+        const char *data = strstr(cases[i].suite, "mc-range")      ? "mc-range.jsonl"
+                           : strstr(cases[i].suite, "mc-empty")    ? "mc-empty.jsonl"
+                           : strstr(cases[i].suite, "mc-type")     ? "mc-type.jsonl"
+                           : strstr(cases[i].suite, "mc-missing")  ? "mc-missing.jsonl"
+                           : strstr(cases[i].suite, "empty.jsonl") ? "empty.jsonl"
+                           : strstr(cases[i].suite, "dup.jsonl")   ? "dup.jsonl"
+                           : strstr(cases[i].suite, "latin1")      ? "latin1.jsonl"
+                           : strstr(cases[i].suite, "mc.jsonl")    ? "mc.jsonl"
+                                                                   : "corpus.txt";
         const char *h = sha_of(data);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
-        snprintf(suite, sizeof suite, cases[i].suite, h, strstr(cases[i].suite, "\",%s}") ? mc_fields : h);
+        snprintf(suite, sizeof suite, cases[i].suite, h,
+                 strstr(cases[i].suite, "\",%s}") ? mc_fields : h);
 #pragma GCC diagnostic pop
         ASSERT_OK(write_text("suite.json", suite));
         struct t_out o;
         ASSERT_OK(t_qgate(&o, "suite", "check", t_path("suite.json"), NULL));
-        int want_code = strstr(cases[i].want, "No such file") ? 66 : 65; /* missing input: sysexits 66 */
+        int want_code =
+            strstr(cases[i].want, "No such file") ? 66 : 65; /* missing input: sysexits 66 */
         if (o.code != want_code || !strstr(o.err, cases[i].want))
             T_FAIL_("case %zu: exit %d, stderr: %s(want \"%s\")", i, o.code, o.err, cases[i].want);
         t_out_free(&o);
     }
     /* --allow-changed-data accepts a changed file, with a warning */
-    ASSERT_OK(write_text("suite.json", "{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"perplexity\",\"data\":\"corpus.txt\",\"sha256\":\"00\"}]}"));
+    ASSERT_OK(write_text("suite.json",
+                         "{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":"
+                         "\"perplexity\",\"data\":\"corpus.txt\",\"sha256\":\"00\"}]}"));
     struct t_out o;
     ASSERT_OK(t_qgate(&o, "suite", "check", t_path("suite.json"), "--allow-changed-data", NULL));
     ASSERT_EQ(o.code, 0);
@@ -142,11 +190,13 @@ TEST(suite_bad_input)
 
 TEST(suite_builtins_run_on_stories)
 {
-    if (!t_shared("models/stories260K/gguf/stories260K-F32.gguf") || !t_shared("data")) SKIP("../shared model or data is absent");
+    if (!t_shared("models/stories260K/gguf/stories260K-F32.gguf") || !t_shared("data"))
+        SKIP("../shared model or data is absent");
     char model[4096];
     snprintf(model, sizeof model, "%s", t_shared("models/stories260K/gguf/stories260K-F32.gguf"));
     char cmd[8400];
-    snprintf(cmd, sizeof cmd, "bunzip2 -c '%s' | head -n 120 > '%s'", t_shared("data/hellaswag/hellaswag_val_full.txt.bz2"), t_path("hs.txt"));
+    snprintf(cmd, sizeof cmd, "bunzip2 -c '%s' | head -n 120 > '%s'",
+             t_shared("data/hellaswag/hellaswag_val_full.txt.bz2"), t_path("hs.txt"));
     if (system(cmd) != 0) SKIP("bunzip2 failed");
     char err[QG_ERRMSG_MAX], hs[65], mmlu[65], gsm[65], pq[65], pl[65], tiny[65];
     ASSERT_OK(hash_sha256_file(t_path("hs.txt"), hs, err, sizeof err));
@@ -155,7 +205,8 @@ TEST(suite_builtins_run_on_stories)
     ASSERT_OK(hash_sha256_file(t_shared("data/piqa/valid.jsonl"), pq, err, sizeof err));
     ASSERT_OK(hash_sha256_file(t_shared("data/piqa/valid-labels.lst"), pl, err, sizeof err));
     ASSERT_OK(hash_sha256_file(t_shared("data/tinystories_valid_head.txt"), tiny, err, sizeof err));
-    char p_tiny[4096], p_mmlu[4096], p_pq[4096], p_pl[4096], p_gsm[4096], p_bz2[4096], p_arc[4096], p_bq[4096], p_wg[4096];
+    char p_tiny[4096], p_mmlu[4096], p_pq[4096], p_pl[4096], p_gsm[4096], p_bz2[4096], p_arc[4096],
+        p_bq[4096], p_wg[4096];
     char bz2[65], arc[65], bq[65], wg[65];
     snprintf(p_bz2, sizeof p_bz2, "%s", t_shared("data/hellaswag/hellaswag_val_full.txt.bz2"));
     snprintf(p_arc, sizeof p_arc, "%s", t_shared("data/llm-adapters/ARC-Challenge/test.json"));
@@ -171,23 +222,33 @@ TEST(suite_builtins_run_on_stories)
     snprintf(p_pl, sizeof p_pl, "%s", t_shared("data/piqa/valid-labels.lst"));
     snprintf(p_gsm, sizeof p_gsm, "%s", t_shared("data/gsm8k/test.jsonl"));
     char suite[65536];
-    snprintf(suite, sizeof suite,
-             "{\"name\":\"stories-builtins\",\"tasks\":["
-             "{\"name\":\"tiny\",\"kind\":\"perplexity\",\"data\":\"%s\",\"sha256\":\"%s\",\"ctx\":128,\"chunks\":20},"
-             "{\"name\":\"hellaswag\",\"benchmark\":\"hellaswag\",\"data\":\"hs.txt\",\"sha256\":\"%s\"},"
-             "{\"name\":\"mmlu\",\"benchmark\":\"mmlu\",\"data\":\"%s\",\"sha256\":\"%s\",\"limit\":20},"
-             "{\"name\":\"piqa\",\"benchmark\":\"piqa\",\"data\":{\"data\":\"%s\",\"labels\":\"%s\"},\"sha256\":{\"data\":\"%s\",\"labels\":\"%s\"},\"limit\":20},"
-             "{\"name\":\"gsm8k\",\"benchmark\":\"gsm8k\",\"data\":\"%s\",\"sha256\":\"%s\",\"limit\":5,\"max_tokens\":32},"
-             "{\"name\":\"hellaswag-bz2\",\"benchmark\":\"hellaswag\",\"data\":\"%s\",\"sha256\":\"%s\",\"limit\":20},"
-             "{\"name\":\"arc\",\"benchmark\":\"arc\",\"data\":\"%s\",\"sha256\":\"%s\",\"limit\":20},"
-             "{\"name\":\"boolq\",\"benchmark\":\"boolq\",\"data\":\"%s\",\"sha256\":\"%s\",\"limit\":20},"
-             "{\"name\":\"winogrande\",\"benchmark\":\"winogrande\",\"data\":\"%s\",\"sha256\":\"%s\",\"limit\":20}]}",
-             p_tiny, tiny, hs, p_mmlu, mmlu, p_pq, p_pl, pq, pl, p_gsm, gsm, p_bz2, bz2, p_arc, arc, p_bq, bq, p_wg, wg);
+    snprintf(
+        suite, sizeof suite,
+        "{\"name\":\"stories-builtins\",\"tasks\":["
+        "{\"name\":\"tiny\",\"kind\":\"perplexity\",\"data\":\"%s\",\"sha256\":\"%s\",\"ctx\":128,"
+        "\"chunks\":20},"
+        "{\"name\":\"hellaswag\",\"benchmark\":\"hellaswag\",\"data\":\"hs.txt\",\"sha256\":\"%s\"}"
+        ","
+        "{\"name\":\"mmlu\",\"benchmark\":\"mmlu\",\"data\":\"%s\",\"sha256\":\"%s\",\"limit\":20},"
+        "{\"name\":\"piqa\",\"benchmark\":\"piqa\",\"data\":{\"data\":\"%s\",\"labels\":\"%s\"},"
+        "\"sha256\":{\"data\":\"%s\",\"labels\":\"%s\"},\"limit\":20},"
+        "{\"name\":\"gsm8k\",\"benchmark\":\"gsm8k\",\"data\":\"%s\",\"sha256\":\"%s\",\"limit\":5,"
+        "\"max_tokens\":32},"
+        "{\"name\":\"hellaswag-bz2\",\"benchmark\":\"hellaswag\",\"data\":\"%s\",\"sha256\":\"%s\","
+        "\"limit\":20},"
+        "{\"name\":\"arc\",\"benchmark\":\"arc\",\"data\":\"%s\",\"sha256\":\"%s\",\"limit\":20},"
+        "{\"name\":\"boolq\",\"benchmark\":\"boolq\",\"data\":\"%s\",\"sha256\":\"%s\",\"limit\":"
+        "20},"
+        "{\"name\":\"winogrande\",\"benchmark\":\"winogrande\",\"data\":\"%s\",\"sha256\":\"%s\","
+        "\"limit\":20}]}",
+        p_tiny, tiny, hs, p_mmlu, mmlu, p_pq, p_pl, pq, pl, p_gsm, gsm, p_bz2, bz2, p_arc, arc,
+        p_bq, bq, p_wg, wg);
     ASSERT_OK(write_text("suite.json", suite));
     char mspec[4200];
     snprintf(mspec, sizeof mspec, "base=%s", model);
     struct t_out o;
-    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", mspec, "--db", t_path("r.db"), "--threads", "1", NULL));
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", mspec, "--db",
+                      t_path("r.db"), "--threads", "1", NULL));
     if (o.code != 0) T_FAIL_("exit %d: %s%s", o.code, o.out, o.err);
     printf("%s", o.out);
     t_out_free(&o);
@@ -196,7 +257,8 @@ TEST(suite_builtins_run_on_stories)
     cJSON *j = cJSON_Parse(o.out);
     cJSON *trials = cJSON_GetObjectItem(j, "trials"), *tr;
     ASSERT_EQ(cJSON_GetArraySize(trials), 9);
-    const char *want_task[] = {"tiny", "hellaswag", "mmlu", "piqa", "gsm8k", "hellaswag-bz2", "arc", "boolq", "winogrande"};
+    const char *want_task[] = {"tiny",          "hellaswag", "mmlu",  "piqa",      "gsm8k",
+                               "hellaswag-bz2", "arc",       "boolq", "winogrande"};
     int want_items[] = {20, 20, 20, 20, 5, 20, 20, 20, 20}, k = 0;
     cJSON_ArrayForEach(tr, trials)
     {

@@ -40,16 +40,19 @@ static int run_vectors(const char *name, int *n_cases)
     char *p = in, *line = out;
     for (char *end; (end = strstr(p, sep)); p = end + strlen(sep), k++) {
         char *eol = strchr(line, '\n');
-        if (!eol) return fprintf(stderr, "%s: fewer expected lines than tests\n", outp), failures + 1;
+        if (!eol)
+            return fprintf(stderr, "%s: fewer expected lines than tests\n", outp), failures + 1;
         *eol = '\0';
         int32_t *ids = NULL;
         int64_t n = 0;
         if (tok_encode(t, p, (size_t)(end - p), 0, 0, &ids, &n) != QG_OK) return 1000;
         struct sbuf got;
         sbuf_init(&got, 0);
-        for (int64_t i = 0; i < n; i++) sbuf_printf(&got, " %d", ids[i]);
+        for (int64_t i = 0; i < n; i++)
+            sbuf_printf(&got, " %d", ids[i]);
         if (strcmp(sbuf_str(&got), line) != 0) {
-            fprintf(stderr, "%s case %d \"%.*s\":\n  want%s\n  got %s\n", name, k, (int)(end - p), p, line, sbuf_str(&got));
+            fprintf(stderr, "%s case %d \"%.*s\":\n  want%s\n  got %s\n", name, k, (int)(end - p),
+                    p, line, sbuf_str(&got));
             failures++;
         }
         sbuf_release(&got);
@@ -65,7 +68,8 @@ static int run_vectors(const char *name, int *n_cases)
 
 TEST(tokenizer_llama_spm_vectors)
 {
-    if (!t_shared("models/llamacpp-vocab/ggml-vocab-llama-spm.gguf")) SKIP("../shared/models/llamacpp-vocab is absent");
+    if (!t_shared("models/llamacpp-vocab/ggml-vocab-llama-spm.gguf"))
+        SKIP("../shared/models/llamacpp-vocab is absent");
     int n = 0, f = run_vectors("ggml-vocab-llama-spm.gguf", &n);
     printf("llama-spm: %d of %d strings match llama.cpp exactly\n", n - f, n);
     ASSERT_EQ(f, 0);
@@ -75,7 +79,8 @@ TEST(tokenizer_llama_spm_vectors)
 
 TEST(tokenizer_gpt2_vectors)
 {
-    if (!t_shared("models/llamacpp-vocab/ggml-vocab-gpt-2.gguf")) SKIP("../shared/models/llamacpp-vocab is absent");
+    if (!t_shared("models/llamacpp-vocab/ggml-vocab-gpt-2.gguf"))
+        SKIP("../shared/models/llamacpp-vocab is absent");
     int n = 0, f = run_vectors("ggml-vocab-gpt-2.gguf", &n);
     printf("gpt-2: %d of %d strings match llama.cpp exactly\n", n - f, n);
     ASSERT_EQ(f, 0);
@@ -98,7 +103,8 @@ TEST(tokenizer_stories_reference)
     ASSERT_OK(tok_encode(t, s, 200, 1, 0, &ids, &k));
     ASSERT_EQ(k, 108); /* llama.cpp: first 200 characters with BOS -> 108 ids */
     const int32_t want[10] = {1, 301, 427, 309, 426, 301, 427, 309, 394, 265};
-    for (int i = 0; i < 10; i++) ASSERT_EQ(ids[i], want[i]);
+    for (int i = 0; i < 10; i++)
+        ASSERT_EQ(ids[i], want[i]);
     /* detokenising gives the text back */
     char *back = tok_decode(t, ids + 1, k - 1, 0);
     ASSERT(back && strncmp(back, s, 200) == 0);
@@ -125,8 +131,8 @@ TEST(tokenizer_synth_roundtrip)
     ASSERT_EQ(tok_n_vocab(t), 320);
     ASSERT_EQ(tok_bos(t), 1);
     const char *texts[] = {"Once upon a time the girl saw the big red ball.",
-                           "bytes \xc3\xa9\xe2\x82\xac and \t tabs\nnew lines",
-                           "  leading spaces", ""};
+                           "bytes \xc3\xa9\xe2\x82\xac and \t tabs\nnew lines", "  leading spaces",
+                           ""};
     for (int i = 0; i < 4; i++) {
         int32_t *ids = NULL;
         int64_t k = 0;
@@ -143,7 +149,8 @@ TEST(tokenizer_synth_roundtrip)
     int64_t k = 0;
     ASSERT_OK(tok_encode(t, "a\xc3\xa9", 3, 0, 0, &ids, &k));
     ASSERT_EQ(k, 3);
-    ASSERT_STR_EQ(tok_text(t, ids[0]), "\xe2\x96\x81" "a");
+    ASSERT_STR_EQ(tok_text(t, ids[0]), "\xe2\x96\x81"
+                                       "a");
     ASSERT_EQ(ids[1], 3 + 0xc3);
     ASSERT_EQ(ids[2], 3 + 0xa9);
     free(ids);

@@ -21,25 +21,29 @@ static int write_text(const char *name, const char *text)
 
 TEST(verdict_stories_f16_pass_tq2_fail)
 {
-    if (!t_shared("models/stories260K/gguf/stories260K-F32.gguf") || !t_shared("data/tinystories_valid_head.txt"))
+    if (!t_shared("models/stories260K/gguf/stories260K-F32.gguf") ||
+        !t_shared("data/tinystories_valid_head.txt"))
         SKIP("../shared stories260K model or data is absent");
     char dir[4096], text[4096], suite[8192], m[3][4400], err[QG_ERRMSG_MAX], sha[65];
     snprintf(dir, sizeof dir, "%s", t_shared("models/stories260K/gguf"));
     snprintf(text, sizeof text, "%s", t_shared("data/tinystories_valid_head.txt"));
     ASSERT_OK(hash_sha256_file(text, sha, err, sizeof err));
     snprintf(suite, sizeof suite,
-             "{\"name\":\"tiny\",\"tasks\":[{\"name\":\"tinystories\",\"kind\":\"perplexity\",\"data\":\"%s\","
-             "\"sha256\":\"%s\",\"ctx\":128,\"chunks\":400}]}", text, sha);
+             "{\"name\":\"tiny\",\"tasks\":[{\"name\":\"tinystories\",\"kind\":\"perplexity\","
+             "\"data\":\"%s\","
+             "\"sha256\":\"%s\",\"ctx\":128,\"chunks\":400}]}",
+             text, sha);
     ASSERT_OK(write_text("suite.json", suite));
     snprintf(m[0], sizeof m[0], "f32=%s/stories260K-F32.gguf", dir);
     snprintf(m[1], sizeof m[1], "f16=%s/stories260K-F16.gguf", dir);
     snprintf(m[2], sizeof m[2], "tq2=%s/stories260K-TQ2_0.gguf", dir);
     struct t_out o;
-    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", m[0], "--model", m[1], "--model", m[2],
-                      "--repeats", "2", "--db", t_path("v.db"), NULL));
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", m[0], "--model", m[1],
+                      "--model", m[2], "--repeats", "2", "--db", t_path("v.db"), NULL));
     if (o.code != 0) T_FAIL_("run: exit %d: %s", o.code, o.err);
     t_out_free(&o);
-    ASSERT_OK(t_qgate(&o, "compare", "--baseline", "f32", "--candidate", "f16", "--db", t_path("v.db"), NULL));
+    ASSERT_OK(t_qgate(&o, "compare", "--baseline", "f32", "--candidate", "f16", "--db",
+                      t_path("v.db"), NULL));
     printf("%s", o.out);
     ASSERT_EQ(o.code, 0); /* PASS */
     ASSERT_CONTAINS(o.out, "PASS");
@@ -48,24 +52,29 @@ TEST(verdict_stories_f16_pass_tq2_fail)
     ASSERT_CONTAINS(o.out, "PPL ratio");
     ASSERT_CONTAINS(o.out, "deterministic");
     t_out_free(&o);
-    ASSERT_OK(t_qgate(&o, "compare", "--baseline", "f32", "--candidate", "tq2", "--db", t_path("v.db"), "--format", "json", NULL));
+    ASSERT_OK(t_qgate(&o, "compare", "--baseline", "f32", "--candidate", "tq2", "--db",
+                      t_path("v.db"), "--format", "json", NULL));
     ASSERT_EQ(o.code, 1); /* FAIL */
     cJSON *j = cJSON_Parse(o.out);
     ASSERT(j);
     ASSERT_STR_EQ(cJSON_GetObjectItem(j, "verdict")->valuestring, "FAIL");
     cJSON *t = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "tasks"), 0);
-    ASSERT(cJSON_GetObjectItem(t, "ci_low")->valuedouble > cJSON_GetObjectItem(t, "margin")->valuedouble);
+    ASSERT(cJSON_GetObjectItem(t, "ci_low")->valuedouble >
+           cJSON_GetObjectItem(t, "margin")->valuedouble);
     ASSERT(cJSON_GetObjectItem(t, "kld_mean")->valuedouble > 0.01);
     ASSERT(cJSON_GetObjectItem(t, "same_top1")->valuedouble < 0.95);
     ASSERT_NEAR(cJSON_GetObjectItem(t, "ppl_ratio")->valuedouble, 4.2136 / 4.0068, 0.001);
     printf("F32 vs TQ2_0: ln ratio %.5f [%.5f, %.5f], KLD mean %.5f, same top-1 %.4f\n",
-           cJSON_GetObjectItem(t, "delta")->valuedouble, cJSON_GetObjectItem(t, "ci_low")->valuedouble,
-           cJSON_GetObjectItem(t, "ci_high")->valuedouble, cJSON_GetObjectItem(t, "kld_mean")->valuedouble,
+           cJSON_GetObjectItem(t, "delta")->valuedouble,
+           cJSON_GetObjectItem(t, "ci_low")->valuedouble,
+           cJSON_GetObjectItem(t, "ci_high")->valuedouble,
+           cJSON_GetObjectItem(t, "kld_mean")->valuedouble,
            cJSON_GetObjectItem(t, "same_top1")->valuedouble);
     cJSON_Delete(j);
     t_out_free(&o);
     /* the comparisons are stored */
-    ASSERT_OK(t_qgate(&o, "compare", "--baseline", "f32", "--candidate", "nope", "--db", t_path("v.db"), NULL));
+    ASSERT_OK(t_qgate(&o, "compare", "--baseline", "f32", "--candidate", "nope", "--db",
+                      t_path("v.db"), NULL));
     ASSERT_EQ(o.code, 66);
     ASSERT_CONTAINS(o.err, "has no model 'nope'");
     t_out_free(&o);
@@ -89,20 +98,27 @@ TEST(verdict_small_binary_suite_inconclusive)
     struct sbuf d;
     sbuf_init(&d, 0);
     for (int i = 0; i < 20; i++)
-        sbuf_printf(&d, "{\"id\":\"q%d\",\"q\":\"the girl saw the\",\"c\":[\"ball\",\"tree\",\"dog\"],\"g\":%d}\n", i, i % 3);
+        sbuf_printf(&d,
+                    "{\"id\":\"q%d\",\"q\":\"the girl saw "
+                    "the\",\"c\":[\"ball\",\"tree\",\"dog\"],\"g\":%d}\n",
+                    i, i % 3);
     ASSERT_OK(t_write_file(t_path("mc.jsonl"), d.data, d.len));
     sbuf_release(&d);
     char sha[65], err[QG_ERRMSG_MAX], suite[1024];
     ASSERT_OK(hash_sha256_file(t_path("mc.jsonl"), sha, err, sizeof err));
-    snprintf(suite, sizeof suite, "{\"name\":\"s\",\"tasks\":[{\"name\":\"mc\",\"kind\":\"custom\",\"data\":\"mc.jsonl\","
-             "\"sha256\":\"%s\",\"fields\":{\"id\":\"id\",\"context\":\"q\",\"choices\":\"c\",\"gold\":\"g\"}}]}", sha);
+    snprintf(
+        suite, sizeof suite,
+        "{\"name\":\"s\",\"tasks\":[{\"name\":\"mc\",\"kind\":\"custom\",\"data\":\"mc.jsonl\","
+        "\"sha256\":\"%s\",\"fields\":{\"id\":\"id\",\"context\":\"q\",\"choices\":\"c\",\"gold\":"
+        "\"g\"}}]}",
+        sha);
     ASSERT_OK(write_text("suite.json", suite));
     char ma[4200], mb[4200];
     snprintf(ma, sizeof ma, "%s", t_path("a.gguf"));
     snprintf(mb, sizeof mb, "%s", t_path("b.gguf"));
     struct t_out o;
-    ASSERT_OK(t_qgate(&o, "gate", "--suite", t_path("suite.json"), "--baseline", ma, "--candidate", mb, "--repeats", "3",
-                      "--db", t_path("g.db"), NULL));
+    ASSERT_OK(t_qgate(&o, "gate", "--suite", t_path("suite.json"), "--baseline", ma, "--candidate",
+                      mb, "--repeats", "3", "--db", t_path("g.db"), NULL));
     printf("%s", o.out);
     ASSERT_EQ(o.code, 2);
     ASSERT_CONTAINS(o.out, "INCONCLUSIVE");
@@ -115,7 +131,8 @@ TEST(verdict_small_binary_suite_inconclusive)
     cJSON *j = cJSON_Parse(o.out);
     cJSON *trials = cJSON_GetObjectItem(j, "trials"), *tr;
     ASSERT_EQ(cJSON_GetArraySize(trials), 4); /* 2 models x 2 repeats */
-    cJSON_ArrayForEach(tr, trials) ASSERT_EQ(cJSON_GetObjectItem(tr, "deterministic")->valuedouble, 1);
+    cJSON_ArrayForEach(tr, trials)
+        ASSERT_EQ(cJSON_GetObjectItem(tr, "deterministic")->valuedouble, 1);
     cJSON_Delete(j);
     t_out_free(&o);
     return 0;
@@ -170,10 +187,12 @@ static char *dump(const char *db)
     struct sbuf b;
     sbuf_init(&b, 0);
     if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) return NULL;
-    const char *sql = "SELECT m.name, t.name, tr.repeat, tr.status, i.idx, i.nll, i.correct, i.kld_sum, i.top1_agree, "
-                      "i.dp_sum, i.output_hash, i.n_tokens FROM items i JOIN trials tr ON tr.id=i.trial_id "
-                      "JOIN models m ON m.id=tr.model_id JOIN tasks t ON t.id=tr.task_id WHERE tr.run_id=1 "
-                      "ORDER BY t.name, m.name, tr.repeat, i.idx";
+    const char *sql =
+        "SELECT m.name, t.name, tr.repeat, tr.status, i.idx, i.nll, i.correct, i.kld_sum, "
+        "i.top1_agree, "
+        "i.dp_sum, i.output_hash, i.n_tokens FROM items i JOIN trials tr ON tr.id=i.trial_id "
+        "JOIN models m ON m.id=tr.model_id JOIN tasks t ON t.id=tr.task_id WHERE tr.run_id=1 "
+        "ORDER BY t.name, m.name, tr.repeat, i.idx";
     if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK) {
         while (sqlite3_step(st) == SQLITE_ROW) {
             for (int c = 0; c < 12; c++) {
@@ -195,7 +214,8 @@ static int make_fixture(void)
     ASSERT_OK(synth("a.gguf", GGML_F32));
     ASSERT_OK(synth("b.gguf", GGML_Q8_0));
     ASSERT_OK(synth("c.gguf", GGML_F16));
-    static const char *const words[] = {"the", "a", "girl", "saw", "big", "red", "ball", "and", "dog", "happy"};
+    static const char *const words[] = {"the", "a",    "girl", "saw", "big",
+                                        "red", "ball", "and",  "dog", "happy"};
     struct sbuf d;
     sbuf_init(&d, 0);
     uint64_t x = 3;
@@ -206,16 +226,22 @@ static int make_fixture(void)
     ASSERT_OK(t_write_file(t_path("corpus.txt"), d.data, d.len));
     d.len = 0;
     for (int i = 0; i < 150; i++)
-        sbuf_printf(&d, "{\"id\":\"q%d\",\"q\":\"the %s saw the\",\"c\":[\"ball\",\"tree\",\"dog\"],\"g\":%d}\n", i, words[i % 10], i % 3);
+        sbuf_printf(&d,
+                    "{\"id\":\"q%d\",\"q\":\"the %s saw "
+                    "the\",\"c\":[\"ball\",\"tree\",\"dog\"],\"g\":%d}\n",
+                    i, words[i % 10], i % 3);
     ASSERT_OK(t_write_file(t_path("mc.jsonl"), d.data, d.len));
     sbuf_release(&d);
     char s1[65], s2[65], err[QG_ERRMSG_MAX], suite[2048];
     ASSERT_OK(hash_sha256_file(t_path("corpus.txt"), s1, err, sizeof err));
     ASSERT_OK(hash_sha256_file(t_path("mc.jsonl"), s2, err, sizeof err));
     snprintf(suite, sizeof suite,
-             "{\"name\":\"k\",\"tasks\":[{\"name\":\"text\",\"kind\":\"perplexity\",\"data\":\"corpus.txt\",\"sha256\":\"%s\","
-             "\"protocol\":\"rolling\",\"ctx\":128},{\"name\":\"mc\",\"kind\":\"custom\",\"data\":\"mc.jsonl\",\"sha256\":\"%s\","
-             "\"fields\":{\"id\":\"id\",\"context\":\"q\",\"choices\":\"c\",\"gold\":\"g\"}}]}", s1, s2);
+             "{\"name\":\"k\",\"tasks\":[{\"name\":\"text\",\"kind\":\"perplexity\",\"data\":"
+             "\"corpus.txt\",\"sha256\":\"%s\","
+             "\"protocol\":\"rolling\",\"ctx\":128},{\"name\":\"mc\",\"kind\":\"custom\",\"data\":"
+             "\"mc.jsonl\",\"sha256\":\"%s\","
+             "\"fields\":{\"id\":\"id\",\"context\":\"q\",\"choices\":\"c\",\"gold\":\"g\"}}]}",
+             s1, s2);
     ASSERT_OK(write_text("suite.json", suite));
     return 0;
 }
@@ -231,8 +257,8 @@ TEST(run_killed_and_resumed_is_identical)
     snprintf(ref, sizeof ref, "%s", t_path("ref.db"));
     snprintf(db, sizeof db, "%s", t_path("kill.db"));
     struct t_out o;
-    ASSERT_OK(t_qgate(&o, "run", "--suite", sp, "--model", ma, "--model", mb, "--model", mc, "--repeats", "2", "--threads",
-                      "1", "--quiet", "--db", ref, NULL));
+    ASSERT_OK(t_qgate(&o, "run", "--suite", sp, "--model", ma, "--model", mb, "--model", mc,
+                      "--repeats", "2", "--threads", "1", "--quiet", "--db", ref, NULL));
     ASSERT_EQ(o.code, 0);
     t_out_free(&o);
     /* interrupt it again and again, at seeded random moments */
@@ -241,10 +267,13 @@ TEST(run_killed_and_resumed_is_identical)
     for (int attempt = 0; attempt < 40; attempt++) {
         r = r * 6364136223846793005ull + 1442695040888963407ull;
         long delay = 20000 + (long)((r >> 33) % 400000);
-        const char *fresh[] = {"qgate", "run", "--suite", sp, "--model", ma, "--model", mb, "--model", mc, "--repeats", "2",
-                               "--threads", "1", "--quiet", "--db", db, NULL};
-        const char *resume[] = {"qgate", "run", "--resume", "1", "--suite", sp, "--model", ma, "--model", mb, "--model", mc,
-                                "--repeats", "2", "--threads", "1", "--quiet", "--db", db, NULL};
+        const char *fresh[] = {"qgate",     "run", "--suite", sp,     "--model",   ma,
+                               "--model",   mb,    "--model", mc,     "--repeats", "2",
+                               "--threads", "1",   "--quiet", "--db", db,          NULL};
+        const char *resume[] = {"qgate",   "run",     "--resume",  "1",       "--suite",
+                                sp,        "--model", ma,          "--model", mb,
+                                "--model", mc,        "--repeats", "2",       "--threads",
+                                "1",       "--quiet", "--db",      db,        NULL};
         if (!started) {
             /* the run exists once its row is committed */
             int killed = run_and_kill(fresh, delay);
@@ -275,11 +304,12 @@ TEST(run_killed_and_resumed_is_identical)
     }
     /* finish */
     if (started)
-        ASSERT_OK(t_qgate(&o, "run", "--resume", "1", "--suite", sp, "--model", ma, "--model", mb, "--model", mc, "--repeats",
-                          "2", "--threads", "1", "--quiet", "--db", db, NULL));
+        ASSERT_OK(t_qgate(&o, "run", "--resume", "1", "--suite", sp, "--model", ma, "--model", mb,
+                          "--model", mc, "--repeats", "2", "--threads", "1", "--quiet", "--db", db,
+                          NULL));
     else
-        ASSERT_OK(t_qgate(&o, "run", "--suite", sp, "--model", ma, "--model", mb, "--model", mc, "--repeats", "2",
-                          "--threads", "1", "--quiet", "--db", db, NULL));
+        ASSERT_OK(t_qgate(&o, "run", "--suite", sp, "--model", ma, "--model", mb, "--model", mc,
+                          "--repeats", "2", "--threads", "1", "--quiet", "--db", db, NULL));
     if (o.code != 0) T_FAIL_("resume: exit %d: %s", o.code, o.err);
     t_out_free(&o);
     char *x1 = dump(ref), *x2 = dump(db);
@@ -291,18 +321,22 @@ TEST(run_killed_and_resumed_is_identical)
     free(x2);
     /* and the verdicts agree */
     struct t_out v1, v2;
-    ASSERT_OK(t_qgate(&v1, "compare", "--baseline", "a", "--candidate", "b", "--db", ref, "--format", "json", NULL));
-    ASSERT_OK(t_qgate(&v2, "compare", "--baseline", "a", "--candidate", "b", "--db", db, "--format", "json", NULL));
+    ASSERT_OK(t_qgate(&v1, "compare", "--baseline", "a", "--candidate", "b", "--db", ref,
+                      "--format", "json", NULL));
+    ASSERT_OK(t_qgate(&v2, "compare", "--baseline", "a", "--candidate", "b", "--db", db, "--format",
+                      "json", NULL));
     ASSERT_EQ(v1.code, v2.code);
     cJSON *j1 = cJSON_Parse(v1.out), *j2 = cJSON_Parse(v2.out);
     ASSERT(j1 && j2);
-    ASSERT_STR_EQ(cJSON_GetObjectItem(j1, "verdict")->valuestring, cJSON_GetObjectItem(j2, "verdict")->valuestring);
+    ASSERT_STR_EQ(cJSON_GetObjectItem(j1, "verdict")->valuestring,
+                  cJSON_GetObjectItem(j2, "verdict")->valuestring);
     cJSON_Delete(j1);
     cJSON_Delete(j2);
     t_out_free(&v1);
     t_out_free(&v2);
     /* a resume with other models is refused */
-    ASSERT_OK(t_qgate(&o, "run", "--resume", "1", "--suite", sp, "--model", ma, "--model", mc, "--model", mb, "--db", db, NULL));
+    ASSERT_OK(t_qgate(&o, "run", "--resume", "1", "--suite", sp, "--model", ma, "--model", mc,
+                      "--model", mb, "--db", db, NULL));
     ASSERT_EQ(o.code, 65);
     ASSERT_CONTAINS(o.err, "model 2 is b=");
     t_out_free(&o);
@@ -320,7 +354,8 @@ TEST(run_shards_merge_equal_unsharded)
     snprintf(ref, sizeof ref, "%s", t_path("ref.db"));
     snprintf(out, sizeof out, "%s", t_path("merged.db"));
     struct t_out o;
-    ASSERT_OK(t_qgate(&o, "run", "--suite", sp, "--model", ma, "--model", mb, "--model", mc, "--quiet", "--db", ref, NULL));
+    ASSERT_OK(t_qgate(&o, "run", "--suite", sp, "--model", ma, "--model", mb, "--model", mc,
+                      "--quiet", "--db", ref, NULL));
     ASSERT_EQ(o.code, 0);
     t_out_free(&o);
     for (int i = 0; i < 3; i++) {
@@ -328,8 +363,8 @@ TEST(run_shards_merge_equal_unsharded)
         snprintf(spec, sizeof spec, "%d/3", i);
         snprintf(name, sizeof name, "shard%d.db", i);
         snprintf(sh[i], sizeof sh[i], "%s", t_path(name));
-        ASSERT_OK(t_qgate(&o, "run", "--suite", sp, "--model", ma, "--model", mb, "--model", mc, "--shard", spec, "--quiet",
-                          "--db", sh[i], NULL));
+        ASSERT_OK(t_qgate(&o, "run", "--suite", sp, "--model", ma, "--model", mb, "--model", mc,
+                          "--shard", spec, "--quiet", "--db", sh[i], NULL));
         ASSERT_EQ(o.code, 0);
         t_out_free(&o);
     }
@@ -351,15 +386,21 @@ TEST(run_shards_merge_equal_unsharded)
     free(x1);
     free(x2);
     struct t_out v1, v2;
-    ASSERT_OK(t_qgate(&v1, "compare", "--baseline", "a", "--candidate", "b", "--db", ref, "--format", "json", NULL));
-    ASSERT_OK(t_qgate(&v2, "compare", "--baseline", "a", "--candidate", "b", "--db", out, "--format", "json", NULL));
+    ASSERT_OK(t_qgate(&v1, "compare", "--baseline", "a", "--candidate", "b", "--db", ref,
+                      "--format", "json", NULL));
+    ASSERT_OK(t_qgate(&v2, "compare", "--baseline", "a", "--candidate", "b", "--db", out,
+                      "--format", "json", NULL));
     ASSERT_EQ(v1.code, v2.code);
     cJSON *j1 = cJSON_Parse(v1.out), *j2 = cJSON_Parse(v2.out);
     for (int t = 0; t < 2; t++) {
-        cJSON *a = cJSON_GetArrayItem(cJSON_GetObjectItem(j1, "tasks"), t), *b = cJSON_GetArrayItem(cJSON_GetObjectItem(j2, "tasks"), t);
-        ASSERT_NEAR(cJSON_GetObjectItem(a, "delta")->valuedouble, cJSON_GetObjectItem(b, "delta")->valuedouble, 1e-12);
-        ASSERT_NEAR(cJSON_GetObjectItem(a, "ci_high")->valuedouble, cJSON_GetObjectItem(b, "ci_high")->valuedouble, 1e-12);
-        ASSERT_STR_EQ(cJSON_GetObjectItem(a, "verdict")->valuestring, cJSON_GetObjectItem(b, "verdict")->valuestring);
+        cJSON *a = cJSON_GetArrayItem(cJSON_GetObjectItem(j1, "tasks"), t),
+              *b = cJSON_GetArrayItem(cJSON_GetObjectItem(j2, "tasks"), t);
+        ASSERT_NEAR(cJSON_GetObjectItem(a, "delta")->valuedouble,
+                    cJSON_GetObjectItem(b, "delta")->valuedouble, 1e-12);
+        ASSERT_NEAR(cJSON_GetObjectItem(a, "ci_high")->valuedouble,
+                    cJSON_GetObjectItem(b, "ci_high")->valuedouble, 1e-12);
+        ASSERT_STR_EQ(cJSON_GetObjectItem(a, "verdict")->valuestring,
+                      cJSON_GetObjectItem(b, "verdict")->valuestring);
     }
     cJSON_Delete(j1);
     cJSON_Delete(j2);
@@ -377,8 +418,8 @@ TEST(run_noise_perturb)
     snprintf(mb, sizeof mb, "b=%s", t_path("b.gguf"));
     snprintf(db, sizeof db, "%s", t_path("n.db"));
     struct t_out o;
-    ASSERT_OK(t_qgate(&o, "run", "--suite", sp, "--model", ma, "--model", mb, "--repeats", "2", "--noise", "perturb",
-                      "--quiet", "--db", db, NULL));
+    ASSERT_OK(t_qgate(&o, "run", "--suite", sp, "--model", ma, "--model", mb, "--repeats", "2",
+                      "--noise", "perturb", "--quiet", "--db", db, NULL));
     ASSERT_EQ(o.code, 0);
     t_out_free(&o);
     /* the baseline has a third, perturbed repeat; the candidate does not */
@@ -396,7 +437,8 @@ TEST(run_noise_perturb)
     ASSERT_EQ(cand_r2, 0);
     cJSON_Delete(j);
     t_out_free(&o);
-    ASSERT_OK(t_qgate(&o, "compare", "--baseline", "a", "--candidate", "b", "--db", db, "--format", "json", NULL));
+    ASSERT_OK(t_qgate(&o, "compare", "--baseline", "a", "--candidate", "b", "--db", db, "--format",
+                      "json", NULL));
     j = cJSON_Parse(o.out);
     cJSON *t = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "tasks"), 0);
     ASSERT_EQ(cJSON_GetObjectItem(t, "noise_repeats")->valuedouble, 2);
@@ -405,7 +447,8 @@ TEST(run_noise_perturb)
     printf("perplexity noise floor under the perturbation: %.3g nats/token\n", noise);
     cJSON_Delete(j);
     t_out_free(&o);
-    ASSERT_OK(t_qgate(&o, "run", "--suite", sp, "--model", ma, "--noise", "jitter", "--db", db, NULL));
+    ASSERT_OK(
+        t_qgate(&o, "run", "--suite", sp, "--model", ma, "--noise", "jitter", "--db", db, NULL));
     ASSERT_EQ(o.code, 64);
     t_out_free(&o);
     return 0;

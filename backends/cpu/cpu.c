@@ -54,8 +54,9 @@ static int cpu_open(const char *path, const struct backend_open_params *p, void 
     if (!rc) {
         const struct llama_hparams *h = llama_hparams(c->model);
         if (tok_n_vocab(c->tok) != h->n_vocab)
-            rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: tokenizer has %d tokens but the embedding has %d rows",
-                         path, tok_n_vocab(c->tok), h->n_vocab);
+            rc = qg_errf(err, errlen, QG_ERR_DATA,
+                         "%s: tokenizer has %d tokens but the embedding has %d rows", path,
+                         tok_n_vocab(c->tok), h->n_vocab);
         c->n_ctx = p && p->n_ctx > 0 ? p->n_ctx : h->ctx_train;
     }
     if (!rc) rc = llama_ctx_new(c->model, c->n_ctx, &c->ctx);
@@ -65,7 +66,8 @@ static int cpu_open(const char *path, const struct backend_open_params *p, void 
         if (!c->logits) rc = QG_ERR_NOMEM;
     }
     if (rc) {
-        if (rc == QG_ERR_NOMEM) qg_errf(err, errlen, rc, "%s: out of memory (context %d)", path, c->n_ctx);
+        if (rc == QG_ERR_NOMEM)
+            qg_errf(err, errlen, rc, "%s: out of memory (context %d)", path, c->n_ctx);
         cpu_close(c);
         return rc;
     }
@@ -95,7 +97,8 @@ static const char *cpu_errmsg(void *impl)
     return ((struct cpu *)impl)->err;
 }
 
-static int cpu_tokenize(void *impl, const char *text, size_t n, int add_special, int32_t **ids, int64_t *n_ids)
+static int cpu_tokenize(void *impl, const char *text, size_t n, int add_special, int32_t **ids,
+                        int64_t *n_ids)
 {
     return tok_encode(((struct cpu *)impl)->tok, text, n, add_special, 0, ids, n_ids);
 }
@@ -118,10 +121,12 @@ static double log_softmax_at(const float *row, int V, int32_t tok, float *out_ro
     for (int i = 1; i < V; i++)
         if (row[i] > mx) mx = row[i], am = i;
     double sum = 0;
-    for (int i = 0; i < V; i++) sum += qg_expf(row[i] - mx);
+    for (int i = 0; i < V; i++)
+        sum += qg_expf(row[i] - mx);
     double lse = log(sum);
     if (out_row)
-        for (int i = 0; i < V; i++) out_row[i] = (float)((double)(row[i] - mx) - lse);
+        for (int i = 0; i < V; i++)
+            out_row[i] = (float)((double)(row[i] - mx) - lse);
     if (argmax) *argmax = am;
     return (double)(row[tok] - mx) - lse;
 }
@@ -151,20 +156,24 @@ static int cpu_score(void *impl, struct backend_score *r)
     struct cpu *c = impl;
     int V = llama_hparams(c->model)->n_vocab;
     if (r->from < 1 || r->from >= r->n_tokens)
-        return qg_errf(c->err, sizeof c->err, QG_ERR_USAGE, "score: from %d outside 1..%d", r->from, r->n_tokens - 1);
+        return qg_errf(c->err, sizeof c->err, QG_ERR_USAGE, "score: from %d outside 1..%d", r->from,
+                       r->n_tokens - 1);
     if (r->n_tokens - 1 > c->n_ctx)
-        return qg_errf(c->err, sizeof c->err, QG_ERR_USAGE, "score: window of %d tokens exceeds the context %d",
-                       r->n_tokens, c->n_ctx);
+        return qg_errf(c->err, sizeof c->err, QG_ERR_USAGE,
+                       "score: window of %d tokens exceeds the context %d", r->n_tokens, c->n_ctx);
     for (int i = r->from; i < r->n_tokens; i++)
         if (r->tokens[i] < 0 || r->tokens[i] >= V)
-            return qg_errf(c->err, sizeof c->err, QG_ERR_USAGE, "score: token %d out of range", r->tokens[i]);
+            return qg_errf(c->err, sizeof c->err, QG_ERR_USAGE, "score: token %d out of range",
+                           r->tokens[i]);
     llama_ctx_reset(c->ctx);
     /* one batch, or two (perturb) through the KV cache; position i-1
      * predicts token i; output rows in chunks of LOGIT_ROWS */
     int npos = r->n_tokens - 1, split = c->perturb && npos >= 2 ? npos / 2 : npos;
     for (int b0 = 0; b0 < npos; b0 = split, split = npos) {
         int rc = llama_eval(c->ctx, r->tokens + b0, split - b0, split - b0, NULL);
-        if (rc) return qg_errf(c->err, sizeof c->err, rc, "score: evaluation failed (token id out of range?)");
+        if (rc)
+            return qg_errf(c->err, sizeof c->err, rc,
+                           "score: evaluation failed (token id out of range?)");
         int first = r->from - 1 > b0 ? r->from - 1 : b0;
         for (int p0 = first; p0 < split; p0 += LOGIT_ROWS) {
             int cnt = split - p0 < LOGIT_ROWS ? split - p0 : LOGIT_ROWS;
@@ -189,7 +198,8 @@ static int cmp_cand(const void *a, const void *b)
 
 /* Picks the next token: argmax when temperature is 0, else softmax(l/T)
  * restricted to the top-p nucleus, drawn with the seeded generator. */
-static int32_t sample(const float *l, int V, const struct backend_gen_params *p, uint64_t *rng, struct cand *buf)
+static int32_t sample(const float *l, int V, const struct backend_gen_params *p, uint64_t *rng,
+                      struct cand *buf)
 {
     int32_t best = 0;
     for (int i = 1; i < V; i++)
@@ -214,7 +224,8 @@ static int32_t sample(const float *l, int V, const struct backend_gen_params *p,
         }
     }
     double total = 0;
-    for (int i = 0; i < keep; i++) total += buf[i].p;
+    for (int i = 0; i < keep; i++)
+        total += buf[i].p;
     double u = (double)(rng_next(rng) >> 11) * 0x1.0p-53 * total;
     for (int i = 0; i < keep; i++) {
         u -= buf[i].p;
@@ -224,7 +235,8 @@ static int32_t sample(const float *l, int V, const struct backend_gen_params *p,
 }
 
 /* Text of the generated ids as a continuation of the prompt. */
-static char *gen_text(struct cpu *c, const int32_t *prompt, int64_t np, const int32_t *gen, int64_t ng, int prompt_has_text)
+static char *gen_text(struct cpu *c, const int32_t *prompt, int64_t np, const int32_t *gen,
+                      int64_t ng, int prompt_has_text)
 {
     if (!prompt_has_text) return tok_decode(c->tok, gen, ng, 0);
     int32_t *all = malloc((size_t)(np + ng) * sizeof *all);
@@ -244,15 +256,17 @@ static char *gen_text(struct cpu *c, const int32_t *prompt, int64_t np, const in
     return full;
 }
 
-static int cpu_generate(void *impl, const int32_t *prompt, int64_t np, const struct backend_gen_params *p,
-                        char **text, int32_t **ids_out, int64_t *n_out)
+static int cpu_generate(void *impl, const int32_t *prompt, int64_t np,
+                        const struct backend_gen_params *p, char **text, int32_t **ids_out,
+                        int64_t *n_out)
 {
     struct cpu *c = impl;
     *text = NULL;
     int V = llama_hparams(c->model)->n_vocab;
     if (np <= 0 || np >= c->n_ctx)
-        return qg_errf(c->err, sizeof c->err, QG_ERR_USAGE, "generate: prompt of %lld tokens does not fit the context %d",
-                       (long long)np, c->n_ctx);
+        return qg_errf(c->err, sizeof c->err, QG_ERR_USAGE,
+                       "generate: prompt of %lld tokens does not fit the context %d", (long long)np,
+                       c->n_ctx);
     int max = p->max_tokens > 0 ? p->max_tokens : 128;
     if (max > c->n_ctx - np) max = (int)(c->n_ctx - np);
     int32_t *gen = malloc((size_t)max * sizeof *gen);
@@ -263,7 +277,8 @@ static int cpu_generate(void *impl, const int32_t *prompt, int64_t np, const str
         return QG_ERR_NOMEM;
     }
     int prompt_has_text = 0;
-    for (int64_t i = 0; i < np; i++) prompt_has_text |= prompt[i] != tok_bos(c->tok);
+    for (int64_t i = 0; i < np; i++)
+        prompt_has_text |= prompt[i] != tok_bos(c->tok);
     uint64_t rng = p->seed;
     llama_ctx_reset(c->ctx);
     int rc = llama_eval(c->ctx, prompt, (int)np, (int)np - 1, c->logits);
@@ -295,8 +310,10 @@ static int cpu_generate(void *impl, const int32_t *prompt, int64_t np, const str
     }
     if (!out) out = qg_strdup("");
     *text = out;
-    if (ids_out) *ids_out = gen;
-    else free(gen);
+    if (ids_out)
+        *ids_out = gen;
+    else
+        free(gen);
     if (n_out) *n_out = ng;
     return out ? QG_OK : QG_ERR_NOMEM;
 }

@@ -75,12 +75,12 @@ struct reply {
 };
 
 struct http {
-    CURL *curl;   /* single requests (models, tokenize, generate) */
-    CURLM *multi; /* scoring: many in flight, sharing connections */
+    CURL *curl;      /* single requests (models, tokenize, generate) */
+    CURLM *multi;    /* scoring: many in flight, sharing connections */
     CURL *idle[256]; /* scoring handles between requests, reused */
     int n_idle;
     int concurrency;
-    int chat; /* generate through /chat/completions */
+    int chat;                   /* generate through /chat/completions */
     struct backend_cache cache; /* .get NULL: none */
     struct curl_slist *headers;
     char base[1024]; /* ...../v1 */
@@ -94,18 +94,18 @@ struct http {
     struct spiece {
         char *text;
         int len;
-    } *spc;
+    } * spc;
     int n_spc;
-    int32_t pair_a;   /* the fixed token detokenized before an unknown one */
-    char *pair_text;  /* its text alone (NULL: not yet known) */
-    int plp;          /* score through vLLM's prompt_logprobs */
-    int text_prompt;  /* the server takes no token ids: prompts go as text */
+    int32_t pair_a;  /* the fixed token detokenized before an unknown one */
+    char *pair_text; /* its text alone (NULL: not yet known) */
+    int plp;         /* score through vLLM's prompt_logprobs */
+    int text_prompt; /* the server takes no token ids: prompts go as text */
     /* decoded piece text -> id, sorted by text, for reading top_logprobs
      * (keyed by text); an id of -1 marks text that several ids share */
     struct piece_id {
         char *text;
         int32_t id;
-    } *pieces;
+    } * pieces;
     int n_pieces;
     int n_ctx, retries, max_tokens_one, can_score;
     double timeout;
@@ -166,11 +166,13 @@ enum { TRY_AGAIN = 1 };
 /* Judges a finished transfer: QG_OK with *ans (HTTP 200 with JSON);
  * TRY_AGAIN with the reason in last (connection error, timeout, 408, 429,
  * 5xx, a body that is not complete JSON); else a refusal, in h->err. */
-static int judge(struct http *h, const char *url, CURLcode cc, long code, const struct reply *r, cJSON **ans, char *last,
-                 size_t lastlen)
+static int judge(struct http *h, const char *url, CURLcode cc, long code, const struct reply *r,
+                 cJSON **ans, char *last, size_t lastlen)
 {
     *ans = NULL;
-    if (r->too_big) return qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: response larger than %zu bytes", url, HTTP_MAX_RESPONSE);
+    if (r->too_big)
+        return qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: response larger than %zu bytes",
+                       url, HTTP_MAX_RESPONSE);
     if (cc != CURLE_OK) {
         snprintf(last, lastlen, "%s", curl_easy_strerror(cc));
         return TRY_AGAIN;
@@ -181,7 +183,8 @@ static int judge(struct http *h, const char *url, CURLcode cc, long code, const 
             *ans = j;
             return QG_OK;
         }
-        snprintf(last, lastlen, "HTTP 200 with a body that is not complete JSON (%zu bytes)", r->body.len);
+        snprintf(last, lastlen, "HTTP 200 with a body that is not complete JSON (%zu bytes)",
+                 r->body.len);
         return TRY_AGAIN;
     }
     const cJSON *e = cJSON_GetObjectItem(j, "error"), *em = cJSON_GetObjectItem(e, "message");
@@ -219,7 +222,8 @@ static int request(struct http *h, const char *url, const char *body, cJSON **ou
         int v = judge(h, url, cc, code, &h->reply, out, last, sizeof last);
         if (v != TRY_AGAIN) return v;
     }
-    qg_errf(h->err, sizeof h->err, QG_ERR_UNAVAILABLE, "%s: no answer after %d attempts; last: %s", url, h->retries + 1, last);
+    qg_errf(h->err, sizeof h->err, QG_ERR_UNAVAILABLE, "%s: no answer after %d attempts; last: %s",
+            url, h->retries + 1, last);
     return QG_ERR_UNAVAILABLE;
 }
 
@@ -229,12 +233,15 @@ static void http_close(void *impl)
     if (!h) return;
     if (h->curl) curl_easy_cleanup(h->curl);
     if (h->multi) curl_multi_cleanup(h->multi);
-    for (int i = 0; i < h->n_idle; i++) curl_easy_cleanup(h->idle[i]);
+    for (int i = 0; i < h->n_idle; i++)
+        curl_easy_cleanup(h->idle[i]);
     curl_slist_free_all(h->headers);
     tok_free(h->tok);
-    for (int i = 0; i < h->n_pieces; i++) free(h->pieces[i].text);
+    for (int i = 0; i < h->n_pieces; i++)
+        free(h->pieces[i].text);
     free(h->pieces);
-    for (int i = 0; i < h->n_spc; i++) free(h->spc[i].text);
+    for (int i = 0; i < h->n_spc; i++)
+        free(h->spc[i].text);
     free(h->spc);
     free(h->pair_text);
     sbuf_release(&h->reply.body);
@@ -264,7 +271,8 @@ static char *score_body(struct http *h, const int32_t *ids, int n, int top_k)
         free(text);
     } else {
         cJSON *p = cJSON_AddArrayToObject(req, "prompt");
-        for (int i = 0; i < n; i++) cJSON_AddItemToArray(p, cJSON_CreateNumber(ids[i]));
+        for (int i = 0; i < n; i++)
+            cJSON_AddItemToArray(p, cJSON_CreateNumber(ids[i]));
     }
     if (h->plp) { /* vLLM: the prompt's log-probs by id; it generates one token */
         cJSON_AddNumberToObject(req, "prompt_logprobs", top_k > 0 ? top_k : 0);
@@ -290,7 +298,8 @@ static int32_t piece_lookup(const struct http *h, const char *text)
 {
     if (!h->pieces) return -1;
     struct piece_id key = {.text = (char *)text};
-    const struct piece_id *f = bsearch(&key, h->pieces, (size_t)h->n_pieces, sizeof *h->pieces, cmp_piece);
+    const struct piece_id *f =
+        bsearch(&key, h->pieces, (size_t)h->n_pieces, sizeof *h->pieces, cmp_piece);
     return f ? f->id : -1;
 }
 
@@ -346,7 +355,8 @@ static void top_insert(int32_t *ids, float *lp, int k, int32_t id, float v)
 {
     int j = k - 1;
     if (!(v > lp[j])) return;
-    while (j > 0 && lp[j - 1] < v) lp[j] = lp[j - 1], ids[j] = ids[j - 1], j--;
+    while (j > 0 && lp[j - 1] < v)
+        lp[j] = lp[j - 1], ids[j] = ids[j - 1], j--;
     lp[j] = v, ids[j] = id;
 }
 
@@ -359,12 +369,15 @@ static const cJSON *plp_value(const cJSON *e)
 /* Reads vLLM's choices[0].prompt_logprobs: [null, {"ID": {"logprob": x,
  * "rank": r, ...}, ...}, ...], one entry per prompt token, each holding the
  * token sent and the top-K. */
-static int parse_plp(struct http *h, const char *url, const cJSON *plp, const struct backend_score *r)
+static int parse_plp(struct http *h, const char *url, const cJSON *plp,
+                     const struct backend_score *r)
 {
     int n = r->n_tokens, m = cJSON_GetArraySize(plp);
     if (m != n)
-        return qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: sent %d prompt ids, got %d prompt_logprobs back: the endpoint "
-                       "re-tokenized the prompt", url, n, m);
+        return qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
+                       "%s: sent %d prompt ids, got %d prompt_logprobs back: the endpoint "
+                       "re-tokenized the prompt",
+                       url, n, m);
     int i = 0;
     const cJSON *pos;
     cJSON_ArrayForEach(pos, plp)
@@ -378,23 +391,29 @@ static int parse_plp(struct http *h, const char *url, const cJSON *plp, const st
         const cJSON *v = plp_value(cJSON_GetObjectItemCaseSensitive(pos, key));
         if (!cJSON_IsObject(pos))
             return qg_errf(h->err, sizeof h->err, QG_ERR_UNSUPPORTED,
-                           "%s: no prompt_logprobs for prompt token %d: this endpoint cannot score prompts, so it cannot run "
-                           "log-likelihood tasks", url, i);
+                           "%s: no prompt_logprobs for prompt token %d: this endpoint cannot score "
+                           "prompts, so it cannot run "
+                           "log-likelihood tasks",
+                           url, i);
         if (!cJSON_IsNumber(v) || !(v->valuedouble <= 0))
-            return qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: prompt_logprobs[%d] has no log-prob for the token sent (id %s)",
+            return qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
+                           "%s: prompt_logprobs[%d] has no log-prob for the token sent (id %s)",
                            url, i, key);
         r->logprob[i - r->from] = v->valuedouble;
         if (r->top_k > 0) {
             int32_t *ids_out = r->top_ids + (size_t)(i - r->from) * (size_t)r->top_k;
             float *lp_out = r->top_lp + (size_t)(i - r->from) * (size_t)r->top_k;
-            for (int k = 0; k < r->top_k; k++) ids_out[k] = -1, lp_out[k] = -INFINITY;
+            for (int k = 0; k < r->top_k; k++)
+                ids_out[k] = -1, lp_out[k] = -INFINITY;
             const cJSON *e;
             cJSON_ArrayForEach(e, pos)
             {
                 const cJSON *ev = plp_value(e);
                 char *end;
                 long id = e->string ? strtol(e->string, &end, 10) : -1;
-                if (!e->string || *end || id < 0 || id >= 2147483647L || !cJSON_IsNumber(ev) || !(ev->valuedouble <= 0)) continue;
+                if (!e->string || *end || id < 0 || id >= 2147483647L || !cJSON_IsNumber(ev) ||
+                    !(ev->valuedouble <= 0))
+                    continue;
                 /* the token sent is listed even when outside the top-K; as
                  * the least likely entry it falls off the list */
                 top_insert(ids_out, lp_out, r->top_k, (int32_t)id, lp_float(ev->valuedouble));
@@ -420,7 +439,8 @@ static struct cursor cursor_of(const cJSON *a)
 /* item i (>= the last asked), or NULL past the end */
 static const cJSON *cursor_get(struct cursor *c, int i)
 {
-    while (c->at && c->i < i) c->at = c->at->next, c->i++;
+    while (c->at && c->i < i)
+        c->at = c->at->next, c->i++;
     return c->i == i ? c->at : NULL;
 }
 
@@ -429,16 +449,20 @@ static const cJSON *cursor_get(struct cursor *c, int i)
  * without token_ids back) each token's text is the text of the id meant
  * (after the first; pieces that are not UTF-8 on their own cannot be
  * compared). */
-static int check_prompt_ids(struct http *h, const char *url, const cJSON *lpo, const cJSON *tid, const int32_t *ids, int n)
+static int check_prompt_ids(struct http *h, const char *url, const cJSON *lpo, const cJSON *tid,
+                            const int32_t *ids, int n)
 {
     int rc = QG_OK;
     struct cursor c_tid = cursor_of(tid), c_texts;
     for (int i = 0; i < n && !rc && cJSON_IsArray(tid); i++) {
         const cJSON *v = cursor_get(&c_tid, i);
         if (!cJSON_IsNumber(v) || v->valuedouble != (double)ids[i])
-            rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: token %d scored as id %g, sent %d%s", url, i,
-                         cJSON_IsNumber(v) ? v->valuedouble : -1.0, ids[i],
-                         h->text_prompt ? " (the server takes text prompts only, and re-tokenized this one differently)" : "");
+            rc = qg_errf(
+                h->err, sizeof h->err, QG_ERR_DATA, "%s: token %d scored as id %g, sent %d%s", url,
+                i, cJSON_IsNumber(v) ? v->valuedouble : -1.0, ids[i],
+                h->text_prompt
+                    ? " (the server takes text prompts only, and re-tokenized this one differently)"
+                    : "");
     }
     c_texts = cursor_of(cJSON_GetObjectItem(lpo, "tokens"));
     for (int i = 1; i < n && !rc && h->text_prompt && !cJSON_IsArray(tid); i++) {
@@ -451,14 +475,17 @@ static int check_prompt_ids(struct http *h, const char *url, const cJSON *lpo, c
         if (!utf8_valid(buf, (size_t)len, &bad) || strlen(buf) != (size_t)len) continue;
         if (!cJSON_IsString(t) || strcmp(t->valuestring, buf))
             rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
-                         "%s: token %d came back as '%.40s', sent '%.40s': the server takes text prompts only, and re-tokenized "
-                         "this one differently", url, i, cJSON_IsString(t) ? t->valuestring : "?", buf);
+                         "%s: token %d came back as '%.40s', sent '%.40s': the server takes text "
+                         "prompts only, and re-tokenized "
+                         "this one differently",
+                         url, i, cJSON_IsString(t) ? t->valuestring : "?", buf);
     }
     return rc;
 }
 
 /* The top-K of every scored position into r->top_ids / r->top_lp. */
-static int parse_top_k(struct http *h, const char *url, const cJSON *lpo, const struct backend_score *r)
+static int parse_top_k(struct http *h, const char *url, const cJSON *lpo,
+                       const struct backend_score *r)
 {
     /* top-K: qgate serve's top_token_ids ([[id, logprob], ...], exact), else
      * top_logprobs[i], text -> log-prob, mapped to ids through the local
@@ -469,15 +496,17 @@ static int parse_top_k(struct http *h, const char *url, const cJSON *lpo, const 
     for (int i = r->from; i < n && !rc; i++) {
         int32_t *ids_out = r->top_ids + (size_t)(i - r->from) * (size_t)r->top_k;
         float *lp_out = r->top_lp + (size_t)(i - r->from) * (size_t)r->top_k;
-        for (int k = 0; k < r->top_k; k++) ids_out[k] = -1, lp_out[k] = -INFINITY;
+        for (int k = 0; k < r->top_k; k++)
+            ids_out[k] = -1, lp_out[k] = -INFINITY;
         const cJSON *pairs = cursor_get(&c_topid, i), *pr;
         if (cJSON_IsArray(pairs)) {
             int k = 0;
             cJSON_ArrayForEach(pr, pairs)
             {
                 const cJSON *pid = cJSON_GetArrayItem(pr, 0), *plp = cJSON_GetArrayItem(pr, 1);
-                if (k == r->top_k || !cJSON_IsNumber(pid) || !cJSON_IsNumber(plp) || !(plp->valuedouble <= 0) ||
-                    pid->valuedouble < 0 || pid->valuedouble >= 2147483647.0 || (k && plp->valuedouble > lp_out[k - 1]))
+                if (k == r->top_k || !cJSON_IsNumber(pid) || !cJSON_IsNumber(plp) ||
+                    !(plp->valuedouble <= 0) || pid->valuedouble < 0 ||
+                    pid->valuedouble >= 2147483647.0 || (k && plp->valuedouble > lp_out[k - 1]))
                     break; /* at most top_k, most likely first */
                 ids_out[k] = (int32_t)pid->valuedouble, lp_out[k] = lp_float(plp->valuedouble), k++;
             }
@@ -485,12 +514,16 @@ static int parse_top_k(struct http *h, const char *url, const cJSON *lpo, const 
         }
         const cJSON *o = cursor_get(&c_top, i), *e;
         if (!cJSON_IsObject(o)) {
-            rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: no top_logprobs for prompt token %d (asked for %d)", url, i, r->top_k);
+            rc =
+                qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
+                        "%s: no top_logprobs for prompt token %d (asked for %d)", url, i, r->top_k);
             break;
         }
         if (!h->pieces) {
             rc = qg_errf(h->err, sizeof h->err, QG_ERR_UNSUPPORTED,
-                         "%s: the server names its top tokens by text only; give ?tokenizer=PATH.gguf so qgate can map them to ids", url);
+                         "%s: the server names its top tokens by text only; give "
+                         "?tokenizer=PATH.gguf so qgate can map them to ids",
+                         url);
             break;
         }
         cJSON_ArrayForEach(e, o)
@@ -498,13 +531,15 @@ static int parse_top_k(struct http *h, const char *url, const cJSON *lpo, const 
             if (!cJSON_IsNumber(e) || !(e->valuedouble <= 0) || !e->string) continue;
             /* unknown texts keep -1 but still take their place, so the
              * order stays the server's */
-            top_insert(ids_out, lp_out, r->top_k, piece_lookup(h, e->string), lp_float(e->valuedouble));
+            top_insert(ids_out, lp_out, r->top_k, piece_lookup(h, e->string),
+                       lp_float(e->valuedouble));
         }
     }
     return rc;
 }
 
-static int parse_score(struct http *h, const char *url, const cJSON *ans, const struct backend_score *r)
+static int parse_score(struct http *h, const char *url, const cJSON *ans,
+                       const struct backend_score *r)
 {
     const int32_t *ids = r->tokens;
     int n = r->n_tokens, from = r->from, rc = QG_OK;
@@ -512,38 +547,49 @@ static int parse_score(struct http *h, const char *url, const cJSON *ans, const 
     const cJSON *vllm = cJSON_GetObjectItem(ch0, "prompt_logprobs");
     if (cJSON_IsArray(vllm)) return parse_plp(h, url, vllm, r);
     const cJSON *lpo = cJSON_GetObjectItem(ch0, "logprobs");
-    const cJSON *tl = cJSON_GetObjectItem(lpo, "token_logprobs"), *tid = cJSON_GetObjectItem(lpo, "token_ids");
+    const cJSON *tl = cJSON_GetObjectItem(lpo, "token_logprobs"),
+                *tid = cJSON_GetObjectItem(lpo, "token_ids");
     int m = cJSON_GetArraySize(tl);
     if (h->text_prompt && cJSON_IsArray(tl) && (m < n || m > n + h->max_tokens_one))
         return qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
-                       "%s: sent %d prompt ids as text, the server tokenized it into %d: this endpoint takes text prompts only, "
-                       "and a window that starts inside a text does not re-tokenize to the same ids (run perplexity tasks "
-                       "against a server that takes token ids)", url, n, m - h->max_tokens_one);
+                       "%s: sent %d prompt ids as text, the server tokenized it into %d: this "
+                       "endpoint takes text prompts only, "
+                       "and a window that starts inside a text does not re-tokenize to the same "
+                       "ids (run perplexity tasks "
+                       "against a server that takes token ids)",
+                       url, n, m - h->max_tokens_one);
     if (!cJSON_IsArray(tl) || m < n || m > n + h->max_tokens_one)
         return qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
-                       "%s: sent %d prompt ids, got %d token log-probs back: the endpoint re-tokenized the prompt or cannot "
-                       "score prompts (echo with logprobs)", url, n, cJSON_IsArray(tl) ? m : -1);
+                       "%s: sent %d prompt ids, got %d token log-probs back: the endpoint "
+                       "re-tokenized the prompt or cannot "
+                       "score prompts (echo with logprobs)",
+                       url, n, cJSON_IsArray(tl) ? m : -1);
     struct cursor c_tl = cursor_of(tl);
     rc = check_prompt_ids(h, url, lpo, tid, ids, n);
     for (int i = from; i < n && !rc; i++) {
         const cJSON *v = cursor_get(&c_tl, i);
         if (!cJSON_IsNumber(v) || !(v->valuedouble <= 0))
             rc = qg_errf(h->err, sizeof h->err, QG_ERR_UNSUPPORTED,
-                         "%s: no log-prob for prompt token %d: this endpoint cannot score prompts, so it cannot run "
-                         "log-likelihood tasks", url, i);
-        else r->logprob[i - from] = v->valuedouble;
+                         "%s: no log-prob for prompt token %d: this endpoint cannot score prompts, "
+                         "so it cannot run "
+                         "log-likelihood tasks",
+                         url, i);
+        else
+            r->logprob[i - from] = v->valuedouble;
     }
     if (!rc && r->top_k > 0) rc = parse_top_k(h, url, lpo, r);
     return rc;
 }
 
-int http_parse_score(const char *json, size_t n, int extra_tokens, struct backend_score *r, char *err, size_t errlen)
+int http_parse_score(const char *json, size_t n, int extra_tokens, struct backend_score *r,
+                     char *err, size_t errlen)
 {
     struct http h;
     memset(&h, 0, sizeof h);
     h.max_tokens_one = extra_tokens;
     cJSON *ans = cJSON_ParseWithLength(json, n);
-    int rc = ans ? parse_score(&h, "answer", ans, r) : qg_errf(h.err, sizeof h.err, QG_ERR_DATA, "answer: not JSON");
+    int rc = ans ? parse_score(&h, "answer", ans, r)
+                 : qg_errf(h.err, sizeof h.err, QG_ERR_DATA, "answer: not JSON");
     cJSON_Delete(ans);
     if (rc) snprintf(err, errlen, "%s", h.err);
     return rc;
@@ -551,7 +597,8 @@ int http_parse_score(const char *json, size_t n, int extra_tokens, struct backen
 
 /* The cache key of a request: sha256 of the request-format version, the
  * endpoint, the served model and the body. */
-static void cache_key(const struct http *h, const char *url, const char *body, char key[HASH_HEX_LEN + 1])
+static void cache_key(const struct http *h, const char *url, const char *body,
+                      char key[HASH_HEX_LEN + 1])
 {
     struct sbuf k;
     sbuf_init(&k, (size_t)1 << 30);
@@ -599,13 +646,14 @@ static int x_start(struct http *h, CURLM *m, struct xfer *x, const char *url)
 /* Builds each request's body; answers found in the cache are parsed and
  * their transfers marked done (*finished counts them). keys (NULL without
  * a cache) receives each body's cache key. */
-static int score_prepare(struct http *h, const char *url, struct backend_score *reqs, int n, struct xfer *x,
-                         char (*keys)[HASH_HEX_LEN + 1], int *finished)
+static int score_prepare(struct http *h, const char *url, struct backend_score *reqs, int n,
+                         struct xfer *x, char (*keys)[HASH_HEX_LEN + 1], int *finished)
 {
     for (int j = 0; j < n; j++) {
         h->err[0] = '\0';
         if (!(x[j].body = score_body(h, reqs[j].tokens, reqs[j].n_tokens, reqs[j].top_k))) {
-            if (h->err[0]) return QG_ERR_UNAVAILABLE; /* the server could not detokenize a text prompt */
+            if (h->err[0])
+                return QG_ERR_UNAVAILABLE; /* the server could not detokenize a text prompt */
             return qg_errf(h->err, sizeof h->err, QG_ERR_NOMEM, "out of memory");
         }
         if (!keys) continue;
@@ -621,8 +669,9 @@ static int score_prepare(struct http *h, const char *url, struct backend_score *
 
 /* One finished transfer t (request j): parsed and cached, a retry
  * scheduled with backoff, or the error that ends the batch. */
-static int score_finished(struct http *h, const char *url, CURLMsg *msg, struct xfer *x, struct backend_score *reqs,
-                          char (*keys)[HASH_HEX_LEN + 1], int *active, int *finished)
+static int score_finished(struct http *h, const char *url, CURLMsg *msg, struct xfer *x,
+                          struct backend_score *reqs, char (*keys)[HASH_HEX_LEN + 1], int *active,
+                          int *finished)
 {
     struct xfer *t;
     curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&t);
@@ -630,7 +679,8 @@ static int score_finished(struct http *h, const char *url, CURLMsg *msg, struct 
     long code = 0;
     curl_easy_getinfo(t->e, CURLINFO_RESPONSE_CODE, &code);
     curl_multi_remove_handle(h->multi, t->e);
-    if (h->n_idle < (int)(sizeof h->idle / sizeof *h->idle)) h->idle[h->n_idle++] = t->e, t->e = NULL;
+    if (h->n_idle < (int)(sizeof h->idle / sizeof *h->idle))
+        h->idle[h->n_idle++] = t->e, t->e = NULL;
     t->active = 0;
     (*active)--;
     int j = (int)(t - x), rc = QG_OK;
@@ -645,8 +695,8 @@ static int score_finished(struct http *h, const char *url, CURLMsg *msg, struct 
     } else if (v != TRY_AGAIN) {
         rc = v;
     } else if (++t->attempts > h->retries) {
-        rc = qg_errf(h->err, sizeof h->err, QG_ERR_UNAVAILABLE, "%s: no answer after %d attempts; last: %s", url,
-                     h->retries + 1, t->last);
+        rc = qg_errf(h->err, sizeof h->err, QG_ERR_UNAVAILABLE,
+                     "%s: no answer after %d attempts; last: %s", url, h->retries + 1, t->last);
     } else {
         t->not_before = qg_now_s() + backoff(h, t->attempts, t->reply.retry_after);
     }
@@ -655,7 +705,8 @@ static int score_finished(struct http *h, const char *url, CURLMsg *msg, struct 
 
 /* Starts what may start now (up to the concurrency); *soonest is when the
  * next one waiting for its backoff may. */
-static int score_start(struct http *h, const char *url, struct xfer *x, int n, int *active, double *soonest)
+static int score_start(struct http *h, const char *url, struct xfer *x, int n, int *active,
+                       double *soonest)
 {
     double now = qg_now_s();
     *soonest = INFINITY;
@@ -679,7 +730,7 @@ static int score_many(struct http *h, struct backend_score *reqs, int n)
     struct xfer *x = calloc((size_t)n, sizeof *x);
     if (!x) return qg_errf(h->err, sizeof h->err, QG_ERR_NOMEM, "out of memory");
     int rc = QG_OK, active = 0, finished = 0;
-    char (*keys)[HASH_HEX_LEN + 1] = h->cache.get ? calloc((size_t)n, sizeof *keys) : NULL;
+    char(*keys)[HASH_HEX_LEN + 1] = h->cache.get ? calloc((size_t)n, sizeof *keys) : NULL;
     if (h->cache.get && !keys) rc = qg_errf(h->err, sizeof h->err, QG_ERR_NOMEM, "out of memory");
     if (!rc) rc = score_prepare(h, url, reqs, n, x, keys, &finished);
     while (!rc && finished < n) {
@@ -689,10 +740,13 @@ static int score_many(struct http *h, struct backend_score *reqs, int n)
         curl_multi_perform(h->multi, &running);
         CURLMsg *msg;
         while (!rc && (msg = curl_multi_info_read(h->multi, &left)))
-            if (msg->msg == CURLMSG_DONE) rc = score_finished(h, url, msg, x, reqs, keys, &active, &finished);
+            if (msg->msg == CURLMSG_DONE)
+                rc = score_finished(h, url, msg, x, reqs, keys, &active, &finished);
         if (rc || finished == n) break;
-        if (active) curl_multi_poll(h->multi, NULL, 0, 50, NULL);
-        else if (soonest < INFINITY) usleep((useconds_t)(fmax(0, fmin(soonest - qg_now_s(), 1.0)) * 1e6) + 1000);
+        if (active)
+            curl_multi_poll(h->multi, NULL, 0, 50, NULL);
+        else if (soonest < INFINITY)
+            usleep((useconds_t)(fmax(0, fmin(soonest - qg_now_s(), 1.0)) * 1e6) + 1000);
     }
     free(keys);
     for (int j = 0; j < n; j++) {
@@ -732,7 +786,8 @@ static int post_cached(struct http *h, const char *url, const char *body, cJSON 
         }
     }
     int rc = request(h, url, body, out, status);
-    if (!rc && h->cache.get) h->cache.put(h->cache.ud, key, url, h->model, sbuf_str(&h->reply.body));
+    if (!rc && h->cache.get)
+        h->cache.put(h->cache.ud, key, url, h->model, sbuf_str(&h->reply.body));
     return rc;
 }
 
@@ -771,18 +826,22 @@ static int read_piece(const cJSON *p, char *buf, int cap)
     const cJSON *b;
     cJSON_ArrayForEach(b, p)
     {
-        if (!cJSON_IsNumber(b) || b->valuedouble < 0 || b->valuedouble > 255 || b->valuedouble != floor(b->valuedouble)) return -1;
+        if (!cJSON_IsNumber(b) || b->valuedouble < 0 || b->valuedouble > 255 ||
+            b->valuedouble != floor(b->valuedouble))
+            return -1;
         buf[len++] = (char)(int)b->valuedouble;
     }
     return len;
 }
 
-static int parse_tokens(struct http *h, const char *url, const cJSON *ans, int32_t **ids, int64_t *n_ids);
+static int parse_tokens(struct http *h, const char *url, const cJSON *ans, int32_t **ids,
+                        int64_t *n_ids);
 
 /* Tokenizes text (n bytes) on the server, through the cache unless live
  * (open()'s checks ask the server itself). *status: the last HTTP status
  * (404 or 405: no /tokenize). */
-static int server_tokenize(struct http *h, const char *text, size_t n, int add, int live, int32_t **ids, int64_t *n_ids, long *status)
+static int server_tokenize(struct http *h, const char *text, size_t n, int add, int live,
+                           int32_t **ids, int64_t *n_ids, long *status)
 {
     *ids = NULL;
     *n_ids = 0;
@@ -790,7 +849,8 @@ static int server_tokenize(struct http *h, const char *text, size_t n, int add, 
     char url[1100];
     snprintf(url, sizeof url, "%s/tokenize", h->root);
     if (memchr(text, '\0', n))
-        return qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: the text holds a NUL byte, which a JSON request cannot carry", url);
+        return qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
+                       "%s: the text holds a NUL byte, which a JSON request cannot carry", url);
     char *copy = malloc(n + 1);
     if (!copy) return qg_errf(h->err, sizeof h->err, QG_ERR_NOMEM, "out of memory");
     memcpy(copy, text, n);
@@ -817,34 +877,44 @@ static int server_tokenize(struct http *h, const char *text, size_t n, int add, 
 
 /* Reads a /tokenize answer: "tokens" as ids, or as {"id", "piece"} whose
  * pieces are remembered. QG_OK with *ids (malloc'd), or the error in h->err. */
-static int parse_tokens(struct http *h, const char *url, const cJSON *ans, int32_t **ids, int64_t *n_ids)
+static int parse_tokens(struct http *h, const char *url, const cJSON *ans, int32_t **ids,
+                        int64_t *n_ids)
 {
     int rc = QG_OK;
     const cJSON *toks = cJSON_GetObjectItem(ans, "tokens"), *t;
     int m = cJSON_GetArraySize(toks);
-    if (!cJSON_IsArray(toks)) rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: the answer has no \"tokens\" array", url);
-    else if (!(*ids = malloc((size_t)(m ? m : 1) * sizeof **ids))) rc = qg_errf(h->err, sizeof h->err, QG_ERR_NOMEM, "out of memory");
+    if (!cJSON_IsArray(toks))
+        rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: the answer has no \"tokens\" array",
+                     url);
+    else if (!(*ids = malloc((size_t)(m ? m : 1) * sizeof **ids)))
+        rc = qg_errf(h->err, sizeof h->err, QG_ERR_NOMEM, "out of memory");
     double limit = h->n_vocab > 0 ? h->n_vocab : 2147483647.0;
     const cJSON *walk = rc ? NULL : toks;
     cJSON_ArrayForEach(t, walk)
     {
         const cJSON *v = cJSON_IsObject(t) ? cJSON_GetObjectItem(t, "id") : t;
-        if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble >= limit || v->valuedouble != floor(v->valuedouble)) {
-            rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: token %lld of the answer is not a token id%s", url, (long long)*n_ids,
+        if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble >= limit ||
+            v->valuedouble != floor(v->valuedouble)) {
+            rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
+                         "%s: token %lld of the answer is not a token id%s", url, (long long)*n_ids,
                          h->n_vocab > 0 ? " of the served vocabulary" : "");
             break;
         }
         int32_t id = (int32_t)v->valuedouble;
         (*ids)[(*n_ids)++] = id;
         char buf[1024];
-        int len = cJSON_IsObject(t) ? read_piece(cJSON_GetObjectItem(t, "piece"), buf, (int)sizeof buf) : -1;
-        if (len >= 0 && (rc = remember_piece(h, id, buf, len))) qg_errf(h->err, sizeof h->err, rc, "out of memory");
+        int len = cJSON_IsObject(t)
+                      ? read_piece(cJSON_GetObjectItem(t, "piece"), buf, (int)sizeof buf)
+                      : -1;
+        if (len >= 0 && (rc = remember_piece(h, id, buf, len)))
+            qg_errf(h->err, sizeof h->err, rc, "out of memory");
     }
     if (rc) free(*ids), *ids = NULL, *n_ids = 0;
     return rc;
 }
 
-int http_parse_tokenize(const char *json, size_t n, int n_vocab, int32_t **ids, int64_t *n_ids, char *err, size_t errlen)
+int http_parse_tokenize(const char *json, size_t n, int n_vocab, int32_t **ids, int64_t *n_ids,
+                        char *err, size_t errlen)
 {
     struct http h;
     memset(&h, 0, sizeof h);
@@ -852,12 +922,15 @@ int http_parse_tokenize(const char *json, size_t n, int n_vocab, int32_t **ids, 
     *ids = NULL;
     *n_ids = 0;
     cJSON *ans = cJSON_ParseWithLength(json, n);
-    int rc = ans ? parse_tokens(&h, "answer", ans, ids, n_ids) : qg_errf(h.err, sizeof h.err, QG_ERR_DATA, "answer: not JSON");
+    int rc = ans ? parse_tokens(&h, "answer", ans, ids, n_ids)
+                 : qg_errf(h.err, sizeof h.err, QG_ERR_DATA, "answer: not JSON");
     /* every remembered piece is whole: len bytes and a NUL */
     for (int32_t id = 0; !rc && id < h.n_spc; id++)
-        if (h.spc[id].text && (h.spc[id].len < 0 || h.spc[id].text[h.spc[id].len] != '\0')) rc = QG_ERR_INTERNAL;
+        if (h.spc[id].text && (h.spc[id].len < 0 || h.spc[id].text[h.spc[id].len] != '\0'))
+            rc = QG_ERR_INTERNAL;
     cJSON_Delete(ans);
-    for (int i = 0; i < h.n_spc; i++) free(h.spc[i].text);
+    for (int i = 0; i < h.n_spc; i++)
+        free(h.spc[i].text);
     free(h.spc);
     if (rc) snprintf(err, errlen, "%s", h.err);
     return rc;
@@ -871,7 +944,8 @@ static char *server_detokenize(struct http *h, const int32_t *ids, int64_t n)
     cJSON *req = cJSON_CreateObject();
     cJSON_AddStringToObject(req, "model", h->model);
     cJSON *a = cJSON_AddArrayToObject(req, "tokens");
-    for (int64_t i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(ids[i]));
+    for (int64_t i = 0; i < n; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateNumber(ids[i]));
     char *body = cJSON_PrintUnformatted(req);
     cJSON_Delete(req);
     if (!body) return qg_errf(h->err, sizeof h->err, QG_ERR_NOMEM, "out of memory"), NULL;
@@ -880,10 +954,12 @@ static char *server_detokenize(struct http *h, const int32_t *ids, int64_t n)
     int rc = post_cached(h, url, body, &ans, &status);
     free(body);
     if (rc) return NULL;
-    const cJSON *c = cJSON_GetObjectItem(ans, "content"); /* llama.cpp, qgate serve */
+    const cJSON *c = cJSON_GetObjectItem(ans, "content");           /* llama.cpp, qgate serve */
     if (!cJSON_IsString(c)) c = cJSON_GetObjectItem(ans, "prompt"); /* vLLM */
     char *out = cJSON_IsString(c) ? qg_strdup(c->valuestring) : NULL;
-    if (!cJSON_IsString(c)) qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: the answer has no \"content\" or \"prompt\" string", url);
+    if (!cJSON_IsString(c))
+        qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
+                "%s: the answer has no \"content\" or \"prompt\" string", url);
     cJSON_Delete(ans);
     return out;
 }
@@ -895,7 +971,8 @@ static int server_piece(struct http *h, int32_t id, char *buf, size_t cap)
 {
     if (id < 0 || (h->n_vocab > 0 && id >= h->n_vocab)) return -1;
     if (id >= h->n_spc || !h->spc[id].text) {
-        if (!h->pair_text && !(h->pair_text = server_detokenize(h, &h->pair_a, 1))) return QG_ERR_UNAVAILABLE;
+        if (!h->pair_text && !(h->pair_text = server_detokenize(h, &h->pair_a, 1)))
+            return QG_ERR_UNAVAILABLE;
         int32_t two[2] = {h->pair_a, id};
         char *t = server_detokenize(h, two, 2);
         if (!t) return QG_ERR_UNAVAILABLE;
@@ -909,20 +986,23 @@ static int server_piece(struct http *h, int32_t id, char *buf, size_t cap)
         int rc = remember_piece(h, id, p, (int)strlen(p));
         free(t), free(alone);
         if (rc) return rc;
-        if (id >= h->n_spc || !h->spc[id].text) return QG_ERR_UNSUPPORTED; /* an id beyond any vocabulary */
+        if (id >= h->n_spc || !h->spc[id].text)
+            return QG_ERR_UNSUPPORTED; /* an id beyond any vocabulary */
     }
     int len = h->spc[id].len;
     memcpy(buf, h->spc[id].text, (size_t)len < cap ? (size_t)len : cap);
     return len;
 }
 
-static int parse_spec(struct http *h, const char *spec, char *tokpath, size_t tokcap, char *keyvar, size_t keycap, char *err,
-                      size_t errlen)
+static int parse_spec(struct http *h, const char *spec, char *tokpath, size_t tokcap, char *keyvar,
+                      size_t keycap, char *err, size_t errlen)
 {
     const char *q = strchr(spec, '?');
     size_t blen = q ? (size_t)(q - spec) : strlen(spec);
-    while (blen > 0 && spec[blen - 1] == '/') blen--;
-    if (blen >= sizeof h->base) return qg_errf(err, errlen, QG_ERR_USAGE, "model spec URL too long");
+    while (blen > 0 && spec[blen - 1] == '/')
+        blen--;
+    if (blen >= sizeof h->base)
+        return qg_errf(err, errlen, QG_ERR_USAGE, "model spec URL too long");
     memcpy(h->base, spec, blen);
     h->base[blen] = '\0';
     snprintf(h->root, sizeof h->root, "%s", h->base);
@@ -933,24 +1013,35 @@ static int parse_spec(struct http *h, const char *spec, char *tokpath, size_t to
     for (char *kv = strtok_r(query, "&", &save); kv && !rc; kv = strtok_r(NULL, "&", &save)) {
         char *eq = strchr(kv, '=');
         if (!eq) {
-            rc = qg_errf(err, errlen, QG_ERR_USAGE, "%s: query part '%s' is not KEY=VALUE", h->base, kv);
+            rc = qg_errf(err, errlen, QG_ERR_USAGE, "%s: query part '%s' is not KEY=VALUE", h->base,
+                         kv);
             break;
         }
         *eq = '\0';
         const char *v = eq + 1;
         int64_t iv;
-        if (!strcmp(kv, "model")) snprintf(h->model, sizeof h->model, "%s", v);
-        else if (!strcmp(kv, "tokenizer")) snprintf(tokpath, tokcap, "%s", v);
-        else if (!strcmp(kv, "api_key_env")) snprintf(keyvar, keycap, "%s", v);
-        else if (!strcmp(kv, "timeout") && !qg_parse_i64(v, 1, 86400, &iv)) h->timeout = (double)iv;
-        else if (!strcmp(kv, "retries") && !qg_parse_i64(v, 0, 100, &iv)) h->retries = (int)iv;
-        else if (!strcmp(kv, "ctx") && !qg_parse_i64(v, 2, 1 << 24, &iv)) h->n_ctx = (int)iv;
-        else if (!strcmp(kv, "concurrency") && !qg_parse_i64(v, 1, 256, &iv)) h->concurrency = (int)iv;
-        else if (!strcmp(kv, "chat") && !qg_parse_i64(v, 0, 1, &iv)) h->chat = (int)iv;
+        if (!strcmp(kv, "model"))
+            snprintf(h->model, sizeof h->model, "%s", v);
+        else if (!strcmp(kv, "tokenizer"))
+            snprintf(tokpath, tokcap, "%s", v);
+        else if (!strcmp(kv, "api_key_env"))
+            snprintf(keyvar, keycap, "%s", v);
+        else if (!strcmp(kv, "timeout") && !qg_parse_i64(v, 1, 86400, &iv))
+            h->timeout = (double)iv;
+        else if (!strcmp(kv, "retries") && !qg_parse_i64(v, 0, 100, &iv))
+            h->retries = (int)iv;
+        else if (!strcmp(kv, "ctx") && !qg_parse_i64(v, 2, 1 << 24, &iv))
+            h->n_ctx = (int)iv;
+        else if (!strcmp(kv, "concurrency") && !qg_parse_i64(v, 1, 256, &iv))
+            h->concurrency = (int)iv;
+        else if (!strcmp(kv, "chat") && !qg_parse_i64(v, 0, 1, &iv))
+            h->chat = (int)iv;
         else
             rc = qg_errf(err, errlen, QG_ERR_USAGE,
-                         "%s: bad query parameter '%s=%s' (known: model, tokenizer=PATH.gguf, api_key_env=VAR, timeout=SECONDS, "
-                         "retries=N, ctx=N, concurrency=N, chat=0|1)", h->base, kv, v);
+                         "%s: bad query parameter '%s=%s' (known: model, tokenizer=PATH.gguf, "
+                         "api_key_env=VAR, timeout=SECONDS, "
+                         "retries=N, ctx=N, concurrency=N, chat=0|1)",
+                         h->base, kv, v);
     }
     free(query);
     return rc;
@@ -958,12 +1049,14 @@ static int parse_spec(struct http *h, const char *spec, char *tokpath, size_t to
 
 /* The API key: from keyvar when the spec names one (which must be set),
  * else QGATE_API_KEY or OPENAI_API_KEY; *key NULL when none. */
-static int api_key(const struct http *h, const char *keyvar, const char **key, char *err, size_t errlen)
+static int api_key(const struct http *h, const char *keyvar, const char **key, char *err,
+                   size_t errlen)
 {
     *key = *keyvar ? getenv(keyvar) : getenv("QGATE_API_KEY");
     if (!*keyvar && !*key) *key = getenv("OPENAI_API_KEY");
     if (*keyvar && (!*key || !**key))
-        return qg_errf(err, errlen, QG_ERR_USAGE, "%s: api_key_env=%s is unset or empty", h->base, keyvar);
+        return qg_errf(err, errlen, QG_ERR_USAGE, "%s: api_key_env=%s is unset or empty", h->base,
+                       keyvar);
     return QG_OK;
 }
 
@@ -997,7 +1090,8 @@ static int open_curl(struct http *h, const char *key, char *err, size_t errlen)
 }
 
 /* Setup: the spec, the local tokenizer (when given), the key, curl. */
-static int open_setup(struct http *h, const char *spec, char *tokpath, size_t tplen, char *err, size_t errlen)
+static int open_setup(struct http *h, const char *spec, char *tokpath, size_t tplen, char *err,
+                      size_t errlen)
 {
     char keyvar[128] = "";
     int rc = parse_spec(h, spec, tokpath, tplen, keyvar, sizeof keyvar, err, errlen);
@@ -1032,27 +1126,38 @@ static int probe_models(struct http *h, const char *tokpath, char *err, size_t e
     {
         const cJSON *id = cJSON_GetObjectItem(m, "id");
         n++;
-        if (cJSON_IsString(id) && (!*h->model ? n == 1 : !strcmp(id->valuestring, h->model))) found = m;
+        if (cJSON_IsString(id) && (!*h->model ? n == 1 : !strcmp(id->valuestring, h->model)))
+            found = m;
     }
     if (!*h->model && n != 1)
-        rc = qg_errf(err, errlen, QG_ERR_USAGE, "%s serves %d models: name one with ?model=ID", h->base, n);
+        rc = qg_errf(err, errlen, QG_ERR_USAGE, "%s serves %d models: name one with ?model=ID",
+                     h->base, n);
     else if (!found)
-        rc = qg_errf(err, errlen, QG_ERR_USAGE, "%s does not serve model '%s' (see %s/models)", h->base, h->model, h->base);
+        rc = qg_errf(err, errlen, QG_ERR_USAGE, "%s does not serve model '%s' (see %s/models)",
+                     h->base, h->model, h->base);
     else {
-        if (!*h->model) snprintf(h->model, sizeof h->model, "%s", cJSON_GetObjectItem(found, "id")->valuestring);
-        const cJSON *ml = cJSON_GetObjectItem(found, "max_model_len"), *nv = cJSON_GetObjectItem(found, "n_vocab");
-        if (!cJSON_IsNumber(nv)) nv = cJSON_GetObjectItem(cJSON_GetObjectItem(found, "meta"), "n_vocab"); /* llama.cpp */
-        if (!h->n_ctx && cJSON_IsNumber(ml) && ml->valuedouble >= 2 && ml->valuedouble <= (1 << 24)) h->n_ctx = (int)ml->valuedouble;
-        if (cJSON_IsNumber(nv) && nv->valuedouble >= 1 && nv->valuedouble < (1 << 24)) h->n_vocab = (int)nv->valuedouble;
+        if (!*h->model)
+            snprintf(h->model, sizeof h->model, "%s",
+                     cJSON_GetObjectItem(found, "id")->valuestring);
+        const cJSON *ml = cJSON_GetObjectItem(found, "max_model_len"),
+                    *nv = cJSON_GetObjectItem(found, "n_vocab");
+        if (!cJSON_IsNumber(nv))
+            nv = cJSON_GetObjectItem(cJSON_GetObjectItem(found, "meta"), "n_vocab"); /* llama.cpp */
+        if (!h->n_ctx && cJSON_IsNumber(ml) && ml->valuedouble >= 2 && ml->valuedouble <= (1 << 24))
+            h->n_ctx = (int)ml->valuedouble;
+        if (cJSON_IsNumber(nv) && nv->valuedouble >= 1 && nv->valuedouble < (1 << 24))
+            h->n_vocab = (int)nv->valuedouble;
         if (h->tok && h->n_vocab && h->n_vocab != tok_n_vocab(h->tok))
-            rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: the server's model has %d tokens, the tokenizer %s has %d", h->base,
+            rc = qg_errf(err, errlen, QG_ERR_DATA,
+                         "%s: the server's model has %d tokens, the tokenizer %s has %d", h->base,
                          h->n_vocab, tokpath, tok_n_vocab(h->tok));
     }
     cJSON_Delete(r);
     return rc;
 }
 
-static const char *const open_sample = "Once upon a time, there was a little girl named Lily. She said: \"3 + 4 = 7!\"";
+static const char *const open_sample =
+    "Once upon a time, there was a little girl named Lily. She said: \"3 + 4 = 7!\"";
 
 /* BOS without a local tokenizer: what add_special puts in front of ids. */
 static int learn_bos(struct http *h, const int32_t *ids, int64_t n_ids, char *err, size_t errlen)
@@ -1061,10 +1166,14 @@ static int learn_bos(struct http *h, const int32_t *ids, int64_t n_ids, char *er
     int64_t n_plain = 0;
     long status;
     int rc = server_tokenize(h, open_sample, strlen(open_sample), 0, 1, &plain, &n_plain, &status);
-    if (rc) qg_errf(err, errlen, rc, "%s", h->err);
-    else if (n_plain < 1) rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: the server's /tokenize gives no tokens for a sentence", h->base);
+    if (rc)
+        qg_errf(err, errlen, rc, "%s", h->err);
+    else if (n_plain < 1)
+        rc = qg_errf(err, errlen, QG_ERR_DATA,
+                     "%s: the server's /tokenize gives no tokens for a sentence", h->base);
     else {
-        h->add_bos = n_ids == n_plain + 1 && !memcmp(ids + 1, plain, (size_t)n_plain * sizeof *plain);
+        h->add_bos =
+            n_ids == n_plain + 1 && !memcmp(ids + 1, plain, (size_t)n_plain * sizeof *plain);
         h->bos = h->add_bos ? ids[0] : -1;
         h->eos = -1;
         h->pair_a = plain[0];
@@ -1076,26 +1185,33 @@ static int learn_bos(struct http *h, const int32_t *ids, int64_t n_ids, char *er
 /* The tokenizers agree on a sample (when the server tokenizes); without a
  * local one the server's must work, and says what BOS is. *ids (malloc'd)
  * is the sample's ids, for the scoring probe. */
-static int check_tokenizer(struct http *h, const char *tokpath, int32_t **ids, int64_t *n_ids, char *err, size_t errlen)
+static int check_tokenizer(struct http *h, const char *tokpath, int32_t **ids, int64_t *n_ids,
+                           char *err, size_t errlen)
 {
     int32_t *sids = NULL;
     int64_t n_sids = 0;
     long status;
-    int rc = h->tok ? tok_encode(h->tok, open_sample, strlen(open_sample), 1, 0, ids, n_ids) : QG_OK;
+    int rc =
+        h->tok ? tok_encode(h->tok, open_sample, strlen(open_sample), 1, 0, ids, n_ids) : QG_OK;
     if (rc) return rc;
     int trc = server_tokenize(h, open_sample, strlen(open_sample), 1, 1, &sids, &n_sids, &status);
     if (trc == QG_OK && h->tok) {
         int same = n_sids == *n_ids;
-        for (int64_t i = 0; same && i < *n_ids; i++) same = sids[i] == (*ids)[i];
+        for (int64_t i = 0; same && i < *n_ids; i++)
+            same = sids[i] == (*ids)[i];
         if (!same)
-            rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: the server tokenizes differently from %s (sample: %lld local ids, %lld server ids)",
+            rc = qg_errf(err, errlen, QG_ERR_DATA,
+                         "%s: the server tokenizes differently from %s (sample: %lld local ids, "
+                         "%lld server ids)",
                          h->base, tokpath, (long long)*n_ids, (long long)n_sids);
     } else if (trc == QG_OK) {
         *ids = sids, *n_ids = n_sids, sids = NULL;
     } else if (!h->tok) {
-        rc = qg_errf(err, errlen, trc == QG_ERR_DATA ? QG_ERR_DATA : QG_ERR_USAGE,
-                     "%s: no local tokenizer was given and the server's /tokenize does not work (%s); give "
-                     "?tokenizer=PATH.gguf", h->base, h->err);
+        rc = qg_errf(
+            err, errlen, trc == QG_ERR_DATA ? QG_ERR_DATA : QG_ERR_USAGE,
+            "%s: no local tokenizer was given and the server's /tokenize does not work (%s); give "
+            "?tokenizer=PATH.gguf",
+            h->base, h->err);
     } else if (status != 404 && status != 405) {
         rc = qg_errf(err, errlen, trc, "%s", h->err);
     }
@@ -1110,14 +1226,19 @@ static int check_tokenizer(struct http *h, const char *tokpath, int32_t **ids, i
  * scores every prompt token is kept. A server that answers but gives no
  * prompt log-probs is refused for scoring (not for generation); any other
  * failure fails open with the first error. */
-static int probe_scoring(struct http *h, const int32_t *ids, int64_t n_ids, char *err, size_t errlen)
+static int probe_scoring(struct http *h, const int32_t *ids, int64_t n_ids, char *err,
+                         size_t errlen)
 {
     double lp[128];
     int n = n_ids < 128 ? (int)n_ids : 128;
-    static const struct { int text, max1, plp; } tries[] = {{0, 0, 0}, {0, 1, 0}, {0, 1, 1}, {1, 0, 0}, {1, 1, 0}};
+    static const struct {
+        int text, max1, plp;
+    } tries[] = {{0, 0, 0}, {0, 1, 0}, {0, 1, 1}, {1, 0, 0}, {1, 1, 0}};
     char first[QG_ERRMSG_MAX] = "", unsup[QG_ERRMSG_MAX] = "";
     int src = QG_ERR_DATA, first_rc = QG_OK;
-    if (n < 2) snprintf(first, sizeof first, "%.300s: the sample is one token", h->base), first_rc = QG_ERR_DATA;
+    if (n < 2)
+        snprintf(first, sizeof first, "%.300s: the sample is one token", h->base),
+            first_rc = QG_ERR_DATA;
     for (size_t t = 0; n >= 2 && t < sizeof tries / sizeof *tries; t++) {
         h->text_prompt = tries[t].text, h->max_tokens_one = tries[t].max1, h->plp = tries[t].plp;
         if ((src = score_ids(h, ids, n, 1, lp)) == QG_OK) break;
@@ -1127,14 +1248,17 @@ static int probe_scoring(struct http *h, const int32_t *ids, int64_t n_ids, char
     }
     if (src != QG_OK) {
         h->text_prompt = 0, h->max_tokens_one = 0, h->plp = 0;
-        if (*unsup && first_rc != QG_ERR_UNAVAILABLE) src = QG_ERR_UNSUPPORTED, snprintf(h->err, sizeof h->err, "%s", unsup);
-        else src = first_rc, snprintf(h->err, sizeof h->err, "%s", first);
+        if (*unsup && first_rc != QG_ERR_UNAVAILABLE)
+            src = QG_ERR_UNSUPPORTED, snprintf(h->err, sizeof h->err, "%s", unsup);
+        else
+            src = first_rc, snprintf(h->err, sizeof h->err, "%s", first);
     }
     h->can_score = src == QG_OK;
     return src && src != QG_ERR_UNSUPPORTED ? qg_errf(err, errlen, src, "%s", h->err) : QG_OK;
 }
 
-static int http_open(const char *spec, const struct backend_open_params *bp, void **impl, char *err, size_t errlen)
+static int http_open(const char *spec, const struct backend_open_params *bp, void **impl, char *err,
+                     size_t errlen)
 {
     *impl = NULL;
     struct http *h = calloc(1, sizeof *h);
@@ -1175,9 +1299,13 @@ static int http_info(void *impl, struct backend_info *o)
     return QG_OK;
 }
 
-static const char *http_errmsg(void *impl) { return ((struct http *)impl)->err; }
+static const char *http_errmsg(void *impl)
+{
+    return ((struct http *)impl)->err;
+}
 
-static int http_tokenize(void *impl, const char *text, size_t n, int add_special, int32_t **ids, int64_t *n_ids)
+static int http_tokenize(void *impl, const char *text, size_t n, int add_special, int32_t **ids,
+                         int64_t *n_ids)
 {
     struct http *h = impl;
     long status;
@@ -1200,12 +1328,18 @@ static int http_piece(void *impl, int32_t id, char *buf, size_t cap)
 static int http_score(void *impl, struct backend_score *r)
 {
     struct http *h = impl;
-    if (r->argmax) return qg_errf(h->err, sizeof h->err, QG_ERR_UNSUPPORTED, "%s: top-1 predictions need full rows, which an HTTP endpoint does not give", h->base);
+    if (r->argmax)
+        return qg_errf(h->err, sizeof h->err, QG_ERR_UNSUPPORTED,
+                       "%s: top-1 predictions need full rows, which an HTTP endpoint does not give",
+                       h->base);
     if (!h->can_score)
         return qg_errf(h->err, sizeof h->err, QG_ERR_UNSUPPORTED,
-                       "%s: this endpoint returns no log-probs for prompt tokens, so it cannot run log-likelihood tasks", h->base);
+                       "%s: this endpoint returns no log-probs for prompt tokens, so it cannot run "
+                       "log-likelihood tasks",
+                       h->base);
     if (r->n_tokens < 2 || r->from < 1 || r->from >= r->n_tokens)
-        return qg_errf(h->err, sizeof h->err, QG_ERR_USAGE, "score: bad window (%d tokens from %d)", r->n_tokens, r->from);
+        return qg_errf(h->err, sizeof h->err, QG_ERR_USAGE, "score: bad window (%d tokens from %d)",
+                       r->n_tokens, r->from);
     return score_many(h, r, 1);
 }
 
@@ -1214,15 +1348,20 @@ static int http_score_many(void *impl, struct backend_score *reqs, int n)
     struct http *h = impl;
     if (!h->can_score)
         return qg_errf(h->err, sizeof h->err, QG_ERR_UNSUPPORTED,
-                       "%s: this endpoint returns no log-probs for prompt tokens, so it cannot run log-likelihood tasks", h->base);
+                       "%s: this endpoint returns no log-probs for prompt tokens, so it cannot run "
+                       "log-likelihood tasks",
+                       h->base);
     for (int i = 0; i < n; i++)
-        if (reqs[i].argmax || reqs[i].n_tokens < 2 || reqs[i].from < 1 || reqs[i].from >= reqs[i].n_tokens)
-            return qg_errf(h->err, sizeof h->err, QG_ERR_USAGE, "score: request %d is not a window an endpoint can score", i);
+        if (reqs[i].argmax || reqs[i].n_tokens < 2 || reqs[i].from < 1 ||
+            reqs[i].from >= reqs[i].n_tokens)
+            return qg_errf(h->err, sizeof h->err, QG_ERR_USAGE,
+                           "score: request %d is not a window an endpoint can score", i);
     return score_many(h, reqs, n);
 }
 
-static int http_generate(void *impl, const int32_t *prompt, int64_t n_prompt, const struct backend_gen_params *p, char **text,
-                         int32_t **ids, int64_t *n_ids)
+static int http_generate(void *impl, const int32_t *prompt, int64_t n_prompt,
+                         const struct backend_gen_params *p, char **text, int32_t **ids,
+                         int64_t *n_ids)
 {
     struct http *h = impl;
     *text = NULL;
@@ -1239,7 +1378,8 @@ static int http_generate(void *impl, const int32_t *prompt, int64_t n_prompt, co
         free(text_in);
     } else {
         cJSON *pa = cJSON_AddArrayToObject(req, "prompt");
-        for (int64_t i = 0; i < n_prompt; i++) cJSON_AddItemToArray(pa, cJSON_CreateNumber(prompt[i]));
+        for (int64_t i = 0; i < n_prompt; i++)
+            cJSON_AddItemToArray(pa, cJSON_CreateNumber(prompt[i]));
     }
     cJSON_AddNumberToObject(req, "max_tokens", p->max_tokens);
     cJSON_AddNumberToObject(req, "temperature", p->temperature);
@@ -1247,7 +1387,8 @@ static int http_generate(void *impl, const int32_t *prompt, int64_t n_prompt, co
     cJSON_AddNumberToObject(req, "seed", (double)p->seed);
     if (p->n_stop) {
         cJSON *st = cJSON_AddArrayToObject(req, "stop");
-        for (int i = 0; i < p->n_stop; i++) cJSON_AddItemToArray(st, cJSON_CreateString(p->stop[i]));
+        for (int i = 0; i < p->n_stop; i++)
+            cJSON_AddItemToArray(st, cJSON_CreateString(p->stop[i]));
     }
     char *body = cJSON_PrintUnformatted(req);
     cJSON_Delete(req);
@@ -1260,11 +1401,13 @@ static int http_generate(void *impl, const int32_t *prompt, int64_t n_prompt, co
     free(body);
     if (rc) return rc;
     const cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "choices"), 0);
-    const cJSON *t = h->chat ? cJSON_GetObjectItem(cJSON_GetObjectItem(ch, "message"), "content") : cJSON_GetObjectItem(ch, "text");
+    const cJSON *t = h->chat ? cJSON_GetObjectItem(cJSON_GetObjectItem(ch, "message"), "content")
+                             : cJSON_GetObjectItem(ch, "text");
     if (!cJSON_IsString(t))
         rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: the answer has no %s", url,
                      h->chat ? "choices[0].message.content" : "choices[0].text");
-    else if (!(*text = qg_strdup(t->valuestring))) rc = QG_ERR_NOMEM;
+    else if (!(*text = qg_strdup(t->valuestring)))
+        rc = QG_ERR_NOMEM;
     if (!rc && ids && n_ids) rc = http_tokenize(h, *text, strlen(*text), 0, ids, n_ids);
     cJSON_Delete(r);
     return rc;

@@ -33,7 +33,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             for (uint64_t j = 0; j < gguf_kv_len(g, i) && gguf_kv_type(g, i) == GGUF_ARR; j++) {
                 if (gguf_arr_int(g, i, j, &iv) == 0) sink += (uint64_t)iv;
                 if (gguf_arr_float(g, i, j, &dv) == 0) sink += (uint64_t)(dv == dv);
-                if (gguf_arr_str(g, i, j, &s, &len) == 0 && len) sink += (uint8_t)s[0] + (uint8_t)s[len - 1];
+                if (gguf_arr_str(g, i, j, &s, &len) == 0 && len)
+                    sink += (uint8_t)s[0] + (uint8_t)s[len - 1];
             }
         }
         for (int64_t i = 0; i < gguf_n_tensors(g); i++) {

@@ -40,7 +40,8 @@ static int setup(void)
     snprintf(path, sizeof path, "/tmp/qgate-fuzz-http-%ld.gguf", (long)getpid());
     struct backend_open_params bp = {.n_threads = 1};
     struct serve_params p = {.model_id = "fuzz", .max_body = 1 << 20};
-    if (synth_write(&sp, path, err, sizeof err) || backend_open(path, &bp, &model, err, sizeof err) ||
+    if (synth_write(&sp, path, err, sizeof err) ||
+        backend_open(path, &bp, &model, err, sizeof err) ||
         serve_start(&model, 1, &p, &srv, &port, err, sizeof err)) {
         fprintf(stderr, "fuzz_http setup: %s\n", err);
         abort();
@@ -61,7 +62,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *body = (const char *)data + 1;
     size_t n = size - 1;
     if (which < 4) {
-        static const char *const paths[] = {"/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize"};
+        static const char *const paths[] = {"/v1/completions", "/v1/chat/completions", "/tokenize",
+                                            "/detokenize"};
         char url[128];
         snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, paths[which]);
         curl_easy_setopt(curl, CURLOPT_URL, url);
@@ -78,7 +80,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int32_t *tids = NULL;
         int64_t nt = 0;
         char terr[QG_ERRMSG_MAX];
-        if (http_parse_tokenize(copy, n, which & 1 ? 320 : 0, &tids, &nt, terr, sizeof terr) == QG_ERR_INTERNAL) abort();
+        if (http_parse_tokenize(copy, n, which & 1 ? 320 : 0, &tids, &nt, terr, sizeof terr) ==
+            QG_ERR_INTERNAL)
+            abort();
         free(tids);
         free(copy);
         return 0;
@@ -87,8 +91,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     double lp[8];
     int32_t top_ids[8 * 3];
     float top_lp[8 * 3];
-    struct backend_score r = {.tokens = ids, .n_tokens = 1 + which % 8, .from = 1, .logprob = lp, .top_k = which & 2 ? 3 : 0,
-                              .top_ids = top_ids, .top_lp = top_lp};
+    struct backend_score r = {.tokens = ids,
+                              .n_tokens = 1 + which % 8,
+                              .from = 1,
+                              .logprob = lp,
+                              .top_k = which & 2 ? 3 : 0,
+                              .top_ids = top_ids,
+                              .top_lp = top_lp};
     if (r.n_tokens < 2) r.n_tokens = 2;
     char err[QG_ERRMSG_MAX];
     (void)http_parse_score(copy, n, which & 1, &r, err, sizeof err);

@@ -39,7 +39,8 @@ static void init(void)
     snprintf(dir, sizeof dir, "/tmp/qgate-fuzz-readers-XXXXXX");
     if (!mkdtemp(dir)) abort();
     static const char txt[] = "Once upon a time there was a girl.\n";
-    static const char jsonl[] = "{\"id\": \"a\", \"q\": \"Sky?\", \"c\": [\"blue\", \"green\"], \"g\": 0, \"p\": \"2+2=\", \"a\": \"4\"}\n";
+    static const char jsonl[] = "{\"id\": \"a\", \"q\": \"Sky?\", \"c\": [\"blue\", \"green\"], "
+                                "\"g\": 0, \"p\": \"2+2=\", \"a\": \"4\"}\n";
     static const char csv[] = "question,A,B,C,D,answer\nSky?,blue,green,red,black,A\n";
     put("d.txt", txt, sizeof txt - 1);
     put("d.jsonl", jsonl, sizeof jsonl - 1);
@@ -91,10 +92,11 @@ static void read_records(const uint8_t *p, size_t n, int csv)
 
 static void read_bench(int which, const uint8_t *p, size_t n)
 {
-    static const struct { const char *name, *file; } b[] = {
-        {"hellaswag", "h.jsonl"}, {"hellaswag", "h.txt"}, {"mmlu", "x_test.csv"}, {"piqa", "p.jsonl"},
-        {"arc", "a.jsonl"},       {"boolq", "b.jsonl"},   {"winogrande", "w.jsonl"}, {"winogrande", "w.json"},
-        {"gsm8k", "g.jsonl"}};
+    static const struct {
+        const char *name, *file;
+    } b[] = {{"hellaswag", "h.jsonl"},  {"hellaswag", "h.txt"},   {"mmlu", "x_test.csv"},
+             {"piqa", "p.jsonl"},       {"arc", "a.jsonl"},       {"boolq", "b.jsonl"},
+             {"winogrande", "w.jsonl"}, {"winogrande", "w.json"}, {"gsm8k", "g.jsonl"}};
     const int nb = (int)(sizeof b / sizeof *b);
     char path[128], labels[128], err[QG_ERRMSG_MAX];
     which %= nb;
@@ -117,8 +119,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!dir[0]) init();
     if (size < 1) return 0;
     int which = data[0];
-    if (which == 0) read_suite(data + 1, size - 1);
-    else if (which == 1 || which == 2) read_records(data + 1, size - 1, which == 2);
-    else read_bench(which - 3, data + 1, size - 1);
+    if (which == 0)
+        read_suite(data + 1, size - 1);
+    else if (which == 1 || which == 2)
+        read_records(data + 1, size - 1, which == 2);
+    else
+        read_bench(which - 3, data + 1, size - 1);
     return 0;
 }
