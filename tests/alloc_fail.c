@@ -4,6 +4,7 @@
 #include <cjson/cJSON.h>
 #include <malloc.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +20,9 @@ void *__wrap_realloc(void *p, size_t n);
 char *__wrap_strdup(const char *s);
 char *__wrap_strndup(const char *s, size_t n);
 
-static long count, fail_at;
-static int failed;
+/* atomic: servers under test allocate from several threads at once */
+static _Atomic long count, fail_at;
+static _Atomic int failed;
 
 void t_alloc_fail_at(long n)
 {
@@ -42,8 +44,8 @@ int t_alloc_failed(void)
 /* 1 when this allocation is the one to fail */
 static int should_fail(void)
 {
-    count++;
-    if (fail_at > 0 && count == fail_at) {
+    long k = ++count;
+    if (fail_at > 0 && k == fail_at) {
         failed = 1;
         return 1;
     }

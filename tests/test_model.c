@@ -5,6 +5,7 @@
 #include "backends/ggml_types.h"
 #include "backends/gguf.h"
 #include "backends/llama.h"
+#include "backends/parallel.h"
 #include "backends/quant.h"
 #include "backends/synth.h"
 #include "core/status.h"
@@ -458,5 +459,49 @@ TEST(generate_greedy_reference)
                       NULL));
     ASSERT_CONTAINS(o.out, "'\xe2\x96\x81");
     t_out_free(&o);
+    return 0;
+}
+
+struct cover {
+    int *seen;
+    int threads_used[8];
+};
+
+static void mark(void *ctx, int64_t begin, int64_t end, int thread)
+{
+    struct cover *c = ctx;
+    for (int64_t i = begin; i < end; i++) c->seen[i]++;
+    c->threads_used[thread] = 1;
+}
+
+TEST(parallel_threads_match_one_thread)
+{
+    /* fork-join covers [0, n) exactly once, over the threads asked for */
+    enum { N = 1000 };
+    struct cover c = {.seen = calloc(N, sizeof(int))};
+    ASSERT(c.seen);
+    parallel_for(4, N, mark, &c);
+    for (int i = 0; i < N; i++) ASSERT_EQ(c.seen[i], 1);
+    for (int t = 0; t < 4; t++) ASSERT_EQ(c.threads_used[t], 1);
+    free(c.seen);
+    /* the forward pass on 4 threads scores as on 1 */
+    char err[QG_ERRMSG_MAX];
+    struct synth_params p = synth_default_params();
+    ASSERT_OK(synth_write(&p, t_path("m.gguf"), err, sizeof err));
+    struct backend b1, b4;
+    struct backend_open_params o1 = {.n_threads = 1}, o4 = {.n_threads = 4};
+    ASSERT_OK(backend_open(t_path("m.gguf"), &o1, &b1, err, sizeof err));
+    ASSERT_OK(backend_open(t_path("m.gguf"), &o4, &b4, err, sizeof err));
+    enum { T = 64 };
+    int32_t tok[T];
+    double lp1[T], lp4[T];
+    for (int i = 0; i < T; i++) tok[i] = 1 + (i * 37) % 300;
+    struct backend_score r1 = {.tokens = tok, .n_tokens = T, .from = 1, .logprob = lp1};
+    struct backend_score r4 = {.tokens = tok, .n_tokens = T, .from = 1, .logprob = lp4};
+    ASSERT_OK(backend_score(&b1, &r1));
+    ASSERT_OK(backend_score(&b4, &r4));
+    for (int i = 0; i < T - 1; i++) ASSERT_NEAR(lp4[i], lp1[i], 1e-4);
+    backend_close(&b1);
+    backend_close(&b4);
     return 0;
 }
