@@ -93,7 +93,7 @@ static int cmd_gate(const struct cli_args *a)
                                (uint64_t)cli_int(a, "seed", 20261130), CMP_OUT_TEXT, cmd, &v, &cid);
         static const char *const kinds[][2] = {
             {"report", "html"}, {"junit", "junit"}, {"md", "md"}, {"json", "json"}};
-        for (int k = 0; k < 4 && !code; k++) {
+        for (size_t k = 0; k < sizeof kinds / sizeof *kinds && !code; k++) {
             const char *path = cli_str(a, kinds[k][0]);
             if (!path) continue;
             char numbered[4200];

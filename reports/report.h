@@ -6,8 +6,11 @@
  * Every renderer reads only that document, and escapes every string for
  * its format.
  *
- * How to add a format: write a render_NAME(doc, out) below, add it to the
- * formats table in report.c, and document it in docs/report-schema.md.
+ * How to add a format: write a static render_NAME(doc, color, out) in
+ * report.c that reads only the document and escapes every string
+ * (reports/escape.h), add {"NAME", render_NAME} to its formats table (the
+ * one list: report_format_known and report_render read it), and document it
+ * in docs/report-schema.md.
  */
 #ifndef QG_REPORT_H
 #define QG_REPORT_H
