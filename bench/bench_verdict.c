@@ -68,20 +68,6 @@ static int judge(const struct item_row *base, const struct item_row *cand, int n
     return v.verdict == VERDICT_FAIL ? 1 : v.verdict == VERDICT_PASS ? 0 : 2;
 }
 
-static struct item_row row(int64_t i)
-{
-    struct item_row r = {.idx = i,
-                         .cluster = -1,
-                         .n_tokens = -1,
-                         .nll = NAN,
-                         .score = NAN,
-                         .kld_sum = NAN,
-                         .top1_agree = NAN,
-                         .dp_sum = NAN,
-                         .correct = -1};
-    return r;
-}
-
 /* one simulated paired binary comparison: 1 FAIL, 0 PASS, 2 INCONCLUSIVE.
  * Items are the units, so the decision rests on Newcombe's interval; the
  * bootstrap (200 draws) only informs the SE shown. */
@@ -91,7 +77,7 @@ static int binary_trial(int n, double drop, double delta, uint64_t seed)
     if (!b || !c) exit(71);
     for (int i = 0; i < n; i++) {
         double p = 0.3 + 0.6 * unif(); /* item difficulty */
-        b[i] = c[i] = row(i);
+        b[i] = c[i] = item_row_empty(i);
         b[i].correct = unif() < p;
         c[i].correct = unif() < p - drop;
     }
@@ -107,7 +93,7 @@ static int ppl_trial(int W, int T, double drop, double sd_window, double delta, 
     struct item_row *b = malloc((size_t)W * sizeof *b), *c = malloc((size_t)W * sizeof *c);
     if (!b || !c) exit(71);
     for (int w = 0; w < W; w++) {
-        b[w] = c[w] = row(w);
+        b[w] = c[w] = item_row_empty(w);
         b[w].n_tokens = c[w].n_tokens = T;
         b[w].nll = 2.0 * T; /* any baseline: the loss is the difference */
         c[w].nll = b[w].nll + T * drop + sd_window * gauss();

@@ -35,8 +35,7 @@ static int ppl_counts(const struct task_config *t, const struct tokenizer *tok, 
     free(buf);
     free(ids);
     if (rc) return qg_errf(err, errlen, rc, "tokenizing failed");
-    struct ppl_params p = {
-        .protocol = t->protocol, .n_ctx = t->ctx, .stride = t->stride, .max_windows = t->chunks};
+    struct ppl_params p = ppl_task_params(t, 0, 1);
     struct ppl_window *w;
     if ((rc = ppl_plan(&p, k, &w, windows, err, errlen))) return rc;
     *scored = 0;

@@ -390,12 +390,7 @@ static int run_lockstep(struct runner *r, int t, int repeat, char *err, size_t e
     const struct backend *bs[RUNNER_MAX_MODELS];
     for (int m = 0; m < nm; m++)
         bs[m] = &r->b[m];
-    struct ppl_params pp = {.protocol = st->protocol,
-                            .n_ctx = st->ctx,
-                            .stride = st->stride,
-                            .max_windows = st->chunks,
-                            .shard_index = p->shard_index,
-                            .shard_count = p->shard_count};
+    struct ppl_params pp = ppl_task_params(st, p->shard_index, p->shard_count);
     int kld_top_k[RUNNER_MAX_MODELS] = {0};
     if (!rc && !all_done)
         rc = ppl_evaluate_lockstep(bs, nm, ids[0], k[0], &pp, on_window, &ks, kld, &n_kld,
@@ -491,17 +486,11 @@ static int64_t estimate_rows(struct runner *r)
         const struct task_config *st = &r->suite->tasks[t];
         int64_t n = 0;
         if (st->kind == TASK_PERPLEXITY) {
-            char *buf;
-            size_t len;
             int32_t *ids = NULL;
             int64_t k = 0;
-            if (task_read_text(st, &buf, &len, err, sizeof err)) return 0;
-            int rc = backend_tokenize(&r->b[0], buf, len, 1, &ids, &k);
-            free(buf);
-            struct ppl_params pp = {.protocol = st->protocol,
-                                    .n_ctx = st->ctx,
-                                    .stride = st->stride,
-                                    .max_windows = st->chunks};
+            if (ppl_task_tokens(st, &r->b[0], &ids, &k, err, sizeof err)) return 0;
+            int rc = QG_OK;
+            struct ppl_params pp = ppl_task_params(st, 0, 1);
             struct ppl_window *w = NULL;
             if (rc || ppl_plan(&pp, k, &w, &n, err, sizeof err)) n = 0;
             free(w);

@@ -7,6 +7,7 @@
 #ifndef QG_METRICS_ROWS_H
 #define QG_METRICS_ROWS_H
 
+#include <math.h>
 #include <stdint.h>
 
 struct item_row {
@@ -15,6 +16,22 @@ struct item_row {
     int correct;                                    /* 0/1, -1 n/a */
     char output_hash[72];                           /* sha256 hex of a generation's output */
 };
+
+/* Row idx with every optional field absent (NAN, -1, ""). */
+static inline struct item_row item_row_empty(int64_t idx)
+{
+    struct item_row r = {.idx = idx,
+                         .cluster = -1,
+                         .n_tokens = -1,
+                         .nll = NAN,
+                         .score = NAN,
+                         .kld_sum = NAN,
+                         .top1_agree = NAN,
+                         .dp_sum = NAN,
+                         .correct = -1,
+                         .output_hash = ""};
+    return r;
+}
 
 /* A perplexity trial's totals from its stored windows: PPL =
  * exp(sum nll / sum tokens) and the token-weighted means of KLD, top-1

@@ -94,6 +94,31 @@ int ppl_plan(const struct ppl_params *p, int64_t n, struct ppl_window **out, int
     return QG_OK;
 }
 
+struct ppl_params ppl_task_params(const struct task_config *t, int shard_index, int shard_count)
+{
+    struct ppl_params p = {.protocol = t->protocol,
+                           .n_ctx = t->ctx,
+                           .stride = t->stride,
+                           .max_windows = t->chunks,
+                           .shard_index = shard_index,
+                           .shard_count = shard_count};
+    return p;
+}
+
+int ppl_task_tokens(const struct task_config *t, const struct backend *b, int32_t **ids, int64_t *n,
+                    char *err, size_t errlen)
+{
+    char *buf;
+    size_t len;
+    *ids = NULL;
+    *n = 0;
+    int rc = task_read_text(t, &buf, &len, err, errlen);
+    if (rc) return rc;
+    rc = backend_tokenize(b, buf, len, 1, ids, n);
+    free(buf);
+    return rc ? qg_errf(err, errlen, rc, "task '%s': tokenizing failed", t->name) : QG_OK;
+}
+
 /* Bytes and words that each token of the stream stands for. Token 1 (the
  * first after the prefix) is measured as detokenised, without the space a
  * SentencePiece tokenizer prefixed. */

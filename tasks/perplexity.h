@@ -17,6 +17,7 @@
 
 #include "backends/backend.h"
 #include "metrics/ppl.h"
+#include "tasks/config.h"
 
 #include <stdint.h>
 
@@ -40,6 +41,16 @@ struct ppl_params {
     int64_t max_windows;          /* 0 = all (llama-perplexity's --chunks) */
     int shard_index, shard_count; /* score only windows with index % count == index */
 };
+
+/* A perplexity task's parameters (its protocol, ctx, stride and chunks),
+ * scoring the windows of shard index/count (0/1: all). */
+struct ppl_params ppl_task_params(const struct task_config *t, int shard_index, int shard_count);
+
+/* A perplexity task's text, read and tokenized by b with its BOS: *ids
+ * (malloc'd, *n). QG_OK; the reader's or the backend's status with err
+ * naming the task. */
+int ppl_task_tokens(const struct task_config *t, const struct backend *b, int32_t **ids, int64_t *n,
+                    char *err, size_t errlen);
 
 /* Plans the windows over n tokens. On success *out (malloc'd) holds *n_out
  * windows. QG_ERR_USAGE with err when the stream is too short or the

@@ -20,27 +20,17 @@ static int run_ppl(const struct task_config *t, const struct backend *b, int n_c
                    struct task_shard sh, task_row_fn fn, void *ud, struct task_summary *sum,
                    char *err, size_t errlen)
 {
-    char *buf;
-    size_t n;
-    int rc = task_read_text(t, &buf, &n, err, errlen);
+    int32_t *ids;
+    int64_t k;
+    int rc = ppl_task_tokens(t, b, &ids, &k, err, errlen);
     if (rc) return rc;
-    int32_t *ids = NULL;
-    int64_t k = 0;
-    rc = backend_tokenize(b, buf, n, 1, &ids, &k);
-    free(buf);
-    if (rc) return qg_errf(err, errlen, rc, "task '%s': tokenizing failed", t->name);
     if (t->ctx > n_ctx) {
         free(ids);
         return qg_errf(err, errlen, QG_ERR_USAGE,
                        "task '%s': ctx %d is longer than the model's context %d", t->name, t->ctx,
                        n_ctx);
     }
-    struct ppl_params p = {.protocol = t->protocol,
-                           .n_ctx = t->ctx,
-                           .stride = t->stride,
-                           .max_windows = t->chunks,
-                           .shard_index = sh.index,
-                           .shard_count = sh.count};
+    struct ppl_params p = ppl_task_params(t, sh.index, sh.count);
     struct ppl_run r;
     rc = ppl_evaluate(b, ids, k, &p, NULL, NULL, &r, err, errlen);
     free(ids);

@@ -84,29 +84,15 @@ TEST(metrics_percentiles_and_summary)
 
 static struct item_row window(int64_t i, double nll, int64_t tokens)
 {
-    struct item_row r = {.idx = i,
-                         .cluster = i,
-                         .n_tokens = tokens,
-                         .nll = nll,
-                         .score = NAN,
-                         .kld_sum = NAN,
-                         .top1_agree = NAN,
-                         .dp_sum = NAN,
-                         .correct = -1};
+    struct item_row r = item_row_empty(i);
+    r.cluster = i, r.nll = nll, r.n_tokens = tokens;
     return r;
 }
 
 static struct item_row item(int64_t i, int correct)
 {
-    struct item_row r = {.idx = i,
-                         .cluster = -1,
-                         .n_tokens = -1,
-                         .nll = NAN,
-                         .score = NAN,
-                         .kld_sum = NAN,
-                         .top1_agree = NAN,
-                         .dp_sum = NAN,
-                         .correct = correct};
+    struct item_row r = item_row_empty(i);
+    r.correct = correct;
     return r;
 }
 
