@@ -130,9 +130,9 @@ static int cmd_compare(const struct cli_args *a)
     const char *base = cli_str(a, "baseline"), *cand = cli_str(a, "candidate"),
                *fmt = cli_str(a, "format");
     if (!base || !cand)
-        return qg_error("'qgate compare' needs --baseline NAME and --candidate NAME"), QG_EX_USAGE;
+        return cmd_usage("'qgate compare' needs --baseline NAME and --candidate NAME");
     if (fmt && strcmp(fmt, "text") && strcmp(fmt, "json"))
-        return qg_error("--format must be text or json"), QG_EX_USAGE;
+        return cmd_usage("--format must be text or json");
     struct store *s;
     int code = cmd_open_store(a, 0, &s);
     if (code) return code;

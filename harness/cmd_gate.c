@@ -55,13 +55,11 @@ static int cmd_gate(const struct cli_args *a)
                               .quiet = 1,
                               .no_cache = cli_flag(a, "no-cache")};
     if (!p.suite_path || !cli_str(a, "baseline") || cli_count(a, "candidate") == 0)
-        return qg_error("'qgate gate' needs --suite FILE, --baseline SPEC and --candidate SPEC"),
-               QG_EX_USAGE;
-    if (p.repeats < 1 || p.repeats > 1000)
-        return qg_error("--repeats must be 1..1000"), QG_EX_USAGE;
+        return cmd_usage("'qgate gate' needs --suite FILE, --baseline SPEC and --candidate SPEC");
+    if (p.repeats < 1 || p.repeats > 1000) return cmd_usage("--repeats must be 1..1000");
     if (cli_str(a, "noise")) {
         if (strcmp(cli_str(a, "noise"), "perturb") != 0)
-            return qg_error("--noise takes 'perturb', got '%s'", cli_str(a, "noise")), QG_EX_USAGE;
+            return cmd_usage("--noise takes 'perturb', got '%s'", cli_str(a, "noise"));
         p.noise_perturb = 1;
     }
     char names[RUNNER_MAX_MODELS][128];

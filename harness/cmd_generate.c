@@ -24,8 +24,7 @@ static int cmd_generate(const struct cli_args *a)
     int64_t max = cli_int(a, "max-tokens", 64);
     double temp = cli_f64(a, "temperature", 0), top_p = cli_f64(a, "top-p", 1);
     if (max < 1 || max > 1 << 20 || temp < 0 || top_p <= 0 || top_p > 1)
-        return qg_error("--max-tokens must be >= 1, --temperature >= 0, --top-p in (0, 1]"),
-               QG_EX_USAGE;
+        return cmd_usage("--max-tokens must be >= 1, --temperature >= 0, --top-p in (0, 1]");
     struct backend b;
     struct backend_open_params bp = {.n_threads = (int)cli_int(a, "threads", 0)};
     char err[QG_ERRMSG_MAX];

@@ -134,17 +134,16 @@ static int score_and_print(const struct cli_args *a, const struct backend *b,
 static int cmd_ppl(const struct cli_args *a)
 {
     const char *model = a->pos[0], *text = cli_str(a, "text");
-    if (!text) return qg_error("'qgate ppl' needs --text FILE"), QG_EX_USAGE;
+    if (!text) return cmd_usage("'qgate ppl' needs --text FILE");
     int protocol =
         ppl_protocol_from_name(cli_str(a, "protocol") ? cli_str(a, "protocol") : "llamacpp");
     if (protocol < 0)
-        return qg_error("unknown --protocol '%s' (llamacpp, rolling or stride)",
-                        cli_str(a, "protocol")),
-               QG_EX_USAGE;
+        return cmd_usage("unknown --protocol '%s' (llamacpp, rolling or stride)",
+                         cli_str(a, "protocol"));
     int64_t ctx = cli_int(a, "ctx", 0), chunks = cli_int(a, "chunks", 0),
             threads = cli_int(a, "threads", 0);
     if (ctx < 0 || ctx > (1 << 20) || chunks < 0 || threads < 0 || threads > 1024)
-        return qg_error("--ctx, --chunks and --threads must be positive"), QG_EX_USAGE;
+        return cmd_usage("--ctx, --chunks and --threads must be positive");
     char err[QG_ERRMSG_MAX];
     char *buf;
     size_t nbytes;

@@ -58,17 +58,15 @@ static int cmd_report(const struct cli_args *a)
 {
     const char *format = cli_str(a, "format") ? cli_str(a, "format") : "text";
     if (!report_format_known(format))
-        return qg_error("--format must be text, md, html, json or junit, got '%s'", format),
-               QG_EX_USAGE;
+        return cmd_usage("--format must be text, md, html, json or junit, got '%s'", format);
     int by_run = cli_str(a, "run") != NULL;
     if (by_run && cli_str(a, "comparison"))
-        return qg_error("give --comparison ID or --run ID, not both"), QG_EX_USAGE;
+        return cmd_usage("give --comparison ID or --run ID, not both");
     if (by_run != (cli_str(a, "baseline") != NULL) || by_run != (cli_str(a, "candidate") != NULL))
-        return qg_error("--run needs --baseline NAME and --candidate NAME (and they need --run)"),
-               QG_EX_USAGE;
+        return cmd_usage("--run needs --baseline NAME and --candidate NAME (and they need --run)");
     int64_t cid = cli_int(a, "comparison", 0);
     if (cli_str(a, "comparison") && cid <= 0)
-        return qg_error("--comparison must be a positive id"), QG_EX_USAGE;
+        return cmd_usage("--comparison must be a positive id");
     struct store *s;
     int code = cmd_open_store(a, !by_run, &s);
     if (code) return code;

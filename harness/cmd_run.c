@@ -45,15 +45,12 @@ int cmd_parse_model(const char *arg, struct runner_params *p, char (*buf)[128])
 {
     const char *eq = strchr(arg, '=');
     int i = p->n_models;
-    if (i >= RUNNER_MAX_MODELS)
-        return qg_error("at most %d models", RUNNER_MAX_MODELS), QG_EX_USAGE;
+    if (i >= RUNNER_MAX_MODELS) return cmd_usage("at most %d models", RUNNER_MAX_MODELS);
     if (!eq || eq == arg || !eq[1] || (size_t)(eq - arg) >= 128)
-        return qg_error("model '%s' must be NAME=SPEC (e.g. base=model-f16.gguf)", arg),
-               QG_EX_USAGE;
+        return cmd_usage("model '%s' must be NAME=SPEC (e.g. base=model-f16.gguf)", arg);
     snprintf(buf[i], 128, "%.*s", (int)(eq - arg), arg);
     for (int j = 0; j < i; j++)
-        if (!strcmp(p->names[j], buf[i]))
-            return qg_error("model name '%s' given twice", buf[i]), QG_EX_USAGE;
+        if (!strcmp(p->names[j], buf[i])) return cmd_usage("model name '%s' given twice", buf[i]);
     p->names[i] = buf[i];
     p->specs[i] = eq + 1;
     p->n_models++;
@@ -71,24 +68,21 @@ static int cmd_run(const struct cli_args *a)
                               .no_cache = cli_flag(a, "no-cache"),
                               .resume = cli_int(a, "resume", 0)};
     if (!p.suite_path || cli_count(a, "model") == 0)
-        return qg_error("'qgate run' needs --suite FILE and at least one --model NAME=SPEC"),
-               QG_EX_USAGE;
-    if (p.repeats < 1 || p.repeats > 1000)
-        return qg_error("--repeats must be 1..1000"), QG_EX_USAGE;
+        return cmd_usage("'qgate run' needs --suite FILE and at least one --model NAME=SPEC");
+    if (p.repeats < 1 || p.repeats > 1000) return cmd_usage("--repeats must be 1..1000");
     if (cli_str(a, "shard")) {
         int i = -1, n = -1;
         char tail;
         if (sscanf(cli_str(a, "shard"), "%d/%d%c", &i, &n, &tail) != 2 || n < 1 || n > 4096 ||
             i < 0 || i >= n)
-            return qg_error("--shard must be I/N with 0 <= I < N (e.g. 0/4), got '%s'",
-                            cli_str(a, "shard")),
-                   QG_EX_USAGE;
+            return cmd_usage("--shard must be I/N with 0 <= I < N (e.g. 0/4), got '%s'",
+                             cli_str(a, "shard"));
         p.shard_index = i;
         p.shard_count = n;
     }
     if (cli_str(a, "noise")) {
         if (strcmp(cli_str(a, "noise"), "perturb") != 0)
-            return qg_error("--noise takes 'perturb', got '%s'", cli_str(a, "noise")), QG_EX_USAGE;
+            return cmd_usage("--noise takes 'perturb', got '%s'", cli_str(a, "noise"));
         p.noise_perturb = 1;
     }
     char names[RUNNER_MAX_MODELS][128];

@@ -16,7 +16,7 @@ static const struct cli_opt opts[] = {
 static int cmd_runs(const struct cli_args *a)
 {
     int64_t limit = cli_int(a, "limit", 50);
-    if (limit < 0) return qg_error("--limit must be >= 0"), QG_EX_USAGE;
+    if (limit < 0) return cmd_usage("--limit must be >= 0");
     struct store *s;
     int code = cmd_open_store(a, 1, &s);
     if (code) return code;

@@ -34,7 +34,7 @@ static int cmd_serve(const struct cli_args *a)
 {
     const char *model = a->pos[0];
     int64_t port = cli_int(a, "port", 8080);
-    if (port < 0 || port > 65535) return qg_error("--port must be 0..65535"), QG_EX_USAGE;
+    if (port < 0 || port > 65535) return cmd_usage("--port must be 0..65535");
     struct serve_params sp = {.host = cli_str(a, "host"),
                               .port = (int)port,
                               .faults = cli_str(a, "inject-faults"),
@@ -43,9 +43,8 @@ static int cmd_serve(const struct cli_args *a)
     if (cli_str(a, "api-key-env")) {
         sp.api_key = getenv(cli_str(a, "api-key-env"));
         if (!sp.api_key || !*sp.api_key)
-            return qg_error("--api-key-env %s: that environment variable is unset or empty",
-                            cli_str(a, "api-key-env")),
-                   QG_EX_USAGE;
+            return cmd_usage("--api-key-env %s: that environment variable is unset or empty",
+                             cli_str(a, "api-key-env"));
     }
     char id[256];
     const char *base = strrchr(model, '/');
@@ -62,7 +61,7 @@ static int cmd_serve(const struct cli_args *a)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     char err[QG_ERRMSG_MAX];
     int64_t np = cli_int(a, "parallel", 1);
-    if (np < 1 || np > 64) return qg_error("--parallel must be 1..64"), QG_EX_USAGE;
+    if (np < 1 || np > 64) return cmd_usage("--parallel must be 1..64");
     struct backend b[64];
     struct backend_open_params bp = {.n_ctx = (int)cli_int(a, "ctx", 0),
                                      .n_threads = (int)cli_int(a, "threads", 0)};

@@ -56,9 +56,8 @@ static int cmd_show(const struct cli_args *a)
 {
     int64_t id;
     if (qg_parse_i64(a->pos[0], 1, INT64_MAX, &id) != QG_OK)
-        return qg_error("run id must be a positive integer, got '%s' (see 'qgate runs')",
-                        a->pos[0]),
-               QG_EX_USAGE;
+        return cmd_usage("run id must be a positive integer, got '%s' (see 'qgate runs')",
+                         a->pos[0]);
     struct store *s;
     int code = cmd_open_store(a, 1, &s);
     if (code) return code;

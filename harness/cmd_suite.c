@@ -151,7 +151,7 @@ static int check_tasks(const struct suite *s, const struct tokenizer *tok, int j
 static int cmd_suite(const struct cli_args *a)
 {
     if (strcmp(a->pos[0], "check") != 0)
-        return qg_error("unknown action 'suite %s' (known: check)", a->pos[0]), QG_EX_USAGE;
+        return cmd_usage("unknown action 'suite %s' (known: check)", a->pos[0]);
     char err[QG_ERRMSG_MAX];
     struct suite *s;
     int rc = suite_load(a->pos[1], cli_flag(a, "allow-changed-data"), &s, err, sizeof err);

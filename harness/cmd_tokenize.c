@@ -33,8 +33,7 @@ static const char *piece_of(const struct backend *b, int32_t id, char *buf, size
 static int cmd_tokenize(const struct cli_args *a)
 {
     const char *file = cli_str(a, "text"), *prompt = cli_str(a, "prompt");
-    if (!!file == !!prompt)
-        return qg_error("give exactly one of --text FILE and --prompt STR"), QG_EX_USAGE;
+    if (!!file == !!prompt) return cmd_usage("give exactly one of --text FILE and --prompt STR");
     char err[QG_ERRMSG_MAX];
     char *buf = NULL;
     size_t n;
@@ -47,8 +46,7 @@ static int cmd_tokenize(const struct cli_args *a)
     int remote = !strncmp(a->pos[0], "http://", 7) || !strncmp(a->pos[0], "https://", 8);
     if (remote && cli_flag(a, "special")) {
         free(buf);
-        return qg_error("--special is not available through a server (its /tokenize decides)"),
-               QG_EX_USAGE;
+        return cmd_usage("--special is not available through a server (its /tokenize decides)");
     }
     struct gguf *g;
     struct tokenizer *t = NULL;

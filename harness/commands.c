@@ -5,6 +5,8 @@
 #include "core/status.h"
 #include "core/util.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +36,17 @@ void qg_print_usage(FILE *f)
             "\n'qgate COMMAND --help' lists a command's options; 'qgate --version' the version.\n"
             "Exit codes: 0 success, 64 usage, 65 bad input data, 66 missing input,\n"
             "69 unavailable, 70 internal error, 73 cannot create output, 74 I/O error.\n");
+}
+
+int cmd_usage(const char *fmt, ...)
+{
+    char msg[QG_ERRMSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    qg_error("%s", msg);
+    return QG_EX_USAGE;
 }
 
 int cmd_fail(int status, const char *msg)

@@ -2,6 +2,7 @@
 #ifndef QG_COMMANDS_H
 #define QG_COMMANDS_H
 
+#include "core/util.h"
 #include "harness/cli.h"
 #include "harness/store.h"
 
@@ -37,6 +38,10 @@ int cmd_open_store(const struct cli_args *a, int readonly, struct store **out);
 
 /* Prints the error message (if any) and returns the exit code for status. */
 int cmd_fail(int status, const char *msg);
+
+/* Prints "qgate: error: <msg>" and returns QG_EX_USAGE (64), so a command
+ * reads `return cmd_usage("--x must be ...");`. */
+int cmd_usage(const char *fmt, ...) QG_PRINTF(1, 2);
 
 struct runner_params;
 /* The command line as one string ("qgate run ..."), malloc'd. */
