@@ -470,7 +470,8 @@ struct cover {
 static void mark(void *ctx, int64_t begin, int64_t end, int thread)
 {
     struct cover *c = ctx;
-    for (int64_t i = begin; i < end; i++) c->seen[i]++;
+    for (int64_t i = begin; i < end; i++)
+        c->seen[i]++;
     c->threads_used[thread] = 1;
 }
 
@@ -481,8 +482,10 @@ TEST(parallel_threads_match_one_thread)
     struct cover c = {.seen = calloc(N, sizeof(int))};
     ASSERT(c.seen);
     parallel_for(4, N, mark, &c);
-    for (int i = 0; i < N; i++) ASSERT_EQ(c.seen[i], 1);
-    for (int t = 0; t < 4; t++) ASSERT_EQ(c.threads_used[t], 1);
+    for (int i = 0; i < N; i++)
+        ASSERT_EQ(c.seen[i], 1);
+    for (int t = 0; t < 4; t++)
+        ASSERT_EQ(c.threads_used[t], 1);
     free(c.seen);
     /* the forward pass on 4 threads scores as on 1 */
     char err[QG_ERRMSG_MAX];
@@ -495,12 +498,14 @@ TEST(parallel_threads_match_one_thread)
     enum { T = 64 };
     int32_t tok[T];
     double lp1[T], lp4[T];
-    for (int i = 0; i < T; i++) tok[i] = 1 + (i * 37) % 300;
+    for (int i = 0; i < T; i++)
+        tok[i] = 1 + (i * 37) % 300;
     struct backend_score r1 = {.tokens = tok, .n_tokens = T, .from = 1, .logprob = lp1};
     struct backend_score r4 = {.tokens = tok, .n_tokens = T, .from = 1, .logprob = lp4};
     ASSERT_OK(backend_score(&b1, &r1));
     ASSERT_OK(backend_score(&b4, &r4));
-    for (int i = 0; i < T - 1; i++) ASSERT_NEAR(lp4[i], lp1[i], 1e-4);
+    for (int i = 0; i < T - 1; i++)
+        ASSERT_NEAR(lp4[i], lp1[i], 1e-4);
     backend_close(&b1);
     backend_close(&b4);
     return 0;
