@@ -41,10 +41,11 @@ struct backend_cache {
 };
 
 struct backend_open_params {
-    int n_ctx;                         /* largest window that will be evaluated (0 = model's own) */
-    int n_threads;                     /* 0 = library default */
-    int perturb;                       /* 1: evaluate each scoring window in two batches (a benign
-                                        * numerical perturbation, for measuring the noise floor) */
+    int n_ctx;     /* largest window that will be evaluated (0 = model's own) */
+    int n_threads; /* 0 = library default */
+    int perturb;   /* != 0: a benign numerical perturbation, for measuring the noise floor:
+                    * each window evaluated in two batches, and the residual stream rounded
+                    * at its last bit by a hash seeded with this value (llama.h) */
     const struct backend_cache *cache; /* remote backends: NULL for none */
 };
 

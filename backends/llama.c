@@ -3,6 +3,7 @@
 #include "backends/dequant.h"
 #include "backends/fastmath.h"
 #include "backends/ggml_types.h"
+#include "core/rng.h"
 #include "core/status.h"
 #include "core/util.h"
 
@@ -37,6 +38,7 @@ struct llama_ctx {
     int last_n;    /* rows of the last batch (their hidden states are in x) */
     float *k, *v;  /* [n_layers][n_ctx][kv_dim] */
     float *x, *xn, *q, *att, *gate, *up, *scores; /* batch buffers, n_ctx rows */
+    uint64_t perturb; /* 0, or the seed of last-bit rounding of the residual stream */
 };
 
 const struct llama_hparams *llama_hparams(const struct llama_model *m)
@@ -293,6 +295,28 @@ void llama_ctx_reset(struct llama_ctx *c)
     c->pos = 0;
 }
 
+void llama_ctx_set_perturb(struct llama_ctx *c, uint64_t seed)
+{
+    c->perturb = seed;
+}
+
+/* Moves every residual value of the batch by one ulp up or down, chosen
+ * by a hash of (seed, position, sublayer, element): randomized rounding at
+ * the last bit, as a different reduction order on another device would
+ * round. Deterministic for a seed. */
+static void perturb_rows(const struct llama_ctx *c, int n, int dim, int pos0, int sublayer)
+{
+    for (int i = 0; i < n; i++) {
+        uint64_t st = c->perturb ^ ((uint64_t)(pos0 + i) << 20) ^ ((uint64_t)sublayer << 52);
+        float *x = c->x + (size_t)i * dim;
+        for (int j = 0; j < dim; j += 64) {
+            uint64_t bits = rng_next(&st);
+            for (int k = j; k < dim && k < j + 64; k++)
+                x[k] = nextafterf(x[k], (bits >> (k - j)) & 1 ? INFINITY : -INFINITY);
+        }
+    }
+}
+
 void llama_ctx_set_threads(struct llama_ctx *c, int n)
 {
     if (n > 0 && n <= parallel_cpus()) c->n_threads = n;
@@ -480,6 +504,7 @@ int llama_eval(struct llama_ctx *c, const int32_t *tokens, int n, int logits_fro
         rope(Kl, n, kvd, h->n_kv_heads, hd, pos0, h);
         attention(c, l, n, pos0);
         matmul(c, c->x, c->att, L->wo, NULL, n, qd, dim, 1.0f); /* x += att . Wo^T */
+        if (c->perturb) perturb_rows(c, n, dim, pos0, 2 * l);
         rmsnorm(c->xn, c->x, L->ffn_norm, n, dim, h->rms_eps);
         matmul(c, c->gate, c->xn, L->w_gate, NULL, n, dim, h->ffn, 0.0f);
         matmul(c, c->up, c->xn, L->w_up, NULL, n, dim, h->ffn, 0.0f);
@@ -487,6 +512,7 @@ int llama_eval(struct llama_ctx *c, const int32_t *tokens, int n, int logits_fro
         parallel_for(parallel_threads_for(c->n_threads, 20.0 * n * h->ffn), (int64_t)n * h->ffn,
                      swiglu, &sj);
         matmul(c, c->x, c->gate, L->w_down, NULL, n, h->ffn, dim, 1.0f); /* x += ffn */
+        if (c->perturb) perturb_rows(c, n, dim, pos0, 2 * l + 1);
     }
     c->pos += n;
     c->last_n = n;

@@ -53,6 +53,10 @@ void llama_ctx_free(struct llama_ctx *c);
  * sgemm is split across these threads with single-threaded BLAS calls, so
  * llama_ctx_new sets OpenBLAS to one thread for the whole process. */
 void llama_ctx_set_threads(struct llama_ctx *c, int n);
+/* seed != 0: after every layer each residual value moves one ulp up or
+ * down (a seeded hash decides), a benign perturbation of the size a GPU's
+ * other reduction order produces, for measuring the noise floor; 0: off. */
+void llama_ctx_set_perturb(struct llama_ctx *c, uint64_t seed);
 /* Forgets every cached position. */
 void llama_ctx_reset(struct llama_ctx *c);
 int llama_ctx_pos(const struct llama_ctx *c); /* positions cached */

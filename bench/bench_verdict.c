@@ -52,7 +52,8 @@ static int judge(const struct item_row *base, const struct item_row *cand, int n
     struct verdict_params p = {.policy = verdict_default_policy(), .seed = seed};
     p.policy.margin_acc = p.policy.margin_ppl = delta;
     p.policy.bootstrap = draws;
-    struct verdict_input in = {.name = "sim",
+    struct verdict_input in = {.critical = 1,
+                               .name = "sim",
                                .metric = metric,
                                .kind = metric,
                                .base = base,

@@ -23,6 +23,19 @@ static const struct cli_opt opts[] = {
     CLI_OPT_END,
 };
 
+/* One line for the loss and every gate: the bound that decides it. */
+static void print_gates(const struct verdict_task *t)
+{
+    if (!t->n_gates) return;
+    printf("%17s gates: loss %s", "", verdict_name(t->loss_verdict));
+    for (int i = 0; i < t->n_gates; i++) {
+        const struct verdict_gate *g = &t->gates[i];
+        printf("; %s %.4g [%.4g, %.4g] %s %.4g %s", g->name, g->value, g->lo, g->hi,
+               g->kind == VERDICT_GATE_MAX ? "<=" : ">=", g->limit, verdict_name(g->verdict));
+    }
+    printf("\n");
+}
+
 static void print_text(const char *base, const char *cand, int64_t run_id,
                        const struct verdict_task *v, int n, int suite,
                        const struct verdict_policy *pol)
@@ -58,11 +71,12 @@ static void print_text(const char *base, const char *cand, int64_t run_id,
                    100.0 * (double)(t->flips_b + t->flips_c) / (double)t->n_items, 100 * t->flip_lo,
                    100 * t->flip_hi, t->p_value);
         }
-        printf("%17s %s%s; Holm-adjusted p %.3g\n", "", t->reason,
+        print_gates(t);
+        printf("%17s %s%s%s; Holm-adjusted p %.3g\n", "", t->reason,
                t->deterministic == 1   ? "; baseline repeats identical (deterministic)"
                : t->deterministic == 0 ? "; noise from the baseline's repeats"
                                        : "",
-               t->p_holm);
+               t->critical ? "" : "; informational (not in the suite verdict)", t->p_holm);
     }
     const char *col = !color                  ? ""
                       : suite == VERDICT_PASS ? "\033[1;32m"

@@ -58,23 +58,69 @@ static int read_trial(struct store *s, int64_t run, const char *model, int64_t t
 
 enum { MAX_REPEATS = 63 };
 
-/* The baseline's later repeats (1, 2, ... until one is missing or not done). */
-struct repeats {
-    struct item_row *rows[MAX_REPEATS];
-    int64_t n[MAX_REPEATS];
-    int count;
+/* A task's paired trials: repeat 0 of both models and the baseline's later
+ * repeats (1, 2, ... until one is missing or not done). */
+struct trials {
+    int64_t id[MAX_REPEATS + 2]; /* [0] candidate, [1] baseline, [2..] its repeats */
+    struct item_row *rows[MAX_REPEATS + 2];
+    int64_t n[MAX_REPEATS + 2];
+    int count; /* filled entries */
 };
 
-static void read_repeats(struct store *s, int64_t run, const char *base, int64_t task,
-                         const char *tname, struct repeats *r)
+static void trials_release(struct trials *t)
 {
+    for (int i = 0; i < t->count; i++)
+        free(t->rows[i]);
+}
+
+static int read_trials(struct store *s, int64_t run, const char *base, const char *cand,
+                       int64_t task, const char *tname, struct trials *t, char *err, size_t errlen)
+{
+    memset(t, 0, sizeof *t);
+    int rc =
+        read_trial(s, run, cand, task, 0, tname, &t->rows[0], &t->n[0], &t->id[0], err, errlen);
+    if (!rc) t->count = 1;
+    if (!rc)
+        rc =
+            read_trial(s, run, base, task, 0, tname, &t->rows[1], &t->n[1], &t->id[1], err, errlen);
+    if (!rc) t->count = 2;
     char ignored[QG_ERRMSG_MAX];
-    memset(r, 0, sizeof *r);
-    int64_t trial;
-    while (r->count < MAX_REPEATS &&
-           read_trial(s, run, base, task, r->count + 1, tname, &r->rows[r->count], &r->n[r->count],
-                      &trial, ignored, sizeof ignored) == QG_OK)
-        r->count++;
+    while (!rc && t->count < MAX_REPEATS + 2 &&
+           read_trial(s, run, base, task, t->count - 1, tname, &t->rows[t->count], &t->n[t->count],
+                      &t->id[t->count], ignored, sizeof ignored) == QG_OK)
+        t->count++;
+    return rc;
+}
+
+/* Multiple choice judged on acc_norm or per_token: each item's correctness
+ * from its stored predictions (extra_json pred_norm / pred_tok and gold). */
+static int rejudge_mc(struct store *s, int metric, struct trials *t, char *err, size_t errlen)
+{
+    const char *path = metric == VERDICT_MC_ACC_NORM ? "$.pred_norm" : "$.pred_tok";
+    for (int i = 0; i < t->count; i++) {
+        double *pred = NULL, *gold = NULL;
+        int64_t np = 0, ng = 0;
+        int rc = store_items_extract(s, t->id[i], path, &pred, &np);
+        if (!rc) rc = store_items_extract(s, t->id[i], "$.gold", &gold, &ng);
+        if (!rc && (np != t->n[i] || ng != t->n[i])) rc = QG_ERR_DATA;
+        for (int64_t k = 0; !rc && k < np; k++) {
+            if (isnan(pred[k]) || isnan(gold[k]))
+                rc = qg_errf(err, errlen, QG_ERR_DATA,
+                             "item %lld has no stored %s prediction (a run made before qgate kept "
+                             "it?): judge it on \"acc\"",
+                             (long long)t->rows[i][k].idx, verdict_mc_metric_name(metric));
+            else
+                t->rows[i][k].correct = pred[k] == gold[k];
+        }
+        free(pred);
+        free(gold);
+        if (rc == QG_ERR_DATA && !err[0])
+            qg_errf(err, errlen, rc, "items do not line up");
+        else if (rc && rc != QG_ERR_DATA)
+            qg_errf(err, errlen, rc, "%s", store_errmsg(s));
+        if (rc) return rc;
+    }
+    return QG_OK;
 }
 
 /* The lockstep figures of the candidate's perplexity trial, when stored. */
@@ -95,38 +141,65 @@ static void read_kld(struct store *s, int64_t trial, struct verdict_task *v)
     free(mj);
 }
 
-static int compare_task(struct store *s, int64_t run, const char *base, const char *cand,
-                        const cJSON *task, const struct verdict_params *p, struct verdict_task *v,
-                        char *err, size_t errlen)
+/* The suite file's entry for a task (by name), or NULL. */
+static const cJSON *suite_task(const cJSON *suite, const char *name)
 {
-    const char *kind = json_str(task, "kind", "");
+    const cJSON *t;
+    cJSON_ArrayForEach(
+        t, json_get(suite, "tasks")) if (!strcmp(json_str(t, "name", ""), name)) return t;
+    return NULL;
+}
+
+/* The task's own policy ("policy" in its suite entry, over the suite's or
+ * --policy's) and whether it counts in the suite verdict. */
+static int task_params(const cJSON *suite, const char *name, const struct verdict_params *p,
+                       struct verdict_params *tp, int *critical, char *err, size_t errlen)
+{
+    const cJSON *st = suite_task(suite, name);
+    *tp = *p;
+    *critical = !cJSON_IsFalse(json_get(st, "critical"));
+    char where[256];
+    snprintf(where, sizeof where, "the run's suite, task '%.128s'", name);
+    return suite_policy_apply(json_get(st, "policy"), where, &tp->policy, err, errlen);
+}
+
+static int compare_task(struct store *s, int64_t run, const char *base, const char *cand,
+                        const cJSON *task, const cJSON *suite, const struct verdict_params *p,
+                        struct verdict_task *v, char *err, size_t errlen)
+{
     struct verdict_input in = {.name = json_str(task, "name", ""),
                                .task_id = json_int(task, "id", 0)};
-    in.kind = task_kind_from_name(kind);
+    in.kind = task_kind_from_name(json_str(task, "kind", ""));
     in.metric = in.kind == TASK_PERPLEXITY   ? VERDICT_METRIC_PPL
                 : in.kind == TASK_GENERATION ? VERDICT_METRIC_EXACT_MATCH
                                              : VERDICT_METRIC_ACC;
     if (in.kind != TASK_PERPLEXITY && in.kind != TASK_GENERATION) in.kind = TASK_MULTIPLE_CHOICE;
-    struct item_row *rb = NULL, *rc_ = NULL;
-    int64_t tb, tc = 0;
-    struct repeats reps = {0};
-    int rc = read_trial(s, run, base, in.task_id, 0, in.name, &rb, &in.n_base, &tb, err, errlen);
+    struct verdict_params tp;
+    struct trials t;
+    int rc = task_params(suite, in.name, p, &tp, &in.critical, err, errlen);
     if (!rc)
-        rc = read_trial(s, run, cand, in.task_id, 0, in.name, &rc_, &in.n_cand, &tc, err, errlen);
+        rc = read_trials(s, run, base, cand, in.task_id, in.name, &t, err, errlen);
+    else
+        memset(&t, 0, sizeof t);
+    if (!rc && in.kind == TASK_MULTIPLE_CHOICE && tp.policy.mc_metric != VERDICT_MC_ACC)
+        rc = rejudge_mc(s, tp.policy.mc_metric, &t, err, errlen);
+    struct verdict_task figs = {0};
+    if (!rc && in.metric == VERDICT_METRIC_PPL) read_kld(s, t.id[0], &figs);
     if (!rc) {
-        read_repeats(s, run, base, in.task_id, in.name, &reps);
-        in.base = rb;
-        in.cand = rc_;
-        in.repeats = (const struct item_row *const *)reps.rows;
-        in.n_repeat = reps.n;
-        in.n_repeats = reps.count;
-        rc = verdict_task_compute(&in, p, v, err, errlen);
+        in.cand = t.rows[0], in.n_cand = t.n[0];
+        in.base = t.rows[1], in.n_base = t.n[1];
+        in.repeats = (const struct item_row *const *)&t.rows[2];
+        in.n_repeat = &t.n[2];
+        in.n_repeats = t.count - 2;
+        in.kld_top_k = figs.kld_top_k;
+        rc = verdict_task_compute(&in, &tp, v, err, errlen);
     }
-    if (!rc && in.metric == VERDICT_METRIC_PPL) read_kld(s, tc, v);
-    free(rb);
-    free(rc_);
-    for (int r = 0; r < reps.count; r++)
-        free(reps.rows[r]);
+    if (!rc) {
+        v->has_kld = figs.has_kld, v->kld_mean = figs.kld_mean, v->kld_p99 = figs.kld_p99;
+        v->kld_max = figs.kld_max, v->top1 = figs.top1, v->dp_mean = figs.dp_mean;
+        v->kld_top_k = figs.kld_top_k;
+    }
+    trials_release(&t);
     return rc;
 }
 
@@ -143,14 +216,23 @@ int compare_run(struct store *s, int64_t run_id, const char *baseline, const cha
     cJSON *run;
     if ((rc = store_run_json(s, run_id, &run)))
         return qg_errf(err, errlen, rc, "%s", store_errmsg(s));
+    char *sj = NULL;
+    cJSON *sjson = store_run_suite_json(s, run_id, &sj) == QG_OK && sj ? cJSON_Parse(sj) : NULL;
+    free(sj);
     cJSON *tl = cJSON_GetObjectItem(run, "tasks");
     int nt = cJSON_GetArraySize(tl);
     struct verdict_task *v = calloc((size_t)(nt ? nt : 1), sizeof *v);
     if (!v) rc = qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
+    if (!rc && nt == 0)
+        rc = qg_errf(err, errlen, QG_ERR_DATA,
+                     "run %lld has no tasks: there is nothing to compare (was it killed while "
+                     "being set up?)",
+                     (long long)run_id);
     for (int i = 0; i < nt && !rc; i++)
-        rc = compare_task(s, run_id, baseline, candidate, cJSON_GetArrayItem(tl, i), p, &v[i], err,
-                          errlen);
+        rc = compare_task(s, run_id, baseline, candidate, cJSON_GetArrayItem(tl, i), sjson, p,
+                          &v[i], err, errlen);
     cJSON_Delete(run);
+    cJSON_Delete(sjson);
     if (rc) {
         free(v);
         return rc;
@@ -198,6 +280,22 @@ cJSON *compare_task_json(const struct verdict_task *v)
         }
     }
     if (v->items_needed >= 0) cJSON_AddNumberToObject(o, "items_needed", (double)v->items_needed);
+    if (v->design_effect > 1) cJSON_AddNumberToObject(o, "design_effect", v->design_effect);
+    cJSON_AddStringToObject(o, "loss_verdict", verdict_name(v->loss_verdict));
+    cJSON *gates = cJSON_AddArrayToObject(o, "gates");
+    for (int i = 0; i < v->n_gates; i++) {
+        const struct verdict_gate *g = &v->gates[i];
+        cJSON *gj = cJSON_CreateObject();
+        cJSON_AddStringToObject(gj, "gate", g->name);
+        cJSON_AddStringToObject(gj, "bound", g->kind == VERDICT_GATE_MAX ? "max" : "min");
+        cJSON_AddNumberToObject(gj, "value", g->value);
+        cJSON_AddNumberToObject(gj, "ci_low", g->lo);
+        cJSON_AddNumberToObject(gj, "ci_high", g->hi);
+        cJSON_AddNumberToObject(gj, "limit", g->limit);
+        cJSON_AddStringToObject(gj, "verdict", verdict_name(g->verdict));
+        cJSON_AddItemToArray(gates, gj);
+    }
+    cJSON_AddBoolToObject(o, "critical", v->critical);
     cJSON_AddStringToObject(o, "verdict", verdict_name(v->verdict));
     cJSON_AddStringToObject(o, "reason", v->reason);
     return o;
@@ -211,6 +309,10 @@ cJSON *compare_policy_json(const struct verdict_policy *pol)
     cJSON_AddNumberToObject(pj, "alpha", pol->alpha);
     cJSON_AddNumberToObject(pj, "beta", pol->beta);
     cJSON_AddNumberToObject(pj, "bootstrap", pol->bootstrap);
+    cJSON_AddNumberToObject(pj, "margin_kld", pol->margin_kld);
+    cJSON_AddNumberToObject(pj, "min_top1", pol->min_top1);
+    cJSON_AddNumberToObject(pj, "max_flip_rate", pol->max_flip_rate);
+    cJSON_AddStringToObject(pj, "metric", verdict_mc_metric_name(pol->mc_metric));
     return pj;
 }
 

@@ -909,6 +909,43 @@ int store_items_read(struct store *s, int64_t trial_id, struct item_row **rows, 
     return QG_OK;
 }
 
+int store_items_extract(struct store *s, int64_t trial_id, const char *path, double **values,
+                        int64_t *n)
+{
+    *values = NULL;
+    *n = 0;
+    sqlite3_stmt *st;
+    int rc = prepare(
+        s, "SELECT json_extract(extra_json, ?) FROM items WHERE trial_id=? ORDER BY idx", &st);
+    if (rc) return rc;
+    sqlite3_bind_text(st, 1, path, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 2, trial_id);
+    int64_t cap = 0;
+    double *v = NULL;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 256;
+            double *p = realloc(v, (size_t)cap * sizeof *p);
+            if (!p) {
+                free(v);
+                sqlite3_finalize(st);
+                return qg_errf(s->err, sizeof s->err, QG_ERR_NOMEM, "out of memory reading items");
+            }
+            v = p;
+        }
+        v[(*n)++] = col_f64(st, 0);
+    }
+    int out = rc == SQLITE_DONE ? QG_OK : db_fail(s, "reading items");
+    sqlite3_finalize(st);
+    if (out) {
+        free(v);
+        *n = 0;
+        return out;
+    }
+    *values = v;
+    return QG_OK;
+}
+
 int store_trial_metrics(struct store *s, int64_t trial_id, char **json)
 {
     *json = NULL;

@@ -162,6 +162,12 @@ int store_trial_find(struct store *s, int64_t run_id, const char *model, int64_t
  */
 int store_items_read(struct store *s, int64_t trial_id, struct item_row **rows, int64_t *n);
 
+/* One number from every item's extra_json of a trial, by idx: json_extract
+ * at path (e.g. "$.pred_norm"); NAN where absent. *values is malloc'd with
+ * *n entries. */
+int store_items_extract(struct store *s, int64_t trial_id, const char *path, double **values,
+                        int64_t *n);
+
 /* A trial's metrics_json (malloc'd; NULL when absent) and repeats stored. */
 int store_trial_metrics(struct store *s, int64_t trial_id, char **json);
 

@@ -38,7 +38,7 @@ static const char *const task_keys[] = {
     "name",         "kind",       "benchmark",   "data",        "sha256",    "critical",
     "protocol",     "ctx",        "stride",      "chunks",      "limit",     "fewshot",
     "fewshot_seed", "max_tokens", "temperature", "top_p",       "delimiter", "pipelines",
-    "normalize",    "stop",       "fields",      "description", NULL};
+    "normalize",    "stop",       "fields",      "description", "policy",    NULL};
 
 static int check_keys(struct ctx *c, int i, const char *name, const cJSON *o,
                       const char *const *keys)
@@ -302,7 +302,8 @@ static int load_options(struct ctx *c, int i, const char *name, struct task_conf
     const cJSON *crit = cJSON_GetObjectItemCaseSensitive(o, "critical");
     if (crit && !cJSON_IsBool(crit))
         return fail_task(c, i, name, "\"critical\" must be true or false");
-    t->critical = cJSON_IsTrue(crit);
+    t->critical =
+        crit ? cJSON_IsTrue(crit) : 1; /* false: informational, not in the suite verdict */
     int64_t v;
     if ((rc = get_int(c, i, name, o, "limit", 0, INT64_MAX / 2, 0, &t->limit))) return rc;
     if ((rc = get_int(c, i, name, o, "fewshot", 0, 64, 0, &v))) return rc;
@@ -326,6 +327,13 @@ static int load_options(struct ctx *c, int i, const char *name, struct task_conf
         return fail_task(c, i, name, "\"top_p\" must be a number in (0, 1]");
     if (tv) t->temperature = tv->valuedouble;
     if (pv) t->top_p = pv->valuedouble;
+    const cJSON *tp = cJSON_GetObjectItemCaseSensitive(o, "policy");
+    if (tp) { /* checked here; applied over the suite's by harness/compare.c */
+        char where[512];
+        struct verdict_policy tmp;
+        snprintf(where, sizeof where, "%s: task %d ('%s')", c->file, i + 1, name);
+        if ((rc = suite_policy_from_json(tp, where, &tmp, c->err, c->errlen))) return rc;
+    }
     return QG_OK;
 }
 
@@ -378,46 +386,74 @@ static int load_task(struct ctx *c, int i, const cJSON *o, const char *dir, int 
     return hash_config(t, o) ? nomem(c) : QG_OK;
 }
 
-int suite_policy_from_json(const cJSON *p, const char *where, struct verdict_policy *pol, char *err,
-                           size_t errlen)
+static const char *const policy_keys[] = {"margin_ppl", "margin_acc", "alpha",    "beta",
+                                          "bootstrap",  "margin_kld", "min_top1", "max_flip_rate",
+                                          "metric",     NULL};
+
+/* One policy key k into pol; QG_ERR_DATA naming it when its value is out
+ * of range. */
+static int policy_key(struct ctx *c, const cJSON *k, struct verdict_policy *pol)
 {
-    struct ctx cc = {where, err, errlen}, *c = &cc;
-    *pol = verdict_default_policy();
-    if (!p) return QG_OK;
-    if (!cJSON_IsObject(p))
-        return qg_errf(c->err, c->errlen, QG_ERR_DATA, "%s: \"policy\" must be an object", c->file);
     struct {
         const char *key;
         double lo, hi, *dst;
-    } nums[] = {{"margin_ppl", 0, 1, &pol->margin_ppl},
-                {"margin_acc", 0, 1, &pol->margin_acc},
-                {"alpha", 1e-6, 0.5, &pol->alpha},
-                {"beta", 1e-6, 0.5, &pol->beta}};
+    } nums[] = {{"margin_ppl", 0, 1, &pol->margin_ppl},      {"margin_acc", 0, 1, &pol->margin_acc},
+                {"alpha", 1e-6, 0.5, &pol->alpha},           {"beta", 1e-6, 0.5, &pol->beta},
+                {"margin_kld", 0, 10, &pol->margin_kld},     {"min_top1", 0, 1, &pol->min_top1},
+                {"max_flip_rate", 0, 1, &pol->max_flip_rate}};
+    for (size_t i = 0; i < sizeof nums / sizeof *nums; i++) {
+        if (strcmp(k->string, nums[i].key)) continue;
+        if (!cJSON_IsNumber(k) || k->valuedouble < nums[i].lo || k->valuedouble > nums[i].hi)
+            return qg_errf(c->err, c->errlen, QG_ERR_DATA,
+                           "%s: policy \"%s\" must be a number in [%g, %g]", c->file, nums[i].key,
+                           nums[i].lo, nums[i].hi);
+        *nums[i].dst = k->valuedouble;
+        return QG_OK;
+    }
+    if (!strcmp(k->string, "bootstrap")) {
+        if (!cJSON_IsNumber(k) || k->valuedouble < 100 || k->valuedouble > 1e7)
+            return qg_errf(c->err, c->errlen, QG_ERR_DATA,
+                           "%s: policy \"bootstrap\" must be 100..1e7", c->file);
+        pol->bootstrap = (int)k->valuedouble;
+        return QG_OK;
+    }
+    if (!strcmp(k->string, "metric")) {
+        int m = cJSON_IsString(k) ? verdict_mc_metric_from_name(k->valuestring) : -1;
+        if (m < 0)
+            return qg_errf(c->err, c->errlen, QG_ERR_DATA,
+                           "%s: policy \"metric\" must be \"acc\", \"acc_norm\" or \"per_token\"",
+                           c->file);
+        pol->mc_metric = m;
+        return QG_OK;
+    }
+    const char *near =
+        qg_closest(k->string, policy_keys, (int)(sizeof policy_keys / sizeof *policy_keys) - 1);
+    return qg_errf(c->err, c->errlen, QG_ERR_DATA, "%s: unknown policy key \"%s\"%s%s%s", c->file,
+                   k->string, near ? " (did you mean \"" : "", near ? near : "",
+                   near ? "\"?)" : "");
+}
+
+int suite_policy_apply(const cJSON *p, const char *where, struct verdict_policy *pol, char *err,
+                       size_t errlen)
+{
+    struct ctx cc = {where, err, errlen};
+    if (!p) return QG_OK;
+    if (!cJSON_IsObject(p))
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: \"policy\" must be an object", where);
     const cJSON *k;
     cJSON_ArrayForEach(k, p)
     {
-        int found = 0;
-        for (size_t i = 0; i < sizeof nums / sizeof *nums; i++) {
-            if (strcmp(k->string, nums[i].key)) continue;
-            found = 1;
-            if (!cJSON_IsNumber(k) || k->valuedouble < nums[i].lo || k->valuedouble > nums[i].hi)
-                return qg_errf(c->err, c->errlen, QG_ERR_DATA,
-                               "%s: policy \"%s\" must be a number in [%g, %g]", c->file,
-                               nums[i].key, nums[i].lo, nums[i].hi);
-            *nums[i].dst = k->valuedouble;
-        }
-        if (!strcmp(k->string, "bootstrap")) {
-            found = 1;
-            if (!cJSON_IsNumber(k) || k->valuedouble < 100 || k->valuedouble > 1e7)
-                return qg_errf(c->err, c->errlen, QG_ERR_DATA,
-                               "%s: policy \"bootstrap\" must be 100..1e7", c->file);
-            pol->bootstrap = (int)k->valuedouble;
-        }
-        if (!found)
-            return qg_errf(c->err, c->errlen, QG_ERR_DATA, "%s: unknown policy key \"%s\"", c->file,
-                           k->string);
+        int rc = policy_key(&cc, k, pol);
+        if (rc) return rc;
     }
     return QG_OK;
+}
+
+int suite_policy_from_json(const cJSON *p, const char *where, struct verdict_policy *pol, char *err,
+                           size_t errlen)
+{
+    *pol = verdict_default_policy();
+    return suite_policy_apply(p, where, pol, err, errlen);
 }
 
 int suite_load(const char *path, int allow_changed, struct suite **out, char *err, size_t errlen)

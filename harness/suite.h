@@ -32,6 +32,11 @@ struct suite {
 /* Fills pol from a JSON policy object (NULL = defaults: margin ln 1.01,
  * 1 point, alpha 0.05, beta 0.2, 10000 bootstrap iterations). where names
  * the source in messages. QG_OK or QG_ERR_DATA. */
+/* Applies the keys of a JSON policy object (NULL: none) over *pol: a
+ * task's "policy" over its suite's. QG_OK or QG_ERR_DATA naming where. */
+int suite_policy_apply(const cJSON *p, const char *where, struct verdict_policy *pol, char *err,
+                       size_t errlen);
+
 int suite_policy_from_json(const cJSON *p, const char *where, struct verdict_policy *pol, char *err,
                            size_t errlen);
 

@@ -111,6 +111,52 @@ void stats_newcombe_paired(int64_t a, int64_t b, int64_t c, int64_t d, double z,
     *hi = delta + sqrt(fmax(du, 0));
 }
 
+/* The restricted MLE of P(second only) given D = p12 - p21 (Tango 1998):
+ * the root of 2n x^2 - B x - c D (1 - D) = 0, B = (b + c)(1 - D) - 2 D (n - b),
+ * clamped to the feasible range. */
+static double tango_q(double b, double c, double n, double D)
+{
+    double B = (b + c) * (1 - D) - 2 * D * (n - b);
+    double disc = B * B + 8 * n * c * D * (1 - D);
+    double x = (B + sqrt(fmax(disc, 0))) / (4 * n);
+    double lo = fmax(0, -D), hi = (1 - D) / 2;
+    return fmin(fmax(x, lo), hi);
+}
+
+/* The score statistic at D; decreasing in D. */
+static double tango_z(double b, double c, double n, double D)
+{
+    double num = b - c - n * D;
+    double var = n * (2 * tango_q(b, c, n, D) + D * (1 - D));
+    if (!(var > 0)) return num == 0 ? 0 : num > 0 ? INFINITY : -INFINITY;
+    return num / sqrt(var);
+}
+
+/* The D in (from, to) where tango_z crosses target (bisection). */
+static double tango_solve(double b, double c, double n, double target, double from, double to)
+{
+    for (int it = 0; it < 200 && to - from > 1e-15; it++) {
+        double mid = 0.5 * (from + to);
+        if (tango_z(b, c, n, mid) > target)
+            from = mid;
+        else
+            to = mid;
+    }
+    return 0.5 * (from + to);
+}
+
+void stats_tango_paired(int64_t b, int64_t c, int64_t n, double z, double *lo, double *hi)
+{
+    if (n <= 0) {
+        *lo = -1;
+        *hi = 1;
+        return;
+    }
+    double B = (double)b, C = (double)c, N = (double)n, d = (B - C) / N;
+    *lo = d <= -1 ? -1 : tango_solve(B, C, N, z, -1, d);
+    *hi = d >= 1 ? 1 : tango_solve(B, C, N, -z, d, 1);
+}
+
 struct pidx {
     double p;
     int i;

@@ -35,6 +35,16 @@ void stats_holm(const double *p, int n, double *adj);
 void stats_newcombe_paired(int64_t a, int64_t b, int64_t c, int64_t d, double z, double *lo,
                            double *hi);
 
+/* Tango's score interval (1998) for the difference of two paired
+ * proportions D = (b - c)/n, from the discordant counts b (first only) and
+ * c (second only) of n pairs, at normal quantile z: every D whose score
+ * statistic (b - c - nD) / sqrt(n (2 q(D) + D (1 - D))), q(D) the
+ * restricted maximum-likelihood P(second only) given D, lies within +/- z.
+ * Keeps an honest width with zero or few discordant pairs (b = c = 0 gives
+ * +/- z^2 / (n + z^2)), where Wald, bootstrap and Newcombe's interval
+ * without continuity correction collapse to a point. [-1, 1] when n is 0. */
+void stats_tango_paired(int64_t b, int64_t c, int64_t n, double z, double *lo, double *hi);
+
 struct boot_result {
     double estimate; /* sum(loss) / sum(size) over all units */
     double lo, hi;   /* percentile interval */

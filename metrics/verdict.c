@@ -21,8 +21,26 @@ struct verdict_policy verdict_default_policy(void)
                                .margin_acc = 0.01,
                                .alpha = 0.05,
                                .beta = 0.2,
-                               .bootstrap = 10000};
+                               .bootstrap = 10000,
+                               .margin_kld = 0.02,
+                               .min_top1 = 0.9,
+                               .max_flip_rate = 0,
+                               .mc_metric = VERDICT_MC_ACC};
     return p;
+}
+
+static const char *const mc_metric_names[] = {"acc", "acc_norm", "per_token"};
+
+const char *verdict_mc_metric_name(int m)
+{
+    return m >= 0 && m < 3 ? mc_metric_names[m] : "unknown";
+}
+
+int verdict_mc_metric_from_name(const char *name)
+{
+    for (int m = 0; m < 3; m++)
+        if (!strcmp(name, mc_metric_names[m])) return m;
+    return -1;
 }
 
 /* Units of a paired comparison: per-unit loss and size. */
@@ -162,87 +180,220 @@ static int rows_identical(const struct item_row *a, const struct item_row *b, in
     return 1;
 }
 
-/* The noise floor: the largest loss of a baseline repeat against repeat 0,
- * and whether every repeat is identical to it. */
+/* How far repeat r moves the baseline: binary, the share of items whose
+ * correctness changed (both directions count); perplexity, the RMS over
+ * windows of the per-token ln PPL ratio. -1 when the rows do not pair. */
+static double repeat_spread(const struct item_row *a, int64_t na, const struct item_row *b,
+                            int64_t nb, int ppl)
+{
+    if (na != nb || na == 0) return -1;
+    double acc = 0;
+    for (int64_t i = 0; i < na; i++) {
+        if (a[i].idx != b[i].idx) return -1;
+        if (ppl) {
+            if (isnan(a[i].nll) || isnan(b[i].nll) || a[i].n_tokens != b[i].n_tokens ||
+                a[i].n_tokens <= 0)
+                return -1;
+            double r = (b[i].nll - a[i].nll) / (double)a[i].n_tokens;
+            acc += r * r;
+        } else {
+            if (a[i].correct < 0 || b[i].correct < 0) return -1;
+            acc += a[i].correct != b[i].correct;
+        }
+    }
+    return ppl ? sqrt(acc / (double)na) : acc / (double)na;
+}
+
+/* The noise floor: the largest spread of a baseline repeat against repeat
+ * 0, and whether every repeat is identical to it. */
 static void measure_noise(const struct verdict_input *in, int ppl, struct verdict_task *v)
 {
-    char ignored[QG_ERRMSG_MAX];
     v->noise = 0;
     v->deterministic = -1;
     for (int r = 0; r < in->n_repeats; r++) {
-        struct units nu;
-        struct paired pr;
-        if (pair_rows(in->base, in->n_base, in->repeats[r], in->n_repeat[r], ppl, in->name, &nu,
-                      &pr, ignored, sizeof ignored) != QG_OK)
-            continue;
-        double sl = 0, ss = 0;
-        for (int64_t i = 0; i < nu.n; i++)
-            sl += nu.loss[i], ss += nu.size[i];
-        v->noise = fmax(v->noise, fabs(sl / ss));
+        double sp = repeat_spread(in->base, in->n_base, in->repeats[r], in->n_repeat[r], ppl);
+        if (sp < 0) continue;
+        v->noise = fmax(v->noise, sp);
         v->deterministic =
             (v->deterministic != 0) && rows_identical(in->base, in->repeats[r], in->n_base);
         v->noise_repeats = r + 1;
-        units_free(&nu);
     }
 }
 
-/* PASS / FAIL / INCONCLUSIVE from the interval, the margin and the MDE. */
-static void decide(struct verdict_task *v, int ppl)
+/* The loss's PASS / FAIL / INCONCLUSIVE from the interval, the margin and
+ * the MDE, with the reason. */
+static void decide_loss(struct verdict_task *v, int ppl)
 {
     v->items_needed = -1;
     if (v->hi <= v->margin) {
-        v->verdict = VERDICT_PASS;
+        v->loss_verdict = VERDICT_PASS;
         snprintf(v->reason, sizeof v->reason, "upper bound %.4g <= margin %.4g", v->hi, v->margin);
     } else if (v->lo > v->margin) {
-        v->verdict = VERDICT_FAIL;
+        v->loss_verdict = VERDICT_FAIL;
         snprintf(v->reason, sizeof v->reason, "lower bound %.4g > margin %.4g: a real drop", v->lo,
                  v->margin);
     } else if (v->mde > v->margin) {
-        v->verdict = VERDICT_INCONCLUSIVE;
+        v->loss_verdict = VERDICT_INCONCLUSIVE;
         double f = v->mde / v->margin;
         v->items_needed = (int64_t)ceil((double)v->n_items * f * f);
         snprintf(v->reason, sizeof v->reason,
                  "underpowered: MDE %.4g > margin %.4g; about %lld %s needed", v->mde, v->margin,
                  (long long)v->items_needed, ppl ? "windows" : "items");
     } else {
-        v->verdict = VERDICT_INCONCLUSIVE;
+        v->loss_verdict = VERDICT_INCONCLUSIVE;
         snprintf(v->reason, sizeof v->reason, "interval [%.4g, %.4g] contains the margin %.4g",
                  v->lo, v->hi, v->margin);
     }
 }
 
 /* The interval, SE, MDE and p-value of the paired loss. */
+/* The design effect of clustered binary items: the cluster-robust
+ * variance of the mean loss over the iid one (at least 1; 1 without
+ * clusters, with fewer than 2, or without discordant items). Units are the
+ * clusters (summed loss, item count); d_i^2 = 1 exactly for the b + c
+ * discordant items. */
+static double design_effect(const struct units *u, const struct verdict_task *v)
+{
+    double n = (double)v->n_items, G = (double)u->n;
+    if (u->n == v->n_items || u->n < 2 || n < 2) return 1;
+    double dbar = (double)(v->flips_b - v->flips_c) / n;
+    double v_iid = ((double)(v->flips_b + v->flips_c) - n * dbar * dbar) / (n * (n - 1));
+    if (!(v_iid > 0)) return 1;
+    double ss = 0;
+    for (int64_t g = 0; g < u->n; g++) {
+        double e = u->loss[g] - u->size[g] * dbar;
+        ss += e * e;
+    }
+    double v_cl = G / (G - 1) * ss / (n * n);
+    return fmax(1, v_cl / v_iid);
+}
+
+/* Binary loss: Tango's paired score interval, widened by sqrt(design
+ * effect) around the estimate for clustered items. */
+static void estimate_binary(const struct units *u, double za, struct verdict_task *v)
+{
+    v->delta = (double)(v->flips_b - v->flips_c) / (double)v->n_items;
+    stats_tango_paired(v->flips_b, v->flips_c, v->n_items, za, &v->lo, &v->hi);
+    v->design_effect = design_effect(u, v);
+    double w = sqrt(v->design_effect);
+    v->lo = fmax(-1, v->delta - (v->delta - v->lo) * w);
+    v->hi = fmin(1, v->delta + (v->hi - v->delta) * w);
+    v->se = (v->hi - v->lo) / (2 * za);
+    v->p_value = stats_mcnemar(v->flips_b, v->flips_c);
+    stats_wilson(v->flips_b + v->flips_c, v->n_items, stats_norm_ppf(0.975), &v->flip_lo,
+                 &v->flip_hi);
+}
+
+/* The interval, SE, MDE and p-value of the paired loss. */
 static int estimate(const struct units *u, int ppl, const struct verdict_params *p,
                     struct verdict_task *v)
 {
-    struct boot_result br;
     double alpha = p->policy.alpha, level = 1 - 2 * alpha;
-    if (stats_bootstrap_ratio(u->loss, u->size, u->n, p->policy.bootstrap, p->seed, level, &br))
-        return QG_ERR_NOMEM;
-    v->n_units = u->n;
-    v->delta = br.estimate;
-    v->lo = br.lo;
-    v->hi = br.hi;
-    v->se = br.se;
     double za = stats_norm_ppf(1 - alpha), zb = stats_norm_ppf(1 - p->policy.beta);
-    if (!ppl && v->n_units == v->n_items) {
-        /* items are the units: Newcombe's paired score interval, sound with
-         * few or no discordant pairs (a bootstrap collapses to a point) */
-        int64_t base_ok =
-            (int64_t)llround(v->base_value * (double)v->n_items); /* base correct = a + b */
-        int64_t a = base_ok - v->flips_b, d = v->n_items - a - v->flips_b - v->flips_c;
-        stats_newcombe_paired(a, v->flips_b, v->flips_c, d, za, &v->lo, &v->hi);
-        v->se = fmax(v->se, (v->hi - v->lo) / (2 * za));
-    }
-    v->mde = (za + zb) * v->se;
+    v->n_units = u->n;
+    v->design_effect = 1;
     if (ppl) {
+        struct boot_result br;
+        if (stats_bootstrap_ratio(u->loss, u->size, u->n, p->policy.bootstrap, p->seed, level, &br))
+            return QG_ERR_NOMEM;
+        v->delta = br.estimate;
+        v->lo = br.lo;
+        v->hi = br.hi;
+        v->se = br.se;
         v->p_value = v->se > 0 ? 1 - stats_norm_cdf(v->delta / v->se) : (v->delta > 0 ? 0 : 1);
     } else {
-        v->p_value = stats_mcnemar(v->flips_b, v->flips_c);
-        stats_wilson(v->flips_b + v->flips_c, v->n_items, stats_norm_ppf(0.975), &v->flip_lo,
-                     &v->flip_hi);
+        estimate_binary(u, za, v);
+    }
+    v->mde = (za + zb) * v->se;
+    return QG_OK;
+}
+
+/* Sets a gate's verdict from its interval against its limit. */
+static void gate_decide(struct verdict_gate *g)
+{
+    int pass = g->kind == VERDICT_GATE_MAX ? g->hi <= g->limit : g->lo >= g->limit;
+    int fail = g->kind == VERDICT_GATE_MAX ? g->lo > g->limit : g->hi < g->limit;
+    g->verdict = fail ? VERDICT_FAIL : pass ? VERDICT_PASS : VERDICT_INCONCLUSIVE;
+}
+
+/* A per-token rate over the candidate's windows (value[w] / n_tokens[w]),
+ * bootstrapped over windows; 0 when every window has the value. */
+static int window_rate_gate(const struct item_row *c, int64_t n, int top1,
+                            const struct verdict_params *p, struct verdict_gate *g)
+{
+    double *num = malloc((size_t)(n ? n : 1) * sizeof *num),
+           *den = malloc((size_t)(n ? n : 1) * sizeof *den);
+    int rc = num && den ? QG_OK : QG_ERR_NOMEM;
+    for (int64_t w = 0; !rc && w < n; w++) {
+        num[w] = top1 ? c[w].top1_agree : c[w].kld_sum;
+        den[w] = (double)c[w].n_tokens;
+        if (!isfinite(num[w]) || !(den[w] > 0)) rc = -1; /* no such figure: no gate */
+    }
+    struct boot_result br;
+    if (!rc &&
+        stats_bootstrap_ratio(num, den, n, p->policy.bootstrap,
+                              p->seed ^ (top1 ? 0x7431u : 0x6b6cu), 1 - 2 * p->policy.alpha, &br))
+        rc = QG_ERR_NOMEM;
+    if (!rc) {
+        snprintf(g->name, sizeof g->name, "%s", top1 ? "top1" : "kld");
+        g->kind = top1 ? VERDICT_GATE_MIN : VERDICT_GATE_MAX;
+        g->value = br.estimate, g->lo = br.lo, g->hi = br.hi;
+        g->limit = top1 ? p->policy.min_top1 : p->policy.margin_kld;
+        gate_decide(g);
+    }
+    free(num);
+    free(den);
+    return rc;
+}
+
+/* The gates the policy sets and the data allow. QG_OK or QG_ERR_NOMEM. */
+static int evaluate_gates(const struct verdict_input *in, const struct verdict_params *p, int ppl,
+                          struct verdict_task *v)
+{
+    const struct verdict_policy *pol = &p->policy;
+    if (ppl) {
+        for (int top1 = 0; top1 < 2; top1++) {
+            if (!((top1 ? pol->min_top1 : pol->margin_kld) > 0)) continue;
+            struct verdict_gate *g = &v->gates[v->n_gates];
+            int rc = window_rate_gate(in->cand, in->n_cand, top1, p, g);
+            if (rc == QG_ERR_NOMEM) return rc;
+            if (rc) continue;
+            /* a top-K KLD is a lower bound: it can prove a FAIL, not a PASS */
+            if (!top1 && in->kld_top_k > 0 && g->verdict == VERDICT_PASS)
+                g->verdict = VERDICT_INCONCLUSIVE;
+            v->n_gates++;
+        }
+    } else if (pol->max_flip_rate > 0) {
+        struct verdict_gate *g = &v->gates[v->n_gates++];
+        snprintf(g->name, sizeof g->name, "flip_rate");
+        g->kind = VERDICT_GATE_MAX;
+        g->value = (double)(v->flips_b + v->flips_c) / (double)v->n_items;
+        stats_wilson(v->flips_b + v->flips_c, v->n_items, stats_norm_ppf(1 - pol->alpha), &g->lo,
+                     &g->hi);
+        g->limit = pol->max_flip_rate;
+        gate_decide(g);
     }
     return QG_OK;
+}
+
+/* The task's verdict: FAIL when the loss or a gate fails, PASS when all
+ * pass; the reason gains each gate that did not pass. */
+static void combine(struct verdict_task *v)
+{
+    int any_fail = v->loss_verdict == VERDICT_FAIL, all_pass = v->loss_verdict == VERDICT_PASS;
+    size_t k = strlen(v->reason);
+    for (int i = 0; i < v->n_gates; i++) {
+        const struct verdict_gate *g = &v->gates[i];
+        any_fail |= g->verdict == VERDICT_FAIL;
+        all_pass &= g->verdict == VERDICT_PASS;
+        if (g->verdict == VERDICT_PASS || k >= sizeof v->reason) continue;
+        int w = snprintf(v->reason + k, sizeof v->reason - k, "; %s %.4g [%.4g, %.4g] %s %.4g%s",
+                         g->name, g->value, g->lo, g->hi,
+                         g->kind == VERDICT_GATE_MAX ? "above limit" : "below limit", g->limit,
+                         g->verdict == VERDICT_FAIL ? ": fails" : ": not shown");
+        k = w > 0 ? k + (size_t)w : k;
+    }
+    v->verdict = any_fail ? VERDICT_FAIL : all_pass ? VERDICT_PASS : VERDICT_INCONCLUSIVE;
 }
 
 int verdict_task_compute(const struct verdict_input *in, const struct verdict_params *p,
@@ -251,12 +402,14 @@ int verdict_task_compute(const struct verdict_input *in, const struct verdict_pa
     memset(v, 0, sizeof *v);
     v->task_id = in->task_id;
     v->kind = in->kind;
+    v->critical = in->critical;
     snprintf(v->name, sizeof v->name, "%s", in->name);
     int ppl = in->metric == VERDICT_METRIC_PPL;
     snprintf(v->metric, sizeof v->metric, "%s",
-             ppl                                        ? "ln_ppl_ratio"
-             : in->metric == VERDICT_METRIC_EXACT_MATCH ? "exact_match"
-                                                        : "acc");
+             ppl ? "ln_ppl_ratio"
+             : in->metric == VERDICT_METRIC_EXACT_MATCH
+                 ? "exact_match"
+                 : verdict_mc_metric_name(p->policy.mc_metric));
     struct units u;
     struct paired pr;
     int rc =
@@ -271,9 +424,10 @@ int verdict_task_compute(const struct verdict_input *in, const struct verdict_pa
     v->margin = fmax(ppl ? p->policy.margin_ppl : p->policy.margin_acc, v->noise);
     rc = estimate(&u, ppl, p, v);
     units_free(&u);
-    if (rc)
-        return qg_errf(err, errlen, rc, "task '%s': bootstrap failed (out of memory)", in->name);
-    decide(v, ppl);
+    if (!rc) rc = evaluate_gates(in, p, ppl, v);
+    if (rc) return qg_errf(err, errlen, rc, "task '%s': out of memory", in->name);
+    decide_loss(v, ppl);
+    combine(v);
     return QG_OK;
 }
 
@@ -289,12 +443,14 @@ int verdict_suite(struct verdict_task *v, int n)
         p[i] = v[i].p_value;
     if (pv) stats_holm(p, n, pv);
     free(p);
-    int any_fail = 0, all_pass = 1;
+    int any_fail = 0, all_pass = 1, counted = 0;
     for (int i = 0; i < n; i++) {
         v[i].p_holm = pv ? pv[i] : NAN;
+        if (!v[i].critical) continue; /* informational */
+        counted++;
         any_fail |= v[i].verdict == VERDICT_FAIL;
         all_pass &= v[i].verdict == VERDICT_PASS;
     }
     free(pv);
-    return any_fail ? VERDICT_FAIL : all_pass ? VERDICT_PASS : VERDICT_INCONCLUSIVE;
+    return any_fail ? VERDICT_FAIL : all_pass && counted ? VERDICT_PASS : VERDICT_INCONCLUSIVE;
 }

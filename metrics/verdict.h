@@ -4,19 +4,26 @@
  *
  * Loss > 0 means the candidate is worse. The independent unit is the window
  * for perplexity (loss = ln PPL ratio, nats per token, as the ratio estimator
- * sum(NLL_cand - NLL_base) / sum(tokens)) and the item — or its cluster
- * (passage, subject) — for accuracy and exact match (loss = accuracy drop).
- * Interval: paired cluster bootstrap, percentile, two-sided 1 - 2 alpha
- * (90 % for alpha 0.05), seeded; for binary metrics on single items,
- * Newcombe's paired score interval instead (sound with zero cells). Noise floor: the largest loss
- * of a later baseline repeat against its repeat 0 (0 and flagged when they are identical). Margin
- * delta = max(policy margin, noise). MDE = (z_{1-alpha} + z_{1-beta}) SE.
- *   PASS: upper bound <= delta.  FAIL: lower bound > delta.
+ * sum(NLL_cand - NLL_base) / sum(tokens)) and the item for accuracy and exact
+ * match (loss = accuracy drop). Interval, two-sided 1 - 2 alpha (90 % for
+ * alpha 0.05): perplexity, the seeded window bootstrap; binary metrics,
+ * Tango's paired score interval (honest with zero or few discordant pairs),
+ * widened by sqrt(design effect) when items share a cluster (passage,
+ * subject) so that it is never narrower than the unclustered one. Noise
+ * floor: how far a rerun of the baseline moves it (binary: the share of
+ * items whose correctness changed between repeats, both directions;
+ * perplexity: the RMS over windows of the per-token ln PPL ratio between
+ * repeats); 0 and flagged when the repeats are identical. Margin delta =
+ * max(policy margin, noise). MDE = (z_{1-alpha} + z_{1-beta}) SE.
+ *   loss PASS: upper bound <= delta.  FAIL: lower bound > delta.
  *   INCONCLUSIVE otherwise, with the reason (underpowered: MDE > delta and
  *   the items that would be needed; or the interval straddles delta).
- * Suite: FAIL if any task fails, PASS if all pass, else INCONCLUSIVE; p-values
- * (exact McNemar for binary metrics, one-sided normal for perplexity) are
- * Holm-adjusted across tasks to flag detectable drops.
+ * Gates (policy): mean KLD below margin_kld, same-top-1 share above
+ * min_top1 (perplexity, from the candidate's windows, bootstrap), flip rate
+ * below max_flip_rate (binary, Wilson). A task FAILs if its loss or any gate
+ * fails, PASSes if all pass. Suite: over critical tasks, FAIL if any fails,
+ * PASS if all pass; p-values (exact McNemar for binary metrics, one-sided
+ * normal for perplexity) are Holm-adjusted across tasks.
  */
 #ifndef QG_VERDICT_H
 #define QG_VERDICT_H
@@ -39,14 +46,31 @@ enum verdict_metric {
     VERDICT_METRIC_EXACT_MATCH = 2, /* exact-match drop over items */
 };
 
-struct verdict_policy {
-    double margin_ppl;  /* ln PPL ratio (default ln 1.01) */
-    double margin_acc;  /* absolute accuracy points as a fraction (default 0.01) */
-    double alpha, beta; /* one-sided test size and 1 - power */
-    int bootstrap;      /* bootstrap draws */
+/* Which per-item correctness a multiple-choice task is judged on. */
+enum verdict_mc_metric {
+    VERDICT_MC_ACC = 0,       /* argmax of the summed log-likelihood (lm-eval acc) */
+    VERDICT_MC_ACC_NORM = 1,  /* of the byte-length-normalised one (lm-eval acc_norm) */
+    VERDICT_MC_PER_TOKEN = 2, /* of the per-token mean (llama.cpp's rule) */
 };
 
-/* margin ln 1.01, 1 point, alpha 0.05, beta 0.2, 10000 bootstrap draws. */
+/* "acc", "acc_norm", "per_token"; the value for a name, or -1. */
+const char *verdict_mc_metric_name(int m);
+int verdict_mc_metric_from_name(const char *name);
+
+struct verdict_policy {
+    double margin_ppl;    /* ln PPL ratio (default ln 1.01) */
+    double margin_acc;    /* absolute accuracy points as a fraction (default 0.01) */
+    double alpha, beta;   /* one-sided test size and 1 - power */
+    int bootstrap;        /* bootstrap draws */
+    double margin_kld;    /* perplexity: mean KLD (nats/token) must stay below; 0: no gate */
+    double min_top1;      /* perplexity: same-top-1 share must stay above; 0: no gate */
+    double max_flip_rate; /* binary: share of items that change must stay below; 0: no gate */
+    int mc_metric;        /* enum verdict_mc_metric */
+};
+
+/* margin ln 1.01, 1 point, alpha 0.05, beta 0.2, 10000 bootstrap draws,
+ * margin_kld 0.02, min_top1 0.9, no flip-rate gate, acc (docs/verdict.md
+ * says where these come from). */
 struct verdict_policy verdict_default_policy(void);
 
 struct verdict_params {
@@ -56,17 +80,32 @@ struct verdict_params {
 
 /* One task's paired input. Rows are in item order and borrowed for the
  * call; repeats[r] (n_repeat[r] rows) are the baseline's later repeats
- * (1, 2, ...), which measure its run-to-run noise. */
+ * (1, 2, ...), which measure its run-to-run noise. For the KLD and top-1
+ * gates the candidate's rows carry kld_sum and top1_agree per window. */
 struct verdict_input {
     const char *name; /* the task's name, for messages */
     int64_t task_id;  /* copied to the result */
     int kind;         /* the caller's task kind, copied to the result */
     int metric;       /* enum verdict_metric */
+    int critical;     /* copied to the result: 0 leaves it out of the suite verdict */
+    int kld_top_k;    /* > 0: the candidate's KLD is a top-K lower bound (it can FAIL, not PASS) */
     const struct item_row *base, *cand;
     int64_t n_base, n_cand;
     const struct item_row *const *repeats;
     const int64_t *n_repeat;
     int n_repeats;
+};
+
+/* A gate beyond the loss: a bound of one figure against a limit. */
+enum verdict_gate_kind { VERDICT_GATE_MAX = 0, VERDICT_GATE_MIN = 1 };
+enum { VERDICT_MAX_GATES = 4 };
+struct verdict_gate {
+    char name[16]; /* "kld", "top1", "flip_rate" */
+    int kind;      /* MAX: PASS when hi <= limit, FAIL when lo > limit; MIN: the mirror */
+    double value;  /* the estimate */
+    double lo, hi; /* its interval at level 1 - 2 alpha */
+    double limit;  /* the policy's */
+    int verdict;   /* enum verdict_value */
 };
 
 struct verdict_task {
@@ -78,29 +117,40 @@ struct verdict_task {
     double margin, noise, mde, p_value, p_holm;
     int64_t n_units, n_items, flips_b, flips_c, items_needed;
     double flip_lo, flip_hi; /* Wilson 95 % of (b + c) / n */
+    double design_effect;    /* binary tasks in clusters: the interval's widening^2 (1: none) */
     int deterministic;       /* baseline repeats identical (-1: no repeats) */
     int noise_repeats;       /* baseline repeats (incl. perturbed) behind the noise */
-    int verdict;
+    int loss_verdict;        /* the loss alone */
+    int verdict;             /* the loss and every gate together */
+    int critical;            /* 1: counts in the suite verdict; 0: informational */
     char reason[256];
-    /* lockstep figures, filled by the caller from the candidate's trial (not
-     * part of the decision) */
+    struct verdict_gate gates[VERDICT_MAX_GATES];
+    int n_gates;
+    /* lockstep figures, filled by the caller from the candidate's trial
+     * (shown, not decided on: the gates use the rows) */
     int has_kld;
     double kld_mean, kld_p99, kld_max, top1, dp_mean;
     int kld_top_k; /* > 0: the KLD came from the candidate's top-K log-probs, a lower bound */
 };
 
-/* Judges one task: pairs base and cand row by row, measures the noise from
- * the repeats, computes the interval, MDE, p-value and the verdict with its
- * reason into *out (p_holm is set by verdict_suite). QG_OK; QG_ERR_DATA
- * with err naming the task when the rows do not pair (different counts or
- * items, unscored windows, items without correctness); QG_ERR_NOMEM. A
- * repeat that does not pair is left out of the noise. */
+/* Judges one task: pairs base and cand row by row; measures the noise
+ * from the repeats (how far a rerun of the baseline moves it: the share of
+ * items that changed, or the RMS of per-window ln PPL ratios); computes the
+ * loss interval (perplexity: window bootstrap; binary: Tango's score
+ * interval, widened by the design effect when items come in clusters),
+ * MDE and p-value; evaluates the gates the policy sets (KLD and top-1 from
+ * the candidate's windows, flip rate); and sets the verdict with its
+ * reason (p_holm is set by verdict_suite). The task FAILs when the loss or
+ * any gate fails and PASSes when all pass. QG_OK; QG_ERR_DATA with err
+ * naming the task when the rows do not pair (different counts or items,
+ * unscored windows, items without correctness); QG_ERR_NOMEM. A repeat
+ * that does not pair is left out of the noise. */
 int verdict_task_compute(const struct verdict_input *in, const struct verdict_params *p,
                          struct verdict_task *out, char *err, size_t errlen);
 
 /* Holm-adjusts the n tasks' p-values (p_holm) and returns the suite's
- * verdict: FAIL if any task fails, PASS if all pass, else
- * INCONCLUSIVE. */
+ * verdict over its critical tasks: FAIL if any fails, PASS if all pass
+ * and there is at least one, else INCONCLUSIVE. */
 int verdict_suite(struct verdict_task *tasks, int n);
 
 #endif

@@ -145,7 +145,8 @@ TEST(verdict_pure_pairing_errors)
     ASSERT_EQ(verdict_task_compute(&in, &p, &v, err, sizeof err), QG_ERR_DATA);
     ASSERT_CONTAINS(err, "row 2 of the baseline is item 2, of the candidate 5");
     struct item_row ib[2] = {item(0, 1), item(1, -1)}, ic[2] = {item(0, 1), item(1, 1)};
-    struct verdict_input bin = {.name = "mc",
+    struct verdict_input bin = {.critical = 1,
+                                .name = "mc",
                                 .metric = VERDICT_METRIC_ACC,
                                 .base = ib,
                                 .cand = ic,
@@ -169,7 +170,8 @@ TEST(verdict_pure_decisions_and_noise)
         r1[w] = b[w];
     }
     struct verdict_params p = params();
-    struct verdict_input in = {.name = "ppl",
+    struct verdict_input in = {.critical = 1,
+                               .name = "ppl",
                                .task_id = 7,
                                .kind = 0,
                                .metric = VERDICT_METRIC_PPL,
@@ -223,7 +225,8 @@ TEST(verdict_pure_binary_flips)
     for (int i = 0; i < 80; i += 2)
         c[i + 1].correct = 0; /* 40 items the baseline got right, the candidate not */
     struct verdict_params p = params();
-    struct verdict_input in = {.name = "mc",
+    struct verdict_input in = {.critical = 1,
+                               .name = "mc",
                                .kind = 1,
                                .metric = VERDICT_METRIC_ACC,
                                .base = b,

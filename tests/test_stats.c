@@ -112,3 +112,58 @@ TEST(stats_newcombe_interval)
     ASSERT(hi < 0.002 && lo > -0.002);
     return 0;
 }
+
+/* Restricted log-likelihood of the paired 2x2 table at D, maximised over
+ * p21 numerically (golden section): an independent check of the closed
+ * form the interval uses. */
+static double restricted_p21(double a, double b, double c, double d, double D)
+{
+    double lo = fmax(0, -D) + 1e-15, hi = (1 - D) / 2 - 1e-15;
+    double g = (sqrt(5.0) - 1) / 2;
+    for (int it = 0; it < 300; it++) {
+        double x1 = hi - g * (hi - lo), x2 = lo + g * (hi - lo);
+        double f1 = b * log(x1 + D) + c * log(x1) + (a + d) * log(1 - 2 * x1 - D);
+        double f2 = b * log(x2 + D) + c * log(x2) + (a + d) * log(1 - 2 * x2 - D);
+        if (!(f1 == f1)) f1 = -INFINITY;
+        if (!(f2 == f2)) f2 = -INFINITY;
+        if (f1 < f2) lo = x1;
+        else hi = x2;
+    }
+    return (lo + hi) / 2;
+}
+
+TEST(stats_tango_interval)
+{
+    const double z = 1.6448536269514722;
+    /* b = c = 0: the closed form +/- z^2 / (n + z^2), never a point */
+    for (int n = 10; n <= 2000; n *= 10) {
+        double lo, hi, w = z * z / (n + z * z);
+        stats_tango_paired(0, 0, n, z, &lo, &hi);
+        ASSERT_NEAR(hi, w, 1e-9);
+        ASSERT_NEAR(lo, -w, 1e-9);
+    }
+    /* against a brute-force inversion of the score test with a numerically
+     * maximised restricted likelihood */
+    const int64_t cases[][4] = {{36, 12, 2, 0}, {300, 3, 0, 97}, {10, 5, 5, 30}, {1, 0, 9, 0}};
+    for (int k = 0; k < 4; k++) {
+        double a = (double)cases[k][0], b = (double)cases[k][1], c = (double)cases[k][2],
+               d = (double)cases[k][3], n = a + b + c + d, lo, hi;
+        stats_tango_paired(cases[k][1], cases[k][2], (int64_t)n, z, &lo, &hi);
+        ASSERT(lo <= (b - c) / n && (b - c) / n <= hi);
+        double bf_lo = 2, bf_hi = -2;
+        for (int i = 1; i < 20000; i++) {
+            double D = -1 + 2.0 * i / 20000;
+            double q = restricted_p21(a, b, c, d, D);
+            double zz = (b - c - n * D) / sqrt(n * (2 * q + D * (1 - D)));
+            if (fabs(zz) <= z) bf_lo = fmin(bf_lo, D), bf_hi = fmax(bf_hi, D);
+        }
+        if (!(fabs(lo - bf_lo) < 2e-4 && fabs(hi - bf_hi) < 2e-4))
+            T_FAIL_("case %d: [%.6f, %.6f] vs brute force [%.6f, %.6f]", k, lo, hi, bf_lo, bf_hi);
+    }
+    /* wider than the collapsing intervals for few discordant pairs */
+    double lo, hi, nlo, nhi;
+    stats_tango_paired(0, 0, 10, z, &lo, &hi);
+    stats_newcombe_paired(6, 0, 0, 4, z, &nlo, &nhi);
+    ASSERT(hi > 0.2 && hi > 4 * nhi); /* Newcombe without continuity correction: +/- 0.043 */
+    return 0;
+}

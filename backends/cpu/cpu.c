@@ -73,6 +73,7 @@ static int cpu_open(const char *path, const struct backend_open_params *p, void 
     }
     c->n_threads = p && p->n_threads > 0 ? p->n_threads : parallel_cpus();
     c->perturb = p && p->perturb;
+    if (c->perturb) llama_ctx_set_perturb(c->ctx, 0x5eedull * (uint64_t)p->perturb);
     if (p && p->n_threads > 0) llama_ctx_set_threads(c->ctx, p->n_threads);
     *impl = c;
     return QG_OK;
