@@ -1,28 +1,31 @@
-/* bench_verdict — calibration of the verdict's decision rule by simulation.
+/* bench_verdict — calibration of the verdict by simulation, on the real
+ * verdict function (verdict_task_compute in metrics/verdict.c, what `qgate
+ * gate` calls) with rows built in memory.
  *
- * usage: bench_verdict [--reps N] [--seed S]
+ * usage: bench_verdict [--reps N] [--seed S] [--quick]
  *
- * Every simulated comparison is judged by the real verdict
- * (verdict_task_compute in metrics/verdict.c, the function `qgate gate`
- * calls), on item rows built in memory.
+ * Policy: margin 0.01 (accuracy) or 0.01 nats (ln PPL ratio), alpha 0.05,
+ * beta 0.2, default gates (none applies: the rows carry no KLD).
  *
- * Binary metric (accuracy, exact match), items as units, Newcombe's paired
- * interval at level 1 - 2 alpha, margin delta = 0.01, alpha 0.05, beta 0.2:
- * - A/A: baseline and candidate answer each item correctly with the same
- *   per-item probability, independently (sampling noise only). The rule
- *   must FAIL at most alpha of the time (a drop of 0 is below the margin,
- *   so the actual rate should be far lower).
- * - planted drop: the candidate is 2 delta worse; n is what the MDE formula
- *   asks for: (z_{1-a} + z_{1-b}) SE = delta with SE^2 = (flip rate - D^2)/n.
- *   FAIL should come at least 1 - beta = 80 % of the time.
- * Continuous metric (per-window NLL differences, cluster bootstrap) the same.
- * Prints the observed rates with their Wilson 95 % intervals; a target is
- * met when that interval is consistent with it.
+ * Binary cells: n items in {10, 20, 50, 100, 400, 2000}; baseline accuracy
+ * p in {0.25, 0.5, 0.9}; background discordance q in {0, 1, 5, 20} %: the
+ * candidate differs from the baseline on q of the items in both directions
+ * equally, plus the planted drop D (P(base right, cand wrong) = q/2 + D,
+ * P(base wrong, cand right) = q/2); unclustered, or in clusters of 10
+ * items whose discordance is scaled by a per-cluster factor U(0, 2) (the
+ * drop concentrated in some clusters, as subjects or passages do).
+ * Perplexity cells: W windows of 64 tokens, per-window ln-ratio noise with
+ * SD 2 nats per window, plus the planted drop D per token.
+ *
+ * Per cell, three scenarios: A/A (D = 0): the FAIL rate must be <= alpha;
+ * D = margin: the PASS rate (a false PASS) must be <= alpha; D = 2 margin:
+ * the FAIL rate (power; shown, no target: a tiny suite cannot have it).
+ * "ok" means the observed rate is at most alpha + 2 Monte Carlo SE.
  */
 #include "bench/bench_args.h"
 #include "core/rng.h"
-#include "core/util.h"
 #include "core/status.h"
+#include "core/util.h"
 #include "metrics/stats.h"
 #include "metrics/verdict.h"
 
@@ -45,13 +48,17 @@ static double gauss(void)
     return sqrt(-2 * log(u > 0 ? u : 1e-300)) * cos(2 * M_PI * v);
 }
 
-/* Runs the real verdict (metrics/verdict.c) on n paired rows. */
+enum { MARGIN_X100 = 1 };
+static const double margin = 0.01, alpha = 0.05;
+
+/* Runs the real verdict on n paired rows: 1 FAIL, 0 PASS, 2 INCONCLUSIVE. */
 static int judge(const struct item_row *base, const struct item_row *cand, int n, int metric,
-                 double delta, int draws, uint64_t seed)
+                 uint64_t seed)
 {
     struct verdict_params p = {.policy = verdict_default_policy(), .seed = seed};
-    p.policy.margin_acc = p.policy.margin_ppl = delta;
-    p.policy.bootstrap = draws;
+    p.policy.margin_acc = p.policy.margin_ppl = margin;
+    p.policy.alpha = alpha;
+    p.policy.bootstrap = 1000;
     struct verdict_input in = {.critical = 1,
                                .name = "sim",
                                .metric = metric,
@@ -69,110 +76,134 @@ static int judge(const struct item_row *base, const struct item_row *cand, int n
     return v.verdict == VERDICT_FAIL ? 1 : v.verdict == VERDICT_PASS ? 0 : 2;
 }
 
-/* one simulated paired binary comparison: 1 FAIL, 0 PASS, 2 INCONCLUSIVE.
- * Items are the units, so the decision rests on Newcombe's interval; the
- * bootstrap (200 draws) only informs the SE shown. */
-static int binary_trial(int n, double drop, double delta, uint64_t seed)
+/* One simulated paired binary comparison (see the file comment). */
+static int binary_trial(struct item_row *b, struct item_row *c, int n, double acc, double q,
+                        double drop, int clustered, uint64_t seed)
 {
-    struct item_row *b = malloc((size_t)n * sizeof *b), *c = malloc((size_t)n * sizeof *c);
-    if (!b || !c) exit(71);
+    double u = 1;
     for (int i = 0; i < n; i++) {
-        double p = 0.3 + 0.6 * unif(); /* item difficulty */
+        if (clustered && i % 10 == 0) u = 2 * unif();
+        double p10 = fmin(acc, (q / 2 + drop) * u), p01 = fmin(1 - acc, q / 2 * u);
+        double x = unif();
         b[i] = c[i] = item_row_empty(i);
-        b[i].correct = unif() < p;
-        c[i].correct = unif() < p - drop;
+        b[i].cluster = c[i].cluster = clustered ? i / 10 : -1;
+        /* base right, cand wrong | base wrong, cand right | both right | both wrong */
+        int both = x >= p10 + p01 && x < p10 + p01 + (acc - p10);
+        b[i].correct = x < p10 || both;
+        c[i].correct = (x >= p10 && x < p10 + p01) || both;
     }
-    int v = judge(b, c, n, VERDICT_METRIC_ACC, delta, 200, seed);
-    free(b);
-    free(c);
-    return v;
+    return judge(b, c, n, VERDICT_METRIC_ACC, seed);
 }
 
-/* one simulated perplexity comparison over W windows of T tokens */
-static int ppl_trial(int W, int T, double drop, double sd_window, double delta, uint64_t seed)
+/* One simulated perplexity comparison over W windows of T tokens. */
+static int ppl_trial(struct item_row *b, struct item_row *c, int W, double drop, uint64_t seed)
 {
-    struct item_row *b = malloc((size_t)W * sizeof *b), *c = malloc((size_t)W * sizeof *c);
-    if (!b || !c) exit(71);
+    const int T = 64;
     for (int w = 0; w < W; w++) {
         b[w] = c[w] = item_row_empty(w);
+        b[w].cluster = c[w].cluster = w;
         b[w].n_tokens = c[w].n_tokens = T;
         b[w].nll = 2.0 * T; /* any baseline: the loss is the difference */
-        c[w].nll = b[w].nll + T * drop + sd_window * gauss();
+        c[w].nll = b[w].nll + T * drop + 2.0 * gauss();
     }
-    int v = judge(b, c, W, VERDICT_METRIC_PPL, delta, 2000, seed);
-    free(b);
-    free(c);
-    return v;
+    return judge(b, c, W, VERDICT_METRIC_PPL, seed);
 }
 
-static void report(const char *name, int n, int reps, int counts[3], double bound, int want_low)
+struct cell {
+    int fail_aa, pass_at_margin, fail_at_2m;
+};
+
+/* rate +/- 2 SE is within alpha */
+static int ok(int k, int reps)
 {
-    double lo, hi;
-    stats_wilson(counts[1], reps, 1.959963984540054, &lo, &hi);
-    double rate = (double)counts[1] / reps;
-    /* met when the interval is consistent with the target side */
-    int ok = want_low ? lo <= bound : hi >= bound;
-    (void)rate;
-    printf("%-34s %7d %6d %9.4f  [%.4f, %.4f] %8.4f %8.4f  %s %.2f: %s\n", name, n, reps, rate, lo,
-           hi, (double)counts[0] / reps, (double)counts[2] / reps, want_low ? "<=" : ">=", bound,
-           ok ? "ok" : "NOT MET");
+    double r = (double)k / reps;
+    return r <= alpha + 2 * sqrt(alpha * (1 - alpha) / reps);
+}
+
+static int print_cell(const char *label, const struct cell *c, int reps)
+{
+    int good = ok(c->fail_aa, reps) && ok(c->pass_at_margin, reps);
+    printf("%-40s %8.4f %8.4f %8.4f  %s\n", label, (double)c->fail_aa / reps,
+           (double)c->pass_at_margin / reps, (double)c->fail_at_2m / reps, good ? "ok" : "NOT MET");
+    return good;
+}
+
+static const int sizes[] = {10, 20, 50, 100, 400, 2000};
+
+static int binary_cells(int reps, uint64_t seed, int quick)
+{
+    static const double accs[] = {0.25, 0.5, 0.9}, discs[] = {0, 0.01, 0.05, 0.2};
+    struct item_row *b = malloc(2000 * sizeof *b), *c = malloc(2000 * sizeof *c);
+    if (!b || !c) exit(71);
+    int bad = 0;
+    for (int cl = 0; cl < 2; cl++)
+        for (int ni = 0; ni < 6; ni++)
+            for (int ai = 0; ai < 3; ai++)
+                for (int di = 0; di < 4; di++) {
+                    if (quick && (ai != 1 || (di != 0 && di != 2))) continue;
+                    struct cell k = {0};
+                    for (int r = 0; r < reps; r++) {
+                        uint64_t s = seed + (uint64_t)r;
+                        k.fail_aa +=
+                            binary_trial(b, c, sizes[ni], accs[ai], discs[di], 0, cl, s) == 1;
+                        k.pass_at_margin +=
+                            binary_trial(b, c, sizes[ni], accs[ai], discs[di], margin, cl, s) == 0;
+                        k.fail_at_2m += binary_trial(b, c, sizes[ni], accs[ai], discs[di],
+                                                     2 * margin, cl, s) == 1;
+                    }
+                    char label[96];
+                    snprintf(label, sizeof label, "binary %-9s n %4d acc %.2f disc %2.0f%%",
+                             cl ? "clustered" : "items", sizes[ni], accs[ai], 100 * discs[di]);
+                    bad += !print_cell(label, &k, reps);
+                }
+    free(b);
+    free(c);
+    return bad;
+}
+
+static int ppl_cells(int reps, uint64_t seed)
+{
+    struct item_row *b = malloc(2000 * sizeof *b), *c = malloc(2000 * sizeof *c);
+    if (!b || !c) exit(71);
+    int bad = 0;
+    for (int ni = 0; ni < 6; ni++) {
+        struct cell k = {0};
+        int R = sizes[ni] >= 400 ? (reps + 3) / 4 : reps; /* the bootstrap is the cost */
+        for (int r = 0; r < R; r++) {
+            uint64_t s = seed + (uint64_t)r;
+            k.fail_aa += ppl_trial(b, c, sizes[ni], 0, s) == 1;
+            k.pass_at_margin += ppl_trial(b, c, sizes[ni], margin, s) == 0;
+            k.fail_at_2m += ppl_trial(b, c, sizes[ni], 2 * margin, s) == 1;
+        }
+        char label[96];
+        snprintf(label, sizeof label, "perplexity W %4d (%d reps)", sizes[ni], R);
+        bad += !print_cell(label, &k, R);
+    }
+    free(b);
+    free(c);
+    return bad;
 }
 
 int main(int argc, char **argv)
 {
-    int reps = 2000;
+    int reps = 1000, quick = 0;
     uint64_t seed = 7;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--reps") && i + 1 < argc)
-            reps = bench_int_arg("--reps", argv[++i], 1, 10000000);
+            reps = bench_int_arg("--reps", argv[++i], 10, 10000000);
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
-            seed = (uint64_t)strtoull(argv[++i], NULL, 10);
+            seed = (uint64_t)bench_int_arg("--seed", argv[++i], 0, 1 << 30);
+        else if (!strcmp(argv[i], "--quick"))
+            quick = 1;
         else
-            return fprintf(stderr, "usage: bench_verdict [--reps N] [--seed S]\n"), 64;
+            return fprintf(stderr, "usage: bench_verdict [--reps N] [--seed S] [--quick]\n"), 64;
     }
-    if (reps < 10) return fprintf(stderr, "--reps must be >= 10\n"), 64;
     rng = seed;
-    const double alpha = 0.05, beta = 0.2, delta = 0.01;
-    const double za = stats_norm_ppf(1 - alpha), zb = stats_norm_ppf(1 - beta);
-    printf("bench/verdict: alpha %.2f, beta %.2f, margin %.3f, %d simulated comparisons per row\n",
-           alpha, beta, delta, reps);
-    printf("%-34s %7s %6s %9s  %16s %8s %8s  %s\n", "scenario", "n", "reps", "FAIL", "95% CI",
-           "PASS", "INCONC", "target");
-    /* binary: the flip rate of a paired design with items of difficulty U(0.3, 0.9) and no drop */
-    double flips = 0;
-    for (int i = 0; i < 100000; i++) {
-        double p = 0.3 + 0.6 * unif();
-        flips += 2 * p * (1 - p);
-    }
-    flips /= 100000;
-    double D = 2 * delta;
-    int n_bin = (int)ceil((za + zb) * (za + zb) * (flips - D * D) / (delta * delta));
-    int counts[3];
-    memset(counts, 0, sizeof counts);
-    for (int r = 0; r < reps; r++)
-        counts[binary_trial(n_bin, 0, delta, seed + (uint64_t)r)]++;
-    report("binary A/A (no drop)", n_bin, reps, counts, alpha, 1);
-    memset(counts, 0, sizeof counts);
-    for (int r = 0; r < reps; r++)
-        counts[binary_trial(n_bin, D, delta, seed + (uint64_t)r)]++;
-    report("binary, planted drop 2*margin", n_bin, reps, counts, 1 - beta, 0);
-    /* perplexity: windows of 64 tokens, per-window NLL-difference SD 2 nats */
-    int T = 64;
-    double sdw = 2.0;
-    int W = (int)ceil((za + zb) * (za + zb) * (sdw / T) * (sdw / T) / (delta * delta));
-    if (W < 10) W = 10;
-    memset(counts, 0, sizeof counts);
-    for (int r = 0; r < reps; r++)
-        counts[ppl_trial(W, T, 0, sdw, delta, seed + (uint64_t)r)]++;
-    report("perplexity A/A (no drop)", W, reps, counts, alpha, 1);
-    memset(counts, 0, sizeof counts);
-    for (int r = 0; r < reps; r++)
-        counts[ppl_trial(W, T, D, sdw, delta, seed + (uint64_t)r)]++;
-    report("perplexity, planted drop 2*margin", W, reps, counts, 1 - beta, 0);
-    /* a drop exactly at the margin must not FAIL more than alpha */
-    memset(counts, 0, sizeof counts);
-    for (int r = 0; r < reps; r++)
-        counts[ppl_trial(W, T, delta, sdw, delta, seed + 77 + (uint64_t)r)]++;
-    report("perplexity, drop = margin", W, reps, counts, alpha, 1);
-    return 0;
+    printf("bench/verdict: margin %.2f, alpha %.2f, %d simulated comparisons per scenario; "
+           "ok: rate <= alpha + 2 SE (%.4f)\n",
+           margin, alpha, reps, alpha + 2 * sqrt(alpha * (1 - alpha) / reps));
+    printf("%-40s %8s %8s %8s\n", "cell", "FAIL A/A", "PASS D=m", "FAIL 2m");
+    int bad = binary_cells(reps, seed, quick) + ppl_cells(reps, seed);
+    printf("%d cells not met\n", bad);
+    return bad ? 1 : 0;
 }

@@ -47,6 +47,19 @@ double stats_norm_ppf(double p)
     return x - u / (1 + x * u / 2);
 }
 
+double stats_t_ppf(double p, double df)
+{
+    if (df <= 1.5) return tan(M_PI * (p - 0.5));
+    if (df <= 2.5) return (2 * p - 1) / sqrt(2 * p * (1 - p));
+    double z = stats_norm_ppf(p);
+    if (df > 1e6) return z;
+    double z2 = z * z, z3 = z2 * z, z5 = z3 * z2, z7 = z5 * z2, z9 = z7 * z2;
+    double g1 = (z3 + z) / 4, g2 = (5 * z5 + 16 * z3 + 3 * z) / 96,
+           g3 = (3 * z7 + 19 * z5 + 17 * z3 - 15 * z) / 384,
+           g4 = (79 * z9 + 776 * z7 + 1482 * z5 - 1920 * z3 - 945 * z) / 92160;
+    return z + g1 / df + g2 / (df * df) + g3 / (df * df * df) + g4 / (df * df * df * df);
+}
+
 void stats_wilson(int64_t k, int64_t n, double z, double *lo, double *hi)
 {
     if (n <= 0) {

@@ -14,6 +14,11 @@ double stats_norm_cdf(double x);
  * by one Halley step: |error| < 1e-14 for p in (1e-300, 1 - 1e-16)). */
 double stats_norm_ppf(double p);
 
+/* Quantile of Student's t with df degrees of freedom: exact for df 1 and
+ * 2, else the Cornish-Fisher expansion to 1/df^4 (|error| < 1e-4 for df >= 3
+ * at the quantiles the verdict uses); the normal quantile for df > 1e6. */
+double stats_t_ppf(double p, double df);
+
 /* Wilson score interval for k successes in n trials at normal quantile z. */
 void stats_wilson(int64_t k, int64_t n, double z, double *lo, double *hi);
 

@@ -296,10 +296,14 @@ static int estimate(const struct units *u, int ppl, const struct verdict_params 
         struct boot_result br;
         if (stats_bootstrap_ratio(u->loss, u->size, u->n, p->policy.bootstrap, p->seed, level, &br))
             return QG_ERR_NOMEM;
+        /* the percentile interval under-covers with few windows: widened by
+         * t_{W-1} / z and the bootstrap's (W-1)/W variance bias (1 at large W) */
+        double W = (double)u->n,
+               f = W > 2 ? stats_t_ppf(1 - alpha, W - 1) / za * sqrt(W / (W - 1)) : 1;
         v->delta = br.estimate;
-        v->lo = br.lo;
-        v->hi = br.hi;
-        v->se = br.se;
+        v->lo = br.estimate - (br.estimate - br.lo) * f;
+        v->hi = br.estimate + (br.hi - br.estimate) * f;
+        v->se = br.se * f;
         v->p_value = v->se > 0 ? 1 - stats_norm_cdf(v->delta / v->se) : (v->delta > 0 ? 0 : 1);
     } else {
         estimate_binary(u, za, v);
@@ -387,10 +391,19 @@ static void combine(struct verdict_task *v)
         any_fail |= g->verdict == VERDICT_FAIL;
         all_pass &= g->verdict == VERDICT_PASS;
         if (g->verdict == VERDICT_PASS || k >= sizeof v->reason) continue;
-        int w = snprintf(v->reason + k, sizeof v->reason - k, "; %s %.4g [%.4g, %.4g] %s %.4g%s",
-                         g->name, g->value, g->lo, g->hi,
-                         g->kind == VERDICT_GATE_MAX ? "above limit" : "below limit", g->limit,
-                         g->verdict == VERDICT_FAIL ? ": fails" : ": not shown");
+        int max = g->kind == VERDICT_GATE_MAX, w;
+        if (g->verdict == VERDICT_FAIL)
+            w = snprintf(v->reason + k, sizeof v->reason - k, "; %s %s bound %.4g %s limit %.4g",
+                         g->name, max ? "lower" : "upper", max ? g->lo : g->hi, max ? ">" : "<",
+                         g->limit);
+        else if (max && g->hi <= g->limit) /* a PASS a lower-bound KLD cannot show */
+            w = snprintf(v->reason + k, sizeof v->reason - k,
+                         "; %s %.4g is a top-K lower bound: within limit %.4g not shown", g->name,
+                         g->value, g->limit);
+        else
+            w = snprintf(v->reason + k, sizeof v->reason - k,
+                         "; %s interval [%.4g, %.4g] contains limit %.4g", g->name, g->lo, g->hi,
+                         g->limit);
         k = w > 0 ? k + (size_t)w : k;
     }
     v->verdict = any_fail ? VERDICT_FAIL : all_pass ? VERDICT_PASS : VERDICT_INCONCLUSIVE;

@@ -41,6 +41,33 @@ static void term_cell(struct sbuf *b, const char *s, int width)
     sbuf_release(&t);
 }
 
+/* "loss PASS; kld 0.0004 [0.0004, 0.0004] <= 0.02 PASS; ..." for a task
+ * with gates (numbers and fixed names only: safe in every format); nothing
+ * without. */
+static void gates_text(const cJSON *t, struct sbuf *b)
+{
+    const cJSON *g, *gates = json_get(t, "gates");
+    if (cJSON_GetArraySize(gates) < 1) return;
+    sbuf_printf(b, "gates: loss %s",
+                vcode(json_str(t, "loss_verdict", "")) == 0   ? "PASS"
+                : vcode(json_str(t, "loss_verdict", "")) == 1 ? "FAIL"
+                                                              : "INCONCLUSIVE");
+    cJSON_ArrayForEach(g, gates)
+    {
+        int v = vcode(json_str(g, "verdict", ""));
+        sbuf_printf(
+            b, "; %s %.4g [%.4g, %.4g] %s %.4g %s",
+            !strcmp(json_str(g, "gate", ""), "kld")    ? "KLD"
+            : !strcmp(json_str(g, "gate", ""), "top1") ? "top-1"
+                                                       : "flip rate",
+            json_num(g, "value", NAN), json_num(g, "ci_low", NAN), json_num(g, "ci_high", NAN),
+            !strcmp(json_str(g, "bound", ""), "min") ? ">=" : "<=", json_num(g, "limit", NAN),
+            v == 0   ? "PASS"
+            : v == 1 ? "FAIL"
+                     : "INCONCLUSIVE");
+    }
+}
+
 static void render_text(const cJSON *d, int color, struct sbuf *b)
 {
     const cJSON *c = json_get(d, "comparison"), *pol = json_get(c, "policy"), *t;
@@ -93,6 +120,11 @@ static void render_text(const cJSON *d, int color, struct sbuf *b)
                         100 * (json_num(t, "flips_b", NAN) + json_num(t, "flips_c", NAN)) / n,
                         100 * json_num(t, "flip_rate_low", NAN),
                         100 * json_num(t, "flip_rate_high", NAN), json_num(t, "p_value", NAN));
+        }
+        if (cJSON_GetArraySize(json_get(t, "gates")) > 0) {
+            sbuf_printf(b, "%17s ", "");
+            gates_text(t, b);
+            sbuf_printf(b, "\n");
         }
         const cJSON *det = json_get(t, "deterministic");
         sbuf_printf(b, "%17s ", "");
@@ -190,6 +222,12 @@ static void render_md(const cJSON *d, int color, struct sbuf *b)
         sbuf_printf(b, ": %s</summary>\n\n", json_str(t, "verdict", ""));
         sbuf_printf(b, "- reason: ");
         esc_md(b, json_str(t, "reason", ""));
+        if (cJSON_GetArraySize(json_get(t, "gates")) > 0) {
+            sbuf_printf(b, "\n- ");
+            gates_text(t, b);
+        }
+        if (cJSON_IsFalse(json_get(t, "critical")))
+            sbuf_printf(b, "\n- informational: not counted in the suite verdict");
         sbuf_printf(
             b, "\n- paired SE %.3g, MDE %.3g, p %.3g (Holm %.3g), %.0f units / %.0f items\n",
             json_num(t, "se", NAN), json_num(t, "mde", NAN), json_num(t, "p_value", NAN),
@@ -552,6 +590,16 @@ static void html_task(const cJSON *t, struct sbuf *b)
     sbuf_printf(b, " <span style=\"color:%s\">%s</span></h3>\n<p>",
                 vcolor(json_str(t, "verdict", "")), json_str(t, "verdict", ""));
     esc_html(b, json_str(t, "reason", ""));
+    if (cJSON_GetArraySize(json_get(t, "gates")) > 0) {
+        sbuf_printf(b, ". ");
+        struct sbuf g;
+        sbuf_init(&g, 1 << 16);
+        gates_text(t, &g);
+        esc_html(b, sbuf_str(&g));
+        sbuf_release(&g);
+    }
+    if (cJSON_IsFalse(json_get(t, "critical")))
+        sbuf_printf(b, ". Informational: not counted in the suite verdict");
     sbuf_printf(b, ". Paired SE %.3g over %.0f units (%.0f items).", json_num(t, "se", NAN),
                 json_num(t, "units", NAN), json_num(t, "items", NAN));
     if (!isnan(json_num(t, "ppl_ratio", NAN)))
