@@ -59,6 +59,8 @@ static int judge(const struct item_row *base, const struct item_row *cand, int n
     p.policy.margin_acc = p.policy.margin_ppl = margin;
     p.policy.alpha = alpha;
     p.policy.bootstrap = 1000;
+    p.policy.max_flip_rate =
+        0; /* the loss is calibrated here; the flip gate is a limit, not a test */
     struct verdict_input in = {.critical = 1,
                                .name = "sim",
                                .metric = metric,

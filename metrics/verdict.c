@@ -24,7 +24,7 @@ struct verdict_policy verdict_default_policy(void)
                                .bootstrap = 10000,
                                .margin_kld = 0.02,
                                .min_top1 = 0.9,
-                               .max_flip_rate = 0,
+                               .max_flip_rate = 0.02,
                                .mc_metric = VERDICT_MC_ACC};
     return p;
 }

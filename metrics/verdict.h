@@ -69,7 +69,7 @@ struct verdict_policy {
 };
 
 /* margin ln 1.01, 1 point, alpha 0.05, beta 0.2, 10000 bootstrap draws,
- * margin_kld 0.02, min_top1 0.9, no flip-rate gate, acc (docs/verdict.md
+ * margin_kld 0.02, min_top1 0.9, max_flip_rate 0.02, acc (docs/verdict.md
  * says where these come from). */
 struct verdict_policy verdict_default_policy(void);
 

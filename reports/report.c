@@ -42,8 +42,8 @@ static void term_cell(struct sbuf *b, const char *s, int width)
 }
 
 /* "loss PASS; kld 0.0004 [0.0004, 0.0004] <= 0.02 PASS; ..." for a task
- * with gates (numbers and fixed names only: safe in every format); nothing
- * without. */
+ * with gates, as plain text (numbers and fixed names; markup formats escape
+ * it for its "<=" and ">="); nothing without. */
 static void gates_text(const cJSON *t, struct sbuf *b)
 {
     const cJSON *g, *gates = json_get(t, "gates");
@@ -223,8 +223,12 @@ static void render_md(const cJSON *d, int color, struct sbuf *b)
         sbuf_printf(b, "- reason: ");
         esc_md(b, json_str(t, "reason", ""));
         if (cJSON_GetArraySize(json_get(t, "gates")) > 0) {
+            struct sbuf g;
+            sbuf_init(&g, 1 << 16);
+            gates_text(t, &g);
             sbuf_printf(b, "\n- ");
-            gates_text(t, b);
+            esc_md(b, sbuf_str(&g));
+            sbuf_release(&g);
         }
         if (cJSON_IsFalse(json_get(t, "critical")))
             sbuf_printf(b, "\n- informational: not counted in the suite verdict");

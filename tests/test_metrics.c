@@ -248,3 +248,175 @@ TEST(verdict_pure_binary_flips)
     ASSERT_STR_EQ(v.metric, "exact_match");
     return 0;
 }
+
+TEST(verdict_tiny_suite_inconclusive_not_pass)
+{
+    /* 10 items, no flips: Tango's interval keeps its width, so a tiny suite
+     * cannot PASS; it says how many items it would need */
+    struct item_row b[10], c[10];
+    for (int i = 0; i < 10; i++)
+        b[i] = c[i] = item(i, i % 3 != 0);
+    struct verdict_params p = params();
+    struct verdict_input in = {.critical = 1,
+                               .name = "piqa",
+                               .kind = 1,
+                               .metric = VERDICT_METRIC_ACC,
+                               .base = b,
+                               .cand = c,
+                               .n_base = 10,
+                               .n_cand = 10};
+    struct verdict_task v;
+    char err[QG_ERRMSG_MAX];
+    ASSERT_OK(verdict_task_compute(&in, &p, &v, err, sizeof err));
+    ASSERT_EQ(v.verdict, VERDICT_INCONCLUSIVE);
+    ASSERT(v.hi > 0.2);
+    ASSERT(v.items_needed > 100);
+    ASSERT_CONTAINS(v.reason, "items needed");
+    return 0;
+}
+
+TEST(verdict_noise_is_spread_both_directions)
+{
+    /* a baseline repeat where 3 answers flip each way: net 0, but 1.5 % of
+     * the items changed */
+    enum { N = 400 };
+    struct item_row b[N], c[N], r1[N];
+    for (int i = 0; i < N; i++)
+        b[i] = c[i] = r1[i] = item(i, i % 2);
+    for (int i = 0; i < 6; i++)
+        r1[i].correct = !r1[i].correct;
+    const struct item_row *reps[1] = {r1};
+    int64_t nrep[1] = {N};
+    struct verdict_params p = params();
+    struct verdict_input in = {.critical = 1,
+                               .name = "mc",
+                               .kind = 1,
+                               .metric = VERDICT_METRIC_ACC,
+                               .base = b,
+                               .cand = c,
+                               .n_base = N,
+                               .n_cand = N,
+                               .repeats = reps,
+                               .n_repeat = nrep,
+                               .n_repeats = 1};
+    struct verdict_task v;
+    char err[QG_ERRMSG_MAX];
+    ASSERT_OK(verdict_task_compute(&in, &p, &v, err, sizeof err));
+    ASSERT_NEAR(v.noise, 6.0 / N, 1e-15);
+    ASSERT_EQ(v.deterministic, 0);
+    ASSERT_NEAR(v.margin, 0.015, 1e-15);
+    /* perplexity: per-window ratios of +/- 0.002 nats a token, net 0 */
+    struct item_row wb[N], wc[N], wr[N];
+    for (int w = 0; w < N; w++) {
+        wb[w] = wc[w] = wr[w] = window(w, 100, 50);
+        wr[w].nll += (w % 2 ? 0.1 : -0.1);
+    }
+    const struct item_row *wreps[1] = {wr};
+    in.metric = VERDICT_METRIC_PPL, in.base = wb, in.cand = wc, in.repeats = wreps;
+    ASSERT_OK(verdict_task_compute(&in, &p, &v, err, sizeof err));
+    ASSERT_NEAR(v.noise, 0.002, 1e-12);
+    return 0;
+}
+
+TEST(verdict_clustered_never_narrower)
+{
+    /* 400 items in 40 clusters; all 12 flips in two clusters */
+    enum { N = 400 };
+    struct item_row b[N], c[N];
+    for (int i = 0; i < N; i++) {
+        b[i] = c[i] = item(i, 1);
+        b[i].cluster = c[i].cluster = i / 10;
+    }
+    for (int i = 0; i < 6; i++)
+        c[i].correct = 0, c[10 + i].correct = 0;
+    struct verdict_params p = params();
+    struct verdict_input in = {.critical = 1,
+                               .name = "hs",
+                               .kind = 1,
+                               .metric = VERDICT_METRIC_ACC,
+                               .base = b,
+                               .cand = c,
+                               .n_base = N,
+                               .n_cand = N};
+    struct verdict_task clustered, flat;
+    char err[QG_ERRMSG_MAX];
+    ASSERT_OK(verdict_task_compute(&in, &p, &clustered, err, sizeof err));
+    for (int i = 0; i < N; i++)
+        b[i].cluster = c[i].cluster = -1;
+    ASSERT_OK(verdict_task_compute(&in, &p, &flat, err, sizeof err));
+    ASSERT(clustered.design_effect > 1.5);
+    ASSERT_NEAR(flat.design_effect, 1, 0);
+    ASSERT(clustered.hi > flat.hi && clustered.lo < flat.lo);
+    ASSERT_NEAR(clustered.delta, flat.delta, 0);
+    return 0;
+}
+
+TEST(verdict_gates_kld_top1_flips_critical)
+{
+    enum { W = 100, T = 64 };
+    struct item_row b[W], c[W];
+    uint64_t rng = 9;
+    for (int w = 0; w < W; w++) {
+        b[w] = c[w] = window(w, 2.0 * T, T);
+        c[w].nll = b[w].nll + 0.001 * T * (rng_unit(&rng) - 0.5); /* PPL the same */
+        c[w].kld_sum = 0.05 * T * (0.5 + rng_unit(&rng));         /* mean KLD 0.05 */
+        c[w].top1_agree = 0.8 * T;                                /* 80 % */
+    }
+    struct verdict_params p = params();
+    struct verdict_input in = {.critical = 1,
+                               .name = "ppl",
+                               .metric = VERDICT_METRIC_PPL,
+                               .base = b,
+                               .cand = c,
+                               .n_base = W,
+                               .n_cand = W};
+    struct verdict_task v[2];
+    char err[QG_ERRMSG_MAX];
+    ASSERT_OK(verdict_task_compute(&in, &p, &v[0], err, sizeof err));
+    ASSERT_EQ(v[0].loss_verdict, VERDICT_PASS);
+    ASSERT_EQ(v[0].n_gates, 2);
+    ASSERT_STR_EQ(v[0].gates[0].name, "kld");
+    ASSERT_EQ(v[0].gates[0].verdict, VERDICT_FAIL);
+    ASSERT_STR_EQ(v[0].gates[1].name, "top1");
+    ASSERT_EQ(v[0].gates[1].verdict, VERDICT_FAIL);
+    ASSERT_EQ(v[0].verdict, VERDICT_FAIL); /* PPL alone would PASS */
+    ASSERT_CONTAINS(v[0].reason, "kld lower bound");
+    /* small KLD, high agreement: PASS; as a top-K lower bound it cannot */
+    for (int w = 0; w < W; w++)
+        c[w].kld_sum = 0.001 * T, c[w].top1_agree = 0.99 * T;
+    ASSERT_OK(verdict_task_compute(&in, &p, &v[0], err, sizeof err));
+    ASSERT_EQ(v[0].verdict, VERDICT_PASS);
+    in.kld_top_k = 20;
+    ASSERT_OK(verdict_task_compute(&in, &p, &v[0], err, sizeof err));
+    ASSERT_EQ(v[0].gates[0].verdict, VERDICT_INCONCLUSIVE);
+    ASSERT_EQ(v[0].verdict, VERDICT_INCONCLUSIVE);
+    /* informational tasks stay out of the suite verdict */
+    in.kld_top_k = 0;
+    for (int w = 0; w < W; w++)
+        c[w].kld_sum = 0.05 * T;
+    ASSERT_OK(verdict_task_compute(&in, &p, &v[0], err, sizeof err)); /* FAIL */
+    in.critical = 0;
+    ASSERT_OK(verdict_task_compute(&in, &p, &v[1], err, sizeof err)); /* FAIL, informational */
+    ASSERT_EQ(verdict_suite(&v[1], 1), VERDICT_INCONCLUSIVE);         /* nothing counted */
+    ASSERT_EQ(verdict_suite(v, 2), VERDICT_FAIL);
+    /* flip rate: 20 % of items change, net 0 */
+    enum { N = 400 };
+    struct item_row ib[N], ic[N];
+    for (int i = 0; i < N; i++)
+        ib[i] = ic[i] = item(i, i % 2), ic[i].correct = i % 10 < 2 ? !ib[i].correct : ib[i].correct;
+    p.policy.max_flip_rate = 0.05;
+    struct verdict_input bin = {.critical = 1,
+                                .name = "mc",
+                                .kind = 1,
+                                .metric = VERDICT_METRIC_ACC,
+                                .base = ib,
+                                .cand = ic,
+                                .n_base = N,
+                                .n_cand = N};
+    ASSERT_OK(verdict_task_compute(&bin, &p, &v[0], err, sizeof err));
+    ASSERT_EQ(v[0].n_gates, 1);
+    ASSERT_STR_EQ(v[0].gates[0].name, "flip_rate");
+    ASSERT_NEAR(v[0].gates[0].value, 0.2, 1e-15);
+    ASSERT_EQ(v[0].verdict, VERDICT_FAIL);
+    return 0;
+}

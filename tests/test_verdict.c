@@ -453,3 +453,71 @@ TEST(run_noise_perturb)
     t_out_free(&o);
     return 0;
 }
+
+TEST(verdict_task_policy_metric_and_informational)
+{
+    /* two copies of one multiple-choice task: one judged on acc_norm with
+     * its own flip-rate limit, one informational (critical: false) */
+    ASSERT_OK(synth("a.gguf", GGML_F32));
+    ASSERT_OK(synth("b.gguf", GGML_Q4_0));
+    struct sbuf d;
+    sbuf_init(&d, 0);
+    for (int i = 0; i < 30; i++)
+        sbuf_printf(&d,
+                    "{\"id\":\"q%d\",\"q\":\"the girl saw the\",\"c\":[\"ball\",\"big red "
+                    "tree\",\"dog\"],\"g\":%d}\n",
+                    i, i % 3);
+    ASSERT_OK(t_write_file(t_path("mc.jsonl"), d.data, d.len));
+    sbuf_release(&d);
+    char sha[65], err[QG_ERRMSG_MAX], suite[2048];
+    ASSERT_OK(hash_sha256_file(t_path("mc.jsonl"), sha, err, sizeof err));
+    const char *fields =
+        "\"fields\":{\"id\":\"id\",\"context\":\"q\",\"choices\":\"c\",\"gold\":\"g\"}";
+    snprintf(suite, sizeof suite,
+             "{\"name\":\"s\",\"tasks\":["
+             "{\"name\":\"norm\",\"kind\":\"custom\",\"data\":\"mc.jsonl\",\"sha256\":\"%s\",%s,"
+             "\"policy\":{\"metric\":\"acc_norm\",\"max_flip_rate\":0.5}},"
+             "{\"name\":\"info\",\"kind\":\"custom\",\"data\":\"mc.jsonl\",\"sha256\":\"%s\",%s,"
+             "\"critical\":false}]}",
+             sha, fields, sha, fields);
+    ASSERT_OK(write_text("suite.json", suite));
+    char ma[4200], mb[4200];
+    snprintf(ma, sizeof ma, "%s", t_path("a.gguf"));
+    snprintf(mb, sizeof mb, "%s", t_path("b.gguf"));
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "gate", "--suite", t_path("suite.json"), "--baseline", ma, "--candidate",
+                      mb, "--json", t_path("r.json"), "--db", t_path("g.db"), NULL));
+    if (o.code > 2) T_FAIL_("gate: exit %d: %s", o.code, o.err);
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "compare", "--baseline", "baseline", "--candidate", "candidate",
+                      "--format", "json", "--db", t_path("g.db"), NULL));
+    cJSON *j = cJSON_Parse(o.out), *tasks = cJSON_GetObjectItem(j, "tasks");
+    ASSERT(j && cJSON_GetArraySize(tasks) == 2);
+    cJSON *norm = cJSON_GetArrayItem(tasks, 0), *info = cJSON_GetArrayItem(tasks, 1);
+    ASSERT_STR_EQ(cJSON_GetObjectItem(norm, "metric")->valuestring, "acc_norm");
+    ASSERT_STR_EQ(cJSON_GetObjectItem(info, "metric")->valuestring, "acc");
+    cJSON *g = cJSON_GetArrayItem(cJSON_GetObjectItem(norm, "gates"), 0);
+    ASSERT_STR_EQ(cJSON_GetObjectItem(g, "gate")->valuestring, "flip_rate");
+    ASSERT_NEAR(cJSON_GetObjectItem(g, "limit")->valuedouble, 0.5, 0);
+    g = cJSON_GetArrayItem(cJSON_GetObjectItem(info, "gates"), 0);
+    ASSERT_NEAR(cJSON_GetObjectItem(g, "limit")->valuedouble, 0.02, 0); /* the suite default */
+    ASSERT(cJSON_IsTrue(cJSON_GetObjectItem(norm, "critical")));
+    ASSERT(cJSON_IsFalse(cJSON_GetObjectItem(info, "critical")));
+    /* the suite verdict is the critical task's alone */
+    ASSERT_STR_EQ(cJSON_GetObjectItem(j, "verdict")->valuestring,
+                  cJSON_GetObjectItem(norm, "verdict")->valuestring);
+    cJSON_Delete(j);
+    t_out_free(&o);
+    /* a misspelt policy key inside a task is an error naming it */
+    snprintf(
+        suite, sizeof suite,
+        "{\"name\":\"s\",\"tasks\":[{\"name\":\"norm\",\"kind\":\"custom\",\"data\":\"mc.jsonl\","
+        "\"sha256\":\"%s\",%s,\"policy\":{\"metirc\":\"acc_norm\"}}]}",
+        sha, fields);
+    ASSERT_OK(write_text("bad.json", suite));
+    ASSERT_OK(t_qgate(&o, "suite", "check", t_path("bad.json"), NULL));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "unknown policy key \"metirc\" (did you mean \"metric\"?)");
+    t_out_free(&o);
+    return 0;
+}
