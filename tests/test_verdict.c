@@ -521,3 +521,120 @@ TEST(verdict_task_policy_metric_and_informational)
     t_out_free(&o);
     return 0;
 }
+
+/* The verdict of one task in `compare --format json` output. */
+static const char *task_verdict(const cJSON *j, const char *task)
+{
+    const cJSON *t;
+    cJSON_ArrayForEach(
+        t, cJSON_GetObjectItem(j, "tasks")) if (!strcmp(cJSON_GetObjectItem(t, "task")->valuestring,
+                                                        task)) return cJSON_GetObjectItem(t,
+                                                                                          "verdict")
+        ->valuestring;
+    return "(missing)";
+}
+
+TEST(verdict_shared_small_suites_and_gates)
+{
+    char hs[4096], piqa[4096], labels[4096], dir[4096];
+    if (!t_shared("data/hellaswag/hellaswag_val_full.txt.bz2") ||
+        !t_shared("models/stories260K/gguf/stories260K-F32.gguf") ||
+        !t_shared("data/piqa/valid.jsonl"))
+        SKIP("../shared models or data are absent");
+    snprintf(hs, sizeof hs, "%s", t_shared("data/hellaswag/hellaswag_val_full.txt.bz2"));
+    snprintf(piqa, sizeof piqa, "%s", t_shared("data/piqa/valid.jsonl"));
+    snprintf(labels, sizeof labels, "%s", t_shared("data/piqa/valid-labels.lst"));
+    snprintf(dir, sizeof dir, "%s", t_shared("models/stories260K/gguf"));
+    char h1[65], h2[65], h3[65], err[QG_ERRMSG_MAX], suite[32768];
+    ASSERT_OK(hash_sha256_file(hs, h1, err, sizeof err));
+    ASSERT_OK(hash_sha256_file(piqa, h2, err, sizeof err));
+    ASSERT_OK(hash_sha256_file(labels, h3, err, sizeof err));
+    snprintf(
+        suite, sizeof suite,
+        "{\"name\":\"issue12\",\"tasks\":["
+        "{\"name\":\"hs20\",\"benchmark\":\"hellaswag\",\"data\":\"%s\",\"sha256\":\"%s\","
+        "\"limit\":20},"
+        "{\"name\":\"hs400\",\"benchmark\":\"hellaswag\",\"data\":\"%s\",\"sha256\":\"%s\","
+        "\"limit\":400},"
+        "{\"name\":\"piqa10\",\"benchmark\":\"piqa\",\"data\":{\"data\":\"%s\",\"labels\":\"%s\"},"
+        "\"sha256\":{\"data\":\"%s\",\"labels\":\"%s\"},\"limit\":10}]}",
+        hs, h1, hs, h1, piqa, labels, h2, h3);
+    ASSERT_OK(write_text("suite.json", suite));
+    char m[5][4400];
+    snprintf(m[0], sizeof m[0], "f32=%s/stories260K-F32.gguf", dir);
+    snprintf(m[1], sizeof m[1], "again=%s/stories260K-F32.gguf", dir);
+    snprintf(m[2], sizeof m[2], "f16=%s/stories260K-F16.gguf", dir);
+    snprintf(m[3], sizeof m[3], "q4km=%s/stories260K-Q4_K_M.gguf", dir);
+    snprintf(m[4], sizeof m[4], "tq2=%s/stories260K-TQ2_0.gguf", dir);
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", m[0], "--model", m[1],
+                      "--model", m[2], "--model", m[3], "--model", m[4], "--repeats", "1", "--db",
+                      t_path("v.db"), "-q", NULL));
+    if (o.code != 0) T_FAIL_("run: exit %d: %s", o.code, o.err);
+    t_out_free(&o);
+    static const struct {
+        const char *cand, *task, *want;
+    } cases[] = {
+        {"again", "hs400", "PASS"},        /* A/A */
+        {"f16", "hs400", "PASS"},          /* no flips over 400 items */
+        {"f16", "hs20", "INCONCLUSIVE"},   /* was PASS with the interval [0, 0] */
+        {"f16", "piqa10", "INCONCLUSIVE"}, /* was PASS: 10 items cannot show it */
+        {"q4km", "hs400", "INCONCLUSIVE"}, /* a few flips: the score interval straddles */
+        {"tq2", "hs400", "FAIL"},          /* accuracy holds, but it changes too many answers */
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        ASSERT_OK(t_qgate(&o, "compare", "--baseline", "f32", "--candidate", cases[k].cand,
+                          "--format", "json", "--db", t_path("v.db"), NULL));
+        cJSON *j = cJSON_Parse(o.out);
+        ASSERT(j);
+        const char *got = task_verdict(j, cases[k].task);
+        printf("f32 vs %-6s %-7s %s\n", cases[k].cand, cases[k].task, got);
+        if (strcmp(got, cases[k].want))
+            T_FAIL_("f32 vs %s on %s: %s, want %s", cases[k].cand, cases[k].task, got,
+                    cases[k].want);
+        cJSON_Delete(j);
+        t_out_free(&o);
+    }
+    return 0;
+}
+
+TEST(verdict_gpl3_q4km_judged_on_kld_and_top1)
+{
+    /* stories260K Q4_K_M on the GPL-3 text: a lower PPL than F32, but the
+     * next-token distributions moved (KLD, top-1): not a PASS */
+    const char *gpl = "/usr/share/common-licenses/GPL-3";
+    if (!t_shared("models/stories260K/gguf/stories260K-F32.gguf") || access(gpl, R_OK) != 0)
+        SKIP("../shared models or %s are absent", gpl);
+    char dir[4096], sha[65], err[QG_ERRMSG_MAX], suite[1024], m[2][4400];
+    snprintf(dir, sizeof dir, "%s", t_shared("models/stories260K/gguf"));
+    ASSERT_OK(hash_sha256_file(gpl, sha, err, sizeof err));
+    snprintf(
+        suite, sizeof suite,
+        "{\"name\":\"gpl\",\"tasks\":[{\"name\":\"gpl3\",\"kind\":\"perplexity\",\"data\":\"%s\","
+        "\"sha256\":\"%s\",\"protocol\":\"rolling\",\"ctx\":128}]}",
+        gpl, sha);
+    ASSERT_OK(write_text("suite.json", suite));
+    snprintf(m[0], sizeof m[0], "f32=%s/stories260K-F32.gguf", dir);
+    snprintf(m[1], sizeof m[1], "q4km=%s/stories260K-Q4_K_M.gguf", dir);
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", m[0], "--model", m[1],
+                      "--repeats", "1", "--db", t_path("g.db"), "-q", NULL));
+    ASSERT_EQ(o.code, 0);
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "compare", "--baseline", "f32", "--candidate", "q4km", "--format", "json",
+                      "--db", t_path("g.db"), NULL));
+    cJSON *j = cJSON_Parse(o.out), *t = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "tasks"), 0);
+    ASSERT(t);
+    printf("%s\n", o.out);
+    ASSERT(cJSON_GetObjectItem(t, "ppl_ratio")->valuedouble < 1); /* PPL alone would PASS */
+    ASSERT_STR_EQ(cJSON_GetObjectItem(t, "loss_verdict")->valuestring, "PASS");
+    cJSON *gates = cJSON_GetObjectItem(t, "gates");
+    ASSERT_EQ(cJSON_GetArraySize(gates), 2);
+    ASSERT_STR_EQ(cJSON_GetObjectItem(cJSON_GetArrayItem(gates, 0), "gate")->valuestring, "kld");
+    ASSERT_STR_EQ(cJSON_GetObjectItem(cJSON_GetArrayItem(gates, 0), "verdict")->valuestring,
+                  "FAIL");
+    ASSERT_STR_EQ(cJSON_GetObjectItem(t, "verdict")->valuestring, "FAIL");
+    cJSON_Delete(j);
+    t_out_free(&o);
+    return 0;
+}
