@@ -12,15 +12,18 @@
  * candidate differs from the baseline on q of the items in both directions
  * equally, plus the planted drop D (P(base right, cand wrong) = q/2 + D,
  * P(base wrong, cand right) = q/2); unclustered, or in clusters of 10
- * items whose discordance is scaled by a per-cluster factor U(0, 2) (the
- * drop concentrated in some clusters, as subjects or passages do).
+ * items whose discordance is scaled by a per-cluster factor U(1 - h, 1 + h),
+ * h = 1 where the rates allow it (the drop concentrated in some clusters,
+ * as subjects or passages do).
  * Perplexity cells: W windows of 64 tokens, per-window ln-ratio noise with
  * SD 2 nats per window, plus the planted drop D per token.
  *
  * Per cell, three scenarios: A/A (D = 0): the FAIL rate must be <= alpha;
  * D = margin: the PASS rate (a false PASS) must be <= alpha; D = 2 margin:
  * the FAIL rate (power; shown, no target: a tiny suite cannot have it).
- * "ok" means the observed rate is at most alpha + 2 Monte Carlo SE.
+ * Unclustered binary cells are computed exactly (every (b, c) of non-
+ * negligible probability judged once): "ok" means at most alpha. Simulated
+ * cells: "ok" means at most alpha + 2 Monte Carlo SE.
  */
 #include "bench/bench_args.h"
 #include "core/rng.h"
@@ -82,10 +85,16 @@ static int judge(const struct item_row *base, const struct item_row *cand, int n
 static int binary_trial(struct item_row *b, struct item_row *c, int n, double acc, double q,
                         double drop, int clustered, uint64_t seed)
 {
+    /* the cluster factor's spread: U(1 - h, 1 + h), as wide as the cell allows
+     * without capping a rate (a capped rate would plant a drop) */
+    double h = 1;
+    if (q > 0) h = fmin(h, (1 - acc) / (q / 2) - 1);
+    if (q / 2 + drop > 0) h = fmin(h, acc / (q / 2 + drop) - 1);
+    h = fmax(0, h);
     double u = 1;
     for (int i = 0; i < n; i++) {
-        if (clustered && i % 10 == 0) u = 2 * unif();
-        double p10 = fmin(acc, (q / 2 + drop) * u), p01 = fmin(1 - acc, q / 2 * u);
+        if (clustered && i % 10 == 0) u = 1 - h + 2 * h * unif();
+        double p10 = (q / 2 + drop) * u, p01 = q / 2 * u;
         double x = unif();
         b[i] = c[i] = item_row_empty(i);
         b[i].cluster = c[i].cluster = clustered ? i / 10 : -1;
@@ -95,6 +104,33 @@ static int binary_trial(struct item_row *b, struct item_row *c, int n, double ac
         c[i].correct = (x >= p10 && x < p10 + p01) || both;
     }
     return judge(b, c, n, VERDICT_METRIC_ACC, seed);
+}
+
+/* Exact P(FAIL) and P(PASS) of an unclustered binary cell: the verdict
+ * depends on the items only through b, c and n, so every (b, c) with a
+ * multinomial probability above e^-30 is judged once, on rows built for it. */
+static void binary_exact(struct item_row *b, struct item_row *c, int n, double acc, double q,
+                         double drop, double *p_fail, double *p_pass)
+{
+    double p10 = q / 2 + drop, p01 = q / 2, rest = 1 - p10 - p01;
+    *p_fail = *p_pass = 0;
+    for (int nb = 0; nb <= n && (p10 > 0 || nb == 0); nb++)
+        for (int nc = 0; nb + nc <= n && (p01 > 0 || nc == 0); nc++) {
+            int m = n - nb - nc;
+            double lp = lgamma(n + 1.0) - lgamma(nb + 1.0) - lgamma(nc + 1.0) - lgamma(m + 1.0) +
+                        (nb ? nb * log(p10) : 0) + (nc ? nc * log(p01) : 0) +
+                        (m ? m * log(rest) : 0);
+            if (lp < -30) continue;
+            for (int i = 0; i < n; i++) {
+                b[i] = c[i] = item_row_empty(i);
+                b[i].correct = i < nb || i >= nb + nc; /* b: base right only; c: cand right only */
+                c[i].correct = i >= nb;
+                if (i >= nb + nc) b[i].correct = c[i].correct = i - nb - nc < (int)(acc * m);
+            }
+            int v = judge(b, c, n, VERDICT_METRIC_ACC, 1);
+            *p_fail += v == 1 ? exp(lp) : 0;
+            *p_pass += v == 0 ? exp(lp) : 0;
+        }
 }
 
 /* One simulated perplexity comparison over W windows of T tokens. */
@@ -112,25 +148,41 @@ static int ppl_trial(struct item_row *b, struct item_row *c, int W, double drop,
 }
 
 struct cell {
-    int fail_aa, pass_at_margin, fail_at_2m;
+    int fail_aa, pass_at_margin, fail_at_2m; /* counts out of reps (exact cells: rate * reps) */
+    int exact;                               /* computed, not simulated */
 };
 
 /* rate +/- 2 SE is within alpha */
-static int ok(int k, int reps)
+static int ok(double r, int reps)
 {
-    double r = (double)k / reps;
     return r <= alpha + 2 * sqrt(alpha * (1 - alpha) / reps);
 }
 
 static int print_cell(const char *label, const struct cell *c, int reps)
 {
-    int good = ok(c->fail_aa, reps) && ok(c->pass_at_margin, reps);
-    printf("%-40s %8.4f %8.4f %8.4f  %s\n", label, (double)c->fail_aa / reps,
-           (double)c->pass_at_margin / reps, (double)c->fail_at_2m / reps, good ? "ok" : "NOT MET");
+    /* exact cells: at most alpha; simulated ones: within 2 Monte Carlo SE */
+    double d = c->exact ? 1 : reps, f = c->fail_aa / d, p = c->pass_at_margin / d;
+    int good = c->exact ? f <= alpha && p <= alpha : ok(f, reps) && ok(p, reps);
+    printf("%-40s %8.4f %8.4f %8.4f  %s%s\n", label, f, p, c->fail_at_2m / d,
+           good ? "ok" : "NOT MET", c->exact ? " (exact)" : "");
     return good;
 }
 
 static const int sizes[] = {10, 20, 50, 100, 400, 2000};
+
+/* One cell exactly (unclustered). */
+static void exact_cell(struct item_row *b, struct item_row *c, int n, double acc, double q,
+                       struct cell *k)
+{
+    double f, p;
+    binary_exact(b, c, n, acc, q, 0, &f, &p);
+    k->fail_aa = f;
+    binary_exact(b, c, n, acc, q, margin, &f, &p);
+    k->pass_at_margin = p;
+    binary_exact(b, c, n, acc, q, 2 * margin, &f, &p);
+    k->fail_at_2m = f;
+    k->exact = 1;
+}
 
 static int binary_cells(int reps, uint64_t seed, int quick)
 {
@@ -143,19 +195,19 @@ static int binary_cells(int reps, uint64_t seed, int quick)
             for (int ai = 0; ai < 3; ai++)
                 for (int di = 0; di < 4; di++) {
                     if (quick && (ai != 1 || (di != 0 && di != 2))) continue;
+                    int n = sizes[ni];
+                    double acc = accs[ai], q = discs[di];
                     struct cell k = {0};
-                    for (int r = 0; r < reps; r++) {
+                    if (!cl) exact_cell(b, c, n, acc, q, &k);
+                    for (int r = 0; cl && r < reps; r++) {
                         uint64_t s = seed + (uint64_t)r;
-                        k.fail_aa +=
-                            binary_trial(b, c, sizes[ni], accs[ai], discs[di], 0, cl, s) == 1;
-                        k.pass_at_margin +=
-                            binary_trial(b, c, sizes[ni], accs[ai], discs[di], margin, cl, s) == 0;
-                        k.fail_at_2m += binary_trial(b, c, sizes[ni], accs[ai], discs[di],
-                                                     2 * margin, cl, s) == 1;
+                        k.fail_aa += binary_trial(b, c, n, acc, q, 0, 1, s) == 1;
+                        k.pass_at_margin += binary_trial(b, c, n, acc, q, margin, 1, s) == 0;
+                        k.fail_at_2m += binary_trial(b, c, n, acc, q, 2 * margin, 1, s) == 1;
                     }
                     char label[96];
                     snprintf(label, sizeof label, "binary %-9s n %4d acc %.2f disc %2.0f%%",
-                             cl ? "clustered" : "items", sizes[ni], accs[ai], 100 * discs[di]);
+                             cl ? "clustered" : "items", n, acc, 100 * q);
                     bad += !print_cell(label, &k, reps);
                 }
     free(b);
@@ -197,6 +249,7 @@ int main(int argc, char **argv)
             seed = (uint64_t)bench_int_arg("--seed", argv[++i], 0, 1 << 30);
         else if (!strcmp(argv[i], "--quick"))
             quick = 1;
+
         else
             return fprintf(stderr, "usage: bench_verdict [--reps N] [--seed S] [--quick]\n"), 64;
     }

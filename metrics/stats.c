@@ -136,10 +136,12 @@ static double tango_q(double b, double c, double n, double D)
     return fmin(fmax(x, lo), hi);
 }
 
-/* The score statistic at D; decreasing in D. */
+/* The score statistic at D, with b - c - nD shrunk by 1/2 toward 0 (a
+ * continuity correction); decreasing in D. */
 static double tango_z(double b, double c, double n, double D)
 {
     double num = b - c - n * D;
+    num = copysign(fmax(0, fabs(num) - 0.5), num); /* continuity correction */
     double var = n * (2 * tango_q(b, c, n, D) + D * (1 - D));
     if (!(var > 0)) return num == 0 ? 0 : num > 0 ? INFINITY : -INFINITY;
     return num / sqrt(var);

@@ -126,8 +126,10 @@ static double restricted_p21(double a, double b, double c, double d, double D)
         double f2 = b * log(x2 + D) + c * log(x2) + (a + d) * log(1 - 2 * x2 - D);
         if (!(f1 == f1)) f1 = -INFINITY;
         if (!(f2 == f2)) f2 = -INFINITY;
-        if (f1 < f2) lo = x1;
-        else hi = x2;
+        if (f1 < f2)
+            lo = x1;
+        else
+            hi = x2;
     }
     return (lo + hi) / 2;
 }
@@ -135,9 +137,10 @@ static double restricted_p21(double a, double b, double c, double d, double D)
 TEST(stats_tango_interval)
 {
     const double z = 1.6448536269514722;
-    /* b = c = 0: the closed form +/- z^2 / (n + z^2), never a point */
+    /* b = c = 0: the root of (nD - 1/2)^2 = z^2 n D (1 - D), never a point */
     for (int n = 10; n <= 2000; n *= 10) {
-        double lo, hi, w = z * z / (n + z * z);
+        double A = (double)n * n + z * z * n, B = n + z * z * n;
+        double lo, hi, w = (B + sqrt(B * B - A)) / (2 * A);
         stats_tango_paired(0, 0, n, z, &lo, &hi);
         ASSERT_NEAR(hi, w, 1e-9);
         ASSERT_NEAR(lo, -w, 1e-9);
@@ -154,7 +157,9 @@ TEST(stats_tango_interval)
         for (int i = 1; i < 20000; i++) {
             double D = -1 + 2.0 * i / 20000;
             double q = restricted_p21(a, b, c, d, D);
-            double zz = (b - c - n * D) / sqrt(n * (2 * q + D * (1 - D)));
+            double num = b - c - n * D;
+            num = num > 0 ? fmax(0, num - 0.5) : fmin(0, num + 0.5);
+            double zz = num / sqrt(n * (2 * q + D * (1 - D)));
             if (fabs(zz) <= z) bf_lo = fmin(bf_lo, D), bf_hi = fmax(bf_hi, D);
         }
         if (!(fabs(lo - bf_lo) < 2e-4 && fabs(hi - bf_hi) < 2e-4))
