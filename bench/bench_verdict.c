@@ -148,8 +148,8 @@ static int ppl_trial(struct item_row *b, struct item_row *c, int W, double drop,
 }
 
 struct cell {
-    int fail_aa, pass_at_margin, fail_at_2m; /* counts out of reps (exact cells: rate * reps) */
-    int exact;                               /* computed, not simulated */
+    double fail_aa, pass_at_margin, fail_at_2m; /* counts out of reps, or exact probabilities */
+    int exact;                                  /* computed, not simulated */
 };
 
 /* rate +/- 2 SE is within alpha */
