@@ -191,6 +191,47 @@ static void flips_table(const cJSON *t, const struct table_style *st, struct sbu
     if (any) sbuf_printf(b, "%s", st->tail);
 }
 
+/* One task's details in Markdown (a collapsed block). */
+static void md_task(const cJSON *t, struct sbuf *b)
+{
+    sbuf_printf(b, "\n<details><summary>");
+    esc_html(b, json_str(t, "task", ""));
+    sbuf_printf(b, ": %s</summary>\n\n", json_str(t, "verdict", ""));
+    sbuf_printf(b, "- reason: ");
+    esc_md(b, json_str(t, "reason", ""));
+    if (cJSON_GetArraySize(json_get(t, "gates")) > 0) {
+        struct sbuf g;
+        sbuf_init(&g, 1 << 16);
+        gates_text(t, &g);
+        sbuf_printf(b, "\n- ");
+        esc_md(b, sbuf_str(&g));
+        sbuf_release(&g);
+    }
+    if (cJSON_IsFalse(json_get(t, "critical")))
+        sbuf_printf(b, "\n- informational: not counted in the suite verdict");
+    sbuf_printf(b, "\n- paired SE %.3g, MDE %.3g, p %.3g (Holm %.3g), %.0f units / %.0f items\n",
+                json_num(t, "se", NAN), json_num(t, "mde", NAN), json_num(t, "p_value", NAN),
+                json_num(t, "p_holm", NAN), json_num(t, "units", NAN), json_num(t, "items", NAN));
+    if (!isnan(json_num(t, "ppl_ratio", NAN)))
+        sbuf_printf(b, "- PPL ratio %.5f\n", json_num(t, "ppl_ratio", NAN));
+    const cJSON *k = json_get(t, "kld");
+    if (k)
+        sbuf_printf(b, "- KLD mean %.3g, median %.3g, p99 %.3g, max %.3g; same top-1 %.2f%%\n",
+                    json_num(k, "mean", NAN), json_num(k, "median", NAN), json_num(k, "p99", NAN),
+                    json_num(k, "max", NAN), 100 * json_num(k, "same_top1", NAN));
+    if (k && !isnan(json_num(k, "top_k", NAN)))
+        sbuf_printf(b,
+                    "- the KLD comes from the candidate's top-%.0f log-probs (one bucket for "
+                    "the rest): a lower bound\n",
+                    json_num(k, "top_k", NAN));
+    if (!isnan(json_num(t, "flips_b", NAN)))
+        sbuf_printf(b, "- flips: %.0f worse, %.0f better (McNemar p %.3g)\n",
+                    json_num(t, "flips_b", NAN), json_num(t, "flips_c", NAN),
+                    json_num(t, "p_value", NAN));
+    flips_table(t, &md_table, b);
+    sbuf_printf(b, "\n</details>\n");
+}
+
 static void render_md(const cJSON *d, int color, struct sbuf *b)
 {
     (void)color; /* only text is coloured */
@@ -215,47 +256,7 @@ static void render_md(const cJSON *d, int color, struct sbuf *b)
                     json_num(t, "margin", NAN), json_num(t, "noise", NAN),
                     badge[vcode(json_str(t, "verdict", ""))]);
     }
-    cJSON_ArrayForEach(t, json_get(d, "tasks"))
-    {
-        sbuf_printf(b, "\n<details><summary>");
-        esc_html(b, json_str(t, "task", ""));
-        sbuf_printf(b, ": %s</summary>\n\n", json_str(t, "verdict", ""));
-        sbuf_printf(b, "- reason: ");
-        esc_md(b, json_str(t, "reason", ""));
-        if (cJSON_GetArraySize(json_get(t, "gates")) > 0) {
-            struct sbuf g;
-            sbuf_init(&g, 1 << 16);
-            gates_text(t, &g);
-            sbuf_printf(b, "\n- ");
-            esc_md(b, sbuf_str(&g));
-            sbuf_release(&g);
-        }
-        if (cJSON_IsFalse(json_get(t, "critical")))
-            sbuf_printf(b, "\n- informational: not counted in the suite verdict");
-        sbuf_printf(
-            b, "\n- paired SE %.3g, MDE %.3g, p %.3g (Holm %.3g), %.0f units / %.0f items\n",
-            json_num(t, "se", NAN), json_num(t, "mde", NAN), json_num(t, "p_value", NAN),
-            json_num(t, "p_holm", NAN), json_num(t, "units", NAN), json_num(t, "items", NAN));
-        if (!isnan(json_num(t, "ppl_ratio", NAN)))
-            sbuf_printf(b, "- PPL ratio %.5f\n", json_num(t, "ppl_ratio", NAN));
-        const cJSON *k = json_get(t, "kld");
-        if (k)
-            sbuf_printf(b, "- KLD mean %.3g, median %.3g, p99 %.3g, max %.3g; same top-1 %.2f%%\n",
-                        json_num(k, "mean", NAN), json_num(k, "median", NAN),
-                        json_num(k, "p99", NAN), json_num(k, "max", NAN),
-                        100 * json_num(k, "same_top1", NAN));
-        if (k && !isnan(json_num(k, "top_k", NAN)))
-            sbuf_printf(b,
-                        "- the KLD comes from the candidate's top-%.0f log-probs (one bucket for "
-                        "the rest): a lower bound\n",
-                        json_num(k, "top_k", NAN));
-        if (!isnan(json_num(t, "flips_b", NAN)))
-            sbuf_printf(b, "- flips: %.0f worse, %.0f better (McNemar p %.3g)\n",
-                        json_num(t, "flips_b", NAN), json_num(t, "flips_c", NAN),
-                        json_num(t, "p_value", NAN));
-        flips_table(t, &md_table, b);
-        sbuf_printf(b, "\n</details>\n");
-    }
+    cJSON_ArrayForEach(t, json_get(d, "tasks")) md_task(t, b);
     sbuf_printf(
         b,
         "\n<details><summary>Provenance</summary>\n\n- qgate %s, run %.0f, comparison %.0f, host ",
