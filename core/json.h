@@ -18,4 +18,9 @@ double json_num(const cJSON *o, const char *k, double def);
 /* The number member k as an integer (truncated), or def. */
 long long json_int(const cJSON *o, const char *k, long long def);
 
+/* The first member of object o whose key is not in keys (a NULL-terminated
+ * list), or NULL when all are known; *near (when not NULL) is set to the
+ * closest known key when it is a likely typo, else NULL. */
+const char *json_unknown_key(const cJSON *o, const char *const *keys, const char **near);
+
 #endif

@@ -154,6 +154,9 @@ int lines_next(struct lines *l, const char **line, size_t *len)
     if (!utf8_valid(l->buf, k, &bad))
         return lines_fail(l, "not valid UTF-8 (byte %zu of the line)", bad + 1);
     if (memchr(l->buf, '\0', k)) return lines_fail(l, "contains a NUL byte");
+    if (memchr(l->buf, '\r', k))
+        return lines_fail(l, "a carriage return inside the line: CR-only line endings are not "
+                             "read (convert them: tr '\\r' '\\n')");
     *line = l->buf;
     *len = k;
     return 1;
@@ -179,6 +182,14 @@ int jsonl_next(struct lines *l, cJSON **obj)
         if (!cJSON_IsObject(j)) {
             cJSON_Delete(j);
             return lines_fail(l, "not a JSON object");
+        }
+        size_t at = end ? (size_t)(end - s) : n;
+        while (at < n && (s[at] == ' ' || s[at] == '\t'))
+            at++;
+        if (at < n) {
+            cJSON_Delete(j);
+            return lines_fail(l, "text after the JSON object at byte %zu (one object per line)",
+                              at + 1);
         }
         *obj = j;
         return 1;

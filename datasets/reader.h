@@ -3,7 +3,8 @@
  * Every reader works line by line (a CSV record may span lines inside
  * quotes), validates UTF-8, caps line length, and reports problems as
  * "FILE:LINE: what is wrong" with QG_ERR_DATA (QG_ERR_NOINPUT when the file
- * cannot be opened). A trailing "\r" (CRLF files) is removed. A path ending
+ * cannot be opened). A trailing "\r" (CRLF files) is removed; a "\r" inside
+ * a line (CR-only line endings) is an error. A path ending
  * in ".bz2" is read through `bunzip2 -c` (Debian's bzip2 package) in a child
  * process; a corrupt archive is an error at its end.
  */

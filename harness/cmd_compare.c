@@ -41,8 +41,9 @@ static void print_text(const char *base, const char *cand, int64_t run_id,
                        const struct verdict_policy *pol)
 {
     int color = qg_use_color(1);
-    printf("%s vs %s (run %lld): one-sided alpha %.3g, power %.2g, %d bootstrap draws\n", cand,
-           base, (long long)run_id, pol->alpha, 1 - pol->beta, pol->bootstrap);
+    printf("%s vs %s (run %lld): one-sided alpha %.3g, power %.2g, %d bootstrap draws\n",
+           cmd_term(cand), cmd_term(base), (long long)run_id, pol->alpha, 1 - pol->beta,
+           pol->bootstrap);
     printf("%-16s %-13s %10s %10s %10s %23s %9s %9s %9s  %s\n", "task", "metric", "baseline",
            "candidate", "loss", "interval (90%)", "margin", "noise", "MDE", "verdict");
     for (int i = 0; i < n; i++) {
@@ -53,9 +54,9 @@ static void print_text(const char *base, const char *cand, int64_t run_id,
                           : t->verdict == VERDICT_PASS ? "\033[32m"
                           : t->verdict == VERDICT_FAIL ? "\033[31m"
                                                        : "\033[33m";
-        printf("%-16.16s %-13s %10.4f %10.4f %+10.5f %23s %9.5f %9.2g %9.5f  %s%s%s\n", t->name,
-               t->metric, t->base_value, t->cand_value, t->delta, iv, t->margin, t->noise, t->mde,
-               col, verdict_name(t->verdict), color ? "\033[0m" : "");
+        printf("%-16s %-13s %10.4f %10.4f %+10.5f %23s %9.5f %9.2g %9.5f  %s%s%s\n",
+               cmd_term_cut(t->name, 16), t->metric, t->base_value, t->cand_value, t->delta, iv,
+               t->margin, t->noise, t->mde, col, verdict_name(t->verdict), color ? "\033[0m" : "");
         if (t->kind == TASK_PERPLEXITY) {
             printf("%17s PPL ratio %.5f (ln %+.5f +/- %.5f paired SE)", "", exp(t->delta), t->delta,
                    t->se);

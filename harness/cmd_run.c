@@ -70,6 +70,9 @@ static int cmd_run(const struct cli_args *a)
     if (!p.suite_path || cli_count(a, "model") == 0)
         return cmd_usage("'qgate run' needs --suite FILE and at least one --model NAME=SPEC");
     if (p.repeats < 1 || p.repeats > 1000) return cmd_usage("--repeats must be 1..1000");
+    if (cli_str(a, "resume") && p.resume < 1)
+        return cmd_usage("--resume takes a run id (a positive integer, see 'qgate runs'), got '%s'",
+                         cli_str(a, "resume"));
     if (cli_str(a, "shard")) {
         int i = -1, n = -1;
         char tail;

@@ -27,6 +27,7 @@ static int cmd_runs(const struct cli_args *a)
     } else if (cli_flag(a, "json")) {
         code = cmd_print_json(runs);
     } else {
+        cmd_term_json(runs); /* names and commands may hold escape sequences */
         if (cJSON_GetArraySize(runs) == 0)
             printf("no runs in %s\n", cli_str(a, "db") ? cli_str(a, "db") : STORE_DEFAULT_PATH);
         else

@@ -68,6 +68,7 @@ static int cmd_show(const struct cli_args *a)
     else if (cli_flag(a, "json"))
         code = cmd_print_json(run);
     else {
+        cmd_term_json(run); /* names and commands may hold escape sequences */
         print_run(run);
         cJSON_Delete(run);
     }

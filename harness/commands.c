@@ -2,6 +2,7 @@
  *
  * How to add a subcommand: see harness/cli.h. */
 #include "harness/commands.h"
+#include "reports/escape.h"
 #include "core/status.h"
 #include "core/util.h"
 
@@ -36,6 +37,46 @@ void qg_print_usage(FILE *f)
             "\n'qgate COMMAND --help' lists a command's options; 'qgate --version' the version.\n"
             "Exit codes: 0 success, 64 usage, 65 bad input data, 66 missing input,\n"
             "69 unavailable, 70 internal error, 73 cannot create output, 74 I/O error.\n");
+}
+
+const char *cmd_term_cut(const char *s, size_t width)
+{
+    static char bufs[8][1024];
+    static int k;
+    char *out = bufs[k++ % 8];
+    struct sbuf b;
+    sbuf_init(&b, 1 << 20);
+    esc_term(&b, s ? s : "");
+    if (width > sizeof bufs[0] - 1) width = sizeof bufs[0] - 1;
+    size_t n = b.len < width ? b.len : width;
+    while (n > 0 && n < b.len && ((unsigned char)b.data[n] & 0xC0) == 0x80)
+        n--; /* not inside a character */
+    if (n) memcpy(out, b.data, n);
+    out[n] = '\0';
+    sbuf_release(&b);
+    return out;
+}
+
+const char *cmd_term(const char *s)
+{
+    return cmd_term_cut(s, (size_t)-1);
+}
+
+void cmd_term_json(cJSON *o)
+{
+    cJSON *it;
+    cJSON_ArrayForEach(it, o)
+    {
+        if (cJSON_IsString(it) && it->valuestring) {
+            struct sbuf b;
+            sbuf_init(&b, 1 << 20);
+            esc_term(&b, it->valuestring);
+            if (!b.failed && b.data) cJSON_SetValuestring(it, b.data);
+            sbuf_release(&b);
+        } else if (cJSON_IsObject(it) || cJSON_IsArray(it)) {
+            cmd_term_json(it);
+        }
+    }
 }
 
 int cmd_usage(const char *fmt, ...)

@@ -39,6 +39,17 @@ int cmd_open_store(const struct cli_args *a, int readonly, struct store **out);
 /* Prints the error message (if any) and returns the exit code for status. */
 int cmd_fail(int status, const char *msg);
 
+/* s made safe for a terminal (control characters, escape sequences and
+ * invalid UTF-8 as U+FFFD; reports/escape.h's esc_term), in one of 8
+ * rotating static buffers of 1 KiB (cut at a character boundary). */
+const char *cmd_term(const char *s);
+/* The same, cut to at most width bytes (at a character boundary). */
+const char *cmd_term_cut(const char *s, size_t width);
+
+/* Replaces every string in the JSON tree by cmd_term's rendering, for text
+ * output of stored values (names, paths, commands a user or file chose). */
+void cmd_term_json(cJSON *o);
+
 /* Prints "qgate: error: <msg>" and returns QG_EX_USAGE (64), so a command
  * reads `return cmd_usage("--x must be ...");`. */
 int cmd_usage(const char *fmt, ...) QG_PRINTF(1, 2);

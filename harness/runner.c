@@ -1,5 +1,6 @@
 /* runner — suite x models x repeats into the store. */
 #include "harness/runner.h"
+#include "core/json.h"
 #include "metrics/kld.h"
 #include "backends/backend.h"
 #include "backends/gguf.h"
@@ -100,6 +101,28 @@ static char *model_types(const char *path, int64_t *n_params, char *arch, size_t
     return s;
 }
 
+/* resume: model m must be the stored one — same name and spec, and a
+ * local file must still have the sha256 stored with the run. */
+static int resume_model(struct runner *r, int m, const cJSON *mj, char *err, size_t errlen)
+{
+    const struct runner_params *p = r->p;
+    const char *name = json_str(mj, "name", ""), *path = json_str(mj, "path", NULL),
+               *spec = json_str(mj, "spec", ""), *sha = json_str(mj, "sha256", NULL);
+    const char *eq = strchr(spec, '=');
+    if (!path) path = eq ? eq + 1 : spec; /* a remote model: its spec */
+    if (strcmp(name, p->names[m]) || strcmp(path, p->specs[m]))
+        return qg_errf(err, errlen, QG_ERR_DATA, "run %lld's model %d is %s=%s, not %s=%s",
+                       (long long)p->resume, m + 1, name, path, p->names[m], p->specs[m]);
+    char now[HASH_HEX_LEN + 1], e2[QG_ERRMSG_MAX];
+    if (sha && hash_sha256_file(p->specs[m], now, e2, sizeof e2) == QG_OK && strcmp(now, sha))
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "%s changed since run %lld (sha256 %.12s..., now %.12s...): its rows would "
+                       "mix two models; start a new run",
+                       p->specs[m], (long long)p->resume, sha, now);
+    r->model_ids[m] = json_int(mj, "id", 0);
+    return QG_OK;
+}
+
 /* resume: check the stored run matches, and find its model and task ids */
 static int resume_setup(struct runner *r, char *err, size_t errlen)
 {
@@ -118,23 +141,20 @@ static int resume_setup(struct runner *r, char *err, size_t errlen)
     if (!rc && cJSON_GetArraySize(models) != p->n_models)
         rc = qg_errf(err, errlen, QG_ERR_DATA, "run %lld has %d models; give the same --model list",
                      (long long)p->resume, cJSON_GetArraySize(models));
-    for (int m = 0; m < p->n_models && !rc; m++) {
-        const cJSON *mj = cJSON_GetArrayItem(models, m);
-        if (strcmp(cJSON_GetObjectItem(mj, "name")->valuestring, p->names[m]) ||
-            strcmp(cJSON_GetObjectItem(mj, "path")->valuestring, p->specs[m]))
-            rc = qg_errf(err, errlen, QG_ERR_DATA, "run %lld's model %d is %s=%s, not %s=%s",
-                         (long long)p->resume, m + 1, cJSON_GetObjectItem(mj, "name")->valuestring,
-                         cJSON_GetObjectItem(mj, "path")->valuestring, p->names[m], p->specs[m]);
-        else
-            r->model_ids[m] = (int64_t)cJSON_GetObjectItem(mj, "id")->valuedouble;
-    }
+    for (int m = 0; m < p->n_models && !rc; m++)
+        rc = resume_model(r, m, cJSON_GetArrayItem(models, m), err, errlen);
+    if (!rc && (json_int(run, "shard_index", 0) != (p->shard_count > 1 ? p->shard_index : 0) ||
+                json_int(run, "shard_count", 1) != (p->shard_count > 1 ? p->shard_count : 1)))
+        rc = qg_errf(
+            err, errlen, QG_ERR_DATA, "run %lld is shard %lld/%lld; resume it with that --shard",
+            (long long)p->resume, json_int(run, "shard_index", 0), json_int(run, "shard_count", 1));
     r->task_ids = calloc((size_t)r->suite->n_tasks, sizeof *r->task_ids);
     if (!rc && !r->task_ids) rc = QG_ERR_NOMEM;
     for (int t = 0; t < r->suite->n_tasks && !rc; t++) {
         const cJSON *tj;
-        cJSON_ArrayForEach(tj, tasks) if (!strcmp(cJSON_GetObjectItem(tj, "name")->valuestring,
-                                                  r->suite->tasks[t].name)) r->task_ids[t] =
-            (int64_t)cJSON_GetObjectItem(tj, "id")->valuedouble;
+        cJSON_ArrayForEach(tj,
+                           tasks) if (!strcmp(json_str(tj, "name", ""), r->suite->tasks[t].name))
+            r->task_ids[t] = json_int(tj, "id", 0);
         if (!r->task_ids[t])
             rc = qg_errf(err, errlen, QG_ERR_DATA, "run %lld has no task '%s'",
                          (long long)p->resume, r->suite->tasks[t].name);
@@ -395,6 +415,7 @@ static int run_lockstep(struct runner *r, int t, int repeat, char *err, size_t e
     if (!rc && !all_done)
         rc = ppl_evaluate_lockstep(bs, nm, ids[0], k[0], &pp, on_window, &ks, kld, &n_kld,
                                    kld_top_k, res, err, errlen);
+    if (rc && !all_done) ppl_task_error(st, err, errlen);
     if (!all_done) {
         int frc = flush(r, rc == QG_OK);
         if (!rc) rc = frc;

@@ -3,6 +3,7 @@
 #include "datasets/reader.h"
 #include "harness/cli.h"
 #include "core/closest.h"
+#include "core/json.h"
 #include "core/status.h"
 #include "harness/store.h"
 #include "core/util.h"
@@ -43,20 +44,10 @@ static const char *const task_keys[] = {
 static int check_keys(struct ctx *c, int i, const char *name, const cJSON *o,
                       const char *const *keys)
 {
-    const cJSON *k;
-    cJSON_ArrayForEach(k, o)
-    {
-        int ok = 0, n = 0;
-        for (; keys[n]; n++)
-            ok |= strcmp(keys[n], k->string) == 0;
-        if (ok) continue;
-        const char *near = qg_closest(k->string, (const char *const *)keys, n);
-        if (near)
-            return fail_task(c, i, name, "unknown key \"%s\" (did you mean \"%s\"?)", k->string,
-                             near);
-        return fail_task(c, i, name, "unknown key \"%s\"", k->string);
-    }
-    return QG_OK;
+    const char *near, *bad = json_unknown_key(o, keys, &near);
+    if (!bad) return QG_OK;
+    if (near) return fail_task(c, i, name, "unknown key \"%s\" (did you mean \"%s\"?)", bad, near);
+    return fail_task(c, i, name, "unknown key \"%s\"", bad);
 }
 
 static int get_int(struct ctx *c, int i, const char *name, const cJSON *o, const char *key,
@@ -237,6 +228,12 @@ static int load_custom(struct ctx *c, int i, struct task_config *t, const cJSON 
     if (!cJSON_IsObject(f))
         return fail_task(c, i, t->name,
                          "a custom task needs \"fields\" (the names of its JSONL fields)");
+    static const char *const field_keys[] = {"id",      "prompt", "answer", "context",
+                                             "choices", "gold",   NULL};
+    const char *near, *bad = json_unknown_key(f, field_keys, &near);
+    if (bad)
+        return fail_task(c, i, t->name, "unknown key \"%s\" in \"fields\"%s%s%s", bad,
+                         near ? " (did you mean \"" : "", near ? near : "", near ? "\"?)" : "");
     if (dup_opt(c, get_str(f, "id"), &t->f_id) || dup_opt(c, get_str(f, "prompt"), &t->f_prompt) ||
         dup_opt(c, get_str(f, "answer"), &t->f_answer) ||
         dup_opt(c, get_str(f, "context"), &t->f_context) ||

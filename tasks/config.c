@@ -144,16 +144,42 @@ static const char *item_id(const void *items, int mc, int64_t i)
     return mc ? ((const struct mc_item *)items)[i].id : ((const struct gen_item *)items)[i].id;
 }
 
-/* QG_ERR_DATA naming the first id that two items share. */
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    return h;
+}
+
+/* QG_ERR_DATA naming the first id that two items share: one pass over a
+ * hash set of the ids (linear in the items). */
 static int check_unique_ids(const struct task_config *t, const char *path, const void *items,
                             int mc, int64_t k, char *err, size_t errlen)
 {
-    for (int64_t a = 0; t->f_id && a < k; a++)
-        for (int64_t b = a + 1; b < k && b < a + 100000; b++)
-            if (!strcmp(item_id(items, mc, a), item_id(items, mc, b)))
-                return qg_errf(err, errlen, QG_ERR_DATA, "%s: duplicate item id '%s'", path,
-                               item_id(items, mc, a));
-    return QG_OK;
+    if (!t->f_id || k < 2) return QG_OK;
+    int64_t cap = 16;
+    while (cap < 2 * k)
+        cap *= 2;
+    int64_t *slot = malloc((size_t)cap * sizeof *slot);
+    if (!slot) return qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory", path);
+    for (int64_t i = 0; i < cap; i++)
+        slot[i] = -1;
+    int rc = QG_OK;
+    for (int64_t i = 0; i < k && !rc; i++) {
+        const char *id = item_id(items, mc, i);
+        uint64_t h = fnv1a(id) & (uint64_t)(cap - 1);
+        while (slot[h] >= 0 && strcmp(item_id(items, mc, slot[h]), id))
+            h = (h + 1) & (uint64_t)(cap - 1);
+        if (slot[h] >= 0)
+            rc = qg_errf(err, errlen, QG_ERR_DATA,
+                         "%s: duplicate item id '%s' (items %lld and %lld)", path, id,
+                         (long long)slot[h] + 1, (long long)i + 1);
+        else
+            slot[h] = i;
+    }
+    free(slot);
+    return rc;
 }
 
 /* Makes room for item k in *items (elem bytes each, *cap slots). */
@@ -188,9 +214,13 @@ static int custom_items(const struct task_config *t, int mc, void **out, int64_t
             const cJSON *idv = t->f_id ? cJSON_GetObjectItemCaseSensitive(o, t->f_id) : NULL;
             char idbuf[64];
             snprintf(idbuf, sizeof idbuf, "%lld", (long long)(k + 1));
+            if (cJSON_IsNumber(idv)) /* a numeric id is its number, not the line's */
+                snprintf(idbuf, sizeof idbuf, "%.17g", idv->valuedouble);
             const char *id = cJSON_IsString(idv) ? idv->valuestring : idbuf;
             if (t->f_id && !idv)
                 rc = lines_fail(l, "missing field \"%s\"", t->f_id);
+            else if (idv && !cJSON_IsString(idv) && !cJSON_IsNumber(idv))
+                rc = lines_fail(l, "field \"%s\" must be a string or a number", t->f_id);
             else
                 rc = mc ? custom_mc_item(t, l, o, id, (struct mc_item *)slot)
                         : custom_gen_item(t, l, o, id, (struct gen_item *)slot);

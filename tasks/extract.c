@@ -1,5 +1,6 @@
 /* extract — lm-eval-compatible regex extraction, normalisation, exact match. */
 #include "tasks/extract.h"
+#include "core/json.h"
 #include "core/status.h"
 #include "core/util.h"
 
@@ -60,10 +61,25 @@ static int get_bool(const cJSON *spec, const char *key, int def, const char *whe
     return QG_OK;
 }
 
+/* QG_ERR_DATA naming the first key of o not in keys (what: "pipeline 'x'"). */
+static int known_keys(const cJSON *o, const char *const *keys, const char *where, const char *what,
+                      char *err, size_t errlen)
+{
+    const char *near, *bad = o ? json_unknown_key(o, keys, &near) : NULL;
+    if (!bad) return QG_OK;
+    return qg_errf(err, errlen, QG_ERR_DATA, "%s: unknown key \"%s\" in %s%s%s%s", where, bad, what,
+                   near ? " (did you mean \"" : "", near ? near : "", near ? "\"?)" : "");
+}
+
 int normalizer_new(const cJSON *spec, const char *where, struct normalizer **out, char *err,
                    size_t errlen)
 {
     *out = NULL;
+    static const char *const keys[] = {
+        "ignore_case", "ignore_punctuation", "whitespace", "numbers", "ignore", NULL};
+    int krc =
+        cJSON_IsObject(spec) ? known_keys(spec, keys, where, "\"normalize\"", err, errlen) : 0;
+    if (krc) return krc;
     struct normalizer *n = calloc(1, sizeof *n);
     if (!n) return qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory", where);
     int rc = get_bool(spec, "ignore_case", 0, where, &n->ignore_case, err, errlen);
@@ -208,6 +224,11 @@ int pipeline_new(const cJSON *spec, const char *where, struct pipeline **out, ch
         return qg_errf(err, errlen, QG_ERR_DATA,
                        "%s: pipeline '%s': \"select\" must be \"first\" or \"last\"", where,
                        name->valuestring);
+    static const char *const keys[] = {"name", "regex", "group", "select", "fallback", NULL};
+    char what[160];
+    snprintf(what, sizeof what, "pipeline '%.100s'", name->valuestring);
+    int krc = known_keys(spec, keys, where, what, err, errlen);
+    if (krc) return krc;
     if (fb && !cJSON_IsString(fb))
         return qg_errf(err, errlen, QG_ERR_DATA, "%s: pipeline '%s': \"fallback\" must be a string",
                        where, name->valuestring);

@@ -6,6 +6,7 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -49,7 +50,7 @@ int ppl_plan(const struct ppl_params *p, int64_t n, struct ppl_window **out, int
     if (p->protocol == PPL_LLAMACPP) {
         if (n < 2 * (int64_t)ctx)
             return qg_errf(
-                err, errlen, QG_ERR_USAGE,
+                err, errlen, QG_ERR_DATA,
                 "the llamacpp protocol needs at least 2 x ctx = %lld tokens; the text has %lld",
                 2 * (long long)ctx, (long long)n);
         int64_t chunks = n / ctx;
@@ -59,7 +60,7 @@ int ppl_plan(const struct ppl_params *p, int64_t n, struct ppl_window **out, int
     } else if (p->protocol == PPL_ROLLING) {
         /* token 0 is the prefix (BOS); T text tokens follow */
         int64_t T = n - 1;
-        if (T < 1) return qg_errf(err, errlen, QG_ERR_USAGE, "the text has no tokens to score");
+        if (T < 1) return qg_errf(err, errlen, QG_ERR_DATA, "the text has no tokens to score");
         int64_t first = T < ctx ? T : ctx;
         rc = push_window(out, &k, &cap, (struct ppl_window){0, (int)first + 1, 1, 0});
         for (int64_t done = first; done < T && !rc;) {
@@ -73,7 +74,7 @@ int ppl_plan(const struct ppl_params *p, int64_t n, struct ppl_window **out, int
         if (p->stride < 1 || p->stride > ctx)
             return qg_errf(err, errlen, QG_ERR_USAGE, "stride %d must be in 1..ctx (%d)", p->stride,
                            ctx);
-        if (n < 2) return qg_errf(err, errlen, QG_ERR_USAGE, "the text has no tokens to score");
+        if (n < 2) return qg_errf(err, errlen, QG_ERR_DATA, "the text has no tokens to score");
         for (int64_t begin = 0, prev_end = 0; !rc; begin += p->stride) {
             int64_t end = begin + ctx < n ? begin + ctx : n, trg = end - prev_end;
             int w = (int)(end - begin);
@@ -103,6 +104,15 @@ struct ppl_params ppl_task_params(const struct task_config *t, int shard_index, 
                            .shard_index = shard_index,
                            .shard_count = shard_count};
     return p;
+}
+
+void ppl_task_error(const struct task_config *t, char *err, size_t errlen)
+{
+    const struct task_file *f = task_config_file(t, "data");
+    char msg[QG_ERRMSG_MAX];
+    snprintf(msg, sizeof msg, "%s", err);
+    if (strncmp(msg, "task '", 6))
+        snprintf(err, errlen, "task '%s' (%s): %s", t->name, f ? f->path : "no data file", msg);
 }
 
 int ppl_task_tokens(const struct task_config *t, const struct backend *b, int32_t **ids, int64_t *n,

@@ -46,6 +46,10 @@ struct ppl_params {
  * scoring the windows of shard index/count (0/1: all). */
 struct ppl_params ppl_task_params(const struct task_config *t, int shard_index, int shard_count);
 
+/* Prefixes err with the task's name and data file (unless it names the
+ * task already), so a planning error says where it comes from. */
+void ppl_task_error(const struct task_config *t, char *err, size_t errlen);
+
 /* A perplexity task's text, read and tokenized by b with its BOS: *ids
  * (malloc'd, *n). QG_OK; the reader's or the backend's status with err
  * naming the task. */

@@ -33,6 +33,7 @@ static int run_ppl(const struct task_config *t, const struct backend *b, int n_c
     struct ppl_params p = ppl_task_params(t, sh.index, sh.count);
     struct ppl_run r;
     rc = ppl_evaluate(b, ids, k, &p, NULL, NULL, &r, err, errlen);
+    if (rc) ppl_task_error(t, err, errlen);
     free(ids);
     for (int64_t w = 0; !rc && w < r.n_windows; w++) {
         if (!in_shard(sh, w)) continue;

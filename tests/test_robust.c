@@ -1,0 +1,239 @@
+/* test_robust — nothing silently wrong (issue 16): each case that used to
+ * give a wrong answer without a warning now gives a clear error. */
+#include "backends/ggml_types.h"
+#include "backends/synth.h"
+#include "core/status.h"
+#include "core/util.h"
+#include "datasets/hash.h"
+#include "harness/store.h"
+#include "tests/test.h"
+
+#include <stdlib.h>
+
+static int write_text(const char *name, const char *text)
+{
+    return t_write_file(t_path(name), text, strlen(text));
+}
+
+static int synth(const char *name, uint32_t type)
+{
+    struct synth_params p = synth_default_params();
+    p.wtype = type;
+    char err[QG_ERRMSG_MAX];
+    return synth_write(&p, t_path(name), err, sizeof err);
+}
+
+/* A suite of one custom task over data (written as mc.jsonl) with extra
+ * task keys; checked with `qgate suite check`. */
+static int check_custom(const char *data, const char *extra, struct t_out *o)
+{
+    char sha[65], err[QG_ERRMSG_MAX], suite[4096];
+    if (write_text("mc.jsonl", data)) return -1;
+    if (hash_sha256_file(t_path("mc.jsonl"), sha, err, sizeof err)) return -1;
+    snprintf(suite, sizeof suite,
+             "{\"name\":\"s\",\"tasks\":[{\"name\":\"t\",\"kind\":\"custom\",\"data\":\"mc.jsonl\","
+             "\"sha256\":\"%s\",%s}]}",
+             sha, extra);
+    if (write_text("suite.json", suite)) return -1;
+    return t_qgate(o, "suite", "check", t_path("suite.json"), NULL);
+}
+
+static const char *mc_fields =
+    "\"fields\":{\"id\":\"id\",\"context\":\"q\",\"choices\":\"c\",\"gold\":\"g\"}";
+
+TEST(robust_compare_without_tasks_refused)
+{
+    /* a run with models but no tasks (killed during setup) has nothing to
+     * judge: no PASS over an empty table */
+    struct store *s;
+    char err[QG_ERRMSG_MAX];
+    ASSERT_OK(store_open(t_path("e.db"), NULL, &s, err, sizeof err));
+    int64_t run, m;
+    struct store_run_new rn = {.command = "qgate run", .suite_hash = "h", .repeats = 1};
+    ASSERT_OK(store_run_create(s, &rn, &run));
+    struct store_model_new a = {.name = "a", .spec = "a=x.gguf", .backend = "cpu"},
+                           b = {.name = "b", .spec = "b=y.gguf", .backend = "cpu"};
+    ASSERT_OK(store_model_add(s, run, &a, &m));
+    ASSERT_OK(store_model_add(s, run, &b, &m));
+    store_close(s);
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "compare", "--baseline", "a", "--candidate", "b", "--db", t_path("e.db"),
+                      NULL));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "has no tasks");
+    t_out_free(&o);
+    return 0;
+}
+
+TEST(robust_readers_strict)
+{
+    struct t_out o;
+    /* CR-only line endings: refused, not 20 items read as 1 */
+    ASSERT_OK(check_custom("{\"id\":\"a\",\"q\":\"x\",\"c\":[\"y\",\"z\"],\"g\":0}\r"
+                           "{\"id\":\"b\",\"q\":\"x\",\"c\":[\"y\",\"z\"],\"g\":1}\r",
+                           mc_fields, &o));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "mc.jsonl:1: a carriage return inside the line");
+    t_out_free(&o);
+    /* trailing text after the object */
+    ASSERT_OK(check_custom("{\"id\":\"a\",\"q\":\"x\",\"c\":[\"y\",\"z\"],\"g\":0} trailing\n",
+                           mc_fields, &o));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "mc.jsonl:1: text after the JSON object");
+    t_out_free(&o);
+    /* unknown keys inside fields, pipelines and normalize */
+    ASSERT_OK(check_custom("{\"id\":\"a\",\"q\":\"x\",\"c\":[\"y\",\"z\"],\"g\":0}\n",
+                           "\"fields\":{\"id\":\"id\",\"context\":\"q\",\"choices\":\"c\","
+                           "\"gold\":\"g\",\"contxt\":\"q\"}",
+                           &o));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "unknown key \"contxt\" in \"fields\" (did you mean \"context\"?)");
+    t_out_free(&o);
+    const char *gen = "{\"id\":\"a\",\"p\":\"2+2=\",\"a\":\"4\"}\n";
+    ASSERT_OK(check_custom(gen,
+                           "\"fields\":{\"id\":\"id\",\"prompt\":\"p\",\"answer\":\"a\"},"
+                           "\"pipelines\":[{\"name\":\"n\",\"regex\":\"([0-9]+)\",\"gruop\":1}]",
+                           &o));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "unknown key \"gruop\" in pipeline 'n' (did you mean \"group\"?)");
+    t_out_free(&o);
+    ASSERT_OK(check_custom(gen,
+                           "\"fields\":{\"id\":\"id\",\"prompt\":\"p\",\"answer\":\"a\"},"
+                           "\"normalize\":{\"ignore_cas\":true}",
+                           &o));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "unknown key \"ignore_cas\" in \"normalize\" (did you mean");
+    t_out_free(&o);
+    return 0;
+}
+
+TEST(robust_duplicate_ids_linear_and_numeric)
+{
+    /* numeric ids are ids (not line numbers); a duplicate 120,000 lines
+     * apart is caught, in linear time */
+    struct sbuf d;
+    sbuf_init(&d, 0);
+    for (int i = 0; i < 150000; i++)
+        sbuf_printf(&d, "{\"id\":%d,\"q\":\"x\",\"c\":[\"y\",\"z\"],\"g\":0}\n",
+                    i == 130000 ? 10000 : i);
+    double t0 = qg_now_s();
+    struct t_out o;
+    ASSERT_OK(check_custom(d.data, mc_fields, &o));
+    sbuf_release(&d);
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "duplicate item id '10000' (items 10001 and 130001)");
+    printf("150,000 items checked in %.2f s\n", qg_now_s() - t0);
+    t_out_free(&o);
+    ASSERT_OK(check_custom("{\"id\":{\"x\":1},\"q\":\"x\",\"c\":[\"y\",\"z\"],\"g\":0}\n",
+                           mc_fields, &o));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "field \"id\" must be a string or a number");
+    t_out_free(&o);
+    return 0;
+}
+
+/* A perplexity suite over text.txt (written) and one model a.gguf. */
+static int ppl_suite(const char *text)
+{
+    char sha[65], err[QG_ERRMSG_MAX], suite[2048];
+    if (write_text("text.txt", text)) return -1;
+    if (hash_sha256_file(t_path("text.txt"), sha, err, sizeof err)) return -1;
+    snprintf(suite, sizeof suite,
+             "{\"name\":\"s\",\"tasks\":[{\"name\":\"story\",\"kind\":\"perplexity\",\"data\":"
+             "\"text.txt\",\"sha256\":\"%s\",\"ctx\":64}]}",
+             sha);
+    return write_text("suite.json", suite);
+}
+
+TEST(robust_short_text_names_task_and_file)
+{
+    ASSERT_OK(synth("a.gguf", GGML_F32));
+    ASSERT_OK(ppl_suite("the girl saw the ball"));
+    char m[4200];
+    snprintf(m, sizeof m, "a=%s", t_path("a.gguf"));
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", m, "--db",
+                      t_path("r.db"), "-q", NULL));
+    ASSERT_EQ(o.code, 65); /* a data problem, not a usage error */
+    ASSERT_CONTAINS(o.err, "task 'story'");
+    ASSERT_CONTAINS(o.err, "text.txt");
+    ASSERT_CONTAINS(o.err, "needs at least 2 x ctx");
+    t_out_free(&o);
+    return 0;
+}
+
+TEST(robust_resume_checks_model_shard_and_id)
+{
+    ASSERT_OK(synth("a.gguf", GGML_F32));
+    struct sbuf d;
+    sbuf_init(&d, 0);
+    for (int i = 0; i < 400; i++)
+        sbuf_printf(&d, "the girl saw the %s ball. ", i % 3 ? "red" : "big");
+    ASSERT_OK(ppl_suite(d.data));
+    sbuf_release(&d);
+    char m[4200];
+    snprintf(m, sizeof m, "a=%s", t_path("a.gguf"));
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", m, "--db",
+                      t_path("r.db"), "-q", NULL));
+    ASSERT_EQ(o.code, 0);
+    t_out_free(&o);
+    /* a negative run id is an error, not a new run */
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", m, "--resume", "-5",
+                      "--db", t_path("r.db"), "-q", NULL));
+    ASSERT_EQ(o.code, 64);
+    ASSERT_CONTAINS(o.err, "--resume takes a run id");
+    t_out_free(&o);
+    /* another shard than the run's */
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", m, "--resume", "1",
+                      "--shard", "1/2", "--db", t_path("r.db"), "-q", NULL));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "is shard 0/1");
+    t_out_free(&o);
+    /* the model file replaced by another model at the same path */
+    ASSERT_OK(synth("a.gguf", GGML_Q4_0));
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", m, "--resume", "1",
+                      "--db", t_path("r.db"), "-q", NULL));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "changed since run 1");
+    t_out_free(&o);
+    return 0;
+}
+
+TEST(robust_terminal_output_escaped)
+{
+    /* a model name with an escape sequence (OSC title, colour) never
+     * reaches the terminal raw from show, runs or compare */
+    ASSERT_OK(synth("a.gguf", GGML_F32));
+    struct sbuf d;
+    sbuf_init(&d, 0);
+    for (int i = 0; i < 400; i++)
+        sbuf_printf(&d, "the girl saw the %s ball. ", i % 3 ? "red" : "big");
+    ASSERT_OK(ppl_suite(d.data));
+    sbuf_release(&d);
+    char m1[4200], m2[4200];
+    snprintf(m1, sizeof m1, "x\033]0;owned\007=%s", t_path("a.gguf"));
+    snprintf(m2, sizeof m2, "y\033[31m=%s", t_path("a.gguf"));
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", m1, "--model", m2,
+                      "--db", t_path("r.db"), "-q", NULL));
+    ASSERT_EQ(o.code, 0);
+    t_out_free(&o);
+    const char *cmds[][6] = {
+        {"show", "1", "--db", t_path("r.db"), NULL},
+        {"runs", "--db", t_path("r.db"), NULL},
+        {"compare", "--baseline", "x\033]0;owned\007", "--candidate", "y\033[31m", NULL}};
+    for (int k = 0; k < 3; k++) {
+        const char *args[10];
+        int n = 0;
+        for (; cmds[k][n]; n++)
+            args[n] = cmds[k][n];
+        if (k == 2) args[n++] = "--db", args[n++] = t_path("r.db");
+        args[n] = NULL;
+        ASSERT_OK(t_qgate_argv(&o, args));
+        if (o.code > 2) T_FAIL_("%s: exit %d: %s", cmds[k][0], o.code, o.err);
+        if (strchr(o.out, '\033')) T_FAIL_("%s printed a raw ESC:\n%s", cmds[k][0], o.out);
+        t_out_free(&o);
+    }
+    return 0;
+}
