@@ -151,6 +151,15 @@ static int load_tensor(struct llama_model *m, const struct gguf *g, const char *
     if (!p) return qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory for '%s'", name, tname);
     dequant_row(t->type, t->data, p, ne0 * ne1);
     gguf_drop_pages(g, t);
+    for (int64_t i = 0; i < ne0 * ne1; i++)
+        if (!isfinite(p[i])) {
+            const char *what = isnan(p[i]) ? "NaN" : "Inf";
+            free(p);
+            return qg_errf(err, errlen, QG_ERR_DATA,
+                           "%s: tensor '%s' holds a non-finite weight (%s at element %lld): the "
+                           "file is damaged or was quantized from a broken model",
+                           name, tname, what, (long long)i);
+        }
     m->bytes += (size_t)(ne0 * ne1) * sizeof *p;
     *out = p;
     return QG_OK;

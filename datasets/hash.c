@@ -129,6 +129,8 @@ int hash_sha256_path(const char *path, char hex[HASH_HEX_LEN + 1], char *err, si
     struct stat st;
     if (stat(path, &st) != 0)
         return qg_errf(err, errlen, QG_ERR_NOINPUT, "%s: %s", path, strerror(errno));
+    if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) /* a FIFO or a device would never end */
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: not a regular file or directory", path);
     return S_ISDIR(st.st_mode) ? hash_sha256_dir(path, hex, err, errlen)
                                : hash_sha256_file(path, hex, err, errlen);
 }

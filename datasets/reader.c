@@ -59,6 +59,8 @@ int lines_open(const char *path, struct lines **out, char *err, size_t errlen)
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         return qg_errf(err, errlen, QG_ERR_NOINPUT, "%s: is a directory, expected a file", path);
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) /* a FIFO or a device would never end */
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: not a regular file", path);
     pid_t child = 0;
     FILE *f;
     if (ends_with_bz2(path)) { /* decompressed by the bzip2 package's program */

@@ -80,6 +80,7 @@ static int cmd_gate(const struct cli_args *a)
     if (!cli_flag(a, "quiet"))
         printf("qgate gate: running %s on %d models (%d repeats)...\n", p.suite_path, p.n_models,
                p.repeats);
+    runner_catch_signals();
     int rc = runner_run(s, &p, &run_id, err, sizeof err);
     int worst = VERDICT_PASS;
     if (rc) code = cmd_fail(rc, err);

@@ -121,6 +121,13 @@ static int score_and_print(const struct cli_args *a, const struct backend *b,
     progress_init(&pg, "ppl", cli_flag(a, "quiet") || cli_flag(a, "json"));
     int rc = ppl_evaluate(b, ids, n, p, on_progress, &pg, &r, err, sizeof err), code = 0;
     progress_done(&pg);
+    if (!rc && !isfinite(r.result.ppl)) {
+        rc = QG_ERR_DATA;
+        snprintf(err, sizeof err,
+                 "%s: the model produced non-finite log-probabilities (PPL %g): its numbers "
+                 "overflow on this text",
+                 model, r.result.ppl);
+    }
     if (rc)
         code = cmd_fail(rc, err);
     else if (cli_flag(a, "json"))

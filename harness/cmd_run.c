@@ -100,6 +100,7 @@ static int cmd_run(const struct cli_args *a)
     p.command = cmd;
     char err[QG_ERRMSG_MAX];
     int64_t run_id;
+    runner_catch_signals();
     int rc = runner_run(s, &p, &run_id, err, sizeof err);
     if (rc)
         code = cmd_fail(rc, err);

@@ -14,6 +14,7 @@
 #include "tasks/run.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,22 @@ struct runner {
 };
 
 /* one row into the store, committing every RUNNER_BATCH rows */
+/* Set by SIGINT/SIGTERM: the row in hand is stored, then the run stops. */
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int sig)
+{
+    stop_requested = 1;
+    signal(sig, SIG_DFL); /* a second signal ends the process at once */
+}
+
+void runner_catch_signals(void)
+{
+    stop_requested = 0;
+    signal(SIGINT, on_stop_signal);
+    signal(SIGTERM, on_stop_signal);
+}
+
 static int put(struct runner *r, const struct store_item *it)
 {
     int rc = QG_OK;
@@ -41,12 +58,14 @@ static int put(struct runner *r, const struct store_item *it)
         r->pending = 0;
     }
     progress_update(&r->pg, ++r->rows_done, r->rows_total, "rows");
+    if (!rc && stop_requested) rc = QG_ERR_INTERRUPTED;
     return rc;
 }
 
 static int flush(struct runner *r, int ok)
 {
     if (!r->pending) return QG_OK;
+    ok |= stop_requested; /* the rows done before a stop are kept for --resume */
     r->pending = 0;
     return ok ? store_commit(r->s) : store_rollback(r->s);
 }
@@ -599,7 +618,15 @@ int runner_run(struct store *s, const struct runner_params *p, int64_t *run_id, 
     progress_done(&r.pg);
     if (r.run_id) {
         if (!rc && p->repeats > 1) store_run_mark_deterministic(s, r.run_id, deterministic);
-        store_run_set_status(s, r.run_id, rc ? STORE_RUN_FAILED : STORE_RUN_DONE);
+        store_run_set_status(s, r.run_id,
+                             rc == QG_ERR_INTERRUPTED ? STORE_RUN_INTERRUPTED
+                             : rc                     ? STORE_RUN_FAILED
+                                                      : STORE_RUN_DONE);
+        if (rc == QG_ERR_INTERRUPTED)
+            snprintf(err, errlen,
+                     "interrupted: run %lld keeps the rows done so far; continue it with the same "
+                     "command and --resume %lld",
+                     (long long)r.run_id, (long long)r.run_id);
     }
     for (int m = 0; m < p->n_models; m++)
         backend_close(&r.b[m]);

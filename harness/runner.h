@@ -47,6 +47,11 @@ struct runner_params {
 
 /* Runs and stores; *run_id is set as soon as the run exists (also on
  * failure, when the run is marked failed). QG_OK or a status with err. */
+/* SIGINT and SIGTERM make runner_run store the row in hand and return
+ * QG_ERR_INTERRUPTED with the run marked interrupted (resumable); a second
+ * signal ends the process. For commands, not for library use. */
+void runner_catch_signals(void);
+
 int runner_run(struct store *s, const struct runner_params *p, int64_t *run_id, char *err,
                size_t errlen);
 

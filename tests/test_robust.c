@@ -1,6 +1,7 @@
 /* test_robust — nothing silently wrong (issue 16): each case that used to
  * give a wrong answer without a warning now gives a clear error. */
 #include "backends/ggml_types.h"
+#include "backends/gguf.h"
 #include "backends/synth.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -9,6 +10,10 @@
 #include "tests/test.h"
 
 #include <stdlib.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static int write_text(const char *name, const char *text)
 {
@@ -235,5 +240,109 @@ TEST(robust_terminal_output_escaped)
         if (strchr(o.out, '\033')) T_FAIL_("%s printed a raw ESC:\n%s", cmds[k][0], o.out);
         t_out_free(&o);
     }
+    return 0;
+}
+
+TEST(robust_nan_weights_refused)
+{
+    /* a model whose weights hold a NaN is refused at load, naming the
+     * tensor, instead of being scored to exit 0 */
+    ASSERT_OK(synth("a.gguf", GGML_F32));
+    struct gguf *g;
+    char err[QG_ERRMSG_MAX];
+    ASSERT_OK(gguf_open(t_path("a.gguf"), &g, err, sizeof err));
+    const struct gguf_tensor *t = gguf_find_tensor(g, "blk.0.ffn_up.weight");
+    ASSERT(t);
+    size_t off = (size_t)((const char *)t->data - (const char *)gguf_bytes(g)) + 4 * 7;
+    gguf_close(g);
+    size_t n;
+    char *bytes = t_read_file(t_path("a.gguf"), &n);
+    ASSERT(bytes && off + 4 <= n);
+    const uint32_t qnan = 0x7fc00000u;
+    memcpy(bytes + off, &qnan, 4);
+    ASSERT_OK(t_write_file(t_path("nan.gguf"), bytes, n));
+    free(bytes);
+    ASSERT_OK(write_text("t.txt", "the girl saw the big red ball and the dog was happy"));
+    struct t_out o;
+    ASSERT_OK(
+        t_qgate(&o, "ppl", t_path("nan.gguf"), "--text", t_path("t.txt"), "--ctx", "8", NULL));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err,
+                    "tensor 'blk.0.ffn_up.weight' holds a non-finite weight (NaN at element 7)");
+    t_out_free(&o);
+    return 0;
+}
+
+TEST(robust_fifo_and_device_data_refused)
+{
+    /* a FIFO or a device as a data path is refused at once, not read forever */
+    ASSERT_OK(mkfifo(t_path("pipe"), 0600));
+    const char *paths[] = {t_path("pipe"), "/dev/zero"};
+    for (int k = 0; k < 2; k++) {
+        char suite[4096];
+        snprintf(
+            suite, sizeof suite,
+            "{\"name\":\"s\",\"tasks\":[{\"name\":\"t\",\"kind\":\"perplexity\",\"data\":\"%s\","
+            "\"sha256\":\"%064d\"}]}",
+            paths[k], 0);
+        ASSERT_OK(write_text("suite.json", suite));
+        struct t_out o;
+        double t0 = qg_now_s();
+        ASSERT_OK(t_qgate(&o, "suite", "check", t_path("suite.json"), NULL));
+        ASSERT_EQ(o.code, 65);
+        ASSERT_CONTAINS(o.err, "not a regular file or directory");
+        ASSERT(qg_now_s() - t0 < 10);
+        t_out_free(&o);
+    }
+    return 0;
+}
+
+TEST(robust_sigint_marks_run_interrupted)
+{
+    /* a real SIGINT during a run: the rows done are kept, the run is marked
+     * interrupted, the message says how to resume, and resuming finishes */
+    struct synth_params sp = synth_default_params();
+    sp.dim = 256, sp.ffn = 512, sp.n_layers = 4, sp.ctx = 128;
+    char err[QG_ERRMSG_MAX];
+    ASSERT_OK(synth_write(&sp, t_path("a.gguf"), err, sizeof err));
+    struct sbuf d;
+    sbuf_init(&d, 0);
+    for (int i = 0; i < 2500; i++)
+        sbuf_printf(&d, "the girl saw the %s ball. ", i % 3 ? "red" : "big");
+    ASSERT_OK(ppl_suite(d.data));
+    sbuf_release(&d);
+    char m[4200];
+    snprintf(m, sizeof m, "a=%s", t_path("a.gguf"));
+    int errfd[2];
+    ASSERT_OK(pipe(errfd));
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(errfd[1], 2);
+        close(errfd[0]);
+        execl(QG_BINARY, "qgate", "run", "--suite", t_path("suite.json"), "--model", m, "--threads",
+              "1", "--repeats", "2", "--db", t_path("r.db"), "-q", (char *)NULL);
+        _exit(127);
+    }
+    close(errfd[1]);
+    usleep(1000 * 1000);
+    kill(pid, SIGINT);
+    int st;
+    waitpid(pid, &st, 0);
+    char msg[4096] = "";
+    ssize_t n = read(errfd[0], msg, sizeof msg - 1);
+    close(errfd[0]);
+    msg[n > 0 ? n : 0] = '\0';
+    ASSERT(WIFEXITED(st));
+    if (WEXITSTATUS(st) == 0) SKIP("the run finished before the signal (a very fast machine)");
+    ASSERT_EQ(WEXITSTATUS(st), 130);
+    ASSERT_CONTAINS(msg, "--resume 1");
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "runs", "--json", "--db", t_path("r.db"), NULL));
+    ASSERT_CONTAINS(o.out, "\"interrupted\"");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", m, "--repeats", "2",
+                      "--resume", "1", "--db", t_path("r.db"), "-q", NULL));
+    ASSERT_EQ(o.code, 0);
+    t_out_free(&o);
     return 0;
 }
