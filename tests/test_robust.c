@@ -14,6 +14,9 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 static int write_text(const char *name, const char *text)
 {
@@ -343,6 +346,67 @@ TEST(robust_sigint_marks_run_interrupted)
     ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", m, "--repeats", "2",
                       "--resume", "1", "--db", t_path("r.db"), "-q", NULL));
     ASSERT_EQ(o.code, 0);
+    t_out_free(&o);
+    return 0;
+}
+
+/* A loopback server that answers every request with HTTP 400 and an error
+ * message echoing the request's Authorization header (as some proxies do).
+ * Returns its pid; *port is where it listens. */
+static pid_t echo_auth_server(int *port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof a;
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) || listen(fd, 8) ||
+        getsockname(fd, (struct sockaddr *)&a, &al))
+        return -1;
+    *port = ntohs(a.sin_port);
+    pid_t pid = fork();
+    if (pid != 0) {
+        close(fd);
+        return pid;
+    }
+    for (int k = 0; k < 50; k++) { /* bounded: the client retries at most a few times */
+        int c = accept(fd, NULL, NULL);
+        if (c < 0) _exit(0);
+        char req[8192];
+        ssize_t n = read(c, req, sizeof req - 1);
+        req[n > 0 ? n : 0] = '\0';
+        char *auth = strstr(req, "Authorization: ");
+        char *end = auth ? strstr(auth, "\r\n") : NULL;
+        if (end) *end = '\0';
+        char body[1024], resp[2048];
+        snprintf(body, sizeof body, "{\"error\":{\"message\":\"rejected header: %.200s\"}}",
+                 auth ? auth : "none");
+        int m = snprintf(resp, sizeof resp,
+                         "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\n"
+                         "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                         strlen(body), body);
+        if (write(c, resp, (size_t)m) < 0) _exit(1);
+        close(c);
+    }
+    _exit(0);
+}
+
+TEST(robust_api_key_redacted_from_server_errors)
+{
+    int port;
+    pid_t srv = echo_auth_server(&port);
+    ASSERT(srv > 0);
+    static const char key[] = "sk-qgate-test-secret-0123456789";
+    setenv("QGATE_API_KEY", key, 1);
+    char spec[256];
+    snprintf(spec, sizeof spec, "http://127.0.0.1:%d/v1?model=m&retries=0", port);
+    struct t_out o;
+    int rc = t_qgate(&o, "tokenize", spec, "--prompt", "hi", NULL);
+    kill(srv, SIGKILL);
+    waitpid(srv, NULL, 0);
+    ASSERT_OK(rc);
+    ASSERT(o.code != 0);
+    ASSERT_CONTAINS(o.err, "rejected header: Authorization: Bearer [redacted]");
+    if (strstr(o.err, key) || strstr(o.out, key)) T_FAIL_("the key was printed:\n%s", o.err);
     t_out_free(&o);
     return 0;
 }

@@ -83,6 +83,7 @@ struct http {
     int chat;                   /* generate through /chat/completions */
     struct backend_cache cache; /* .get NULL: none */
     struct curl_slist *headers;
+    char *key;       /* the API key, only to redact it from what a server echoes; zeroed at close */
     char base[1024]; /* ...../v1 */
     char root[1024]; /* base without /v1, for /tokenize */
     char model[256];
@@ -166,6 +167,27 @@ enum { TRY_AGAIN = 1 };
 /* Judges a finished transfer: QG_OK with *ans (HTTP 200 with JSON);
  * TRY_AGAIN with the reason in last (connection error, timeout, 408, 429,
  * 5xx, a body that is not complete JSON); else a refusal, in h->err. */
+/* Replaces every occurrence of the API key in s by "[redacted]": a server
+ * may echo the Authorization header in an error body. */
+static void redact_key(const struct http *h, char *s, size_t cap)
+{
+    size_t kl = h->key ? strlen(h->key) : 0;
+    if (kl < 4) return;
+    for (char *p = strstr(s, h->key); p; p = strstr(p, h->key)) {
+        static const char mark[] = "[redacted]";
+        size_t at = (size_t)(p - s), tail = strlen(p + kl), ml = sizeof mark - 1;
+        if (at + ml + 1 > cap) { /* no room for the mark: cut the text here */
+            *p = '\0';
+            break;
+        }
+        if (at + ml + tail + 1 > cap) tail = cap - 1 - at - ml;
+        memmove(p + ml, p + kl, tail);
+        memcpy(p, mark, ml);
+        p[ml + tail] = '\0';
+        p += ml;
+    }
+}
+
 static int judge(struct http *h, const char *url, CURLcode cc, long code, const struct reply *r,
                  cJSON **ans, char *last, size_t lastlen)
 {
@@ -190,6 +212,7 @@ static int judge(struct http *h, const char *url, CURLcode cc, long code, const 
     const cJSON *e = cJSON_GetObjectItem(j, "error"), *em = cJSON_GetObjectItem(e, "message");
     const char *m = cJSON_IsString(em) ? em->valuestring : cJSON_IsString(e) ? e->valuestring : "";
     snprintf(last, lastlen, "HTTP %ld%s%.300s", code, *m ? ": " : "", m);
+    redact_key(h, last, lastlen);
     cJSON_Delete(j);
     if (code == 408 || code == 429 || code >= 500) return TRY_AGAIN;
     int rc = code == 401 || code == 403 ? QG_ERR_UNAVAILABLE : QG_ERR_DATA;
@@ -236,6 +259,8 @@ static void http_close(void *impl)
     for (int i = 0; i < h->n_idle; i++)
         curl_easy_cleanup(h->idle[i]);
     curl_slist_free_all(h->headers);
+    if (h->key) memset(h->key, 0, strlen(h->key));
+    free(h->key);
     tok_free(h->tok);
     for (int i = 0; i < h->n_pieces; i++)
         free(h->pieces[i].text);
@@ -1063,6 +1088,8 @@ static int api_key(const struct http *h, const char *keyvar, const char **key, c
 /* The curl handles and the options every request shares. */
 static int open_curl(struct http *h, const char *key, char *err, size_t errlen)
 {
+    if (key && *key && !(h->key = qg_strdup(key)))
+        return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
     if (!(h->curl = curl_easy_init()) || !(h->multi = curl_multi_init()))
         return qg_errf(err, errlen, QG_ERR_NOMEM, "cannot start libcurl");
     curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)h->concurrency);
