@@ -245,6 +245,16 @@ static int migrate(struct store *s, const struct store_params *p, int64_t from)
         snprintf(what, sizeof what, "migrating the schema to version %d", v + 1);
         snprintf(set, sizeof set, "PRAGMA user_version=%d", v + 1);
         int rc = exec(s, "BEGIN IMMEDIATE", what);
+        /* another qgate may have migrated while this one waited for the
+         * write lock: re-read the version inside the transaction */
+        int64_t now = 0;
+        if (!rc) rc = pragma_int(s, "PRAGMA user_version", &now);
+        if (!rc && now > v) {
+            rc = exec(s, "COMMIT", what);
+            if (rc) return rc;
+            v = (int)now - 1;
+            continue;
+        }
         if (!rc) rc = exec(s, sql, what);
         if (!rc && v == 0) {
             char app[64];
@@ -334,9 +344,13 @@ static int open_db(struct store *s, const struct store_params *p)
         s->version = (int)version;
         return QG_OK;
     }
-    if ((rc = exec(s, "PRAGMA journal_mode=WAL", "enabling WAL")) ||
-        (rc = exec(s, "PRAGMA synchronous=NORMAL", "setting synchronous")))
-        return rc;
+    /* switching to WAL needs a moment alone with the file: another qgate
+     * creating it at the same time can hold it briefly */
+    for (int tries = 0; (rc = exec(s, "PRAGMA journal_mode=WAL", "enabling WAL")) && tries < 200 &&
+                        (sqlite3_extended_errcode(s->db) & 0xff) == SQLITE_BUSY;
+         tries++)
+        usleep(20000);
+    if (rc || (rc = exec(s, "PRAGMA synchronous=NORMAL", "setting synchronous"))) return rc;
     return migrate(s, p, version);
 }
 

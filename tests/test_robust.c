@@ -332,9 +332,12 @@ TEST(robust_sigint_marks_run_interrupted)
     int st;
     waitpid(pid, &st, 0);
     char msg[4096] = "";
-    ssize_t n = read(errfd[0], msg, sizeof msg - 1);
+    size_t got = 0;
+    ssize_t n;
+    while ((n = read(errfd[0], msg + got, sizeof msg - 1 - got)) > 0)
+        got += (size_t)n;
     close(errfd[0]);
-    msg[n > 0 ? n : 0] = '\0';
+    msg[got] = '\0';
     ASSERT(WIFEXITED(st));
     if (WEXITSTATUS(st) == 0) SKIP("the run finished before the signal (a very fast machine)");
     ASSERT_EQ(WEXITSTATUS(st), 130);
@@ -408,5 +411,45 @@ TEST(robust_api_key_redacted_from_server_errors)
     ASSERT_CONTAINS(o.err, "rejected header: Authorization: Bearer [redacted]");
     if (strstr(o.err, key) || strstr(o.out, key)) T_FAIL_("the key was printed:\n%s", o.err);
     t_out_free(&o);
+    return 0;
+}
+
+TEST(robust_two_processes_create_one_database)
+{
+    /* two qgate processes creating the same new database at once: both
+     * migrate safely (one waits, re-reads the version and skips) */
+    for (int k = 0; k < 10; k++) {
+        char db[64], *errs[2];
+        snprintf(db, sizeof db, "new%d.db", k);
+        pid_t pid[2];
+        int fds[2][2];
+        for (int i = 0; i < 2; i++) {
+            ASSERT_OK(pipe(fds[i]));
+            pid[i] = fork();
+            if (pid[i] == 0) {
+                dup2(fds[i][1], 2);
+                close(fds[i][0]);
+                execl(QG_BINARY, "qgate", "compare", "--baseline", "a", "--candidate", "b", "--db",
+                      t_path(db), (char *)NULL);
+                _exit(127);
+            }
+            close(fds[i][1]);
+        }
+        for (int i = 0; i < 2; i++) {
+            int st;
+            char buf[2048];
+            size_t got = 0;
+            ssize_t n;
+            while ((n = read(fds[i][0], buf + got, sizeof buf - 1 - got)) > 0)
+                got += (size_t)n; /* to the end: a closed pipe would kill the writer */
+            buf[got] = '\0';
+            close(fds[i][0]);
+            waitpid(pid[i], &st, 0);
+            errs[i] = buf;
+            /* an empty new database: "no runs" (66), never a failed migration (70) */
+            if (!WIFEXITED(st) || WEXITSTATUS(st) != 66 || strstr(errs[i], "migrating"))
+                T_FAIL_("try %d, process %d: exit %d: %s", k, i, WEXITSTATUS(st), errs[i]);
+        }
+    }
     return 0;
 }
