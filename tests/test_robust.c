@@ -9,6 +9,8 @@
 #include "harness/store.h"
 #include "tests/test.h"
 
+#include <cjson/cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -450,6 +452,104 @@ TEST(robust_two_processes_create_one_database)
             if (!WIFEXITED(st) || WEXITSTATUS(st) != 66 || strstr(errs[i], "migrating"))
                 T_FAIL_("try %d, process %d: exit %d: %s", k, i, WEXITSTATUS(st), errs[i]);
         }
+    }
+    return 0;
+}
+
+/* A loopback server that serves one model and answers completions with
+ * the given log-prob for every prompt token after the first (the count
+ * right, the number impossible), or a 200 with an error body when lp is
+ * NAN. */
+static pid_t bad_numbers_server(double lp, int *port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof a;
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) || listen(fd, 8) ||
+        getsockname(fd, (struct sockaddr *)&a, &al))
+        return -1;
+    *port = ntohs(a.sin_port);
+    pid_t pid = fork();
+    if (pid != 0) {
+        close(fd);
+        return pid;
+    }
+    for (int k = 0; k < 50; k++) {
+        int c = accept(fd, NULL, NULL);
+        if (c < 0) _exit(0);
+        char req[65536];
+        size_t got = 0;
+        ssize_t n;
+        char *body = NULL;
+        while (got < sizeof req - 1 && (n = read(c, req + got, sizeof req - 1 - got)) > 0) {
+            got += (size_t)n;
+            req[got] = '\0';
+            char *h = strstr(req, "\r\n\r\n"), *cl = strstr(req, "Content-Length: ");
+            if (h && (!cl || got >= (size_t)(h + 4 - req) + strtoul(cl + 16, NULL, 10))) {
+                body = h + 4;
+                break;
+            }
+        }
+        struct sbuf out;
+        sbuf_init(&out, 0);
+        int status = 200;
+        if (!strncmp(req, "GET /v1/models", 14)) {
+            sbuf_printf(&out, "{\"data\":[{\"id\":\"m\"}]}");
+        } else if (strstr(req, "POST /v1/completions") && body) {
+            cJSON *j = cJSON_Parse(body);
+            int np = cJSON_GetArraySize(cJSON_GetObjectItem(j, "prompt"));
+            cJSON_Delete(j);
+            if (isnan(lp)) {
+                sbuf_printf(&out, "{\"error\":{\"message\":\"model m is still loading\"}}");
+            } else {
+                sbuf_printf(&out,
+                            "{\"choices\":[{\"text\":\"\",\"logprobs\":{\"token_logprobs\":[null");
+                for (int i = 1; i < np; i++)
+                    sbuf_printf(&out, ",%.17g", i == 1 ? lp : -1.0);
+                sbuf_printf(&out, "]}}]}");
+            }
+        } else {
+            status = 404;
+            sbuf_printf(&out, "{\"error\":{\"message\":\"no such endpoint\"}}");
+        }
+        char head[256];
+        int hl = snprintf(head, sizeof head,
+                          "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: "
+                          "%zu\r\nConnection: close\r\n\r\n",
+                          status, out.len);
+        if (write(c, head, (size_t)hl) < 0 || write(c, out.data, out.len) < 0) _exit(1);
+        sbuf_release(&out);
+        close(c);
+    }
+    _exit(0);
+}
+
+TEST(robust_impossible_remote_numbers_refused)
+{
+    ASSERT_OK(synth("tok.gguf", GGML_F32)); /* a local tokenizer for the spec */
+    static const struct {
+        double lp;
+        const char *want;
+    } cases[] = {{-1e308, "which no probability has"},
+                 {7.0, "which no probability has"},
+                 {NAN, "the server answered 200 with an error: model m is still loading"}};
+    for (int k = 0; k < 3; k++) {
+        int port;
+        pid_t srv = bad_numbers_server(cases[k].lp, &port);
+        ASSERT(srv > 0);
+        char spec[4400];
+        snprintf(spec, sizeof spec, "http://127.0.0.1:%d/v1?model=m&retries=0&tokenizer=%s", port,
+                 t_path("tok.gguf"));
+        ASSERT_OK(write_text("t.txt", "the girl saw the big red ball and the dog was happy"));
+        struct t_out o;
+        int rc = t_qgate(&o, "ppl", spec, "--text", t_path("t.txt"), "--ctx", "8", NULL);
+        kill(srv, SIGKILL);
+        waitpid(srv, NULL, 0);
+        ASSERT_OK(rc);
+        if (o.code == 0) T_FAIL_("case %d scored: %s", k, o.out);
+        ASSERT_CONTAINS(o.err, cases[k].want);
+        t_out_free(&o);
     }
     return 0;
 }

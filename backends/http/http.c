@@ -167,6 +167,15 @@ enum { TRY_AGAIN = 1 };
 /* Judges a finished transfer: QG_OK with *ans (HTTP 200 with JSON);
  * TRY_AGAIN with the reason in last (connection error, timeout, 408, 429,
  * 5xx, a body that is not complete JSON); else a refusal, in h->err. */
+/* The lowest log-prob qgate accepts from a server (nats): below it (or
+ * above 0, or not finite) the number is impossible, not a rare token. */
+#define HTTP_LOGPROB_FLOOR (-1e4)
+
+static int sane_logprob(double v)
+{
+    return isfinite(v) && v <= 0 && v >= HTTP_LOGPROB_FLOOR;
+}
+
 /* Replaces every occurrence of the API key in s by "[redacted]": a server
  * may echo the Authorization header in an error body. */
 static void redact_key(const struct http *h, char *s, size_t cap)
@@ -420,9 +429,10 @@ static int parse_plp(struct http *h, const char *url, const cJSON *plp,
                            "prompts, so it cannot run "
                            "log-likelihood tasks",
                            url, i);
-        if (!cJSON_IsNumber(v) || !(v->valuedouble <= 0))
+        if (!cJSON_IsNumber(v) || !sane_logprob(v->valuedouble))
             return qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
-                           "%s: prompt_logprobs[%d] has no log-prob for the token sent (id %s)",
+                           "%s: prompt_logprobs[%d] has no possible log-prob for the token sent "
+                           "(id %s)",
                            url, i, key);
         r->logprob[i - r->from] = v->valuedouble;
         if (r->top_k > 0) {
@@ -436,9 +446,13 @@ static int parse_plp(struct http *h, const char *url, const cJSON *plp,
                 const cJSON *ev = plp_value(e);
                 char *end;
                 long id = e->string ? strtol(e->string, &end, 10) : -1;
-                if (!e->string || *end || id < 0 || id >= 2147483647L || !cJSON_IsNumber(ev) ||
-                    !(ev->valuedouble <= 0))
-                    continue;
+                if (!e->string || *end || id < 0 ||
+                    (h->n_vocab > 0 ? id >= h->n_vocab : id >= 2147483647L) ||
+                    !cJSON_IsNumber(ev) || !sane_logprob(ev->valuedouble))
+                    return qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
+                                   "%s: prompt_logprobs[%d] lists an impossible entry (%s: %g)",
+                                   url, i, e->string ? e->string : "?",
+                                   cJSON_IsNumber(ev) ? ev->valuedouble : NAN);
                 /* the token sent is listed even when outside the top-K; as
                  * the least likely entry it falls off the list */
                 top_insert(ids_out, lp_out, r->top_k, (int32_t)id, lp_float(ev->valuedouble));
@@ -529,10 +543,18 @@ static int parse_top_k(struct http *h, const char *url, const cJSON *lpo,
             cJSON_ArrayForEach(pr, pairs)
             {
                 const cJSON *pid = cJSON_GetArrayItem(pr, 0), *plp = cJSON_GetArrayItem(pr, 1);
-                if (k == r->top_k || !cJSON_IsNumber(pid) || !cJSON_IsNumber(plp) ||
-                    !(plp->valuedouble <= 0) || pid->valuedouble < 0 ||
-                    pid->valuedouble >= 2147483647.0 || (k && plp->valuedouble > lp_out[k - 1]))
-                    break; /* at most top_k, most likely first */
+                if (k == r->top_k) break; /* at most top_k, most likely first */
+                if (!cJSON_IsNumber(pid) || !cJSON_IsNumber(plp) ||
+                    !sane_logprob(plp->valuedouble) || pid->valuedouble < 0 ||
+                    pid->valuedouble != floor(pid->valuedouble) ||
+                    (h->n_vocab > 0 ? pid->valuedouble >= h->n_vocab
+                                    : pid->valuedouble >= 2147483647.0) ||
+                    (k && plp->valuedouble > lp_out[k - 1]))
+                    return qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
+                                   "%s: top token %d of prompt token %d is impossible (id %g, "
+                                   "log-prob %g; vocabulary %d, most likely first)",
+                                   url, k, i, cJSON_IsNumber(pid) ? pid->valuedouble : -1.0,
+                                   cJSON_IsNumber(plp) ? plp->valuedouble : NAN, h->n_vocab);
                 ids_out[k] = (int32_t)pid->valuedouble, lp_out[k] = lp_float(plp->valuedouble), k++;
             }
             continue;
@@ -566,6 +588,18 @@ static int parse_top_k(struct http *h, const char *url, const cJSON *lpo,
 static int parse_score(struct http *h, const char *url, const cJSON *ans,
                        const struct backend_score *r)
 {
+    const cJSON *e = cJSON_GetObjectItem(ans, "error");
+    if (e) { /* an error body with status 200: say what the server said */
+        const cJSON *em = cJSON_GetObjectItem(e, "message");
+        char m[320];
+        snprintf(m, sizeof m, "%.300s",
+                 cJSON_IsString(em)  ? em->valuestring
+                 : cJSON_IsString(e) ? e->valuestring
+                                     : "?");
+        redact_key(h, m, sizeof m);
+        return qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
+                       "%s: the server answered 200 with an error: %s", url, m);
+    }
     const int32_t *ids = r->tokens;
     int n = r->n_tokens, from = r->from, rc = QG_OK;
     const cJSON *ch0 = cJSON_GetArrayItem(cJSON_GetObjectItem(ans, "choices"), 0);
@@ -593,7 +627,12 @@ static int parse_score(struct http *h, const char *url, const cJSON *ans,
     rc = check_prompt_ids(h, url, lpo, tid, ids, n);
     for (int i = from; i < n && !rc; i++) {
         const cJSON *v = cursor_get(&c_tl, i);
-        if (!cJSON_IsNumber(v) || !(v->valuedouble <= 0))
+        if (cJSON_IsNumber(v) && !sane_logprob(v->valuedouble))
+            rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
+                         "%s: the server's log-prob for prompt token %d is %g, which no "
+                         "probability has: refusing its numbers",
+                         url, i, v->valuedouble);
+        else if (!cJSON_IsNumber(v))
             rc = qg_errf(h->err, sizeof h->err, QG_ERR_UNSUPPORTED,
                          "%s: no log-prob for prompt token %d: this endpoint cannot score prompts, "
                          "so it cannot run "
