@@ -359,7 +359,8 @@ TEST(http_response_cache)
     t_out_free(&o);
     serve_counts(v.s, &n1, NULL);
     /* the same run again: every scoring answer comes from the store; only
-     * the model list and the tokenizer check reach the server */
+     * the model list, the tokenizer check and the live fingerprint probe
+     * reach the server */
     ASSERT_OK(run_http_only(v.port, db, NULL, &o));
     ASSERT_EQ(o.code, 0);
     t_out_free(&o);
@@ -367,7 +368,7 @@ TEST(http_response_cache)
     printf("first run %lld requests, repeated run %lld\n", (long long)(n1 - n0),
            (long long)(n2 - n1));
     ASSERT(n1 - n0 > 50);
-    ASSERT_EQ(n2 - n1, 2);
+    ASSERT_EQ(n2 - n1, 3);
     /* --no-cache asks the server again */
     ASSERT_OK(run_http_only(v.port, db, "--no-cache", &o));
     ASSERT_EQ(o.code, 0);
@@ -994,5 +995,57 @@ TEST(serve_command_starts_and_stops_cleanly)
     ASSERT_CONTAINS(text, "stopping on signal 15 after 2 requests");
     ASSERT(!strstr(text, SECRET));
     free(text);
+    return 0;
+}
+
+TEST(http_cache_redeployed_server)
+{
+    /* the same address and model id, redeployed with another model: the
+     * cache must not answer for it (it did: PPL 4.2706 instead of 4.5800) */
+    struct synth_params p = synth_default_params();
+    char err[QG_ERRMSG_MAX];
+    ASSERT_OK(synth_write(&p, t_path("m.gguf"), err, sizeof err));
+    p.wtype = GGML_Q4_0;
+    ASSERT_OK(synth_write(&p, t_path("q.gguf"), err, sizeof err));
+    ASSERT_OK(write_suite());
+    struct srv v;
+    ASSERT_OK(srv_start_model(&v, "m.gguf", NULL, NULL));
+    int port = v.port;
+    char db[4200];
+    snprintf(db, sizeof db, "%s", t_path("c.db"));
+    struct t_out o;
+    ASSERT_OK(run_http_only(port, db, NULL, &o));
+    ASSERT_EQ(o.code, 0);
+    t_out_free(&o);
+    srv_stop(&v);
+    /* the other model on the same port */
+    struct backend_open_params bp = {0};
+    ASSERT_OK(backend_open(t_path("q.gguf"), &bp, &v.b, err, sizeof err));
+    struct serve_params sp = {.model_id = "tiny", .port = port, .max_body = 1 << 20};
+    ASSERT_OK(serve_start(&v.b, 1, &sp, &v.s, &v.port, err, sizeof err));
+    ASSERT_EQ(v.port, port);
+    int64_t n0, n1;
+    serve_counts(v.s, &n0, NULL);
+    ASSERT_OK(run_http_only(port, db, NULL, &o));
+    ASSERT_EQ(o.code, 0);
+    ASSERT_CONTAINS(o.err, "answers differently from the last run");
+    t_out_free(&o);
+    serve_counts(v.s, &n1, NULL);
+    ASSERT(n1 - n0 > 50); /* scored by the server, not the cache */
+    srv_stop(&v);
+    /* the two runs' perplexities differ, as the two models do */
+    sqlite3 *h;
+    ASSERT_EQ(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    ASSERT_EQ(sqlite3_prepare_v2(h,
+                                 "SELECT count(DISTINCT printf('%.17g', total)) FROM (SELECT "
+                                 "t.run_id, sum(i.nll) AS total "
+                                 "FROM items i JOIN trials t ON t.id=i.trial_id GROUP BY t.run_id)",
+                                 -1, &st, NULL),
+              SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+    ASSERT_EQ(sqlite3_column_int(st, 0), 2);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
     return 0;
 }

@@ -83,9 +83,11 @@ struct http {
     int chat;                   /* generate through /chat/completions */
     struct backend_cache cache; /* .get NULL: none */
     struct curl_slist *headers;
-    char *key;       /* the API key, only to redact it from what a server echoes; zeroed at close */
-    char base[1024]; /* ...../v1 */
-    char root[1024]; /* base without /v1, for /tokenize */
+    char *key; /* the API key, only to redact it from what a server echoes; zeroed at close */
+    char fp[HASH_HEX_LEN + 1]; /* the server's fingerprint: model list + live probe log-probs */
+    char *models_json;         /* the model list as answered at open (for the fingerprint) */
+    char base[1024];           /* ...../v1 */
+    char root[1024];           /* base without /v1, for /tokenize */
     char model[256];
     struct tokenizer *tok; /* NULL: the server tokenizes */
     /* the server's tokenizer: vocabulary size (0: unknown), specials, and
@@ -270,6 +272,7 @@ static void http_close(void *impl)
     curl_slist_free_all(h->headers);
     if (h->key) memset(h->key, 0, strlen(h->key));
     free(h->key);
+    free(h->models_json);
     tok_free(h->tok);
     for (int i = 0; i < h->n_pieces; i++)
         free(h->pieces[i].text);
@@ -666,7 +669,7 @@ static void cache_key(const struct http *h, const char *url, const char *body,
 {
     struct sbuf k;
     sbuf_init(&k, (size_t)1 << 30);
-    sbuf_printf(&k, "qgate-http/1\n%s\n%s\n%s", url, h->model, body);
+    sbuf_printf(&k, "qgate-http/2\n%s\n%s\n%s\n%s", url, h->model, h->fp, body);
     hash_sha256_mem(k.data, k.len, key);
     sbuf_release(&k);
 }
@@ -1195,6 +1198,7 @@ static int probe_models(struct http *h, const char *tokpath, char *err, size_t e
         if (cJSON_IsString(id) && (!*h->model ? n == 1 : !strcmp(id->valuestring, h->model)))
             found = m;
     }
+    h->models_json = cJSON_PrintUnformatted(r);
     if (!*h->model && n != 1)
         rc = qg_errf(err, errlen, QG_ERR_USAGE, "%s serves %d models: name one with ?model=ID",
                      h->base, n);
@@ -1286,6 +1290,33 @@ static int check_tokenizer(struct http *h, const char *tokpath, int32_t **ids, i
     return rc;
 }
 
+/* The server's fingerprint: its model list and the log-probs it gives the
+ * probe sample now. Cache keys include it, so a server redeployed with
+ * another model at the same address and id is not answered from the cache;
+ * a change against the fingerprint stored last time is said. */
+static void fingerprint(struct http *h, const double *lp, int n)
+{
+    struct sbuf b;
+    sbuf_init(&b, 1 << 24);
+    sbuf_printf(&b, "%s\n", h->models_json ? h->models_json : "");
+    for (int i = 0; lp && i < n - 1; i++)
+        sbuf_printf(&b, "%.9g,", lp[i]);
+    hash_sha256_mem(sbuf_str(&b), b.len, h->fp);
+    sbuf_release(&b);
+    if (!h->cache.get || !h->cache.put) return;
+    char key[HASH_HEX_LEN + 1], *old;
+    sbuf_init(&b, 1 << 16);
+    sbuf_printf(&b, "qgate-http-fingerprint\n%s\n%s", h->base, h->model);
+    hash_sha256_mem(sbuf_str(&b), b.len, key);
+    sbuf_release(&b);
+    if ((old = h->cache.get(h->cache.ud, key)) && strcmp(old, h->fp))
+        qg_warn("%s (model '%s') answers differently from the last run that used this database: "
+                "its cached answers are not used",
+                h->base, h->model);
+    free(old);
+    h->cache.put(h->cache.ud, key, h->base, h->model, h->fp);
+}
+
 /* Scoring works: token ids with echo (max_tokens 0, else 1), ids with
  * vLLM's prompt_logprobs, then text prompts with echo (a server that takes
  * no ids; each answer is checked against the ids meant). The first that
@@ -1300,6 +1331,8 @@ static int probe_scoring(struct http *h, const int32_t *ids, int64_t n_ids, char
     static const struct {
         int text, max1, plp;
     } tries[] = {{0, 0, 0}, {0, 1, 0}, {0, 1, 1}, {1, 0, 0}, {1, 1, 0}};
+    struct backend_cache cache = h->cache; /* the probe asks the live server */
+    memset(&h->cache, 0, sizeof h->cache);
     char first[QG_ERRMSG_MAX] = "", unsup[QG_ERRMSG_MAX] = "";
     int src = QG_ERR_DATA, first_rc = QG_OK;
     if (n < 2)
@@ -1319,7 +1352,9 @@ static int probe_scoring(struct http *h, const int32_t *ids, int64_t n_ids, char
         else
             src = first_rc, snprintf(h->err, sizeof h->err, "%s", first);
     }
+    h->cache = cache;
     h->can_score = src == QG_OK;
+    fingerprint(h, src == QG_OK ? lp : NULL, n);
     return src && src != QG_ERR_UNSUPPORTED ? qg_errf(err, errlen, src, "%s", h->err) : QG_OK;
 }
 
