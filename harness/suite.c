@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 struct ctx {
     const char *file;
@@ -372,6 +373,11 @@ static int load_task(struct ctx *c, int i, const cJSON *o, const char *dir, int 
         !cJSON_GetObjectItemCaseSensitive(o, "fewshot"))
         t->fewshot = 8; /* the chain-of-thought 8-shot prompt when a train split is given */
     if (t->kind == TASK_PERPLEXITY) {
+        struct stat st;
+        const struct task_file *f = task_config_file(t, "data");
+        if (f && stat(f->path, &st) == 0 && !S_ISREG(st.st_mode))
+            return fail_task(c, i, name, "perplexity data %s must be a file (a text to score)",
+                             f->path);
         if ((rc = load_perplexity(c, i, name, t, o))) return rc;
     } else if (t->kind == TASK_CUSTOM) {
         if ((rc = load_custom(c, i, t, o))) return rc;

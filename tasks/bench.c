@@ -497,6 +497,20 @@ static int load_piqa(const struct bench_source *src, struct vec *v, char *err, s
         }
         cJSON_Delete(o);
     }
+    if (rc == 0 &&
+        (src->limit <= 0 ||
+         v->n < src->limit)) { /* every item read: a label left over means the files do not pair */
+        const char *ls;
+        size_t ll;
+        int more;
+        while ((more = lines_next(lab, &ls, &ll)) == 1 && ll == 0)
+            ;
+        if (more == 1)
+            rc =
+                lines_fail(lab, "more labels than items (%s has %lld)", src->data, (long long)v->n);
+        else if (more < 0)
+            rc = more;
+    }
     if (rc < 0)
         qg_errf(err, errlen, rc, "%s", *lines_errmsg(lab) ? lines_errmsg(lab) : lines_errmsg(l));
     lines_close(l);

@@ -553,3 +553,39 @@ TEST(robust_impossible_remote_numbers_refused)
     }
     return 0;
 }
+
+TEST(robust_piqa_extra_labels_refused)
+{
+    ASSERT_OK(write_text("p.jsonl",
+                         "{\"goal\":\"open a jar\",\"sol1\":\"twist\",\"sol2\":\"smash\"}\n"
+                         "{\"goal\":\"dry a cup\",\"sol1\":\"towel\",\"sol2\":\"oven\"}\n"));
+    ASSERT_OK(write_text("p.lst", "0\n0\n1\n"));
+    char h1[65], h2[65], err[QG_ERRMSG_MAX], suite[2048];
+    ASSERT_OK(hash_sha256_file(t_path("p.jsonl"), h1, err, sizeof err));
+    ASSERT_OK(hash_sha256_file(t_path("p.lst"), h2, err, sizeof err));
+    snprintf(
+        suite, sizeof suite,
+        "{\"name\":\"s\",\"tasks\":[{\"name\":\"piqa\",\"benchmark\":\"piqa\",\"data\":{\"data\":"
+        "\"p.jsonl\",\"labels\":\"p.lst\"},\"sha256\":{\"data\":\"%s\",\"labels\":\"%s\"}}]}",
+        h1, h2);
+    ASSERT_OK(write_text("suite.json", suite));
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "suite", "check", t_path("suite.json"), NULL));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "p.lst:3: more labels than items");
+    t_out_free(&o);
+    /* a directory as perplexity data: refused by suite check, as run would */
+    ASSERT_OK(mkdir(t_path("texts"), 0755));
+    ASSERT_OK(write_text("texts/a.txt", "the girl saw the ball"));
+    ASSERT_OK(hash_sha256_path(t_path("texts"), h1, err, sizeof err));
+    snprintf(suite, sizeof suite,
+             "{\"name\":\"s\",\"tasks\":[{\"name\":\"ppl\",\"kind\":\"perplexity\",\"data\":"
+             "\"texts\",\"sha256\":\"%s\"}]}",
+             h1);
+    ASSERT_OK(write_text("suite.json", suite));
+    ASSERT_OK(t_qgate(&o, "suite", "check", t_path("suite.json"), NULL));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "must be a file");
+    t_out_free(&o);
+    return 0;
+}
