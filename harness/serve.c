@@ -718,10 +718,14 @@ static enum MHD_Result models(struct server *s, struct MHD_Connection *c)
 static int authorized(struct server *s, struct MHD_Connection *c)
 {
     if (!s->api_key) return 1;
-    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-    if (!h || strncmp(h, "Bearer ", 7)) return 0;
+    const char *h = NULL;
+    size_t hl = 0; /* the value's real length: "Bearer KEY\0junk" is not KEY */
+    if (MHD_lookup_connection_value_n(c, MHD_HEADER_KIND, "Authorization", 13, &h, &hl) !=
+            MHD_YES ||
+        !h || hl < 7 || strncmp(h, "Bearer ", 7))
+        return 0;
     /* compare without an early exit on the first differing byte */
-    size_t a = strlen(h + 7), b = strlen(s->api_key);
+    size_t a = hl - 7, b = strlen(s->api_key);
     unsigned diff = a != b;
     for (size_t i = 0; i < a && i < b; i++)
         diff |= (unsigned char)(h[7 + i] ^ s->api_key[i]);
@@ -791,6 +795,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     struct server *s = cls;
     struct conn *k = *con_cls;
     if (!k) {
+        /* the key before the body: a keyless client's upload is never read */
+        if (!authorized(s, c)) {
+            pthread_mutex_lock(&s->lock);
+            s->requests++;
+            pthread_mutex_unlock(&s->lock);
+            return send_error(c, 401, "authentication_error",
+                              "missing or wrong API key (Authorization: Bearer ...)");
+        }
         k = calloc(1, sizeof *k);
         if (!k) return MHD_NO;
         sbuf_init(&k->body, s->max_body);
@@ -919,11 +931,16 @@ int serve_start(struct backend *b, int n_backends, const struct serve_params *p,
     if (!rc && inet_pton(AF_INET, host, &sin.sin_addr) != 1)
         rc = qg_errf(err, errlen, QG_ERR_USAGE, "--host '%s' is not an IPv4 address", host);
     if (!rc) {
-        s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, (uint16_t)p->port, NULL, NULL,
-                                handle, s, MHD_OPTION_SOCK_ADDR, &sin, MHD_OPTION_THREAD_POOL_SIZE,
-                                (unsigned)(p->threads > 0 ? p->threads : 4),
-                                MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-                                MHD_OPTION_CONNECTION_TIMEOUT, 300u, MHD_OPTION_END);
+        s->d = MHD_start_daemon(
+            MHD_USE_INTERNAL_POLLING_THREAD, (uint16_t)p->port, NULL, NULL, handle, s,
+            MHD_OPTION_SOCK_ADDR, &sin, MHD_OPTION_THREAD_POOL_SIZE,
+            (unsigned)(p->threads > 0 ? p->threads : 4), MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+            MHD_OPTION_CONNECTION_TIMEOUT, 300u,
+            /* bounded: an exposed server cannot be held open by idle or
+             * slow clients (per address, and in all) */
+            MHD_OPTION_CONNECTION_LIMIT, 1024u, MHD_OPTION_PER_IP_CONNECTION_LIMIT, 256u,
+            /* strict HTTP: a NUL or a bare CR in a header is a 400 */
+            MHD_OPTION_STRICT_FOR_CLIENT, 1, MHD_OPTION_END);
         if (!s->d)
             rc = qg_errf(err, errlen, QG_ERR_UNAVAILABLE,
                          "cannot listen on %s:%d (in use, or not allowed)", host, p->port);

@@ -23,6 +23,10 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 
 #define SECRET "qgate-test-secret-7f3a9c"
 
@@ -1047,5 +1051,47 @@ TEST(http_cache_redeployed_server)
     ASSERT_EQ(sqlite3_column_int(st, 0), 2);
     sqlite3_finalize(st);
     sqlite3_close(h);
+    return 0;
+}
+
+/* Sends raw bytes to the server and reads its answer's status line. */
+static int raw_request(int port, const char *req, size_t n, char *status, size_t cap)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct timeval tv = {.tv_sec = 5};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) || write(fd, req, n) != (ssize_t)n) {
+        close(fd);
+        return -1;
+    }
+    ssize_t got = read(fd, status, cap - 1);
+    close(fd);
+    status[got > 0 ? got : 0] = '\0';
+    char *eol = strstr(status, "\r\n");
+    if (eol) *eol = '\0';
+    return got > 0 ? 0 : -1;
+}
+
+TEST(serve_key_checked_before_the_body)
+{
+    ASSERT_OK(synth_model("m.gguf"));
+    struct srv v;
+    ASSERT_OK(srv_start(&v, NULL, "sk-serve-key"));
+    char st[512];
+    /* a keyless upload announcing 15 MiB: refused at once, its body never read */
+    static const char big[] = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                              "application/json\r\nContent-Length: 15728640\r\n\r\n{\"prompt\":";
+    double t0 = qg_now_s();
+    ASSERT_OK(raw_request(v.port, big, sizeof big - 1, st, sizeof st));
+    ASSERT_CONTAINS(st, "401");
+    ASSERT(qg_now_s() - t0 < 3);
+    static const char ok[] =
+        "GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-serve-key\r\n\r\n";
+    ASSERT_OK(raw_request(v.port, ok, sizeof ok - 1, st, sizeof st));
+    ASSERT_CONTAINS(st, "200");
+    srv_stop(&v);
     return 0;
 }
