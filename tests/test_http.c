@@ -347,6 +347,26 @@ static int run_http_only(int port, const char *db, const char *flag, struct t_ou
                    NULL);
 }
 
+/* How many different summed NLLs the runs of the database hold (-1 on error). */
+static int distinct_run_totals(const char *db)
+{
+    sqlite3 *h;
+    sqlite3_stmt *st = NULL;
+    int n = -1;
+    if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(
+            h,
+            "SELECT count(DISTINCT printf('%.17g', total)) FROM (SELECT t.run_id, "
+            "sum(i.nll) AS total FROM items i JOIN trials t ON t.id=i.trial_id GROUP "
+            "BY t.run_id)",
+            -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return n;
+}
+
 TEST(http_response_cache)
 {
     ASSERT_OK(synth_model("m.gguf"));
@@ -381,19 +401,7 @@ TEST(http_response_cache)
     ASSERT(n3 - n2 >= n1 - n0); /* more: the first run already reused answers to repeated windows */
     srv_stop(&v);
     /* and all three runs stored the same rows */
-    sqlite3 *h;
-    ASSERT_EQ(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    sqlite3_stmt *st;
-    ASSERT_EQ(sqlite3_prepare_v2(h,
-                                 "SELECT count(DISTINCT printf('%.17g', total)) FROM (SELECT "
-                                 "t.run_id, sum(i.nll) AS total "
-                                 "FROM items i JOIN trials t ON t.id=i.trial_id GROUP BY t.run_id)",
-                                 -1, &st, NULL),
-              SQLITE_OK);
-    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
-    ASSERT_EQ(sqlite3_column_int(st, 0), 1);
-    sqlite3_finalize(st);
-    sqlite3_close(h);
+    ASSERT_EQ(distinct_run_totals(db), 1);
     return 0;
 }
 
@@ -1038,19 +1046,7 @@ TEST(http_cache_redeployed_server)
     ASSERT(n1 - n0 > 50); /* scored by the server, not the cache */
     srv_stop(&v);
     /* the two runs' perplexities differ, as the two models do */
-    sqlite3 *h;
-    ASSERT_EQ(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    sqlite3_stmt *st;
-    ASSERT_EQ(sqlite3_prepare_v2(h,
-                                 "SELECT count(DISTINCT printf('%.17g', total)) FROM (SELECT "
-                                 "t.run_id, sum(i.nll) AS total "
-                                 "FROM items i JOIN trials t ON t.id=i.trial_id GROUP BY t.run_id)",
-                                 -1, &st, NULL),
-              SQLITE_OK);
-    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
-    ASSERT_EQ(sqlite3_column_int(st, 0), 2);
-    sqlite3_finalize(st);
-    sqlite3_close(h);
+    ASSERT_EQ(distinct_run_totals(db), 2);
     return 0;
 }
 

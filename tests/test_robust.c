@@ -355,24 +355,33 @@ TEST(robust_sigint_marks_run_interrupted)
     return 0;
 }
 
+/* A listening socket on 127.0.0.1 (any free port, in *port) and a child
+ * process to serve it: returns 0 in the child (with *fd), the child's pid
+ * in the parent, -1 on failure. */
+static pid_t fork_loopback_server(int *port, int *fd)
+{
+    int one = 1;
+    *fd = socket(AF_INET, SOCK_STREAM, 0);
+    setsockopt(*fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof a;
+    if (bind(*fd, (struct sockaddr *)&a, sizeof a) || listen(*fd, 8) ||
+        getsockname(*fd, (struct sockaddr *)&a, &al))
+        return -1;
+    *port = ntohs(a.sin_port);
+    pid_t pid = fork();
+    if (pid != 0) close(*fd);
+    return pid;
+}
+
 /* A loopback server that answers every request with HTTP 400 and an error
  * message echoing the request's Authorization header (as some proxies do).
  * Returns its pid; *port is where it listens. */
 static pid_t echo_auth_server(int *port)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t al = sizeof a;
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) || listen(fd, 8) ||
-        getsockname(fd, (struct sockaddr *)&a, &al))
-        return -1;
-    *port = ntohs(a.sin_port);
-    pid_t pid = fork();
-    if (pid != 0) {
-        close(fd);
-        return pid;
-    }
+    int fd;
+    pid_t pid = fork_loopback_server(port, &fd);
+    if (pid != 0) return pid;
     for (int k = 0; k < 50; k++) { /* bounded: the client retries at most a few times */
         int c = accept(fd, NULL, NULL);
         if (c < 0) _exit(0);
@@ -462,19 +471,9 @@ TEST(robust_two_processes_create_one_database)
  * NAN. */
 static pid_t bad_numbers_server(double lp, int *port)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t al = sizeof a;
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) || listen(fd, 8) ||
-        getsockname(fd, (struct sockaddr *)&a, &al))
-        return -1;
-    *port = ntohs(a.sin_port);
-    pid_t pid = fork();
-    if (pid != 0) {
-        close(fd);
-        return pid;
-    }
+    int fd;
+    pid_t pid = fork_loopback_server(port, &fd);
+    if (pid != 0) return pid;
     for (int k = 0; k < 50; k++) {
         int c = accept(fd, NULL, NULL);
         if (c < 0) _exit(0);
