@@ -23,7 +23,8 @@
     X(QG_ERR_CORRUPT, -10, "corrupt file", 65)                                                     \
     X(QG_ERR_VERSION, -11, "file made by a newer version", 65)                                     \
     X(QG_ERR_CANTCREAT, -12, "cannot create output", 73)                                           \
-    X(QG_ERR_INTERRUPTED, -13, "interrupted", 130)
+    X(QG_ERR_INTERRUPTED, -13, "interrupted", 130)                                                 \
+    X(QG_ERR_BUSY, -14, "busy, try again later", 75)
 
 enum qg_status {
 #define QG_X_ENUM(name, value, msg, code) name = value,

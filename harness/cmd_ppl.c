@@ -23,9 +23,10 @@ static const struct cli_opt opts[] = {
     CLI_OPT_END,
 };
 
-static int on_progress(void *ud, int64_t done, int64_t total)
+static int on_progress(void *ud, int64_t w, int64_t total, const struct ppl_window_stat *ws)
 {
-    progress_update(ud, done, total, "windows");
+    (void)ws;
+    progress_update(ud, w + 1, total, "windows");
     return 0;
 }
 

@@ -26,6 +26,10 @@ static const struct cli_opt opts[] = {
     {"inject-faults", 0, CLI_STR, "SPEC",
      "TESTING ONLY: KIND:RATE,... (500, 429, reset, stall, truncate, malformed)", 0},
     {"fault-seed", 0, CLI_INT, "N", "seed of the fault draws (default 1)", 0},
+    {"idle-timeout", 0, CLI_INT, "S",
+     "close a connection silent for S seconds (default 30); a request body must also arrive at "
+     "1 KiB/s or more on average after its first 10 s",
+     0},
     {"stall-ms", 0, CLI_INT, "MS", "how long a 'stall' fault waits (default 5000)", 0},
     CLI_OPT_END,
 };
@@ -39,7 +43,10 @@ static int cmd_serve(const struct cli_args *a)
                               .port = (int)port,
                               .faults = cli_str(a, "inject-faults"),
                               .fault_seed = (uint64_t)cli_int(a, "fault-seed", 1),
-                              .stall_ms = (int)cli_int(a, "stall-ms", 5000)};
+                              .stall_ms = (int)cli_int(a, "stall-ms", 5000),
+                              .idle_timeout_s = (int)cli_int(a, "idle-timeout", 30)};
+    if (sp.idle_timeout_s < 1 || sp.idle_timeout_s > 86400)
+        return cmd_usage("--idle-timeout must be 1..86400 seconds");
     if (cli_str(a, "api-key-env")) {
         sp.api_key = getenv(cli_str(a, "api-key-env"));
         if (!sp.api_key || !*sp.api_key)

@@ -26,12 +26,17 @@ struct runner {
     struct backend b[RUNNER_MAX_MODELS];
     int n_ctx[RUNNER_MAX_MODELS];
     int64_t run_id, model_ids[RUNNER_MAX_MODELS], *task_ids;
-    int64_t pending; /* rows in the open transaction */
+    /* rows computed but not yet stored: written in one short transaction
+     * when RUNNER_BATCH are ready or RUNNER_FLUSH_S have passed, so that
+     * the write lock is never held while a model computes */
+    struct store_item batch[RUNNER_BATCH];
+    int64_t pending;
+    double pending_since;
+    int store_failed; /* the last batch could not be written: store_errmsg says why */
     struct progress pg;
     int64_t rows_done, rows_total; /* total 0 when unknown */
 };
 
-/* one row into the store, committing every RUNNER_BATCH rows */
 /* Set by SIGINT/SIGTERM: the row in hand is stored, then the run stops. */
 static volatile sig_atomic_t stop_requested;
 
@@ -48,26 +53,70 @@ void runner_catch_signals(void)
     signal(SIGTERM, on_stop_signal);
 }
 
+static char *dup_or_null(const char *v)
+{
+    return v ? qg_strdup(v) : NULL;
+}
+
+static void batch_drop(struct runner *r)
+{
+    for (int64_t i = 0; i < r->pending; i++) {
+        struct store_item *it = &r->batch[i];
+        free((char *)it->prediction);
+        free((char *)it->extracted);
+        free((char *)it->output_hash);
+        free((char *)it->extra_json);
+    }
+    r->pending = 0;
+}
+
+/* The batch in one write transaction; the batch is emptied either way. */
+static int batch_write(struct runner *r)
+{
+    int rc = store_begin(r->s);
+    for (int64_t i = 0; !rc && i < r->pending; i++)
+        rc = store_item_put(r->s, &r->batch[i]);
+    if (!rc)
+        rc = store_commit(r->s);
+    else
+        store_rollback(r->s);
+    batch_drop(r);
+    r->store_failed = rc != QG_OK;
+    return rc;
+}
+
+/* one computed row: kept in the batch, which is stored when full or old */
 static int put(struct runner *r, const struct store_item *it)
 {
     int rc = QG_OK;
-    if (r->pending == 0 && (rc = store_begin(r->s))) return rc;
-    if ((rc = store_item_put(r->s, it))) return rc;
-    if (++r->pending == RUNNER_BATCH) {
-        rc = store_commit(r->s);
-        r->pending = 0;
-    }
+    struct store_item *b = &r->batch[r->pending];
+    *b = *it;
+    b->prediction = dup_or_null(it->prediction);
+    b->extracted = dup_or_null(it->extracted);
+    b->output_hash = dup_or_null(it->output_hash);
+    b->extra_json = dup_or_null(it->extra_json);
+    if (r->pending++ == 0) r->pending_since = qg_now_s();
+    if ((it->prediction && !b->prediction) || (it->extracted && !b->extracted) ||
+        (it->output_hash && !b->output_hash) || (it->extra_json && !b->extra_json))
+        return QG_ERR_NOMEM;
+    if (r->pending == RUNNER_BATCH || qg_now_s() - r->pending_since >= RUNNER_FLUSH_S)
+        rc = batch_write(r);
     progress_update(&r->pg, ++r->rows_done, r->rows_total, "rows");
     if (!rc && stop_requested) rc = QG_ERR_INTERRUPTED;
     return rc;
 }
 
+/* the rows still in the batch: stored when the trial went well or a stop
+ * was asked for (the rows done before a stop are kept for --resume),
+ * dropped when it failed */
 static int flush(struct runner *r, int ok)
 {
     if (!r->pending) return QG_OK;
-    ok |= stop_requested; /* the rows done before a stop are kept for --resume */
-    r->pending = 0;
-    return ok ? store_commit(r->s) : store_rollback(r->s);
+    if (!(ok | stop_requested)) {
+        batch_drop(r);
+        return QG_OK;
+    }
+    return batch_write(r);
 }
 
 struct row_sink {
@@ -206,13 +255,27 @@ static int trial_for(struct runner *r, int m, int t, int repeat, int64_t *id, ch
 }
 
 /* run, models and tasks rows */
-static int record_setup(struct runner *r, char *err, size_t errlen)
+/* What is stored of a model file: read before the setup transaction, so
+ * that hashing a large file holds no lock. */
+struct model_facts {
+    char sha[HASH_HEX_LEN + 1], arch[64];
+    int64_t n_params;
+    char *types_json;
+};
+
+static void model_facts_read(const char *spec, struct model_facts *f)
 {
-    if (r->p->resume > 0) return resume_setup(r, err, errlen);
+    char e2[QG_ERRMSG_MAX];
+    f->n_params = -1;
+    f->types_json = model_types(spec, &f->n_params, f->arch, sizeof f->arch);
+    if (hash_sha256_file(spec, f->sha, e2, sizeof e2)) f->sha[0] = '\0';
+}
+
+/* The run, its models and its tasks, in one transaction: a process killed
+ * during setup leaves no half-made run behind. */
+static int setup_rows(struct runner *r, const struct model_facts *mf, const char *suite_text)
+{
     const struct runner_params *p = r->p;
-    char *suite_text = NULL;
-    size_t n;
-    qg_read_file(p->suite_path, (size_t)16 << 20, &suite_text, &n, err, errlen);
     struct store_run_new rn = {.command = p->command,
                                .suite_name = r->suite->name,
                                .suite_hash = r->suite->sha256,
@@ -222,29 +285,20 @@ static int record_setup(struct runner *r, char *err, size_t errlen)
                                .shard_index = p->shard_count > 1 ? p->shard_index : 0,
                                .shard_count = p->shard_count > 1 ? p->shard_count : 1};
     int rc = store_run_create(r->s, &rn, &r->run_id);
-    free(suite_text);
     for (int i = 0; i < p->n_models && !rc; i++) {
-        char sha[HASH_HEX_LEN + 1] = "", arch[64] = "";
-        int64_t np = -1;
-        char *tj = model_types(p->specs[i], &np, arch, sizeof arch);
-        char e2[QG_ERRMSG_MAX];
-        if (hash_sha256_file(p->specs[i], sha, e2, sizeof e2)) sha[0] = '\0';
         struct store_model_new mn = {.name = p->names[i],
                                      .spec = p->specs[i],
                                      .backend = "cpu",
                                      .path = p->specs[i],
-                                     .sha256 = sha[0] ? sha : NULL,
+                                     .sha256 = mf[i].sha[0] ? mf[i].sha : NULL,
                                      .file_bytes = -1,
-                                     .n_params = np,
-                                     .arch = arch,
+                                     .n_params = mf[i].n_params,
+                                     .arch = mf[i].arch,
                                      .format = "gguf",
-                                     .types_json = tj,
+                                     .types_json = mf[i].types_json,
                                      .role = i > 0};
         rc = store_model_add(r->s, r->run_id, &mn, &r->model_ids[i]);
-        free(tj);
     }
-    r->task_ids = calloc((size_t)r->suite->n_tasks, sizeof *r->task_ids);
-    if (!r->task_ids) rc = QG_ERR_NOMEM;
     for (int t = 0; t < r->suite->n_tasks && !rc; t++) {
         const struct task_config *st = &r->suite->tasks[t];
         struct store_task_new tn = {.name = st->name,
@@ -260,7 +314,35 @@ static int record_setup(struct runner *r, char *err, size_t errlen)
             if (!rc) rc = store_task_link_dataset(r->s, r->task_ids[t], ds, st->files[f].role);
         }
     }
-    if (rc && !err[0]) qg_errf(err, errlen, rc, "%s", store_errmsg(r->s));
+    return rc;
+}
+
+static int record_setup(struct runner *r, char *err, size_t errlen)
+{
+    if (r->p->resume > 0) return resume_setup(r, err, errlen);
+    const struct runner_params *p = r->p;
+    char *suite_text = NULL;
+    size_t n;
+    qg_read_file(p->suite_path, (size_t)16 << 20, &suite_text, &n, err, errlen);
+    err[0] = '\0';
+    struct model_facts mf[RUNNER_MAX_MODELS] = {0};
+    for (int i = 0; i < p->n_models; i++)
+        model_facts_read(p->specs[i], &mf[i]);
+    r->task_ids = calloc((size_t)r->suite->n_tasks, sizeof *r->task_ids);
+    int rc = r->task_ids ? store_begin(r->s) : QG_ERR_NOMEM;
+    if (!rc) {
+        rc = setup_rows(r, mf, suite_text);
+        if (!rc)
+            rc = store_commit(r->s);
+        else
+            store_rollback(r->s);
+        if (rc) r->run_id = 0; /* rolled back: there is no run to mark */
+    }
+    free(suite_text);
+    for (int i = 0; i < p->n_models; i++)
+        free(mf[i].types_json);
+    if (rc)
+        qg_errf(err, errlen, rc, "%s", rc == QG_ERR_NOMEM ? "out of memory" : store_errmsg(r->s));
     return rc;
 }
 
@@ -438,6 +520,7 @@ static int run_lockstep(struct runner *r, int t, int repeat, char *err, size_t e
     if (!all_done) {
         int frc = flush(r, rc == QG_OK);
         if (!rc) rc = frc;
+        if (r->store_failed) qg_errf(err, errlen, rc, "%s", store_errmsg(r->s));
     }
     for (int m = 0; m < nm && ks.trials[m] && !all_done; m++) {
         cJSON *mj = rc ? cJSON_CreateObject()
@@ -472,6 +555,7 @@ static int run_single(struct runner *r, int t, int m, int repeat, const struct b
                   errlen);
     int frc = flush(r, rc == QG_OK);
     if (!rc) rc = frc;
+    if (r->store_failed) qg_errf(err, errlen, rc, "%s", store_errmsg(r->s));
     cJSON *mj = cJSON_CreateObject();
     cJSON_AddNumberToObject(mj, sum.metric_name ? sum.metric_name : "metric", sum.metric);
     if (sum.metric2_name && !isnan(sum.metric2))

@@ -1,8 +1,10 @@
 /* runner — runs a suite on several models and stores every result.
  *
  * Every task x model x repeat is a trial; every window or item a row,
- * written in transactions of RUNNER_BATCH rows (a run killed at any instant
- * loses at most the batch in flight). All models are opened once (memory:
+ * computed outside any transaction and written in short transactions of up
+ * to RUNNER_BATCH rows, or of what RUNNER_FLUSH_S seconds gave (a run killed
+ * at any instant loses at most that batch; another process waiting to write
+ * waits only for the inserts). All models are opened once (memory:
  * the sum of their f32 weights). Perplexity tasks run the models in lockstep
  * over the same windows: the first model is the baseline, and the others'
  * rows carry per-window sums of KL(base || model), top-1 agreement and dp,
@@ -25,6 +27,7 @@
 #include <stdint.h>
 
 #define RUNNER_BATCH 256
+#define RUNNER_FLUSH_S 2.0 /* rows wait at most this long to be stored */
 #define RUNNER_MAX_MODELS 16
 
 struct runner_params {

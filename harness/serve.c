@@ -36,6 +36,8 @@ struct server {
     char model_id[256];
     char *api_key;
     size_t max_body;
+    int idle_timeout_s;
+    double body_grace_s, body_min_rate;
     int stall_ms, no_prompt_logprobs, no_vllm_prompt_logprobs, plain_tokenize, text_prompts_only;
     char *
         *piece; /* [n_piece]: each token's text, valid UTF-8 (read-only: shared by all requests) */
@@ -49,6 +51,8 @@ struct server {
 struct conn {
     struct sbuf body;
     int too_big;
+    double t0;  /* when the headers were complete */
+    size_t got; /* body bytes so far */
 };
 
 /* ------------------------------------------------------------ responses */
@@ -806,12 +810,17 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         k = calloc(1, sizeof *k);
         if (!k) return MHD_NO;
         sbuf_init(&k->body, s->max_body);
+        k->t0 = qg_now_s();
         *con_cls = k;
         return MHD_YES;
     }
     if (*upload_size) {
         if (!k->too_big && sbuf_append(&k->body, upload, *upload_size)) k->too_big = 1;
+        k->got += *upload_size;
         *upload_size = 0;
+        /* a body trickled in slowly holds a connection for nothing: cut off */
+        double dt = qg_now_s() - k->t0;
+        if (dt > s->body_grace_s && (double)k->got < dt * s->body_min_rate) return MHD_NO;
         return MHD_YES;
     }
     pthread_mutex_lock(&s->lock);
@@ -919,6 +928,9 @@ int serve_start(struct backend *b, int n_backends, const struct serve_params *p,
     s->api_key = p->api_key ? qg_strdup(p->api_key) : NULL;
     s->max_body = p->max_body ? p->max_body : (size_t)16 << 20;
     s->stall_ms = p->stall_ms > 0 ? p->stall_ms : 5000;
+    s->idle_timeout_s = p->idle_timeout_s > 0 ? p->idle_timeout_s : 30;
+    s->body_grace_s = p->body_grace_s > 0 ? p->body_grace_s : 10;
+    s->body_min_rate = p->body_min_rate > 0 ? p->body_min_rate : 1024;
     s->no_prompt_logprobs = p->no_prompt_logprobs;
     s->no_vllm_prompt_logprobs = p->no_vllm_prompt_logprobs;
     s->plain_tokenize = p->plain_tokenize;
@@ -930,17 +942,26 @@ int serve_start(struct backend *b, int n_backends, const struct serve_params *p,
     const char *host = p->host ? p->host : "127.0.0.1";
     if (!rc && inet_pton(AF_INET, host, &sin.sin_addr) != 1)
         rc = qg_errf(err, errlen, QG_ERR_USAGE, "--host '%s' is not an IPv4 address", host);
+    unsigned pool = (unsigned)(p->threads > 0 ? p->threads : 4);
+    unsigned per_ip = SERVE_MAX_CONNECTIONS / pool / 2;
     if (!rc) {
-        s->d = MHD_start_daemon(
-            MHD_USE_INTERNAL_POLLING_THREAD, (uint16_t)p->port, NULL, NULL, handle, s,
-            MHD_OPTION_SOCK_ADDR, &sin, MHD_OPTION_THREAD_POOL_SIZE,
-            (unsigned)(p->threads > 0 ? p->threads : 4), MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-            MHD_OPTION_CONNECTION_TIMEOUT, 300u,
-            /* bounded: an exposed server cannot be held open by idle or
-             * slow clients (per address, and in all) */
-            MHD_OPTION_CONNECTION_LIMIT, 1024u, MHD_OPTION_PER_IP_CONNECTION_LIMIT, 256u,
-            /* strict HTTP: a NUL or a bare CR in a header is a 400 */
-            MHD_OPTION_STRICT_FOR_CLIENT, 1, MHD_OPTION_END);
+        /* MHD_USE_AUTO: epoll here; select() would refuse every socket
+         * numbered over 1023, which a busy server (or one in a process
+         * with many files open) reaches */
+        s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, (uint16_t)p->port,
+                                NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, &sin,
+                                MHD_OPTION_THREAD_POOL_SIZE, pool, MHD_OPTION_NOTIFY_COMPLETED,
+                                completed, s,
+                                /* a silent connection (headers or body not coming) is closed */
+                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->idle_timeout_s,
+                                /* bounded: an exposed server cannot be held open by idle or
+                                 * slow clients (per address, and in all). The total is split
+                                 * among the pool's threads, so one address gets at most half
+                                 * of one thread's share: it can never fill a thread. */
+                                MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVE_MAX_CONNECTIONS,
+                                MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
+                                /* strict HTTP: a NUL or a bare CR in a header is a 400 */
+                                MHD_OPTION_STRICT_FOR_CLIENT, 1, MHD_OPTION_END);
         if (!s->d)
             rc = qg_errf(err, errlen, QG_ERR_UNAVAILABLE,
                          "cannot listen on %s:%d (in use, or not allowed)", host, p->port);

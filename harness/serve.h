@@ -39,6 +39,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define SERVE_MAX_CONNECTIONS 1024 /* open at once, in all (one address: see serve.c) */
+
 struct serve_params {
     const char *host;     /* default 127.0.0.1 */
     int port;             /* 0: any free port (see *bound_port) */
@@ -46,6 +48,9 @@ struct serve_params {
     const char *api_key;  /* NULL: no authentication; else Bearer KEY required */
     int threads;          /* connection threads (default 4) */
     size_t max_body;      /* request body limit in bytes (default 16 MiB) */
+    int idle_timeout_s;   /* a connection silent this long is closed (default 30) */
+    double body_grace_s;  /* a body still arriving after this long ... (default 10) */
+    double body_min_rate; /* ... at under this many bytes/s on average is cut off (default 1024) */
     const char *faults;   /* NULL or "500:0.1,429:0.05,..." */
     uint64_t fault_seed;
     int stall_ms;           /* default 5000 */

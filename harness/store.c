@@ -115,6 +115,7 @@ struct store {
     char *path;
     int version;
     int readonly;
+    int busy_ms; /* how long a writer waits for another */
     sqlite3_stmt *st[ST_COUNT];
     char err[QG_ERRMSG_MAX];
 };
@@ -159,11 +160,12 @@ static int map_rc(int rc)
     case SQLITE_IOERR:
     case SQLITE_FULL:
     case SQLITE_READONLY:
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
     case SQLITE_PERM:
     case SQLITE_PROTOCOL:
         return QG_ERR_IO;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        return QG_ERR_BUSY;
     }
     return QG_ERR_INTERNAL;
 }
@@ -176,6 +178,12 @@ static int db_fail(struct store *s, const char *what)
     const char *hint = "";
     if (st == QG_ERR_CORRUPT) hint = " (the database file is corrupted; restore it from a copy)";
     if (st == QG_ERR_DATA && (code & 0xff) == SQLITE_NOTADB) hint = " (not an SQLite database)";
+    if ((code & 0xff) == SQLITE_BUSY || (code & 0xff) == SQLITE_LOCKED) {
+        snprintf(s->err, sizeof s->err,
+                 "%s: %s: database is busy (another qgate is writing; waited %.0f s for it)",
+                 s->path, what, s->busy_ms / 1000.0);
+        return st;
+    }
     snprintf(s->err, sizeof s->err, "%s: %s: %s%s", s->path, what, sqlite3_errmsg(s->db), hint);
     return st;
 }
@@ -315,6 +323,57 @@ static int quick_check(struct store *s)
     return status;
 }
 
+/* "file:" URI of path with ?immutable=1: the file read as it is, with no
+ * locks and no -shm (for read-only media). NULL when out of memory. */
+static char *immutable_uri(const char *path)
+{
+    struct sbuf b;
+    sbuf_init(&b, 0);
+    sbuf_printf(&b, "file:");
+    for (const unsigned char *c = (const unsigned char *)path; *c; c++)
+        if (*c == '%' || *c == '?' || *c == '#' || *c < 0x21 || *c > 0x7e)
+            sbuf_printf(&b, "%%%02X", *c);
+        else
+            sbuf_printf(&b, "%c", *c);
+    sbuf_printf(&b, "?immutable=1");
+    if (b.failed) {
+        sbuf_release(&b);
+        return NULL;
+    }
+    return b.data;
+}
+
+/* A read-only open that could not make the -shm file WAL mode needs (a
+ * read-only mount or directory) reads the file as immutable instead —
+ * unless a -wal file holds changes that such a read would miss. */
+static int reopen_immutable(struct store *s)
+{
+    int code = sqlite3_extended_errcode(s->db) & 0xff;
+    if (code != SQLITE_CANTOPEN && code != SQLITE_READONLY && code != SQLITE_IOERR)
+        return QG_ERR_NOTFOUND;
+    char wal[4200];
+    struct stat st;
+    snprintf(wal, sizeof wal, "%s-wal", s->path);
+    if (stat(wal, &st) == 0 && st.st_size > 0)
+        return qg_errf(s->err, sizeof s->err, QG_ERR_NOINPUT,
+                       "%s: cannot be read here: its write-ahead log %s holds changes, and "
+                       "reading them needs write access to the folder (copy both files to a "
+                       "writable place)",
+                       s->path, wal);
+    char *uri = immutable_uri(s->path);
+    if (!uri) return qg_errf(s->err, sizeof s->err, QG_ERR_NOMEM, "out of memory");
+    sqlite3_close(s->db);
+    s->db = NULL;
+    int rc = sqlite3_open_v2(uri, &s->db,
+                             SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, NULL);
+    free(uri);
+    if (rc != SQLITE_OK)
+        return s->db ? db_fail(s, "cannot open")
+                     : qg_errf(s->err, sizeof s->err, QG_ERR_NOMEM, "out of memory");
+    sqlite3_extended_result_codes(s->db, 1);
+    return QG_OK;
+}
+
 static int open_db(struct store *s, const struct store_params *p)
 {
     int flags = (p->readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
@@ -327,9 +386,15 @@ static int open_db(struct store *s, const struct store_params *p)
         return st == QG_ERR_NOINPUT && !p->readonly ? QG_ERR_CANTCREAT : st;
     }
     sqlite3_extended_result_codes(s->db, 1);
-    sqlite3_busy_timeout(s->db, p->busy_timeout_ms > 0 ? p->busy_timeout_ms : 10000);
+    s->busy_ms = p->busy_timeout_ms > 0 ? p->busy_timeout_ms : 10000;
+    sqlite3_busy_timeout(s->db, s->busy_ms);
     int64_t version = 0;
-    if ((rc = check_identity(s, p, &version))) return rc;
+    rc = check_identity(s, p, &version);
+    if (rc && p->readonly) {
+        int r2 = reopen_immutable(s);
+        if (r2 != QG_ERR_NOTFOUND) rc = r2 ? r2 : check_identity(s, p, &version);
+    }
+    if (rc) return rc;
     if ((rc = quick_check(s))) return rc;
     if ((rc = exec(s, "PRAGMA foreign_keys=ON", "enabling foreign keys"))) return rc;
     if (p->readonly) {
@@ -400,6 +465,8 @@ int store_commit(struct store *s)
 }
 int store_rollback(struct store *s)
 {
+    /* a failed COMMIT or a busy BEGIN may have ended the transaction already */
+    if (sqlite3_get_autocommit(s->db)) return QG_OK;
     return exec(s, "ROLLBACK", "rolling back");
 }
 

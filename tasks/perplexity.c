@@ -188,7 +188,7 @@ static int next_group(const struct ppl_params *p, const struct ppl_window *win, 
 }
 
 int ppl_evaluate(const struct backend *b, const int32_t *ids, int64_t n, const struct ppl_params *p,
-                 ppl_progress_fn progress, void *ud, struct ppl_run *out, char *err, size_t errlen)
+                 ppl_window_fn on_window, void *ud, struct ppl_run *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     struct backend_info info;
@@ -245,8 +245,9 @@ int ppl_evaluate(const struct backend *b, const int32_t *ids, int64_t n, const s
             }
             ppl_stats_add(&st, ws);
             out->tokens_evaluated += W->n - 1;
-            if (progress && progress(ud, w + 1, nw)) {
-                rc = qg_errf(err, errlen, QG_ERR_INTERNAL, "interrupted");
+            if (on_window && (rc = on_window(ud, w, nw, ws))) {
+                qg_errf(err, errlen, rc, "window %lld: stopped (%s)", (long long)w,
+                        qg_strerror(rc));
                 break;
             }
         }
@@ -498,7 +499,8 @@ static int lockstep_window(struct lockstep *L, int j, int64_t w, ppl_lockstep_fn
         }
         ppl_stats_add(&L->st[m], &lw.stat);
         if (fn && (rc = fn(ud, w, m, &lw)))
-            return qg_errf(err, errlen, rc, "storing window %lld failed", (long long)w);
+            return qg_errf(err, errlen, rc, "window %lld: stopped (%s)", (long long)w,
+                           qg_strerror(rc));
     }
     L->k += ns;
     return QG_OK;

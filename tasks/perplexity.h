@@ -62,8 +62,9 @@ int ppl_task_tokens(const struct task_config *t, const struct backend *b, int32_
 int ppl_plan(const struct ppl_params *p, int64_t n_tokens, struct ppl_window **out, int64_t *n_out,
              char *err, size_t errlen);
 
-/* Progress callback: windows done of total; return nonzero to stop. */
-typedef int (*ppl_progress_fn)(void *ud, int64_t done, int64_t total);
+/* Called as each window w (of total) is scored, in order, with its stats;
+ * a nonzero return (a status) stops the evaluation with that status. */
+typedef int (*ppl_window_fn)(void *ud, int64_t w, int64_t total, const struct ppl_window_stat *ws);
 
 struct ppl_run {
     struct ppl_result result;
@@ -77,7 +78,7 @@ struct ppl_run {
  * backend. Per-token byte and word counts come from the backend's pieces.
  * QG_OK, or the backend's status with err filled. */
 int ppl_evaluate(const struct backend *b, const int32_t *ids, int64_t n, const struct ppl_params *p,
-                 ppl_progress_fn progress, void *ud, struct ppl_run *out, char *err, size_t errlen);
+                 ppl_window_fn on_window, void *ud, struct ppl_run *out, char *err, size_t errlen);
 void ppl_run_release(struct ppl_run *r);
 
 /* Lockstep scoring of one token stream by several models over the same

@@ -16,6 +16,32 @@ static int in_shard(struct task_shard sh, int64_t idx)
     return sh.count <= 1 || idx % sh.count == sh.index;
 }
 
+struct ppl_sink {
+    struct task_shard sh;
+    task_row_fn fn;
+    void *ud;
+};
+
+/* each window's row as soon as it is scored */
+static int ppl_row(void *ud, int64_t w, int64_t total, const struct ppl_window_stat *ws)
+{
+    (void)total;
+    const struct ppl_sink *k = ud;
+    if (!in_shard(k->sh, w)) return QG_OK;
+    char id[32];
+    snprintf(id, sizeof id, "w%lld", (long long)w);
+    struct task_row row = {.idx = w,
+                           .id = id,
+                           .cluster = w,
+                           .nll = ws->nll,
+                           .n_tokens = ws->tokens,
+                           .n_bytes = ws->bytes,
+                           .n_words = ws->words,
+                           .correct = -1,
+                           .score = NAN};
+    return k->fn(k->ud, &row);
+}
+
 static int run_ppl(const struct task_config *t, const struct backend *b, int n_ctx,
                    struct task_shard sh, task_row_fn fn, void *ud, struct task_summary *sum,
                    char *err, size_t errlen)
@@ -32,24 +58,11 @@ static int run_ppl(const struct task_config *t, const struct backend *b, int n_c
     }
     struct ppl_params p = ppl_task_params(t, sh.index, sh.count);
     struct ppl_run r;
-    rc = ppl_evaluate(b, ids, k, &p, NULL, NULL, &r, err, errlen);
+    struct ppl_sink sink = {sh, fn, ud};
+    rc = ppl_evaluate(b, ids, k, &p, ppl_row, &sink, &r, err, errlen);
     if (rc) ppl_task_error(t, err, errlen);
     free(ids);
-    for (int64_t w = 0; !rc && w < r.n_windows; w++) {
-        if (!in_shard(sh, w)) continue;
-        char id[32];
-        snprintf(id, sizeof id, "w%lld", (long long)w);
-        struct task_row row = {.idx = w,
-                               .id = id,
-                               .cluster = w,
-                               .nll = r.windows[w].nll,
-                               .n_tokens = r.windows[w].tokens,
-                               .n_bytes = r.windows[w].bytes,
-                               .n_words = r.windows[w].words,
-                               .correct = -1,
-                               .score = NAN};
-        rc = fn(ud, &row);
-    }
+    if (rc) return rc;
     sum->items = r.n_windows;
     sum->metric = r.result.ppl;
     sum->metric_name = "ppl";

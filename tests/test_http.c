@@ -14,7 +14,9 @@
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <math.h>
 #include <sqlite3.h>
@@ -26,6 +28,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/time.h>
 
 #define SECRET "qgate-test-secret-7f3a9c"
@@ -76,6 +79,8 @@ struct srv {
     int port;
 };
 
+static int srv_idle_s; /* 0: the server's default idle timeout */
+
 static int srv_start_model(struct srv *v, const char *file, const char *faults, const char *key)
 {
     char err[QG_ERRMSG_MAX];
@@ -87,6 +92,8 @@ static int srv_start_model(struct srv *v, const char *file, const char *faults, 
                               .fault_seed = 7,
                               .api_key = key,
                               .stall_ms = 1500,
+                              .idle_timeout_s = srv_idle_s,
+                              .body_grace_s = srv_idle_s ? 1 : 0,
                               .max_body = 1 << 20};
     rc = serve_start(&v->b, 1, &sp, &v->s, &v->port, err, sizeof err);
     if (rc) printf("%s\n", err);
@@ -1088,6 +1095,99 @@ TEST(serve_key_checked_before_the_body)
         "GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-serve-key\r\n\r\n";
     ASSERT_OK(raw_request(v.port, ok, sizeof ok - 1, st, sizeof st));
     ASSERT_CONTAINS(st, "200");
+    srv_stop(&v);
+    return 0;
+}
+
+/* A TCP connection to the server from source address src (127.0.0.x). */
+static int connect_from(const char *src, int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in me = {.sin_family = AF_INET},
+                       a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    inet_pton(AF_INET, src, &me.sin_addr);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&me, sizeof me) ||
+        connect(fd, (struct sockaddr *)&a, sizeof a)) {
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* 1 when the server has closed fd (reads end or fail) within secs. */
+static int closed_within(int fd, double secs)
+{
+    struct timeval tv = {.tv_sec = (time_t)secs,
+                         .tv_usec = (suseconds_t)((secs - (time_t)secs) * 1e6)};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char b[256];
+    ssize_t n;
+    while ((n = read(fd, b, sizeof b)) > 0) {
+    }
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+TEST(serve_bounded_under_idle_and_slow_clients)
+{
+    /* bounded loopback load: 1100 idle connections from one address (over
+     * the server's limit in all, 1024), a client trickling its body. Another
+     * address is still served (the per-address limit, 256, kept the first
+     * from filling the server); the slow and silent ones are cut. */
+    signal(SIGPIPE, SIG_IGN); /* writes to a cut connection fail, not kill */
+    ASSERT_OK(synth_model("m.gguf"));
+    struct srv v;
+    srv_idle_s = 2;
+    ASSERT_OK(srv_start(&v, NULL, NULL));
+    srv_idle_s = 0;
+    enum { N = 1100 };
+    struct rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    if (rl.rlim_cur < N + 200) {
+        rl.rlim_cur = rl.rlim_max < N + 200 ? rl.rlim_max : N + 200;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        if (rl.rlim_cur < N + 200) SKIP("fewer than 1300 file descriptors allowed here");
+    }
+    static int idle[N];
+    int n_open = 0;
+    for (int i = 0; i < N; i++)
+        if ((idle[i] = connect_from("127.0.0.1", v.port)) >= 0) n_open++;
+    ASSERT_EQ(n_open, N); /* the kernel accepts them; the server drops those over its limit */
+    double t0 = qg_now_s();
+    char st[512];
+    int ok = connect_from("127.0.0.2", v.port);
+    ASSERT(ok >= 0);
+    static const char req[] = "GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    ASSERT(write(ok, req, sizeof req - 1) == (ssize_t)(sizeof req - 1));
+    ssize_t got = read(ok, st, sizeof st - 1);
+    if (got <= 0) T_FAIL_("read %zd errno %s after %.2f s", got, strerror(errno), qg_now_s() - t0);
+    close(ok);
+    st[got] = '\0';
+    ASSERT_CONTAINS(st, "200");
+    ASSERT(qg_now_s() - t0 < 1.5); /* served at once, beside 1100 idle connections */
+    /* a body trickled at 20 bytes/s: cut off once its grace (1 s) is over */
+    int slow = connect_from("127.0.0.3", v.port);
+    static const char head[] = "POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                               "application/json\r\nContent-Length: 100000\r\n\r\n";
+    ASSERT(write(slow, head, sizeof head - 1) == (ssize_t)(sizeof head - 1));
+    int cut = 0;
+    for (int i = 0; i < 40 && !cut; i++) {
+        if (write(slow, "xx", 2) != 2) cut = 1;
+        usleep(100 * 1000);
+        struct pollfd pf = {.fd = slow, .events = POLLIN};
+        if (poll(&pf, 1, 0) > 0) cut = closed_within(slow, 0.1);
+    }
+    close(slow);
+    ASSERT(cut); /* within 4 s, not after the 100 kB */
+    /* the silent ones: closed after the 2 s idle timeout */
+    int closed = 0;
+    for (int i = 0; i < N; i++) {
+        closed += closed_within(idle[i], 4.0);
+        close(idle[i]);
+    }
+    ASSERT_EQ(closed, N);
+    ASSERT(qg_now_s() - t0 < 15);
     srv_stop(&v);
     return 0;
 }

@@ -10,7 +10,9 @@
 #include "tests/test.h"
 
 #include <cjson/cJSON.h>
+#include <fcntl.h>
 #include <math.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -586,5 +588,182 @@ TEST(robust_piqa_extra_labels_refused)
     ASSERT_EQ(o.code, 65);
     ASSERT_CONTAINS(o.err, "must be a file");
     t_out_free(&o);
+    return 0;
+}
+
+TEST(robust_writer_waits_only_for_inserts)
+{
+    /* a second writer (another process) while a run computes rows (two
+     * models in lockstep, then one alone): the run holds the write lock only to insert, so a writer
+     * that waits at most 300 ms always gets it */
+    struct synth_params sp = synth_default_params();
+    sp.dim = 256, sp.ffn = 512, sp.n_layers = 4, sp.ctx = 128;
+    char err[QG_ERRMSG_MAX];
+    ASSERT_OK(synth_write(&sp, t_path("a.gguf"), err, sizeof err));
+    struct sbuf d;
+    sbuf_init(&d, 0);
+    for (int i = 0; i < 2500; i++)
+        sbuf_printf(&d, "the girl saw the %s ball. ", i % 3 ? "red" : "big");
+    ASSERT_OK(ppl_suite(d.data));
+    sbuf_release(&d);
+    char m[4200], m2[4200];
+    snprintf(m, sizeof m, "a=%s", t_path("a.gguf"));
+    snprintf(m2, sizeof m2, "b=%s", t_path("a.gguf")); /* two models: lockstep */
+    struct store *w;
+    ASSERT_OK(store_open(t_path("r.db"), NULL, &w, err, sizeof err)); /* created, migrated */
+    store_close(w);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1), dup2(null, 2);
+        execl(QG_BINARY, "qgate", "run", "--suite", t_path("suite.json"), "--model", m, "--model",
+              m2, "--threads", "1", "--db", t_path("r.db"), "-q", (char *)NULL);
+        _exit(127);
+    }
+    struct store_params wp = {.busy_timeout_ms = 300};
+    ASSERT_OK(store_open(t_path("r.db"), &wp, &w, err, sizeof err));
+    int tries = 0, busy = 0, during = 0, st = 0;
+    char why[QG_ERRMSG_MAX] = "";
+    while (waitpid(pid, &st, WNOHANG) == 0) {
+        int rc = store_begin(w);
+        if (!rc) rc = store_commit(w);
+        if (rc) {
+            busy++;
+            snprintf(why, sizeof why, "%s", store_errmsg(w));
+            store_rollback(w);
+        }
+        int64_t rows = 0;
+        if (store_item_count(w, 1, &rows) == QG_OK && rows > 0) during++;
+        tries++;
+        usleep(20 * 1000);
+    }
+    store_close(w);
+    ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    if (during < 5) SKIP("the run finished before a writer could try (a very fast machine)");
+    if (busy) T_FAIL_("%d of %d writes waited over 300 ms: %s", busy, tries, why);
+    return 0;
+}
+
+TEST(robust_busy_database_says_so)
+{
+    /* a writer that cannot get the lock in its wait says who holds it */
+    struct store *a, *b;
+    char err[QG_ERRMSG_MAX];
+    ASSERT_OK(store_open(t_path("b.db"), NULL, &a, err, sizeof err));
+    struct store_params bp = {.busy_timeout_ms = 100};
+    ASSERT_OK(store_open(t_path("b.db"), &bp, &b, err, sizeof err));
+    ASSERT_OK(store_begin(a));
+    ASSERT_EQ(store_begin(b), QG_ERR_BUSY);
+    ASSERT_CONTAINS(store_errmsg(b), "database is busy (another qgate is writing");
+    ASSERT_OK(store_rollback(b)); /* nothing to roll back: not an error */
+    ASSERT_EQ(qg_exit_code(QG_ERR_BUSY), 75);
+    ASSERT_OK(store_commit(a));
+    store_close(a);
+    store_close(b);
+    return 0;
+}
+
+/* `qgate ARGS... --db db` as a user who cannot write to db's folder (as
+ * root: the user nobody); its exit code, or -1 when that user cannot run
+ * qgate here at all. */
+static int qgate_readonly(const char *db, const char *a1, const char *a2)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1), dup2(null, 2);
+        if (getuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(126);
+        if (access(QG_BINARY, X_OK) != 0 || access(db, R_OK) != 0) _exit(126);
+        if (a2)
+            execl(QG_BINARY, "qgate", a1, a2, "--db", db, (char *)NULL);
+        else
+            execl(QG_BINARY, "qgate", a1, "--db", db, (char *)NULL);
+        _exit(126);
+    }
+    int st;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st)) return -2;
+    return WEXITSTATUS(st) == 126 ? -1 : WEXITSTATUS(st);
+}
+
+TEST(robust_readonly_folder_still_readable)
+{
+    /* a database in a folder the reader cannot write (a read-only mount
+     * behaves the same: WAL's -shm file cannot be made): runs and show
+     * read it as an immutable file */
+    char dir[4200], db[4300];
+    snprintf(dir, sizeof dir, "%s", t_path("ro"));
+    snprintf(db, sizeof db, "%s/r.db", dir);
+    ASSERT_OK(mkdir(dir, 0755));
+    struct store *s;
+    char err[QG_ERRMSG_MAX];
+    ASSERT_OK(store_open(db, NULL, &s, err, sizeof err));
+    int64_t run, m;
+    struct store_run_new rn = {.command = "qgate run", .suite_hash = "h", .repeats = 1};
+    ASSERT_OK(store_run_create(s, &rn, &run));
+    struct store_model_new a = {.name = "a", .spec = "a=x.gguf", .backend = "cpu"};
+    ASSERT_OK(store_model_add(s, run, &a, &m));
+    store_close(s); /* a clean close removes -wal and -shm */
+    ASSERT(access(t_path("ro/r.db-shm"), F_OK) != 0);
+    ASSERT_OK(chmod(dir, 0555));
+    ASSERT_OK(chmod(t_path(""), 0755)); /* the user nobody may pass through */
+    int code = qgate_readonly(db, "runs", NULL);
+    if (code == -1) SKIP("another user cannot run qgate from this folder");
+    ASSERT_EQ(code, 0);
+    ASSERT_EQ(qgate_readonly(db, "show", "1"), 0);
+    ASSERT(access(t_path("ro/r.db-shm"), F_OK) != 0); /* nothing was written */
+    /* a -wal with changes an immutable read would miss: refused, saying so */
+    ASSERT_OK(chmod(dir, 0755));
+    ASSERT_OK(t_write_file(t_path("ro/r.db-wal"), "x", 1));
+    ASSERT_OK(chmod(dir, 0555));
+    ASSERT_EQ(qgate_readonly(db, "runs", NULL), 66);
+    ASSERT_OK(chmod(dir, 0755));
+    return 0;
+}
+
+TEST(robust_setup_is_atomic)
+{
+    /* setup fails after the run and its models are written (here a trigger
+     * refuses the task rows): nothing of the run is left half-made */
+    ASSERT_OK(synth("a.gguf", GGML_F32));
+    struct sbuf d;
+    sbuf_init(&d, 0);
+    for (int i = 0; i < 100; i++)
+        sbuf_printf(&d, "the girl saw the %s ball. ", i % 3 ? "red" : "big");
+    ASSERT_OK(ppl_suite(d.data));
+    sbuf_release(&d);
+    struct store *s;
+    char err[QG_ERRMSG_MAX];
+    ASSERT_OK(store_open(t_path("r.db"), NULL, &s, err, sizeof err));
+    store_close(s);
+    sqlite3 *db;
+    ASSERT_EQ(sqlite3_open(t_path("r.db"), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db,
+                           "CREATE TRIGGER no_tasks BEFORE INSERT ON tasks "
+                           "BEGIN SELECT RAISE(ABORT, 'tasks refused'); END",
+                           NULL, NULL, NULL),
+              SQLITE_OK);
+    sqlite3_close(db);
+    char m[4200];
+    snprintf(m, sizeof m, "a=%s", t_path("a.gguf"));
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", m, "--db",
+                      t_path("r.db"), "-q", NULL));
+    ASSERT(o.code != 0);
+    ASSERT_CONTAINS(o.err, "tasks refused");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "runs", "--db", t_path("r.db"), NULL));
+    ASSERT_CONTAINS(o.out, "no runs"); /* none was left half-made */
+    t_out_free(&o);
+    ASSERT_EQ(sqlite3_open(t_path("r.db"), &db), SQLITE_OK);
+    sqlite3_stmt *st;
+    ASSERT_EQ(
+        sqlite3_prepare_v2(db, "SELECT (SELECT count(*) FROM runs) + (SELECT count(*) FROM models)",
+                           -1, &st, NULL),
+        SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+    int left = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    ASSERT_EQ(left, 0);
     return 0;
 }
