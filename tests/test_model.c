@@ -2,6 +2,7 @@
  * protocols and statistics, generation, and llama.cpp's reference numbers. */
 #include "backends/backend.h"
 #include "backends/dequant.h"
+#include "backends/fastmath.h"
 #include "backends/ggml_types.h"
 #include "backends/gguf.h"
 #include "backends/llama.h"
@@ -562,5 +563,25 @@ TEST(perturb_changes_ppl_a_little)
     ASSERT(pert == pert2);  /* and so is the perturbation, for a seed */
     if (!(rel > floor_rel && rel < 1e-4))
         T_FAIL_("relative change %.3g outside (%g, 1e-4)", rel, floor_rel);
+    return 0;
+}
+
+TEST(fastmath_expf_accurate_and_nan_safe)
+{
+    /* within 2.5e-7 relative of libm over the range it serves; clamped
+     * outside it; NaN in gives NaN out with no undefined conversion (the
+     * sanitizer build runs this) */
+    double worst = 0;
+    for (float x = -87.0f; x <= 88.0f; x += 0.0137f) {
+        double ref = exp((double)x), got = qg_expf(x);
+        double rel = fabs(got - ref) / ref;
+        if (rel > worst) worst = rel;
+    }
+    ASSERT(worst < 2.5e-7);
+    ASSERT_EQ(qg_expf(0.0f), 1.0f);
+    ASSERT(fabs(qg_expf(200.0f) - expf(88.0f)) <= 1e-6 * expf(88.0f));
+    ASSERT(qg_expf(-200.0f) > 0 && qg_expf(-200.0f) < 1e-37f);
+    ASSERT(isnan(qg_expf(NAN)));
+    ASSERT(isnan(qg_expf(-NAN)));
     return 0;
 }
