@@ -1,5 +1,6 @@
 /* dequant — scalar reference dequantisation of ggml block formats. */
 #include "backends/dequant.h"
+#include "backends/dequant_iq.h"
 #include "backends/ggml_types.h"
 #include "backends/quant.h"
 #include "core/status.h"
@@ -258,93 +259,64 @@ static void tq2_0(const uint8_t *b, float *y, int64_t nb)
     }
 }
 
+static void f32(const uint8_t *b, float *y, int64_t n)
+{
+    memcpy(y, b, (size_t)n * 4);
+}
+
+static void f16(const uint8_t *b, float *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = h2f(b + 2 * i);
+}
+
+static void bf16(const uint8_t *b, float *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u = (uint32_t)(b[2 * i] | b[2 * i + 1] << 8) << 16;
+        memcpy(&y[i], &u, 4);
+    }
+}
+
+/* each format's decoder of nb blocks (F32/F16/BF16: blocks of one) */
+typedef void (*block_fn)(const uint8_t *b, float *y, int64_t nb);
+static const block_fn decoders[GGML_TYPE_LIMIT] = {
+    [GGML_F32] = f32,
+    [GGML_F16] = f16,
+    [GGML_BF16] = bf16,
+    [GGML_Q4_0] = q4_0,
+    [GGML_Q4_1] = q4_1,
+    [GGML_Q5_0] = q5_0,
+    [GGML_Q5_1] = q5_1,
+    [GGML_Q8_0] = q8_0,
+    [GGML_Q2_K] = q2_k,
+    [GGML_Q3_K] = q3_k,
+    [GGML_Q4_K] = q4_k,
+    [GGML_Q5_K] = q5_k,
+    [GGML_Q6_K] = q6_k,
+    [GGML_IQ4_NL] = iq4_nl,
+    [GGML_IQ4_XS] = iq4_xs,
+    [GGML_TQ1_0] = tq1_0,
+    [GGML_TQ2_0] = tq2_0,
+    [GGML_IQ2_XXS] = dequant_iq2_xxs,
+    [GGML_IQ2_XS] = dequant_iq2_xs,
+    [GGML_IQ2_S] = dequant_iq2_s,
+    [GGML_IQ3_XXS] = dequant_iq3_xxs,
+    [GGML_IQ3_S] = dequant_iq3_s,
+    [GGML_IQ1_S] = dequant_iq1_s,
+    [GGML_IQ1_M] = dequant_iq1_m,
+    [GGML_MXFP4] = dequant_mxfp4,
+};
+
 int dequant_supported(uint32_t type)
 {
-    switch (type) {
-    case GGML_F32:
-    case GGML_F16:
-    case GGML_BF16:
-    case GGML_Q4_0:
-    case GGML_Q4_1:
-    case GGML_Q5_0:
-    case GGML_Q5_1:
-    case GGML_Q8_0:
-    case GGML_Q2_K:
-    case GGML_Q3_K:
-    case GGML_Q4_K:
-    case GGML_Q5_K:
-    case GGML_Q6_K:
-    case GGML_IQ4_NL:
-    case GGML_IQ4_XS:
-    case GGML_TQ1_0:
-    case GGML_TQ2_0:
-        return 1;
-    }
-    return 0;
+    return type < GGML_TYPE_LIMIT && decoders[type] != NULL;
 }
 
 int dequant_row(uint32_t type, const void *src, float *dst, int64_t n)
 {
     const struct ggml_type_info *ti = ggml_type_get(type);
     if (!ti || !dequant_supported(type) || n % ti->block) return QG_ERR_UNSUPPORTED;
-    const uint8_t *b = src;
-    int64_t nb = n / ti->block;
-    switch (type) {
-    case GGML_F32:
-        memcpy(dst, src, (size_t)n * 4);
-        break;
-    case GGML_F16:
-        for (int64_t i = 0; i < n; i++)
-            dst[i] = h2f(b + 2 * i);
-        break;
-    case GGML_BF16:
-        for (int64_t i = 0; i < n; i++) {
-            uint32_t u = (uint32_t)(b[2 * i] | b[2 * i + 1] << 8) << 16;
-            memcpy(&dst[i], &u, 4);
-        }
-        break;
-    case GGML_Q4_0:
-        q4_0(b, dst, nb);
-        break;
-    case GGML_Q4_1:
-        q4_1(b, dst, nb);
-        break;
-    case GGML_Q5_0:
-        q5_0(b, dst, nb);
-        break;
-    case GGML_Q5_1:
-        q5_1(b, dst, nb);
-        break;
-    case GGML_Q8_0:
-        q8_0(b, dst, nb);
-        break;
-    case GGML_Q2_K:
-        q2_k(b, dst, nb);
-        break;
-    case GGML_Q3_K:
-        q3_k(b, dst, nb);
-        break;
-    case GGML_Q4_K:
-        q4_k(b, dst, nb);
-        break;
-    case GGML_Q5_K:
-        q5_k(b, dst, nb);
-        break;
-    case GGML_Q6_K:
-        q6_k(b, dst, nb);
-        break;
-    case GGML_IQ4_NL:
-        iq4_nl(b, dst, nb);
-        break;
-    case GGML_IQ4_XS:
-        iq4_xs(b, dst, nb);
-        break;
-    case GGML_TQ1_0:
-        tq1_0(b, dst, nb);
-        break;
-    case GGML_TQ2_0:
-        tq2_0(b, dst, nb);
-        break;
-    }
+    decoders[type](src, dst, n / ti->block);
     return QG_OK;
 }

@@ -1,8 +1,9 @@
 /* dequant — block formats to f32, exactly as ggml defines them.
  *
  * Supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K,
- * Q5_K, Q6_K, IQ4_NL, IQ4_XS, TQ1_0, TQ2_0. Other ggml types (the grid-based
- * IQ1/IQ2/IQ3 formats, MXFP4, integer types) are refused.
+ * Q5_K, Q6_K, IQ4_NL, IQ4_XS, TQ1_0, TQ2_0, and (dequant_iq.h) IQ1_S, IQ1_M,
+ * IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, MXFP4. Other ggml types (Q8_1,
+ * Q8_K, the integer types) are refused.
  * Block layouts (bytes, little-endian, "h" = fp16):
  *   Q4_0  h d, 16 qs            Q4_1  h d, h m, 16 qs
  *   Q5_0  h d, 4 qh, 16 qs      Q5_1  h d, h m, 4 qh, 16 qs      Q8_0 h d, 32 i8
