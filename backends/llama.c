@@ -7,6 +7,7 @@
 #include "core/status.h"
 #include "core/util.h"
 
+#include "backends/matmul.h"
 #include "backends/parallel.h"
 
 #include <cblas.h>
@@ -18,17 +19,20 @@
 enum { ATT_BLOCK = 128 }; /* query rows per attention block */
 
 struct layer {
-    float *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv;
-    float *ffn_norm, *w_gate, *w_up, *w_down;
+    float *attn_norm, *bq, *bk, *bv, *ffn_norm; /* vectors: f32 copies */
+    struct wmat wq, wk, wv, wo, w_gate, w_up, w_down;
 };
 
 struct llama_model {
     struct llama_hparams hp;
-    float *tok_embd; /* [n_vocab][dim] */
-    float *out_norm; /* [dim] */
-    float *output;   /* [n_vocab][dim]; == tok_embd when tied */
+    struct gguf *g;       /* owned: the matrices point into its mapping */
+    struct wmat tok_embd; /* [n_vocab][dim] */
+    float *out_norm;      /* [dim] */
+    struct wmat output;   /* [n_vocab][dim]; the embedding when tied */
     struct layer *layers;
-    size_t bytes;
+    size_t bytes;   /* weights as stored, vectors as f32 */
+    int64_t max_in; /* widest matrix input */
+    char name[256]; /* the file, for messages */
 };
 
 struct llama_ctx {
@@ -38,6 +42,7 @@ struct llama_ctx {
     int last_n;    /* rows of the last batch (their hidden states are in x) */
     float *k, *v;  /* [n_layers][n_ctx][kv_dim] */
     float *x, *xn, *q, *att, *gate, *up, *scores; /* batch buffers, n_ctx rows */
+    float *scratch;   /* per thread: dequantized weight panels (matmul.h) */
     uint64_t perturb; /* 0, or the seed of last-bit rounding of the residual stream */
 };
 
@@ -127,13 +132,14 @@ static int read_hparams(const struct gguf *g, const char *name, struct llama_hpa
     return QG_OK;
 }
 
-/* Finds, checks and dequantises a tensor of shape ne0 x ne1 (ne1 = 1 for a vector). */
-static int load_tensor(struct llama_model *m, const struct gguf *g, const char *name,
-                       const char *tname, int64_t ne0, int64_t ne1, int optional, float **out,
-                       char *err, size_t errlen)
+/* The tensor `tname` of shape ne0 x ne1, or NULL with err set (NULL and
+ * QG_OK when optional and absent). */
+static int find_tensor(const struct gguf *g, const char *name, const char *tname, int64_t ne0,
+                       int64_t ne1, int optional, const struct gguf_tensor **out, char *err,
+                       size_t errlen)
 {
-    *out = NULL;
     const struct gguf_tensor *t = gguf_find_tensor(g, tname);
+    *out = NULL;
     if (!t) {
         if (optional) return QG_OK;
         return qg_errf(err, errlen, QG_ERR_DATA, "%s: tensor '%s' is missing", name, tname);
@@ -147,30 +153,118 @@ static int load_tensor(struct llama_model *m, const struct gguf *g, const char *
         return qg_errf(err, errlen, QG_ERR_DATA,
                        "%s: tensor '%s' is stored as %s, which qgate cannot decode", name, tname,
                        ggml_type_name(t->type));
-    float *p = malloc((size_t)(ne0 * ne1) * sizeof *p);
+    *out = t;
+    return QG_OK;
+}
+
+/* The first non-finite value of n decoded ones: -1 when all are finite. */
+static int64_t first_nonfinite(const float *p, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(p[i])) return i;
+    return -1;
+}
+
+static int nonfinite_error(const char *name, const char *tname, float v, int64_t at, char *err,
+                           size_t errlen)
+{
+    return qg_errf(err, errlen, QG_ERR_DATA,
+                   "%s: tensor '%s' holds a non-finite weight (%s at element %lld): the file is "
+                   "damaged or was quantized from a broken model",
+                   name, tname, isnan(v) ? "NaN" : "Inf", (long long)at);
+}
+
+/* A vector (norm weights, biases): decoded to f32 now, checked finite. */
+static int load_vec(struct llama_model *m, const struct gguf *g, const char *name,
+                    const char *tname, int64_t ne0, int optional, float **out, char *err,
+                    size_t errlen)
+{
+    const struct gguf_tensor *t;
+    *out = NULL;
+    int rc = find_tensor(g, name, tname, ne0, 1, optional, &t, err, errlen);
+    if (rc || !t) return rc;
+    float *p = malloc((size_t)ne0 * sizeof *p);
     if (!p) return qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory for '%s'", name, tname);
-    dequant_row(t->type, t->data, p, ne0 * ne1);
-    gguf_drop_pages(g, t);
-    for (int64_t i = 0; i < ne0 * ne1; i++)
-        if (!isfinite(p[i])) {
-            const char *what = isnan(p[i]) ? "NaN" : "Inf";
-            free(p);
-            return qg_errf(err, errlen, QG_ERR_DATA,
-                           "%s: tensor '%s' holds a non-finite weight (%s at element %lld): the "
-                           "file is damaged or was quantized from a broken model",
-                           name, tname, what, (long long)i);
-        }
-    m->bytes += (size_t)(ne0 * ne1) * sizeof *p;
+    dequant_row(t->type, t->data, p, ne0);
+    int64_t bad = first_nonfinite(p, ne0);
+    if (bad >= 0) {
+        rc = nonfinite_error(name, tname, p[bad], bad, err, errlen);
+        free(p);
+        return rc;
+    }
+    m->bytes += (size_t)ne0 * sizeof *p;
     *out = p;
     return QG_OK;
 }
 
-int llama_load(const struct gguf *g, const char *name, struct llama_model **out, char *err,
-               size_t errlen)
+/* A matrix: kept as stored, in the mapping (optional: w->data NULL). */
+static int load_mat(struct llama_model *m, const struct gguf *g, const char *name,
+                    const char *tname, int64_t ne0, int64_t ne1, int optional, struct wmat *w,
+                    char *err, size_t errlen)
+{
+    const struct gguf_tensor *t;
+    memset(w, 0, sizeof *w);
+    int rc = find_tensor(g, name, tname, ne0, ne1, optional, &t, err, errlen);
+    if (rc || !t) return rc;
+    const struct ggml_type_info *ti = ggml_type_get(t->type);
+    if (ne0 % ti->block)
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "%s: tensor '%s' rows of %lld are not whole %s blocks of %u", name, tname,
+                       (long long)ne0, ti->name, ti->block);
+    *w = (struct wmat){.name = t->name,
+                       .type = t->type,
+                       .data = t->data,
+                       .in = ne0,
+                       .out = ne1,
+                       .row_bytes = (size_t)(ne0 / ti->block) * ti->type_size};
+    m->bytes += (size_t)t->nbytes;
+    if (ne0 > m->max_in) m->max_in = ne0;
+    return QG_OK;
+}
+
+int llama_find_nonfinite(const struct llama_model *m, char *err, size_t errlen)
+{
+    const struct wmat *all[7];
+    float *buf = malloc((size_t)MATMUL_PANEL * (size_t)m->max_in * sizeof *buf);
+    if (!buf) return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
+    int rc = QG_OK;
+    for (int l = -1; l < m->hp.n_layers && !rc; l++) {
+        int k = 0;
+        if (l < 0) {
+            all[k++] = &m->tok_embd;
+            all[k++] = &m->output;
+        } else {
+            const struct layer *L = &m->layers[l];
+            const struct wmat *ws[] = {&L->wq,     &L->wk,   &L->wv,    &L->wo,
+                                       &L->w_gate, &L->w_up, &L->w_down};
+            for (int i = 0; i < 7; i++)
+                all[k++] = ws[i];
+        }
+        for (int i = 0; i < k && !rc; i++) {
+            const struct wmat *w = all[i];
+            for (int64_t r0 = 0; r0 < w->out && !rc; r0 += MATMUL_PANEL) {
+                int64_t nr = w->out - r0 < MATMUL_PANEL ? w->out - r0 : MATMUL_PANEL;
+                dequant_row(w->type, w->data + (size_t)r0 * w->row_bytes, buf, nr * w->in);
+                int64_t bad = first_nonfinite(buf, nr * w->in);
+                if (bad >= 0)
+                    rc = nonfinite_error(m->name, w->name, buf[bad], r0 * w->in + bad, err, errlen);
+            }
+        }
+    }
+    free(buf);
+    return rc;
+}
+
+int llama_load(struct gguf *g, const char *name, struct llama_model **out, char *err, size_t errlen)
 {
     *out = NULL;
     struct llama_model *m = calloc(1, sizeof *m);
-    if (!m) return QG_ERR_NOMEM;
+    if (!m) {
+        gguf_close(g);
+        return qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory", name);
+    }
+    m->g = g;
+    snprintf(m->name, sizeof m->name, "%s", name);
     struct llama_hparams *hp = &m->hp;
     int rc = read_hparams(g, name, hp, err, errlen);
     const struct gguf_tensor *emb = gguf_find_tensor(g, "token_embd.weight");
@@ -184,13 +278,12 @@ int llama_load(const struct gguf *g, const char *name, struct llama_model **out,
     int64_t dim = hp->dim, qd = (int64_t)hp->n_heads * hp->head_dim,
             kvd = (int64_t)hp->n_kv_heads * hp->head_dim;
     if (!rc)
-        rc = load_tensor(m, g, name, "token_embd.weight", dim, hp->n_vocab, 0, &m->tok_embd, err,
-                         errlen);
+        rc = load_mat(m, g, name, "token_embd.weight", dim, hp->n_vocab, 0, &m->tok_embd, err,
+                      errlen);
+    if (!rc) rc = load_vec(m, g, name, "output_norm.weight", dim, 0, &m->out_norm, err, errlen);
     if (!rc)
-        rc = load_tensor(m, g, name, "output_norm.weight", dim, 1, 0, &m->out_norm, err, errlen);
-    if (!rc)
-        rc = load_tensor(m, g, name, "output.weight", dim, hp->n_vocab, 1, &m->output, err, errlen);
-    if (!rc && !m->output) {
+        rc = load_mat(m, g, name, "output.weight", dim, hp->n_vocab, 1, &m->output, err, errlen);
+    if (!rc && !m->output.data) {
         hp->tied_output = 1;
         m->output = m->tok_embd;
     }
@@ -198,24 +291,30 @@ int llama_load(const struct gguf *g, const char *name, struct llama_model **out,
     for (int l = 0; l < hp->n_layers && !rc; l++) {
         struct layer *L = &m->layers[l];
         char tn[GGUF_MAX_NAME + 1];
-#define T(field, suffix, ne0, ne1, opt)                                                            \
+#define V(field, suffix, ne0, opt)                                                                 \
     if (!rc) {                                                                                     \
         snprintf(tn, sizeof tn, "blk.%d." suffix, l);                                              \
-        rc = load_tensor(m, g, name, tn, ne0, ne1, opt, &L->field, err, errlen);                   \
+        rc = load_vec(m, g, name, tn, ne0, opt, &L->field, err, errlen);                           \
     }
-        T(attn_norm, "attn_norm.weight", dim, 1, 0);
-        T(wq, "attn_q.weight", dim, qd, 0);
-        T(wk, "attn_k.weight", dim, kvd, 0);
-        T(wv, "attn_v.weight", dim, kvd, 0);
-        T(wo, "attn_output.weight", qd, dim, 0);
-        T(bq, "attn_q.bias", qd, 1, !hp->qkv_bias);
-        T(bk, "attn_k.bias", kvd, 1, !hp->qkv_bias);
-        T(bv, "attn_v.bias", kvd, 1, !hp->qkv_bias);
-        T(ffn_norm, "ffn_norm.weight", dim, 1, 0);
-        T(w_gate, "ffn_gate.weight", dim, hp->ffn, 0);
-        T(w_up, "ffn_up.weight", dim, hp->ffn, 0);
-        T(w_down, "ffn_down.weight", hp->ffn, dim, 0);
-#undef T
+#define M(field, suffix, ne0, ne1)                                                                 \
+    if (!rc) {                                                                                     \
+        snprintf(tn, sizeof tn, "blk.%d." suffix, l);                                              \
+        rc = load_mat(m, g, name, tn, ne0, ne1, 0, &L->field, err, errlen);                        \
+    }
+        V(attn_norm, "attn_norm.weight", dim, 0);
+        M(wq, "attn_q.weight", dim, qd);
+        M(wk, "attn_k.weight", dim, kvd);
+        M(wv, "attn_v.weight", dim, kvd);
+        M(wo, "attn_output.weight", qd, dim);
+        V(bq, "attn_q.bias", qd, !hp->qkv_bias);
+        V(bk, "attn_k.bias", kvd, !hp->qkv_bias);
+        V(bv, "attn_v.bias", kvd, !hp->qkv_bias);
+        V(ffn_norm, "ffn_norm.weight", dim, 0);
+        M(w_gate, "ffn_gate.weight", dim, hp->ffn);
+        M(w_up, "ffn_up.weight", dim, hp->ffn);
+        M(w_down, "ffn_down.weight", hp->ffn, dim);
+#undef V
+#undef M
     }
     if (rc) {
         if (rc == QG_ERR_NOMEM && !err[0]) qg_errf(err, errlen, rc, "%s: out of memory", name);
@@ -231,15 +330,13 @@ void llama_free(struct llama_model *m)
     if (!m) return;
     for (int l = 0; m->layers && l < m->hp.n_layers; l++) {
         struct layer *L = &m->layers[l];
-        float *all[] = {L->attn_norm, L->wq, L->wk,       L->wv,     L->wo,   L->bq,
-                        L->bk,        L->bv, L->ffn_norm, L->w_gate, L->w_up, L->w_down};
+        float *all[] = {L->attn_norm, L->bq, L->bk, L->bv, L->ffn_norm};
         for (size_t i = 0; i < sizeof all / sizeof *all; i++)
             free(all[i]);
     }
     free(m->layers);
-    if (m->output != m->tok_embd) free(m->output);
-    free(m->tok_embd);
     free(m->out_norm);
+    gguf_close(m->g);
     free(m);
 }
 
@@ -276,7 +373,9 @@ int llama_ctx_new(const struct llama_model *m, int n_ctx, struct llama_ctx **out
     /* all threading is ours (see matmul): BLAS runs single-threaded */
     openblas_set_num_threads(1);
     c->scores = malloc((size_t)c->n_threads * ATT_BLOCK * N * sizeof(float));
-    if (!c->k || !c->v || !c->x || !c->xn || !c->q || !c->att || !c->gate || !c->up || !c->scores) {
+    c->scratch = malloc((size_t)c->n_threads * matmul_scratch_floats(m->max_in) * sizeof(float));
+    if (!c->k || !c->v || !c->x || !c->xn || !c->q || !c->att || !c->gate || !c->up || !c->scores ||
+        !c->scratch) {
         llama_ctx_free(c);
         return QG_ERR_NOMEM;
     }
@@ -296,6 +395,7 @@ void llama_ctx_free(struct llama_ctx *c)
     free(c->gate);
     free(c->up);
     free(c->scores);
+    free(c->scratch);
     free(c);
 }
 
@@ -350,37 +450,11 @@ static void rmsnorm(float *y, const float *x, const float *weight, int n, int w,
     }
 }
 
-struct mm_job {
-    float *y;
-    const float *x, *W, *bias;
-    int n, in, out;
-    float beta;
-};
-
-/* output columns [c0, c1) (in units of 16) of y = x . W^T */
-static void matmul_cols(void *arg, int64_t c0, int64_t c1, int thread)
+/* y[n][out] = x[n][in] . W^T (+ bias) (+ beta y), weights as stored */
+static void matmul(const struct llama_ctx *c, float *y, const float *x, const struct wmat *W,
+                   const float *bias, float beta, int n)
 {
-    const struct mm_job *j = arg;
-    (void)thread;
-    int o0 = (int)c0 * 16, o1 = (int)c1 * 16 < j->out ? (int)c1 * 16 : j->out;
-    if (o1 <= o0) return;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, o1 - o0, j->in, 1.0f, j->x, j->in,
-                j->W + (size_t)o0 * j->in, j->in, j->beta, j->y + o0, j->out);
-    if (j->bias)
-        for (int i = 0; i < j->n; i++)
-            for (int o = o0; o < o1; o++)
-                j->y[(size_t)i * j->out + o] += j->bias[o];
-}
-
-/* y[n][out] = x[n][in] . W[out][in]^T (+ bias) (+ beta y). The columns are
- * split across our threads, each calling single-threaded BLAS: OpenBLAS's
- * own pool would spin between calls and steal the cores from the rest. */
-static void matmul(const struct llama_ctx *c, float *y, const float *x, const float *W,
-                   const float *bias, int n, int in, int out, float beta)
-{
-    struct mm_job j = {y, x, W, bias, n, in, out, beta};
-    parallel_for(parallel_threads_for(c->n_threads, 2.0 * n * in * out), (out + 15) / 16,
-                 matmul_cols, &j);
+    matmul_w(y, x, W, bias, n, beta, c->n_threads, c->scratch);
 }
 
 /* Rotates n rows of `heads` heads (row stride `stride`) at positions pos0.. */
@@ -499,32 +573,34 @@ int llama_eval(struct llama_ctx *c, const int32_t *tokens, int n, int logits_fro
     const int dim = h->dim, hd = h->head_dim, qd = h->n_heads * hd, kvd = h->n_kv_heads * hd;
     const int pos0 = c->pos;
     for (int i = 0; i < n; i++)
-        memcpy(c->x + (size_t)i * dim, m->tok_embd + (size_t)tokens[i] * dim,
-               (size_t)dim * sizeof(float));
+        dequant_row(m->tok_embd.type, m->tok_embd.data + (size_t)tokens[i] * m->tok_embd.row_bytes,
+                    c->x + (size_t)i * dim, dim);
     for (int l = 0; l < h->n_layers; l++) {
         const struct layer *L = &m->layers[l];
         float *Kl = c->k + ((size_t)l * c->n_ctx + pos0) * kvd,
               *Vl = c->v + ((size_t)l * c->n_ctx + pos0) * kvd;
         rmsnorm(c->xn, c->x, L->attn_norm, n, dim, h->rms_eps);
-        matmul(c, c->q, c->xn, L->wq, L->bq, n, dim, qd, 0.0f);
-        matmul(c, Kl, c->xn, L->wk, L->bk, n, dim, kvd, 0.0f);
-        matmul(c, Vl, c->xn, L->wv, L->bv, n, dim, kvd, 0.0f);
+        matmul(c, c->q, c->xn, &L->wq, L->bq, 0.0f, n);
+        matmul(c, Kl, c->xn, &L->wk, L->bk, 0.0f, n);
+        matmul(c, Vl, c->xn, &L->wv, L->bv, 0.0f, n);
         rope(c->q, n, qd, h->n_heads, hd, pos0, h);
         rope(Kl, n, kvd, h->n_kv_heads, hd, pos0, h);
         attention(c, l, n, pos0);
-        matmul(c, c->x, c->att, L->wo, NULL, n, qd, dim, 1.0f); /* x += att . Wo^T */
+        matmul(c, c->x, c->att, &L->wo, NULL, 1.0f, n); /* x += att . Wo^T */
         if (c->perturb) perturb_rows(c, n, dim, pos0, 2 * l);
         rmsnorm(c->xn, c->x, L->ffn_norm, n, dim, h->rms_eps);
-        matmul(c, c->gate, c->xn, L->w_gate, NULL, n, dim, h->ffn, 0.0f);
-        matmul(c, c->up, c->xn, L->w_up, NULL, n, dim, h->ffn, 0.0f);
+        matmul(c, c->gate, c->xn, &L->w_gate, NULL, 0.0f, n);
+        matmul(c, c->up, c->xn, &L->w_up, NULL, 0.0f, n);
         struct swiglu_job sj = {c->gate, c->up};
         parallel_for(parallel_threads_for(c->n_threads, 20.0 * n * h->ffn), (int64_t)n * h->ffn,
                      swiglu, &sj);
-        matmul(c, c->x, c->gate, L->w_down, NULL, n, h->ffn, dim, 1.0f); /* x += ffn */
+        matmul(c, c->x, c->gate, &L->w_down, NULL, 1.0f, n); /* x += ffn */
         if (c->perturb) perturb_rows(c, n, dim, pos0, 2 * l + 1);
     }
     c->pos += n;
     c->last_n = n;
+    /* a non-finite weight or an overflow: llama_find_nonfinite says which */
+    if (first_nonfinite(c->x, (int64_t)n * dim) >= 0) return QG_ERR_DATA;
     return n > logits_from ? llama_output(c, logits_from, n - logits_from, logits) : QG_OK;
 }
 
@@ -534,7 +610,7 @@ int llama_output(struct llama_ctx *c, int first, int count, float *logits)
     const struct llama_hparams *h = &m->hp;
     if (first < 0 || count <= 0 || first + count > c->last_n) return QG_ERR_USAGE;
     rmsnorm(c->xn, c->x + (size_t)first * h->dim, m->out_norm, count, h->dim, h->rms_eps);
-    matmul(c, logits, c->xn, m->output, NULL, count, h->dim, h->n_vocab, 0.0f);
+    matmul(c, logits, c->xn, &m->output, NULL, 0.0f, count);
     return QG_OK;
 }
 
@@ -550,13 +626,13 @@ static void ref_rmsnorm(double *y, const double *x, const float *w, int n, doubl
         y[j] = x[j] * s * w[j];
 }
 
-/* y[out] = W[out][in] . x[in] + b */
-static void ref_matvec(double *y, const float *W, const float *b, const double *x, int in, int out)
+/* y[out] = W[out][in] . x[in] + b, row by row through a decoded row */
+static void ref_matvec(double *y, const struct wmat *W, const float *b, const double *x, float *row)
 {
-    for (int r = 0; r < out; r++) {
+    for (int64_t r = 0; r < W->out; r++) {
         double acc = b ? b[r] : 0.0;
-        const float *row = W + (size_t)r * in;
-        for (int k = 0; k < in; k++)
+        dequant_row(W->type, W->data + (size_t)r * W->row_bytes, row, W->in);
+        for (int64_t k = 0; k < W->in; k++)
             acc += (double)row[k] * x[k];
         y[r] = acc;
     }
@@ -589,21 +665,24 @@ int llama_eval_ref(const struct llama_model *m, const int32_t *tokens, int n, fl
            *V = malloc(sizeof(double) * (size_t)L * n * kvd);
     double *s = malloc(sizeof(double) * (size_t)n),
            *lg = malloc(sizeof(double) * (size_t)h->n_vocab);
-    int rc = x && xn && q && o && tmp && g && u && K && V && s && lg ? QG_OK : QG_ERR_NOMEM;
+    float *row = malloc(sizeof(float) * (size_t)m->max_in);
+    int rc = x && xn && q && o && tmp && g && u && K && V && s && lg && row ? QG_OK : QG_ERR_NOMEM;
     for (int i = 0; i < n && !rc; i++) {
         if (tokens[i] < 0 || tokens[i] >= h->n_vocab) {
             rc = QG_ERR_USAGE;
             break;
         }
+        dequant_row(m->tok_embd.type, m->tok_embd.data + (size_t)tokens[i] * m->tok_embd.row_bytes,
+                    row, dim);
         for (int j = 0; j < dim; j++)
-            x[j] = m->tok_embd[(size_t)tokens[i] * dim + j];
+            x[j] = row[j];
         for (int l = 0; l < L; l++) {
             const struct layer *W = &m->layers[l];
             double *Ki = K + ((size_t)l * n + i) * kvd, *Vi = V + ((size_t)l * n + i) * kvd;
             ref_rmsnorm(xn, x, W->attn_norm, dim, h->rms_eps);
-            ref_matvec(q, W->wq, W->bq, xn, dim, qd);
-            ref_matvec(Ki, W->wk, W->bk, xn, dim, kvd);
-            ref_matvec(Vi, W->wv, W->bv, xn, dim, kvd);
+            ref_matvec(q, &W->wq, W->bq, xn, row);
+            ref_matvec(Ki, &W->wk, W->bk, xn, row);
+            ref_matvec(Vi, &W->wv, W->bv, xn, row);
             ref_rope(q, h->n_heads, hd, i, h);
             ref_rope(Ki, h->n_kv_heads, hd, i, h);
             for (int hh = 0; hh < h->n_heads; hh++) {
@@ -625,20 +704,20 @@ int llama_eval_ref(const struct llama_model *m, const int32_t *tokens, int n, fl
                     o[hh * hd + k] = acc;
                 }
             }
-            ref_matvec(tmp, W->wo, NULL, o, qd, dim);
+            ref_matvec(tmp, &W->wo, NULL, o, row);
             for (int j = 0; j < dim; j++)
                 x[j] += tmp[j];
             ref_rmsnorm(xn, x, W->ffn_norm, dim, h->rms_eps);
-            ref_matvec(g, W->w_gate, NULL, xn, dim, h->ffn);
-            ref_matvec(u, W->w_up, NULL, xn, dim, h->ffn);
+            ref_matvec(g, &W->w_gate, NULL, xn, row);
+            ref_matvec(u, &W->w_up, NULL, xn, row);
             for (int j = 0; j < h->ffn; j++)
                 g[j] = g[j] / (1.0 + exp(-g[j])) * u[j];
-            ref_matvec(tmp, W->w_down, NULL, g, h->ffn, dim);
+            ref_matvec(tmp, &W->w_down, NULL, g, row);
             for (int j = 0; j < dim; j++)
                 x[j] += tmp[j];
         }
         ref_rmsnorm(xn, x, m->out_norm, dim, h->rms_eps);
-        ref_matvec(lg, m->output, NULL, xn, dim, h->n_vocab);
+        ref_matvec(lg, &m->output, NULL, xn, row);
         for (int j = 0; j < h->n_vocab; j++)
             logits[(size_t)i * h->n_vocab + j] = (float)lg[j];
     }
@@ -653,5 +732,6 @@ int llama_eval_ref(const struct llama_model *m, const int32_t *tokens, int n, fl
     free(V);
     free(s);
     free(lg);
+    free(row);
     return rc;
 }

@@ -1,11 +1,14 @@
 /* llama — the Llama-family transformer shared by the local backends.
  *
  * Architectures: "llama" (Llama 1/2/3, Mistral, TinyLlama, SmolLM: normal
- * RoPE) and "qwen2" (NeoX RoPE, q/k/v biases). Weights are dequantised once
- * at load into f32 exactly as the file's block formats define them, so the
- * memory cost is 4 bytes per parameter (plus the KV cache of each context:
- * 2 x layers x ctx x kv_dim x 4 bytes). Activations are f32, RMSNorm sums in
- * double as ggml does, attention is causal with grouped-query heads.
+ * RoPE) and "qwen2" (NeoX RoPE, q/k/v biases). Weight matrices stay in the
+ * mapped file in their stored block format (matmul.h dequantizes panels
+ * just before each sgemm, and decodes blocks inside the decode kernels), so
+ * the memory cost is the file (plus per context a KV cache of 2 x layers x
+ * ctx x kv_dim x 4 bytes and per thread a panel of 64 x the widest input
+ * floats). Norm weights and biases are decoded to f32 at load. Activations
+ * are f32, RMSNorm sums in double as ggml does, attention is causal with
+ * grouped-query heads.
  *
  * Shapes: a projection weight W is stored as ne0 = in, ne1 = out, i.e. a
  * row-major [out][in] matrix; activations are row-major [n_tokens][width].
@@ -31,15 +34,23 @@ struct llama_hparams {
 
 struct llama_model;
 
-/* Reads hyperparameters and dequantises every weight. QG_OK; QG_ERR_DATA
- * with err naming the file and the problem (unsupported architecture,
- * missing tensor, wrong shape, unsupported tensor type); QG_ERR_NOMEM. */
-int llama_load(const struct gguf *g, const char *name, struct llama_model **out, char *err,
+/* Reads hyperparameters and maps every weight; takes g (closed by
+ * llama_free, or here on failure). QG_OK; QG_ERR_DATA with err naming the
+ * file and the problem (unsupported architecture, missing tensor, wrong
+ * shape, unsupported tensor type, a non-finite norm weight or bias);
+ * QG_ERR_NOMEM. */
+int llama_load(struct gguf *g, const char *name, struct llama_model **out, char *err,
                size_t errlen);
 void llama_free(struct llama_model *m); /* accepts NULL */
 
+/* Scans every weight matrix for a NaN or Inf: QG_OK when there is none,
+ * else QG_ERR_DATA with err naming the file, tensor and element. (Matrices
+ * are not scanned at load, which maps them; llama_eval's non-finite result
+ * is the cue to call this.) */
+int llama_find_nonfinite(const struct llama_model *m, char *err, size_t errlen);
+
 const struct llama_hparams *llama_hparams(const struct llama_model *m);
-/* Bytes of f32 weights held. */
+/* Bytes of weights: matrices as stored in the file, vectors as f32. */
 size_t llama_weight_bytes(const struct llama_model *m);
 /* Floating-point operations of one forward pass over n tokens from an empty
  * context with logits for n_logits rows (multiply-add = 2). */
@@ -64,7 +75,9 @@ int llama_ctx_pos(const struct llama_ctx *c); /* positions cached */
 /* Evaluates n tokens at positions pos..pos+n-1 (pos = llama_ctx_pos) as one
  * batch: every projection is one sgemm over the n rows. Writes logits for
  * the rows logits_from..n-1 into logits ([n - logits_from][n_vocab]).
- * QG_OK, QG_ERR_USAGE (context full, token out of range), QG_ERR_NOMEM. */
+ * QG_OK, QG_ERR_USAGE (context full, token out of range), QG_ERR_NOMEM,
+ * QG_ERR_DATA when the hidden states came out non-finite (see
+ * llama_find_nonfinite). */
 int llama_eval(struct llama_ctx *c, const int32_t *tokens, int n, int logits_from, float *logits);
 
 /* Logits for rows [first, first + count) of the batch last passed to

@@ -115,7 +115,6 @@ static int measure(const char *path, int threads, int windows, int ctx)
             h = *llama_hparams(m);
             llama_free(m);
         }
-        gguf_close(g);
         if (h.dim) sg = sgemm_gflops(&h, ctx, threads);
     }
     printf("tokens_per_s=%.1f gflops=%.2f sgemm_gflops=%.2f weight_bytes=%zu load_s=%.2f\n",

@@ -23,10 +23,9 @@ static struct llama_model *load_model(const char *path)
     char err[QG_ERRMSG_MAX];
     struct gguf *g;
     struct llama_model *m = NULL;
-    if (gguf_open(path, &g, err, sizeof err) == QG_OK) {
-        if (llama_load(g, path, &m, err, sizeof err) != QG_OK) fprintf(stderr, "%s\n", err);
-        gguf_close(g);
-    }
+    if (gguf_open(path, &g, err, sizeof err) == QG_OK &&
+        llama_load(g, path, &m, err, sizeof err) != QG_OK)
+        fprintf(stderr, "%s\n", err);
     return m;
 }
 

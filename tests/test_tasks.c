@@ -421,7 +421,6 @@ TEST(mc_hellaswag_matches_reference)
     struct llama_model *m;
     ASSERT_OK(gguf_open(model, &gg, err, sizeof err));
     ASSERT_OK(llama_load(gg, model, &m, err, sizeof err));
-    gguf_close(gg);
     int V = llama_hparams(m)->n_vocab, agree = 0;
     for (int64_t i = 0; i < n; i++) {
         struct mc_result r;

@@ -49,8 +49,10 @@ static int cpu_open(const char *path, const struct backend_open_params *p, void 
         return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
     }
     rc = tok_load(g, path, &c->tok, err, errlen);
-    if (!rc) rc = llama_load(g, path, &c->model, err, errlen);
-    gguf_close(g); /* the weights are copies now */
+    if (!rc)
+        rc = llama_load(g, path, &c->model, err, errlen); /* keeps g: weights stay mapped */
+    else
+        gguf_close(g);
     if (!rc) {
         const struct llama_hparams *h = llama_hparams(c->model);
         if (tok_n_vocab(c->tok) != h->n_vocab)
@@ -152,6 +154,22 @@ static void lsm_rows(void *arg, int64_t b, int64_t e, int thread)
     }
 }
 
+/* The message of a failed llama_eval: a non-finite result names the
+ * tensor that holds a NaN or Inf, or says the activations overflowed. */
+static int eval_error(struct cpu *c, int rc, const char *what)
+{
+    if (rc != QG_ERR_DATA)
+        return qg_errf(c->err, sizeof c->err, rc, "%s: evaluation failed (%s)", what,
+                       qg_strerror(rc));
+    char e[QG_ERRMSG_MAX];
+    int frc = llama_find_nonfinite(c->model, e, sizeof e);
+    if (frc) return qg_errf(c->err, sizeof c->err, frc, "%s", e);
+    return qg_errf(c->err, sizeof c->err, QG_ERR_DATA,
+                   "%s: the model's activations became non-finite (an overflow: its weights are "
+                   "all finite)",
+                   what);
+}
+
 static int cpu_score(void *impl, struct backend_score *r)
 {
     struct cpu *c = impl;
@@ -172,9 +190,7 @@ static int cpu_score(void *impl, struct backend_score *r)
     int npos = r->n_tokens - 1, split = c->perturb && npos >= 2 ? npos / 2 : npos;
     for (int b0 = 0; b0 < npos; b0 = split, split = npos) {
         int rc = llama_eval(c->ctx, r->tokens + b0, split - b0, split - b0, NULL);
-        if (rc)
-            return qg_errf(c->err, sizeof c->err, rc,
-                           "score: evaluation failed (token id out of range?)");
+        if (rc) return eval_error(c, rc, "score");
         int first = r->from - 1 > b0 ? r->from - 1 : b0;
         for (int p0 = first; p0 < split; p0 += LOGIT_ROWS) {
             int cnt = split - p0 < LOGIT_ROWS ? split - p0 : LOGIT_ROWS;
@@ -307,7 +323,7 @@ static int cpu_generate(void *impl, const int32_t *prompt, int64_t np,
     if (rc) {
         free(out);
         free(gen);
-        return qg_errf(c->err, sizeof c->err, rc, "generate: evaluation failed");
+        return eval_error(c, rc, "generate");
     }
     if (!out) out = qg_strdup("");
     *text = out;

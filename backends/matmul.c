@@ -1,0 +1,329 @@
+/* matmul — tiled prefill over stored weights, fused decode kernels. */
+#include "backends/matmul.h"
+#include "backends/dequant.h"
+#include "backends/ggml_types.h"
+#include "backends/parallel.h"
+#include "backends/quant.h"
+
+#include <cblas.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define QG_X86 1
+#endif
+
+size_t matmul_scratch_floats(int64_t max_in)
+{
+    return (size_t)MATMUL_PANEL * (size_t)max_in;
+}
+
+/* ------------------------------------------------------------ prefill */
+
+struct mm_job {
+    float *y;
+    const float *x, *bias;
+    const struct wmat *W;
+    int n;
+    float beta;
+    float *scratch;
+    size_t per_thread;
+};
+
+static void add_bias(const struct mm_job *j, int o0, int o1)
+{
+    if (!j->bias) return;
+    int out = (int)j->W->out;
+    for (int i = 0; i < j->n; i++)
+        for (int o = o0; o < o1; o++)
+            j->y[(size_t)i * out + o] += j->bias[o];
+}
+
+/* output rows [c0, c1) (in units of 16) of y = x . W^T */
+static void tile_cols(void *arg, int64_t c0, int64_t c1, int thread)
+{
+    const struct mm_job *j = arg;
+    const struct wmat *W = j->W;
+    int in = (int)W->in, out = (int)W->out;
+    int o0 = (int)c0 * 16, o1 = (int)c1 * 16 < out ? (int)c1 * 16 : out;
+    if (o1 <= o0) return;
+    if (W->type == GGML_F32) { /* straight from the mapping */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, o1 - o0, in, 1.0f, j->x, in,
+                    (const float *)(const void *)W->data + (size_t)o0 * in, in, j->beta, j->y + o0,
+                    out);
+        add_bias(j, o0, o1);
+        return;
+    }
+    float *panel = j->scratch + (size_t)thread * j->per_thread;
+    for (int r0 = o0; r0 < o1; r0 += MATMUL_PANEL) {
+        int r1 = r0 + MATMUL_PANEL < o1 ? r0 + MATMUL_PANEL : o1;
+        dequant_row(W->type, W->data + (size_t)r0 * W->row_bytes, panel, (int64_t)(r1 - r0) * in);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, r1 - r0, in, 1.0f, j->x, in,
+                    panel, in, j->beta, j->y + r0, out);
+    }
+    add_bias(j, o0, o1);
+}
+
+/* ------------------------------------------------------------- decode */
+
+typedef float (*dot_fn)(const float *a, const float *b, int64_t n);
+
+static float dot_portable(const float *a, const float *b, int64_t n)
+{
+    float acc[8] = {0};
+    int64_t k = 0;
+    for (; k + 8 <= n; k += 8)
+        for (int j = 0; j < 8; j++)
+            acc[j] += a[k + j] * b[k + j];
+    float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (; k < n; k++)
+        s += a[k] * b[k];
+    return s;
+}
+
+/* a row through a chunk of 256 decoded elements at a time (L1-resident) */
+static float row_generic(const struct wmat *W, int64_t r, const float *x, float *buf, dot_fn dot)
+{
+    const struct ggml_type_info *ti = ggml_type_get(W->type);
+    int64_t chunk = ti->block >= 256 ? ti->block : 256 / ti->block * ti->block;
+    const uint8_t *p = W->data + (size_t)r * W->row_bytes;
+    float s = 0;
+    for (int64_t k = 0; k < W->in; k += chunk) {
+        int64_t m = W->in - k < chunk ? W->in - k : chunk;
+        dequant_row(W->type, p + (size_t)(k / ti->block) * ti->type_size, buf, m);
+        s += dot(buf, x + k, m);
+    }
+    return s;
+}
+
+void matmul_rows_portable(float *y, const float *x, const struct wmat *W, int64_t r0, int64_t r1,
+                          float *row)
+{
+    for (int64_t r = r0; r < r1; r++)
+        y[r - r0] = row_generic(W, r, x, row, dot_portable);
+}
+
+#ifdef QG_X86
+__attribute__((target("avx2,fma"))) static float hsum256(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+__attribute__((target("avx2,fma"))) static float dot_avx2(const float *a, const float *b, int64_t n)
+{
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    int64_t k = 0;
+    for (; k + 16 <= n; k += 16) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k), _mm256_loadu_ps(b + k), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k + 8), _mm256_loadu_ps(b + k + 8), s1);
+    }
+    float s = hsum256(_mm256_add_ps(s0, s1));
+    for (; k < n; k++)
+        s += a[k] * b[k];
+    return s;
+}
+
+/* 8 int8 -> 8 floats */
+__attribute__((target("avx2,fma"))) static __m256 i8x8(const uint8_t *q)
+{
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)q)));
+}
+
+/* Q8_0: 32 int8 and an fp16 scale per block */
+__attribute__((target("avx2,fma"))) static float row_q8_0_avx2(const struct wmat *W, int64_t r,
+                                                               const float *x)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t k = 0; k < W->in; k += 32, b += 34) {
+        __m256 d = _mm256_set1_ps(quant_f16_to_f32((uint16_t)(b[0] | b[1] << 8)));
+        __m256 s = _mm256_mul_ps(i8x8(b + 2), _mm256_loadu_ps(x + k));
+        s = _mm256_fmadd_ps(i8x8(b + 10), _mm256_loadu_ps(x + k + 8), s);
+        s = _mm256_fmadd_ps(i8x8(b + 18), _mm256_loadu_ps(x + k + 16), s);
+        s = _mm256_fmadd_ps(i8x8(b + 26), _mm256_loadu_ps(x + k + 24), s);
+        acc = _mm256_fmadd_ps(d, s, acc);
+    }
+    return hsum256(acc);
+}
+
+static void scale_min_k4(int j, const uint8_t *q, int *d, int *m)
+{
+    if (j < 4) {
+        *d = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+/* 8 nibbles (low or high halves of 8 bytes) -> 8 floats */
+__attribute__((target("avx2,fma"))) static __m256 nib8(const uint8_t *q, int high)
+{
+    __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)q));
+    v = high ? _mm256_srli_epi32(v, 4) : _mm256_and_si256(v, _mm256_set1_epi32(0xF));
+    return _mm256_cvtepi32_ps(v);
+}
+
+/* Q4_K: y = d sc q - dmin m per 32; dot = sum_g d sc_g (x.q)_g - dmin m_g sum(x)_g,
+ * with the group sums of x computed once per product (xg) */
+__attribute__((target("avx2,fma"))) static float row_q4_k_avx2(const struct wmat *W, int64_t r,
+                                                               const float *x, const float *xg)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    __m256 acc = _mm256_setzero_ps();
+    float mins = 0;
+    for (int64_t k = 0; k < W->in; k += 256, b += 144) {
+        float d = quant_f16_to_f32((uint16_t)(b[0] | b[1] << 8));
+        float dmin = quant_f16_to_f32((uint16_t)(b[2] | b[3] << 8));
+        const uint8_t *sc = b + 4, *q = b + 16;
+        for (int g = 0; g < 8; g++) {
+            int s, m;
+            scale_min_k4(g, sc, &s, &m);
+            const uint8_t *qg = q + 32 * (g / 2);
+            const float *xk = x + k + 32 * g;
+            int high = g & 1;
+            __m256 t = _mm256_mul_ps(nib8(qg, high), _mm256_loadu_ps(xk));
+            t = _mm256_fmadd_ps(nib8(qg + 8, high), _mm256_loadu_ps(xk + 8), t);
+            t = _mm256_fmadd_ps(nib8(qg + 16, high), _mm256_loadu_ps(xk + 16), t);
+            t = _mm256_fmadd_ps(nib8(qg + 24, high), _mm256_loadu_ps(xk + 24), t);
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)s), t, acc);
+            mins += dmin * (float)m * xg[(k + 32 * g) / 32];
+        }
+    }
+    return hsum256(acc) - mins;
+}
+
+__attribute__((target("avx512f"))) static float dot_avx512(const float *a, const float *b,
+                                                           int64_t n)
+{
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+    int64_t k = 0;
+    for (; k + 32 <= n; k += 32) {
+        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + k), _mm512_loadu_ps(b + k), s0);
+        s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + k + 16), _mm512_loadu_ps(b + k + 16), s1);
+    }
+    float s = _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+    for (; k < n; k++)
+        s += a[k] * b[k];
+    return s;
+}
+#endif
+
+enum kernel { K_PORTABLE, K_AVX2, K_AVX512 };
+
+static enum kernel kernel_pick(void)
+{
+#ifdef QG_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
+        __builtin_cpu_supports("fma"))
+        return K_AVX512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return K_AVX2;
+#endif
+    return K_PORTABLE;
+}
+
+const char *matmul_kernel_name(void)
+{
+    static const char *const names[] = {"portable", "avx2", "avx512"};
+    return names[kernel_pick()];
+}
+
+/* group sums of x over 32-element groups, for the Q4_K kernel */
+static void group_sums(const float *x, int64_t n, float *xg)
+{
+    for (int64_t g = 0; g < n / 32; g++) {
+        float s = 0;
+        for (int j = 0; j < 32; j++)
+            s += x[32 * g + j];
+        xg[g] = s;
+    }
+}
+
+static void rows_fused(float *y, const float *x, const struct wmat *W, int64_t r0, int64_t r1,
+                       float *row, const float *xg)
+{
+    enum kernel k = kernel_pick();
+#ifdef QG_X86
+    if (k != K_PORTABLE && W->type == GGML_Q8_0) {
+        for (int64_t r = r0; r < r1; r++)
+            y[r - r0] = row_q8_0_avx2(W, r, x);
+        return;
+    }
+    if (k != K_PORTABLE && W->type == GGML_Q4_K && xg) {
+        for (int64_t r = r0; r < r1; r++)
+            y[r - r0] = row_q4_k_avx2(W, r, x, xg);
+        return;
+    }
+    dot_fn dot = k == K_AVX512 ? dot_avx512 : k == K_AVX2 ? dot_avx2 : dot_portable;
+#else
+    (void)xg;
+    dot_fn dot = dot_portable;
+#endif
+    if (W->type == GGML_F32) {
+        for (int64_t r = r0; r < r1; r++)
+            y[r - r0] =
+                dot((const float *)(const void *)(W->data + (size_t)r * W->row_bytes), x, W->in);
+        return;
+    }
+    for (int64_t r = r0; r < r1; r++)
+        y[r - r0] = row_generic(W, r, x, row, dot);
+}
+
+void matmul_rows_fused(float *y, const float *x, const struct wmat *W, int64_t r0, int64_t r1,
+                       float *row)
+{
+    /* row holds W->in floats: the group sums go after the first 256 */
+    float *xg = W->in % 32 == 0 && W->in >= 512 ? row + 256 : NULL;
+    if (xg) group_sums(x, W->in, xg);
+    rows_fused(y, x, W, r0, r1, row, xg);
+}
+
+struct mv_job {
+    float *y;
+    const float *x, *bias, *xg;
+    const struct wmat *W;
+    float beta;
+    float *scratch;
+    size_t per_thread;
+};
+
+static void mv_rows(void *arg, int64_t c0, int64_t c1, int thread)
+{
+    const struct mv_job *j = arg;
+    int64_t r0 = c0 * 16, r1 = c1 * 16 < j->W->out ? c1 * 16 : j->W->out;
+    float *buf = j->scratch + (size_t)thread * j->per_thread, *tmp = buf + 256;
+    for (int64_t a = r0; a < r1; a += 256) {
+        int64_t b = a + 256 < r1 ? a + 256 : r1;
+        rows_fused(tmp, j->x, j->W, a, b, buf, j->xg);
+        for (int64_t r = a; r < b; r++)
+            j->y[r] = tmp[r - a] + (j->beta != 0.0f ? j->beta * j->y[r] : 0.0f) +
+                      (j->bias ? j->bias[r] : 0.0f);
+    }
+}
+
+void matmul_w(float *y, const float *x, const struct wmat *W, const float *bias, int n, float beta,
+              int n_threads, float *scratch)
+{
+    size_t per = matmul_scratch_floats(W->in);
+    if (n == 1 && W->type != GGML_F32) {
+        /* scratch of thread 0 ends with the group sums; each thread: a
+         * 256-float decode buffer and 256 outputs */
+        float *xg = NULL;
+        if (W->in % 32 == 0 && per >= 512 + (size_t)W->in / 32) {
+            xg = scratch + per - (size_t)W->in / 32;
+            group_sums(x, W->in, xg);
+        }
+        struct mv_job j = {y, x, bias, xg, W, beta, scratch, per};
+        parallel_for(parallel_threads_for(n_threads, 2.0 * (double)W->in * (double)W->out),
+                     (W->out + 15) / 16, mv_rows, &j);
+        return;
+    }
+    struct mm_job j = {y, x, bias, W, n, beta, scratch, per};
+    parallel_for(parallel_threads_for(n_threads, 2.0 * n * (double)W->in * (double)W->out),
+                 (W->out + 15) / 16, tile_cols, &j);
+}
