@@ -651,11 +651,37 @@ static void ref_rope(double *v, int heads, int hd, int pos, const struct llama_h
         }
 }
 
+/* o = causal attention of query position i over K/V rows 0..i (one layer) */
+static void ref_attention(double *o, const double *q, const double *K, const double *V, double *s,
+                          int i, const struct llama_hparams *h)
+{
+    const int hd = h->head_dim, kvd = h->n_kv_heads * hd, group = h->n_heads / h->n_kv_heads;
+    for (int hh = 0; hh < h->n_heads; hh++) {
+        int kh = hh / group;
+        double mx = -INFINITY, sum = 0;
+        for (int j = 0; j <= i; j++) {
+            double d = 0;
+            for (int k = 0; k < hd; k++)
+                d += q[hh * hd + k] * K[(size_t)j * kvd + kh * hd + k];
+            s[j] = d / sqrt((double)hd);
+            if (s[j] > mx) mx = s[j];
+        }
+        for (int j = 0; j <= i; j++)
+            sum += (s[j] = exp(s[j] - mx));
+        for (int k = 0; k < hd; k++) {
+            double acc = 0;
+            for (int j = 0; j <= i; j++)
+                acc += s[j] / sum * V[(size_t)j * kvd + kh * hd + k];
+            o[hh * hd + k] = acc;
+        }
+    }
+}
+
 int llama_eval_ref(const struct llama_model *m, const int32_t *tokens, int n, float *logits)
 {
     const struct llama_hparams *h = &m->hp;
     const int dim = h->dim, hd = h->head_dim, qd = h->n_heads * hd, kvd = h->n_kv_heads * hd;
-    const int group = h->n_heads / h->n_kv_heads, L = h->n_layers;
+    const int L = h->n_layers;
     double *x = malloc(sizeof(double) * (size_t)dim), *xn = malloc(sizeof(double) * (size_t)dim);
     double *q = malloc(sizeof(double) * (size_t)qd), *o = malloc(sizeof(double) * (size_t)qd);
     double *tmp = malloc(sizeof(double) * (size_t)(dim > h->ffn ? dim : h->ffn));
@@ -685,25 +711,7 @@ int llama_eval_ref(const struct llama_model *m, const int32_t *tokens, int n, fl
             ref_matvec(Vi, &W->wv, W->bv, xn, row);
             ref_rope(q, h->n_heads, hd, i, h);
             ref_rope(Ki, h->n_kv_heads, hd, i, h);
-            for (int hh = 0; hh < h->n_heads; hh++) {
-                int kh = hh / group;
-                double mx = -INFINITY, sum = 0;
-                for (int j = 0; j <= i; j++) {
-                    double d = 0;
-                    for (int k = 0; k < hd; k++)
-                        d += q[hh * hd + k] * K[((size_t)l * n + j) * kvd + kh * hd + k];
-                    s[j] = d / sqrt((double)hd);
-                    if (s[j] > mx) mx = s[j];
-                }
-                for (int j = 0; j <= i; j++)
-                    sum += (s[j] = exp(s[j] - mx));
-                for (int k = 0; k < hd; k++) {
-                    double acc = 0;
-                    for (int j = 0; j <= i; j++)
-                        acc += s[j] / sum * V[((size_t)l * n + j) * kvd + kh * hd + k];
-                    o[hh * hd + k] = acc;
-                }
-            }
+            ref_attention(o, q, K + (size_t)l * n * kvd, V + (size_t)l * n * kvd, s, i, h);
             ref_matvec(tmp, &W->wo, NULL, o, row);
             for (int j = 0; j < dim; j++)
                 x[j] += tmp[j];
