@@ -6,9 +6,11 @@
 #include "backends/ggml_types.h"
 #include "backends/gguf.h"
 #include "backends/llama.h"
+#include "backends/matmul.h"
 #include "backends/parallel.h"
 #include "backends/quant.h"
 #include "backends/synth.h"
+#include "core/rng.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "metrics/ppl.h"
@@ -583,5 +585,90 @@ TEST(fastmath_expf_accurate_and_nan_safe)
     ASSERT(qg_expf(-200.0f) > 0 && qg_expf(-200.0f) < 1e-37f);
     ASSERT(isnan(qg_expf(NAN)));
     ASSERT(isnan(qg_expf(-NAN)));
+    return 0;
+}
+
+/* |fused - exact| against sum |w x| over rows [0, rows) of W, and the same
+ * for the portable kernel; the worst relative error of each */
+static void decode_errors(const struct wmat *W, const float *x, int64_t rows, double *fused_err,
+                          double *portable_err)
+{
+    float *row = malloc((size_t)W->in * sizeof *row), *yf = malloc((size_t)rows * sizeof *yf),
+          *yp = malloc((size_t)rows * sizeof *yp);
+    matmul_rows_fused(yf, x, W, 0, rows, row);
+    matmul_rows_portable(yp, x, W, 0, rows, row);
+    *fused_err = *portable_err = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        dequant_row(W->type, W->data + (size_t)r * W->row_bytes, row, W->in);
+        double exact = 0, mag = 0;
+        for (int64_t k = 0; k < W->in; k++) {
+            exact += (double)row[k] * x[k];
+            mag += fabs((double)row[k] * x[k]);
+        }
+        double ef = fabs(yf[r] - exact) / (mag + 1e-30), ep = fabs(yp[r] - exact) / (mag + 1e-30);
+        if (ef > *fused_err) *fused_err = ef;
+        if (ep > *portable_err) *portable_err = ep;
+    }
+    free(row);
+    free(yf);
+    free(yp);
+}
+
+TEST(decode_kernels_match_portable)
+{
+    /* the fused decode kernels (the one this CPU picks) against the
+     * portable C kernel and a double-precision product of the decoded
+     * rows: generated rows in the quantizable formats, and every tensor
+     * type of the shared llama.cpp files when they are present */
+    printf("decode kernel: %s\n", matmul_kernel_name());
+    uint64_t st = 42;
+    enum { IN = 1024, ROWS = 48 };
+    float *w = malloc(sizeof(float) * IN * ROWS), x[IN];
+    for (int i = 0; i < IN * ROWS; i++)
+        w[i] = (float)(rng_unit(&st) - 0.5);
+    for (int i = 0; i < IN; i++)
+        x[i] = (float)(rng_unit(&st) * 2 - 1);
+    const uint32_t types[] = {GGML_F32, GGML_F16, GGML_Q8_0, GGML_Q4_0, GGML_Q4_K};
+    for (size_t t = 0; t < sizeof types / sizeof *types; t++) {
+        const struct ggml_type_info *ti = ggml_type_get(types[t]);
+        size_t rb = IN / ti->block * ti->type_size;
+        uint8_t *q = malloc(rb * ROWS);
+        for (int r = 0; r < ROWS; r++)
+            ASSERT_OK(quant_row(types[t], w + r * IN, q + r * rb, IN));
+        struct wmat W = {"w", types[t], q, IN, ROWS, rb};
+        double ef, ep;
+        decode_errors(&W, x, ROWS, &ef, &ep);
+        printf("%-8s fused %.2e portable %.2e\n", ti->name, ef, ep);
+        ASSERT(ef < 1e-5 && ep < 1e-5);
+        free(q);
+    }
+    free(w);
+    const char *dir = t_shared("models/stories260K-pad256");
+    if (!dir) return 0; /* the generated formats above are checked; no shared files */
+    int seen[GGML_TYPE_LIMIT] = {0};
+    static const char *const files[] = {"Q6_K",    "Q5_K_M", "Q5_1",   "Q4_1",   "IQ4_NL",
+                                        "IQ4_XS",  "Q3_K_M", "IQ3_XS", "IQ2_M",  "IQ2_XS",
+                                        "IQ2_XXS", "IQ1_M",  "IQ1_S",  "TQ1_0",  "TQ2_0",
+                                        "Q2_K",    "BF16",   "IQ3_S",  "Q4_K_M", "Q8_0"};
+    for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
+        char path[4200], err[QG_ERRMSG_MAX];
+        snprintf(path, sizeof path, "%s/stories260K-pad256-%s.gguf", dir, files[f]);
+        struct gguf *g;
+        if (gguf_open(path, &g, err, sizeof err)) continue;
+        for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
+            const struct gguf_tensor *t = gguf_tensor_at(g, i);
+            if (t->ne[1] < 2 || seen[t->type]) continue;
+            const struct ggml_type_info *ti = ggml_type_get(t->type);
+            struct wmat W = {t->name,  t->type,  t->data,
+                             t->ne[0], t->ne[1], (size_t)(t->ne[0] / ti->block) * ti->type_size};
+            double ef, ep;
+            decode_errors(&W, x, W.out < ROWS ? W.out : ROWS, &ef, &ep);
+            printf("%-8s fused %.2e portable %.2e (%s)\n", ti->name, ef, ep, t->name);
+            if (!(ef < 1e-5 && ep < 1e-5))
+                T_FAIL_("%s in %s: errors %g %g", ti->name, path, ef, ep);
+            seen[t->type] = 1;
+        }
+        gguf_close(g);
+    }
     return 0;
 }
