@@ -7,6 +7,16 @@
 
 #include <string.h>
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+/* the decoders run for every weight of every window (panels before each
+ * sgemm): AVX2 clones where the CPU has it, picked at load by ifunc */
+#define HOT __attribute__((target_clones("avx2", "default")))
+#define QG_F16C 1
+#else
+#define HOT
+#endif
+
 static float h2f(const uint8_t *p)
 {
     return quant_f16_to_f32((uint16_t)(p[0] | p[1] << 8));
@@ -15,7 +25,7 @@ static float h2f(const uint8_t *p)
 static const int8_t kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                          1,    13,   25,  38,  53,  69,  89,  113};
 
-static void q4_0(const uint8_t *b, float *y, int64_t nb)
+HOT static void q4_0(const uint8_t *b, float *y, int64_t nb)
 {
     for (int64_t i = 0; i < nb; i++, b += 18, y += 32) {
         float d = h2f(b);
@@ -26,7 +36,7 @@ static void q4_0(const uint8_t *b, float *y, int64_t nb)
     }
 }
 
-static void q4_1(const uint8_t *b, float *y, int64_t nb)
+HOT static void q4_1(const uint8_t *b, float *y, int64_t nb)
 {
     for (int64_t i = 0; i < nb; i++, b += 20, y += 32) {
         float d = h2f(b), m = h2f(b + 2);
@@ -42,7 +52,7 @@ static uint32_t rd32(const uint8_t *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static void q5_0(const uint8_t *b, float *y, int64_t nb)
+HOT static void q5_0(const uint8_t *b, float *y, int64_t nb)
 {
     for (int64_t i = 0; i < nb; i++, b += 22, y += 32) {
         float d = h2f(b);
@@ -56,7 +66,7 @@ static void q5_0(const uint8_t *b, float *y, int64_t nb)
     }
 }
 
-static void q5_1(const uint8_t *b, float *y, int64_t nb)
+HOT static void q5_1(const uint8_t *b, float *y, int64_t nb)
 {
     for (int64_t i = 0; i < nb; i++, b += 24, y += 32) {
         float d = h2f(b), m = h2f(b + 2);
@@ -70,7 +80,7 @@ static void q5_1(const uint8_t *b, float *y, int64_t nb)
     }
 }
 
-static void q8_0(const uint8_t *b, float *y, int64_t nb)
+HOT static void q8_0(const uint8_t *b, float *y, int64_t nb)
 {
     for (int64_t i = 0; i < nb; i++, b += 34, y += 32) {
         float d = h2f(b);
@@ -79,7 +89,7 @@ static void q8_0(const uint8_t *b, float *y, int64_t nb)
     }
 }
 
-static void q2_k(const uint8_t *b, float *y, int64_t nb)
+HOT static void q2_k(const uint8_t *b, float *y, int64_t nb)
 {
     for (int64_t i = 0; i < nb; i++, b += 84) {
         const uint8_t *scales = b, *q = b + 16;
@@ -96,7 +106,7 @@ static void q2_k(const uint8_t *b, float *y, int64_t nb)
     }
 }
 
-static void q3_k(const uint8_t *b, float *y, int64_t nb)
+HOT static void q3_k(const uint8_t *b, float *y, int64_t nb)
 {
     for (int64_t i = 0; i < nb; i++, b += 110) {
         const uint8_t *hm = b, *q = b + 32, *sc = b + 96;
@@ -134,7 +144,7 @@ static void scale_min_k4(int j, const uint8_t *q, int *d, int *m)
     }
 }
 
-static void q4_k(const uint8_t *b, float *y, int64_t nb)
+HOT static void q4_k(const uint8_t *b, float *y, int64_t nb)
 {
     for (int64_t i = 0; i < nb; i++, b += 144) {
         float d = h2f(b), dmin = h2f(b + 2);
@@ -153,7 +163,7 @@ static void q4_k(const uint8_t *b, float *y, int64_t nb)
     }
 }
 
-static void q5_k(const uint8_t *b, float *y, int64_t nb)
+HOT static void q5_k(const uint8_t *b, float *y, int64_t nb)
 {
     for (int64_t i = 0; i < nb; i++, b += 176) {
         float d = h2f(b), dmin = h2f(b + 2);
@@ -173,7 +183,7 @@ static void q5_k(const uint8_t *b, float *y, int64_t nb)
     }
 }
 
-static void q6_k(const uint8_t *b, float *y, int64_t nb)
+HOT static void q6_k(const uint8_t *b, float *y, int64_t nb)
 {
     for (int64_t i = 0; i < nb; i++, b += 210) {
         const uint8_t *ql = b, *qh = b + 128;
@@ -194,7 +204,7 @@ static void q6_k(const uint8_t *b, float *y, int64_t nb)
     }
 }
 
-static void iq4_nl(const uint8_t *b, float *y, int64_t nb)
+HOT static void iq4_nl(const uint8_t *b, float *y, int64_t nb)
 {
     for (int64_t i = 0; i < nb; i++, b += 18, y += 32) {
         float d = h2f(b);
@@ -205,7 +215,7 @@ static void iq4_nl(const uint8_t *b, float *y, int64_t nb)
     }
 }
 
-static void iq4_xs(const uint8_t *b, float *y, int64_t nb)
+HOT static void iq4_xs(const uint8_t *b, float *y, int64_t nb)
 {
     for (int64_t i = 0; i < nb; i++, b += 136) {
         float d = h2f(b);
@@ -231,7 +241,7 @@ static float trit(uint8_t byte, int n, float d)
     return (float)(xi - 1) * d;
 }
 
-static void tq1_0(const uint8_t *b, float *y, int64_t nb)
+HOT static void tq1_0(const uint8_t *b, float *y, int64_t nb)
 {
     for (int64_t i = 0; i < nb; i++, b += 54) {
         const uint8_t *qs = b, *qh = b + 48;
@@ -248,7 +258,7 @@ static void tq1_0(const uint8_t *b, float *y, int64_t nb)
     }
 }
 
-static void tq2_0(const uint8_t *b, float *y, int64_t nb)
+HOT static void tq2_0(const uint8_t *b, float *y, int64_t nb)
 {
     for (int64_t i = 0; i < nb; i++, b += 66) {
         float d = h2f(b + 64);
@@ -264,13 +274,32 @@ static void f32(const uint8_t *b, float *y, int64_t n)
     memcpy(y, b, (size_t)n * 4);
 }
 
+#ifdef QG_F16C
+__attribute__((target("avx2,f16c"))) static void f16_f16c(const uint8_t *b, float *y, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 2 * i))));
+    for (; i < n; i++)
+        y[i] = h2f(b + 2 * i);
+}
+#endif
+
 static void f16(const uint8_t *b, float *y, int64_t n)
 {
+#ifdef QG_F16C
+    static int has = -1;
+    if (has < 0) has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2");
+    if (has) {
+        f16_f16c(b, y, n);
+        return;
+    }
+#endif
     for (int64_t i = 0; i < n; i++)
         y[i] = h2f(b + 2 * i);
 }
 
-static void bf16(const uint8_t *b, float *y, int64_t n)
+HOT static void bf16(const uint8_t *b, float *y, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) {
         uint32_t u = (uint32_t)(b[2 * i] | b[2 * i + 1] << 8) << 16;

@@ -8,6 +8,12 @@
 
 #define IQ1_DELTA 0.125f
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define HOT __attribute__((target_clones("avx2", "default")))
+#else
+#define HOT
+#endif
+
 static float h2f(const uint8_t *p)
 {
     return quant_f16_to_f32((uint16_t)(p[0] | p[1] << 8));
@@ -34,7 +40,7 @@ static float sign_of(uint8_t signs, int j)
     return (signs & kmask_iq2xs[j]) ? -1.0f : 1.0f;
 }
 
-void dequant_iq2_xxs(const uint8_t *b, float *y, int64_t nb)
+HOT void dequant_iq2_xxs(const uint8_t *b, float *y, int64_t nb)
 {
     for (int64_t i = 0; i < nb; i++, b += 66) {
         const float d = h2f(b);
@@ -52,7 +58,7 @@ void dequant_iq2_xxs(const uint8_t *b, float *y, int64_t nb)
     }
 }
 
-void dequant_iq2_xs(const uint8_t *b, float *y, int64_t nb)
+HOT void dequant_iq2_xs(const uint8_t *b, float *y, int64_t nb)
 {
     for (int64_t i = 0; i < nb; i++, b += 74) {
         const float d = h2f(b);
@@ -71,7 +77,7 @@ void dequant_iq2_xs(const uint8_t *b, float *y, int64_t nb)
     }
 }
 
-void dequant_iq2_s(const uint8_t *b, float *y, int64_t nb)
+HOT void dequant_iq2_s(const uint8_t *b, float *y, int64_t nb)
 {
     for (int64_t i = 0; i < nb; i++, b += 82) {
         const float d = h2f(b);
@@ -88,7 +94,7 @@ void dequant_iq2_s(const uint8_t *b, float *y, int64_t nb)
     }
 }
 
-void dequant_iq3_xxs(const uint8_t *b, float *y, int64_t nb)
+HOT void dequant_iq3_xxs(const uint8_t *b, float *y, int64_t nb)
 {
     for (int64_t i = 0; i < nb; i++, b += 98) {
         const float d = h2f(b);
@@ -122,7 +128,7 @@ static float *iq3_s_half(float *y, float db, const uint8_t *qs, uint8_t qh, cons
     return y;
 }
 
-void dequant_iq3_s(const uint8_t *b, float *y, int64_t nb)
+HOT void dequant_iq3_s(const uint8_t *b, float *y, int64_t nb)
 {
     for (int64_t i = 0; i < nb; i++, b += 110) {
         const float d = h2f(b);
@@ -141,7 +147,7 @@ static int grid_i8(uint64_t g, int j)
     return (int)(int8_t)(uint8_t)((g >> (8 * j)) & 0xFF);
 }
 
-void dequant_iq1_s(const uint8_t *b, float *y, int64_t nb)
+HOT void dequant_iq1_s(const uint8_t *b, float *y, int64_t nb)
 {
     for (int64_t i = 0; i < nb; i++, b += 50) {
         const float d = h2f(b);
@@ -159,7 +165,7 @@ void dequant_iq1_s(const uint8_t *b, float *y, int64_t nb)
     }
 }
 
-void dequant_iq1_m(const uint8_t *b, float *y, int64_t nb)
+HOT void dequant_iq1_m(const uint8_t *b, float *y, int64_t nb)
 {
     for (int64_t i = 0; i < nb; i++, b += 56) {
         const uint8_t *qs = b, *qh = b + 32, *scp = b + 48;
@@ -191,7 +197,7 @@ void dequant_iq1_m(const uint8_t *b, float *y, int64_t nb)
 static const float e2m1[16] = {0.0f, 0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
                                0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
 
-void dequant_mxfp4(const uint8_t *b, float *y, int64_t nb)
+HOT void dequant_mxfp4(const uint8_t *b, float *y, int64_t nb)
 {
     for (int64_t i = 0; i < nb; i++, b += 17, y += 32) {
         /* E8M0: 2^(e - 127), exact in f32 down to 2^-127 (a subnormal) */

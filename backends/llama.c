@@ -340,6 +340,14 @@ void llama_free(struct llama_model *m)
     free(m);
 }
 
+size_t llama_decode_bytes(const struct llama_model *m)
+{
+    size_t emb = m->tok_embd.row_bytes * (size_t)m->tok_embd.out, vec = 0;
+    /* the vectors: norms and biases, f32 */
+    vec += (size_t)m->hp.dim * 4 * (size_t)(2 * m->hp.n_layers + 1);
+    return m->bytes - vec - (m->hp.tied_output ? 0 : emb);
+}
+
 double llama_flops(const struct llama_model *m, int n, int n_logits)
 {
     const struct llama_hparams *h = &m->hp;

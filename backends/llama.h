@@ -52,6 +52,9 @@ int llama_find_nonfinite(const struct llama_model *m, char *err, size_t errlen);
 const struct llama_hparams *llama_hparams(const struct llama_model *m);
 /* Bytes of weights: matrices as stored in the file, vectors as f32. */
 size_t llama_weight_bytes(const struct llama_model *m);
+/* Bytes of stored matrices one decoded token reads: all but the embedding
+ * (of which it reads one row), unless the output is tied to it. */
+size_t llama_decode_bytes(const struct llama_model *m);
 /* Floating-point operations of one forward pass over n tokens from an empty
  * context with logits for n_logits rows (multiply-add = 2). */
 double llama_flops(const struct llama_model *m, int n, int n_logits);

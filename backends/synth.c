@@ -1,5 +1,6 @@
 /* synth — seeded random Llama/Qwen2 GGUF models. */
 #include "backends/synth.h"
+#include "backends/dequant.h"
 #include "backends/ggml_types.h"
 #include "backends/gguf.h"
 #include "backends/gguf_write.h"
@@ -101,6 +102,59 @@ fail:
  * stored as `type`. */
 static const struct synth_params *cur; /* the model being written (single-threaded use) */
 
+/* Where each block format keeps its fp16 scales (byte offsets; -1 ends). */
+static const int *scale_offsets(uint32_t type)
+{
+    static const int d0[] = {0, -1}, d01[] = {0, 2, -1}, q2k[] = {80, 82, -1}, q3k[] = {108, -1},
+                     q6k[] = {208, -1}, tq1[] = {52, -1}, tq2[] = {64, -1}, none[] = {-1};
+    switch (type) {
+    case GGML_Q4_1:
+    case GGML_Q5_1:
+    case GGML_Q5_K:
+        return d01;
+    case GGML_Q2_K:
+        return q2k;
+    case GGML_Q3_K:
+        return q3k;
+    case GGML_Q6_K:
+        return q6k;
+    case GGML_TQ1_0:
+        return tq1;
+    case GGML_TQ2_0:
+        return tq2;
+    case GGML_IQ1_M:
+    case GGML_MXFP4:
+    case GGML_BF16:
+        return none;
+    }
+    return d0;
+}
+
+/* Random blocks of a format synth cannot quantize to (a benchmark model:
+ * the values are random anyway): random bytes, then every fp16 scale set to
+ * scale / 16 so that values are finite and of about that size. */
+static void random_blocks(uint32_t type, uint8_t *q, int64_t n, float scale, uint64_t *rng)
+{
+    const struct ggml_type_info *ti = ggml_type_get(type);
+    size_t nb = (size_t)(n / ti->block), bs = ti->type_size;
+    for (size_t i = 0; i < nb * bs; i++)
+        q[i] = (uint8_t)rng_next(rng);
+    uint16_t h = quant_f32_to_f16(scale / 16);
+    for (size_t b = 0; b < nb; b++) {
+        uint8_t *blk = q + b * bs;
+        for (const int *o = scale_offsets(type); *o >= 0; o++)
+            blk[*o] = (uint8_t)h, blk[*o + 1] = (uint8_t)(h >> 8);
+        if (type == GGML_IQ1_M) /* the fp16 scale in the top nibbles of 4 u16 */
+            for (int k = 0; k < 4; k++)
+                blk[48 + 2 * k + 1] =
+                    (uint8_t)((blk[48 + 2 * k + 1] & 0x0F) | (((h >> (4 * k)) & 0xF) << 4));
+        if (type == GGML_MXFP4) blk[0] = (uint8_t)(127 - 6); /* E8M0 2^-6 */
+        if (type == GGML_BF16)
+            for (size_t k = 0; k < bs; k += 2)
+                blk[k + 1] = (uint8_t)(0x3C | (blk[k + 1] & 0x80));
+    }
+}
+
 static int add_random(struct gguf_writer *w, uint64_t *rng, const char *name, uint32_t type,
                       int64_t ne0, int64_t ne1, float scale, float offset)
 {
@@ -133,7 +187,8 @@ static int add_random(struct gguf_writer *w, uint64_t *rng, const char *name, ui
             x[i] = offset + scale * urand(rng);
         size_t row_bytes = (size_t)(ne0 / ti->block * ti->type_size);
         rc = QG_OK;
-        for (int64_t r = 0; r < ne1 && !rc; r++)
+        if (!synth_quantizable(type)) random_blocks(type, q, n, scale, rng);
+        for (int64_t r = 0; r < ne1 && !rc && synth_quantizable(type); r++)
             rc = quant_row(type, x + r * ne0, q + r * row_bytes, ne0);
         int64_t ne[2] = {ne0, ne1};
         if (!rc) rc = gguf_writer_add_tensor(w, name, type, ne1 > 1 ? 2 : 1, ne, q);
@@ -143,13 +198,19 @@ static int add_random(struct gguf_writer *w, uint64_t *rng, const char *name, ui
     return rc;
 }
 
+int synth_quantizable(uint32_t type)
+{
+    return type == GGML_F32 || type == GGML_F16 || type == GGML_Q8_0 || type == GGML_Q4_0 ||
+           type == GGML_Q4_K;
+}
+
 static int check_params(const struct synth_params *p, char *err, size_t errlen)
 {
     const struct ggml_type_info *ti = ggml_type_get(p->wtype);
-    if (!ti || (p->wtype != GGML_F32 && p->wtype != GGML_F16 && p->wtype != GGML_Q8_0 &&
-                p->wtype != GGML_Q4_0 && p->wtype != GGML_Q4_K))
+    if (!ti || !dequant_supported(p->wtype))
         return qg_errf(err, errlen, QG_ERR_USAGE,
-                       "synth: weight type must be F32, F16, Q8_0, Q4_0 or Q4_K");
+                       "synth: weight type must be one qgate decodes (not %s)",
+                       ti ? ti->name : "an unknown id");
     if (!p->arch || !*p->arch || strlen(p->arch) > 32)
         return qg_errf(err, errlen, QG_ERR_USAGE, "synth: architecture name must be 1..32 bytes");
     if (p->n_vocab < (p->byte_fallback ? 259 : 4) || p->dim <= 0 || p->n_layers <= 0 ||

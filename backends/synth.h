@@ -17,7 +17,9 @@ struct synth_params {
     int dim, n_layers, n_heads, n_kv_heads, ffn, ctx;
     int rope_dims; /* 0 = head size */
     float rms_eps, rope_theta;
-    uint32_t wtype;    /* stored type of 2-D weights: F32, F16, Q8_0, Q4_0 or Q4_K */
+    uint32_t wtype;    /* stored type of 2-D weights: any type dequant.h decodes; F32, F16,
+                        * Q8_0, Q4_0 and Q4_K are quantized from random values, the others
+                        * are random blocks with sane scales (benchmark models) */
     int tied_output;   /* 1 = no output.weight (the embedding is reused) */
     float logit_scale; /* output.weight entries are uniform in +/- logit_scale/sqrt(dim);
                         * larger = more peaked next-token distributions (default 1) */
@@ -40,5 +42,9 @@ struct synth_params synth_default_params(void);
 /* Writes the model to path (atomically). QG_OK, QG_ERR_USAGE for params that
  * cannot form a model (with err saying which), or the writer's error. */
 int synth_write(const struct synth_params *p, const char *path, char *err, size_t errlen);
+
+/* 1 when synth quantizes random values to `type`; 0 when it writes random
+ * blocks instead. */
+int synth_quantizable(uint32_t type);
 
 #endif

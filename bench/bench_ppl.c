@@ -1,14 +1,17 @@
 /* bench_ppl — throughput and memory of the CPU forward pass.
  *
- * usage: bench_ppl [--quick] [--dir DIR] [--threads T] [--windows W] [--types F32,F16,...]
+ * usage: bench_ppl [--quick | --1b] [--dir DIR] [--threads T] [--windows W] [--types F32,...]
  *
- * Generates a realistic-size random Llama model (dim 768, 12 layers, 12
- * heads, ffn 2048, vocab 32000; --quick: a small one) stored as F32, F16,
- * Q8_0, Q4_0 and Q4_K, and for each, in a fresh process: loads it, scores W
- * windows of ctx 512, and measures tokens/s, the forward pass's GFLOP/s,
- * OpenBLAS sgemm GFLOP/s (its own threads) on the same projection shapes and
- * distinct per-layer matrices in the same process,
- * and peak RSS against the f32 weights. Prints one table row per type.
+ * Generates a random Llama model (dim 768, 12 layers, 12 heads, ffn 2048,
+ * vocab 32000; --quick: a small one; --1b: TinyLlama's 1.1B shape) stored
+ * in each type (F32, F16, BF16, Q8_0, Q6_K, Q4_0, Q4_K, IQ4_XS, IQ3_S by
+ * default; types synth cannot quantize are random blocks), and for each, in
+ * a fresh process: maps it (load seconds; first-window seconds include
+ * load), scores W windows of ctx 512, and measures tokens/s, the forward
+ * pass's GFLOP/s, OpenBLAS sgemm GFLOP/s (its own threads) on the same
+ * projection shapes and distinct per-layer matrices in the same process,
+ * and the peak RSS of loading and scoring against the bound file + KV cache
+ * + logits + 64 MiB + 16 MiB per thread. Prints one table row per type.
  */
 #include "bench/bench_args.h"
 #include "backends/backend.h"
@@ -35,7 +38,8 @@
 static double sgemm_gflops(const struct llama_hparams *h, int n, int threads)
 {
     openblas_set_num_threads(threads); /* plain OpenBLAS at its best: its own threads */
-    int shapes[][2] = {{h->dim, h->dim}, {h->dim, h->dim}, {h->dim, h->dim}, {h->dim, h->dim},
+    int kvd = h->n_kv_heads * h->head_dim;
+    int shapes[][2] = {{h->dim, h->dim}, {h->dim, kvd},    {h->dim, kvd},   {h->dim, h->dim},
                        {h->dim, h->ffn}, {h->dim, h->ffn}, {h->ffn, h->dim}};
     const int ns = (int)(sizeof shapes / sizeof *shapes), L = h->n_layers;
     float *x = calloc((size_t)n * (size_t)(h->ffn > h->dim ? h->ffn : h->dim), 4);
@@ -97,17 +101,21 @@ static int measure(const char *path, int threads, int windows, int ctx)
         tok[i] = (int32_t)((s >> 33) % (uint64_t)info.n_vocab);
     }
     struct backend_score req = {.tokens = tok, .n_tokens = ctx + 1, .from = 1, .logprob = lp};
-    backend_score(&b, &req); /* warm-up */
+    backend_score(&b, &req); /* warm-up, and the first window */
+    double first = qg_now_s() - t0;
     t0 = qg_now_s();
     for (int w = 0; w < windows; w++)
         backend_score(&b, &req);
     double secs = (qg_now_s() - t0) / windows;
     size_t wb = info.weight_bytes;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru); /* peak RSS of loading and scoring, before the sgemm below */
+    double rss = (double)ru.ru_maxrss * 1024;
     backend_close(&b); /* measured; free it before the FLOP count below */
     /* FLOPs of the pass and sgemm on the same shapes, after peak RSS was reached */
     struct gguf *g;
     struct llama_model *m;
-    double flops = 0, sg = 0;
+    double flops = 0, sg = 0, bound = 0;
     if (gguf_open(path, &g, err, sizeof err) == QG_OK) {
         struct llama_hparams h = {0};
         if (llama_load(g, path, &m, err, sizeof err) == QG_OK) {
@@ -116,28 +124,48 @@ static int measure(const char *path, int threads, int windows, int ctx)
             llama_free(m);
         }
         if (h.dim) sg = sgemm_gflops(&h, ctx, threads);
+        /* the bound: file + KV cache + logits + 64 MiB + 16 MiB per thread */
+        struct stat st;
+        stat(path, &st);
+        bound = (double)st.st_size +
+                2.0 * h.n_layers * (ctx + 1) * (double)h.n_kv_heads * h.head_dim * 4 +
+                128.0 * h.n_vocab * 4 + (64.0 + 16.0 * threads) * 1048576;
     }
-    printf("tokens_per_s=%.1f gflops=%.2f sgemm_gflops=%.2f weight_bytes=%zu load_s=%.2f\n",
-           ctx / secs, flops / secs / 1e9, sg, wb, load);
+    printf("tokens_per_s=%.1f gflops=%.2f sgemm_gflops=%.2f weight_bytes=%zu load_s=%.2f "
+           "first_s=%.2f rss=%.0f bound=%.0f\n",
+           ctx / secs, flops / secs / 1e9, sg, wb, load, first, rss, bound);
     free(tok);
     free(lp);
     return 0;
 }
 
 /* Writes (once) the random model of type t for the run's size. */
-static int bench_model(const char *dir, const char *t, int type, int quick, int ctx, char *path,
+/* the model shapes: 0 quick, 1 the 134M default, 2 TinyLlama's 1.1B */
+static const struct shape {
+    const char *name, *text;
+    int dim, layers, heads, kv_heads, ffn, vocab;
+} shapes[] = {
+    {"quick", "dim 256, 4 layers, 8 heads, ffn 512, vocab 4096", 256, 4, 8, 8, 512, 4096},
+    {"base", "dim 768, 12 layers, 12 heads, ffn 2048, vocab 32000", 768, 12, 12, 12, 2048, 32000},
+    {"1b", "TinyLlama's shape: dim 2048, 22 layers, 32 heads, 4 KV heads, ffn 5632, vocab 32000",
+     2048, 22, 32, 4, 5632, 32000},
+};
+
+static int bench_model(const char *dir, const char *t, int type, int shape, int ctx, char *path,
                        size_t pn, off_t *bytes)
 {
+    const struct shape *sh = &shapes[shape];
     struct synth_params p = synth_default_params();
-    p.dim = quick ? 256 : 768;
-    p.n_layers = quick ? 4 : 12;
-    p.n_heads = p.n_kv_heads = quick ? 8 : 12;
-    p.ffn = quick ? 512 : 2048;
-    p.n_vocab = quick ? 4096 : 32000;
+    p.dim = sh->dim;
+    p.n_layers = sh->layers;
+    p.n_heads = sh->heads;
+    p.n_kv_heads = sh->kv_heads;
+    p.ffn = sh->ffn;
+    p.n_vocab = sh->vocab;
     p.ctx = ctx;
     p.wtype = (uint32_t)type;
     char err[QG_ERRMSG_MAX];
-    snprintf(path, pn, "%s/bench-%s%s.gguf", dir, quick ? "quick-" : "", t);
+    snprintf(path, pn, "%s/bench-%s-%s.gguf", dir, sh->name, t);
     struct stat st;
     if (stat(path, &st) != 0 && synth_write(&p, path, err, sizeof err) != QG_OK)
         return fprintf(stderr, "%s\n", err), 1;
@@ -149,7 +177,7 @@ static int bench_model(const char *dir, const char *t, int type, int quick, int 
 /* Measures one model in a child process (so that its peak RSS is its own)
  * and prints the table's row. */
 static int bench_row(const char *argv0, const char *t, const char *path, off_t bytes, int threads,
-                     int windows, int quick)
+                     int windows, int shape)
 {
     int fds[2];
     if (pipe(fds)) return 1;
@@ -162,7 +190,7 @@ static int bench_row(const char *argv0, const char *t, const char *path, off_t b
         snprintf(th, sizeof th, "%d", threads);
         snprintf(wi, sizeof wi, "%d", windows);
         execl("/proc/self/exe", argv0, "--measure", path, "--threads", th, "--windows", wi,
-              quick ? "--quick" : (char *)NULL, (char *)NULL);
+              shape == 0 ? "--quick" : (char *)NULL, (char *)NULL);
         _exit(127);
     }
     close(fds[1]);
@@ -171,28 +199,31 @@ static int bench_row(const char *argv0, const char *t, const char *path, off_t b
     if (!f || !fgets(line, sizeof line, f)) line[0] = '\0';
     if (f) fclose(f);
     int status;
-    struct rusage ru;
-    wait4(pid, &status, 0, &ru);
-    double tps = 0, gf = 0, sg = 0, load = 0;
+    waitpid(pid, &status, 0);
+    double tps = 0, gf = 0, sg = 0, load = 0, first = 0, rss = 0, bound = 0;
     size_t wb = 0;
-    if (sscanf(line, "tokens_per_s=%lf gflops=%lf sgemm_gflops=%lf weight_bytes=%zu load_s=%lf",
-               &tps, &gf, &sg, &wb, &load) != 5)
+    if (sscanf(line,
+               "tokens_per_s=%lf gflops=%lf sgemm_gflops=%lf weight_bytes=%zu load_s=%lf "
+               "first_s=%lf rss=%lf bound=%lf",
+               &tps, &gf, &sg, &wb, &load, &first, &rss, &bound) != 8)
         return fprintf(stderr, "measurement of %s failed\n", t), 1;
-    double rss = (double)ru.ru_maxrss * 1024;
-    printf("%-6s %9.1f %7.2f %10.1f %12.2f %12.2f %9.0f%% %13.1f %8.2f\n", t,
-           (double)bytes / 1048576, load, tps, gf, sg, 100 * gf / sg, rss / 1048576,
-           rss / (double)wb);
+    printf("%-7s %9.1f %7.2f %8.2f %10.1f %12.2f %12.2f %9.0f%% %13.1f %9.1f %6s\n", t,
+           (double)bytes / 1048576, load, first, tps, gf, sg, 100 * gf / sg, rss / 1048576,
+           bound / 1048576, rss <= bound ? "yes" : "NO");
     fflush(stdout);
     return 0;
 }
 
 int main(int argc, char **argv)
 {
-    const char *dir = NULL, *types = "F32,F16,Q8_0,Q4_0,Q4_K", *measure_path = NULL;
-    int threads = (int)sysconf(_SC_NPROCESSORS_ONLN), windows = 2, quick = 0;
+    const char *dir = NULL, *types = "F32,F16,BF16,Q8_0,Q6_K,Q4_0,Q4_K,IQ4_XS,IQ3_S",
+               *measure_path = NULL;
+    int threads = (int)sysconf(_SC_NPROCESSORS_ONLN), windows = 2, shape = 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
-            quick = 1;
+            shape = 0;
+        else if (!strcmp(argv[i], "--1b"))
+            shape = 2;
         else if (!strcmp(argv[i], "--dir") && i + 1 < argc)
             dir = argv[++i];
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
@@ -204,22 +235,21 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--measure") && i + 1 < argc)
             measure_path = argv[++i];
         else
-            return fprintf(stderr, "usage: bench_ppl [--quick] [--dir DIR] [--threads T] "
+            return fprintf(stderr, "usage: bench_ppl [--quick | --1b] [--dir DIR] [--threads T] "
                                    "[--windows W] [--types LIST]\n"),
                    64;
     }
-    int ctx = quick ? 128 : 512;
+    int ctx = shape == 0 ? 128 : 512;
     if (measure_path) return measure(measure_path, threads, windows, ctx);
     char tmpl[] = "/tmp/qgate-bench-XXXXXX";
     if (!dir && !(dir = mkdtemp(tmpl))) return perror("mkdtemp"), 1;
     mkdir(dir, 0777);
     printf(
         "bench/ppl: random Llama %s, ctx %d, %d thread(s), %d window(s) per type, models in %s\n",
-        quick ? "dim 256, 4 layers, 8 heads, ffn 512, vocab 4096"
-              : "dim 768, 12 layers, 12 heads, ffn 2048, vocab 32000",
-        ctx, threads, windows, dir);
-    printf("%-6s %9s %7s %10s %12s %12s %10s %13s %8s\n", "type", "file MiB", "load s", "tokens/s",
-           "fwd GFLOP/s", "sgemm GFLOP/s", "fwd/sgemm", "peak RSS MiB", "RSS/f32");
+        shapes[shape].text, ctx, threads, windows, dir);
+    printf("%-7s %9s %7s %8s %10s %12s %12s %10s %13s %9s %6s\n", "type", "file MiB", "load s",
+           "first s", "tokens/s", "fwd GFLOP/s", "sgemm GFLOP/s", "fwd/sgemm", "peak RSS MiB",
+           "bound MiB", "within");
     char list[256];
     snprintf(list, sizeof list, "%s", types);
     for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
@@ -227,8 +257,8 @@ int main(int argc, char **argv)
         if (type < 0) return fprintf(stderr, "unknown type %s\n", t), 64;
         char path[4096];
         off_t bytes;
-        if (bench_model(dir, t, type, quick, ctx, path, sizeof path, &bytes) ||
-            bench_row(argv[0], t, path, bytes, threads, windows, quick))
+        if (bench_model(dir, t, type, shape, ctx, path, sizeof path, &bytes) ||
+            bench_row(argv[0], t, path, bytes, threads, windows, shape))
             return 1;
     }
     return 0;

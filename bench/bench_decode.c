@@ -1,0 +1,156 @@
+/* bench_decode — single-stream decode speed against memory bandwidth.
+ *
+ * usage: bench_decode [--quick | --1b] [--dir DIR] [--threads T] [--tokens N] [--types LIST]
+ *
+ * For each type, a random Llama model (the shapes of bench_ppl, written
+ * there or here into DIR) is mapped, a one-token prompt evaluated, then N
+ * tokens decoded one at a time through the KV cache (the path generation
+ * tasks and `qgate generate` take). Reported: tokens/s, the bytes of
+ * weights one token reads (every stored matrix but the embedding) times
+ * tokens/s as GB/s, and that against the memory-read bandwidth measured in
+ * the same run (a T-thread sum over a 1 GiB buffer, best of 3).
+ */
+#include "bench/bench_args.h"
+#include "backends/ggml_types.h"
+#include "backends/gguf.h"
+#include "backends/llama.h"
+#include "backends/matmul.h"
+#include "backends/parallel.h"
+#include "backends/synth.h"
+#include "core/status.h"
+#include "core/util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const struct shape {
+    const char *name, *text;
+    int dim, layers, heads, kv_heads, ffn, vocab;
+} shapes[] = {
+    {"quick", "dim 256, 4 layers, 8 heads, ffn 512, vocab 4096", 256, 4, 8, 8, 512, 4096},
+    {"base", "dim 768, 12 layers, 12 heads, ffn 2048, vocab 32000", 768, 12, 12, 12, 2048, 32000},
+    {"1b", "TinyLlama's shape: dim 2048, 22 layers, 32 heads, 4 KV heads, ffn 5632, vocab 32000",
+     2048, 22, 32, 4, 5632, 32000},
+};
+
+struct bw_job {
+    const double *buf;
+    double sum[64];
+};
+
+static void bw_part(void *arg, int64_t b, int64_t e, int t)
+{
+    struct bw_job *j = arg;
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (int64_t i = b; i + 4 <= e; i += 4) {
+        s0 += j->buf[i];
+        s1 += j->buf[i + 1];
+        s2 += j->buf[i + 2];
+        s3 += j->buf[i + 3];
+    }
+    j->sum[t] = s0 + s1 + s2 + s3;
+}
+
+/* GB/s of reading a 1 GiB buffer with T threads, best of 3 */
+static double read_bandwidth(int threads)
+{
+    size_t n = ((size_t)1 << 30) / sizeof(double);
+    double *buf = malloc(n * sizeof *buf), best = 0;
+    if (!buf) return 0;
+    for (size_t i = 0; i < n; i++)
+        buf[i] = (double)(i & 7);
+    struct bw_job j = {buf, {0}};
+    for (int rep = 0; rep < 3; rep++) {
+        double t0 = qg_now_s();
+        parallel_for(threads, (int64_t)n, bw_part, &j);
+        double gbs = (double)(n * sizeof *buf) / (qg_now_s() - t0) / 1e9;
+        if (gbs > best) best = gbs;
+    }
+    free(buf);
+    return best;
+}
+
+static int decode_row(const char *path, const char *t, int threads, int tokens, double bw)
+{
+    struct gguf *g;
+    struct llama_model *m;
+    struct llama_ctx *c;
+    char err[QG_ERRMSG_MAX];
+    if (gguf_open(path, &g, err, sizeof err) || llama_load(g, path, &m, err, sizeof err))
+        return fprintf(stderr, "%s\n", err), 1;
+    if (llama_ctx_new(m, tokens + 2, &c)) return fprintf(stderr, "out of memory\n"), 1;
+    llama_ctx_set_threads(c, threads);
+    int V = llama_hparams(m)->n_vocab;
+    float *logits = malloc((size_t)V * sizeof *logits);
+    int32_t tok = 1;
+    int rc = llama_eval(c, &tok, 1, 0, logits);
+    double t0 = qg_now_s();
+    for (int i = 0; i < tokens && !rc; i++) {
+        tok = (int32_t)((i * 7919 + 13) % V);
+        rc = llama_eval(c, &tok, 1, 0, logits);
+    }
+    double secs = qg_now_s() - t0, tps = tokens / secs;
+    double gbs = (double)llama_decode_bytes(m) * tps / 1e9;
+    struct stat st;
+    stat(path, &st);
+    printf("%-7s %9.1f %10.2f %14.1f %11.2f %10.2f %9.0f%%\n", t, (double)st.st_size / 1048576, tps,
+           (double)llama_decode_bytes(m) / 1048576, gbs, bw, 100 * gbs / bw);
+    fflush(stdout);
+    free(logits);
+    llama_ctx_free(c);
+    llama_free(m);
+    return rc ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = "/tmp/qgate-bench", *types = "F32,F16,BF16,Q8_0,Q6_K,Q4_0,Q4_K,IQ4_XS,IQ3_S";
+    int threads = parallel_cpus(), tokens = 32, shape = 1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick"))
+            shape = 0;
+        else if (!strcmp(argv[i], "--1b"))
+            shape = 2;
+        else if (!strcmp(argv[i], "--dir") && i + 1 < argc)
+            dir = argv[++i];
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            threads = bench_int_arg("--threads", argv[++i], 1, 256);
+        else if (!strcmp(argv[i], "--tokens") && i + 1 < argc)
+            tokens = bench_int_arg("--tokens", argv[++i], 1, 100000);
+        else if (!strcmp(argv[i], "--types") && i + 1 < argc)
+            types = argv[++i];
+        else
+            return fprintf(stderr, "usage: bench_decode [--quick | --1b] [--dir DIR] [--threads T] "
+                                   "[--tokens N] [--types LIST]\n"),
+                   64;
+    }
+    mkdir(dir, 0777);
+    const struct shape *sh = &shapes[shape];
+    double bw = read_bandwidth(threads);
+    printf("bench/decode: random Llama %s, %d thread(s), %d tokens, kernel %s, models in %s\n",
+           sh->text, threads, tokens, matmul_kernel_name(), dir);
+    printf("%-7s %9s %10s %14s %11s %10s %10s\n", "type", "file MiB", "tokens/s", "MiB read/tok",
+           "weights GB/s", "mem GB/s", "of memory");
+    char list[256];
+    snprintf(list, sizeof list, "%s", types);
+    for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int type = ggml_type_from_name(t);
+        if (type < 0) return fprintf(stderr, "unknown type %s\n", t), 64;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/bench-%s-%s.gguf", dir, sh->name, t);
+        struct stat st;
+        if (stat(path, &st) != 0) {
+            struct synth_params p = synth_default_params();
+            p.dim = sh->dim, p.n_layers = sh->layers, p.n_heads = sh->heads;
+            p.n_kv_heads = sh->kv_heads, p.ffn = sh->ffn, p.n_vocab = sh->vocab, p.ctx = 512;
+            p.wtype = (uint32_t)type;
+            char err[QG_ERRMSG_MAX];
+            if (synth_write(&p, path, err, sizeof err)) return fprintf(stderr, "%s\n", err), 1;
+        }
+        if (decode_row(path, t, threads, tokens, bw)) return 1;
+    }
+    return 0;
+}
