@@ -6,6 +6,7 @@
 #include "backends/quant.h"
 
 #include <cblas.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -15,7 +16,9 @@
 
 size_t matmul_scratch_floats(int64_t max_in)
 {
-    return (size_t)MATMUL_PANEL * (size_t)max_in;
+    /* prefill: a panel; decode: a decode buffer, 256 outputs and x's group sums */
+    size_t panel = (size_t)MATMUL_PANEL * (size_t)max_in, decode = 2048 + 256 + (size_t)max_in / 32;
+    return panel > decode ? panel : decode;
 }
 
 /* ------------------------------------------------------------ prefill */
@@ -81,11 +84,12 @@ static float dot_portable(const float *a, const float *b, int64_t n)
     return s;
 }
 
-/* a row through a chunk of 256 decoded elements at a time (L1-resident) */
+/* a row through chunks of up to ROW_CHUNK decoded elements (L1/L2-resident) */
+enum { ROW_CHUNK = 2048 };
 static float row_generic(const struct wmat *W, int64_t r, const float *x, float *buf, dot_fn dot)
 {
     const struct ggml_type_info *ti = ggml_type_get(W->type);
-    int64_t chunk = ti->block >= 256 ? ti->block : 256 / ti->block * ti->block;
+    int64_t chunk = ti->block >= ROW_CHUNK ? ti->block : ROW_CHUNK / ti->block * ti->block;
     const uint8_t *p = W->data + (size_t)r * W->row_bytes;
     float s = 0;
     for (int64_t k = 0; k < W->in; k += chunk) {
@@ -104,6 +108,13 @@ void matmul_rows_portable(float *y, const float *x, const struct wmat *W, int64_
 }
 
 #ifdef QG_X86
+#define AVX2 __attribute__((target("avx2,fma,f16c")))
+
+AVX2 static float h2f_f16c(const uint8_t *p)
+{
+    return _cvtsh_ss((unsigned short)(p[0] | p[1] << 8));
+}
+
 __attribute__((target("avx2,fma"))) static float hsum256(__m256 v)
 {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -133,13 +144,13 @@ __attribute__((target("avx2,fma"))) static __m256 i8x8(const uint8_t *q)
 }
 
 /* Q8_0: 32 int8 and an fp16 scale per block */
-__attribute__((target("avx2,fma"))) static float row_q8_0_avx2(const struct wmat *W, int64_t r,
-                                                               const float *x)
+AVX2 static float row_q8_0_avx2(const struct wmat *W, int64_t r, const float *x)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t k = 0; k < W->in; k += 32, b += 34) {
-        __m256 d = _mm256_set1_ps(quant_f16_to_f32((uint16_t)(b[0] | b[1] << 8)));
+        _mm_prefetch((const char *)b + 512, _MM_HINT_T0);
+        __m256 d = _mm256_set1_ps(h2f_f16c(b));
         __m256 s = _mm256_mul_ps(i8x8(b + 2), _mm256_loadu_ps(x + k));
         s = _mm256_fmadd_ps(i8x8(b + 10), _mm256_loadu_ps(x + k + 8), s);
         s = _mm256_fmadd_ps(i8x8(b + 18), _mm256_loadu_ps(x + k + 16), s);
@@ -149,7 +160,7 @@ __attribute__((target("avx2,fma"))) static float row_q8_0_avx2(const struct wmat
     return hsum256(acc);
 }
 
-static void scale_min_k4(int j, const uint8_t *q, int *d, int *m)
+static void scale_min_k4(int j, const uint8_t *q, int32_t *d, int32_t *m)
 {
     if (j < 4) {
         *d = q[j] & 63;
@@ -170,19 +181,25 @@ __attribute__((target("avx2,fma"))) static __m256 nib8(const uint8_t *q, int hig
 
 /* Q4_K: y = d sc q - dmin m per 32; dot = sum_g d sc_g (x.q)_g - dmin m_g sum(x)_g,
  * with the group sums of x computed once per product (xg) */
-__attribute__((target("avx2,fma"))) static float row_q4_k_avx2(const struct wmat *W, int64_t r,
-                                                               const float *x, const float *xg)
+AVX2 static float row_q4_k_avx2(const struct wmat *W, int64_t r, const float *x, const float *xg)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
-    __m256 acc = _mm256_setzero_ps();
-    float mins = 0;
+    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
     for (int64_t k = 0; k < W->in; k += 256, b += 144) {
-        float d = quant_f16_to_f32((uint16_t)(b[0] | b[1] << 8));
-        float dmin = quant_f16_to_f32((uint16_t)(b[2] | b[3] << 8));
+        _mm_prefetch((const char *)b + 576, _MM_HINT_T0); /* 4 blocks ahead */
+        _mm_prefetch((const char *)b + 640, _MM_HINT_T0);
         const uint8_t *sc = b + 4, *q = b + 16;
+        int32_t s8[8], m8[8];
+        for (int g = 0; g < 8; g++)
+            scale_min_k4(g, sc, &s8[g], &m8[g]);
+        /* the 8 group scales and mins as vectors: no scalar int-to-float */
+        float ds[8];
+        _mm256_storeu_ps(ds, _mm256_mul_ps(_mm256_set1_ps(h2f_f16c(b)),
+                                           _mm256_cvtepi32_ps(_mm256_loadu_si256((void *)s8))));
+        __m256 dm = _mm256_mul_ps(_mm256_set1_ps(h2f_f16c(b + 2)),
+                                  _mm256_cvtepi32_ps(_mm256_loadu_si256((void *)m8)));
+        accm = _mm256_fmadd_ps(dm, _mm256_loadu_ps(xg + k / 32), accm);
         for (int g = 0; g < 8; g++) {
-            int s, m;
-            scale_min_k4(g, sc, &s, &m);
             const uint8_t *qg = q + 32 * (g / 2);
             const float *xk = x + k + 32 * g;
             int high = g & 1;
@@ -190,11 +207,10 @@ __attribute__((target("avx2,fma"))) static float row_q4_k_avx2(const struct wmat
             t = _mm256_fmadd_ps(nib8(qg + 8, high), _mm256_loadu_ps(xk + 8), t);
             t = _mm256_fmadd_ps(nib8(qg + 16, high), _mm256_loadu_ps(xk + 16), t);
             t = _mm256_fmadd_ps(nib8(qg + 24, high), _mm256_loadu_ps(xk + 24), t);
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)s), t, acc);
-            mins += dmin * (float)m * xg[(k + 32 * g) / 32];
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(ds[g]), t, acc);
         }
     }
-    return hsum256(acc) - mins;
+    return hsum256(acc) - hsum256(accm);
 }
 
 __attribute__((target("avx512f"))) static float dot_avx512(const float *a, const float *b,
@@ -220,9 +236,11 @@ static enum kernel kernel_pick(void)
 #ifdef QG_X86
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
-        __builtin_cpu_supports("fma"))
+        __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
         return K_AVX512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return K_AVX2;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("f16c"))
+        return K_AVX2;
 #endif
     return K_PORTABLE;
 }
@@ -277,10 +295,10 @@ static void rows_fused(float *y, const float *x, const struct wmat *W, int64_t r
 void matmul_rows_fused(float *y, const float *x, const struct wmat *W, int64_t r0, int64_t r1,
                        float *row)
 {
-    /* row holds W->in floats: the group sums go after the first 256 */
-    float *xg = W->in % 32 == 0 && W->in >= 512 ? row + 256 : NULL;
+    float *xg = W->in % 32 == 0 ? malloc((size_t)W->in / 32 * sizeof *xg) : NULL;
     if (xg) group_sums(x, W->in, xg);
     rows_fused(y, x, W, r0, r1, row, xg);
+    free(xg);
 }
 
 struct mv_job {
@@ -296,7 +314,7 @@ static void mv_rows(void *arg, int64_t c0, int64_t c1, int thread)
 {
     const struct mv_job *j = arg;
     int64_t r0 = c0 * 16, r1 = c1 * 16 < j->W->out ? c1 * 16 : j->W->out;
-    float *buf = j->scratch + (size_t)thread * j->per_thread, *tmp = buf + 256;
+    float *buf = j->scratch + (size_t)thread * j->per_thread, *tmp = buf + ROW_CHUNK;
     for (int64_t a = r0; a < r1; a += 256) {
         int64_t b = a + 256 < r1 ? a + 256 : r1;
         rows_fused(tmp, j->x, j->W, a, b, buf, j->xg);
@@ -310,11 +328,11 @@ void matmul_w(float *y, const float *x, const struct wmat *W, const float *bias,
               int n_threads, float *scratch)
 {
     size_t per = matmul_scratch_floats(W->in);
-    if (n == 1 && W->type != GGML_F32) {
+    if (n == 1) {
         /* scratch of thread 0 ends with the group sums; each thread: a
          * 256-float decode buffer and 256 outputs */
         float *xg = NULL;
-        if (W->in % 32 == 0 && per >= 512 + (size_t)W->in / 32) {
+        if (W->in % 32 == 0 && per >= ROW_CHUNK + 256 + (size_t)W->in / 32) {
             xg = scratch + per - (size_t)W->in / 32;
             group_sums(x, W->in, xg);
         }

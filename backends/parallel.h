@@ -1,10 +1,14 @@
-/* parallel — fork-join over a range with plain pthreads.
+/* parallel — fork-join over a range on one persistent pool.
  *
- * Threads are created per call and joined before it returns, so nothing
- * spins between calls: the cores stay free for OpenBLAS's own threads in
- * the sgemm phases between our elementwise phases (a spinning OpenMP pool
- * cost 40% of throughput on two cores). Creating a thread costs tens of
- * microseconds; use it for work of a millisecond or more.
+ * The pool's workers are created once per process (as many as the widest
+ * call asked for) and reused by every phase of every model: a decode step
+ * makes some 100 calls, and creating threads per call cost more than the
+ * work. Between calls a worker spins briefly (about 10 us, for the next
+ * phase of the same pass) and then blocks on a condition variable, so idle
+ * workers take no CPU (a pool that spins for long cost 40% of throughput on
+ * two cores when OpenBLAS also had threads). One caller uses the pool at a
+ * time: a concurrent caller (another serve instance) or a call from inside
+ * a part runs its work on its own thread.
  */
 #ifndef QG_PARALLEL_H
 #define QG_PARALLEL_H
@@ -15,8 +19,9 @@
 typedef void (*parallel_fn)(void *ctx, int64_t begin, int64_t end, int thread);
 
 /* Splits [0, n) into n_threads contiguous parts and runs fn on each, the
- * first on the calling thread. Runs everything on the caller when
- * n_threads <= 1 or thread creation fails. */
+ * first on the calling thread, and returns when all are done. Runs
+ * everything on the caller when n_threads <= 1 or the pool is busy; fewer
+ * parts when workers cannot be created. */
 void parallel_for(int n_threads, int64_t n, parallel_fn fn, void *ctx);
 
 /* n_threads when `work` (any unit: flops, elements) is worth splitting,

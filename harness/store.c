@@ -239,11 +239,6 @@ static int check_header(const char *path, char *err, int errlen)
     return rc;
 }
 
-static int count_tables(struct store *s, int64_t *n)
-{
-    return pragma_int(s, "SELECT count(*) FROM sqlite_master", n);
-}
-
 static int migrate(struct store *s, const struct store_params *p, int64_t from)
 {
     int total = N_MIGRATIONS + p->n_extra_migrations;
@@ -283,10 +278,23 @@ static int migrate(struct store *s, const struct store_params *p, int64_t from)
 /* Reads version and identity; refuses foreign, newer and damaged files. */
 static int check_identity(struct store *s, const struct store_params *p, int64_t *version)
 {
+    /* one statement, so one snapshot: another qgate may be creating the
+     * file, and version, id and tables must come from the same state */
     int64_t app = 0, tables = 0;
-    int rc = pragma_int(s, "PRAGMA user_version", version);
-    if (!rc) rc = pragma_int(s, "PRAGMA application_id", &app);
-    if (!rc) rc = count_tables(s, &tables);
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db,
+                                "SELECT (SELECT user_version FROM pragma_user_version), "
+                                "(SELECT application_id FROM pragma_application_id), "
+                                "(SELECT count(*) FROM sqlite_master)",
+                                -1, &st, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *version = sqlite3_column_int64(st, 0);
+        app = sqlite3_column_int64(st, 1);
+        tables = sqlite3_column_int64(st, 2);
+    }
+    rc = rc == SQLITE_ROW ? QG_OK : db_fail(s, "reading the database header");
+    sqlite3_finalize(st);
     if (rc) return rc;
     if (app != STORE_APPLICATION_ID && (tables > 0 || *version != 0))
         return qg_errf(s->err, sizeof s->err, QG_ERR_DATA,
