@@ -151,13 +151,40 @@ AVX2 static float row_q8_0_avx2(const struct wmat *W, int64_t r, const float *x)
     for (int64_t k = 0; k < W->in; k += 32, b += 34) {
         _mm_prefetch((const char *)b + 512, _MM_HINT_T0);
         __m256 d = _mm256_set1_ps(h2f_f16c(b));
-        __m256 s = _mm256_mul_ps(i8x8(b + 2), _mm256_loadu_ps(x + k));
-        s = _mm256_fmadd_ps(i8x8(b + 10), _mm256_loadu_ps(x + k + 8), s);
-        s = _mm256_fmadd_ps(i8x8(b + 18), _mm256_loadu_ps(x + k + 16), s);
-        s = _mm256_fmadd_ps(i8x8(b + 26), _mm256_loadu_ps(x + k + 24), s);
-        acc = _mm256_fmadd_ps(d, s, acc);
+        __m256 s0 = _mm256_mul_ps(i8x8(b + 2), _mm256_loadu_ps(x + k));
+        __m256 s1 = _mm256_mul_ps(i8x8(b + 10), _mm256_loadu_ps(x + k + 8));
+        s0 = _mm256_fmadd_ps(i8x8(b + 18), _mm256_loadu_ps(x + k + 16), s0);
+        s1 = _mm256_fmadd_ps(i8x8(b + 26), _mm256_loadu_ps(x + k + 24), s1);
+        acc = _mm256_fmadd_ps(d, _mm256_add_ps(s0, s1), acc);
     }
     return hsum256(acc);
+}
+
+/* Q4_0: y = (q - 8) d, low nibbles elements 0..15, high 16..31; with the
+ * group sums of x, dot = sum_b d_b (q.x)_b - 8 d_b sum(x)_b */
+AVX2 static float row_q4_0_avx2(const struct wmat *W, int64_t r, const float *x, const float *xg)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const __m256i m4 = _mm256_set1_epi32(0xF);
+    __m256 acc = _mm256_setzero_ps();
+    float mins = 0;
+    for (int64_t k = 0; k < W->in; k += 32, b += 18) {
+        _mm_prefetch((const char *)b + 512, _MM_HINT_T0);
+        float d = h2f_f16c(b);
+        __m256i v0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(b + 2)));
+        __m256i v1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(b + 10)));
+        __m256 s0 =
+            _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(v0, m4)), _mm256_loadu_ps(x + k));
+        __m256 s1 =
+            _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(v1, m4)), _mm256_loadu_ps(x + k + 8));
+        s0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(v0, 4)),
+                             _mm256_loadu_ps(x + k + 16), s0);
+        s1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(v1, 4)),
+                             _mm256_loadu_ps(x + k + 24), s1);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_add_ps(s0, s1), acc);
+        mins += 8 * d * xg[k / 32];
+    }
+    return hsum256(acc) - mins;
 }
 
 static void scale_min_k4(int j, const uint8_t *q, int32_t *d, int32_t *m)
@@ -171,20 +198,12 @@ static void scale_min_k4(int j, const uint8_t *q, int32_t *d, int32_t *m)
     }
 }
 
-/* 8 nibbles (low or high halves of 8 bytes) -> 8 floats */
-__attribute__((target("avx2,fma"))) static __m256 nib8(const uint8_t *q, int high)
-{
-    __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)q));
-    v = high ? _mm256_srli_epi32(v, 4) : _mm256_and_si256(v, _mm256_set1_epi32(0xF));
-    return _mm256_cvtepi32_ps(v);
-}
-
 /* Q4_K: y = d sc q - dmin m per 32; dot = sum_g d sc_g (x.q)_g - dmin m_g sum(x)_g,
  * with the group sums of x computed once per product (xg) */
 AVX2 static float row_q4_k_avx2(const struct wmat *W, int64_t r, const float *x, const float *xg)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
-    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, accm = a0;
     for (int64_t k = 0; k < W->in; k += 256, b += 144) {
         _mm_prefetch((const char *)b + 576, _MM_HINT_T0); /* 4 blocks ahead */
         _mm_prefetch((const char *)b + 640, _MM_HINT_T0);
@@ -199,17 +218,29 @@ AVX2 static float row_q4_k_avx2(const struct wmat *W, int64_t r, const float *x,
         __m256 dm = _mm256_mul_ps(_mm256_set1_ps(h2f_f16c(b + 2)),
                                   _mm256_cvtepi32_ps(_mm256_loadu_si256((void *)m8)));
         accm = _mm256_fmadd_ps(dm, _mm256_loadu_ps(xg + k / 32), accm);
-        for (int g = 0; g < 8; g++) {
-            const uint8_t *qg = q + 32 * (g / 2);
-            const float *xk = x + k + 32 * g;
-            int high = g & 1;
-            __m256 t = _mm256_mul_ps(nib8(qg, high), _mm256_loadu_ps(xk));
-            t = _mm256_fmadd_ps(nib8(qg + 8, high), _mm256_loadu_ps(xk + 8), t);
-            t = _mm256_fmadd_ps(nib8(qg + 16, high), _mm256_loadu_ps(xk + 16), t);
-            t = _mm256_fmadd_ps(nib8(qg + 24, high), _mm256_loadu_ps(xk + 24), t);
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(ds[g]), t, acc);
+        /* pairs of groups share their 32 bytes (low nibbles, high nibbles);
+         * scales applied to q first, so the four accumulators are
+         * independent chains */
+        const __m256i m4 = _mm256_set1_epi32(0xF);
+        for (int p = 0; p < 4; p++) {
+            __m256 dl = _mm256_set1_ps(ds[2 * p]), dh = _mm256_set1_ps(ds[2 * p + 1]);
+            const uint8_t *qp = q + 32 * p;
+            const float *xl = x + k + 64 * p, *xh = xl + 32;
+            for (int j = 0; j < 32; j += 16) {
+                __m256i v0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(qp + j)));
+                __m256i v1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(qp + j + 8)));
+                __m256 l0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(v0, m4)), dl);
+                __m256 h0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(v0, 4)), dh);
+                __m256 l1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(v1, m4)), dl);
+                __m256 h1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(v1, 4)), dh);
+                a0 = _mm256_fmadd_ps(l0, _mm256_loadu_ps(xl + j), a0);
+                a1 = _mm256_fmadd_ps(h0, _mm256_loadu_ps(xh + j), a1);
+                a2 = _mm256_fmadd_ps(l1, _mm256_loadu_ps(xl + j + 8), a2);
+                a3 = _mm256_fmadd_ps(h1, _mm256_loadu_ps(xh + j + 8), a3);
+            }
         }
     }
+    __m256 acc = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
     return hsum256(acc) - hsum256(accm);
 }
 
@@ -251,7 +282,7 @@ const char *matmul_kernel_name(void)
     return names[kernel_pick()];
 }
 
-/* group sums of x over 32-element groups, for the Q4_K kernel */
+/* group sums of x over 32-element groups, for the Q4_0 and Q4_K kernels */
 static void group_sums(const float *x, int64_t n, float *xg)
 {
     for (int64_t g = 0; g < n / 32; g++) {
@@ -270,6 +301,11 @@ static void rows_fused(float *y, const float *x, const struct wmat *W, int64_t r
     if (k != K_PORTABLE && W->type == GGML_Q8_0) {
         for (int64_t r = r0; r < r1; r++)
             y[r - r0] = row_q8_0_avx2(W, r, x);
+        return;
+    }
+    if (k != K_PORTABLE && W->type == GGML_Q4_0 && xg) {
+        for (int64_t r = r0; r < r1; r++)
+            y[r - r0] = row_q4_0_avx2(W, r, x, xg);
         return;
     }
     if (k != K_PORTABLE && W->type == GGML_Q4_K && xg) {
