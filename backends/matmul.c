@@ -187,6 +187,52 @@ AVX2 static float row_q4_0_avx2(const struct wmat *W, int64_t r, const float *x,
     return hsum256(acc) - mins;
 }
 
+/* Q6_K: per 128 elements, 6-bit q = low nibble (ql) | 2 bits (qh) << 4,
+ * minus 32, times d x an int8 scale per 16 */
+AVX2 static float row_q6_k_avx2(const struct wmat *W, int64_t r, const float *x)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const __m256i m4 = _mm256_set1_epi32(0xF), m3 = _mm256_set1_epi32(3),
+                  c32 = _mm256_set1_epi32(32);
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t k = 0; k < W->in; k += 256, b += 210) {
+        _mm_prefetch((const char *)b + 420, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + 484, _MM_HINT_T0);
+        const float d = h2f_f16c(b + 208);
+        const int8_t *sc = (const int8_t *)(b + 192);
+        for (int n = 0; n < 2; n++) {
+            const uint8_t *ql = b + 64 * n, *qh = b + 128 + 32 * n;
+            const float *xn = x + k + 128 * n;
+            for (int l0 = 0; l0 < 32; l0 += 8) {
+                int is = 8 * n + l0 / 16;
+                __m256i qa = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(ql + l0)));
+                __m256i qb = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(ql + 32 + l0)));
+                __m256i h = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(qh + l0)));
+                __m256i q1 = _mm256_or_si256(_mm256_and_si256(qa, m4),
+                                             _mm256_slli_epi32(_mm256_and_si256(h, m3), 4));
+                __m256i q2 = _mm256_or_si256(
+                    _mm256_and_si256(qb, m4),
+                    _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(h, 2), m3), 4));
+                __m256i q3 = _mm256_or_si256(
+                    _mm256_srli_epi32(qa, 4),
+                    _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(h, 4), m3), 4));
+                __m256i q4 = _mm256_or_si256(_mm256_srli_epi32(qb, 4),
+                                             _mm256_slli_epi32(_mm256_srli_epi32(h, 6), 4));
+#define Q6_TERM(acc, q, off, s)                                                                    \
+    acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(q, c32)),              \
+                                        _mm256_set1_ps(d * (float)sc[s])),                         \
+                          _mm256_loadu_ps(xn + (off) + l0), acc)
+                Q6_TERM(a0, q1, 0, is);
+                Q6_TERM(a1, q2, 32, is + 2);
+                Q6_TERM(a2, q3, 64, is + 4);
+                Q6_TERM(a3, q4, 96, is + 6);
+#undef Q6_TERM
+            }
+        }
+    }
+    return hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+}
+
 static void scale_min_k4(int j, const uint8_t *q, int32_t *d, int32_t *m)
 {
     if (j < 4) {
@@ -301,6 +347,11 @@ static void rows_fused(float *y, const float *x, const struct wmat *W, int64_t r
     if (k != K_PORTABLE && W->type == GGML_Q8_0) {
         for (int64_t r = r0; r < r1; r++)
             y[r - r0] = row_q8_0_avx2(W, r, x);
+        return;
+    }
+    if (k != K_PORTABLE && W->type == GGML_Q6_K) {
+        for (int64_t r = r0; r < r1; r++)
+            y[r - r0] = row_q6_k_avx2(W, r, x);
         return;
     }
     if (k != K_PORTABLE && W->type == GGML_Q4_0 && xg) {
