@@ -233,6 +233,60 @@ AVX2 static float row_q6_k_avx2(const struct wmat *W, int64_t r, const float *x)
     return hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
 }
 
+/* the 16 IQ4 (non-linear 4-bit) values ggml uses */
+static const int8_t kvalues_iq4[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                       1,    13,   25,  38,  53,  69,  89,  113};
+
+/* sum over 32 IQ4 elements (16 bytes at q: low nibbles first, then high)
+ * of value x x, unscaled */
+AVX2 static __m256 iq4_32(const uint8_t *q, const float *x)
+{
+    const __m128i table = _mm_loadu_si128((const __m128i *)kvalues_iq4), m4 = _mm_set1_epi8(0xF);
+    __m128i bytes = _mm_loadu_si128((const __m128i *)q);
+    __m128i lo = _mm_shuffle_epi8(table, _mm_and_si128(bytes, m4));
+    __m128i hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(bytes, 4), m4));
+    __m256 s0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), _mm256_loadu_ps(x));
+    __m256 s1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))),
+                              _mm256_loadu_ps(x + 8));
+    s0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), _mm256_loadu_ps(x + 16), s0);
+    s1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))),
+                         _mm256_loadu_ps(x + 24), s1);
+    return _mm256_add_ps(s0, s1);
+}
+
+/* IQ4_NL: blocks of 32, an fp16 scale and 16 bytes */
+AVX2 static float row_iq4_nl_avx2(const struct wmat *W, int64_t r, const float *x)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t k = 0; k < W->in; k += 32, b += 18)
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(b)), iq4_32(b + 2, x + k), acc);
+    return hsum256(acc);
+}
+
+/* IQ4_XS: superblocks of 256; 6-bit group scales (4 low bits in scales_l,
+ * 2 high in scales_h), value scale d (ls - 32) */
+AVX2 static float row_iq4_xs_avx2(const struct wmat *W, int64_t r, const float *x)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0;
+    for (int64_t k = 0; k < W->in; k += 256, b += 136) {
+        _mm_prefetch((const char *)b + 408, _MM_HINT_T0);
+        const float d = h2f_f16c(b);
+        const unsigned sh = (unsigned)(b[2] | b[3] << 8);
+        const uint8_t *sl = b + 4, *qs = b + 8;
+        for (int ib = 0; ib < 8; ib += 2) {
+            int ls0 = ((sl[ib / 2] >> 0) & 0xF) | (int)(((sh >> (2 * ib)) & 3) << 4);
+            int ls1 = ((sl[ib / 2] >> 4) & 0xF) | (int)(((sh >> (2 * ib + 2)) & 3) << 4);
+            a0 = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)(ls0 - 32)),
+                                 iq4_32(qs + 16 * ib, x + k + 32 * ib), a0);
+            a1 = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)(ls1 - 32)),
+                                 iq4_32(qs + 16 * ib + 16, x + k + 32 * ib + 32), a1);
+        }
+    }
+    return hsum256(_mm256_add_ps(a0, a1));
+}
+
 static void scale_min_k4(int j, const uint8_t *q, int32_t *d, int32_t *m)
 {
     if (j < 4) {
@@ -347,6 +401,12 @@ static void rows_fused(float *y, const float *x, const struct wmat *W, int64_t r
     if (k != K_PORTABLE && W->type == GGML_Q8_0) {
         for (int64_t r = r0; r < r1; r++)
             y[r - r0] = row_q8_0_avx2(W, r, x);
+        return;
+    }
+    if (k != K_PORTABLE && (W->type == GGML_IQ4_NL || W->type == GGML_IQ4_XS)) {
+        for (int64_t r = r0; r < r1; r++)
+            y[r - r0] =
+                W->type == GGML_IQ4_NL ? row_iq4_nl_avx2(W, r, x) : row_iq4_xs_avx2(W, r, x);
         return;
     }
     if (k != K_PORTABLE && W->type == GGML_Q6_K) {
