@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(QG_NO_IFUNC)
 #include <immintrin.h>
 /* the decoders run for every weight of every window (panels before each
  * sgemm): AVX2 clones where the CPU has it, picked at load by ifunc */

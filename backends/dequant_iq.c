@@ -8,7 +8,7 @@
 
 #define IQ1_DELTA 0.125f
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(QG_NO_IFUNC)
 #define HOT __attribute__((target_clones("avx2", "default")))
 #else
 #define HOT
