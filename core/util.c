@@ -224,28 +224,108 @@ uint64_t qg_peak_rss(void)
     return (uint64_t)ru.ru_maxrss * 1024;
 }
 
+/* The file path names once symlinks are followed (malloc'd): path itself
+ * when it is not a link or names nothing yet. */
+static char *resolve_output(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode)) return qg_strdup(path);
+    char *r = realpath(path, NULL);
+    if (r) return r;
+    /* a link to a file not made yet: the name it holds, from its folder */
+    char link[4096];
+    ssize_t n = readlink(path, link, sizeof link - 1);
+    if (n <= 0) return qg_strdup(path);
+    link[n] = '\0';
+    const char *slash = strrchr(path, '/');
+    if (link[0] == '/' || !slash) return qg_strdup(link);
+    size_t len = (size_t)(slash - path) + 1 + (size_t)n + 1;
+    char *out = malloc(len);
+    if (out) snprintf(out, len, "%.*s/%s", (int)(slash - path), path, link);
+    return out;
+}
+
+/* Writes in place: for targets that are not regular files. */
+static int write_in_place(const char *path, const char *data, size_t n, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return qg_errf(err, errlen, QG_ERR_CANTCREAT, "%s: cannot open: %s", path, strerror(errno));
+    int bad = n && fwrite(data, 1, n, f) != n;
+    bad |= fclose(f) != 0;
+    return bad ? qg_errf(err, errlen, QG_ERR_IO, "%s: cannot write: %s", path, strerror(errno))
+               : QG_OK;
+}
+
 int qg_write_file_atomic(const char *path, const char *data, size_t n, char *err, size_t errlen)
 {
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 32);
-    if (!tmp) return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
-    snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        int rc =
-            qg_errf(err, errlen, QG_ERR_CANTCREAT, "%s: cannot create: %s", path, strerror(errno));
-        free(tmp);
+    char *target = resolve_output(path);
+    if (!target) return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
+    struct stat st;
+    if (stat(target, &st) == 0 && !S_ISREG(st.st_mode)) {
+        int rc = S_ISDIR(st.st_mode)
+                     ? qg_errf(err, errlen, QG_ERR_CANTCREAT, "%s: is a folder", path)
+                     : write_in_place(target, data, n, err, errlen);
+        free(target);
         return rc;
     }
-    int bad = n && fwrite(data, 1, n, f) != n;
-    bad |= fflush(f) != 0;
-    bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path) != 0) {
-        int rc = qg_errf(err, errlen, QG_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-        remove(tmp);
-        free(tmp);
-        return rc;
+    size_t plen = strlen(target);
+    char *tmp = malloc(plen + 32);
+    if (!tmp) {
+        free(target);
+        return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
+    }
+    snprintf(tmp, plen + 32, "%s.tmp.%ld", target, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    int rc = QG_OK;
+    if (!f) {
+        rc = qg_errf(err, errlen, QG_ERR_CANTCREAT, "%s: cannot create: %s", path, strerror(errno));
+    } else {
+        int bad = n && fwrite(data, 1, n, f) != n;
+        bad |= fflush(f) != 0;
+        bad |= fclose(f) != 0;
+        if (bad || rename(tmp, target) != 0) {
+            rc = qg_errf(err, errlen, QG_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+            remove(tmp);
+        }
     }
     free(tmp);
-    return QG_OK;
+    free(target);
+    return rc;
+}
+
+int qg_output_check(const char *path, char *err, size_t errlen)
+{
+    char *target = resolve_output(path);
+    if (!target) return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
+    struct stat st;
+    int rc = QG_OK;
+    if (stat(target, &st) == 0) {
+        if (S_ISDIR(st.st_mode))
+            rc = qg_errf(err, errlen, QG_ERR_CANTCREAT, "%s: is a folder, not a file", path);
+        else if (!S_ISREG(st.st_mode) && access(target, W_OK) != 0)
+            rc = qg_errf(err, errlen, QG_ERR_CANTCREAT, "%s: not writable: %s", path,
+                         strerror(errno));
+    }
+    if (!rc && (stat(target, &st) != 0 || S_ISREG(st.st_mode))) {
+        /* a new or replaced file: its folder must take a new entry */
+        char *slash = strrchr(target, '/');
+        const char *dir = slash ? (slash == target ? "/" : target) : ".";
+        if (slash && slash != target) *slash = '\0';
+        if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+            rc = qg_errf(err, errlen, QG_ERR_CANTCREAT, "%s: the folder %s does not exist", path,
+                         dir);
+        else if (access(dir, W_OK) != 0)
+            rc = qg_errf(err, errlen, QG_ERR_CANTCREAT, "%s: the folder %s is not writable: %s",
+                         path, dir, strerror(errno));
+    }
+    free(target);
+    return rc;
+}
+
+int qg_same_file(const char *a, const char *b)
+{
+    struct stat x, y;
+    return a && b && stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev &&
+           x.st_ino == y.st_ino;
 }

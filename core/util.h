@@ -67,9 +67,20 @@ double qg_now_s(void);
 void qg_human_bytes(uint64_t bytes, char buf[32]);
 
 /* Writes n bytes to path through a temporary file in the same directory and
- * a rename, so a reader never sees a partial file. QG_OK or
+ * a rename, so a reader never sees a partial file. A symlink is followed
+ * (the file it names is replaced, the link stays); a path that is not a
+ * regular file (/dev/stdout, a pipe, a FIFO) is written in place. QG_OK or
  * QG_ERR_CANTCREAT / QG_ERR_IO with err filled. */
 int qg_write_file_atomic(const char *path, const char *data, size_t n, char *err, size_t errlen);
+
+/* Checks, before any work, that qg_write_file_atomic(path) can succeed:
+ * its folder exists and is writable, and path is not a folder. QG_OK, or
+ * QG_ERR_CANTCREAT with err naming the path and why. */
+int qg_output_check(const char *path, char *err, size_t errlen);
+
+/* 1 when a and b are the same existing file (device and inode), so that
+ * writing one would destroy the other. */
+int qg_same_file(const char *a, const char *b);
 
 /* 1 when stdout (fd) is a terminal and colour is allowed (NO_COLOR unset). */
 int qg_use_color(int fd);

@@ -149,7 +149,7 @@ static int cmd_compare(const struct cli_args *a)
     if (fmt && strcmp(fmt, "text") && strcmp(fmt, "json"))
         return cmd_usage("--format must be text or json");
     struct store *s;
-    int code = cmd_open_store(a, 0, &s);
+    int code = cmd_open_existing_store(a, &s);
     if (code) return code;
     int64_t run = cli_int(a, "run", 0);
     int rc = run > 0 ? QG_OK : store_run_latest(s, &run);

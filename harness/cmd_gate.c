@@ -71,6 +71,14 @@ static int cmd_gate(const struct cli_args *a)
         code = add_model(cli_nth(a, "candidate", i), dn, &p, names);
     }
     if (code) return code;
+    /* outputs checked before the run: a bad path costs nothing, and no
+     * output may overwrite the suite, the database or a model */
+    static const char *const outputs[] = {"report", "junit", "md", "json", NULL};
+    const char *inputs[RUNNER_MAX_MODELS + 2] = {
+        p.suite_path, cli_str(a, "db") ? cli_str(a, "db") : STORE_DEFAULT_PATH};
+    for (int i = 0; i < p.n_models; i++)
+        inputs[2 + i] = p.specs[i];
+    if ((code = cmd_check_outputs(a, outputs, inputs, 2 + p.n_models))) return code;
     struct store *s;
     if ((code = cmd_open_store(a, 0, &s))) return code;
     char *cmd = cmd_command_line(a);

@@ -67,8 +67,12 @@ static int cmd_report(const struct cli_args *a)
     int64_t cid = cli_int(a, "comparison", 0);
     if (cli_str(a, "comparison") && cid <= 0)
         return cmd_usage("--comparison must be a positive id");
+    static const char *const outputs[] = {"output", NULL};
+    const char *inputs[1] = {cli_str(a, "db") ? cli_str(a, "db") : STORE_DEFAULT_PATH};
+    int code = cmd_check_outputs(a, outputs, inputs, 1);
+    if (code) return code;
     struct store *s;
-    int code = cmd_open_store(a, !by_run, &s);
+    code = by_run ? cmd_open_existing_store(a, &s) : cmd_open_store(a, 1, &s);
     if (code) return code;
     if (by_run) {
         int verdict;

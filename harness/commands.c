@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const struct cli_cmd *const qg_commands[] = {
     &cmd_gate_def,    &cmd_run_def,  &cmd_compare_def,  &cmd_merge_def,    &cmd_report_def,
@@ -104,6 +105,42 @@ int cmd_open_store(const struct cli_args *a, int readonly, struct store **out)
     char err[QG_ERRMSG_MAX];
     int rc = store_open(path ? path : STORE_DEFAULT_PATH, &p, out, err, sizeof err);
     return rc ? cmd_fail(rc, err) : 0;
+}
+
+int cmd_open_existing_store(const struct cli_args *a, struct store **out)
+{
+    const char *path = cli_str(a, "db") ? cli_str(a, "db") : STORE_DEFAULT_PATH;
+    if (access(path, F_OK) != 0) {
+        char msg[QG_ERRMSG_MAX];
+        snprintf(msg, sizeof msg,
+                 "%s: no such database (make one with 'qgate run' or 'qgate gate', or name it "
+                 "with --db)",
+                 path);
+        return cmd_fail(QG_ERR_NOINPUT, msg);
+    }
+    return cmd_open_store(a, 0, out);
+}
+
+int cmd_check_outputs(const struct cli_args *a, const char *const *outputs,
+                      const char *const *inputs, int n_inputs)
+{
+    char err[QG_ERRMSG_MAX];
+    for (int i = 0; outputs[i]; i++) {
+        const char *out = cli_str(a, outputs[i]);
+        if (!out) continue;
+        for (int k = 0; k < n_inputs; k++)
+            if (qg_same_file(out, inputs[k]))
+                return cmd_usage("--%s %s is the input file %s: writing it would destroy it",
+                                 outputs[i], out, inputs[k]);
+        for (int j = 0; j < i; j++)
+            if (cli_str(a, outputs[j]) &&
+                (qg_same_file(out, cli_str(a, outputs[j])) || !strcmp(out, cli_str(a, outputs[j]))))
+                return cmd_usage("--%s and --%s name the same file %s", outputs[j], outputs[i],
+                                 out);
+        int rc = qg_output_check(out, err, sizeof err);
+        if (rc) return cmd_fail(rc, err);
+    }
+    return 0;
 }
 
 int cmd_print_json(cJSON *v)

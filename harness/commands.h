@@ -35,6 +35,17 @@ void qg_print_usage(FILE *f);
 /* Opens the store named by --db (default ./qgate.db). On failure prints the
  * error and returns the exit code; 0 on success. */
 int cmd_open_store(const struct cli_args *a, int readonly, struct store **out);
+/* The same for commands that read stored runs and write a little
+ * (compare, report): a missing database is an error (exit 66), never
+ * created empty. */
+int cmd_open_existing_store(const struct cli_args *a, struct store **out);
+
+/* Before any work: each output option of `outputs` (NULL-terminated option
+ * names) that is set can be written (exit 73 otherwise), names no input file
+ * of `inputs` (n paths; exit 64: it would be destroyed) and no other output.
+ * 0 when all is well, else the exit code, with the message printed. */
+int cmd_check_outputs(const struct cli_args *a, const char *const *outputs,
+                      const char *const *inputs, int n_inputs);
 
 /* Prints the error message (if any) and returns the exit code for status. */
 int cmd_fail(int status, const char *msg);

@@ -387,7 +387,7 @@ TEST(report_bad_input)
          66,
          "run 1 has no model 'nope'"},
         {{"--comparison", "1", "--run", "1"}, 64, "not both"},
-        {{"-o", "/nonexistent-dir/x.html"}, 73, "/nonexistent-dir/x.html: cannot create"},
+        {{"-o", "/nonexistent-dir/x.html"}, 73, "the folder /nonexistent-dir does not exist"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char **a = cases[i].args;

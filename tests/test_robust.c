@@ -442,8 +442,9 @@ TEST(robust_two_processes_create_one_database)
             if (pid[i] == 0) {
                 dup2(fds[i][1], 2);
                 close(fds[i][0]);
-                execl(QG_BINARY, "qgate", "compare", "--baseline", "a", "--candidate", "b", "--db",
-                      t_path(db), (char *)NULL);
+                /* run creates the database, then stops on the missing suite */
+                execl(QG_BINARY, "qgate", "run", "--suite", t_path("none.json"), "--model",
+                      "a=none.gguf", "--db", t_path(db), (char *)NULL);
                 _exit(127);
             }
             close(fds[i][1]);
@@ -459,7 +460,7 @@ TEST(robust_two_processes_create_one_database)
             close(fds[i][0]);
             waitpid(pid[i], &st, 0);
             errs[i] = buf;
-            /* an empty new database: "no runs" (66), never a failed migration (70) */
+            /* the missing suite (66), never a failed migration (70) */
             if (!WIFEXITED(st) || WEXITSTATUS(st) != 66 || strstr(errs[i], "migrating"))
                 T_FAIL_("try %d, process %d: exit %d: %s", k, i, WEXITSTATUS(st), errs[i]);
         }
@@ -765,5 +766,72 @@ TEST(robust_setup_is_atomic)
     sqlite3_finalize(st);
     sqlite3_close(db);
     ASSERT_EQ(left, 0);
+    return 0;
+}
+
+TEST(robust_outputs_never_clobber)
+{
+    /* outputs are checked before the run: a missing folder fails at once
+     * (73) and stores nothing; an output that names the suite is refused
+     * (64) and the suite is intact; a symlinked output keeps its link; and
+     * compare or report never create an empty database */
+    ASSERT_OK(synth("a.gguf", GGML_F32));
+    struct sbuf d;
+    sbuf_init(&d, 0);
+    for (int i = 0; i < 200; i++)
+        sbuf_printf(&d, "the girl saw the %s ball. ", i % 3 ? "red" : "big");
+    ASSERT_OK(ppl_suite(d.data));
+    sbuf_release(&d);
+    char base[4200], cand[4200];
+    snprintf(base, sizeof base, "a=%s", t_path("a.gguf"));
+    snprintf(cand, sizeof cand, "b=%s", t_path("a.gguf"));
+    size_t n0, n1;
+    char *suite0 = t_read_file(t_path("suite.json"), &n0);
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "gate", "--suite", t_path("suite.json"), "--baseline", base,
+                      "--candidate", cand, "--db", t_path("g.db"), "--report",
+                      t_path("no/such/dir/r.html"), "-q", NULL));
+    ASSERT_EQ(o.code, 73);
+    ASSERT_CONTAINS(o.err, "does not exist");
+    ASSERT(access(t_path("g.db"), F_OK) != 0); /* nothing ran, nothing stored */
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "gate", "--suite", t_path("suite.json"), "--baseline", base,
+                      "--candidate", cand, "--db", t_path("g.db"), "--json", t_path("suite.json"),
+                      "-q", NULL));
+    ASSERT_EQ(o.code, 64);
+    ASSERT_CONTAINS(o.err, "writing it would destroy it");
+    char *suite1 = t_read_file(t_path("suite.json"), &n1);
+    ASSERT(suite0 && suite1 && n0 == n1 && !memcmp(suite0, suite1, n0));
+    free(suite0);
+    free(suite1);
+    t_out_free(&o);
+    /* a symlink as output: the file it names gets the report, the link stays */
+    ASSERT_OK(symlink(t_path("real.json"), t_path("link.json")));
+    ASSERT_OK(t_qgate(&o, "gate", "--suite", t_path("suite.json"), "--baseline", base,
+                      "--candidate", cand, "--db", t_path("g.db"), "--json", t_path("link.json"),
+                      "-q", NULL));
+    ASSERT(o.code <= 2);
+    t_out_free(&o);
+    struct stat st;
+    ASSERT(lstat(t_path("link.json"), &st) == 0 && S_ISLNK(st.st_mode));
+    ASSERT(stat(t_path("real.json"), &st) == 0 && st.st_size > 100);
+    /* /dev/stdout: written in place, the symlink untouched */
+    ASSERT_OK(t_qgate(&o, "report", "--comparison", "1", "--format", "json", "--output",
+                      "/dev/stdout", "--db", t_path("g.db"), NULL));
+    ASSERT_EQ(o.code, 0);
+    ASSERT_CONTAINS(o.out, "\"verdict\"");
+    ASSERT(lstat("/dev/stdout", &st) == 0 && S_ISLNK(st.st_mode));
+    t_out_free(&o);
+    /* no database: compare and report say so and create nothing */
+    ASSERT_OK(t_qgate(&o, "compare", "--baseline", "a", "--candidate", "b", "--db",
+                      t_path("none.db"), NULL));
+    ASSERT_EQ(o.code, 66);
+    ASSERT_CONTAINS(o.err, "no such database");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "report", "--run", "1", "--baseline", "a", "--candidate", "b", "--db",
+                      t_path("none.db"), NULL));
+    ASSERT_EQ(o.code, 66);
+    t_out_free(&o);
+    ASSERT(access(t_path("none.db"), F_OK) != 0);
     return 0;
 }
