@@ -34,10 +34,16 @@ static void print_run(const cJSON *r)
         json_int(o, "role", -1) == 0 ? "baseline" : "candidate", json_str(o, "backend", "-"),
         json_str(o, "spec", "-"), "", json_str(o, "sha256", "-"), json_int(o, "n_params", -1));
     printf("\ntasks:\n");
-    cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(r, "tasks")) printf(
-        "  %-20s %-16s %8lld items%s  config %.12s\n", json_str(o, "name", "-"),
-        json_str(o, "kind", "-"), json_int(o, "n_items", -1),
-        json_int(o, "critical", -1) == 1 ? " critical" : "", json_str(o, "config_hash", "-"));
+    cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(r, "tasks"))
+    {
+        /* a perplexity task's windows are known once it ran: its trials say */
+        char items[32] = "windows";
+        if (json_int(o, "n_items", -1) >= 0)
+            snprintf(items, sizeof items, "%lld items", json_int(o, "n_items", -1));
+        printf("  %-20s %-16s %14s%s  config %.12s\n", json_str(o, "name", "-"),
+               json_str(o, "kind", "-"), items, json_int(o, "critical", -1) == 1 ? " critical" : "",
+               json_str(o, "config_hash", "-"));
+    }
     printf("\ntrials:\n  %-20s %-12s %6s %-9s %10s %10s %9s\n", "task", "model", "repeat", "status",
            "items", "tokens", "seconds");
     cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(r, "trials"))

@@ -513,9 +513,11 @@ static int run_lockstep(struct runner *r, int t, int repeat, char *err, size_t e
         bs[m] = &r->b[m];
     struct ppl_params pp = ppl_task_params(st, p->shard_index, p->shard_count);
     int kld_top_k[RUNNER_MAX_MODELS] = {0};
+    double t0 = qg_now_s();
     if (!rc && !all_done)
         rc = ppl_evaluate_lockstep(bs, nm, ids[0], k[0], &pp, on_window, &ks, kld, &n_kld,
                                    kld_top_k, res, err, errlen);
+    double secs = qg_now_s() - t0; /* the joint pass: every model's trial records it */
     if (rc && !all_done) ppl_task_error(st, err, errlen);
     if (!all_done) {
         int frc = flush(r, rc == QG_OK);
@@ -525,8 +527,8 @@ static int run_lockstep(struct runner *r, int t, int repeat, char *err, size_t e
     for (int m = 0; m < nm && ks.trials[m] && !all_done; m++) {
         cJSON *mj = rc ? cJSON_CreateObject()
                        : lockstep_metrics(&res[m], kld[m], n_kld, kld_top_k[m], &ks, m);
-        int rc2 = finish_trial(r, ks.trials[m], rc == QG_OK, res[m].windows, res[m].tokens, 0, mj,
-                               rc ? err : NULL);
+        int rc2 = finish_trial(r, ks.trials[m], rc == QG_OK, res[m].windows, res[m].tokens, secs,
+                               mj, rc ? err : NULL);
         if (!rc && rc2) rc = qg_errf(err, errlen, rc2, "%s", store_errmsg(r->s));
         if (!rc && !p->quiet) print_lockstep(p->names[m], st->name, repeat, m, &res[m], mj);
         cJSON_Delete(mj);

@@ -642,6 +642,14 @@ TEST(robust_writer_waits_only_for_inserts)
     ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     if (during < 5) SKIP("the run finished before a writer could try (a very fast machine)");
     if (busy) T_FAIL_("%d of %d writes waited over 300 ms: %s", busy, tries, why);
+    /* show: a perplexity task's size is its windows (not "-1 items"), and
+     * lockstep trials record the joint pass's seconds (not 0.00) */
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "show", "1", "--db", t_path("r.db"), NULL));
+    ASSERT_EQ(o.code, 0);
+    ASSERT(!strstr(o.out, "-1 items") && strstr(o.out, "windows"));
+    ASSERT(!strstr(o.out, "    0.00"));
+    t_out_free(&o);
     return 0;
 }
 
