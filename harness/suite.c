@@ -106,16 +106,15 @@ static int load_files(struct ctx *c, int i, struct task_config *t, const cJSON *
     static const char *const roles[TASK_MAX_FILES] = {"data", "labels", "train"};
     if (!data)
         return fail_task(c, i, t->name, "missing \"data\" (a path, or {\"data\": PATH, ...})");
-    if (!pins) return fail_task(c, i, t->name, "missing \"sha256\" pin(s) for the data");
     for (int r = 0; r < TASK_MAX_FILES; r++) {
         const char *p = NULL, *pin = NULL;
         if (cJSON_IsString(data)) {
             if (r > 0) break;
             p = data->valuestring;
-            if (!cJSON_IsString(pins))
+            if (pins && !cJSON_IsString(pins))
                 return fail_task(c, i, t->name,
                                  "\"sha256\" must be a hex string when \"data\" is a path");
-            pin = pins->valuestring;
+            pin = pins ? pins->valuestring : NULL;
         } else if (cJSON_IsObject(data)) {
             const cJSON *dv = cJSON_GetObjectItemCaseSensitive(data, roles[r]);
             if (!dv) continue;
@@ -124,9 +123,9 @@ static int load_files(struct ctx *c, int i, struct task_config *t, const cJSON *
             p = dv->valuestring;
             const cJSON *pv =
                 cJSON_IsObject(pins) ? cJSON_GetObjectItemCaseSensitive(pins, roles[r]) : NULL;
-            if (!cJSON_IsString(pv))
-                return fail_task(c, i, t->name, "\"sha256\".\"%s\" pin is missing", roles[r]);
-            pin = pv->valuestring;
+            if (pv && !cJSON_IsString(pv))
+                return fail_task(c, i, t->name, "\"sha256\".\"%s\" must be a hex string", roles[r]);
+            pin = pv ? pv->valuestring : NULL;
         } else {
             return fail_task(c, i, t->name, "\"data\" must be a path or an object of paths");
         }
@@ -138,6 +137,16 @@ static int load_files(struct ctx *c, int i, struct task_config *t, const cJSON *
         if (rc)
             return qg_errf(c->err, c->errlen, rc, "%s: task %d ('%s'): %s", c->file, i + 1, t->name,
                            err);
+        if (!pin && cJSON_IsObject(data)) /* say what to pin: the file's hash as it is */
+            return fail_task(c, i, t->name,
+                             "%s has no sha256 pin; if this is the data you mean, pin it: "
+                             "\"sha256\": {\"%s\": \"%s\", ...}",
+                             f->path, roles[r], f->sha256);
+        if (!pin)
+            return fail_task(c, i, t->name,
+                             "%s has no sha256 pin; if this is the data you mean, pin it: "
+                             "\"sha256\": \"%s\"",
+                             f->path, f->sha256);
         if (strcmp(f->sha256, pin) != 0) {
             if (!allow_changed)
                 return fail_task(c, i, t->name,

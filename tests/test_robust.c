@@ -843,3 +843,23 @@ TEST(robust_outputs_never_clobber)
     ASSERT(access(t_path("none.db"), F_OK) != 0);
     return 0;
 }
+
+TEST(robust_missing_pin_says_what_to_pin)
+{
+    /* a task without a sha256 pin: the error gives the hash to pin */
+    ASSERT_OK(write_text("mc.jsonl", "{\"id\":1,\"q\":\"a\",\"c\":[\"x\",\"y\"],\"g\":0}\n"));
+    char sha[65], err[QG_ERRMSG_MAX], suite[1024];
+    ASSERT_OK(hash_sha256_file(t_path("mc.jsonl"), sha, err, sizeof err));
+    snprintf(suite, sizeof suite,
+             "{\"name\":\"s\",\"tasks\":[{\"name\":\"t\",\"kind\":\"custom\",\"data\":\"mc.jsonl\","
+             "%s}]}",
+             mc_fields);
+    ASSERT_OK(write_text("suite.json", suite));
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "suite", "check", t_path("suite.json"), NULL));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "has no sha256 pin");
+    ASSERT_CONTAINS(o.err, sha);
+    t_out_free(&o);
+    return 0;
+}
