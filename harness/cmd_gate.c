@@ -95,9 +95,14 @@ static int cmd_gate(const struct cli_args *a)
     for (int i = 1; i < p.n_models && !code; i++) {
         int v = VERDICT_INCONCLUSIVE;
         int64_t cid = 0;
-        code =
-            cmd_compare_models(s, run_id, p.names[0], p.names[i], cli_str(a, "policy"),
-                               (uint64_t)cli_int(a, "seed", 20261130), CMP_OUT_TEXT, cmd, &v, &cid);
+        int quiet = cli_flag(a, "quiet"); /* only the verdicts: one line per candidate */
+        code = cmd_compare_models(s, run_id, p.names[0], p.names[i], cli_str(a, "policy"),
+                                  (uint64_t)cli_int(a, "seed", 20261130),
+                                  quiet ? CMP_OUT_NONE : CMP_OUT_TEXT, cmd, &v, &cid);
+        if (!code && quiet)
+            printf("%s vs %s: %s (comparison %lld; 'qgate report --comparison %lld')\n",
+                   cmd_term(p.names[i]), cmd_term(p.names[0]), verdict_name(v), (long long)cid,
+                   (long long)cid);
         static const char *const kinds[][2] = {
             {"report", "html"}, {"junit", "junit"}, {"md", "md"}, {"json", "json"}};
         for (size_t k = 0; k < sizeof kinds / sizeof *kinds && !code; k++) {
@@ -115,7 +120,7 @@ static int cmd_gate(const struct cli_args *a)
         }
         if (!code && (v == VERDICT_FAIL || (v == VERDICT_INCONCLUSIVE && worst == VERDICT_PASS)))
             worst = v;
-        printf("\n");
+        if (!quiet) printf("\n");
     }
     free(cmd);
     store_close(s);

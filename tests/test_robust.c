@@ -819,6 +819,9 @@ TEST(robust_outputs_never_clobber)
                       "--candidate", cand, "--db", t_path("g.db"), "--json", t_path("link.json"),
                       "-q", NULL));
     ASSERT(o.code <= 2);
+    /* -q: only the verdict line, not the table */
+    ASSERT_CONTAINS(o.out, "b vs a: ");
+    ASSERT(!strstr(o.out, "stored as comparison"));
     t_out_free(&o);
     struct stat st;
     ASSERT(lstat(t_path("link.json"), &st) == 0 && S_ISLNK(st.st_mode));
