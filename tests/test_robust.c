@@ -304,20 +304,28 @@ TEST(robust_fifo_and_device_data_refused)
     return 0;
 }
 
-TEST(robust_sigint_marks_run_interrupted)
+/* A model (a.gguf) and a perplexity suite big enough that a run takes
+ * seconds: time for a signal or another process to act during it. */
+static int slow_ppl_setup(void)
 {
-    /* a real SIGINT during a run: the rows done are kept, the run is marked
-     * interrupted, the message says how to resume, and resuming finishes */
     struct synth_params sp = synth_default_params();
     sp.dim = 256, sp.ffn = 512, sp.n_layers = 4, sp.ctx = 128;
     char err[QG_ERRMSG_MAX];
-    ASSERT_OK(synth_write(&sp, t_path("a.gguf"), err, sizeof err));
+    if (synth_write(&sp, t_path("a.gguf"), err, sizeof err)) return -1;
     struct sbuf d;
     sbuf_init(&d, 0);
     for (int i = 0; i < 2500; i++)
         sbuf_printf(&d, "the girl saw the %s ball. ", i % 3 ? "red" : "big");
-    ASSERT_OK(ppl_suite(d.data));
+    int rc = ppl_suite(d.data);
     sbuf_release(&d);
+    return rc;
+}
+
+TEST(robust_sigint_marks_run_interrupted)
+{
+    /* a real SIGINT during a run: the rows done are kept, the run is marked
+     * interrupted, the message says how to resume, and resuming finishes */
+    ASSERT_OK(slow_ppl_setup());
     char m[4200];
     snprintf(m, sizeof m, "a=%s", t_path("a.gguf"));
     int errfd[2];
@@ -597,16 +605,8 @@ TEST(robust_writer_waits_only_for_inserts)
     /* a second writer (another process) while a run computes rows (two
      * models in lockstep, then one alone): the run holds the write lock only to insert, so a writer
      * that waits at most 300 ms always gets it */
-    struct synth_params sp = synth_default_params();
-    sp.dim = 256, sp.ffn = 512, sp.n_layers = 4, sp.ctx = 128;
     char err[QG_ERRMSG_MAX];
-    ASSERT_OK(synth_write(&sp, t_path("a.gguf"), err, sizeof err));
-    struct sbuf d;
-    sbuf_init(&d, 0);
-    for (int i = 0; i < 2500; i++)
-        sbuf_printf(&d, "the girl saw the %s ball. ", i % 3 ? "red" : "big");
-    ASSERT_OK(ppl_suite(d.data));
-    sbuf_release(&d);
+    ASSERT_OK(slow_ppl_setup());
     char m[4200], m2[4200];
     snprintf(m, sizeof m, "a=%s", t_path("a.gguf"));
     snprintf(m2, sizeof m2, "b=%s", t_path("a.gguf")); /* two models: lockstep */
