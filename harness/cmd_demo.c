@@ -17,6 +17,7 @@
 #include "datasets/reader.h"
 #include "harness/commands.h"
 #include "harness/runner.h"
+#include "harness/sampled.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "metrics/verdict.h"
@@ -47,41 +48,17 @@ enum { N_VARIANTS = 3, CTX = 128 };
  * 400 paragraphs: a paragraph ends early when EOS is drawn). */
 static int make_corpus(const char *model, const char *path, uint64_t seed, char *err, size_t errlen)
 {
-    struct backend b;
-    struct backend_open_params bp = {.n_ctx = CTX, .n_threads = 1};
-    int rc = backend_open(model, &bp, &b, err, errlen);
-    if (rc) return rc;
-    struct backend_info info;
-    backend_info(&b, &info);
+    struct sampled_params sp = {.seed = seed,
+                                .threads = 1,
+                                .n_ctx = CTX,
+                                .paragraph_tokens = 120,
+                                .max_bytes = 6000,
+                                .max_paragraphs = 400};
     struct sbuf text;
     sbuf_init(&text, 0);
-    for (int i = 0; i < 400 && text.len < 6000 && !rc; i++) {
-        struct backend_gen_params gp = {.max_tokens = 120,
-                                        .temperature = 1.0f,
-                                        .top_p = 1.0f,
-                                        .seed = seed * 1000 + (uint64_t)i};
-        char *t = NULL;
-        rc = backend_generate(&b, &info.bos, 1, &gp, &t, NULL, NULL);
-        for (size_t k = 0, n = t ? strlen(t) : 0; !rc && k < n;) {
-            size_t bad;
-            if (utf8_valid(t + k, n - k, &bad)) {
-                sbuf_append(&text, t + k, n - k);
-                break;
-            }
-            sbuf_append(&text, t + k, bad);
-            k += bad + 1; /* drop the invalid byte */
-        }
-        if (!rc) sbuf_append(&text, "\n", 1);
-        free(t);
-    }
-    if (!rc) {
-        FILE *f = fopen(path, "wb");
-        if (!f || fwrite(text.data, 1, text.len, f) != text.len)
-            rc = qg_errf(err, errlen, QG_ERR_CANTCREAT, "%s: cannot write", path);
-        if (f && fclose(f) != 0) rc = qg_errf(err, errlen, QG_ERR_IO, "%s: write failed", path);
-    }
+    int rc = sampled_text(model, &sp, &text, err, errlen);
+    if (!rc) rc = qg_write_file_atomic(path, sbuf_str(&text), text.len, err, errlen);
     sbuf_release(&text);
-    backend_close(&b);
     return rc;
 }
 

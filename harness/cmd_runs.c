@@ -31,18 +31,18 @@ static int cmd_runs(const struct cli_args *a)
         if (cJSON_GetArraySize(runs) == 0)
             printf("no runs in %s\n", cli_str(a, "db") ? cli_str(a, "db") : STORE_DEFAULT_PATH);
         else
-            printf("%5s  %-20s  %-11s  %-24s %5s %9s  %s\n", "id", "created", "status", "models",
-                   "tasks", "trials", "command");
+            printf("%5s  %-20s  %-11s  %-24s %5s %9s  %-28s %s\n", "id", "created", "status",
+                   "models", "tasks", "trials", "verdicts", "command");
         const cJSON *r;
         cJSON_ArrayForEach(r, runs)
         {
             char trials[32];
             snprintf(trials, sizeof trials, "%lld/%lld", json_int(r, "trials_done", 0),
                      json_int(r, "trials", 0));
-            printf("%5lld  %-20s  %-11s  %-24.24s %5lld %9s  %.60s\n", json_int(r, "id", 0),
-                   json_str(r, "created_at", ""), json_str(r, "status", ""),
+            printf("%5lld  %-20s  %-11s  %-24.24s %5lld %9s  %-28s %.60s\n",
+                   json_int(r, "id", 0), json_str(r, "created_at", ""), json_str(r, "status", ""),
                    json_str(r, "models", ""), json_int(r, "tasks", 0), trials,
-                   json_str(r, "command", ""));
+                   cmd_term_cut(json_str(r, "verdicts", "-"), 28), json_str(r, "command", ""));
         }
         cJSON_Delete(runs);
     }

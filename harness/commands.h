@@ -10,6 +10,7 @@
 
 extern const struct cli_cmd cmd_inspect_def;
 extern const struct cli_cmd cmd_runs_def;
+extern const struct cli_cmd cmd_comparisons_def;
 extern const struct cli_cmd cmd_show_def;
 extern const struct cli_cmd cmd_demo_def;
 extern const struct cli_cmd cmd_ppl_def;

@@ -105,6 +105,49 @@ static const char *const migrations[] = {
     "  key TEXT PRIMARY KEY,"
     "  endpoint TEXT NOT NULL, model TEXT NOT NULL,"
     "  response TEXT NOT NULL, created_at TEXT NOT NULL) WITHOUT ROWID;",
+    /* v3: the persisted enums as lookup tables, views that answer the
+     * usual questions in one short query, and texts pinned in the store
+     * (text sampled from a baseline: the default measurement of `gate`) */
+    "CREATE TABLE run_statuses(code INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);"
+    "INSERT INTO run_statuses VALUES(0,'running'),(1,'done'),(2,'failed'),(3,'interrupted');"
+    "CREATE TABLE trial_statuses(code INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);"
+    "INSERT INTO trial_statuses VALUES(0,'pending'),(1,'running'),(2,'done'),(3,'failed'),"
+    "  (4,'skipped');"
+    "CREATE TABLE task_kinds(code INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);"
+    "INSERT INTO task_kinds VALUES(0,'perplexity'),(1,'multiple_choice'),(2,'generation'),"
+    "  (3,'custom');"
+    "CREATE TABLE verdict_names(code INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);"
+    "INSERT INTO verdict_names VALUES(0,'PASS'),(1,'FAIL'),(2,'INCONCLUSIVE');"
+    "CREATE TABLE texts("
+    "  sha256 TEXT PRIMARY KEY,"
+    "  origin TEXT NOT NULL," /* how it was made, e.g. sampled from a model */
+    "  content BLOB NOT NULL, created_at TEXT NOT NULL) WITHOUT ROWID;"
+    "CREATE INDEX texts_by_origin ON texts(origin);"
+    "CREATE VIEW verdicts AS"
+    "  SELECT c.id AS comparison, c.run_id AS run, b.name AS baseline, m.name AS candidate,"
+    "         v.name AS verdict, c.created_at, c.command"
+    "  FROM comparisons c JOIN models b ON b.id = c.baseline_model_id"
+    "  JOIN models m ON m.id = c.candidate_model_id LEFT JOIN verdict_names v ON v.code = c.verdict;"
+    "CREATE VIEW item_results AS"
+    "  SELECT t.run_id AS run, m.name AS model, m.role AS role, k.name AS task,"
+    "         tk.name AS kind, t.repeat AS repeat, i.idx AS item, i.cluster AS cluster,"
+    "         i.correct AS correct, i.nll AS nll, i.n_tokens AS n_tokens, i.score AS score,"
+    "         i.prediction AS prediction, i.extracted AS extracted, i.kld_sum AS kld_sum,"
+    "         i.top1_agree AS top1_agree, ts.name AS trial_status, i.extra_json AS extra_json"
+    "  FROM items i JOIN trials t ON t.id = i.trial_id JOIN models m ON m.id = t.model_id"
+    "  JOIN tasks k ON k.id = t.task_id LEFT JOIN task_kinds tk ON tk.code = k.kind"
+    "  LEFT JOIN trial_statuses ts ON ts.code = t.status;"
+    "CREATE VIEW flips AS"
+    "  SELECT c.run AS run, c.task AS task, c.item AS item, b.model AS baseline,"
+    "         c.model AS candidate,"
+    "         CASE WHEN b.correct = 1 THEN 'worse' ELSE 'better' END AS direction,"
+    "         b.extracted AS baseline_answer, c.extracted AS candidate_answer,"
+    "         b.prediction AS baseline_prediction, c.prediction AS candidate_prediction,"
+    "         json_extract(b.extra_json, '$.prompt') AS prompt"
+    "  FROM item_results b JOIN item_results c"
+    "    ON c.run = b.run AND c.task = b.task AND c.item = b.item AND c.repeat = b.repeat"
+    "  WHERE b.role = 0 AND c.role <> 0 AND b.repeat = 0 AND b.correct IS NOT NULL"
+    "    AND c.correct IS NOT NULL AND b.correct <> c.correct;",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -406,11 +449,8 @@ static int open_db(struct store *s, const struct store_params *p)
     if ((rc = quick_check(s))) return rc;
     if ((rc = exec(s, "PRAGMA foreign_keys=ON", "enabling foreign keys"))) return rc;
     if (p->readonly) {
-        if (version < N_MIGRATIONS + p->n_extra_migrations && version > 0)
-            return qg_errf(s->err, sizeof s->err, QG_ERR_VERSION,
-                           "%s: schema version %lld is older than this qgate's; open it once "
-                           "without read-only mode to migrate it",
-                           s->path, (long long)version);
+        /* an older schema is read as it is: readers use only the tables
+         * of v1 (a writer migrates it) */
         if (version == 0)
             return qg_errf(s->err, sizeof s->err, QG_ERR_NOINPUT, "%s: empty database (no runs)",
                            s->path);
@@ -826,7 +866,14 @@ int store_runs_json(struct store *s, int64_t limit, cJSON **out)
                         "(SELECT count(*) FROM tasks t WHERE t.run_id=r.id) AS tasks, "
                         "(SELECT count(*) FROM trials t WHERE t.run_id=r.id) AS trials, "
                         "(SELECT count(*) FROM trials t WHERE t.run_id=r.id AND t.status=2) "
-                        "AS trials_done "
+                        "AS trials_done, "
+                        /* the newest verdict of each candidate compared in the run */
+                        "(SELECT group_concat(v, ', ') FROM (SELECT m.name || ' ' || "
+                        " CASE c.verdict WHEN 0 THEN 'PASS' WHEN 1 THEN 'FAIL' "
+                        " ELSE 'INCONCLUSIVE' END AS v FROM comparisons c JOIN models m "
+                        " ON m.id=c.candidate_model_id WHERE c.run_id=r.id AND c.id=(SELECT "
+                        " max(c2.id) FROM comparisons c2 WHERE c2.run_id=r.id AND "
+                        " c2.candidate_model_id=c.candidate_model_id) ORDER BY m.id)) AS verdicts "
                         "FROM runs r ORDER BY r.id DESC LIMIT ?",
                         limit > 0 ? limit : -1, 1, out);
     if (!rc) name_enum(*out, "status", store_run_status_name);
@@ -1590,4 +1637,99 @@ int store_cache_put(struct store *s, const char *key, const char *endpoint, cons
     rc = sqlite3_step(st) == SQLITE_DONE ? QG_OK : db_fail(s, "writing the response cache");
     sqlite3_finalize(st);
     return rc;
+}
+
+int store_text_put(struct store *s, const char *sha256, const char *origin, const char *content,
+                   size_t n)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(s,
+                     "INSERT OR IGNORE INTO texts(sha256, origin, content, created_at) "
+                     "VALUES(?,?,?,?)",
+                     &st);
+    if (rc) return rc;
+    char now[32];
+    qg_utc_now(now);
+    sqlite3_bind_text(st, 1, sha256, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, origin, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_blob64(st, 3, content, n, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 4, now, -1, SQLITE_TRANSIENT);
+    rc = sqlite3_step(st) == SQLITE_DONE ? QG_OK : db_fail(s, "storing a text");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int store_text_find(struct store *s, const char *origin, char **content, size_t *n,
+                    char sha256[65])
+{
+    *content = NULL;
+    *n = 0;
+    sqlite3_stmt *st;
+    int rc = prepare(s, "SELECT sha256, content FROM texts WHERE origin=? ORDER BY created_at LIMIT 1",
+                     &st);
+    if (rc) return rc;
+    sqlite3_bind_text(st, 1, origin, -1, SQLITE_TRANSIENT);
+    rc = sqlite3_step(st);
+    int out = rc == SQLITE_ROW    ? QG_OK
+              : rc == SQLITE_DONE ? QG_ERR_NOTFOUND
+                                  : db_fail(s, "reading a stored text");
+    if (!out) {
+        const char *h = (const char *)sqlite3_column_text(st, 0);
+        snprintf(sha256, 65, "%s", h ? h : "");
+        size_t len = (size_t)sqlite3_column_bytes(st, 1);
+        const void *b = sqlite3_column_blob(st, 1);
+        if (!(*content = malloc(len + 1))) {
+            out = QG_ERR_NOMEM;
+        } else {
+            if (len) memcpy(*content, b, len);
+            (*content)[len] = '\0';
+            *n = len;
+        }
+    }
+    sqlite3_finalize(st);
+    return out;
+}
+
+int store_comparisons_json(struct store *s, int64_t run_id, int64_t limit, cJSON **out)
+{
+    sqlite3_stmt *st;
+    *out = NULL;
+    int rc = prepare(s,
+                     "SELECT c.id, c.run_id AS run, b.name AS baseline, m.name AS candidate, "
+                     "c.verdict, c.created_at, c.command FROM comparisons c "
+                     "JOIN models b ON b.id=c.baseline_model_id "
+                     "JOIN models m ON m.id=c.candidate_model_id "
+                     "WHERE ?1 <= 0 OR c.run_id = ?1 ORDER BY c.id DESC LIMIT ?2",
+                     &st);
+    if (rc) return rc;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int64(st, 2, limit > 0 ? limit : -1);
+    cJSON *arr = cJSON_CreateArray();
+    int status = arr ? QG_OK : QG_ERR_NOMEM;
+    while (!status && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        cJSON *row = cJSON_CreateObject();
+        if (!row || !cJSON_AddItemToArray(arr, row)) {
+            cJSON_Delete(row);
+            status = QG_ERR_NOMEM;
+        }
+        for (int i = 0; !status && i < sqlite3_column_count(st); i++)
+            status = add_column(row, st, i);
+    }
+    if (!status && rc != SQLITE_DONE) status = db_fail(s, "listing comparisons");
+    sqlite3_finalize(st);
+    if (status) {
+        cJSON_Delete(arr);
+        return status;
+    }
+    const cJSON *r;
+    cJSON_ArrayForEach(r, arr)
+    {
+        cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "verdict");
+        int code = cJSON_IsNumber(v) ? (int)v->valuedouble : -1;
+        static const char *names[] = {"PASS", "FAIL", "INCONCLUSIVE"};
+        cJSON_ReplaceItemInObjectCaseSensitive(
+            (cJSON *)r, "verdict", cJSON_CreateString(code >= 0 && code < 3 ? names[code] : "?"));
+    }
+    *out = arr;
+    return QG_OK;
 }

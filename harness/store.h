@@ -24,7 +24,7 @@
 
 #include <cjson/cJSON.h>
 
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 #define STORE_APPLICATION_ID 0x71676174 /* 'qgat' */
 #define STORE_DEFAULT_PATH "qgate.db"
 
@@ -225,9 +225,24 @@ int store_run_mark_deterministic(struct store *s, int64_t run_id, int determinis
 int store_run_set_suite_json(struct store *s, int64_t run_id, const char *json);
 
 /* Array of runs, newest first (at most limit; <= 0 for all): id, uid,
- * created_at, finished_at, status, command, suite, models, tasks, trials. */
+ * created_at, finished_at, status, command, suite, models, tasks, trials,
+ * verdicts ("NAME VERDICT, ...": each candidate's newest comparison). */
 int store_runs_json(struct store *s, int64_t limit, cJSON **out);
 /* One run with its models, tasks and trials; QG_ERR_NOTFOUND when absent. */
 int store_run_json(struct store *s, int64_t run_id, cJSON **out);
+
+/* Texts pinned in the store (schema v3), e.g. text sampled from a model:
+ * put keeps the first text of a sha256; find returns the oldest text of
+ * origin (malloc'd and NUL-terminated, *n bytes, sha256 hex) or
+ * QG_ERR_NOTFOUND. */
+int store_text_put(struct store *s, const char *sha256, const char *origin, const char *content,
+                   size_t n);
+int store_text_find(struct store *s, const char *origin, char **content, size_t *n,
+                    char sha256[65]);
+
+/* Array of stored comparisons, newest first (run_id <= 0: every run; at
+ * most limit, <= 0 for all): id, run, baseline, candidate, verdict (name),
+ * created_at, command. */
+int store_comparisons_json(struct store *s, int64_t run_id, int64_t limit, cJSON **out);
 
 #endif
