@@ -108,6 +108,10 @@ int cmd_compare_models(struct store *s, int64_t run_id, const char *base, const 
     for (int i = 0; i < n; i++)
         cJSON_AddItemToArray(arr, compare_task_json(&v[i]));
     cJSON_AddStringToObject(out, "verdict", verdict_name(suite));
+    struct sbuf plain;
+    sbuf_init(&plain, 1 << 16);
+    compare_plain(cand, v, n, suite, &plain);
+    cJSON_AddStringToObject(out, "summary", sbuf_str(&plain));
     struct compare_save cs = {.run_id = run_id,
                               .baseline = base,
                               .candidate = cand,
@@ -129,12 +133,16 @@ int cmd_compare_models(struct store *s, int64_t run_id, const char *base, const 
             code = cmd_print_json(out);
         else if (output == CMP_OUT_NONE)
             cJSON_Delete(out);
-        else {
+        else if (output == CMP_OUT_PLAIN) {
+            printf("%s (comparison %lld)\n", cmd_term(sbuf_str(&plain)), (long long)cid);
+            cJSON_Delete(out);
+        } else {
             print_text(base, cand, run_id, v, n, suite, &vp.policy);
-            printf("stored as comparison %lld\n", (long long)cid);
+            printf("%s\nstored as comparison %lld\n", cmd_term(sbuf_str(&plain)), (long long)cid);
             cJSON_Delete(out);
         }
     }
+    sbuf_release(&plain);
     free(v);
     *verdict = suite;
     return code;

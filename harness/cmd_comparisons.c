@@ -38,11 +38,10 @@ static int cmd_comparisons(const struct cli_args *a)
             printf("%5s %5s  %-20s  %-16s %-16s %-12s\n", "id", "run", "created", "baseline",
                    "candidate", "verdict");
         const cJSON *r;
-        cJSON_ArrayForEach(r, rows)
-        printf("%5lld %5lld  %-20s  %-16s %-16s %-12s\n", json_int(r, "id", 0),
-               json_int(r, "run", 0), json_str(r, "created_at", ""),
-               cmd_term_cut(json_str(r, "baseline", ""), 16),
-               cmd_term_cut(json_str(r, "candidate", ""), 16), json_str(r, "verdict", ""));
+        cJSON_ArrayForEach(r, rows) printf(
+            "%5lld %5lld  %-20s  %-16s %-16s %-12s\n", json_int(r, "id", 0), json_int(r, "run", 0),
+            json_str(r, "created_at", ""), cmd_term_cut(json_str(r, "baseline", ""), 16),
+            cmd_term_cut(json_str(r, "candidate", ""), 16), json_str(r, "verdict", ""));
         cJSON_Delete(rows);
     }
     store_close(s);

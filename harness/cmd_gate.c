@@ -1,7 +1,12 @@
-/* cmd_gate — `qgate gate --suite S --baseline SPEC --candidate SPEC`: run and
- * compare in one step, for CI. */
+/* cmd_gate — `qgate gate BASE CAND [CAND...]`: run and compare in one step,
+ * for CI. Without a suite it measures on text sampled from the baseline
+ * (harness/sampled.h). */
+#include "backends/gguf.h"
+#include "backends/model_info.h"
 #include "harness/commands.h"
 #include "harness/runner.h"
+#include "harness/sampled.h"
+#include "harness/suite.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "metrics/verdict.h"
@@ -10,13 +15,26 @@
 #include <string.h>
 
 static const struct cli_opt opts[] = {
-    {"suite", 's', CLI_STR, "FILE", "the suite", 0},
-    {"baseline", 'b', CLI_STR, "SPEC", "the original model (PATH.gguf, or NAME=PATH.gguf)", 0},
-    {"candidate", 'c', CLI_STR, "SPEC", "a quantized model (repeatable)", 1},
+    {"suite", 's', CLI_STR, "FILE",
+     "the suite (default: text sampled from the baseline, plus any --text)", 0},
+    {"baseline", 'b', CLI_STR, "SPEC", "the original model (instead of the first argument)", 0},
+    {"candidate", 'c', CLI_STR, "SPEC", "a quantized model (repeatable; instead of the others)", 1},
+    {"text", 0, CLI_STR, "FILE", "without --suite: also measure perplexity on FILE (repeatable)",
+     1},
+    {"sample-tokens", 0, CLI_INT, "N",
+     "without --suite: tokens to sample from the baseline (default: sized from the margin)", 0},
+    {"ctx", 0, CLI_INT, "N",
+     "without --suite: window length in tokens (default min(512, the "
+     "baseline's context))",
+     0},
+    {"tasks", 0, CLI_STR, "A,B", "only these tasks of the suite", 0},
+    {"limit", 0, CLI_INT, "N", "at most N items (perplexity: windows) per task", 0},
     {"repeats", 'r', CLI_INT, "R",
-     "repeats (default 2: measures run-to-run noise, stops when identical)", 0},
+     "baseline repeats (default 2: measures run-to-run noise; candidates repeat only when the "
+     "baseline is not deterministic)",
+     0},
     {"policy", 'p', CLI_STR, "FILE", "policy JSON (default: the suite's)", 0},
-    {"seed", 0, CLI_INT, "N", "bootstrap seed (default 20261130)", 0},
+    {"seed", 0, CLI_INT, "N", "bootstrap and sampling seed (default 20261130)", 0},
     {"noise", 0, CLI_STR, "perturb",
      "also repeat the baseline under a benign numerical perturbation to measure the noise floor",
      0},
@@ -26,113 +44,274 @@ static const struct cli_opt opts[] = {
     {"threads", 't', CLI_INT, "T", "threads per model", 0},
     {"allow-changed-data", 0, CLI_FLAG, NULL, "run even when data differs from the suite's pins",
      0},
-    {"quiet", 'q', CLI_FLAG, NULL, "only the verdicts", 0},
-    {"report", 0, CLI_STR, "FILE", "also write the HTML report to FILE", 0},
-    {"junit", 0, CLI_STR, "FILE", "also write JUnit XML to FILE", 0},
-    {"md", 0, CLI_STR, "FILE", "also write the Markdown report to FILE (e.g. $GITHUB_STEP_SUMMARY)",
-     0},
-    {"json", 0, CLI_STR, "FILE", "also write the JSON report to FILE", 0},
+    {"quiet", 'q', CLI_FLAG, NULL, "only one verdict line per candidate", 0},
+    {"report", 0, CLI_STR, "FILE", "also write the HTML report (every candidate) to FILE", 0},
+    {"junit", 0, CLI_STR, "FILE", "also write JUnit XML (a test suite per candidate) to FILE", 0},
+    {"md", 0, CLI_STR, "FILE",
+     "also write the Markdown report to FILE; appended when FILE is $GITHUB_STEP_SUMMARY", 0},
+    {"md-append", 0, CLI_FLAG, NULL, "append the Markdown report to --md FILE", 0},
+    {"json", 0, CLI_STR, "FILE", "also write the JSON report to FILE ('-': stdout)", 0},
     CLI_OPT_END,
 };
 
-static int add_model(const char *spec, const char *default_name, struct runner_params *p,
-                     char (*buf)[128])
+/* 1 for NAME=SPEC (an '=' before any "://") */
+static int is_named(const char *spec)
 {
-    if (strchr(spec, '=')) return cmd_parse_model(spec, p, buf);
-    char named[4400];
-    snprintf(named, sizeof named, "%s=%s", default_name, spec);
-    int code = cmd_parse_model(named, p, buf);
-    if (!code) p->specs[p->n_models - 1] = spec; /* point at argv, not the local copy */
+    const char *eq = strchr(spec, '='), *url = strstr(spec, "://");
+    return eq && eq != spec && (!url || eq < url);
+}
+
+/* A model's default name: its file's stem ("a/Q4_K_M.gguf" -> "Q4_K_M");
+ * "baseline" / "candidateN" for what is not a file. */
+static void default_name(const char *spec, int i, char *out, size_t n)
+{
+    const char *b = strrchr(spec, '/');
+    b = b ? b + 1 : spec;
+    const char *dot = strrchr(b, '.');
+    if (strstr(spec, "://") || !*b)
+        snprintf(out, n, i == 0 ? "baseline" : "candidate%d", i);
+    else
+        snprintf(out, n, "%.*s", (int)(dot && dot > b ? (size_t)(dot - b) : strlen(b)), b);
+}
+
+/* The stems' common prefix up to a separator ("stories-F32", "stories-Q8_0"
+ * -> "F32", "Q8_0"), kept when names would clash or vanish. */
+static void strip_common(char (*names)[128], int n)
+{
+    if (n < 2) return;
+    size_t cut = 0;
+    for (size_t k = 0; names[0][k]; k++) {
+        int same = 1;
+        for (int i = 1; i < n && same; i++)
+            same = names[i][k] == names[0][k];
+        if (!same) break;
+        if (strchr("-_.", names[0][k])) cut = k + 1;
+    }
+    for (int i = 0; i < n; i++)
+        if (!names[i][cut]) return;
+    for (int i = 0; i < n && cut; i++)
+        memmove(names[i], names[i] + cut, strlen(names[i] + cut) + 1);
+}
+
+/* The models: BASE CAND... as arguments, or --baseline/--candidate; names
+ * from NAME=SPEC, else from the file stems (made unique). */
+static int gate_models(const struct cli_args *a, struct runner_params *p, char (*buf)[128])
+{
+    const char *specs[RUNNER_MAX_MODELS];
+    int n = 0;
+    if (a->n_pos && (cli_str(a, "baseline") || cli_count(a, "candidate")))
+        return cmd_usage("give the models as arguments (BASE CAND...) or as --baseline and "
+                         "--candidate, not both");
+    if (a->n_pos) {
+        for (int i = 0; i < a->n_pos && n < RUNNER_MAX_MODELS; i++)
+            specs[n++] = a->pos[i];
+    } else if (cli_str(a, "baseline")) {
+        specs[n++] = cli_str(a, "baseline");
+        for (int i = 0; i < cli_count(a, "candidate") && n < RUNNER_MAX_MODELS; i++)
+            specs[n++] = cli_nth(a, "candidate", i);
+    }
+    if (n < 2)
+        return cmd_usage("'qgate gate' needs a baseline and at least one candidate: qgate gate "
+                         "BASE.gguf CAND.gguf [CAND.gguf...]");
+    if (a->n_pos > RUNNER_MAX_MODELS || cli_count(a, "candidate") >= RUNNER_MAX_MODELS)
+        return cmd_usage("at most %d models", RUNNER_MAX_MODELS);
+    char stems[RUNNER_MAX_MODELS][128];
+    int n_plain = 0;
+    for (int i = 0; i < n; i++)
+        if (!is_named(specs[i])) default_name(specs[i], i, stems[n_plain++], 128);
+    strip_common(stems, n_plain);
+    for (int i = 0, k = 0; i < n; i++) {
+        int named = is_named(specs[i]);
+        char arg[4400], name[128];
+        if (named) {
+            snprintf(arg, sizeof arg, "%s", specs[i]);
+        } else {
+            snprintf(name, sizeof name, "%s", stems[k++]);
+            for (int j = 0, dup = 2; j < p->n_models; j++) /* unique: "Q4_K", "Q4_K-2" */
+                if (!strcmp(p->names[j], name)) {
+                    snprintf(name, sizeof name, "%.100s-%d", stems[k - 1], dup++);
+                    j = -1;
+                }
+            snprintf(arg, sizeof arg, "%s=%s", name, specs[i]);
+        }
+        int code = cmd_parse_model(arg, p, buf);
+        if (code) return code;
+        p->specs[p->n_models - 1] = named ? strchr(specs[i], '=') + 1 : specs[i];
+    }
+    return 0;
+}
+
+/* The baseline's training context (0 when it cannot be read). */
+static int64_t model_ctx(const char *spec)
+{
+    struct gguf *g;
+    char err[QG_ERRMSG_MAX];
+    if (gguf_open(spec, &g, err, sizeof err)) return 0;
+    struct model_info m;
+    model_info_read(g, &m);
+    gguf_close(g);
+    return m.ctx > 0 ? m.ctx : 0;
+}
+
+/* Without --suite: the sampled text (and --text files) as a suite in a
+ * temporary folder (dir; removed by the caller). */
+static int default_suite(const struct cli_args *a, struct store *s, const struct runner_params *p,
+                         char *dir, char *suite, size_t n)
+{
+    struct verdict_policy pol;
+    char err[QG_ERRMSG_MAX];
+    suite_policy_from_json(NULL, "defaults", &pol, err, sizeof err);
+    int64_t ctx = cli_int(a, "ctx", 0), train = model_ctx(p->specs[0]);
+    if (!ctx) ctx = train > 0 && train < 512 ? train : 512;
+    if (train > 0 && ctx > train)
+        return cmd_usage("--ctx %lld is longer than the baseline's context (%lld)", (long long)ctx,
+                         (long long)train);
+    const char *texts[64];
+    int n_texts = cli_count(a, "text");
+    if (n_texts > 64) return cmd_usage("at most 64 --text files");
+    for (int i = 0; i < n_texts; i++)
+        texts[i] = cli_nth(a, "text", i);
+    struct sampled_suite_params sp = {
+        .baseline = p->specs[0],
+        .seed = (uint64_t)cli_int(a, "seed", 20261130),
+        .tokens =
+            cli_int(a, "sample-tokens", sampled_tokens_for(pol.margin_ppl, pol.alpha, pol.beta)),
+        .ctx = (int)ctx,
+        .threads = p->threads,
+        .quiet = cli_flag(a, "quiet"),
+        .texts = texts,
+        .n_texts = n_texts};
+    int rc = sampled_suite_make(s, &sp, dir, n, suite, n, err, sizeof err);
+    return rc ? cmd_fail(rc, err) : 0;
+}
+
+static int check_options(const struct cli_args *a, struct runner_params *p)
+{
+    if (p->repeats < 1 || p->repeats > 1000) return cmd_usage("--repeats must be 1..1000");
+    if (cli_str(a, "limit") && p->limit < 1) return cmd_usage("--limit must be a positive count");
+    if (cli_str(a, "sample-tokens") &&
+        (cli_int(a, "sample-tokens", 0) < 16 || cli_int(a, "sample-tokens", 0) > 10000000))
+        return cmd_usage("--sample-tokens must be 16..10000000");
+    if (cli_str(a, "ctx") && (cli_int(a, "ctx", 0) < 8 || cli_int(a, "ctx", 0) > 1 << 20))
+        return cmd_usage("--ctx must be 8..1048576");
+    if (p->suite_path && (cli_count(a, "text") || cli_str(a, "sample-tokens") || cli_str(a, "ctx")))
+        return cmd_usage("--text, --sample-tokens and --ctx shape the default measurement; with "
+                         "--suite, add a perplexity task to the suite instead");
+    if (cli_flag(a, "md-append") && !cli_str(a, "md"))
+        return cmd_usage("--md-append needs --md FILE");
+    if (cli_str(a, "noise")) {
+        if (strcmp(cli_str(a, "noise"), "perturb") != 0)
+            return cmd_usage("--noise takes 'perturb', got '%s'", cli_str(a, "noise"));
+        p->noise_perturb = 1;
+    }
+    return 0;
+}
+
+/* --md appends to $GITHUB_STEP_SUMMARY (or with --md-append) */
+static int md_appends(const struct cli_args *a)
+{
+    const char *md = cli_str(a, "md"), *gh = getenv("GITHUB_STEP_SUMMARY");
+    return cli_flag(a, "md-append") || (md && gh && *gh && qg_same_file(md, gh) == 1);
+}
+
+/* Every candidate against the baseline: the table or one line each; the
+ * suite-level exit code (FAIL over INCONCLUSIVE over PASS) in *worst. */
+static int compare_all(const struct cli_args *a, struct store *s, const struct runner_params *p,
+                       int64_t run_id, const char *cmd, int64_t *cids, int *worst)
+{
+    int code = 0, quiet = cli_flag(a, "quiet");
+    *worst = VERDICT_PASS;
+    for (int i = 1; i < p->n_models && !code; i++) {
+        int v = VERDICT_INCONCLUSIVE;
+        code = cmd_compare_models(s, run_id, p->names[0], p->names[i], cli_str(a, "policy"),
+                                  (uint64_t)cli_int(a, "seed", 20261130),
+                                  quiet ? CMP_OUT_PLAIN : CMP_OUT_TEXT, cmd, &v, &cids[i - 1]);
+        if (!code && (v == VERDICT_FAIL || (v == VERDICT_INCONCLUSIVE && *worst == VERDICT_PASS)))
+            *worst = v;
+        if (!quiet) printf("\n");
+    }
+    return code;
+}
+
+static int write_outputs(const struct cli_args *a, struct store *s, const int64_t *cids, int n)
+{
+    static const char *const kinds[][2] = {
+        {"report", "html"}, {"junit", "junit"}, {"md", "md"}, {"json", "json"}};
+    int code = 0;
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds && !code; k++) {
+        const char *path = cli_str(a, kinds[k][0]);
+        if (!path) continue;
+        int append = !strcmp(kinds[k][0], "md") && md_appends(a);
+        code = cmd_write_reports(s, cids, n, kinds[k][1], path, append);
+        if (!code && !cli_flag(a, "quiet") && strcmp(path, "-"))
+            printf("%s %s\n", append ? "appended to" : "wrote", path);
+    }
     return code;
 }
 
 static int cmd_gate(const struct cli_args *a)
 {
+    int quiet = cli_flag(a, "quiet");
     struct runner_params p = {.suite_path = cli_str(a, "suite"),
                               .allow_changed = cli_flag(a, "allow-changed-data"),
                               .repeats = (int)cli_int(a, "repeats", 2),
                               .threads = (int)cli_int(a, "threads", 0),
                               .quiet = 1,
+                              .progress = !quiet,
+                              .tasks = cli_str(a, "tasks"),
+                              .limit = cli_int(a, "limit", 0),
                               .no_cache = cli_flag(a, "no-cache")};
-    if (!p.suite_path || !cli_str(a, "baseline") || cli_count(a, "candidate") == 0)
-        return cmd_usage("'qgate gate' needs --suite FILE, --baseline SPEC and --candidate SPEC");
-    if (p.repeats < 1 || p.repeats > 1000) return cmd_usage("--repeats must be 1..1000");
-    if (cli_str(a, "noise")) {
-        if (strcmp(cli_str(a, "noise"), "perturb") != 0)
-            return cmd_usage("--noise takes 'perturb', got '%s'", cli_str(a, "noise"));
-        p.noise_perturb = 1;
-    }
     char names[RUNNER_MAX_MODELS][128];
-    int code = add_model(cli_str(a, "baseline"), "baseline", &p, names);
-    for (int i = 0; i < cli_count(a, "candidate") && !code; i++) {
-        char dn[32];
-        snprintf(dn, sizeof dn, cli_count(a, "candidate") == 1 ? "candidate" : "candidate%d",
-                 i + 1);
-        code = add_model(cli_nth(a, "candidate", i), dn, &p, names);
-    }
+    int code = check_options(a, &p);
+    if (!code) code = gate_models(a, &p, names);
     if (code) return code;
     /* outputs checked before the run: a bad path costs nothing, and no
-     * output may overwrite the suite, the database or a model */
+     * output may overwrite the suite, the database, a model or a text */
     static const char *const outputs[] = {"report", "junit", "md", "json", NULL};
-    const char *inputs[RUNNER_MAX_MODELS + 2] = {
-        p.suite_path, cli_str(a, "db") ? cli_str(a, "db") : STORE_DEFAULT_PATH};
+    const char *inputs[RUNNER_MAX_MODELS + 2 + 64] = {
+        p.suite_path ? p.suite_path : "", cli_str(a, "db") ? cli_str(a, "db") : STORE_DEFAULT_PATH};
+    int n_in = 2;
     for (int i = 0; i < p.n_models; i++)
-        inputs[2 + i] = p.specs[i];
-    if ((code = cmd_check_outputs(a, outputs, inputs, 2 + p.n_models))) return code;
+        inputs[n_in++] = p.specs[i];
+    for (int i = 0; i < cli_count(a, "text") && i < 64; i++)
+        inputs[n_in++] = cli_nth(a, "text", i);
+    if ((code = cmd_check_outputs(a, outputs, inputs, n_in))) return code;
     struct store *s;
     if ((code = cmd_open_store(a, 0, &s))) return code;
+    char dir[4096] = "", suite[4200];
+    if (!p.suite_path && !(code = default_suite(a, s, &p, dir, suite, sizeof suite)))
+        p.suite_path = suite;
     char *cmd = cmd_command_line(a);
     p.command = cmd;
     char err[QG_ERRMSG_MAX];
-    int64_t run_id;
-    if (!cli_flag(a, "quiet"))
-        printf("qgate gate: running %s on %d models (%d repeats)...\n", p.suite_path, p.n_models,
-               p.repeats);
-    runner_catch_signals();
-    int rc = runner_run(s, &p, &run_id, err, sizeof err);
-    int worst = VERDICT_PASS;
+    int64_t run_id = 0, cids[RUNNER_MAX_MODELS] = {0};
+    if (!code && !quiet)
+        printf("qgate gate: %s on %d models (baseline %s)...\n",
+               cli_str(a, "suite") ? cli_str(a, "suite") : "text sampled from the baseline",
+               p.n_models, cmd_term(p.names[0]));
+    if (!code) runner_catch_signals();
+    int rc = code ? QG_OK : runner_run(s, &p, &run_id, err, sizeof err);
     if (rc) code = cmd_fail(rc, err);
-    for (int i = 1; i < p.n_models && !code; i++) {
-        int v = VERDICT_INCONCLUSIVE;
-        int64_t cid = 0;
-        int quiet = cli_flag(a, "quiet"); /* only the verdicts: one line per candidate */
-        code = cmd_compare_models(s, run_id, p.names[0], p.names[i], cli_str(a, "policy"),
-                                  (uint64_t)cli_int(a, "seed", 20261130),
-                                  quiet ? CMP_OUT_NONE : CMP_OUT_TEXT, cmd, &v, &cid);
-        if (!code && quiet)
-            printf("%s vs %s: %s (comparison %lld; 'qgate report --comparison %lld')\n",
-                   cmd_term(p.names[i]), cmd_term(p.names[0]), verdict_name(v), (long long)cid,
-                   (long long)cid);
-        static const char *const kinds[][2] = {
-            {"report", "html"}, {"junit", "junit"}, {"md", "md"}, {"json", "json"}};
-        for (size_t k = 0; k < sizeof kinds / sizeof *kinds && !code; k++) {
-            const char *path = cli_str(a, kinds[k][0]);
-            if (!path) continue;
-            char numbered[4200];
-            if (p.n_models > 2) { /* one file per candidate: name.2.ext */
-                const char *dot = strrchr(path, '.');
-                size_t stem = dot && !strchr(dot, '/') ? (size_t)(dot - path) : strlen(path);
-                snprintf(numbered, sizeof numbered, "%.*s.%d%s", (int)stem, path, i, path + stem);
-                path = numbered;
-            }
-            code = cmd_write_report(s, cid, kinds[k][1], path);
-            if (!code && !cli_flag(a, "quiet")) printf("wrote %s\n", path);
-        }
-        if (!code && (v == VERDICT_FAIL || (v == VERDICT_INCONCLUSIVE && worst == VERDICT_PASS)))
-            worst = v;
-        if (!quiet) printf("\n");
-    }
+    int worst = VERDICT_PASS;
+    if (!code) code = compare_all(a, s, &p, run_id, cmd, cids, &worst);
+    if (!code) code = write_outputs(a, s, cids, p.n_models - 1);
     free(cmd);
     store_close(s);
+    sampled_suite_remove(dir);
     return code ? code : worst;
 }
 
 const struct cli_cmd cmd_gate_def = {
     .name = "gate",
     .fn = cmd_gate,
-    .summary =
-        "run a suite on a baseline and candidates and decide: exit 0 PASS, 1 FAIL, 2 INCONCLUSIVE",
+    .args_usage = "BASE.gguf CAND.gguf [CAND.gguf...]",
+    .summary = "run and decide in one step: exit 0 PASS, 1 FAIL, 2 INCONCLUSIVE",
+    .description =
+        "Runs the baseline and every candidate over the suite (default: text sampled from the\n"
+        "baseline, sized so that the margin can be resolved, and stored with the run) and\n"
+        "prints each candidate's verdict. Models are named after their files (or NAME=SPEC).\n"
+        "Only the baseline repeats; candidates repeat when the baseline is not deterministic.",
     .opts = opts,
     .min_pos = 0,
-    .max_pos = 0,
+    .max_pos = RUNNER_MAX_MODELS,
 };

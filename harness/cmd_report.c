@@ -7,6 +7,7 @@
 #include "reports/report.h"
 #include "harness/report_doc.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,12 +27,40 @@ static const struct cli_opt opts[] = {
     CLI_OPT_END,
 };
 
+/* Appends data to path (for $GITHUB_STEP_SUMMARY, which other steps
+ * write too): one write of the whole text. */
+static int append_file(const char *path, const char *data, size_t n, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "ab");
+    if (!f) return qg_errf(err, errlen, QG_ERR_CANTCREAT, "%s: %s", path, strerror(errno));
+    int ok = fwrite(data, 1, n, f) == n;
+    ok &= fclose(f) == 0;
+    return ok ? QG_OK : qg_errf(err, errlen, QG_ERR_IO, "%s: append failed", path);
+}
+
+static int write_doc(cJSON *doc, const char *format, const char *path, int append);
+
 int cmd_write_report(struct store *s, int64_t comparison_id, const char *format, const char *path)
+{
+    return cmd_write_reports(s, &comparison_id, 1, format, path, 0);
+}
+
+int cmd_write_reports(struct store *s, const int64_t *cids, int n, const char *format,
+                      const char *path, int append)
 {
     char err[QG_ERRMSG_MAX];
     cJSON *doc;
-    int rc = report_doc_build(s, comparison_id, &doc, err, sizeof err);
+    int rc = n == 1 ? report_doc_build(s, cids[0], &doc, err, sizeof err)
+                    : report_doc_build_set(s, cids, n, &doc, err, sizeof err);
     if (rc) return cmd_fail(rc, err);
+    return write_doc(doc, format, path, append);
+}
+
+/* Renders doc (freed) as format to path ("-" or NULL: stdout). */
+static int write_doc(cJSON *doc, const char *format, const char *path, int append)
+{
+    char err[QG_ERRMSG_MAX];
+    int rc;
     struct sbuf out;
     sbuf_init(&out, (size_t)1 << 30); /* the cap, not a preallocation */
     int to_stdout = !path || !strcmp(path, "-");
@@ -47,7 +76,8 @@ int cmd_write_report(struct store *s, int64_t comparison_id, const char *format,
         if (fwrite(sbuf_str(&out), 1, out.len, stdout) != out.len || fflush(stdout) != 0)
             code = cmd_fail(QG_ERR_IO, "writing the report to stdout failed");
     } else {
-        rc = qg_write_file_atomic(path, sbuf_str(&out), out.len, err, sizeof err);
+        rc = append ? append_file(path, sbuf_str(&out), out.len, err, sizeof err)
+                    : qg_write_file_atomic(path, sbuf_str(&out), out.len, err, sizeof err);
         code = rc ? cmd_fail(rc, err) : 0;
     }
     sbuf_release(&out);

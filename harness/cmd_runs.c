@@ -39,8 +39,8 @@ static int cmd_runs(const struct cli_args *a)
             char trials[32];
             snprintf(trials, sizeof trials, "%lld/%lld", json_int(r, "trials_done", 0),
                      json_int(r, "trials", 0));
-            printf("%5lld  %-20s  %-11s  %-24.24s %5lld %9s  %-28s %.60s\n",
-                   json_int(r, "id", 0), json_str(r, "created_at", ""), json_str(r, "status", ""),
+            printf("%5lld  %-20s  %-11s  %-24.24s %5lld %9s  %-28s %.60s\n", json_int(r, "id", 0),
+                   json_str(r, "created_at", ""), json_str(r, "status", ""),
                    json_str(r, "models", ""), json_int(r, "tasks", 0), trials,
                    cmd_term_cut(json_str(r, "verdicts", "-"), 28), json_str(r, "command", ""));
         }

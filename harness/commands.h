@@ -72,7 +72,8 @@ char *cmd_command_line(const struct cli_args *a);
 /* Adds NAME=SPEC to p (names copied into buf[i]); 0 or an exit code. */
 int cmd_parse_model(const char *arg, struct runner_params *p, char (*buf)[128]);
 
-enum { CMP_OUT_TEXT, CMP_OUT_JSON, CMP_OUT_NONE };
+/* the table, JSON, nothing, or only the verdict in one plain line */
+enum { CMP_OUT_TEXT, CMP_OUT_JSON, CMP_OUT_NONE, CMP_OUT_PLAIN };
 /* Compares two models of a run, prints it (output: CMP_OUT_*), stores the
  * comparison; *verdict gets the suite verdict and *comparison_id (if not
  * NULL) the stored id. 0 or an exit code for errors. */
@@ -83,6 +84,12 @@ int cmd_compare_models(struct store *s, int64_t run_id, const char *base, const 
 /* Renders comparison id (<= 0: newest) as format to path (NULL or "-":
  * stdout, coloured on a terminal); 0 or an exit code. */
 int cmd_write_report(struct store *s, int64_t comparison_id, const char *format, const char *path);
+/* Renders the comparisons cids[0..n) as one report (n == 1: the single
+ * comparison's document; more: one document covering every candidate) to
+ * path ("-": stdout); append: add to the end of path instead of replacing
+ * it (for $GITHUB_STEP_SUMMARY). 0 or an exit code. */
+int cmd_write_reports(struct store *s, const int64_t *cids, int n, const char *format,
+                      const char *path, int append);
 /* Prints a cJSON value to stdout (pretty) and frees it; returns an exit code. */
 int cmd_print_json(cJSON *v);
 

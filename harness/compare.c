@@ -376,3 +376,55 @@ int compare_save(struct store *s, const struct compare_save *c, int64_t *compari
     if (!rc) *comparison_id = cid;
     return rc;
 }
+
+/* One task's loss in words: "perplexity +5.3 % (90 % CI +4.9…+5.7 %)" or
+ * "accuracy −1.2 points (90 % CI −2.0…−0.3)", named when the suite has
+ * several tasks. */
+/* x without a negative zero's sign once rounded */
+static double unsigned_zero(double x)
+{
+    return fabs(x) < 0.005 ? 0.0 : x;
+}
+
+static void plain_task(const struct verdict_task *t, int named, struct sbuf *b)
+{
+    if (named) sbuf_printf(b, "%s ", t->name);
+    /* two decimals for changes under 1 (of a percent or a point) */
+    if (t->kind == TASK_PERPLEXITY) {
+        double d = unsigned_zero(100 * expm1(t->delta)), lo = unsigned_zero(100 * expm1(t->lo)),
+               hi = unsigned_zero(100 * expm1(t->hi));
+        int k = fabs(d) < 1 && fabs(lo) < 1 && fabs(hi) < 1 ? 2 : 1;
+        sbuf_printf(b, "perplexity %+.*f %% (90 %% CI %+.*f\u2026%+.*f %%)", k, d, k, lo, k, hi);
+    } else {
+        double d = unsigned_zero(-100 * t->delta), lo = unsigned_zero(-100 * t->hi),
+               hi = unsigned_zero(-100 * t->lo);
+        int k = fabs(d) < 1 && fabs(lo) < 1 && fabs(hi) < 1 ? 2 : 1;
+        sbuf_printf(b, "accuracy %+.*f points (90 %% CI %+.*f\u2026%+.*f)", k, d, k, lo, k, hi);
+    }
+}
+
+void compare_plain(const char *cand, const struct verdict_task *v, int n, int suite, struct sbuf *b)
+{
+    sbuf_printf(b, "%s: %s \u2014 ", cand, verdict_name(suite));
+    int shown = 0, undecided = 0, named = n > 1;
+    for (int i = 0; i < n; i++) /* what failed, else the first task */
+        if (v[i].critical && v[i].verdict == VERDICT_FAIL && shown < 3) {
+            if (shown++) sbuf_printf(b, ", ");
+            plain_task(&v[i], named, b);
+        }
+    for (int i = 0; i < n && !shown; i++)
+        if (v[i].critical || i == n - 1) {
+            plain_task(&v[i], named, b);
+            shown = 1;
+        }
+    for (int i = 0; i < n; i++)
+        if (v[i].has_kld) {
+            sbuf_printf(b, ", KLD %.3g%s, same top token %.1f %%", v[i].kld_mean,
+                        v[i].kld_top_k > 0 ? " (at least)" : "", 100 * v[i].top1);
+            break;
+        }
+    for (int i = 0; i < n; i++)
+        undecided += v[i].critical && v[i].verdict == VERDICT_INCONCLUSIVE;
+    if (undecided)
+        sbuf_printf(b, "; %d task%s too small to tell", undecided, undecided > 1 ? "s" : "");
+}

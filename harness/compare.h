@@ -5,6 +5,7 @@
 #ifndef QG_COMPARE_H
 #define QG_COMPARE_H
 
+#include "core/util.h"
 #include "harness/store.h"
 #include "metrics/verdict.h"
 
@@ -30,6 +31,12 @@ int compare_run(struct store *s, int64_t run_id, const char *baseline, const cha
 /* One task's verdict as the JSON object reports and `compare --format json`
  * show (a new object the caller frees). */
 cJSON *compare_task_json(const struct verdict_task *v);
+
+/* The verdict in one plain-English line, appended to b: "q4: FAIL —
+ * perplexity +5.3 % (90 % CI +4.9…+5.7 %), KLD 0.049, same top token
+ * 89.4 %; 1 task too small to tell" (the failing tasks, else the first). */
+void compare_plain(const char *cand, const struct verdict_task *v, int n, int suite,
+                   struct sbuf *b);
 
 /* The policy as JSON (a new object). */
 cJSON *compare_policy_json(const struct verdict_policy *pol);

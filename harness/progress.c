@@ -9,7 +9,8 @@
 void progress_init(struct progress *p, const char *label, int quiet)
 {
     p->label = label;
-    p->enabled = !quiet && isatty(2);
+    p->enabled = !quiet;
+    p->tty = isatty(2);
     p->t0 = p->last = qg_now_s();
 }
 
@@ -17,6 +18,19 @@ void progress_update(struct progress *p, int64_t done, int64_t total, const char
 {
     if (!p->enabled) return;
     double t = qg_now_s();
+    if (!p->tty) { /* a log: a line now and then, never a carriage return */
+        if (t - p->last < PROGRESS_LOG_S || done >= total) return;
+        p->last = t;
+        double el = t - p->t0, rate = el > 0 ? (double)done / el : 0;
+        if (total > 0 && rate > 0)
+            fprintf(stderr, "%s: %lld/%lld %s (%.0f%%), %.1f %s/s, ETA %.0f s\n", p->label,
+                    (long long)done, (long long)total, unit, 100.0 * (double)done / (double)total,
+                    rate, unit, (double)(total - done) / rate);
+        else
+            fprintf(stderr, "%s: %lld %s, %.1f %s/s\n", p->label, (long long)done, unit, rate,
+                    unit);
+        return;
+    }
     if (t - p->last < 0.1 && done < total) return;
     p->last = t;
     double el = t - p->t0, rate = el > 0 ? (double)done / el : 0;
@@ -38,7 +52,7 @@ void progress_update(struct progress *p, int64_t done, int64_t total, const char
 
 void progress_done(struct progress *p)
 {
-    if (!p->enabled) return;
+    if (!p->enabled || !p->tty) return;
     fprintf(stderr, "\r%*s\r", 100, "");
     fflush(stderr);
 }

@@ -139,6 +139,14 @@ static void add_kld(struct store *s, int64_t run, const char *cand, int64_t task
     cJSON_Delete(m);
 }
 
+/* 1 when name is the run's first model (its baseline, which lockstep KLD
+ * is computed against) */
+static int is_first_model(const cJSON *run, const char *name)
+{
+    const cJSON *m = cJSON_GetArrayItem(json_get(run, "models"), 0);
+    return m && !strcmp(json_str(m, "name", ""), name);
+}
+
 static cJSON *provenance(const cJSON *run)
 {
     cJSON *p = cJSON_CreateObject();
@@ -203,6 +211,7 @@ int report_doc_build(struct store *s, int64_t comparison_id, cJSON **doc, char *
     cJSON_AddStringToObject(d, "generated_at", now);
     cJSON_AddStringToObject(d, "qgate_version", QG_VERSION);
     add_str(d, "verdict", json_str(sum, "verdict", ""));
+    if (json_get(sum, "summary")) add_str(d, "summary", json_str(sum, "summary", ""));
     cJSON *c = cJSON_AddObjectToObject(d, "comparison");
     cJSON_AddNumberToObject(c, "id", (double)cid);
     cJSON_AddNumberToObject(c, "run", (double)run_id);
@@ -234,8 +243,8 @@ int report_doc_build(struct store *s, int64_t comparison_id, cJSON **doc, char *
             cJSON *reps = cJSON_AddObjectToObject(o, "repeats");
             add_repeats(s, run_id, base, task_id, cJSON_AddArrayToObject(reps, "baseline"));
             add_repeats(s, run_id, cand, task_id, cJSON_AddArrayToObject(reps, "candidate"));
-            if (!strcmp(kind, "perplexity"))
-                add_kld(s, run_id, cand, task_id, o);
+            if (!strcmp(kind, "perplexity") && is_first_model(run, base))
+                add_kld(s, run_id, cand, task_id, o); /* KLD is against the run's first model */
             else
                 add_flips(s, run_id, base, cand, task_id, o);
         }
@@ -245,6 +254,108 @@ int report_doc_build(struct store *s, int64_t comparison_id, cJSON **doc, char *
     cJSON_Delete(run);
     cJSON_Delete(sum);
     free(created);
+    *doc = d;
+    return QG_OK;
+}
+
+/* bits per weight of a stored model: its tensors' bytes over its parameters */
+static double bits_per_weight(const cJSON *m)
+{
+    cJSON *types = cJSON_Parse(json_str(m, "types_json", ""));
+    double bytes = 0, n = json_num(m, "n_params", NAN);
+    const cJSON *t;
+    cJSON_ArrayForEach(t, types) bytes += json_num(t, "bytes", 0);
+    cJSON_Delete(types);
+    return n > 0 && bytes > 0 ? 8 * bytes / n : NAN;
+}
+
+/* tokens per second of a model's trials that ran alone (lockstep trials
+ * share one clock between all models and say nothing of one) */
+static double tokens_per_second(const cJSON *run, const char *model)
+{
+    double tok = 0, secs = 0;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, json_get(run, "trials"))
+    {
+        if (strcmp(json_str(t, "model", ""), model) || json_num(t, "repeat", 1) != 0) continue;
+        const char *kind = "";
+        const cJSON *k;
+        cJSON_ArrayForEach(k, json_get(run, "tasks")) if (!strcmp(json_str(k, "name", ""),
+                                                                  json_str(t, "task", ""))) kind =
+            json_str(k, "kind", "");
+        if (!strcmp(kind, "perplexity")) continue;
+        tok += json_num(t, "n_tokens", 0);
+        secs += json_num(t, "wall_seconds", 0);
+    }
+    return secs > 0 && tok > 0 ? tok / secs : NAN;
+}
+
+static cJSON *set_candidate(const cJSON *run, cJSON *one)
+{
+    const cJSON *c = json_get(one, "comparison");
+    const char *name = json_str(c, "candidate", "");
+    cJSON *o = cJSON_CreateObject();
+    add_str(o, "name", name);
+    add_str(o, "verdict", json_str(one, "verdict", ""));
+    add_str(o, "summary", json_str(one, "summary", ""));
+    const cJSON *m;
+    cJSON_ArrayForEach(m, json_get(run, "models")) if (!strcmp(json_str(m, "name", ""), name))
+    {
+        if (json_num(m, "file_bytes", -1) > 0)
+            cJSON_AddNumberToObject(o, "file_bytes", json_num(m, "file_bytes", 0));
+        double bpw = bits_per_weight(m);
+        if (!isnan(bpw)) cJSON_AddNumberToObject(o, "bits_per_weight", bpw);
+    }
+    double tps = tokens_per_second(run, name);
+    if (!isnan(tps)) cJSON_AddNumberToObject(o, "tokens_per_second", tps);
+    cJSON_AddItemToObject(o, "report", one);
+    return o;
+}
+
+int report_doc_build_set(struct store *s, const int64_t *ids, int n, cJSON **doc, char *err,
+                         size_t errlen)
+{
+    *doc = NULL;
+    cJSON *d = cJSON_CreateObject(), *run = NULL;
+    cJSON_AddStringToObject(d, "schema", REPORT_SET_SCHEMA);
+    char now[32];
+    qg_utc_now(now);
+    cJSON_AddStringToObject(d, "generated_at", now);
+    cJSON_AddStringToObject(d, "qgate_version", QG_VERSION);
+    cJSON *cands = cJSON_AddArrayToObject(d, "candidates");
+    int rc = QG_OK, worst = 0;
+    double best_bytes = INFINITY;
+    const char *smallest = NULL;
+    for (int i = 0; i < n && !rc; i++) {
+        cJSON *one;
+        if ((rc = report_doc_build(s, ids[i], &one, err, errlen))) break;
+        const cJSON *c = json_get(one, "comparison");
+        if (!run) {
+            add_str(d, "baseline", json_str(c, "baseline", ""));
+            cJSON_AddNumberToObject(d, "run", json_num(c, "run", NAN));
+            if ((rc = store_run_json(s, (int64_t)json_num(c, "run", 0), &run)))
+                qg_errf(err, errlen, rc, "%s", store_errmsg(s));
+        }
+        cJSON *o = set_candidate(run, one);
+        cJSON_AddItemToArray(cands, o);
+        const char *v = json_str(o, "verdict", "");
+        int code = !strcmp(v, "PASS") ? 0 : !strcmp(v, "FAIL") ? 2 : 1;
+        worst = code > worst ? code : worst;
+        double bytes = json_num(o, "file_bytes", NAN);
+        if (code == 0 && !isnan(bytes) && bytes < best_bytes) {
+            best_bytes = bytes;
+            smallest = json_str(o, "name", "");
+        }
+    }
+    static const char *names[] = {"PASS", "INCONCLUSIVE", "FAIL"};
+    cJSON_AddStringToObject(d, "verdict", names[worst]);
+    if (smallest) add_str(d, "smallest_passing", smallest);
+    if (!rc && run) cJSON_AddItemToObject(d, "provenance", provenance(run));
+    cJSON_Delete(run);
+    if (rc) {
+        cJSON_Delete(d);
+        return rc;
+    }
     *doc = d;
     return QG_OK;
 }

@@ -20,4 +20,11 @@
  * QG_ERR_NOTFOUND / a store error with err filled. Caller frees *doc. */
 int report_doc_build(struct store *s, int64_t comparison_id, cJSON **doc, char *err, size_t errlen);
 
+/* One document covering several comparisons of one run (schema
+ * REPORT_SET_SCHEMA): each candidate's verdict, plain summary, file size,
+ * bits per weight, tokens/s and its whole single document; the worst
+ * verdict; the smallest passing candidate by file size; the provenance. */
+int report_doc_build_set(struct store *s, const int64_t *ids, int n, cJSON **doc, char *err,
+                         size_t errlen);
+
 #endif

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 struct runner {
     struct store *s;
@@ -259,14 +260,16 @@ static int trial_for(struct runner *r, int m, int t, int repeat, int64_t *id, ch
  * that hashing a large file holds no lock. */
 struct model_facts {
     char sha[HASH_HEX_LEN + 1], arch[64];
-    int64_t n_params;
+    int64_t n_params, bytes;
     char *types_json;
 };
 
 static void model_facts_read(const char *spec, struct model_facts *f)
 {
     char e2[QG_ERRMSG_MAX];
+    struct stat st;
     f->n_params = -1;
+    f->bytes = stat(spec, &st) == 0 && S_ISREG(st.st_mode) ? (int64_t)st.st_size : -1;
     f->types_json = model_types(spec, &f->n_params, f->arch, sizeof f->arch);
     if (hash_sha256_file(spec, f->sha, e2, sizeof e2)) f->sha[0] = '\0';
 }
@@ -291,7 +294,7 @@ static int setup_rows(struct runner *r, const struct model_facts *mf, const char
                                      .backend = "cpu",
                                      .path = p->specs[i],
                                      .sha256 = mf[i].sha[0] ? mf[i].sha : NULL,
-                                     .file_bytes = -1,
+                                     .file_bytes = mf[i].bytes,
                                      .n_params = mf[i].n_params,
                                      .arch = mf[i].arch,
                                      .format = "gguf",
@@ -573,11 +576,12 @@ static int run_single(struct runner *r, int t, int m, int repeat, const struct b
     return rc;
 }
 
-/* 1 when every trial of repeat 1 has exactly the rows of repeat 0 */
-static int repeats_identical(struct runner *r)
+/* 1 when every trial of models 0..n_models-1 at repeat 1 has exactly the
+ * rows of repeat 0 */
+static int repeats_identical(struct runner *r, int n_models)
 {
     for (int t = 0; t < r->suite->n_tasks; t++)
-        for (int m = 0; m < r->p->n_models; m++) {
+        for (int m = 0; m < n_models; m++) {
             int64_t a, b;
             if (store_trial_find(r->s, r->run_id, r->p->names[m], r->task_ids[t], 0, &a, NULL) ||
                 store_trial_find(r->s, r->run_id, r->p->names[m], r->task_ids[t], 1, &b, NULL))
@@ -633,7 +637,8 @@ static int64_t estimate_rows(struct runner *r)
         if (p->shard_count > 1) n = (n + p->shard_count - 1 - p->shard_index) / p->shard_count;
         total += n;
     }
-    return total * p->n_models * p->repeats;
+    /* every model once, then the baseline's repeats (deterministic runs stop there) */
+    return total * (p->n_models + (p->repeats > 1));
 }
 
 /* the store's response cache, for remote backends */
@@ -649,6 +654,45 @@ static void cache_put(void *ud, const char *key, const char *endpoint, const cha
     (void)store_cache_put(ud, key, endpoint, model, value);
 }
 
+/* Every task at repeat rep: perplexity in lockstep, the rest model by model. */
+static int run_repeat(struct runner *r, int rep, char *err, size_t errlen)
+{
+    int rc = QG_OK;
+    for (int t = 0; t < r->suite->n_tasks && !rc; t++) {
+        if (r->suite->tasks[t].kind == TASK_PERPLEXITY && r->p->n_models > 1)
+            rc = run_lockstep(r, t, rep, err, errlen);
+        else
+            for (int m = 0; m < r->p->n_models && !rc; m++)
+                rc = run_single(r, t, m, rep, &r->b[m], err, errlen);
+    }
+    return rc;
+}
+
+/* The repeats. The baseline repeats alone first: when it reproduces itself
+ * exactly, the run is deterministic and nothing else needs repeating. */
+static int run_repeats(struct runner *r, int *deterministic, int *next_repeat, char *err,
+                       size_t errlen)
+{
+    const struct runner_params *p = r->p;
+    int rc = QG_OK;
+    for (int rep = 0; rep < p->repeats && !rc; rep++) {
+        if (rep == 1) {
+            for (int t = 0; t < r->suite->n_tasks && !rc; t++)
+                rc = run_single(r, t, 0, 1, &r->b[0], err, errlen);
+            if (!rc && repeats_identical(r, 1)) {
+                *deterministic = 1;
+                *next_repeat = 2;
+                if (!p->quiet)
+                    printf("  the baseline's repeats 0 and 1 are identical: deterministic, no "
+                           "more repeats\n");
+                break;
+            }
+        }
+        if (!rc) rc = run_repeat(r, rep, err, errlen);
+    }
+    return rc;
+}
+
 int runner_run(struct store *s, const struct runner_params *p, int64_t *run_id, char *err,
                size_t errlen)
 {
@@ -656,7 +700,11 @@ int runner_run(struct store *s, const struct runner_params *p, int64_t *run_id, 
     struct runner r = {.s = s, .p = p};
     err[0] = '\0';
     int rc = suite_load(p->suite_path, p->allow_changed, &r.suite, err, errlen);
-    if (rc) return rc;
+    if (!rc) rc = suite_select(r.suite, p->tasks, p->limit, err, errlen);
+    if (rc) {
+        suite_free(r.suite);
+        return rc;
+    }
     struct backend_cache cache = {.ud = s, .get = cache_get, .put = cache_put};
     for (int m = 0; m < p->n_models && !rc; m++) {
         struct backend_open_params bp = {.n_threads = p->threads,
@@ -668,26 +716,10 @@ int runner_run(struct store *s, const struct runner_params *p, int64_t *run_id, 
     }
     if (!rc) rc = record_setup(&r, err, errlen);
     *run_id = r.run_id;
-    progress_init(&r.pg, "run", p->quiet);
-    if (!rc && r.pg.enabled) r.rows_total = estimate_rows(&r); /* only worth it on a terminal */
+    progress_init(&r.pg, "run", p->quiet && !p->progress);
+    if (!rc && r.pg.enabled) r.rows_total = estimate_rows(&r);
     int deterministic = 0, next_repeat = p->repeats;
-    for (int rep = 0; rep < p->repeats && !rc; rep++) {
-        for (int t = 0; t < r.suite->n_tasks && !rc; t++) {
-            if (r.suite->tasks[t].kind == TASK_PERPLEXITY && p->n_models > 1)
-                rc = run_lockstep(&r, t, rep, err, errlen);
-            else
-                for (int m = 0; m < p->n_models && !rc; m++)
-                    rc = run_single(&r, t, m, rep, &r.b[m], err, errlen);
-        }
-        if (!rc && rep == 1 && repeats_identical(&r)) {
-            deterministic = 1;
-            next_repeat = 2;
-            if (!p->quiet && p->repeats > 2)
-                printf("  repeats 0 and 1 are identical: deterministic, skipping repeats 2..%d\n",
-                       p->repeats - 1);
-            break;
-        }
-    }
+    if (!rc) rc = run_repeats(&r, &deterministic, &next_repeat, err, errlen);
     if (!rc && p->noise_perturb) {
         /* the baseline once more, each window evaluated in two batches */
         struct backend pb;

@@ -8,10 +8,12 @@
  * the sum of their f32 weights). Perplexity tasks run the models in lockstep
  * over the same windows: the first model is the baseline, and the others'
  * rows carry per-window sums of KL(base || model), top-1 agreement and dp,
- * with the per-token KLD distribution in the trial's metrics. Repeats: after
- * the second, when every trial's rows equal the first's (local greedy runs
- * are bit-identical), the run is recorded deterministic and the remaining
- * repeats are skipped.
+ * with the per-token KLD distribution in the trial's metrics. Repeats: the
+ * baseline repeats first, alone; when its second repeat's rows equal its
+ * first's (local greedy runs are bit-identical), the run is recorded
+ * deterministic and nothing else repeats (the candidates' noise is the
+ * baseline's). Only when the baseline proved nondeterministic do the
+ * candidates repeat too.
  *
  * Resume: with p->resume set, the run's suite hash and models must match;
  * finished trials are kept, unfinished ones rerun from their start (rows are
@@ -46,6 +48,9 @@ struct runner_params {
     int shard_index, shard_count; /* run items with index % count == index (0/1: all) */
     int noise_perturb;            /* 1: one more baseline repeat under a benign numerical
                                    * perturbation (two-batch evaluation) */
+    const char *tasks;            /* comma-separated task names to run (NULL: all) */
+    int64_t limit;                /* > 0: at most this many items (windows) per task */
+    int progress;                 /* 1: progress on stderr even when quiet */
 };
 
 /* Runs and stores; *run_id is set as soon as the run exists (also on

@@ -127,7 +127,8 @@ static const char *const migrations[] = {
     "  SELECT c.id AS comparison, c.run_id AS run, b.name AS baseline, m.name AS candidate,"
     "         v.name AS verdict, c.created_at, c.command"
     "  FROM comparisons c JOIN models b ON b.id = c.baseline_model_id"
-    "  JOIN models m ON m.id = c.candidate_model_id LEFT JOIN verdict_names v ON v.code = c.verdict;"
+    "  JOIN models m ON m.id = c.candidate_model_id LEFT JOIN verdict_names v ON v.code = "
+    "c.verdict;"
     "CREATE VIEW item_results AS"
     "  SELECT t.run_id AS run, m.name AS model, m.role AS role, k.name AS task,"
     "         tk.name AS kind, t.repeat AS repeat, i.idx AS item, i.cluster AS cluster,"
@@ -1659,14 +1660,13 @@ int store_text_put(struct store *s, const char *sha256, const char *origin, cons
     return rc;
 }
 
-int store_text_find(struct store *s, const char *origin, char **content, size_t *n,
-                    char sha256[65])
+int store_text_find(struct store *s, const char *origin, char **content, size_t *n, char sha256[65])
 {
     *content = NULL;
     *n = 0;
     sqlite3_stmt *st;
-    int rc = prepare(s, "SELECT sha256, content FROM texts WHERE origin=? ORDER BY created_at LIMIT 1",
-                     &st);
+    int rc = prepare(
+        s, "SELECT sha256, content FROM texts WHERE origin=? ORDER BY created_at LIMIT 1", &st);
     if (rc) return rc;
     sqlite3_bind_text(st, 1, origin, -1, SQLITE_TRANSIENT);
     rc = sqlite3_step(st);

@@ -553,3 +553,71 @@ void suite_free(struct suite *s)
     free(s->name);
     free(s);
 }
+
+/* 1 when name is one of the comma-separated names */
+static int name_listed(const char *names, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = names; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && !strncmp(p, name, n)) return 1;
+        p += len + (e != NULL);
+    }
+    return 0;
+}
+
+/* the task capped at limit items (windows), its config JSON and hash too */
+static int task_limit(struct task_config *t, int64_t limit)
+{
+    const char *key = t->kind == TASK_PERPLEXITY ? "chunks" : "limit";
+    int64_t *v = t->kind == TASK_PERPLEXITY ? &t->chunks : &t->limit;
+    if (*v > 0 && *v <= limit) return QG_OK;
+    *v = limit;
+    cJSON *cfg = cJSON_Parse(t->config_json);
+    if (!cfg) return QG_ERR_NOMEM;
+    cJSON_DeleteItemFromObjectCaseSensitive(cfg, key);
+    char *s = cJSON_AddNumberToObject(cfg, key, (double)limit) ? cJSON_PrintUnformatted(cfg) : NULL;
+    cJSON_Delete(cfg);
+    if (!s) return QG_ERR_NOMEM;
+    free(t->config_json);
+    t->config_json = s;
+    hash_sha256_mem(s, strlen(s), t->config_hash);
+    return QG_OK;
+}
+
+int suite_select(struct suite *s, const char *names, int64_t limit, char *err, size_t errlen)
+{
+    if (names) {
+        for (const char *p = names; *p;) {
+            const char *e = strchr(p, ',');
+            int len = (int)(e ? (size_t)(e - p) : strlen(p)), found = 0;
+            for (int i = 0; i < s->n_tasks; i++)
+                found |= (int)strlen(s->tasks[i].name) == len &&
+                         !strncmp(p, s->tasks[i].name, (size_t)len);
+            if (!found) {
+                struct sbuf all;
+                sbuf_init(&all, 1 << 16);
+                for (int i = 0; i < s->n_tasks; i++)
+                    sbuf_printf(&all, "%s%s", i ? ", " : "", s->tasks[i].name);
+                int rc = qg_errf(err, errlen, QG_ERR_USAGE, "%s has no task '%.*s' (it has: %s)",
+                                 s->path, len, p, sbuf_str(&all));
+                sbuf_release(&all);
+                return rc;
+            }
+            p += len + (e != NULL);
+        }
+        int k = 0;
+        for (int i = 0; i < s->n_tasks; i++) {
+            if (name_listed(names, s->tasks[i].name))
+                s->tasks[k++] = s->tasks[i];
+            else
+                task_config_release(&s->tasks[i]);
+        }
+        s->n_tasks = k;
+    }
+    for (int i = 0; i < s->n_tasks && limit > 0; i++)
+        if (task_limit(&s->tasks[i], limit))
+            return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
+    return QG_OK;
+}

@@ -46,4 +46,10 @@ int suite_policy_from_json(const cJSON *p, const char *where, struct verdict_pol
 int suite_load(const char *path, int allow_changed, struct suite **out, char *err, size_t errlen);
 void suite_free(struct suite *s);
 
+/* Keeps only the tasks named in names (comma-separated; NULL: all) and,
+ * with limit > 0, caps every task at limit items (perplexity: windows);
+ * the configuration hashes follow. QG_OK, or QG_ERR_USAGE naming an
+ * unknown task and the suite's tasks. */
+int suite_select(struct suite *s, const char *names, int64_t limit, char *err, size_t errlen);
+
 #endif

@@ -1,5 +1,6 @@
 /* report — one JSON document per comparison, and its renderers. */
 #include "reports/report.h"
+#include "reports/report_parts.h"
 #include "core/status.h"
 #include "reports/escape.h"
 #include "core/json.h"
@@ -68,7 +69,7 @@ static void gates_text(const cJSON *t, struct sbuf *b)
     }
 }
 
-static void render_text(const cJSON *d, int color, struct sbuf *b)
+void report_text_one(const cJSON *d, int color, struct sbuf *b)
 {
     const cJSON *c = json_get(d, "comparison"), *pol = json_get(c, "policy"), *t;
     esc_term(b, json_str(c, "candidate", ""));
@@ -232,7 +233,7 @@ static void md_task(const cJSON *t, struct sbuf *b)
     sbuf_printf(b, "\n</details>\n");
 }
 
-static void render_md(const cJSON *d, int color, struct sbuf *b)
+void report_md_one(const cJSON *d, int color, struct sbuf *b)
 {
     (void)color; /* only text is coloured */
     const cJSON *c = json_get(d, "comparison"), *t, *p = json_get(d, "provenance");
@@ -285,7 +286,7 @@ static void render_md(const cJSON *d, int color, struct sbuf *b)
  * suite cannot tell, which is neither a pass nor a regression; CI shows it
  * and the exit code 2 of `qgate gate` carries it), 3 error (a row without a
  * finite result or with an unknown verdict) */
-static int junit_outcome(const cJSON *t)
+int report_junit_outcome(const cJSON *t)
 {
     const char *v = json_str(t, "verdict", "");
     if (!isfinite(json_num(t, "delta", NAN)) || !isfinite(json_num(t, "ci_low", NAN)) ||
@@ -302,7 +303,7 @@ static void render_junit(const cJSON *d, int color, struct sbuf *b)
     cJSON_ArrayForEach(t, json_get(d, "tasks"))
     {
         n++;
-        counts[junit_outcome(t)]++;
+        counts[report_junit_outcome(t)]++;
     }
     sbuf_printf(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"qgate ");
     esc_xml(b, json_str(c, "candidate", ""));
@@ -314,7 +315,7 @@ static void render_junit(const cJSON *d, int color, struct sbuf *b)
     cJSON_ArrayForEach(t, json_get(d, "tasks"))
     {
         const char *v = json_str(t, "verdict", "");
-        int o = junit_outcome(t);
+        int o = report_junit_outcome(t);
         sbuf_printf(b, "  <testsuite name=\"");
         esc_xml(b, json_str(t, "task", ""));
         sbuf_printf(b,
@@ -352,14 +353,14 @@ static void render_junit(const cJSON *d, int color, struct sbuf *b)
 
 /* ---------------------------------------------------------------- html */
 
-static const char *vcolor(const char *v)
+const char *report_vcolor(const char *v)
 {
     return !strcmp(v, "PASS") ? "#2e7d32" : !strcmp(v, "FAIL") ? "#c62828" : "#b26a00";
 }
 
 /* forest plot: each task's loss and interval in units of its margin, so
  * every task shares one axis where the margin is at 1 */
-static void forest(const cJSON *d, struct sbuf *b)
+void report_forest(const cJSON *d, struct sbuf *b)
 {
     int n = cJSON_GetArraySize(json_get(d, "tasks"));
     double lo = -1.5, hi = 2.5;
@@ -407,8 +408,8 @@ static void forest(const cJSON *d, struct sbuf *b)
         if (!(m > 0)) m = 1;
         double a = fmax(lo, fmin(hi, json_num(t, "ci_low", NAN) / m)),
                z = fmax(lo, fmin(hi, json_num(t, "ci_high", NAN) / m));
-        double e = fmax(lo, fmin(hi, json_num(t, "delta", NAN) / m));
-        const char *c = vcolor(json_str(t, "verdict", ""));
+        double raw = json_num(t, "delta", NAN) / m, e = fmax(lo, fmin(hi, raw));
+        const char *c = report_vcolor(json_str(t, "verdict", ""));
         sbuf_printf(b, "<text x=\"8\" y=\"%.1f\" font-size=\"12\">", y + 4);
         esc_html(b, json_str(t, "task", ""));
         sbuf_printf(b,
@@ -416,6 +417,12 @@ static void forest(const cJSON *d, struct sbuf *b)
                     "stroke-width=\"3\"/>\n",
                     X(a), y, X(z), y, c);
         sbuf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"%s\"/>\n", X(e), y, c);
+        if (raw > hi || raw < lo) /* off scale: drawn at the edge, its value named */
+            sbuf_printf(b,
+                        "<text class=\"point\" x=\"%.1f\" y=\"%.1f\" font-size=\"11\" "
+                        "text-anchor=\"%s\" fill=\"%s\">%s%.3g&#215;</text>\n",
+                        X(e) + (raw > hi ? -8 : 8), y - 8, raw > hi ? "end" : "start", c,
+                        raw > hi ? "&#8594; " : "&#8592; ", raw);
         i++;
     }
     for (int k = (int)ceil(lo); k <= (int)floor(hi); k++)
@@ -445,8 +452,10 @@ static void repeats_chart(const cJSON *t, struct sbuf *b)
                 "<svg class=\"chart repeats\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
                 "role=\"img\" aria-label=\"metric per repeat\" "
                 "xmlns=\"http://www.w3.org/2000/svg\">\n<text x=\"4\" y=\"12\" "
-                "font-size=\"11\">metric per repeat (run-to-run noise)</text>\n",
-                W, H, W, H);
+                "font-size=\"11\">%s per repeat (run-to-run noise)</text>\n",
+                W, H, W, H,
+                !strcmp(json_str(t, "kind", ""), "perplexity") ? "perplexity (PPL)"
+                                                               : "accuracy (fraction correct)");
     const cJSON *sides[2] = {bs, cs};
     const char *cols[2] = {"#1565c0", "#ef6c00"}, *lab[2] = {"baseline", "candidate"};
     for (int s2 = 0; s2 < 2; s2++) {
@@ -514,7 +523,7 @@ static void flips_chart(const cJSON *t, struct sbuf *b)
                 W, H, W, H, same, 10 + same, sb, 10 + same + sb, sc, n - fb - fc, fb, fc, n);
 }
 
-static const char *css =
+const char *const report_css =
     "body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px "
     "auto;max-width:980px;color:#222}"
     ".banner{padding:18px 22px;border-radius:8px;color:#fff;font-size:22px;font-weight:700}"
@@ -542,7 +551,7 @@ static void html_head(const cJSON *d, struct sbuf *b)
     sbuf_printf(b,
                 "</title><style>%s</style></head><body>\n<div class=\"banner %s\" "
                 "id=\"verdict\">%s &#8212; ",
-                css,
+                report_css,
                 vcode(v) == 0   ? "PASS"
                 : vcode(v) == 1 ? "FAIL"
                                 : "INCONCLUSIVE",
@@ -559,7 +568,7 @@ static void html_head(const cJSON *d, struct sbuf *b)
                 json_str(d, "generated_at", ""));
 }
 
-static void html_summary(const cJSON *d, struct sbuf *b)
+void report_html_summary(const cJSON *d, struct sbuf *b)
 {
     const cJSON *t;
     sbuf_printf(b, "<h2>Summary</h2>\n<table><tr><th>task</th><th>metric</th><th>baseline</"
@@ -581,19 +590,19 @@ static void html_summary(const cJSON *d, struct sbuf *b)
             json_num(t, "delta", NAN), json_num(t, "ci_low", NAN), json_num(t, "ci_high", NAN),
             json_num(t, "margin", NAN), json_num(t, "noise", NAN), json_num(t, "mde", NAN),
             json_num(t, "p_value", NAN), json_num(t, "p_holm", NAN),
-            vcolor(json_str(t, "verdict", "")), json_str(t, "verdict", ""));
+            report_vcolor(json_str(t, "verdict", "")), json_str(t, "verdict", ""));
     }
     sbuf_printf(b, "</table>\n<h2>Paired loss against the margin</h2>\n<p>Each task's loss and "
                    "90%% interval, in units of its "
                    "margin (the red line); green: within the margin.</p>\n");
 }
 
-static void html_task(const cJSON *t, struct sbuf *b)
+void report_html_task(const cJSON *t, struct sbuf *b)
 {
     sbuf_printf(b, "<div class=\"task\"><h3>");
     esc_html(b, json_str(t, "task", ""));
     sbuf_printf(b, " <span style=\"color:%s\">%s</span></h3>\n<p>",
-                vcolor(json_str(t, "verdict", "")), json_str(t, "verdict", ""));
+                report_vcolor(json_str(t, "verdict", "")), json_str(t, "verdict", ""));
     esc_html(b, json_str(t, "reason", ""));
     if (cJSON_GetArraySize(json_get(t, "gates")) > 0) {
         sbuf_printf(b, ". ");
@@ -651,7 +660,7 @@ static void html_models(const cJSON *p, struct sbuf *b)
     }
 }
 
-static void html_provenance(const cJSON *d, struct sbuf *b)
+void report_html_provenance(const cJSON *d, struct sbuf *b)
 {
     const cJSON *c = json_get(d, "comparison"), *p = json_get(d, "provenance"), *t;
     sbuf_printf(b, "<h2>Provenance</h2>\n<table>\n");
@@ -695,10 +704,10 @@ static void render_html(const cJSON *d, int color, struct sbuf *b)
     (void)color; /* only text is coloured */
     const cJSON *t;
     html_head(d, b);
-    html_summary(d, b);
-    forest(d, b);
-    cJSON_ArrayForEach(t, json_get(d, "tasks")) html_task(t, b);
-    html_provenance(d, b);
+    report_html_summary(d, b);
+    report_forest(d, b);
+    cJSON_ArrayForEach(t, json_get(d, "tasks")) report_html_task(t, b);
+    report_html_provenance(d, b);
     sbuf_printf(b, "</body></html>\n");
 }
 
@@ -719,8 +728,8 @@ static const struct {
     const char *name;
     void (*render)(const cJSON *doc, int color, struct sbuf *out);
 } formats[] = {
-    {"text", render_text}, {"md", render_md},       {"html", render_html},
-    {"json", render_json}, {"junit", render_junit},
+    {"text", report_text_one}, {"md", report_md_one},   {"html", render_html},
+    {"json", render_json},     {"junit", render_junit},
 };
 
 int report_format_known(const char *f)
@@ -732,6 +741,8 @@ int report_format_known(const char *f)
 
 int report_render(const cJSON *doc, const char *format, int color, struct sbuf *out)
 {
+    if (!strcmp(json_str(doc, "schema", ""), REPORT_SET_SCHEMA))
+        return report_set_render(doc, format, color, out);
     for (size_t i = 0; i < sizeof formats / sizeof *formats; i++)
         if (!strcmp(formats[i].name, format)) {
             formats[i].render(doc, color, out);

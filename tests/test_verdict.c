@@ -126,11 +126,12 @@ TEST(verdict_small_binary_suite_inconclusive)
     ASSERT_CONTAINS(o.out, "items needed");
     ASSERT_CONTAINS(o.out, "McNemar p");
     t_out_free(&o);
-    /* deterministic: repeats 0 and 1 identical, repeat 2 skipped */
+    /* deterministic: the baseline's repeats 0 and 1 identical, so the
+     * candidate does not repeat and repeat 2 is skipped */
     ASSERT_OK(t_qgate(&o, "show", "1", "--json", "--db", t_path("g.db"), NULL));
     cJSON *j = cJSON_Parse(o.out);
     cJSON *trials = cJSON_GetObjectItem(j, "trials"), *tr;
-    ASSERT_EQ(cJSON_GetArraySize(trials), 4); /* 2 models x 2 repeats */
+    ASSERT_EQ(cJSON_GetArraySize(trials), 3); /* baseline x 2 repeats, candidate x 1 */
     cJSON_ArrayForEach(tr, trials)
         ASSERT_EQ(cJSON_GetObjectItem(tr, "deterministic")->valuedouble, 1);
     cJSON_Delete(j);
@@ -491,8 +492,9 @@ TEST(verdict_task_policy_metric_and_informational)
                       mb, "--json", t_path("r.json"), "--db", t_path("g.db"), NULL));
     if (o.code > 2) T_FAIL_("gate: exit %d: %s", o.code, o.err);
     t_out_free(&o);
-    ASSERT_OK(t_qgate(&o, "compare", "--baseline", "baseline", "--candidate", "candidate",
-                      "--format", "json", "--db", t_path("g.db"), NULL));
+    /* models are named after their files' stems */
+    ASSERT_OK(t_qgate(&o, "compare", "--baseline", "a", "--candidate", "b", "--format", "json",
+                      "--db", t_path("g.db"), NULL));
     cJSON *j = cJSON_Parse(o.out), *tasks = cJSON_GetObjectItem(j, "tasks");
     ASSERT(j && cJSON_GetArraySize(tasks) == 2);
     cJSON *norm = cJSON_GetArrayItem(tasks, 0), *info = cJSON_GetArrayItem(tasks, 1);

@@ -1,0 +1,298 @@
+/* test_gate — the one-command decision: `qgate gate BASE CAND...` without a
+ * suite, several candidates in one report, selecting tasks, the store's
+ * views and listings. */
+#include "backends/ggml_types.h"
+#include "backends/synth.h"
+#include "core/status.h"
+#include "core/util.h"
+#include "datasets/hash.h"
+#include "test.h"
+
+#include <cjson/cJSON.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int have(const char *prog)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", prog);
+    return system(cmd) == 0;
+}
+
+static int synth(const char *name, uint32_t type, uint64_t seed)
+{
+    struct synth_params p = synth_default_params();
+    p.wtype = type;
+    p.seed = seed;
+    char err[QG_ERRMSG_MAX];
+    return synth_write(&p, t_path(name), err, sizeof err);
+}
+
+/* one number from an SQL query on the database at path (-1 on error) */
+static long long sql_int(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    long long v = -1;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) return -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+        if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    } else {
+        printf("SQL error: %s\n", sqlite3_errmsg(db));
+    }
+    sqlite3_close(db);
+    return v;
+}
+
+static int count_of(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
+
+/* No suite: the baseline's own samples. A model against a byte copy of
+ * itself PASSes; the 2-bit file FAILs; the sampled text is stored once and
+ * reused; names come from the files' stems without their common prefix. */
+TEST(gate_default_sampled_text)
+{
+    const char *f32 = t_shared("models/stories260K-pad256/stories260K-pad256-F32.gguf"),
+               *q2 = t_shared("models/stories260K-pad256/stories260K-pad256-Q2_K.gguf");
+    if (!f32 || access(f32, R_OK) || !q2 || access(q2, R_OK))
+        SKIP("../shared/models/stories260K-pad256 is absent");
+    char base[4200], copy[4200], db[4200];
+    snprintf(base, sizeof base, "%s", f32);
+    snprintf(db, sizeof db, "%s", t_path("g.db"));
+    snprintf(copy, sizeof copy, "%s", t_path("copy-of-F32.gguf"));
+    size_t n;
+    char *bytes = t_read_file(base, &n);
+    ASSERT(bytes && t_write_file(copy, bytes, n) == 0);
+    free(bytes);
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "gate", base, copy, "--db", db, NULL));
+    printf("%s", o.out);
+    ASSERT_EQ(o.code, 0);
+    ASSERT_CONTAINS(o.out, "sampling ");
+    ASSERT_CONTAINS(o.out, "copy-of-F32: PASS \u2014 perplexity +0.00 %");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "gate", base, q2, "--db", db, "-q", NULL));
+    printf("%s", o.out);
+    ASSERT_EQ(o.code, 1);
+    ASSERT(strncmp(o.out, "Q2_K: FAIL \u2014 perplexity +", 26) == 0);
+    ASSERT_CONTAINS(o.out, "same top token");
+    ASSERT_EQ(count_of(o.out, "\n"), 1); /* -q: one line, no sampling message */
+    t_out_free(&o);
+    /* the text was sampled once, stored, and both runs measured on it */
+    ASSERT_EQ(sql_int(db, "SELECT count(*) FROM texts"), 1);
+    ASSERT_EQ(sql_int(db, "SELECT count(DISTINCT d.sha256) FROM datasets d JOIN texts t ON "
+                          "t.sha256 = d.sha256"),
+              1);
+    ASSERT_EQ(sql_int(db, "SELECT count(*) FROM verdicts WHERE candidate = 'Q2_K' AND verdict = "
+                          "'FAIL'"),
+              1);
+    /* bad arguments cost nothing */
+    ASSERT_OK(t_qgate(&o, "gate", base, "--db", db, NULL));
+    ASSERT_EQ(o.code, 64);
+    ASSERT_CONTAINS(o.err, "at least one candidate");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "gate", base, q2, "--baseline", base, "--db", db, NULL));
+    ASSERT_EQ(o.code, 64);
+    t_out_free(&o);
+    return 0;
+}
+
+/* a suite of a perplexity task and a 40-item multiple-choice task */
+static int write_suite(void)
+{
+    struct sbuf d;
+    sbuf_init(&d, 0);
+    static const char *const words[] = {"ball", "tree", "dog", "cat", "sun", "box"};
+    for (int i = 0; i < 40; i++)
+        sbuf_printf(&d,
+                    "{\"id\":\"q%d\",\"q\":\"Once upon a time the girl saw the %s and\","
+                    "\"c\":[\"a %s\",\"a %s\",\"a %s\"],\"g\":%d}\n",
+                    i, words[i % 6], words[(i + 1) % 6], words[(i + 2) % 6], words[(i + 3) % 6],
+                    (i + i / 6) % 3);
+    int rc = t_write_file(t_path("mc.jsonl"), d.data, d.len);
+    sbuf_release(&d);
+    const char *text = "Once upon a time, there was a little girl named Lily. She loved to play "
+                       "outside in the sun with her dog and a big red ball.\n";
+    sbuf_init(&d, 0);
+    for (int i = 0; i < 20; i++)
+        sbuf_append(&d, text, strlen(text));
+    if (!rc) rc = t_write_file(t_path("text.txt"), d.data, d.len);
+    sbuf_release(&d);
+    char sha_mc[65], sha_text[65], err[QG_ERRMSG_MAX], suite[4096];
+    if (!rc) rc = hash_sha256_file(t_path("mc.jsonl"), sha_mc, err, sizeof err);
+    if (!rc) rc = hash_sha256_file(t_path("text.txt"), sha_text, err, sizeof err);
+    snprintf(suite, sizeof suite,
+             "{\"name\":\"tiny\",\"tasks\":[{\"name\":\"ppl\",\"kind\":\"perplexity\","
+             "\"data\":\"text.txt\",\"sha256\":\"%s\",\"protocol\":\"rolling\",\"ctx\":64},"
+             "{\"name\":\"mc\",\"kind\":\"custom\",\"data\":\"mc.jsonl\",\"sha256\":\"%s\","
+             "\"fields\":{\"id\":\"id\",\"context\":\"q\",\"choices\":\"c\",\"gold\":\"g\"}}]}",
+             sha_text, sha_mc);
+    return rc ? rc : t_write_file(t_path("suite.json"), suite, strlen(suite));
+}
+
+/* the screenshot shows the forest bands and the matrix's verdict colours */
+static int screenshot_ok(const char *html)
+{
+    char cmd[16384], png[4200];
+    snprintf(png, sizeof png, "%s", t_path("shot.png"));
+    snprintf(cmd, sizeof cmd,
+             "timeout 120 chromium --headless --no-sandbox --disable-gpu "
+             "--disable-background-networking --disable-dev-shm-usage --no-first-run "
+             "--hide-scrollbars --user-data-dir='%s' --window-size=1000,2400 --screenshot='%s' "
+             "'file://%s' >/dev/null 2>&1",
+             t_path("chromium-profile"), png, html);
+    if (system(cmd) != 0) return printf("chromium failed taking the screenshot\n"), -1;
+    snprintf(cmd, sizeof cmd, "python3 '%s/tests/png_colors.py' '%s' dff3df c62828 2e7d32",
+             QG_SOURCE_DIR, png);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    const char *what[] = {"forest margin band (green)", "FAIL (red)", "PASS (green)"};
+    char line[128];
+    int bad = 0;
+    for (int i = 0; i < 3; i++) {
+        long c = fgets(line, sizeof line, p) ? strtol(line + 7, NULL, 10) : -1;
+        printf("%-30s %ld pixels\n", what[i], c);
+        bad |= c < 100;
+    }
+    return pclose(p) != 0 || bad ? -1 : 0;
+}
+
+/* Three candidates, one report per format: a candidate x task matrix, the
+ * smallest passing one named, every forest point labelled, one JUnit
+ * suite per candidate, Markdown appended; and it renders in Chromium. */
+TEST(gate_many_candidates_one_report)
+{
+    ASSERT_OK(synth("base.gguf", GGML_F32, 1));
+    ASSERT_OK(synth("q8.gguf", GGML_Q8_0, 1));
+    ASSERT_OK(synth("q4.gguf", GGML_Q4_0, 1));
+    ASSERT_OK(synth("other.gguf", GGML_F32, 7)); /* another model: a sure FAIL */
+    ASSERT_OK(write_suite());
+    ASSERT_OK(t_write_file(t_path("summary.md"), "earlier step\n", 13));
+    char args[8][4200];
+    const char *names[] = {"base.gguf", "q8.gguf", "q4.gguf", "other.gguf",
+                           "g.db",      "r.html",  "j.xml",   "summary.md"};
+    for (int i = 0; i < 8; i++)
+        snprintf(args[i], sizeof args[i], "%s", t_path(names[i]));
+    char suite[4200], json[4200];
+    snprintf(suite, sizeof suite, "%s", t_path("suite.json"));
+    snprintf(json, sizeof json, "%s", t_path("r.json"));
+    struct t_out o;
+    const char *argv[] = {"gate",  args[0],       args[1],    args[2], args[3],   "--suite", suite,
+                          "--db",  args[4],       "--report", args[5], "--junit", args[6],   "--md",
+                          args[7], "--md-append", "--json",   json,    NULL};
+    ASSERT_OK(t_qgate_argv(&o, argv));
+    printf("%s", o.out);
+    ASSERT_EQ(o.code, 1); /* 'other' fails */
+    t_out_free(&o);
+    ASSERT(access(t_path("r.1.html"), F_OK) != 0); /* named once, not numbered */
+    size_t n;
+    char *html = t_read_file(args[5], &n);
+    ASSERT(html != NULL);
+    ASSERT_CONTAINS(html, "id=\"matrix\"");
+    ASSERT_CONTAINS(html, "3 candidates against base");
+    ASSERT_CONTAINS(html, "Smallest passing candidate: <b>");
+    for (int i = 1; i < 4; i++) {
+        char sect[256];
+        snprintf(sect, sizeof sect, "<section class=\"candidate\"><h2>%.*s",
+                 (int)(strlen(names[i]) - 5), names[i]);
+        ASSERT_CONTAINS(html, sect);
+    }
+    /* a forest plot per task, a labelled point per candidate in each */
+    ASSERT_CONTAINS(html, "id=\"forest-0\"");
+    ASSERT_CONTAINS(html, "id=\"forest-1\"");
+    ASSERT_EQ(count_of(html, "&#215; margin</text>"), 6);
+    free(html);
+    char *xml = t_read_file(args[6], &n);
+    ASSERT(xml != NULL);
+    ASSERT_EQ(count_of(xml, "<testsuite name="), 3);
+    ASSERT_CONTAINS(xml, "<testsuite name=\"other\"");
+    free(xml);
+    if (have("xmllint")) {
+        char cmd[16384];
+        snprintf(cmd, sizeof cmd, "xmllint --noout --schema '%s/docs/junit.xsd' '%s'",
+                 QG_SOURCE_DIR, args[6]);
+        ASSERT_EQ(system(cmd), 0);
+    }
+    char *md = t_read_file(args[7], &n);
+    ASSERT(md && strncmp(md, "earlier step\n## qgate: ", 23) == 0); /* appended */
+    ASSERT_CONTAINS(md, "| other | ppl | FAIL |");
+    free(md);
+    char *js = t_read_file(json, &n);
+    cJSON *j = cJSON_Parse(js);
+    free(js);
+    ASSERT(j != NULL);
+    ASSERT_STR_EQ(cJSON_GetObjectItem(j, "schema")->valuestring, "qgate-report-set/1");
+    ASSERT_STR_EQ(cJSON_GetObjectItem(j, "verdict")->valuestring, "FAIL");
+    ASSERT_EQ(cJSON_GetArraySize(cJSON_GetObjectItem(j, "candidates")), 3);
+    cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "candidates"), 0);
+    ASSERT(cJSON_GetObjectItem(c0, "file_bytes")->valuedouble > 1000);
+    ASSERT(cJSON_GetObjectItem(c0, "bits_per_weight")->valuedouble > 7.9);
+    cJSON_Delete(j);
+    if (!have("chromium") || !have("python3"))
+        SKIP("chromium or python3 is absent: the screenshot was not taken (the rest passed)");
+    ASSERT_OK(screenshot_ok(args[5]));
+    return 0;
+}
+
+/* --tasks and --limit choose what runs; an unknown task is named. The
+ * store's views answer "which items flipped" in one query, agreeing with
+ * the comparison; `comparisons` and `runs` list the verdicts. */
+TEST(gate_select_and_store_views)
+{
+    ASSERT_OK(synth("a.gguf", GGML_F32, 1));
+    ASSERT_OK(synth("b.gguf", GGML_F32, 2));
+    ASSERT_OK(write_suite());
+    char a[4200], b[4200], db[4200], suite[4200];
+    snprintf(a, sizeof a, "%s", t_path("a.gguf"));
+    snprintf(b, sizeof b, "%s", t_path("b.gguf"));
+    snprintf(db, sizeof db, "%s", t_path("g.db"));
+    snprintf(suite, sizeof suite, "%s", t_path("suite.json"));
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "gate", a, b, "--suite", suite, "--tasks", "nope", "--db", db, NULL));
+    ASSERT_EQ(o.code, 64);
+    ASSERT_CONTAINS(o.err, "has no task 'nope' (it has: ppl, mc)");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "gate", a, b, "--suite", suite, "--tasks", "mc", "--limit", "30", "--db",
+                      db, "-q", NULL));
+    ASSERT(o.code <= 2);
+    t_out_free(&o);
+    ASSERT_EQ(sql_int(db, "SELECT count(*) FROM tasks"), 1);
+    ASSERT_EQ(sql_int(db, "SELECT max(n_items) FROM trials"), 30);
+    ASSERT_OK(t_qgate(&o, "compare", "-b", "a", "-c", "b", "--format", "json", "--db", db, NULL));
+    cJSON *j = cJSON_Parse(o.out);
+    t_out_free(&o);
+    cJSON *t = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "tasks"), 0);
+    ASSERT(t != NULL);
+    long long flips = (long long)(cJSON_GetObjectItem(t, "flips_b")->valuedouble +
+                                  cJSON_GetObjectItem(t, "flips_c")->valuedouble);
+    cJSON_Delete(j);
+    printf("flips: %lld\n", flips);
+    ASSERT(flips > 0);
+    ASSERT_EQ(sql_int(db, "SELECT count(*) FROM flips WHERE candidate = 'b'"), flips);
+    ASSERT_EQ(sql_int(db, "SELECT count(*) FROM item_results WHERE model = 'a' AND repeat = 0"),
+              30);
+    ASSERT_OK(t_qgate(&o, "comparisons", "--db", db, NULL));
+    ASSERT_EQ(o.code, 0);
+    ASSERT_CONTAINS(o.out, "verdict");
+    ASSERT_EQ(count_of(o.out, "\n"), 3); /* header and the two comparisons (gate, compare) */
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "runs", "--db", db, NULL));
+    ASSERT_CONTAINS(o.out, "b ");
+    ASSERT(strstr(o.out, "b PASS") || strstr(o.out, "b FAIL") || strstr(o.out, "b INCONCLUSIVE"));
+    t_out_free(&o);
+    /* read-only listings never create a database */
+    ASSERT_OK(t_qgate(&o, "comparisons", "--db", t_path("none.db"), NULL));
+    ASSERT_EQ(o.code, 66);
+    ASSERT(access(t_path("none.db"), F_OK) != 0);
+    t_out_free(&o);
+    return 0;
+}
