@@ -1,6 +1,7 @@
 /* cmd_compare — `qgate compare --baseline A --candidate B [--run ID]`: the
  * verdict from the store alone; and the part `qgate gate` shares. */
 #include "harness/commands.h"
+#include "core/json.h"
 #include "core/status.h"
 #include "harness/suite.h"
 #include "core/util.h"
@@ -86,32 +87,74 @@ static void print_text(const char *base, const char *cand, int64_t run_id,
     printf("suite verdict: %s%s%s\n", col, verdict_name(suite), color ? "\033[0m" : "");
 }
 
+/* A run made with --shard holds only its part of every task: say so. */
+static void warn_if_shard(struct store *s, int64_t run_id)
+{
+    cJSON *run;
+    if (store_run_json(s, run_id, &run) != QG_OK) return;
+    int64_t n = json_int(run, "shard_count", 1);
+    if (n > 1)
+        fprintf(stderr,
+                "qgate: warning: run %lld is shard %lld/%lld of a sharded run: this verdict rests "
+                "on about 1/%lld of the items; merge every shard first ('qgate merge OUT.db "
+                "SHARD.db...') and compare the merged run\n",
+                (long long)run_id, json_int(run, "shard_index", 0) + 1, (long long)n, (long long)n);
+    cJSON_Delete(run);
+}
+
+/* The comparison's summary JSON (*out) and task verdicts (*v, n, suite),
+ * computed and not stored. 0 or an exit code (message printed). */
+static int compare_compute(struct store *s, int64_t run_id, const char *base, const char *cand,
+                           const char *policy_file, struct verdict_params *vp,
+                           struct verdict_task **v, int *n, int *suite, cJSON **out)
+{
+    char err[QG_ERRMSG_MAX];
+    warn_if_shard(s, run_id);
+    int rc = compare_load_policy(s, run_id, policy_file, &vp->policy, err, sizeof err);
+    if (rc) return cmd_fail(rc, err);
+    if ((rc = compare_run(s, run_id, base, cand, vp, v, n, suite, err, sizeof err)))
+        return cmd_fail(rc, err);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "run", (double)run_id);
+    cJSON_AddStringToObject(o, "baseline", base);
+    cJSON_AddStringToObject(o, "candidate", cand);
+    cJSON_AddNumberToObject(o, "bootstrap_seed", (double)vp->seed);
+    cJSON_AddItemToObject(o, "policy", compare_policy_json(&vp->policy));
+    cJSON *arr = cJSON_AddArrayToObject(o, "tasks");
+    for (int i = 0; i < *n; i++)
+        cJSON_AddItemToArray(arr, compare_task_json(&(*v)[i]));
+    cJSON_AddStringToObject(o, "verdict", verdict_name(*suite));
+    struct sbuf plain;
+    sbuf_init(&plain, 1 << 16);
+    compare_plain(cand, *v, *n, *suite, &plain);
+    cJSON_AddStringToObject(o, "summary", sbuf_str(&plain));
+    sbuf_release(&plain);
+    *out = o;
+    return 0;
+}
+
+int cmd_compare_summary(struct store *s, int64_t run_id, const char *base, const char *cand,
+                        const char *policy_file, uint64_t seed, cJSON **summary)
+{
+    struct verdict_params vp = {.seed = seed};
+    struct verdict_task *v = NULL;
+    int n, suite;
+    int code = compare_compute(s, run_id, base, cand, policy_file, &vp, &v, &n, &suite, summary);
+    free(v);
+    return code;
+}
+
 int cmd_compare_models(struct store *s, int64_t run_id, const char *base, const char *cand,
                        const char *policy_file, uint64_t seed, int output, const char *command,
                        int *verdict, int64_t *comparison_id)
 {
-    char err[QG_ERRMSG_MAX];
     struct verdict_params vp = {.seed = seed};
-    int rc = compare_load_policy(s, run_id, policy_file, &vp.policy, err, sizeof err);
-    if (rc) return cmd_fail(rc, err);
     struct verdict_task *v;
-    int n, suite;
-    if ((rc = compare_run(s, run_id, base, cand, &vp, &v, &n, &suite, err, sizeof err)))
-        return cmd_fail(rc, err);
-    cJSON *out = cJSON_CreateObject();
-    cJSON_AddNumberToObject(out, "run", (double)run_id);
-    cJSON_AddStringToObject(out, "baseline", base);
-    cJSON_AddStringToObject(out, "candidate", cand);
-    cJSON_AddNumberToObject(out, "bootstrap_seed", (double)seed);
-    cJSON_AddItemToObject(out, "policy", compare_policy_json(&vp.policy));
-    cJSON *arr = cJSON_AddArrayToObject(out, "tasks");
-    for (int i = 0; i < n; i++)
-        cJSON_AddItemToArray(arr, compare_task_json(&v[i]));
-    cJSON_AddStringToObject(out, "verdict", verdict_name(suite));
-    struct sbuf plain;
-    sbuf_init(&plain, 1 << 16);
-    compare_plain(cand, v, n, suite, &plain);
-    cJSON_AddStringToObject(out, "summary", sbuf_str(&plain));
+    int n, suite, rc;
+    cJSON *out;
+    int code0 = compare_compute(s, run_id, base, cand, policy_file, &vp, &v, &n, &suite, &out);
+    if (code0) return code0;
+    const char *plain = json_str(out, "summary", "");
     struct compare_save cs = {.run_id = run_id,
                               .baseline = base,
                               .candidate = cand,
@@ -134,15 +177,14 @@ int cmd_compare_models(struct store *s, int64_t run_id, const char *base, const 
         else if (output == CMP_OUT_NONE)
             cJSON_Delete(out);
         else if (output == CMP_OUT_PLAIN) {
-            printf("%s (comparison %lld)\n", cmd_term(sbuf_str(&plain)), (long long)cid);
+            printf("%s (comparison %lld)\n", cmd_term(plain), (long long)cid);
             cJSON_Delete(out);
         } else {
             print_text(base, cand, run_id, v, n, suite, &vp.policy);
-            printf("%s\nstored as comparison %lld\n", cmd_term(sbuf_str(&plain)), (long long)cid);
+            printf("%s\nstored as comparison %lld\n", cmd_term(plain), (long long)cid);
             cJSON_Delete(out);
         }
     }
-    sbuf_release(&plain);
     free(v);
     *verdict = suite;
     return code;

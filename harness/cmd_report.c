@@ -102,18 +102,23 @@ static int cmd_report(const struct cli_args *a)
     int code = cmd_check_outputs(a, outputs, inputs, 1);
     if (code) return code;
     struct store *s;
-    code = by_run ? cmd_open_existing_store(a, &s) : cmd_open_store(a, 1, &s);
+    code = cmd_open_store(a, 1, &s); /* reading only: a report never stores anything */
     if (code) return code;
-    if (by_run) {
-        int verdict;
-        char *cmd = cmd_command_line(a);
-        code = cmd_compare_models(s, cli_int(a, "run", 0), cli_str(a, "baseline"),
-                                  cli_str(a, "candidate"), cli_str(a, "policy"),
-                                  (uint64_t)cli_int(a, "seed", 20261130), CMP_OUT_NONE, cmd,
-                                  &verdict, &cid);
-        free(cmd);
+    if (by_run) { /* computed now, not stored */
+        cJSON *sum = NULL, *doc = NULL;
+        char err[QG_ERRMSG_MAX];
+        int64_t run = cli_int(a, "run", 0);
+        code =
+            cmd_compare_summary(s, run, cli_str(a, "baseline"), cli_str(a, "candidate"),
+                                cli_str(a, "policy"), (uint64_t)cli_int(a, "seed", 20261130), &sum);
+        int rc =
+            code ? QG_OK : report_doc_from_summary(s, 0, run, sum, NULL, &doc, err, sizeof err);
+        if (rc) code = cmd_fail(rc, err);
+        cJSON_Delete(sum);
+        if (!code) code = write_doc(doc, format, cli_str(a, "output"), 0);
+    } else {
+        code = cmd_write_report(s, cid, format, cli_str(a, "output"));
     }
-    if (!code) code = cmd_write_report(s, cid, format, cli_str(a, "output"));
     store_close(s);
     return code;
 }

@@ -15,8 +15,10 @@ static const struct cli_opt opts[] = {
     {"seed", 0, CLI_INT, "N", "base seed (repeat r uses N + r)", 0},
     {"resume", 0, CLI_INT, "RUN",
      "finish an interrupted run (give the same --suite and --model list)", 0},
-    {"shard", 0, CLI_STR, "I/N",
-     "run the I-th of N deterministic parts of every task (merge with 'qgate merge')", 0},
+    {"shard", 0, CLI_STR, "K/N",
+     "run the K-th of N deterministic parts of every task, K = 1..N as CI nodes are numbered "
+     "(merge with 'qgate merge')",
+     0},
     {"noise", 0, CLI_STR, "perturb",
      "also repeat the baseline under a benign numerical perturbation to measure the noise floor",
      0},
@@ -76,11 +78,14 @@ static int cmd_run(const struct cli_args *a)
     if (cli_str(a, "shard")) {
         int i = -1, n = -1;
         char tail;
+        /* numbered 1..N, as CI systems number their parallel nodes
+         * (GitLab CI_NODE_INDEX, Buildkite's job index + 1) */
         if (sscanf(cli_str(a, "shard"), "%d/%d%c", &i, &n, &tail) != 2 || n < 1 || n > 4096 ||
-            i < 0 || i >= n)
-            return cmd_usage("--shard must be I/N with 0 <= I < N (e.g. 0/4), got '%s'",
+            i < 1 || i > n)
+            return cmd_usage("--shard must be K/N with 1 <= K <= N (shards are numbered from 1, "
+                             "as CI nodes are; e.g. 1/4 ... 4/4), got '%s'",
                              cli_str(a, "shard"));
-        p.shard_index = i;
+        p.shard_index = i - 1; /* stored 0-based */
         p.shard_count = n;
     }
     if (cli_str(a, "noise")) {

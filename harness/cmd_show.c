@@ -25,7 +25,7 @@ static void print_run(const cJSON *r)
         printf("  suite      %s (sha256 %s)\n", json_str(r, "suite_name", "-"),
                json_str(r, "suite_hash", "-"));
     printf("  seed       %lld, repeats %lld, shard %lld/%lld\n", json_int(r, "seed", -1),
-           json_int(r, "repeats", -1), json_int(r, "shard_index", -1),
+           json_int(r, "repeats", -1), json_int(r, "shard_index", -1) + 1,
            json_int(r, "shard_count", -1));
     const cJSON *o;
     printf("\nmodels:\n");

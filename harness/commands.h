@@ -81,6 +81,11 @@ int cmd_compare_models(struct store *s, int64_t run_id, const char *base, const 
                        const char *policy_file, uint64_t seed, int output, const char *command,
                        int *verdict, int64_t *comparison_id);
 
+/* The comparison's summary JSON (*summary, caller frees), computed and not
+ * stored (for `report --run`). 0 or an exit code. */
+int cmd_compare_summary(struct store *s, int64_t run_id, const char *base, const char *cand,
+                        const char *policy_file, uint64_t seed, cJSON **summary);
+
 /* Renders comparison id (<= 0: newest) as format to path (NULL or "-":
  * stdout, coloured on a terminal); 0 or an exit code. */
 int cmd_write_report(struct store *s, int64_t comparison_id, const char *format, const char *path);

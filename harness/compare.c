@@ -163,9 +163,21 @@ static int task_params(const cJSON *suite, const char *name, const struct verdic
     return suite_policy_apply(json_get(st, "policy"), where, &tp->policy, err, errlen);
 }
 
+/* KLD, top-1 and dp of a lockstep trial are against the run's first model:
+ * against another baseline they are dropped, never shown as its. */
+static void drop_kld(struct trials *t)
+{
+    for (int64_t i = 0; i < t->n[0]; i++) {
+        t->rows[0][i].kld_sum = NAN;
+        t->rows[0][i].top1_agree = NAN;
+        t->rows[0][i].dp_sum = NAN;
+    }
+}
+
 static int compare_task(struct store *s, int64_t run, const char *base, const char *cand,
-                        const cJSON *task, const cJSON *suite, const struct verdict_params *p,
-                        struct verdict_task *v, char *err, size_t errlen)
+                        int base_is_first, const cJSON *task, const cJSON *suite,
+                        const struct verdict_params *p, struct verdict_task *v, char *err,
+                        size_t errlen)
 {
     struct verdict_input in = {.name = json_str(task, "name", ""),
                                .task_id = json_int(task, "id", 0)};
@@ -184,7 +196,8 @@ static int compare_task(struct store *s, int64_t run, const char *base, const ch
     if (!rc && in.kind == TASK_MULTIPLE_CHOICE && tp.policy.mc_metric != VERDICT_MC_ACC)
         rc = rejudge_mc(s, tp.policy.mc_metric, &t, err, errlen);
     struct verdict_task figs = {0};
-    if (!rc && in.metric == VERDICT_METRIC_PPL) read_kld(s, t.id[0], &figs);
+    if (!rc && in.metric == VERDICT_METRIC_PPL && base_is_first) read_kld(s, t.id[0], &figs);
+    if (!rc && !base_is_first) drop_kld(&t);
     if (!rc) {
         in.cand = t.rows[0], in.n_cand = t.n[0];
         in.base = t.rows[1], in.n_base = t.n[1];
@@ -228,9 +241,11 @@ int compare_run(struct store *s, int64_t run_id, const char *baseline, const cha
                      "run %lld has no tasks: there is nothing to compare (was it killed while "
                      "being set up?)",
                      (long long)run_id);
+    const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItem(run, "models"), 0);
+    int base_is_first = first && !strcmp(json_str(first, "name", ""), baseline);
     for (int i = 0; i < nt && !rc; i++)
-        rc = compare_task(s, run_id, baseline, candidate, cJSON_GetArrayItem(tl, i), sjson, p,
-                          &v[i], err, errlen);
+        rc = compare_task(s, run_id, baseline, candidate, base_is_first, cJSON_GetArrayItem(tl, i),
+                          sjson, p, &v[i], err, errlen);
     cJSON_Delete(run);
     cJSON_Delete(sjson);
     if (rc) {
@@ -388,7 +403,7 @@ static double unsigned_zero(double x)
 
 static void plain_task(const struct verdict_task *t, int named, struct sbuf *b)
 {
-    if (named) sbuf_printf(b, "%s ", t->name);
+    if (named) sbuf_printf(b, "%s: ", t->name);
     /* two decimals for changes under 1 (of a percent or a point) */
     if (t->kind == TASK_PERPLEXITY) {
         double d = unsigned_zero(100 * expm1(t->delta)), lo = unsigned_zero(100 * expm1(t->lo)),
@@ -403,14 +418,30 @@ static void plain_task(const struct verdict_task *t, int named, struct sbuf *b)
     }
 }
 
+/* the gates that failed a task whose loss alone did not: "same top token
+ * 86.9 % below its 90 % limit" */
+static void plain_gates(const struct verdict_task *t, struct sbuf *b)
+{
+    for (int g = 0; g < t->n_gates; g++) {
+        const struct verdict_gate *x = &t->gates[g];
+        if (x->verdict != VERDICT_FAIL) continue;
+        if (!strcmp(x->name, "top1"))
+            sbuf_printf(b, ", same top token %.1f %% below its %.0f %% limit", 100 * x->value,
+                        100 * x->limit);
+        else
+            sbuf_printf(b, ", %s %.3g beyond its limit %.3g", x->name, x->value, x->limit);
+    }
+}
+
 void compare_plain(const char *cand, const struct verdict_task *v, int n, int suite, struct sbuf *b)
 {
     sbuf_printf(b, "%s: %s \u2014 ", cand, verdict_name(suite));
     int shown = 0, undecided = 0, named = n > 1;
     for (int i = 0; i < n; i++) /* what failed, else the first task */
         if (v[i].critical && v[i].verdict == VERDICT_FAIL && shown < 3) {
-            if (shown++) sbuf_printf(b, ", ");
+            if (shown++) sbuf_printf(b, "; ");
             plain_task(&v[i], named, b);
+            if (v[i].loss_verdict != VERDICT_FAIL) plain_gates(&v[i], b);
         }
     for (int i = 0; i < n && !shown; i++)
         if (v[i].critical || i == n - 1) {

@@ -192,17 +192,22 @@ int report_doc_build(struct store *s, int64_t comparison_id, cJSON **doc, char *
     if (rc) return qg_errf(err, errlen, rc, "%s", store_errmsg(s));
     cJSON *sum = sj ? cJSON_Parse(sj) : NULL;
     free(sj);
-    cJSON *run = NULL;
     if (!sum)
         rc = qg_errf(err, errlen, QG_ERR_DATA, "comparison %lld has no readable summary",
                      (long long)cid);
-    if (!rc && (rc = store_run_json(s, run_id, &run)))
-        qg_errf(err, errlen, rc, "%s", store_errmsg(s));
-    if (rc) {
-        cJSON_Delete(sum);
-        free(created);
-        return rc;
-    }
+    if (!rc) rc = report_doc_from_summary(s, cid, run_id, sum, created, doc, err, errlen);
+    cJSON_Delete(sum);
+    free(created);
+    return rc;
+}
+
+int report_doc_from_summary(struct store *s, int64_t cid, int64_t run_id, const cJSON *sum,
+                            const char *created, cJSON **doc, char *err, size_t errlen)
+{
+    *doc = NULL;
+    cJSON *run = NULL;
+    int rc = store_run_json(s, run_id, &run);
+    if (rc) return qg_errf(err, errlen, rc, "%s", store_errmsg(s));
     const char *base = json_str(sum, "baseline", ""), *cand = json_str(sum, "candidate", "");
     cJSON *d = cJSON_CreateObject();
     cJSON_AddStringToObject(d, "schema", REPORT_SCHEMA);
@@ -213,9 +218,9 @@ int report_doc_build(struct store *s, int64_t comparison_id, cJSON **doc, char *
     add_str(d, "verdict", json_str(sum, "verdict", ""));
     if (json_get(sum, "summary")) add_str(d, "summary", json_str(sum, "summary", ""));
     cJSON *c = cJSON_AddObjectToObject(d, "comparison");
-    cJSON_AddNumberToObject(c, "id", (double)cid);
+    if (cid > 0) cJSON_AddNumberToObject(c, "id", (double)cid); /* 0: computed, not stored */
     cJSON_AddNumberToObject(c, "run", (double)run_id);
-    add_str(c, "created_at", created);
+    add_str(c, "created_at", created ? created : now);
     add_str(c, "baseline", base);
     add_str(c, "candidate", cand);
     cJSON_AddNumberToObject(c, "bootstrap_seed", json_num(sum, "bootstrap_seed", NAN));
@@ -252,8 +257,6 @@ int report_doc_build(struct store *s, int64_t comparison_id, cJSON **doc, char *
     }
     cJSON_AddItemToObject(d, "provenance", provenance(run));
     cJSON_Delete(run);
-    cJSON_Delete(sum);
-    free(created);
     *doc = d;
     return QG_OK;
 }

@@ -20,6 +20,11 @@
  * QG_ERR_NOTFOUND / a store error with err filled. Caller frees *doc. */
 int report_doc_build(struct store *s, int64_t comparison_id, cJSON **doc, char *err, size_t errlen);
 
+/* The document of a comparison summary (as compare computes it) of run_id:
+ * cid 0 and created NULL for one computed now and not stored. */
+int report_doc_from_summary(struct store *s, int64_t cid, int64_t run_id, const cJSON *sum,
+                            const char *created, cJSON **doc, char *err, size_t errlen);
+
 /* One document covering several comparisons of one run (schema
  * REPORT_SET_SCHEMA): each candidate's verdict, plain summary, file size,
  * bits per weight, tokens/s and its whole single document; the worst

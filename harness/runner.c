@@ -214,9 +214,10 @@ static int resume_setup(struct runner *r, char *err, size_t errlen)
         rc = resume_model(r, m, cJSON_GetArrayItem(models, m), err, errlen);
     if (!rc && (json_int(run, "shard_index", 0) != (p->shard_count > 1 ? p->shard_index : 0) ||
                 json_int(run, "shard_count", 1) != (p->shard_count > 1 ? p->shard_count : 1)))
-        rc = qg_errf(
-            err, errlen, QG_ERR_DATA, "run %lld is shard %lld/%lld; resume it with that --shard",
-            (long long)p->resume, json_int(run, "shard_index", 0), json_int(run, "shard_count", 1));
+        rc = qg_errf(err, errlen, QG_ERR_DATA,
+                     "run %lld is shard %lld/%lld; resume it with that --shard",
+                     (long long)p->resume, json_int(run, "shard_index", 0) + 1,
+                     json_int(run, "shard_count", 1));
     r->task_ids = calloc((size_t)r->suite->n_tasks, sizeof *r->task_ids);
     if (!rc && !r->task_ids) rc = QG_ERR_NOMEM;
     for (int t = 0; t < r->suite->n_tasks && !rc; t++) {

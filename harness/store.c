@@ -1300,7 +1300,7 @@ static int merge_validate(struct store *s, const char *const *inputs, int n, str
             if (si[j].index == si[i].index)
                 rc = qg_errf(s->err, sizeof s->err, QG_ERR_DATA,
                              "%s and %s are both shard %lld/%lld", inputs[j], inputs[i],
-                             (long long)si[i].index, (long long)si[i].count);
+                             (long long)si[i].index + 1, (long long)si[i].count);
     }
     if (!rc && si[0].count != n)
         rc = qg_errf(s->err, sizeof s->err, QG_ERR_DATA,

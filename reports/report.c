@@ -14,6 +14,16 @@
 /* ---- small JSON helpers ---- */
 /* ---------------------------------------------------------------- text */
 
+/* "comparison 7", or what a report of a comparison not stored says */
+static const char *cid_text(const cJSON *c)
+{
+    static _Thread_local char buf[64];
+    double id = json_num(c, "id", NAN);
+    if (isnan(id)) return "a comparison computed for this report (not stored)";
+    snprintf(buf, sizeof buf, "comparison %.0f", id);
+    return buf;
+}
+
 static int vcode(const char *v)
 {
     return !strcmp(v, "PASS") ? 0 : !strcmp(v, "FAIL") ? 1 : 2;
@@ -75,10 +85,9 @@ void report_text_one(const cJSON *d, int color, struct sbuf *b)
     esc_term(b, json_str(c, "candidate", ""));
     sbuf_printf(b, " vs ");
     esc_term(b, json_str(c, "baseline", ""));
-    sbuf_printf(
-        b, " (run %.0f, comparison %.0f): one-sided alpha %.3g, power %.2g, %.0f bootstrap draws\n",
-        json_num(c, "run", NAN), json_num(c, "id", NAN), json_num(pol, "alpha", NAN),
-        1 - json_num(pol, "beta", NAN), json_num(pol, "bootstrap", NAN));
+    sbuf_printf(b, " (run %.0f, %s): one-sided alpha %.3g, power %.2g, %.0f bootstrap draws\n",
+                json_num(c, "run", NAN), cid_text(c), json_num(pol, "alpha", NAN),
+                1 - json_num(pol, "beta", NAN), json_num(pol, "bootstrap", NAN));
     sbuf_printf(b, "%-16s %-13s %10s %10s %10s %23s %9s %9s %9s %9s %9s  %s\n", "task", "metric",
                 "baseline", "candidate", "loss", "interval (90%)", "margin", "noise", "MDE",
                 "flips -/+", "p", "verdict");
@@ -258,10 +267,8 @@ void report_md_one(const cJSON *d, int color, struct sbuf *b)
                     badge[vcode(json_str(t, "verdict", ""))]);
     }
     cJSON_ArrayForEach(t, json_get(d, "tasks")) md_task(t, b);
-    sbuf_printf(
-        b,
-        "\n<details><summary>Provenance</summary>\n\n- qgate %s, run %.0f, comparison %.0f, host ",
-        json_str(p, "qgate_version", ""), json_num(c, "run", NAN), json_num(c, "id", NAN));
+    sbuf_printf(b, "\n<details><summary>Provenance</summary>\n\n- qgate %s, run %.0f, %s, host ",
+                json_str(p, "qgate_version", ""), json_num(c, "run", NAN), cid_text(c));
     esc_md(b, json_str(p, "host", ""));
     sbuf_printf(b, ", %s\n- command: ", json_str(p, "created_at", ""));
     esc_md(b, json_str(p, "command", ""));
@@ -560,11 +567,11 @@ static void html_head(const cJSON *d, struct sbuf *b)
     sbuf_printf(b, " against ");
     esc_html(b, json_str(c, "baseline", ""));
     sbuf_printf(b,
-                "</div>\n<p>qgate %s, comparison %.0f of run %.0f, generated %s. Loss &gt; 0 means "
+                "</div>\n<p>qgate %s, %s of run %.0f, generated %s. Loss &gt; 0 means "
                 "the candidate is worse; "
                 "PASS when the 90%% interval's upper bound is within the margin, FAIL when its "
                 "lower bound is beyond it.</p>\n",
-                json_str(d, "qgate_version", ""), json_num(c, "id", NAN), json_num(c, "run", NAN),
+                json_str(d, "qgate_version", ""), cid_text(c), json_num(c, "run", NAN),
                 json_str(d, "generated_at", ""));
 }
 

@@ -237,6 +237,20 @@ TEST(gate_many_candidates_one_report)
     ASSERT(cJSON_GetObjectItem(c0, "file_bytes")->valuedouble > 1000);
     ASSERT(cJSON_GetObjectItem(c0, "bits_per_weight")->valuedouble > 7.9);
     cJSON_Delete(j);
+    /* a report between two candidates: computed, not stored, and without
+     * the KLD that was measured against the run's baseline */
+    long long before = sql_int(args[4], "SELECT count(*) FROM comparisons");
+    ASSERT_OK(t_qgate(&o, "report", "--run", "1", "-b", "q8", "-c", "q4", "-f", "json", "--db",
+                      args[4], NULL));
+    ASSERT_EQ(o.code, 0);
+    ASSERT_CONTAINS(o.out, "\"candidate\":\t\"q4\"");
+    ASSERT(!strstr(o.out, "kld_mean") && !strstr(o.out, "\"gate\":\t\"kld\""));
+    t_out_free(&o);
+    ASSERT_EQ(sql_int(args[4], "SELECT count(*) FROM comparisons"), before);
+    ASSERT_OK(t_qgate(&o, "report", "--run", "1", "-b", "base", "-c", "q4", "-f", "json", "--db",
+                      args[4], NULL));
+    ASSERT_CONTAINS(o.out, "\"kld_mean\"");
+    t_out_free(&o);
     if (!have("chromium") || !have("python3"))
         SKIP("chromium or python3 is absent: the screenshot was not taken (the rest passed)");
     ASSERT_OK(screenshot_ok(args[5]));

@@ -198,9 +198,9 @@ TEST(robust_resume_checks_model_shard_and_id)
     t_out_free(&o);
     /* another shard than the run's */
     ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", m, "--resume", "1",
-                      "--shard", "1/2", "--db", t_path("r.db"), "-q", NULL));
+                      "--shard", "2/2", "--db", t_path("r.db"), "-q", NULL));
     ASSERT_EQ(o.code, 65);
-    ASSERT_CONTAINS(o.err, "is shard 0/1");
+    ASSERT_CONTAINS(o.err, "is shard 1/1");
     t_out_free(&o);
     /* the model file replaced by another model at the same path */
     ASSERT_OK(synth("a.gguf", GGML_Q4_0));

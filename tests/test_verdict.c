@@ -361,7 +361,7 @@ TEST(run_shards_merge_equal_unsharded)
     t_out_free(&o);
     for (int i = 0; i < 3; i++) {
         char spec[8], name[32];
-        snprintf(spec, sizeof spec, "%d/3", i);
+        snprintf(spec, sizeof spec, "%d/3", i + 1); /* 1-based, as CI nodes */
         snprintf(name, sizeof name, "shard%d.db", i);
         snprintf(sh[i], sizeof sh[i], "%s", t_path(name));
         ASSERT_OK(t_qgate(&o, "run", "--suite", sp, "--model", ma, "--model", mb, "--model", mc,
@@ -369,6 +369,17 @@ TEST(run_shards_merge_equal_unsharded)
         ASSERT_EQ(o.code, 0);
         t_out_free(&o);
     }
+    /* 1-based like CI nodes: 0/3 and 4/3 are refused */
+    ASSERT_OK(
+        t_qgate(&o, "run", "--suite", sp, "--model", ma, "--shard", "0/3", "--db", ref, NULL));
+    ASSERT_EQ(o.code, 64);
+    ASSERT_CONTAINS(o.err, "numbered from 1");
+    t_out_free(&o);
+    /* a verdict from one shard comes with a warning */
+    ASSERT_OK(t_qgate(&o, "compare", "-b", "a", "-c", "b", "--db", sh[1], NULL));
+    ASSERT(o.code <= 2);
+    ASSERT_CONTAINS(o.err, "run 1 is shard 2/3 of a sharded run");
+    t_out_free(&o);
     /* a missing shard, a repeated one */
     ASSERT_OK(t_qgate(&o, "merge", out, sh[0], sh[1], NULL));
     ASSERT_EQ(o.code, 65);
@@ -376,7 +387,7 @@ TEST(run_shards_merge_equal_unsharded)
     t_out_free(&o);
     ASSERT_OK(t_qgate(&o, "merge", out, sh[0], sh[1], sh[1], NULL));
     ASSERT_EQ(o.code, 65);
-    ASSERT_CONTAINS(o.err, "are both shard 1/3");
+    ASSERT_CONTAINS(o.err, "are both shard 2/3");
     t_out_free(&o);
     ASSERT_OK(t_qgate(&o, "merge", out, sh[2], sh[0], sh[1], NULL));
     ASSERT_EQ(o.code, 0);
