@@ -6,6 +6,7 @@
 #include "harness/compare.h"
 #include "core/status.h"
 #include "harness/suite.h"
+#include "harness/suite_pin.h"
 #include "core/util.h"
 #include "tasks/perplexity.h"
 
@@ -17,6 +18,7 @@ static const struct cli_opt opts[] = {
      "accept data whose sha256 differs from the suite's pin (warns)", 0},
     {"tokenizer", 0, CLI_STR, "MODEL.gguf",
      "count perplexity tokens and windows with this model's tokenizer", 0},
+    {"dry-run", 'n', CLI_FLAG, NULL, "pin: show the pins, do not write them", 0},
     CLI_OPT_JSON,
     CLI_OPT_END,
 };
@@ -150,9 +152,20 @@ static int check_tasks(const struct suite *s, const struct tokenizer *tok, int j
 
 static int cmd_suite(const struct cli_args *a)
 {
-    if (strcmp(a->pos[0], "check") != 0)
-        return cmd_usage("unknown action 'suite %s' (known: check)", a->pos[0]);
     char err[QG_ERRMSG_MAX];
+    if (!strcmp(a->pos[0], "pin")) {
+        int changed = 0;
+        int rc = suite_pin(a->pos[1], cli_flag(a, "dry-run"), &changed, err, sizeof err);
+        if (rc) return cmd_fail(rc, err);
+        if (!changed)
+            printf("every pin of %s matches its data\n", a->pos[1]);
+        else
+            printf("%s %d pin%s %s %s\n", cli_flag(a, "dry-run") ? "would write" : "wrote", changed,
+                   changed > 1 ? "s" : "", cli_flag(a, "dry-run") ? "to" : "into", a->pos[1]);
+        return 0;
+    }
+    if (strcmp(a->pos[0], "check") != 0)
+        return cmd_usage("unknown action 'suite %s' (known: check, pin)", a->pos[0]);
     struct suite *s;
     int rc = suite_load(a->pos[1], cli_flag(a, "allow-changed-data"), &s, err, sizeof err);
     if (rc) return cmd_fail(rc, err);
@@ -195,11 +208,13 @@ static int cmd_suite(const struct cli_args *a)
 const struct cli_cmd cmd_suite_def = {
     .name = "suite",
     .fn = cmd_suite,
-    .args_usage = "check SUITE.json",
-    .summary = "validate a suite file and show what it would run (no model needed)",
+    .args_usage = "check|pin SUITE.json",
+    .summary = "validate a suite file and show what it would run (no model needed); pin its data",
     .description = "Checks every task's options, resolves data paths against the suite's folder,\n"
                    "verifies each file's pinned sha256, and loads every item. Exit 65 with the\n"
-                   "file, line or item on any problem.",
+                   "file, line or item on any problem.\n"
+                   "'suite pin' shows every missing or changed sha256 pin, then writes them\n"
+                   "into the suite file (--dry-run: only shows them).",
     .opts = opts,
     .min_pos = 2,
     .max_pos = 2,

@@ -37,10 +37,10 @@ static int fail_task(struct ctx *c, int i, const char *name, const char *fmt, ..
 }
 
 static const char *const task_keys[] = {
-    "name",         "kind",       "benchmark",   "data",        "sha256",    "critical",
-    "protocol",     "ctx",        "stride",      "chunks",      "limit",     "fewshot",
-    "fewshot_seed", "max_tokens", "temperature", "top_p",       "delimiter", "pipelines",
-    "normalize",    "stop",       "fields",      "description", "policy",    NULL};
+    "name",        "kind",   "benchmark", "data",       "sha256",    "critical",     "protocol",
+    "ctx",         "stride", "chunks",    "limit",      "fewshot",   "fewshot_seed", "max_tokens",
+    "temperature", "top_p",  "delimiter", "pipelines",  "normalize", "stop",         "fields",
+    "description", "policy", "items",     "items_file", NULL};
 
 static int check_keys(struct ctx *c, int i, const char *name, const cJSON *o,
                       const char *const *keys)
@@ -140,13 +140,13 @@ static int load_files(struct ctx *c, int i, struct task_config *t, const cJSON *
         if (!pin && cJSON_IsObject(data)) /* say what to pin: the file's hash as it is */
             return fail_task(c, i, t->name,
                              "%s has no sha256 pin; if this is the data you mean, pin it: "
-                             "\"sha256\": {\"%s\": \"%s\", ...}",
-                             f->path, roles[r], f->sha256);
+                             "\"sha256\": {\"%s\": \"%s\", ...} (or 'qgate suite pin %s')",
+                             f->path, roles[r], f->sha256, c->file);
         if (!pin)
             return fail_task(c, i, t->name,
                              "%s has no sha256 pin; if this is the data you mean, pin it: "
-                             "\"sha256\": \"%s\"",
-                             f->path, f->sha256);
+                             "\"sha256\": \"%s\" (or 'qgate suite pin %s')",
+                             f->path, f->sha256, c->file);
         if (strcmp(f->sha256, pin) != 0) {
             if (!allow_changed)
                 return fail_task(c, i, t->name,
@@ -270,6 +270,17 @@ static int hash_config(struct task_config *t, const cJSON *o)
     cJSON_DeleteItemFromObjectCaseSensitive(cfg, "data");
     cJSON_DeleteItemFromObjectCaseSensitive(cfg, "sha256");
     cJSON_DeleteItemFromObjectCaseSensitive(cfg, "description");
+    cJSON_DeleteItemFromObjectCaseSensitive(cfg, "items_file"); /* hashed as what it lists */
+    if (t->n_select) {
+        cJSON_DeleteItemFromObjectCaseSensitive(cfg, "items");
+        cJSON *sel = cJSON_AddArrayToObject(cfg, "items");
+        for (int64_t k = 0; sel && k < t->n_select; k++)
+            if (!cJSON_AddItemToArray(sel, cJSON_CreateNumber((double)t->select[k]))) sel = NULL;
+        if (!sel) {
+            cJSON_Delete(cfg);
+            return QG_ERR_NOMEM;
+        }
+    }
     cJSON *h = cJSON_AddObjectToObject(cfg, "data_sha256");
     int ok = h != NULL;
     for (int f = 0; f < t->n_files && ok; f++)
@@ -344,6 +355,108 @@ static int load_options(struct ctx *c, int i, const char *name, struct task_conf
     return QG_OK;
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* "items_file": one item index per line ('#' starts a comment), resolved
+ * against the suite's folder, into *v (malloc'd, *n entries) */
+static int read_items_file(struct ctx *c, int i, const char *name, const char *dir, const char *rel,
+                           int64_t **v, int64_t *n)
+{
+    char path[4200], *text = NULL, err[QG_ERRMSG_MAX];
+    size_t len;
+    snprintf(path, sizeof path, "%s%s%s", rel[0] == '/' || !*dir ? "" : dir,
+             rel[0] == '/' || !*dir ? "" : "/", rel);
+    if (qg_read_file(path, (size_t)64 << 20, &text, &len, err, sizeof err))
+        return fail_task(c, i, name, "\"items_file\": %s", err);
+    int64_t cap = 0, line = 0;
+    int rc = QG_OK;
+    for (char *p = text, *e; !rc && p < text + len; p = e + 1) {
+        e = memchr(p, '\n', (size_t)(text + len - p));
+        if (!e) e = text + len;
+        line++;
+        char *hash = memchr(p, '#', (size_t)(e - p));
+        char buf[64];
+        size_t k = (size_t)((hash ? hash : e) - p);
+        while (k && (p[k - 1] == ' ' || p[k - 1] == '\t' || p[k - 1] == '\r'))
+            k--;
+        while (k && (*p == ' ' || *p == '\t'))
+            p++, k--;
+        if (!k) continue;
+        int64_t x;
+        snprintf(buf, sizeof buf, "%.*s", (int)(k < 63 ? k : 63), p);
+        if (k > 20 || qg_parse_i64(buf, 0, INT64_MAX / 2, &x)) {
+            rc = fail_task(c, i, name, "%s:%lld: not an item index: '%s'", path, (long long)line,
+                           buf);
+            break;
+        }
+        if (*n == cap) {
+            int64_t *g = realloc(*v, (size_t)(cap = cap ? 2 * cap : 256) * sizeof *g);
+            if (!g) {
+                rc = nomem(c);
+                break;
+            }
+            *v = g;
+        }
+        (*v)[(*n)++] = x;
+    }
+    free(text);
+    return rc;
+}
+
+/* "items": [indices] or "items_file": the items to run, sorted, unique */
+static int load_items(struct ctx *c, int i, const char *name, struct task_config *t, const cJSON *o,
+                      const char *dir)
+{
+    const cJSON *items = cJSON_GetObjectItemCaseSensitive(o, "items");
+    const char *file = get_str(o, "items_file");
+    if (!items && !cJSON_GetObjectItemCaseSensitive(o, "items_file")) return QG_OK;
+    if (items && cJSON_GetObjectItemCaseSensitive(o, "items_file"))
+        return fail_task(c, i, name, "give \"items\" or \"items_file\", not both");
+    if (t->kind == TASK_PERPLEXITY)
+        return fail_task(c, i, name,
+                         "\"items\" selects items of multiple-choice and generation tasks; a "
+                         "perplexity task takes \"chunks\"");
+    int64_t *v = NULL, n = 0;
+    int rc = QG_OK;
+    if (items) {
+        if (!cJSON_IsArray(items) || cJSON_GetArraySize(items) == 0)
+            return fail_task(c, i, name, "\"items\" must be a non-empty array of item indices");
+        if (!(v = malloc((size_t)cJSON_GetArraySize(items) * sizeof *v))) return nomem(c);
+        const cJSON *x;
+        cJSON_ArrayForEach(x, items)
+        {
+            if (!cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble > 1e15 ||
+                x->valuedouble != floor(x->valuedouble)) {
+                free(v);
+                return fail_task(c, i, name,
+                                 "\"items\"[%lld] is not an item index (an integer >= 0)",
+                                 (long long)n);
+            }
+            v[n++] = (int64_t)x->valuedouble;
+        }
+    } else if (!file) {
+        return fail_task(c, i, name, "\"items_file\" must be a path");
+    } else if ((rc = read_items_file(c, i, name, dir, file, &v, &n))) {
+        free(v);
+        return rc;
+    }
+    if (n == 0) {
+        free(v);
+        return fail_task(c, i, name, "\"items_file\" %s lists no item", file);
+    }
+    qsort(v, (size_t)n, sizeof *v, cmp_i64);
+    int64_t k = 0;
+    for (int64_t j = 0; j < n; j++)
+        if (!k || v[j] != v[k - 1]) v[k++] = v[j];
+    t->select = v;
+    t->n_select = k;
+    return QG_OK;
+}
+
 static int load_task(struct ctx *c, int i, const cJSON *o, const char *dir, int allow_changed,
                      struct task_config *t)
 {
@@ -395,6 +508,7 @@ static int load_task(struct ctx *c, int i, const cJSON *o, const char *dir, int 
     }
     if (t->benchmark && !strcmp(t->benchmark, "piqa") && !task_config_file(t, "labels"))
         return fail_task(c, i, name, "piqa needs \"data\": {\"data\": ..., \"labels\": ...}");
+    if ((rc = load_items(c, i, name, t, o, dir))) return rc;
     return hash_config(t, o) ? nomem(c) : QG_OK;
 }
 

@@ -32,9 +32,24 @@ int task_read_text(const struct task_config *t, char **text, size_t *n, char *er
     return qg_read_file(f->path, (size_t)1 << 32, text, n, err, errlen);
 }
 
+int task_item_selected(const struct task_config *t, int64_t idx)
+{
+    if (t->n_select <= 0) return 1;
+    int64_t lo = 0, hi = t->n_select;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (t->select[mid] < idx)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < t->n_select && t->select[lo] == idx;
+}
+
 void task_config_release(struct task_config *t)
 {
     if (!t) return;
+    free(t->select);
     free(t->name);
     free(t->benchmark);
     free(t->delimiter);

@@ -36,6 +36,7 @@ struct task_config {
     int64_t chunks;
     /* multiple choice / generation */
     int64_t limit;
+    int64_t *select, n_select; /* item indices to run, sorted (n_select 0: every item) */
     int fewshot, max_tokens;
     uint64_t fewshot_seed;
     double temperature, top_p; /* generation: 0 = greedy; sampled with the run's seed + repeat */
@@ -58,6 +59,9 @@ const struct task_file *task_config_file(const struct task_config *t, const char
  * a malloc'd NUL-terminated buffer. QG_OK; QG_ERR_NOINPUT / QG_ERR_DATA /
  * QG_ERR_IO naming the file. */
 int task_read_text(const struct task_config *t, char **text, size_t *n, char *err, size_t errlen);
+
+/* 1 when item idx is to run: no selection, or idx is selected. */
+int task_item_selected(const struct task_config *t, int64_t idx);
 
 /* Frees what t owns (t itself is not freed); accepts NULL. */
 void task_config_release(struct task_config *t);

@@ -137,7 +137,8 @@ static int run_mc(const struct task_config *t, const struct backend *b, int n_ct
         if (next == nb) { /* refill the batch */
             nb = next = 0;
             for (; i < n && nb < MC_BATCH; i++)
-                if (in_shard(sh, i)) index[nb] = i, batch[nb++] = items[i];
+                if (in_shard(sh, i) && task_item_selected(t, i))
+                    index[nb] = i, batch[nb++] = items[i];
             if (nb && (rc = mc_score_many(b, n_ctx, batch, nb, t->delimiter, results, err, errlen)))
                 break;
             if (!nb) break;
@@ -206,7 +207,7 @@ static int run_gen(const struct task_config *t, const struct backend *b, int n_c
     if (gp.max_tokens > n_ctx / 2) gp.max_tokens = n_ctx / 2; /* leave room for the prompt */
     int64_t done = 0;
     for (int64_t i = 0; i < n && !rc; i++) {
-        if (!in_shard(sh, i)) continue;
+        if (!in_shard(sh, i) || !task_item_selected(t, i)) continue;
         done++;
         gp.seed = seed * 1000003u + (uint64_t)i;
         int32_t *ids = NULL;

@@ -310,3 +310,107 @@ TEST(gate_select_and_store_views)
     t_out_free(&o);
     return 0;
 }
+
+/* "items" and "items_file" choose items by index (llama.cpp's HellaSwag
+ * task list, say); what they select is part of the task's hash; bad
+ * lists are named with their file and line. */
+TEST(gate_items_selection)
+{
+    ASSERT_OK(synth("a.gguf", GGML_F32, 1));
+    ASSERT_OK(synth("b.gguf", GGML_Q8_0, 1));
+    ASSERT_OK(write_suite());
+    char sha[65], err[QG_ERRMSG_MAX], suite[4096];
+    ASSERT_OK(hash_sha256_file(t_path("mc.jsonl"), sha, err, sizeof err));
+    const char *fields =
+        "\"fields\":{\"id\":\"id\",\"context\":\"q\",\"choices\":\"c\",\"gold\":\"g\"}";
+    ASSERT_OK(t_write_file(t_path("list.txt"), "# chosen\n3\n 7 # seven\n\n3\n12\n", 28));
+    snprintf(suite, sizeof suite,
+             "{\"name\":\"sel\",\"tasks\":[{\"name\":\"some\",\"kind\":\"custom\",\"data\":"
+             "\"mc.jsonl\",\"sha256\":\"%s\",%s,\"items\":[5,0,9,5]},{\"name\":\"listed\","
+             "\"kind\":\"custom\",\"data\":\"mc.jsonl\",\"sha256\":\"%s\",%s,\"items_file\":"
+             "\"list.txt\"}]}",
+             sha, fields, sha, fields);
+    ASSERT_OK(t_write_file(t_path("sel.json"), suite, strlen(suite)));
+    char a[4200], b[4200], db[4200], sp[4200];
+    snprintf(a, sizeof a, "%s", t_path("a.gguf"));
+    snprintf(b, sizeof b, "%s", t_path("b.gguf"));
+    snprintf(db, sizeof db, "%s", t_path("g.db"));
+    snprintf(sp, sizeof sp, "%s", t_path("sel.json"));
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "gate", a, b, "--suite", sp, "--db", db, "-q", NULL));
+    ASSERT(o.code <= 2);
+    t_out_free(&o);
+    ASSERT_EQ(sql_int(db, "SELECT t.n_items FROM trials t JOIN tasks k ON k.id = t.task_id WHERE "
+                          "k.name = 'some' AND t.repeat = 0 LIMIT 1"),
+              3);
+    ASSERT_EQ(sql_int(db, "SELECT group_concat(idx, '') FROM (SELECT i.idx FROM items i JOIN "
+                          "trials t ON t.id = i.trial_id JOIN tasks k ON k.id = t.task_id JOIN "
+                          "models m ON m.id = t.model_id WHERE k.name = 'listed' AND m.name = "
+                          "'a' AND t.repeat = 0 ORDER BY i.idx)"),
+              3712);
+    ASSERT_EQ(
+        sql_int(db, "SELECT count(*) FROM tasks WHERE config_json LIKE '%\"items\":[3,7,12]%'"), 1);
+    /* a bad line, a perplexity task, both keys */
+    ASSERT_OK(t_write_file(t_path("list.txt"), "3\nseven\n", 8));
+    ASSERT_OK(t_qgate(&o, "suite", "check", sp, NULL));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "list.txt:2: not an item index: 'seven'");
+    t_out_free(&o);
+    snprintf(suite, sizeof suite,
+             "{\"name\":\"sel\",\"tasks\":[{\"name\":\"p\",\"kind\":\"perplexity\",\"data\":"
+             "\"mc.jsonl\",\"sha256\":\"%s\",\"items\":[1]}]}",
+             sha);
+    ASSERT_OK(t_write_file(t_path("sel.json"), suite, strlen(suite)));
+    ASSERT_OK(t_qgate(&o, "suite", "check", sp, NULL));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "a perplexity task takes \"chunks\"");
+    t_out_free(&o);
+    return 0;
+}
+
+/* `suite pin` shows the missing and changed pins, writes them, and the
+ * suite then loads; --dry-run writes nothing. */
+TEST(suite_pin_writes_pins)
+{
+    ASSERT_OK(write_suite());
+    const char *bare = "{\"name\":\"p\",\"tasks\":[{\"name\":\"t\",\"kind\":\"perplexity\","
+                       "\"data\":\"text.txt\",\"ctx\":16},{\"name\":\"m\",\"kind\":\"custom\","
+                       "\"data\":{\"data\":\"mc.jsonl\"},\"fields\":{\"id\":\"id\",\"context\":"
+                       "\"q\",\"choices\":\"c\",\"gold\":\"g\"}}]}";
+    ASSERT_OK(t_write_file(t_path("p.json"), bare, strlen(bare)));
+    char sp[4200];
+    snprintf(sp, sizeof sp, "%s", t_path("p.json"));
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "suite", "check", sp, NULL));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "'qgate suite pin ");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "suite", "pin", sp, "--dry-run", NULL));
+    ASSERT_EQ(o.code, 0);
+    ASSERT_CONTAINS(o.out, "would write 2 pins");
+    t_out_free(&o);
+    size_t n;
+    char *same = t_read_file(sp, &n);
+    ASSERT(same && !strcmp(same, bare));
+    free(same);
+    ASSERT_OK(t_qgate(&o, "suite", "pin", sp, NULL));
+    ASSERT_EQ(o.code, 0);
+    ASSERT_CONTAINS(o.out, "(no pin)");
+    ASSERT_CONTAINS(o.out, "wrote 2 pins");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "suite", "check", sp, NULL));
+    ASSERT_EQ(o.code, 0);
+    t_out_free(&o);
+    ASSERT_OK(t_write_file(t_path("text.txt"), "changed\n", 8));
+    ASSERT_OK(t_qgate(&o, "suite", "pin", sp, NULL));
+    ASSERT_CONTAINS(o.out, "(was ");
+    ASSERT_CONTAINS(o.out, "wrote 1 pin ");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "suite", "pin", sp, NULL));
+    ASSERT_CONTAINS(o.out, "every pin");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "suite", "pin", t_path("none.json"), NULL));
+    ASSERT_EQ(o.code, 66);
+    t_out_free(&o);
+    return 0;
+}
