@@ -27,6 +27,13 @@ static const struct cli_opt opts[] = {
      "without --suite: window length in tokens (default min(512, the "
      "baseline's context))",
      0},
+    {"baseline-run", 0, CLI_STR, "RUN|auto",
+     "reuse the baseline of a stored run (auto: the newest that can stand in) and run only the "
+     "candidates",
+     0},
+    {"baseline-db", 0, CLI_STR, "FILE", "the database holding --baseline-run (default: --db)", 0},
+    {"no-reference", 0, CLI_FLAG, NULL,
+     "do not keep the baseline's top-K references (later runs then cannot reuse it)", 0},
     {"tasks", 0, CLI_STR, "A,B", "only these tasks of the suite", 0},
     {"limit", 0, CLI_INT, "N", "at most N items (perplexity: windows) per task", 0},
     {"repeats", 'r', CLI_INT, "R",
@@ -199,6 +206,14 @@ static int check_options(const struct cli_args *a, struct runner_params *p)
                          "--suite, add a perplexity task to the suite instead");
     if (cli_flag(a, "md-append") && !cli_str(a, "md"))
         return cmd_usage("--md-append needs --md FILE");
+    const char *br = cli_str(a, "baseline-run");
+    if (br && !strcmp(br, "auto"))
+        p->baseline_run = -1;
+    else if (br && (qg_parse_i64(br, 1, INT64_MAX / 2, &p->baseline_run)))
+        return cmd_usage("--baseline-run takes a run id or 'auto', got '%s'", br);
+    if (cli_str(a, "baseline-db") && !br) return cmd_usage("--baseline-db needs --baseline-run");
+    p->baseline_db = cli_str(a, "baseline-db");
+    p->keep_refs = !cli_flag(a, "no-reference");
     if (cli_str(a, "noise")) {
         if (strcmp(cli_str(a, "noise"), "perturb") != 0)
             return cmd_usage("--noise takes 'perturb', got '%s'", cli_str(a, "noise"));

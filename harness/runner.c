@@ -6,7 +6,9 @@
 #include "backends/gguf.h"
 #include "backends/model_info.h"
 #include "datasets/hash.h"
+#include "harness/baseline.h"
 #include "harness/progress.h"
+#include "metrics/kld_ref.h"
 #include "core/status.h"
 #include "harness/suite.h"
 #include "core/util.h"
@@ -36,6 +38,15 @@ struct runner {
     int store_failed; /* the last batch could not be written: store_errmsg says why */
     struct progress pg;
     int64_t rows_done, rows_total; /* total 0 when unknown */
+    /* references of the baseline's windows waiting to be stored with the batch */
+    struct pending_ref {
+        int64_t trial, idx;
+        unsigned char *blob;
+        size_t n;
+    } refs[RUNNER_BATCH];
+    int n_refs;
+    struct baseline_ref base; /* base.run > 0: the baseline is reused, not run */
+    char base_sha[HASH_HEX_LEN + 1];
 };
 
 /* Set by SIGINT/SIGTERM: the row in hand is stored, then the run stops. */
@@ -71,12 +82,22 @@ static void batch_drop(struct runner *r)
     r->pending = 0;
 }
 
+static void refs_drop(struct runner *r)
+{
+    for (int i = 0; i < r->n_refs; i++)
+        free(r->refs[i].blob);
+    r->n_refs = 0;
+}
+
 /* The batch in one write transaction; the batch is emptied either way. */
 static int batch_write(struct runner *r)
 {
     int rc = store_begin(r->s);
     for (int64_t i = 0; !rc && i < r->pending; i++)
         rc = store_item_put(r->s, &r->batch[i]);
+    for (int i = 0; !rc && i < r->n_refs; i++)
+        rc = store_ref_put(r->s, r->refs[i].trial, r->refs[i].idx, r->refs[i].blob, r->refs[i].n);
+    refs_drop(r);
     if (!rc)
         rc = store_commit(r->s);
     else
@@ -112,9 +133,10 @@ static int put(struct runner *r, const struct store_item *it)
  * dropped when it failed */
 static int flush(struct runner *r, int ok)
 {
-    if (!r->pending) return QG_OK;
+    if (!r->pending && !r->n_refs) return QG_OK;
     if (!(ok | stop_requested)) {
         batch_drop(r);
+        refs_drop(r);
         return QG_OK;
     }
     return batch_write(r);
@@ -265,14 +287,17 @@ struct model_facts {
     char *types_json;
 };
 
-static void model_facts_read(const char *spec, struct model_facts *f)
+static void model_facts_read(const char *spec, const char *sha, struct model_facts *f)
 {
     char e2[QG_ERRMSG_MAX];
     struct stat st;
     f->n_params = -1;
     f->bytes = stat(spec, &st) == 0 && S_ISREG(st.st_mode) ? (int64_t)st.st_size : -1;
     f->types_json = model_types(spec, &f->n_params, f->arch, sizeof f->arch);
-    if (hash_sha256_file(spec, f->sha, e2, sizeof e2)) f->sha[0] = '\0';
+    if (sha && sha[0]) /* hashed already */
+        snprintf(f->sha, sizeof f->sha, "%s", sha);
+    else if (hash_sha256_file(spec, f->sha, e2, sizeof e2))
+        f->sha[0] = '\0';
 }
 
 /* The run, its models and its tasks, in one transaction: a process killed
@@ -331,7 +356,7 @@ static int record_setup(struct runner *r, char *err, size_t errlen)
     err[0] = '\0';
     struct model_facts mf[RUNNER_MAX_MODELS] = {0};
     for (int i = 0; i < p->n_models; i++)
-        model_facts_read(p->specs[i], &mf[i]);
+        model_facts_read(p->specs[i], i == 0 ? r->base_sha : NULL, &mf[i]);
     r->task_ids = calloc((size_t)r->suite->n_tasks, sizeof *r->task_ids);
     int rc = r->task_ids ? store_begin(r->s) : QG_ERR_NOMEM;
     if (!rc) {
@@ -352,6 +377,7 @@ static int record_setup(struct runner *r, char *err, size_t errlen)
 
 struct lock_sink {
     struct runner *r;
+    int64_t ref_trial; /* the stored baseline's trial whose references are read */
     int64_t trials[RUNNER_MAX_MODELS];
     int64_t top1[RUNNER_MAX_MODELS], tokens[RUNNER_MAX_MODELS];
     double dp[RUNNER_MAX_MODELS];
@@ -360,6 +386,7 @@ struct lock_sink {
 static int on_window(void *ud, int64_t w, int m, const struct ppl_lockstep_window *x)
 {
     struct lock_sink *k = ud;
+    if (m == 0 && k->r->base.run > 0) return QG_OK; /* the stored baseline's rows were copied */
     struct store_item it = {.trial_id = k->trials[m],
                             .idx = w,
                             .cluster = w,
@@ -376,6 +403,30 @@ static int on_window(void *ud, int64_t w, int m, const struct ppl_lockstep_windo
     k->tokens[m] += x->stat.tokens;
     k->dp[m] += x->dp_sum;
     return put(k->r, &it);
+}
+
+/* the baseline's reference of window w, stored with the batch */
+static int ref_put(void *ud, int64_t w, const unsigned char *blob, size_t n)
+{
+    struct lock_sink *k = ud;
+    struct runner *r = k->r;
+    if (r->n_refs == RUNNER_BATCH) {
+        int rc = batch_write(r);
+        if (rc) return rc;
+    }
+    struct pending_ref *x = &r->refs[r->n_refs];
+    if (!(x->blob = malloc(n))) return QG_ERR_NOMEM;
+    memcpy(x->blob, blob, n);
+    x->n = n, x->trial = k->trials[0], x->idx = w;
+    r->n_refs++;
+    return QG_OK;
+}
+
+/* the stored baseline's reference of window w */
+static int ref_get(void *ud, int64_t w, unsigned char **blob, size_t *n)
+{
+    struct lock_sink *k = ud;
+    return store_ref_get(k->r->base.store, k->ref_trial, w, blob, n);
 }
 
 static int finish_trial(struct runner *r, int64_t trial, int ok, int64_t items, int64_t tokens,
@@ -402,15 +453,16 @@ static int lockstep_tokens(struct runner *r, const struct task_config *st, int32
     char *buf = NULL;
     size_t n;
     int rc = task_read_text(st, &buf, &n, err, errlen);
-    for (int m = 0; m < p->n_models && !rc; m++) {
+    int m0 = r->base.run > 0; /* the first model tokenizing: the baseline, unless reused */
+    for (int m = m0; m < p->n_models && !rc; m++) {
         if ((rc = backend_tokenize(&r->b[m], buf, n, 1, &ids[m], &k[m])))
             qg_errf(err, errlen, rc, "tokenizing failed");
-        else if (m > 0 &&
-                 (k[m] != k[0] || memcmp(ids[m], ids[0], (size_t)k[0] * sizeof *ids[0]) != 0))
+        else if (m > m0 &&
+                 (k[m] != k[m0] || memcmp(ids[m], ids[m0], (size_t)k[m0] * sizeof *ids[0]) != 0))
             rc = qg_errf(err, errlen, QG_ERR_DATA,
                          "task '%s': models '%s' and '%s' tokenize the text differently; "
                          "a paired comparison needs the same tokens",
-                         st->name, p->names[0], p->names[m]);
+                         st->name, p->names[m0], p->names[m]);
     }
     free(buf);
     return rc;
@@ -425,7 +477,8 @@ static int lockstep_trials(struct runner *r, int t, int repeat, int64_t *trials,
 {
     const struct runner_params *p = r->p;
     *all_done = 1;
-    for (int m = 0; m < p->n_models; m++) {
+    int m0 = r->base.run > 0; /* a reused baseline's trials are copied, never rerun */
+    for (int m = m0; m < p->n_models; m++) {
         int64_t id;
         int tstatus;
         if (store_trial_find(r->s, r->run_id, p->names[m], r->task_ids[t], repeat, &id, &tstatus) !=
@@ -434,7 +487,7 @@ static int lockstep_trials(struct runner *r, int t, int repeat, int64_t *trials,
             *all_done = 0;
     }
     int rc = QG_OK;
-    for (int m = 0; m < p->n_models && !rc && !*all_done; m++) {
+    for (int m = m0; m < p->n_models && !rc && !*all_done; m++) {
         int tstatus;
         int f = store_trial_find(r->s, r->run_id, p->names[m], r->task_ids[t], repeat, &trials[m],
                                  &tstatus);
@@ -494,12 +547,67 @@ static void print_lockstep(const char *model, const char *task, int repeat, int 
 }
 
 /* one perplexity task, all models in lockstep */
+/* sha256 of a token stream (its int32 ids as stored in memory) */
+static void tokens_sha(const int32_t *ids, int64_t k, char out[HASH_HEX_LEN + 1])
+{
+    hash_sha256_mem(ids, (size_t)k * sizeof *ids, out);
+}
+
+/* The link to stored references: keep the baseline's (repeat 0, when
+ * asked), or read a reused baseline's, checking first that the candidates
+ * tokenize the text as it did. */
+static int lockstep_refs(struct runner *r, int t, int repeat, const int32_t *ids, int64_t k,
+                         struct lock_sink *ks, struct ppl_ref_io *io, char *err, size_t errlen)
+{
+    const struct task_config *st = &r->suite->tasks[t];
+    *io = (struct ppl_ref_io){.top_k = KLD_REF_TOP_K, .ud = ks};
+    if (r->base.run <= 0) {
+        if (r->p->keep_refs && repeat == 0) io->put = ref_put;
+        return QG_OK;
+    }
+    char sha[HASH_HEX_LEN + 1];
+    tokens_sha(ids, k, sha);
+    if (strcmp(sha, r->base.tokens_sha[t]))
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "task '%s': the candidates tokenize the text differently from the stored "
+                       "baseline (run %lld); a paired comparison needs the same tokens",
+                       st->name, (long long)r->base.run);
+    ks->ref_trial = r->base.trial0[t];
+    io->get = ref_get;
+    return QG_OK;
+}
+
+/* Each model's trial of a finished (or failed) lockstep pass. */
+static int lockstep_finish(struct runner *r, int t, int repeat, int rc,
+                           const struct ppl_result *res, double *const *kld, int64_t n_kld,
+                           const int *kld_top_k, const struct lock_sink *ks, const char *sha,
+                           double secs, char *err, size_t errlen)
+{
+    const struct runner_params *p = r->p;
+    for (int m = r->base.run > 0; m < p->n_models && ks->trials[m]; m++) {
+        cJSON *mj = rc ? cJSON_CreateObject()
+                       : lockstep_metrics(&res[m], kld[m], n_kld, kld_top_k[m], ks, m);
+        if (!rc && m == 0) cJSON_AddStringToObject(mj, "tokens_sha256", sha);
+        if (!rc && m > 0 && r->base.run > 0) /* its KLD: against the stored reference */
+            cJSON_AddNumberToObject(mj, "kld_reference", (double)r->base.run);
+        int rc2 = finish_trial(r, ks->trials[m], rc == QG_OK, res[m].windows, res[m].tokens, secs,
+                               mj, rc ? err : NULL);
+        if (!rc && rc2) rc = qg_errf(err, errlen, rc2, "%s", store_errmsg(r->s));
+        if (!rc && !p->quiet)
+            print_lockstep(p->names[m], r->suite->tasks[t].name, repeat, m, &res[m], mj);
+        cJSON_Delete(mj);
+    }
+    return rc;
+}
+
+/* one perplexity task, all models in lockstep (a reused baseline: its
+ * stored references in its place) */
 static int run_lockstep(struct runner *r, int t, int repeat, char *err, size_t errlen)
 {
     const struct task_config *st = &r->suite->tasks[t];
     const struct runner_params *p = r->p;
-    int nm = p->n_models, all_done = 0;
-    for (int m = 0; m < nm; m++)
+    int nm = p->n_models, all_done = 0, m0 = r->base.run > 0;
+    for (int m = m0; m < nm; m++)
         if (st->ctx > r->n_ctx[m])
             return qg_errf(err, errlen, QG_ERR_USAGE,
                            "task '%s': ctx %d is longer than model '%s''s context %d", st->name,
@@ -507,19 +615,24 @@ static int run_lockstep(struct runner *r, int t, int repeat, char *err, size_t e
     int32_t *ids[RUNNER_MAX_MODELS] = {0};
     int64_t k[RUNNER_MAX_MODELS] = {0};
     struct lock_sink ks = {.r = r};
+    struct ppl_ref_io io;
     int rc = lockstep_tokens(r, st, ids, k, err, errlen);
+    if (!rc) rc = lockstep_refs(r, t, repeat, ids[m0], k[m0], &ks, &io, err, errlen);
     if (!rc) rc = lockstep_trials(r, t, repeat, ks.trials, &all_done, err, errlen);
     double *kld[RUNNER_MAX_MODELS] = {0};
     int64_t n_kld = 0;
     struct ppl_result res[RUNNER_MAX_MODELS] = {0};
     const struct backend *bs[RUNNER_MAX_MODELS];
     for (int m = 0; m < nm; m++)
-        bs[m] = &r->b[m];
+        bs[m] = m < m0 ? NULL : &r->b[m];
     struct ppl_params pp = ppl_task_params(st, p->shard_index, p->shard_count);
+    pp.ref = &io;
     int kld_top_k[RUNNER_MAX_MODELS] = {0};
+    char sha[HASH_HEX_LEN + 1] = "";
+    if (!rc) tokens_sha(ids[m0], k[m0], sha);
     double t0 = qg_now_s();
     if (!rc && !all_done)
-        rc = ppl_evaluate_lockstep(bs, nm, ids[0], k[0], &pp, on_window, &ks, kld, &n_kld,
+        rc = ppl_evaluate_lockstep(bs, nm, ids[m0], k[m0], &pp, on_window, &ks, kld, &n_kld,
                                    kld_top_k, res, err, errlen);
     double secs = qg_now_s() - t0; /* the joint pass: every model's trial records it */
     if (rc && !all_done) ppl_task_error(st, err, errlen);
@@ -527,15 +640,8 @@ static int run_lockstep(struct runner *r, int t, int repeat, char *err, size_t e
         int frc = flush(r, rc == QG_OK);
         if (!rc) rc = frc;
         if (r->store_failed) qg_errf(err, errlen, rc, "%s", store_errmsg(r->s));
-    }
-    for (int m = 0; m < nm && ks.trials[m] && !all_done; m++) {
-        cJSON *mj = rc ? cJSON_CreateObject()
-                       : lockstep_metrics(&res[m], kld[m], n_kld, kld_top_k[m], &ks, m);
-        int rc2 = finish_trial(r, ks.trials[m], rc == QG_OK, res[m].windows, res[m].tokens, secs,
-                               mj, rc ? err : NULL);
-        if (!rc && rc2) rc = qg_errf(err, errlen, rc2, "%s", store_errmsg(r->s));
-        if (!rc && !p->quiet) print_lockstep(p->names[m], st->name, repeat, m, &res[m], mj);
-        cJSON_Delete(mj);
+        rc = lockstep_finish(r, t, repeat, rc, res, kld, n_kld, kld_top_k, &ks, sha, secs, err,
+                             errlen);
     }
     for (int m = 0; m < nm; m++) {
         free(ids[m]);
@@ -619,7 +725,7 @@ static int64_t estimate_rows(struct runner *r)
         if (st->kind == TASK_PERPLEXITY) {
             int32_t *ids = NULL;
             int64_t k = 0;
-            if (ppl_task_tokens(st, &r->b[0], &ids, &k, err, sizeof err)) return 0;
+            if (ppl_task_tokens(st, &r->b[r->base.run > 0], &ids, &k, err, sizeof err)) return 0;
             int rc = QG_OK;
             struct ppl_params pp = ppl_task_params(st, 0, 1);
             struct ppl_window *w = NULL;
@@ -655,7 +761,8 @@ static void cache_put(void *ud, const char *key, const char *endpoint, const cha
     (void)store_cache_put(ud, key, endpoint, model, value);
 }
 
-/* Every task at repeat rep: perplexity in lockstep, the rest model by model. */
+/* Every task at repeat rep: perplexity in lockstep, the rest model by model
+ * (a reused baseline is not run). */
 static int run_repeat(struct runner *r, int rep, char *err, size_t errlen)
 {
     int rc = QG_OK;
@@ -663,10 +770,56 @@ static int run_repeat(struct runner *r, int rep, char *err, size_t errlen)
         if (r->suite->tasks[t].kind == TASK_PERPLEXITY && r->p->n_models > 1)
             rc = run_lockstep(r, t, rep, err, errlen);
         else
-            for (int m = 0; m < r->p->n_models && !rc; m++)
+            for (int m = r->base.run > 0; m < r->p->n_models && !rc; m++)
                 rc = run_single(r, t, m, rep, &r->b[m], err, errlen);
     }
     return rc;
+}
+
+/* With a reused baseline: the candidates, once when the stored baseline was
+ * deterministic, else every repeat. */
+static int run_candidates(struct runner *r, int *deterministic, char *err, size_t errlen)
+{
+    int rc = QG_OK, reps = r->base.deterministic ? 1 : r->p->repeats;
+    *deterministic = r->base.deterministic;
+    if (!r->p->quiet || r->p->progress)
+        printf("  baseline reused from run %lld%s%s (%s); running the candidates only\n",
+               (long long)r->base.run, r->base.path ? " of " : "", r->base.path ? r->base.path : "",
+               r->base.deterministic ? "deterministic" : "not deterministic: candidates repeat");
+    for (int rep = 0; rep < reps && !rc; rep++)
+        rc = run_repeat(r, rep, err, errlen);
+    return rc;
+}
+
+/* The stored baseline: found, or (asked to find one) none and a note. */
+static int find_baseline(struct runner *r, char *err, size_t errlen)
+{
+    const struct runner_params *p = r->p;
+    if (p->noise_perturb || p->resume > 0 || p->shard_count > 1)
+        return qg_errf(err, errlen, QG_ERR_USAGE,
+                       "a stored baseline cannot be combined with --noise, --resume or --shard");
+    int rc = hash_sha256_file(p->specs[0], r->base_sha, err, errlen);
+    if (!rc)
+        rc = baseline_find(r->s, p->baseline_db, p->baseline_run, r->base_sha, r->suite, &r->base,
+                           err, errlen);
+    if (rc == QG_ERR_NOTFOUND && p->baseline_run < 0) { /* none yet: run it, keep it */
+        if (!p->quiet || p->progress)
+            fprintf(stderr, "qgate: no stored baseline to reuse (%s); running it now\n", err);
+        baseline_release(&r->base);
+        err[0] = '\0';
+        return QG_OK;
+    }
+    return rc;
+}
+
+/* The stored baseline's trials and items, copied into the new run. */
+static int copy_baseline(struct runner *r, char *err, size_t errlen)
+{
+    int rc = QG_OK;
+    for (int t = 0; t < r->suite->n_tasks && !rc; t++)
+        rc = store_copy_trials(r->s, r->base.path, r->base.run, r->base.model,
+                               r->suite->tasks[t].name, r->run_id, r->model_ids[0], r->task_ids[t]);
+    return rc ? qg_errf(err, errlen, rc, "%s", store_errmsg(r->s)) : QG_OK;
 }
 
 /* The repeats. The baseline repeats alone first: when it reproduces itself
@@ -706,8 +859,14 @@ int runner_run(struct store *s, const struct runner_params *p, int64_t *run_id, 
         suite_free(r.suite);
         return rc;
     }
+    if (p->baseline_run) rc = find_baseline(&r, err, errlen);
+    if (rc) {
+        suite_free(r.suite);
+        baseline_release(&r.base);
+        return rc;
+    }
     struct backend_cache cache = {.ud = s, .get = cache_get, .put = cache_put};
-    for (int m = 0; m < p->n_models && !rc; m++) {
+    for (int m = r.base.run > 0; m < p->n_models && !rc; m++) { /* a reused baseline: not opened */
         struct backend_open_params bp = {.n_threads = p->threads,
                                          .cache = p->no_cache ? NULL : &cache};
         if ((rc = backend_open(p->specs[m], &bp, &r.b[m], err, errlen))) break;
@@ -716,11 +875,15 @@ int runner_run(struct store *s, const struct runner_params *p, int64_t *run_id, 
         r.n_ctx[m] = info.n_ctx_train;
     }
     if (!rc) rc = record_setup(&r, err, errlen);
+    if (!rc && r.base.run > 0) rc = copy_baseline(&r, err, errlen);
     *run_id = r.run_id;
     progress_init(&r.pg, "run", p->quiet && !p->progress);
     if (!rc && r.pg.enabled) r.rows_total = estimate_rows(&r);
     int deterministic = 0, next_repeat = p->repeats;
-    if (!rc) rc = run_repeats(&r, &deterministic, &next_repeat, err, errlen);
+    if (!rc && r.base.run > 0)
+        rc = run_candidates(&r, &deterministic, err, errlen);
+    else if (!rc)
+        rc = run_repeats(&r, &deterministic, &next_repeat, err, errlen);
     if (!rc && p->noise_perturb) {
         /* the baseline once more, each window evaluated in two batches */
         struct backend pb;
@@ -749,6 +912,7 @@ int runner_run(struct store *s, const struct runner_params *p, int64_t *run_id, 
     }
     for (int m = 0; m < p->n_models; m++)
         backend_close(&r.b[m]);
+    baseline_release(&r.base);
     free(r.task_ids);
     suite_free(r.suite);
     return rc;

@@ -15,6 +15,12 @@
  * baseline's). Only when the baseline proved nondeterministic do the
  * candidates repeat too.
  *
+ * Stored baseline: with baseline_run, the baseline is not run at all. Its
+ * trials (every repeat, with their items) are copied from the stored run,
+ * and the candidates' perplexity windows are judged against its stored
+ * top-K references (KLD a lower bound, metrics/kld_ref.h); candidates
+ * repeat only when the stored baseline was not deterministic.
+ *
  * Resume: with p->resume set, the run's suite hash and models must match;
  * finished trials are kept, unfinished ones rerun from their start (rows are
  * keyed by trial and index, so a rerun overwrites what a killed process
@@ -51,6 +57,11 @@ struct runner_params {
     const char *tasks;            /* comma-separated task names to run (NULL: all) */
     int64_t limit;                /* > 0: at most this many items (windows) per task */
     int progress;                 /* 1: progress on stderr even when quiet */
+    int keep_refs;                /* 1: keep the baseline's top-K references of every
+                                   * perplexity window (repeat 0), for later reuse */
+    int64_t baseline_run;         /* > 0: reuse that run's baseline (harness/baseline.h);
+                                   * -1: the newest run that can stand in, if any; 0: none */
+    const char *baseline_db;      /* the database holding it (NULL: this one) */
 };
 
 /* Runs and stores; *run_id is set as soon as the run exists (also on

@@ -123,6 +123,12 @@ static const char *const migrations[] = {
     "  origin TEXT NOT NULL," /* how it was made, e.g. sampled from a model */
     "  content BLOB NOT NULL, created_at TEXT NOT NULL) WITHOUT ROWID;"
     "CREATE INDEX texts_by_origin ON texts(origin);"
+    /* a baseline's top-K next-token distributions per perplexity window
+     * (metrics/kld_ref.h), so that later candidates are judged without it */
+    "CREATE TABLE refs("
+    "  trial_id INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,"
+    "  idx INTEGER NOT NULL, data BLOB NOT NULL,"
+    "  PRIMARY KEY(trial_id, idx)) WITHOUT ROWID;"
     "CREATE VIEW verdicts AS"
     "  SELECT c.id AS comparison, c.run_id AS run, b.name AS baseline, m.name AS candidate,"
     "         v.name AS verdict, c.created_at, c.command"
@@ -235,6 +241,11 @@ static int db_fail(struct store *s, const char *what)
 const char *store_errmsg(const struct store *s)
 {
     return s ? s->err : "no store";
+}
+
+const char *store_path(const struct store *s)
+{
+    return s->path;
 }
 
 int store_schema_version(const struct store *s)
@@ -1732,4 +1743,111 @@ int store_comparisons_json(struct store *s, int64_t run_id, int64_t limit, cJSON
     }
     *out = arr;
     return QG_OK;
+}
+
+int store_ref_put(struct store *s, int64_t trial_id, int64_t idx, const void *blob, size_t n)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(s, "INSERT OR REPLACE INTO refs(trial_id, idx, data) VALUES(?,?,?)", &st);
+    if (rc) return rc;
+    sqlite3_bind_int64(st, 1, trial_id);
+    sqlite3_bind_int64(st, 2, idx);
+    sqlite3_bind_blob64(st, 3, blob, n, SQLITE_TRANSIENT);
+    return step_done(s, st, "storing a baseline reference", 0, NULL);
+}
+
+int store_ref_get(struct store *s, int64_t trial_id, int64_t idx, unsigned char **blob, size_t *n)
+{
+    *blob = NULL;
+    *n = 0;
+    sqlite3_stmt *st;
+    int rc = prepare(s, "SELECT data FROM refs WHERE trial_id=? AND idx=?", &st);
+    if (rc) return rc;
+    sqlite3_bind_int64(st, 1, trial_id);
+    sqlite3_bind_int64(st, 2, idx);
+    rc = sqlite3_step(st);
+    int out = rc == SQLITE_ROW    ? QG_OK
+              : rc == SQLITE_DONE ? QG_ERR_NOTFOUND
+                                  : db_fail(s, "reading a baseline reference");
+    if (!out) {
+        size_t len = (size_t)sqlite3_column_bytes(st, 0);
+        const void *b = sqlite3_column_blob(st, 0);
+        if (!(*blob = malloc(len ? len : 1)))
+            out = QG_ERR_NOMEM;
+        else {
+            if (len) memcpy(*blob, b, len);
+            *n = len;
+        }
+    }
+    if (out == QG_ERR_NOTFOUND)
+        qg_errf(s->err, sizeof s->err, QG_ERR_NOTFOUND,
+                "%s: trial %lld keeps no reference of window %lld", s->path, (long long)trial_id,
+                (long long)idx);
+    sqlite3_finalize(st);
+    return out;
+}
+
+int store_ref_count(struct store *s, int64_t trial_id, int64_t *n)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(s, "SELECT count(*) FROM refs WHERE trial_id=?", &st);
+    if (rc) return rc;
+    sqlite3_bind_int64(st, 1, trial_id);
+    return one_int64(s, st, "counting baseline references", n);
+}
+
+/* the trials, then their items, of one model on one task, from schema
+ * '@' ("main" or the attached "src") into the destination run */
+static const char *const copy_sql[2] = {
+    "INSERT INTO trials(run_id, model_id, task_id, repeat, seed, status, deterministic, "
+    "started_at, finished_at, wall_seconds, n_items, n_tokens, metrics_json, error) "
+    "SELECT ?1, ?2, ?3, st.repeat, st.seed, st.status, st.deterministic, st.started_at, "
+    "st.finished_at, st.wall_seconds, st.n_items, st.n_tokens, "
+    "json_set(coalesce(st.metrics_json, '{}'), '$.reused_from', "
+    "json_object('run', ?4, 'trial', st.id, 'db', ?7)), st.error "
+    "FROM @.trials st JOIN @.models sm ON sm.id=st.model_id "
+    "JOIN @.tasks sk ON sk.id=st.task_id "
+    "WHERE st.run_id=?4 AND sm.name=?5 AND sk.name=?6 AND st.status=2 ORDER BY st.repeat",
+    "INSERT INTO items(trial_id, idx, cluster, nll, n_tokens, n_bytes, n_words, correct, score, "
+    "prediction, extracted, output_hash, kld_sum, top1_agree, dp_sum, extra_json) "
+    "SELECT tr.id, i.idx, i.cluster, i.nll, i.n_tokens, i.n_bytes, i.n_words, i.correct, "
+    "i.score, i.prediction, i.extracted, i.output_hash, i.kld_sum, i.top1_agree, i.dp_sum, "
+    "i.extra_json FROM @.items i JOIN @.trials st ON st.id=i.trial_id "
+    "JOIN @.models sm ON sm.id=st.model_id JOIN @.tasks sk ON sk.id=st.task_id "
+    "JOIN trials tr ON tr.run_id=?1 AND tr.model_id=?2 AND tr.task_id=?3 "
+    "AND tr.repeat=st.repeat "
+    "WHERE st.run_id=?4 AND sm.name=?5 AND sk.name=?6 AND st.status=2 AND ?7 IS NOT 0"};
+
+int store_copy_trials(struct store *s, const char *src_path, int64_t src_run, const char *model,
+                      const char *task, int64_t dst_run, int64_t dst_model, int64_t dst_task)
+{
+    const char *db = src_path ? "src" : "main";
+    int rc = src_path ? attach(s, src_path) : QG_OK;
+    if (!rc) rc = store_begin(s);
+    for (int q = 0; q < 2 && !rc; q++) {
+        char sql[2048];
+        size_t o = 0;
+        for (const char *c = copy_sql[q]; *c && o + 8 < sizeof sql; c++) /* '@' names the schema */
+            if (*c == '@')
+                o += (size_t)snprintf(sql + o, sizeof sql - o, "%s", db);
+            else
+                sql[o++] = *c;
+        sql[o] = '\0';
+        sqlite3_stmt *st;
+        if ((rc = prepare(s, sql, &st))) break;
+        sqlite3_bind_int64(st, 1, dst_run);
+        sqlite3_bind_int64(st, 2, dst_model);
+        sqlite3_bind_int64(st, 3, dst_task);
+        sqlite3_bind_int64(st, 4, src_run);
+        bind_text(st, 5, model);
+        bind_text(st, 6, task);
+        bind_text(st, 7, src_path ? src_path : s->path);
+        rc = step_done(s, st, "copying the stored baseline's trials", 0, NULL);
+    }
+    if (!rc)
+        rc = store_commit(s);
+    else
+        store_rollback(s);
+    if (src_path) detach(s);
+    return rc;
 }

@@ -68,6 +68,8 @@ void store_close(struct store *s); /* accepts NULL */
 
 /* Message of the last failure on s (valid until the next call on s). */
 const char *store_errmsg(const struct store *s);
+/* The database file's path as opened. */
+const char *store_path(const struct store *s);
 /* Schema version of the open file. */
 int store_schema_version(const struct store *s);
 
@@ -239,6 +241,21 @@ int store_text_put(struct store *s, const char *sha256, const char *origin, cons
                    size_t n);
 int store_text_find(struct store *s, const char *origin, char **content, size_t *n,
                     char sha256[65]);
+
+/* A baseline's top-K reference of one perplexity window (schema v3,
+ * metrics/kld_ref.h): put replaces; get returns the blob (malloc'd) or
+ * QG_ERR_NOTFOUND; count says how many windows a trial keeps. */
+int store_ref_put(struct store *s, int64_t trial_id, int64_t idx, const void *blob, size_t n);
+int store_ref_get(struct store *s, int64_t trial_id, int64_t idx, unsigned char **blob, size_t *n);
+int store_ref_count(struct store *s, int64_t trial_id, int64_t *n);
+
+/* Copies the done trials (every repeat) of model `model` on task `task` of
+ * run src_run — in the database at src_path, or this one when NULL — with
+ * their items into run dst_run as model dst_model on task dst_task, in one
+ * transaction. Each copy's metrics_json gets "reused_from": {run, trial,
+ * db}. QG_OK or a store error (nothing copied). */
+int store_copy_trials(struct store *s, const char *src_path, int64_t src_run, const char *model,
+                      const char *task, int64_t dst_run, int64_t dst_model, int64_t dst_task);
 
 /* Array of stored comparisons, newest first (run_id <= 0: every run; at
  * most limit, <= 0 for all): id, run, baseline, candidate, verdict (name),

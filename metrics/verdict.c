@@ -362,7 +362,13 @@ static int evaluate_gates(const struct verdict_input *in, const struct verdict_p
             int rc = window_rate_gate(in->cand, in->n_cand, top1, p, g);
             if (rc == QG_ERR_NOMEM) return rc;
             if (rc) continue;
-            /* a top-K KLD is a lower bound: it can prove a FAIL, not a PASS */
+            /* a top-K KLD is a lower bound: it can prove a FAIL, not a PASS;
+             * against a stored reference (the baseline's own top-K, nearly
+             * all of its mass) a bound within the limit is stated, not gated */
+            if (!top1 && in->kld_top_k > 0 && g->verdict == VERDICT_PASS && in->kld_ref) {
+                v->kld_stated = g->value;
+                continue;
+            }
             if (!top1 && in->kld_top_k > 0 && g->verdict == VERDICT_PASS)
                 g->verdict = VERDICT_INCONCLUSIVE;
             v->n_gates++;
@@ -437,10 +443,16 @@ int verdict_task_compute(const struct verdict_input *in, const struct verdict_pa
     v->margin = fmax(ppl ? p->policy.margin_ppl : p->policy.margin_acc, v->noise);
     rc = estimate(&u, ppl, p, v);
     units_free(&u);
+    v->kld_stated = -1;
     if (!rc) rc = evaluate_gates(in, p, ppl, v);
     if (rc) return qg_errf(err, errlen, rc, "task '%s': out of memory", in->name);
     decide_loss(v, ppl);
     combine(v);
+    size_t k = strlen(v->reason);
+    if (v->kld_stated >= 0 && k < sizeof v->reason)
+        snprintf(v->reason + k, sizeof v->reason - k,
+                 "; kld %.4g is a lower bound (the stored baseline's top-%d), not gated",
+                 v->kld_stated, in->kld_top_k);
     return QG_OK;
 }
 

@@ -89,6 +89,8 @@ struct verdict_input {
     int metric;       /* enum verdict_metric */
     int critical;     /* copied to the result: 0 leaves it out of the suite verdict */
     int kld_top_k;    /* > 0: the candidate's KLD is a top-K lower bound (it can FAIL, not PASS) */
+    int kld_ref;      /* 1: that bound is against a stored baseline's top-K reference: within
+                       * the limit, the KLD gate is stated and left out, not INCONCLUSIVE */
     const struct item_row *base, *cand;
     int64_t n_base, n_cand;
     const struct item_row *const *repeats;
@@ -124,6 +126,7 @@ struct verdict_task {
     int verdict;             /* the loss and every gate together */
     int critical;            /* 1: counts in the suite verdict; 0: informational */
     char reason[256];
+    double kld_stated; /* >= 0: a stored-reference KLD bound within the limit, not gated */
     struct verdict_gate gates[VERDICT_MAX_GATES];
     int n_gates;
     /* lockstep figures, filled by the caller from the candidate's trial

@@ -1,5 +1,6 @@
 /* perplexity — window planning for the three protocols and the scoring loop. */
 #include "tasks/perplexity.h"
+#include "metrics/kld_ref.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "metrics/kld.h"
@@ -282,6 +283,11 @@ struct prefetch {
  * (rows of n_ctx + 1 = stride positions). */
 struct lockstep {
     const struct backend *const *models;
+    const struct backend *first; /* the first model present (models[0] absent on replay) */
+    const struct ppl_ref_io *ref;
+    int replay;              /* models[0] is a stored reference (ref->get) */
+    unsigned char *ref_blob; /* the current window's reference */
+    int ref_k;
     int nm, V, kld_ok; /* kld_ok: the baseline gives full rows */
     size_t stride;
     struct ppl_window *win;
@@ -315,6 +321,7 @@ static void lockstep_release(struct lockstep *L)
     free(L->tk_ids);
     free(L->tk_lp);
     free(L->st);
+    free(L->ref_blob);
     for (int m = 0; L->pf && m < L->nm; m++)
         free(L->pf[m].lp), free(L->pf[m].tk_ids), free(L->pf[m].tk_lp);
     free(L->pf);
@@ -326,11 +333,16 @@ static int lockstep_alloc_models(struct lockstep *L)
     int rc = QG_OK;
     size_t group = PPL_REMOTE_BATCH * L->stride;
     for (int m = 0; m < L->nm; m++) {
+        if (!L->models[m]) { /* a stored reference */
+            L->kld_top_k[m] = 0;
+            ppl_stats_init(&L->st[m]);
+            continue;
+        }
         unsigned caps = backend_caps(L->models[m]);
-        L->kld_top_k[m] = !L->kld_ok                            ? -1
-                          : (caps & BACKEND_CAP_FULL_ROWS)      ? 0
-                          : m > 0 && (caps & BACKEND_CAP_TOP_K) ? PPL_KLD_TOP_K
-                                                                : -1;
+        L->kld_top_k[m] = !L->kld_ok                                          ? -1
+                          : (caps & BACKEND_CAP_FULL_ROWS)                    ? 0
+                          : m > 0 && !L->replay && (caps & BACKEND_CAP_TOP_K) ? PPL_KLD_TOP_K
+                                                                              : -1;
         ppl_stats_init(&L->st[m]);
         if (m > 0 && !(L->kld[m] = malloc((size_t)(L->k ? L->k : 1) * sizeof **L->kld)))
             rc = QG_ERR_NOMEM;
@@ -376,7 +388,7 @@ static int lockstep_alloc(struct lockstep *L, const int32_t *ids, int64_t n,
                        "out of memory for lockstep scoring (%d models, vocabulary %d)", L->nm,
                        L->V);
     L->k = 0;
-    if ((rc = piece_counts(L->models[0], ids, n, L->bytes, L->words)))
+    if ((rc = piece_counts(L->first, ids, n, L->bytes, L->words)))
         return qg_errf(err, errlen, rc, "cannot measure the bytes of the tokens (%s)",
                        qg_strerror(rc));
     return QG_OK;
@@ -409,6 +421,47 @@ static int lockstep_prefetch(struct lockstep *L, int g, const int64_t *gw, char 
     return QG_OK;
 }
 
+/* Replay: window w's stored reference stands for the baseline: the
+ * log-probs of its actual tokens (*lpm); the blob kept for the candidates. */
+static int lockstep_reference(struct lockstep *L, int64_t w, const double **lpm, char *err,
+                              size_t errlen)
+{
+    const struct ppl_window *W = &L->win[w];
+    int ns = W->n - W->from;
+    size_t len = 0;
+    free(L->ref_blob);
+    L->ref_blob = NULL;
+    int rc = L->ref->get(L->ref->ud, w, &L->ref_blob, &len);
+    if (rc)
+        return qg_errf(err, errlen, rc, "window %lld: no stored baseline reference", (long long)w);
+    if (kld_ref_check(L->ref_blob, len, ns, &L->ref_k))
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "window %lld: the stored baseline reference does not fit the window (%d "
+                       "positions); the baseline run scored other windows",
+                       (long long)w, ns);
+    for (int i = 0; i < ns; i++)
+        L->lp[i] = kld_ref_lp_actual(L->ref_blob, L->ref_k, i);
+    *lpm = L->lp;
+    return QG_OK;
+}
+
+/* Record: the baseline's reference of window w, from its full rows. */
+static int lockstep_record(struct lockstep *L, int64_t w, char *err, size_t errlen)
+{
+    const struct ppl_window *W = &L->win[w];
+    int ns = W->n - W->from, k = L->ref->top_k > 0 ? L->ref->top_k : KLD_REF_TOP_K;
+    if (k > L->V) k = L->V;
+    size_t len = kld_ref_size(ns, k);
+    unsigned char *blob = malloc(len);
+    if (!blob) return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
+    kld_ref_encode(L->base_rows, L->V, L->tok + W->from, ns, k, blob);
+    int rc = L->ref->put(L->ref->ud, w, blob, len);
+    free(blob);
+    return rc ? qg_errf(err, errlen, rc, "window %lld: storing the baseline reference failed",
+                        (long long)w)
+              : QG_OK;
+}
+
 /* One model's answers for window j of the group: log-probs of the scored
  * tokens (*lpm) and, for a top-K model, its top tokens (*tki, *tkl). A
  * local model computes them now (with full rows when KLD needs them). */
@@ -417,6 +470,7 @@ static int lockstep_answers(struct lockstep *L, int m, int j, int64_t w, int ful
                             size_t errlen)
 {
     const struct prefetch *pf = &L->pf[m];
+    if (!L->models[m]) return lockstep_reference(L, w, lpm, err, errlen);
     if (pf->lp) { /* scored with its group */
         size_t at = (size_t)j * L->stride;
         *lpm = pf->lp + at;
@@ -453,7 +507,14 @@ static void lockstep_token(struct lockstep *L, int m, const struct ppl_window *W
     const float *b = L->base_rows + (size_t)i * (size_t)L->V;
     int32_t x = L->tok[W->from + i];
     double kl;
-    if (K) { /* top-K with one bucket for the rest: a lower bound */
+    if (L->replay && full) { /* against the stored reference: a lower bound */
+        int agree = 0;
+        double dp = 0;
+        kl = kld_ref_against(L->ref_blob, L->ref_k, i, L->rows + (size_t)i * (size_t)L->V, L->V,
+                             L->top[i], x, &agree, &dp);
+        lw->dp_sum += dp;
+        lw->top1_agree += agree;
+    } else if (K) { /* top-K with one bucket for the rest: a lower bound */
         const int32_t *ti = tki + (size_t)i * K;
         kl = kld_top_k(b, L->V, ti, tkl + (size_t)i * K, K);
         lw->dp_sum += kld_delta_p(b[x], lp_m);
@@ -480,12 +541,14 @@ static int lockstep_window(struct lockstep *L, int j, int64_t w, ppl_lockstep_fn
     for (int m = 0; m < L->nm; m++) {
         /* KLD needs full rows from the baseline and the candidate; a
          * backend without them (http) is scored on its tokens only */
-        int full = L->kld_ok && (backend_caps(L->models[m]) & BACKEND_CAP_FULL_ROWS);
+        int full =
+            L->kld_ok && L->models[m] && (backend_caps(L->models[m]) & BACKEND_CAP_FULL_ROWS);
         int K = m > 0 && L->kld_top_k[m] > 0 ? L->kld_top_k[m] : 0;
         const double *lpm = NULL;
         const int32_t *tki = NULL;
         const float *tkl = NULL;
         int rc = lockstep_answers(L, m, j, w, full, K, &lpm, &tki, &tkl, err, errlen);
+        if (!rc && m == 0 && full && L->ref && L->ref->put) rc = lockstep_record(L, w, err, errlen);
         if (rc) return rc;
         struct ppl_lockstep_window lw = {0};
         for (int i = 0; i < ns; i++) {
@@ -511,8 +574,12 @@ int ppl_evaluate_lockstep(const struct backend *const *models, int nm, const int
                           double **kld, int64_t *n_kld, int *kld_top_k, struct ppl_result *res,
                           char *err, size_t errlen)
 {
+    int replay = p->ref && p->ref->get && !models[0];
+    if (!models[0] && !replay)
+        return qg_errf(err, errlen, QG_ERR_INTERNAL, "lockstep without a baseline");
     struct backend_info info;
-    backend_info(models[0], &info);
+    const struct backend *first = models[0] ? models[0] : models[1];
+    backend_info(first, &info);
     for (int m = 1; m < nm; m++) {
         struct backend_info im;
         backend_info(models[m], &im);
@@ -524,10 +591,13 @@ int ppl_evaluate_lockstep(const struct backend *const *models, int nm, const int
     for (int m = 0; m < nm; m++)
         kld[m] = NULL;
     struct lockstep L = {.models = models,
+                         .first = first,
+                         .ref = p->ref,
+                         .replay = replay,
                          .nm = nm,
                          .V = info.n_vocab,
                          .stride = (size_t)p->n_ctx + 1,
-                         .kld_ok = (backend_caps(models[0]) & BACKEND_CAP_FULL_ROWS) != 0,
+                         .kld_ok = replay || (backend_caps(models[0]) & BACKEND_CAP_FULL_ROWS) != 0,
                          .kld_top_k = kld_top_k,
                          .kld = kld};
     int rc = lockstep_alloc(&L, ids, n, p, err, errlen);
@@ -543,6 +613,8 @@ int ppl_evaluate_lockstep(const struct backend *const *models, int nm, const int
     }
     for (int m = 0; m < nm && L.st; m++)
         ppl_stats_result(&L.st[m], &res[m]);
+    for (int m = 1; m < nm && replay && L.kld_top_k; m++) /* a lower bound from K tokens */
+        if (L.kld_top_k[m] == 0) L.kld_top_k[m] = L.ref_k > 0 ? L.ref_k : KLD_REF_TOP_K;
     *n_kld = L.k;
     lockstep_release(&L);
     if (rc)

@@ -34,7 +34,20 @@ struct ppl_window {
     int bos_first; /* replace the first token with BOS (llamacpp) */
 };
 
+/* A lockstep run's link to stored baselines (metrics/kld_ref.h): put
+ * receives the baseline's top-K reference of every window as it is scored
+ * (to store it); with get, models[0] is absent (NULL) and each window's
+ * reference is read back instead, the candidates judged against it (their
+ * KLD then a lower bound). Both return a status; nonzero stops the run. */
+struct ppl_ref_io {
+    int top_k;
+    int (*put)(void *ud, int64_t w, const unsigned char *blob, size_t n);
+    int (*get)(void *ud, int64_t w, unsigned char **blob, size_t *n); /* malloc'd */
+    void *ud;
+};
+
 struct ppl_params {
+    const struct ppl_ref_io *ref; /* lockstep only; NULL: none */
     int protocol;
     int n_ctx;
     int stride;                   /* PPL_STRIDE */

@@ -414,3 +414,82 @@ TEST(suite_pin_writes_pins)
     t_out_free(&o);
     return 0;
 }
+
+static double trial_kld(const char *db, int64_t run, const char *model)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT CAST(json_extract(t.metrics_json, '$.kld_mean') * 1e9 AS INTEGER) FROM "
+             "trials t JOIN models m ON m.id = t.model_id WHERE t.run_id = %lld AND m.name = '%s' "
+             "AND t.repeat = 0",
+             (long long)run, model);
+    return (double)sql_int(db, sql) / 1e9;
+}
+
+/* CI-style: the baseline is computed once; later gates reuse it (its
+ * trials copied, the baseline never loaded), judge the candidates against
+ * its stored top-K references, and decide as lockstep does; a run that
+ * cannot stand in is refused (explicit) or skipped (auto). */
+TEST(gate_stored_baseline)
+{
+    const char *dir = t_shared("models/stories260K-pad256");
+    if (!dir || access(dir, R_OK)) SKIP("../shared/models/stories260K-pad256 is absent");
+    char f32[4200], q8[4200], q4[4200], db[4200], lock[4200];
+    snprintf(f32, sizeof f32, "%s/stories260K-pad256-F32.gguf", dir);
+    snprintf(q8, sizeof q8, "%s/stories260K-pad256-Q8_0.gguf", dir);
+    snprintf(q4, sizeof q4, "%s/stories260K-pad256-Q4_K_M.gguf", dir);
+    snprintf(db, sizeof db, "%s", t_path("ci.db"));
+    snprintf(lock, sizeof lock, "%s", t_path("lock.db"));
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "gate", f32, q8, "--db", db, "-q", "--sample-tokens", "3000", NULL));
+    ASSERT_EQ(o.code, 0);
+    t_out_free(&o);
+    ASSERT(sql_int(db, "SELECT count(*) FROM refs") > 10);
+    /* the next candidate: the baseline reused */
+    ASSERT_OK(t_qgate(&o, "gate", f32, q4, "--db", db, "--baseline-run", "auto", "--sample-tokens",
+                      "3000", NULL));
+    printf("%s", o.out);
+    ASSERT_EQ(o.code, 1);
+    ASSERT_CONTAINS(o.out, "baseline reused from run 1");
+    ASSERT_CONTAINS(o.out, "Q4_K_M: FAIL");
+    ASSERT_CONTAINS(o.out, "(at least)");
+    t_out_free(&o);
+    ASSERT_EQ(sql_int(db, "SELECT count(*) FROM trials t JOIN models m ON m.id = t.model_id "
+                          "WHERE t.run_id = 2 AND m.name = 'F32' AND "
+                          "json_extract(t.metrics_json, '$.reused_from.run') = 1"),
+              2); /* both repeats, copied */
+    ASSERT_EQ(sql_int(db, "SELECT count(*) FROM items i JOIN trials t ON t.id = i.trial_id JOIN "
+                          "models m ON m.id = t.model_id WHERE t.run_id = 2 AND m.name = 'F32'"),
+              sql_int(db, "SELECT count(*) FROM items i JOIN trials t ON t.id = i.trial_id JOIN "
+                          "models m ON m.id = t.model_id WHERE t.run_id = 1 AND m.name = 'F32'"));
+    ASSERT_EQ(sql_int(db, "SELECT count(*) FROM trials WHERE run_id = 2"), 3);
+    /* the same candidate in lockstep: the same PPL, KLD within 1 % (a lower bound) */
+    ASSERT_OK(t_qgate(&o, "gate", f32, q4, "--db", lock, "-q", "--sample-tokens", "3000", NULL));
+    ASSERT_EQ(o.code, 1);
+    t_out_free(&o);
+    double exact = trial_kld(lock, 1, "Q4_K_M"), bound = trial_kld(db, 2, "Q4_K_M");
+    printf("KLD lockstep %.6f, against the stored top-K %.6f\n", exact, bound);
+    ASSERT(bound <= exact * (1 + 1e-6) && bound >= 0.99 * exact);
+    ASSERT_EQ(sql_int(lock, "SELECT CAST(nll * 1e6 AS INTEGER) FROM item_results WHERE model = "
+                            "'Q4_K_M' AND item = 3"),
+              sql_int(db, "SELECT CAST(nll * 1e6 AS INTEGER) FROM item_results WHERE model = "
+                          "'Q4_K_M' AND item = 3 AND run = 2"));
+    /* Q8_0 still PASSes against the reference (the KLD bound stated) */
+    ASSERT_OK(t_qgate(&o, "gate", f32, q8, "--db", db, "--baseline-run", "1", "--sample-tokens",
+                      "3000", NULL));
+    ASSERT_EQ(o.code, 0);
+    ASSERT_CONTAINS(o.out, "not gated");
+    t_out_free(&o);
+    /* another baseline file: refused by id, skipped by auto */
+    ASSERT_OK(t_qgate(&o, "gate", q8, q4, "--db", db, "--baseline-run", "1", "--sample-tokens",
+                      "3000", NULL));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "baseline is another file");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "gate", f32, q4, "--db", db, "--baseline-run", "auto", "--sample-tokens",
+                      "3000", "--ctx", "64", NULL));
+    ASSERT_EQ(o.code, 1);
+    ASSERT_CONTAINS(o.err, "no stored baseline to reuse");
+    t_out_free(&o);
+    return 0;
+}

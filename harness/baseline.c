@@ -1,0 +1,131 @@
+/* baseline — finding a stored baseline that can stand in for a new one. */
+#include "harness/baseline.h"
+#include "core/json.h"
+#include "core/status.h"
+#include "core/util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The baseline trial of task `task` at repeat 0 in the run's JSON. */
+static const cJSON *trial0(const cJSON *run, const char *model, const char *task)
+{
+    const cJSON *t;
+    cJSON_ArrayForEach(t, json_get(run, "trials")) if (!strcmp(json_str(t, "model", ""), model) &&
+                                                       !strcmp(json_str(t, "task", ""), task) &&
+                                                       json_int(t, "repeat", -1) == 0) return t;
+    return NULL;
+}
+
+/* 0 when the run can stand in for the baseline (b filled), else -1 with
+ * why it cannot. */
+static int match(struct store *bs, const cJSON *run, const char *sha, const struct suite *suite,
+                 struct baseline_ref *b, char *why, size_t n)
+{
+    const cJSON *m0 = cJSON_GetArrayItem(json_get(run, "models"), 0);
+    long long id = json_int(run, "id", 0);
+    if (strcmp(json_str(run, "status", ""), "done"))
+        return snprintf(why, n, "run %lld is %s, not done", id, json_str(run, "status", "?")), -1;
+    if (json_int(run, "shard_count", 1) > 1)
+        return snprintf(why, n, "run %lld is one shard (merge the shards first)", id), -1;
+    if (!m0 || strcmp(json_str(m0, "sha256", ""), sha))
+        return snprintf(why, n, "run %lld's baseline is another file (sha256 %.12s...)", id,
+                        json_str(m0, "sha256", "?")),
+               -1;
+    if (strcmp(json_str(run, "qgate_version", ""), QG_VERSION))
+        return snprintf(why, n, "run %lld was made by qgate %s, this is %s", id,
+                        json_str(run, "qgate_version", "?"), QG_VERSION),
+               -1;
+    snprintf(b->model, sizeof b->model, "%s", json_str(m0, "name", ""));
+    b->deterministic = 1;
+    for (int i = 0; i < suite->n_tasks; i++) {
+        const struct task_config *t = &suite->tasks[i];
+        const cJSON *k, *found = NULL;
+        cJSON_ArrayForEach(k, json_get(run, "tasks")) if (!strcmp(json_str(k, "name", ""), t->name))
+            found = k;
+        if (!found) return snprintf(why, n, "run %lld has no task '%s'", id, t->name), -1;
+        if (strcmp(json_str(found, "config_hash", ""), t->config_hash))
+            return snprintf(why, n, "run %lld's task '%s' has another configuration or data", id,
+                            t->name),
+                   -1;
+        const cJSON *tr = trial0(run, b->model, t->name);
+        if (!tr || strcmp(json_str(tr, "status", ""), "done"))
+            return snprintf(why, n, "run %lld's baseline trial of '%s' is not done", id, t->name),
+                   -1;
+        b->trial0[i] = json_int(tr, "id", 0);
+        b->deterministic &= json_int(tr, "deterministic", 0) == 1;
+        cJSON *mj = cJSON_Parse(json_str(tr, "metrics_json", "{}"));
+        snprintf(b->tokens_sha[i], 65, "%s", json_str(mj, "tokens_sha256", ""));
+        cJSON_Delete(mj);
+        int64_t refs = 0;
+        if (t->kind == TASK_PERPLEXITY &&
+            (store_ref_count(bs, b->trial0[i], &refs) || refs == 0 || !b->tokens_sha[i][0]))
+            return snprintf(why, n,
+                            "run %lld keeps no top-K references of '%s' (it was run without "
+                            "them)",
+                            id, t->name),
+                   -1;
+    }
+    b->run = id;
+    return 0;
+}
+
+static int open_store(struct store *s, const char *db, struct baseline_ref *b, char *err,
+                      size_t errlen)
+{
+    b->store = s;
+    if (!db || qg_same_file(db, store_path(s)) == 1) return QG_OK;
+    struct store_params sp = store_default_params();
+    sp.readonly = 1;
+    int rc = store_open(db, &sp, &b->store, err, (int)errlen);
+    if (rc) return rc;
+    b->own = 1;
+    b->path = db;
+    return QG_OK;
+}
+
+int baseline_find(struct store *s, const char *db, int64_t run, const char *sha256,
+                  const struct suite *suite, struct baseline_ref *b, char *err, size_t errlen)
+{
+    memset(b, 0, sizeof *b);
+    b->n_tasks = suite->n_tasks;
+    b->trial0 = calloc((size_t)suite->n_tasks + 1, sizeof *b->trial0);
+    b->tokens_sha = calloc((size_t)suite->n_tasks + 1, sizeof *b->tokens_sha);
+    if (!b->trial0 || !b->tokens_sha) return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
+    int rc = open_store(s, db, b, err, errlen);
+    if (rc) return rc;
+    cJSON *runs = NULL;
+    if (run > 0) {
+        runs = cJSON_CreateArray();
+        cJSON *one = cJSON_CreateObject();
+        cJSON_AddNumberToObject(one, "id", (double)run);
+        cJSON_AddItemToArray(runs, one);
+    } else if ((rc = store_runs_json(b->store, 200, &runs))) {
+        return qg_errf(err, errlen, rc, "%s", store_errmsg(b->store));
+    }
+    char why[512] = "the database holds no run";
+    const cJSON *r;
+    int found = 0;
+    cJSON_ArrayForEach(r, runs)
+    {
+        cJSON *full;
+        if (found || (rc = store_run_json(b->store, json_int(r, "id", 0), &full))) break;
+        found = match(b->store, full, sha256, suite, b, why, sizeof why) == 0;
+        cJSON_Delete(full);
+    }
+    cJSON_Delete(runs);
+    if (rc) return qg_errf(err, errlen, rc, "%s", store_errmsg(b->store));
+    if (!found)
+        return qg_errf(err, errlen, run > 0 ? QG_ERR_DATA : QG_ERR_NOTFOUND,
+                       "%s: %s; it cannot stand in for the baseline", store_path(b->store), why);
+    return QG_OK;
+}
+
+void baseline_release(struct baseline_ref *b)
+{
+    if (b->own) store_close(b->store);
+    free(b->trial0);
+    free(b->tokens_sha);
+    memset(b, 0, sizeof *b);
+}

@@ -1,0 +1,39 @@
+/* baseline — a stored baseline to reuse: `gate --baseline-run RUN` runs
+ * only the candidates and judges them against the baseline's stored
+ * trials (and, for perplexity, its stored top-K references).
+ *
+ * A run can stand in for the baseline when it is done, its first model is
+ * the same file (sha256), it was made by this qgate version (the engine's
+ * numbers), every task of the suite is in it with the same configuration
+ * hash and a done baseline trial, and every perplexity task keeps its
+ * references (runs of `gate` keep them unless told not to).
+ */
+#ifndef QG_BASELINE_H
+#define QG_BASELINE_H
+
+#include "harness/store.h"
+#include "harness/suite.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct baseline_ref {
+    struct store *store; /* where it is: the run's own store or a second handle */
+    int own;             /* 1: store is ours to close */
+    const char *path;    /* that file, NULL when it is the run's own database */
+    int64_t run;
+    char model[128]; /* the baseline's name in that run */
+    int deterministic;
+    int n_tasks;
+    int64_t *trial0;        /* per suite task: the baseline's repeat-0 trial there */
+    char (*tokens_sha)[65]; /* per perplexity task: sha256 of its token ids ("" if unknown) */
+};
+
+/* Finds the run to reuse: run > 0 that run (QG_ERR_DATA saying what
+ * differs when it cannot stand in), run < 0 the newest that can
+ * (QG_ERR_NOTFOUND when none). db: the database holding it (NULL: s). */
+int baseline_find(struct store *s, const char *db, int64_t run, const char *sha256,
+                  const struct suite *suite, struct baseline_ref *out, char *err, size_t errlen);
+void baseline_release(struct baseline_ref *b);
+
+#endif
