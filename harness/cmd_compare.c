@@ -47,6 +47,8 @@ static void print_text(const char *base, const char *cand, int64_t run_id,
            pol->bootstrap);
     printf("%-16s %-13s %10s %10s %10s %23s %9s %9s %9s  %s\n", "task", "metric", "baseline",
            "candidate", "loss", "interval (90%)", "margin", "noise", "MDE", "verdict");
+    printf("(baseline, candidate: PPL or accuracy; loss: ln PPL ratio or accuracy lost, > 0 "
+           "when the candidate is worse)\n");
     for (int i = 0; i < n; i++) {
         const struct verdict_task *t = &v[i];
         char iv[64];
@@ -74,11 +76,13 @@ static void print_text(const char *base, const char *cand, int64_t run_id,
                    100 * t->flip_hi, t->p_value);
         }
         print_gates(t);
-        printf("%17s %s%s%s; Holm-adjusted p %.3g\n", "", t->reason,
+        char ph[32]; /* "0" reads as certainty: say how small */
+        snprintf(ph, sizeof ph, t->p_holm < 1e-15 ? "< 1e-15" : "%.3g", t->p_holm);
+        printf("%17s %s%s%s; Holm-adjusted p %s\n", "", t->reason,
                t->deterministic == 1   ? "; baseline repeats identical (deterministic)"
                : t->deterministic == 0 ? "; noise from the baseline's repeats"
                                        : "",
-               t->critical ? "" : "; informational (not in the suite verdict)", t->p_holm);
+               t->critical ? "" : "; informational (not in the suite verdict)", ph);
     }
     const char *col = !color                  ? ""
                       : suite == VERDICT_PASS ? "\033[1;32m"

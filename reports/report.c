@@ -139,11 +139,14 @@ void report_text_one(const cJSON *d, int color, struct sbuf *b)
         const cJSON *det = json_get(t, "deterministic");
         sbuf_printf(b, "%17s ", "");
         esc_term(b, json_str(t, "reason", ""));
-        sbuf_printf(b, "%s; Holm-adjusted p %.3g\n",
+        double ph = json_num(t, "p_holm", NAN);
+        char phs[32]; /* "0" reads as certainty: say how small */
+        snprintf(phs, sizeof phs, ph < 1e-15 ? "< 1e-15" : "%.3g", ph);
+        sbuf_printf(b, "%s; Holm-adjusted p %s\n",
                     cJSON_IsTrue(det)    ? "; baseline repeats identical (deterministic)"
                     : cJSON_IsFalse(det) ? "; noise from the baseline's repeats"
                                          : "",
-                    json_num(t, "p_holm", NAN));
+                    phs);
     }
     const char *v = json_str(d, "verdict", "");
     static const char *bold[] = {"\033[1;32m", "\033[1;31m", "\033[1;33m"};
