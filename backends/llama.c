@@ -1,5 +1,6 @@
 /* llama — Llama/Qwen2 forward pass: batched sgemm path and a double reference. */
 #include "backends/llama.h"
+#include "backends/simfmt.h"
 #include "backends/dequant.h"
 #include "backends/fastmath.h"
 #include "backends/ggml_types.h"
@@ -12,6 +13,7 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +34,8 @@ struct llama_model {
     struct layer *layers;
     size_t bytes;   /* weights as stored, vectors as f32 */
     int64_t max_in; /* widest matrix input */
+    float **sim;    /* simulated matrices (llama_simulate_weights): owned f32 copies */
+    int n_sim;
     char name[256]; /* the file, for messages */
 };
 
@@ -336,8 +340,82 @@ void llama_free(struct llama_model *m)
     }
     free(m->layers);
     free(m->out_norm);
+    for (int i = 0; i < m->n_sim; i++)
+        free(m->sim[i]);
+    free(m->sim);
     gguf_close(m->g);
     free(m);
+}
+
+/* 1 when name matches one of the comma-separated glob patterns of keep */
+static int kept(const char *keep, const char *name)
+{
+    char pat[256];
+    for (const char *p = keep; p && *p;) {
+        size_t n = strcspn(p, ",");
+        snprintf(pat, sizeof pat, "%.*s", (int)(n < 255 ? n : 255), p);
+        if (n && (fnmatch(pat, name, 0) == 0 || !strcmp(pat, name))) return 1;
+        /* "output" and "token_embd" name their tensors with or without ".weight" */
+        char full[300];
+        snprintf(full, sizeof full, "%s.weight", pat);
+        if (n && fnmatch(full, name, 0) == 0) return 1;
+        p += n + (p[n] == ',');
+    }
+    return 0;
+}
+
+/* One matrix: dequantized to an owned f32 copy, quantized and dequantized
+ * in the simulated format. */
+static int simulate_mat(struct llama_model *m, struct wmat *w, const struct simfmt *f)
+{
+    size_t n = (size_t)w->in * (size_t)w->out;
+    float *x = malloc(n * sizeof *x),
+          **grow = realloc(m->sim, (size_t)(m->n_sim + 1) * sizeof *grow);
+    if (grow) m->sim = grow;
+    if (!x || !grow) {
+        free(x);
+        return QG_ERR_NOMEM;
+    }
+    m->sim[m->n_sim++] = x;
+    for (int64_t r = 0; r < w->out; r++)
+        dequant_row(w->type, w->data + (size_t)r * w->row_bytes, x + (size_t)r * (size_t)w->in,
+                    w->in);
+    simfmt_apply(f, x, w->out, w->in);
+    m->bytes += n * sizeof *x;
+    w->data = (const uint8_t *)x;
+    w->type = GGML_F32;
+    w->row_bytes = (size_t)w->in * sizeof *x;
+    return QG_OK;
+}
+
+int llama_simulate_weights(struct llama_model *m, const struct simfmt *f, const char *keep,
+                           int *n_done, char *err, size_t errlen)
+{
+    *n_done = 0;
+    int tied = m->output.data == m->tok_embd.data;
+    for (int l = -1; l < m->hp.n_layers; l++) {
+        struct wmat *all[7];
+        int k = 0;
+        if (l < 0) {
+            all[k++] = &m->tok_embd;
+            if (!tied) all[k++] = &m->output;
+        } else {
+            struct layer *L = &m->layers[l];
+            struct wmat *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+            for (int i = 0; i < 7; i++)
+                all[k++] = ws[i];
+        }
+        for (int i = 0; i < k; i++) {
+            struct wmat *w = all[i];
+            if (!w->data || kept(keep, w->name)) continue;
+            if (simulate_mat(m, w, f))
+                return qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory simulating '%s'",
+                               m->name, w->name);
+            if (l < 0 && i == 0 && tied) m->output = m->tok_embd; /* the same matrix */
+            (*n_done)++;
+        }
+    }
+    return QG_OK;
 }
 
 size_t llama_decode_bytes(const struct llama_model *m)

@@ -43,6 +43,17 @@ int llama_load(struct gguf *g, const char *name, struct llama_model **out, char 
                size_t errlen);
 void llama_free(struct llama_model *m); /* accepts NULL */
 
+struct simfmt;
+/* Simulates a deployment format on the weights: every matrix (the
+ * embedding, the output head and each layer's seven) whose tensor name
+ * matches none of keep's comma-separated glob patterns ("output",
+ * "token_embd" and "blk.0.*" work; NULL keeps none) is dequantized to an
+ * f32 copy the model owns, then quantized and dequantized in f (round to
+ * nearest per the format's scales). *n_done counts them. QG_OK or
+ * QG_ERR_NOMEM. Call before any context is made. */
+int llama_simulate_weights(struct llama_model *m, const struct simfmt *f, const char *keep,
+                           int *n_done, char *err, size_t errlen);
+
 /* Scans every weight matrix for a NaN or Inf: QG_OK when there is none,
  * else QG_ERR_DATA with err naming the file, tensor and element. (Matrices
  * are not scanned at load, which maps them; llama_eval's non-finite result

@@ -61,24 +61,32 @@ static const struct cli_opt opts[] = {
     CLI_OPT_END,
 };
 
-/* 1 for NAME=SPEC (an '=' before any "://") */
+/* 1 for NAME=SPEC (an '=' before any "://" or "?query") */
 static int is_named(const char *spec)
 {
-    const char *eq = strchr(spec, '='), *url = strstr(spec, "://");
-    return eq && eq != spec && (!url || eq < url);
+    const char *eq = strchr(spec, '='), *url = strstr(spec, "://"), *q = strchr(spec, '?');
+    return eq && eq != spec && (!url || eq < url) && (!q || eq < q);
 }
 
 /* A model's default name: its file's stem ("a/Q4_K_M.gguf" -> "Q4_K_M");
  * "baseline" / "candidateN" for what is not a file. */
-static void default_name(const char *spec, int i, char *out, size_t n)
+static void default_name(const char *full, int i, char *out, size_t n)
 {
+    char spec[4096]; /* a simulated format's query names it too: "F32+w-nvfp4" */
+    const char *q = strchr(full, '?');
+    snprintf(spec, sizeof spec, "%.*s", q ? (int)(q - full) : (int)strlen(full), full);
     const char *b = strrchr(spec, '/');
     b = b ? b + 1 : spec;
     const char *dot = strrchr(b, '.');
-    if (strstr(spec, "://") || !*b)
+    if (strstr(full, "://") || !*b) {
         snprintf(out, n, i == 0 ? "baseline" : "candidate%d", i);
-    else
-        snprintf(out, n, "%.*s", (int)(dot && dot > b ? (size_t)(dot - b) : strlen(b)), b);
+        return;
+    }
+    snprintf(out, n, "%.*s", (int)(dot && dot > b ? (size_t)(dot - b) : strlen(b)), b);
+    for (size_t k = strlen(out); q && *q && k + 2 < n; q++) {
+        char c = *q == '?' || *q == '&' ? '+' : *q == '=' ? '-' : *q;
+        out[k++] = c, out[k] = '\0';
+    }
 }
 
 /* The stems' common prefix up to a separator ("stories-F32", "stories-Q8_0"

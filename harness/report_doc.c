@@ -147,6 +147,23 @@ static int is_first_model(const cJSON *run, const char *name)
     return m && !strcmp(json_str(m, "name", ""), name);
 }
 
+/* The simulated format of a local model spec (its "?query"), or NULL. */
+static const char *simulated(const char *spec)
+{
+    const char *q = strstr(spec, "://") ? NULL : strchr(spec, '?');
+    return q && q[1] ? q + 1 : NULL;
+}
+
+/* "w=nvfp4" when model name of run is simulated, else NULL. */
+static const char *model_simulated(const cJSON *run, const char *name)
+{
+    const cJSON *m;
+    cJSON_ArrayForEach(
+        m, json_get(run, "models")) if (!strcmp(json_str(m, "name", ""),
+                                                name)) return simulated(json_str(m, "spec", ""));
+    return NULL;
+}
+
 static cJSON *provenance(const cJSON *run)
 {
     cJSON *p = cJSON_CreateObject();
@@ -163,6 +180,8 @@ static cJSON *provenance(const cJSON *run)
         cJSON *o = cJSON_CreateObject();
         add_str(o, "name", json_str(m, "name", ""));
         add_str(o, "path", json_str(m, "path", ""));
+        const char *sim = simulated(json_str(m, "spec", ""));
+        if (sim) add_str(o, "simulated", sim); /* a format simulated on the file's weights */
         add_str(o, "sha256", json_str(m, "sha256", ""));
         add_str(o, "arch", json_str(m, "arch", ""));
         cJSON_AddNumberToObject(o, "parameters", json_num(m, "n_params", NAN));
@@ -223,6 +242,9 @@ int report_doc_from_summary(struct store *s, int64_t cid, int64_t run_id, const 
     add_str(c, "created_at", created ? created : now);
     add_str(c, "baseline", base);
     add_str(c, "candidate", cand);
+    const char *sb = model_simulated(run, base), *sc = model_simulated(run, cand);
+    if (sb) add_str(c, "baseline_simulated", sb);
+    if (sc) add_str(c, "candidate_simulated", sc);
     cJSON_AddNumberToObject(c, "bootstrap_seed", json_num(sum, "bootstrap_seed", NAN));
     cJSON_AddItemToObject(c, "policy", cJSON_Duplicate(json_get(sum, "policy"), 1));
     cJSON *tasks = cJSON_AddArrayToObject(d, "tasks");

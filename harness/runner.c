@@ -287,9 +287,11 @@ struct model_facts {
     char *types_json;
 };
 
-static void model_facts_read(const char *spec, const char *sha, struct model_facts *f)
+static void model_facts_read(const char *full, const char *sha, struct model_facts *f)
 {
-    char e2[QG_ERRMSG_MAX];
+    char e2[QG_ERRMSG_MAX], spec[4096]; /* the file: a local spec without its ?query */
+    const char *q = strstr(full, "://") ? NULL : strchr(full, '?');
+    snprintf(spec, sizeof spec, "%.*s", q ? (int)(q - full) : (int)strlen(full), full);
     struct stat st;
     f->n_params = -1;
     f->bytes = stat(spec, &st) == 0 && S_ISREG(st.st_mode) ? (int64_t)st.st_size : -1;

@@ -24,6 +24,15 @@ static const char *cid_text(const cJSON *c)
     return buf;
 }
 
+/* " (simulated: w=nvfp4)" after a simulated candidate's name (or "") */
+static const char *sim_note(const cJSON *c, char *buf, size_t n)
+{
+    const char *s = json_str(c, "candidate_simulated", NULL);
+    if (!s) return "";
+    snprintf(buf, n, " (simulated: %s)", s);
+    return buf;
+}
+
 static int vcode(const char *v)
 {
     return !strcmp(v, "PASS") ? 0 : !strcmp(v, "FAIL") ? 1 : 2;
@@ -82,7 +91,9 @@ static void gates_text(const cJSON *t, struct sbuf *b)
 void report_text_one(const cJSON *d, int color, struct sbuf *b)
 {
     const cJSON *c = json_get(d, "comparison"), *pol = json_get(c, "policy"), *t;
+    char note[300];
     esc_term(b, json_str(c, "candidate", ""));
+    esc_term(b, sim_note(c, note, sizeof note));
     sbuf_printf(b, " vs ");
     esc_term(b, json_str(c, "baseline", ""));
     sbuf_printf(b, " (run %.0f, %s): one-sided alpha %.3g, power %.2g, %.0f bootstrap draws\n",
@@ -251,8 +262,10 @@ void report_md_one(const cJSON *d, int color, struct sbuf *b)
     const cJSON *c = json_get(d, "comparison"), *t, *p = json_get(d, "provenance");
     const char *v = json_str(d, "verdict", "");
     static const char *badge[] = {"✅ PASS", "❌ FAIL", "⚠️ INCONCLUSIVE"};
+    char note[300];
     sbuf_printf(b, "## qgate: **%s** — ", badge[vcode(v)]);
     esc_md(b, json_str(c, "candidate", ""));
+    esc_md(b, sim_note(c, note, sizeof note));
     sbuf_printf(b, " vs ");
     esc_md(b, json_str(c, "baseline", ""));
     sbuf_printf(b, "\n\n| task | metric | baseline | candidate | loss | 90%% interval | margin | "
@@ -566,7 +579,9 @@ static void html_head(const cJSON *d, struct sbuf *b)
                 : vcode(v) == 1 ? "FAIL"
                                 : "INCONCLUSIVE",
                 v);
+    char note[300];
     esc_html(b, json_str(c, "candidate", ""));
+    esc_html(b, sim_note(c, note, sizeof note));
     sbuf_printf(b, " against ");
     esc_html(b, json_str(c, "baseline", ""));
     sbuf_printf(b,

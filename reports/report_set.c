@@ -46,6 +46,13 @@ static void matrix(const cJSON *d, const struct matrix_style *st, struct sbuf *b
         {
             sbuf_printf(b, "%s", st->row);
             st->esc(b, json_str(c, "name", ""));
+            const char *sim = json_str(json_get(json_get(c, "report"), "comparison"),
+                                       "candidate_simulated", NULL);
+            if (sim) { /* a simulated result always says so */
+                st->esc(b, " (simulated: ");
+                st->esc(b, sim);
+                st->esc(b, ")");
+            }
             sbuf_printf(b, "%s", st->sep);
             st->esc(b, json_str(t, "task", ""));
             sbuf_printf(b, "%s%s%s", st->sep, json_str(t, "verdict", ""), st->sep);
@@ -222,6 +229,13 @@ static void html_matrix(const cJSON *d, struct sbuf *b)
             const char *v = json_str(t, "verdict", "");
             sbuf_printf(b, "<tr><td>");
             esc_html(b, json_str(c, "name", ""));
+            const char *sim = json_str(json_get(json_get(c, "report"), "comparison"),
+                                       "candidate_simulated", NULL);
+            if (sim) {
+                sbuf_printf(b, " <i>(simulated: ");
+                esc_html(b, sim);
+                sbuf_printf(b, ")</i>");
+            }
             sbuf_printf(b, "</td><td>");
             esc_html(b, json_str(t, "task", ""));
             sbuf_printf(b, "</td><td class=\"v\" style=\"color:%s\">%s</td><td class=\"num\">",

@@ -493,3 +493,43 @@ TEST(gate_stored_baseline)
     t_out_free(&o);
     return 0;
 }
+
+/* A format simulated on the baseline's own weights: int8 per channel
+ * PASSes, int4 per tensor FAILs, reports say "simulated"; bad specs are
+ * named and exit 64. */
+TEST(gate_simulated_formats)
+{
+    const char *f32 = t_shared("models/stories260K-pad256/stories260K-pad256-F32.gguf");
+    if (!f32 || access(f32, R_OK)) SKIP("../shared/models/stories260K-pad256 is absent");
+    char base[4200], i8[4300], i4[4300], db[4200];
+    snprintf(base, sizeof base, "%s", f32);
+    snprintf(i8, sizeof i8, "%s?w=int8:channel", f32);
+    snprintf(i4, sizeof i4, "i4=%s?w=int4:tensor&keep=token_embd", f32);
+    snprintf(db, sizeof db, "%s", t_path("s.db"));
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "gate", base, i8, i4, "--db", db, "-q", "--sample-tokens", "3000", NULL));
+    printf("%s", o.out);
+    ASSERT_EQ(o.code, 1);
+    ASSERT_CONTAINS(o.out, "F32+w-int8:channel: PASS");
+    ASSERT_CONTAINS(o.out, "i4: FAIL");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "report", "--db", db, "--comparison", "2", NULL));
+    ASSERT_CONTAINS(o.out, "i4 (simulated: w=int4:tensor&keep=token_embd) vs F32");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "report", "--db", db, "--comparison", "1", "-f", "json", NULL));
+    ASSERT_CONTAINS(o.out, "\"candidate_simulated\":\t\"w=int8:channel\"");
+    t_out_free(&o);
+    static const char *const bad[][2] = {{"?w=fp7", "unknown format 'fp7'"},
+                                         {"?x=1", "unknown key 'x'"},
+                                         {"?a=fp8", "not built yet"},
+                                         {"?keep=output", "keep= needs w=FORMAT"}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char spec[4300];
+        snprintf(spec, sizeof spec, "%s%s", f32, bad[i][0]);
+        ASSERT_OK(t_qgate(&o, "ppl", spec, "--text", f32, NULL));
+        ASSERT_EQ(o.code, 64);
+        ASSERT_CONTAINS(o.err, bad[i][1]);
+        t_out_free(&o);
+    }
+    return 0;
+}

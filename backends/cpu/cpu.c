@@ -4,6 +4,7 @@
 #include "backends/gguf.h"
 #include "backends/llama.h"
 #include "backends/parallel.h"
+#include "backends/simfmt.h"
 #include "backends/tokenizer.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -36,12 +37,58 @@ static void cpu_close(void *impl)
     free(c);
 }
 
-static int cpu_open(const char *path, const struct backend_open_params *p, void **impl, char *err,
+/* A local spec's query (PATH.gguf?w=FORMAT&keep=GLOBS): what to simulate. */
+struct sim_spec {
+    struct simfmt w;
+    char keep[1024];
+};
+
+static int parse_query(const char *spec, const char *q, struct sim_spec *s, char *err,
+                       size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    for (const char *p = q; *p;) {
+        size_t n = strcspn(p, "&");
+        const char *eq = memchr(p, '=', n);
+        size_t kn = eq ? (size_t)(eq - p) : n;
+        char val[1024];
+        snprintf(val, sizeof val, "%.*s", eq ? (int)(n - kn - 1) : 0, eq ? eq + 1 : "");
+        char e2[256];
+        if (kn == 1 && *p == 'w') {
+            if (simfmt_parse(val, &s->w, e2, sizeof e2))
+                return qg_errf(err, errlen, QG_ERR_USAGE, "%s: w=: %s", spec, e2);
+        } else if (kn == 4 && !strncmp(p, "keep", 4)) {
+            snprintf(s->keep, sizeof s->keep, "%s", val);
+        } else if ((kn == 1 && *p == 'a') || (kn == 2 && !strncmp(p, "kv", 2))) {
+            return qg_errf(err, errlen, QG_ERR_USAGE,
+                           "%s: '%.*s=' (simulated activations and KV cache) is not built yet; "
+                           "w= and keep= are",
+                           spec, (int)kn, p);
+        } else {
+            return qg_errf(err, errlen, QG_ERR_USAGE,
+                           "%s: unknown key '%.*s' in the model spec (known: w=FORMAT, "
+                           "keep=GLOB,...)",
+                           spec, (int)kn, p);
+        }
+        p += n + (p[n] == '&');
+    }
+    if (s->keep[0] && s->w.kind == SIMFMT_NONE)
+        return qg_errf(err, errlen, QG_ERR_USAGE, "%s: keep= needs w=FORMAT", spec);
+    return QG_OK;
+}
+
+static int cpu_open(const char *spec, const struct backend_open_params *p, void **impl, char *err,
                     size_t errlen)
 {
     *impl = NULL;
+    char path[4096];
+    const char *q = strchr(spec, '?');
+    snprintf(path, sizeof path, "%.*s", q ? (int)(q - spec) : (int)strlen(spec), spec);
+    struct sim_spec sim;
+    int rc = parse_query(spec, q ? q + 1 : "", &sim, err, errlen);
+    if (rc) return rc;
     struct gguf *g;
-    int rc = gguf_open(path, &g, err, errlen);
+    rc = gguf_open(path, &g, err, errlen);
     if (rc) return rc;
     struct cpu *c = calloc(1, sizeof *c);
     if (!c) {
@@ -61,6 +108,9 @@ static int cpu_open(const char *path, const struct backend_open_params *p, void 
                          tok_n_vocab(c->tok), h->n_vocab);
         c->n_ctx = p && p->n_ctx > 0 ? p->n_ctx : h->ctx_train;
     }
+    int n_sim = 0;
+    if (!rc && sim.w.kind != SIMFMT_NONE)
+        rc = llama_simulate_weights(c->model, &sim.w, sim.keep, &n_sim, err, errlen);
     if (!rc) rc = llama_ctx_new(c->model, c->n_ctx, &c->ctx);
     if (!rc) {
         size_t V = (size_t)llama_hparams(c->model)->n_vocab;
