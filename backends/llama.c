@@ -48,6 +48,9 @@ struct llama_ctx {
     float *x, *xn, *q, *att, *gate, *up, *scores; /* batch buffers, n_ctx rows */
     float *scratch;   /* per thread: dequantized weight panels (matmul.h) */
     uint64_t perturb; /* 0, or the seed of last-bit rounding of the residual stream */
+    int act;          /* enum llama_act: how matrix inputs are rounded */
+    struct simfmt act_fmt;
+    float *aq; /* [n_ctx][max_in]: a matrix input after rounding */
 };
 
 const struct llama_hparams *llama_hparams(const struct llama_model *m)
@@ -472,6 +475,7 @@ int llama_ctx_new(const struct llama_model *m, int n_ctx, struct llama_ctx **out
 void llama_ctx_free(struct llama_ctx *c)
 {
     if (!c) return;
+    free(c->aq);
     free(c->k);
     free(c->v);
     free(c->x);
@@ -540,7 +544,27 @@ static void rmsnorm(float *y, const float *x, const float *weight, int n, int w,
 static void matmul(const struct llama_ctx *c, float *y, const float *x, const struct wmat *W,
                    const float *bias, float beta, int n)
 {
+    if (c->act != LLAMA_ACT_NONE) { /* the input as the simulated arithmetic rounds it */
+        memcpy(c->aq, x, (size_t)n * (size_t)W->in * sizeof *x);
+        if (c->act == LLAMA_ACT_LLAMACPP)
+            simfmt_llamacpp_act(W->type, c->aq, n, W->in);
+        else
+            simfmt_apply_act(&c->act_fmt, c->aq, n, W->in);
+        x = c->aq;
+    }
     matmul_w(y, x, W, bias, n, beta, c->n_threads, c->scratch);
+}
+
+int llama_ctx_set_act(struct llama_ctx *c, int mode, const struct simfmt *f)
+{
+    if (mode != LLAMA_ACT_NONE && !c->aq) {
+        int64_t rows = c->n_ctx > LLAMA_MAX_ROWS_HINT ? c->n_ctx : LLAMA_MAX_ROWS_HINT;
+        c->aq = malloc((size_t)rows * (size_t)c->m->max_in * sizeof *c->aq);
+        if (!c->aq) return QG_ERR_NOMEM;
+    }
+    c->act = mode;
+    if (f) c->act_fmt = *f;
+    return QG_OK;
 }
 
 /* Rotates n rows of `heads` heads (row stride `stride`) at positions pos0.. */

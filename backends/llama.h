@@ -44,6 +44,15 @@ int llama_load(struct gguf *g, const char *name, struct llama_model **out, char 
 void llama_free(struct llama_model *m); /* accepts NULL */
 
 struct simfmt;
+struct llama_ctx;
+
+/* How a context rounds every matrix product's input (weights as they
+ * are): not at all; as llama.cpp's CPU backend does for the weight's type
+ * (simfmt_llamacpp_act); or in a simulated format (simfmt_apply_act). */
+enum llama_act { LLAMA_ACT_NONE = 0, LLAMA_ACT_LLAMACPP = 1, LLAMA_ACT_FORMAT = 2 };
+#define LLAMA_MAX_ROWS_HINT 128 /* the most rows one product gets beside n_ctx (logits) */
+/* QG_OK or QG_ERR_NOMEM (a buffer of n_ctx rows of the widest input). */
+int llama_ctx_set_act(struct llama_ctx *c, int mode, const struct simfmt *f);
 /* Simulates a deployment format on the weights: every matrix (the
  * embedding, the output head and each layer's seven) whose tensor name
  * matches none of keep's comma-separated glob patterns ("output",

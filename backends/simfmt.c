@@ -1,5 +1,7 @@
 /* simfmt — simulated number formats, bit-exact to their specifications. */
 #include "backends/simfmt.h"
+#include "backends/ggml_types.h"
+#include "backends/quant.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -379,4 +381,87 @@ int simfmt_apply(const struct simfmt *f, float *w, int64_t rows, int64_t cols)
         for (int64_t j = 0; j < cols; j += g)
             apply_group(f, w + r * cols + j, cols - j < g ? cols - j : g);
     return 0;
+}
+
+int simfmt_apply_act(const struct simfmt *f, float *x, int64_t n, int64_t in)
+{
+    struct simfmt g = *f;
+    if (scaled_elementwise(g.kind) && g.gran == SIMFMT_TENSOR) g.gran = SIMFMT_CHANNEL;
+    return simfmt_apply(&g, x, n, in);
+}
+
+/* ggml's Q8_0 (and Q8_1) activation blocks: d = max|x| / 127 kept in fp16,
+ * codes round(x * 127 / max|x|) to nearest even */
+static void act_q8_0(float *x, int64_t n)
+{
+    for (int64_t b = 0; b + 32 <= n; b += 32) {
+        float amax = 0;
+        for (int j = 0; j < 32; j++)
+            amax = fmaxf(amax, fabsf(x[b + j]));
+        float d = amax / 127.0f, id = amax != 0 ? 127.0f / amax : 0.0f;
+        float dh = quant_f16_to_f32(quant_f32_to_f16(d));
+        for (int j = 0; j < 32; j++)
+            x[b + j] = nearbyintf(x[b + j] * id) * dh;
+    }
+}
+
+/* ggml's Q8_K: 256 values, iscale = -127 / (the signed value of largest
+ * magnitude), codes nearest(iscale * x) capped at 127, d = 1 / iscale */
+static void act_q8_k(float *x, int64_t n)
+{
+    for (int64_t b = 0; b + 256 <= n; b += 256) {
+        float amax = 0, max = 0;
+        for (int j = 0; j < 256; j++)
+            if (fabsf(x[b + j]) > amax) amax = fabsf(x[b + j]), max = x[b + j];
+        if (amax == 0) {
+            memset(x + b, 0, 256 * sizeof *x);
+            continue;
+        }
+        float iscale = -127.0f / max, d = 1.0f / iscale;
+        for (int j = 0; j < 256; j++) {
+            float q = nearbyintf(iscale * x[b + j]);
+            x[b + j] = fminf(127.0f, q) * d;
+        }
+    }
+}
+
+static float round_bf16(float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    if ((u & 0x7fffffff) > 0x7f800000) return v; /* NaN */
+    u = (u + (0x7fff + ((u >> 16) & 1))) & 0xffff0000u;
+    memcpy(&v, &u, 4);
+    return v;
+}
+
+void simfmt_llamacpp_act(uint32_t wtype, float *x, int64_t n, int64_t in)
+{
+    for (int64_t r = 0; r < n; r++) {
+        float *row = x + r * in;
+        switch (wtype) {
+        case GGML_F32:
+            break;
+        case GGML_F16:
+            for (int64_t j = 0; j < in; j++)
+                row[j] = quant_f16_to_f32(quant_f32_to_f16(row[j]));
+            break;
+        case GGML_BF16:
+            for (int64_t j = 0; j < in; j++)
+                row[j] = round_bf16(row[j]);
+            break;
+        case GGML_Q4_0:
+        case GGML_Q4_1:
+        case GGML_Q5_0:
+        case GGML_Q5_1:
+        case GGML_Q8_0:
+        case GGML_IQ4_NL:
+        case GGML_MXFP4:
+            act_q8_0(row, in);
+            break;
+        default:
+            act_q8_k(row, in);
+            break; /* k-quants, IQ and TQ types */
+        }
+    }
 }

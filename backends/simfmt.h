@@ -98,4 +98,19 @@ double simfmt_bits(const struct simfmt *f);
  * shorter than a block is a short block. 0, or -1 for SIMFMT_NONE. */
 int simfmt_apply(const struct simfmt *f, float *w, int64_t rows, int64_t cols);
 
+/* Activations, as a matrix product's input (n rows of `in`): per row
+ * (token) for fp8 and integers — a dynamic scale per token — and along the
+ * row in the block formats; in place. 0, or -1 for SIMFMT_NONE. */
+int simfmt_apply_act(const struct simfmt *f, float *x, int64_t n, int64_t in);
+
+/* llama.cpp's CPU arithmetic for a product with weights of ggml type
+ * wtype: the input rounded as ggml quantizes it to the weight type's
+ * vec_dot_type — Q8_0 (fp16 scale max|x|/127, codes round(x * 127/max|x|),
+ * ties to even: Q4_0, Q5_0, Q8_0, IQ4_NL, MXFP4), Q8_1 (the same, for Q4_1
+ * and Q5_1), Q8_K (256 values, scale max/-127 of the signed largest value,
+ * codes nearest(x * -127/max) capped at 127: the k-quants, IQ and TQ
+ * types), fp16 (F16 weights), bf16 (BF16 weights); F32 weights see f32. n
+ * rows of `in` values, in place; `in` must be a multiple of the block. */
+void simfmt_llamacpp_act(uint32_t wtype, float *x, int64_t n, int64_t in);
+
 #endif

@@ -39,7 +39,8 @@ static void cpu_close(void *impl)
 
 /* A local spec's query (PATH.gguf?w=FORMAT&keep=GLOBS): what to simulate. */
 struct sim_spec {
-    struct simfmt w;
+    struct simfmt w, a;
+    int act; /* enum llama_act */
     char keep[1024];
 };
 
@@ -59,15 +60,19 @@ static int parse_query(const char *spec, const char *q, struct sim_spec *s, char
                 return qg_errf(err, errlen, QG_ERR_USAGE, "%s: w=: %s", spec, e2);
         } else if (kn == 4 && !strncmp(p, "keep", 4)) {
             snprintf(s->keep, sizeof s->keep, "%s", val);
-        } else if ((kn == 1 && *p == 'a') || (kn == 2 && !strncmp(p, "kv", 2))) {
+        } else if (kn == 1 && *p == 'a') {
+            s->act = !strcmp(val, "llamacpp") ? LLAMA_ACT_LLAMACPP : LLAMA_ACT_FORMAT;
+            if (s->act == LLAMA_ACT_FORMAT && simfmt_parse(val, &s->a, e2, sizeof e2))
+                return qg_errf(err, errlen, QG_ERR_USAGE, "%s: a=: %s (or a=llamacpp)", spec, e2);
+        } else if (kn == 2 && !strncmp(p, "kv", 2)) {
             return qg_errf(err, errlen, QG_ERR_USAGE,
-                           "%s: '%.*s=' (simulated activations and KV cache) is not built yet; "
-                           "w= and keep= are",
-                           spec, (int)kn, p);
+                           "%s: 'kv=' (a simulated KV cache) is not built yet; w=, a= and keep= "
+                           "are",
+                           spec);
         } else {
             return qg_errf(err, errlen, QG_ERR_USAGE,
                            "%s: unknown key '%.*s' in the model spec (known: w=FORMAT, "
-                           "keep=GLOB,...)",
+                           "a=FORMAT|llamacpp, keep=GLOB,...)",
                            spec, (int)kn, p);
         }
         p += n + (p[n] == '&');
@@ -112,6 +117,7 @@ static int cpu_open(const char *spec, const struct backend_open_params *p, void 
     if (!rc && sim.w.kind != SIMFMT_NONE)
         rc = llama_simulate_weights(c->model, &sim.w, sim.keep, &n_sim, err, errlen);
     if (!rc) rc = llama_ctx_new(c->model, c->n_ctx, &c->ctx);
+    if (!rc && sim.act) rc = llama_ctx_set_act(c->ctx, sim.act, &sim.a);
     if (!rc) {
         size_t V = (size_t)llama_hparams(c->model)->n_vocab;
         c->logits = malloc((size_t)LOGIT_ROWS * V * sizeof(float));
