@@ -50,7 +50,8 @@ struct llama_ctx {
     uint64_t perturb; /* 0, or the seed of last-bit rounding of the residual stream */
     int act;          /* enum llama_act: how matrix inputs are rounded */
     struct simfmt act_fmt;
-    float *aq; /* [n_ctx][max_in]: a matrix input after rounding */
+    struct simfmt kv_fmt; /* K and V as written to the cache (SIMFMT_NONE: f32) */
+    float *aq;            /* [n_ctx][max_in]: a matrix input after rounding */
 };
 
 const struct llama_hparams *llama_hparams(const struct llama_model *m)
@@ -555,6 +556,11 @@ static void matmul(const struct llama_ctx *c, float *y, const float *x, const st
     matmul_w(y, x, W, bias, n, beta, c->n_threads, c->scratch);
 }
 
+void llama_ctx_set_kv(struct llama_ctx *c, const struct simfmt *f)
+{
+    c->kv_fmt = *f;
+}
+
 int llama_ctx_set_act(struct llama_ctx *c, int mode, const struct simfmt *f)
 {
     if (mode != LLAMA_ACT_NONE && !c->aq) {
@@ -695,6 +701,10 @@ int llama_eval(struct llama_ctx *c, const int32_t *tokens, int n, int logits_fro
         matmul(c, Vl, c->xn, &L->wv, L->bv, 0.0f, n);
         rope(c->q, n, qd, h->n_heads, hd, pos0, h);
         rope(Kl, n, kvd, h->n_kv_heads, hd, pos0, h);
+        if (c->kv_fmt.kind != SIMFMT_NONE) { /* K and V as a simulated cache stores them */
+            simfmt_apply_kv(&c->kv_fmt, Kl, n, kvd, hd);
+            simfmt_apply_kv(&c->kv_fmt, Vl, n, kvd, hd);
+        }
         attention(c, l, n, pos0);
         matmul(c, c->x, c->att, &L->wo, NULL, 1.0f, n); /* x += att . Wo^T */
         if (c->perturb) perturb_rows(c, n, dim, pos0, 2 * l);

@@ -53,6 +53,9 @@ enum llama_act { LLAMA_ACT_NONE = 0, LLAMA_ACT_LLAMACPP = 1, LLAMA_ACT_FORMAT = 
 #define LLAMA_MAX_ROWS_HINT 128 /* the most rows one product gets beside n_ctx (logits) */
 /* QG_OK or QG_ERR_NOMEM (a buffer of n_ctx rows of the widest input). */
 int llama_ctx_set_act(struct llama_ctx *c, int mode, const struct simfmt *f);
+/* K and V rounded in f as they are written to the cache (simfmt_apply_kv);
+ * attention scores and softmax stay f32. */
+void llama_ctx_set_kv(struct llama_ctx *c, const struct simfmt *f);
 /* Simulates a deployment format on the weights: every matrix (the
  * embedding, the output head and each layer's seven) whose tensor name
  * matches none of keep's comma-separated glob patterns ("output",

@@ -390,6 +390,16 @@ int simfmt_apply_act(const struct simfmt *f, float *x, int64_t n, int64_t in)
     return simfmt_apply(&g, x, n, in);
 }
 
+int simfmt_apply_kv(const struct simfmt *f, float *x, int64_t n, int64_t dim, int64_t head_dim)
+{
+    struct simfmt g = *f;
+    if (scaled_elementwise(g.kind) && g.gran != SIMFMT_GROUP) { /* per head and token */
+        g.gran = SIMFMT_GROUP;
+        g.group = (int)head_dim;
+    }
+    return simfmt_apply(&g, x, n, dim);
+}
+
 /* ggml's Q8_0 (and Q8_1) activation blocks: d = max|x| / 127 kept in fp16,
  * codes round(x * 127 / max|x|) to nearest even */
 static void act_q8_0(float *x, int64_t n)

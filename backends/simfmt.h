@@ -103,6 +103,11 @@ int simfmt_apply(const struct simfmt *f, float *w, int64_t rows, int64_t cols);
  * row in the block formats; in place. 0, or -1 for SIMFMT_NONE. */
 int simfmt_apply_act(const struct simfmt *f, float *x, int64_t n, int64_t in);
 
+/* K or V rows as a cache stores them: n tokens of `dim` values, heads of
+ * head_dim; fp8 and integers with a scale per head and token (or the
+ * format's own group), block formats along the row. 0, or -1. */
+int simfmt_apply_kv(const struct simfmt *f, float *x, int64_t n, int64_t dim, int64_t head_dim);
+
 /* llama.cpp's CPU arithmetic for a product with weights of ggml type
  * wtype: the input rounded as ggml quantizes it to the weight type's
  * vec_dot_type — Q8_0 (fp16 scale max|x|/127, codes round(x * 127/max|x|),

@@ -39,7 +39,7 @@ static void cpu_close(void *impl)
 
 /* A local spec's query (PATH.gguf?w=FORMAT&keep=GLOBS): what to simulate. */
 struct sim_spec {
-    struct simfmt w, a;
+    struct simfmt w, a, kv;
     int act; /* enum llama_act */
     char keep[1024];
 };
@@ -65,14 +65,12 @@ static int parse_query(const char *spec, const char *q, struct sim_spec *s, char
             if (s->act == LLAMA_ACT_FORMAT && simfmt_parse(val, &s->a, e2, sizeof e2))
                 return qg_errf(err, errlen, QG_ERR_USAGE, "%s: a=: %s (or a=llamacpp)", spec, e2);
         } else if (kn == 2 && !strncmp(p, "kv", 2)) {
-            return qg_errf(err, errlen, QG_ERR_USAGE,
-                           "%s: 'kv=' (a simulated KV cache) is not built yet; w=, a= and keep= "
-                           "are",
-                           spec);
+            if (simfmt_parse(val, &s->kv, e2, sizeof e2))
+                return qg_errf(err, errlen, QG_ERR_USAGE, "%s: kv=: %s", spec, e2);
         } else {
             return qg_errf(err, errlen, QG_ERR_USAGE,
                            "%s: unknown key '%.*s' in the model spec (known: w=FORMAT, "
-                           "a=FORMAT|llamacpp, keep=GLOB,...)",
+                           "a=FORMAT|llamacpp, kv=FORMAT, keep=GLOB,...)",
                            spec, (int)kn, p);
         }
         p += n + (p[n] == '&');
@@ -118,6 +116,7 @@ static int cpu_open(const char *spec, const struct backend_open_params *p, void 
         rc = llama_simulate_weights(c->model, &sim.w, sim.keep, &n_sim, err, errlen);
     if (!rc) rc = llama_ctx_new(c->model, c->n_ctx, &c->ctx);
     if (!rc && sim.act) rc = llama_ctx_set_act(c->ctx, sim.act, &sim.a);
+    if (!rc && sim.kv.kind != SIMFMT_NONE) llama_ctx_set_kv(c->ctx, &sim.kv);
     if (!rc) {
         size_t V = (size_t)llama_hparams(c->model)->n_vocab;
         c->logits = malloc((size_t)LOGIT_ROWS * V * sizeof(float));
