@@ -522,7 +522,7 @@ TEST(gate_simulated_formats)
     t_out_free(&o);
     static const char *const bad[][2] = {{"?w=fp7", "unknown format 'fp7'"},
                                          {"?x=1", "unknown key 'x'"},
-                                         {"?kv=fp8", "not built yet"},
+                                         {"?kv=e4m3", "kv=: unknown format 'e4m3'"},
                                          {"?keep=output", "keep= needs w=FORMAT"}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char spec[4300];
@@ -557,21 +557,25 @@ TEST(ppl_simulated_activations)
 {
     const char *d = t_shared("models/stories260K-pad256");
     if (!d || !t_shared("data/tinystories_valid_head.txt")) SKIP("../shared is absent");
-    char dir[4096], s[6][4300]; /* t_shared's buffers rotate: keep a copy */
+    char dir[4096], s[7][4300]; /* t_shared's buffers rotate: keep a copy */
     snprintf(dir, sizeof dir, "%s", d);
-    const char *q[6] = {"F32.gguf",         "F32.gguf?a=int8",
-                        "F32.gguf?w=nvfp4", "F32.gguf?w=nvfp4&a=nvfp4",
-                        "Q8_0.gguf",        "Q8_0.gguf?a=llamacpp"};
-    double v[6];
-    for (int i = 0; i < 6; i++) {
+    const char *q[7] = {"F32.gguf",
+                        "F32.gguf?a=int8",
+                        "F32.gguf?w=nvfp4",
+                        "F32.gguf?w=nvfp4&a=nvfp4",
+                        "Q8_0.gguf",
+                        "Q8_0.gguf?a=llamacpp",
+                        "F32.gguf?w=nvfp4&a=nvfp4&kv=nvfp4"};
+    double v[7];
+    for (int i = 0; i < 7; i++) {
         snprintf(s[i], sizeof s[i], "%s/stories260K-pad256-%s", dir, q[i]);
         v[i] = ppl_of(s[i], "100");
         printf("%-28s PPL %.5f\n", q[i], v[i]);
         ASSERT(v[i] > 0);
     }
-    ASSERT(v[1] > v[0] && v[1] < v[0] * 1.01); /* int8 per token: a little worse */
-    ASSERT(v[3] > v[2] && v[2] > v[0]);        /* W+A worse than W, W worse than none */
-    ASSERT(v[5] > v[4]);                       /* llama.cpp's rounding of activations */
+    ASSERT(v[1] > v[0] && v[1] < v[0] * 1.01);         /* int8 per token: a little worse */
+    ASSERT(v[6] > v[3] && v[3] > v[2] && v[2] > v[0]); /* the ladder W, W+A, W+A+KV */
+    ASSERT(v[5] > v[4]);                               /* llama.cpp's rounding of activations */
     /* F16 weights: the input rounded to fp16, as llama.cpp; 4 digits of its 4.0067 */
     char f16[4300];
     snprintf(f16, sizeof f16, "%s?a=llamacpp",
