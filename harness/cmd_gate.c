@@ -168,10 +168,8 @@ static int64_t model_ctx(const char *spec)
     return m.ctx > 0 ? m.ctx : 0;
 }
 
-/* Without --suite: the sampled text (and --text files) as a suite in a
- * temporary folder (dir; removed by the caller). */
-static int default_suite(const struct cli_args *a, struct store *s, const struct runner_params *p,
-                         char *dir, char *suite, size_t n)
+int cmd_default_suite(const struct cli_args *a, struct store *s, const struct runner_params *p,
+                      char *dir, char *suite, size_t n)
 {
     struct verdict_policy pol;
     char err[QG_ERRMSG_MAX];
@@ -302,7 +300,7 @@ static int cmd_gate(const struct cli_args *a)
     struct store *s;
     if ((code = cmd_open_store(a, 0, &s))) return code;
     char dir[4096] = "", suite[4200];
-    if (!p.suite_path && !(code = default_suite(a, s, &p, dir, suite, sizeof suite)))
+    if (!p.suite_path && !(code = cmd_default_suite(a, s, &p, dir, suite, sizeof suite)))
         p.suite_path = suite;
     char *cmd = cmd_command_line(a);
     p.command = cmd;

@@ -20,6 +20,7 @@ extern const struct cli_cmd cmd_suite_def;
 extern const struct cli_cmd cmd_run_def;
 extern const struct cli_cmd cmd_compare_def;
 extern const struct cli_cmd cmd_gate_def;
+extern const struct cli_cmd cmd_sweep_def;
 extern const struct cli_cmd cmd_merge_def;
 extern const struct cli_cmd cmd_report_def;
 extern const struct cli_cmd cmd_serve_def;
@@ -89,6 +90,13 @@ int cmd_compare_summary(struct store *s, int64_t run_id, const char *base, const
 /* Renders comparison id (<= 0: newest) as format to path (NULL or "-":
  * stdout, coloured on a terminal); 0 or an exit code. */
 int cmd_write_report(struct store *s, int64_t comparison_id, const char *format, const char *path);
+/* Without --suite (gate, sweep): text sampled from p's baseline (options
+ * --ctx, --sample-tokens, --seed, --text, --quiet of a) as a suite in a new
+ * temporary folder dir (sampled_suite_remove), its path in suite. 0 or an
+ * exit code. */
+int cmd_default_suite(const struct cli_args *a, struct store *s, const struct runner_params *p,
+                      char *dir, char *suite, size_t n);
+
 /* Renders the comparisons cids[0..n) as one report (n == 1: the single
  * comparison's document; more: one document covering every candidate) to
  * path ("-": stdout); append: add to the end of path instead of replacing

@@ -36,7 +36,7 @@
 
 #define RUNNER_BATCH 256
 #define RUNNER_FLUSH_S 2.0 /* rows wait at most this long to be stored */
-#define RUNNER_MAX_MODELS 16
+#define RUNNER_MAX_MODELS 32
 
 struct runner_params {
     const char *suite_path;

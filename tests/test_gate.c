@@ -585,3 +585,46 @@ TEST(ppl_simulated_activations)
     ASSERT(fabs(h - 4.0067) < 0.00005);
     return 0;
 }
+
+/* `qgate sweep`: every format's ladder in one lockstep pass, ranked, each
+ * verdict stored, and the cheapest passing configuration recommended. */
+TEST(sweep_ladder_and_recommendation)
+{
+    const char *f32 = t_shared("models/stories260K-pad256/stories260K-pad256-F32.gguf");
+    if (!f32 || access(f32, R_OK)) SKIP("../shared/models/stories260K-pad256 is absent");
+    char base[4200], db[4200];
+    snprintf(base, sizeof base, "%s", f32);
+    snprintf(db, sizeof db, "%s", t_path("sw.db"));
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "sweep", base, "--formats", "int8,int4:tensor", "--no-scan", "--db", db,
+                      "--sample-tokens", "2000", "-q", NULL));
+    printf("%s", o.out);
+    ASSERT_EQ(o.code, 0);
+    ASSERT_CONTAINS(o.out, "int8:channel W+A+KV");
+    ASSERT_CONTAINS(o.out, "recommendation: int8:channel W+A+KV (8.00 bits per weight)");
+    /* ranked by bits: the 4-bit rows first */
+    ASSERT(strstr(o.out, "int4:tensor W ") < strstr(o.out, "int8:channel W "));
+    t_out_free(&o);
+    ASSERT_EQ(sql_int(db, "SELECT count(*) FROM comparisons"), 6);
+    ASSERT_EQ(sql_int(db, "SELECT count(*) FROM verdicts WHERE candidate LIKE 'int4:tensor%' AND "
+                          "verdict = 'FAIL'"),
+              3);
+    /* the ladder never improves: KLD grows W -> W+A -> W+A+KV */
+    ASSERT(sql_int(db,
+                   "SELECT count(*) FROM (SELECT m.name, json_extract(t.metrics_json, "
+                   "'$.kld_mean') AS k FROM trials t JOIN models m ON m.id = t.model_id "
+                   "WHERE m.name LIKE 'int8%' AND t.repeat = 0 ORDER BY m.id) WHERE k > 0") == 3);
+    ASSERT(sql_int(db, "SELECT (SELECT json_extract(metrics_json, '$.kld_mean') FROM trials t JOIN "
+                       "models m ON m.id = t.model_id WHERE m.name = 'int8:channel W+A+KV') > "
+                       "(SELECT json_extract(metrics_json, '$.kld_mean') FROM trials t JOIN models "
+                       "m ON m.id = t.model_id WHERE m.name = 'int8:channel W+A') AND (SELECT "
+                       "json_extract(metrics_json, '$.kld_mean') FROM trials t JOIN models m ON "
+                       "m.id = t.model_id WHERE m.name = 'int8:channel W+A') > (SELECT "
+                       "json_extract(metrics_json, '$.kld_mean') FROM trials t JOIN models m ON "
+                       "m.id = t.model_id WHERE m.name = 'int8:channel W')") == 1);
+    ASSERT_OK(t_qgate(&o, "sweep", base, "--formats", "fp5", "--db", db, NULL));
+    ASSERT_EQ(o.code, 64);
+    ASSERT_CONTAINS(o.err, "unknown format 'fp5'");
+    t_out_free(&o);
+    return 0;
+}
