@@ -83,13 +83,15 @@ static double sgemm_gflops(const struct llama_hparams *h, int n, int threads)
 }
 
 /* Child: load, score windows, print "key=value" measurements. */
-static int measure(const char *path, int threads, int windows, int ctx)
+static int measure(const char *spec, int threads, int windows, int ctx)
 {
+    char path[4096]; /* the file; spec may add a simulated format's ?query */
+    snprintf(path, sizeof path, "%.*s", (int)strcspn(spec, "?"), spec);
     struct backend b;
     struct backend_open_params bp = {.n_ctx = ctx, .n_threads = threads};
     char err[QG_ERRMSG_MAX];
     double t0 = qg_now_s();
-    if (backend_open(path, &bp, &b, err, sizeof err)) return fprintf(stderr, "%s\n", err), 1;
+    if (backend_open(spec, &bp, &b, err, sizeof err)) return fprintf(stderr, "%s\n", err), 1;
     double load = qg_now_s() - t0;
     struct backend_info info;
     backend_info(&b, &info);
@@ -217,7 +219,7 @@ static int bench_row(const char *argv0, const char *t, const char *path, off_t b
 int main(int argc, char **argv)
 {
     const char *dir = NULL, *types = "F32,F16,BF16,Q8_0,Q6_K,Q4_0,Q4_K,IQ4_XS,IQ3_S",
-               *measure_path = NULL;
+               *measure_path = NULL, *simulate = NULL;
     int threads = (int)sysconf(_SC_NPROCESSORS_ONLN), windows = 2, shape = 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
@@ -234,9 +236,11 @@ int main(int argc, char **argv)
             types = argv[++i];
         else if (!strcmp(argv[i], "--measure") && i + 1 < argc)
             measure_path = argv[++i];
+        else if (!strcmp(argv[i], "--simulate") && i + 1 < argc)
+            simulate = argv[++i]; /* e.g. "w=nvfp4&a=nvfp4&kv=nvfp4": a second row per type */
         else
             return fprintf(stderr, "usage: bench_ppl [--quick | --1b] [--dir DIR] [--threads T] "
-                                   "[--windows W] [--types LIST]\n"),
+                                   "[--windows W] [--types LIST] [--simulate QUERY]\n"),
                    64;
     }
     int ctx = shape == 0 ? 128 : 512;
@@ -260,6 +264,10 @@ int main(int argc, char **argv)
         if (bench_model(dir, t, type, shape, ctx, path, sizeof path, &bytes) ||
             bench_row(argv[0], t, path, bytes, threads, windows, shape))
             return 1;
+        char sim[4400], label[32];
+        snprintf(sim, sizeof sim, "%s?%s", path, simulate ? simulate : "");
+        snprintf(label, sizeof label, "%.4s+sim", t); /* the same model, simulated */
+        if (simulate && bench_row(argv[0], label, sim, bytes, threads, windows, shape)) return 1;
     }
     return 0;
 }
