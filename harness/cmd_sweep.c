@@ -9,6 +9,8 @@
  * table ranked by bits per weight with a recommendation: the cheapest
  * configuration that PASSes and which tensor classes cost the most.
  */
+#include "backends/gguf.h"
+#include "backends/model_info.h"
 #include "backends/simfmt.h"
 #include "core/json.h"
 #include "core/status.h"
@@ -27,6 +29,7 @@ static const struct cli_opt opts[] = {
      "formats to simulate (e.g. nvfp4,mxfp4,fp8_e4m3,int4:group:128)", 0},
     {"suite", 's', CLI_STR, "FILE", "the suite (default: text sampled from the baseline)", 0},
     {"no-scan", 0, CLI_FLAG, NULL, "skip the one-class-at-a-time sensitivity scan", 0},
+    {"per-layer", 0, CLI_FLAG, NULL, "also scan one layer at a time (the first format)", 0},
     {"sample-tokens", 0, CLI_INT, "N", "without --suite: tokens to sample", 0},
     {"ctx", 0, CLI_INT, "N", "without --suite: window length in tokens", 0},
     {"seed", 0, CLI_INT, "N", "bootstrap and sampling seed (default 20261130)", 0},
@@ -48,6 +51,7 @@ struct cand {
     char name[128], spec[4400];
     double bits; /* of the simulated weights; activations and cache are not storage */
     int klass;   /* the class scanned (-1: a ladder step) */
+    int layer;   /* the layer scanned (-1: none) */
 };
 
 /* The candidates: each format's ladder, then the first format one class at a time. */
@@ -64,7 +68,7 @@ static int plan(const char *base, const struct simfmt *f, int nf, int scan, stru
             snprintf(x->spec, sizeof x->spec, "%s?w=%s%s%s%s%s", base, fn, s ? "&a=" : "",
                      s ? fn : "", s > 1 ? "&kv=" : "", s > 1 ? fn : "");
             x->bits = simfmt_bits(&f[i]);
-            x->klass = -1;
+            x->klass = x->layer = -1;
         }
     }
     char fn[64];
@@ -80,6 +84,30 @@ static int plan(const char *base, const struct simfmt *f, int nf, int scan, stru
         snprintf(x->spec, sizeof x->spec, "%s?w=%s&keep=%s", base, fn, keep);
         x->bits = NAN;
         x->klass = k;
+        x->layer = -1;
+    }
+    return 0;
+}
+
+/* One layer at a time: blk.L simulated, every other tensor kept. */
+static int plan_layers(const char *base, const struct simfmt *f, int n_layers, struct cand *c,
+                       int *n)
+{
+    char fn[64];
+    simfmt_name(f, fn, sizeof fn);
+    if (*n + n_layers + 1 > RUNNER_MAX_MODELS)
+        return cmd_usage("--per-layer: %d layers and %d other candidates are more than %d models",
+                         n_layers, *n, RUNNER_MAX_MODELS);
+    for (int l = 0; l < n_layers; l++, (*n)++) {
+        struct cand *x = &c[*n];
+        char keep[2048] = "token_embd*,output*";
+        for (int j = 0; j < n_layers; j++)
+            if (j != l) snprintf(keep + strlen(keep), sizeof keep - strlen(keep), ",blk.%d.*", j);
+        snprintf(x->name, sizeof x->name, "%s only blk.%d", fn, l);
+        snprintf(x->spec, sizeof x->spec, "%s?w=%s&keep=%s", base, fn, keep);
+        x->bits = NAN;
+        x->klass = -1;
+        x->layer = l;
     }
     return 0;
 }
@@ -158,6 +186,10 @@ static void recommend(const struct cand *c, const struct result *r, int n)
     int worst[N_CLASSES], m = 0;
     for (int i = 0; i < n; i++)
         if (c[i].klass >= 0) worst[m++] = i;
+    int lw = -1; /* the layer that costs most */
+    for (int i = 0; i < n; i++)
+        if (c[i].layer >= 0 && (lw < 0 || r[i].kld > r[lw].kld)) lw = i;
+    if (lw >= 0) printf("most sensitive layer: blk.%d (KLD %.3g alone)\n", c[lw].layer, r[lw].kld);
     for (int a = 1; a < m; a++) /* by KLD, largest first */
         for (int b = a; b > 0 && r[worst[b]].kld > r[worst[b - 1]].kld; b--) {
             int t = worst[b];
@@ -194,6 +226,15 @@ static int cmd_sweep(const struct cli_args *a)
         return cmd_usage("the baseline must be a plain GGUF path, got '%s'", a->pos[0]);
     static struct cand c[RUNNER_MAX_MODELS];
     plan(a->pos[0], f, nf, !cli_flag(a, "no-scan"), c, &n);
+    if (cli_flag(a, "per-layer")) {
+        struct gguf *g;
+        char e2[QG_ERRMSG_MAX];
+        if (gguf_open(a->pos[0], &g, e2, sizeof e2)) return cmd_fail(QG_ERR_NOINPUT, e2);
+        struct model_info mi;
+        model_info_read(g, &mi);
+        gguf_close(g);
+        if ((code = plan_layers(a->pos[0], &f[0], (int)mi.n_layers, c, &n))) return code;
+    }
     struct runner_params p = {.suite_path = cli_str(a, "suite"),
                               .repeats = 2,
                               .threads = (int)cli_int(a, "threads", 0),

@@ -622,6 +622,17 @@ TEST(sweep_ladder_and_recommendation)
                        "m.id = t.model_id WHERE m.name = 'int8:channel W+A') > (SELECT "
                        "json_extract(metrics_json, '$.kld_mean') FROM trials t JOIN models m ON "
                        "m.id = t.model_id WHERE m.name = 'int8:channel W')") == 1);
+    /* one layer at a time: a row per layer of the 5-layer model */
+    ASSERT_OK(t_qgate(&o, "sweep", base, "--formats", "nvfp4", "--no-scan", "--per-layer", "--db",
+                      db, "--sample-tokens", "2000", "-q", NULL));
+    ASSERT_EQ(o.code, 0);
+    for (int l = 0; l < 5; l++) {
+        char row[32];
+        snprintf(row, sizeof row, "nvfp4 only blk.%d ", l);
+        ASSERT_CONTAINS(o.out, row);
+    }
+    ASSERT_CONTAINS(o.out, "most sensitive layer: blk.");
+    t_out_free(&o);
     ASSERT_OK(t_qgate(&o, "sweep", base, "--formats", "fp5", "--db", db, NULL));
     ASSERT_EQ(o.code, 64);
     ASSERT_CONTAINS(o.err, "unknown format 'fp5'");
