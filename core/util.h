@@ -82,6 +82,10 @@ int qg_output_check(const char *path, char *err, size_t errlen);
  * writing one would destroy the other. */
 int qg_same_file(const char *a, const char *b);
 
+/* The file name of path without its folder and last extension ("a/b/Q4_K.gguf" -> "Q4_K";
+ * "a/.x" -> ".x") into out (n bytes). */
+void qg_path_stem(const char *path, char *out, size_t n);
+
 /* 1 when stdout (fd) is a terminal and colour is allowed (NO_COLOR unset). */
 int qg_use_color(int fd);
 

@@ -76,13 +76,11 @@ static void default_name(const char *full, int i, char *out, size_t n)
     const char *q = strchr(full, '?');
     snprintf(spec, sizeof spec, "%.*s", q ? (int)(q - full) : (int)strlen(full), full);
     const char *b = strrchr(spec, '/');
-    b = b ? b + 1 : spec;
-    const char *dot = strrchr(b, '.');
-    if (strstr(full, "://") || !*b) {
+    if (strstr(full, "://") || !*(b ? b + 1 : spec)) {
         snprintf(out, n, i == 0 ? "baseline" : "candidate%d", i);
         return;
     }
-    snprintf(out, n, "%.*s", (int)(dot && dot > b ? (size_t)(dot - b) : strlen(b)), b);
+    qg_path_stem(spec, out, n);
     for (size_t k = strlen(out); q && *q && k + 2 < n; q++) {
         char c = *q == '?' || *q == '&' ? '+' : *q == '=' ? '-' : *q;
         out[k++] = c, out[k] = '\0';

@@ -136,7 +136,7 @@ static void read_kld(struct store *s, int64_t trial, struct verdict_task *v)
         v->dp_mean = json_num(m, "dp_mean", NAN);
         v->has_kld = !isnan(v->kld_mean);
         v->kld_top_k = (int)json_num(m, "kld_top_k", 0);
-        v->n_gates = json_num(m, "kld_reference", 0) > 0; /* borrowed: a stored reference */
+        v->kld_ref = json_num(m, "kld_reference", 0) > 0;
         cJSON_Delete(m);
     }
     free(mj);
@@ -206,7 +206,7 @@ static int compare_task(struct store *s, int64_t run, const char *base, const ch
         in.n_repeat = &t.n[2];
         in.n_repeats = t.count - 2;
         in.kld_top_k = figs.kld_top_k;
-        in.kld_ref = figs.n_gates;
+        in.kld_ref = figs.kld_ref;
         rc = verdict_task_compute(&in, &tp, v, err, errlen);
     }
     if (!rc) {

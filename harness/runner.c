@@ -558,8 +558,8 @@ static void tokens_sha(const int32_t *ids, int64_t k, char out[HASH_HEX_LEN + 1]
 /* The link to stored references: keep the baseline's (repeat 0, when
  * asked), or read a reused baseline's, checking first that the candidates
  * tokenize the text as it did. */
-static int lockstep_refs(struct runner *r, int t, int repeat, const int32_t *ids, int64_t k,
-                         struct lock_sink *ks, struct ppl_ref_io *io, char *err, size_t errlen)
+static int lockstep_refs(struct runner *r, int t, int repeat, const char *sha, struct lock_sink *ks,
+                         struct ppl_ref_io *io, char *err, size_t errlen)
 {
     const struct task_config *st = &r->suite->tasks[t];
     *io = (struct ppl_ref_io){.top_k = KLD_REF_TOP_K, .ud = ks};
@@ -567,8 +567,6 @@ static int lockstep_refs(struct runner *r, int t, int repeat, const int32_t *ids
         if (r->p->keep_refs && repeat == 0) io->put = ref_put;
         return QG_OK;
     }
-    char sha[HASH_HEX_LEN + 1];
-    tokens_sha(ids, k, sha);
     if (strcmp(sha, r->base.tokens_sha[t]))
         return qg_errf(err, errlen, QG_ERR_DATA,
                        "task '%s': the candidates tokenize the text differently from the stored "
@@ -618,8 +616,10 @@ static int run_lockstep(struct runner *r, int t, int repeat, char *err, size_t e
     int64_t k[RUNNER_MAX_MODELS] = {0};
     struct lock_sink ks = {.r = r};
     struct ppl_ref_io io;
+    char sha[HASH_HEX_LEN + 1] = ""; /* of the token stream: stored, and checked on reuse */
     int rc = lockstep_tokens(r, st, ids, k, err, errlen);
-    if (!rc) rc = lockstep_refs(r, t, repeat, ids[m0], k[m0], &ks, &io, err, errlen);
+    if (!rc) tokens_sha(ids[m0], k[m0], sha);
+    if (!rc) rc = lockstep_refs(r, t, repeat, sha, &ks, &io, err, errlen);
     if (!rc) rc = lockstep_trials(r, t, repeat, ks.trials, &all_done, err, errlen);
     double *kld[RUNNER_MAX_MODELS] = {0};
     int64_t n_kld = 0;
@@ -630,8 +630,6 @@ static int run_lockstep(struct runner *r, int t, int repeat, char *err, size_t e
     struct ppl_params pp = ppl_task_params(st, p->shard_index, p->shard_count);
     pp.ref = &io;
     int kld_top_k[RUNNER_MAX_MODELS] = {0};
-    char sha[HASH_HEX_LEN + 1] = "";
-    if (!rc) tokens_sha(ids[m0], k[m0], sha);
     double t0 = qg_now_s();
     if (!rc && !all_done)
         rc = ppl_evaluate_lockstep(bs, nm, ids[m0], k[m0], &pp, on_window, &ks, kld, &n_kld,

@@ -109,15 +109,6 @@ static int sampled_corpus(struct store *s, const struct sampled_suite_params *p,
     return rc ? qg_errf(err, errlen, rc, "%s", store_errmsg(s)) : QG_OK;
 }
 
-/* stem of a path: "a/b/Q4_K.txt" -> "Q4_K" */
-static void stem(const char *path, char *out, size_t n)
-{
-    const char *b = strrchr(path, '/');
-    b = b ? b + 1 : path;
-    const char *dot = strrchr(b, '.');
-    snprintf(out, n, "%.*s", (int)(dot && dot > b ? (size_t)(dot - b) : strlen(b)), b);
-}
-
 static void add_task(cJSON *tasks, const char *name, const char *data, const char *sha, int ctx)
 {
     cJSON *t = cJSON_CreateObject();
@@ -145,7 +136,7 @@ static int write_suite(const struct sampled_suite_params *p, const char *dir, co
     for (int i = 0; i < p->n_texts && !rc; i++) {
         char h[HASH_HEX_LEN + 1], name[160], st[128], abs[4096];
         rc = hash_sha256_file(p->texts[i], h, err, errlen);
-        stem(p->texts[i], st, sizeof st);
+        qg_path_stem(p->texts[i], st, sizeof st);
         snprintf(name, sizeof name, "text-%s", st);
         if (p->texts[i][0] != '/' && getcwd(abs, sizeof abs))
             snprintf(abs + strlen(abs), sizeof abs - strlen(abs), "/%s", p->texts[i]);

@@ -1,6 +1,7 @@
 /* store — SQLite results database: schema, migrations, writes, listings. */
 #include "harness/store.h"
 #include "metrics/rows.h"
+#include "metrics/verdict.h"
 #include "core/status.h"
 #include "core/util.h"
 
@@ -1651,6 +1652,20 @@ int store_cache_put(struct store *s, const char *key, const char *endpoint, cons
     return rc;
 }
 
+/* Column i's blob, copied into malloc'd memory with a NUL after it (*n
+ * bytes); NULL when out of memory. */
+static char *col_blob_dup(sqlite3_stmt *st, int i, size_t *n)
+{
+    size_t len = (size_t)sqlite3_column_bytes(st, i);
+    const void *b = sqlite3_column_blob(st, i);
+    char *out = malloc(len + 1);
+    if (!out) return NULL;
+    if (len) memcpy(out, b, len);
+    out[len] = '\0';
+    *n = len;
+    return out;
+}
+
 int store_text_put(struct store *s, const char *sha256, const char *origin, const char *content,
                    size_t n)
 {
@@ -1687,15 +1702,7 @@ int store_text_find(struct store *s, const char *origin, char **content, size_t 
     if (!out) {
         const char *h = (const char *)sqlite3_column_text(st, 0);
         snprintf(sha256, 65, "%s", h ? h : "");
-        size_t len = (size_t)sqlite3_column_bytes(st, 1);
-        const void *b = sqlite3_column_blob(st, 1);
-        if (!(*content = malloc(len + 1))) {
-            out = QG_ERR_NOMEM;
-        } else {
-            if (len) memcpy(*content, b, len);
-            (*content)[len] = '\0';
-            *n = len;
-        }
+        if (!(*content = col_blob_dup(st, 1, n))) out = QG_ERR_NOMEM;
     }
     sqlite3_finalize(st);
     return out;
@@ -1703,44 +1710,18 @@ int store_text_find(struct store *s, const char *origin, char **content, size_t 
 
 int store_comparisons_json(struct store *s, int64_t run_id, int64_t limit, cJSON **out)
 {
-    sqlite3_stmt *st;
-    *out = NULL;
-    int rc = prepare(s,
-                     "SELECT c.id, c.run_id AS run, b.name AS baseline, m.name AS candidate, "
-                     "c.verdict, c.created_at, c.command FROM comparisons c "
-                     "JOIN models b ON b.id=c.baseline_model_id "
-                     "JOIN models m ON m.id=c.candidate_model_id "
-                     "WHERE ?1 <= 0 OR c.run_id = ?1 ORDER BY c.id DESC LIMIT ?2",
-                     &st);
+    cJSON *arr;
+    int rc = query_rows(s,
+                        "SELECT c.id, c.run_id AS run, b.name AS baseline, m.name AS candidate, "
+                        "c.verdict, c.created_at, c.command FROM comparisons c "
+                        "JOIN models b ON b.id=c.baseline_model_id "
+                        "JOIN models m ON m.id=c.candidate_model_id "
+                        "WHERE ?1 <= 0 OR c.run_id = ?1 ORDER BY c.id DESC",
+                        run_id, 1, &arr);
     if (rc) return rc;
-    sqlite3_bind_int64(st, 1, run_id);
-    sqlite3_bind_int64(st, 2, limit > 0 ? limit : -1);
-    cJSON *arr = cJSON_CreateArray();
-    int status = arr ? QG_OK : QG_ERR_NOMEM;
-    while (!status && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        cJSON *row = cJSON_CreateObject();
-        if (!row || !cJSON_AddItemToArray(arr, row)) {
-            cJSON_Delete(row);
-            status = QG_ERR_NOMEM;
-        }
-        for (int i = 0; !status && i < sqlite3_column_count(st); i++)
-            status = add_column(row, st, i);
-    }
-    if (!status && rc != SQLITE_DONE) status = db_fail(s, "listing comparisons");
-    sqlite3_finalize(st);
-    if (status) {
-        cJSON_Delete(arr);
-        return status;
-    }
-    const cJSON *r;
-    cJSON_ArrayForEach(r, arr)
-    {
-        cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "verdict");
-        int code = cJSON_IsNumber(v) ? (int)v->valuedouble : -1;
-        static const char *names[] = {"PASS", "FAIL", "INCONCLUSIVE"};
-        cJSON_ReplaceItemInObjectCaseSensitive(
-            (cJSON *)r, "verdict", cJSON_CreateString(code >= 0 && code < 3 ? names[code] : "?"));
-    }
+    while (limit > 0 && cJSON_GetArraySize(arr) > limit) /* the newest `limit` */
+        cJSON_DeleteItemFromArray(arr, cJSON_GetArraySize(arr) - 1);
+    name_enum(arr, "verdict", verdict_name);
     *out = arr;
     return QG_OK;
 }
@@ -1769,16 +1750,7 @@ int store_ref_get(struct store *s, int64_t trial_id, int64_t idx, unsigned char 
     int out = rc == SQLITE_ROW    ? QG_OK
               : rc == SQLITE_DONE ? QG_ERR_NOTFOUND
                                   : db_fail(s, "reading a baseline reference");
-    if (!out) {
-        size_t len = (size_t)sqlite3_column_bytes(st, 0);
-        const void *b = sqlite3_column_blob(st, 0);
-        if (!(*blob = malloc(len ? len : 1)))
-            out = QG_ERR_NOMEM;
-        else {
-            if (len) memcpy(*blob, b, len);
-            *n = len;
-        }
-    }
+    if (!out && !(*blob = (unsigned char *)col_blob_dup(st, 0, n))) out = QG_ERR_NOMEM;
     if (out == QG_ERR_NOTFOUND)
         qg_errf(s->err, sizeof s->err, QG_ERR_NOTFOUND,
                 "%s: trial %lld keeps no reference of window %lld", s->path, (long long)trial_id,

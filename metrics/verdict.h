@@ -134,6 +134,7 @@ struct verdict_task {
     int has_kld;
     double kld_mean, kld_p99, kld_max, top1, dp_mean;
     int kld_top_k; /* > 0: the KLD came from the candidate's top-K log-probs, a lower bound */
+    int kld_ref;   /* 1: that bound is against a stored baseline's reference (verdict_input) */
 };
 
 /* Judges one task: pairs base and cand row by row; measures the noise

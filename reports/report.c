@@ -736,7 +736,7 @@ static void render_html(const cJSON *d, int color, struct sbuf *b)
     sbuf_printf(b, "</body></html>\n");
 }
 
-static void render_json(const cJSON *d, int color, struct sbuf *b)
+void report_json_one(const cJSON *d, int color, struct sbuf *b)
 {
     (void)color;
     char *s = cJSON_Print(d);
@@ -754,7 +754,7 @@ static const struct {
     void (*render)(const cJSON *doc, int color, struct sbuf *out);
 } formats[] = {
     {"text", report_text_one}, {"md", report_md_one},   {"html", render_html},
-    {"json", render_json},     {"junit", render_junit},
+    {"json", report_json_one}, {"junit", render_junit},
 };
 
 int report_format_known(const char *f)

@@ -10,6 +10,8 @@
 /* One comparison's document (REPORT_SCHEMA) as text / Markdown. */
 void report_text_one(const cJSON *d, int color, struct sbuf *b);
 void report_md_one(const cJSON *d, int color, struct sbuf *b);
+/* Any document as pretty JSON (both schemas). */
+void report_json_one(const cJSON *d, int color, struct sbuf *b);
 
 /* HTML pieces of one comparison: the summary table, its forest plot, a
  * task's section, the provenance tables; the stylesheet and the colour

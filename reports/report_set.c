@@ -384,18 +384,6 @@ static void render_junit(const cJSON *d, int color, struct sbuf *b)
     sbuf_printf(b, "</testsuites>\n");
 }
 
-static void render_json(const cJSON *d, int color, struct sbuf *b)
-{
-    (void)color;
-    char *s = cJSON_Print(d);
-    if (!s) {
-        b->failed = 1;
-        return;
-    }
-    sbuf_printf(b, "%s\n", s);
-    free(s);
-}
-
 int report_set_render(const cJSON *doc, const char *format, int color, struct sbuf *out)
 {
     static const struct {
@@ -404,7 +392,7 @@ int report_set_render(const cJSON *doc, const char *format, int color, struct sb
     } formats[] = {{"text", render_text},
                    {"md", render_md},
                    {"html", render_html},
-                   {"json", render_json},
+                   {"json", report_json_one},
                    {"junit", render_junit}};
     for (size_t i = 0; i < sizeof formats / sizeof *formats; i++)
         if (!strcmp(formats[i].name, format)) {

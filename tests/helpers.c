@@ -1,5 +1,8 @@
 /* helpers — temp dirs, files, running the qgate binary, byte builders. */
 #include "tests/test.h"
+#include "backends/synth.h"
+#include "core/status.h"
+#include "core/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -159,4 +162,20 @@ void bb_free(struct bb *b)
 {
     free(b->p);
     memset(b, 0, sizeof *b);
+}
+
+int t_have(const char *prog)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", prog);
+    return system(cmd) == 0;
+}
+
+int t_synth(const char *name, uint32_t type, uint64_t seed)
+{
+    struct synth_params p = synth_default_params();
+    p.wtype = type;
+    p.seed = seed;
+    char err[QG_ERRMSG_MAX];
+    return synth_write(&p, t_path(name), err, sizeof err);
 }

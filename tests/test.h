@@ -106,6 +106,12 @@ int t_qgate(struct t_out *o, const char *arg, ...);
 int t_qgate_argv(struct t_out *o, const char *const *args);
 void t_out_free(struct t_out *o);
 
+/* 1 when prog is on PATH (for tests that drive outside tools). */
+int t_have(const char *prog);
+/* Writes t_path(name): the default synthetic model stored as ggml type
+ * `type`, with weights seeded by seed. QG_OK or a status. */
+int t_synth(const char *name, uint32_t type, uint64_t seed);
+
 /* Byte builder for hand-made (often malformed) files. */
 struct bb {
     unsigned char *p;

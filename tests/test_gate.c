@@ -16,22 +16,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static int have(const char *prog)
-{
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", prog);
-    return system(cmd) == 0;
-}
-
-static int synth(const char *name, uint32_t type, uint64_t seed)
-{
-    struct synth_params p = synth_default_params();
-    p.wtype = type;
-    p.seed = seed;
-    char err[QG_ERRMSG_MAX];
-    return synth_write(&p, t_path(name), err, sizeof err);
-}
-
 /* one number from an SQL query on the database at path (-1 on error) */
 static long long sql_int(const char *path, const char *sql)
 {
@@ -172,10 +156,10 @@ static int screenshot_ok(const char *html)
  * suite per candidate, Markdown appended; and it renders in Chromium. */
 TEST(gate_many_candidates_one_report)
 {
-    ASSERT_OK(synth("base.gguf", GGML_F32, 1));
-    ASSERT_OK(synth("q8.gguf", GGML_Q8_0, 1));
-    ASSERT_OK(synth("q4.gguf", GGML_Q4_0, 1));
-    ASSERT_OK(synth("other.gguf", GGML_F32, 7)); /* another model: a sure FAIL */
+    ASSERT_OK(t_synth("base.gguf", GGML_F32, 1));
+    ASSERT_OK(t_synth("q8.gguf", GGML_Q8_0, 1));
+    ASSERT_OK(t_synth("q4.gguf", GGML_Q4_0, 1));
+    ASSERT_OK(t_synth("other.gguf", GGML_F32, 7)); /* another model: a sure FAIL */
     ASSERT_OK(write_suite());
     ASSERT_OK(t_write_file(t_path("summary.md"), "earlier step\n", 13));
     char args[8][4200];
@@ -217,7 +201,7 @@ TEST(gate_many_candidates_one_report)
     ASSERT_EQ(count_of(xml, "<testsuite name="), 3);
     ASSERT_CONTAINS(xml, "<testsuite name=\"other\"");
     free(xml);
-    if (have("xmllint")) {
+    if (t_have("xmllint")) {
         char cmd[16384];
         snprintf(cmd, sizeof cmd, "xmllint --noout --schema '%s/docs/junit.xsd' '%s'",
                  QG_SOURCE_DIR, args[6]);
@@ -252,7 +236,7 @@ TEST(gate_many_candidates_one_report)
                       args[4], NULL));
     ASSERT_CONTAINS(o.out, "\"kld_mean\"");
     t_out_free(&o);
-    if (!have("chromium") || !have("python3"))
+    if (!t_have("chromium") || !t_have("python3"))
         SKIP("chromium or python3 is absent: the screenshot was not taken (the rest passed)");
     ASSERT_OK(screenshot_ok(args[5]));
     return 0;
@@ -263,8 +247,8 @@ TEST(gate_many_candidates_one_report)
  * the comparison; `comparisons` and `runs` list the verdicts. */
 TEST(gate_select_and_store_views)
 {
-    ASSERT_OK(synth("a.gguf", GGML_F32, 1));
-    ASSERT_OK(synth("b.gguf", GGML_F32, 2));
+    ASSERT_OK(t_synth("a.gguf", GGML_F32, 1));
+    ASSERT_OK(t_synth("b.gguf", GGML_F32, 2));
     ASSERT_OK(write_suite());
     char a[4200], b[4200], db[4200], suite[4200];
     snprintf(a, sizeof a, "%s", t_path("a.gguf"));
@@ -317,8 +301,8 @@ TEST(gate_select_and_store_views)
  * lists are named with their file and line. */
 TEST(gate_items_selection)
 {
-    ASSERT_OK(synth("a.gguf", GGML_F32, 1));
-    ASSERT_OK(synth("b.gguf", GGML_Q8_0, 1));
+    ASSERT_OK(t_synth("a.gguf", GGML_F32, 1));
+    ASSERT_OK(t_synth("b.gguf", GGML_Q8_0, 1));
     ASSERT_OK(write_suite());
     char sha[65], err[QG_ERRMSG_MAX], suite[4096];
     ASSERT_OK(hash_sha256_file(t_path("mc.jsonl"), sha, err, sizeof err));

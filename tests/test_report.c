@@ -30,22 +30,6 @@
     "\xc2\x9b end"
 #define HOSTILE_MODEL "<evil>&\"m'</script>\x1b[2J\xff"
 
-static int have(const char *prog)
-{
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", prog);
-    return system(cmd) == 0;
-}
-
-static int synth(const char *name, uint32_t type, uint64_t seed)
-{
-    struct synth_params p = synth_default_params();
-    p.wtype = type;
-    p.seed = seed;
-    char err[QG_ERRMSG_MAX];
-    return synth_write(&p, t_path(name), err, sizeof err);
-}
-
 /* Writes a suite of a perplexity task over text and a multiple-choice task
  * whose names, ids, questions and choices are all hostile (when hostile). */
 static int write_suite(int hostile)
@@ -164,7 +148,7 @@ static int gate_synth(const char *db, int hostile, struct t_out *o)
 {
     /* hostile: a differently seeded candidate, so items flip and the flipped
      * items' hostile prompts and answers reach the reports */
-    if (synth("a.gguf", GGML_F32, 1) || synth("b.gguf", GGML_Q4_0, hostile ? 2 : 1) ||
+    if (t_synth("a.gguf", GGML_F32, 1) || t_synth("b.gguf", GGML_Q4_0, hostile ? 2 : 1) ||
         write_suite(hostile))
         return -1;
     char ma[4400], mb[4400];
@@ -216,7 +200,7 @@ TEST(report_hostile_strings_every_format)
     cJSON_Delete(j);
     /* XML well-formed (and valid JUnit) by xmllint when installed */
     ASSERT_OK(t_write_file(t_path("h.xml"), junit, strlen(junit)));
-    if (have("xmllint")) {
+    if (t_have("xmllint")) {
         char xsd[4200];
         snprintf(xsd, sizeof xsd, "%s/docs/junit.xsd", QG_SOURCE_DIR);
         ASSERT_EQ(xmllint(t_path("h.xml"), NULL), 0);
@@ -283,7 +267,7 @@ TEST(report_stories_every_format)
     ASSERT_EQ(foreign_tag("html", doc[0]), 0);
     /* junit: one failure (tinystories), valid against the schema */
     ASSERT_CONTAINS(doc[1], "<failure message=\"FAIL: lower bound");
-    if (have("xmllint")) {
+    if (t_have("xmllint")) {
         char xsd[4200];
         snprintf(xsd, sizeof xsd, "%s/docs/junit.xsd", QG_SOURCE_DIR);
         ASSERT_EQ(xmllint(f[1], xsd), 0);
@@ -317,8 +301,8 @@ TEST(report_stories_every_format)
 
 TEST(report_html_renders_in_chromium)
 {
-    if (!have("chromium")) SKIP("chromium is absent (Debian package chromium)");
-    if (!have("python3")) SKIP("python3 is absent (decodes the screenshot)");
+    if (!t_have("chromium")) SKIP("chromium is absent (Debian package chromium)");
+    if (!t_have("python3")) SKIP("python3 is absent (decodes the screenshot)");
     char db[4200], html[4200], png[4200], cmd[16384];
     snprintf(db, sizeof db, "%s", t_path("c.db"));
     snprintf(html, sizeof html, "%s", t_path("report.html"));
