@@ -38,8 +38,6 @@ static int append_file(const char *path, const char *data, size_t n, char *err, 
     return ok ? QG_OK : qg_errf(err, errlen, QG_ERR_IO, "%s: append failed", path);
 }
 
-static int write_doc(cJSON *doc, const char *format, const char *path, int append);
-
 int cmd_write_report(struct store *s, int64_t comparison_id, const char *format, const char *path)
 {
     return cmd_write_reports(s, &comparison_id, 1, format, path, 0);
@@ -53,11 +51,10 @@ int cmd_write_reports(struct store *s, const int64_t *cids, int n, const char *f
     int rc = n == 1 ? report_doc_build(s, cids[0], &doc, err, sizeof err)
                     : report_doc_build_set(s, cids, n, &doc, err, sizeof err);
     if (rc) return cmd_fail(rc, err);
-    return write_doc(doc, format, path, append);
+    return cmd_write_doc(doc, format, path, append);
 }
 
-/* Renders doc (freed) as format to path ("-" or NULL: stdout). */
-static int write_doc(cJSON *doc, const char *format, const char *path, int append)
+int cmd_write_doc(cJSON *doc, const char *format, const char *path, int append)
 {
     char err[QG_ERRMSG_MAX];
     int rc;
@@ -115,7 +112,7 @@ static int cmd_report(const struct cli_args *a)
             code ? QG_OK : report_doc_from_summary(s, 0, run, sum, NULL, &doc, err, sizeof err);
         if (rc) code = cmd_fail(rc, err);
         cJSON_Delete(sum);
-        if (!code) code = write_doc(doc, format, cli_str(a, "output"), 0);
+        if (!code) code = cmd_write_doc(doc, format, cli_str(a, "output"), 0);
     } else {
         code = cmd_write_report(s, cid, format, cli_str(a, "output"));
     }

@@ -8,6 +8,11 @@
  * sampled from the baseline), every verdict is stored, and the result is a
  * table ranked by bits per weight with a recommendation: the cheapest
  * configuration that PASSes and which tensor classes cost the most.
+ * With --per-layer, also one layer at a time and the layer x class grid
+ * (one tensor at a time). More candidates than one lockstep pass holds run
+ * in several passes, each with the baseline. --report/--md/--json write
+ * the sweep's document (REPORT_SWEEP_SCHEMA): the ladder chart and the
+ * grid's heatmap in HTML.
  */
 #include "backends/gguf.h"
 #include "backends/model_info.h"
@@ -19,6 +24,7 @@
 #include "harness/runner.h"
 #include "harness/sampled.h"
 #include "metrics/verdict.h"
+#include "reports/report.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -35,6 +41,9 @@ static const struct cli_opt opts[] = {
     {"seed", 0, CLI_INT, "N", "bootstrap and sampling seed (default 20261130)", 0},
     {"threads", 't', CLI_INT, "T", "threads per model", 0},
     CLI_OPT_DB,
+    {"report", 0, CLI_STR, "FILE", "also write the HTML report (ladder chart, heatmap) to FILE", 0},
+    {"md", 0, CLI_STR, "FILE", "also write the Markdown report to FILE", 0},
+    {"json", 0, CLI_STR, "FILE", "also write the sweep's JSON document to FILE ('-': stdout)", 0},
     {"quiet", 'q', CLI_FLAG, NULL, "only the table and the recommendation", 0},
     CLI_OPT_END,
 };
@@ -46,28 +55,34 @@ static const char *const classes[][2] = {
     {"ffn_gate", "*ffn_gate.*"}, {"ffn_up", "*ffn_up.*"},
     {"ffn_down", "*ffn_down.*"}, {"token_embd/output", "token_embd*,output*"}};
 #define N_CLASSES 8
+#define MAX_CANDS 1024
+#define PER_PASS (RUNNER_MAX_MODELS - 1) /* candidates beside the baseline */
 
 struct cand {
     char name[128], spec[4400];
     double bits; /* of the simulated weights; activations and cache are not storage */
-    int klass;   /* the class scanned (-1: a ladder step) */
+    int fmt;     /* index of the format */
+    int step;    /* the ladder step 0 W, 1 W+A, 2 W+A+KV (-1: a scan) */
+    int klass;   /* the class scanned (-1: a ladder step or a whole layer) */
     int layer;   /* the layer scanned (-1: none) */
+    int64_t run; /* the run that measured it */
 };
+static const char *const step_names[] = {"W", "W+A", "W+A+KV"};
 
 /* The candidates: each format's ladder, then the first format one class at a time. */
 static int plan(const char *base, const struct simfmt *f, int nf, int scan, struct cand *c, int *n)
 {
-    static const char *const steps[] = {"W", "W+A", "W+A+KV"};
     *n = 0;
     for (int i = 0; i < nf; i++) {
         char fn[64];
         simfmt_name(&f[i], fn, sizeof fn);
         for (int s = 0; s < 3; s++, (*n)++) {
             struct cand *x = &c[*n];
-            snprintf(x->name, sizeof x->name, "%s %s", fn, steps[s]);
+            snprintf(x->name, sizeof x->name, "%s %s", fn, step_names[s]);
             snprintf(x->spec, sizeof x->spec, "%s?w=%s%s%s%s%s", base, fn, s ? "&a=" : "",
                      s ? fn : "", s > 1 ? "&kv=" : "", s > 1 ? fn : "");
             x->bits = simfmt_bits(&f[i]);
+            x->fmt = i, x->step = s;
             x->klass = x->layer = -1;
         }
     }
@@ -83,32 +98,45 @@ static int plan(const char *base, const struct simfmt *f, int nf, int scan, stru
         snprintf(x->name, sizeof x->name, "%s only %s", fn, classes[k][0]);
         snprintf(x->spec, sizeof x->spec, "%s?w=%s&keep=%s", base, fn, keep);
         x->bits = NAN;
+        x->fmt = 0, x->step = -1;
         x->klass = k;
         x->layer = -1;
     }
     return 0;
 }
 
-/* One layer at a time: blk.L simulated, every other tensor kept. */
+/* One layer at a time (klass -1: blk.L simulated, every other tensor
+ * kept), then the grid: in layer L only class k (k < N_CLASSES - 1: the
+ * last class, token_embd/output, has no layer). */
 static int plan_layers(const char *base, const struct simfmt *f, int n_layers, struct cand *c,
                        int *n)
 {
     char fn[64];
     simfmt_name(f, fn, sizeof fn);
-    if (*n + n_layers + 1 > RUNNER_MAX_MODELS)
-        return cmd_usage("--per-layer: %d layers and %d other candidates are more than %d models",
-                         n_layers, *n, RUNNER_MAX_MODELS);
-    for (int l = 0; l < n_layers; l++, (*n)++) {
-        struct cand *x = &c[*n];
-        char keep[2048] = "token_embd*,output*";
-        for (int j = 0; j < n_layers; j++)
-            if (j != l) snprintf(keep + strlen(keep), sizeof keep - strlen(keep), ",blk.%d.*", j);
-        snprintf(x->name, sizeof x->name, "%s only blk.%d", fn, l);
-        snprintf(x->spec, sizeof x->spec, "%s?w=%s&keep=%s", base, fn, keep);
-        x->bits = NAN;
-        x->klass = -1;
-        x->layer = l;
-    }
+    if (*n + (int64_t)n_layers * N_CLASSES > MAX_CANDS)
+        return cmd_usage("--per-layer: %d layers need %d candidates, more than %d", n_layers,
+                         *n + n_layers * N_CLASSES, MAX_CANDS);
+    for (int l = 0; l < n_layers; l++)
+        for (int k = -1; k < N_CLASSES - 1; k++, (*n)++) {
+            struct cand *x = &c[*n];
+            char keep[4096] = "token_embd*,output*";
+            for (int j = 0; j < n_layers; j++)
+                if (j != l)
+                    snprintf(keep + strlen(keep), sizeof keep - strlen(keep), ",blk.%d.*", j);
+            for (int j = 0; k >= 0 && j < N_CLASSES - 1; j++)
+                if (j != k)
+                    snprintf(keep + strlen(keep), sizeof keep - strlen(keep), ",blk.%d.%s.*", l,
+                             classes[j][0]);
+            if (k < 0)
+                snprintf(x->name, sizeof x->name, "%s only blk.%d", fn, l);
+            else
+                snprintf(x->name, sizeof x->name, "%s only blk.%d.%s", fn, l, classes[k][0]);
+            snprintf(x->spec, sizeof x->spec, "%s?w=%s&keep=%s", base, fn, keep);
+            x->bits = NAN;
+            x->fmt = 0, x->step = -1;
+            x->klass = k;
+            x->layer = l;
+        }
     return 0;
 }
 
@@ -146,60 +174,158 @@ static int by_bits(const void *a, const void *b)
     return (bx > by) - (bx < by);
 }
 
-static void print_table(const struct cand *c, const struct result *r, int n)
+static int is_cell(const struct cand *c)
 {
-    printf("%-36s %9s %10s %10s %9s  %s\n", "candidate (simulated)", "bits/w", "PPL ratio", "KLD",
-           "same top1", "verdict");
-    int order[64];
+    return c->layer >= 0 && c->klass >= 0;
+}
+
+/* order[0..n): by bits per weight, ladder before scans, otherwise stable */
+static void rank(const struct cand *c, int n, int *order)
+{
     for (int i = 0; i < n; i++)
         order[i] = i;
-    for (int i = 1; i < n; i++) /* by bits, ladder before scan, stable */
+    for (int i = 1; i < n; i++)
         for (int j = i; j > 0 && by_bits(&c[order[j - 1]], &c[order[j]]) > 0; j--) {
             int t = order[j];
             order[j] = order[j - 1], order[j - 1] = t;
         }
+}
+
+/* The grid's KLD as text: a row per layer, a column per class. */
+static void print_grid(const struct simfmt *f, const struct cand *c, const struct result *r, int n)
+{
+    int layers = 0;
+    for (int i = 0; i < n; i++)
+        if (is_cell(&c[i]) && c[i].layer + 1 > layers) layers = c[i].layer + 1;
+    if (!layers) return;
+    char fn[64];
+    simfmt_name(f, fn, sizeof fn);
+    printf("KLD with one tensor simulated (%s), the rest kept:\n%-8s", fn, "layer");
+    for (int k = 0; k < N_CLASSES - 1; k++)
+        printf(" %11s", classes[k][0]);
+    for (int l = 0; l < layers; l++) {
+        printf("\nblk.%-4d", l);
+        for (int k = 0; k < N_CLASSES - 1; k++) {
+            double v = NAN;
+            for (int i = 0; i < n; i++)
+                if (is_cell(&c[i]) && c[i].layer == l && c[i].klass == k) v = r[i].kld;
+            printf(" %11.3g", v);
+        }
+    }
+    printf("\n");
+}
+
+static void print_table(const struct simfmt *f, const struct cand *c, const struct result *r, int n)
+{
+    printf("%-36s %9s %10s %10s %9s  %s\n", "candidate (simulated)", "bits/w", "PPL ratio", "KLD",
+           "same top1", "verdict");
+    static int order[MAX_CANDS];
+    rank(c, n, order);
     for (int k = 0; k < n; k++) {
         int i = order[k];
+        if (is_cell(&c[i])) continue; /* in the grid below */
         char bits[16] = "-";
         if (!isnan(c[i].bits)) snprintf(bits, sizeof bits, "%.2f", c[i].bits);
         printf("%-36s %9s %10.4f %10.4g %8.1f%%  %s\n", cmd_term_cut(c[i].name, 36), bits,
                r[i].ppl_ratio, r[i].kld, 100 * r[i].top1, verdict_name(r[i].verdict));
     }
+    print_grid(f, c, r, n);
 }
 
-/* The cheapest ladder step that PASSes, and the classes that cost most. */
-static void recommend(const struct cand *c, const struct result *r, int n)
+/* The recommendation into rec: the cheapest ladder step that PASSes, the
+ * layer and the classes that cost most. */
+static void recommend(const struct cand *c, const struct result *r, int n, char *rec, size_t len)
 {
     int best = -1;
     for (int i = 0; i < n; i++)
-        if (c[i].klass < 0 && r[i].verdict == VERDICT_PASS &&
+        if (c[i].step >= 0 && r[i].verdict == VERDICT_PASS &&
             (best < 0 || c[i].bits < c[best].bits ||
-             (c[i].bits == c[best].bits && strlen(c[i].name) > strlen(c[best].name))))
+             (c[i].bits == c[best].bits && c[i].step > c[best].step)))
             best = i;
+    size_t o = 0;
     if (best >= 0)
-        printf("recommendation: %s (%.2f bits per weight) is the cheapest configuration that "
-               "PASSes\n",
-               c[best].name, c[best].bits);
+        o += (size_t)snprintf(rec, len,
+                              "%s (%.2f bits per weight) is the cheapest configuration "
+                              "that PASSes.",
+                              c[best].name, c[best].bits);
     else
-        printf("recommendation: no simulated configuration PASSes; keep the original precision "
-               "or try a finer format\n");
-    int worst[N_CLASSES], m = 0;
-    for (int i = 0; i < n; i++)
-        if (c[i].klass >= 0) worst[m++] = i;
-    int lw = -1; /* the layer that costs most */
-    for (int i = 0; i < n; i++)
-        if (c[i].layer >= 0 && (lw < 0 || r[i].kld > r[lw].kld)) lw = i;
-    if (lw >= 0) printf("most sensitive layer: blk.%d (KLD %.3g alone)\n", c[lw].layer, r[lw].kld);
+        o += (size_t)snprintf(rec, len,
+                              "no simulated configuration PASSes; keep the original "
+                              "precision or try a finer format.");
+    int worst[N_CLASSES], m = 0, lw = -1; /* the classes; the layer that costs most */
+    for (int i = 0; i < n; i++) {
+        if (c[i].klass >= 0 && c[i].layer < 0) worst[m++] = i;
+        if (c[i].layer >= 0 && c[i].klass < 0 && (lw < 0 || r[i].kld > r[lw].kld)) lw = i;
+    }
     for (int a = 1; a < m; a++) /* by KLD, largest first */
         for (int b = a; b > 0 && r[worst[b]].kld > r[worst[b - 1]].kld; b--) {
             int t = worst[b];
             worst[b] = worst[b - 1], worst[b - 1] = t;
         }
-    if (m)
-        printf("most sensitive: %s (KLD %.3g), %s (KLD %.3g): keep these at higher precision "
-               "first\n",
-               classes[c[worst[0]].klass][0], r[worst[0]].kld,
-               m > 1 ? classes[c[worst[1]].klass][0] : "-", m > 1 ? r[worst[1]].kld : NAN);
+    if (m && o < len)
+        o += (size_t)snprintf(rec + o, len - o,
+                              " Most sensitive: %s (KLD %.3g), %s (KLD %.3g): keep these at "
+                              "higher precision first.",
+                              classes[c[worst[0]].klass][0], r[worst[0]].kld,
+                              m > 1 ? classes[c[worst[1]].klass][0] : "-",
+                              m > 1 ? r[worst[1]].kld : NAN);
+    if (lw >= 0 && o < len)
+        snprintf(rec + o, len - o, " Most sensitive layer: blk.%d (KLD %.3g alone).", c[lw].layer,
+                 r[lw].kld);
+}
+
+static void add_num(cJSON *o, const char *k, double v)
+{
+    if (isnan(v))
+        cJSON_AddNullToObject(o, k);
+    else
+        cJSON_AddNumberToObject(o, k, v);
+}
+
+/* The sweep's document (REPORT_SWEEP_SCHEMA), candidates ranked as the table. */
+static cJSON *sweep_doc(const char *base, const struct simfmt *f, int nf, const struct cand *c,
+                        const struct result *r, int n, const char *rec)
+{
+    cJSON *d = cJSON_CreateObject(), *fl = cJSON_AddArrayToObject(d, "formats");
+    char now[32], fn[64];
+    qg_utc_now(now);
+    cJSON_AddStringToObject(d, "schema", REPORT_SWEEP_SCHEMA);
+    cJSON_AddStringToObject(d, "qgate_version", QG_VERSION);
+    cJSON_AddStringToObject(d, "generated_at", now);
+    cJSON_AddStringToObject(d, "baseline", base);
+    cJSON_AddBoolToObject(d, "simulated", 1);
+    for (int i = 0; i < nf; i++)
+        simfmt_name(&f[i], fn, sizeof fn), cJSON_AddItemToArray(fl, cJSON_CreateString(fn));
+    cJSON *cl = cJSON_AddArrayToObject(d, "classes"), *runs = cJSON_AddArrayToObject(d, "runs");
+    for (int k = 0; k < N_CLASSES; k++)
+        cJSON_AddItemToArray(cl, cJSON_CreateString(classes[k][0]));
+    for (int i = 0; i < n; i++)
+        if (!i || c[i].run != c[i - 1].run)
+            cJSON_AddItemToArray(runs, cJSON_CreateNumber((double)c[i].run));
+    cJSON_AddStringToObject(d, "recommendation", rec);
+    cJSON *arr = cJSON_AddArrayToObject(d, "candidates");
+    static int order[MAX_CANDS];
+    rank(c, n, order);
+    for (int k = 0; k < n; k++) {
+        const struct cand *x = &c[order[k]];
+        const struct result *y = &r[order[k]];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", x->name);
+        cJSON_AddStringToObject(o, "spec", x->spec);
+        simfmt_name(&f[x->fmt], fn, sizeof fn);
+        cJSON_AddStringToObject(o, "format", fn);
+        if (x->step >= 0) cJSON_AddStringToObject(o, "step", step_names[x->step]);
+        if (x->klass >= 0) cJSON_AddStringToObject(o, "class", classes[x->klass][0]);
+        if (x->layer >= 0) cJSON_AddNumberToObject(o, "layer", x->layer);
+        add_num(o, "bits_per_weight", x->bits);
+        add_num(o, "ppl_ratio", y->ppl_ratio);
+        add_num(o, "kld", y->kld);
+        add_num(o, "same_top1", y->top1);
+        cJSON_AddStringToObject(o, "verdict", verdict_name(y->verdict));
+        cJSON_AddNumberToObject(o, "run", (double)x->run);
+        cJSON_AddItemToArray(arr, o);
+    }
+    return d;
 }
 
 static int parse_formats(const char *list, struct simfmt *f, int *nf)
@@ -217,6 +343,65 @@ static int parse_formats(const char *list, struct simfmt *f, int *nf)
     return *nf ? 0 : cmd_usage("'qgate sweep' needs --formats F,G,... (e.g. nvfp4,fp8_e4m3)");
 }
 
+/* Candidates c[0..n) in passes of at most PER_PASS beside the baseline,
+ * each compared with it; results in r. 0 or an exit code. */
+static int run_passes(const struct cli_args *a, struct store *s, struct runner_params *p,
+                      struct cand *c, int n, struct result *r)
+{
+    char err[QG_ERRMSG_MAX];
+    int passes = (n + PER_PASS - 1) / PER_PASS, code = 0;
+    for (int k = 0; k < passes && !code; k++) {
+        int from = k * PER_PASS, m = n - from < PER_PASS ? n - from : PER_PASS;
+        p->n_models = m + 1;
+        for (int i = 0; i < m; i++)
+            p->names[i + 1] = c[from + i].name, p->specs[i + 1] = c[from + i].spec;
+        if (passes > 1 && !cli_flag(a, "quiet"))
+            printf("pass %d of %d: %d candidates\n", k + 1, passes, m);
+        int64_t run_id = 0;
+        int rc = runner_run(s, p, &run_id, err, sizeof err);
+        if (rc) return cmd_fail(rc, err);
+        for (int i = from; i < from + m && !code; i++) {
+            int64_t cid = 0;
+            c[i].run = run_id;
+            code = cmd_compare_models(s, run_id, "baseline", c[i].name, NULL,
+                                      (uint64_t)cli_int(a, "seed", 20261130), CMP_OUT_NONE,
+                                      p->command, &r[i].verdict, &cid);
+            if (!code) read_result(s, cid, &r[i]);
+        }
+    }
+    return code;
+}
+
+/* --report, --md, --json: the sweep's document in each format asked for. */
+static int write_outputs(const struct cli_args *a, const char *base, const struct simfmt *f, int nf,
+                         const struct cand *c, const struct result *r, int n, const char *rec)
+{
+    static const char *const kinds[][2] = {{"report", "html"}, {"md", "md"}, {"json", "json"}};
+    int code = 0;
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds && !code; k++) {
+        const char *path = cli_str(a, kinds[k][0]);
+        if (!path) continue;
+        code = cmd_write_doc(sweep_doc(base, f, nf, c, r, n, rec), kinds[k][1], path, 0);
+        if (!code && !cli_flag(a, "quiet") && strcmp(path, "-")) printf("wrote %s\n", path);
+    }
+    return code;
+}
+
+/* Plans the candidates into c (*n); 0 or an exit code. */
+static int plan_all(const struct cli_args *a, const struct simfmt *f, int nf, struct cand *c,
+                    int *n)
+{
+    plan(a->pos[0], f, nf, !cli_flag(a, "no-scan"), c, n);
+    if (!cli_flag(a, "per-layer")) return 0;
+    struct gguf *g;
+    char e2[QG_ERRMSG_MAX];
+    if (gguf_open(a->pos[0], &g, e2, sizeof e2)) return cmd_fail(QG_ERR_NOINPUT, e2);
+    struct model_info mi;
+    model_info_read(g, &mi);
+    gguf_close(g);
+    return plan_layers(a->pos[0], &f[0], (int)mi.n_layers, c, n);
+}
+
 static int cmd_sweep(const struct cli_args *a)
 {
     struct simfmt f[MAX_FORMATS];
@@ -224,54 +409,44 @@ static int cmd_sweep(const struct cli_args *a)
     if (code) return code;
     if (strchr(a->pos[0], '?') || strchr(a->pos[0], '='))
         return cmd_usage("the baseline must be a plain GGUF path, got '%s'", a->pos[0]);
-    static struct cand c[RUNNER_MAX_MODELS];
-    plan(a->pos[0], f, nf, !cli_flag(a, "no-scan"), c, &n);
-    if (cli_flag(a, "per-layer")) {
-        struct gguf *g;
-        char e2[QG_ERRMSG_MAX];
-        if (gguf_open(a->pos[0], &g, e2, sizeof e2)) return cmd_fail(QG_ERR_NOINPUT, e2);
-        struct model_info mi;
-        model_info_read(g, &mi);
-        gguf_close(g);
-        if ((code = plan_layers(a->pos[0], &f[0], (int)mi.n_layers, c, &n))) return code;
-    }
+    static const char *const outputs[] = {"report", "md", "json", NULL};
+    const char *inputs[] = {cli_str(a, "suite") ? cli_str(a, "suite") : "",
+                            cli_str(a, "db") ? cli_str(a, "db") : STORE_DEFAULT_PATH, a->pos[0]};
+    if ((code = cmd_check_outputs(a, outputs, inputs, 3))) return code;
+    static struct cand c[MAX_CANDS];
+    if ((code = plan_all(a, f, nf, c, &n))) return code;
     struct runner_params p = {.suite_path = cli_str(a, "suite"),
                               .repeats = 2,
                               .threads = (int)cli_int(a, "threads", 0),
                               .quiet = 1,
                               .progress = !cli_flag(a, "quiet"),
-                              .n_models = n + 1};
+                              .n_models = (n < PER_PASS ? n : PER_PASS) + 1};
     p.names[0] = "baseline";
     p.specs[0] = a->pos[0];
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < p.n_models - 1; i++) /* the first pass's, for the default suite */
         p.names[i + 1] = c[i].name, p.specs[i + 1] = c[i].spec;
     struct store *s;
     if ((code = cmd_open_store(a, 0, &s))) return code;
-    char dir[4096] = "", suite[4200], err[QG_ERRMSG_MAX];
+    char dir[4096] = "", suite[4200];
     if (!p.suite_path && !(code = cmd_default_suite(a, s, &p, dir, suite, sizeof suite)))
         p.suite_path = suite;
     char *cmd = cmd_command_line(a);
     p.command = cmd;
-    int64_t run_id = 0;
     if (!code && !cli_flag(a, "quiet"))
-        printf("qgate sweep: %d simulated candidates against %s in one lockstep pass...\n", n,
-               cmd_term(a->pos[0]));
+        printf("qgate sweep: %d simulated candidates against %s in %d lockstep pass%s...\n", n,
+               cmd_term(a->pos[0]), (n + PER_PASS - 1) / PER_PASS, n > PER_PASS ? "es" : "");
     if (!code) runner_catch_signals();
-    int rc = code ? QG_OK : runner_run(s, &p, &run_id, err, sizeof err);
-    if (rc) code = cmd_fail(rc, err);
-    static struct result r[RUNNER_MAX_MODELS];
-    for (int i = 0; i < n && !code; i++) {
-        int64_t cid = 0;
-        code = cmd_compare_models(s, run_id, "baseline", c[i].name, NULL,
-                                  (uint64_t)cli_int(a, "seed", 20261130), CMP_OUT_NONE, cmd,
-                                  &r[i].verdict, &cid);
-        if (!code) read_result(s, cid, &r[i]);
-    }
+    static struct result r[MAX_CANDS];
+    if (!code) code = run_passes(a, s, &p, c, n, r);
     if (!code) {
-        printf("sweep of %s (run %lld; every verdict stored: 'qgate comparisons --run %lld')\n",
-               cmd_term(a->pos[0]), (long long)run_id, (long long)run_id);
-        print_table(c, r, n);
-        recommend(c, r, n);
+        char rec[1024];
+        recommend(c, r, n, rec, sizeof rec);
+        printf("sweep of %s (run %lld%s; every verdict stored: 'qgate comparisons --run %lld')\n",
+               cmd_term(a->pos[0]), (long long)c[0].run, c[n - 1].run != c[0].run ? " and on" : "",
+               (long long)c[0].run);
+        print_table(f, c, r, n);
+        printf("recommendation: %s\n", rec);
+        code = write_outputs(a, a->pos[0], f, nf, c, r, n, rec);
     }
     free(cmd);
     store_close(s);

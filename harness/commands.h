@@ -103,6 +103,9 @@ int cmd_default_suite(const struct cli_args *a, struct store *s, const struct ru
  * it (for $GITHUB_STEP_SUMMARY). 0 or an exit code. */
 int cmd_write_reports(struct store *s, const int64_t *cids, int n, const char *format,
                       const char *path, int append);
+/* Renders a report document (any schema; freed here) as format to path
+ * ("-" or NULL: stdout), replaced atomically or appended. 0 or an exit code. */
+int cmd_write_doc(cJSON *doc, const char *format, const char *path, int append);
 /* Prints a cJSON value to stdout (pretty) and frees it; returns an exit code. */
 int cmd_print_json(cJSON *v);
 

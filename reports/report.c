@@ -768,6 +768,8 @@ int report_render(const cJSON *doc, const char *format, int color, struct sbuf *
 {
     if (!strcmp(json_str(doc, "schema", ""), REPORT_SET_SCHEMA))
         return report_set_render(doc, format, color, out);
+    if (!strcmp(json_str(doc, "schema", ""), REPORT_SWEEP_SCHEMA))
+        return report_sweep_render(doc, format, out);
     for (size_t i = 0; i < sizeof formats / sizeof *formats; i++)
         if (!strcmp(formats[i].name, format)) {
             formats[i].render(doc, color, out);

@@ -22,6 +22,7 @@
 
 #define REPORT_SCHEMA "qgate-report/1"
 #define REPORT_SET_SCHEMA "qgate-report-set/1" /* several candidates of one run */
+#define REPORT_SWEEP_SCHEMA "qgate-sweep/1"    /* a sweep's simulated candidates */
 #define REPORT_MAX_FLIPS 20
 
 /* Appends the document rendered as format ("text", "md", "html", "json",

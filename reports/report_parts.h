@@ -28,5 +28,8 @@ int report_junit_outcome(const cJSON *t);
 
 /* Renders a several-candidate document (REPORT_SET_SCHEMA). */
 int report_set_render(const cJSON *doc, const char *format, int color, struct sbuf *out);
+/* Renders a sweep's document (REPORT_SWEEP_SCHEMA) as text, md, html or
+ * json; QG_ERR_USAGE for another format. */
+int report_sweep_render(const cJSON *doc, const char *format, struct sbuf *out);
 
 #endif

@@ -9,6 +9,7 @@
 #include "test.h"
 
 #include <cjson/cJSON.h>
+#include "core/json.h"
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -606,17 +607,50 @@ TEST(sweep_ladder_and_recommendation)
                        "m.id = t.model_id WHERE m.name = 'int8:channel W+A') > (SELECT "
                        "json_extract(metrics_json, '$.kld_mean') FROM trials t JOIN models m ON "
                        "m.id = t.model_id WHERE m.name = 'int8:channel W')") == 1);
-    /* one layer at a time: a row per layer of the 5-layer model */
+    /* one layer at a time and the layer x class grid: 3 + 5 x 8 candidates, two passes */
+    char html[4200], json[4200];
+    snprintf(html, sizeof html, "%s", t_path("sweep.html"));
+    snprintf(json, sizeof json, "%s", t_path("sweep.json"));
     ASSERT_OK(t_qgate(&o, "sweep", base, "--formats", "nvfp4", "--no-scan", "--per-layer", "--db",
-                      db, "--sample-tokens", "2000", "-q", NULL));
+                      db, "--sample-tokens", "2000", "--report", html, "--json", json, "-q", NULL));
     ASSERT_EQ(o.code, 0);
     for (int l = 0; l < 5; l++) {
         char row[32];
         snprintf(row, sizeof row, "nvfp4 only blk.%d ", l);
         ASSERT_CONTAINS(o.out, row);
+        snprintf(row, sizeof row, "\nblk.%-4d ", l); /* the grid's row */
+        ASSERT_CONTAINS(o.out, row);
     }
-    ASSERT_CONTAINS(o.out, "most sensitive layer: blk.");
+    ASSERT_CONTAINS(o.out, "Most sensitive layer: blk.");
     t_out_free(&o);
+    ASSERT_EQ(sql_int(db, "SELECT count(DISTINCT run_id) FROM comparisons WHERE run_id > (SELECT "
+                          "min(id) FROM runs)"),
+              2);
+    size_t tn;
+    char *doc_text = t_read_file(json, &tn);
+    ASSERT(doc_text != NULL);
+    cJSON *doc = cJSON_Parse(doc_text);
+    free(doc_text);
+    ASSERT_STR_EQ(json_str(doc, "schema", ""), "qgate-sweep/1");
+    int cells = 0, ladder = 0, sim = cJSON_IsTrue(json_get(doc, "simulated"));
+    const cJSON *c;
+    cJSON_ArrayForEach(c, json_get(doc, "candidates"))
+    {
+        cells += json_int(c, "layer", -1) >= 0 && json_str(c, "class", NULL) != NULL;
+        ladder += json_str(c, "step", NULL) != NULL;
+        ASSERT(json_num(c, "kld", -1) > 0);
+    }
+    cJSON_Delete(doc);
+    ASSERT_EQ(cells, 35);
+    ASSERT_EQ(ladder, 3);
+    ASSERT(sim);
+    char *page = t_read_file(html, &tn);
+    ASSERT(page != NULL);
+    ASSERT_CONTAINS(page, "id=\"ladder\"");
+    ASSERT_CONTAINS(page, "id=\"heatmap\"");
+    ASSERT_CONTAINS(page, "<th>blk.4</th>");
+    ASSERT_CONTAINS(page, "nvfp4 W+A+KV (simulated)");
+    free(page);
     ASSERT_OK(t_qgate(&o, "sweep", base, "--formats", "fp5", "--db", db, NULL));
     ASSERT_EQ(o.code, 64);
     ASSERT_CONTAINS(o.err, "unknown format 'fp5'");
