@@ -55,6 +55,8 @@ struct backend_info {
     int add_bos;
     const char *arch;    /* borrowed */
     size_t weight_bytes; /* memory the weights take (local backends) */
+    unsigned caps;       /* BACKEND_CAP_* this instance has (an endpoint may lack scoring);
+                          * 0 from the backend: its ops' caps, filled in by backend_info */
 };
 
 /* One scoring request over a window evaluated from an empty context. */
@@ -130,7 +132,9 @@ static inline unsigned backend_caps(const struct backend *b)
 
 static inline int backend_info(const struct backend *b, struct backend_info *out)
 {
-    return b->ops->info(b->impl, out);
+    int rc = b->ops->info(b->impl, out);
+    if (!out->caps) out->caps = b->ops->caps;
+    return rc;
 }
 
 static inline const char *backend_errmsg(const struct backend *b)

@@ -13,6 +13,8 @@ static const struct cli_opt opts[] = {
     {"repeats", 'r', CLI_INT, "R",
      "repeat every trial R times (default 1; stops after 2 identical repeats)", 0},
     {"seed", 0, CLI_INT, "N", "base seed (repeat r uses N + r)", 0},
+    {"tasks", 0, CLI_STR, "A,B", "only these tasks of the suite", 0},
+    {"limit", 0, CLI_INT, "N", "at most N items (perplexity: windows) per task", 0},
     {"resume", 0, CLI_INT, "RUN",
      "finish an interrupted run (give the same --suite and --model list)", 0},
     {"shard", 0, CLI_STR, "K/N",
@@ -68,10 +70,13 @@ static int cmd_run(const struct cli_args *a)
                               .threads = (int)cli_int(a, "threads", 0),
                               .quiet = cli_flag(a, "quiet"),
                               .no_cache = cli_flag(a, "no-cache"),
+                              .tasks = cli_str(a, "tasks"),
+                              .limit = cli_int(a, "limit", 0),
                               .resume = cli_int(a, "resume", 0)};
     if (!p.suite_path || cli_count(a, "model") == 0)
         return cmd_usage("'qgate run' needs --suite FILE and at least one --model NAME=SPEC");
     if (p.repeats < 1 || p.repeats > 1000) return cmd_usage("--repeats must be 1..1000");
+    if (cli_str(a, "limit") && p.limit < 1) return cmd_usage("--limit must be a positive count");
     if (cli_str(a, "resume") && p.resume < 1)
         return cmd_usage("--resume takes a run id (a positive integer, see 'qgate runs'), got '%s'",
                          cli_str(a, "resume"));

@@ -47,6 +47,7 @@ struct runner {
     int n_refs;
     struct baseline_ref base; /* base.run > 0: the baseline is reused, not run */
     char base_sha[HASH_HEX_LEN + 1];
+    int cur_repeat; /* the repeat being run: salts the response cache's keys */
 };
 
 /* Set by SIGINT/SIGTERM: the row in hand is stored, then the run stops. */
@@ -607,6 +608,7 @@ static int run_lockstep(struct runner *r, int t, int repeat, char *err, size_t e
     const struct task_config *st = &r->suite->tasks[t];
     const struct runner_params *p = r->p;
     int nm = p->n_models, all_done = 0, m0 = r->base.run > 0;
+    r->cur_repeat = repeat;
     for (int m = m0; m < nm; m++)
         if (st->ctx > r->n_ctx[m])
             return qg_errf(err, errlen, QG_ERR_USAGE,
@@ -656,6 +658,7 @@ static int run_single(struct runner *r, int t, int m, int repeat, const struct b
     const struct task_config *st = &r->suite->tasks[t];
     int64_t trial;
     err[0] = '\0';
+    r->cur_repeat = repeat;
     int rc = trial_for(r, m, t, repeat, &trial, err, errlen);
     if (rc == 1) return QG_OK; /* finished before */
     if (rc) return rc;
@@ -748,17 +751,34 @@ static int64_t estimate_rows(struct runner *r)
     return total * (p->n_models + (p->repeats > 1));
 }
 
-/* the store's response cache, for remote backends */
+/* The store's response cache, for remote backends. Repeat 0 uses the
+ * request's own key; repeat k > 0 a key of its own ("KEY#repeat=k"), so
+ * that a repeat asks the server again (the noise measured is the
+ * server's, not the cache's) while a resume or an identical rerun is
+ * still served from the cache. */
+static void cache_key_for(const struct runner *r, const char *key, char *out, size_t n)
+{
+    if (r->cur_repeat > 0)
+        snprintf(out, n, "%s#repeat=%d", key, r->cur_repeat);
+    else
+        snprintf(out, n, "%s", key);
+}
+
 static char *cache_get(void *ud, const char *key)
 {
-    char *v = NULL;
-    return store_cache_get(ud, key, &v) == QG_OK ? v : NULL;
+    const struct runner *r = ud;
+    char k[256], *v = NULL;
+    cache_key_for(r, key, k, sizeof k);
+    return store_cache_get(r->s, k, &v) == QG_OK ? v : NULL;
 }
 
 static void cache_put(void *ud, const char *key, const char *endpoint, const char *model,
                       const char *value)
 {
-    (void)store_cache_put(ud, key, endpoint, model, value);
+    const struct runner *r = ud;
+    char k[256];
+    cache_key_for(r, key, k, sizeof k);
+    (void)store_cache_put(r->s, k, endpoint, model, value);
 }
 
 /* Every task at repeat rep: perplexity in lockstep, the rest model by model
@@ -847,6 +867,25 @@ static int run_repeats(struct runner *r, int *deterministic, int *next_repeat, c
     return rc;
 }
 
+/* Model m can run every selected task: log-likelihood tasks (perplexity,
+ * multiple choice) need scores of prompt tokens, which some endpoints do
+ * not give. Checked before anything is stored. */
+static int check_caps(const struct runner *r, int m, unsigned caps, char *err, size_t errlen)
+{
+    for (int t = 0; t < r->suite->n_tasks; t++) {
+        const struct task_config *st = &r->suite->tasks[t];
+        if (st->kind == TASK_GENERATION || (caps & BACKEND_CAP_SCORE)) continue;
+        return qg_errf(err, errlen, QG_ERR_UNAVAILABLE,
+                       "task '%s' (%s) needs the log-probs of prompt tokens, and model '%s' (%s) "
+                       "gives none: %s. Servers that give them: vLLM (echo or prompt_logprobs), "
+                       "qgate serve. Generation and exact-match tasks run against any "
+                       "completions or chat endpoint (select them with --tasks).",
+                       st->name, task_kind_name(st->kind), r->p->names[m], r->p->specs[m],
+                       backend_errmsg(&r->b[m]));
+    }
+    return QG_OK;
+}
+
 int runner_run(struct store *s, const struct runner_params *p, int64_t *run_id, char *err,
                size_t errlen)
 {
@@ -865,7 +904,7 @@ int runner_run(struct store *s, const struct runner_params *p, int64_t *run_id, 
         baseline_release(&r.base);
         return rc;
     }
-    struct backend_cache cache = {.ud = s, .get = cache_get, .put = cache_put};
+    struct backend_cache cache = {.ud = &r, .get = cache_get, .put = cache_put};
     for (int m = r.base.run > 0; m < p->n_models && !rc; m++) { /* a reused baseline: not opened */
         struct backend_open_params bp = {.n_threads = p->threads,
                                          .cache = p->no_cache ? NULL : &cache};
@@ -873,6 +912,7 @@ int runner_run(struct store *s, const struct runner_params *p, int64_t *run_id, 
         struct backend_info info;
         backend_info(&r.b[m], &info);
         r.n_ctx[m] = info.n_ctx_train;
+        rc = check_caps(&r, m, info.caps, err, errlen);
     }
     if (!rc) rc = record_setup(&r, err, errlen);
     if (!rc && r.base.run > 0) rc = copy_baseline(&r, err, errlen);

@@ -39,6 +39,7 @@ struct server {
     int idle_timeout_s;
     double body_grace_s, body_min_rate;
     int stall_ms, no_prompt_logprobs, no_vllm_prompt_logprobs, plain_tokenize, text_prompts_only;
+    int llama_server; /* answer as llama.cpp's llama-server (serve.h) */
     char *
         *piece; /* [n_piece]: each token's text, valid UTF-8 (read-only: shared by all requests) */
     int n_piece;
@@ -413,6 +414,10 @@ static unsigned parse_completion(struct server *s, const cJSON *req, struct comp
                                  cJSON **out)
 {
     memset(q, 0, sizeof *q);
+    static const char *const llama_unsupported[] = {"best_of", "echo", "suffix"};
+    for (int i = 0; s->llama_server && i < 3; i++)
+        if (cJSON_GetObjectItem(req, llama_unsupported[i]))
+            return fail(out, 500, "server_error", "Unsupported param: %s", llama_unsupported[i]);
     const cJSON *model = cJSON_GetObjectItem(req, "model");
     if (model && (!cJSON_IsString(model) || strcmp(model->valuestring, s->model_id)))
         return fail(out, 404, "invalid_request_error",
@@ -426,10 +431,10 @@ static unsigned parse_completion(struct server *s, const cJSON *req, struct comp
     q->max_tokens = 16;
     if (opt_int(req, "logprobs", 20, &q->top_k))
         return fail(out, 400, "invalid_request_error", "\"logprobs\" must be an integer 0..20");
-    const cJSON *jp = cJSON_GetObjectItem(req, "prompt_logprobs");
+    const cJSON *jp = s->llama_server ? NULL : cJSON_GetObjectItem(req, "prompt_logprobs");
     if (jp && !cJSON_IsNull(jp) && s->no_vllm_prompt_logprobs)
         return fail(out, 400, "invalid_request_error", "unknown parameter \"prompt_logprobs\"");
-    if (opt_int(req, "prompt_logprobs", 20, &q->plp_k))
+    if (jp && opt_int(req, "prompt_logprobs", 20, &q->plp_k))
         return fail(out, 400, "invalid_request_error",
                     "\"prompt_logprobs\" must be an integer 0..20");
     if (opt_int(req, "max_tokens", 1e6, &q->max_tokens))
@@ -555,16 +560,13 @@ static enum MHD_Result completions(struct server *s, struct MHD_Connection *c, c
 }
 
 /* The chat template (documented in serve.h): each message as "Role: text"
- * followed by a blank line, then "Assistant:"; generation also stops at
- * "\nUser:". */
-static enum MHD_Result chat(struct server *s, struct MHD_Connection *c, const cJSON *req)
+ * followed by a blank line, then "Assistant:". 0 with the prompt in p, or
+ * 400 with msg. */
+static unsigned render_messages(const cJSON *msgs, struct sbuf *p, char *msg, size_t msglen)
 {
-    const cJSON *msgs = cJSON_GetObjectItem(req, "messages"), *m;
+    const cJSON *m;
     if (!cJSON_IsArray(msgs) || cJSON_GetArraySize(msgs) == 0)
-        return send_error(c, 400, "invalid_request_error",
-                          "\"messages\" must be a non-empty array");
-    struct sbuf p;
-    sbuf_init(&p, s->max_body);
+        return snprintf(msg, msglen, "\"messages\" must be a non-empty array"), 400;
     cJSON_ArrayForEach(m, msgs)
     {
         const cJSON *role = cJSON_GetObjectItem(m, "role"),
@@ -574,15 +576,46 @@ static enum MHD_Result chat(struct server *s, struct MHD_Connection *c, const cJ
                            : !strcmp(r, "user")      ? "User"
                            : !strcmp(r, "assistant") ? "Assistant"
                                                      : NULL;
-        if (!name || !cJSON_IsString(content)) {
-            sbuf_release(&p);
-            return send_error(
-                c, 400, "invalid_request_error",
-                "each message needs \"role\" (system, user or assistant) and a string \"content\"");
-        }
-        sbuf_printf(&p, "%s: %s\n\n", name, content->valuestring);
+        if (!name || !cJSON_IsString(content))
+            return snprintf(msg, msglen,
+                            "each message needs \"role\" (system, user or assistant) and a string "
+                            "\"content\""),
+                   400;
+        sbuf_printf(p, "%s: %s\n\n", name, content->valuestring);
     }
-    sbuf_printf(&p, "Assistant:");
+    sbuf_printf(p, "Assistant:");
+    return p->failed ? (snprintf(msg, msglen, "the messages are too long"), 400) : 0;
+}
+
+/* POST /apply-template: the prompt the chat template makes of "messages". */
+static enum MHD_Result apply_template(struct server *s, struct MHD_Connection *c, const cJSON *req)
+{
+    struct sbuf p;
+    char msg[256];
+    sbuf_init(&p, s->max_body);
+    unsigned st = render_messages(cJSON_GetObjectItem(req, "messages"), &p, msg, sizeof msg);
+    if (st) {
+        sbuf_release(&p);
+        return send_error(c, st, "invalid_request_error", "%s", msg);
+    }
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "prompt", p.data ? p.data : "");
+    sbuf_release(&p);
+    return send_json(c, 200, j);
+}
+
+/* Chat: the rendered messages completed; generation also stops at
+ * "\nUser:". */
+static enum MHD_Result chat(struct server *s, struct MHD_Connection *c, const cJSON *req)
+{
+    struct sbuf p;
+    char why[256];
+    sbuf_init(&p, s->max_body);
+    unsigned bad = render_messages(cJSON_GetObjectItem(req, "messages"), &p, why, sizeof why);
+    if (bad) {
+        sbuf_release(&p);
+        return send_error(c, bad, "invalid_request_error", "%s", why);
+    }
     cJSON *creq = cJSON_Duplicate(req, 1);
     cJSON_DeleteItemFromObject(creq, "messages");
     cJSON_DeleteItemFromObject(creq, "logprobs");
@@ -711,6 +744,13 @@ static enum MHD_Result models(struct server *s, struct MHD_Connection *c)
     cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "data"), m);
     cJSON_AddStringToObject(m, "id", s->model_id);
     cJSON_AddStringToObject(m, "object", "model");
+    if (s->llama_server) { /* llama.cpp's form */
+        cJSON_AddStringToObject(m, "owned_by", "llamacpp");
+        cJSON *meta = cJSON_AddObjectToObject(m, "meta");
+        cJSON_AddNumberToObject(meta, "n_vocab", s->info.n_vocab);
+        cJSON_AddNumberToObject(meta, "n_ctx_train", s->info.n_ctx_train);
+        return send_json(c, 200, j);
+    }
     cJSON_AddStringToObject(m, "owned_by", "qgate");
     cJSON_AddNumberToObject(m, "max_model_len", s->info.n_ctx_train);
     cJSON_AddNumberToObject(m, "n_vocab", s->info.n_vocab);
@@ -784,6 +824,7 @@ static enum MHD_Result handle_post(struct server *s, struct MHD_Connection *c, c
     enum MHD_Result out = !strcmp(url, "/v1/completions")        ? completions(s, c, req)
                           : !strcmp(url, "/v1/chat/completions") ? chat(s, c, req)
                           : !strcmp(url, "/tokenize")            ? tokenize(s, c, req)
+                          : !strcmp(url, "/apply-template")      ? apply_template(s, c, req)
                                                                  : detokenize(s, c, req);
     pthread_mutex_lock(&s->lock);
     s->in_flight--;
@@ -838,7 +879,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     if (!strcmp(method, "GET") && !strcmp(url, "/v1/models")) return models(s, c);
     if (!strcmp(method, "POST") &&
         (!strcmp(url, "/v1/completions") || !strcmp(url, "/v1/chat/completions") ||
-         !strcmp(url, "/tokenize") || !strcmp(url, "/detokenize")))
+         !strcmp(url, "/tokenize") || !strcmp(url, "/detokenize") ||
+         !strcmp(url, "/apply-template")))
         return handle_post(s, c, url, k, f);
     return send_error(c, 404, "invalid_request_error", "no endpoint %s %s", method, url);
 }
@@ -863,6 +905,10 @@ static int parse_faults(struct server *s, const char *spec, char *err, size_t er
         char *colon = strchr(tok, ':');
         double r;
         int f = 0;
+        if (!strcmp(tok, "llama-server")) {
+            s->llama_server = 1;
+            continue;
+        }
         if (colon) {
             *colon = '\0';
             for (int i = 1; i < F_COUNT && !f; i++)
@@ -871,7 +917,7 @@ static int parse_faults(struct server *s, const char *spec, char *err, size_t er
         if (!colon || !f || qg_parse_f64(colon + 1, &r) || !(r >= 0 && r <= 1))
             rc = qg_errf(err, errlen, QG_ERR_USAGE,
                          "bad fault '%s': want KIND:RATE with KIND 500, 429, reset, stall, "
-                         "truncate or malformed and RATE in [0, 1]",
+                         "truncate or malformed and RATE in [0, 1], or llama-server",
                          tok);
         else
             s->rate[f] += r, total += r;

@@ -25,11 +25,21 @@
  * "with_pieces": true lists tokens as {"id", "piece"}, the piece a string
  * when it is UTF-8 and an array of its bytes otherwise.
  *
+ * POST /apply-template {"messages"} answers {"prompt"}: the messages as the
+ * chat template renders them (llama.cpp's server has it too), so a client
+ * can count the template's tokens.
+ *
  * Fault injection (testing only): faults is a comma list KIND:RATE with
  * KIND one of 500, 429 (with Retry-After: 0), reset (connection closed
  * without a response), stall (the response waits stall_ms), truncate (half
  * the JSON body), malformed (a body that is not JSON). Each POST draws once
- * from a seeded generator; at most one fault applies.
+ * from a seeded generator; at most one fault applies. The item
+ * "llama-server" instead answers as llama.cpp's llama-server (February
+ * 2025 build) does: a completion naming "echo", "best_of" or "suffix" gets
+ * HTTP 500 {"error":{"code":500,"message":"Unsupported param: echo",
+ * "type":"server_error"}}; "prompt_logprobs" is ignored; log-probs cover
+ * generated tokens only; /v1/models gives "meta" {"n_vocab",
+ * "n_ctx_train"} instead of max_model_len.
  */
 #ifndef QG_SERVE_H
 #define QG_SERVE_H

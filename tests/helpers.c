@@ -6,6 +6,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -178,4 +180,20 @@ int t_synth(const char *name, uint32_t type, uint64_t seed)
     p.seed = seed;
     char err[QG_ERRMSG_MAX];
     return synth_write(&p, t_path(name), err, sizeof err);
+}
+
+long long t_sql_int(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    long long v = -1;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) return -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+        if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    } else {
+        printf("SQL error: %s\n", sqlite3_errmsg(db));
+    }
+    sqlite3_close(db);
+    return v;
 }

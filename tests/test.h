@@ -108,6 +108,8 @@ void t_out_free(struct t_out *o);
 
 /* 1 when prog is on PATH (for tests that drive outside tools). */
 int t_have(const char *prog);
+/* One number from an SQL query on the database at path (-1 on error). */
+long long t_sql_int(const char *path, const char *sql);
 /* Writes t_path(name): the default synthetic model stored as ggml type
  * `type`, with weights seeded by seed. QG_OK or a status. */
 int t_synth(const char *name, uint32_t type, uint64_t seed);

@@ -17,23 +17,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* one number from an SQL query on the database at path (-1 on error) */
-static long long sql_int(const char *path, const char *sql)
-{
-    sqlite3 *db;
-    sqlite3_stmt *st;
-    long long v = -1;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) return -1;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
-        if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
-    } else {
-        printf("SQL error: %s\n", sqlite3_errmsg(db));
-    }
-    sqlite3_close(db);
-    return v;
-}
-
 static int count_of(const char *hay, const char *needle)
 {
     int n = 0;
@@ -74,12 +57,12 @@ TEST(gate_default_sampled_text)
     ASSERT_EQ(count_of(o.out, "\n"), 1); /* -q: one line, no sampling message */
     t_out_free(&o);
     /* the text was sampled once, stored, and both runs measured on it */
-    ASSERT_EQ(sql_int(db, "SELECT count(*) FROM texts"), 1);
-    ASSERT_EQ(sql_int(db, "SELECT count(DISTINCT d.sha256) FROM datasets d JOIN texts t ON "
-                          "t.sha256 = d.sha256"),
+    ASSERT_EQ(t_sql_int(db, "SELECT count(*) FROM texts"), 1);
+    ASSERT_EQ(t_sql_int(db, "SELECT count(DISTINCT d.sha256) FROM datasets d JOIN texts t ON "
+                            "t.sha256 = d.sha256"),
               1);
-    ASSERT_EQ(sql_int(db, "SELECT count(*) FROM verdicts WHERE candidate = 'Q2_K' AND verdict = "
-                          "'FAIL'"),
+    ASSERT_EQ(t_sql_int(db, "SELECT count(*) FROM verdicts WHERE candidate = 'Q2_K' AND verdict = "
+                            "'FAIL'"),
               1);
     /* bad arguments cost nothing */
     ASSERT_OK(t_qgate(&o, "gate", base, "--db", db, NULL));
@@ -225,14 +208,14 @@ TEST(gate_many_candidates_one_report)
     cJSON_Delete(j);
     /* a report between two candidates: computed, not stored, and without
      * the KLD that was measured against the run's baseline */
-    long long before = sql_int(args[4], "SELECT count(*) FROM comparisons");
+    long long before = t_sql_int(args[4], "SELECT count(*) FROM comparisons");
     ASSERT_OK(t_qgate(&o, "report", "--run", "1", "-b", "q8", "-c", "q4", "-f", "json", "--db",
                       args[4], NULL));
     ASSERT_EQ(o.code, 0);
     ASSERT_CONTAINS(o.out, "\"candidate\":\t\"q4\"");
     ASSERT(!strstr(o.out, "kld_mean") && !strstr(o.out, "\"gate\":\t\"kld\""));
     t_out_free(&o);
-    ASSERT_EQ(sql_int(args[4], "SELECT count(*) FROM comparisons"), before);
+    ASSERT_EQ(t_sql_int(args[4], "SELECT count(*) FROM comparisons"), before);
     ASSERT_OK(t_qgate(&o, "report", "--run", "1", "-b", "base", "-c", "q4", "-f", "json", "--db",
                       args[4], NULL));
     ASSERT_CONTAINS(o.out, "\"kld_mean\"");
@@ -265,8 +248,8 @@ TEST(gate_select_and_store_views)
                       db, "-q", NULL));
     ASSERT(o.code <= 2);
     t_out_free(&o);
-    ASSERT_EQ(sql_int(db, "SELECT count(*) FROM tasks"), 1);
-    ASSERT_EQ(sql_int(db, "SELECT max(n_items) FROM trials"), 30);
+    ASSERT_EQ(t_sql_int(db, "SELECT count(*) FROM tasks"), 1);
+    ASSERT_EQ(t_sql_int(db, "SELECT max(n_items) FROM trials"), 30);
     ASSERT_OK(t_qgate(&o, "compare", "-b", "a", "-c", "b", "--format", "json", "--db", db, NULL));
     cJSON *j = cJSON_Parse(o.out);
     t_out_free(&o);
@@ -277,8 +260,8 @@ TEST(gate_select_and_store_views)
     cJSON_Delete(j);
     printf("flips: %lld\n", flips);
     ASSERT(flips > 0);
-    ASSERT_EQ(sql_int(db, "SELECT count(*) FROM flips WHERE candidate = 'b'"), flips);
-    ASSERT_EQ(sql_int(db, "SELECT count(*) FROM item_results WHERE model = 'a' AND repeat = 0"),
+    ASSERT_EQ(t_sql_int(db, "SELECT count(*) FROM flips WHERE candidate = 'b'"), flips);
+    ASSERT_EQ(t_sql_int(db, "SELECT count(*) FROM item_results WHERE model = 'a' AND repeat = 0"),
               30);
     ASSERT_OK(t_qgate(&o, "comparisons", "--db", db, NULL));
     ASSERT_EQ(o.code, 0);
@@ -326,16 +309,17 @@ TEST(gate_items_selection)
     ASSERT_OK(t_qgate(&o, "gate", a, b, "--suite", sp, "--db", db, "-q", NULL));
     ASSERT(o.code <= 2);
     t_out_free(&o);
-    ASSERT_EQ(sql_int(db, "SELECT t.n_items FROM trials t JOIN tasks k ON k.id = t.task_id WHERE "
-                          "k.name = 'some' AND t.repeat = 0 LIMIT 1"),
+    ASSERT_EQ(t_sql_int(db, "SELECT t.n_items FROM trials t JOIN tasks k ON k.id = t.task_id WHERE "
+                            "k.name = 'some' AND t.repeat = 0 LIMIT 1"),
               3);
-    ASSERT_EQ(sql_int(db, "SELECT group_concat(idx, '') FROM (SELECT i.idx FROM items i JOIN "
-                          "trials t ON t.id = i.trial_id JOIN tasks k ON k.id = t.task_id JOIN "
-                          "models m ON m.id = t.model_id WHERE k.name = 'listed' AND m.name = "
-                          "'a' AND t.repeat = 0 ORDER BY i.idx)"),
+    ASSERT_EQ(t_sql_int(db, "SELECT group_concat(idx, '') FROM (SELECT i.idx FROM items i JOIN "
+                            "trials t ON t.id = i.trial_id JOIN tasks k ON k.id = t.task_id JOIN "
+                            "models m ON m.id = t.model_id WHERE k.name = 'listed' AND m.name = "
+                            "'a' AND t.repeat = 0 ORDER BY i.idx)"),
               3712);
     ASSERT_EQ(
-        sql_int(db, "SELECT count(*) FROM tasks WHERE config_json LIKE '%\"items\":[3,7,12]%'"), 1);
+        t_sql_int(db, "SELECT count(*) FROM tasks WHERE config_json LIKE '%\"items\":[3,7,12]%'"),
+        1);
     /* a bad line, a perplexity task, both keys */
     ASSERT_OK(t_write_file(t_path("list.txt"), "3\nseven\n", 8));
     ASSERT_OK(t_qgate(&o, "suite", "check", sp, NULL));
@@ -409,7 +393,7 @@ static double trial_kld(const char *db, int64_t run, const char *model)
              "trials t JOIN models m ON m.id = t.model_id WHERE t.run_id = %lld AND m.name = '%s' "
              "AND t.repeat = 0",
              (long long)run, model);
-    return (double)sql_int(db, sql) / 1e9;
+    return (double)t_sql_int(db, sql) / 1e9;
 }
 
 /* CI-style: the baseline is computed once; later gates reuse it (its
@@ -430,7 +414,7 @@ TEST(gate_stored_baseline)
     ASSERT_OK(t_qgate(&o, "gate", f32, q8, "--db", db, "-q", "--sample-tokens", "3000", NULL));
     ASSERT_EQ(o.code, 0);
     t_out_free(&o);
-    ASSERT(sql_int(db, "SELECT count(*) FROM refs") > 10);
+    ASSERT(t_sql_int(db, "SELECT count(*) FROM refs") > 10);
     /* the next candidate: the baseline reused */
     ASSERT_OK(t_qgate(&o, "gate", f32, q4, "--db", db, "--baseline-run", "auto", "--sample-tokens",
                       "3000", NULL));
@@ -440,15 +424,15 @@ TEST(gate_stored_baseline)
     ASSERT_CONTAINS(o.out, "Q4_K_M: FAIL");
     ASSERT_CONTAINS(o.out, "(at least)");
     t_out_free(&o);
-    ASSERT_EQ(sql_int(db, "SELECT count(*) FROM trials t JOIN models m ON m.id = t.model_id "
-                          "WHERE t.run_id = 2 AND m.name = 'F32' AND "
-                          "json_extract(t.metrics_json, '$.reused_from.run') = 1"),
+    ASSERT_EQ(t_sql_int(db, "SELECT count(*) FROM trials t JOIN models m ON m.id = t.model_id "
+                            "WHERE t.run_id = 2 AND m.name = 'F32' AND "
+                            "json_extract(t.metrics_json, '$.reused_from.run') = 1"),
               2); /* both repeats, copied */
-    ASSERT_EQ(sql_int(db, "SELECT count(*) FROM items i JOIN trials t ON t.id = i.trial_id JOIN "
-                          "models m ON m.id = t.model_id WHERE t.run_id = 2 AND m.name = 'F32'"),
-              sql_int(db, "SELECT count(*) FROM items i JOIN trials t ON t.id = i.trial_id JOIN "
-                          "models m ON m.id = t.model_id WHERE t.run_id = 1 AND m.name = 'F32'"));
-    ASSERT_EQ(sql_int(db, "SELECT count(*) FROM trials WHERE run_id = 2"), 3);
+    ASSERT_EQ(t_sql_int(db, "SELECT count(*) FROM items i JOIN trials t ON t.id = i.trial_id JOIN "
+                            "models m ON m.id = t.model_id WHERE t.run_id = 2 AND m.name = 'F32'"),
+              t_sql_int(db, "SELECT count(*) FROM items i JOIN trials t ON t.id = i.trial_id JOIN "
+                            "models m ON m.id = t.model_id WHERE t.run_id = 1 AND m.name = 'F32'"));
+    ASSERT_EQ(t_sql_int(db, "SELECT count(*) FROM trials WHERE run_id = 2"), 3);
     /* the same candidate in lockstep: the same PPL, KLD within 1 % (a lower bound) */
     ASSERT_OK(t_qgate(&o, "gate", f32, q4, "--db", lock, "-q", "--sample-tokens", "3000", NULL));
     ASSERT_EQ(o.code, 1);
@@ -456,10 +440,10 @@ TEST(gate_stored_baseline)
     double exact = trial_kld(lock, 1, "Q4_K_M"), bound = trial_kld(db, 2, "Q4_K_M");
     printf("KLD lockstep %.6f, against the stored top-K %.6f\n", exact, bound);
     ASSERT(bound <= exact * (1 + 1e-6) && bound >= 0.99 * exact);
-    ASSERT_EQ(sql_int(lock, "SELECT CAST(nll * 1e6 AS INTEGER) FROM item_results WHERE model = "
-                            "'Q4_K_M' AND item = 3"),
-              sql_int(db, "SELECT CAST(nll * 1e6 AS INTEGER) FROM item_results WHERE model = "
-                          "'Q4_K_M' AND item = 3 AND run = 2"));
+    ASSERT_EQ(t_sql_int(lock, "SELECT CAST(nll * 1e6 AS INTEGER) FROM item_results WHERE model = "
+                              "'Q4_K_M' AND item = 3"),
+              t_sql_int(db, "SELECT CAST(nll * 1e6 AS INTEGER) FROM item_results WHERE model = "
+                            "'Q4_K_M' AND item = 3 AND run = 2"));
     /* Q8_0 still PASSes against the reference (the KLD bound stated) */
     ASSERT_OK(t_qgate(&o, "gate", f32, q8, "--db", db, "--baseline-run", "1", "--sample-tokens",
                       "3000", NULL));
@@ -590,23 +574,24 @@ TEST(sweep_ladder_and_recommendation)
     /* ranked by bits: the 4-bit rows first */
     ASSERT(strstr(o.out, "int4:tensor W ") < strstr(o.out, "int8:channel W "));
     t_out_free(&o);
-    ASSERT_EQ(sql_int(db, "SELECT count(*) FROM comparisons"), 6);
-    ASSERT_EQ(sql_int(db, "SELECT count(*) FROM verdicts WHERE candidate LIKE 'int4:tensor%' AND "
-                          "verdict = 'FAIL'"),
+    ASSERT_EQ(t_sql_int(db, "SELECT count(*) FROM comparisons"), 6);
+    ASSERT_EQ(t_sql_int(db, "SELECT count(*) FROM verdicts WHERE candidate LIKE 'int4:tensor%' AND "
+                            "verdict = 'FAIL'"),
               3);
     /* the ladder never improves: KLD grows W -> W+A -> W+A+KV */
-    ASSERT(sql_int(db,
-                   "SELECT count(*) FROM (SELECT m.name, json_extract(t.metrics_json, "
-                   "'$.kld_mean') AS k FROM trials t JOIN models m ON m.id = t.model_id "
-                   "WHERE m.name LIKE 'int8%' AND t.repeat = 0 ORDER BY m.id) WHERE k > 0") == 3);
-    ASSERT(sql_int(db, "SELECT (SELECT json_extract(metrics_json, '$.kld_mean') FROM trials t JOIN "
-                       "models m ON m.id = t.model_id WHERE m.name = 'int8:channel W+A+KV') > "
-                       "(SELECT json_extract(metrics_json, '$.kld_mean') FROM trials t JOIN models "
-                       "m ON m.id = t.model_id WHERE m.name = 'int8:channel W+A') AND (SELECT "
-                       "json_extract(metrics_json, '$.kld_mean') FROM trials t JOIN models m ON "
-                       "m.id = t.model_id WHERE m.name = 'int8:channel W+A') > (SELECT "
-                       "json_extract(metrics_json, '$.kld_mean') FROM trials t JOIN models m ON "
-                       "m.id = t.model_id WHERE m.name = 'int8:channel W')") == 1);
+    ASSERT(t_sql_int(db,
+                     "SELECT count(*) FROM (SELECT m.name, json_extract(t.metrics_json, "
+                     "'$.kld_mean') AS k FROM trials t JOIN models m ON m.id = t.model_id "
+                     "WHERE m.name LIKE 'int8%' AND t.repeat = 0 ORDER BY m.id) WHERE k > 0") == 3);
+    ASSERT(t_sql_int(db,
+                     "SELECT (SELECT json_extract(metrics_json, '$.kld_mean') FROM trials t JOIN "
+                     "models m ON m.id = t.model_id WHERE m.name = 'int8:channel W+A+KV') > "
+                     "(SELECT json_extract(metrics_json, '$.kld_mean') FROM trials t JOIN models "
+                     "m ON m.id = t.model_id WHERE m.name = 'int8:channel W+A') AND (SELECT "
+                     "json_extract(metrics_json, '$.kld_mean') FROM trials t JOIN models m ON "
+                     "m.id = t.model_id WHERE m.name = 'int8:channel W+A') > (SELECT "
+                     "json_extract(metrics_json, '$.kld_mean') FROM trials t JOIN models m ON "
+                     "m.id = t.model_id WHERE m.name = 'int8:channel W')") == 1);
     /* one layer at a time and the layer x class grid: 3 + 5 x 8 candidates, two passes */
     char html[4200], json[4200];
     snprintf(html, sizeof html, "%s", t_path("sweep.html"));
@@ -623,8 +608,8 @@ TEST(sweep_ladder_and_recommendation)
     }
     ASSERT_CONTAINS(o.out, "Most sensitive layer: blk.");
     t_out_free(&o);
-    ASSERT_EQ(sql_int(db, "SELECT count(DISTINCT run_id) FROM comparisons WHERE run_id > (SELECT "
-                          "min(id) FROM runs)"),
+    ASSERT_EQ(t_sql_int(db, "SELECT count(DISTINCT run_id) FROM comparisons WHERE run_id > (SELECT "
+                            "min(id) FROM runs)"),
               2);
     size_t tn;
     char *doc_text = t_read_file(json, &tn);

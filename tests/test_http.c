@@ -412,6 +412,161 @@ TEST(http_response_cache)
     return 0;
 }
 
+/* Repeats ask the server again (its noise is what they measure); an
+ * identical rerun is still served from the cache. */
+TEST(http_repeats_bypass_the_cache)
+{
+    ASSERT_OK(synth_model("m.gguf"));
+    ASSERT_OK(write_suite());
+    struct srv v;
+    ASSERT_OK(srv_start(&v, NULL, NULL));
+    char db[4200];
+    snprintf(db, sizeof db, "%s", t_path("r.db"));
+    struct t_out o;
+    int64_t n0, n1, n2;
+    serve_counts(v.s, &n0, NULL);
+    ASSERT_OK(run_http_only(v.port, db, NULL, &o)); /* repeat 0 only: fills the cache */
+    ASSERT_EQ(o.code, 0);
+    t_out_free(&o);
+    serve_counts(v.s, &n1, NULL);
+    char web[4400];
+    snprintf(web, sizeof web, "http=http://127.0.0.1:%d/v1?model=tiny&tokenizer=%s", v.port,
+             t_path("m.gguf"));
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", web, "--db", db,
+                      "--repeats", "2", NULL));
+    ASSERT_EQ(o.code, 0);
+    t_out_free(&o);
+    serve_counts(v.s, &n2, NULL);
+    printf("repeat 0: %lld requests; repeats 0 and 1 with repeat 0 cached: %lld\n",
+           (long long)(n1 - n0), (long long)(n2 - n1));
+    /* repeat 0 came from the cache (3 requests: models, tokenizer, probe);
+     * repeat 1 asked the server for every window and item again */
+    ASSERT(n2 - n1 >= n1 - n0);
+    int64_t n3;
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", web, "--db", db,
+                      "--repeats", "2", NULL));
+    ASSERT_EQ(o.code, 0);
+    t_out_free(&o);
+    serve_counts(v.s, &n3, NULL);
+    ASSERT_EQ(n3 - n2, 3); /* the identical rerun: both repeats from the cache */
+    srv_stop(&v);
+    return 0;
+}
+
+/* A GSM8K-format file (question, answer with "#### N") of n items. */
+static int write_gsm8k(const char *name, int n)
+{
+    struct sbuf d;
+    sbuf_init(&d, 0);
+    for (int i = 0; i < n; i++)
+        sbuf_printf(&d,
+                    "{\"question\":\"The girl saw %d dogs and the boy saw %d more dogs in the "
+                    "park near the big tree. How many dogs did they see?\",\"answer\":\"They "
+                    "saw %d + %d = %d dogs.\\n#### %d\"}\n",
+                    i + 2, i + 3, i + 2, 2 * i + 5, 3 * i + 7, 3 * i + 7);
+    int rc = t_write_file(t_path(name), d.data, d.len);
+    sbuf_release(&d);
+    return rc;
+}
+
+/* A suite of a GSM8K task and a custom exact-match task (generation only). */
+static int write_gen_suite(int max_tokens)
+{
+    char s1[65], s2[65], err[QG_ERRMSG_MAX], suite[2048];
+    static const char ex[] = "{\"id\":\"a\",\"prompt\":\"the girl saw the\",\"answer\":\"dog\"}\n"
+                             "{\"id\":\"b\",\"prompt\":\"the boy saw the\",\"answer\":\"cat\"}\n";
+    int rc = write_gsm8k("gsm.jsonl", 6);
+    if (!rc) rc = t_write_file(t_path("ex.jsonl"), ex, strlen(ex));
+    if (!rc) rc = hash_sha256_file(t_path("gsm.jsonl"), s1, err, sizeof err);
+    if (!rc) rc = hash_sha256_file(t_path("ex.jsonl"), s2, err, sizeof err);
+    snprintf(suite, sizeof suite,
+             "{\"name\":\"g\",\"tasks\":[{\"name\":\"gsm8k\",\"benchmark\":\"gsm8k\","
+             "\"data\":\"gsm.jsonl\",\"sha256\":\"%s\",\"max_tokens\":%d},{\"name\":\"exact\","
+             "\"kind\":\"custom\",\"data\":\"ex.jsonl\",\"sha256\":\"%s\",\"fields\":{\"id\":"
+             "\"id\",\"prompt\":\"prompt\",\"answer\":\"answer\"},\"max_tokens\":4}]}",
+             s1, max_tokens, s2);
+    return rc ? rc : t_write_file(t_path("gen.json"), suite, strlen(suite));
+}
+
+/* Against a server answering as llama.cpp's llama-server: "Unsupported
+ * param: echo" (HTTP 500) is a capability, not a failure. Log-likelihood
+ * tasks are refused at once, generation tasks run, tokenize works. */
+TEST(http_llama_server_capabilities)
+{
+    ASSERT_OK(synth_model("m.gguf"));
+    ASSERT_OK(write_suite());
+    ASSERT_OK(write_gen_suite(16));
+    struct srv v;
+    ASSERT_OK(srv_start(&v, "llama-server", NULL));
+    char db[4200], web[4400];
+    snprintf(db, sizeof db, "%s", t_path("l.db"));
+    snprintf(web, sizeof web, "ls=http://127.0.0.1:%d/v1", v.port);
+    struct t_out o;
+    double t0 = qg_now_s();
+    ASSERT_OK(
+        t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", web, "--db", db, NULL));
+    double dt = qg_now_s() - t0;
+    printf("perplexity suite against llama-server: exit %d after %.2f s\n%s", o.code, dt, o.err);
+    ASSERT_EQ(o.code, 69);
+    ASSERT(dt < 2.0); /* refused, not retried */
+    ASSERT_CONTAINS(o.err, "needs the log-probs of prompt tokens");
+    ASSERT_CONTAINS(o.err, "Unsupported param: echo");
+    t_out_free(&o);
+    ASSERT_EQ(t_sql_int(db, "SELECT count(*) FROM trials WHERE status = 2"), 0);
+    ASSERT_EQ(t_sql_int(db, "SELECT count(*) FROM runs"), 0);
+    /* generation only: GSM8K and exact match run to a verdict */
+    char web2[4400];
+    snprintf(web2, sizeof web2, "b=http://127.0.0.1:%d/v1", v.port);
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("gen.json"), "--model", web, "--model", web2,
+                      "--db", db, NULL));
+    if (o.code) T_FAIL_("generation run: exit %d: %s", o.code, o.err);
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "compare", "--baseline", "ls", "--candidate", "b", "--db", db, NULL));
+    ASSERT(o.code == 0 || o.code == 1 || o.code == 2);
+    ASSERT_CONTAINS(o.out, "suite verdict:");
+    t_out_free(&o);
+    /* tokenize needs only /tokenize */
+    char url[256];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/v1", v.port);
+    ASSERT_OK(t_qgate(&o, "tokenize", url, "-p", "the girl saw the dog", NULL));
+    ASSERT_EQ(o.code, 0);
+    char *remote = qg_strdup(o.out);
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "tokenize", t_path("m.gguf"), "-p", "the girl saw the dog", NULL));
+    ASSERT_STR_EQ(remote, o.out);
+    free(remote);
+    t_out_free(&o);
+    srv_stop(&v);
+    return 0;
+}
+
+/* chat=1: the chat template's tokens count against the context, so a
+ * prompt fitted to it leaves room for the answer. */
+TEST(http_chat_fits_the_template)
+{
+    ASSERT_OK(synth_model("m.gguf"));
+    ASSERT_OK(write_gen_suite(100)); /* ctx 128: 100 new tokens leave ~28 for the prompt */
+    struct srv v;
+    ASSERT_OK(srv_start(&v, NULL, NULL));
+    char db[4200], web[4400];
+    snprintf(db, sizeof db, "%s", t_path("ch.db"));
+    snprintf(web, sizeof web, "chat=http://127.0.0.1:%d/v1?model=tiny&chat=1", v.port);
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("gen.json"), "--model", web, "--db", db, NULL));
+    if (o.code) T_FAIL_("chat run: exit %d: %s", o.code, o.err);
+    t_out_free(&o);
+    ASSERT_EQ(t_sql_int(db, "SELECT count(*) FROM trials WHERE status = 2"), 2);
+    /* a reserve too small to hold the template fails as it did before */
+    snprintf(web, sizeof web, "chat=http://127.0.0.1:%d/v1?model=tiny&chat=1&chat_reserve=0",
+             v.port);
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("gen.json"), "--model", web, "--db", db, NULL));
+    ASSERT(o.code != 0);
+    ASSERT_CONTAINS(o.err, "over the context length");
+    t_out_free(&o);
+    srv_stop(&v);
+    return 0;
+}
+
 TEST(http_backend_matches_cpu_and_survives_faults)
 {
     ASSERT_OK(synth_model("m.gguf"));
@@ -617,8 +772,9 @@ TEST(http_refuses_endpoint_without_prompt_logprobs)
     struct t_out o;
     ASSERT_OK(run_http(port, db, "", &o));
     ASSERT_EQ(o.code, 69);
-    ASSERT_CONTAINS(
-        o.err, "returns no log-probs for prompt tokens, so it cannot run log-likelihood tasks");
+    ASSERT_CONTAINS(o.err, "needs the log-probs of prompt tokens");
+    ASSERT_CONTAINS(o.err, "this endpoint cannot score prompts");
+    ASSERT_CONTAINS(o.err, "Servers that give them: vLLM");
     t_out_free(&o);
     serve_stop(srv);
     backend_close(&b);

@@ -25,16 +25,24 @@
  * prompt_logprobs): texts alone cannot be mapped to ids.
  *
  * Requests are retried with exponential backoff and jitter on connection
- * errors, timeouts, 408, 429 (honouring Retry-After), 5xx and bodies that
- * are not complete JSON, up to `retries`; then the error names the endpoint
- * and the last status. The API key (from VAR, else QGATE_API_KEY, else
- * OPENAI_API_KEY) is sent only as a bearer header and appears in no message.
+ * errors, timeouts, 408, 429 (honouring Retry-After), 500, 502, 503, 504
+ * and bodies that are not complete JSON, up to `retries`; then the error
+ * names the endpoint and the last status. An answer that says a parameter
+ * is unsupported (llama-server's HTTP 500 "Unsupported param: echo", a
+ * 501, a 400 "unknown parameter") is an answer about what the endpoint
+ * can do: never retried, it makes the probe try the next scoring route. The API key (from VAR, else
+ * QGATE_API_KEY, else OPENAI_API_KEY) is sent only as a bearer header and appears in no message.
  *
  * Scoring requests given together (backend_score_many) are kept up to
  * `concurrency` (default 8) in flight over shared connections.
  *
  * chat=1 sends generation tasks to /chat/completions as one user message
  * (the server's chat template applies); scoring always uses /completions.
+ * The template's tokens count against the context: open() renders a sample
+ * message through the server's /apply-template (llama.cpp's server, qgate
+ * serve) and tokenizes both, and the context it reports is smaller by the
+ * difference plus HTTP_CHAT_SLACK; a server without /apply-template gets
+ * HTTP_CHAT_RESERVE positions reserved (chat_reserve=N sets it).
  *
  * Scoring answers are cached through backend_open_params.cache (the
  * store's http_cache), keyed by sha256 of the request-format version, the
@@ -111,6 +119,7 @@ struct http {
     } * pieces;
     int n_pieces;
     int n_ctx, retries, max_tokens_one, can_score;
+    int chat_reserve; /* chat=1: positions the template takes (-1: measure at open) */
     double timeout;
     uint64_t rng;
     char err[QG_ERRMSG_MAX];
@@ -166,9 +175,30 @@ static double backoff(struct http *h, int attempt, double retry_after)
 
 enum { TRY_AGAIN = 1 };
 
+/* 1 when an error message says that a parameter or feature is not
+ * supported: an answer about what the server can do, whatever the status
+ * (llama-server answers "Unsupported param: echo" with HTTP 500). */
+static int says_unsupported(const char *m)
+{
+    static const char *const marks[] = {"unsupported",
+                                        "not supported",
+                                        "not implemented",
+                                        "unknown parameter",
+                                        "unrecognized",
+                                        "extra inputs are not permitted",
+                                        "extra fields not permitted",
+                                        "is not allowed"};
+    for (size_t i = 0; i < sizeof marks / sizeof *marks; i++)
+        if (strcasestr(m, marks[i])) return 1;
+    return 0;
+}
+
 /* Judges a finished transfer: QG_OK with *ans (HTTP 200 with JSON);
- * TRY_AGAIN with the reason in last (connection error, timeout, 408, 429,
- * 5xx, a body that is not complete JSON); else a refusal, in h->err. */
+ * TRY_AGAIN with the reason in last (a transport error or timeout, 408,
+ * 429, 500 without a message saying what is unsupported, 502, 503, 504, a
+ * 200 body that is not complete JSON); QG_ERR_UNSUPPORTED for an answer
+ * that a parameter is unsupported (any status, and 501), never retried;
+ * else a refusal, in h->err. */
 /* The lowest log-prob qgate accepts from a server (nats): below it (or
  * above 0, or not finite) the number is impossible, not a rare token. */
 #define HTTP_LOGPROB_FLOOR (-1e4)
@@ -221,11 +251,16 @@ static int judge(struct http *h, const char *url, CURLcode cc, long code, const 
         return TRY_AGAIN;
     }
     const cJSON *e = cJSON_GetObjectItem(j, "error"), *em = cJSON_GetObjectItem(e, "message");
+    if (!e) em = cJSON_GetObjectItem(j, "message");       /* vLLM: {"object": "error", "message"} */
+    if (!e && !em) em = cJSON_GetObjectItem(j, "detail"); /* FastAPI */
     const char *m = cJSON_IsString(em) ? em->valuestring : cJSON_IsString(e) ? e->valuestring : "";
     snprintf(last, lastlen, "HTTP %ld%s%.300s", code, *m ? ": " : "", m);
     redact_key(h, last, lastlen);
     cJSON_Delete(j);
-    if (code == 408 || code == 429 || code >= 500) return TRY_AGAIN;
+    if (code == 501 || says_unsupported(last)) /* m went with j: last holds it */
+        return qg_errf(h->err, sizeof h->err, QG_ERR_UNSUPPORTED, "%s: %s", url, last);
+    if (code == 408 || code == 429 || code == 500 || code == 502 || code == 503 || code == 504)
+        return TRY_AGAIN;
     int rc = code == 401 || code == 403 ? QG_ERR_UNAVAILABLE : QG_ERR_DATA;
     return qg_errf(h->err, sizeof h->err, rc, "%s: %s", url, last);
 }
@@ -286,6 +321,8 @@ static void http_close(void *impl)
 }
 
 static char *http_detokenize(void *impl, const int32_t *ids, int64_t n);
+static int http_tokenize(void *impl, const char *text, size_t n, int add_special, int32_t **ids,
+                         int64_t *n_ids);
 static int http_info(void *impl, struct backend_info *o);
 static int http_piece(void *impl, int32_t id, char *buf, size_t cap);
 
@@ -1103,11 +1140,13 @@ static int parse_spec(struct http *h, const char *spec, char *tokpath, size_t to
             h->concurrency = (int)iv;
         else if (!strcmp(kv, "chat") && !qg_parse_i64(v, 0, 1, &iv))
             h->chat = (int)iv;
+        else if (!strcmp(kv, "chat_reserve") && !qg_parse_i64(v, 0, 1 << 20, &iv))
+            h->chat_reserve = (int)iv;
         else
             rc = qg_errf(err, errlen, QG_ERR_USAGE,
                          "%s: bad query parameter '%s=%s' (known: model, tokenizer=PATH.gguf, "
                          "api_key_env=VAR, timeout=SECONDS, "
-                         "retries=N, ctx=N, concurrency=N, chat=0|1)",
+                         "retries=N, ctx=N, concurrency=N, chat=0|1, chat_reserve=N)",
                          h->base, kv, v);
     }
     free(query);
@@ -1213,6 +1252,8 @@ static int probe_models(struct http *h, const char *tokpath, char *err, size_t e
                     *nv = cJSON_GetObjectItem(found, "n_vocab");
         if (!cJSON_IsNumber(nv))
             nv = cJSON_GetObjectItem(cJSON_GetObjectItem(found, "meta"), "n_vocab"); /* llama.cpp */
+        if (!cJSON_IsNumber(ml)) /* llama.cpp: the trained context (its -c may be smaller) */
+            ml = cJSON_GetObjectItem(cJSON_GetObjectItem(found, "meta"), "n_ctx_train");
         if (!h->n_ctx && cJSON_IsNumber(ml) && ml->valuedouble >= 2 && ml->valuedouble <= (1 << 24))
             h->n_ctx = (int)ml->valuedouble;
         if (cJSON_IsNumber(nv) && nv->valuedouble >= 1 && nv->valuedouble < (1 << 24))
@@ -1224,6 +1265,41 @@ static int probe_models(struct http *h, const char *tokpath, char *err, size_t e
     }
     cJSON_Delete(r);
     return rc;
+}
+
+#define HTTP_CHAT_SLACK 2    /* tokens a merge across the template's edges may add */
+#define HTTP_CHAT_RESERVE 32 /* the template's share when it cannot be measured */
+
+/* chat=1: the positions the server's chat template adds to a message. */
+static void chat_overhead(struct http *h, const char *sample)
+{
+    if (!h->chat || h->chat_reserve >= 0) return;
+    h->chat_reserve = HTTP_CHAT_RESERVE;
+    cJSON *req = cJSON_CreateObject(), *msg = cJSON_CreateObject(), *r = NULL;
+    cJSON_AddStringToObject(msg, "role", "user");
+    cJSON_AddStringToObject(msg, "content", sample);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(req, "messages"), msg);
+    char *body = cJSON_PrintUnformatted(req), url[1100], err[QG_ERRMSG_MAX];
+    cJSON_Delete(req);
+    snprintf(url, sizeof url, "%s/apply-template", h->root);
+    long status;
+    int retries = h->retries;
+    h->retries = 0; /* one question: a server without the endpoint is no error */
+    memcpy(err, h->err, sizeof err);
+    if (body && request(h, url, body, &r, &status) == QG_OK) {
+        const cJSON *p = cJSON_GetObjectItem(r, "prompt");
+        int32_t *a = NULL, *b = NULL;
+        int64_t na = 0, nb = 0;
+        if (cJSON_IsString(p) &&
+            !http_tokenize(h, p->valuestring, strlen(p->valuestring), 1, &a, &na) &&
+            !http_tokenize(h, sample, strlen(sample), 1, &b, &nb) && na >= nb)
+            h->chat_reserve = (int)(na - nb) + HTTP_CHAT_SLACK;
+        free(a), free(b);
+    }
+    memcpy(h->err, err, sizeof err);
+    h->retries = retries;
+    cJSON_Delete(r);
+    free(body);
 }
 
 static const char *const open_sample =
@@ -1365,6 +1441,7 @@ static int http_open(const char *spec, const struct backend_open_params *bp, voi
     struct http *h = calloc(1, sizeof *h);
     if (!h) return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
     h->retries = 8;
+    h->chat_reserve = -1;
     h->timeout = 600;
     h->concurrency = 8;
     h->rng = (uint64_t)time(NULL) ^ (uint64_t)getpid();
@@ -1378,6 +1455,7 @@ static int http_open(const char *spec, const struct backend_open_params *bp, voi
     if (!h->n_ctx) h->n_ctx = 2048;
     if (!rc) rc = check_tokenizer(h, tokpath, &ids, &n_ids, err, errlen);
     if (!rc) rc = probe_scoring(h, ids, n_ids, err, errlen);
+    if (!rc) chat_overhead(h, open_sample);
     free(ids);
     if (rc) {
         http_close(h);
@@ -1392,11 +1470,15 @@ static int http_info(void *impl, struct backend_info *o)
     struct http *h = impl;
     memset(o, 0, sizeof *o);
     o->n_vocab = h->tok ? tok_n_vocab(h->tok) : h->n_vocab;
-    o->n_ctx_train = h->n_ctx;
+    o->n_ctx_train = h->chat && h->chat_reserve > 0 && h->n_ctx > h->chat_reserve + 1
+                         ? h->n_ctx - h->chat_reserve
+                         : h->n_ctx;
     o->bos = h->tok ? tok_bos(h->tok) : h->bos;
     o->eos = h->tok ? tok_eos(h->tok) : h->eos;
     o->add_bos = h->tok ? tok_add_bos(h->tok) : h->add_bos;
     o->arch = "http";
+    o->caps = BACKEND_CAP_TOKENIZE | BACKEND_CAP_GENERATE |
+              (h->can_score ? BACKEND_CAP_SCORE | BACKEND_CAP_TOP_K : 0);
     return QG_OK;
 }
 
