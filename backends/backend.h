@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define BACKEND_API_VERSION 1
 
@@ -81,6 +82,9 @@ struct backend_gen_params {
     uint64_t seed;
     const char *const *stop; /* stop strings (not included in the output) */
     int n_stop;
+    const int32_t *bias_ids; /* logit_bias: bias[i] added to the logit of bias_ids[i] */
+    const float *bias;
+    int n_bias;
 };
 
 struct backend_ops {
@@ -132,6 +136,7 @@ static inline unsigned backend_caps(const struct backend *b)
 
 static inline int backend_info(const struct backend *b, struct backend_info *out)
 {
+    memset(out, 0, sizeof *out);
     int rc = b->ops->info(b->impl, out);
     if (!out->caps) out->caps = b->ops->caps;
     return rc;

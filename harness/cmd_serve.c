@@ -24,7 +24,9 @@ static const struct cli_opt opts[] = {
     {"ctx", 0, CLI_INT, "N", "context length (default: the model's)", 0},
     {"port-file", 0, CLI_STR, "FILE", "write the bound port to FILE once listening", 0},
     {"inject-faults", 0, CLI_STR, "SPEC",
-     "TESTING ONLY: KIND:RATE,... (500, 429, reset, stall, truncate, malformed)", 0},
+     "TESTING ONLY: KIND:RATE,... (500, 429, reset, stall, truncate, malformed), or "
+     "llama-server (answer as llama.cpp's server does)",
+     0},
     {"fault-seed", 0, CLI_INT, "N", "seed of the fault draws (default 1)", 0},
     {"idle-timeout", 0, CLI_INT, "S",
      "close a connection silent for S seconds (default 30); a request body must also arrive at "
@@ -115,7 +117,18 @@ const struct cli_cmd cmd_serve_def = {
     .summary =
         "serve a model over an OpenAI-compatible HTTP API (completions with logprobs, tokenize)",
     .description =
-        "Endpoints: GET /health, GET /v1/models, POST /v1/completions, /tokenize, /detokenize.\n"
+        "Endpoints:\n"
+        "  GET  /health, /v1/health         open (no API key)\n"
+        "  GET  /v1/models, /v1/models/ID   open (no API key)\n"
+        "  POST /v1/completions             prompt as text, token ids or a list of either; echo,\n"
+        "                                   logprobs (top-K), prompt_logprobs, logit_bias, stop,\n"
+        "                                   seed, stream (SSE, stream_options.include_usage)\n"
+        "  POST /v1/chat/completions        messages (system, developer, user, assistant; text\n"
+        "                                   parts), max_completion_tokens, logprobs with\n"
+        "                                   top_logprobs, stream\n"
+        "  POST /tokenize, /detokenize      llama.cpp's and vLLM's forms\n"
+        "  POST /apply-template             the prompt the chat template makes of messages\n"
+        "Errors are OpenAI's {\"error\": {\"message\", \"type\", \"param\", \"code\"}}.\n"
         "Listens on 127.0.0.1 unless --host says otherwise. SIGINT/SIGTERM stop it cleanly.",
     .opts = opts,
     .min_pos = 1,

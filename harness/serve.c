@@ -1,6 +1,8 @@
 /* serve — OpenAI-compatible HTTP server over a backend (see serve.h). */
 #include "harness/serve.h"
+#include "harness/serve_fmt.h"
 #include "datasets/reader.h"
+#include "core/json.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "reports/escape.h"
@@ -40,6 +42,7 @@ struct server {
     double body_grace_s, body_min_rate;
     int stall_ms, no_prompt_logprobs, no_vllm_prompt_logprobs, plain_tokenize, text_prompts_only;
     int llama_server; /* answer as llama.cpp's llama-server (serve.h) */
+    time_t started;   /* "created" of the model object */
     char *
         *piece; /* [n_piece]: each token's text, valid UTF-8 (read-only: shared by all requests) */
     int n_piece;
@@ -84,7 +87,28 @@ static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, cJSO
     return ok;
 }
 
-/* An OpenAI-style error body {"error":{"message","type","code"}}. */
+/* The OpenAI error code of a status: a string clients switch on, or NULL
+ * (JSON null) where OpenAI gives none. */
+static const char *error_code(unsigned status, const char *msg)
+{
+    switch (status) {
+    case 401:
+        return "invalid_api_key";
+    case 404:
+        return !strncmp(msg, "model ", 6) ? "model_not_found" : "not_found";
+    case 413:
+        return "request_too_large";
+    case 429:
+        return "rate_limit_exceeded";
+    case 500:
+        return "server_error";
+    default:
+        return NULL;
+    }
+}
+
+/* An OpenAI-style error body {"error":{"message","type","param","code"}},
+ * code a string or null. */
 static cJSON *error_body(unsigned status, const char *type, const char *fmt, va_list ap)
 {
     char msg[1024];
@@ -92,7 +116,12 @@ static cJSON *error_body(unsigned status, const char *type, const char *fmt, va_
     cJSON *j = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(j, "error");
     cJSON_AddStringToObject(e, "message", msg);
     cJSON_AddStringToObject(e, "type", type);
-    cJSON_AddNumberToObject(e, "code", status);
+    cJSON_AddNullToObject(e, "param");
+    const char *code = error_code(status, msg);
+    if (code)
+        cJSON_AddStringToObject(e, "code", code);
+    else
+        cJSON_AddNullToObject(e, "code");
     return j;
 }
 
@@ -213,7 +242,8 @@ static int score_seq(struct server *s, struct backend *b, const int32_t *seq, in
  * (seq[0] gets null when included). Needs no backend: pieces come from the
  * server's table, so it runs after the request gave its instance back. */
 static cJSON *logprobs_json(struct server *s, const int32_t *seq, int64_t n, int64_t n_prompt,
-                            int64_t first, int top_k, const double *lp, const float *rows)
+                            int64_t first, int top_k, const double *lp, const float *rows,
+                            const int64_t *offsets)
 {
     int V = s->info.n_vocab;
     cJSON *o = cJSON_CreateObject(), *toks = cJSON_AddArrayToObject(o, "tokens"),
@@ -227,7 +257,7 @@ static cJSON *logprobs_json(struct server *s, const int32_t *seq, int64_t n, int
         const char *pc = piece_of(s, seq[i]);
         cJSON_AddItemToArray(toks, cJSON_CreateString(pc));
         cJSON_AddItemToArray(ids, cJSON_CreateNumber(seq[i]));
-        cJSON_AddItemToArray(off, cJSON_CreateNumber((double)offset));
+        cJSON_AddItemToArray(off, cJSON_CreateNumber((double)(offsets ? offsets[i] : offset)));
         offset += (int64_t)strlen(pc);
         if (i == 0 || (s->no_prompt_logprobs && i < n_prompt)) {
             cJSON_AddItemToArray(tlp, cJSON_CreateNull());
@@ -341,15 +371,20 @@ static unsigned fail(cJSON **out, unsigned status, const char *type, const char 
 
 /* A completion: the status and the response body (a result or an error). */
 /* A completion request, parsed and range-checked. */
+#define SERVE_MAX_BIAS 300 /* logit_bias entries, as OpenAI allows */
 struct completion_req {
     int echo, top_k, plp_k, max_tokens; /* top_k -1: no logprobs; plp_k -1: no prompt_logprobs */
+    int stream, include_usage;
     struct backend_gen_params gp;
     const char *stops[4];
+    int32_t bias_ids[SERVE_MAX_BIAS];
+    float bias[SERVE_MAX_BIAS];
 };
 
 /* A completion's results; owned, freed by completion_out_release. */
 struct completion_out {
     int32_t *ids, *gen, *seq;
+    int64_t *offsets; /* [n + n_gen]: each token's text_offset, in characters */
     int64_t n, n_gen;
     char *ptext, *gtext;
     cJSON *lpo, *plpo;
@@ -359,7 +394,7 @@ static void completion_out_release(struct completion_out *o)
 {
     cJSON_Delete(o->lpo);
     cJSON_Delete(o->plpo);
-    free(o->ids), free(o->gen), free(o->seq), free(o->ptext), free(o->gtext);
+    free(o->ids), free(o->gen), free(o->seq), free(o->ptext), free(o->gtext), free(o->offsets);
 }
 
 /* An optional integer member k in [0, hi]; *v untouched when absent or null. */
@@ -409,6 +444,54 @@ static unsigned parse_sampling(const cJSON *req, struct completion_req *q, cJSON
     return 0;
 }
 
+/* logit_bias {"ID": bias in [-100, 100]} into q. 0 or the error's status. */
+static unsigned parse_bias(struct server *s, const cJSON *lb, struct completion_req *q, cJSON **out)
+{
+    const cJSON *e;
+    if (!lb || cJSON_IsNull(lb)) return 0;
+    if (!cJSON_IsObject(lb))
+        return fail(out, 400, "invalid_request_error",
+                    "\"logit_bias\" must be an object of token id -> bias");
+    cJSON_ArrayForEach(e, lb)
+    {
+        int64_t id;
+        if (q->gp.n_bias == SERVE_MAX_BIAS)
+            return fail(out, 400, "invalid_request_error", "\"logit_bias\" holds at most %d tokens",
+                        SERVE_MAX_BIAS);
+        if (qg_parse_i64(e->string, 0, s->info.n_vocab - 1, &id))
+            return fail(out, 400, "invalid_request_error",
+                        "\"logit_bias\": '%s' is not a token id in [0, %d)", e->string,
+                        s->info.n_vocab);
+        if (!cJSON_IsNumber(e) || !(e->valuedouble >= -100 && e->valuedouble <= 100))
+            return fail(out, 400, "invalid_request_error",
+                        "\"logit_bias\": the bias of token %lld must be a number in [-100, 100]",
+                        (long long)id);
+        q->bias_ids[q->gp.n_bias] = (int32_t)id;
+        q->bias[q->gp.n_bias++] = (float)e->valuedouble;
+    }
+    q->gp.bias_ids = q->bias_ids;
+    q->gp.bias = q->bias;
+    return 0;
+}
+
+/* What OpenAI's API has beyond the basics: suffix and best_of (refused,
+ * not ignored), logit_bias, stream and stream_options. */
+static unsigned parse_extras(struct server *s, const cJSON *req, struct completion_req *q,
+                             cJSON **out)
+{
+    const cJSON *v = cJSON_GetObjectItem(req, "suffix");
+    if (v && !cJSON_IsNull(v) && !(cJSON_IsString(v) && !*v->valuestring))
+        return fail(out, 400, "invalid_request_error",
+                    "\"suffix\" (insertion) is not supported by this server");
+    v = cJSON_GetObjectItem(req, "best_of");
+    if (v && !cJSON_IsNull(v) && !(cJSON_IsNumber(v) && v->valuedouble == 1))
+        return fail(out, 400, "invalid_request_error", "only \"best_of\": 1 is supported");
+    q->stream = cJSON_IsTrue(cJSON_GetObjectItem(req, "stream"));
+    q->include_usage = cJSON_IsTrue(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(req, "stream_options"), "include_usage"));
+    return parse_bias(s, cJSON_GetObjectItem(req, "logit_bias"), q, out);
+}
+
 /* 0 with *q filled, or the HTTP status of the error written to *out. */
 static unsigned parse_completion(struct server *s, const cJSON *req, struct completion_req *q,
                                  cJSON **out)
@@ -416,8 +499,12 @@ static unsigned parse_completion(struct server *s, const cJSON *req, struct comp
     memset(q, 0, sizeof *q);
     static const char *const llama_unsupported[] = {"best_of", "echo", "suffix"};
     for (int i = 0; s->llama_server && i < 3; i++)
-        if (cJSON_GetObjectItem(req, llama_unsupported[i]))
-            return fail(out, 500, "server_error", "Unsupported param: %s", llama_unsupported[i]);
+        if (cJSON_GetObjectItem(req, llama_unsupported[i])) { /* its form: a numeric code */
+            fail(out, 500, "server_error", "Unsupported param: %s", llama_unsupported[i]);
+            cJSON_ReplaceItemInObject(cJSON_GetObjectItem(*out, "error"), "code",
+                                      cJSON_CreateNumber(500));
+            return 500;
+        }
     const cJSON *model = cJSON_GetObjectItem(req, "model");
     if (model && (!cJSON_IsString(model) || strcmp(model->valuestring, s->model_id)))
         return fail(out, 404, "invalid_request_error",
@@ -442,7 +529,34 @@ static unsigned parse_completion(struct server *s, const cJSON *req, struct comp
                     "\"max_tokens\" must be a non-negative integer");
     q->gp = (struct backend_gen_params){
         .max_tokens = q->max_tokens, .temperature = 1.0f, .top_p = 1.0f, .seed = 0};
-    return parse_sampling(req, q, out);
+    unsigned st = parse_extras(s, req, q, out);
+    return st ? st : parse_sampling(req, q, out);
+}
+
+/* Each token's text_offset in the text the answer returns (the prompt's
+ * text when echoed, then the generated text), in characters: the length
+ * of what the tokens before it detokenize to, so SentencePiece's leading
+ * space of the first word is not counted. Runs while the request holds
+ * b. malloc'd [n], NULL on no memory. */
+static int64_t *text_offsets(struct backend *b, const int32_t *seq, int64_t n_prompt, int64_t n,
+                             int echo, const char *ptext)
+{
+    int64_t *off = malloc((size_t)(n ? n : 1) * sizeof *off);
+    char *base = backend_detokenize(b, seq, n_prompt);
+    int64_t base_chars = serve_chars(base), pchars = echo ? serve_chars(ptext) : 0;
+    /* the detokenized prompt may keep the first word's space the text lacks */
+    int64_t lead = base && base[0] == ' ' && ptext && ptext[0] != ' ';
+    free(base);
+    for (int64_t i = 0; off && i < n; i++) {
+        char *t = backend_detokenize(b, seq, i);
+        int64_t c = serve_chars(t);
+        free(t);
+        if (i < n_prompt)
+            off[i] = c - lead < 0 ? 0 : c - lead < pchars ? c - lead : pchars;
+        else
+            off[i] = pchars + (c > base_chars ? c - base_chars : 0);
+    }
+    return off;
 }
 
 /* Runs the request on a model instance: tokens, generation, log-probs.
@@ -481,11 +595,15 @@ static unsigned run_completion(struct server *s, const cJSON *req, const struct 
              * batch of the same size, so the numbers are the same */
             int64_t n_scored = q->top_k >= 0 ? n + n_gen : n;
             rc = score_seq(s, b, o->seq, n_scored, q->top_k > 0 || q->plp_k >= 0, &lp, &rows);
+            if (!rc && q->top_k >= 0 &&
+                !(o->offsets = text_offsets(b, o->seq, n, n + n_gen, q->echo, o->ptext)))
+                rc = QG_ERR_NOMEM;
         }
     }
     release(s, b);
     if (!status && !rc && o->seq && q->top_k >= 0 &&
-        !(o->lpo = logprobs_json(s, o->seq, n + n_gen, n, q->echo ? 0 : n, q->top_k, lp, rows)))
+        !(o->lpo = logprobs_json(s, o->seq, n + n_gen, n, q->echo ? 0 : n, q->top_k, lp, rows,
+                                 o->offsets)))
         rc = QG_ERR_NOMEM;
     if (!status && !rc && o->seq && q->plp_k >= 0 &&
         !(o->plpo = vllm_prompt_logprobs(s, o->seq, n, q->plp_k, lp, rows)))
@@ -493,6 +611,14 @@ static unsigned run_completion(struct server *s, const cJSON *req, const struct 
     free(lp), free(rows);
     if (!status && rc) status = 500, snprintf(msg, msglen, "the model failed: %s", qg_strerror(rc));
     return status;
+}
+
+/* Appends text to the array a as valid UTF-8. */
+static void add_clean(cJSON *a, const char *text)
+{
+    char *c = utf8_sanitize(text);
+    cJSON_AddItemToArray(a, cJSON_CreateString(c ? c : ""));
+    free(c);
 }
 
 /* The OpenAI text_completion object (takes o's log-prob objects). */
@@ -523,6 +649,17 @@ static cJSON *completion_json(struct server *s, int64_t id, const struct complet
     if (o->plpo) cJSON_AddItemToObject(ch, "prompt_logprobs", o->plpo), o->plpo = NULL;
     cJSON_AddStringToObject(ch, "finish_reason",
                             q->max_tokens > 0 && o->n_gen >= q->max_tokens ? "length" : "stop");
+    if (q->stream) { /* the pieces the stream is cut into (serve_fmt.h) */
+        const char **pc = malloc((size_t)(o->n_gen + 1) * sizeof *pc);
+        for (int64_t i = 0; pc && i < o->n_gen; i++)
+            pc[i] = piece_of(s, o->gen[i]);
+        cJSON *chunks = cJSON_AddArrayToObject(j, "_chunks");
+        if (q->echo && o->ptext && *o->ptext) add_clean(chunks, o->ptext);
+        cJSON *g = pc ? serve_chunks(o->gtext ? o->gtext : "", pc, o->n_gen) : NULL, *k;
+        cJSON_ArrayForEach(k, g) add_clean(chunks, k->valuestring);
+        cJSON_Delete(g);
+        free(pc);
+    }
     cJSON *u = cJSON_AddObjectToObject(j, "usage");
     cJSON_AddNumberToObject(u, "prompt_tokens", (double)o->n);
     cJSON_AddNumberToObject(u, "completion_tokens", (double)o->n_gen);
@@ -552,11 +689,82 @@ static unsigned completion(struct server *s, const cJSON *req, cJSON **out)
     return status;
 }
 
+/* A finished completion (chat: a chat.completion) as the client asked
+ * for it: one JSON body, or server-sent events when "stream" is true. */
+static enum MHD_Result answer(struct MHD_Connection *c, unsigned status, cJSON *body,
+                              const cJSON *req, int chat)
+{
+    int stream = cJSON_IsTrue(cJSON_GetObjectItem(req, "stream"));
+    if (status != 200 || !stream) {
+        cJSON_DeleteItemFromObject(body, "_chunks");
+        return send_json(c, status, body);
+    }
+    char *sse = serve_sse(body, chat,
+                          cJSON_IsTrue(cJSON_GetObjectItem(
+                              cJSON_GetObjectItem(req, "stream_options"), "include_usage")));
+    cJSON_Delete(body);
+    if (!sse) return send_error(c, 500, "server_error", "out of memory");
+    enum MHD_Result ok = send_text(c, 200, sse, strlen(sse), "text/event-stream", NULL);
+    free(sse);
+    return ok;
+}
+
+/* A prompt list ["a", "b"] or [[ids], [ids]]: more than one prompt. */
+static int is_batch(const cJSON *p)
+{
+    const cJSON *first = cJSON_GetArrayItem(p, 0);
+    return cJSON_IsArray(p) && cJSON_GetArraySize(p) > 1 &&
+           (cJSON_IsString(first) || cJSON_IsArray(first));
+}
+
+/* Several prompts: one completion each, their choices indexed in order and
+ * their usage summed. The first error answers for the request. */
+static unsigned completion_batch(struct server *s, const cJSON *req, cJSON **out)
+{
+    const cJSON *p = cJSON_GetObjectItem(req, "prompt"), *e;
+    if (cJSON_IsTrue(cJSON_GetObjectItem(req, "stream")))
+        return fail(out, 400, "invalid_request_error",
+                    "\"stream\" takes one prompt per request, not a list");
+    cJSON *all = NULL, *choices = NULL;
+    double usage[3] = {0};
+    static const char *const uk[3] = {"prompt_tokens", "completion_tokens", "total_tokens"};
+    int i = 0;
+    cJSON_ArrayForEach(e, p)
+    {
+        cJSON *one = cJSON_Duplicate(req, 1), *body = NULL;
+        cJSON_ReplaceItemInObject(one, "prompt", cJSON_Duplicate(e, 1));
+        unsigned st = completion(s, one, &body);
+        cJSON_Delete(one);
+        if (st != 200) {
+            cJSON_Delete(all);
+            *out = body;
+            return st;
+        }
+        cJSON *ch = cJSON_DetachItemFromArray(cJSON_GetObjectItem(body, "choices"), 0);
+        cJSON_ReplaceItemInObject(ch, "index", cJSON_CreateNumber(i++));
+        for (int k = 0; k < 3; k++)
+            usage[k] += json_num(cJSON_GetObjectItem(body, "usage"), uk[k], 0);
+        if (!all) {
+            all = body;
+            choices = cJSON_GetObjectItem(all, "choices");
+        } else {
+            cJSON_Delete(body);
+        }
+        cJSON_AddItemToArray(choices, ch);
+    }
+    cJSON *u = cJSON_GetObjectItem(all, "usage");
+    for (int k = 0; k < 3; k++)
+        cJSON_ReplaceItemInObject(u, uk[k], cJSON_CreateNumber(usage[k]));
+    *out = all;
+    return 200;
+}
+
 static enum MHD_Result completions(struct server *s, struct MHD_Connection *c, const cJSON *req)
 {
     cJSON *body = NULL;
-    unsigned status = completion(s, req, &body);
-    return send_json(c, status, body);
+    unsigned status = is_batch(cJSON_GetObjectItem(req, "prompt")) ? completion_batch(s, req, &body)
+                                                                   : completion(s, req, &body);
+    return answer(c, status, body, req, 0);
 }
 
 /* The chat template (documented in serve.h): each message as "Role: text"
@@ -570,18 +778,32 @@ static unsigned render_messages(const cJSON *msgs, struct sbuf *p, char *msg, si
     cJSON_ArrayForEach(m, msgs)
     {
         const cJSON *role = cJSON_GetObjectItem(m, "role"),
-                    *content = cJSON_GetObjectItem(m, "content");
+                    *content = cJSON_GetObjectItem(m, "content"), *part;
         const char *r = cJSON_IsString(role) ? role->valuestring : "";
-        const char *name = !strcmp(r, "system")      ? "System"
-                           : !strcmp(r, "user")      ? "User"
-                           : !strcmp(r, "assistant") ? "Assistant"
-                                                     : NULL;
-        if (!name || !cJSON_IsString(content))
+        const char *name = !strcmp(r, "system") || !strcmp(r, "developer") ? "System"
+                           : !strcmp(r, "user")                            ? "User"
+                           : !strcmp(r, "assistant")                       ? "Assistant"
+                                                                           : NULL;
+        if (!name || !(cJSON_IsString(content) || cJSON_IsArray(content)))
             return snprintf(msg, msglen,
-                            "each message needs \"role\" (system, user or assistant) and a string "
-                            "\"content\""),
+                            "each message needs \"role\" (system, developer, user or assistant) "
+                            "and \"content\" (a string or an array of text parts)"),
                    400;
-        sbuf_printf(p, "%s: %s\n\n", name, content->valuestring);
+        sbuf_printf(p, "%s: ", name);
+        if (cJSON_IsString(content)) sbuf_printf(p, "%s", content->valuestring);
+        int k = 0;
+        const cJSON *parts = cJSON_IsArray(content) ? content : NULL;
+        cJSON_ArrayForEach(part, parts)
+        {
+            const cJSON *text = cJSON_GetObjectItem(part, "text");
+            if (strcmp(json_str(part, "type", ""), "text") || !cJSON_IsString(text))
+                return snprintf(msg, msglen,
+                                "content parts must be {\"type\": \"text\", \"text\": ...}: "
+                                "this server takes text only"),
+                       400;
+            sbuf_printf(p, "%s%s", k++ ? "\n" : "", text->valuestring);
+        }
+        sbuf_printf(p, "\n\n");
     }
     sbuf_printf(p, "Assistant:");
     return p->failed ? (snprintf(msg, msglen, "the messages are too long"), 400) : 0;
@@ -604,6 +826,72 @@ static enum MHD_Result apply_template(struct server *s, struct MHD_Connection *c
     return send_json(c, 200, j);
 }
 
+/* Chat's own options into the completion request creq: max_completion_tokens
+ * (the current name of max_tokens), logprobs true with top_logprobs K. 0 or
+ * the status of the error in *out. */
+static unsigned chat_options(const cJSON *req, cJSON *creq, cJSON **out)
+{
+    const cJSON *mct = cJSON_GetObjectItem(req, "max_completion_tokens");
+    if (mct && !cJSON_IsNull(mct)) {
+        cJSON_DeleteItemFromObject(creq, "max_tokens");
+        cJSON_DeleteItemFromObject(creq, "max_completion_tokens");
+        cJSON_AddItemToObject(creq, "max_tokens", cJSON_Duplicate(mct, 1));
+    }
+    const cJSON *lp = cJSON_GetObjectItem(req, "logprobs"),
+                *top = cJSON_GetObjectItem(req, "top_logprobs");
+    if (lp && !cJSON_IsNull(lp) && !cJSON_IsBool(lp))
+        return fail(out, 400, "invalid_request_error", "\"logprobs\" must be true or false");
+    if (top && !cJSON_IsNull(top) &&
+        (!cJSON_IsNumber(top) || top->valuedouble < 0 || top->valuedouble > 20 ||
+         top->valuedouble != floor(top->valuedouble)))
+        return fail(out, 400, "invalid_request_error", "\"top_logprobs\" must be an integer 0..20");
+    if (top && cJSON_IsNumber(top) && !cJSON_IsTrue(lp))
+        return fail(out, 400, "invalid_request_error", "\"top_logprobs\" needs \"logprobs\": true");
+    if (cJSON_IsTrue(lp))
+        cJSON_AddNumberToObject(creq, "logprobs", cJSON_IsNumber(top) ? top->valuedouble : 0);
+    return 0;
+}
+
+/* text_completion -> chat.completion: the message (its leading spaces, of
+ * "Assistant: hello", dropped, from the stream's chunks too) and chat
+ * log-probs. */
+static void chat_answer(cJSON *body, const cJSON *req)
+{
+    cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItem(body, "choices"), 0);
+    const cJSON *t = cJSON_GetObjectItem(ch, "text");
+    const char *text = cJSON_IsString(t) ? t->valuestring : "";
+    while (*text == ' ')
+        text++;
+    cJSON *msg = cJSON_CreateObject();
+    cJSON_AddStringToObject(msg, "role", "assistant");
+    cJSON_AddStringToObject(msg, "content", text);
+    cJSON_AddNullToObject(msg, "refusal");
+    cJSON_AddItemToObject(ch, "message", msg);
+    cJSON_DeleteItemFromObject(ch, "text");
+    cJSON *lp = cJSON_DetachItemFromObject(ch, "logprobs");
+    const cJSON *top = cJSON_GetObjectItem(req, "top_logprobs");
+    cJSON *clp = cJSON_IsObject(lp)
+                     ? serve_chat_logprobs(lp, cJSON_IsNumber(top) ? (int)top->valuedouble : 0)
+                     : NULL;
+    cJSON_Delete(lp);
+    if (clp)
+        cJSON_AddItemToObject(ch, "logprobs", clp);
+    else
+        cJSON_AddNullToObject(ch, "logprobs");
+    cJSON_ReplaceItemInObject(body, "object", cJSON_CreateString("chat.completion"));
+    cJSON *chunks = cJSON_GetObjectItem(body, "_chunks"), *k;
+    while ((k = cJSON_GetArrayItem(chunks, 0)) && cJSON_IsString(k)) {
+        const char *v = k->valuestring;
+        while (*v == ' ')
+            v++;
+        if (*v) {
+            cJSON_ReplaceItemInArray(chunks, 0, cJSON_CreateString(v));
+            break;
+        }
+        cJSON_DeleteItemFromArray(chunks, 0);
+    }
+}
+
 /* Chat: the rendered messages completed; generation also stops at
  * "\nUser:". */
 static enum MHD_Result chat(struct server *s, struct MHD_Connection *c, const cJSON *req)
@@ -616,9 +904,10 @@ static enum MHD_Result chat(struct server *s, struct MHD_Connection *c, const cJ
         sbuf_release(&p);
         return send_error(c, bad, "invalid_request_error", "%s", why);
     }
-    cJSON *creq = cJSON_Duplicate(req, 1);
+    cJSON *creq = cJSON_Duplicate(req, 1), *body_err = NULL;
     cJSON_DeleteItemFromObject(creq, "messages");
     cJSON_DeleteItemFromObject(creq, "logprobs");
+    cJSON_DeleteItemFromObject(creq, "top_logprobs");
     cJSON_DeleteItemFromObject(creq, "echo");
     cJSON_AddStringToObject(creq, "prompt", p.data ? p.data : "");
     sbuf_release(&p);
@@ -633,24 +922,12 @@ static enum MHD_Result chat(struct server *s, struct MHD_Connection *c, const cJ
     } else if (cJSON_IsArray(st) && cJSON_GetArraySize(st) < 4) {
         cJSON_AddItemToArray(st, cJSON_CreateString("\nUser:"));
     }
-    cJSON *body = NULL;
-    unsigned status = completion(s, creq, &body);
+    unsigned bad2 = chat_options(req, creq, &body_err);
+    cJSON *body = body_err;
+    unsigned status = bad2 ? bad2 : completion(s, creq, &body);
     cJSON_Delete(creq);
-    if (status == 200) { /* text_completion -> chat.completion */
-        cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItem(body, "choices"), 0);
-        const cJSON *t = cJSON_GetObjectItem(ch, "text");
-        const char *text = cJSON_IsString(t) ? t->valuestring : "";
-        while (*text == ' ')
-            text++; /* "Assistant: hello" -> "hello" */
-        cJSON *msg = cJSON_CreateObject();
-        cJSON_AddStringToObject(msg, "role", "assistant");
-        cJSON_AddStringToObject(msg, "content", text);
-        cJSON_AddItemToObject(ch, "message", msg);
-        cJSON_DeleteItemFromObject(ch, "text");
-        cJSON_DeleteItemFromObject(ch, "logprobs");
-        cJSON_ReplaceItemInObject(body, "object", cJSON_CreateString("chat.completion"));
-    }
-    return send_json(c, status, body);
+    if (status == 200) chat_answer(body, req);
+    return answer(c, status, body, req, 1);
 }
 
 static enum MHD_Result tokenize(struct server *s, struct MHD_Connection *c, const cJSON *req)
@@ -737,13 +1014,24 @@ static enum MHD_Result detokenize(struct server *s, struct MHD_Connection *c, co
     return send_json(c, 200, j);
 }
 
-static enum MHD_Result models(struct server *s, struct MHD_Connection *c)
+/* GET /v1/models (one: NULL) or /v1/models/{one}. */
+static enum MHD_Result models(struct server *s, struct MHD_Connection *c, const char *one)
 {
+    if (one && strcmp(one, s->model_id))
+        return send_error(c, 404, "invalid_request_error",
+                          "model '%s' is not served here (this server serves '%s')", one,
+                          s->model_id);
     cJSON *j = cJSON_CreateObject(), *m = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "object", "list");
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "data"), m);
+    if (one) {
+        cJSON_Delete(j);
+        j = m;
+    } else {
+        cJSON_AddStringToObject(j, "object", "list");
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "data"), m);
+    }
     cJSON_AddStringToObject(m, "id", s->model_id);
     cJSON_AddStringToObject(m, "object", "model");
+    cJSON_AddNumberToObject(m, "created", (double)s->started);
     if (s->llama_server) { /* llama.cpp's form */
         cJSON_AddStringToObject(m, "owned_by", "llamacpp");
         cJSON *meta = cJSON_AddObjectToObject(m, "meta");
@@ -758,6 +1046,15 @@ static enum MHD_Result models(struct server *s, struct MHD_Connection *c)
 }
 
 /* ------------------------------------------------------------ dispatch */
+
+/* Endpoints open without the API key, as llama.cpp's server leaves them:
+ * the health check and the model list. */
+static int open_endpoint(const char *method, const char *url)
+{
+    return !strcmp(method, "GET") &&
+           (!strcmp(url, "/health") || !strcmp(url, "/v1/health") || !strcmp(url, "/v1/models") ||
+            !strncmp(url, "/v1/models/", 11));
+}
 
 static int authorized(struct server *s, struct MHD_Connection *c)
 {
@@ -841,7 +1138,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     struct conn *k = *con_cls;
     if (!k) {
         /* the key before the body: a keyless client's upload is never read */
-        if (!authorized(s, c)) {
+        if (!open_endpoint(method, url) && !authorized(s, c)) {
             pthread_mutex_lock(&s->lock);
             s->requests++;
             pthread_mutex_unlock(&s->lock);
@@ -871,12 +1168,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     pthread_mutex_unlock(&s->lock);
     int injected = inject_fault(s, c, f);
     if (injected >= 0) return (enum MHD_Result)injected;
-    if (!authorized(s, c))
+    if (!open_endpoint(method, url) && !authorized(s, c))
         return send_error(c, 401, "authentication_error",
                           "missing or wrong API key (Authorization: Bearer ...)");
-    if (!strcmp(method, "GET") && !strcmp(url, "/health"))
+    if (!strcmp(method, "GET") && (!strcmp(url, "/health") || !strcmp(url, "/v1/health")))
         return send_text(c, 200, "{\"status\":\"ok\"}", 15, "application/json", NULL);
-    if (!strcmp(method, "GET") && !strcmp(url, "/v1/models")) return models(s, c);
+    if (!strcmp(method, "GET") && !strcmp(url, "/v1/models")) return models(s, c, NULL);
+    if (!strcmp(method, "GET") && !strncmp(url, "/v1/models/", 11)) return models(s, c, url + 11);
     if (!strcmp(method, "POST") &&
         (!strcmp(url, "/v1/completions") || !strcmp(url, "/v1/chat/completions") ||
          !strcmp(url, "/tokenize") || !strcmp(url, "/detokenize") ||
@@ -956,6 +1254,7 @@ int serve_start(struct backend *b, int n_backends, const struct serve_params *p,
     }
     s->b = b;
     s->nb = n_backends;
+    s->started = time(NULL);
     pthread_mutex_init(&s->pool_lock, NULL);
     pthread_cond_init(&s->pool_free, NULL);
     backend_info(b, &s->info);

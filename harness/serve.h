@@ -1,10 +1,19 @@
 /* serve — an OpenAI-compatible HTTP server over any backend (libmicrohttpd),
  * for `qgate serve` and for testing the HTTP backend against a real server.
  *
- * Endpoints: GET /health, GET /v1/models, POST /v1/completions (prompt as
- * text or token ids; echo; logprobs with top-K; max_tokens; temperature,
- * top_p, seed, stop), POST /v1/chat/completions, POST /tokenize, POST
- * /detokenize.
+ * Endpoints: GET /health and GET /v1/models[/ID] (open without the API
+ * key, as llama.cpp's server leaves them), POST /v1/completions (prompt as
+ * text, token ids, or a list of either answered as one choice each; echo;
+ * logprobs with top-K and text_offset in characters of the returned text;
+ * max_tokens; temperature, top_p, seed, stop, logit_bias; suffix and
+ * best_of refused; stream as server-sent events with
+ * stream_options.include_usage), POST /v1/chat/completions (system,
+ * developer, user and assistant messages, content as a string or text
+ * parts; max_completion_tokens; logprobs with top_logprobs in
+ * choices[].logprobs.content; stream), POST /tokenize, POST /detokenize,
+ * POST /apply-template. A stream is sent when the answer is complete, one
+ * event per generated token (serve_fmt.h). Error codes are strings
+ * ("invalid_api_key", "model_not_found", ...) or null.
  *
  * Chat template (a model without its own): every message becomes
  * "System: ...", "User: ..." or "Assistant: ..." followed by a blank line,

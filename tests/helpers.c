@@ -93,6 +93,11 @@ int t_qgate_argv(struct t_out *o, const char *const *args)
     for (int i = 0; args[i] && n < 63; i++)
         argv[n++] = args[i];
     argv[n] = NULL;
+    return t_run_argv(o, argv);
+}
+
+int t_run_argv(struct t_out *o, const char *const *argv)
+{
     char outp[4096], errp[4096];
     snprintf(outp, sizeof outp, "%s/.stdout", t_tmp());
     snprintf(errp, sizeof errp, "%s/.stderr", t_tmp());
@@ -105,7 +110,7 @@ int t_qgate_argv(struct t_out *o, const char *const *args)
         if (fo < 0 || fe < 0) _exit(127);
         dup2(fo, 1);
         dup2(fe, 2);
-        execv(QG_BINARY, (char *const *)argv);
+        execvp(argv[0], (char *const *)argv);
         _exit(127);
     }
     int st;

@@ -104,6 +104,9 @@ struct t_out {
 int t_qgate(struct t_out *o, const char *arg, ...);
 /* The same with the arguments as a NULL-terminated array. */
 int t_qgate_argv(struct t_out *o, const char *const *args);
+/* Runs argv[0] (looked up on PATH) with argv (NULL-terminated) and
+ * captures its output. */
+int t_run_argv(struct t_out *o, const char *const *argv);
 void t_out_free(struct t_out *o);
 
 /* 1 when prog is on PATH (for tests that drive outside tools). */

@@ -567,6 +567,37 @@ TEST(http_chat_fits_the_template)
     return 0;
 }
 
+/* The official OpenAI Node client (tests/sdk, pinned by its lockfile)
+ * against `qgate serve`: list, retrieve, completions with echo and
+ * log-probs, streaming of both endpoints, batch prompts, chat with
+ * log-probs, and the error classes of a bad request, a wrong key and an
+ * unknown model. */
+TEST(serve_openai_sdk)
+{
+    char pkg[4200], script[4200];
+    snprintf(pkg, sizeof pkg, "%s/tests/sdk/node_modules/openai/package.json", QG_SOURCE_DIR);
+    snprintf(script, sizeof script, "%s/tests/sdk/openai_sdk.mjs", QG_SOURCE_DIR);
+    if (!t_have("node")) SKIP("node is not installed (.ci/deps installs Node.js and the SDK)");
+    if (access(pkg, R_OK))
+        SKIP("the openai npm package is not installed: run 'npm ci --prefix tests/sdk' (.ci/deps "
+             "does)");
+    ASSERT_OK(synth_model("m.gguf"));
+    struct srv v;
+    ASSERT_OK(srv_start(&v, NULL, "sk-sdk-test"));
+    char base[128];
+    snprintf(base, sizeof base, "http://127.0.0.1:%d/v1", v.port);
+    const char *argv[] = {"node", script, base, "sk-sdk-test", "tiny", "the girl saw the dog",
+                          NULL};
+    struct t_out o;
+    ASSERT_OK(t_run_argv(&o, argv));
+    srv_stop(&v);
+    printf("%s%s", o.out, o.err);
+    ASSERT_EQ(o.code, 0);
+    ASSERT_CONTAINS(o.out, "all SDK checks passed");
+    t_out_free(&o);
+    return 0;
+}
+
 TEST(http_backend_matches_cpu_and_survives_faults)
 {
     ASSERT_OK(synth_model("m.gguf"));
@@ -1152,9 +1183,12 @@ TEST(serve_command_starts_and_stops_cleanly)
             usleep(50000);
     }
     ASSERT(port > 0);
-    char url[128], *out;
+    char url[128], tok[128], *out;
     snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/models", port);
-    ASSERT_EQ(http(url, NULL, NULL, &out), 401); /* no key */
+    snprintf(tok, sizeof tok, "http://127.0.0.1:%d/tokenize", port);
+    ASSERT_EQ(http(tok, "{\"content\":\"a\"}", NULL, &out), 401); /* no key */
+    free(out);
+    ASSERT_EQ(http(url, NULL, NULL, &out), 200); /* the model list is open, as llama.cpp's */
     free(out);
     ASSERT_EQ(http(url, NULL, SECRET, &out), 200);
     ASSERT_CONTAINS(out, "\"tiny\"");
@@ -1167,7 +1201,7 @@ TEST(serve_command_starts_and_stops_cleanly)
     ASSERT(text != NULL);
     ASSERT_CONTAINS(text, "(2 instances)");
     ASSERT_CONTAINS(text, "API key required");
-    ASSERT_CONTAINS(text, "stopping on signal 15 after 2 requests");
+    ASSERT_CONTAINS(text, "stopping on signal 15 after 3 requests");
     ASSERT(!strstr(text, SECRET));
     free(text);
     return 0;

@@ -357,6 +357,8 @@ static int cpu_generate(void *impl, const int32_t *prompt, int64_t np,
     int ng = 0;
     char *out = NULL;
     while (!rc && ng < max) {
+        for (int i = 0; i < p->n_bias; i++)
+            if (p->bias_ids[i] >= 0 && p->bias_ids[i] < V) c->logits[p->bias_ids[i]] += p->bias[i];
         int32_t t = sample(c->logits, V, p, &rng, buf);
         if (t == tok_eos(c->tok)) break;
         gen[ng++] = t;

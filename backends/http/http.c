@@ -1568,6 +1568,14 @@ static int http_generate(void *impl, const int32_t *prompt, int64_t n_prompt,
     cJSON_AddNumberToObject(req, "temperature", p->temperature);
     cJSON_AddNumberToObject(req, "top_p", p->top_p);
     cJSON_AddNumberToObject(req, "seed", (double)p->seed);
+    if (p->n_bias) { /* {"id": bias} */
+        cJSON *lb = cJSON_AddObjectToObject(req, "logit_bias");
+        for (int i = 0; i < p->n_bias; i++) {
+            char key[16];
+            snprintf(key, sizeof key, "%d", (int)p->bias_ids[i]);
+            cJSON_AddNumberToObject(lb, key, p->bias[i]);
+        }
+    }
     if (p->n_stop) {
         cJSON *st = cJSON_AddArrayToObject(req, "stop");
         for (int i = 0; i < p->n_stop; i++)
