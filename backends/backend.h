@@ -115,6 +115,7 @@ struct backend_ops {
 
 extern const struct backend_ops backend_cpu_ops;
 extern const struct backend_ops backend_http_ops;
+extern const struct backend_ops backend_cuda_ops; /* only with -DQG_CUDA=ON (QG_HAVE_CUDA) */
 
 struct backend {
     const struct backend_ops *ops;

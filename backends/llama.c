@@ -1,6 +1,7 @@
 /* llama — Llama/Qwen2 forward pass: batched sgemm path and a double reference. */
 #include "backends/llama.h"
 #include "backends/simfmt.h"
+#include "backends/quant.h"
 #include "backends/dequant.h"
 #include "backends/fastmath.h"
 #include "backends/ggml_types.h"
@@ -53,6 +54,29 @@ struct llama_ctx {
     struct simfmt kv_fmt; /* K and V as written to the cache (SIMFMT_NONE: f32) */
     float *aq;            /* [n_ctx][max_in]: a matrix input after rounding */
 };
+
+void llama_layer_view(const struct llama_model *m, int l, struct llama_layer_view *v)
+{
+    const struct layer *y = &m->layers[l];
+    *v = (struct llama_layer_view){y->attn_norm, y->ffn_norm, y->bq,    y->bk,
+                                   y->bv,        &y->wq,      &y->wk,   &y->wv,
+                                   &y->wo,       &y->w_gate,  &y->w_up, &y->w_down};
+}
+
+const struct wmat *llama_tok_embd(const struct llama_model *m)
+{
+    return &m->tok_embd;
+}
+
+const struct wmat *llama_output_mat(const struct llama_model *m)
+{
+    return &m->output;
+}
+
+const float *llama_out_norm(const struct llama_model *m)
+{
+    return m->out_norm;
+}
 
 const struct llama_hparams *llama_hparams(const struct llama_model *m)
 {
@@ -599,6 +623,13 @@ static void rope(float *x, int n, int stride, int heads, int hd, int pos0,
     }
 }
 
+/* x rounded to fp16 and back, as ggml converts for an f16 product */
+static void round_f16(float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        x[i] = quant_f16_to_f32(quant_f32_to_f16(x[i]));
+}
+
 /* Causal attention for the n new rows against the cached rows. Rows are
  * taken in blocks of ATT_BLOCK so that a block only multiplies against the
  * keys it may see (pos0 + end of block), not the masked upper triangle. */
@@ -645,6 +676,7 @@ static void attention_heads(void *arg, int64_t h0, int64_t h1, int thread)
                     s[k] *= inv;
                 for (int k = last + 1; k < T; k++)
                     s[k] = 0.0f;
+                if (c->act == LLAMA_ACT_LLAMACPP) round_f16(s, last + 1); /* meets V in f16 */
             }
             /* O_h[r0..][hd] = S[rows][T] . V_h[T][hd] */
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, hd, T, 1.0f, scores, T,
@@ -701,6 +733,11 @@ int llama_eval(struct llama_ctx *c, const int32_t *tokens, int n, int logits_fro
         matmul(c, Vl, c->xn, &L->wv, L->bv, 0.0f, n);
         rope(c->q, n, qd, h->n_heads, hd, pos0, h);
         rope(Kl, n, kvd, h->n_kv_heads, hd, pos0, h);
+        if (c->act == LLAMA_ACT_LLAMACPP) { /* llama.cpp's f16 cache; Q meets it in f16 */
+            round_f16(c->q, (int64_t)n * qd);
+            round_f16(Kl, (int64_t)n * kvd);
+            round_f16(Vl, (int64_t)n * kvd);
+        }
         if (c->kv_fmt.kind != SIMFMT_NONE) { /* K and V as a simulated cache stores them */
             simfmt_apply_kv(&c->kv_fmt, Kl, n, kvd, hd);
             simfmt_apply_kv(&c->kv_fmt, Vl, n, kvd, hd);

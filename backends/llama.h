@@ -73,6 +73,20 @@ int llama_simulate_weights(struct llama_model *m, const struct simfmt *f, const 
 int llama_find_nonfinite(const struct llama_model *m, char *err, size_t errlen);
 
 const struct llama_hparams *llama_hparams(const struct llama_model *m);
+
+struct wmat;
+/* The model's tensors, borrowed (valid while m lives), for a backend that
+ * places them elsewhere (cuda): matrices as stored (or simulated), vectors
+ * as f32; biases NULL when the architecture has none. */
+struct llama_layer_view {
+    const float *attn_norm, *ffn_norm, *bq, *bk, *bv;
+    const struct wmat *wq, *wk, *wv, *wo, *w_gate, *w_up, *w_down;
+};
+void llama_layer_view(const struct llama_model *m, int l, struct llama_layer_view *v);
+/* The embedding, the output head (the embedding when tied), the final norm. */
+const struct wmat *llama_tok_embd(const struct llama_model *m);
+const struct wmat *llama_output_mat(const struct llama_model *m);
+const float *llama_out_norm(const struct llama_model *m);
 /* Bytes of weights: matrices as stored in the file, vectors as f32. */
 size_t llama_weight_bytes(const struct llama_model *m);
 /* Bytes of stored matrices one decoded token reads: all but the embedding

@@ -76,6 +76,10 @@ void cli_print_help(FILE *f, const struct cli_cmd *cmd);
     {                                                                                              \
         "db", 0, CLI_STR, "FILE", "results database (default ./qgate.db)", 0                       \
     }
+#define CLI_OPT_DEVICE                                                                             \
+    {                                                                                              \
+        "device", 0, CLI_STR, "DEV", "run local models on DEV: cpu (default) or cuda[:N]", 0       \
+    }
 #define CLI_OPT_JSON                                                                               \
     {                                                                                              \
         "json", 0, CLI_FLAG, NULL, "print JSON instead of text", 0                                 \

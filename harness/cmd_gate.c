@@ -18,6 +18,7 @@ static const struct cli_opt opts[] = {
     {"suite", 's', CLI_STR, "FILE",
      "the suite (default: text sampled from the baseline, plus any --text)", 0},
     {"baseline", 'b', CLI_STR, "SPEC", "the original model (instead of the first argument)", 0},
+    CLI_OPT_DEVICE,
     {"candidate", 'c', CLI_STR, "SPEC", "a quantized model (repeatable; instead of the others)", 1},
     {"text", 0, CLI_STR, "FILE", "without --suite: also measure perplexity on FILE (repeatable)",
      1},
@@ -283,6 +284,8 @@ static int cmd_gate(const struct cli_args *a)
     char names[RUNNER_MAX_MODELS][128];
     int code = check_options(a, &p);
     if (!code) code = gate_models(a, &p, names);
+    static char devspec[RUNNER_MAX_MODELS][4400];
+    if (!code) code = cmd_apply_device(a, p.specs, p.n_models, devspec);
     if (code) return code;
     /* outputs checked before the run: a bad path costs nothing, and no
      * output may overwrite the suite, the database, a model or a text */

@@ -12,6 +12,7 @@
 
 static const struct cli_opt opts[] = {
     {"text", 'f', CLI_STR, "FILE", "corpus to score (UTF-8 text)", 0},
+    CLI_OPT_DEVICE,
     {"ctx", 'c', CLI_INT, "N", "window size in tokens (default: min(512, the model's context))", 0},
     {"chunks", 0, CLI_INT, "K", "score at most K windows (default: all)", 0},
     {"protocol", 'p', CLI_STR, "NAME", "llamacpp (default, as llama-perplexity), rolling or stride",
@@ -152,6 +153,10 @@ static int cmd_ppl(const struct cli_args *a)
             threads = cli_int(a, "threads", 0);
     if (ctx < 0 || ctx > (1 << 20) || chunks < 0 || threads < 0 || threads > 1024)
         return cmd_usage("--ctx, --chunks and --threads must be positive");
+    static char devspec[1][4400];
+    const char *spec = model;
+    int dc = cmd_apply_device(a, &spec, 1, devspec);
+    if (dc) return dc;
     char err[QG_ERRMSG_MAX];
     char *buf;
     size_t nbytes;
@@ -160,7 +165,7 @@ static int cmd_ppl(const struct cli_args *a)
     struct backend b;
     struct backend_open_params bp = {.n_ctx = (int)ctx, .n_threads = (int)threads};
     /* open once to learn the trained context, then size the KV cache */
-    if ((rc = backend_open(model, &bp, &b, err, sizeof err))) {
+    if ((rc = backend_open(spec, &bp, &b, err, sizeof err))) {
         free(buf);
         return cmd_fail(rc, err);
     }
@@ -187,7 +192,7 @@ static int cmd_ppl(const struct cli_args *a)
     if (!code && ctx != bp.n_ctx) { /* reopen with the chosen context */
         backend_close(&b);
         bp.n_ctx = (int)ctx;
-        if ((rc = backend_open(model, &bp, &b, err, sizeof err))) code = cmd_fail(rc, err);
+        if ((rc = backend_open(spec, &bp, &b, err, sizeof err))) code = cmd_fail(rc, err);
     }
     struct ppl_params p = {
         .protocol = protocol, .n_ctx = (int)ctx, .stride = (int)stride, .max_windows = chunks};

@@ -14,6 +14,7 @@ static const struct cli_opt opts[] = {
      "repeat every trial R times (default 1; stops after 2 identical repeats)", 0},
     {"seed", 0, CLI_INT, "N", "base seed (repeat r uses N + r)", 0},
     {"tasks", 0, CLI_STR, "A,B", "only these tasks of the suite", 0},
+    CLI_OPT_DEVICE,
     {"limit", 0, CLI_INT, "N", "at most N items (perplexity: windows) per task", 0},
     {"resume", 0, CLI_INT, "RUN",
      "finish an interrupted run (give the same --suite and --model list)", 0},
@@ -103,8 +104,11 @@ static int cmd_run(const struct cli_args *a)
         int code = cmd_parse_model(cli_nth(a, "model", i), &p, names);
         if (code) return code;
     }
+    static char devspec[RUNNER_MAX_MODELS][4400];
+    int code = cmd_apply_device(a, p.specs, p.n_models, devspec);
+    if (code) return code;
     struct store *s;
-    int code = cmd_open_store(a, 0, &s);
+    code = cmd_open_store(a, 0, &s);
     if (code) return code;
     char *cmd = cmd_command_line(a);
     p.command = cmd;

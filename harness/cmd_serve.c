@@ -16,6 +16,7 @@ static const struct cli_opt opts[] = {
     {"host", 0, CLI_STR, "ADDR", "IPv4 address to listen on (default 127.0.0.1: this machine only)",
      0},
     {"port", 0, CLI_INT, "PORT", "port (default 8080; 0 picks a free one)", 0},
+    CLI_OPT_DEVICE,
     {"model-id", 0, CLI_STR, "ID", "the model id to serve (default: the file name)", 0},
     {"api-key-env", 0, CLI_STR, "VAR", "require the API key held in environment variable VAR", 0},
     {"threads", 't', CLI_INT, "T", "model threads per instance", 0},
@@ -39,6 +40,9 @@ static const struct cli_opt opts[] = {
 static int cmd_serve(const struct cli_args *a)
 {
     const char *model = a->pos[0];
+    static char devspec[1][4400];
+    int dc = cmd_apply_device(a, &model, 1, devspec);
+    if (dc) return dc;
     int64_t port = cli_int(a, "port", 8080);
     if (port < 0 || port > 65535) return cmd_usage("--port must be 0..65535");
     struct serve_params sp = {.host = cli_str(a, "host"),

@@ -166,3 +166,22 @@ int cmd_print_json(cJSON *v)
     free(s);
     return fflush(stdout) == 0 ? 0 : QG_EX_IOERR;
 }
+
+int cmd_apply_device(const struct cli_args *a, const char **specs, int n, char (*buf)[4400])
+{
+    const char *dev = cli_str(a, "device");
+    if (!dev || !strcmp(dev, "cpu")) return 0;
+    int64_t k;
+    if (strncmp(dev, "cuda", 4) || (dev[4] && (dev[4] != ':' || qg_parse_i64(dev + 5, 0, 255, &k))))
+        return cmd_usage("--device must be cpu, cuda or cuda:N, got '%s'", dev);
+    for (int i = 0; i < n; i++) {
+        if (!strncmp(specs[i], "http://", 7) || !strncmp(specs[i], "https://", 8) ||
+            strstr(specs[i], "device=") || !strncmp(specs[i], "cuda:", 5))
+            continue;
+        if ((size_t)snprintf(buf[i], sizeof buf[i], "%s%cdevice=%s", specs[i],
+                             strchr(specs[i], '?') ? '&' : '?', dev) >= sizeof buf[i])
+            return cmd_usage("model spec too long: %.80s...", specs[i]);
+        specs[i] = buf[i];
+    }
+    return 0;
+}

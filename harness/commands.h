@@ -106,6 +106,11 @@ int cmd_write_reports(struct store *s, const int64_t *cids, int n, const char *f
 /* Renders a report document (any schema; freed here) as format to path
  * ("-" or NULL: stdout), replaced atomically or appended. 0 or an exit code. */
 int cmd_write_doc(cJSON *doc, const char *format, const char *path, int append);
+/* --device DEV (CLI_OPT_DEVICE): each local spec of specs[0..n) that names
+ * no device gets "?device=DEV" (or "&device=DEV"), written into buf[i] and
+ * specs[i] pointed at it; remote specs stay. 0 or an exit code (64 for a
+ * DEV that is neither cpu nor cuda[:N]). */
+int cmd_apply_device(const struct cli_args *a, const char **specs, int n, char (*buf)[4400]);
 /* Prints a cJSON value to stdout (pretty) and frees it; returns an exit code. */
 int cmd_print_json(cJSON *v);
 

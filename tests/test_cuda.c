@@ -3,7 +3,11 @@
  * dequant_row for every format they claim, on random blocks and on every
  * tensor of the shared GGUF files; the GPU tests skip, saying so, where no
  * CUDA device (or no CUDA build) is present. */
+#include "backends/backend.h"
 #include "backends/cuda/blocks.h"
+#ifdef QG_HAVE_CUDA
+#include "backends/cuda/kernels.h"
+#endif
 #include "backends/dequant.h"
 #include "backends/ggml_types.h"
 #include "backends/gguf.h"
@@ -122,4 +126,109 @@ TEST(cuda_block_decoders_on_shared_files)
            sizeof files / sizeof *files);
     ASSERT(tensors > 200);
     return 0;
+}
+
+/* A spec asking for the GPU: refused by name where it cannot run (a build
+ * without CUDA, no device, a format the GPU code lacks), never run on the
+ * CPU instead. */
+TEST(cuda_refusals_say_why)
+{
+    ASSERT_OK(t_synth("m.gguf", GGML_Q8_0, 1));
+    char spec[4300];
+    snprintf(spec, sizeof spec, "%s?device=cuda", t_path("m.gguf"));
+    struct backend b;
+    char err[QG_ERRMSG_MAX];
+    int rc = backend_open(spec, NULL, &b, err, sizeof err);
+#ifndef QG_HAVE_CUDA
+    ASSERT_EQ(rc, QG_ERR_UNAVAILABLE);
+    ASSERT_CONTAINS(err, "built without the CUDA backend");
+#else
+    if (qcu_device_count() == 0) {
+        ASSERT_EQ(rc, QG_ERR_UNAVAILABLE);
+        ASSERT_CONTAINS(err, "CUDA device 0 asked for, 0 present");
+    } else {
+        ASSERT_OK(rc);
+        backend_close(&b);
+    }
+    snprintf(spec, sizeof spec, "%s?device=cuda&precision=fp64", t_path("m.gguf"));
+    ASSERT_EQ(backend_open(spec, NULL, &b, err, sizeof err), QG_ERR_USAGE);
+    ASSERT_CONTAINS(err, "want fp32, tf32 or bf16");
+    const char *iq = t_shared("models/stories260K-pad256/stories260K-pad256-IQ2_XXS.gguf");
+    if (iq) {
+        snprintf(spec, sizeof spec, "%s?device=cuda", iq);
+        ASSERT_EQ(backend_open(spec, NULL, &b, err, sizeof err), QG_ERR_UNSUPPORTED);
+        ASSERT_CONTAINS(err, "is IQ2_XXS, which the CUDA backend does not decode");
+    }
+#endif
+    struct t_out o;
+    ASSERT_OK(t_write_file(t_path("t.txt"), "the girl saw the dog", 20));
+    ASSERT_OK(t_qgate(&o, "ppl", t_path("m.gguf"), "-f", t_path("t.txt"), "--device", "gpu", NULL));
+    ASSERT_EQ(o.code, 64);
+    ASSERT_CONTAINS(o.err, "--device must be cpu, cuda or cuda:N");
+    t_out_free(&o);
+    return 0;
+}
+
+#ifdef QG_HAVE_CUDA
+/* The per-token log-probs of one window on the CPU and on the GPU (fp32),
+ * their full rows and the KLD of each against the F32 model's rows. */
+static int compare_window(uint32_t type, double *worst_nll, double *kld_cpu, double *kld_gpu)
+{
+    char name[64], cpu_spec[4300], gpu_spec[4300], base_spec[4300], err[QG_ERRMSG_MAX];
+    snprintf(name, sizeof name, "m%u.gguf", type);
+    if (t_synth(name, type, 7) || t_synth("base.gguf", GGML_F32, 7)) return -1;
+    snprintf(cpu_spec, sizeof cpu_spec, "%s", t_path(name));
+    snprintf(gpu_spec, sizeof gpu_spec, "%s?device=cuda", t_path(name));
+    snprintf(base_spec, sizeof base_spec, "%s", t_path("base.gguf"));
+    enum { N = 64 };
+    int32_t tok[N];
+    uint64_t rng = 99;
+    for (int i = 0; i < N; i++)
+        tok[i] = 3 + (int32_t)(rng_next(&rng) % 300);
+    const char *specs[3] = {base_spec, cpu_spec, gpu_spec};
+    double lp[3][N];
+    static float rows[3][N * 320];
+    for (int k = 0; k < 3; k++) {
+        struct backend b;
+        if (backend_open(specs[k], NULL, &b, err, sizeof err)) return printf("%s\n", err), -1;
+        struct backend_score r = {
+            .tokens = tok, .n_tokens = N, .from = 1, .logprob = lp[k], .rows = rows[k]};
+        int rc = backend_score(&b, &r);
+        backend_close(&b);
+        if (rc) return printf("%s: score failed\n", specs[k]), -1;
+    }
+    *worst_nll = 0, *kld_cpu = 0, *kld_gpu = 0;
+    for (int i = 0; i < N - 1; i++) {
+        double rel = fabs(lp[2][i] - lp[1][i]) / fmax(1e-3, fabs(lp[1][i]));
+        if (rel > *worst_nll) *worst_nll = rel;
+        for (int v = 0; v < 320; v++) {
+            double pb = exp(rows[0][i * 320 + v]);
+            *kld_cpu += pb * (rows[0][i * 320 + v] - rows[1][i * 320 + v]);
+            *kld_gpu += pb * (rows[0][i * 320 + v] - rows[2][i * 320 + v]);
+        }
+    }
+    return 0;
+}
+#endif
+
+/* On a GPU (fp32): per-token NLL within 1e-5 relative of the CPU backend
+ * for every format synth writes, and the KLD against a CPU baseline within
+ * 1e-4 relative. */
+TEST(cuda_matches_cpu)
+{
+#ifndef QG_HAVE_CUDA
+    SKIP("this build has no CUDA backend (cmake -DQG_CUDA=ON)");
+#else
+    if (qcu_device_count() == 0) SKIP("no CUDA device on this machine");
+    static const uint32_t types[] = {GGML_F32, GGML_F16, GGML_Q8_0, GGML_Q4_0, GGML_Q4_K};
+    for (size_t k = 0; k < sizeof types / sizeof *types; k++) {
+        double worst, kc, kg;
+        ASSERT_OK(compare_window(types[k], &worst, &kc, &kg));
+        printf("%-5s NLL worst relative difference %.3g; KLD vs F32: CPU %.6g, GPU %.6g\n",
+               ggml_type_name(types[k]), worst, kc, kg);
+        ASSERT(worst < 1e-5);
+        ASSERT(fabs(kg - kc) <= 1e-4 * fabs(kc) + 1e-9);
+    }
+    return 0;
+#endif
 }
