@@ -140,15 +140,16 @@ __global__ void k_add_bias(float *y, const float *b, int64_t n, int out)
 }
 
 /* RoPE on n rows of `heads` heads (row stride `stride`) at positions pos0..,
- * the angles built as the CPU builds them (theta *= scale per pair) */
+ * the angles built as the CPU builds them (theta *= scale per pair, scale =
+ * powf(base, -2 / nd) computed on the host as the CPU computes it) */
 __global__ void k_rope(float *x, int n, int stride, int heads, int hd, int pos0, int nd,
-                       int neox, float base)
+                       int neox, float scale)
 {
     int half = nd / 2;
     for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < (int64_t)n * heads * half;
          t += (int64_t)gridDim.x * blockDim.x) {
         int k = (int)(t % half), hh = (int)((t / half) % heads), i = (int)(t / half / heads);
-        float scale = powf(base, -2.0f / (float)nd), theta = (float)(pos0 + i);
+        float theta = (float)(pos0 + i);
         for (int s = 0; s < k; s++)
             theta *= scale;
         float c = cosf(theta), sn = sinf(theta);
@@ -160,15 +161,13 @@ __global__ void k_rope(float *x, int n, int stride, int heads, int hd, int pos0,
     }
 }
 
-/* one warp per (query row, head): causal attention over keys 0..pos0+i
+/* one warp, query row i, head h: causal attention over keys 0..pos0+i
  * with an online softmax; head_dim <= MAX_HEAD_DIM */
-__global__ void k_attention(const float *q, const float *K, const float *V, float *out, int n,
-                            int pos0, int H, int KVH, int hd, float scale)
+__device__ static void attend_one(const float *q, const float *K, const float *V, float *out,
+                                  int i, int h, int lane, int pos0, int H, int KVH, int hd,
+                                  float scale)
 {
-    int warp = (int)((blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32),
-        lane = threadIdx.x % 32;
-    if (warp >= n * H) return;
-    int i = warp / H, h = warp % H, kh = h / (H / KVH), qd = H * hd, kvd = KVH * hd;
+    int kh = h / (H / KVH), qd = H * hd, kvd = KVH * hd;
     const float *qi = q + (size_t)i * qd + (size_t)h * hd;
     float m = -INFINITY, l = 0, acc[MAX_HEAD_DIM / 32];
     for (int c = 0; c < MAX_HEAD_DIM / 32; c++)
@@ -195,6 +194,17 @@ __global__ void k_attention(const float *q, const float *K, const float *V, floa
         int d = lane + 32 * c;
         if (d < hd) oi[d] = acc[c] / l;
     }
+}
+
+__global__ void k_attention(const float *q, const float *K, const float *V, float *out, int n,
+                            int pos0, int H, int KVH, int hd, float scale)
+{
+    /* a grid-stride loop over whole warps: every lane of a warp takes the
+     * same iterations (blockDim is a multiple of 32) */
+    int lane = threadIdx.x % 32;
+    for (int64_t w = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; w < (int64_t)n * H;
+         w += (int64_t)gridDim.x * blockDim.x / 32)
+        attend_one(q, K, V, out, (int)(w / H), (int)(w % H), lane, pos0, H, KVH, hd, scale);
 }
 
 __global__ void k_swiglu(float *gate, const float *up, int64_t n)
@@ -255,7 +265,13 @@ __global__ void k_log_softmax(float *logits, int V, const int32_t *target, doubl
 static int up_bytes(struct qcu_model *m, void **dst, const void *src, size_t n, char *err,
                     size_t errlen)
 {
-    CK(cudaMalloc(dst, n ? n : 1));
+    cudaError_t e = cudaMalloc(dst, n ? n : 1);
+    if (e != cudaSuccess) {
+        *dst = NULL;
+        cudaGetLastError(); /* not left for a later check to report */
+        return fail(err, errlen, e == cudaErrorMemoryAllocation ? QG_ERR_NOMEM : QG_ERR_IO,
+                    "CUDA: cannot allocate %.1f MiB: %s", n / 1048576.0, cudaGetErrorString(e));
+    }
     if (src) CK(cudaMemcpy(*dst, src, n, cudaMemcpyHostToDevice));
     m->bytes += n;
     return QG_OK;
@@ -279,20 +295,29 @@ static size_t mat_bytes(const struct qcu_mat *w)
     return w->row_bytes * (size_t)w->out;
 }
 
-/* Device bytes the model will take (weights, cache, buffers). */
+#define BLAS_MARGIN ((size_t)64 << 20) /* cuBLAS's workspace and allocation rounding */
+
+/* Device bytes the model will take: what qcu_model_upload and
+ * alloc_buffers allocate, plus BLAS_MARGIN. */
 static size_t plan_bytes(const struct qcu_model_desc *d, int n_ctx)
 {
-    size_t b = mat_bytes(&d->tok_embd) + mat_bytes(&d->output), kvd = (size_t)d->n_kv_heads * d->head_dim;
+    size_t kvd = (size_t)d->n_kv_heads * d->head_dim, qd = (size_t)d->n_heads * d->head_dim,
+           n = (size_t)n_ctx;
+    size_t b = mat_bytes(&d->tok_embd) + 4 * (size_t)d->dim;
+    if (d->output.data != d->tok_embd.data) b += mat_bytes(&d->output);
     for (int l = 0; l < d->n_layers; l++) {
         const struct qcu_layer *y = &d->layers[l];
         b += mat_bytes(&y->wq) + mat_bytes(&y->wk) + mat_bytes(&y->wv) + mat_bytes(&y->wo) +
              mat_bytes(&y->gate) + mat_bytes(&y->up) + mat_bytes(&y->down) + 8 * (size_t)d->dim;
+        b += 4 * ((y->bq ? qd : 0) + (y->bk ? kvd : 0) + (y->bv ? kvd : 0));
     }
-    size_t wide = (size_t)(d->ffn > d->n_heads * d->head_dim ? d->ffn : d->n_heads * d->head_dim);
-    b += 2 * (size_t)d->n_layers * n_ctx * kvd * 4;               /* KV cache */
-    b += (size_t)n_ctx * (2 * d->dim + 2 * wide + 2 * (size_t)d->ffn) * 4; /* activations */
-    b += (size_t)LOGIT_ROWS * d->n_vocab * 4 + PANEL_ELEMS * 4 + (size_t)n_ctx * wide * 2;
-    return b;
+    size_t wide = (size_t)d->ffn > qd ? (size_t)d->ffn : qd;
+    if ((size_t)d->dim > wide) wide = (size_t)d->dim;
+    b += 2 * (size_t)d->n_layers * n * kvd * 4;                        /* KV cache */
+    b += n * (2 * (size_t)d->dim + 2 * qd + 2 * (size_t)d->ffn) * 4;   /* activations */
+    b += (size_t)LOGIT_ROWS * d->n_vocab * 4 + PANEL_ELEMS * 4 + n * wide * 2; /* logits, panel */
+    b += (n + 1) * 4 + LOGIT_ROWS * (sizeof(double) + 4);              /* tokens, lp, argmax */
+    return b + BLAS_MARGIN;
 }
 
 static int upload_layers(struct qcu_model *m, const struct qcu_model_desc *d, char *err,
@@ -330,7 +355,7 @@ static int alloc_buffers(struct qcu_model *m, char *err, size_t errlen)
     if (!rc) rc = up_bytes(m, (void **)&m->up, NULL, n * m->ffn * 4, err, errlen);
     if (!rc) rc = up_bytes(m, (void **)&m->logits, NULL, (size_t)LOGIT_ROWS * m->V * 4, err, errlen);
     if (!rc) rc = up_bytes(m, &m->panel, NULL, PANEL_ELEMS * 4, err, errlen);
-    if (!rc) rc = up_bytes(m, (void **)&m->xb, NULL, n * (wide > (size_t)m->dim ? wide : m->dim) * 2, err, errlen);
+    if (!rc) rc = up_bytes(m, (void **)&m->xb, NULL, n * (wide > (size_t)m->dim ? wide : m->dim) * 2, err, errlen); /* bf16 */
     if (!rc) rc = up_bytes(m, (void **)&m->tok, NULL, (n + 1) * 4, err, errlen);
     if (!rc) rc = up_bytes(m, (void **)&m->lp, NULL, LOGIT_ROWS * sizeof(double), err, errlen);
     if (!rc) rc = up_bytes(m, (void **)&m->am, NULL, LOGIT_ROWS * 4, err, errlen);
@@ -356,10 +381,12 @@ extern "C" int qcu_model_upload(const struct qcu_model_desc *d, int device, int 
                                 int n_ctx, struct qcu_model **out, char *err, size_t errlen)
 {
     *out = NULL;
-    if (d->head_dim > MAX_HEAD_DIM || d->n_heads % d->n_kv_heads)
+    if (d->head_dim > MAX_HEAD_DIM || d->n_heads % d->n_kv_heads || d->ffn > (int)PANEL_ELEMS ||
+        d->dim > (int)PANEL_ELEMS)
         return fail(err, errlen, QG_ERR_UNSUPPORTED,
-                    "CUDA: head size %d (at most %d) or %d heads over %d KV heads not supported",
-                    d->head_dim, MAX_HEAD_DIM, d->n_heads, d->n_kv_heads);
+                    "CUDA: head size %d (at most %d), %d heads over %d KV heads or rows of "
+                    "%d/%d values not supported",
+                    d->head_dim, MAX_HEAD_DIM, d->n_heads, d->n_kv_heads, d->dim, d->ffn);
     CK(cudaSetDevice(device));
     size_t free_b = 0, total_b = 0, need = plan_bytes(d, n_ctx);
     CK(cudaMemGetInfo(&free_b, &total_b));
@@ -382,7 +409,10 @@ extern "C" int qcu_model_upload(const struct qcu_model_desc *d, int device, int 
         cublasSetMathMode(m->blas, CUBLAS_TF32_TENSOR_OP_MATH) != CUBLAS_STATUS_SUCCESS)
         rc = fail(err, errlen, QG_ERR_IO, "cuBLAS: cannot enable TF32");
     if (!rc) rc = up_mat(m, &m->tok_embd, &d->tok_embd, err, errlen);
-    if (!rc) rc = up_mat(m, &m->output, &d->output, err, errlen);
+    if (!rc && d->output.data == d->tok_embd.data)
+        m->output = m->tok_embd; /* tied: one copy on the device */
+    else if (!rc)
+        rc = up_mat(m, &m->output, &d->output, err, errlen);
     if (!rc) rc = up_vec(m, &m->out_norm, d->out_norm, d->dim, err, errlen);
     if (!rc) rc = upload_layers(m, d, err, errlen);
     if (!rc) rc = alloc_buffers(m, err, errlen);
@@ -405,7 +435,8 @@ extern "C" void qcu_model_free(struct qcu_model *m)
         for (size_t k = 0; k < sizeof p / sizeof *p; k++)
             cudaFree(p[k]);
     }
-    void *p[] = {m->tok_embd.d, m->output.d, m->out_norm, m->k, m->v, m->x, m->xn, m->q,
+    void *p[] = {m->tok_embd.d, m->output.d == m->tok_embd.d ? NULL : m->output.d,
+                 m->out_norm, m->k, m->v, m->x, m->xn, m->q,
                  m->att, m->gate, m->up, m->logits, m->panel, m->xb, m->tok, m->lp, m->am};
     for (size_t k = 0; k < sizeof p / sizeof *p; k++)
         cudaFree(p[k]);
@@ -429,6 +460,8 @@ static int matmul(struct qcu_model *m, float *y, const float *x, const struct dm
     const float alpha = 1.0f;
     int64_t tile = (int64_t)(PANEL_ELEMS / (size_t)w->in);
     if (tile > w->out) tile = w->out;
+    if (tile < 1) /* a row wider than the panel: refused at upload, never here */
+        return fail(err, errlen, QG_ERR_UNSUPPORTED, "CUDA: a row of %lld values", (long long)w->in);
     if (m->precision == QCU_BF16) {
         k_to_bf16<<<blocks_for((int64_t)n * w->in), THREADS>>>(x, m->xb, (int64_t)n * w->in);
         CK(cudaGetLastError());
@@ -479,10 +512,11 @@ static int layer(struct qcu_model *m, int l, int n, int pos0, char *err, size_t 
     if (!rc) rc = project(m, Vl, m->xn, &y->wv, y->bv, n, err, errlen);
     if (rc) return rc;
     int half = m->rope_dims / 2;
+    float rs = powf(m->theta, -2.0f / (float)m->rope_dims);
     k_rope<<<blocks_for((int64_t)n * m->H * half), THREADS>>>(m->q, n, qd, m->H, m->hd, pos0,
-                                                             m->rope_dims, m->rope_neox, m->theta);
-    k_rope<<<blocks_for((int64_t)n * m->KVH * half), THREADS>>>(
-        Kl, n, kvd, m->KVH, m->hd, pos0, m->rope_dims, m->rope_neox, m->theta);
+                                                             m->rope_dims, m->rope_neox, rs);
+    k_rope<<<blocks_for((int64_t)n * m->KVH * half), THREADS>>>(Kl, n, kvd, m->KVH, m->hd, pos0,
+                                                               m->rope_dims, m->rope_neox, rs);
     int64_t warps = (int64_t)n * m->H;
     k_attention<<<blocks_for(warps * 32), THREADS>>>(
         m->q, m->k + (size_t)l * m->n_ctx * kvd, m->v + (size_t)l * m->n_ctx * kvd, m->att, n,
@@ -526,6 +560,10 @@ extern "C" int qcu_eval(struct qcu_model *m, const int32_t *tokens, int n, int n
     if (n <= 0 || pos0 + n > m->n_ctx || from < 0 || from >= n)
         return fail(err, errlen, QG_ERR_USAGE, "CUDA: %d tokens at %d in a context of %d (from %d)",
                     n, pos0, m->n_ctx, from);
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= m->V)
+            return fail(err, errlen, QG_ERR_USAGE, "CUDA: token %d at %d is not in [0, %d)",
+                        (int)tokens[i], i, m->V);
     CK(cudaSetDevice(m->device));
     CK(cudaMemcpy(m->tok, tokens, (size_t)n * 4, cudaMemcpyHostToDevice));
     k_embed<<<blocks_for((int64_t)n * m->dim), THREADS>>>(m->tok_embd.type, m->tok_embd.d,

@@ -72,7 +72,8 @@ size_t qcu_model_bytes(const struct qcu_model *m);
 int qcu_eval(struct qcu_model *m, const int32_t *tokens, int n, int n_targets, int pos0, int from,
              double *lp, float *rows, int32_t *argmax, char *err, size_t errlen);
 
-/* The raw logits of the last evaluated row into host logits[n_vocab]. */
+/* The logits of the last evaluated row into host logits[n_vocab]: raw
+ * after a qcu_eval without rows, the log-softmax after one with rows. */
 int qcu_last_logits(struct qcu_model *m, float *logits, char *err, size_t errlen);
 
 #ifdef __cplusplus
