@@ -337,3 +337,9 @@ void qg_path_stem(const char *path, char *out, size_t n)
     const char *dot = strrchr(b, '.');
     snprintf(out, n, "%.*s", (int)(dot && dot > b ? (size_t)(dot - b) : strlen(b)), b);
 }
+
+void qg_spec_file(const char *spec, char *out, size_t n)
+{
+    const char *q = strstr(spec, "://") ? NULL : strchr(spec, '?');
+    snprintf(out, n, "%.*s", q ? (int)(q - spec) : (int)strlen(spec), spec);
+}

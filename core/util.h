@@ -85,6 +85,9 @@ int qg_same_file(const char *a, const char *b);
 /* The file name of path without its folder and last extension ("a/b/Q4_K.gguf" -> "Q4_K";
  * "a/.x" -> ".x") into out (n bytes). */
 void qg_path_stem(const char *path, char *out, size_t n);
+/* The file of a local model spec (PATH.gguf?w=...&device=cuda -> PATH.gguf);
+ * a URL (with "://") is copied whole. */
+void qg_spec_file(const char *spec, char *out, size_t n);
 
 /* 1 when stdout (fd) is a terminal and colour is allowed (NO_COLOR unset). */
 int qg_use_color(int fd);

@@ -159,8 +159,9 @@ static int gate_models(const struct cli_args *a, struct runner_params *p, char (
 static int64_t model_ctx(const char *spec)
 {
     struct gguf *g;
-    char err[QG_ERRMSG_MAX];
-    if (gguf_open(spec, &g, err, sizeof err)) return 0;
+    char err[QG_ERRMSG_MAX], file[4096];
+    qg_spec_file(spec, file, sizeof file);
+    if (gguf_open(file, &g, err, sizeof err)) return 0;
     struct model_info m;
     model_info_read(g, &m);
     gguf_close(g);

@@ -205,8 +205,9 @@ static int resume_model(struct runner *r, int m, const cJSON *mj, char *err, siz
     if (strcmp(name, p->names[m]) || strcmp(path, p->specs[m]))
         return qg_errf(err, errlen, QG_ERR_DATA, "run %lld's model %d is %s=%s, not %s=%s",
                        (long long)p->resume, m + 1, name, path, p->names[m], p->specs[m]);
-    char now[HASH_HEX_LEN + 1], e2[QG_ERRMSG_MAX];
-    if (sha && hash_sha256_file(p->specs[m], now, e2, sizeof e2) == QG_OK && strcmp(now, sha))
+    char now[HASH_HEX_LEN + 1], e2[QG_ERRMSG_MAX], file[4096];
+    qg_spec_file(p->specs[m], file, sizeof file);
+    if (sha && hash_sha256_file(file, now, e2, sizeof e2) == QG_OK && strcmp(now, sha))
         return qg_errf(err, errlen, QG_ERR_DATA,
                        "%s changed since run %lld (sha256 %.12s..., now %.12s...): its rows would "
                        "mix two models; start a new run",
@@ -291,8 +292,7 @@ struct model_facts {
 static void model_facts_read(const char *full, const char *sha, struct model_facts *f)
 {
     char e2[QG_ERRMSG_MAX], spec[4096]; /* the file: a local spec without its ?query */
-    const char *q = strstr(full, "://") ? NULL : strchr(full, '?');
-    snprintf(spec, sizeof spec, "%.*s", q ? (int)(q - full) : (int)strlen(full), full);
+    qg_spec_file(full, spec, sizeof spec);
     struct stat st;
     f->n_params = -1;
     f->bytes = stat(spec, &st) == 0 && S_ISREG(st.st_mode) ? (int64_t)st.st_size : -1;
@@ -818,7 +818,9 @@ static int find_baseline(struct runner *r, char *err, size_t errlen)
     if (p->noise_perturb || p->resume > 0 || p->shard_count > 1)
         return qg_errf(err, errlen, QG_ERR_USAGE,
                        "a stored baseline cannot be combined with --noise, --resume or --shard");
-    int rc = hash_sha256_file(p->specs[0], r->base_sha, err, errlen);
+    char file[4096];
+    qg_spec_file(p->specs[0], file, sizeof file);
+    int rc = hash_sha256_file(file, r->base_sha, err, errlen);
     if (!rc)
         rc = baseline_find(r->s, p->baseline_db, p->baseline_run, r->base_sha, r->suite, &r->base,
                            err, errlen);

@@ -75,8 +75,9 @@ int64_t sampled_tokens_for(double margin, double alpha, double beta)
 static int sampled_corpus(struct store *s, const struct sampled_suite_params *p, struct sbuf *text,
                           char sha[HASH_HEX_LEN + 1], char *err, size_t errlen)
 {
-    char model_sha[HASH_HEX_LEN + 1], origin[256];
-    int rc = hash_sha256_file(p->baseline, model_sha, err, errlen);
+    char model_sha[HASH_HEX_LEN + 1], origin[256], file[4096];
+    qg_spec_file(p->baseline, file, sizeof file);
+    int rc = hash_sha256_file(file, model_sha, err, errlen);
     if (rc) return rc;
     snprintf(origin, sizeof origin, "sampled/1 model %s seed %llu tokens %lld", model_sha,
              (unsigned long long)p->seed, (long long)p->tokens);

@@ -166,6 +166,19 @@ TEST(cuda_refusals_say_why)
     ASSERT_EQ(o.code, 64);
     ASSERT_CONTAINS(o.err, "--device must be cpu, cuda or cuda:N");
     t_out_free(&o);
+    int gpu = 0;
+#ifdef QG_HAVE_CUDA
+    gpu = qcu_device_count() > 0;
+#endif
+    if (!gpu) { /* --device reaches the backend: the file itself is found and hashed */
+        char db[4200];
+        snprintf(db, sizeof db, "%s", t_path("g.db"));
+        ASSERT_OK(t_qgate(&o, "gate", t_path("m.gguf"), t_path("m.gguf"), "--device", "cuda",
+                          "--sample-tokens", "300", "--db", db, "-q", NULL));
+        ASSERT_EQ(o.code, 69);
+        ASSERT_CONTAINS(o.err, "CUDA");
+        t_out_free(&o);
+    }
     return 0;
 }
 
