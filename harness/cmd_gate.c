@@ -168,9 +168,10 @@ static int64_t model_ctx(const char *spec)
     return m.ctx > 0 ? m.ctx : 0;
 }
 
-int cmd_default_suite(const struct cli_args *a, struct store *s, const struct runner_params *p,
-                      char *dir, char *suite, size_t n)
+int cmd_default_suite(const struct cli_args *a, struct store *s, struct runner_params *p, char *dir,
+                      char *suite, size_t n)
 {
+    if (p->suite_path) return 0;
     struct verdict_policy pol;
     char err[QG_ERRMSG_MAX];
     suite_policy_from_json(NULL, "defaults", &pol, err, sizeof err);
@@ -195,7 +196,9 @@ int cmd_default_suite(const struct cli_args *a, struct store *s, const struct ru
         .texts = texts,
         .n_texts = n_texts};
     int rc = sampled_suite_make(s, &sp, dir, n, suite, n, err, sizeof err);
-    return rc ? cmd_fail(rc, err) : 0;
+    if (rc) return cmd_fail(rc, err);
+    p->suite_path = suite;
+    return 0;
 }
 
 static int check_options(const struct cli_args *a, struct runner_params *p)
@@ -302,8 +305,7 @@ static int cmd_gate(const struct cli_args *a)
     struct store *s;
     if ((code = cmd_open_store(a, 0, &s))) return code;
     char dir[4096] = "", suite[4200];
-    if (!p.suite_path && !(code = cmd_default_suite(a, s, &p, dir, suite, sizeof suite)))
-        p.suite_path = suite;
+    code = cmd_default_suite(a, s, &p, dir, suite, sizeof suite);
     char *cmd = cmd_command_line(a);
     p.command = cmd;
     char err[QG_ERRMSG_MAX];

@@ -2,6 +2,7 @@
  *
  * How to add a subcommand: see harness/cli.h. */
 #include "harness/commands.h"
+#include "backends/local.h"
 #include "reports/escape.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -170,10 +171,9 @@ int cmd_print_json(cJSON *v)
 int cmd_apply_device(const struct cli_args *a, const char **specs, int n, char (*buf)[4400])
 {
     const char *dev = cli_str(a, "device");
-    if (!dev || !strcmp(dev, "cpu")) return 0;
-    int64_t k;
-    if (strncmp(dev, "cuda", 4) || (dev[4] && (dev[4] != ':' || qg_parse_i64(dev + 5, 0, 255, &k))))
-        return cmd_usage("--device must be cpu, cuda or cuda:N, got '%s'", dev);
+    int index, kind = dev ? local_device(dev, &index) : 0;
+    if (kind < 0) return cmd_usage("--device must be cpu, cuda or cuda:N, got '%s'", dev);
+    if (kind == 0) return 0;
     for (int i = 0; i < n; i++) {
         if (!strncmp(specs[i], "http://", 7) || !strncmp(specs[i], "https://", 8) ||
             strstr(specs[i], "device=") || !strncmp(specs[i], "cuda:", 5))

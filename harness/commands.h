@@ -90,12 +90,12 @@ int cmd_compare_summary(struct store *s, int64_t run_id, const char *base, const
 /* Renders comparison id (<= 0: newest) as format to path (NULL or "-":
  * stdout, coloured on a terminal); 0 or an exit code. */
 int cmd_write_report(struct store *s, int64_t comparison_id, const char *format, const char *path);
-/* Without --suite (gate, sweep): text sampled from p's baseline (options
- * --ctx, --sample-tokens, --seed, --text, --quiet of a) as a suite in a new
- * temporary folder dir (sampled_suite_remove), its path in suite. 0 or an
- * exit code. */
-int cmd_default_suite(const struct cli_args *a, struct store *s, const struct runner_params *p,
-                      char *dir, char *suite, size_t n);
+/* Without a suite (p->suite_path NULL; gate, sweep): text sampled from p's
+ * baseline (options --ctx, --sample-tokens, --seed, --text, --quiet of a)
+ * as a suite in a new temporary folder dir (sampled_suite_remove), its path
+ * in suite and p->suite_path. With a suite: nothing. 0 or an exit code. */
+int cmd_default_suite(const struct cli_args *a, struct store *s, struct runner_params *p, char *dir,
+                      char *suite, size_t n);
 
 /* Renders the comparisons cids[0..n) as one report (n == 1: the single
  * comparison's document; more: one document covering every candidate) to

@@ -45,6 +45,7 @@ struct server {
     time_t started;   /* "created" of the model object */
     char *
         *piece; /* [n_piece]: each token's text, valid UTF-8 (read-only: shared by all requests) */
+    int32_t *piece_chars; /* [n_piece]: the characters of each token's raw bytes */
     int n_piece;
     double rate[F_COUNT];
     uint64_t rng;
@@ -534,27 +535,29 @@ static unsigned parse_completion(struct server *s, const cJSON *req, struct comp
 }
 
 /* Each token's text_offset in the text the answer returns (the prompt's
- * text when echoed, then the generated text), in characters: the length
- * of what the tokens before it detokenize to, so SentencePiece's leading
- * space of the first word is not counted. Runs while the request holds
- * b. malloc'd [n], NULL on no memory. */
-static int64_t *text_offsets(struct backend *b, const int32_t *seq, int64_t n_prompt, int64_t n,
-                             int echo, const char *ptext)
+ * text when echoed, then the generated text), in characters: the
+ * characters of the pieces before it (piece_chars, so a character split
+ * over byte tokens counts once), SentencePiece's leading space of the first
+ * word not counted. malloc'd [n], NULL on no memory. */
+static int64_t *text_offsets(const struct server *s, const int32_t *seq, int64_t n_prompt,
+                             int64_t n, int echo, const char *ptext)
 {
     int64_t *off = malloc((size_t)(n ? n : 1) * sizeof *off);
-    char *base = backend_detokenize(b, seq, n_prompt);
-    int64_t base_chars = serve_chars(base), pchars = echo ? serve_chars(ptext) : 0;
-    /* the detokenized prompt may keep the first word's space the text lacks */
-    int64_t lead = base && base[0] == ' ' && ptext && ptext[0] != ' ';
-    free(base);
+    int64_t pchars = echo ? serve_chars(ptext) : 0, run = 0, base = 0, lead = -1;
     for (int64_t i = 0; off && i < n; i++) {
-        char *t = backend_detokenize(b, seq, i);
-        int64_t c = serve_chars(t);
-        free(t);
-        if (i < n_prompt)
-            off[i] = c - lead < 0 ? 0 : c - lead < pchars ? c - lead : pchars;
-        else
-            off[i] = pchars + (c > base_chars ? c - base_chars : 0);
+        if (i == n_prompt) base = run;
+        if (i < n_prompt) {
+            int64_t c = run - (lead > 0 ? lead : 0);
+            off[i] = c < 0 ? 0 : c < pchars ? c : pchars;
+        } else {
+            off[i] = pchars + run - base;
+        }
+        int32_t id = seq[i];
+        int64_t c = id >= 0 && id < s->n_piece ? s->piece_chars[id] : 0;
+        /* the first word's space, which the prompt's text lacks */
+        if (lead < 0 && c > 0)
+            lead = i < n_prompt && piece_of(s, id)[0] == ' ' && ptext && ptext[0] != ' ';
+        run += c;
     }
     return off;
 }
@@ -596,7 +599,7 @@ static unsigned run_completion(struct server *s, const cJSON *req, const struct 
             int64_t n_scored = q->top_k >= 0 ? n + n_gen : n;
             rc = score_seq(s, b, o->seq, n_scored, q->top_k > 0 || q->plp_k >= 0, &lp, &rows);
             if (!rc && q->top_k >= 0 &&
-                !(o->offsets = text_offsets(b, o->seq, n, n + n_gen, q->echo, o->ptext)))
+                !(o->offsets = text_offsets(s, o->seq, n, n + n_gen, q->echo, o->ptext)))
                 rc = QG_ERR_NOMEM;
         }
     }
@@ -809,17 +812,26 @@ static unsigned render_messages(const cJSON *msgs, struct sbuf *p, char *msg, si
     return p->failed ? (snprintf(msg, msglen, "the messages are too long"), 400) : 0;
 }
 
+/* The request's "messages" rendered into p: 1, or 0 with the error sent
+ * (*sent) and p released. */
+static int render_request(struct server *s, struct MHD_Connection *c, const cJSON *req,
+                          struct sbuf *p, enum MHD_Result *sent)
+{
+    char msg[256];
+    sbuf_init(p, s->max_body);
+    unsigned st = render_messages(cJSON_GetObjectItem(req, "messages"), p, msg, sizeof msg);
+    if (!st) return 1;
+    sbuf_release(p);
+    *sent = send_error(c, st, "invalid_request_error", "%s", msg);
+    return 0;
+}
+
 /* POST /apply-template: the prompt the chat template makes of "messages". */
 static enum MHD_Result apply_template(struct server *s, struct MHD_Connection *c, const cJSON *req)
 {
     struct sbuf p;
-    char msg[256];
-    sbuf_init(&p, s->max_body);
-    unsigned st = render_messages(cJSON_GetObjectItem(req, "messages"), &p, msg, sizeof msg);
-    if (st) {
-        sbuf_release(&p);
-        return send_error(c, st, "invalid_request_error", "%s", msg);
-    }
+    enum MHD_Result sent;
+    if (!render_request(s, c, req, &p, &sent)) return sent;
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "prompt", p.data ? p.data : "");
     sbuf_release(&p);
@@ -897,13 +909,8 @@ static void chat_answer(cJSON *body, const cJSON *req)
 static enum MHD_Result chat(struct server *s, struct MHD_Connection *c, const cJSON *req)
 {
     struct sbuf p;
-    char why[256];
-    sbuf_init(&p, s->max_body);
-    unsigned bad = render_messages(cJSON_GetObjectItem(req, "messages"), &p, why, sizeof why);
-    if (bad) {
-        sbuf_release(&p);
-        return send_error(c, bad, "invalid_request_error", "%s", why);
-    }
+    enum MHD_Result sent;
+    if (!render_request(s, c, req, &p, &sent)) return sent;
     cJSON *creq = cJSON_Duplicate(req, 1), *body_err = NULL;
     cJSON_DeleteItemFromObject(creq, "messages");
     cJSON_DeleteItemFromObject(creq, "logprobs");
@@ -1238,7 +1245,27 @@ static void server_free(struct server *s)
     for (int i = 0; s->piece && i < s->n_piece; i++)
         free(s->piece[i]);
     free(s->piece);
+    free(s->piece_chars);
     free(s);
+}
+
+/* Every token's text (valid UTF-8) and character count, read once: the
+ * requests share them read-only. */
+static void load_pieces(struct server *s, const struct backend *b)
+{
+    s->n_piece = s->info.n_vocab > 0 ? s->info.n_vocab : 0;
+    s->piece = calloc((size_t)(s->n_piece ? s->n_piece : 1), sizeof *s->piece);
+    s->piece_chars = calloc((size_t)(s->n_piece ? s->n_piece : 1), sizeof *s->piece_chars);
+    for (int32_t id = 0; s->piece && s->piece_chars && id < s->n_piece; id++) {
+        char buf[512];
+        int len = backend_piece(b, id, buf, sizeof buf);
+        if (len < 0) len = 0;
+        if ((size_t)len >= sizeof buf) len = sizeof buf - 1;
+        buf[len] = '\0';
+        s->piece[id] = utf8_sanitize(buf);
+        for (int k = 0; k < len; k++) /* lead bytes: a character split over tokens counts once */
+            s->piece_chars[id] += ((unsigned char)buf[k] & 0xC0) != 0x80;
+    }
 }
 
 int serve_start(struct backend *b, int n_backends, const struct serve_params *p,
@@ -1258,16 +1285,7 @@ int serve_start(struct backend *b, int n_backends, const struct serve_params *p,
     pthread_mutex_init(&s->pool_lock, NULL);
     pthread_cond_init(&s->pool_free, NULL);
     backend_info(b, &s->info);
-    s->n_piece = s->info.n_vocab > 0 ? s->info.n_vocab : 0;
-    s->piece = calloc((size_t)(s->n_piece ? s->n_piece : 1), sizeof *s->piece);
-    for (int32_t id = 0; s->piece && id < s->n_piece; id++) {
-        char buf[512];
-        int len = backend_piece(b, id, buf, sizeof buf);
-        if (len < 0) len = 0;
-        if ((size_t)len >= sizeof buf) len = sizeof buf - 1;
-        buf[len] = '\0';
-        s->piece[id] = utf8_sanitize(buf);
-    }
+    load_pieces(s, b);
     snprintf(s->model_id, sizeof s->model_id, "%s",
              p->model_id && *p->model_id ? p->model_id : "qgate");
     s->api_key = p->api_key ? qg_strdup(p->api_key) : NULL;
@@ -1283,6 +1301,8 @@ int serve_start(struct backend *b, int n_backends, const struct serve_params *p,
     s->rng = p->fault_seed ^ 0x5EED5EEDull;
     pthread_mutex_init(&s->lock, NULL);
     int rc = p->faults ? parse_faults(s, p->faults, err, errlen) : QG_OK;
+    if (!rc && (!s->piece || !s->piece_chars))
+        rc = qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory (the token table)");
     struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p->port)};
     const char *host = p->host ? p->host : "127.0.0.1";
     if (!rc && inet_pton(AF_INET, host, &sin.sin_addr) != 1)

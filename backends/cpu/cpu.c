@@ -4,6 +4,7 @@
 #include "backends/generate.h"
 #include "backends/gguf.h"
 #include "backends/llama.h"
+#include "backends/local.h"
 #include "backends/parallel.h"
 #include "backends/simfmt.h"
 #include "backends/tokenizer.h"
@@ -49,34 +50,29 @@ static int parse_query(const char *spec, const char *q, struct sim_spec *s, char
                        size_t errlen)
 {
     memset(s, 0, sizeof *s);
-    for (const char *p = q; *p;) {
-        size_t n = strcspn(p, "&");
-        const char *eq = memchr(p, '=', n);
-        size_t kn = eq ? (size_t)(eq - p) : n;
-        char val[1024];
-        snprintf(val, sizeof val, "%.*s", eq ? (int)(n - kn - 1) : 0, eq ? eq + 1 : "");
-        char e2[256];
-        if (kn == 1 && *p == 'w') {
+    char key[64], val[1024], e2[256];
+    int dev;
+    while (local_query_next(&q, key, sizeof key, val, sizeof val)) {
+        if (!strcmp(key, "w")) {
             if (simfmt_parse(val, &s->w, e2, sizeof e2))
                 return qg_errf(err, errlen, QG_ERR_USAGE, "%s: w=: %s", spec, e2);
-        } else if (kn == 4 && !strncmp(p, "keep", 4)) {
+        } else if (!strcmp(key, "keep")) {
             snprintf(s->keep, sizeof s->keep, "%s", val);
-        } else if (kn == 1 && *p == 'a') {
+        } else if (!strcmp(key, "a")) {
             s->act = !strcmp(val, "llamacpp") ? LLAMA_ACT_LLAMACPP : LLAMA_ACT_FORMAT;
             if (s->act == LLAMA_ACT_FORMAT && simfmt_parse(val, &s->a, e2, sizeof e2))
                 return qg_errf(err, errlen, QG_ERR_USAGE, "%s: a=: %s (or a=llamacpp)", spec, e2);
-        } else if (kn == 6 && !strncmp(p, "device", 6) && !strcmp(val, "cpu")) {
+        } else if (!strcmp(key, "device") && local_device(val, &dev) == 0) {
             /* device=cpu: this backend */
-        } else if (kn == 2 && !strncmp(p, "kv", 2)) {
+        } else if (!strcmp(key, "kv")) {
             if (simfmt_parse(val, &s->kv, e2, sizeof e2))
                 return qg_errf(err, errlen, QG_ERR_USAGE, "%s: kv=: %s", spec, e2);
         } else {
             return qg_errf(err, errlen, QG_ERR_USAGE,
-                           "%s: unknown key '%.*s' in the model spec (known: w=FORMAT, "
+                           "%s: unknown key '%s' in the model spec (known: w=FORMAT, "
                            "a=FORMAT|llamacpp, kv=FORMAT, keep=GLOB,...)",
-                           spec, (int)kn, p);
+                           spec, key);
         }
-        p += n + (p[n] == '&');
     }
     if (s->keep[0] && s->w.kind == SIMFMT_NONE)
         return qg_errf(err, errlen, QG_ERR_USAGE, "%s: keep= needs w=FORMAT", spec);
@@ -89,31 +85,14 @@ static int cpu_open(const char *spec, const struct backend_open_params *p, void 
     *impl = NULL;
     char path[4096];
     const char *q = strchr(spec, '?');
-    snprintf(path, sizeof path, "%.*s", q ? (int)(q - spec) : (int)strlen(spec), spec);
+    qg_spec_file(spec, path, sizeof path);
     struct sim_spec sim;
     int rc = parse_query(spec, q ? q + 1 : "", &sim, err, errlen);
     if (rc) return rc;
-    struct gguf *g;
-    rc = gguf_open(path, &g, err, errlen);
-    if (rc) return rc;
     struct cpu *c = calloc(1, sizeof *c);
-    if (!c) {
-        gguf_close(g);
-        return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
-    }
-    rc = tok_load(g, path, &c->tok, err, errlen);
-    if (!rc)
-        rc = llama_load(g, path, &c->model, err, errlen); /* keeps g: weights stay mapped */
-    else
-        gguf_close(g);
-    if (!rc) {
-        const struct llama_hparams *h = llama_hparams(c->model);
-        if (tok_n_vocab(c->tok) != h->n_vocab)
-            rc = qg_errf(err, errlen, QG_ERR_DATA,
-                         "%s: tokenizer has %d tokens but the embedding has %d rows", path,
-                         tok_n_vocab(c->tok), h->n_vocab);
-        c->n_ctx = p && p->n_ctx > 0 ? p->n_ctx : h->ctx_train;
-    }
+    if (!c) return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
+    rc = local_load(path, &c->tok, &c->model, err, errlen);
+    if (!rc) c->n_ctx = p && p->n_ctx > 0 ? p->n_ctx : llama_hparams(c->model)->ctx_train;
     int n_sim = 0;
     if (!rc && sim.w.kind != SIMFMT_NONE)
         rc = llama_simulate_weights(c->model, &sim.w, sim.keep, &n_sim, err, errlen);
@@ -142,14 +121,7 @@ static int cpu_open(const char *spec, const struct backend_open_params *p, void 
 static int cpu_info(void *impl, struct backend_info *o)
 {
     struct cpu *c = impl;
-    const struct llama_hparams *h = llama_hparams(c->model);
-    o->n_vocab = h->n_vocab;
-    o->n_ctx_train = h->ctx_train;
-    o->bos = tok_bos(c->tok);
-    o->eos = tok_eos(c->tok);
-    o->add_bos = tok_add_bos(c->tok);
-    o->arch = h->arch;
-    o->weight_bytes = llama_weight_bytes(c->model);
+    local_info(c->tok, c->model, o);
     return QG_OK;
 }
 

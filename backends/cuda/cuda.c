@@ -14,6 +14,7 @@
 #include "backends/ggml_types.h"
 #include "backends/gguf.h"
 #include "backends/llama.h"
+#include "backends/local.h"
 #include "backends/matmul.h"
 #include "backends/tokenizer.h"
 #include "core/status.h"
@@ -48,20 +49,13 @@ static void cuda_close(void *impl)
 /* device=cuda[:N] and precision=... of the spec's query. */
 static int parse_query(const char *spec, const char *q, struct cuda *c, char *err, size_t errlen)
 {
-    for (const char *p = q; *p;) {
-        size_t n = strcspn(p, "&");
-        const char *eq = memchr(p, '=', n);
-        size_t kn = eq ? (size_t)(eq - p) : n;
-        char val[64];
-        snprintf(val, sizeof val, "%.*s", eq ? (int)(n - kn - 1) : 0, eq ? eq + 1 : "");
-        int64_t dev = 0;
-        if (kn == 6 && !strncmp(p, "device", 6)) {
-            if (strncmp(val, "cuda", 4) ||
-                (val[4] && (val[4] != ':' || qg_parse_i64(val + 5, 0, 255, &dev))))
+    char key[64], val[64];
+    while (local_query_next(&q, key, sizeof key, val, sizeof val)) {
+        if (!strcmp(key, "device")) {
+            if (local_device(val, &c->device) != 1)
                 return qg_errf(err, errlen, QG_ERR_USAGE,
                                "%s: device=%s: want cuda or cuda:N (N = 0, 1, ...)", spec, val);
-            c->device = (int)dev;
-        } else if (kn == 9 && !strncmp(p, "precision", 9)) {
+        } else if (!strcmp(key, "precision")) {
             int k = 0;
             while (k < 3 && strcmp(val, precision_names[k]))
                 k++;
@@ -71,11 +65,10 @@ static int parse_query(const char *spec, const char *q, struct cuda *c, char *er
             c->precision = k;
         } else {
             return qg_errf(err, errlen, QG_ERR_USAGE,
-                           "%s: the CUDA backend does not know '%.*s' (known: device=cuda[:N], "
+                           "%s: the CUDA backend does not know '%s' (known: device=cuda[:N], "
                            "precision=fp32|tf32|bf16; simulated formats run on the CPU)",
-                           spec, (int)kn, p);
+                           spec, key);
         }
-        p += n + (p[n] == '&');
     }
     return QG_OK;
 }
@@ -144,20 +137,9 @@ static int describe(const struct llama_model *m, struct qcu_model_desc *d, struc
 static int load_model(struct cuda *c, const char *path, const struct backend_open_params *p,
                       char *err, size_t errlen)
 {
-    struct gguf *g;
-    int rc = gguf_open(path, &g, err, errlen);
-    if (rc) return rc;
-    rc = tok_load(g, path, &c->tok, err, errlen);
-    if (!rc)
-        rc = llama_load(g, path, &c->model, err, errlen); /* keeps g */
-    else
-        gguf_close(g);
+    int rc = local_load(path, &c->tok, &c->model, err, errlen);
     if (rc) return rc;
     const struct llama_hparams *h = llama_hparams(c->model);
-    if (tok_n_vocab(c->tok) != h->n_vocab)
-        return qg_errf(err, errlen, QG_ERR_DATA,
-                       "%s: tokenizer has %d tokens but the embedding has %d rows", path,
-                       tok_n_vocab(c->tok), h->n_vocab);
     c->n_ctx = p && p->n_ctx > 0 ? p->n_ctx : h->ctx_train;
     c->logits = malloc((size_t)h->n_vocab * sizeof *c->logits);
     return c->logits ? QG_OK : qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
@@ -171,7 +153,7 @@ static int cuda_open(const char *spec, const struct backend_open_params *p, void
     if (!c) return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
     char path[4096];
     const char *q = strchr(spec, '?');
-    snprintf(path, sizeof path, "%.*s", q ? (int)(q - spec) : (int)strlen(spec), spec);
+    qg_spec_file(spec, path, sizeof path);
     int rc = parse_query(spec, q ? q + 1 : "", c, err, errlen);
     if (!rc) rc = load_model(c, path, p, err, errlen);
     struct qcu_model_desc d;
@@ -196,14 +178,7 @@ static int cuda_open(const char *spec, const struct backend_open_params *p, void
 static int cuda_info(void *impl, struct backend_info *o)
 {
     struct cuda *c = impl;
-    const struct llama_hparams *h = llama_hparams(c->model);
-    o->n_vocab = h->n_vocab;
-    o->n_ctx_train = h->ctx_train;
-    o->bos = tok_bos(c->tok);
-    o->eos = tok_eos(c->tok);
-    o->add_bos = tok_add_bos(c->tok);
-    o->arch = h->arch;
-    o->weight_bytes = llama_weight_bytes(c->model);
+    local_info(c->tok, c->model, o);
     return QG_OK;
 }
 
