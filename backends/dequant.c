@@ -288,13 +288,7 @@ __attribute__((target("avx2,f16c"))) static void f16_f16c(const uint8_t *b, floa
 static void f16(const uint8_t *b, float *y, int64_t n)
 {
 #ifdef QG_F16C
-    static int cached = -1; /* every thread computes the same answer */
-    int has = __atomic_load_n(&cached, __ATOMIC_RELAXED);
-    if (has < 0) {
-        has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2");
-        __atomic_store_n(&cached, has, __ATOMIC_RELAXED);
-    }
-    if (has) {
+    if (quant_has_f16c()) {
         f16_f16c(b, y, n);
         return;
     }

@@ -623,13 +623,6 @@ static void rope(float *x, int n, int stride, int heads, int hd, int pos0,
     }
 }
 
-/* x rounded to fp16 and back, as ggml converts for an f16 product */
-static void round_f16(float *x, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++)
-        x[i] = quant_f16_to_f32(quant_f32_to_f16(x[i]));
-}
-
 /* Causal attention for the n new rows against the cached rows. Rows are
  * taken in blocks of ATT_BLOCK so that a block only multiplies against the
  * keys it may see (pos0 + end of block), not the masked upper triangle. */
@@ -665,18 +658,18 @@ static void attention_heads(void *arg, int64_t h0, int64_t h1, int thread)
                 int last = pos0 + r0 + i; /* causal: keys 0..last */
                 float mx = -INFINITY;
                 for (int k = 0; k <= last; k++)
-                    mx = fmaxf(mx, s[k]);
-                double sum = 0;
-                for (int k = 0; k <= last; k++) {
+                    mx = s[k] > mx ? s[k] : mx; /* fmaxf is a libm call */
+                for (int k = 0; k <= last; k++) /* vectorised apart from the sum */
                     s[k] = qg_expf(s[k] - mx);
+                double sum = 0;
+                for (int k = 0; k <= last; k++)
                     sum += s[k];
-                }
                 float inv = (float)(1.0 / sum);
                 for (int k = 0; k <= last; k++)
                     s[k] *= inv;
                 for (int k = last + 1; k < T; k++)
                     s[k] = 0.0f;
-                if (c->act == LLAMA_ACT_LLAMACPP) round_f16(s, last + 1); /* meets V in f16 */
+                if (c->act == LLAMA_ACT_LLAMACPP) quant_round_f16(s, last + 1); /* meets V in f16 */
             }
             /* O_h[r0..][hd] = S[rows][T] . V_h[T][hd] */
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, hd, T, 1.0f, scores, T,
@@ -734,9 +727,9 @@ int llama_eval(struct llama_ctx *c, const int32_t *tokens, int n, int logits_fro
         rope(c->q, n, qd, h->n_heads, hd, pos0, h);
         rope(Kl, n, kvd, h->n_kv_heads, hd, pos0, h);
         if (c->act == LLAMA_ACT_LLAMACPP) { /* llama.cpp's f16 cache; Q meets it in f16 */
-            round_f16(c->q, (int64_t)n * qd);
-            round_f16(Kl, (int64_t)n * kvd);
-            round_f16(Vl, (int64_t)n * kvd);
+            quant_round_f16(c->q, (int64_t)n * qd);
+            quant_round_f16(Kl, (int64_t)n * kvd);
+            quant_round_f16(Vl, (int64_t)n * kvd);
         }
         if (c->kv_fmt.kind != SIMFMT_NONE) { /* K and V as a simulated cache stores them */
             simfmt_apply_kv(&c->kv_fmt, Kl, n, kvd, hd);

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include <cpuid.h>
 #include <immintrin.h>
 #define QG_X86 1
 #endif
@@ -363,21 +362,11 @@ __attribute__((target("avx512f"))) static float dot_avx512(const float *a, const
 
 enum kernel { K_PORTABLE, K_AVX2, K_AVX512 };
 
-#ifdef QG_X86
-/* F16C (CPUID leaf 1, ECX bit 29): asked of CPUID, which every compiler's
- * __builtin_cpu_supports does not know by name */
-static int has_f16c(void)
-{
-    unsigned a, b, c, d;
-    return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
-}
-#endif
-
 static enum kernel kernel_detect(void)
 {
 #ifdef QG_X86
     __builtin_cpu_init();
-    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
+    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && quant_has_f16c();
     if (avx2 && __builtin_cpu_supports("avx512f")) return K_AVX512;
     if (avx2) return K_AVX2;
 #endif

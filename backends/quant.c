@@ -6,6 +6,12 @@
 #include <math.h>
 #include <string.h>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#include <immintrin.h>
+#define QG_X86 1
+#endif
+
 static uint32_t f2u(float f)
 {
     uint32_t u;
@@ -50,6 +56,45 @@ float quant_f16_to_f32(uint16_t h)
     const float denormalized = u2f((two_w >> 17) | magic_mask) - 0.5f;
     const uint32_t cutoff = 1u << 27;
     return u2f(sign | (two_w < cutoff ? f2u(denormalized) : f2u(normalized)));
+}
+
+int quant_has_f16c(void)
+{
+#ifdef QG_X86
+    static int cached = -1; /* every thread computes the same answer */
+    int has = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (has < 0) {
+        unsigned a, b, c, d;
+        __builtin_cpu_init();
+        has = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) && __builtin_cpu_supports("avx2");
+        __atomic_store_n(&cached, has, __ATOMIC_RELAXED);
+    }
+    return has;
+#else
+    return 0;
+#endif
+}
+
+#ifdef QG_X86
+__attribute__((target("avx2,f16c"))) static int64_t round_f16_f16c(float *x, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
+        _mm256_storeu_ps(x + i, _mm256_cvtph_ps(h));
+    }
+    return i;
+}
+#endif
+
+void quant_round_f16(float *x, int64_t n)
+{
+    int64_t i = 0;
+#ifdef QG_X86
+    if (quant_has_f16c()) i = round_f16_f16c(x, n);
+#endif
+    for (; i < n; i++)
+        x[i] = quant_f16_to_f32(quant_f32_to_f16(x[i]));
 }
 
 void quant_row_q8_0(const float *x, void *out, int64_t n)

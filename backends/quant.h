@@ -14,6 +14,15 @@
 uint16_t quant_f32_to_f16(float f);
 float quant_f16_to_f32(uint16_t h);
 
+/* Rounds each of x[0..n) to the nearest fp16 value and back to f32, as
+ * quant_f16_to_f32(quant_f32_to_f16(v)) does (NaN stays NaN), eight at a
+ * time with F16C where the CPU has it. */
+void quant_round_f16(float *x, int64_t n);
+
+/* 1 when the CPU converts fp16 in hardware (x86 F16C, CPUID leaf 1, ECX
+ * bit 29, with AVX2), else 0; asked once and cached. */
+int quant_has_f16c(void);
+
 /* Quantises n floats (n a multiple of 32) into n/32 Q8_0 blocks of 34 bytes
  * (fp16 scale d = max|x|/127, 32 int8 = round(x/d)) at out. */
 void quant_row_q8_0(const float *x, void *out, int64_t n);

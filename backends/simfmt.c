@@ -407,7 +407,7 @@ static void act_q8_0(float *x, int64_t n)
     for (int64_t b = 0; b + 32 <= n; b += 32) {
         float amax = 0;
         for (int j = 0; j < 32; j++)
-            amax = fmaxf(amax, fabsf(x[b + j]));
+            amax = fabsf(x[b + j]) > amax ? fabsf(x[b + j]) : amax;
         float d = amax / 127.0f, id = amax != 0 ? 127.0f / amax : 0.0f;
         float dh = quant_f16_to_f32(quant_f32_to_f16(d));
         for (int j = 0; j < 32; j++)
@@ -453,8 +453,7 @@ void simfmt_llamacpp_act(uint32_t wtype, float *x, int64_t n, int64_t in)
         case GGML_F32:
             break;
         case GGML_F16:
-            for (int64_t j = 0; j < in; j++)
-                row[j] = quant_f16_to_f32(quant_f32_to_f16(row[j]));
+            quant_round_f16(row, in);
             break;
         case GGML_BF16:
             for (int64_t j = 0; j < in; j++)

@@ -2,8 +2,9 @@
  *
  * usage: qgate_tests [--list] [--timeout SECONDS] [NAME...]
  * Runs every test (or the named ones) in its own process, with a timeout
- * (default 300 s, or $QG_TEST_TIMEOUT) and a fresh temporary directory passed
- * as $QG_TEST_TMP (removed when the test passes, kept for a failure). Prints
+ * (default 300 s, 900 s in sanitizer builds, or $QG_TEST_TIMEOUT) and a
+ * fresh temporary directory passed as $QG_TEST_TMP (removed when the test
+ * passes, kept for a failure). Prints
  * one line per test and ends with "N passed, N failed, N skipped". Exit
  * status: 0 when nothing failed, 77 when the only test run was skipped (for
  * ctest's SKIP_RETURN_CODE), 1 otherwise.
@@ -93,7 +94,7 @@ static int run_one(int i, int timeout)
 
 int main(int argc, char **argv)
 {
-    int timeout = 300;
+    int timeout = QG_TEST_TIMEOUT_S; /* 300 s; 900 s in sanitizer builds */
     const char *env = getenv("QG_TEST_TIMEOUT");
     int64_t t;
     if (env && !qg_parse_i64(env, 1, 86400, &t)) timeout = (int)t;

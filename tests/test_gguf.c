@@ -508,6 +508,35 @@ TEST(quant_f16_q8_0)
     return 0;
 }
 
+/* the rounding of a whole row (F16C where the CPU has it) equals the
+ * scalar round trip on a sweep of every 251st f32 bit pattern: all
+ * exponents, subnormals, ties, overflow to infinity, NaN */
+TEST(quant_round_f16_row)
+{
+    enum { N = 4096 };
+    static float x[N], want[N];
+    uint64_t u = 0;
+    printf("fp16 rounding of rows: %s\n", quant_has_f16c() ? "F16C" : "portable");
+    while (u <= 0xffffffffu) {
+        int n = 0;
+        for (; n < N - 3 && u <= 0xffffffffu; n++, u += 251) {
+            uint32_t b = (uint32_t)u;
+            memcpy(&x[n], &b, 4);
+        }
+        x[n++] = 1.0f + 0x1.0p-11f; /* ties: to even */
+        x[n++] = 1.0f + 0x1.8p-11f;
+        x[n++] = 65520.0f; /* rounds up to infinity */
+        for (int i = 0; i < n; i++)
+            want[i] = quant_f16_to_f32(quant_f32_to_f16(x[i]));
+        quant_round_f16(x, n);
+        for (int i = 0; i < n; i++)
+            if (!(x[i] == want[i] || (isnan(x[i]) && isnan(want[i]))) ||
+                signbit(x[i]) != signbit(want[i]))
+                T_FAIL_("element %d: %a, want %a", i, (double)x[i], (double)want[i]);
+    }
+    return 0;
+}
+
 TEST(hash_sha256)
 {
     char hex[65], err[QG_ERRMSG_MAX];
