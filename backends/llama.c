@@ -257,7 +257,8 @@ static int load_mat(struct llama_model *m, const struct gguf *g, const char *nam
 int llama_find_nonfinite(const struct llama_model *m, char *err, size_t errlen)
 {
     const struct wmat *all[7];
-    float *buf = malloc((size_t)MATMUL_PANEL * (size_t)m->max_in * sizeof *buf);
+    enum { ROWS = 64 }; /* rows decoded at a time */
+    float *buf = malloc((size_t)ROWS * (size_t)m->max_in * sizeof *buf);
     if (!buf) return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
     int rc = QG_OK;
     for (int l = -1; l < m->hp.n_layers && !rc; l++) {
@@ -274,8 +275,8 @@ int llama_find_nonfinite(const struct llama_model *m, char *err, size_t errlen)
         }
         for (int i = 0; i < k && !rc; i++) {
             const struct wmat *w = all[i];
-            for (int64_t r0 = 0; r0 < w->out && !rc; r0 += MATMUL_PANEL) {
-                int64_t nr = w->out - r0 < MATMUL_PANEL ? w->out - r0 : MATMUL_PANEL;
+            for (int64_t r0 = 0; r0 < w->out && !rc; r0 += ROWS) {
+                int64_t nr = w->out - r0 < ROWS ? w->out - r0 : ROWS;
                 dequant_row(w->type, w->data + (size_t)r0 * w->row_bytes, buf, nr * w->in);
                 int64_t bad = first_nonfinite(buf, nr * w->in);
                 if (bad >= 0)

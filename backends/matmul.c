@@ -14,10 +14,25 @@
 #define QG_X86 1
 #endif
 
+enum { PANEL_MAX_ROWS = 256, PANEL_MAX_FLOATS = 1 << 21 };
+
+int matmul_panel_rows(int64_t in, int64_t out)
+{
+    int rows = PANEL_MAX_ROWS;
+    while (rows > 16 && (out / rows < 4 || (int64_t)rows * in > PANEL_MAX_FLOATS))
+        rows /= 2;
+    return rows;
+}
+
 size_t matmul_scratch_floats(int64_t max_in)
 {
     /* prefill: a panel; decode: a decode buffer, 256 outputs and x's group sums */
-    size_t panel = (size_t)MATMUL_PANEL * (size_t)max_in, decode = 2048 + 256 + (size_t)max_in / 32;
+    /* the widest panel of any in <= max_in: 256 rows up to the 8 MiB cap,
+     * at least 16 rows of max_in */
+    size_t cap = (size_t)PANEL_MAX_ROWS * (size_t)max_in;
+    if (cap > PANEL_MAX_FLOATS) cap = PANEL_MAX_FLOATS;
+    size_t panel = cap > (size_t)16 * (size_t)max_in ? cap : (size_t)16 * (size_t)max_in,
+           decode = 2048 + 256 + (size_t)max_in / 32;
     return panel > decode ? panel : decode;
 }
 
@@ -42,29 +57,28 @@ static void add_bias(const struct mm_job *j, int o0, int o1)
             j->y[(size_t)i * out + o] += j->bias[o];
 }
 
-/* output rows [c0, c1) (in units of 16) of y = x . W^T */
-static void tile_cols(void *arg, int64_t c0, int64_t c1, int thread)
+/* panels [p0, p1) of y = x . W^T: panel p is output rows [p R, p R + R),
+ * R = matmul_panel_rows(in, out). The panels depend on the matrix alone,
+ * never on the thread count: OpenBLAS's rounding depends on the shape of
+ * each call, so every thread count gives the same bits. */
+static void tile_panels(void *arg, int64_t p0, int64_t p1, int thread)
 {
     const struct mm_job *j = arg;
     const struct wmat *W = j->W;
-    int in = (int)W->in, out = (int)W->out;
-    int o0 = (int)c0 * 16, o1 = (int)c1 * 16 < out ? (int)c1 * 16 : out;
-    if (o1 <= o0) return;
-    if (W->type == GGML_F32) { /* straight from the mapping */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, o1 - o0, in, 1.0f, j->x, in,
-                    (const float *)(const void *)W->data + (size_t)o0 * in, in, j->beta, j->y + o0,
-                    out);
-        add_bias(j, o0, o1);
-        return;
-    }
+    const int in = (int)W->in, out = (int)W->out, rows = matmul_panel_rows(in, out);
     float *panel = j->scratch + (size_t)thread * j->per_thread;
-    for (int r0 = o0; r0 < o1; r0 += MATMUL_PANEL) {
-        int r1 = r0 + MATMUL_PANEL < o1 ? r0 + MATMUL_PANEL : o1;
-        dequant_row(W->type, W->data + (size_t)r0 * W->row_bytes, panel, (int64_t)(r1 - r0) * in);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, r1 - r0, in, 1.0f, j->x, in,
-                    panel, in, j->beta, j->y + r0, out);
+    for (int64_t p = p0; p < p1; p++) {
+        int r0 = (int)p * rows, r1 = r0 + rows < out ? r0 + rows : out;
+        const float *w = panel;
+        if (W->type == GGML_F32) /* straight from the mapping */
+            w = (const float *)(const void *)W->data + (size_t)r0 * in;
+        else
+            dequant_row(W->type, W->data + (size_t)r0 * W->row_bytes, panel,
+                        (int64_t)(r1 - r0) * in);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, r1 - r0, in, 1.0f, j->x, in, w,
+                    in, j->beta, j->y + r0, out);
+        add_bias(j, r0, r1);
     }
-    add_bias(j, o0, o1);
 }
 
 /* ------------------------------------------------------------- decode */
@@ -298,50 +312,138 @@ static void scale_min_k4(int j, const uint8_t *q, int32_t *d, int32_t *m)
     }
 }
 
+/* F16 and BF16 rows: 16 elements converted in registers and multiplied
+ * at once (F16C's conversion; bf16 is the high half of an f32) */
+AVX2 static float row_f16_avx2(const struct wmat *W, int64_t r, const float *x)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+    int64_t k = 0;
+    for (; k + 16 <= W->in; k += 16) {
+        _mm_prefetch((const char *)(b + 2 * k) + 512, _MM_HINT_T0);
+        __m256 w0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 2 * k)));
+        __m256 w1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 2 * k + 16)));
+        s0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + k), s0);
+        s1 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + k + 8), s1);
+    }
+    float s = hsum256(_mm256_add_ps(s0, s1));
+    for (; k < W->in; k++)
+        s += h2f_f16c(b + 2 * k) * x[k];
+    return s;
+}
+
+AVX2 static __m256 bf16x8(const uint8_t *p)
+{
+    __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+
+AVX2 static float row_bf16_avx2(const struct wmat *W, int64_t r, const float *x)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+    int64_t k = 0;
+    for (; k + 16 <= W->in; k += 16) {
+        _mm_prefetch((const char *)(b + 2 * k) + 512, _MM_HINT_T0);
+        s0 = _mm256_fmadd_ps(bf16x8(b + 2 * k), _mm256_loadu_ps(x + k), s0);
+        s1 = _mm256_fmadd_ps(bf16x8(b + 2 * k + 16), _mm256_loadu_ps(x + k + 8), s1);
+    }
+    float s = hsum256(_mm256_add_ps(s0, s1));
+    for (; k < W->in; k++) {
+        uint32_t u = (uint32_t)(b[2 * k] | b[2 * k + 1] << 8) << 16;
+        float w;
+        memcpy(&w, &u, 4);
+        s += w * x[k];
+    }
+    return s;
+}
+
+/* the 32 unsigned bytes of q (values 0..15) dotted with x[0..32), as 8
+ * partial sums */
+AVX2 static __m256 nib32_dot(__m256i q, const float *x)
+{
+    __m128i q0 = _mm256_castsi256_si128(q), q1 = _mm256_extracti128_si256(q, 1);
+    __m256 s0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(q0)), _mm256_loadu_ps(x));
+    __m256 s1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(q0, 8))),
+                              _mm256_loadu_ps(x + 8));
+    s0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(q1)), _mm256_loadu_ps(x + 16), s0);
+    s1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(q1, 8))),
+                         _mm256_loadu_ps(x + 24), s1);
+    return _mm256_add_ps(s0, s1);
+}
+
+/* the scales of a Q4_K/Q5_K block b (d at b, dmin at b + 2, the 12 packed
+ * 6-bit scales and mins at b + 4): d sc_g into ds[8]; returns the mins'
+ * share, dmin m_g times the group sums of x (xg), as 8 partial sums */
+AVX2 static __m256 k4_scales(const uint8_t *b, const float *xg, float ds[8])
+{
+    int32_t s8[8], m8[8];
+    for (int g = 0; g < 8; g++)
+        scale_min_k4(g, b + 4, &s8[g], &m8[g]);
+    /* as vectors: no scalar int-to-float */
+    _mm256_storeu_ps(ds, _mm256_mul_ps(_mm256_set1_ps(h2f_f16c(b)),
+                                       _mm256_cvtepi32_ps(_mm256_loadu_si256((void *)s8))));
+    __m256 dm = _mm256_mul_ps(_mm256_set1_ps(h2f_f16c(b + 2)),
+                              _mm256_cvtepi32_ps(_mm256_loadu_si256((void *)m8)));
+    return _mm256_mul_ps(dm, _mm256_loadu_ps(xg));
+}
+
 /* Q4_K: y = d sc q - dmin m per 32; dot = sum_g d sc_g (x.q)_g - dmin m_g sum(x)_g,
  * with the group sums of x computed once per product (xg) */
 AVX2 static float row_q4_k_avx2(const struct wmat *W, int64_t r, const float *x, const float *xg)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, accm = a0;
+    const __m256i m4 = _mm256_set1_epi8(0xF);
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, accm = a0;
     for (int64_t k = 0; k < W->in; k += 256, b += 144) {
         _mm_prefetch((const char *)b + 576, _MM_HINT_T0); /* 4 blocks ahead */
         _mm_prefetch((const char *)b + 640, _MM_HINT_T0);
-        const uint8_t *sc = b + 4, *q = b + 16;
-        int32_t s8[8], m8[8];
-        for (int g = 0; g < 8; g++)
-            scale_min_k4(g, sc, &s8[g], &m8[g]);
-        /* the 8 group scales and mins as vectors: no scalar int-to-float */
         float ds[8];
-        _mm256_storeu_ps(ds, _mm256_mul_ps(_mm256_set1_ps(h2f_f16c(b)),
-                                           _mm256_cvtepi32_ps(_mm256_loadu_si256((void *)s8))));
-        __m256 dm = _mm256_mul_ps(_mm256_set1_ps(h2f_f16c(b + 2)),
-                                  _mm256_cvtepi32_ps(_mm256_loadu_si256((void *)m8)));
-        accm = _mm256_fmadd_ps(dm, _mm256_loadu_ps(xg + k / 32), accm);
-        /* pairs of groups share their 32 bytes (low nibbles, high nibbles);
-         * scales applied to q first, so the four accumulators are
-         * independent chains */
-        const __m256i m4 = _mm256_set1_epi32(0xF);
+        accm = _mm256_add_ps(accm, k4_scales(b, xg + k / 32, ds));
+        /* pairs of groups share 32 bytes: low nibbles are group 2p, high
+         * 2p + 1. Nibbles are split once per 32 bytes, each group summed
+         * unscaled (convert, multiply-add) and scaled once */
         for (int p = 0; p < 4; p++) {
-            __m256 dl = _mm256_set1_ps(ds[2 * p]), dh = _mm256_set1_ps(ds[2 * p + 1]);
-            const uint8_t *qp = q + 32 * p;
-            const float *xl = x + k + 64 * p, *xh = xl + 32;
-            for (int j = 0; j < 32; j += 16) {
-                __m256i v0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(qp + j)));
-                __m256i v1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(qp + j + 8)));
-                __m256 l0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(v0, m4)), dl);
-                __m256 h0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(v0, 4)), dh);
-                __m256 l1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(v1, m4)), dl);
-                __m256 h1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(v1, 4)), dh);
-                a0 = _mm256_fmadd_ps(l0, _mm256_loadu_ps(xl + j), a0);
-                a1 = _mm256_fmadd_ps(h0, _mm256_loadu_ps(xh + j), a1);
-                a2 = _mm256_fmadd_ps(l1, _mm256_loadu_ps(xl + j + 8), a2);
-                a3 = _mm256_fmadd_ps(h1, _mm256_loadu_ps(xh + j + 8), a3);
-            }
+            __m256i v = _mm256_loadu_si256((const __m256i *)(b + 16 + 32 * p));
+            __m256i lo = _mm256_and_si256(v, m4),
+                    hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+            const float *xl = x + k + 64 * p;
+            a0 = _mm256_fmadd_ps(_mm256_set1_ps(ds[2 * p]), nib32_dot(lo, xl), a0);
+            a1 = _mm256_fmadd_ps(_mm256_set1_ps(ds[2 * p + 1]), nib32_dot(hi, xl + 32), a1);
         }
     }
-    __m256 acc = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
-    return hsum256(acc) - hsum256(accm);
+    return hsum256(_mm256_add_ps(a0, a1)) - hsum256(accm);
+}
+
+/* Q5_K: Q4_K's layout (176 bytes: d, dmin, scales, then 32 bytes qh before
+ * the 128 of nibbles) with a fifth bit per element: bit 2p of qh[l] for
+ * element l of group 2p, bit 2p + 1 for group 2p + 1 */
+AVX2 static float row_q5_k_avx2(const struct wmat *W, int64_t r, const float *x, const float *xg)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const __m256i m4 = _mm256_set1_epi8(0xF), one = _mm256_set1_epi8(1);
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, accm = a0;
+    for (int64_t k = 0; k < W->in; k += 256, b += 176) {
+        _mm_prefetch((const char *)b + 704, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + 768, _MM_HINT_T0);
+        float ds[8];
+        accm = _mm256_add_ps(accm, k4_scales(b, xg + k / 32, ds));
+        const __m256i qh = _mm256_loadu_si256((const __m256i *)(b + 16));
+        for (int p = 0; p < 4; p++) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(b + 48 + 32 * p));
+            /* within 16-bit lanes: a shift by 2p < 8 brings nothing of the
+             * high byte into bit 0 of the low one */
+            __m256i h0 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * p), one),
+                    h1 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * p + 1), one);
+            __m256i lo = _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_slli_epi16(h0, 4)),
+                    hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4),
+                                         _mm256_slli_epi16(h1, 4));
+            const float *xl = x + k + 64 * p;
+            a0 = _mm256_fmadd_ps(_mm256_set1_ps(ds[2 * p]), nib32_dot(lo, xl), a0);
+            a1 = _mm256_fmadd_ps(_mm256_set1_ps(ds[2 * p + 1]), nib32_dot(hi, xl + 32), a1);
+        }
+    }
+    return hsum256(_mm256_add_ps(a0, a1)) - hsum256(accm);
 }
 
 __attribute__((target("avx512f"))) static float dot_avx512(const float *a, const float *b,
@@ -417,6 +519,11 @@ static void rows_fused(float *y, const float *x, const struct wmat *W, int64_t r
                 W->type == GGML_IQ4_NL ? row_iq4_nl_avx2(W, r, x) : row_iq4_xs_avx2(W, r, x);
         return;
     }
+    if (k != K_PORTABLE && (W->type == GGML_F16 || W->type == GGML_BF16)) {
+        for (int64_t r = r0; r < r1; r++)
+            y[r - r0] = W->type == GGML_F16 ? row_f16_avx2(W, r, x) : row_bf16_avx2(W, r, x);
+        return;
+    }
     if (k != K_PORTABLE && W->type == GGML_Q6_K) {
         for (int64_t r = r0; r < r1; r++)
             y[r - r0] = row_q6_k_avx2(W, r, x);
@@ -427,9 +534,10 @@ static void rows_fused(float *y, const float *x, const struct wmat *W, int64_t r
             y[r - r0] = row_q4_0_avx2(W, r, x, xg);
         return;
     }
-    if (k != K_PORTABLE && W->type == GGML_Q4_K && xg) {
+    if (k != K_PORTABLE && (W->type == GGML_Q4_K || W->type == GGML_Q5_K) && xg) {
         for (int64_t r = r0; r < r1; r++)
-            y[r - r0] = row_q4_k_avx2(W, r, x, xg);
+            y[r - r0] =
+                W->type == GGML_Q4_K ? row_q4_k_avx2(W, r, x, xg) : row_q5_k_avx2(W, r, x, xg);
         return;
     }
     dot_fn dot = k == K_AVX512 ? dot_avx512 : k == K_AVX2 ? dot_avx2 : dot_portable;
@@ -497,6 +605,7 @@ void matmul_w(float *y, const float *x, const struct wmat *W, const float *bias,
         return;
     }
     struct mm_job j = {y, x, bias, W, n, beta, scratch, per};
+    int rows = matmul_panel_rows(W->in, W->out);
     parallel_for(parallel_threads_for(n_threads, 2.0 * n * (double)W->in * (double)W->out),
-                 (W->out + 15) / 16, tile_cols, &j);
+                 (W->out + rows - 1) / rows, tile_panels, &j);
 }

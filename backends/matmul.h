@@ -4,14 +4,14 @@
  * of `in` elements in any block format dequant.h decodes. Nothing is
  * converted at load.
  *
- * Prefill (n > 1 rows of activations): each thread takes a range of output
- * rows and, MATMUL_PANEL rows at a time, dequantizes them into its own f32
- * panel just before one sgemm over all n positions, so the dequantization
- * is amortized over the window. F32 matrices go to sgemm directly from the
- * mapping. The values sgemm sees are exactly those a full dequantization
- * would give, and OpenBLAS computes each output element by the same
- * sequence of operations whatever the column range, so results equal those
- * of dequantizing the whole matrix first.
+ * Prefill (n > 1 rows of activations): the output rows are cut into
+ * panels of matmul_panel_rows(in, out) rows; a thread dequantizes a panel
+ * into its own f32 buffer just before one sgemm over all n positions, so
+ * the dequantization is amortized over the window. F32 panels go to sgemm
+ * directly from the mapping. The values sgemm sees are exactly those of a
+ * full dequantization. OpenBLAS's rounding depends on the shape of each
+ * call, so the panels depend on the matrix alone: results are the same
+ * bits for every thread count.
  *
  * Decode (n == 1): a fused matrix-vector product reads the stored blocks
  * row by row, decodes each block into registers or an L1-resident buffer
@@ -19,7 +19,7 @@
  * runs: AVX-512, AVX2 or portable C, picked at run time). The weights
  * stream through memory once per token at their stored size.
  *
- * Scratch: MATMUL_PANEL x in floats per thread (matmul_scratch_floats).
+ * Scratch: a panel per thread (matmul_scratch_floats).
  */
 #ifndef QG_MATMUL_H
 #define QG_MATMUL_H
@@ -27,7 +27,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MATMUL_PANEL 64 /* rows dequantized per sgemm in prefill (a multiple of 16) */
+/* Rows of an out x in matrix per sgemm in prefill (dequantized into one
+ * panel): 256, halved while the matrix would have fewer than 4 panels or a
+ * panel would pass 8 MiB, never under 16. Each sgemm call packs all n
+ * positions of x again, so wider panels spread that cost over more rows. */
+int matmul_panel_rows(int64_t in, int64_t out);
 
 struct wmat {
     const char *name; /* the tensor's name (borrowed) */

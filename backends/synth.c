@@ -130,10 +130,7 @@ static const int *scale_offsets(uint32_t type)
     return d0;
 }
 
-/* Random blocks of a format synth cannot quantize to (a benchmark model:
- * the values are random anyway): random bytes, then every fp16 scale set to
- * scale / 16 so that values are finite and of about that size. */
-static void random_blocks(uint32_t type, uint8_t *q, int64_t n, float scale, uint64_t *rng)
+void synth_random_blocks(uint32_t type, uint8_t *q, int64_t n, float scale, uint64_t *rng)
 {
     const struct ggml_type_info *ti = ggml_type_get(type);
     size_t nb = (size_t)(n / ti->block), bs = ti->type_size;
@@ -187,7 +184,7 @@ static int add_random(struct gguf_writer *w, uint64_t *rng, const char *name, ui
             x[i] = offset + scale * urand(rng);
         size_t row_bytes = (size_t)(ne0 / ti->block * ti->type_size);
         rc = QG_OK;
-        if (!synth_quantizable(type)) random_blocks(type, q, n, scale, rng);
+        if (!synth_quantizable(type)) synth_random_blocks(type, q, n, scale, rng);
         for (int64_t r = 0; r < ne1 && !rc && synth_quantizable(type); r++)
             rc = quant_row(type, x + r * ne0, q + r * row_bytes, ne0);
         int64_t ne[2] = {ne0, ne1};

@@ -47,4 +47,10 @@ int synth_write(const struct synth_params *p, const char *path, char *err, size_
  * blocks instead. */
 int synth_quantizable(uint32_t type);
 
+/* Random blocks of any decodable format (a benchmark model: the values are
+ * random anyway): n elements (a multiple of the block size) as random
+ * bytes at q, then every fp16 scale set to scale / 16 so that values are
+ * finite and of about that size; rng is advanced. */
+void synth_random_blocks(uint32_t type, uint8_t *q, int64_t n, float scale, uint64_t *rng);
+
 #endif

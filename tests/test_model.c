@@ -211,6 +211,42 @@ TEST(ppl_statistics)
     return 0;
 }
 
+/* prefill's panels depend on the matrix, not on the thread count: the
+ * same bits with 1, 2 and 3 threads, for weights read from the mapping (F32)
+ * and dequantized per panel (Q8_0) */
+TEST(ppl_same_bits_every_thread_count)
+{
+    struct sbuf text;
+    sbuf_init(&text, 0);
+    for (int i = 0; i < 200; i++)
+        sbuf_printf(&text, "the little dog %d ran to the big tree and sat down. ", i);
+    ASSERT_OK(t_write_file(t_path("c.txt"), text.data, text.len));
+    sbuf_release(&text);
+    const uint32_t types[] = {GGML_F32, GGML_Q8_0};
+    for (int t = 0; t < 2; t++) {
+        ASSERT_OK(t_synth("m.gguf", types[t], 7));
+        char first[64] = "";
+        for (int threads = 1; threads <= 3; threads++) {
+            char th[8];
+            snprintf(th, sizeof th, "%d", threads);
+            struct t_out o;
+            ASSERT_OK(t_qgate(&o, "ppl", t_path("m.gguf"), "--text", t_path("c.txt"), "--ctx",
+                              "128", "--threads", th, "--json", NULL));
+            ASSERT_EQ(o.code, 0);
+            cJSON *j = cJSON_Parse(o.out);
+            ASSERT(j);
+            char v[64];
+            snprintf(v, sizeof v, "%.17g", cJSON_GetObjectItem(j, "nll_mean")->valuedouble);
+            cJSON_Delete(j);
+            t_out_free(&o);
+            printf("type %u, %d thread(s): mean NLL %s\n", types[t], threads, v);
+            if (threads == 1) snprintf(first, sizeof first, "%s", v);
+            ASSERT_STR_EQ(v, first);
+        }
+    }
+    return 0;
+}
+
 TEST(ppl_cli_synth)
 {
     struct synth_params p = synth_default_params();
@@ -643,6 +679,20 @@ TEST(decode_kernels_match_portable)
         free(q);
     }
     free(w);
+    /* random blocks of every other format with a decoder (256 divides IN) */
+    for (uint32_t type = 0; type < GGML_TYPE_LIMIT; type++) {
+        const struct ggml_type_info *ti = ggml_type_get(type);
+        if (!ti || !dequant_supported(type) || synth_quantizable(type)) continue;
+        size_t rb = IN / ti->block * ti->type_size;
+        uint8_t *q = malloc(rb * ROWS);
+        synth_random_blocks(type, q, (int64_t)IN * ROWS, 0.5f, &st);
+        struct wmat W = {"w", type, q, IN, ROWS, rb};
+        double ef, ep;
+        decode_errors(&W, x, ROWS, &ef, &ep);
+        printf("%-8s fused %.2e portable %.2e (random blocks)\n", ti->name, ef, ep);
+        if (!(ef < 1e-5 && ep < 1e-5)) T_FAIL_("%s: errors %g %g", ti->name, ef, ep);
+        free(q);
+    }
     const char *dir = t_shared("models/stories260K-pad256");
     if (!dir) return 0; /* the generated formats above are checked; no shared files */
     int seen[GGML_TYPE_LIMIT] = {0};
