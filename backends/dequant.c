@@ -94,15 +94,16 @@ HOT static void q2_k(const uint8_t *b, float *y, int64_t nb)
     for (int64_t i = 0; i < nb; i++, b += 84) {
         const uint8_t *scales = b, *q = b + 16;
         float d = h2f(b + 80), dmin = h2f(b + 82);
-        int is = 0;
-        for (int n = 0; n < 256; n += 128, q += 32)
-            for (int shift = 0; shift < 8; shift += 2)
-                for (int half = 0; half < 2; half++) {
-                    uint8_t sc = scales[is++];
-                    float dl = d * (float)(sc & 0xF), ml = dmin * (float)(sc >> 4);
-                    for (int l = 0; l < 16; l++)
-                        *y++ = dl * (float)((q[l + 16 * half] >> shift) & 3) - ml;
-                }
+        /* 16 runs of 16: run r takes bits 2 (r / 2 % 4) of q[32 (r / 8) +
+         * 16 (r % 2) + l], with scale byte r */
+        for (int r = 0; r < 16; r++, y += 16) {
+            const uint8_t *qr = q + 32 * (r / 8) + 16 * (r % 2);
+            const int shift = 2 * (r / 2 % 4);
+            float dl = d * (float)(scales[r] & 0xF), ml = dmin * (float)(scales[r] >> 4);
+#pragma GCC unroll 1 /* kept a loop, so that it vectorises */
+            for (int l = 0; l < 16; l++)
+                y[l] = dl * (float)((qr[l] >> shift) & 3) - ml;
+        }
     }
 }
 
@@ -118,17 +119,15 @@ HOT static void q3_k(const uint8_t *b, float *y, int64_t nb)
             int hi = (sc[8 + j % 4] >> (2 * (j / 4))) & 3;
             scales[j] = (int8_t)((lo | hi << 4) - 32);
         }
-        int is = 0;
-        uint8_t m = 1;
-        for (int n = 0; n < 256; n += 128, q += 32)
-            for (int shift = 0; shift < 8; shift += 2, m <<= 1)
-                for (int half = 0; half < 2; half++) {
-                    float dl = d_all * (float)scales[is++];
-                    for (int l = 0; l < 16; l++) {
-                        int k = l + 16 * half;
-                        *y++ = dl * (float)(((q[k] >> shift) & 3) - ((hm[k] & m) ? 0 : 4));
-                    }
-                }
+        /* 16 runs of 16 as in Q2_K; run r's high bit is bit r / 2 of hm */
+        for (int r = 0; r < 16; r++, y += 16) {
+            const int off = 16 * (r % 2), shift = 2 * (r / 2 % 4), hb = r / 2;
+            const uint8_t *qr = q + 32 * (r / 8) + off, *hr = hm + off;
+            float dl = d_all * (float)scales[r];
+#pragma GCC unroll 1
+            for (int l = 0; l < 16; l++)
+                y[l] = dl * (float)(((qr[l] >> shift) & 3) - (((hr[l] >> hb) & 1) ? 0 : 4));
+        }
     }
 }
 
@@ -189,18 +188,19 @@ HOT static void q6_k(const uint8_t *b, float *y, int64_t nb)
         const uint8_t *ql = b, *qh = b + 128;
         const int8_t *sc = (const int8_t *)(b + 192);
         float d = h2f(b + 208);
+        /* per 128: quarter k takes the low (k < 2) or high nibbles of
+         * ql[32 (k % 2) + l] and bits 2k of qh[l]; 16 elements per scale.
+         * Contiguous runs of 16, so that the loop vectorises */
         for (int n = 0; n < 256; n += 128, y += 128, ql += 64, qh += 32, sc += 8)
-            for (int l = 0; l < 32; l++) {
-                int is = l / 16;
-                int q1 = ((ql[l] & 0xF) | ((qh[l] >> 0) & 3) << 4) - 32;
-                int q2 = ((ql[l + 32] & 0xF) | ((qh[l] >> 2) & 3) << 4) - 32;
-                int q3 = ((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4) - 32;
-                int q4 = ((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4) - 32;
-                y[l] = d * (float)sc[is] * (float)q1;
-                y[l + 32] = d * (float)sc[is + 2] * (float)q2;
-                y[l + 64] = d * (float)sc[is + 4] * (float)q3;
-                y[l + 96] = d * (float)sc[is + 6] * (float)q4;
-            }
+            for (int k = 0; k < 4; k++)
+                for (int h = 0; h < 32; h += 16) {
+                    const float ds = d * (float)sc[h / 16 + 2 * k];
+                    const uint8_t *lo = ql + 32 * (k % 2);
+                    const int ns = 4 * (k / 2), hs = 2 * k;
+                    for (int l = h; l < h + 16; l++)
+                        y[32 * k + l] =
+                            ds * (float)((((lo[l] >> ns) & 0xF) | ((qh[l] >> hs) & 3) << 4) - 32);
+                }
     }
 }
 

@@ -110,7 +110,8 @@ static const char *error_code(unsigned status, const char *msg)
 
 /* An OpenAI-style error body {"error":{"message","type","param","code"}},
  * code a string or null. */
-static cJSON *error_body(unsigned status, const char *type, const char *fmt, va_list ap)
+__attribute__((format(printf, 3, 0))) static cJSON *error_body(unsigned status, const char *type,
+                                                               const char *fmt, va_list ap)
 {
     char msg[1024];
     vsnprintf(msg, sizeof msg, fmt, ap);

@@ -108,7 +108,7 @@ static int load_store(void *ud)
     char err[QG_ERRMSG_MAX];
     int rc = store_open(ud, NULL, &s, err, sizeof err);
     if (rc) return rc;
-    int64_t run, model, task, trial, n = 0;
+    int64_t run = 0, model = 0, task = 0, trial = 0, n = 0;
     struct store_run_new rn = {.command = "qgate run",
                                .suite_name = "s",
                                .suite_hash = "h",
