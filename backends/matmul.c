@@ -26,13 +26,13 @@ int matmul_panel_rows(int64_t in, int64_t out)
 
 size_t matmul_scratch_floats(int64_t max_in)
 {
-    /* prefill: a panel; decode: a decode buffer, 256 outputs and x's group sums */
-    /* the widest panel of any in <= max_in: 256 rows up to the 8 MiB cap,
-     * at least 16 rows of max_in */
+    /* prefill: a panel; decode: a decode buffer, 256 outputs and x's
+     * preparation (group sums and lanes, x_prep). The widest panel of any in <= max_in: 256 rows up
+     * to the 8 MiB cap, at least 16 rows of max_in */
     size_t cap = (size_t)PANEL_MAX_ROWS * (size_t)max_in;
     if (cap > PANEL_MAX_FLOATS) cap = PANEL_MAX_FLOATS;
     size_t panel = cap > (size_t)16 * (size_t)max_in ? cap : (size_t)16 * (size_t)max_in,
-           decode = 2048 + 256 + (size_t)max_in / 32;
+           decode = 2048 + 256 + (size_t)max_in / 32 + (size_t)max_in;
     return panel > decode ? panel : decode;
 }
 
@@ -301,17 +301,6 @@ AVX2 static float row_iq4_xs_avx2(const struct wmat *W, int64_t r, const float *
     return hsum256(_mm256_add_ps(a0, a1));
 }
 
-static void scale_min_k4(int j, const uint8_t *q, int32_t *d, int32_t *m)
-{
-    if (j < 4) {
-        *d = q[j] & 63;
-        *m = q[j + 4] & 63;
-    } else {
-        *d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-    }
-}
-
 /* F16 and BF16 rows: 16 elements converted in registers and multiplied
  * at once (F16C's conversion; bf16 is the high half of an f32) */
 AVX2 static float row_f16_avx2(const struct wmat *W, int64_t r, const float *x)
@@ -358,41 +347,55 @@ AVX2 static float row_bf16_avx2(const struct wmat *W, int64_t r, const float *x)
     return s;
 }
 
-/* the 32 unsigned bytes of q (values 0..15) dotted with x[0..32), as 8
- * partial sums */
-AVX2 static __m256 nib32_dot(__m256i q, const float *x)
-{
-    __m128i q0 = _mm256_castsi256_si128(q), q1 = _mm256_extracti128_si256(q, 1);
-    __m256 s0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(q0)), _mm256_loadu_ps(x));
-    __m256 s1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(q0, 8))),
-                              _mm256_loadu_ps(x + 8));
-    s0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(q1)), _mm256_loadu_ps(x + 16), s0);
-    s1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(q1, 8))),
-                         _mm256_loadu_ps(x + 24), s1);
-    return _mm256_add_ps(s0, s1);
-}
-
 /* the scales of a Q4_K/Q5_K block b (d at b, dmin at b + 2, the 12 packed
  * 6-bit scales and mins at b + 4): d sc_g into ds[8]; returns the mins'
- * share, dmin m_g times the group sums of x (xg), as 8 partial sums */
-AVX2 static __m256 k4_scales(const uint8_t *b, const float *xg, float ds[8])
+ * share, dmin m_g times the group sums of x (xg), as 8 partial sums. The
+ * 12 bytes are unpacked as whole words into 8 scale bytes and 8 min bytes
+ * (scales 0..3: bytes 0..3 & 63; 4..7: bytes 8..11 & 15 with the top 2 bits
+ * of bytes 0..3 above; mins likewise from bytes 4..7 and 8..11 >> 4) */
+AVX2 static inline __attribute__((always_inline)) __m256 k4_scales(const uint8_t *b,
+                                                                   const float *xg, float ds[8])
 {
-    int32_t s8[8], m8[8];
-    for (int g = 0; g < 8; g++)
-        scale_min_k4(g, b + 4, &s8[g], &m8[g]);
-    /* as vectors: no scalar int-to-float */
-    _mm256_storeu_ps(ds, _mm256_mul_ps(_mm256_set1_ps(h2f_f16c(b)),
-                                       _mm256_cvtepi32_ps(_mm256_loadu_si256((void *)s8))));
-    __m256 dm = _mm256_mul_ps(_mm256_set1_ps(h2f_f16c(b + 2)),
-                              _mm256_cvtepi32_ps(_mm256_loadu_si256((void *)m8)));
+    const uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
+    uint32_t u[4];
+    memcpy(u, b + 4, 12);
+    u[3] = ((u[2] >> 4) & k2) | (((u[1] >> 6) & k3) << 4);
+    const uint32_t mins_lo = u[1] & k1;
+    u[1] = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);
+    u[2] = mins_lo;
+    u[0] &= k1;
+    __m128i v = _mm_loadu_si128((const __m128i *)u);
+    __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v)),
+           mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(v, 8)));
+    _mm256_storeu_ps(ds, _mm256_mul_ps(_mm256_set1_ps(h2f_f16c(b)), sc));
+    __m256 dm = _mm256_mul_ps(_mm256_set1_ps(h2f_f16c(b + 2)), mn);
     return _mm256_mul_ps(dm, _mm256_loadu_ps(xg));
 }
 
+/* byte k of each 32-bit lane of v, as 8 floats */
+AVX2 static inline __attribute__((always_inline)) __m256 lane_byte(__m256i v, int k)
+{
+    const __m256i m = _mm256_set1_epi32(0xFF);
+    return _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(v, 8 * k), m));
+}
+
+/* sum over a 32-element group of q x: q in the bytes of v (byte l is
+ * element l), x as x_prep's lanes */
+AVX2 static inline __attribute__((always_inline)) __m256 lanes_dot(__m256i v, const float *xl)
+{
+    __m256 s0 = _mm256_mul_ps(lane_byte(v, 0), _mm256_loadu_ps(xl));
+    __m256 s1 = _mm256_mul_ps(lane_byte(v, 1), _mm256_loadu_ps(xl + 8));
+    s0 = _mm256_fmadd_ps(lane_byte(v, 2), _mm256_loadu_ps(xl + 16), s0);
+    s1 = _mm256_fmadd_ps(lane_byte(v, 3), _mm256_loadu_ps(xl + 24), s1);
+    return _mm256_add_ps(s0, s1);
+}
+
 /* Q4_K: y = d sc q - dmin m per 32; dot = sum_g d sc_g (x.q)_g - dmin m_g sum(x)_g,
- * with the group sums of x computed once per product (xg) */
-AVX2 static float row_q4_k_avx2(const struct wmat *W, int64_t r, const float *x, const float *xg)
+ * with the group sums and lanes of x prepared once per product (xg) */
+AVX2 static float row_q4_k_avx2(const struct wmat *W, int64_t r, const float *xg)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const float *lanes = xg + W->in / 32;
     const __m256i m4 = _mm256_set1_epi8(0xF);
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, accm = a0;
     for (int64_t k = 0; k < W->in; k += 256, b += 144) {
@@ -401,15 +404,14 @@ AVX2 static float row_q4_k_avx2(const struct wmat *W, int64_t r, const float *x,
         float ds[8];
         accm = _mm256_add_ps(accm, k4_scales(b, xg + k / 32, ds));
         /* pairs of groups share 32 bytes: low nibbles are group 2p, high
-         * 2p + 1. Nibbles are split once per 32 bytes, each group summed
-         * unscaled (convert, multiply-add) and scaled once */
+         * 2p + 1; each group summed unscaled and scaled once */
         for (int p = 0; p < 4; p++) {
             __m256i v = _mm256_loadu_si256((const __m256i *)(b + 16 + 32 * p));
             __m256i lo = _mm256_and_si256(v, m4),
                     hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-            const float *xl = x + k + 64 * p;
-            a0 = _mm256_fmadd_ps(_mm256_set1_ps(ds[2 * p]), nib32_dot(lo, xl), a0);
-            a1 = _mm256_fmadd_ps(_mm256_set1_ps(ds[2 * p + 1]), nib32_dot(hi, xl + 32), a1);
+            const float *xl = lanes + k + 64 * p;
+            a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(ds + 2 * p), lanes_dot(lo, xl), a0);
+            a1 = _mm256_fmadd_ps(_mm256_broadcast_ss(ds + 2 * p + 1), lanes_dot(hi, xl + 32), a1);
         }
     }
     return hsum256(_mm256_add_ps(a0, a1)) - hsum256(accm);
@@ -418,9 +420,10 @@ AVX2 static float row_q4_k_avx2(const struct wmat *W, int64_t r, const float *x,
 /* Q5_K: Q4_K's layout (176 bytes: d, dmin, scales, then 32 bytes qh before
  * the 128 of nibbles) with a fifth bit per element: bit 2p of qh[l] for
  * element l of group 2p, bit 2p + 1 for group 2p + 1 */
-AVX2 static float row_q5_k_avx2(const struct wmat *W, int64_t r, const float *x, const float *xg)
+AVX2 static float row_q5_k_avx2(const struct wmat *W, int64_t r, const float *xg)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const float *lanes = xg + W->in / 32;
     const __m256i m4 = _mm256_set1_epi8(0xF), one = _mm256_set1_epi8(1);
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, accm = a0;
     for (int64_t k = 0; k < W->in; k += 256, b += 176) {
@@ -438,9 +441,9 @@ AVX2 static float row_q5_k_avx2(const struct wmat *W, int64_t r, const float *x,
             __m256i lo = _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_slli_epi16(h0, 4)),
                     hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4),
                                          _mm256_slli_epi16(h1, 4));
-            const float *xl = x + k + 64 * p;
-            a0 = _mm256_fmadd_ps(_mm256_set1_ps(ds[2 * p]), nib32_dot(lo, xl), a0);
-            a1 = _mm256_fmadd_ps(_mm256_set1_ps(ds[2 * p + 1]), nib32_dot(hi, xl + 32), a1);
+            const float *xl = lanes + k + 64 * p;
+            a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(ds + 2 * p), lanes_dot(lo, xl), a0);
+            a1 = _mm256_fmadd_ps(_mm256_broadcast_ss(ds + 2 * p + 1), lanes_dot(hi, xl + 32), a1);
         }
     }
     return hsum256(_mm256_add_ps(a0, a1)) - hsum256(accm);
@@ -492,14 +495,23 @@ const char *matmul_kernel_name(void)
     return names[kernel_pick()];
 }
 
-/* group sums of x over 32-element groups, for the Q4_0 and Q4_K kernels */
-static void group_sums(const float *x, int64_t n, float *xg)
+/* What the 4-bit kernels need of x, once per product: at prep, the sums of
+ * x over 32-element groups (Q4_0's offset, the K formats' minimums), then at
+ * prep + n / 32 x with each 32-element group transposed as 8 x 4 ->
+ * 4 x 8 (lanes[32 g + 8 k + i] = x[32 g + 4 i + k]): a 32-bit lane i of
+ * 32 loaded bytes holds bytes 4i..4i+3, so shifting the lanes by 8k puts
+ * byte 4i + k of every lane in place, with no shuffles. */
+static void x_prep(const float *x, int64_t n, float *prep)
 {
+    float *lanes = prep + n / 32;
     for (int64_t g = 0; g < n / 32; g++) {
         float s = 0;
         for (int j = 0; j < 32; j++)
             s += x[32 * g + j];
-        xg[g] = s;
+        prep[g] = s;
+        for (int k = 0; k < 4; k++)
+            for (int i = 0; i < 8; i++)
+                lanes[32 * g + 8 * k + i] = x[32 * g + 4 * i + k];
     }
 }
 
@@ -536,8 +548,7 @@ static void rows_fused(float *y, const float *x, const struct wmat *W, int64_t r
     }
     if (k != K_PORTABLE && (W->type == GGML_Q4_K || W->type == GGML_Q5_K) && xg) {
         for (int64_t r = r0; r < r1; r++)
-            y[r - r0] =
-                W->type == GGML_Q4_K ? row_q4_k_avx2(W, r, x, xg) : row_q5_k_avx2(W, r, x, xg);
+            y[r - r0] = W->type == GGML_Q4_K ? row_q4_k_avx2(W, r, xg) : row_q5_k_avx2(W, r, xg);
         return;
     }
     dot_fn dot = k == K_AVX512 ? dot_avx512 : k == K_AVX2 ? dot_avx2 : dot_portable;
@@ -558,8 +569,8 @@ static void rows_fused(float *y, const float *x, const struct wmat *W, int64_t r
 void matmul_rows_fused(float *y, const float *x, const struct wmat *W, int64_t r0, int64_t r1,
                        float *row)
 {
-    float *xg = W->in % 32 == 0 ? malloc((size_t)W->in / 32 * sizeof *xg) : NULL;
-    if (xg) group_sums(x, W->in, xg);
+    float *xg = W->in % 32 == 0 ? malloc((size_t)(W->in / 32 + W->in) * sizeof *xg) : NULL;
+    if (xg) x_prep(x, W->in, xg);
     rows_fused(y, x, W, r0, r1, row, xg);
     free(xg);
 }
@@ -592,12 +603,13 @@ void matmul_w(float *y, const float *x, const struct wmat *W, const float *bias,
 {
     size_t per = matmul_scratch_floats(W->in);
     if (n == 1) {
-        /* scratch of thread 0 ends with the group sums; each thread: a
-         * 256-float decode buffer and 256 outputs */
+        /* scratch of thread 0 ends with x_prep's sums and lanes; each
+         * thread: a decode buffer and 256 outputs */
         float *xg = NULL;
-        if (W->in % 32 == 0 && per >= ROW_CHUNK + 256 + (size_t)W->in / 32) {
-            xg = scratch + per - (size_t)W->in / 32;
-            group_sums(x, W->in, xg);
+        size_t prep = (size_t)(W->in / 32 + W->in);
+        if (W->in % 32 == 0 && per >= ROW_CHUNK + 256 + prep) {
+            xg = scratch + per - prep;
+            x_prep(x, W->in, xg);
         }
         struct mv_job j = {y, x, bias, xg, W, beta, scratch, per};
         parallel_for(parallel_threads_for(n_threads, 2.0 * (double)W->in * (double)W->out),
