@@ -201,50 +201,57 @@ AVX2 static float row_q4_0_avx2(const struct wmat *W, int64_t r, const float *x,
     return hsum256(acc) - mins;
 }
 
-/* Q6_K: per 128 elements, 6-bit q = low nibble (ql) | 2 bits (qh) << 4,
- * minus 32, times d x an int8 scale per 16 */
-AVX2 static float row_q6_k_avx2(const struct wmat *W, int64_t r, const float *x)
+/* signed byte k of each 32-bit lane of v, as 8 floats */
+AVX2 static inline __attribute__((always_inline)) __m256 lane_sbyte(__m256i v, int k)
+{
+    return _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(v, 24 - 8 * k), 24));
+}
+
+/* Q6_K: per 128 elements, quarter k (32 elements) takes the low (k < 2) or
+ * high nibbles of ql[32 (k % 2) + l], bits 2k of qh[l] above them, minus
+ * 32, times d and an int8 scale per 16. Read as x_prep's lanes: lanes 0..3
+ * hold elements 0..15 of a quarter, lanes 4..7 elements 16..31, so the two
+ * scales of a quarter are one vector */
+AVX2 static float row_q6_k_avx2(const struct wmat *W, int64_t r, const float *xg)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
-    const __m256i m4 = _mm256_set1_epi32(0xF), m3 = _mm256_set1_epi32(3),
-                  c32 = _mm256_set1_epi32(32);
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    const float *lanes = xg + W->in / 32;
+    const __m256i m4 = _mm256_set1_epi8(0xF), m3 = _mm256_set1_epi8(3), c32 = _mm256_set1_epi8(32);
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0;
     for (int64_t k = 0; k < W->in; k += 256, b += 210) {
         _mm_prefetch((const char *)b + 420, _MM_HINT_T0);
         _mm_prefetch((const char *)b + 484, _MM_HINT_T0);
         const float d = h2f_f16c(b + 208);
-        const int8_t *sc = (const int8_t *)(b + 192);
+        float ds[16];
+        const __m128i sc8 = _mm_loadu_si128((const __m128i *)(b + 192));
+        _mm256_storeu_ps(
+            ds, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc8))));
+        _mm256_storeu_ps(ds + 8,
+                         _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                                              _mm_srli_si128(sc8, 8)))));
         for (int n = 0; n < 2; n++) {
-            const uint8_t *ql = b + 64 * n, *qh = b + 128 + 32 * n;
-            const float *xn = x + k + 128 * n;
-            for (int l0 = 0; l0 < 32; l0 += 8) {
-                int is = 8 * n + l0 / 16;
-                __m256i qa = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(ql + l0)));
-                __m256i qb = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(ql + 32 + l0)));
-                __m256i h = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(qh + l0)));
-                __m256i q1 = _mm256_or_si256(_mm256_and_si256(qa, m4),
-                                             _mm256_slli_epi32(_mm256_and_si256(h, m3), 4));
-                __m256i q2 = _mm256_or_si256(
-                    _mm256_and_si256(qb, m4),
-                    _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(h, 2), m3), 4));
-                __m256i q3 = _mm256_or_si256(
-                    _mm256_srli_epi32(qa, 4),
-                    _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(h, 4), m3), 4));
-                __m256i q4 = _mm256_or_si256(_mm256_srli_epi32(qb, 4),
-                                             _mm256_slli_epi32(_mm256_srli_epi32(h, 6), 4));
-#define Q6_TERM(acc, q, off, s)                                                                    \
-    acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(q, c32)),              \
-                                        _mm256_set1_ps(d * (float)sc[s])),                         \
-                          _mm256_loadu_ps(xn + (off) + l0), acc)
-                Q6_TERM(a0, q1, 0, is);
-                Q6_TERM(a1, q2, 32, is + 2);
-                Q6_TERM(a2, q3, 64, is + 4);
-                Q6_TERM(a3, q4, 96, is + 6);
-#undef Q6_TERM
+            const uint8_t *ql = b + 64 * n;
+            const __m256i h = _mm256_loadu_si256((const __m256i *)(b + 128 + 32 * n));
+            for (int q = 0; q < 4; q++) {
+                __m256i v = _mm256_loadu_si256((const __m256i *)(ql + 32 * (q % 2)));
+                __m256i lo = _mm256_and_si256(q < 2 ? v : _mm256_srli_epi16(v, 4), m4);
+                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(h, 2 * q), m3);
+                __m256i x6 = _mm256_sub_epi8(_mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)), c32);
+                const float *xl = lanes + k + 128 * n + 32 * q;
+                __m256 s0 = _mm256_mul_ps(lane_sbyte(x6, 0), _mm256_loadu_ps(xl));
+                __m256 s1 = _mm256_mul_ps(lane_sbyte(x6, 1), _mm256_loadu_ps(xl + 8));
+                s0 = _mm256_fmadd_ps(lane_sbyte(x6, 2), _mm256_loadu_ps(xl + 16), s0);
+                s1 = _mm256_fmadd_ps(lane_sbyte(x6, 3), _mm256_loadu_ps(xl + 24), s1);
+                const float *sq = ds + 8 * n + 2 * q;
+                __m256 sc = _mm256_setr_m128(_mm_broadcast_ss(sq), _mm_broadcast_ss(sq + 1));
+                if (q % 2)
+                    a1 = _mm256_fmadd_ps(sc, _mm256_add_ps(s0, s1), a1);
+                else
+                    a0 = _mm256_fmadd_ps(sc, _mm256_add_ps(s0, s1), a0);
             }
         }
     }
-    return hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    return hsum256(_mm256_add_ps(a0, a1));
 }
 
 /* the 16 IQ4 (non-linear 4-bit) values ggml uses */
@@ -536,9 +543,9 @@ static void rows_fused(float *y, const float *x, const struct wmat *W, int64_t r
             y[r - r0] = W->type == GGML_F16 ? row_f16_avx2(W, r, x) : row_bf16_avx2(W, r, x);
         return;
     }
-    if (k != K_PORTABLE && W->type == GGML_Q6_K) {
+    if (k != K_PORTABLE && W->type == GGML_Q6_K && xg) {
         for (int64_t r = r0; r < r1; r++)
-            y[r - r0] = row_q6_k_avx2(W, r, x);
+            y[r - r0] = row_q6_k_avx2(W, r, xg);
         return;
     }
     if (k != K_PORTABLE && W->type == GGML_Q4_0 && xg) {
