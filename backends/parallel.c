@@ -4,23 +4,23 @@
 #include <pthread.h>
 #include <unistd.h>
 
-enum { MAX_THREADS = 64, SPIN = 4000 };
+enum { MAX_THREADS = 64, SPIN = 4000, CHUNKS = 4 };
 
-struct part {
-    parallel_fn fn;
-    void *ctx;
-    int64_t begin, end;
-    int thread;
-};
-
-/* The pool: workers 1..n_workers wait for a new generation of work; worker
- * t runs parts[t] when t < n_parts. One caller at a time holds `busy`. */
+/* The pool: workers 1..n_workers wait for a new generation of work, then
+ * take chunks of it until none is left. `next` holds the generation in its
+ * high 32 bits and the next chunk in its low 32, so that a worker that
+ * wakes late, after its generation is over, can take no chunk of the next
+ * one. One caller at a time holds `busy`. */
 static struct {
     pthread_mutex_t busy, lock;
     pthread_cond_t work, done;
-    int n_workers, n_parts, pending;
+    int n_workers;
     unsigned long generation;
-    struct part parts[MAX_THREADS];
+    parallel_fn fn;
+    void *ctx;
+    int64_t n, chunk, n_chunks, finished;
+    int n_threads;
+    uint64_t next;
 } pool = {.busy = PTHREAD_MUTEX_INITIALIZER,
           .lock = PTHREAD_MUTEX_INITIALIZER,
           .work = PTHREAD_COND_INITIALIZER,
@@ -31,6 +31,36 @@ static void cpu_relax(void)
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
+}
+
+struct job {
+    parallel_fn fn;
+    void *ctx;
+    int64_t n, chunk, n_chunks;
+    uint32_t gen;
+    int n_threads; /* workers numbered from here on sit this one out */
+};
+
+/* Takes chunks of job j as thread t while its generation lasts; then adds
+ * them to the finished count (the last one wakes the caller). */
+static void run_chunks(const struct job *j, int t)
+{
+    int64_t ran = 0;
+    for (;;) {
+        uint64_t cur = __atomic_load_n(&pool.next, __ATOMIC_ACQUIRE);
+        if ((uint32_t)(cur >> 32) != j->gen || (int64_t)(cur & 0xffffffffu) >= j->n_chunks) break;
+        if (!__atomic_compare_exchange_n(&pool.next, &cur, cur + 1, 0, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE))
+            continue;
+        int64_t c = (int64_t)(cur & 0xffffffffu), b = c * j->chunk;
+        j->fn(j->ctx, b, b + j->chunk < j->n ? b + j->chunk : j->n, t);
+        ran++;
+    }
+    if (!ran) return;
+    pthread_mutex_lock(&pool.lock);
+    pool.finished += ran;
+    if (pool.finished == j->n_chunks) pthread_cond_signal(&pool.done);
+    pthread_mutex_unlock(&pool.lock);
 }
 
 static void *worker(void *arg)
@@ -46,14 +76,10 @@ static void *worker(void *arg)
         while (pool.generation == seen)
             pthread_cond_wait(&pool.work, &pool.lock);
         seen = pool.generation;
-        int mine = t < pool.n_parts;
+        struct job j = {pool.fn,       pool.ctx,       pool.n,        pool.chunk,
+                        pool.n_chunks, (uint32_t)seen, pool.n_threads};
         pthread_mutex_unlock(&pool.lock);
-        if (!mine) continue;
-        struct part *p = &pool.parts[t];
-        p->fn(p->ctx, p->begin, p->end, p->thread);
-        pthread_mutex_lock(&pool.lock);
-        if (--pool.pending == 0) pthread_cond_signal(&pool.done);
-        pthread_mutex_unlock(&pool.lock);
+        if (t < j.n_threads) run_chunks(&j, t);
     }
     return NULL;
 }
@@ -86,17 +112,23 @@ void parallel_for(int n_threads, int64_t n, parallel_fn fn, void *ctx)
         return;
     }
     n_threads = pool_grow(n_threads) < n_threads ? pool_grow(n_threads) : n_threads;
+    /* CHUNKS per thread: a thread the system does not run for a while
+     * (a loaded machine) holds up at most its current chunk */
+    int64_t chunks = (int64_t)n_threads * CHUNKS < n ? (int64_t)n_threads * CHUNKS : n;
+    struct job j = {fn, ctx, n, (n + chunks - 1) / chunks, 0, 0, n_threads};
+    j.n_chunks = (n + j.chunk - 1) / j.chunk;
     pthread_mutex_lock(&pool.lock);
-    for (int t = 0; t < n_threads; t++)
-        pool.parts[t] = (struct part){fn, ctx, n * t / n_threads, n * (t + 1) / n_threads, t};
-    pool.n_parts = n_threads;
-    pool.pending = n_threads - 1;
+    j.gen = (uint32_t)(pool.generation + 1);
+    pool.fn = fn, pool.ctx = ctx, pool.n = n, pool.chunk = j.chunk, pool.n_chunks = j.n_chunks;
+    pool.n_threads = n_threads;
+    pool.finished = 0;
+    __atomic_store_n(&pool.next, (uint64_t)j.gen << 32, __ATOMIC_RELEASE);
     __atomic_store_n(&pool.generation, pool.generation + 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&pool.work);
     pthread_mutex_unlock(&pool.lock);
-    fn(ctx, pool.parts[0].begin, pool.parts[0].end, 0);
+    run_chunks(&j, 0);
     pthread_mutex_lock(&pool.lock);
-    while (pool.pending > 0)
+    while (pool.finished < j.n_chunks)
         pthread_cond_wait(&pool.done, &pool.lock);
     pthread_mutex_unlock(&pool.lock);
     pthread_mutex_unlock(&pool.busy);

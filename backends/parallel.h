@@ -18,10 +18,15 @@
 /* Work on items [begin, end) as thread number `thread` (0-based). */
 typedef void (*parallel_fn)(void *ctx, int64_t begin, int64_t end, int thread);
 
-/* Splits [0, n) into n_threads contiguous parts and runs fn on each, the
- * first on the calling thread, and returns when all are done. Runs
- * everything on the caller when n_threads <= 1 or the pool is busy; fewer
- * parts when workers cannot be created. */
+/* Splits [0, n) into up to 4 contiguous chunks per thread, which the
+ * calling thread and n_threads - 1 workers take one at a time until none is
+ * left, and returns when all are done: each item is done exactly once, by
+ * one call of fn, whose `thread` is that thread's number (< n_threads; a
+ * thread may make several calls, a worker none: on a loaded machine the
+ * threads that run take the chunks of one that does not). The split
+ * depends on n and n_threads alone. Runs everything on the caller when
+ * n_threads <= 1 or the pool is busy; fewer threads when workers cannot be
+ * created. */
 void parallel_for(int n_threads, int64_t n, parallel_fn fn, void *ctx);
 
 /* n_threads when `work` (any unit: flops, elements) is worth splitting,

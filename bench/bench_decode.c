@@ -51,7 +51,7 @@ static void bw_part(void *arg, int64_t b, int64_t e, int t)
         s2 += j->buf[i + 2];
         s3 += j->buf[i + 3];
     }
-    j->sum[t] = s0 + s1 + s2 + s3;
+    j->sum[t] += s0 + s1 + s2 + s3; /* a thread may take several chunks */
 }
 
 /* GB/s of reading a 1 GiB buffer with T threads, best of 3 */

@@ -516,15 +516,19 @@ static void mark(void *ctx, int64_t begin, int64_t end, int thread)
 
 TEST(parallel_threads_match_one_thread)
 {
-    /* fork-join covers [0, n) exactly once, over the threads asked for */
+    /* fork-join covers [0, n) exactly once, the caller taking part and no
+     * thread number beyond those asked for; many calls in a row */
     enum { N = 1000 };
     struct cover c = {.seen = calloc(N, sizeof(int))};
     ASSERT(c.seen);
-    parallel_for(4, N, mark, &c);
-    for (int i = 0; i < N; i++)
-        ASSERT_EQ(c.seen[i], 1);
-    for (int t = 0; t < 4; t++)
-        ASSERT_EQ(c.threads_used[t], 1);
+    for (int rep = 1; rep <= 200; rep++) {
+        parallel_for(4, N, mark, &c);
+        for (int i = 0; i < N; i++)
+            if (c.seen[i] != rep) T_FAIL_("call %d: item %d done %d times", rep, i, c.seen[i]);
+    }
+    ASSERT_EQ(c.threads_used[0], 1);
+    for (int t = 4; t < 8; t++)
+        ASSERT_EQ(c.threads_used[t], 0);
     free(c.seen);
     /* the forward pass on 4 threads scores as on 1 */
     char err[QG_ERRMSG_MAX];
