@@ -29,10 +29,12 @@ HOT static void q4_0(const uint8_t *b, float *y, int64_t nb)
 {
     for (int64_t i = 0; i < nb; i++, b += 18, y += 32) {
         float d = h2f(b);
-        for (int j = 0; j < 16; j++) {
+#pragma GCC unroll 1 /* kept a loop, so that it vectorises */
+        for (int j = 0; j < 16; j++)
             y[j] = (float)((b[2 + j] & 0x0F) - 8) * d;
+#pragma GCC unroll 1
+        for (int j = 0; j < 16; j++)
             y[j + 16] = (float)((b[2 + j] >> 4) - 8) * d;
-        }
     }
 }
 
@@ -40,10 +42,12 @@ HOT static void q4_1(const uint8_t *b, float *y, int64_t nb)
 {
     for (int64_t i = 0; i < nb; i++, b += 20, y += 32) {
         float d = h2f(b), m = h2f(b + 2);
-        for (int j = 0; j < 16; j++) {
+#pragma GCC unroll 1
+        for (int j = 0; j < 16; j++)
             y[j] = (float)(b[4 + j] & 0x0F) * d + m;
+#pragma GCC unroll 1
+        for (int j = 0; j < 16; j++)
             y[j + 16] = (float)(b[4 + j] >> 4) * d + m;
-        }
     }
 }
 

@@ -111,7 +111,8 @@ void parallel_for(int n_threads, int64_t n, parallel_fn fn, void *ctx)
         fn(ctx, 0, n, 0);
         return;
     }
-    n_threads = pool_grow(n_threads) < n_threads ? pool_grow(n_threads) : n_threads;
+    int got = pool_grow(n_threads);
+    if (got < n_threads) n_threads = got;
     /* CHUNKS per thread: a thread the system does not run for a while
      * (a loaded machine) holds up at most its current chunk */
     int64_t chunks = (int64_t)n_threads * CHUNKS < n ? (int64_t)n_threads * CHUNKS : n;
