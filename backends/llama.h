@@ -5,8 +5,8 @@
  * mapped file in their stored block format (matmul.h dequantizes panels
  * just before each sgemm, and decodes blocks inside the decode kernels), so
  * the memory cost is the file (plus per context a KV cache of 2 x layers x
- * ctx x kv_dim x 4 bytes and per thread a panel of 64 x the widest input
- * floats). Norm weights and biases are decoded to f32 at load. Activations
+ * ctx x kv_dim x 4 bytes and per thread a panel of at most 256 x the widest
+ * input floats, 8 MiB). Norm weights and biases are decoded to f32 at load. Activations
  * are f32, RMSNorm sums in double as ggml does, attention is causal with
  * grouped-query heads.
  *
