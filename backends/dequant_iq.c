@@ -83,17 +83,6 @@ AVX2 static inline void put8d_avx2(float *y, uint64_t g, float delta, float dl)
     _mm256_storeu_ps(y, _mm256_mul_ps(_mm256_set1_ps(dl), _mm256_add_ps(v, _mm256_set1_ps(delta))));
 }
 
-static int iq_avx2(void)
-{
-    static int cached = -1; /* every thread computes the same answer */
-    int has = __atomic_load_n(&cached, __ATOMIC_RELAXED);
-    if (has < 0) {
-        __builtin_cpu_init();
-        has = __builtin_cpu_supports("avx2");
-        __atomic_store_n(&cached, has, __ATOMIC_RELAXED);
-    }
-    return has;
-}
 #endif
 
 #define INLINE static inline __attribute__((always_inline))
@@ -224,7 +213,7 @@ INLINE void iq1_m(const uint8_t *b, float *y, int64_t nb, put8d_fn put8)
     }                                                                                              \
     void dequant_##name(const uint8_t *b, float *y, int64_t nb)                                    \
     {                                                                                              \
-        if (iq_avx2())                                                                             \
+        if (quant_has_f16c()) /* AVX2 (with F16C, as every AVX2 CPU has) */                        \
             name##_avx2(b, y, nb);                                                                 \
         else                                                                                       \
             name(b, y, nb, put_c);                                                                 \

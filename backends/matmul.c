@@ -308,47 +308,29 @@ AVX2 static float row_iq4_xs_avx2(const struct wmat *W, int64_t r, const float *
     return hsum256(_mm256_add_ps(a0, a1));
 }
 
-/* F16 and BF16 rows: 16 elements converted in registers and multiplied
- * at once (F16C's conversion; bf16 is the high half of an f32) */
-AVX2 static float row_f16_avx2(const struct wmat *W, int64_t r, const float *x)
+/* 8 F16 (F16C's conversion) or BF16 (the high half of an f32) at p */
+AVX2 static inline __attribute__((always_inline)) __m256 half8(const uint8_t *p, int bf16)
+{
+    __m128i v = _mm_loadu_si128((const __m128i *)p);
+    if (!bf16) return _mm256_cvtph_ps(v);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16));
+}
+
+/* F16 and BF16 rows: 16 elements converted in registers and multiplied at
+ * once; the tail through dequant's own conversion */
+AVX2 static float row_half_avx2(const struct wmat *W, int64_t r, const float *x, int bf16)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
     __m256 s0 = _mm256_setzero_ps(), s1 = s0;
     int64_t k = 0;
     for (; k + 16 <= W->in; k += 16) {
         _mm_prefetch((const char *)(b + 2 * k) + 512, _MM_HINT_T0);
-        __m256 w0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 2 * k)));
-        __m256 w1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 2 * k + 16)));
-        s0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + k), s0);
-        s1 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + k + 8), s1);
+        s0 = _mm256_fmadd_ps(half8(b + 2 * k, bf16), _mm256_loadu_ps(x + k), s0);
+        s1 = _mm256_fmadd_ps(half8(b + 2 * k + 16, bf16), _mm256_loadu_ps(x + k + 8), s1);
     }
-    float s = hsum256(_mm256_add_ps(s0, s1));
-    for (; k < W->in; k++)
-        s += h2f_f16c(b + 2 * k) * x[k];
-    return s;
-}
-
-AVX2 static __m256 bf16x8(const uint8_t *p)
-{
-    __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
-}
-
-AVX2 static float row_bf16_avx2(const struct wmat *W, int64_t r, const float *x)
-{
-    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
-    int64_t k = 0;
-    for (; k + 16 <= W->in; k += 16) {
-        _mm_prefetch((const char *)(b + 2 * k) + 512, _MM_HINT_T0);
-        s0 = _mm256_fmadd_ps(bf16x8(b + 2 * k), _mm256_loadu_ps(x + k), s0);
-        s1 = _mm256_fmadd_ps(bf16x8(b + 2 * k + 16), _mm256_loadu_ps(x + k + 8), s1);
-    }
-    float s = hsum256(_mm256_add_ps(s0, s1));
+    float s = hsum256(_mm256_add_ps(s0, s1)), w;
     for (; k < W->in; k++) {
-        uint32_t u = (uint32_t)(b[2 * k] | b[2 * k + 1] << 8) << 16;
-        float w;
-        memcpy(&w, &u, 4);
+        dequant_row(W->type, b + 2 * k, &w, 1);
         s += w * x[k];
     }
     return s;
@@ -508,6 +490,12 @@ const char *matmul_kernel_name(void)
  * 4 x 8 (lanes[32 g + 8 k + i] = x[32 g + 4 i + k]): a 32-bit lane i of
  * 32 loaded bytes holds bytes 4i..4i+3, so shifting the lanes by 8k puts
  * byte 4i + k of every lane in place, with no shuffles. */
+/* 1 when the kernel of `type` reads x_prep's sums or lanes */
+static int uses_prep(uint32_t type)
+{
+    return type == GGML_Q4_0 || type == GGML_Q4_K || type == GGML_Q5_K || type == GGML_Q6_K;
+}
+
 static void x_prep(const float *x, int64_t n, float *prep)
 {
     float *lanes = prep + n / 32;
@@ -540,7 +528,7 @@ static void rows_fused(float *y, const float *x, const struct wmat *W, int64_t r
     }
     if (k != K_PORTABLE && (W->type == GGML_F16 || W->type == GGML_BF16)) {
         for (int64_t r = r0; r < r1; r++)
-            y[r - r0] = W->type == GGML_F16 ? row_f16_avx2(W, r, x) : row_bf16_avx2(W, r, x);
+            y[r - r0] = row_half_avx2(W, r, x, W->type == GGML_BF16);
         return;
     }
     if (k != K_PORTABLE && W->type == GGML_Q6_K && xg) {
@@ -576,7 +564,9 @@ static void rows_fused(float *y, const float *x, const struct wmat *W, int64_t r
 void matmul_rows_fused(float *y, const float *x, const struct wmat *W, int64_t r0, int64_t r1,
                        float *row)
 {
-    float *xg = W->in % 32 == 0 ? malloc((size_t)(W->in / 32 + W->in) * sizeof *xg) : NULL;
+    float *xg = W->in % 32 == 0 && uses_prep(W->type)
+                    ? malloc((size_t)(W->in / 32 + W->in) * sizeof *xg)
+                    : NULL;
     if (xg) x_prep(x, W->in, xg);
     rows_fused(y, x, W, r0, r1, row, xg);
     free(xg);
@@ -614,7 +604,7 @@ void matmul_w(float *y, const float *x, const struct wmat *W, const float *bias,
          * thread: a decode buffer and 256 outputs */
         float *xg = NULL;
         size_t prep = (size_t)(W->in / 32 + W->in);
-        if (W->in % 32 == 0 && per >= ROW_CHUNK + 256 + prep) {
+        if (W->in % 32 == 0 && uses_prep(W->type) && per >= ROW_CHUNK + 256 + prep) {
             xg = scratch + per - prep;
             x_prep(x, W->in, xg);
         }

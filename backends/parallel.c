@@ -6,6 +6,14 @@
 
 enum { MAX_THREADS = 64, SPIN = 4000, CHUNKS = 4 };
 
+struct job {
+    parallel_fn fn;
+    void *ctx;
+    int64_t n, chunk, n_chunks;
+    uint32_t gen;
+    int n_threads; /* workers numbered from here on sit this one out */
+};
+
 /* The pool: workers 1..n_workers wait for a new generation of work, then
  * take chunks of it until none is left. `next` holds the generation in its
  * high 32 bits and the next chunk in its low 32, so that a worker that
@@ -16,10 +24,8 @@ static struct {
     pthread_cond_t work, done;
     int n_workers;
     unsigned long generation;
-    parallel_fn fn;
-    void *ctx;
-    int64_t n, chunk, n_chunks, finished;
-    int n_threads;
+    struct job job; /* the current generation's */
+    int64_t finished;
     uint64_t next;
 } pool = {.busy = PTHREAD_MUTEX_INITIALIZER,
           .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -32,14 +38,6 @@ static void cpu_relax(void)
     __builtin_ia32_pause();
 #endif
 }
-
-struct job {
-    parallel_fn fn;
-    void *ctx;
-    int64_t n, chunk, n_chunks;
-    uint32_t gen;
-    int n_threads; /* workers numbered from here on sit this one out */
-};
 
 /* Takes chunks of job j as thread t while its generation lasts; then adds
  * them to the finished count (the last one wakes the caller). */
@@ -76,8 +74,7 @@ static void *worker(void *arg)
         while (pool.generation == seen)
             pthread_cond_wait(&pool.work, &pool.lock);
         seen = pool.generation;
-        struct job j = {pool.fn,       pool.ctx,       pool.n,        pool.chunk,
-                        pool.n_chunks, (uint32_t)seen, pool.n_threads};
+        struct job j = pool.job;
         pthread_mutex_unlock(&pool.lock);
         if (t < j.n_threads) run_chunks(&j, t);
     }
@@ -120,8 +117,7 @@ void parallel_for(int n_threads, int64_t n, parallel_fn fn, void *ctx)
     j.n_chunks = (n + j.chunk - 1) / j.chunk;
     pthread_mutex_lock(&pool.lock);
     j.gen = (uint32_t)(pool.generation + 1);
-    pool.fn = fn, pool.ctx = ctx, pool.n = n, pool.chunk = j.chunk, pool.n_chunks = j.n_chunks;
-    pool.n_threads = n_threads;
+    pool.job = j;
     pool.finished = 0;
     __atomic_store_n(&pool.next, (uint64_t)j.gen << 32, __ATOMIC_RELEASE);
     __atomic_store_n(&pool.generation, pool.generation + 1, __ATOMIC_RELEASE);
