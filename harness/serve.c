@@ -40,7 +40,8 @@ struct server {
     size_t max_body;
     int idle_timeout_s;
     double body_grace_s, body_min_rate;
-    int stall_ms, no_prompt_logprobs, no_vllm_prompt_logprobs, plain_tokenize, text_prompts_only;
+    int stall_ms, min_latency_ms, no_prompt_logprobs, no_vllm_prompt_logprobs, plain_tokenize,
+        text_prompts_only;
     int llama_server; /* answer as llama.cpp's llama-server (serve.h) */
     time_t started;   /* "created" of the model object */
     char *
@@ -1126,6 +1127,7 @@ static enum MHD_Result handle_post(struct server *s, struct MHD_Connection *c, c
     pthread_mutex_lock(&s->lock);
     if (++s->in_flight > s->max_in_flight) s->max_in_flight = s->in_flight;
     pthread_mutex_unlock(&s->lock);
+    if (s->min_latency_ms > 0) usleep((useconds_t)s->min_latency_ms * 1000);
     enum MHD_Result out = !strcmp(url, "/v1/completions")        ? completions(s, c, req)
                           : !strcmp(url, "/v1/chat/completions") ? chat(s, c, req)
                           : !strcmp(url, "/tokenize")            ? tokenize(s, c, req)
@@ -1292,6 +1294,7 @@ int serve_start(struct backend *b, int n_backends, const struct serve_params *p,
     s->api_key = p->api_key ? qg_strdup(p->api_key) : NULL;
     s->max_body = p->max_body ? p->max_body : (size_t)16 << 20;
     s->stall_ms = p->stall_ms > 0 ? p->stall_ms : 5000;
+    s->min_latency_ms = p->min_latency_ms;
     s->idle_timeout_s = p->idle_timeout_s > 0 ? p->idle_timeout_s : 30;
     s->body_grace_s = p->body_grace_s > 0 ? p->body_grace_s : 10;
     s->body_min_rate = p->body_min_rate > 0 ? p->body_min_rate : 1024;

@@ -80,6 +80,8 @@ struct serve_params {
     int plain_tokenize;          /* testing only: ignore "with_pieces" (ids only, as vLLM) */
     int text_prompts_only; /* testing only: refuse token-id prompts (400) and answer without the id
                             * extensions, as a server that takes text only */
+    int min_latency_ms;    /* testing only: every POST takes at least this long (counted in
+                            * flight while it waits), as a remote server's round trip */
 };
 
 struct server;

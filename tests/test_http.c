@@ -79,7 +79,8 @@ struct srv {
     int port;
 };
 
-static int srv_idle_s; /* 0: the server's default idle timeout */
+static int srv_idle_s;     /* 0: the server's default idle timeout */
+static int srv_latency_ms; /* every POST takes at least this long: overlap is then certain */
 
 static int srv_start_model(struct srv *v, const char *file, const char *faults, const char *key)
 {
@@ -93,6 +94,7 @@ static int srv_start_model(struct srv *v, const char *file, const char *faults, 
                               .api_key = key,
                               .stall_ms = 1500,
                               .idle_timeout_s = srv_idle_s,
+                              .min_latency_ms = srv_latency_ms,
                               .body_grace_s = srv_idle_s ? 1 : 0,
                               .max_body = 1 << 20};
     rc = serve_start(&v->b, 1, &sp, &v->s, &v->port, err, sizeof err);
@@ -1105,6 +1107,10 @@ TEST(http_perplexity_windows_in_flight_together)
              s2);
     ASSERT_OK(t_write_file(t_path("p.json"), suite, strlen(suite)));
     struct srv v;
+    /* a tiny model answers in microseconds, so one request could end before
+     * the next arrives; 20 ms per request stands for a real round trip and
+     * makes requests sent together overlap on the server whatever the load */
+    srv_latency_ms = 20;
     ASSERT_OK(srv_start(&v, NULL, NULL));
     char db[4200], cpu[4400], web[4400];
     snprintf(db, sizeof db, "%s", t_path("p.db"));
@@ -1135,6 +1141,7 @@ TEST(http_perplexity_windows_in_flight_together)
     if (o.code) T_FAIL_("ppl: exit %d: %s", o.code, o.err);
     most = serve_max_in_flight(v.s);
     srv_stop(&v);
+    srv_latency_ms = 0;
     struct t_out l;
     ASSERT_OK(t_qgate(&l, "ppl", t_path("m.gguf"), "--text", t_path("text.txt"), "--ctx", "48",
                       "--json", NULL));
