@@ -633,7 +633,33 @@ struct att_job {
     int l, n, pos0;
 };
 
-/* heads [h0, h1) of one layer; `thread` picks the scores buffer */
+/* softmax of each of `rows` rows of s (row stride T), row i causal over
+ * keys 0..last0 + i, the keys past it zero */
+static void softmax_causal(const struct llama_ctx *c, float *scores, int rows, int T, int last0)
+{
+    for (int i = 0; i < rows; i++) {
+        float *s = scores + (size_t)i * T;
+        int last = last0 + i;
+        float mx = -INFINITY;
+        for (int k = 0; k <= last; k++)
+            mx = s[k] > mx ? s[k] : mx; /* fmaxf is a libm call */
+        for (int k = 0; k <= last; k++) /* vectorised apart from the sum */
+            s[k] = qg_expf(s[k] - mx);
+        double sum = 0;
+        for (int k = 0; k <= last; k++)
+            sum += s[k];
+        float inv = (float)(1.0 / sum);
+        for (int k = 0; k <= last; k++)
+            s[k] *= inv;
+        for (int k = last + 1; k < T; k++)
+            s[k] = 0.0f;
+        if (c->act == LLAMA_ACT_LLAMACPP) quant_round_f16(s, last + 1); /* meets V in f16 */
+    }
+}
+
+/* heads [h0, h1) of one layer; `thread` picks the scores buffer. One query
+ * row (a decode step) takes dot products and sums of V's rows: sgemm's
+ * packing would cost more than the product */
 static void attention_heads(void *arg, int64_t h0, int64_t h1, int thread)
 {
     const struct att_job *j = arg;
@@ -650,32 +676,27 @@ static void attention_heads(void *arg, int64_t h0, int64_t h1, int thread)
         int kh = (int)hh / group;
         for (int r0 = 0; r0 < n; r0 += ATT_BLOCK) {
             int rows = n - r0 < ATT_BLOCK ? n - r0 : ATT_BLOCK, T = pos0 + r0 + rows;
+            const float *Q = c->q + (size_t)r0 * qd + (size_t)hh * hd, *Kh = K + (size_t)kh * hd,
+                        *Vh = V + (size_t)kh * hd;
+            float *O = c->att + (size_t)r0 * qd + (size_t)hh * hd;
             /* S[rows][T] = Q_h[r0..][hd] . K_h[T][hd]^T * scale */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, T, hd, scale,
-                        c->q + (size_t)r0 * qd + (size_t)hh * hd, qd, K + (size_t)kh * hd, kvd,
-                        0.0f, scores, T);
-            for (int i = 0; i < rows; i++) {
-                float *s = scores + (size_t)i * T;
-                int last = pos0 + r0 + i; /* causal: keys 0..last */
-                float mx = -INFINITY;
-                for (int k = 0; k <= last; k++)
-                    mx = s[k] > mx ? s[k] : mx; /* fmaxf is a libm call */
-                for (int k = 0; k <= last; k++) /* vectorised apart from the sum */
-                    s[k] = qg_expf(s[k] - mx);
-                double sum = 0;
-                for (int k = 0; k <= last; k++)
-                    sum += s[k];
-                float inv = (float)(1.0 / sum);
-                for (int k = 0; k <= last; k++)
-                    s[k] *= inv;
-                for (int k = last + 1; k < T; k++)
-                    s[k] = 0.0f;
-                if (c->act == LLAMA_ACT_LLAMACPP) quant_round_f16(s, last + 1); /* meets V in f16 */
-            }
+            if (rows == 1)
+                for (int t = 0; t < T; t++)
+                    scores[t] = scale * matmul_dot(Q, Kh + (size_t)t * kvd, hd);
+            else
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, T, hd, scale, Q, qd, Kh,
+                            kvd, 0.0f, scores, T);
+            softmax_causal(c, scores, rows, T, pos0 + r0);
             /* O_h[r0..][hd] = S[rows][T] . V_h[T][hd] */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, hd, T, 1.0f, scores, T,
-                        V + (size_t)kh * hd, kvd, 0.0f, c->att + (size_t)r0 * qd + (size_t)hh * hd,
-                        qd);
+            if (rows == 1) {
+                memset(O, 0, (size_t)hd * sizeof *O);
+                for (int t = 0; t < T; t++)
+                    for (int d = 0; d < hd; d++)
+                        O[d] += scores[t] * Vh[(size_t)t * kvd + d];
+            } else {
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, hd, T, 1.0f, scores, T,
+                            Vh, kvd, 0.0f, O, qd);
+            }
         }
     }
 }

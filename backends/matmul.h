@@ -58,7 +58,18 @@ void matmul_rows_fused(float *y, const float *x, const struct wmat *W, int64_t r
 void matmul_rows_portable(float *y, const float *x, const struct wmat *W, int64_t r0, int64_t r1,
                           float *row);
 
-/* "avx512", "avx2" or "portable": the decode kernel this CPU runs. */
+/* dot(a, b) over n floats, by the f32 dot product of the kernel set this
+ * CPU runs (the order of its sums is that set's). */
+float matmul_dot(const float *a, const float *b, int64_t n);
+
+/* "avx512", "avx2" or "portable": the decode kernel set in use (by
+ * default the best this CPU runs). */
 const char *matmul_kernel_name(void);
+
+/* Uses the kernel set `name` ("avx512", "avx2", "portable") from now on,
+ * process-wide (tests and benchmarks compare them; not to be called while
+ * products run). Returns QG_OK, or QG_ERR_USAGE when the name is unknown or
+ * this CPU lacks the set. */
+int matmul_use_kernel(const char *name);
 
 #endif

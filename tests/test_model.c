@@ -654,12 +654,9 @@ static void decode_errors(const struct wmat *W, const float *x, int64_t rows, do
     free(yp);
 }
 
-TEST(decode_kernels_match_portable)
+/* the checks of decode_kernels_match_portable with the kernel set in use */
+static int decode_kernels_check(void)
 {
-    /* the fused decode kernels (the one this CPU picks) against the
-     * portable C kernel and a double-precision product of the decoded
-     * rows: generated rows in the quantizable formats, and every tensor
-     * type of the shared llama.cpp files when they are present */
     printf("decode kernel: %s\n", matmul_kernel_name());
     uint64_t st = 42;
     enum { IN = 1024, ROWS = 48 };
@@ -697,6 +694,18 @@ TEST(decode_kernels_match_portable)
         if (!(ef < 1e-5 && ep < 1e-5)) T_FAIL_("%s: errors %g %g", ti->name, ef, ep);
         free(q);
     }
+    /* an odd number of blocks per row (the AVX-512 Q8_0 kernel pairs them) */
+    {
+        enum { ODD = IN - 32 };
+        uint8_t *q = malloc((size_t)ODD / 32 * 34 * ROWS);
+        synth_random_blocks(GGML_Q8_0, q, (int64_t)ODD * ROWS, 0.5f, &st);
+        struct wmat W = {"w", GGML_Q8_0, q, ODD, ROWS, (size_t)ODD / 32 * 34};
+        double ef, ep;
+        decode_errors(&W, x, ROWS, &ef, &ep);
+        printf("Q8_0     fused %.2e portable %.2e (31 blocks a row)\n", ef, ep);
+        free(q);
+        if (!(ef < 1e-5 && ep < 1e-5)) T_FAIL_("Q8_0, 31 blocks: errors %g %g", ef, ep);
+    }
     const char *dir = t_shared("models/stories260K-pad256");
     if (!dir) return 0; /* the generated formats above are checked; no shared files */
     int seen[GGML_TYPE_LIMIT] = {0};
@@ -724,5 +733,31 @@ TEST(decode_kernels_match_portable)
         }
         gguf_close(g);
     }
+    return 0;
+}
+
+TEST(decode_kernels_match_portable)
+{
+    /* the fused decode kernels of every set this CPU runs (AVX-512, AVX2)
+     * against the portable C kernel and a double-precision product of the
+     * decoded rows: generated rows in the quantizable formats, random
+     * blocks of every other format, and every tensor type of the shared
+     * llama.cpp files when they are present */
+    const char *const sets[] = {"avx512", "avx2", "portable"};
+    char was[16];
+    snprintf(was, sizeof was, "%s", matmul_kernel_name());
+    int ran = 0;
+    for (size_t k = 0; k < sizeof sets / sizeof *sets; k++) {
+        if (matmul_use_kernel(sets[k]) != QG_OK) {
+            printf("%s: this CPU lacks it, not checked\n", sets[k]);
+            continue;
+        }
+        int rc = decode_kernels_check();
+        ASSERT_OK(matmul_use_kernel(was));
+        if (rc) return rc;
+        ran++;
+    }
+    ASSERT(ran >= 1);
+    ASSERT_EQ(matmul_use_kernel("sse9"), QG_ERR_USAGE);
     return 0;
 }

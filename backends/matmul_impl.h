@@ -1,0 +1,38 @@
+/* matmul_impl — the x86 decode kernels behind matmul.c (folder-private).
+ *
+ * Kernel sets: AVX2 (with FMA and F16C) and AVX-512 (F, BW, VL, DQ),
+ * chosen once at run time by matmul.c; on other CPUs and compilers every
+ * call answers "no kernel" and matmul.c's portable C runs.
+ */
+#ifndef QG_MATMUL_IMPL_H
+#define QG_MATMUL_IMPL_H
+
+#include "backends/matmul.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum mv_isa { MV_PORTABLE, MV_AVX2, MV_AVX512 };
+
+/* The best kernel set this CPU runs. */
+enum mv_isa mv_isa_detect(void);
+
+typedef float (*mv_dot_fn)(const float *a, const float *b, int64_t n);
+/* The f32 dot product of a kernel set; NULL for MV_PORTABLE. */
+mv_dot_fn mv_x86_dot(enum mv_isa isa);
+
+/* Floats of x's preparation the kernel of `type` reads in a product over
+ * `in` inputs (group sums of x, then x re-laid for the kernel set); 0 when
+ * it reads none. */
+size_t mv_x86_prep_floats(enum mv_isa isa, uint32_t type, int64_t in);
+/* Writes that preparation of x[0..n), for the kernel of `type`, into prep
+ * (mv_x86_prep_floats). */
+void mv_x86_prep(enum mv_isa isa, uint32_t type, const float *x, int64_t n, float *prep);
+
+/* y[r - r0] = dot(row r of W, x) for rows [r0, r1) by the set's kernel for
+ * W's type; returns 1, or 0 (nothing written) when the set has no kernel
+ * for it or the kernel needs a preparation and prep is NULL. */
+int mv_x86_rows(enum mv_isa isa, float *y, const float *x, const float *prep, const struct wmat *W,
+                int64_t r0, int64_t r1);
+
+#endif

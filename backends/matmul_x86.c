@@ -1,0 +1,787 @@
+
+
+/* matmul_x86 — the AVX2 and AVX-512 decode kernels behind matmul.c.
+ *
+ * Each kernel computes dot(row r of W, x) for a stored block format,
+ * decoding in registers. Summation orders differ from the portable C
+ * kernel's (the tests compare the two within a tolerance); every kernel
+ * decodes exactly the values dequant.c does. */
+#include "backends/matmul_impl.h"
+#include "backends/dequant.h"
+#include "backends/ggml_types.h"
+#include "backends/quant.h"
+
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* ------------------------------------------------------------------ AVX2 */
+
+#define AVX2 __attribute__((target("avx2,fma,f16c")))
+
+AVX2 static float h2f_f16c(const uint8_t *p)
+{
+    return _cvtsh_ss((unsigned short)(p[0] | p[1] << 8));
+}
+
+__attribute__((target("avx2,fma"))) static float hsum256(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+__attribute__((target("avx2,fma"))) static float dot_avx2(const float *a, const float *b, int64_t n)
+{
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    int64_t k = 0;
+    for (; k + 16 <= n; k += 16) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k), _mm256_loadu_ps(b + k), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k + 8), _mm256_loadu_ps(b + k + 8), s1);
+    }
+    float s = hsum256(_mm256_add_ps(s0, s1));
+    for (; k < n; k++)
+        s += a[k] * b[k];
+    return s;
+}
+
+/* 8 int8 -> 8 floats */
+__attribute__((target("avx2,fma"))) static __m256 i8x8(const uint8_t *q)
+{
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)q)));
+}
+
+/* Q8_0: 32 int8 and an fp16 scale per block */
+AVX2 static float row_q8_0_avx2(const struct wmat *W, int64_t r, const float *x)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t k = 0; k < W->in; k += 32, b += 34) {
+        _mm_prefetch((const char *)b + 512, _MM_HINT_T0);
+        __m256 d = _mm256_set1_ps(h2f_f16c(b));
+        __m256 s0 = _mm256_mul_ps(i8x8(b + 2), _mm256_loadu_ps(x + k));
+        __m256 s1 = _mm256_mul_ps(i8x8(b + 10), _mm256_loadu_ps(x + k + 8));
+        s0 = _mm256_fmadd_ps(i8x8(b + 18), _mm256_loadu_ps(x + k + 16), s0);
+        s1 = _mm256_fmadd_ps(i8x8(b + 26), _mm256_loadu_ps(x + k + 24), s1);
+        acc = _mm256_fmadd_ps(d, _mm256_add_ps(s0, s1), acc);
+    }
+    return hsum256(acc);
+}
+
+/* Q4_0: y = (q - 8) d, low nibbles elements 0..15, high 16..31; with the
+ * group sums of x, dot = sum_b d_b (q.x)_b - 8 d_b sum(x)_b */
+AVX2 static float row_q4_0_avx2(const struct wmat *W, int64_t r, const float *x, const float *xg)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const __m256i m4 = _mm256_set1_epi32(0xF);
+    __m256 acc = _mm256_setzero_ps();
+    float mins = 0;
+    for (int64_t k = 0; k < W->in; k += 32, b += 18) {
+        _mm_prefetch((const char *)b + 512, _MM_HINT_T0);
+        float d = h2f_f16c(b);
+        __m256i v0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(b + 2)));
+        __m256i v1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(b + 10)));
+        __m256 s0 =
+            _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(v0, m4)), _mm256_loadu_ps(x + k));
+        __m256 s1 =
+            _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(v1, m4)), _mm256_loadu_ps(x + k + 8));
+        s0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(v0, 4)),
+                             _mm256_loadu_ps(x + k + 16), s0);
+        s1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(v1, 4)),
+                             _mm256_loadu_ps(x + k + 24), s1);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_add_ps(s0, s1), acc);
+        mins += 8 * d * xg[k / 32];
+    }
+    return hsum256(acc) - mins;
+}
+
+/* signed byte k of each 32-bit lane of v, as 8 floats */
+AVX2 static inline __attribute__((always_inline)) __m256 lane_sbyte(__m256i v, int k)
+{
+    return _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(v, 24 - 8 * k), 24));
+}
+
+/* Q6_K: per 128 elements, quarter k (32 elements) takes the low (k < 2) or
+ * high nibbles of ql[32 (k % 2) + l], bits 2k of qh[l] above them, minus
+ * 32, times d and an int8 scale per 16. Read as x_prep's lanes: lanes 0..3
+ * hold elements 0..15 of a quarter, lanes 4..7 elements 16..31, so the two
+ * scales of a quarter are one vector */
+AVX2 static float row_q6_k_avx2(const struct wmat *W, int64_t r, const float *xg)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const float *lanes = xg + W->in / 32;
+    const __m256i m4 = _mm256_set1_epi8(0xF), m3 = _mm256_set1_epi8(3), c32 = _mm256_set1_epi8(32);
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0;
+    for (int64_t k = 0; k < W->in; k += 256, b += 210) {
+        _mm_prefetch((const char *)b + 420, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + 484, _MM_HINT_T0);
+        const float d = h2f_f16c(b + 208);
+        float ds[16];
+        const __m128i sc8 = _mm_loadu_si128((const __m128i *)(b + 192));
+        _mm256_storeu_ps(
+            ds, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc8))));
+        _mm256_storeu_ps(ds + 8,
+                         _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                                              _mm_srli_si128(sc8, 8)))));
+        for (int n = 0; n < 2; n++) {
+            const uint8_t *ql = b + 64 * n;
+            const __m256i h = _mm256_loadu_si256((const __m256i *)(b + 128 + 32 * n));
+            for (int q = 0; q < 4; q++) {
+                __m256i v = _mm256_loadu_si256((const __m256i *)(ql + 32 * (q % 2)));
+                __m256i lo = _mm256_and_si256(q < 2 ? v : _mm256_srli_epi16(v, 4), m4);
+                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(h, 2 * q), m3);
+                __m256i x6 = _mm256_sub_epi8(_mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)), c32);
+                const float *xl = lanes + k + 128 * n + 32 * q;
+                __m256 s0 = _mm256_mul_ps(lane_sbyte(x6, 0), _mm256_loadu_ps(xl));
+                __m256 s1 = _mm256_mul_ps(lane_sbyte(x6, 1), _mm256_loadu_ps(xl + 8));
+                s0 = _mm256_fmadd_ps(lane_sbyte(x6, 2), _mm256_loadu_ps(xl + 16), s0);
+                s1 = _mm256_fmadd_ps(lane_sbyte(x6, 3), _mm256_loadu_ps(xl + 24), s1);
+                const float *sq = ds + 8 * n + 2 * q;
+                __m256 sc = _mm256_setr_m128(_mm_broadcast_ss(sq), _mm_broadcast_ss(sq + 1));
+                if (q % 2)
+                    a1 = _mm256_fmadd_ps(sc, _mm256_add_ps(s0, s1), a1);
+                else
+                    a0 = _mm256_fmadd_ps(sc, _mm256_add_ps(s0, s1), a0);
+            }
+        }
+    }
+    return hsum256(_mm256_add_ps(a0, a1));
+}
+
+/* the 16 IQ4 (non-linear 4-bit) values ggml uses */
+static const int8_t kvalues_iq4[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                       1,    13,   25,  38,  53,  69,  89,  113};
+
+/* sum over 32 IQ4 elements (16 bytes at q: low nibbles first, then high)
+ * of value x x, unscaled */
+AVX2 static __m256 iq4_32(const uint8_t *q, const float *x)
+{
+    const __m128i table = _mm_loadu_si128((const __m128i *)kvalues_iq4), m4 = _mm_set1_epi8(0xF);
+    __m128i bytes = _mm_loadu_si128((const __m128i *)q);
+    __m128i lo = _mm_shuffle_epi8(table, _mm_and_si128(bytes, m4));
+    __m128i hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(bytes, 4), m4));
+    __m256 s0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), _mm256_loadu_ps(x));
+    __m256 s1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))),
+                              _mm256_loadu_ps(x + 8));
+    s0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), _mm256_loadu_ps(x + 16), s0);
+    s1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))),
+                         _mm256_loadu_ps(x + 24), s1);
+    return _mm256_add_ps(s0, s1);
+}
+
+/* IQ4_NL: blocks of 32, an fp16 scale and 16 bytes */
+AVX2 static float row_iq4_nl_avx2(const struct wmat *W, int64_t r, const float *x)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t k = 0; k < W->in; k += 32, b += 18)
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(b)), iq4_32(b + 2, x + k), acc);
+    return hsum256(acc);
+}
+
+/* IQ4_XS: superblocks of 256; 6-bit group scales (4 low bits in scales_l,
+ * 2 high in scales_h), value scale d (ls - 32) */
+AVX2 static float row_iq4_xs_avx2(const struct wmat *W, int64_t r, const float *x)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0;
+    for (int64_t k = 0; k < W->in; k += 256, b += 136) {
+        _mm_prefetch((const char *)b + 408, _MM_HINT_T0);
+        const float d = h2f_f16c(b);
+        const unsigned sh = (unsigned)(b[2] | b[3] << 8);
+        const uint8_t *sl = b + 4, *qs = b + 8;
+        for (int ib = 0; ib < 8; ib += 2) {
+            int ls0 = ((sl[ib / 2] >> 0) & 0xF) | (int)(((sh >> (2 * ib)) & 3) << 4);
+            int ls1 = ((sl[ib / 2] >> 4) & 0xF) | (int)(((sh >> (2 * ib + 2)) & 3) << 4);
+            a0 = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)(ls0 - 32)),
+                                 iq4_32(qs + 16 * ib, x + k + 32 * ib), a0);
+            a1 = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)(ls1 - 32)),
+                                 iq4_32(qs + 16 * ib + 16, x + k + 32 * ib + 32), a1);
+        }
+    }
+    return hsum256(_mm256_add_ps(a0, a1));
+}
+
+/* 8 F16 (F16C's conversion) or BF16 (the high half of an f32) at p */
+AVX2 static inline __attribute__((always_inline)) __m256 half8(const uint8_t *p, int bf16)
+{
+    __m128i v = _mm_loadu_si128((const __m128i *)p);
+    if (!bf16) return _mm256_cvtph_ps(v);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16));
+}
+
+/* F16 and BF16 rows: 16 elements converted in registers and multiplied at
+ * once; the tail through dequant's own conversion */
+AVX2 static float row_half_avx2(const struct wmat *W, int64_t r, const float *x, int bf16)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+    int64_t k = 0;
+    for (; k + 16 <= W->in; k += 16) {
+        _mm_prefetch((const char *)(b + 2 * k) + 512, _MM_HINT_T0);
+        s0 = _mm256_fmadd_ps(half8(b + 2 * k, bf16), _mm256_loadu_ps(x + k), s0);
+        s1 = _mm256_fmadd_ps(half8(b + 2 * k + 16, bf16), _mm256_loadu_ps(x + k + 8), s1);
+    }
+    float s = hsum256(_mm256_add_ps(s0, s1)), w;
+    for (; k < W->in; k++) {
+        dequant_row(W->type, b + 2 * k, &w, 1);
+        s += w * x[k];
+    }
+    return s;
+}
+
+/* the scales of a Q4_K/Q5_K block b (d at b, dmin at b + 2, the 12 packed
+ * 6-bit scales and mins at b + 4): returns d sc_g in lane g; *mins gets
+ * the mins' share, dmin m_g times the group sums of x (xg), as 8 partial
+ * sums. The 12 bytes are unpacked as whole words into 8 scale bytes and 8
+ * min bytes (scales 0..3: bytes 0..3 & 63; 4..7: bytes 8..11 & 15 with the
+ * top 2 bits of bytes 0..3 above; mins likewise from bytes 4..7 and
+ * 8..11 >> 4) */
+AVX2 static inline __attribute__((always_inline)) __m128i k4_unpack(const uint8_t *b)
+{
+    const uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
+    uint32_t u[4];
+    memcpy(u, b + 4, 12);
+    u[3] = ((u[2] >> 4) & k2) | (((u[1] >> 6) & k3) << 4);
+    const uint32_t mins_lo = u[1] & k1;
+    u[1] = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);
+    u[2] = mins_lo;
+    u[0] &= k1;
+    return _mm_loadu_si128((const __m128i *)u);
+}
+
+AVX2 static inline __attribute__((always_inline)) __m256 k4_scales_v(const uint8_t *b,
+                                                                     const float *xg, __m256 *mins)
+{
+    __m128i v = k4_unpack(b);
+    __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v)),
+           mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(v, 8)));
+    __m256 dm = _mm256_mul_ps(_mm256_set1_ps(h2f_f16c(b + 2)), mn);
+    *mins = _mm256_mul_ps(dm, _mm256_loadu_ps(xg));
+    return _mm256_mul_ps(_mm256_set1_ps(h2f_f16c(b)), sc);
+}
+
+/* the same with d sc_g into ds[8], returning the mins' share */
+AVX2 static inline __attribute__((always_inline)) __m256 k4_scales(const uint8_t *b,
+                                                                   const float *xg, float ds[8])
+{
+    __m256 mins;
+    _mm256_storeu_ps(ds, k4_scales_v(b, xg, &mins));
+    return mins;
+}
+
+/* byte k of each 32-bit lane of v, as 8 floats */
+AVX2 static inline __attribute__((always_inline)) __m256 lane_byte(__m256i v, int k)
+{
+    const __m256i m = _mm256_set1_epi32(0xFF);
+    return _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(v, 8 * k), m));
+}
+
+/* sum over a 32-element group of q x: q in the bytes of v (byte l is
+ * element l), x as x_prep's lanes */
+AVX2 static inline __attribute__((always_inline)) __m256 lanes_dot(__m256i v, const float *xl)
+{
+    __m256 s0 = _mm256_mul_ps(lane_byte(v, 0), _mm256_loadu_ps(xl));
+    __m256 s1 = _mm256_mul_ps(lane_byte(v, 1), _mm256_loadu_ps(xl + 8));
+    s0 = _mm256_fmadd_ps(lane_byte(v, 2), _mm256_loadu_ps(xl + 16), s0);
+    s1 = _mm256_fmadd_ps(lane_byte(v, 3), _mm256_loadu_ps(xl + 24), s1);
+    return _mm256_add_ps(s0, s1);
+}
+
+/* Q4_K: y = d sc q - dmin m per 32; dot = sum_g d sc_g (x.q)_g - dmin m_g sum(x)_g,
+ * with the group sums and lanes of x prepared once per product (xg) */
+AVX2 static float row_q4_k_avx2(const struct wmat *W, int64_t r, const float *xg)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const float *lanes = xg + W->in / 32;
+    const __m256i m4 = _mm256_set1_epi8(0xF);
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, accm = a0;
+    for (int64_t k = 0; k < W->in; k += 256, b += 144) {
+        _mm_prefetch((const char *)b + 576, _MM_HINT_T0); /* 4 blocks ahead */
+        _mm_prefetch((const char *)b + 640, _MM_HINT_T0);
+        float ds[8];
+        accm = _mm256_add_ps(accm, k4_scales(b, xg + k / 32, ds));
+        /* pairs of groups share 32 bytes: low nibbles are group 2p, high
+         * 2p + 1; each group summed unscaled and scaled once */
+        for (int p = 0; p < 4; p++) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(b + 16 + 32 * p));
+            __m256i lo = _mm256_and_si256(v, m4),
+                    hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+            const float *xl = lanes + k + 64 * p;
+            a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(ds + 2 * p), lanes_dot(lo, xl), a0);
+            a1 = _mm256_fmadd_ps(_mm256_broadcast_ss(ds + 2 * p + 1), lanes_dot(hi, xl + 32), a1);
+        }
+    }
+    return hsum256(_mm256_add_ps(a0, a1)) - hsum256(accm);
+}
+
+/* Q5_K: Q4_K's layout (176 bytes: d, dmin, scales, then 32 bytes qh before
+ * the 128 of nibbles) with a fifth bit per element: bit 2p of qh[l] for
+ * element l of group 2p, bit 2p + 1 for group 2p + 1 */
+AVX2 static float row_q5_k_avx2(const struct wmat *W, int64_t r, const float *xg)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const float *lanes = xg + W->in / 32;
+    const __m256i m4 = _mm256_set1_epi8(0xF), one = _mm256_set1_epi8(1);
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, accm = a0;
+    for (int64_t k = 0; k < W->in; k += 256, b += 176) {
+        _mm_prefetch((const char *)b + 704, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + 768, _MM_HINT_T0);
+        float ds[8];
+        accm = _mm256_add_ps(accm, k4_scales(b, xg + k / 32, ds));
+        const __m256i qh = _mm256_loadu_si256((const __m256i *)(b + 16));
+        for (int p = 0; p < 4; p++) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(b + 48 + 32 * p));
+            /* within 16-bit lanes: a shift by 2p < 8 brings nothing of the
+             * high byte into bit 0 of the low one */
+            __m256i h0 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * p), one),
+                    h1 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * p + 1), one);
+            __m256i lo = _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_slli_epi16(h0, 4)),
+                    hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4),
+                                         _mm256_slli_epi16(h1, 4));
+            const float *xl = lanes + k + 64 * p;
+            a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(ds + 2 * p), lanes_dot(lo, xl), a0);
+            a1 = _mm256_fmadd_ps(_mm256_broadcast_ss(ds + 2 * p + 1), lanes_dot(hi, xl + 32), a1);
+        }
+    }
+    return hsum256(_mm256_add_ps(a0, a1)) - hsum256(accm);
+}
+
+/* --------------------------------------------------------------- AVX-512 */
+
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
+
+AVX512 static float dot_avx512(const float *a, const float *b, int64_t n)
+{
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+    int64_t k = 0;
+    for (; k + 32 <= n; k += 32) {
+        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + k), _mm512_loadu_ps(b + k), s0);
+        s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + k + 16), _mm512_loadu_ps(b + k + 16), s1);
+    }
+    float s = _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+    for (; k < n; k++)
+        s += a[k] * b[k];
+    return s;
+}
+
+/* 16 x 32-bit lanes of 32 bytes at p loaded twice, the upper copy shifted
+ * right by 4: for the 4-bit formats, the low nibbles of bytes 4i..4i+3 in
+ * lane i, their high nibbles in lane 8 + i */
+AVX512 static inline __attribute__((always_inline)) __m512i nibble_pair(const uint8_t *p)
+{
+    const __m512i sh = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4);
+    return _mm512_srlv_epi32(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p)), sh);
+}
+
+/* The pair layout of x (x_prep for AVX-512): per two 32-element groups
+ * (2P, 2P + 1), 64 floats, lanes[64 P + 16 k + 8 h + i] = x[32 (2P + h) +
+ * 4 i + k]: byte k of lane i of a nibble_pair vector meets its element. */
+
+/* sum over a pair of groups of q x, unscaled: q = t[low 4 bits of byte k
+ * of lane i] (vpermps reads only those), x as pair lanes. t holds 0..15 */
+AVX512 static inline __attribute__((always_inline)) __m512 pair_dot(__m512i v, const float *xl,
+                                                                    __m512 t)
+{
+    __m512 s = _mm512_mul_ps(_mm512_permutexvar_ps(v, t), _mm512_loadu_ps(xl));
+    s = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 8), t), _mm512_loadu_ps(xl + 16),
+                        s);
+    s = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 16), t),
+                        _mm512_loadu_ps(xl + 32), s);
+    return _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 24), t),
+                           _mm512_loadu_ps(xl + 48), s);
+}
+
+/* the same with 5-bit q: t0 holds 0..15, t1 16..31 (vpermt2ps reads the
+ * low 5 bits) */
+AVX512 static inline __attribute__((always_inline)) __m512 pair_dot5(__m512i v, const float *xl,
+                                                                     __m512 t0, __m512 t1)
+{
+    __m512 s0 = _mm512_mul_ps(_mm512_permutex2var_ps(t0, v, t1), _mm512_loadu_ps(xl));
+    __m512 s1 = _mm512_mul_ps(_mm512_permutex2var_ps(t0, _mm512_srli_epi32(v, 8), t1),
+                              _mm512_loadu_ps(xl + 16));
+    s0 = _mm512_fmadd_ps(_mm512_permutex2var_ps(t0, _mm512_srli_epi32(v, 16), t1),
+                         _mm512_loadu_ps(xl + 32), s0);
+    s1 = _mm512_fmadd_ps(_mm512_permutex2var_ps(t0, _mm512_srli_epi32(v, 24), t1),
+                         _mm512_loadu_ps(xl + 48), s1);
+    return _mm512_add_ps(s0, s1);
+}
+
+/* 0, 1, ..., 15 */
+AVX512 static inline __attribute__((always_inline)) __m512 iota16(void)
+{
+    return _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+}
+
+/* lanes 0..7 lane g of s, lanes 8..15 lane g + 1 */
+AVX512 static inline __attribute__((always_inline)) __m512 two_scales(__m512 s, int g)
+{
+    const __m512i half = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    return _mm512_permutexvar_ps(_mm512_add_epi32(half, _mm512_set1_epi32(g)), s);
+}
+
+/* the scales of a Q4_K/Q5_K block b (see k4_scales_v) as one vector: d sc_g
+ * in lane g, dmin m_g in lane 8 + g; adds the mins' share (dmin m_g times
+ * the group sums xg) to *mins, lanes 8..15. The scalar unpacking goes
+ * through memory: the integer units are idle, the vector ones are not */
+AVX512 static inline __attribute__((always_inline)) __m512
+k4_scales16(const uint8_t *b, const float *xg, __m512 *mins)
+{
+    const __m512i half = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    const uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
+    uint32_t u[4], d2;
+    memcpy(u, b + 4, 12);
+    memcpy(&d2, b, 4);
+    u[3] = ((u[2] >> 4) & k2) | (((u[1] >> 6) & k3) << 4);
+    const uint32_t mins_lo = u[1] & k1;
+    u[1] = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);
+    u[2] = mins_lo;
+    u[0] &= k1;
+
+    const __m512 dd = _mm512_permutexvar_ps(
+        half, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128((int)d2))));
+    __m512 v = _mm512_mul_ps(
+        dd, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)u))));
+    *mins = _mm512_fmadd_ps(v, _mm512_maskz_loadu_ps(0xFF00, xg - 8), *mins);
+    return v;
+}
+
+/* nibble masks of byte k of a lane: the low nibble in lanes 0..7, the high
+ * one in lanes 8..15 */
+AVX512 static inline __attribute__((always_inline)) __m512i nibble_mask(int k)
+{
+    const int lo = 0xF << 8 * k, hi = (int)(0xF0u << 8 * k);
+    return _mm512_setr_epi32(lo, lo, lo, lo, lo, lo, lo, lo, hi, hi, hi, hi, hi, hi, hi, hi);
+}
+
+/* sum over a pair of groups of q x, unscaled, for 32 bytes of nibbles at q
+ * (low nibbles group 2p, high 2p + 1): each nibble is masked where it lies
+ * and converted, q 2^(8k + 4h) for byte k, nibble h, which x's scaled pair
+ * lanes (x 2^-(8k + 4h)) undo exactly. Masks run on the logic units, so
+ * the shared shift, permute and multiply units do 2 operations per 16
+ * elements, not 3 */
+AVX512 static inline __attribute__((always_inline)) __m512 pair_dot_masked(const uint8_t *q,
+                                                                           const float *xl)
+{
+    const __m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)q));
+#define QG_NIB(k) _mm512_cvtepu32_ps(_mm512_and_si512(v, nibble_mask(k)))
+    __m512 s = _mm512_mul_ps(QG_NIB(0), _mm512_loadu_ps(xl));
+    s = _mm512_fmadd_ps(QG_NIB(1), _mm512_loadu_ps(xl + 16), s);
+    s = _mm512_fmadd_ps(QG_NIB(2), _mm512_loadu_ps(xl + 32), s);
+    return _mm512_fmadd_ps(QG_NIB(3), _mm512_loadu_ps(xl + 48), s);
+#undef QG_NIB
+}
+
+/* Q4_K (see row_q4_k_avx2): a pair of groups per 32 bytes of nibbles */
+AVX512 static float row_q4_k_avx512(const struct wmat *W, int64_t r, const float *xg)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const float *lanes = xg + W->in / 32;
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, accm = a0;
+    for (int64_t k = 0; k < W->in; k += 256, b += 144) {
+        _mm_prefetch((const char *)b + 1440, _MM_HINT_T0); /* 10 blocks ahead */
+        _mm_prefetch((const char *)b + 1504, _MM_HINT_T0);
+        const __m512 ds = k4_scales16(b, xg + k / 32, &accm);
+        for (int p = 0; p < 4; p += 2) {
+            const float *xl = lanes + k + 64 * p;
+            a0 = _mm512_fmadd_ps(two_scales(ds, 2 * p), pair_dot_masked(b + 16 + 32 * p, xl), a0);
+            a1 = _mm512_fmadd_ps(two_scales(ds, 2 * p + 2),
+                                 pair_dot_masked(b + 48 + 32 * p, xl + 64), a1);
+        }
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1)) - _mm512_reduce_add_ps(accm);
+}
+
+/* Q5_K (see row_q5_k_avx2): the fifth bit joins each nibble as bit 4 of
+ * its byte, bit 2p of qh for the low nibbles (lanes 0..7), 2p + 1 for the
+ * high ones */
+AVX512 static float row_q5_k_avx512(const struct wmat *W, int64_t r, const float *xg)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const float *lanes = xg + W->in / 32;
+    const __m512 t0 = iota16(), t1 = _mm512_add_ps(t0, _mm512_set1_ps(16));
+    const __m512i m4 = _mm512_set1_epi8(0xF), b4 = _mm512_set1_epi8(0x10),
+                  odd = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0;
+    __m256 accm = _mm256_setzero_ps();
+    for (int64_t k = 0; k < W->in; k += 256, b += 176) {
+        _mm_prefetch((const char *)b + 704, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + 768, _MM_HINT_T0);
+        __m256 mins;
+        const __m512 ds = _mm512_castps256_ps512(k4_scales_v(b, xg + k / 32, &mins));
+        accm = _mm256_add_ps(accm, mins);
+        const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b + 16)));
+        for (int p = 0; p < 4; p++) {
+            /* bit 2p (lanes 0..7) or 2p + 1 (8..15) of each byte of qh
+             * to bit 0 of that byte (a right shift by < 8 takes it from
+             * the same byte), then to bit 4 */
+            __m512i h = _mm512_slli_epi32(
+                _mm512_srlv_epi32(qh, _mm512_add_epi32(odd, _mm512_set1_epi32(2 * p))), 4);
+            __m512i v = _mm512_or_si512(_mm512_and_si512(nibble_pair(b + 48 + 32 * p), m4),
+                                        _mm512_and_si512(h, b4));
+            __m512 s = pair_dot5(v, lanes + k + 64 * p, t0, t1);
+            if (p % 2)
+                a1 = _mm512_fmadd_ps(two_scales(ds, 2 * p), s, a1);
+            else
+                a0 = _mm512_fmadd_ps(two_scales(ds, 2 * p), s, a0);
+        }
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1)) - hsum256(accm);
+}
+
+/* signed byte k of each 32-bit lane of v, as 16 floats */
+AVX512 static inline __attribute__((always_inline)) __m512 lane_sbyte512(__m512i v, int k)
+{
+    return _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(v, 24 - 8 * k), 24));
+}
+
+/* Q6_K (see row_q6_k_avx2): per half n of 128 elements, the 64 bytes of
+ * ql as one vector hold quarters 0 and 1 (low nibbles) or 2 and 3 (high),
+ * a pair of groups in the pair layout; their scales, 16 elements each,
+ * are four per vector */
+AVX512 static float row_q6_k_avx512(const struct wmat *W, int64_t r, const float *xg)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const float *lanes = xg + W->in / 32;
+    const __m512i m4 = _mm512_set1_epi8(0xF), m3 = _mm512_set1_epi8(0x30),
+                  c32 = _mm512_set1_epi8(32),
+                  two = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2),
+                  quad = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0;
+    for (int64_t k = 0; k < W->in; k += 256, b += 210) {
+        _mm_prefetch((const char *)b + 420, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + 484, _MM_HINT_T0);
+        const __m512 d = _mm512_set1_ps(h2f_f16c(b + 208));
+        const __m512 ds = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                                               _mm_loadu_si128((const __m128i *)(b + 192)))));
+        for (int n = 0; n < 2; n++) {
+            const __m512i ql = _mm512_loadu_si512((const void *)(b + 64 * n));
+            /* qh's bits 2q (quarter q) moved to bits 4..5 of each byte:
+             * quarters 0/1 (h = 0), 2/3 (h = 1) */
+            const __m512i qh =
+                _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b + 128 + 32 * n)));
+            for (int h = 0; h < 2; h++) {
+                __m512i lo = _mm512_and_si512(h ? _mm512_srli_epi32(ql, 4) : ql, m4);
+                __m512i sh = _mm512_srlv_epi32(qh, _mm512_add_epi32(two, _mm512_set1_epi32(4 * h)));
+                __m512i hi = _mm512_and_si512(_mm512_slli_epi32(sh, 4), m3);
+                __m512i v = _mm512_sub_epi8(_mm512_or_si512(lo, hi), c32);
+                const float *xl = lanes + k + 128 * n + 64 * h;
+                __m512 s0 = _mm512_mul_ps(lane_sbyte512(v, 0), _mm512_loadu_ps(xl));
+                __m512 s1 = _mm512_mul_ps(lane_sbyte512(v, 1), _mm512_loadu_ps(xl + 16));
+                s0 = _mm512_fmadd_ps(lane_sbyte512(v, 2), _mm512_loadu_ps(xl + 32), s0);
+                s1 = _mm512_fmadd_ps(lane_sbyte512(v, 3), _mm512_loadu_ps(xl + 48), s1);
+                /* scales 8n + 4h .. 8n + 4h + 3, each over 4 lanes */
+                __m512 sc = _mm512_permutexvar_ps(
+                    _mm512_add_epi32(quad, _mm512_set1_epi32(8 * n + 4 * h)), ds);
+                if (h)
+                    a1 = _mm512_fmadd_ps(sc, _mm512_add_ps(s0, s1), a1);
+                else
+                    a0 = _mm512_fmadd_ps(sc, _mm512_add_ps(s0, s1), a0);
+            }
+        }
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+}
+
+/* Q8_0: 32 int8 and an fp16 scale per block, 16 converted at a time */
+AVX512 static float row_q8_0_avx512(const struct wmat *W, int64_t r, const float *x)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0;
+    int64_t k = 0;
+    for (; k + 64 <= W->in; k += 64, b += 68) {
+        _mm_prefetch((const char *)b + 544, _MM_HINT_T0);
+        __m512 s0 = _mm512_mul_ps(
+            _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 2)))),
+            _mm512_loadu_ps(x + k));
+        __m512 s1 = _mm512_mul_ps(
+            _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 36)))),
+            _mm512_loadu_ps(x + k + 32));
+        s0 = _mm512_fmadd_ps(
+            _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 18)))),
+            _mm512_loadu_ps(x + k + 16), s0);
+        s1 = _mm512_fmadd_ps(
+            _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 52)))),
+            _mm512_loadu_ps(x + k + 48), s1);
+        a0 = _mm512_fmadd_ps(_mm512_set1_ps(h2f_f16c(b)), s0, a0);
+        a1 = _mm512_fmadd_ps(_mm512_set1_ps(h2f_f16c(b + 34)), s1, a1);
+    }
+    float s = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+    for (; k < W->in; k += 32, b += 34) { /* an odd last block */
+        __m512 t = _mm512_fmadd_ps(
+            _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 18)))),
+            _mm512_loadu_ps(x + k + 16),
+            _mm512_mul_ps(
+                _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 2)))),
+                _mm512_loadu_ps(x + k)));
+        s += h2f_f16c(b) * _mm512_reduce_add_ps(t);
+    }
+    return s;
+}
+
+/* Q4_0: (q - 8) d, low nibbles elements 0..15, high 16..31; q - 8 by
+ * table, so no offset term */
+AVX512 static float row_q4_0_avx512(const struct wmat *W, int64_t r, const float *x)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const __m512 t = _mm512_sub_ps(iota16(), _mm512_set1_ps(8));
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t k = 0; k < W->in; k += 32, b += 18) {
+        _mm_prefetch((const char *)b + 512, _MM_HINT_T0);
+        __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(b + 2)));
+        __m512 s = _mm512_mul_ps(_mm512_permutexvar_ps(v, t), _mm512_loadu_ps(x + k));
+        s = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), t),
+                            _mm512_loadu_ps(x + k + 16), s);
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(h2f_f16c(b)), s, acc);
+    }
+    return _mm512_reduce_add_ps(acc);
+}
+
+/* ------------------------------------------------------------- dispatch */
+
+enum mv_isa mv_isa_detect(void)
+{
+    __builtin_cpu_init();
+    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && quant_has_f16c();
+    if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+        return MV_AVX512;
+    return avx2 ? MV_AVX2 : MV_PORTABLE;
+}
+
+mv_dot_fn mv_x86_dot(enum mv_isa isa)
+{
+    return isa == MV_AVX512 ? dot_avx512 : isa == MV_AVX2 ? dot_avx2 : NULL;
+}
+
+size_t mv_x86_prep_floats(enum mv_isa isa, uint32_t type, int64_t in)
+{
+    int k = type == GGML_Q4_K || type == GGML_Q5_K || type == GGML_Q6_K;
+    if (isa == MV_AVX512 ? !k || in % 64 : isa != MV_AVX2 || (!k && type != GGML_Q4_0) || in % 32)
+        return 0;
+    return (size_t)(in / 32 + in);
+}
+
+void mv_x86_prep(enum mv_isa isa, uint32_t type, const float *x, int64_t n, float *prep)
+{
+    static const float pow2[4][2] = {
+        {1.0f, 0x1p-4f}, {0x1p-8f, 0x1p-12f}, {0x1p-16f, 0x1p-20f}, {0x1p-24f, 0x1p-28f}};
+    float *lanes = prep + n / 32;
+    for (int64_t g = 0; g < n / 32; g++) {
+        float s = 0;
+        for (int j = 0; j < 32; j++)
+            s += x[32 * g + j];
+        prep[g] = s;
+        /* AVX2: lanes[32 g + 8 k + i]; AVX-512, g = 2P + h:
+         * lanes[64 P + 16 k + 8 h + i] */
+        float *l = isa == MV_AVX512 ? lanes + 64 * (g / 2) + 8 * (g % 2) : lanes + 32 * g;
+        int step = isa == MV_AVX512 ? 16 : 8;
+        /* the masked Q4_K kernel's x: times 2^-(8k + 4h) (exact) */
+        int masked = isa == MV_AVX512 && type == GGML_Q4_K;
+        for (int k = 0; k < 4; k++)
+            for (int i = 0; i < 8; i++)
+                l[step * k + i] =
+                    masked ? x[32 * g + 4 * i + k] * pow2[k][g % 2] : x[32 * g + 4 * i + k];
+    }
+}
+
+#define ROWS(expr)                                                                                 \
+    do {                                                                                           \
+        for (int64_t r = r0; r < r1; r++)                                                          \
+            y[r - r0] = (expr);                                                                    \
+        return 1;                                                                                  \
+    } while (0)
+
+static int rows_avx512(float *y, const float *x, const float *prep, const struct wmat *W,
+                       int64_t r0, int64_t r1)
+{
+    switch (W->type) {
+    case GGML_Q8_0:
+        ROWS(row_q8_0_avx512(W, r, x));
+    case GGML_Q4_0:
+        ROWS(row_q4_0_avx512(W, r, x));
+    case GGML_Q4_K:
+        if (prep) ROWS(row_q4_k_avx512(W, r, prep));
+        return 0;
+    case GGML_Q5_K:
+        if (prep) ROWS(row_q5_k_avx512(W, r, prep));
+        return 0;
+    case GGML_Q6_K:
+        if (prep) ROWS(row_q6_k_avx512(W, r, prep));
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+static int rows_avx2(float *y, const float *x, const float *prep, const struct wmat *W, int64_t r0,
+                     int64_t r1)
+{
+    switch (W->type) {
+    case GGML_Q8_0:
+        ROWS(row_q8_0_avx2(W, r, x));
+    case GGML_IQ4_NL:
+        ROWS(row_iq4_nl_avx2(W, r, x));
+    case GGML_IQ4_XS:
+        ROWS(row_iq4_xs_avx2(W, r, x));
+    case GGML_F16:
+    case GGML_BF16:
+        ROWS(row_half_avx2(W, r, x, W->type == GGML_BF16));
+    case GGML_Q4_0:
+        if (prep) ROWS(row_q4_0_avx2(W, r, x, prep));
+        return 0;
+    case GGML_Q4_K:
+        if (prep) ROWS(row_q4_k_avx2(W, r, prep));
+        return 0;
+    case GGML_Q5_K:
+        if (prep) ROWS(row_q5_k_avx2(W, r, prep));
+        return 0;
+    case GGML_Q6_K:
+        if (prep) ROWS(row_q6_k_avx2(W, r, prep));
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+int mv_x86_rows(enum mv_isa isa, float *y, const float *x, const float *prep, const struct wmat *W,
+                int64_t r0, int64_t r1)
+{
+    if (isa == MV_AVX512 && rows_avx512(y, x, prep, W, r0, r1)) return 1;
+    /* the AVX2 kernels without an AVX-512 one read no preparation */
+    return isa != MV_PORTABLE && rows_avx2(y, x, isa == MV_AVX2 ? prep : NULL, W, r0, r1);
+}
+
+#else /* not x86: the portable kernel only */
+
+enum mv_isa mv_isa_detect(void)
+{
+    return MV_PORTABLE;
+}
+
+mv_dot_fn mv_x86_dot(enum mv_isa isa)
+{
+    (void)isa;
+    return NULL;
+}
+
+size_t mv_x86_prep_floats(enum mv_isa isa, uint32_t type, int64_t in)
+{
+    (void)isa, (void)type, (void)in;
+    return 0;
+}
+
+void mv_x86_prep(enum mv_isa isa, uint32_t type, const float *x, int64_t n, float *prep)
+{
+    (void)isa, (void)x, (void)n, (void)prep;
+}
+
+int mv_x86_rows(enum mv_isa isa, float *y, const float *x, const float *prep, const struct wmat *W,
+                int64_t r0, int64_t r1)
+{
+    (void)isa, (void)y, (void)x, (void)prep, (void)W, (void)r0, (void)r1;
+    return 0;
+}
+#endif
