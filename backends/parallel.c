@@ -1,10 +1,11 @@
 /* parallel — fork-join over a persistent pool of blocking workers. */
 #include "backends/parallel.h"
+#include "core/util.h"
 
 #include <pthread.h>
 #include <unistd.h>
 
-enum { MAX_THREADS = 64, SPIN = 4000, CHUNKS = 4 };
+enum { MAX_THREADS = 64, SPIN = 4000, CHUNKS = 4, WINDOW = 32, SOLO_CALLS = 8 * WINDOW };
 
 struct job {
     parallel_fn fn;
@@ -41,7 +42,7 @@ static void cpu_relax(void)
 
 /* Takes chunks of job j as thread t while its generation lasts; then adds
  * them to the finished count (the last one wakes the caller). */
-static void run_chunks(const struct job *j, int t)
+static int64_t run_chunks(const struct job *j, int t)
 {
     int64_t ran = 0;
     for (;;) {
@@ -54,12 +55,14 @@ static void run_chunks(const struct job *j, int t)
         j->fn(j->ctx, b, b + j->chunk < j->n ? b + j->chunk : j->n, t);
         ran++;
     }
-    if (!ran || __atomic_add_fetch(&pool.finished, ran, __ATOMIC_ACQ_REL) != j->n_chunks) return;
+    if (!ran || __atomic_add_fetch(&pool.finished, ran, __ATOMIC_ACQ_REL) != j->n_chunks)
+        return ran;
     /* the last chunk: wake the caller if it went to sleep (it checks the
      * count under the lock before it waits, so this cannot come between) */
     pthread_mutex_lock(&pool.lock);
     pthread_cond_signal(&pool.done);
     pthread_mutex_unlock(&pool.lock);
+    return ran;
 }
 
 static void *worker(void *arg)
@@ -80,6 +83,34 @@ static void *worker(void *arg)
         if (t < j.n_threads) run_chunks(&j, t);
     }
     return NULL;
+}
+
+/* Whether the pool pays. On a loaded machine (other processes on the
+ * cores) the system runs a worker late and the caller waits for its
+ * chunks; the default thread count must not then be slower than one
+ * thread. Over each window of calls, the time one thread would have taken
+ * is estimated from the caller's own chunks (its time x chunks / its
+ * chunks); when the pool saved under 10% of it, the next SOLO_CALLS calls
+ * run on the caller alone, then the pool is tried again. The split of the
+ * work, and so every result, is the same either way. Touched only by the
+ * holder of `busy`. */
+static struct {
+    int calls, solo_left;
+    double t_pool, t_one;
+} adapt;
+
+/* accounts one pooled call: it took `wall`, the caller ran `ran` of the
+ * `n_chunks` chunks in `own` seconds */
+static void adapt_note(double wall, double own, int64_t ran, int64_t n_chunks)
+{
+    if (ran > 0) {
+        adapt.t_pool += wall;
+        adapt.t_one += own * (double)n_chunks / (double)ran;
+    }
+    if (++adapt.calls < WINDOW) return;
+    if (adapt.t_one > 0 && adapt.t_pool > 0.9 * adapt.t_one) adapt.solo_left = SOLO_CALLS;
+    adapt.calls = 0;
+    adapt.t_pool = adapt.t_one = 0;
 }
 
 /* Workers up to n - 1 (created once, kept for the process); the count there is. */
@@ -109,6 +140,12 @@ void parallel_for(int n_threads, int64_t n, parallel_fn fn, void *ctx)
         fn(ctx, 0, n, 0);
         return;
     }
+    if (adapt.solo_left > 0) {
+        adapt.solo_left--;
+        pthread_mutex_unlock(&pool.busy);
+        fn(ctx, 0, n, 0);
+        return;
+    }
     int got = pool_grow(n_threads);
     if (got < n_threads) n_threads = got;
     /* CHUNKS per thread: a thread the system does not run for a while
@@ -116,6 +153,7 @@ void parallel_for(int n_threads, int64_t n, parallel_fn fn, void *ctx)
     int64_t chunks = (int64_t)n_threads * CHUNKS < n ? (int64_t)n_threads * CHUNKS : n;
     struct job j = {fn, ctx, n, (n + chunks - 1) / chunks, 0, 0, n_threads};
     j.n_chunks = (n + j.chunk - 1) / j.chunk;
+    double t0 = qg_now_s();
     pthread_mutex_lock(&pool.lock);
     j.gen = (uint32_t)(pool.generation + 1);
     pool.job = j;
@@ -124,7 +162,8 @@ void parallel_for(int n_threads, int64_t n, parallel_fn fn, void *ctx)
     __atomic_store_n(&pool.generation, pool.generation + 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&pool.work);
     pthread_mutex_unlock(&pool.lock);
-    run_chunks(&j, 0);
+    int64_t ran = run_chunks(&j, 0);
+    double t_own = qg_now_s() - t0;
     /* the workers' last chunks are usually a few microseconds away: a spin
      * saves the futex round trip of a sleep (tens of microseconds on a
      * virtual machine, on every product of a decode step) */
@@ -134,6 +173,7 @@ void parallel_for(int n_threads, int64_t n, parallel_fn fn, void *ctx)
     while (__atomic_load_n(&pool.finished, __ATOMIC_ACQUIRE) < j.n_chunks)
         pthread_cond_wait(&pool.done, &pool.lock);
     pthread_mutex_unlock(&pool.lock);
+    adapt_note(qg_now_s() - t0, t_own, ran, j.n_chunks);
     pthread_mutex_unlock(&pool.busy);
 }
 

@@ -3,12 +3,19 @@
  * The pool's workers are created once per process (as many as the widest
  * call asked for) and reused by every phase of every model: a decode step
  * makes some 100 calls, and creating threads per call cost more than the
- * work. Between calls a worker spins briefly (about 10 us, for the next
- * phase of the same pass) and then blocks on a condition variable, so idle
- * workers take no CPU (a pool that spins for long cost 40% of throughput on
- * two cores when OpenBLAS also had threads). One caller uses the pool at a
- * time: a concurrent caller (another serve instance) or a call from inside
- * a part runs its work on its own thread.
+ * work. Between calls a worker spins briefly (4000 pauses, 10-80 us by CPU,
+ * for the next phase of the same pass) and then blocks on a condition
+ * variable, so idle workers take no CPU (a pool that spins for long cost
+ * 40% of throughput on two cores when OpenBLAS also had threads); the
+ * caller likewise spins before it sleeps on the workers' last chunks. One
+ * caller uses the pool at a time: a concurrent caller (another serve
+ * instance) or a call from inside a part runs its work on its own thread.
+ *
+ * The pool watches whether it pays: when over a window of 32 calls it
+ * saved under 10% of the time the caller alone would have taken (a loaded
+ * machine runs workers late, and the caller waits for their chunks), the
+ * next 256 calls run on the caller alone, then the pool is tried again.
+ * Results do not change: callers' outputs never depend on the split.
  */
 #ifndef QG_PARALLEL_H
 #define QG_PARALLEL_H
@@ -24,9 +31,9 @@ typedef void (*parallel_fn)(void *ctx, int64_t begin, int64_t end, int thread);
  * one call of fn, whose `thread` is that thread's number (< n_threads; a
  * thread may make several calls, a worker none: on a loaded machine the
  * threads that run take the chunks of one that does not). The split
- * depends on n and n_threads alone. Runs everything on the caller when
- * n_threads <= 1 or the pool is busy; fewer threads when workers cannot be
- * created. */
+ * depends on n and n_threads alone. Runs everything on the caller (one
+ * call of fn) when n_threads <= 1, the pool is busy or does not pay (see
+ * above); fewer threads when workers cannot be created. */
 void parallel_for(int n_threads, int64_t n, parallel_fn fn, void *ctx);
 
 /* n_threads when `work` (any unit: flops, elements) is worth splitting,

@@ -19,6 +19,7 @@
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static struct llama_model *load_model(const char *path)
 {
@@ -551,6 +552,42 @@ TEST(parallel_threads_match_one_thread)
         ASSERT_NEAR(lp4[i], lp1[i], 1e-4);
     backend_close(&b1);
     backend_close(&b4);
+    return 0;
+}
+
+static void late_worker(void *ctx, int64_t begin, int64_t end, int thread)
+{
+    (void)begin, (void)end;
+    if (thread == 0) { /* 50 us of work a chunk */
+        for (double t0 = qg_now_s(); qg_now_s() - t0 < 50e-6;)
+            ;
+        return;
+    }
+    __atomic_add_fetch((int *)ctx, 1, __ATOMIC_RELAXED);
+    usleep(3000); /* a worker the system runs late: the caller waits for its chunk */
+}
+
+TEST(parallel_pool_steps_aside_when_it_does_not_pay)
+{
+    /* when over a window of calls the pool saves nothing (here: the
+     * caller's chunks take 50 us, a worker's 3 ms), the calls that follow
+     * run on the caller alone; a loaded machine is the real case */
+    int by_worker = 0;
+    for (int i = 0; i < 32; i++)
+        parallel_for(2, 8, late_worker, &by_worker);
+    int before = by_worker;
+    double t0 = qg_now_s();
+    for (int i = 0; i < 100; i++)
+        parallel_for(2, 8, late_worker, &by_worker);
+    double dt = qg_now_s() - t0;
+    printf("worker chunks: %d in the first 32 calls, %d in the next 100 (%.1f ms)\n", before,
+           by_worker - before, dt * 1e3);
+    ASSERT_EQ(by_worker, before);
+    ASSERT(dt < 0.2); /* alone: 100 x 50 us; with the worker at least 100 x 3 ms */
+    /* later calls try the pool again */
+    for (int i = 0; i < 400 && by_worker == before; i++)
+        parallel_for(2, 8, late_worker, &by_worker);
+    ASSERT(by_worker > before);
     return 0;
 }
 
