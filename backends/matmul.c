@@ -72,8 +72,13 @@ static void tile_panels(void *arg, int64_t p0, int64_t p1, int thread)
         else
             dequant_row(W->type, W->data + (size_t)r0 * W->row_bytes, panel,
                         (int64_t)(r1 - r0) * in);
+        /* beta 0: the panel of y cleared here and sgemm told beta 1, the
+         * same bits (0 + x.W) without OpenBLAS's strided beta pass */
+        if (j->beta == 0.0f)
+            for (int i = 0; i < j->n; i++)
+                memset(j->y + (size_t)i * out + r0, 0, (size_t)(r1 - r0) * sizeof *j->y);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, r1 - r0, in, 1.0f, j->x, in, w,
-                    in, j->beta, j->y + r0, out);
+                    in, j->beta == 0.0f ? 1.0f : j->beta, j->y + r0, out);
         add_bias(j, r0, r1);
     }
 }
