@@ -476,19 +476,21 @@ int llama_ctx_new(const struct llama_model *m, int n_ctx, struct llama_ctx **out
            qd = (size_t)h->n_heads * h->head_dim;
     c->m = m;
     c->n_ctx = n_ctx;
-    c->k = malloc((size_t)h->n_layers * N * kvd * sizeof(float));
-    c->v = malloc((size_t)h->n_layers * N * kvd * sizeof(float));
-    c->x = malloc(N * (size_t)h->dim * sizeof(float));
-    c->xn = malloc(N * (size_t)h->dim * sizeof(float));
-    c->q = malloc(N * qd * sizeof(float));
-    c->att = malloc(N * qd * sizeof(float));
-    c->gate = malloc(N * (size_t)h->ffn * sizeof(float));
-    c->up = malloc(N * (size_t)h->ffn * sizeof(float));
+    c->k = qg_alloc_aligned((size_t)h->n_layers * N * kvd * sizeof(float));
+    c->v = qg_alloc_aligned((size_t)h->n_layers * N * kvd * sizeof(float));
+    c->x = qg_alloc_aligned(N * (size_t)h->dim * sizeof(float));
+    c->xn = qg_alloc_aligned(N * (size_t)h->dim * sizeof(float));
+    c->q = qg_alloc_aligned(N * qd * sizeof(float));
+    c->att = qg_alloc_aligned(N * qd * sizeof(float));
+    c->gate = qg_alloc_aligned(N * (size_t)h->ffn * sizeof(float));
+    c->up = qg_alloc_aligned(N * (size_t)h->ffn * sizeof(float));
     c->n_threads = parallel_cpus();
-    /* all threading is ours (see matmul): BLAS runs single-threaded */
+    /* buffers 64-byte aligned: the kernels' 64-byte loads of x then never
+     * straddle two cache lines; all threading is ours (see matmul): BLAS runs single-threaded */
     openblas_set_num_threads(1);
-    c->scores = malloc((size_t)c->n_threads * ATT_BLOCK * N * sizeof(float));
-    c->scratch = malloc((size_t)c->n_threads * matmul_scratch_floats(m->max_in) * sizeof(float));
+    c->scores = qg_alloc_aligned((size_t)c->n_threads * ATT_BLOCK * N * sizeof(float));
+    c->scratch =
+        qg_alloc_aligned((size_t)c->n_threads * matmul_scratch_floats(m->max_in) * sizeof(float));
     if (!c->k || !c->v || !c->x || !c->xn || !c->q || !c->att || !c->gate || !c->up || !c->scores ||
         !c->scratch) {
         llama_ctx_free(c);

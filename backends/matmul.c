@@ -6,6 +6,7 @@
 #include "backends/parallel.h"
 #include "backends/quant.h"
 #include "core/status.h"
+#include "core/util.h"
 
 #include <cblas.h>
 #include <stdlib.h>
@@ -24,13 +25,14 @@ int matmul_panel_rows(int64_t in, int64_t out)
 size_t matmul_scratch_floats(int64_t max_in)
 {
     /* prefill: a panel; decode: a decode buffer, 256 outputs and x's
-     * preparation (group sums and lanes, x_prep). The widest panel of any in <= max_in: 256 rows up
-     * to the 8 MiB cap, at least 16 rows of max_in */
+     * preparation (lanes and group sums, mv_x86_prep). The widest panel of any in <= max_in: 256
+     * rows up to the 8 MiB cap, at least 16 rows of max_in */
     size_t cap = (size_t)PANEL_MAX_ROWS * (size_t)max_in;
     if (cap > PANEL_MAX_FLOATS) cap = PANEL_MAX_FLOATS;
     size_t panel = cap > (size_t)16 * (size_t)max_in ? cap : (size_t)16 * (size_t)max_in,
-           decode = 2048 + 256 + (size_t)max_in / 32 + (size_t)max_in;
-    return panel > decode ? panel : decode;
+           decode = 2048 + 256 + (size_t)max_in / 32 + (size_t)max_in + 16;
+    size_t per = panel > decode ? panel : decode;
+    return (per + 15) / 16 * 16; /* each thread's part 64-byte aligned */
 }
 
 /* ------------------------------------------------------------ prefill */
@@ -183,7 +185,7 @@ void matmul_rows_fused(float *y, const float *x, const struct wmat *W, int64_t r
 {
     enum mv_isa isa = isa_pick();
     size_t n = mv_x86_prep_floats(isa, W->type, W->in);
-    float *prep = n ? malloc(n * sizeof *prep) : NULL;
+    float *prep = n ? qg_alloc_aligned(n * sizeof *prep) : NULL;
     if (prep) mv_x86_prep(isa, W->type, x, W->in, prep);
     rows_fused(y, x, W, r0, r1, row, prep);
     free(prep);
@@ -217,12 +219,12 @@ void matmul_w(float *y, const float *x, const struct wmat *W, const float *bias,
 {
     size_t per = matmul_scratch_floats(W->in);
     if (n == 1) {
-        /* scratch of thread 0 ends with x_prep's sums and lanes; each
+        /* scratch of thread 0 ends with x's preparation (mv_x86_prep); each
          * thread: a decode buffer and 256 outputs */
         float *xg = NULL;
-        size_t prep = mv_x86_prep_floats(isa_pick(), W->type, W->in);
-        if (prep && per >= ROW_CHUNK + 256 + prep) {
-            xg = scratch + per - prep;
+        size_t prep = (mv_x86_prep_floats(isa_pick(), W->type, W->in) + 15) / 16 * 16;
+        if (prep > 0 && per >= ROW_CHUNK + 256 + prep) {
+            xg = scratch + per - prep; /* aligned as scratch is (a multiple of 16 floats) */
             mv_x86_prep(isa_pick(), W->type, x, W->in, xg);
         }
         struct mv_job j = {y, x, bias, xg, W, beta, scratch, per};

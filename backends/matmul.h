@@ -45,7 +45,9 @@ struct wmat {
 size_t matmul_scratch_floats(int64_t max_in);
 
 /* y[n][out] = x[n][in] . W^T (+ bias[out]) (+ beta y), on up to n_threads
- * threads, thread t using scratch + t * matmul_scratch_floats(W->in). */
+ * threads, thread t using scratch + t * matmul_scratch_floats(W->in).
+ * Kernels read x and scratch 64 bytes at a time: both are best 64-byte
+ * aligned (qg_alloc_aligned). */
 void matmul_w(float *y, const float *x, const struct wmat *W, const float *bias, int n, float beta,
               int n_threads, float *scratch);
 

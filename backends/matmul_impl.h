@@ -22,8 +22,8 @@ typedef float (*mv_dot_fn)(const float *a, const float *b, int64_t n);
 mv_dot_fn mv_x86_dot(enum mv_isa isa);
 
 /* Floats of x's preparation the kernel of `type` reads in a product over
- * `in` inputs (group sums of x, then x re-laid for the kernel set); 0 when
- * it reads none. */
+ * `in` inputs (x re-laid for the kernel set, then its sums over groups of
+ * 32); 0 when it reads none. Best 64-byte aligned. */
 size_t mv_x86_prep_floats(enum mv_isa isa, uint32_t type, int64_t in);
 /* Writes that preparation of x[0..n), for the kernel of `type`, into prep
  * (mv_x86_prep_floats). */

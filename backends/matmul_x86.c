@@ -92,7 +92,7 @@ AVX2 static float row_q4_0_avx2(const struct wmat *W, int64_t r, const float *x,
         s1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(v1, 4)),
                              _mm256_loadu_ps(x + k + 24), s1);
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_add_ps(s0, s1), acc);
-        mins += 8 * d * xg[k / 32];
+        mins += 8 * d * xg[W->in + k / 32];
     }
     return hsum256(acc) - mins;
 }
@@ -105,13 +105,13 @@ AVX2 static inline __attribute__((always_inline)) __m256 lane_sbyte(__m256i v, i
 
 /* Q6_K: per 128 elements, quarter k (32 elements) takes the low (k < 2) or
  * high nibbles of ql[32 (k % 2) + l], bits 2k of qh[l] above them, minus
- * 32, times d and an int8 scale per 16. Read as x_prep's lanes: lanes 0..3
+ * 32, times d and an int8 scale per 16. Read as the prepared lanes (mv_x86_prep): lanes 0..3
  * hold elements 0..15 of a quarter, lanes 4..7 elements 16..31, so the two
  * scales of a quarter are one vector */
 AVX2 static float row_q6_k_avx2(const struct wmat *W, int64_t r, const float *xg)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
-    const float *lanes = xg + W->in / 32;
+    const float *lanes = xg;
     const __m256i m4 = _mm256_set1_epi8(0xF), m3 = _mm256_set1_epi8(3), c32 = _mm256_set1_epi8(32);
     __m256 a0 = _mm256_setzero_ps(), a1 = a0;
     for (int64_t k = 0; k < W->in; k += 256, b += 210) {
@@ -280,7 +280,7 @@ AVX2 static inline __attribute__((always_inline)) __m256 lane_byte(__m256i v, in
 }
 
 /* sum over a 32-element group of q x: q in the bytes of v (byte l is
- * element l), x as x_prep's lanes */
+ * element l), x as the prepared lanes (mv_x86_prep) */
 AVX2 static inline __attribute__((always_inline)) __m256 lanes_dot(__m256i v, const float *xl)
 {
     __m256 s0 = _mm256_mul_ps(lane_byte(v, 0), _mm256_loadu_ps(xl));
@@ -295,14 +295,14 @@ AVX2 static inline __attribute__((always_inline)) __m256 lanes_dot(__m256i v, co
 AVX2 static float row_q4_k_avx2(const struct wmat *W, int64_t r, const float *xg)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
-    const float *lanes = xg + W->in / 32;
+    const float *lanes = xg, *sums = xg + W->in;
     const __m256i m4 = _mm256_set1_epi8(0xF);
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, accm = a0;
     for (int64_t k = 0; k < W->in; k += 256, b += 144) {
         _mm_prefetch((const char *)b + 576, _MM_HINT_T0); /* 4 blocks ahead */
         _mm_prefetch((const char *)b + 640, _MM_HINT_T0);
         float ds[8];
-        accm = _mm256_add_ps(accm, k4_scales(b, xg + k / 32, ds));
+        accm = _mm256_add_ps(accm, k4_scales(b, sums + k / 32, ds));
         /* pairs of groups share 32 bytes: low nibbles are group 2p, high
          * 2p + 1; each group summed unscaled and scaled once */
         for (int p = 0; p < 4; p++) {
@@ -323,14 +323,14 @@ AVX2 static float row_q4_k_avx2(const struct wmat *W, int64_t r, const float *xg
 AVX2 static float row_q5_k_avx2(const struct wmat *W, int64_t r, const float *xg)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
-    const float *lanes = xg + W->in / 32;
+    const float *lanes = xg, *sums = xg + W->in;
     const __m256i m4 = _mm256_set1_epi8(0xF), one = _mm256_set1_epi8(1);
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, accm = a0;
     for (int64_t k = 0; k < W->in; k += 256, b += 176) {
         _mm_prefetch((const char *)b + 704, _MM_HINT_T0);
         _mm_prefetch((const char *)b + 768, _MM_HINT_T0);
         float ds[8];
-        accm = _mm256_add_ps(accm, k4_scales(b, xg + k / 32, ds));
+        accm = _mm256_add_ps(accm, k4_scales(b, sums + k / 32, ds));
         const __m256i qh = _mm256_loadu_si256((const __m256i *)(b + 16));
         for (int p = 0; p < 4; p++) {
             __m256i v = _mm256_loadu_si256((const __m256i *)(b + 48 + 32 * p));
@@ -376,7 +376,7 @@ AVX512 static inline __attribute__((always_inline)) __m512i nibble_pair(const ui
     return _mm512_srlv_epi32(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p)), sh);
 }
 
-/* The pair layout of x (x_prep for AVX-512): per two 32-element groups
+/* The pair layout of x (mv_x86_prep for AVX-512): per two 32-element groups
  * (2P, 2P + 1), 64 floats, lanes[64 P + 16 k + 8 h + i] = x[32 (2P + h) +
  * 4 i + k]: byte k of lane i of a nibble_pair vector meets its element. */
 
@@ -424,26 +424,16 @@ AVX512 static inline __attribute__((always_inline)) __m512 two_scales(__m512 s, 
 
 /* the scales of a Q4_K/Q5_K block b (see k4_scales_v) as one vector: d sc_g
  * in lane g, dmin m_g in lane 8 + g; adds the mins' share (dmin m_g times
- * the group sums xg) to *mins, lanes 8..15. The scalar unpacking goes
- * through memory: the integer units are idle, the vector ones are not */
+ * the group sums xg) to *mins, lanes 8..15 */
 AVX512 static inline __attribute__((always_inline)) __m512
 k4_scales16(const uint8_t *b, const float *xg, __m512 *mins)
 {
     const __m512i half = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-    const uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
-    uint32_t u[4], d2;
-    memcpy(u, b + 4, 12);
+    uint32_t d2;
     memcpy(&d2, b, 4);
-    u[3] = ((u[2] >> 4) & k2) | (((u[1] >> 6) & k3) << 4);
-    const uint32_t mins_lo = u[1] & k1;
-    u[1] = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);
-    u[2] = mins_lo;
-    u[0] &= k1;
-
     const __m512 dd = _mm512_permutexvar_ps(
         half, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128((int)d2))));
-    __m512 v = _mm512_mul_ps(
-        dd, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)u))));
+    __m512 v = _mm512_mul_ps(dd, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(k4_unpack(b))));
     *mins = _mm512_fmadd_ps(v, _mm512_maskz_loadu_ps(0xFF00, xg - 8), *mins);
     return v;
 }
@@ -478,12 +468,12 @@ AVX512 static inline __attribute__((always_inline)) __m512 pair_dot_masked(const
 AVX512 static float row_q4_k_avx512(const struct wmat *W, int64_t r, const float *xg)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
-    const float *lanes = xg + W->in / 32;
+    const float *lanes = xg, *sums = xg + W->in;
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, accm = a0;
     for (int64_t k = 0; k < W->in; k += 256, b += 144) {
         _mm_prefetch((const char *)b + 1440, _MM_HINT_T0); /* 10 blocks ahead */
         _mm_prefetch((const char *)b + 1504, _MM_HINT_T0);
-        const __m512 ds = k4_scales16(b, xg + k / 32, &accm);
+        const __m512 ds = k4_scales16(b, sums + k / 32, &accm);
         for (int p = 0; p < 4; p += 2) {
             const float *xl = lanes + k + 64 * p;
             a0 = _mm512_fmadd_ps(two_scales(ds, 2 * p), pair_dot_masked(b + 16 + 32 * p, xl), a0);
@@ -500,7 +490,7 @@ AVX512 static float row_q4_k_avx512(const struct wmat *W, int64_t r, const float
 AVX512 static float row_q5_k_avx512(const struct wmat *W, int64_t r, const float *xg)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
-    const float *lanes = xg + W->in / 32;
+    const float *lanes = xg, *sums = xg + W->in;
     const __m512 t0 = iota16(), t1 = _mm512_add_ps(t0, _mm512_set1_ps(16));
     const __m512i m4 = _mm512_set1_epi8(0xF), b4 = _mm512_set1_epi8(0x10),
                   odd = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
@@ -510,7 +500,7 @@ AVX512 static float row_q5_k_avx512(const struct wmat *W, int64_t r, const float
         _mm_prefetch((const char *)b + 704, _MM_HINT_T0);
         _mm_prefetch((const char *)b + 768, _MM_HINT_T0);
         __m256 mins;
-        const __m512 ds = _mm512_castps256_ps512(k4_scales_v(b, xg + k / 32, &mins));
+        const __m512 ds = _mm512_castps256_ps512(k4_scales_v(b, sums + k / 32, &mins));
         accm = _mm256_add_ps(accm, mins);
         const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b + 16)));
         for (int p = 0; p < 4; p++) {
@@ -544,7 +534,7 @@ AVX512 static inline __attribute__((always_inline)) __m512 lane_sbyte512(__m512i
 AVX512 static float row_q6_k_avx512(const struct wmat *W, int64_t r, const float *xg)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
-    const float *lanes = xg + W->in / 32;
+    const float *lanes = xg;
     const __m512i m4 = _mm512_set1_epi8(0xF), m3 = _mm512_set1_epi8(0x30),
                   c32 = _mm512_set1_epi8(32),
                   two = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2),
@@ -668,12 +658,12 @@ void mv_x86_prep(enum mv_isa isa, uint32_t type, const float *x, int64_t n, floa
 {
     static const float pow2[4][2] = {
         {1.0f, 0x1p-4f}, {0x1p-8f, 0x1p-12f}, {0x1p-16f, 0x1p-20f}, {0x1p-24f, 0x1p-28f}};
-    float *lanes = prep + n / 32;
+    float *lanes = prep, *sums = prep + n;
     for (int64_t g = 0; g < n / 32; g++) {
         float s = 0;
         for (int j = 0; j < 32; j++)
             s += x[32 * g + j];
-        prep[g] = s;
+        sums[g] = s;
         /* AVX2: lanes[32 g + 8 k + i]; AVX-512, g = 2P + h:
          * lanes[64 P + 16 k + 8 h + i] */
         float *l = isa == MV_AVX512 ? lanes + 64 * (g / 2) + 8 * (g % 2) : lanes + 32 * g;

@@ -44,6 +44,12 @@ void qg_warn(const char *fmt, ...)
     fputc('\n', stderr);
 }
 
+void *qg_alloc_aligned(size_t n)
+{
+    if (n > SIZE_MAX - 64) return NULL;
+    return aligned_alloc(64, (n + 63) / 64 * 64 + (n ? 0 : 64)); /* a multiple of 64, as C11 asks */
+}
+
 char *qg_strdup(const char *s)
 {
     return s ? qg_strndup(s, strlen(s)) : NULL;

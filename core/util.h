@@ -26,6 +26,10 @@ int qg_error(const char *fmt, ...) QG_PRINTF(1, 2);
 /* Prints "qgate: warning: <msg>\n" to stderr. */
 void qg_warn(const char *fmt, ...) QG_PRINTF(1, 2);
 
+/* n bytes (at least 1) aligned to 64 (a cache line, an AVX-512 vector),
+ * released with free(); NULL on overflow or allocation failure. */
+void *qg_alloc_aligned(size_t n);
+
 /* strdup that returns NULL on NULL input or allocation failure. */
 char *qg_strdup(const char *s);
 /* Copies n bytes and NUL-terminates; NULL on allocation failure. */

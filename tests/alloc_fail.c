@@ -12,6 +12,8 @@
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t n, size_t size);
 void *__real_realloc(void *p, size_t n);
+void *__real_aligned_alloc(size_t align, size_t n);
+void *__wrap_aligned_alloc(size_t align, size_t n);
 char *__real_strdup(const char *s);
 char *__real_strndup(const char *s, size_t n);
 void *__wrap_malloc(size_t n);
@@ -66,6 +68,11 @@ void *__wrap_realloc(void *p, size_t n)
 {
     if (n == 0 || !should_fail()) return __real_realloc(p, n);
     return NULL; /* p stays valid, as realloc promises */
+}
+
+void *__wrap_aligned_alloc(size_t align, size_t n)
+{
+    return should_fail() ? NULL : __real_aligned_alloc(align, n);
 }
 
 char *__wrap_strdup(const char *s)
