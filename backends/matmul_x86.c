@@ -611,8 +611,19 @@ AVX512 static float row_q8_0_avx512(const struct wmat *W, int64_t r, const float
     return s;
 }
 
-/* Q4_0: (q - 8) d, low nibbles elements 0..15, high 16..31; q - 8 by
- * table, so no offset term */
+/* sum over 32 elements of t[q] x, q the nibbles of the 16 bytes at q (low
+ * nibbles elements 0..15, high 16..31): vpermps reads the low 4 bits of
+ * each lane, so the high nibble needs only a shift */
+AVX512 static inline __attribute__((always_inline)) __m512 nib32_dot(const uint8_t *q,
+                                                                     const float *x, __m512 t)
+{
+    __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)q));
+    __m512 s = _mm512_mul_ps(_mm512_permutexvar_ps(v, t), _mm512_loadu_ps(x));
+    return _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), t),
+                           _mm512_loadu_ps(x + 16), s);
+}
+
+/* Q4_0: (q - 8) d; q - 8 by table, so no offset term */
 AVX512 static float row_q4_0_avx512(const struct wmat *W, int64_t r, const float *x)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
@@ -620,13 +631,79 @@ AVX512 static float row_q4_0_avx512(const struct wmat *W, int64_t r, const float
     __m512 acc = _mm512_setzero_ps();
     for (int64_t k = 0; k < W->in; k += 32, b += 18) {
         _mm_prefetch((const char *)b + 512, _MM_HINT_T0);
-        __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(b + 2)));
-        __m512 s = _mm512_mul_ps(_mm512_permutexvar_ps(v, t), _mm512_loadu_ps(x + k));
-        s = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), t),
-                            _mm512_loadu_ps(x + k + 16), s);
-        acc = _mm512_fmadd_ps(_mm512_set1_ps(h2f_f16c(b)), s, acc);
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(h2f_f16c(b)), nib32_dot(b + 2, x + k, t), acc);
     }
     return _mm512_reduce_add_ps(acc);
+}
+
+/* the IQ4 values as a table */
+AVX512 static inline __attribute__((always_inline)) __m512 iq4_table(void)
+{
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)kvalues_iq4)));
+}
+
+/* IQ4_NL (see row_iq4_nl_avx2) */
+AVX512 static float row_iq4_nl_avx512(const struct wmat *W, int64_t r, const float *x)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const __m512 t = iq4_table();
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t k = 0; k < W->in; k += 32, b += 18) {
+        _mm_prefetch((const char *)b + 512, _MM_HINT_T0);
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(h2f_f16c(b)), nib32_dot(b + 2, x + k, t), acc);
+    }
+    return _mm512_reduce_add_ps(acc);
+}
+
+/* IQ4_XS (see row_iq4_xs_avx2) */
+AVX512 static float row_iq4_xs_avx512(const struct wmat *W, int64_t r, const float *x)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const __m512 t = iq4_table();
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0;
+    for (int64_t k = 0; k < W->in; k += 256, b += 136) {
+        _mm_prefetch((const char *)b + 680, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + 744, _MM_HINT_T0);
+        const float d = h2f_f16c(b);
+        const unsigned sh = (unsigned)(b[2] | b[3] << 8);
+        const uint8_t *sl = b + 4, *qs = b + 8;
+        for (int ib = 0; ib < 8; ib += 2) {
+            int ls0 = ((sl[ib / 2] >> 0) & 0xF) | (int)(((sh >> (2 * ib)) & 3) << 4);
+            int ls1 = ((sl[ib / 2] >> 4) & 0xF) | (int)(((sh >> (2 * ib + 2)) & 3) << 4);
+            a0 = _mm512_fmadd_ps(_mm512_set1_ps(d * (float)(ls0 - 32)),
+                                 nib32_dot(qs + 16 * ib, x + k + 32 * ib, t), a0);
+            a1 = _mm512_fmadd_ps(_mm512_set1_ps(d * (float)(ls1 - 32)),
+                                 nib32_dot(qs + 16 * ib + 16, x + k + 32 * ib + 32, t), a1);
+        }
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+}
+
+/* F16 and BF16 rows, 32 elements at a time; the tail through dequant's
+ * own conversion */
+AVX512 static inline __attribute__((always_inline)) __m512 half16(const uint8_t *p, int bf16)
+{
+    __m256i v = _mm256_loadu_si256((const __m256i *)p);
+    if (!bf16) return _mm512_cvtph_ps(v);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
+}
+
+AVX512 static float row_half_avx512(const struct wmat *W, int64_t r, const float *x, int bf16)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0;
+    int64_t k = 0;
+    for (; k + 32 <= W->in; k += 32) {
+        _mm_prefetch((const char *)(b + 2 * k) + 1024, _MM_HINT_T0);
+        s0 = _mm512_fmadd_ps(half16(b + 2 * k, bf16), _mm512_loadu_ps(x + k), s0);
+        s1 = _mm512_fmadd_ps(half16(b + 2 * k + 32, bf16), _mm512_loadu_ps(x + k + 16), s1);
+    }
+    float s = _mm512_reduce_add_ps(_mm512_add_ps(s0, s1)), w;
+    for (; k < W->in; k++) {
+        dequant_row(W->type, b + 2 * k, &w, 1);
+        s += w * x[k];
+    }
+    return s;
 }
 
 /* ------------------------------------------------------------- dispatch */
@@ -692,6 +769,13 @@ static int rows_avx512(float *y, const float *x, const float *prep, const struct
         ROWS(row_q8_0_avx512(W, r, x));
     case GGML_Q4_0:
         ROWS(row_q4_0_avx512(W, r, x));
+    case GGML_IQ4_NL:
+        ROWS(row_iq4_nl_avx512(W, r, x));
+    case GGML_IQ4_XS:
+        ROWS(row_iq4_xs_avx512(W, r, x));
+    case GGML_F16:
+    case GGML_BF16:
+        ROWS(row_half_avx512(W, r, x, W->type == GGML_BF16));
     case GGML_Q4_K:
         if (prep) ROWS(row_q4_k_avx512(W, r, prep));
         return 0;

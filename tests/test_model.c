@@ -731,17 +731,35 @@ static int decode_kernels_check(void)
         if (!(ef < 1e-5 && ep < 1e-5)) T_FAIL_("%s: errors %g %g", ti->name, ef, ep);
         free(q);
     }
-    /* an odd number of blocks per row (the AVX-512 Q8_0 kernel pairs them) */
-    {
-        enum { ODD = IN - 32 };
-        uint8_t *q = malloc((size_t)ODD / 32 * 34 * ROWS);
-        synth_random_blocks(GGML_Q8_0, q, (int64_t)ODD * ROWS, 0.5f, &st);
-        struct wmat W = {"w", GGML_Q8_0, q, ODD, ROWS, (size_t)ODD / 32 * 34};
+    /* rows the wide kernels do not divide evenly: an odd number of Q8_0
+     * blocks (the AVX-512 kernel pairs them), F16 and BF16 rows with a
+     * tail of 8 (they take 32 at a time) */
+    const struct {
+        uint32_t type;
+        int64_t in;
+    } odd[] = {{GGML_Q8_0, IN - 32}, {GGML_F16, IN - 24}, {GGML_BF16, IN - 24}};
+    for (size_t o = 0; o < sizeof odd / sizeof *odd; o++) {
+        const struct ggml_type_info *ti = ggml_type_get(odd[o].type);
+        size_t rb = (size_t)(odd[o].in / ti->block) * ti->type_size;
+        uint8_t *q = malloc(rb * ROWS);
+        float *f = malloc(sizeof(float) * (size_t)odd[o].in);
+        for (int r = 0; r < ROWS; r++) {
+            for (int64_t i = 0; i < odd[o].in; i++)
+                f[i] = (float)(rng_unit(&st) - 0.5);
+            if (odd[o].type == GGML_BF16)
+                synth_random_blocks(GGML_BF16, q + r * rb, odd[o].in, 0.5f, &st);
+            else
+                ASSERT_OK(quant_row(odd[o].type, f, q + r * rb, odd[o].in));
+        }
+        struct wmat W = {"w", odd[o].type, q, odd[o].in, ROWS, rb};
         double ef, ep;
         decode_errors(&W, x, ROWS, &ef, &ep);
-        printf("Q8_0     fused %.2e portable %.2e (31 blocks a row)\n", ef, ep);
+        printf("%-8s fused %.2e portable %.2e (rows of %lld)\n", ti->name, ef, ep,
+               (long long)odd[o].in);
         free(q);
-        if (!(ef < 1e-5 && ep < 1e-5)) T_FAIL_("Q8_0, 31 blocks: errors %g %g", ef, ep);
+        free(f);
+        if (!(ef < 1e-5 && ep < 1e-5))
+            T_FAIL_("%s, rows of %lld: errors %g %g", ti->name, (long long)odd[o].in, ef, ep);
     }
     const char *dir = t_shared("models/stories260K-pad256");
     if (!dir) return 0; /* the generated formats above are checked; no shared files */
