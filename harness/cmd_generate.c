@@ -14,7 +14,7 @@ static const struct cli_opt opts[] = {
     {"top-p", 0, CLI_F64, "P", "nucleus sampling mass (default 1 = off)", 0},
     {"seed", 0, CLI_INT, "S", "random seed for sampling (default 0)", 0},
     {"stop", 0, CLI_STR, "STR", "stop when STR appears (not printed)", 1},
-    {"threads", 't', CLI_INT, "T", "OpenBLAS threads", 0},
+    {"threads", 't', CLI_INT, "T", "threads (default: one per CPU)", 0},
     CLI_OPT_END,
 };
 

@@ -18,7 +18,7 @@ static const struct cli_opt opts[] = {
     {"protocol", 'p', CLI_STR, "NAME", "llamacpp (default, as llama-perplexity), rolling or stride",
      0},
     {"stride", 's', CLI_INT, "S", "window step for --protocol stride (default ctx/2)", 0},
-    {"threads", 't', CLI_INT, "T", "OpenBLAS threads (default: the library's)", 0},
+    {"threads", 't', CLI_INT, "T", "threads (default: one per CPU)", 0},
     CLI_OPT_JSON,
     {"quiet", 'q', CLI_FLAG, NULL, "no progress bar", 0},
     CLI_OPT_END,
