@@ -5,7 +5,14 @@
 #include <pthread.h>
 #include <unistd.h>
 
-enum { MAX_THREADS = 64, SPIN = 4000, CHUNKS = 4, WINDOW = 32, SOLO_CALLS = 8 * WINDOW };
+enum {
+    MAX_THREADS = 64,
+    SPIN = 4000,
+    CHUNKS = 4,
+    WINDOW = 32,
+    SOLO_CALLS = 32 * WINDOW,
+    SOLO_MAX = 256 * WINDOW
+};
 
 struct job {
     parallel_fn fn;
@@ -91,13 +98,15 @@ static void *worker(void *arg)
  * thread. Over each window of calls, the time one thread would have taken
  * is estimated from the caller's own chunks (its time x chunks / its
  * chunks); when the pool saved under 10% of it, the next SOLO_CALLS calls
- * run on the caller alone, then the pool is tried again. The split of the
+ * run on the caller alone, then the pool is tried again; each window in a
+ * row that does not pay doubles that (up to SOLO_MAX), so that trying
+ * costs little under a lasting load. The split of the
  * work, and so every result, is the same either way. Touched only by the
  * holder of `busy`. */
 static struct {
-    int calls, solo_left;
+    int calls, solo_left, solo_len;
     double t_pool, t_one;
-} adapt;
+} adapt = {.solo_len = SOLO_CALLS};
 
 /* accounts one pooled call: it took `wall`, the caller ran `ran` of the
  * `n_chunks` chunks in `own` seconds */
@@ -108,7 +117,12 @@ static void adapt_note(double wall, double own, int64_t ran, int64_t n_chunks)
         adapt.t_one += own * (double)n_chunks / (double)ran;
     }
     if (++adapt.calls < WINDOW) return;
-    if (adapt.t_one > 0 && adapt.t_pool > 0.9 * adapt.t_one) adapt.solo_left = SOLO_CALLS;
+    if (adapt.t_one > 0 && adapt.t_pool > 0.9 * adapt.t_one) {
+        adapt.solo_left = adapt.solo_len;
+        adapt.solo_len = adapt.solo_len < SOLO_MAX / 2 ? 2 * adapt.solo_len : SOLO_MAX;
+    } else {
+        adapt.solo_len = SOLO_CALLS;
+    }
     adapt.calls = 0;
     adapt.t_pool = adapt.t_one = 0;
 }

@@ -14,7 +14,9 @@
  * The pool watches whether it pays: when over a window of 32 calls it
  * saved under 10% of the time the caller alone would have taken (a loaded
  * machine runs workers late, and the caller waits for their chunks), the
- * next 256 calls run on the caller alone, then the pool is tried again.
+ * next 1024 calls run on the caller alone, then the pool is tried again
+ * (each further window in a row that does not pay doubles that, up to
+ * 8192 calls).
  * Results do not change: callers' outputs never depend on the split.
  */
 #ifndef QG_PARALLEL_H

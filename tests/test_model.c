@@ -584,8 +584,8 @@ TEST(parallel_pool_steps_aside_when_it_does_not_pay)
            by_worker - before, dt * 1e3);
     ASSERT_EQ(by_worker, before);
     ASSERT(dt < 0.2); /* alone: 100 x 50 us; with the worker at least 100 x 3 ms */
-    /* later calls try the pool again */
-    for (int i = 0; i < 400 && by_worker == before; i++)
+    /* after 1024 calls alone, the pool is tried again */
+    for (int i = 0; i < 2000 && by_worker == before; i++)
         parallel_for(2, 8, late_worker, &by_worker);
     ASSERT(by_worker > before);
     return 0;
