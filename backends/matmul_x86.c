@@ -204,6 +204,18 @@ AVX2 static float row_iq4_xs_avx2(const struct wmat *W, int64_t r, const float *
     return hsum256(_mm256_add_ps(a0, a1));
 }
 
+/* s plus the products with x of elements [k, W->in) of the F16 or BF16
+ * row at b, through dequant's own conversion (the wide kernels' tails) */
+static float half_tail(const struct wmat *W, const uint8_t *b, const float *x, int64_t k, float s)
+{
+    float w;
+    for (; k < W->in; k++) {
+        dequant_row(W->type, b + 2 * k, &w, 1);
+        s += w * x[k];
+    }
+    return s;
+}
+
 /* 8 F16 (F16C's conversion) or BF16 (the high half of an f32) at p */
 AVX2 static inline __attribute__((always_inline)) __m256 half8(const uint8_t *p, int bf16)
 {
@@ -224,12 +236,7 @@ AVX2 static float row_half_avx2(const struct wmat *W, int64_t r, const float *x,
         s0 = _mm256_fmadd_ps(half8(b + 2 * k, bf16), _mm256_loadu_ps(x + k), s0);
         s1 = _mm256_fmadd_ps(half8(b + 2 * k + 16, bf16), _mm256_loadu_ps(x + k + 8), s1);
     }
-    float s = hsum256(_mm256_add_ps(s0, s1)), w;
-    for (; k < W->in; k++) {
-        dequant_row(W->type, b + 2 * k, &w, 1);
-        s += w * x[k];
-    }
-    return s;
+    return half_tail(W, b, x, k, hsum256(_mm256_add_ps(s0, s1)));
 }
 
 /* the scales of a Q4_K/Q5_K block b (d at b, dmin at b + 2, the 12 packed
@@ -698,12 +705,7 @@ AVX512 static float row_half_avx512(const struct wmat *W, int64_t r, const float
         s0 = _mm512_fmadd_ps(half16(b + 2 * k, bf16), _mm512_loadu_ps(x + k), s0);
         s1 = _mm512_fmadd_ps(half16(b + 2 * k + 32, bf16), _mm512_loadu_ps(x + k + 16), s1);
     }
-    float s = _mm512_reduce_add_ps(_mm512_add_ps(s0, s1)), w;
-    for (; k < W->in; k++) {
-        dequant_row(W->type, b + 2 * k, &w, 1);
-        s += w * x[k];
-    }
-    return s;
+    return half_tail(W, b, x, k, _mm512_reduce_add_ps(_mm512_add_ps(s0, s1)));
 }
 
 /* ------------------------------------------------------------- dispatch */

@@ -1,5 +1,5 @@
-/* bench_args — option values of the bench programs (not library code:
- * a bad value ends the program with exit 64). */
+/* bench_args — option values and small statistics of the bench programs
+ * (not library code: a bad value ends the program with exit 64). */
 #ifndef QG_BENCH_ARGS_H
 #define QG_BENCH_ARGS_H
 
@@ -18,6 +18,19 @@ static inline int bench_int_arg(const char *opt, const char *v, int lo, int hi)
         exit(64);
     }
     return (int)x;
+}
+
+static inline int bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of v[0..n) (n >= 1); sorts v. */
+static inline double bench_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 #endif

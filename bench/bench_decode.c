@@ -75,18 +75,6 @@ static double read_bandwidth(int threads)
     return best;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static int decode_row(const char *path, const char *t, int threads, int tokens, double bw)
 {
     struct gguf *g;
@@ -111,7 +99,7 @@ static int decode_row(const char *path, const char *t, int threads, int tokens, 
     if (!dt) rc = QG_ERR_NOMEM;
     /* the median token: this VM's neighbours stall single tokens by up to
      * 2x; a token's time grows by one cached key per step, far less */
-    double tps = rc ? 0 : 1.0 / median(dt, tokens);
+    double tps = rc ? 0 : 1.0 / bench_median(dt, tokens);
     free(dt);
     double gbs = (double)llama_decode_bytes(m) * tps / 1e9;
     struct stat st;

@@ -56,18 +56,6 @@ static double thread_cpu_s(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 #define N_CONC 4
 #define MAX_ROUNDS 64
 
@@ -149,14 +137,14 @@ static int round_once(struct bench *B, int r)
 
 static int print_table(struct bench *B)
 {
-    double d = median(B->direct, B->rounds);
+    double d = bench_median(B->direct, B->rounds);
     printf("%-22s %10s %10s %10s %12s %18s\n", "client", "items/s", "of server", "overhead",
            "server busy", "client CPU ms/item");
     printf("%-22s %10.1f %9.1f%% %10s %11.1f%% %18s\n", "server's own (direct)", d, 100.0, "-",
            100.0, "-");
     for (int k = 0; k < N_CONC; k++) {
-        double m = median(B->rate[k], B->rounds), c = median(B->cpu[k], B->rounds),
-               u = median(B->busy[k], B->rounds);
+        double m = bench_median(B->rate[k], B->rounds), c = bench_median(B->cpu[k], B->rounds),
+               u = bench_median(B->busy[k], B->rounds);
         char name[32];
         snprintf(name, sizeof name, "http concurrency %d", conc[k]);
         printf("%-22s %10.1f %9.1f%% %9.1f%% %11.1f%% %18.3f\n", name, m, 100.0 * m / d,
