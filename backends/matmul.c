@@ -163,10 +163,9 @@ float matmul_dot(const float *a, const float *b, int64_t n)
 
 /* rows [r0, r1) of W . x: the kernel set's kernel for W's type, or decoded
  * rows and a dot product; prep: x's preparation, or NULL */
-static void rows_fused(float *y, const float *x, const struct wmat *W, int64_t r0, int64_t r1,
-                       float *row, const float *prep)
+static void rows_fused(enum mv_isa isa, float *y, const float *x, const struct wmat *W, int64_t r0,
+                       int64_t r1, float *row, const float *prep)
 {
-    enum mv_isa isa = isa_pick();
     if (mv_x86_rows(isa, y, x, prep, W, r0, r1)) return;
     mv_dot_fn dot = mv_x86_dot(isa);
     if (!dot) dot = dot_portable;
@@ -187,7 +186,7 @@ void matmul_rows_fused(float *y, const float *x, const struct wmat *W, int64_t r
     size_t n = mv_x86_prep_floats(isa, W->type, W->in);
     float *prep = n ? qg_alloc_aligned(n * sizeof *prep) : NULL;
     if (prep) mv_x86_prep(isa, W->type, x, W->in, prep);
-    rows_fused(y, x, W, r0, r1, row, prep);
+    rows_fused(isa, y, x, W, r0, r1, row, prep);
     free(prep);
 }
 
@@ -198,6 +197,7 @@ struct mv_job {
     float beta;
     float *scratch;
     size_t per_thread;
+    enum mv_isa isa;
 };
 
 static void mv_rows(void *arg, int64_t c0, int64_t c1, int thread)
@@ -207,7 +207,7 @@ static void mv_rows(void *arg, int64_t c0, int64_t c1, int thread)
     float *buf = j->scratch + (size_t)thread * j->per_thread, *tmp = buf + ROW_CHUNK;
     for (int64_t a = r0; a < r1; a += 256) {
         int64_t b = a + 256 < r1 ? a + 256 : r1;
-        rows_fused(tmp, j->x, j->W, a, b, buf, j->xg);
+        rows_fused(j->isa, tmp, j->x, j->W, a, b, buf, j->xg);
         for (int64_t r = a; r < b; r++)
             j->y[r] = tmp[r - a] + (j->beta != 0.0f ? j->beta * j->y[r] : 0.0f) +
                       (j->bias ? j->bias[r] : 0.0f);
@@ -222,12 +222,13 @@ void matmul_w(float *y, const float *x, const struct wmat *W, const float *bias,
         /* scratch of thread 0 ends with x's preparation (mv_x86_prep); each
          * thread: a decode buffer and 256 outputs */
         float *xg = NULL;
-        size_t prep = (mv_x86_prep_floats(isa_pick(), W->type, W->in) + 15) / 16 * 16;
+        enum mv_isa isa = isa_pick(); /* once: the preparation is the kernel's */
+        size_t prep = (mv_x86_prep_floats(isa, W->type, W->in) + 15) / 16 * 16;
         if (prep > 0 && per >= ROW_CHUNK + 256 + prep) {
             xg = scratch + per - prep; /* aligned as scratch is (a multiple of 16 floats) */
-            mv_x86_prep(isa_pick(), W->type, x, W->in, xg);
+            mv_x86_prep(isa, W->type, x, W->in, xg);
         }
-        struct mv_job j = {y, x, bias, xg, W, beta, scratch, per};
+        struct mv_job j = {y, x, bias, xg, W, beta, scratch, per, isa};
         parallel_for(parallel_threads_for(n_threads, 2.0 * (double)W->in * (double)W->out),
                      (W->out + 15) / 16, mv_rows, &j);
         return;

@@ -387,22 +387,9 @@ AVX512 static inline __attribute__((always_inline)) __m512i nibble_pair(const ui
  * (2P, 2P + 1), 64 floats, lanes[64 P + 16 k + 8 h + i] = x[32 (2P + h) +
  * 4 i + k]: byte k of lane i of a nibble_pair vector meets its element. */
 
-/* sum over a pair of groups of q x, unscaled: q = t[low 4 bits of byte k
- * of lane i] (vpermps reads only those), x as pair lanes. t holds 0..15 */
-AVX512 static inline __attribute__((always_inline)) __m512 pair_dot(__m512i v, const float *xl,
-                                                                    __m512 t)
-{
-    __m512 s = _mm512_mul_ps(_mm512_permutexvar_ps(v, t), _mm512_loadu_ps(xl));
-    s = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 8), t), _mm512_loadu_ps(xl + 16),
-                        s);
-    s = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 16), t),
-                        _mm512_loadu_ps(xl + 32), s);
-    return _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 24), t),
-                           _mm512_loadu_ps(xl + 48), s);
-}
-
-/* the same with 5-bit q: t0 holds 0..15, t1 16..31 (vpermt2ps reads the
- * low 5 bits) */
+/* sum over a pair of groups of q x, unscaled, q of 5 bits: q = t0:t1[low
+ * 5 bits of byte k of lane i] (vpermt2ps reads only those; t0 holds 0..15,
+ * t1 16..31), x as pair lanes */
 AVX512 static inline __attribute__((always_inline)) __m512 pair_dot5(__m512i v, const float *xl,
                                                                      __m512 t0, __m512 t1)
 {

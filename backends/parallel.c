@@ -104,9 +104,19 @@ static void *worker(void *arg)
  * work, and so every result, is the same either way. Touched only by the
  * holder of `busy`. */
 static struct {
-    int calls, solo_left, solo_len;
+    int off, calls, solo_left, solo_len;
     double t_pool, t_one;
 } adapt = {.solo_len = SOLO_CALLS};
+
+void parallel_set_adaptive(int on)
+{
+    pthread_mutex_lock(&pool.busy);
+    adapt.off = !on;
+    adapt.calls = adapt.solo_left = 0;
+    adapt.solo_len = SOLO_CALLS;
+    adapt.t_pool = adapt.t_one = 0;
+    pthread_mutex_unlock(&pool.busy);
+}
 
 /* accounts one pooled call: it took `wall`, the caller ran `ran` of the
  * `n_chunks` chunks in `own` seconds */
@@ -116,7 +126,7 @@ static void adapt_note(double wall, double own, int64_t ran, int64_t n_chunks)
         adapt.t_pool += wall;
         adapt.t_one += own * (double)n_chunks / (double)ran;
     }
-    if (++adapt.calls < WINDOW) return;
+    if (adapt.off || ++adapt.calls < WINDOW) return;
     if (adapt.t_one > 0 && adapt.t_pool > 0.9 * adapt.t_one) {
         adapt.solo_left = adapt.solo_len;
         adapt.solo_len = adapt.solo_len < SOLO_MAX / 2 ? 2 * adapt.solo_len : SOLO_MAX;

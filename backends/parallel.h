@@ -3,8 +3,8 @@
  * The pool's workers are created once per process (as many as the widest
  * call asked for) and reused by every phase of every model: a decode step
  * makes some 100 calls, and creating threads per call cost more than the
- * work. Between calls a worker spins briefly (4000 pauses, 10-80 us by CPU,
- * for the next phase of the same pass) and then blocks on a condition
+ * work. Between calls a worker spins briefly (4000 pauses: tens to a few
+ * hundred us by CPU, for the next phase of the same pass) and then blocks on a condition
  * variable, so idle workers take no CPU (a pool that spins for long cost
  * 40% of throughput on two cores when OpenBLAS also had threads); the
  * caller likewise spins before it sleeps on the workers' last chunks. One
@@ -37,6 +37,11 @@ typedef void (*parallel_fn)(void *ctx, int64_t begin, int64_t end, int thread);
  * call of fn) when n_threads <= 1, the pool is busy or does not pay (see
  * above); fewer threads when workers cannot be created. */
 void parallel_for(int n_threads, int64_t n, parallel_fn fn, void *ctx);
+
+/* 1 (the default): the pool steps aside when it does not pay (see above);
+ * 0: every call with n_threads > 1 uses the pool, for tests that must
+ * exercise it whatever the machine's load. Not while a call runs. */
+void parallel_set_adaptive(int on);
 
 /* n_threads when `work` (any unit: flops, elements) is worth splitting,
  * else 1. */
