@@ -171,6 +171,13 @@ AVX2 static __m256 iq4_32(const uint8_t *q, const float *x)
     return _mm256_add_ps(s0, s1);
 }
 
+/* IQ4_XS's 6-bit scale of group ib: 4 low bits in scales_l (sl), 2 high
+ * in scales_h (sh) */
+static inline int iq4xs_scale(const uint8_t *sl, unsigned sh, int ib)
+{
+    return ((sl[ib / 2] >> 4 * (ib % 2)) & 0xF) | (int)(((sh >> (2 * ib)) & 3) << 4);
+}
+
 /* IQ4_NL: blocks of 32, an fp16 scale and 16 bytes */
 AVX2 static float row_iq4_nl_avx2(const struct wmat *W, int64_t r, const float *x)
 {
@@ -193,8 +200,7 @@ AVX2 static float row_iq4_xs_avx2(const struct wmat *W, int64_t r, const float *
         const unsigned sh = (unsigned)(b[2] | b[3] << 8);
         const uint8_t *sl = b + 4, *qs = b + 8;
         for (int ib = 0; ib < 8; ib += 2) {
-            int ls0 = ((sl[ib / 2] >> 0) & 0xF) | (int)(((sh >> (2 * ib)) & 3) << 4);
-            int ls1 = ((sl[ib / 2] >> 4) & 0xF) | (int)(((sh >> (2 * ib + 2)) & 3) << 4);
+            int ls0 = iq4xs_scale(sl, sh, ib), ls1 = iq4xs_scale(sl, sh, ib + 1);
             a0 = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)(ls0 - 32)),
                                  iq4_32(qs + 16 * ib, x + k + 32 * ib), a0);
             a1 = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)(ls1 - 32)),
@@ -617,30 +623,19 @@ AVX512 static inline __attribute__((always_inline)) __m512 nib32_dot(const uint8
                            _mm512_loadu_ps(x + 16), s);
 }
 
-/* Q4_0: (q - 8) d; q - 8 by table, so no offset term */
-AVX512 static float row_q4_0_avx512(const struct wmat *W, int64_t r, const float *x)
-{
-    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
-    const __m512 t = _mm512_sub_ps(iota16(), _mm512_set1_ps(8));
-    __m512 acc = _mm512_setzero_ps();
-    for (int64_t k = 0; k < W->in; k += 32, b += 18) {
-        _mm_prefetch((const char *)b + 512, _MM_HINT_T0);
-        acc = _mm512_fmadd_ps(_mm512_set1_ps(h2f_f16c(b)), nib32_dot(b + 2, x + k, t), acc);
-    }
-    return _mm512_reduce_add_ps(acc);
-}
-
 /* the IQ4 values as a table */
 AVX512 static inline __attribute__((always_inline)) __m512 iq4_table(void)
 {
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)kvalues_iq4)));
 }
 
-/* IQ4_NL (see row_iq4_nl_avx2) */
-AVX512 static float row_iq4_nl_avx512(const struct wmat *W, int64_t r, const float *x)
+/* Q4_0 and IQ4_NL (iq4), blocks of 32 (an fp16 scale and 16 bytes of
+ * nibbles): d t[q], t the format's 16 values (Q4_0: q - 8, so no offset
+ * term) */
+AVX512 static float row_nib32_avx512(const struct wmat *W, int64_t r, const float *x, int iq4)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
-    const __m512 t = iq4_table();
+    const __m512 t = iq4 ? iq4_table() : _mm512_sub_ps(iota16(), _mm512_set1_ps(8));
     __m512 acc = _mm512_setzero_ps();
     for (int64_t k = 0; k < W->in; k += 32, b += 18) {
         _mm_prefetch((const char *)b + 512, _MM_HINT_T0);
@@ -662,8 +657,7 @@ AVX512 static float row_iq4_xs_avx512(const struct wmat *W, int64_t r, const flo
         const unsigned sh = (unsigned)(b[2] | b[3] << 8);
         const uint8_t *sl = b + 4, *qs = b + 8;
         for (int ib = 0; ib < 8; ib += 2) {
-            int ls0 = ((sl[ib / 2] >> 0) & 0xF) | (int)(((sh >> (2 * ib)) & 3) << 4);
-            int ls1 = ((sl[ib / 2] >> 4) & 0xF) | (int)(((sh >> (2 * ib + 2)) & 3) << 4);
+            int ls0 = iq4xs_scale(sl, sh, ib), ls1 = iq4xs_scale(sl, sh, ib + 1);
             a0 = _mm512_fmadd_ps(_mm512_set1_ps(d * (float)(ls0 - 32)),
                                  nib32_dot(qs + 16 * ib, x + k + 32 * ib, t), a0);
             a1 = _mm512_fmadd_ps(_mm512_set1_ps(d * (float)(ls1 - 32)),
@@ -757,9 +751,9 @@ static int rows_avx512(float *y, const float *x, const float *prep, const struct
     case GGML_Q8_0:
         ROWS(row_q8_0_avx512(W, r, x));
     case GGML_Q4_0:
-        ROWS(row_q4_0_avx512(W, r, x));
+        ROWS(row_nib32_avx512(W, r, x, 0));
     case GGML_IQ4_NL:
-        ROWS(row_iq4_nl_avx512(W, r, x));
+        ROWS(row_nib32_avx512(W, r, x, 1));
     case GGML_IQ4_XS:
         ROWS(row_iq4_xs_avx512(W, r, x));
     case GGML_F16:
