@@ -3,7 +3,6 @@
 #include "backends/simfmt.h"
 #include "backends/quant.h"
 #include "backends/dequant.h"
-#include "backends/fastmath.h"
 #include "backends/ggml_types.h"
 #include "core/rng.h"
 #include "core/status.h"
@@ -11,6 +10,7 @@
 
 #include "backends/matmul.h"
 #include "backends/parallel.h"
+#include "backends/vecmath.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -642,17 +642,12 @@ static void softmax_causal(const struct llama_ctx *c, float *scores, int rows, i
     for (int i = 0; i < rows; i++) {
         float *s = scores + (size_t)i * T;
         int last = last0 + i;
-        float mx = -INFINITY;
-        for (int k = 0; k <= last; k++)
-            mx = s[k] > mx ? s[k] : mx; /* fmaxf is a libm call */
-        for (int k = 0; k <= last; k++) /* vectorised apart from the sum */
-            s[k] = qg_expf(s[k] - mx);
+        float mx = vm_max(s, last + 1, -INFINITY);
+        vm_exp_shifted(s, s, mx, last + 1);
         double sum = 0;
         for (int k = 0; k <= last; k++)
             sum += s[k];
-        float inv = (float)(1.0 / sum);
-        for (int k = 0; k <= last; k++)
-            s[k] *= inv;
+        vm_scale(s, (float)(1.0 / sum), last + 1);
         for (int k = last + 1; k < T; k++)
             s[k] = 0.0f;
         if (c->act == LLAMA_ACT_LLAMACPP) quant_round_f16(s, last + 1); /* meets V in f16 */
@@ -721,10 +716,7 @@ static void swiglu(void *arg, int64_t b, int64_t e, int thread)
 {
     const struct swiglu_job *j = arg;
     (void)thread;
-    for (int64_t i = b; i < e; i++) {
-        float g = j->gate[i];
-        j->gate[i] = g / (1.0f + qg_expf(-g)) * j->up[i];
-    }
+    vm_swiglu(j->gate + b, j->up + b, e - b);
 }
 
 int llama_eval(struct llama_ctx *c, const int32_t *tokens, int n, int logits_from, float *logits)

@@ -127,7 +127,7 @@ void matmul_rows_portable(float *y, const float *x, const struct wmat *W, int64_
  * or as matmul_use_kernel chose */
 static int isa_chosen = -1;
 
-static enum mv_isa isa_pick(void)
+enum mv_isa mv_isa_current(void)
 {
     int k = __atomic_load_n(&isa_chosen, __ATOMIC_RELAXED);
     if (k < 0) {
@@ -141,7 +141,7 @@ static const char *const isa_names[] = {"portable", "avx2", "avx512"};
 
 const char *matmul_kernel_name(void)
 {
-    return isa_names[isa_pick()];
+    return isa_names[mv_isa_current()];
 }
 
 int matmul_use_kernel(const char *name)
@@ -157,7 +157,7 @@ int matmul_use_kernel(const char *name)
 
 float matmul_dot(const float *a, const float *b, int64_t n)
 {
-    mv_dot_fn dot = mv_x86_dot(isa_pick());
+    mv_dot_fn dot = mv_x86_dot(mv_isa_current());
     return dot ? dot(a, b, n) : dot_portable(a, b, n);
 }
 
@@ -182,7 +182,7 @@ static void rows_fused(enum mv_isa isa, float *y, const float *x, const struct w
 void matmul_rows_fused(float *y, const float *x, const struct wmat *W, int64_t r0, int64_t r1,
                        float *row)
 {
-    enum mv_isa isa = isa_pick();
+    enum mv_isa isa = mv_isa_current();
     size_t n = mv_x86_prep_floats(isa, W->type, W->in);
     float *prep = n ? qg_alloc_aligned(n * sizeof *prep) : NULL;
     if (prep) mv_x86_prep(isa, W->type, x, W->in, prep);
@@ -222,7 +222,7 @@ void matmul_w(float *y, const float *x, const struct wmat *W, const float *bias,
         /* scratch of thread 0 ends with x's preparation (mv_x86_prep); each
          * thread: a decode buffer and 256 outputs */
         float *xg = NULL;
-        enum mv_isa isa = isa_pick(); /* once: the preparation is the kernel's */
+        enum mv_isa isa = mv_isa_current(); /* once: the preparation is the kernel's */
         size_t prep = (mv_x86_prep_floats(isa, W->type, W->in) + 15) / 16 * 16;
         if (prep > 0 && per >= ROW_CHUNK + 256 + prep) {
             xg = scratch + per - prep; /* aligned as scratch is (a multiple of 16 floats) */

@@ -17,6 +17,10 @@ enum mv_isa { MV_PORTABLE, MV_AVX2, MV_AVX512 };
 /* The best kernel set this CPU runs. */
 enum mv_isa mv_isa_detect(void);
 
+/* The kernel set in use (matmul.c: mv_isa_detect's, or matmul_use_kernel's
+ * choice); vecmath.c follows it too. */
+enum mv_isa mv_isa_current(void);
+
 typedef float (*mv_dot_fn)(const float *a, const float *b, int64_t n);
 /* The f32 dot product of a kernel set; NULL for MV_PORTABLE. */
 mv_dot_fn mv_x86_dot(enum mv_isa isa);

@@ -10,6 +10,7 @@
 #include "backends/parallel.h"
 #include "backends/quant.h"
 #include "backends/synth.h"
+#include "backends/vecmath.h"
 #include "core/rng.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -669,6 +670,81 @@ TEST(fastmath_expf_accurate_and_nan_safe)
     ASSERT(qg_expf(-200.0f) > 0 && qg_expf(-200.0f) < 1e-37f);
     ASSERT(isnan(qg_expf(NAN)));
     ASSERT(isnan(qg_expf(-NAN)));
+    return 0;
+}
+
+/* the vecmath functions of the kernel set in use against their scalar
+ * loops, bit for bit, over n values of x (and u) */
+static int vecmath_check(const float *x, const float *u, int n)
+{
+    float *a = malloc((size_t)n * sizeof *a), *b = malloc((size_t)n * sizeof *b);
+    ASSERT(a && b);
+    for (int len = 0; len <= n; len += len < 40 ? 1 : 97) { /* every tail, then long rows */
+        const float inits[] = {-INFINITY, -1.0f, NAN};
+        for (int k = 0; k < 3; k++) {
+            float m0 = inits[k], want = m0;
+            for (int i = 0; i < len; i++)
+                want = x[i] > want ? x[i] : want;
+            float got = vm_max(x, len, m0);
+            ASSERT(got == want || (isnan(got) && isnan(want)));
+        }
+        float shift = len ? x[len / 2] : 1.5f;
+        vm_exp_shifted(a, x, shift, len);
+        memcpy(b, x, (size_t)len * sizeof *b);
+        vm_swiglu(b, u, len);
+        for (int i = 0; i < len; i++) {
+            float e = qg_expf(x[i] - shift), g = x[i] / (1.0f + qg_expf(-x[i])) * u[i];
+            ASSERT(!memcmp(&a[i], &e, 4) || (isnan(a[i]) && isnan(e)));
+            ASSERT(!memcmp(&b[i], &g, 4) || (isnan(b[i]) && isnan(g)));
+        }
+        memcpy(a, x, (size_t)len * sizeof *a);
+        vm_scale(a, 0.37f, len);
+        for (int i = 0; i < len; i++) {
+            float want_s = x[i] * 0.37f;
+            ASSERT(!memcmp(&a[i], &want_s, 4) || (isnan(a[i]) && isnan(want_s)));
+        }
+    }
+    free(a);
+    free(b);
+    return 0;
+}
+
+TEST(vecmath_sets_match_scalar_bits)
+{
+    /* max, exp, SwiGLU and scaling by every kernel set this CPU runs give
+     * the scalar loops' bits: random values over exp's whole range, its
+     * clamps, zeros of both signs, infinities, NaNs and subnormals, in rows
+     * of every length up to 40 and longer ones */
+    enum { N = 4000 };
+    float *x = malloc(N * sizeof *x), *u = malloc(N * sizeof *u);
+    ASSERT(x && u);
+    uint64_t r = 7;
+    const float special[] = {0.0f,   -0.0f, INFINITY, -INFINITY, NAN,   -NAN,   1e-40f, -1e-40f,
+                             -87.0f, 88.0f, -87.5f,   88.5f,     1e30f, -1e30f, 0.5f,   -0.5f};
+    for (int i = 0; i < N; i++) {
+        x[i] = (float)(rng_unit(&r) * 240.0 - 120.0);
+        u[i] = (float)(rng_unit(&r) * 4.0 - 2.0);
+        if (i % 7 == 3) x[i] = special[(i / 7) % (sizeof special / sizeof *special)];
+    }
+    x[0] = NAN; /* a row that starts with NaN keeps NaN as its max */
+    const char *const sets[] = {"avx512", "avx2", "portable"};
+    char was[16];
+    snprintf(was, sizeof was, "%s", matmul_kernel_name());
+    int ran = 0;
+    for (size_t k = 0; k < sizeof sets / sizeof *sets; k++) {
+        if (matmul_use_kernel(sets[k]) != QG_OK) {
+            printf("%s: this CPU lacks it, not checked\n", sets[k]);
+            continue;
+        }
+        int rc = vecmath_check(x + 1, u, N - 1);
+        if (!rc) rc = vecmath_check(x, u, 64);
+        ASSERT_OK(matmul_use_kernel(was));
+        if (rc) return rc;
+        ran++;
+    }
+    ASSERT(ran >= 1);
+    free(x);
+    free(u);
     return 0;
 }
 

@@ -1,6 +1,5 @@
 /* cpu — the local CPU backend: GGUF weights dequantised to f32, OpenBLAS. */
 #include "backends/backend.h"
-#include "backends/fastmath.h"
 #include "backends/generate.h"
 #include "backends/gguf.h"
 #include "backends/llama.h"
@@ -8,6 +7,7 @@
 #include "backends/parallel.h"
 #include "backends/simfmt.h"
 #include "backends/tokenizer.h"
+#include "backends/vecmath.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "core/rng.h"
@@ -146,21 +146,31 @@ static int cpu_piece(void *impl, int32_t id, char *buf, size_t cap)
     return tok_piece(((struct cpu *)impl)->tok, id, 0, buf, cap);
 }
 
-/* log-softmax of one row as llama-perplexity: float max, double sum of expf */
+/* log-softmax of one row as llama-perplexity: float max, double sum of
+ * expf in index order. The exps are taken a vector at a time, EXP_CHUNK
+ * ahead of the sum (the same values; the sum keeps its order) */
+enum { EXP_CHUNK = 256 };
 static double log_softmax_at(const float *row, int V, int32_t tok, float *out_row, int32_t *argmax)
 {
-    float mx = row[0];
-    int32_t am = 0;
-    for (int i = 1; i < V; i++)
-        if (row[i] > mx) mx = row[i], am = i;
+    const float mx = vm_max(row, V, row[0]);
     double sum = 0;
-    for (int i = 0; i < V; i++)
-        sum += qg_expf(row[i] - mx);
+    for (int i = 0; i < V; i += EXP_CHUNK) {
+        float e[EXP_CHUNK];
+        int n = V - i < EXP_CHUNK ? V - i : EXP_CHUNK;
+        vm_exp_shifted(e, row + i, mx, n);
+        for (int k = 0; k < n; k++)
+            sum += e[k];
+    }
     double lse = log(sum);
     if (out_row)
         for (int i = 0; i < V; i++)
             out_row[i] = (float)((double)(row[i] - mx) - lse);
-    if (argmax) *argmax = am;
+    if (argmax) { /* the first maximum; 0 when row[0] is NaN (mx then is) */
+        int32_t am = 0;
+        while (am < V && !(row[am] == mx))
+            am++;
+        *argmax = am < V ? am : 0;
+    }
     return (double)(row[tok] - mx) - lse;
 }
 

@@ -1,0 +1,122 @@
+/* vecmath — elementwise loops, one C body per vector width. */
+
+/* clang would fuse x * y + z within a statement where FMA is enabled (the
+ * wide sets), and so change bits (fastmath.h's too, hence first); GCC in ISO C mode never does */
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+#include "backends/vecmath.h"
+#include "backends/fastmath.h"
+#include "backends/matmul_impl.h"
+
+/* the scalar max (compilers keep this loop scalar: NaN and signed zeros) */
+static float max_base(const float *x, int64_t n, float m)
+{
+    for (int64_t i = 0; i < n; i++)
+        m = x[i] > m ? x[i] : m;
+    return m;
+}
+
+/* The loops, written once; VM_SET stamps them out under a target. */
+#define VM_SET(sfx, attr)                                                                          \
+    attr static void exp_##sfx(float *y, const float *x, float shift, int64_t n)                   \
+    {                                                                                              \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            y[i] = qg_expf(x[i] - shift);                                                          \
+    }                                                                                              \
+    attr static void swiglu_##sfx(float *g, const float *u, int64_t n)                             \
+    {                                                                                              \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            g[i] = g[i] / (1.0f + qg_expf(-g[i])) * u[i];                                          \
+    }                                                                                              \
+    attr static void scale_##sfx(float *x, float s, int64_t n)                                     \
+    {                                                                                              \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            x[i] *= s;                                                                             \
+    }
+
+VM_SET(base, )
+
+struct vm_set {
+    float (*max)(const float *x, int64_t n, float m);
+    void (*exp)(float *y, const float *x, float shift, int64_t n);
+    void (*swiglu)(float *g, const float *u, int64_t n);
+    void (*scale)(float *x, float s, int64_t n);
+};
+
+#define VM_ENTRY(sfx)                                                                              \
+    {                                                                                              \
+        max_##sfx, exp_##sfx, swiglu_##sfx, scale_##sfx                                            \
+    }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#ifdef __clang__
+#define VM_AVX512 __attribute__((target("avx512f,avx512dq"), min_vector_width(512)))
+#else
+#define VM_AVX512 __attribute__((target("avx512f,avx512dq,prefer-vector-width=512")))
+#endif
+#include <immintrin.h>
+
+VM_SET(avx2, __attribute__((target("avx2"))))
+VM_SET(avx512, VM_AVX512)
+
+/* The max by lanes: (v > m ? v : m) is what maxps computes, lane by lane;
+ * the lanes then meet m in the scalar loop's form */
+__attribute__((target("avx2"))) static float max_avx2(const float *x, int64_t n, float m)
+{
+    __m256 a = _mm256_set1_ps(m), b = a;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        a = _mm256_max_ps(_mm256_loadu_ps(x + i), a);
+        b = _mm256_max_ps(_mm256_loadu_ps(x + i + 8), b);
+    }
+    float l[16];
+    _mm256_storeu_ps(l, a);
+    _mm256_storeu_ps(l + 8, b);
+    return max_base(x + i, n - i, max_base(l, 16, m));
+}
+
+VM_AVX512 static float max_avx512(const float *x, int64_t n, float m)
+{
+    __m512 a = _mm512_set1_ps(m), b = a;
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        a = _mm512_max_ps(_mm512_loadu_ps(x + i), a);
+        b = _mm512_max_ps(_mm512_loadu_ps(x + i + 16), b);
+    }
+    float l[32];
+    _mm512_storeu_ps(l, a);
+    _mm512_storeu_ps(l + 16, b);
+    return max_base(x + i, n - i, max_base(l, 32, m));
+}
+/* indexed by enum mv_isa */
+static const struct vm_set sets[] = {VM_ENTRY(base), VM_ENTRY(avx2), VM_ENTRY(avx512)};
+#else
+static const struct vm_set sets[] = {VM_ENTRY(base), VM_ENTRY(base), VM_ENTRY(base)};
+#endif
+
+static const struct vm_set *set(void)
+{
+    return &sets[mv_isa_current()];
+}
+
+float vm_max(const float *x, int64_t n, float m)
+{
+    return set()->max(x, n, m);
+}
+
+void vm_exp_shifted(float *y, const float *x, float shift, int64_t n)
+{
+    set()->exp(y, x, shift, n);
+}
+
+void vm_swiglu(float *g, const float *u, int64_t n)
+{
+    set()->swiglu(g, u, n);
+}
+
+void vm_scale(float *x, float s, int64_t n)
+{
+    set()->scale(x, s, n);
+}

@@ -1,0 +1,29 @@
+/* vecmath — the forward pass's elementwise loops (max, exp, SiLU gating,
+ * scaling) as wide as the CPU's vectors, with the scalar code's bits.
+ *
+ * Each function is one C loop compiled once per kernel set (portable,
+ * AVX2, AVX-512; the set matmul_kernel_name() names). ISO C mode keeps the
+ * compiler from fusing a multiply and an add, so every width performs the
+ * scalar operations of fastmath.h lane by lane: the results are the same
+ * bits whatever the set (tests compare them bit for bit).
+ */
+#ifndef QG_VECMATH_H
+#define QG_VECMATH_H
+
+#include <stdint.h>
+
+/* The largest of m and x[0..n) by `x[i] > m ? x[i] : m` in order: a NaN in
+ * x is passed over, a NaN m stays (which of two equal zeros comes back may
+ * differ from the loop's; neither changes an exp or a difference). */
+float vm_max(const float *x, int64_t n, float m);
+
+/* y[i] = qg_expf(x[i] - shift) for i in [0, n); y may be x. */
+void vm_exp_shifted(float *y, const float *x, float shift, int64_t n);
+
+/* g[i] = silu(g[i]) * u[i] = g[i] / (1 + qg_expf(-g[i])) * u[i]. */
+void vm_swiglu(float *g, const float *u, int64_t n);
+
+/* x[i] *= s. */
+void vm_scale(float *x, float s, int64_t n);
+
+#endif
