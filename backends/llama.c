@@ -583,6 +583,19 @@ static void matmul(const struct llama_ctx *c, float *y, const float *x, const st
     matmul_w(y, x, W, bias, n, beta, c->n_threads, c->scratch);
 }
 
+/* the k products of one x (Q, K, V; gate, up): one fork-join in a decode
+ * step, unless the simulated arithmetic rounds x by each matrix's type */
+static void matmul_group(const struct llama_ctx *c, const struct matmul_part *parts, int k,
+                         const float *x, int n)
+{
+    if (c->act != LLAMA_ACT_NONE) {
+        for (int i = 0; i < k; i++)
+            matmul(c, parts[i].y, x, parts[i].W, parts[i].bias, parts[i].beta, n);
+        return;
+    }
+    matmul_w_group(parts, k, x, n, c->n_threads, c->scratch);
+}
+
 void llama_ctx_set_kv(struct llama_ctx *c, const struct simfmt *f)
 {
     c->kv_fmt = *f;
@@ -686,10 +699,7 @@ static void attention_heads(void *arg, int64_t h0, int64_t h1, int thread)
             softmax_causal(c, scores, rows, T, pos0 + r0);
             /* O_h[r0..][hd] = S[rows][T] . V_h[T][hd] */
             if (rows == 1) {
-                memset(O, 0, (size_t)hd * sizeof *O);
-                for (int t = 0; t < T; t++)
-                    for (int d = 0; d < hd; d++)
-                        O[d] += scores[t] * Vh[(size_t)t * kvd + d];
+                vm_weighted_rows(O, scores, Vh, T, kvd, hd);
             } else {
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, hd, T, 1.0f, scores, T,
                             Vh, kvd, 0.0f, O, qd);
@@ -737,9 +747,9 @@ int llama_eval(struct llama_ctx *c, const int32_t *tokens, int n, int logits_fro
         float *Kl = c->k + ((size_t)l * c->n_ctx + pos0) * kvd,
               *Vl = c->v + ((size_t)l * c->n_ctx + pos0) * kvd;
         rmsnorm(c->xn, c->x, L->attn_norm, n, dim, h->rms_eps);
-        matmul(c, c->q, c->xn, &L->wq, L->bq, 0.0f, n);
-        matmul(c, Kl, c->xn, &L->wk, L->bk, 0.0f, n);
-        matmul(c, Vl, c->xn, &L->wv, L->bv, 0.0f, n);
+        const struct matmul_part qkv[] = {
+            {c->q, &L->wq, L->bq, 0.0f}, {Kl, &L->wk, L->bk, 0.0f}, {Vl, &L->wv, L->bv, 0.0f}};
+        matmul_group(c, qkv, 3, c->xn, n);
         rope(c->q, n, qd, h->n_heads, hd, pos0, h);
         rope(Kl, n, kvd, h->n_kv_heads, hd, pos0, h);
         if (c->act == LLAMA_ACT_LLAMACPP) { /* llama.cpp's f16 cache; Q meets it in f16 */
@@ -755,8 +765,9 @@ int llama_eval(struct llama_ctx *c, const int32_t *tokens, int n, int logits_fro
         matmul(c, c->x, c->att, &L->wo, NULL, 1.0f, n); /* x += att . Wo^T */
         if (c->perturb) perturb_rows(c, n, dim, pos0, 2 * l);
         rmsnorm(c->xn, c->x, L->ffn_norm, n, dim, h->rms_eps);
-        matmul(c, c->gate, c->xn, &L->w_gate, NULL, 0.0f, n);
-        matmul(c, c->up, c->xn, &L->w_up, NULL, 0.0f, n);
+        const struct matmul_part ffn[] = {{c->gate, &L->w_gate, NULL, 0.0f},
+                                          {c->up, &L->w_up, NULL, 0.0f}};
+        matmul_group(c, ffn, 2, c->xn, n);
         struct swiglu_job sj = {c->gate, c->up};
         parallel_for(parallel_threads_for(c->n_threads, 20.0 * n * h->ffn), (int64_t)n * h->ffn,
                      swiglu, &sj);

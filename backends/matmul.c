@@ -24,13 +24,13 @@ int matmul_panel_rows(int64_t in, int64_t out)
 
 size_t matmul_scratch_floats(int64_t max_in)
 {
-    /* prefill: a panel; decode: a decode buffer, 256 outputs and x's
-     * preparation (lanes and group sums, mv_x86_prep). The widest panel of any in <= max_in: 256
-     * rows up to the 8 MiB cap, at least 16 rows of max_in */
+    /* prefill: a panel; decode: a decode buffer, 256 outputs and up to
+     * MATMUL_GROUP_MAX preparations of x (lanes and group sums, mv_x86_prep). The widest panel of
+     * any in <= max_in: 256 rows up to the 8 MiB cap, at least 16 rows of max_in */
     size_t cap = (size_t)PANEL_MAX_ROWS * (size_t)max_in;
     if (cap > PANEL_MAX_FLOATS) cap = PANEL_MAX_FLOATS;
     size_t panel = cap > (size_t)16 * (size_t)max_in ? cap : (size_t)16 * (size_t)max_in,
-           decode = 2048 + 256 + (size_t)max_in / 32 + (size_t)max_in + 16;
+           decode = 2048 + 256 + MATMUL_GROUP_MAX * ((size_t)max_in / 32 + (size_t)max_in + 16);
     size_t per = panel > decode ? panel : decode;
     return (per + 15) / 16 * 16; /* each thread's part 64-byte aligned */
 }
@@ -190,49 +190,103 @@ void matmul_rows_fused(float *y, const float *x, const struct wmat *W, int64_t r
     free(prep);
 }
 
+/* one product of a decode group: its rows are units [first, first +
+ * ceil(out / 16)) of the group's fork-join */
+struct mv_part {
+    struct matmul_part p;
+    const float *prep;
+    int64_t first;
+};
+
 struct mv_job {
-    float *y;
-    const float *x, *bias, *xg;
-    const struct wmat *W;
-    float beta;
+    const float *x;
+    struct mv_part parts[MATMUL_GROUP_MAX];
+    int k;
     float *scratch;
     size_t per_thread;
     enum mv_isa isa;
 };
 
+/* rows [r0, r1) of one part, 256 at a time through the thread's buffer */
+static void mv_part_rows(const struct mv_job *j, const struct mv_part *q, int64_t r0, int64_t r1,
+                         int thread)
+{
+    float *buf = j->scratch + (size_t)thread * j->per_thread, *tmp = buf + ROW_CHUNK;
+    const struct matmul_part *p = &q->p;
+    for (int64_t a = r0; a < r1; a += 256) {
+        int64_t b = a + 256 < r1 ? a + 256 : r1;
+        rows_fused(j->isa, tmp, j->x, p->W, a, b, buf, q->prep);
+        for (int64_t r = a; r < b; r++)
+            p->y[r] = tmp[r - a] + (p->beta != 0.0f ? p->beta * p->y[r] : 0.0f) +
+                      (p->bias ? p->bias[r] : 0.0f);
+    }
+}
+
+/* units [c0, c1) of the group: 16 rows of one part each */
 static void mv_rows(void *arg, int64_t c0, int64_t c1, int thread)
 {
     const struct mv_job *j = arg;
-    int64_t r0 = c0 * 16, r1 = c1 * 16 < j->W->out ? c1 * 16 : j->W->out;
-    float *buf = j->scratch + (size_t)thread * j->per_thread, *tmp = buf + ROW_CHUNK;
-    for (int64_t a = r0; a < r1; a += 256) {
-        int64_t b = a + 256 < r1 ? a + 256 : r1;
-        rows_fused(j->isa, tmp, j->x, j->W, a, b, buf, j->xg);
-        for (int64_t r = a; r < b; r++)
-            j->y[r] = tmp[r - a] + (j->beta != 0.0f ? j->beta * j->y[r] : 0.0f) +
-                      (j->bias ? j->bias[r] : 0.0f);
+    for (int i = 0; i < j->k; i++) {
+        const struct mv_part *q = &j->parts[i];
+        int64_t out = q->p.W->out, last = q->first + (out + 15) / 16;
+        int64_t u0 = c0 > q->first ? c0 : q->first, u1 = c1 < last ? c1 : last;
+        if (u0 >= u1) continue;
+        int64_t r1 = (u1 - q->first) * 16;
+        mv_part_rows(j, q, (u0 - q->first) * 16, r1 < out ? r1 : out, thread);
     }
+}
+
+/* The decode fork-join over every row of the group's parts. Scratch of
+ * thread 0 ends with x's preparations (mv_x86_prep), one per distinct type
+ * (parts of one type share it); each thread: a decode buffer and 256
+ * outputs. */
+static void mv_group(const struct matmul_part *parts, int k, const float *x, int n_threads,
+                     float *scratch)
+{
+    int64_t in = parts[0].W->in;
+    size_t per = matmul_scratch_floats(in), used = ROW_CHUNK + 256;
+    struct mv_job j = {.x = x, .k = k, .scratch = scratch, .per_thread = per};
+    j.isa = mv_isa_current(); /* once: the preparation is the kernel's */
+    int64_t units = 0;
+    double work = 0;
+    for (int i = 0; i < k; i++) {
+        struct mv_part *q = &j.parts[i];
+        q->p = parts[i];
+        q->first = units;
+        units += (q->p.W->out + 15) / 16;
+        work += 2.0 * (double)in * (double)q->p.W->out;
+        for (int e = 0; e < i && !q->prep; e++)
+            if (j.parts[e].p.W->type == q->p.W->type) q->prep = j.parts[e].prep;
+        size_t prep = (mv_x86_prep_floats(j.isa, q->p.W->type, in) + 15) / 16 * 16;
+        if (q->prep || prep == 0 || used + prep > per) continue;
+        used += prep;
+        float *xg = scratch + per - (used - ROW_CHUNK - 256); /* 64-byte aligned as scratch is */
+        mv_x86_prep(j.isa, q->p.W->type, x, in, xg);
+        q->prep = xg;
+    }
+    parallel_for(parallel_threads_for(n_threads, work), units, mv_rows, &j);
+}
+
+void matmul_w_group(const struct matmul_part *parts, int k, const float *x, int n, int n_threads,
+                    float *scratch)
+{
+    if (n == 1 && k <= MATMUL_GROUP_MAX) {
+        mv_group(parts, k, x, n_threads, scratch);
+        return;
+    }
+    for (int i = 0; i < k; i++)
+        matmul_w(parts[i].y, x, parts[i].W, parts[i].bias, n, parts[i].beta, n_threads, scratch);
 }
 
 void matmul_w(float *y, const float *x, const struct wmat *W, const float *bias, int n, float beta,
               int n_threads, float *scratch)
 {
-    size_t per = matmul_scratch_floats(W->in);
     if (n == 1) {
-        /* scratch of thread 0 ends with x's preparation (mv_x86_prep); each
-         * thread: a decode buffer and 256 outputs */
-        float *xg = NULL;
-        enum mv_isa isa = mv_isa_current(); /* once: the preparation is the kernel's */
-        size_t prep = (mv_x86_prep_floats(isa, W->type, W->in) + 15) / 16 * 16;
-        if (prep > 0 && per >= ROW_CHUNK + 256 + prep) {
-            xg = scratch + per - prep; /* aligned as scratch is (a multiple of 16 floats) */
-            mv_x86_prep(isa, W->type, x, W->in, xg);
-        }
-        struct mv_job j = {y, x, bias, xg, W, beta, scratch, per, isa};
-        parallel_for(parallel_threads_for(n_threads, 2.0 * (double)W->in * (double)W->out),
-                     (W->out + 15) / 16, mv_rows, &j);
+        struct matmul_part p = {y, W, bias, beta};
+        mv_group(&p, 1, x, n_threads, scratch);
         return;
     }
+    size_t per = matmul_scratch_floats(W->in);
     struct mm_job j = {y, x, bias, W, n, beta, scratch, per};
     int rows = matmul_panel_rows(W->in, W->out);
     parallel_for(parallel_threads_for(n_threads, 2.0 * n * (double)W->in * (double)W->out),

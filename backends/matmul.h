@@ -51,6 +51,26 @@ size_t matmul_scratch_floats(int64_t max_in);
 void matmul_w(float *y, const float *x, const struct wmat *W, const float *bias, int n, float beta,
               int n_threads, float *scratch);
 
+/* One product of a group (matmul_w_group): y = x . W^T (+ bias) (+ beta y),
+ * as matmul_w's arguments. */
+struct matmul_part {
+    float *y;
+    const struct wmat *W;
+    const float *bias; /* or NULL */
+    float beta;
+};
+
+enum { MATMUL_GROUP_MAX = 3 };
+
+/* The k <= MATMUL_GROUP_MAX products parts[0..k) of one x (matrices of the
+ * same `in`; outputs that do not overlap x or each other): the same bits as
+ * k matmul_w calls, but a decode step (n == 1) runs all their rows in one
+ * fork-join, so that Q, K and V (or gate and up) cost one wake-up of the
+ * threads, and parts of one type share x's preparation. Scratch as
+ * matmul_w. */
+void matmul_w_group(const struct matmul_part *parts, int k, const float *x, int n, int n_threads,
+                    float *scratch);
+
 /* y[i] = dot(row i of W, x) for rows [r0, r1), by the fused kernel, with
  * row a buffer of W->in floats (used by the portable path). */
 void matmul_rows_fused(float *y, const float *x, const struct wmat *W, int64_t r0, int64_t r1,

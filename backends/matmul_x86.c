@@ -714,26 +714,52 @@ size_t mv_x86_prep_floats(enum mv_isa isa, uint32_t type, int64_t in)
     return (size_t)(in / 32 + in);
 }
 
+/* The AVX-512 pair layout (see nibble_pair) of x[0..n), n % 64 == 0, and
+ * the group sums: per 64 elements, 8 permutes, 4 blends and 4 multiplies
+ * by 2^-(8k + 4h) (the masked Q4_K kernel's) or 1 */
+AVX512 static void prep_avx512(int masked, const float *x, int64_t n, float *lanes, float *sums)
+{
+    __m512i idx[4];
+    __m512 scale[4];
+    for (int k = 0; k < 4; k++) {
+        int i4[16];
+        float sc[16];
+        for (int l = 0; l < 16; l++) {
+            i4[l] = 4 * (l % 8) + k;
+            sc[l] = masked ? (float)(1.0 / (double)(1u << (8 * k + 4 * (l / 8)))) : 1.0f;
+        }
+        idx[k] = _mm512_loadu_si512(i4);
+        scale[k] = _mm512_loadu_ps(sc);
+    }
+    for (int64_t b = 0; b < n; b += 64) {
+        const __m512 x0 = _mm512_loadu_ps(x + b), x1 = _mm512_loadu_ps(x + b + 16),
+                     x2 = _mm512_loadu_ps(x + b + 32), x3 = _mm512_loadu_ps(x + b + 48);
+        for (int k = 0; k < 4; k++) {
+            __m512 v = _mm512_mask_blend_ps(0xFF00, _mm512_permutex2var_ps(x0, idx[k], x1),
+                                            _mm512_permutex2var_ps(x2, idx[k], x3));
+            _mm512_storeu_ps(lanes + b + 16 * k, _mm512_mul_ps(v, scale[k]));
+        }
+        sums[b / 32] = _mm512_reduce_add_ps(_mm512_add_ps(x0, x1));
+        sums[b / 32 + 1] = _mm512_reduce_add_ps(_mm512_add_ps(x2, x3));
+    }
+}
+
 void mv_x86_prep(enum mv_isa isa, uint32_t type, const float *x, int64_t n, float *prep)
 {
-    static const float pow2[4][2] = {
-        {1.0f, 0x1p-4f}, {0x1p-8f, 0x1p-12f}, {0x1p-16f, 0x1p-20f}, {0x1p-24f, 0x1p-28f}};
     float *lanes = prep, *sums = prep + n;
+    if (isa == MV_AVX512) {
+        prep_avx512(type == GGML_Q4_K, x, n, lanes, sums);
+        return;
+    }
+    /* AVX2: lanes[32 g + 8 k + i] = x[32 g + 4 i + k] */
     for (int64_t g = 0; g < n / 32; g++) {
         float s = 0;
         for (int j = 0; j < 32; j++)
             s += x[32 * g + j];
         sums[g] = s;
-        /* AVX2: lanes[32 g + 8 k + i]; AVX-512, g = 2P + h:
-         * lanes[64 P + 16 k + 8 h + i] */
-        float *l = isa == MV_AVX512 ? lanes + 64 * (g / 2) + 8 * (g % 2) : lanes + 32 * g;
-        int step = isa == MV_AVX512 ? 16 : 8;
-        /* the masked Q4_K kernel's x: times 2^-(8k + 4h) (exact) */
-        int masked = isa == MV_AVX512 && type == GGML_Q4_K;
         for (int k = 0; k < 4; k++)
             for (int i = 0; i < 8; i++)
-                l[step * k + i] =
-                    masked ? x[32 * g + 4 * i + k] * pow2[k][g % 2] : x[32 * g + 4 * i + k];
+                lanes[32 * g + 8 * k + i] = x[32 * g + 4 * i + k];
     }
 }
 

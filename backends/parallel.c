@@ -9,6 +9,7 @@ enum {
     MAX_THREADS = 64,
     SPIN = 4000,
     CHUNKS = 4,
+    UNITS = 32,
     WINDOW = 32,
     SOLO_CALLS = 32 * WINDOW,
     SOLO_MAX = 256 * WINDOW
@@ -17,14 +18,14 @@ enum {
 struct job {
     parallel_fn fn;
     void *ctx;
-    int64_t n, chunk, n_chunks;
+    int64_t n, grain, n_units; /* items, items per unit, units */
     uint32_t gen;
     int n_threads; /* workers numbered from here on sit this one out */
 };
 
 /* The pool: workers 1..n_workers wait for a new generation of work, then
  * take chunks of it until none is left. `next` holds the generation in its
- * high 32 bits and the next chunk in its low 32, so that a worker that
+ * high 32 bits and the next unit in its low 32, so that a worker that
  * wakes late, after its generation is over, can take no chunk of the next
  * one. One caller at a time holds `busy`. */
 static struct {
@@ -48,22 +49,28 @@ static void cpu_relax(void)
 }
 
 /* Takes chunks of job j as thread t while its generation lasts; then adds
- * them to the finished count (the last one wakes the caller). */
+ * their units to the finished count (the last one wakes the caller). A
+ * chunk is 1 / (CHUNKS x threads) of the units left, at least one: large
+ * at first, then shrinking, so that the threads finish within a unit of
+ * each other while a thread the system does not run holds up at most an
+ * eighth (two threads) of the work. */
 static int64_t run_chunks(const struct job *j, int t)
 {
     int64_t ran = 0;
     for (;;) {
         uint64_t cur = __atomic_load_n(&pool.next, __ATOMIC_ACQUIRE);
-        if ((uint32_t)(cur >> 32) != j->gen || (int64_t)(cur & 0xffffffffu) >= j->n_chunks) break;
-        if (!__atomic_compare_exchange_n(&pool.next, &cur, cur + 1, 0, __ATOMIC_ACQ_REL,
-                                         __ATOMIC_ACQUIRE))
+        int64_t u = (int64_t)(cur & 0xffffffffu);
+        if ((uint32_t)(cur >> 32) != j->gen || u >= j->n_units) break;
+        int64_t size = (j->n_units - u) / ((int64_t)CHUNKS * j->n_threads);
+        if (size < 1) size = 1;
+        if (!__atomic_compare_exchange_n(&pool.next, &cur, cur + (uint64_t)size, 0,
+                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             continue;
-        int64_t c = (int64_t)(cur & 0xffffffffu), b = c * j->chunk;
-        j->fn(j->ctx, b, b + j->chunk < j->n ? b + j->chunk : j->n, t);
-        ran++;
+        int64_t b = u * j->grain, e = (u + size) * j->grain;
+        j->fn(j->ctx, b, e < j->n ? e : j->n, t);
+        ran += size;
     }
-    if (!ran || __atomic_add_fetch(&pool.finished, ran, __ATOMIC_ACQ_REL) != j->n_chunks)
-        return ran;
+    if (!ran || __atomic_add_fetch(&pool.finished, ran, __ATOMIC_ACQ_REL) != j->n_units) return ran;
     /* the last chunk: wake the caller if it went to sleep (it checks the
      * count under the lock before it waits, so this cannot come between) */
     pthread_mutex_lock(&pool.lock);
@@ -119,12 +126,12 @@ void parallel_set_adaptive(int on)
 }
 
 /* accounts one pooled call: it took `wall`, the caller ran `ran` of the
- * `n_chunks` chunks in `own` seconds */
-static void adapt_note(double wall, double own, int64_t ran, int64_t n_chunks)
+ * `n_units` units in `own` seconds */
+static void adapt_note(double wall, double own, int64_t ran, int64_t n_units)
 {
     if (ran > 0) {
         adapt.t_pool += wall;
-        adapt.t_one += own * (double)n_chunks / (double)ran;
+        adapt.t_one += own * (double)n_units / (double)ran;
     }
     if (adapt.off || ++adapt.calls < WINDOW) return;
     if (adapt.t_one > 0 && adapt.t_pool > 0.9 * adapt.t_one) {
@@ -172,11 +179,11 @@ void parallel_for(int n_threads, int64_t n, parallel_fn fn, void *ctx)
     }
     int got = pool_grow(n_threads);
     if (got < n_threads) n_threads = got;
-    /* CHUNKS per thread: a thread the system does not run for a while
-     * (a loaded machine) holds up at most its current chunk */
-    int64_t chunks = (int64_t)n_threads * CHUNKS < n ? (int64_t)n_threads * CHUNKS : n;
-    struct job j = {fn, ctx, n, (n + chunks - 1) / chunks, 0, 0, n_threads};
-    j.n_chunks = (n + j.chunk - 1) / j.chunk;
+    /* units of at least 1 / (UNITS x threads) of the work: the finest
+     * chunk (see run_chunks) */
+    int64_t units = (int64_t)n_threads * UNITS < n ? (int64_t)n_threads * UNITS : n;
+    struct job j = {fn, ctx, n, (n + units - 1) / units, 0, 0, n_threads};
+    j.n_units = (n + j.grain - 1) / j.grain;
     double t0 = qg_now_s();
     pthread_mutex_lock(&pool.lock);
     j.gen = (uint32_t)(pool.generation + 1);
@@ -191,13 +198,13 @@ void parallel_for(int n_threads, int64_t n, parallel_fn fn, void *ctx)
     /* the workers' last chunks are usually a few microseconds away: a spin
      * saves the futex round trip of a sleep (tens of microseconds on a
      * virtual machine, on every product of a decode step) */
-    for (int i = 0; i < SPIN && __atomic_load_n(&pool.finished, __ATOMIC_ACQUIRE) < j.n_chunks; i++)
+    for (int i = 0; i < SPIN && __atomic_load_n(&pool.finished, __ATOMIC_ACQUIRE) < j.n_units; i++)
         cpu_relax();
     pthread_mutex_lock(&pool.lock);
-    while (__atomic_load_n(&pool.finished, __ATOMIC_ACQUIRE) < j.n_chunks)
+    while (__atomic_load_n(&pool.finished, __ATOMIC_ACQUIRE) < j.n_units)
         pthread_cond_wait(&pool.done, &pool.lock);
     pthread_mutex_unlock(&pool.lock);
-    adapt_note(qg_now_s() - t0, t_own, ran, j.n_chunks);
+    adapt_note(qg_now_s() - t0, t_own, ran, j.n_units);
     pthread_mutex_unlock(&pool.busy);
 }
 

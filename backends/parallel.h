@@ -27,15 +27,18 @@
 /* Work on items [begin, end) as thread number `thread` (0-based). */
 typedef void (*parallel_fn)(void *ctx, int64_t begin, int64_t end, int thread);
 
-/* Splits [0, n) into up to 4 contiguous chunks per thread, which the
- * calling thread and n_threads - 1 workers take one at a time until none is
- * left, and returns when all are done: each item is done exactly once, by
- * one call of fn, whose `thread` is that thread's number (< n_threads; a
- * thread may make several calls, a worker none: on a loaded machine the
- * threads that run take the chunks of one that does not). The split
- * depends on n and n_threads alone. Runs everything on the caller (one
- * call of fn) when n_threads <= 1, the pool is busy or does not pay (see
- * above); fewer threads when workers cannot be created. */
+/* Splits [0, n) into contiguous chunks, which the calling thread and
+ * n_threads - 1 workers take one at a time until none is left, and returns
+ * when all are done: each item is done exactly once, by one call of fn,
+ * whose `thread` is that thread's number (< n_threads; a thread may make
+ * several calls, a worker none: on a loaded machine the threads that run
+ * take the chunks of one that does not). Chunks shrink as the work runs
+ * out: each is 1/4 per thread of what is left, down to 1/32 per thread of
+ * the whole (or one item), so the threads finish close together. Where
+ * the cuts fall depends on timing: fn's results must not depend on them.
+ * Runs everything on the caller (one call of fn) when n_threads <= 1, the
+ * pool is busy or does not pay (see above); fewer threads when workers
+ * cannot be created. */
 void parallel_for(int n_threads, int64_t n, parallel_fn fn, void *ctx);
 
 /* 1 (the default): the pool steps aside when it does not pay (see above);

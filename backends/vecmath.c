@@ -34,6 +34,15 @@ static float max_base(const float *x, int64_t n, float m)
     {                                                                                              \
         for (int64_t i = 0; i < n; i++)                                                            \
             x[i] *= s;                                                                             \
+    }                                                                                              \
+    attr static void weighted_##sfx(float *o, const float *w, const float *v, int64_t T,           \
+                                    int64_t stride, int64_t n)                                     \
+    {                                                                                              \
+        for (int64_t d = 0; d < n; d++)                                                            \
+            o[d] = 0.0f;                                                                           \
+        for (int64_t t = 0; t < T; t++)                                                            \
+            for (int64_t d = 0; d < n; d++)                                                        \
+                o[d] += w[t] * v[t * stride + d];                                                  \
     }
 
 VM_SET(base, )
@@ -43,11 +52,13 @@ struct vm_set {
     void (*exp)(float *y, const float *x, float shift, int64_t n);
     void (*swiglu)(float *g, const float *u, int64_t n);
     void (*scale)(float *x, float s, int64_t n);
+    void (*weighted)(float *o, const float *w, const float *v, int64_t T, int64_t stride,
+                     int64_t n);
 };
 
 #define VM_ENTRY(sfx)                                                                              \
     {                                                                                              \
-        max_##sfx, exp_##sfx, swiglu_##sfx, scale_##sfx                                            \
+        max_##sfx, exp_##sfx, swiglu_##sfx, scale_##sfx, weighted_##sfx                            \
     }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -119,4 +130,10 @@ void vm_swiglu(float *g, const float *u, int64_t n)
 void vm_scale(float *x, float s, int64_t n)
 {
     set()->scale(x, s, n);
+}
+
+void vm_weighted_rows(float *o, const float *w, const float *v, int64_t T, int64_t stride,
+                      int64_t n)
+{
+    set()->weighted(o, w, v, T, stride, n);
 }

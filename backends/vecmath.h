@@ -26,4 +26,9 @@ void vm_swiglu(float *g, const float *u, int64_t n);
 /* x[i] *= s. */
 void vm_scale(float *x, float s, int64_t n);
 
+/* o[d] = sum over t in [0, T) of w[t] v[t stride + d], d in [0, n): each
+ * o[d] summed in t order from 0 (one query row's attention output). */
+void vm_weighted_rows(float *o, const float *w, const float *v, int64_t T, int64_t stride,
+                      int64_t n);
+
 #endif

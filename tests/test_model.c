@@ -697,6 +697,17 @@ static int vecmath_check(const float *x, const float *u, int n)
             ASSERT(!memcmp(&a[i], &e, 4) || (isnan(a[i]) && isnan(e)));
             ASSERT(!memcmp(&b[i], &g, 4) || (isnan(b[i]) && isnan(g)));
         }
+        /* one query row's weighted sum: rows of len values, stride len + 3 */
+        if (len > 0 && len <= 64) {
+            int T = n / (len + 3) < 50 ? n / (len + 3) : 50;
+            vm_weighted_rows(a, u, x, T, len + 3, len);
+            for (int d = 0; d < len; d++) {
+                float o = 0.0f;
+                for (int t = 0; t < T; t++)
+                    o += u[t] * x[t * (len + 3) + d];
+                ASSERT(!memcmp(&a[d], &o, 4) || (isnan(a[d]) && isnan(o)));
+            }
+        }
         memcpy(a, x, (size_t)len * sizeof *a);
         vm_scale(a, 0.37f, len);
         for (int i = 0; i < len; i++) {
@@ -711,7 +722,7 @@ static int vecmath_check(const float *x, const float *u, int n)
 
 TEST(vecmath_sets_match_scalar_bits)
 {
-    /* max, exp, SwiGLU and scaling by every kernel set this CPU runs give
+    /* max, exp, SwiGLU, scaling and weighted rows by every kernel set this CPU runs give
      * the scalar loops' bits: random values over exp's whole range, its
      * clamps, zeros of both signs, infinities, NaNs and subnormals, in rows
      * of every length up to 40 and longer ones */
@@ -772,6 +783,77 @@ static void decode_errors(const struct wmat *W, const float *x, int64_t rows, do
     free(row);
     free(yf);
     free(yp);
+}
+
+TEST(matmul_group_matches_single_products)
+{
+    /* Q, K and V as one group (Q4_K, Q8_0 and Q4_K again: two parts share
+     * x's preparation), with a bias and a beta, give the bits of three
+     * matmul_w calls: in a decode step (one fork-join over all rows) on 1
+     * and 2 threads, and in prefill (the products one after another) */
+    enum { IN = 512, N = 3 };
+    const uint32_t types[] = {GGML_Q4_K, GGML_Q8_0, GGML_Q4_K};
+    const int64_t outs[] = {96, 40, 24}; /* 40: a last unit of 8 rows */
+    uint64_t st = 9;
+    struct wmat W[3];
+    float *y1[3], *y2[3], bias[96];
+    for (int i = 0; i < 96; i++)
+        bias[i] = (float)rng_unit(&st);
+    float *x = qg_alloc_aligned(sizeof(float) * IN * N), *w = malloc(sizeof(float) * IN * 96);
+    ASSERT(x && w);
+    for (int i = 0; i < IN * N; i++)
+        x[i] = (float)(rng_unit(&st) * 2 - 1);
+    for (int p = 0; p < 3; p++) {
+        const struct ggml_type_info *ti = ggml_type_get(types[p]);
+        size_t rb = IN / ti->block * ti->type_size;
+        uint8_t *q = malloc(rb * (size_t)outs[p]);
+        ASSERT(q);
+        for (int64_t r = 0; r < outs[p]; r++) {
+            for (int i = 0; i < IN; i++)
+                w[i] = (float)(rng_unit(&st) - 0.5);
+            ASSERT_OK(quant_row(types[p], w, q + r * rb, IN));
+        }
+        W[p] = (struct wmat){"w", types[p], q, IN, outs[p], rb};
+        y1[p] = malloc(sizeof(float) * N * (size_t)outs[p]);
+        y2[p] = malloc(sizeof(float) * N * (size_t)outs[p]);
+        ASSERT(y1[p] && y2[p]);
+    }
+    float *scratch = qg_alloc_aligned(2 * matmul_scratch_floats(IN) * sizeof(float));
+    ASSERT(scratch);
+    for (int n = 1; n <= N; n += N - 1)
+        for (int threads = 1; threads <= 2; threads++) {
+            struct matmul_part parts[3];
+            for (int p = 0; p < 3; p++) {
+                for (int64_t i = 0; i < n * outs[p]; i++)
+                    y1[p][i] = y2[p][i] = (float)i; /* what beta scales */
+                float beta = p == 1 ? 0.5f : 0.0f;
+                const float *b = p == 0 ? bias : NULL;
+                matmul_w(y1[p], x, &W[p], b, n, beta, threads, scratch);
+                parts[p] = (struct matmul_part){y2[p], &W[p], b, beta};
+            }
+            matmul_w_group(parts, 3, x, n, threads, scratch);
+            for (int p = 0; p < 3; p++) {
+                ASSERT(!memcmp(y1[p], y2[p], sizeof(float) * (size_t)(n * outs[p])));
+                if (n > 1) continue;
+                /* and every row as the fused kernel computes it alone */
+                float row[IN], want[96];
+                matmul_rows_fused(want, x, &W[p], 0, outs[p], row);
+                for (int64_t r = 0; r < outs[p]; r++) {
+                    float e = want[r] + (parts[p].beta != 0.0f ? parts[p].beta * (float)r : 0.0f) +
+                              (parts[p].bias ? parts[p].bias[r] : 0.0f);
+                    ASSERT(!memcmp(&e, &y2[p][r], sizeof e));
+                }
+            }
+        }
+    for (int p = 0; p < 3; p++) {
+        free((void *)W[p].data);
+        free(y1[p]);
+        free(y2[p]);
+    }
+    free(scratch);
+    free(x);
+    free(w);
+    return 0;
 }
 
 /* the checks of decode_kernels_match_portable with the kernel set in use */
