@@ -27,18 +27,19 @@
 /* Work on items [begin, end) as thread number `thread` (0-based). */
 typedef void (*parallel_fn)(void *ctx, int64_t begin, int64_t end, int thread);
 
-/* Splits [0, n) into contiguous chunks, which the calling thread and
- * n_threads - 1 workers take one at a time until none is left, and returns
- * when all are done: each item is done exactly once, by one call of fn,
- * whose `thread` is that thread's number (< n_threads; a thread may make
- * several calls, a worker none: on a loaded machine the threads that run
- * take the chunks of one that does not). Chunks shrink as the work runs
- * out: each is 1/4 per thread of what is left, down to 1/32 per thread of
- * the whole (or one item), so the threads finish close together. Where
- * the cuts fall depends on timing: fn's results must not depend on them.
- * Runs everything on the caller (one call of fn) when n_threads <= 1, the
- * pool is busy or does not pay (see above); fewer threads when workers
- * cannot be created. */
+/* Runs fn over [0, n) on the calling thread and n_threads - 1 workers,
+ * and returns when all is done: each item is done exactly once, by one
+ * call of fn, whose `thread` is that thread's number (< n_threads; a
+ * thread may make several calls, a worker none). Each thread owns a
+ * contiguous 1/n_threads of the items and takes it from the front in
+ * units of 1/32 of its share, in order (a matrix-vector product then
+ * streams each thread's rows through memory in one run); a thread whose
+ * share is done steals the back half of the largest share left, so on a
+ * loaded machine the threads that run take the work of one that does not.
+ * Where the cuts fall depends on timing: fn's results must not depend on
+ * them. Runs everything on the caller (one call of fn) when n_threads <=
+ * 1, the pool is busy or does not pay (see above); fewer threads when
+ * workers cannot be created. */
 void parallel_for(int n_threads, int64_t n, parallel_fn fn, void *ctx);
 
 /* 1 (the default): the pool steps aside when it does not pay (see above);

@@ -20,6 +20,7 @@
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 static struct llama_model *load_model(const char *path)
@@ -596,6 +597,52 @@ TEST(parallel_pool_steps_aside_when_it_does_not_pay)
     for (int i = 0; i < 8000 && by_worker == before; i++)
         parallel_for(2, 8, late_worker, &by_worker);
     ASSERT(by_worker > before);
+    return 0;
+}
+
+struct slow_first {
+    int done[64], by_caller;
+    int worker_slept;
+};
+
+/* items of a call where the worker's first part sleeps 20 ms */
+static void slow_first_part(void *ctx, int64_t begin, int64_t end, int thread)
+{
+    struct slow_first *s = ctx;
+    if (thread != 0 && !__atomic_exchange_n(&s->worker_slept, 1, __ATOMIC_RELAXED)) {
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    for (int64_t i = begin; i < end; i++) {
+        double t0 = qg_now_s();
+        while (qg_now_s() - t0 < 20e-6) /* 20 us an item: the worker wakes in time */
+            ;
+        __atomic_add_fetch(&s->done[i], 1, __ATOMIC_RELAXED);
+        if (thread == 0) __atomic_add_fetch(&s->by_caller, 1, __ATOMIC_RELAXED);
+    }
+}
+
+TEST(parallel_steals_from_a_stalled_thread)
+{
+    /* each thread owns half of the 64 items; the worker stalls on its first
+     * one, so the caller, its own half done, steals the rest of the
+     * worker's half (half of it at a time): every item is done once, and
+     * the worker ends up with only the one it stalled on (63 by the
+     * caller; more than its own 32 asserted) */
+    parallel_set_adaptive(0);
+    int stole = 0;
+    for (int rep = 0; rep < 20 && !stole; rep++) {
+        struct slow_first s = {0};
+        parallel_for(2, 64, slow_first_part, &s);
+        for (int i = 0; i < 64; i++)
+            ASSERT_EQ(s.done[i], 1);
+        /* a run counts when the worker took part; on a loaded machine the
+         * caller may be held up for longer than the worker's stall */
+        if (s.worker_slept) printf("caller did %d of 64 items\n", s.by_caller);
+        stole = s.worker_slept && s.by_caller > 32;
+    }
+    ASSERT(stole); /* without stealing the caller does its own 32, never more */
+    parallel_set_adaptive(1);
     return 0;
 }
 
