@@ -10,7 +10,10 @@
  * token, the bytes of
  * weights one token reads (every stored matrix but the embedding) times
  * tokens/s as GB/s, and that against the memory-read bandwidth measured in
- * the same run (a T-thread sum over a 1 GiB buffer, best of 3).
+ * the same run (a T-thread sum over a 1 GiB buffer, best of 3); then the
+ * same matrices' products alone, one after another as in a decode step
+ * (the kernels and fork-joins without attention, norms and the rest), as
+ * GB/s and against the bandwidth.
  */
 #include "bench/bench_args.h"
 #include "backends/ggml_types.h"
@@ -75,6 +78,40 @@ static double read_bandwidth(int threads)
     return best;
 }
 
+/* GB/s of the model's matrix-vector products alone, in a decode step's
+ * order (each layer's Q, K, V, O, gate, up, down, then the output head)
+ * on a fixed x: the speed of the kernels and the fork-joins, without
+ * attention, norms and the rest of a step. Best of 3 passes. */
+static double products_gbs(const struct llama_model *m, int threads)
+{
+    const struct llama_hparams *h = llama_hparams(m);
+    int64_t wide = h->ffn > h->dim ? h->ffn : h->dim, outs = h->n_vocab > wide ? h->n_vocab : wide;
+    float *x = qg_alloc_aligned((size_t)wide * sizeof *x), *y = qg_alloc_aligned((size_t)outs * 4);
+    float *scratch = qg_alloc_aligned((size_t)threads * matmul_scratch_floats(wide) * 4);
+    double best = 0;
+    if (!x || !y || !scratch) goto out;
+    for (int64_t i = 0; i < wide; i++)
+        x[i] = (float)(i % 13) / 13.0f - 0.5f;
+    for (int rep = 0; rep < 3; rep++) {
+        double t0 = qg_now_s();
+        for (int l = 0; l < h->n_layers; l++) {
+            struct llama_layer_view v;
+            llama_layer_view(m, l, &v);
+            const struct wmat *w[] = {v.wq, v.wk, v.wv, v.wo, v.w_gate, v.w_up, v.w_down};
+            for (int k = 0; k < 7; k++)
+                matmul_w(y, x, w[k], NULL, 1, 0.0f, threads, scratch);
+        }
+        matmul_w(y, x, llama_output_mat(m), NULL, 1, 0.0f, threads, scratch);
+        double gbs = (double)llama_decode_bytes(m) / (qg_now_s() - t0) / 1e9;
+        if (gbs > best) best = gbs;
+    }
+out:
+    free(x);
+    free(y);
+    free(scratch);
+    return best;
+}
+
 static int decode_row(const char *path, const char *t, int threads, int tokens, double bw)
 {
     struct gguf *g;
@@ -104,8 +141,10 @@ static int decode_row(const char *path, const char *t, int threads, int tokens, 
     double gbs = (double)llama_decode_bytes(m) * tps / 1e9;
     struct stat st;
     stat(path, &st);
-    printf("%-7s %9.1f %10.2f %14.1f %11.2f %10.2f %9.0f%%\n", t, (double)st.st_size / 1048576, tps,
-           (double)llama_decode_bytes(m) / 1048576, gbs, bw, 100 * gbs / bw);
+    double prod = products_gbs(m, threads);
+    printf("%-7s %9.1f %10.2f %14.1f %11.2f %10.2f %9.0f%% %13.2f %9.0f%%\n", t,
+           (double)st.st_size / 1048576, tps, (double)llama_decode_bytes(m) / 1048576, gbs, bw,
+           100 * gbs / bw, prod, 100 * prod / bw);
     fflush(stdout);
     free(logits);
     llama_ctx_free(c);
@@ -146,8 +185,8 @@ int main(int argc, char **argv)
     printf("bench/decode: random Llama %s, %d thread(s), %d tokens (tokens/s: of the median "
            "token), kernel %s, models in %s\n",
            sh->text, threads, tokens, matmul_kernel_name(), dir);
-    printf("%-7s %9s %10s %14s %11s %10s %10s\n", "type", "file MiB", "tokens/s", "MiB read/tok",
-           "weights GB/s", "mem GB/s", "of memory");
+    printf("%-7s %9s %10s %14s %11s %10s %10s %13s %10s\n", "type", "file MiB", "tokens/s",
+           "MiB read/tok", "weights GB/s", "mem GB/s", "of memory", "products GB/s", "of memory");
     char list[256];
     snprintf(list, sizeof list, "%s", types);
     for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
