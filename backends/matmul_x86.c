@@ -744,6 +744,30 @@ AVX512 static void prep_avx512(int masked, const float *x, int64_t n, float *lan
     }
 }
 
+/* The AVX2 layout, lanes[32 g + 8 k + i] = x[32 g + 4 i + k], and the
+ * group sums, for n % 32 == 0: per group a 4 x 4 transpose of element
+ * pairs (x[4 i + k], x[4 (i + 1) + k]) */
+AVX2 static void prep_avx2(const float *x, int64_t n, float *lanes, float *sums)
+{
+    const __m256i pairs = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (int64_t b = 0; b < n; b += 32) {
+        __m256d p[4];
+        __m256 total = _mm256_setzero_ps();
+        for (int j = 0; j < 4; j++) {
+            const __m256 a = _mm256_loadu_ps(x + b + 8 * j);
+            total = _mm256_add_ps(total, a);
+            p[j] = _mm256_castps_pd(_mm256_permutevar8x32_ps(a, pairs));
+        }
+        const __m256d t0 = _mm256_unpacklo_pd(p[0], p[1]), t1 = _mm256_unpackhi_pd(p[0], p[1]),
+                      t2 = _mm256_unpacklo_pd(p[2], p[3]), t3 = _mm256_unpackhi_pd(p[2], p[3]);
+        _mm256_storeu_ps(lanes + b, _mm256_castpd_ps(_mm256_permute2f128_pd(t0, t2, 0x20)));
+        _mm256_storeu_ps(lanes + b + 8, _mm256_castpd_ps(_mm256_permute2f128_pd(t1, t3, 0x20)));
+        _mm256_storeu_ps(lanes + b + 16, _mm256_castpd_ps(_mm256_permute2f128_pd(t0, t2, 0x31)));
+        _mm256_storeu_ps(lanes + b + 24, _mm256_castpd_ps(_mm256_permute2f128_pd(t1, t3, 0x31)));
+        sums[b / 32] = hsum256(total);
+    }
+}
+
 void mv_x86_prep(enum mv_isa isa, uint32_t type, const float *x, int64_t n, float *prep)
 {
     float *lanes = prep, *sums = prep + n;
@@ -751,16 +775,7 @@ void mv_x86_prep(enum mv_isa isa, uint32_t type, const float *x, int64_t n, floa
         prep_avx512(type == GGML_Q4_K, x, n, lanes, sums);
         return;
     }
-    /* AVX2: lanes[32 g + 8 k + i] = x[32 g + 4 i + k] */
-    for (int64_t g = 0; g < n / 32; g++) {
-        float s = 0;
-        for (int j = 0; j < 32; j++)
-            s += x[32 * g + j];
-        sums[g] = s;
-        for (int k = 0; k < 4; k++)
-            for (int i = 0; i < 8; i++)
-                lanes[32 * g + 8 * k + i] = x[32 * g + 4 * i + k];
-    }
+    prep_avx2(x, n, lanes, sums);
 }
 
 #define ROWS(expr)                                                                                 \
