@@ -270,6 +270,7 @@ static void mv_group(const struct matmul_part *parts, int k, const float *x, int
 void matmul_w_group(const struct matmul_part *parts, int k, const float *x, int n, int n_threads,
                     float *scratch)
 {
+    if (k <= 0) return;
     if (n == 1 && k <= MATMUL_GROUP_MAX) {
         mv_group(parts, k, x, n_threads, scratch);
         return;

@@ -62,8 +62,9 @@ struct matmul_part {
 
 enum { MATMUL_GROUP_MAX = 3 };
 
-/* The k <= MATMUL_GROUP_MAX products parts[0..k) of one x (matrices of the
- * same `in`; outputs that do not overlap x or each other): the same bits as
+/* The k products parts[0..k) of one x (matrices of the same `in`; outputs
+ * that do not overlap x or each other; nothing when k <= 0; more than
+ * MATMUL_GROUP_MAX run one after another): the same bits as
  * k matmul_w calls, but a decode step (n == 1) runs all their rows in one
  * fork-join, so that Q, K and V (or gate and up) cost one wake-up of the
  * threads, and parts of one type share x's preparation. Scratch as

@@ -30,7 +30,8 @@ mv_dot_fn mv_x86_dot(enum mv_isa isa);
  * 32); 0 when it reads none. Best 64-byte aligned. */
 size_t mv_x86_prep_floats(enum mv_isa isa, uint32_t type, int64_t in);
 /* Writes that preparation of x[0..n), for the kernel of `type`, into prep
- * (mv_x86_prep_floats). */
+ * (mv_x86_prep_floats); only where mv_x86_prep_floats is not 0 (which
+ * holds n to a multiple of 64 on AVX-512, 32 on AVX2). */
 void mv_x86_prep(enum mv_isa isa, uint32_t type, const float *x, int64_t n, float *prep);
 
 /* y[r - r0] = dot(row r of W, x) for rows [r0, r1) by the set's kernel for

@@ -32,6 +32,8 @@ struct job {
  * bits, the range's first unit in bits 16..31 and its end in bits 0..15,
  * so that a worker that wakes late, after its generation is over, can take
  * no unit of the next one. One caller at a time holds `busy`. */
+_Static_assert(UNITS *MAX_THREADS <= 0xffff, "a range word holds unit numbers in 16 bits");
+
 struct range {
     uint64_t w;
     char pad[56]; /* a cache line each: owners take units without sharing */
@@ -114,8 +116,8 @@ static int64_t run_chunks(const struct job *j, int t)
             if (steal_half(j, t)) continue;
             break;
         }
-        int64_t b = u * j->grain, e = b + j->grain;
-        j->fn(j->ctx, b, e < j->n ? e : j->n, t);
+        int64_t b = u * j->grain, e = j->n - b > j->grain ? b + j->grain : j->n;
+        j->fn(j->ctx, b, e, t);
         ran++;
     }
     if (!ran || __atomic_add_fetch(&pool.finished, ran, __ATOMIC_ACQ_REL) != j->n_units) return ran;
@@ -230,8 +232,8 @@ void parallel_for(int n_threads, int64_t n, parallel_fn fn, void *ctx)
     /* units of at least 1 / (UNITS x threads) of the work: what one take
      * or the last steal moves (UNITS x MAX_THREADS fits a range word) */
     int64_t units = (int64_t)n_threads * UNITS < n ? (int64_t)n_threads * UNITS : n;
-    struct job j = {fn, ctx, n, (n + units - 1) / units, 0, 0, n_threads};
-    j.n_units = (n + j.grain - 1) / j.grain;
+    struct job j = {fn, ctx, n, n / units + (n % units != 0), 0, 0, n_threads};
+    j.n_units = n / j.grain + (n % j.grain != 0);
     double t0 = qg_now_s();
     pthread_mutex_lock(&pool.lock);
     j.gen = (uint32_t)(pool.generation + 1);

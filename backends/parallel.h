@@ -30,16 +30,17 @@ typedef void (*parallel_fn)(void *ctx, int64_t begin, int64_t end, int thread);
 /* Runs fn over [0, n) on the calling thread and n_threads - 1 workers,
  * and returns when all is done: each item is done exactly once, by one
  * call of fn, whose `thread` is that thread's number (< n_threads; a
- * thread may make several calls, a worker none). Each thread owns a
- * contiguous 1/n_threads of the items and takes it from the front in
- * units of 1/32 of its share, in order (a matrix-vector product then
- * streams each thread's rows through memory in one run); a thread whose
- * share is done steals the back half of the largest share left, so on a
- * loaded machine the threads that run take the work of one that does not.
- * Where the cuts fall depends on timing: fn's results must not depend on
- * them. Runs everything on the caller (one call of fn) when n_threads <=
- * 1, the pool is busy or does not pay (see above); fewer threads when
- * workers cannot be created. */
+ * thread may make several calls, a worker none). The items are cut into
+ * units [u g, (u + 1) g), g = ceil(n / (32 T)) for the T threads used
+ * (fewer when n < 32 T: one item each), one call of fn per unit; where the
+ * cuts fall depends on n and T alone, which thread runs a unit on timing.
+ * Each thread owns a contiguous 1/T of the units and takes them from the
+ * front, in order (a matrix-vector product then streams each thread's rows
+ * through memory in one run); a thread whose share is done steals the back
+ * half of the largest share left, so on a loaded machine the threads that
+ * run take the work of one that does not. Runs everything on the caller
+ * (one call of fn) when n_threads <= 1, the pool is busy or does not pay
+ * (see above); fewer threads when workers cannot be created. */
 void parallel_for(int n_threads, int64_t n, parallel_fn fn, void *ctx);
 
 /* 1 (the default): the pool steps aside when it does not pay (see above);

@@ -1,7 +1,8 @@
 /* vecmath — elementwise loops, one C body per vector width. */
 
-/* clang would fuse x * y + z within a statement where FMA is enabled (the
- * wide sets), and so change bits (fastmath.h's too, hence first); GCC in ISO C mode never does */
+/* No fused multiply-add (fastmath.h's code too, hence first): built with
+ * -ffp-contract=off, and clang told so again here, as it would fuse
+ * x * y + z within a statement where the wide sets enable FMA */
 #ifdef __clang__
 #pragma STDC FP_CONTRACT OFF
 #endif

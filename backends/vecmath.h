@@ -2,10 +2,11 @@
  * scaling) as wide as the CPU's vectors, with the scalar code's bits.
  *
  * Each function is one C loop compiled once per kernel set (portable,
- * AVX2, AVX-512; the set matmul_kernel_name() names). ISO C mode keeps the
- * compiler from fusing a multiply and an add, so every width performs the
- * scalar operations of fastmath.h lane by lane: the results are the same
- * bits whatever the set (tests compare them bit for bit).
+ * AVX2, AVX-512; the set matmul_kernel_name() names). The file is built
+ * with -ffp-contract=off (and tells clang the same by pragma), so no
+ * multiply and add are fused: every width performs the scalar operations
+ * of fastmath.h lane by lane, and the results are the same bits whatever
+ * the set (tests compare them bit for bit).
  */
 #ifndef QG_VECMATH_H
 #define QG_VECMATH_H
@@ -13,8 +14,9 @@
 #include <stdint.h>
 
 /* The largest of m and x[0..n) by `x[i] > m ? x[i] : m` in order: a NaN in
- * x is passed over, a NaN m stays (which of two equal zeros comes back may
- * differ from the loop's; neither changes an exp or a difference). */
+ * x is passed over, a NaN m stays. When the largest is a zero, which sign
+ * of it comes back may differ from the loop's: x - max then can differ in
+ * the sign of a zero result, which changes no exp and no sum. */
 float vm_max(const float *x, int64_t n, float m);
 
 /* y[i] = qg_expf(x[i] - shift) for i in [0, n); y may be x. */

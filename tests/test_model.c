@@ -19,6 +19,7 @@
 #include "tests/test.h"
 
 #include <cjson/cJSON.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -641,9 +642,52 @@ TEST(parallel_steals_from_a_stalled_thread)
         if (s.worker_slept) printf("caller did %d of 64 items\n", s.by_caller);
         stole = s.worker_slept && s.by_caller > 32;
     }
-    ASSERT(stole); /* without stealing the caller does its own 32, never more */
     parallel_set_adaptive(1);
+    ASSERT(stole); /* without stealing the caller does its own 32, never more */
     return 0;
+}
+
+struct cover_many {
+    int *seen;
+    int n_threads, bad_thread;
+};
+
+static void mark_many(void *ctx, int64_t begin, int64_t end, int thread)
+{
+    struct cover_many *c = ctx;
+    if (thread < 0 || thread >= c->n_threads) __atomic_store_n(&c->bad_thread, 1, __ATOMIC_RELAXED);
+    for (int64_t i = begin; i < end; i++)
+        __atomic_add_fetch(&c->seen[i], 1, __ATOMIC_RELAXED);
+    if (begin % 5 == 0) sched_yield(); /* threads fall behind, wake late, steal */
+}
+
+TEST(parallel_many_threads_every_item_once)
+{
+    /* 3, 8 and 64 threads on however few cores, calls of 1 to 4000 items
+     * one after another: workers are descheduled mid-call and wake after
+     * their call is over, shares are stolen and stolen again; every item is
+     * done exactly once, by a thread numbered below the count asked for */
+    parallel_set_adaptive(0);
+    enum { MAX_N = 4000 };
+    int *seen = malloc(MAX_N * sizeof *seen), rc = 0;
+    ASSERT(seen);
+    const int counts[] = {3, 8, 64};
+    uint64_t st = 5;
+    for (int rep = 0; rep < 600 && !rc; rep++) {
+        int T = counts[rep % 3];
+        int64_t n = 1 + (int64_t)(rng_unit(&st) * (MAX_N - 1));
+        memset(seen, 0, MAX_N * sizeof *seen);
+        struct cover_many c = {seen, T, 0};
+        parallel_for(T, n, mark_many, &c);
+        for (int64_t i = 0; i < n && !rc; i++)
+            if (seen[i] != 1)
+                rc = fprintf(stderr, "call %d (%d threads, %lld items): item %lld done %d times\n",
+                             rep, T, (long long)n, (long long)i, seen[i]);
+        if (c.bad_thread) rc = fprintf(stderr, "call %d: a thread number >= %d\n", rep, T);
+    }
+    parallel_set_adaptive(1);
+    free(seen);
+    return rc ? 1 : 0;
 }
 
 /* PPL of the text at path under the model at model, perturbed or not. */
@@ -834,19 +878,22 @@ static void decode_errors(const struct wmat *W, const float *x, int64_t rows, do
 
 TEST(matmul_group_matches_single_products)
 {
-    /* Q, K and V as one group (Q4_K, Q8_0 and Q4_K again: two parts share
-     * x's preparation), with a bias and a beta, give the bits of three
-     * matmul_w calls: in a decode step (one fork-join over all rows) on 1
-     * and 2 threads, and in prefill (the products one after another) */
-    enum { IN = 512, N = 3 };
-    const uint32_t types[] = {GGML_Q4_K, GGML_Q8_0, GGML_Q4_K};
-    const int64_t outs[] = {96, 40, 24}; /* 40: a last unit of 8 rows */
+    /* Q, K and V as one group (Q4_K, Q6_K and Q4_K again: the third part
+     * shares the first's preparation of x, which the second must not, as
+     * Q4_K's is pre-scaled for its kernel), with a bias and a beta, give the
+     * bits of three matmul_w calls: in a decode step (one fork-join over all
+     * rows, enough work for the pool) on 1 and 2 threads, and in prefill
+     * (the products one after another); and each decode row is the fused
+     * kernel's for that row alone */
+    enum { IN = 512, N = 3, OUT0 = 400 };
+    const uint32_t types[] = {GGML_Q4_K, GGML_Q6_K, GGML_Q4_K};
+    const int64_t outs[] = {OUT0, 40, 24}; /* 40: a last unit of 8 rows */
     uint64_t st = 9;
     struct wmat W[3];
-    float *y1[3], *y2[3], bias[96];
-    for (int i = 0; i < 96; i++)
+    float *y1[3], *y2[3], bias[OUT0];
+    for (int i = 0; i < OUT0; i++)
         bias[i] = (float)rng_unit(&st);
-    float *x = qg_alloc_aligned(sizeof(float) * IN * N), *w = malloc(sizeof(float) * IN * 96);
+    float *x = qg_alloc_aligned(sizeof(float) * IN * N), *w = malloc(sizeof(float) * IN);
     ASSERT(x && w);
     for (int i = 0; i < IN * N; i++)
         x[i] = (float)(rng_unit(&st) * 2 - 1);
@@ -858,7 +905,10 @@ TEST(matmul_group_matches_single_products)
         for (int64_t r = 0; r < outs[p]; r++) {
             for (int i = 0; i < IN; i++)
                 w[i] = (float)(rng_unit(&st) - 0.5);
-            ASSERT_OK(quant_row(types[p], w, q + r * rb, IN));
+            if (types[p] == GGML_Q6_K) /* quant_row makes no Q6_K */
+                synth_random_blocks(types[p], q + r * rb, IN, 0.5f, &st);
+            else
+                ASSERT_OK(quant_row(types[p], w, q + r * rb, IN));
         }
         W[p] = (struct wmat){"w", types[p], q, IN, outs[p], rb};
         y1[p] = malloc(sizeof(float) * N * (size_t)outs[p]);
@@ -867,8 +917,10 @@ TEST(matmul_group_matches_single_products)
     }
     float *scratch = qg_alloc_aligned(2 * matmul_scratch_floats(IN) * sizeof(float));
     ASSERT(scratch);
-    for (int n = 1; n <= N; n += N - 1)
-        for (int threads = 1; threads <= 2; threads++) {
+    parallel_set_adaptive(0); /* the pool for every call, whatever the load */
+    int rc = 0;
+    for (int n = 1; n <= N && !rc; n += N - 1)
+        for (int threads = 1; threads <= 2 && !rc; threads++) {
             struct matmul_part parts[3];
             for (int p = 0; p < 3; p++) {
                 for (int64_t i = 0; i < n * outs[p]; i++)
@@ -879,19 +931,23 @@ TEST(matmul_group_matches_single_products)
                 parts[p] = (struct matmul_part){y2[p], &W[p], b, beta};
             }
             matmul_w_group(parts, 3, x, n, threads, scratch);
-            for (int p = 0; p < 3; p++) {
-                ASSERT(!memcmp(y1[p], y2[p], sizeof(float) * (size_t)(n * outs[p])));
+            for (int p = 0; p < 3 && !rc; p++) {
+                if (memcmp(y1[p], y2[p], sizeof(float) * (size_t)(n * outs[p])))
+                    rc = fprintf(stderr, "n %d, %d threads: part %d differs\n", n, threads, p);
                 if (n > 1) continue;
                 /* and every row as the fused kernel computes it alone */
-                float row[IN], want[96];
+                float row[IN], want[OUT0];
                 matmul_rows_fused(want, x, &W[p], 0, outs[p], row);
-                for (int64_t r = 0; r < outs[p]; r++) {
+                for (int64_t r = 0; r < outs[p] && !rc; r++) {
                     float e = want[r] + (parts[p].beta != 0.0f ? parts[p].beta * (float)r : 0.0f) +
                               (parts[p].bias ? parts[p].bias[r] : 0.0f);
-                    ASSERT(!memcmp(&e, &y2[p][r], sizeof e));
+                    if (memcmp(&e, &y2[p][r], sizeof e))
+                        rc = fprintf(stderr, "%d threads: part %d row %lld: %g, alone %g\n",
+                                     threads, p, (long long)r, (double)y2[p][r], (double)e);
                 }
             }
         }
+    parallel_set_adaptive(1);
     for (int p = 0; p < 3; p++) {
         free((void *)W[p].data);
         free(y1[p]);
@@ -900,7 +956,7 @@ TEST(matmul_group_matches_single_products)
     free(scratch);
     free(x);
     free(w);
-    return 0;
+    return rc ? 1 : 0;
 }
 
 /* the checks of decode_kernels_match_portable with the kernel set in use */
