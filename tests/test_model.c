@@ -764,6 +764,29 @@ TEST(fastmath_expf_accurate_and_nan_safe)
     return 0;
 }
 
+/* Runs check(ctx) under every kernel set this CPU has (AVX-512, AVX2,
+ * portable; matmul_use_kernel), then puts back the set in use: 0 when
+ * each passed and at least one ran, else the first failure. */
+static int each_kernel_set(int (*check)(void *ctx), void *ctx)
+{
+    const char *const sets[] = {"avx512", "avx2", "portable"};
+    char was[16];
+    snprintf(was, sizeof was, "%s", matmul_kernel_name());
+    int ran = 0;
+    for (size_t k = 0; k < sizeof sets / sizeof *sets; k++) {
+        if (matmul_use_kernel(sets[k]) != QG_OK) {
+            printf("%s: this CPU lacks it, not checked\n", sets[k]);
+            continue;
+        }
+        int rc = check(ctx);
+        ASSERT_OK(matmul_use_kernel(was));
+        if (rc) return rc;
+        ran++;
+    }
+    ASSERT(ran >= 1);
+    return 0;
+}
+
 /* the vecmath functions of the kernel set in use against their scalar
  * loops, bit for bit, over n values of x (and u) */
 static int vecmath_check(const float *x, const float *u, int n)
@@ -811,6 +834,20 @@ static int vecmath_check(const float *x, const float *u, int n)
     return 0;
 }
 
+struct vecmath_rows {
+    const float *x, *u;
+    int n;
+};
+
+/* vecmath_check on the rows from their second value, then on a first 64
+ * that start with NaN */
+static int vecmath_sets_check(void *ctx)
+{
+    const struct vecmath_rows *r = ctx;
+    int rc = vecmath_check(r->x + 1, r->u, r->n - 1);
+    return rc ? rc : vecmath_check(r->x, r->u, 64);
+}
+
 TEST(vecmath_sets_match_scalar_bits)
 {
     /* max, exp, SwiGLU, scaling and weighted rows by every kernel set this CPU runs give
@@ -829,22 +866,9 @@ TEST(vecmath_sets_match_scalar_bits)
         if (i % 7 == 3) x[i] = special[(i / 7) % (sizeof special / sizeof *special)];
     }
     x[0] = NAN; /* a row that starts with NaN keeps NaN as its max */
-    const char *const sets[] = {"avx512", "avx2", "portable"};
-    char was[16];
-    snprintf(was, sizeof was, "%s", matmul_kernel_name());
-    int ran = 0;
-    for (size_t k = 0; k < sizeof sets / sizeof *sets; k++) {
-        if (matmul_use_kernel(sets[k]) != QG_OK) {
-            printf("%s: this CPU lacks it, not checked\n", sets[k]);
-            continue;
-        }
-        int rc = vecmath_check(x + 1, u, N - 1);
-        if (!rc) rc = vecmath_check(x, u, 64);
-        ASSERT_OK(matmul_use_kernel(was));
-        if (rc) return rc;
-        ran++;
-    }
-    ASSERT(ran >= 1);
+    struct vecmath_rows rows = {x, u, N};
+    int rc = each_kernel_set(vecmath_sets_check, &rows);
+    if (rc) return rc;
     free(x);
     free(u);
     return 0;
@@ -1059,6 +1083,12 @@ static int decode_kernels_check(void)
     return 0;
 }
 
+static int decode_kernels_check_ctx(void *ctx)
+{
+    (void)ctx;
+    return decode_kernels_check();
+}
+
 TEST(decode_kernels_match_portable)
 {
     /* the fused decode kernels of every set this CPU runs (AVX-512, AVX2)
@@ -1066,21 +1096,8 @@ TEST(decode_kernels_match_portable)
      * decoded rows: generated rows in the quantizable formats, random
      * blocks of every other format, and every tensor type of the shared
      * llama.cpp files when they are present */
-    const char *const sets[] = {"avx512", "avx2", "portable"};
-    char was[16];
-    snprintf(was, sizeof was, "%s", matmul_kernel_name());
-    int ran = 0;
-    for (size_t k = 0; k < sizeof sets / sizeof *sets; k++) {
-        if (matmul_use_kernel(sets[k]) != QG_OK) {
-            printf("%s: this CPU lacks it, not checked\n", sets[k]);
-            continue;
-        }
-        int rc = decode_kernels_check();
-        ASSERT_OK(matmul_use_kernel(was));
-        if (rc) return rc;
-        ran++;
-    }
-    ASSERT(ran >= 1);
+    int rc = each_kernel_set(decode_kernels_check_ctx, NULL);
+    if (rc) return rc;
     ASSERT_EQ(matmul_use_kernel("sse9"), QG_ERR_USAGE);
     return 0;
 }
