@@ -244,7 +244,7 @@ static void mv_group(const struct matmul_part *parts, int k, const float *x, int
                      float *scratch)
 {
     int64_t in = parts[0].W->in;
-    size_t per = matmul_scratch_floats(in), used = ROW_CHUNK + 256;
+    size_t per = matmul_scratch_floats(in), taken = 0; /* floats of preparations */
     struct mv_job j = {.x = x, .k = k, .scratch = scratch, .per_thread = per};
     j.isa = mv_isa_current(); /* once: the preparation is the kernel's */
     int64_t units = 0;
@@ -258,9 +258,9 @@ static void mv_group(const struct matmul_part *parts, int k, const float *x, int
         for (int e = 0; e < i && !q->prep; e++)
             if (j.parts[e].p.W->type == q->p.W->type) q->prep = j.parts[e].prep;
         size_t prep = (mv_x86_prep_floats(j.isa, q->p.W->type, in) + 15) / 16 * 16;
-        if (q->prep || prep == 0 || used + prep > per) continue;
-        used += prep;
-        float *xg = scratch + per - (used - ROW_CHUNK - 256); /* 64-byte aligned as scratch is */
+        if (q->prep || prep == 0 || ROW_CHUNK + 256 + taken + prep > per) continue;
+        taken += prep;
+        float *xg = scratch + per - taken; /* 64-byte aligned as scratch is */
         mv_x86_prep(j.isa, q->p.W->type, x, in, xg);
         q->prep = xg;
     }

@@ -57,6 +57,22 @@ static uint64_t range_word(uint32_t gen, int64_t lo, int64_t hi)
     return (uint64_t)gen << 32 | (uint64_t)lo << 16 | (uint64_t)hi;
 }
 
+/* the fields of a range word */
+static uint32_t range_gen(uint64_t w)
+{
+    return (uint32_t)(w >> 32);
+}
+
+static int64_t range_lo(uint64_t w)
+{
+    return (int64_t)(w >> 16 & 0xffff);
+}
+
+static int64_t range_hi(uint64_t w)
+{
+    return (int64_t)(w & 0xffff);
+}
+
 static void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -70,8 +86,8 @@ static int64_t take_front(int v, uint32_t gen)
 {
     uint64_t cur = __atomic_load_n(&pool.range[v].w, __ATOMIC_ACQUIRE);
     for (;;) {
-        int64_t lo = (int64_t)(cur >> 16 & 0xffff), hi = (int64_t)(cur & 0xffff);
-        if ((uint32_t)(cur >> 32) != gen || lo >= hi) return -1;
+        int64_t lo = range_lo(cur), hi = range_hi(cur);
+        if (range_gen(cur) != gen || lo >= hi) return -1;
         if (__atomic_compare_exchange_n(&pool.range[v].w, &cur, range_word(gen, lo + 1, hi), 0,
                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             return lo;
@@ -88,13 +104,12 @@ static int steal_half(const struct job *j, int t)
         uint64_t seen = 0;
         for (int u = 0; u < j->n_threads; u++) {
             uint64_t cur = __atomic_load_n(&pool.range[u].w, __ATOMIC_ACQUIRE);
-            int64_t left = (int64_t)(cur & 0xffff) - (int64_t)(cur >> 16 & 0xffff);
-            if (u != t && (uint32_t)(cur >> 32) == j->gen && left > most)
-                v = u, most = left, seen = cur;
+            int64_t left = range_hi(cur) - range_lo(cur);
+            if (u != t && range_gen(cur) == j->gen && left > most) v = u, most = left, seen = cur;
         }
         if (v < 0) return 0;
-        int64_t hi = (int64_t)(seen & 0xffff), cut = hi - (most + 1) / 2;
-        uint64_t lo_word = range_word(j->gen, (int64_t)(seen >> 16 & 0xffff), cut);
+        int64_t hi = range_hi(seen), cut = hi - (most + 1) / 2;
+        uint64_t lo_word = range_word(j->gen, range_lo(seen), cut);
         if (!__atomic_compare_exchange_n(&pool.range[v].w, &seen, lo_word, 0, __ATOMIC_ACQ_REL,
                                          __ATOMIC_ACQUIRE))
             continue;
@@ -107,7 +122,7 @@ static int steal_half(const struct job *j, int t)
 /* Takes units of job j as thread t while its generation lasts (its own
  * range, then stolen halves); then adds them to the finished count (the
  * last one wakes the caller). */
-static int64_t run_chunks(const struct job *j, int t)
+static int64_t run_units(const struct job *j, int t)
 {
     int64_t ran = 0;
     for (;;) {
@@ -144,17 +159,17 @@ static void *worker(void *arg)
         seen = pool.generation;
         struct job j = pool.job;
         pthread_mutex_unlock(&pool.lock);
-        if (t < j.n_threads) run_chunks(&j, t);
+        if (t < j.n_threads) run_units(&j, t);
     }
     return NULL;
 }
 
 /* Whether the pool pays. On a loaded machine (other processes on the
  * cores) the system runs a worker late and the caller waits for its
- * chunks; the default thread count must not then be slower than one
+ * units; the default thread count must not then be slower than one
  * thread. Over each window of calls, the time one thread would have taken
- * is estimated from the caller's own chunks (its time x chunks / its
- * chunks); when the pool saved under 10% of it, the next SOLO_CALLS calls
+ * is estimated from the caller's own units (its time x units / its
+ * units); when the pool saved under 10% of it, the next SOLO_CALLS calls
  * run on the caller alone, then the pool is tried again; each window in a
  * row that does not pay doubles that (up to SOLO_MAX), so that trying
  * costs little under a lasting load. The split of the
@@ -247,9 +262,9 @@ void parallel_for(int n_threads, int64_t n, parallel_fn fn, void *ctx)
     __atomic_store_n(&pool.generation, pool.generation + 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&pool.work);
     pthread_mutex_unlock(&pool.lock);
-    int64_t ran = run_chunks(&j, 0);
+    int64_t ran = run_units(&j, 0);
     double t_own = qg_now_s() - t0;
-    /* the workers' last chunks are usually a few microseconds away: a spin
+    /* the workers' last units are usually a few microseconds away: a spin
      * saves the futex round trip of a sleep (tens of microseconds on a
      * virtual machine, on every product of a decode step) */
     for (int i = 0; i < SPIN && __atomic_load_n(&pool.finished, __ATOMIC_ACQUIRE) < j.n_units; i++)
