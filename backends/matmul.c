@@ -30,7 +30,7 @@ size_t matmul_scratch_floats(int64_t max_in)
     size_t cap = (size_t)PANEL_MAX_ROWS * (size_t)max_in;
     if (cap > PANEL_MAX_FLOATS) cap = PANEL_MAX_FLOATS;
     size_t panel = cap > (size_t)16 * (size_t)max_in ? cap : (size_t)16 * (size_t)max_in,
-           decode = 2048 + 256 + MATMUL_GROUP_MAX * ((size_t)max_in / 32 + (size_t)max_in + 16);
+           decode = 2048 + 256 + MATMUL_GROUP_MAX * ((size_t)max_in / 32 + (size_t)max_in + 32);
     size_t per = panel > decode ? panel : decode;
     return (per + 15) / 16 * 16; /* each thread's part 64-byte aligned */
 }
@@ -137,7 +137,7 @@ enum mv_isa mv_isa_current(void)
     return (enum mv_isa)k;
 }
 
-static const char *const isa_names[] = {"portable", "avx2", "avx512"};
+static const char *const isa_names[] = {"portable", "avx2", "avx512", "avx512vnni"};
 
 const char *matmul_kernel_name(void)
 {

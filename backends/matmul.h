@@ -85,11 +85,11 @@ void matmul_rows_portable(float *y, const float *x, const struct wmat *W, int64_
  * CPU runs (the order of its sums is that set's). */
 float matmul_dot(const float *a, const float *b, int64_t n);
 
-/* "avx512", "avx2" or "portable": the decode kernel set in use (by
+/* "avx512vnni", "avx512", "avx2" or "portable": the decode kernel set in use (by
  * default the best this CPU runs). */
 const char *matmul_kernel_name(void);
 
-/* Uses the kernel set `name` ("avx512", "avx2", "portable") from now on,
+/* Uses the kernel set `name` ("avx512vnni", "avx512", "avx2", "portable") from now on,
  * process-wide (tests and benchmarks compare them; not to be called while
  * products run). Returns QG_OK, or QG_ERR_USAGE when the name is unknown or
  * this CPU lacks the set. */

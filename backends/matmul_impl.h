@@ -1,7 +1,8 @@
 /* matmul_impl — the x86 decode kernels behind matmul.c (folder-private).
  *
- * Kernel sets: AVX2 (with FMA and F16C) and AVX-512 (F, BW, VL, DQ),
- * chosen once at run time by matmul.c; on other CPUs and compilers every
+ * Kernel sets: AVX2 (with FMA and F16C), AVX-512 (F, BW, VL, DQ) and
+ * AVX-512 with VNNI, VBMI and GFNI (the AVX-512 set with an integer Q4_K
+ * kernel), chosen once at run time by matmul.c; on other CPUs and compilers every
  * call answers "no kernel" and matmul.c's portable C runs.
  */
 #ifndef QG_MATMUL_IMPL_H
@@ -12,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum mv_isa { MV_PORTABLE, MV_AVX2, MV_AVX512 };
+enum mv_isa { MV_PORTABLE, MV_AVX2, MV_AVX512, MV_AVX512_VNNI };
 
 /* The best kernel set this CPU runs. */
 enum mv_isa mv_isa_detect(void);

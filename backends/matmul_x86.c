@@ -11,6 +11,7 @@
 #include "backends/ggml_types.h"
 #include "backends/quant.h"
 
+#include <math.h>
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -248,21 +249,21 @@ AVX2 static float row_half_avx2(const struct wmat *W, int64_t r, const float *x,
 /* the scales of a Q4_K/Q5_K block b (d at b, dmin at b + 2, the 12 packed
  * 6-bit scales and mins at b + 4): returns d sc_g in lane g; *mins gets
  * the mins' share, dmin m_g times the group sums of x (xg), as 8 partial
- * sums. The 12 bytes are unpacked as whole words into 8 scale bytes and 8
+ * sums. The 12 bytes are unpacked as four words into 8 scale bytes and 8
  * min bytes (scales 0..3: bytes 0..3 & 63; 4..7: bytes 8..11 & 15 with the
  * top 2 bits of bytes 0..3 above; mins likewise from bytes 4..7 and
- * 8..11 >> 4) */
+ * 8..11 >> 4), two byte shuffles placing each word's sources; the load
+ * reads 4 bytes past the scales, still inside the block, and drops them */
 AVX2 static inline __attribute__((always_inline)) __m128i k4_unpack(const uint8_t *b)
 {
-    const uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
-    uint32_t u[4];
-    memcpy(u, b + 4, 12);
-    u[3] = ((u[2] >> 4) & k2) | (((u[1] >> 6) & k3) << 4);
-    const uint32_t mins_lo = u[1] & k1;
-    u[1] = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);
-    u[2] = mins_lo;
-    u[0] &= k1;
-    return _mm_loadu_si128((const __m128i *)u);
+    const __m128i v = _mm_loadu_si128((const __m128i *)(b + 4));
+    const __m128i low =
+        _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+    const __m128i top =
+        _mm_shuffle_epi8(v, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+    const __m128i m = _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f);
+    const __m128i lo = _mm_and_si128(_mm_srlv_epi32(low, _mm_setr_epi32(0, 0, 0, 4)), m);
+    return _mm_or_si128(lo, _mm_and_si128(_mm_srli_epi32(top, 2), _mm_set1_epi8(0x30)));
 }
 
 AVX2 static inline __attribute__((always_inline)) __m256 k4_scales_v(const uint8_t *b,
@@ -697,21 +698,25 @@ enum mv_isa mv_isa_detect(void)
     int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && quant_has_f16c();
     if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-        return MV_AVX512;
+        return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi") &&
+                       __builtin_cpu_supports("gfni")
+                   ? MV_AVX512_VNNI
+                   : MV_AVX512;
     return avx2 ? MV_AVX2 : MV_PORTABLE;
 }
 
 mv_dot_fn mv_x86_dot(enum mv_isa isa)
 {
-    return isa == MV_AVX512 ? dot_avx512 : isa == MV_AVX2 ? dot_avx2 : NULL;
+    return isa >= MV_AVX512 ? dot_avx512 : isa == MV_AVX2 ? dot_avx2 : NULL;
 }
 
 size_t mv_x86_prep_floats(enum mv_isa isa, uint32_t type, int64_t in)
 {
     int k = type == GGML_Q4_K || type == GGML_Q5_K || type == GGML_Q6_K;
-    if (isa == MV_AVX512 ? !k || in % 64 : isa != MV_AVX2 || (!k && type != GGML_Q4_0) || in % 32)
+    if (isa >= MV_AVX512 ? !k || in % 64 : isa != MV_AVX2 || (!k && type != GGML_Q4_0) || in % 32)
         return 0;
-    return (size_t)(in / 32 + in);
+    /* VNNI Q4_K: the flag after the sums (vnni_flag_at) */
+    return (size_t)(in / 32 + in) + (isa == MV_AVX512_VNNI && type == GGML_Q4_K);
 }
 
 /* The AVX-512 pair layout (see nibble_pair) of x[0..n), n % 64 == 0, and
@@ -768,10 +773,215 @@ AVX2 static void prep_avx2(const float *x, int64_t n, float *lanes, float *sums)
     }
 }
 
+/* ------------------------------------------- AVX-512 VNNI: Q4_K in integers
+ *
+ * x's preparation (prep_q4_k_vnni) holds each 32-element group as 24-bit
+ * integers n = round(x 2^(22 - e)), e the exponent of the group's largest
+ * |x|, split into three byte planes (n = top 2^16 + mid 2^8 + low; top
+ * signed, mid and low unsigned). A pair of groups' 64 nibbles meets each
+ * plane in one vpdpbusd, which sums 4 products per 32-bit lane exactly:
+ * the lane sum of q n (below 2^29) is exact, is converted to float once,
+ * and is scaled by d sc 2^(e - 22). Every product is exact and the only
+ * roundings are x's to 24 bits and the float accumulation; the float
+ * kernel above rounds each product instead. Ahead of the sums of groups
+ * as in the pair layout, one flag: 1 for this layout, 0 where some group
+ * could not be held so (an infinity or NaN, or a largest |x| outside
+ * 2^-60..2^60 but not 0) and the masked float kernel's layout was
+ * written instead. */
+
+#define AVX512VNNI                                                                                 \
+    __attribute__((                                                                                \
+        target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,gfni,avx2,fma,f16c")))
+
+/* the planes of a group: per pair of groups 192 bytes, top, mid, low, 64
+ * each in element order; then per group 2^(e_g - 22) */
+enum { VNNI_PAIR_BYTES = 192 };
+
+/* the flag's index in a preparation over in inputs */
+static int64_t vnni_flag_at(int64_t in)
+{
+    return in + in / 32;
+}
+
+/* writes group g's planes and 2^(e - 22); 0, or -1 when it cannot */
+AVX512VNNI static int vnni_group(const float *x, uint8_t *planes, float *xs)
+{
+    const __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16);
+    const float m = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1)));
+    if (!(m <= 0x1p60f) || (m != 0.0f && m < 0x1p-60f)) return -1; /* NaN fails too */
+    int e = m == 0.0f ? 0 : ilogbf(m);
+    *xs = m == 0.0f ? 0.0f : ldexpf(1.0f, e - 22);
+    const __m512 up = _mm512_set1_ps((float)(22 - e));
+    const __m512i lo = _mm512_set1_epi32(-(1 << 23)), hi = _mm512_set1_epi32((1 << 23) - 1);
+    for (int h = 0; h < 2; h++) {
+        /* round to nearest, then held to 24 bits (2^23 - 1/2 rounds up) */
+        __m512i n = _mm512_cvtps_epi32(_mm512_scalef_ps(h ? x1 : x0, up));
+        n = _mm512_min_epi32(_mm512_max_epi32(n, lo), hi);
+        _mm_storeu_si128((__m128i *)(planes + 16 * h),
+                         _mm512_cvtepi32_epi8(_mm512_srai_epi32(n, 16)));
+        _mm_storeu_si128((__m128i *)(planes + 64 + 16 * h),
+                         _mm512_cvtepi32_epi8(_mm512_srli_epi32(n, 8)));
+        _mm_storeu_si128((__m128i *)(planes + 128 + 16 * h), _mm512_cvtepi32_epi8(n));
+    }
+    return 0;
+}
+
+/* The VNNI preparation of x[0..n) for Q4_K (n % 256 == 0), or the masked
+ * layout with the flag 0 */
+AVX512VNNI static void prep_q4_k_vnni(const float *x, int64_t n, float *prep)
+{
+    uint8_t *planes = (uint8_t *)prep;
+    float *xs = prep + 3 * n / 4, *sums = prep + n;
+    for (int64_t b = 0; b < n; b += 256) {
+        float *xb = xs + b / 32;
+        for (int g = 0; g < 8; g++) {
+            /* group g: elements of pair g / 2, half g % 2 */
+            uint8_t *pg = planes + (b / 64 + g / 2) * VNNI_PAIR_BYTES + 32 * (g % 2);
+            if (vnni_group(x + b + 32 * g, pg, xb + g)) {
+                prep_avx512(1, x, n, prep, sums);
+                prep[vnni_flag_at(n)] = 0.0f;
+                return;
+            }
+        }
+    }
+    for (int64_t g = 0; g < n / 32; g++)
+        sums[g] = _mm512_reduce_add_ps(
+            _mm512_add_ps(_mm512_loadu_ps(x + 32 * g), _mm512_loadu_ps(x + 32 * g + 16)));
+    prep[vnni_flag_at(n)] = 1.0f;
+}
+
+/* sum of q n over a pair of groups, per 32-bit lane (4 elements), from 32
+ * bytes of nibbles at q and the pair's planes p */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i pair_dot_vnni(const uint8_t *q,
+                                                                              const uint8_t *p)
+{
+    /* bit matrices (GF(2) affine, one per 64-bit lane): the low nibble of
+     * each byte in lanes 0..3, the high one moved down in lanes 4..7 */
+    const long long lo = 0x0102040800000000LL, hi = 0x1020408000000000LL;
+    const __m512i v = _mm512_gf2p8affine_epi64_epi8(
+        _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)q)),
+        _mm512_setr_epi64(lo, lo, lo, lo, hi, hi, hi, hi), 0);
+    /* the top plane is signed: nibbles as the unsigned operand; the mid and
+     * low planes are unsigned: nibbles (below 16) as the signed one */
+    __m512i t = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v, _mm512_loadu_si512(p));
+    t = _mm512_dpbusd_epi32(_mm512_slli_epi32(t, 8), _mm512_loadu_si512(p + 64), v);
+    return _mm512_dpbusd_epi32(_mm512_slli_epi32(t, 8), _mm512_loadu_si512(p + 128), v);
+}
+
+/* byte indices for k4_scales_x4's maskz permutes (only every fourth byte
+ * is read): byte 4l of [h] is lane l's scale of block 2h + l / 8 (its 16
+ * bytes at 16 (2h + l / 8), scales 0..7, mins 8..15), [h + 2] its min */
+#define K4_SPREAD(s)                                                                               \
+    {                                                                                              \
+        (s), 0, 0, 0, (s) + 1, 0, 0, 0, (s) + 2, 0, 0, 0, (s) + 3, 0, 0, 0, (s) + 4, 0, 0, 0,      \
+            (s) + 5, 0, 0, 0, (s) + 6, 0, 0, 0, (s) + 7, 0, 0, 0, (s) + 16, 0, 0, 0, (s) + 17, 0,  \
+            0, 0, (s) + 18, 0, 0, 0, (s) + 19, 0, 0, 0, (s) + 20, 0, 0, 0, (s) + 21, 0, 0, 0,      \
+            (s) + 22, 0, 0, 0, (s) + 23, 0, 0, 0                                                   \
+    }
+static const uint8_t k4_spread[4][64] = {K4_SPREAD(0), K4_SPREAD(32), K4_SPREAD(8), K4_SPREAD(40)};
+#undef K4_SPREAD
+
+/* the scales of 4 Q4_K blocks at b (144 bytes apart) into ds (8 floats a
+ * block: d sc_g 2^(e_g - 22), xs holding the 2^(e_g - 22)), adding their
+ * mins' share (dmin m_g sum(x)_g) to *mins: k4_unpack's shuffles on each
+ * 128-bit lane, one block per lane */
+AVX512VNNI static inline __attribute__((always_inline)) void
+k4_scales_x4(const uint8_t *b, const float *xs, const float *sums, float *ds, __m512 *mins)
+{
+    __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(b + 4)));
+    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(b + 148)), 1);
+    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(b + 292)), 2);
+    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(b + 436)), 3);
+    const __m512i low = _mm512_shuffle_epi8(
+        v,
+        _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11)));
+    const __m512i top =
+        _mm512_shuffle_epi8(v, _mm512_broadcast_i32x4(_mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1,
+                                                                    -1, -1, -1, 4, 5, 6, 7)));
+    const __m512i m =
+        _mm512_broadcast_i32x4(_mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
+    const __m512i u = _mm512_or_si512(
+        _mm512_and_si512(_mm512_srlv_epi32(low, _mm512_broadcast_i32x4(_mm_setr_epi32(0, 0, 0, 4))),
+                         m),
+        _mm512_and_si512(_mm512_srli_epi32(top, 2), _mm512_set1_epi8(0x30)));
+    /* d and dmin of the 4 blocks: d0 dmin0 d1 dmin1 ... */
+    uint32_t w[4];
+    for (int i = 0; i < 4; i++)
+        memcpy(&w[i], b + 144 * i, 4);
+    const __m512 dd = _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w)));
+    for (int h = 0; h < 2; h++) {
+        /* blocks 2h, 2h + 1: their 8 scale (mins: + 8) bytes to 16 lanes */
+        const uint8_t *is = k4_spread[h], *im = k4_spread[h + 2];
+        const __m512 sc = _mm512_cvtepi32_ps(_mm512_maskz_permutexvar_epi8(
+                         0x1111111111111111ULL, _mm512_loadu_si512(is), u)),
+                     mn = _mm512_cvtepi32_ps(_mm512_maskz_permutexvar_epi8(
+                         0x1111111111111111ULL, _mm512_loadu_si512(im), u));
+        const __m512i id = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2);
+        const __m512i di = _mm512_add_epi32(id, _mm512_set1_epi32(4 * h));
+        const __m512 d = _mm512_permutexvar_ps(di, dd),
+                     dm = _mm512_permutexvar_ps(_mm512_add_epi32(di, _mm512_set1_epi32(1)), dd);
+        _mm512_storeu_ps(ds + 16 * h,
+                         _mm512_mul_ps(_mm512_mul_ps(d, sc), _mm512_loadu_ps(xs + 16 * h)));
+        *mins = _mm512_fmadd_ps(_mm512_mul_ps(dm, mn), _mm512_loadu_ps(sums + 16 * h), *mins);
+    }
+}
+
+/* the scales of one block (k4_scales_x4's, for a row's last blocks) */
+AVX512VNNI static inline __attribute__((always_inline)) void
+k4_scales_x1(const uint8_t *b, const float *xs, const float *sums, float *ds, __m512 *mins)
+{
+    __m512 acc = _mm512_setzero_ps();
+    const __m512 v = k4_scales16(b, sums, &acc);
+    *mins = _mm512_add_ps(*mins, acc);
+    _mm256_storeu_ps(ds, _mm256_mul_ps(_mm512_castps512_ps256(v), _mm256_loadu_ps(xs)));
+}
+
+/* Q4_K from the VNNI preparation: dot = sum_g d sc_g 2^(e_g - 22) (q.n)_g
+ * - dmin m_g sum(x)_g. The scales of up to 64 blocks are decoded ahead of
+ * their nibbles, 4 blocks at a time */
+AVX512VNNI static float row_q4_k_vnni(const struct wmat *W, int64_t r, const float *prep)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes, *planes = (const uint8_t *)prep;
+    const float *xs = prep + 3 * W->in / 4, *sums = prep + W->in;
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, accm = a0;
+    const int64_t nb = W->in / 256;
+    float ds[64 * 8];
+    for (int64_t s0 = 0; s0 < nb; s0 += 64) {
+        const int64_t s1 = s0 + 64 < nb ? s0 + 64 : nb;
+        int64_t i = s0;
+        for (; i + 4 <= s1; i += 4)
+            k4_scales_x4(b + 144 * i, xs + 8 * i, sums + 8 * i, ds + 8 * (i - s0), &accm);
+        for (; i < s1; i++)
+            k4_scales_x1(b + 144 * i, xs + 8 * i, sums + 8 * i, ds + 8 * (i - s0), &accm);
+        for (i = s0; i < s1; i++) {
+            const uint8_t *q = b + 144 * i;
+            _mm_prefetch((const char *)q + 1440, _MM_HINT_T0); /* 10 blocks ahead */
+            _mm_prefetch((const char *)q + 1504, _MM_HINT_T0);
+            const __m512 d = _mm512_castps256_ps512(_mm256_loadu_ps(ds + 8 * (i - s0)));
+            const uint8_t *p = planes + 4 * i * VNNI_PAIR_BYTES;
+            for (int j = 0; j < 4; j += 2) {
+                a0 = _mm512_fmadd_ps(
+                    two_scales(d, 2 * j),
+                    _mm512_cvtepi32_ps(pair_dot_vnni(q + 16 + 32 * j, p + VNNI_PAIR_BYTES * j)),
+                    a0);
+                a1 = _mm512_fmadd_ps(two_scales(d, 2 * j + 2),
+                                     _mm512_cvtepi32_ps(pair_dot_vnni(
+                                         q + 48 + 32 * j, p + VNNI_PAIR_BYTES * (j + 1))),
+                                     a1);
+            }
+        }
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1)) - _mm512_reduce_add_ps(accm);
+}
+
 void mv_x86_prep(enum mv_isa isa, uint32_t type, const float *x, int64_t n, float *prep)
 {
     float *lanes = prep, *sums = prep + n;
-    if (isa == MV_AVX512) {
+    if (isa == MV_AVX512_VNNI && type == GGML_Q4_K) {
+        prep_q4_k_vnni(x, n, prep);
+        return;
+    }
+    if (isa >= MV_AVX512) {
         prep_avx512(type == GGML_Q4_K, x, n, lanes, sums);
         return;
     }
@@ -785,8 +995,8 @@ void mv_x86_prep(enum mv_isa isa, uint32_t type, const float *x, int64_t n, floa
         return 1;                                                                                  \
     } while (0)
 
-static int rows_avx512(float *y, const float *x, const float *prep, const struct wmat *W,
-                       int64_t r0, int64_t r1)
+static int rows_avx512(enum mv_isa isa, float *y, const float *x, const float *prep,
+                       const struct wmat *W, int64_t r0, int64_t r1)
 {
     switch (W->type) {
     case GGML_Q8_0:
@@ -801,6 +1011,8 @@ static int rows_avx512(float *y, const float *x, const float *prep, const struct
     case GGML_BF16:
         ROWS(row_half_avx512(W, r, x, W->type == GGML_BF16));
     case GGML_Q4_K:
+        if (prep && isa == MV_AVX512_VNNI && prep[vnni_flag_at(W->in)] != 0.0f)
+            ROWS(row_q4_k_vnni(W, r, prep));
         if (prep) ROWS(row_q4_k_avx512(W, r, prep));
         return 0;
     case GGML_Q5_K:
@@ -847,7 +1059,7 @@ static int rows_avx2(float *y, const float *x, const float *prep, const struct w
 int mv_x86_rows(enum mv_isa isa, float *y, const float *x, const float *prep, const struct wmat *W,
                 int64_t r0, int64_t r1)
 {
-    if (isa == MV_AVX512 && rows_avx512(y, x, prep, W, r0, r1)) return 1;
+    if (isa >= MV_AVX512 && rows_avx512(isa, y, x, prep, W, r0, r1)) return 1;
     /* the AVX2 kernels without an AVX-512 one read no preparation */
     return isa != MV_PORTABLE && rows_avx2(y, x, isa == MV_AVX2 ? prep : NULL, W, r0, r1);
 }

@@ -103,9 +103,11 @@ VM_AVX512 static float max_avx512(const float *x, int64_t n, float m)
     return max_base(x + i, n - i, max_base(l, 32, m));
 }
 /* indexed by enum mv_isa */
-static const struct vm_set sets[] = {VM_ENTRY(base), VM_ENTRY(avx2), VM_ENTRY(avx512)};
+static const struct vm_set sets[] = {VM_ENTRY(base), VM_ENTRY(avx2), VM_ENTRY(avx512),
+                                     VM_ENTRY(avx512)};
 #else
-static const struct vm_set sets[] = {VM_ENTRY(base), VM_ENTRY(base), VM_ENTRY(base)};
+static const struct vm_set sets[] = {VM_ENTRY(base), VM_ENTRY(base), VM_ENTRY(base),
+                                     VM_ENTRY(base)};
 #endif
 
 static const struct vm_set *set(void)

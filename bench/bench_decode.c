@@ -1,7 +1,7 @@
 /* bench_decode — single-stream decode speed against memory bandwidth.
  *
  * usage: bench_decode [--quick | --1b] [--dir DIR] [--threads T] [--tokens N] [--types LIST]
- *                     [--kernel avx512|avx2|portable]
+ *                     [--kernel avx512vnni|avx512|avx2|portable]
  *
  * For each type, a random Llama model (the shapes of bench_ppl, written
  * there or here into DIR) is mapped, a one-token prompt evaluated, then N
@@ -175,8 +175,10 @@ int main(int argc, char **argv)
                                argv[i]),
                        64;
         } else
-            return fprintf(stderr, "usage: bench_decode [--quick | --1b] [--dir DIR] [--threads T] "
-                                   "[--tokens N] [--types LIST] [--kernel avx512|avx2|portable]\n"),
+            return fprintf(
+                       stderr,
+                       "usage: bench_decode [--quick | --1b] [--dir DIR] [--threads T] "
+                       "[--tokens N] [--types LIST] [--kernel avx512vnni|avx512|avx2|portable]\n"),
                    64;
     }
     mkdir(dir, 0777);

@@ -769,7 +769,7 @@ TEST(fastmath_expf_accurate_and_nan_safe)
  * each passed and at least one ran, else the first failure. */
 static int each_kernel_set(int (*check)(void *ctx), void *ctx)
 {
-    const char *const sets[] = {"avx512", "avx2", "portable"};
+    const char *const sets[] = {"avx512vnni", "avx512", "avx2", "portable"};
     char was[16];
     snprintf(was, sizeof was, "%s", matmul_kernel_name());
     int ran = 0;
@@ -1100,4 +1100,88 @@ TEST(decode_kernels_match_portable)
     if (rc) return rc;
     ASSERT_EQ(matmul_use_kernel("sse9"), QG_ERR_USAGE);
     return 0;
+}
+
+/* y = W x under kernel set `set`, then back to avx512vnni */
+static int rows_under(const char *set, const struct wmat *W, const float *x, float *y)
+{
+    ASSERT_OK(matmul_use_kernel(set));
+    float *row = malloc((size_t)W->in * sizeof *row);
+    matmul_rows_fused(y, x, W, 0, W->out, row);
+    free(row);
+    ASSERT_OK(matmul_use_kernel("avx512vnni"));
+    return 0;
+}
+
+/* decode_q4_k_vnni_edges for rows of `in` inputs, under avx512vnni */
+static int vnni_edges(int64_t in, uint64_t *st)
+{
+    enum { ROWS = 8 };
+    size_t rb = (size_t)in / 256 * 144;
+    float *w = malloc(sizeof(float) * (size_t)in), *x = malloc(sizeof(float) * (size_t)in),
+          *xb = malloc(sizeof(float) * (size_t)in);
+    uint8_t *q = malloc(rb * ROWS);
+    int rc = 0;
+    for (int r = 0; r < ROWS && !rc; r++) {
+        for (int64_t i = 0; i < in; i++)
+            w[i] = (float)(rng_unit(st) - 0.5);
+        rc = quant_row(GGML_Q4_K, w, q + (size_t)r * rb, in);
+    }
+    struct wmat W = {"w", GGML_Q4_K, q, in, ROWS, rb};
+    for (int64_t i = 0; i < in; i++)
+        x[i] = (float)(rng_unit(st) * 2 - 1);
+    /* groups it holds: zeros, a max of 2^-60 and just under 2^60, one
+     * scaling to 2^23 - 1/2 (rounds up, held at 2^23 - 1), a subnormal */
+    for (int k = 0; k < 6 && 32 * (k + 1) <= in; k++) {
+        float *g = x + 32 * k;
+        if (k == 0 || k == 1) memset(g, 0, 32 * sizeof *g);
+        if (k == 1) g[31] = -0x1p-60f;
+        for (int i = 0; k == 2 && i < 32; i++) /* a whole group: one huge value */
+            g[i] = i == 3 ? 0x1.fffffep59f
+                          : g[i] * 0x1p58f; /* alone, its two Q4_K terms would cancel */
+        if (k == 3) g[7] = 0x1.fffffep3f, g[8] = -2.0f;
+        if (k == 4) g[9] = -0x1.fffffep3f, g[10] = 0x1p-140f;
+    }
+    double ef, ep;
+    decode_errors(&W, x, ROWS, &ef, &ep);
+    printf("in %lld: vnni %.2e portable %.2e\n", (long long)in, ef, ep);
+    if (!rc && !(ef < 1e-6)) rc = fprintf(stderr, "in %lld: error %g\n", (long long)in, ef);
+    /* groups it cannot hold (the last one): the float kernel's bits */
+    const float bad[] = {0x1p-61f, 0x1p61f, INFINITY, -INFINITY, NAN};
+    for (size_t b = 0; b < sizeof bad / sizeof *bad && !rc; b++) {
+        memcpy(xb, x, sizeof(float) * (size_t)in);
+        if (b == 0) memset(xb + in - 32, 0, 32 * sizeof *xb); /* the whole group tiny */
+        xb[in - 3] = bad[b];
+        float yv[ROWS], yf[ROWS];
+        rc = rows_under("avx512vnni", &W, xb, yv) || rows_under("avx512", &W, xb, yf);
+        if (!rc && memcmp(yv, yf, sizeof yv))
+            rc = fprintf(stderr, "in %lld, x %g: %g, the float kernel %g\n", (long long)in,
+                         (double)bad[b], (double)yv[0], (double)yf[0]);
+    }
+    free(w);
+    free(x);
+    free(xb);
+    free(q);
+    return rc ? 1 : 0;
+}
+
+TEST(decode_q4_k_vnni_edges)
+{
+    /* the integer Q4_K kernel (avx512vnni) against a double product of the
+     * decoded rows: rows leaving 1 to 3 blocks after its 4-block scale
+     * decoding, and spanning two of its 64-block segments; x whose groups
+     * it holds (0, maxima of 2^-60 and just under 2^60, a value rounding
+     * up to 2^23); and x whose groups it must hand to the float kernel (a
+     * max below 2^-60 or above 2^60, infinities, NaN): then the avx512
+     * set's bits */
+    char was[16];
+    snprintf(was, sizeof was, "%s", matmul_kernel_name());
+    if (matmul_use_kernel("avx512vnni") != QG_OK) SKIP("this CPU lacks avx512vnni");
+    uint64_t st = 7;
+    const int64_t ins[] = {256, 512, 768, 1536, 64 * 256, 67 * 256};
+    int rc = 0;
+    for (size_t c = 0; c < sizeof ins / sizeof *ins && !rc; c++)
+        rc = vnni_edges(ins[c], &st);
+    ASSERT_OK(matmul_use_kernel(was));
+    return rc;
 }
