@@ -3,8 +3,9 @@
  * The pool's workers are created once per process (as many as the widest
  * call asked for) and reused by every phase of every model: a decode step
  * makes some 100 calls, and creating threads per call cost more than the
- * work. Between calls a worker spins briefly (4000 pauses: tens to a few
- * hundred us by CPU, for the next phase of the same pass) and then blocks on a condition
+ * work. Between calls a worker spins briefly (256 pauses, then 64 yields
+ * that give the core to any thread that wants it: about 80 us on an idle
+ * machine, for the next phase of the same pass) and then blocks on a condition
  * variable, so idle workers take no CPU (a pool that spins for long cost
  * 40% of throughput on two cores when OpenBLAS also had threads); the
  * caller likewise spins before it sleeps on the workers' last chunks. One
