@@ -723,8 +723,9 @@ size_t mv_x86_prep_floats(enum mv_isa isa, uint32_t type, int64_t in)
     int k = type == GGML_Q4_K || type == GGML_Q5_K || type == GGML_Q6_K;
     if (isa >= MV_AVX512 ? !k || in % 64 : isa != MV_AVX2 || (!k && type != GGML_Q4_0) || in % 32)
         return 0;
-    /* VNNI Q4_K: the flag after the sums (vnni_flag_at) */
-    return (size_t)(in / 32 + in) + (isa == MV_AVX512_VNNI && type == GGML_Q4_K);
+    /* VNNI Q4_K and Q6_K: the flag after the rest (vnni_flag_at) */
+    return (size_t)(in / 32 + in) +
+           (isa == MV_AVX512_VNNI && (type == GGML_Q4_K || type == GGML_Q6_K));
 }
 
 /* The AVX-512 pair layout (see nibble_pair) of x[0..n), n % 64 == 0, and
@@ -811,12 +812,17 @@ static int64_t vnni_flag_at(int64_t in)
     return in + in / 32;
 }
 
-/* writes group g's planes and 2^(e - 22); 0, or -1 when it cannot */
-AVX512VNNI static int vnni_group(const float *x, uint8_t *planes, float *xs)
+/* writes a group's planes and 2^(e - 22), and when quads is not NULL 32
+ * times the sum of n over each 4 elements (8 of them); 0, or -1 when it
+ * cannot */
+AVX512VNNI static int vnni_group(const float *x, uint8_t *planes, float *xs, int32_t *quads)
 {
     const __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16);
+    /* a NaN first: the max instructions drop it */
+    if (_mm512_cmp_ps_mask(x0, x0, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(x1, x1, _CMP_UNORD_Q))
+        return -1;
     const float m = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1)));
-    if (!(m <= 0x1p60f) || (m != 0.0f && m < 0x1p-60f)) return -1; /* NaN fails too */
+    if (!(m <= 0x1p60f) || (m != 0.0f && m < 0x1p-60f)) return -1;
     int e = m == 0.0f ? 0 : ilogbf(m);
     *xs = m == 0.0f ? 0.0f : ldexpf(1.0f, e - 22);
     const __m512 up = _mm512_set1_ps((float)(22 - e));
@@ -830,6 +836,14 @@ AVX512VNNI static int vnni_group(const float *x, uint8_t *planes, float *xs)
         _mm_storeu_si128((__m128i *)(planes + 64 + 16 * h),
                          _mm512_cvtepi32_epi8(_mm512_srli_epi32(n, 8)));
         _mm_storeu_si128((__m128i *)(planes + 128 + 16 * h), _mm512_cvtepi32_epi8(n));
+        if (!quads) continue;
+        /* a 128-bit lane holds 4 elements: its sum in each of its lanes */
+        __m512i t = _mm512_add_epi32(n, _mm512_shuffle_epi32(n, _MM_PERM_CDAB));
+        t = _mm512_add_epi32(t, _mm512_shuffle_epi32(t, _MM_PERM_BADC));
+        t = _mm512_permutexvar_epi32(
+            _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), t);
+        _mm_storeu_si128((__m128i *)(quads + 4 * h),
+                         _mm512_castsi512_si128(_mm512_slli_epi32(t, 5)));
     }
     return 0;
 }
@@ -845,7 +859,7 @@ AVX512VNNI static void prep_q4_k_vnni(const float *x, int64_t n, float *prep)
         for (int g = 0; g < 8; g++) {
             /* group g: elements of pair g / 2, half g % 2 */
             uint8_t *pg = planes + (b / 64 + g / 2) * VNNI_PAIR_BYTES + 32 * (g % 2);
-            if (vnni_group(x + b + 32 * g, pg, xb + g)) {
+            if (vnni_group(x + b + 32 * g, pg, xb + g, NULL)) {
                 prep_avx512(1, x, n, prep, sums);
                 prep[vnni_flag_at(n)] = 0.0f;
                 return;
@@ -855,6 +869,26 @@ AVX512VNNI static void prep_q4_k_vnni(const float *x, int64_t n, float *prep)
     for (int64_t g = 0; g < n / 32; g++)
         sums[g] = _mm512_reduce_add_ps(
             _mm512_add_ps(_mm512_loadu_ps(x + 32 * g), _mm512_loadu_ps(x + 32 * g + 16)));
+    prep[vnni_flag_at(n)] = 1.0f;
+}
+
+/* The VNNI preparation of x[0..n) for Q6_K (n % 256 == 0): the planes,
+ * then 32 times the sum of n over each 4 elements (int32, at prep + 3n/4
+ * + n/32), or the float kernel's layout with the flag 0 */
+AVX512VNNI static void prep_q6_k_vnni(const float *x, int64_t n, float *prep)
+{
+    uint8_t *planes = (uint8_t *)prep;
+    float *xs = prep + 3 * n / 4;
+    int32_t *quads = (int32_t *)(void *)(xs + n / 32);
+    for (int64_t g = 0; g < n / 32; g++) {
+        /* group g: pair g / 2, half g % 2 */
+        uint8_t *pg = planes + g / 2 * VNNI_PAIR_BYTES + 32 * (g % 2);
+        if (vnni_group(x + 32 * g, pg, xs + g, quads + 8 * g)) {
+            prep_avx512(0, x, n, prep, prep + n);
+            prep[vnni_flag_at(n)] = 0.0f;
+            return;
+        }
+    }
     prep[vnni_flag_at(n)] = 1.0f;
 }
 
@@ -982,11 +1016,70 @@ AVX512VNNI static float row_q4_k_vnni(const struct wmat *W, int64_t r, const flo
     return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1)) - _mm512_reduce_add_ps(accm);
 }
 
+/* Q6_K from the VNNI preparation: per 4 elements the exact integer sum of
+ * (q - 32) n, as sum q n (q, the stored 6 bits, below 64: the nibbles'
+ * role in pair_dot_vnni) less 32 sum n (the preparation's quads), below
+ * 2^30; scaled by d sc_j 2^(e - 22), scale j over 16 elements, x's group
+ * j / 2. The 6-bit values are assembled as row_q6_k_avx512 does, in
+ * element order, 64 a vector. */
+AVX512VNNI static float row_q6_k_vnni(const struct wmat *W, int64_t r, const float *prep)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes, *planes = (const uint8_t *)prep;
+    const float *xs = prep + 3 * W->in / 4;
+    const int32_t *quads = (const int32_t *)(const void *)(xs + W->in / 32);
+    const __m512i m4 = _mm512_set1_epi8(0xF), m3 = _mm512_set1_epi8(0x30),
+                  two = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2),
+                  quad = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                  halves = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0;
+    for (int64_t k = 0; k < W->in; k += 256, b += 210) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + AHEAD + 128, _MM_HINT_T0);
+        const __m512 xs16 =
+            _mm512_permutexvar_ps(halves, _mm512_castps256_ps512(_mm256_loadu_ps(xs + k / 32)));
+        const __m512 ds =
+            _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(h2f_f16c(b + 208)),
+                                        _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                                            _mm_loadu_si128((const __m128i *)(b + 192))))),
+                          xs16);
+        for (int n = 0; n < 2; n++) {
+            const __m512i ql = _mm512_loadu_si512((const void *)(b + 64 * n));
+            const __m512i qh =
+                _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b + 128 + 32 * n)));
+            for (int h = 0; h < 2; h++) {
+                const __m512i lo = _mm512_and_si512(h ? _mm512_srli_epi32(ql, 4) : ql, m4);
+                const __m512i sh =
+                    _mm512_srlv_epi32(qh, _mm512_add_epi32(two, _mm512_set1_epi32(4 * h)));
+                /* lo | (sh << 4 & 0x30) */
+                const __m512i v = _mm512_ternarylogic_epi32(lo, _mm512_slli_epi32(sh, 4), m3, 0xF8);
+                const int64_t e0 = k + 128 * n + 64 * h; /* its first element */
+                const uint8_t *p = planes + e0 / 64 * VNNI_PAIR_BYTES;
+                __m512i t = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v, _mm512_loadu_si512(p));
+                t = _mm512_dpbusd_epi32(_mm512_slli_epi32(t, 8), _mm512_loadu_si512(p + 64), v);
+                t = _mm512_sub_epi32(_mm512_slli_epi32(t, 8), _mm512_loadu_si512(quads + e0 / 4));
+                t = _mm512_dpbusd_epi32(t, _mm512_loadu_si512(p + 128), v);
+                const __m512 sc = _mm512_permutexvar_ps(
+                    _mm512_add_epi32(quad, _mm512_set1_epi32(8 * n + 4 * h)), ds);
+                if (h)
+                    a1 = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(t), a1);
+                else
+                    a0 = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(t), a0);
+            }
+        }
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+}
+
 void mv_x86_prep(enum mv_isa isa, uint32_t type, const float *x, int64_t n, float *prep)
 {
     float *lanes = prep, *sums = prep + n;
     if (isa == MV_AVX512_VNNI && type == GGML_Q4_K) {
         prep_q4_k_vnni(x, n, prep);
+        return;
+    }
+    if (isa == MV_AVX512_VNNI && type == GGML_Q6_K) {
+        prep_q6_k_vnni(x, n, prep);
         return;
     }
     if (isa >= MV_AVX512) {
@@ -1027,6 +1120,8 @@ static int rows_avx512(enum mv_isa isa, float *y, const float *x, const float *p
         if (prep) ROWS(row_q5_k_avx512(W, r, prep));
         return 0;
     case GGML_Q6_K:
+        if (prep && isa == MV_AVX512_VNNI && prep[vnni_flag_at(W->in)] != 0.0f)
+            ROWS(row_q6_k_vnni(W, r, prep));
         if (prep) ROWS(row_q6_k_avx512(W, r, prep));
         return 0;
     default:

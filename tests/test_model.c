@@ -1113,21 +1113,23 @@ static int rows_under(const char *set, const struct wmat *W, const float *x, flo
     return 0;
 }
 
-/* decode_q4_k_vnni_edges for rows of `in` inputs, under avx512vnni */
-static int vnni_edges(int64_t in, uint64_t *st)
+/* decode_vnni_edges for rows of `in` inputs of `type` (Q4_K: quantized
+ * random rows; Q6_K: random blocks), under avx512vnni */
+static int vnni_edges(uint32_t type, int64_t in, uint64_t *st)
 {
     enum { ROWS = 8 };
-    size_t rb = (size_t)in / 256 * 144;
+    size_t rb = (size_t)in / 256 * ggml_type_get(type)->type_size;
     float *w = malloc(sizeof(float) * (size_t)in), *x = malloc(sizeof(float) * (size_t)in),
           *xb = malloc(sizeof(float) * (size_t)in);
     uint8_t *q = malloc(rb * ROWS);
     int rc = 0;
-    for (int r = 0; r < ROWS && !rc; r++) {
+    for (int r = 0; r < ROWS && !rc && type == GGML_Q4_K; r++) {
         for (int64_t i = 0; i < in; i++)
             w[i] = (float)(rng_unit(st) - 0.5);
         rc = quant_row(GGML_Q4_K, w, q + (size_t)r * rb, in);
     }
-    struct wmat W = {"w", GGML_Q4_K, q, in, ROWS, rb};
+    if (type != GGML_Q4_K) synth_random_blocks(type, q, in * ROWS, 0.5f, st);
+    struct wmat W = {"w", type, q, in, ROWS, rb};
     for (int64_t i = 0; i < in; i++)
         x[i] = (float)(rng_unit(st) * 2 - 1);
     /* groups it holds: zeros, a max of 2^-60 and just under 2^60, one
@@ -1144,8 +1146,10 @@ static int vnni_edges(int64_t in, uint64_t *st)
     }
     double ef, ep;
     decode_errors(&W, x, ROWS, &ef, &ep);
-    printf("in %lld: vnni %.2e portable %.2e\n", (long long)in, ef, ep);
-    if (!rc && !(ef < 1e-6)) rc = fprintf(stderr, "in %lld: error %g\n", (long long)in, ef);
+    const char *name = ggml_type_get(type)->name;
+    printf("%s, in %lld: vnni %.2e portable %.2e\n", name, (long long)in, ef, ep);
+    if (!rc && !(ef < 1e-6))
+        rc = fprintf(stderr, "%s, in %lld: error %g\n", name, (long long)in, ef);
     /* groups it cannot hold (the last one): the float kernel's bits */
     const float bad[] = {0x1p-61f, 0x1p61f, INFINITY, -INFINITY, NAN};
     for (size_t b = 0; b < sizeof bad / sizeof *bad && !rc; b++) {
@@ -1155,8 +1159,8 @@ static int vnni_edges(int64_t in, uint64_t *st)
         float yv[ROWS], yf[ROWS];
         rc = rows_under("avx512vnni", &W, xb, yv) || rows_under("avx512", &W, xb, yf);
         if (!rc && memcmp(yv, yf, sizeof yv))
-            rc = fprintf(stderr, "in %lld, x %g: %g, the float kernel %g\n", (long long)in,
-                         (double)bad[b], (double)yv[0], (double)yf[0]);
+            rc = fprintf(stderr, "%s, in %lld, x %g: %g, the float kernel %g\n", name,
+                         (long long)in, (double)bad[b], (double)yv[0], (double)yf[0]);
     }
     free(w);
     free(x);
@@ -1165,11 +1169,12 @@ static int vnni_edges(int64_t in, uint64_t *st)
     return rc ? 1 : 0;
 }
 
-TEST(decode_q4_k_vnni_edges)
+TEST(decode_vnni_edges)
 {
-    /* the integer Q4_K kernel (avx512vnni) against a double product of the
-     * decoded rows: rows leaving 1 to 3 blocks after its 4-block scale
-     * decoding, and spanning two of its 64-block segments; x whose groups
+    /* the integer Q4_K and Q6_K kernels (avx512vnni) against a double
+     * product of the decoded rows: rows leaving 1 to 3 blocks after the Q4_K
+     * kernel's 4-block scale decoding, and spanning two of its 64-block
+     * segments; x whose groups
      * it holds (0, maxima of 2^-60 and just under 2^60, a value rounding
      * up to 2^23); and x whose groups it must hand to the float kernel (a
      * max below 2^-60 or above 2^60, infinities, NaN): then the avx512
@@ -1181,7 +1186,7 @@ TEST(decode_q4_k_vnni_edges)
     const int64_t ins[] = {256, 512, 768, 1536, 64 * 256, 67 * 256};
     int rc = 0;
     for (size_t c = 0; c < sizeof ins / sizeof *ins && !rc; c++)
-        rc = vnni_edges(ins[c], &st);
+        rc = vnni_edges(GGML_Q4_K, ins[c], &st) || vnni_edges(GGML_Q6_K, ins[c], &st);
     ASSERT_OK(matmul_use_kernel(was));
     return rc;
 }
