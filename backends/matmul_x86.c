@@ -723,9 +723,8 @@ size_t mv_x86_prep_floats(enum mv_isa isa, uint32_t type, int64_t in)
     int k = type == GGML_Q4_K || type == GGML_Q5_K || type == GGML_Q6_K;
     if (isa >= MV_AVX512 ? !k || in % 64 : isa != MV_AVX2 || (!k && type != GGML_Q4_0) || in % 32)
         return 0;
-    /* VNNI Q4_K and Q6_K: the flag after the rest (vnni_flag_at) */
-    return (size_t)(in / 32 + in) +
-           (isa == MV_AVX512_VNNI && (type == GGML_Q4_K || type == GGML_Q6_K));
+    /* and on avx512vnni the flag after the rest (vnni_flag_at) */
+    return (size_t)(in / 32 + in) + (isa == MV_AVX512_VNNI);
 }
 
 /* The AVX-512 pair layout (see nibble_pair) of x[0..n), n % 64 == 0, and
@@ -782,21 +781,22 @@ AVX2 static void prep_avx2(const float *x, int64_t n, float *lanes, float *sums)
     }
 }
 
-/* ------------------------------------------- AVX-512 VNNI: Q4_K in integers
+/* ---------------------------- AVX-512 VNNI: Q4_K, Q5_K and Q6_K in integers
  *
- * x's preparation (prep_q4_k_vnni) holds each 32-element group as 24-bit
- * integers n = round(x 2^(22 - e)), e the exponent of the group's largest
- * |x|, split into three byte planes (n = top 2^16 + mid 2^8 + low; top
- * signed, mid and low unsigned). A pair of groups' 64 nibbles meets each
- * plane in one vpdpbusd, which sums 4 products per 32-bit lane exactly:
- * the lane sum of q n (below 2^29) is exact, is converted to float once,
- * and is scaled by d sc 2^(e - 22). Every product is exact and the only
- * roundings are x's to 24 bits and the float accumulation; the float
- * kernel above rounds each product instead. Ahead of the sums of groups
- * as in the pair layout, one flag: 1 for this layout, 0 where some group
- * could not be held so (an infinity or NaN, or a largest |x| outside
- * 2^-60..2^60 but not 0) and the masked float kernel's layout was
- * written instead. */
+ * x's preparation (prep_k45_vnni, prep_q6_k_vnni) holds each 32-element
+ * group as integers n = round(x 2^(22 - e)) below 2^23 in magnitude (e
+ * the exponent of the group's largest |x|, which keeps 23 significant
+ * bits), split into three byte planes (n = top 2^16 + mid 2^8 + low; top
+ * signed, mid and low unsigned). A pair of groups' 64 weights (values
+ * below 64) meets each plane in one vpdpbusd, which sums 4 products per
+ * 32-bit lane exactly: the lane sum of q n (below 2^31) is exact, is
+ * converted to float once and scaled by d sc 2^(e - 22). So the roundings
+ * are x's (at most 2^-23 of its group's largest), the lane sum's
+ * conversion, and the float accumulation; the float kernels round each
+ * product instead. After the layout's other parts, one flag: 1 for this
+ * layout, 0 where some group was not held so (a NaN or infinity, or a
+ * largest |x| outside 2^-60..2^60 but not 0: a conservative range, well
+ * inside float's) and the float kernel's layout was written instead. */
 
 #define AVX512VNNI                                                                                 \
     __attribute__((                                                                                \
@@ -829,7 +829,8 @@ AVX512VNNI static int vnni_group(const float *x, uint8_t *planes, float *xs, int
     const __m512i lo = _mm512_set1_epi32(-(1 << 23)), hi = _mm512_set1_epi32((1 << 23) - 1);
     for (int h = 0; h < 2; h++) {
         /* round to nearest, then held to 24 bits (2^23 - 1/2 rounds up) */
-        __m512i n = _mm512_cvtps_epi32(_mm512_scalef_ps(h ? x1 : x0, up));
+        __m512i n = _mm512_cvt_roundps_epi32(_mm512_scalef_ps(h ? x1 : x0, up),
+                                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         n = _mm512_min_epi32(_mm512_max_epi32(n, lo), hi);
         _mm_storeu_si128((__m128i *)(planes + 16 * h),
                          _mm512_cvtepi32_epi8(_mm512_srai_epi32(n, 16)));
@@ -848,9 +849,10 @@ AVX512VNNI static int vnni_group(const float *x, uint8_t *planes, float *xs, int
     return 0;
 }
 
-/* The VNNI preparation of x[0..n) for Q4_K (n % 256 == 0), or the masked
- * layout with the flag 0 */
-AVX512VNNI static void prep_q4_k_vnni(const float *x, int64_t n, float *prep)
+/* The VNNI preparation of x[0..n) for Q4_K and Q5_K (n % 256 == 0): the
+ * planes, then the group sums; or the float kernel's layout (prep_avx512,
+ * masked for Q4_K) with the flag 0 */
+AVX512VNNI static void prep_k45_vnni(int masked, const float *x, int64_t n, float *prep)
 {
     uint8_t *planes = (uint8_t *)prep;
     float *xs = prep + 3 * n / 4, *sums = prep + n;
@@ -860,7 +862,7 @@ AVX512VNNI static void prep_q4_k_vnni(const float *x, int64_t n, float *prep)
             /* group g: elements of pair g / 2, half g % 2 */
             uint8_t *pg = planes + (b / 64 + g / 2) * VNNI_PAIR_BYTES + 32 * (g % 2);
             if (vnni_group(x + b + 32 * g, pg, xb + g, NULL)) {
-                prep_avx512(1, x, n, prep, sums);
+                prep_avx512(masked, x, n, prep, sums);
                 prep[vnni_flag_at(n)] = 0.0f;
                 return;
             }
@@ -892,22 +894,27 @@ AVX512VNNI static void prep_q6_k_vnni(const float *x, int64_t n, float *prep)
     prep[vnni_flag_at(n)] = 1.0f;
 }
 
-/* sum of q n over a pair of groups, per 32-bit lane (4 elements), from 32
- * bytes of nibbles at q and the pair's planes p */
-AVX512VNNI static inline __attribute__((always_inline)) __m512i pair_dot_vnni(const uint8_t *q,
-                                                                              const uint8_t *p)
+/* sum of q n over a pair of groups, per 32-bit lane (4 elements): q the
+ * pair's 64 values (below 64) in element order, p its planes */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i planes_dot(__m512i v,
+                                                                           const uint8_t *p)
+{
+    /* the top plane is signed: the values as the unsigned operand; the mid
+     * and low planes are unsigned: the values (below 64) as the signed one */
+    __m512i t = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v, _mm512_loadu_si512(p));
+    t = _mm512_dpbusd_epi32(_mm512_slli_epi32(t, 8), _mm512_loadu_si512(p + 64), v);
+    return _mm512_dpbusd_epi32(_mm512_slli_epi32(t, 8), _mm512_loadu_si512(p + 128), v);
+}
+
+/* the 64 nibbles of 32 bytes at q in element order (low nibbles, then high) */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i nibbles64(const uint8_t *q)
 {
     /* bit matrices (GF(2) affine, one per 64-bit lane): the low nibble of
      * each byte in lanes 0..3, the high one moved down in lanes 4..7 */
     const long long lo = 0x0102040800000000LL, hi = 0x1020408000000000LL;
-    const __m512i v = _mm512_gf2p8affine_epi64_epi8(
+    return _mm512_gf2p8affine_epi64_epi8(
         _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)q)),
         _mm512_setr_epi64(lo, lo, lo, lo, hi, hi, hi, hi), 0);
-    /* the top plane is signed: nibbles as the unsigned operand; the mid and
-     * low planes are unsigned: nibbles (below 16) as the signed one */
-    __m512i t = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v, _mm512_loadu_si512(p));
-    t = _mm512_dpbusd_epi32(_mm512_slli_epi32(t, 8), _mm512_loadu_si512(p + 64), v);
-    return _mm512_dpbusd_epi32(_mm512_slli_epi32(t, 8), _mm512_loadu_si512(p + 128), v);
 }
 
 /* byte indices for k4_scales_x4's maskz permutes (only every fourth byte
@@ -923,17 +930,18 @@ AVX512VNNI static inline __attribute__((always_inline)) __m512i pair_dot_vnni(co
 static const uint8_t k4_spread[4][64] = {K4_SPREAD(0), K4_SPREAD(32), K4_SPREAD(8), K4_SPREAD(40)};
 #undef K4_SPREAD
 
-/* the scales of 4 Q4_K blocks at b (144 bytes apart) into ds (8 floats a
+/* the scales of 4 Q4_K or Q5_K blocks at b (stride bytes apart) into ds (8 floats a
  * block: d sc_g 2^(e_g - 22), xs holding the 2^(e_g - 22)), adding their
  * mins' share (dmin m_g sum(x)_g) to *mins: k4_unpack's shuffles on each
  * 128-bit lane, one block per lane */
 AVX512VNNI static inline __attribute__((always_inline)) void
-k4_scales_x4(const uint8_t *b, const float *xs, const float *sums, float *ds, __m512 *mins)
+k4_scales_x4(const uint8_t *b, size_t stride, const float *xs, const float *sums, float *ds,
+             __m512 *mins)
 {
     __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(b + 4)));
-    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(b + 148)), 1);
-    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(b + 292)), 2);
-    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(b + 436)), 3);
+    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(b + stride + 4)), 1);
+    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(b + 2 * stride + 4)), 2);
+    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(b + 3 * stride + 4)), 3);
     const __m512i low = _mm512_shuffle_epi8(
         v,
         _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11)));
@@ -949,7 +957,7 @@ k4_scales_x4(const uint8_t *b, const float *xs, const float *sums, float *ds, __
     /* d and dmin of the 4 blocks: d0 dmin0 d1 dmin1 ... */
     uint32_t w[4];
     for (int i = 0; i < 4; i++)
-        memcpy(&w[i], b + 144 * i, 4);
+        memcpy(&w[i], b + stride * i, 4);
     const __m512 dd = _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w)));
     for (int h = 0; h < 2; h++) {
         /* blocks 2h, 2h + 1: their 8 scale (mins: + 8) bytes to 16 lanes */
@@ -978,13 +986,18 @@ k4_scales_x1(const uint8_t *b, const float *xs, const float *sums, float *ds, __
     _mm256_storeu_ps(ds, _mm256_mul_ps(_mm512_castps512_ps256(v), _mm256_loadu_ps(xs)));
 }
 
-/* Q4_K from the VNNI preparation: dot = sum_g d sc_g 2^(e_g - 22) (q.n)_g
- * - dmin m_g sum(x)_g. The scales of up to 64 blocks are decoded ahead of
- * their nibbles, 4 blocks at a time */
-AVX512VNNI static float row_q4_k_vnni(const struct wmat *W, int64_t r, const float *prep)
+/* Q4_K (five 0) or Q5_K (five 1) from the VNNI preparation: dot = sum_g
+ * d sc_g 2^(e_g - 22) (q.n)_g - dmin m_g sum(x)_g. The scales of up to 64
+ * blocks are decoded ahead of their values, 4 blocks at a time. Q5_K's
+ * fifth bits join its nibbles as row_q5_k_avx512 does. */
+AVX512VNNI static inline __attribute__((always_inline)) float
+row_k45_vnni(const struct wmat *W, int64_t r, const float *prep, int five)
 {
+    const size_t stride = five ? 176 : 144, first = five ? 48 : 16; /* nibbles' offset */
     const uint8_t *b = W->data + (size_t)r * W->row_bytes, *planes = (const uint8_t *)prep;
     const float *xs = prep + 3 * W->in / 4, *sums = prep + W->in;
+    const __m512i b4 = _mm512_set1_epi8(0x10),
+                  odd = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, accm = a0;
     const int64_t nb = W->in / 256;
     float ds[64 * 8];
@@ -992,33 +1005,51 @@ AVX512VNNI static float row_q4_k_vnni(const struct wmat *W, int64_t r, const flo
         const int64_t s1 = s0 + 64 < nb ? s0 + 64 : nb;
         int64_t i = s0;
         for (; i + 4 <= s1; i += 4)
-            k4_scales_x4(b + 144 * i, xs + 8 * i, sums + 8 * i, ds + 8 * (i - s0), &accm);
+            k4_scales_x4(b + stride * i, stride, xs + 8 * i, sums + 8 * i, ds + 8 * (i - s0),
+                         &accm);
         for (; i < s1; i++)
-            k4_scales_x1(b + 144 * i, xs + 8 * i, sums + 8 * i, ds + 8 * (i - s0), &accm);
+            k4_scales_x1(b + stride * i, xs + 8 * i, sums + 8 * i, ds + 8 * (i - s0), &accm);
         for (i = s0; i < s1; i++) {
-            const uint8_t *q = b + 144 * i;
+            const uint8_t *q = b + stride * i;
             _mm_prefetch((const char *)q + AHEAD, _MM_HINT_T0);
             _mm_prefetch((const char *)q + AHEAD + 64, _MM_HINT_T0);
+            if (five) _mm_prefetch((const char *)q + AHEAD + 128, _MM_HINT_T0);
             const __m512 d = _mm512_castps256_ps512(_mm256_loadu_ps(ds + 8 * (i - s0)));
             const uint8_t *p = planes + 4 * i * VNNI_PAIR_BYTES;
-            for (int j = 0; j < 4; j += 2) {
-                a0 = _mm512_fmadd_ps(
-                    two_scales(d, 2 * j),
-                    _mm512_cvtepi32_ps(pair_dot_vnni(q + 16 + 32 * j, p + VNNI_PAIR_BYTES * j)),
-                    a0);
-                a1 = _mm512_fmadd_ps(two_scales(d, 2 * j + 2),
-                                     _mm512_cvtepi32_ps(pair_dot_vnni(
-                                         q + 48 + 32 * j, p + VNNI_PAIR_BYTES * (j + 1))),
-                                     a1);
+            const __m512i qh =
+                five ? _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(q + 16)))
+                     : _mm512_setzero_si512();
+            for (int j = 0; j < 4; j++) {
+                __m512i v = nibbles64(q + first + 32 * j);
+                if (five) { /* bit 2j (low nibbles) or 2j + 1 (high) of qh to bit 4 */
+                    const __m512i h =
+                        _mm512_srlv_epi32(qh, _mm512_add_epi32(odd, _mm512_set1_epi32(2 * j)));
+                    v = _mm512_ternarylogic_epi32(v, _mm512_slli_epi32(h, 4), b4, 0xF8);
+                }
+                const __m512 t = _mm512_cvtepi32_ps(planes_dot(v, p + VNNI_PAIR_BYTES * j));
+                if (j % 2)
+                    a1 = _mm512_fmadd_ps(two_scales(d, 2 * j), t, a1);
+                else
+                    a0 = _mm512_fmadd_ps(two_scales(d, 2 * j), t, a0);
             }
         }
     }
     return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1)) - _mm512_reduce_add_ps(accm);
 }
 
+AVX512VNNI static float row_q4_k_vnni(const struct wmat *W, int64_t r, const float *prep)
+{
+    return row_k45_vnni(W, r, prep, 0);
+}
+
+AVX512VNNI static float row_q5_k_vnni(const struct wmat *W, int64_t r, const float *prep)
+{
+    return row_k45_vnni(W, r, prep, 1);
+}
+
 /* Q6_K from the VNNI preparation: per 4 elements the exact integer sum of
  * (q - 32) n, as sum q n (q, the stored 6 bits, below 64: the nibbles'
- * role in pair_dot_vnni) less 32 sum n (the preparation's quads), below
+ * role in planes_dot) less 32 sum n (the preparation's quads), below
  * 2^30; scaled by d sc_j 2^(e - 22), scale j over 16 elements, x's group
  * j / 2. The 6-bit values are assembled as row_q6_k_avx512 does, in
  * element order, 64 a vector. */
@@ -1074,8 +1105,8 @@ AVX512VNNI static float row_q6_k_vnni(const struct wmat *W, int64_t r, const flo
 void mv_x86_prep(enum mv_isa isa, uint32_t type, const float *x, int64_t n, float *prep)
 {
     float *lanes = prep, *sums = prep + n;
-    if (isa == MV_AVX512_VNNI && type == GGML_Q4_K) {
-        prep_q4_k_vnni(x, n, prep);
+    if (isa == MV_AVX512_VNNI && (type == GGML_Q4_K || type == GGML_Q5_K)) {
+        prep_k45_vnni(type == GGML_Q4_K, x, n, prep);
         return;
     }
     if (isa == MV_AVX512_VNNI && type == GGML_Q6_K) {
@@ -1117,6 +1148,8 @@ static int rows_avx512(enum mv_isa isa, float *y, const float *x, const float *p
         if (prep) ROWS(row_q4_k_avx512(W, r, prep));
         return 0;
     case GGML_Q5_K:
+        if (prep && isa == MV_AVX512_VNNI && prep[vnni_flag_at(W->in)] != 0.0f)
+            ROWS(row_q5_k_vnni(W, r, prep));
         if (prep) ROWS(row_q5_k_avx512(W, r, prep));
         return 0;
     case GGML_Q6_K:

@@ -2,7 +2,8 @@
  * scaling) as wide as the CPU's vectors, with the scalar code's bits.
  *
  * Each function is one C loop compiled once per kernel set (portable,
- * AVX2, AVX-512; the set matmul_kernel_name() names). The file is built
+ * AVX2, AVX-512; the set matmul_kernel_name() names, avx512vnni running
+ * the AVX-512 one). The file is built
  * with -ffp-contract=off (and tells clang the same by pragma), so no
  * multiply and add are fused: every width performs the scalar operations
  * of fastmath.h lane by lane, and the results are the same bits whatever

@@ -1114,7 +1114,7 @@ static int rows_under(const char *set, const struct wmat *W, const float *x, flo
 }
 
 /* decode_vnni_edges for rows of `in` inputs of `type` (Q4_K: quantized
- * random rows; Q6_K: random blocks), under avx512vnni */
+ * random rows; Q5_K, Q6_K: random blocks), under avx512vnni */
 static int vnni_edges(uint32_t type, int64_t in, uint64_t *st)
 {
     enum { ROWS = 8 };
@@ -1171,9 +1171,9 @@ static int vnni_edges(uint32_t type, int64_t in, uint64_t *st)
 
 TEST(decode_vnni_edges)
 {
-    /* the integer Q4_K and Q6_K kernels (avx512vnni) against a double
-     * product of the decoded rows: rows leaving 1 to 3 blocks after the Q4_K
-     * kernel's 4-block scale decoding, and spanning two of its 64-block
+    /* the integer Q4_K, Q5_K and Q6_K kernels (avx512vnni) against a
+     * double product of the decoded rows: rows leaving 1 to 3 blocks after
+     * the Q4_K and Q5_K kernels' 4-block scale decoding, and spanning two of its 64-block
      * segments; x whose groups
      * it holds (0, maxima of 2^-60 and just under 2^60, a value rounding
      * up to 2^23); and x whose groups it must hand to the float kernel (a
@@ -1186,7 +1186,8 @@ TEST(decode_vnni_edges)
     const int64_t ins[] = {256, 512, 768, 1536, 64 * 256, 67 * 256};
     int rc = 0;
     for (size_t c = 0; c < sizeof ins / sizeof *ins && !rc; c++)
-        rc = vnni_edges(GGML_Q4_K, ins[c], &st) || vnni_edges(GGML_Q6_K, ins[c], &st);
+        rc = vnni_edges(GGML_Q4_K, ins[c], &st) || vnni_edges(GGML_Q5_K, ins[c], &st) ||
+             vnni_edges(GGML_Q6_K, ins[c], &st);
     ASSERT_OK(matmul_use_kernel(was));
     return rc;
 }
