@@ -536,6 +536,21 @@ AVX512 static inline __attribute__((always_inline)) __m512 lane_sbyte512(__m512i
     return _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(v, 24 - 8 * k), 24));
 }
 
+/* Q6_K's 6-bit values q (below 64) of elements 128n + 64h .. + 63 of a
+ * block, in element order: ql the 64 bytes of low nibbles of that n
+ * (elements l and l + 32 in the low nibbles of bytes l and l + 32, l +
+ * 64 and l + 96 in their high nibbles: h), qh its 32 bytes of high bits
+ * broadcast to both halves (bits 2q of byte l for quarter q = 2h and 2h +
+ * 1, moved to bits 4..5) */
+AVX512 static inline __attribute__((always_inline)) __m512i q6_values(__m512i ql, __m512i qh, int h)
+{
+    const __m512i two = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2);
+    const __m512i lo = _mm512_and_si512(h ? _mm512_srli_epi32(ql, 4) : ql, _mm512_set1_epi8(0xF));
+    const __m512i sh = _mm512_srlv_epi32(qh, _mm512_add_epi32(two, _mm512_set1_epi32(4 * h)));
+    /* lo | (sh << 4 & 0x30) */
+    return _mm512_ternarylogic_epi32(lo, _mm512_slli_epi32(sh, 4), _mm512_set1_epi8(0x30), 0xF8);
+}
+
 /* Q6_K (see row_q6_k_avx2): per half n of 128 elements, the 64 bytes of
  * ql as one vector hold quarters 0 and 1 (low nibbles) or 2 and 3 (high),
  * a pair of groups in the pair layout; their scales, 16 elements each,
@@ -544,9 +559,7 @@ AVX512 static float row_q6_k_avx512(const struct wmat *W, int64_t r, const float
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
     const float *lanes = xg;
-    const __m512i m4 = _mm512_set1_epi8(0xF), m3 = _mm512_set1_epi8(0x30),
-                  c32 = _mm512_set1_epi8(32),
-                  two = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2),
+    const __m512i c32 = _mm512_set1_epi8(32),
                   quad = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
     __m512 a0 = _mm512_setzero_ps(), a1 = a0;
     for (int64_t k = 0; k < W->in; k += 256, b += 210) {
@@ -557,15 +570,10 @@ AVX512 static float row_q6_k_avx512(const struct wmat *W, int64_t r, const float
                                                _mm_loadu_si128((const __m128i *)(b + 192)))));
         for (int n = 0; n < 2; n++) {
             const __m512i ql = _mm512_loadu_si512((const void *)(b + 64 * n));
-            /* qh's bits 2q (quarter q) moved to bits 4..5 of each byte:
-             * quarters 0/1 (h = 0), 2/3 (h = 1) */
             const __m512i qh =
                 _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b + 128 + 32 * n)));
             for (int h = 0; h < 2; h++) {
-                __m512i lo = _mm512_and_si512(h ? _mm512_srli_epi32(ql, 4) : ql, m4);
-                __m512i sh = _mm512_srlv_epi32(qh, _mm512_add_epi32(two, _mm512_set1_epi32(4 * h)));
-                __m512i hi = _mm512_and_si512(_mm512_slli_epi32(sh, 4), m3);
-                __m512i v = _mm512_sub_epi8(_mm512_or_si512(lo, hi), c32);
+                __m512i v = _mm512_sub_epi8(q6_values(ql, qh, h), c32);
                 const float *xl = lanes + k + 128 * n + 64 * h;
                 __m512 s0 = _mm512_mul_ps(lane_sbyte512(v, 0), _mm512_loadu_ps(xl));
                 __m512 s1 = _mm512_mul_ps(lane_sbyte512(v, 1), _mm512_loadu_ps(xl + 16));
@@ -1051,16 +1059,13 @@ AVX512VNNI static float row_q5_k_vnni(const struct wmat *W, int64_t r, const flo
  * (q - 32) n, as sum q n (q, the stored 6 bits, below 64: the nibbles'
  * role in planes_dot) less 32 sum n (the preparation's quads), below
  * 2^30; scaled by d sc_j 2^(e - 22), scale j over 16 elements, x's group
- * j / 2. The 6-bit values are assembled as row_q6_k_avx512 does, in
- * element order, 64 a vector. */
+ * j / 2. The 6-bit values by q6_values, in element order, 64 a vector. */
 AVX512VNNI static float row_q6_k_vnni(const struct wmat *W, int64_t r, const float *prep)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes, *planes = (const uint8_t *)prep;
     const float *xs = prep + 3 * W->in / 4;
     const int32_t *quads = (const int32_t *)(const void *)(xs + W->in / 32);
-    const __m512i m4 = _mm512_set1_epi8(0xF), m3 = _mm512_set1_epi8(0x30),
-                  two = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2),
-                  quad = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+    const __m512i quad = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
                   halves = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
     __m512 a0 = _mm512_setzero_ps(), a1 = a0;
     for (int64_t k = 0; k < W->in; k += 256, b += 210) {
@@ -1079,11 +1084,7 @@ AVX512VNNI static float row_q6_k_vnni(const struct wmat *W, int64_t r, const flo
             const __m512i qh =
                 _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b + 128 + 32 * n)));
             for (int h = 0; h < 2; h++) {
-                const __m512i lo = _mm512_and_si512(h ? _mm512_srli_epi32(ql, 4) : ql, m4);
-                const __m512i sh =
-                    _mm512_srlv_epi32(qh, _mm512_add_epi32(two, _mm512_set1_epi32(4 * h)));
-                /* lo | (sh << 4 & 0x30) */
-                const __m512i v = _mm512_ternarylogic_epi32(lo, _mm512_slli_epi32(sh, 4), m3, 0xF8);
+                const __m512i v = q6_values(ql, qh, h);
                 const int64_t e0 = k + 128 * n + 64 * h; /* its first element */
                 const uint8_t *p = planes + e0 / 64 * VNNI_PAIR_BYTES;
                 __m512i t = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v, _mm512_loadu_si512(p));
