@@ -25,12 +25,13 @@ int matmul_panel_rows(int64_t in, int64_t out)
 size_t matmul_scratch_floats(int64_t max_in)
 {
     /* prefill: a panel; decode: a decode buffer, 256 outputs and up to
-     * MATMUL_GROUP_MAX preparations of x (lanes and group sums, mv_x86_prep). The widest panel of
+     * MATMUL_GROUP_MAX preparations of x (lanes and group sums, and a flag on avx512vnni:
+     * mv_x86_prep, each rounded up to 16 floats). The widest panel of
      * any in <= max_in: 256 rows up to the 8 MiB cap, at least 16 rows of max_in */
     size_t cap = (size_t)PANEL_MAX_ROWS * (size_t)max_in;
     if (cap > PANEL_MAX_FLOATS) cap = PANEL_MAX_FLOATS;
     size_t panel = cap > (size_t)16 * (size_t)max_in ? cap : (size_t)16 * (size_t)max_in,
-           decode = 2048 + 256 + MATMUL_GROUP_MAX * ((size_t)max_in / 32 + (size_t)max_in + 32);
+           decode = 2048 + 256 + MATMUL_GROUP_MAX * ((size_t)max_in / 32 + (size_t)max_in + 16);
     size_t per = panel > decode ? panel : decode;
     return (per + 15) / 16 * 16; /* each thread's part 64-byte aligned */
 }

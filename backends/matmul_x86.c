@@ -791,7 +791,7 @@ AVX2 static void prep_avx2(const float *x, int64_t n, float *lanes, float *sums)
 
 /* ---------------------------- AVX-512 VNNI: Q4_K, Q5_K and Q6_K in integers
  *
- * x's preparation (prep_k45_vnni, prep_q6_k_vnni) holds each 32-element
+ * x's preparation (prep_vnni) holds each 32-element
  * group as integers n = round(x 2^(22 - e)) below 2^23 in magnitude (e
  * the exponent of the group's largest |x|, which keeps 23 significant
  * bits), split into three byte planes (n = top 2^16 + mid 2^8 + low; top
@@ -857,61 +857,44 @@ AVX512VNNI static int vnni_group(const float *x, uint8_t *planes, float *xs, int
     return 0;
 }
 
-/* The VNNI preparation of x[0..n) for Q4_K and Q5_K (n % 256 == 0): the
- * planes, then the group sums; or the float kernel's layout (prep_avx512,
- * masked for Q4_K) with the flag 0 */
-AVX512VNNI static void prep_k45_vnni(int masked, const float *x, int64_t n, float *prep)
+/* The VNNI preparation of x[0..n) (n % 256 == 0) for Q4_K and Q5_K (the
+ * planes, then the group sums at prep + n) or Q6_K (the planes, then 32
+ * times the sum of n over each 4 elements: int32 at prep + 3n/4 + n/32);
+ * or, with the flag 0, the float kernel's layout (prep_avx512, masked for
+ * Q4_K) */
+AVX512VNNI static void prep_vnni(uint32_t type, const float *x, int64_t n, float *prep)
 {
     uint8_t *planes = (uint8_t *)prep;
     float *xs = prep + 3 * n / 4, *sums = prep + n;
-    for (int64_t b = 0; b < n; b += 256) {
-        float *xb = xs + b / 32;
-        for (int g = 0; g < 8; g++) {
-            /* group g: elements of pair g / 2, half g % 2 */
-            uint8_t *pg = planes + (b / 64 + g / 2) * VNNI_PAIR_BYTES + 32 * (g % 2);
-            if (vnni_group(x + b + 32 * g, pg, xb + g, NULL)) {
-                prep_avx512(masked, x, n, prep, sums);
-                prep[vnni_flag_at(n)] = 0.0f;
-                return;
-            }
+    int32_t *quads = type == GGML_Q6_K ? (int32_t *)(void *)(xs + n / 32) : NULL;
+    for (int64_t g = 0; g < n / 32; g++) {
+        /* group g: pair g / 2, half g % 2 */
+        uint8_t *pg = planes + g / 2 * VNNI_PAIR_BYTES + 32 * (g % 2);
+        if (vnni_group(x + 32 * g, pg, xs + g, quads ? quads + 8 * g : NULL)) {
+            prep_avx512(type == GGML_Q4_K, x, n, prep, sums);
+            prep[vnni_flag_at(n)] = 0.0f;
+            return;
         }
     }
-    for (int64_t g = 0; g < n / 32; g++)
+    for (int64_t g = 0; !quads && g < n / 32; g++)
         sums[g] = _mm512_reduce_add_ps(
             _mm512_add_ps(_mm512_loadu_ps(x + 32 * g), _mm512_loadu_ps(x + 32 * g + 16)));
     prep[vnni_flag_at(n)] = 1.0f;
 }
 
-/* The VNNI preparation of x[0..n) for Q6_K (n % 256 == 0): the planes,
- * then 32 times the sum of n over each 4 elements (int32, at prep + 3n/4
- * + n/32), or the float kernel's layout with the flag 0 */
-AVX512VNNI static void prep_q6_k_vnni(const float *x, int64_t n, float *prep)
-{
-    uint8_t *planes = (uint8_t *)prep;
-    float *xs = prep + 3 * n / 4;
-    int32_t *quads = (int32_t *)(void *)(xs + n / 32);
-    for (int64_t g = 0; g < n / 32; g++) {
-        /* group g: pair g / 2, half g % 2 */
-        uint8_t *pg = planes + g / 2 * VNNI_PAIR_BYTES + 32 * (g % 2);
-        if (vnni_group(x + 32 * g, pg, xs + g, quads + 8 * g)) {
-            prep_avx512(0, x, n, prep, prep + n);
-            prep[vnni_flag_at(n)] = 0.0f;
-            return;
-        }
-    }
-    prep[vnni_flag_at(n)] = 1.0f;
-}
-
-/* sum of q n over a pair of groups, per 32-bit lane (4 elements): q the
- * pair's 64 values (below 64) in element order, p its planes */
-AVX512VNNI static inline __attribute__((always_inline)) __m512i planes_dot(__m512i v,
-                                                                           const uint8_t *p)
+/* sum of q n over a pair of groups, less `less`, per 32-bit lane (4
+ * elements): q the pair's 64 values (below 64) in element order, p its
+ * planes. `less` is taken off before the low plane, where the partial sum
+ * is smallest (Q6_K's 32 sum n; zero for the others) */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i
+planes_dot(__m512i v, const uint8_t *p, __m512i less)
 {
     /* the top plane is signed: the values as the unsigned operand; the mid
      * and low planes are unsigned: the values (below 64) as the signed one */
     __m512i t = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v, _mm512_loadu_si512(p));
     t = _mm512_dpbusd_epi32(_mm512_slli_epi32(t, 8), _mm512_loadu_si512(p + 64), v);
-    return _mm512_dpbusd_epi32(_mm512_slli_epi32(t, 8), _mm512_loadu_si512(p + 128), v);
+    t = _mm512_sub_epi32(_mm512_slli_epi32(t, 8), less);
+    return _mm512_dpbusd_epi32(t, _mm512_loadu_si512(p + 128), v);
 }
 
 /* the 64 nibbles of 32 bytes at q in element order (low nibbles, then high) */
@@ -1034,7 +1017,8 @@ row_k45_vnni(const struct wmat *W, int64_t r, const float *prep, int five)
                         _mm512_srlv_epi32(qh, _mm512_add_epi32(odd, _mm512_set1_epi32(2 * j)));
                     v = _mm512_ternarylogic_epi32(v, _mm512_slli_epi32(h, 4), b4, 0xF8);
                 }
-                const __m512 t = _mm512_cvtepi32_ps(planes_dot(v, p + VNNI_PAIR_BYTES * j));
+                const __m512 t = _mm512_cvtepi32_ps(
+                    planes_dot(v, p + VNNI_PAIR_BYTES * j, _mm512_setzero_si512()));
                 if (j % 2)
                     a1 = _mm512_fmadd_ps(two_scales(d, 2 * j), t, a1);
                 else
@@ -1086,11 +1070,8 @@ AVX512VNNI static float row_q6_k_vnni(const struct wmat *W, int64_t r, const flo
             for (int h = 0; h < 2; h++) {
                 const __m512i v = q6_values(ql, qh, h);
                 const int64_t e0 = k + 128 * n + 64 * h; /* its first element */
-                const uint8_t *p = planes + e0 / 64 * VNNI_PAIR_BYTES;
-                __m512i t = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v, _mm512_loadu_si512(p));
-                t = _mm512_dpbusd_epi32(_mm512_slli_epi32(t, 8), _mm512_loadu_si512(p + 64), v);
-                t = _mm512_sub_epi32(_mm512_slli_epi32(t, 8), _mm512_loadu_si512(quads + e0 / 4));
-                t = _mm512_dpbusd_epi32(t, _mm512_loadu_si512(p + 128), v);
+                const __m512i t = planes_dot(v, planes + e0 / 64 * VNNI_PAIR_BYTES,
+                                             _mm512_loadu_si512(quads + e0 / 4));
                 const __m512 sc = _mm512_permutexvar_ps(
                     _mm512_add_epi32(quad, _mm512_set1_epi32(8 * n + 4 * h)), ds);
                 if (h)
@@ -1106,12 +1087,8 @@ AVX512VNNI static float row_q6_k_vnni(const struct wmat *W, int64_t r, const flo
 void mv_x86_prep(enum mv_isa isa, uint32_t type, const float *x, int64_t n, float *prep)
 {
     float *lanes = prep, *sums = prep + n;
-    if (isa == MV_AVX512_VNNI && (type == GGML_Q4_K || type == GGML_Q5_K)) {
-        prep_k45_vnni(type == GGML_Q4_K, x, n, prep);
-        return;
-    }
-    if (isa == MV_AVX512_VNNI && type == GGML_Q6_K) {
-        prep_q6_k_vnni(x, n, prep);
+    if (isa == MV_AVX512_VNNI) { /* only the K-quants have a preparation there */
+        prep_vnni(type, x, n, prep);
         return;
     }
     if (isa >= MV_AVX512) {
@@ -1131,6 +1108,8 @@ void mv_x86_prep(enum mv_isa isa, uint32_t type, const float *x, int64_t n, floa
 static int rows_avx512(enum mv_isa isa, float *y, const float *x, const float *prep,
                        const struct wmat *W, int64_t r0, int64_t r1)
 {
+    /* the K-quants' preparation in the integer layout (prep_vnni) */
+    const int ints = prep && isa == MV_AVX512_VNNI && prep[vnni_flag_at(W->in)] != 0.0f;
     switch (W->type) {
     case GGML_Q8_0:
         ROWS(row_q8_0_avx512(W, r, x));
@@ -1144,18 +1123,15 @@ static int rows_avx512(enum mv_isa isa, float *y, const float *x, const float *p
     case GGML_BF16:
         ROWS(row_half_avx512(W, r, x, W->type == GGML_BF16));
     case GGML_Q4_K:
-        if (prep && isa == MV_AVX512_VNNI && prep[vnni_flag_at(W->in)] != 0.0f)
-            ROWS(row_q4_k_vnni(W, r, prep));
+        if (ints) ROWS(row_q4_k_vnni(W, r, prep));
         if (prep) ROWS(row_q4_k_avx512(W, r, prep));
         return 0;
     case GGML_Q5_K:
-        if (prep && isa == MV_AVX512_VNNI && prep[vnni_flag_at(W->in)] != 0.0f)
-            ROWS(row_q5_k_vnni(W, r, prep));
+        if (ints) ROWS(row_q5_k_vnni(W, r, prep));
         if (prep) ROWS(row_q5_k_avx512(W, r, prep));
         return 0;
     case GGML_Q6_K:
-        if (prep && isa == MV_AVX512_VNNI && prep[vnni_flag_at(W->in)] != 0.0f)
-            ROWS(row_q6_k_vnni(W, r, prep));
+        if (ints) ROWS(row_q6_k_vnni(W, r, prep));
         if (prep) ROWS(row_q6_k_avx512(W, r, prep));
         return 0;
     default:
