@@ -125,14 +125,21 @@ void matmul_rows_portable(float *y, const float *x, const struct wmat *W, int64_
 }
 
 /* the kernel set: detected once (every thread computes the same answer),
- * or as matmul_use_kernel chose */
-static int isa_chosen = -1;
+ * or as matmul_use_kernel chose; never above the ceiling matmul_cap_kernel
+ * set (a forced set: as a CPU with only that set) */
+static int isa_chosen = -1, isa_ceiling = MV_AVX512_VNNI;
+
+enum mv_isa mv_isa_best(void)
+{
+    int k = (int)mv_isa_detect();
+    return (enum mv_isa)(k < isa_ceiling ? k : isa_ceiling);
+}
 
 enum mv_isa mv_isa_current(void)
 {
     int k = __atomic_load_n(&isa_chosen, __ATOMIC_RELAXED);
     if (k < 0) {
-        k = (int)mv_isa_detect();
+        k = (int)mv_isa_best();
         __atomic_store_n(&isa_chosen, k, __ATOMIC_RELAXED);
     }
     return (enum mv_isa)k;
@@ -145,15 +152,28 @@ const char *matmul_kernel_name(void)
     return isa_names[mv_isa_current()];
 }
 
+static int isa_index(const char *name, enum mv_isa best)
+{
+    for (int k = 0; k <= (int)best; k++)
+        if (name && !strcmp(name, isa_names[k])) return k;
+    return -1;
+}
+
 int matmul_use_kernel(const char *name)
 {
-    enum mv_isa best = mv_isa_detect();
-    for (int k = 0; k <= (int)best; k++)
-        if (name && !strcmp(name, isa_names[k])) {
-            __atomic_store_n(&isa_chosen, k, __ATOMIC_RELAXED);
-            return QG_OK;
-        }
-    return QG_ERR_USAGE;
+    int k = isa_index(name, mv_isa_best());
+    if (k < 0) return QG_ERR_USAGE;
+    __atomic_store_n(&isa_chosen, k, __ATOMIC_RELAXED);
+    return QG_OK;
+}
+
+int matmul_cap_kernel(const char *name)
+{
+    int k = isa_index(name, mv_isa_best());
+    if (k < 0) return QG_ERR_USAGE;
+    isa_ceiling = k;
+    __atomic_store_n(&isa_chosen, k, __ATOMIC_RELAXED);
+    return QG_OK;
 }
 
 float matmul_dot(const float *a, const float *b, int64_t n)

@@ -95,4 +95,10 @@ const char *matmul_kernel_name(void);
  * this CPU lacks the set. */
 int matmul_use_kernel(const char *name);
 
+/* Makes `name` the best set from now on, process-wide, and uses it: this
+ * CPU then computes as one with only that set (matmul_use_kernel, and
+ * this, refuse the sets above it from then on). Returns QG_OK, or
+ * QG_ERR_USAGE as matmul_use_kernel. backends/kernel_set.h calls it. */
+int matmul_cap_kernel(const char *name);
+
 #endif

@@ -18,6 +18,10 @@ enum mv_isa { MV_PORTABLE, MV_AVX2, MV_AVX512, MV_AVX512_VNNI };
 /* The best kernel set this CPU runs. */
 enum mv_isa mv_isa_detect(void);
 
+/* mv_isa_detect's, or lower when matmul_cap_kernel held the process to a
+ * lower set. */
+enum mv_isa mv_isa_best(void);
+
 /* The kernel set in use (matmul.c: mv_isa_detect's, or matmul_use_kernel's
  * choice); vecmath.c follows it too. */
 enum mv_isa mv_isa_current(void);

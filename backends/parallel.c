@@ -194,6 +194,15 @@ static struct {
     double t_pool, t_one;
 } adapt = {.solo_len = SOLO_CALLS};
 
+static double (*pool_clock)(void) = qg_now_s;
+
+void parallel_set_clock(double (*now)(void))
+{
+    pthread_mutex_lock(&pool.busy);
+    pool_clock = now ? now : qg_now_s;
+    pthread_mutex_unlock(&pool.busy);
+}
+
 void parallel_set_adaptive(int on)
 {
     pthread_mutex_lock(&pool.busy);
@@ -263,7 +272,7 @@ void parallel_for(int n_threads, int64_t n, parallel_fn fn, void *ctx)
     int64_t units = (int64_t)n_threads * UNITS < n ? (int64_t)n_threads * UNITS : n;
     struct job j = {fn, ctx, n, n / units + (n % units != 0), 0, 0, n_threads};
     j.n_units = n / j.grain + (n % j.grain != 0);
-    double t0 = qg_now_s();
+    double t0 = pool_clock();
     pthread_mutex_lock(&pool.lock);
     j.gen = (uint32_t)(pool.generation + 1);
     pool.job = j;
@@ -277,7 +286,7 @@ void parallel_for(int n_threads, int64_t n, parallel_fn fn, void *ctx)
     pthread_cond_broadcast(&pool.work);
     pthread_mutex_unlock(&pool.lock);
     int64_t ran = run_units(&j, 0);
-    double t_own = qg_now_s() - t0;
+    double t_own = pool_clock() - t0;
     /* the workers' last units are usually a few microseconds away: a spin
      * saves the futex round trip of a sleep (tens of microseconds on a
      * virtual machine, on every product of a decode step) */
@@ -287,7 +296,7 @@ void parallel_for(int n_threads, int64_t n, parallel_fn fn, void *ctx)
     while (__atomic_load_n(&pool.finished, __ATOMIC_ACQUIRE) < j.n_units)
         pthread_cond_wait(&pool.done, &pool.lock);
     pthread_mutex_unlock(&pool.lock);
-    adapt_note(qg_now_s() - t0, t_own, ran, j.n_units);
+    adapt_note(pool_clock() - t0, t_own, ran, j.n_units);
     pthread_mutex_unlock(&pool.busy);
 }
 

@@ -49,6 +49,13 @@ void parallel_for(int n_threads, int64_t n, parallel_fn fn, void *ctx);
  * exercise it whatever the machine's load. Not while a call runs. */
 void parallel_set_adaptive(int on);
 
+/* Test hook: the clock (seconds) the rule above reads, three times per
+ * pooled call: before the work is handed out, when the caller's own units
+ * are done, and when all are; NULL puts back the real one (qg_now_s). With
+ * a clock of its own a test decides what the rule sees, so what it asserts
+ * does not depend on the machine's load. Not while a call runs. */
+void parallel_set_clock(double (*now)(void));
+
 /* n_threads when `work` (any unit: flops, elements) is worth splitting,
  * else 1. */
 int parallel_threads_for(int n_threads, double work);

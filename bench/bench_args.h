@@ -4,6 +4,7 @@
 #define QG_BENCH_ARGS_H
 
 #include "core/util.h"
+#include "harness/cpu_select.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +19,17 @@ static inline int bench_int_arg(const char *opt, const char *v, int lo, int hi)
         exit(64);
     }
     return (int)x;
+}
+
+/* Forces kernel set `name` (NULL: $QG_CPU, if set) for this program, or
+ * exits 64 with the reason; may start the program again (cpu_select). */
+static inline void bench_cpu(const char *name, char **argv)
+{
+    char err[QG_ERRMSG_MAX];
+    if (cpu_select(name, "--cpu ", argv, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        exit(64);
+    }
 }
 
 static inline int bench_cmp_double(const void *a, const void *b)

@@ -1,7 +1,7 @@
 /* bench_decode — single-stream decode speed against memory bandwidth.
  *
  * usage: bench_decode [--quick | --1b] [--dir DIR] [--threads T] [--tokens N] [--types LIST]
- *                     [--kernel avx512vnni|avx512|avx2|portable]
+ *                     [--cpu avx512vnni|avx512|avx2|portable]
  *
  * For each type, a random Llama model (the shapes of bench_ppl, written
  * there or here into DIR) is mapped, a one-token prompt evaluated, then N
@@ -15,6 +15,7 @@
  * (the kernels and fork-joins without attention, norms and the rest), as
  * GB/s and against the bandwidth.
  */
+#include "backends/kernel_set.h"
 #include "bench/bench_args.h"
 #include "backends/ggml_types.h"
 #include "backends/gguf.h"
@@ -156,6 +157,7 @@ int main(int argc, char **argv)
 {
     const char *dir = "/tmp/qgate-bench", *types = "F32,F16,BF16,Q8_0,Q6_K,Q4_0,Q4_K,IQ4_XS,IQ3_S";
     int threads = parallel_cpus(), tokens = 32, shape = 1;
+    bench_cpu(NULL, argv);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             shape = 0;
@@ -169,24 +171,22 @@ int main(int argc, char **argv)
             tokens = bench_int_arg("--tokens", argv[++i], 1, 100000);
         else if (!strcmp(argv[i], "--types") && i + 1 < argc)
             types = argv[++i];
-        else if (!strcmp(argv[i], "--kernel") && i + 1 < argc) {
-            if (matmul_use_kernel(argv[++i]) != QG_OK)
-                return fprintf(stderr, "bench_decode: --kernel %s: unknown, or not on this CPU\n",
-                               argv[i]),
-                       64;
-        } else
-            return fprintf(
-                       stderr,
-                       "usage: bench_decode [--quick | --1b] [--dir DIR] [--threads T] "
-                       "[--tokens N] [--types LIST] [--kernel avx512vnni|avx512|avx2|portable]\n"),
+        else if ((!strcmp(argv[i], "--cpu") || !strcmp(argv[i], "--kernel")) && i + 1 < argc)
+            bench_cpu(argv[++i], argv);
+        else
+            return fprintf(stderr,
+                           "usage: bench_decode [--quick | --1b] [--dir DIR] [--threads T] "
+                           "[--tokens N] [--types LIST] [--cpu avx512vnni|avx512|avx2|portable]\n"),
                    64;
     }
     mkdir(dir, 0777);
     const struct shape *sh = &shapes[shape];
     double bw = read_bandwidth(threads);
+    char kernels[128];
+    kernel_set_describe(kernels, sizeof kernels);
     printf("bench/decode: random Llama %s, %d thread(s), %d tokens (tokens/s: of the median "
-           "token), kernel %s, models in %s\n",
-           sh->text, threads, tokens, matmul_kernel_name(), dir);
+           "token), kernels %s, models in %s\n",
+           sh->text, threads, tokens, kernels, dir);
     printf("%-7s %9s %10s %14s %11s %10s %10s %13s %10s\n", "type", "file MiB", "tokens/s",
            "MiB read/tok", "weights GB/s", "mem GB/s", "of memory", "products GB/s", "of memory");
     char list[256];

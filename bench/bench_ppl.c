@@ -1,6 +1,7 @@
 /* bench_ppl — throughput and memory of the CPU forward pass.
  *
  * usage: bench_ppl [--quick | --1b] [--dir DIR] [--threads T] [--windows W] [--types F32,...]
+ *                  [--cpu SET]   (a forced kernel set, as QG_CPU: backends/kernel_set.h)
  *
  * Generates a random Llama model (dim 768, 12 layers, 12 heads, ffn 2048,
  * vocab 32000; --quick: a small one; --1b: TinyLlama's 1.1B shape) stored
@@ -13,6 +14,7 @@
  * and the peak RSS of loading and scoring against the bound file + KV cache
  * + logits + 64 MiB + 16 MiB per thread. Prints one table row per type.
  */
+#include "backends/kernel_set.h"
 #include "bench/bench_args.h"
 #include "backends/backend.h"
 #include "backends/ggml_types.h"
@@ -224,6 +226,7 @@ int main(int argc, char **argv)
     const char *dir = NULL, *types = "F32,F16,BF16,Q8_0,Q6_K,Q4_0,Q4_K,IQ4_XS,IQ3_S",
                *measure_path = NULL, *simulate = NULL;
     int threads = (int)sysconf(_SC_NPROCESSORS_ONLN), windows = 2, shape = 1;
+    bench_cpu(NULL, argv);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             shape = 0;
@@ -237,13 +240,15 @@ int main(int argc, char **argv)
             windows = bench_int_arg("--windows", argv[++i], 1, 1 << 20);
         else if (!strcmp(argv[i], "--types") && i + 1 < argc)
             types = argv[++i];
+        else if (!strcmp(argv[i], "--cpu") && i + 1 < argc)
+            bench_cpu(argv[++i], argv);
         else if (!strcmp(argv[i], "--measure") && i + 1 < argc)
             measure_path = argv[++i];
         else if (!strcmp(argv[i], "--simulate") && i + 1 < argc)
             simulate = argv[++i]; /* e.g. "w=nvfp4&a=nvfp4&kv=nvfp4": a second row per type */
         else
             return fprintf(stderr, "usage: bench_ppl [--quick | --1b] [--dir DIR] [--threads T] "
-                                   "[--windows W] [--types LIST] [--simulate QUERY]\n"),
+                                   "[--windows W] [--types LIST] [--simulate QUERY] [--cpu SET]\n"),
                    64;
     }
     int ctx = shape == 0 ? 128 : 512;
@@ -251,9 +256,11 @@ int main(int argc, char **argv)
     char tmpl[] = "/tmp/qgate-bench-XXXXXX";
     if (!dir && !(dir = mkdtemp(tmpl))) return perror("mkdtemp"), 1;
     mkdir(dir, 0777);
-    printf(
-        "bench/ppl: random Llama %s, ctx %d, %d thread(s), %d window(s) per type, models in %s\n",
-        shapes[shape].text, ctx, threads, windows, dir);
+    char kernels[128];
+    kernel_set_describe(kernels, sizeof kernels);
+    printf("bench/ppl: random Llama %s, ctx %d, %d thread(s), %d window(s) per type, kernels %s, "
+           "models in %s\n",
+           shapes[shape].text, ctx, threads, windows, kernels, dir);
     printf("%-7s %9s %7s %8s %10s %12s %12s %10s %13s %9s %6s\n", "type", "file MiB", "load s",
            "first s", "tokens/s", "fwd GFLOP/s", "sgemm GFLOP/s", "fwd/sgemm", "peak RSS MiB",
            "bound MiB", "within");

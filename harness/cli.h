@@ -80,6 +80,11 @@ void cli_print_help(FILE *f, const struct cli_cmd *cmd);
     {                                                                                              \
         "device", 0, CLI_STR, "DEV", "run local models on DEV: cpu (default) or cuda[:N]", 0       \
     }
+#define CLI_OPT_CPU                                                                                \
+    {                                                                                              \
+        "cpu", 0, CLI_STR, "SET",                                                                  \
+            "force a kernel set: portable, avx2, avx512 or avx512vnni (as QG_CPU)", 0              \
+    }
 #define CLI_OPT_JSON                                                                               \
     {                                                                                              \
         "json", 0, CLI_FLAG, NULL, "print JSON instead of text", 0                                 \

@@ -15,6 +15,7 @@ static const struct cli_opt opts[] = {
     {"seed", 0, CLI_INT, "S", "random seed for sampling (default 0)", 0},
     {"stop", 0, CLI_STR, "STR", "stop when STR appears (not printed)", 1},
     {"threads", 't', CLI_INT, "T", "threads (default: one per CPU)", 0},
+    CLI_OPT_CPU,
     CLI_OPT_END,
 };
 

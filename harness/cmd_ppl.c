@@ -19,6 +19,7 @@ static const struct cli_opt opts[] = {
      0},
     {"stride", 's', CLI_INT, "S", "window step for --protocol stride (default ctx/2)", 0},
     {"threads", 't', CLI_INT, "T", "threads (default: one per CPU)", 0},
+    CLI_OPT_CPU,
     CLI_OPT_JSON,
     {"quiet", 'q', CLI_FLAG, NULL, "no progress bar", 0},
     CLI_OPT_END,

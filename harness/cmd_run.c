@@ -29,6 +29,7 @@ static const struct cli_opt opts[] = {
      "remote models: neither read nor fill the response cache in the database", 0},
     CLI_OPT_DB,
     {"threads", 't', CLI_INT, "T", "threads per model", 0},
+    CLI_OPT_CPU,
     {"allow-changed-data", 0, CLI_FLAG, NULL, "run even when data differs from the suite's pins",
      0},
     {"quiet", 'q', CLI_FLAG, NULL, "no progress output", 0},

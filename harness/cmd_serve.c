@@ -20,6 +20,7 @@ static const struct cli_opt opts[] = {
     {"model-id", 0, CLI_STR, "ID", "the model id to serve (default: the file name)", 0},
     {"api-key-env", 0, CLI_STR, "VAR", "require the API key held in environment variable VAR", 0},
     {"threads", 't', CLI_INT, "T", "model threads per instance", 0},
+    CLI_OPT_CPU,
     {"parallel", 'P', CLI_INT, "N",
      "model instances, so N requests compute at once (default 1; each holds its own weights)", 0},
     {"ctx", 0, CLI_INT, "N", "context length (default: the model's)", 0},

@@ -20,6 +20,7 @@ static void print_run(const cJSON *r)
     printf("  created    %s\n  finished   %s\n", json_str(r, "created_at", "-"),
            json_str(r, "finished_at", "-"));
     printf("  qgate      %s on %s\n", json_str(r, "qgate_version", "-"), json_str(r, "host", "-"));
+    printf("  kernels    %s\n", json_str(r, "kernels", "not recorded"));
     printf("  command    %s\n", json_str(r, "command", "-"));
     if (strcmp(json_str(r, "suite_name", "-"), "-") != 0)
         printf("  suite      %s (sha256 %s)\n", json_str(r, "suite_name", "-"),

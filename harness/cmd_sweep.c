@@ -40,6 +40,7 @@ static const struct cli_opt opts[] = {
     {"ctx", 0, CLI_INT, "N", "without --suite: window length in tokens", 0},
     {"seed", 0, CLI_INT, "N", "bootstrap and sampling seed (default 20261130)", 0},
     {"threads", 't', CLI_INT, "T", "threads per model", 0},
+    CLI_OPT_CPU,
     CLI_OPT_DB,
     {"report", 0, CLI_STR, "FILE", "also write the HTML report (ladder chart, heatmap) to FILE", 0},
     {"md", 0, CLI_STR, "FILE", "also write the Markdown report to FILE", 0},

@@ -1,7 +1,9 @@
 /* main — qgate's entry point: dispatches argv[1] through the command table
  * and turns the command's result into the process exit code. */
 #include "harness/commands.h"
+#include "backends/kernel_set.h"
 #include "core/status.h"
+#include "harness/cpu_select.h"
 #include "harness/store.h"
 #include "core/util.h"
 #include "core/closest.h"
@@ -36,15 +38,40 @@ static int help(int argc, char **argv)
     return 0;
 }
 
+static void print_version(void)
+{
+    char k[128];
+    kernel_set_describe(k, sizeof k);
+    printf("qgate %s (store schema v%d)\nkernels: %s\ncpu sets:", QG_VERSION, STORE_SCHEMA_VERSION,
+           k);
+    const char *best = kernel_set_best();
+    for (int i = 0; i < KERNEL_SET_COUNT; i++) {
+        printf(" %s", kernel_set_nth(i));
+        if (!strcmp(kernel_set_nth(i), best)) break;
+    }
+    printf("\n");
+}
+
+/* QG_CPU, or the command's --cpu (which wins): may start the program again */
+static int select_cpu(const char *value, char **argv)
+{
+    char err[QG_ERRMSG_MAX];
+    int rc = cpu_select(value, "--cpu ", argv, err, sizeof err);
+    if (rc) qg_error("%s", err);
+    return rc ? qg_exit_code(rc) : 0;
+}
+
 int main(int argc, char **argv)
 {
+    int rc = select_cpu(NULL, argv);
+    if (rc) return rc;
     if (argc < 2) {
         qg_print_usage(stderr);
         return QG_EX_USAGE;
     }
     const char *name = argv[1];
     if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0 || strcmp(name, "version") == 0) {
-        printf("qgate %s (store schema v%d)\n", QG_VERSION, STORE_SCHEMA_VERSION);
+        print_version();
         return 0;
     }
     if (strcmp(name, "help") == 0 || strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0)
@@ -56,7 +83,8 @@ int main(int argc, char **argv)
     const struct cli_cmd *c = qg_find_command(name);
     if (!c) return unknown_command(name);
     struct cli_args a;
-    int rc = cli_parse(c, argc - 1, argv + 1, &a);
+    rc = cli_parse(c, argc - 1, argv + 1, &a);
+    if (rc == 0 && !a.help && cli_str(&a, "cpu")) rc = select_cpu(cli_str(&a, "cpu"), argv);
     if (rc == 0 && a.help)
         cli_print_help(stdout, c);
     else if (rc == 0)

@@ -167,9 +167,10 @@ static const char *model_simulated(const cJSON *run, const char *name)
 static cJSON *provenance(const cJSON *run)
 {
     cJSON *p = cJSON_CreateObject();
-    static const char *keys[] = {"command",       "host",       "created_at", "finished_at",
-                                 "qgate_version", "suite_name", "suite_hash", "uid"};
-    for (int i = 0; i < 8; i++)
+    static const char *keys[] = {"command",    "host",        "kernels",
+                                 "created_at", "finished_at", "qgate_version",
+                                 "suite_name", "suite_hash",  "uid"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
         add_str(p, keys[i], json_str(run, keys[i], ""));
     cJSON_AddNumberToObject(p, "seed", json_num(run, "seed", NAN));
     cJSON_AddNumberToObject(p, "repeats", json_num(run, "repeats", NAN));

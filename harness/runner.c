@@ -1,5 +1,6 @@
 /* runner — suite x models x repeats into the store. */
 #include "harness/runner.h"
+#include "backends/kernel_set.h"
 #include "core/json.h"
 #include "metrics/kld.h"
 #include "backends/backend.h"
@@ -308,7 +309,10 @@ static void model_facts_read(const char *full, const char *sha, struct model_fac
 static int setup_rows(struct runner *r, const struct model_facts *mf, const char *suite_text)
 {
     const struct runner_params *p = r->p;
+    char kernels[128];
+    kernel_set_describe(kernels, sizeof kernels);
     struct store_run_new rn = {.command = p->command,
+                               .kernels = kernels,
                                .suite_name = r->suite->name,
                                .suite_hash = r->suite->sha256,
                                .suite_json = suite_text,

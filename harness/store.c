@@ -156,6 +156,9 @@ static const char *const migrations[] = {
     "    ON c.run = b.run AND c.task = b.task AND c.item = b.item AND c.repeat = b.repeat"
     "  WHERE b.role = 0 AND c.role <> 0 AND b.repeat = 0 AND b.correct IS NOT NULL"
     "    AND c.correct IS NOT NULL AND b.correct <> c.correct;",
+    /* v4: the kernels that computed a run (backends/kernel_set.h): kernel
+     * sets round differently in the last bits */
+    "ALTER TABLE runs ADD COLUMN kernels TEXT;",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -595,8 +598,8 @@ int store_run_create(struct store *s, const struct store_run_new *r, int64_t *ru
     sqlite3_stmt *st;
     int rc = prepare(s,
                      "INSERT INTO runs(uid, created_at, status, command, qgate_version, host, "
-                     "suite_name, suite_hash, suite_json, seed, repeats, shard_index, shard_count) "
-                     "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                     "suite_name, suite_hash, suite_json, seed, repeats, shard_index, shard_count, "
+                     "kernels) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                      &st);
     if (rc) return rc;
     char uid[33], now[32], host[256] = "";
@@ -616,6 +619,7 @@ int store_run_create(struct store *s, const struct store_run_new *r, int64_t *ru
     sqlite3_bind_int(st, 11, r->repeats);
     sqlite3_bind_int(st, 12, r->shard_index);
     sqlite3_bind_int(st, 13, r->shard_count > 0 ? r->shard_count : 1);
+    bind_text(st, 14, r->kernels);
     return step_done(s, st, "creating a run", 0, run_id);
 }
 
@@ -1322,6 +1326,22 @@ static int merge_validate(struct store *s, const char *const *inputs, int n, str
 
 /* The new run from shard 0's file (attached as src): the run, its models,
  * tasks, datasets and trials (each trial not yet counted), one transaction. */
+/* shards computed on other CPUs: the merged run names every kernel set
+ * its numbers came from ("a; b") */
+static int merge_note_kernels(struct store *s, int64_t run_id)
+{
+    sqlite3_stmt *st;
+    int rc = prepare(s,
+                     "UPDATE runs SET kernels = (SELECT CASE WHEN k IS NULL OR k = '' THEN kernels "
+                     "WHEN kernels IS NULL OR kernels = '' THEN k WHEN instr('; ' || kernels || "
+                     "'; ', '; ' || k || '; ') THEN kernels ELSE kernels || '; ' || k END FROM "
+                     "(SELECT max(kernels) AS k FROM src.runs)) WHERE id = ?",
+                     &st);
+    if (rc) return rc;
+    sqlite3_bind_int64(st, 1, run_id);
+    return step_done(s, st, "merging the shards' kernel sets", 0, NULL);
+}
+
 static int merge_copy_run(struct store *s, int64_t *run_id)
 {
     int rc = store_begin(s);
@@ -1332,10 +1352,10 @@ static int merge_copy_run(struct store *s, int64_t *run_id)
         rc = prepare(s,
                      "INSERT INTO runs(uid, created_at, finished_at, status, command, "
                      "qgate_version, host, suite_name, "
-                     "suite_hash, suite_json, seed, repeats, shard_index, shard_count) SELECT ?1, "
-                     "created_at, NULL, "
+                     "suite_hash, suite_json, seed, repeats, shard_index, shard_count, kernels) "
+                     "SELECT ?1, created_at, NULL, "
                      "?2, command, qgate_version, host, suite_name, suite_hash, suite_json, seed, "
-                     "repeats, 0, 1 "
+                     "repeats, 0, 1, kernels "
                      "FROM src.runs",
                      &st);
     if (!rc) {
@@ -1537,6 +1557,7 @@ int store_merge_shards(struct store *s, const char *const *inputs, int n, int64_
     for (int i = 0; i < n && !rc; i++) {
         if ((rc = attach(s, inputs[i]))) break;
         rc = merge_copy_items(s, inputs[i], *run_id);
+        if (!rc) rc = merge_note_kernels(s, *run_id);
         detach(s);
     }
     if (!rc) rc = merge_aggregate(s, *run_id);

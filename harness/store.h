@@ -24,7 +24,7 @@
 
 #include <cjson/cJSON.h>
 
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 #define STORE_APPLICATION_ID 0x71676174 /* 'qgat' */
 #define STORE_DEFAULT_PATH "qgate.db"
 
@@ -88,6 +88,7 @@ struct store_run_new {
     int64_t seed;
     int repeats;
     int shard_index, shard_count; /* 0/1 when not sharded */
+    const char *kernels;          /* kernel_set_describe(); may be NULL */
 };
 int store_run_create(struct store *s, const struct store_run_new *r, int64_t *run_id);
 /* Sets the status; terminal statuses also set finished_at. */

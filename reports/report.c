@@ -286,7 +286,9 @@ void report_md_one(const cJSON *d, int color, struct sbuf *b)
     sbuf_printf(b, "\n<details><summary>Provenance</summary>\n\n- qgate %s, run %.0f, %s, host ",
                 json_str(p, "qgate_version", ""), json_num(c, "run", NAN), cid_text(c));
     esc_md(b, json_str(p, "host", ""));
-    sbuf_printf(b, ", %s\n- command: ", json_str(p, "created_at", ""));
+    sbuf_printf(b, " (kernels ");
+    esc_md(b, json_str(p, "kernels", "not recorded"));
+    sbuf_printf(b, "), %s\n- command: ", json_str(p, "created_at", ""));
     esc_md(b, json_str(p, "command", ""));
     sbuf_printf(b, "\n- suite ");
     esc_md(b, json_str(p, "suite_name", ""));
@@ -689,9 +691,10 @@ void report_html_provenance(const cJSON *d, struct sbuf *b)
 {
     const cJSON *c = json_get(d, "comparison"), *p = json_get(d, "provenance"), *t;
     sbuf_printf(b, "<h2>Provenance</h2>\n<table>\n");
-    static const char *keys[] = {"command",       "host",       "created_at", "finished_at",
-                                 "qgate_version", "suite_name", "suite_hash", "uid"};
-    for (int i = 0; i < 8; i++) {
+    static const char *keys[] = {"command",    "host",        "kernels",
+                                 "created_at", "finished_at", "qgate_version",
+                                 "suite_name", "suite_hash",  "uid"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
         sbuf_printf(b, "<tr><th>%s</th><td><code>", keys[i]);
         esc_html(b, json_str(p, keys[i], ""));
         sbuf_printf(b, "</code></td></tr>\n");

@@ -9,7 +9,9 @@
  * status: 0 when nothing failed, 77 when the only test run was skipped (for
  * ctest's SKIP_RETURN_CODE), 1 otherwise.
  */
+#include "backends/kernel_set.h"
 #include "core/util.h"
+#include "harness/cpu_select.h"
 #include "tests/test.h"
 
 #include <errno.h>
@@ -20,7 +22,7 @@
 #include <unistd.h>
 
 #define TEST_ENTRY(name, label) int test_##name(void);
-#include "tests/test_list.h"
+#include "test_list.h" /* generated: build/tests/ */
 #undef TEST_ENTRY
 
 static const struct {
@@ -28,7 +30,7 @@ static const struct {
     int (*fn)(void);
 } tests[] = {
 #define TEST_ENTRY(name, label) {#name, test_##name},
-#include "tests/test_list.h"
+#include "test_list.h" /* generated: build/tests/ */
 #undef TEST_ENTRY
 };
 #define N_TESTS ((int)(sizeof tests / sizeof *tests))
@@ -94,6 +96,11 @@ static int run_one(int i, int timeout)
 
 int main(int argc, char **argv)
 {
+    /* QG_CPU forces a kernel set for every test (and, through the
+     * environment, every qgate the tests start); may start this again */
+    char err[QG_ERRMSG_MAX];
+    if (cpu_select(NULL, NULL, argv, err, sizeof err))
+        return fprintf(stderr, "qgate_tests: %s\n", err), 64;
     int timeout = QG_TEST_TIMEOUT_S; /* 300 s; 900 s in sanitizer builds */
     const char *env = getenv("QG_TEST_TIMEOUT");
     int64_t t;

@@ -1,9 +1,15 @@
 /* test — assertions and helpers for qgate's one test runner.
  *
- * A test is `TEST(name) { ... return 0; }` listed in tests/test_list.h. The
- * runner runs each in its own process with a timeout and a fresh temporary
- * directory (t_tmp()). Asserts print both sides and return 1 from the test.
- * SKIP(reason) returns TEST_SKIP (77), which ctest reports as skipped.
+ * A test is `TEST(name, label) { ... return 0; }` at the start of a line in
+ * a tests/test_*.c; the label is unit (in-process, no binary, no server, no
+ * shared data: `ctest -L unit` runs in seconds), e2e (runs the qgate binary,
+ * a server or a compiler) or shared (reads ../shared; skips, saying so,
+ * without it). The definitions are the one list: tests/CMakeLists.txt reads
+ * them into the runner's table (build/tests/test_list.h) and registers each
+ * as a ctest test with its label; a line starting `TEST(` in another shape
+ * stops the configure step. The runner runs each in its own process with
+ * a timeout and a fresh temporary directory (t_tmp()). Asserts print both sides and return 1 from
+ * the test. SKIP(reason) returns TEST_SKIP (77), which ctest reports as skipped.
  */
 #ifndef QG_TEST_H
 #define QG_TEST_H
@@ -15,7 +21,7 @@
 #include <string.h>
 
 #define TEST_SKIP 77
-#define TEST(name)                                                                                 \
+#define TEST(name, label)                                                                          \
     int test_##name(void);                                                                         \
     int test_##name(void)
 

@@ -5,7 +5,7 @@
 #include "harness/store.h"
 #include "tests/test.h"
 
-TEST(cli_version)
+TEST(cli_version, e2e)
 {
     struct t_out o;
     ASSERT_OK(t_qgate(&o, "--version", NULL));
@@ -18,7 +18,7 @@ TEST(cli_version)
     return 0;
 }
 
-TEST(cli_help_generated)
+TEST(cli_help_generated, e2e)
 {
     struct t_out o;
     ASSERT_OK(t_qgate(&o, "help", NULL));
@@ -49,7 +49,7 @@ TEST(cli_help_generated)
     return 0;
 }
 
-TEST(cli_unknown_command)
+TEST(cli_unknown_command, e2e)
 {
     struct t_out o;
     ASSERT_OK(t_qgate(&o, "inspct", "x.gguf", NULL));
@@ -63,7 +63,7 @@ TEST(cli_unknown_command)
     return 0;
 }
 
-TEST(cli_unknown_option)
+TEST(cli_unknown_option, e2e)
 {
     struct t_out o;
     ASSERT_OK(t_qgate(&o, "inspect", "--jsn", "x.gguf", NULL));
@@ -81,7 +81,7 @@ TEST(cli_unknown_option)
     return 0;
 }
 
-TEST(cli_bad_values)
+TEST(cli_bad_values, e2e)
 {
     struct t_out o;
     ASSERT_OK(t_qgate(&o, "runs", "--limit", "many", NULL));
@@ -110,7 +110,7 @@ TEST(cli_bad_values)
     return 0;
 }
 
-TEST(cli_edit_distance)
+TEST(cli_edit_distance, unit)
 {
     ASSERT_EQ(qg_edit_distance("kitten", "sitting"), 3);
     ASSERT_EQ(qg_edit_distance("", "abc"), 3);
@@ -122,7 +122,7 @@ TEST(cli_edit_distance)
     return 0;
 }
 
-TEST(cli_demo)
+TEST(cli_demo, e2e)
 {
     struct t_out o;
     const char *dir = t_path("demo");

@@ -44,7 +44,7 @@ static int same_row(uint32_t t, const uint8_t *row, int64_t n, const char *what)
     return 1;
 }
 
-TEST(cuda_block_decoders_match_dequant)
+TEST(cuda_block_decoders_match_dequant, unit)
 {
     static const uint32_t types[] = {GGML_F32,  GGML_F16,  GGML_BF16, GGML_Q4_0,   GGML_Q4_1,
                                      GGML_Q5_0, GGML_Q5_1, GGML_Q8_0, GGML_Q2_K,   GGML_Q3_K,
@@ -99,7 +99,7 @@ TEST(cuda_block_decoders_match_dequant)
 }
 
 /* Every tensor of every shared GGUF file whose type the decoders claim. */
-TEST(cuda_block_decoders_on_shared_files)
+TEST(cuda_block_decoders_on_shared_files, shared)
 {
     static const char *const files[] = {"Q8_0",   "Q4_0",   "Q4_1",   "Q5_0",   "Q5_1",
                                         "Q2_K",   "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K",
@@ -131,7 +131,7 @@ TEST(cuda_block_decoders_on_shared_files)
 /* A spec asking for the GPU: refused by name where it cannot run (a build
  * without CUDA, no device, a format the GPU code lacks), never run on the
  * CPU instead. */
-TEST(cuda_refusals_say_why)
+TEST(cuda_refusals_say_why, e2e)
 {
     ASSERT_OK(t_synth("m.gguf", GGML_Q8_0, 1));
     char spec[4300];
@@ -227,7 +227,7 @@ static int compare_window(uint32_t type, double *worst_nll, double *kld_cpu, dou
 /* On a GPU (fp32): per-token NLL within 1e-5 relative of the CPU backend
  * for every format synth writes, and the KLD against a CPU baseline within
  * 1e-4 relative. */
-TEST(cuda_matches_cpu)
+TEST(cuda_matches_cpu, e2e)
 {
 #ifndef QG_HAVE_CUDA
     SKIP("this build has no CUDA backend (cmake -DQG_CUDA=ON)");

@@ -18,7 +18,7 @@ static void put_h(uint8_t *p, float v)
     p[1] = (uint8_t)(h >> 8);
 }
 
-TEST(dequant_legacy_blocks)
+TEST(dequant_legacy_blocks, unit)
 {
     uint8_t b[34] = {0};
     float y[256];
@@ -93,7 +93,7 @@ TEST(dequant_legacy_blocks)
     return 0;
 }
 
-TEST(dequant_k_blocks)
+TEST(dequant_k_blocks, unit)
 {
     uint8_t b[210];
     float y[256];
@@ -177,7 +177,7 @@ TEST(dequant_k_blocks)
     return 0;
 }
 
-TEST(dequant_ternary_blocks)
+TEST(dequant_ternary_blocks, unit)
 {
     uint8_t b[66];
     float y[256];
@@ -219,7 +219,7 @@ static float *tensor_f32(const struct gguf_tensor *t)
     return y;
 }
 
-TEST(dequant_real_files)
+TEST(dequant_real_files, shared)
 {
     /* Each pad256 file is the F32 model zero-padded to 256-wide rows, then
      * quantized by llama-quantize: its dequantised tensors must equal the
@@ -302,7 +302,7 @@ static int grid_at(uint64_t g, int j, int is_signed)
     return is_signed && v > 127 ? v - 256 : v;
 }
 
-TEST(dequant_grid_blocks)
+TEST(dequant_grid_blocks, unit)
 {
     uint8_t b[128];
     float y[256];
@@ -399,7 +399,7 @@ TEST(dequant_grid_blocks)
     return 0;
 }
 
-TEST(dequant_mxfp4_blocks)
+TEST(dequant_mxfp4_blocks, unit)
 {
     /* OCP MX: 32 E2M1 values (low nibbles first 16, high nibbles last 16)
      * times 2^(e - 127); e = 255 is NaN */

@@ -28,7 +28,7 @@ static int count_of(const char *hay, const char *needle)
 /* No suite: the baseline's own samples. A model against a byte copy of
  * itself PASSes; the 2-bit file FAILs; the sampled text is stored once and
  * reused; names come from the files' stems without their common prefix. */
-TEST(gate_default_sampled_text)
+TEST(gate_default_sampled_text, shared)
 {
     const char *f32 = t_shared("models/stories260K-pad256/stories260K-pad256-F32.gguf"),
                *q2 = t_shared("models/stories260K-pad256/stories260K-pad256-Q2_K.gguf");
@@ -138,7 +138,7 @@ static int screenshot_ok(const char *html)
 /* Three candidates, one report per format: a candidate x task matrix, the
  * smallest passing one named, every forest point labelled, one JUnit
  * suite per candidate, Markdown appended; and it renders in Chromium. */
-TEST(gate_many_candidates_one_report)
+TEST(gate_many_candidates_one_report, e2e)
 {
     ASSERT_OK(t_synth("base.gguf", GGML_F32, 1));
     ASSERT_OK(t_synth("q8.gguf", GGML_Q8_0, 1));
@@ -229,7 +229,7 @@ TEST(gate_many_candidates_one_report)
 /* --tasks and --limit choose what runs; an unknown task is named. The
  * store's views answer "which items flipped" in one query, agreeing with
  * the comparison; `comparisons` and `runs` list the verdicts. */
-TEST(gate_select_and_store_views)
+TEST(gate_select_and_store_views, e2e)
 {
     ASSERT_OK(t_synth("a.gguf", GGML_F32, 1));
     ASSERT_OK(t_synth("b.gguf", GGML_F32, 2));
@@ -283,7 +283,7 @@ TEST(gate_select_and_store_views)
 /* "items" and "items_file" choose items by index (llama.cpp's HellaSwag
  * task list, say); what they select is part of the task's hash; bad
  * lists are named with their file and line. */
-TEST(gate_items_selection)
+TEST(gate_items_selection, e2e)
 {
     ASSERT_OK(t_synth("a.gguf", GGML_F32, 1));
     ASSERT_OK(t_synth("b.gguf", GGML_Q8_0, 1));
@@ -340,7 +340,7 @@ TEST(gate_items_selection)
 
 /* `suite pin` shows the missing and changed pins, writes them, and the
  * suite then loads; --dry-run writes nothing. */
-TEST(suite_pin_writes_pins)
+TEST(suite_pin_writes_pins, e2e)
 {
     ASSERT_OK(write_suite());
     const char *bare = "{\"name\":\"p\",\"tasks\":[{\"name\":\"t\",\"kind\":\"perplexity\","
@@ -400,7 +400,7 @@ static double trial_kld(const char *db, int64_t run, const char *model)
  * trials copied, the baseline never loaded), judge the candidates against
  * its stored top-K references, and decide as lockstep does; a run that
  * cannot stand in is refused (explicit) or skipped (auto). */
-TEST(gate_stored_baseline)
+TEST(gate_stored_baseline, shared)
 {
     const char *dir = t_shared("models/stories260K-pad256");
     if (!dir || access(dir, R_OK)) SKIP("../shared/models/stories260K-pad256 is absent");
@@ -467,7 +467,7 @@ TEST(gate_stored_baseline)
 /* A format simulated on the baseline's own weights: int8 per channel
  * PASSes, int4 per tensor FAILs, reports say "simulated"; bad specs are
  * named and exit 64. */
-TEST(gate_simulated_formats)
+TEST(gate_simulated_formats, shared)
 {
     const char *f32 = t_shared("models/stories260K-pad256/stories260K-pad256-F32.gguf");
     if (!f32 || access(f32, R_OK)) SKIP("../shared/models/stories260K-pad256 is absent");
@@ -522,7 +522,7 @@ static double ppl_of(const char *spec, const char *chunks, const char *threads)
 /* a= rounds every matrix input: a format per token (fp8, int8) or per
  * block (nvfp4), or as llama.cpp's CPU backend does for each weight type.
  * Weights and activations together never beat weights alone. */
-TEST(ppl_simulated_activations)
+TEST(ppl_simulated_activations, shared)
 {
     const char *d = t_shared("models/stories260K-pad256");
     if (!d || !t_shared("data/tinystories_valid_head.txt")) SKIP("../shared is absent");
@@ -553,7 +553,7 @@ TEST(ppl_simulated_activations)
  * own results with and without flash attention differ by up to 0.2 %,
  * docs/sweep.md), and nearer than without a=llamacpp. Two threads: the
  * results do not depend on the thread count. */
-TEST(ppl_llamacpp_activations_reference)
+TEST(ppl_llamacpp_activations_reference, shared)
 {
     const char *d = t_shared("models/stories260K-pad256");
     if (!d || !t_shared("data/tinystories_valid_head.txt") ||
@@ -586,7 +586,7 @@ TEST(ppl_llamacpp_activations_reference)
 
 /* `qgate sweep`: every format's ladder in one lockstep pass, ranked, each
  * verdict stored, and the cheapest passing configuration recommended. */
-TEST(sweep_ladder_and_recommendation)
+TEST(sweep_ladder_and_recommendation, shared)
 {
     const char *f32 = t_shared("models/stories260K-pad256/stories260K-pad256-F32.gguf");
     if (!f32 || access(f32, R_OK)) SKIP("../shared/models/stories260K-pad256 is absent");
@@ -669,5 +669,48 @@ TEST(sweep_ladder_and_recommendation)
     ASSERT_EQ(o.code, 64);
     ASSERT_CONTAINS(o.err, "unknown format 'fp5'");
     t_out_free(&o);
+    return 0;
+}
+
+/* QG_CPU and --cpu force a kernel set with the OpenBLAS core such a CPU
+ * gets; --version prints it, a run records it in its provenance, and a
+ * name that is not a set, or one above the set the process was held to,
+ * is a usage error that names it. */
+TEST(kernel_set_forced_and_recorded, e2e)
+{
+    char was[64] = "";
+    if (getenv("QG_CPU")) snprintf(was, sizeof was, "%s", getenv("QG_CPU"));
+    ASSERT_OK(t_synth("m.gguf", GGML_F32, 7));
+    ASSERT_OK(write_suite());
+    struct t_out o;
+    setenv("QG_CPU", "portable", 1);
+    ASSERT_OK(t_qgate(&o, "--version", NULL));
+    ASSERT_EQ(o.code, 0);
+    ASSERT_CONTAINS(o.out, "kernels: portable, OpenBLAS Prescott (forced)\ncpu sets: portable\n");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "ppl", t_path("m.gguf"), "--cpu", "avx2", NULL));
+    ASSERT_EQ(o.code, 64);
+    ASSERT_CONTAINS(o.err, "--cpu avx2: this CPU lacks the avx2 kernel set (it runs up to "
+                           "portable, as forced)");
+    t_out_free(&o);
+    setenv("QG_CPU", "avx9", 1);
+    ASSERT_OK(t_qgate(&o, "--version", NULL));
+    ASSERT_EQ(o.code, 64);
+    ASSERT_CONTAINS(o.err, "QG_CPU=avx9: not a kernel set");
+    t_out_free(&o);
+    unsetenv("QG_CPU");
+    char model[4200];
+    snprintf(model, sizeof model, "base=%s", t_path("m.gguf"));
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", model, "--cpu",
+                      "portable", "--db", t_path("k.db"), "-q", NULL));
+    if (o.code) T_FAIL_("run: exit %d: %s", o.code, o.err);
+    t_out_free(&o);
+    ASSERT_EQ(t_sql_int(t_path("k.db"), "SELECT count(*) FROM runs WHERE kernels = 'portable, "
+                                        "OpenBLAS Prescott (forced)'"),
+              1);
+    ASSERT_OK(t_qgate(&o, "show", "1", "--db", t_path("k.db"), NULL));
+    ASSERT_CONTAINS(o.out, "kernels    portable, OpenBLAS Prescott (forced)");
+    t_out_free(&o);
+    if (*was) setenv("QG_CPU", was, 1);
     return 0;
 }

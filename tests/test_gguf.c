@@ -21,7 +21,7 @@ static int open_bytes(const struct bb *b, struct gguf **g, char *err)
     return gguf_open_memory(b->p, b->n, "case.gguf", g, err, QG_ERRMSG_MAX);
 }
 
-TEST(gguf_roundtrip_all_types)
+TEST(gguf_roundtrip_all_types, unit)
 {
     struct gguf_writer *w = gguf_writer_new();
     ASSERT(w);
@@ -163,7 +163,7 @@ TEST(gguf_roundtrip_all_types)
     return 0;
 }
 
-TEST(gguf_v2_and_alignment)
+TEST(gguf_v2_and_alignment, unit)
 {
     struct gguf_writer *w = gguf_writer_new();
     ASSERT_OK(gguf_writer_set_u32(w, "general.alignment", 64));
@@ -189,7 +189,7 @@ TEST(gguf_v2_and_alignment)
     return 0;
 }
 
-TEST(gguf_vocab_only)
+TEST(gguf_vocab_only, e2e)
 {
     struct gguf_writer *w = gguf_writer_new();
     const char *toks[4] = {"<unk>", "<s>", "</s>", "a"};
@@ -217,7 +217,7 @@ TEST(gguf_vocab_only)
     return 0;
 }
 
-TEST(gguf_synth_models)
+TEST(gguf_synth_models, unit)
 {
     static const uint32_t types[] = {GGML_F32, GGML_F16, GGML_Q8_0};
     for (int arch = 0; arch < 2; arch++)
@@ -266,7 +266,7 @@ TEST(gguf_synth_models)
     return 0;
 }
 
-TEST(gguf_synth_deterministic)
+TEST(gguf_synth_deterministic, unit)
 {
     struct synth_params p = synth_default_params();
     char err[QG_ERRMSG_MAX], h1[65], h2[65], h3[65];
@@ -282,7 +282,7 @@ TEST(gguf_synth_deterministic)
     return 0;
 }
 
-TEST(gguf_bad_files_api)
+TEST(gguf_bad_files_api, unit)
 {
     struct bb b = {0};
     gguf_case_valid(&b);
@@ -305,7 +305,7 @@ TEST(gguf_bad_files_api)
     return 0;
 }
 
-TEST(gguf_bad_files_cli)
+TEST(gguf_bad_files_cli, e2e)
 {
     for (int i = 0; i < gguf_n_bad_cases; i++) {
         struct bb b = {0};
@@ -333,7 +333,7 @@ TEST(gguf_bad_files_cli)
     return 0;
 }
 
-TEST(gguf_every_truncation)
+TEST(gguf_every_truncation, unit)
 {
     /* Every prefix of a valid synthetic model must be refused cleanly. */
     struct synth_params p = synth_default_params();
@@ -362,7 +362,7 @@ TEST(gguf_every_truncation)
     return 0;
 }
 
-TEST(gguf_shared_models)
+TEST(gguf_shared_models, shared)
 {
     const char *dirs[] = {"models/stories260K/gguf", "models/stories260K-pad256",
                           "models/llamacpp-vocab"};
@@ -411,7 +411,7 @@ TEST(gguf_shared_models)
     return 0;
 }
 
-TEST(inspect_q4_k_m_stored_types)
+TEST(inspect_q4_k_m_stored_types, shared)
 {
     const char *path = t_shared("models/stories260K/gguf/stories260K-Q4_K_M.gguf");
     if (!path) SKIP("../shared/models/stories260K/gguf/stories260K-Q4_K_M.gguf is absent");
@@ -451,7 +451,7 @@ TEST(inspect_q4_k_m_stored_types)
     return 0;
 }
 
-TEST(inspect_json_synth)
+TEST(inspect_json_synth, e2e)
 {
     struct synth_params p = synth_default_params();
     p.wtype = GGML_Q8_0;
@@ -479,7 +479,7 @@ TEST(inspect_json_synth)
     return 0;
 }
 
-TEST(quant_f16_q8_0)
+TEST(quant_f16_q8_0, unit)
 {
     /* fp16: exact values, rounding to nearest even, overflow, subnormals */
     ASSERT_EQ(quant_f32_to_f16(1.0f), 0x3C00);
@@ -511,7 +511,7 @@ TEST(quant_f16_q8_0)
 /* the rounding of a whole row (F16C where the CPU has it) equals the
  * scalar round trip on a sweep of every 251st f32 bit pattern: all
  * exponents, subnormals, ties, overflow to infinity, NaN */
-TEST(quant_round_f16_row)
+TEST(quant_round_f16_row, unit)
 {
     enum { N = 4096 };
     static float x[N], want[N];
@@ -537,7 +537,7 @@ TEST(quant_round_f16_row)
     return 0;
 }
 
-TEST(hash_sha256)
+TEST(hash_sha256, shared)
 {
     char hex[65], err[QG_ERRMSG_MAX];
     ASSERT_OK(hash_sha256_mem("abc", 3, hex));

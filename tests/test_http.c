@@ -113,7 +113,7 @@ static void srv_stop(struct srv *v)
     backend_close(&v->b);
 }
 
-TEST(serve_endpoints)
+TEST(serve_endpoints, e2e)
 {
     ASSERT_OK(synth_model("m.gguf"));
     struct srv v;
@@ -376,7 +376,7 @@ static int distinct_run_totals(const char *db)
     return n;
 }
 
-TEST(http_response_cache)
+TEST(http_response_cache, e2e)
 {
     ASSERT_OK(synth_model("m.gguf"));
     ASSERT_OK(write_suite());
@@ -416,7 +416,7 @@ TEST(http_response_cache)
 
 /* Repeats ask the server again (its noise is what they measure); an
  * identical rerun is still served from the cache. */
-TEST(http_repeats_bypass_the_cache)
+TEST(http_repeats_bypass_the_cache, e2e)
 {
     ASSERT_OK(synth_model("m.gguf"));
     ASSERT_OK(write_suite());
@@ -493,7 +493,7 @@ static int write_gen_suite(int max_tokens)
 /* Against a server answering as llama.cpp's llama-server: "Unsupported
  * param: echo" (HTTP 500) is a capability, not a failure. Log-likelihood
  * tasks are refused at once, generation tasks run, tokenize works. */
-TEST(http_llama_server_capabilities)
+TEST(http_llama_server_capabilities, e2e)
 {
     ASSERT_OK(synth_model("m.gguf"));
     ASSERT_OK(write_suite());
@@ -504,13 +504,25 @@ TEST(http_llama_server_capabilities)
     snprintf(db, sizeof db, "%s", t_path("l.db"));
     snprintf(web, sizeof web, "ls=http://127.0.0.1:%d/v1", v.port);
     struct t_out o;
-    double t0 = qg_now_s();
+    /* refused, not retried: as many requests as with retries=0 (counted on
+     * the server, not timed) */
+    int64_t none, requests, faults;
+    char once[4500];
+    snprintf(once, sizeof once, "%s?retries=0", web);
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", once, "--db",
+                      t_path("once.db"), NULL));
+    ASSERT_EQ(o.code, 69);
+    t_out_free(&o);
+    serve_counts(v.s, &none, &faults);
     ASSERT_OK(
         t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", web, "--db", db, NULL));
-    double dt = qg_now_s() - t0;
-    printf("perplexity suite against llama-server: exit %d after %.2f s\n%s", o.code, dt, o.err);
+    serve_counts(v.s, &requests, &faults);
+    requests -= none;
+    printf("perplexity suite against llama-server: exit %d after %lld requests (%lld with "
+           "retries=0)\n%s",
+           o.code, (long long)requests, (long long)none, o.err);
     ASSERT_EQ(o.code, 69);
-    ASSERT(dt < 2.0); /* refused, not retried */
+    ASSERT_EQ(requests, none);
     ASSERT_CONTAINS(o.err, "needs the log-probs of prompt tokens");
     ASSERT_CONTAINS(o.err, "Unsupported param: echo");
     t_out_free(&o);
@@ -544,7 +556,7 @@ TEST(http_llama_server_capabilities)
 
 /* chat=1: the chat template's tokens count against the context, so a
  * prompt fitted to it leaves room for the answer. */
-TEST(http_chat_fits_the_template)
+TEST(http_chat_fits_the_template, e2e)
 {
     ASSERT_OK(synth_model("m.gguf"));
     ASSERT_OK(write_gen_suite(100)); /* ctx 128: 100 new tokens leave ~28 for the prompt */
@@ -574,7 +586,7 @@ TEST(http_chat_fits_the_template)
  * log-probs, streaming of both endpoints, batch prompts, chat with
  * log-probs, and the error classes of a bad request, a wrong key and an
  * unknown model. */
-TEST(serve_openai_sdk)
+TEST(serve_openai_sdk, e2e)
 {
     char pkg[4200], script[4200];
     snprintf(pkg, sizeof pkg, "%s/tests/sdk/node_modules/openai/package.json", QG_SOURCE_DIR);
@@ -600,7 +612,7 @@ TEST(serve_openai_sdk)
     return 0;
 }
 
-TEST(http_backend_matches_cpu_and_survives_faults)
+TEST(http_backend_matches_cpu_and_survives_faults, e2e)
 {
     ASSERT_OK(synth_model("m.gguf"));
     ASSERT_OK(write_suite());
@@ -670,7 +682,7 @@ TEST(http_backend_matches_cpu_and_survives_faults)
     return 0;
 }
 
-TEST(http_api_key_never_leaks)
+TEST(http_api_key_never_leaks, e2e)
 {
     ASSERT_OK(synth_model("m.gguf"));
     ASSERT_OK(write_suite());
@@ -743,7 +755,7 @@ static double trial_metric(const char *db, const char *name, const char *key)
     return v;
 }
 
-TEST(http_topk_kld_is_a_lower_bound)
+TEST(http_topk_kld_is_a_lower_bound, e2e)
 {
     /* baseline F32 locally; the Q4_0 model both locally (full rows) and
      * behind the server (top-20 log-probs) */
@@ -784,7 +796,7 @@ TEST(http_topk_kld_is_a_lower_bound)
     return 0;
 }
 
-TEST(http_refuses_endpoint_without_prompt_logprobs)
+TEST(http_refuses_endpoint_without_prompt_logprobs, e2e)
 {
     /* a server that gives log-probs of generated tokens only (as some
      * chat-first servers do) must be refused for log-likelihood tasks, never
@@ -840,7 +852,7 @@ static int run_models(const char *db, const char *const *specs, int n, struct t_
     return t_qgate_argv(o, argv);
 }
 
-TEST(http_server_side_tokenizer)
+TEST(http_server_side_tokenizer, e2e)
 {
     /* no tokenizer= in the spec: the server tokenizes, detokenizes and names
      * token texts, and every number comes out as with the local tokenizer */
@@ -976,7 +988,7 @@ TEST(http_server_side_tokenizer)
     return 0;
 }
 
-TEST(http_scores_through_vllm_prompt_logprobs)
+TEST(http_scores_through_vllm_prompt_logprobs, e2e)
 {
     /* a server whose echo gives no prompt log-probs but which has vLLM's
      * prompt_logprobs: scored through it, with the same per-item numbers
@@ -1027,7 +1039,7 @@ TEST(http_scores_through_vllm_prompt_logprobs)
     return 0;
 }
 
-TEST(http_text_prompts_when_ids_are_refused)
+TEST(http_text_prompts_when_ids_are_refused, e2e)
 {
     /* a server that takes text prompts only and answers without token ids:
      * items go as text, each answer's token texts are checked against the
@@ -1091,7 +1103,7 @@ TEST(http_text_prompts_when_ids_are_refused)
     return 0;
 }
 
-TEST(http_perplexity_windows_in_flight_together)
+TEST(http_perplexity_windows_in_flight_together, e2e)
 {
     /* a perplexity task through the HTTP backend keeps several windows in
      * flight (groups of windows through score_many), with the numbers of
@@ -1159,7 +1171,7 @@ TEST(http_perplexity_windows_in_flight_together)
     return 0;
 }
 
-TEST(serve_command_starts_and_stops_cleanly)
+TEST(serve_command_starts_and_stops_cleanly, e2e)
 {
     /* `qgate serve` as a process: --port 0 --port-file, --parallel, an API
      * key from the environment, and a clean stop on SIGTERM */
@@ -1214,7 +1226,7 @@ TEST(serve_command_starts_and_stops_cleanly)
     return 0;
 }
 
-TEST(http_cache_redeployed_server)
+TEST(http_cache_redeployed_server, e2e)
 {
     /* the same address and model id, redeployed with another model: the
      * cache must not answer for it (it did: PPL 4.2706 instead of 4.5800) */
@@ -1275,19 +1287,19 @@ static int raw_request(int port, const char *req, size_t n, char *status, size_t
     return got > 0 ? 0 : -1;
 }
 
-TEST(serve_key_checked_before_the_body)
+TEST(serve_key_checked_before_the_body, e2e)
 {
     ASSERT_OK(synth_model("m.gguf"));
     struct srv v;
     ASSERT_OK(srv_start(&v, NULL, "sk-serve-key"));
     char st[512];
-    /* a keyless upload announcing 15 MiB: refused at once, its body never read */
+    /* a keyless upload announcing 15 MiB: refused at once, its body never
+     * read (the body is never sent: a server waiting for it could only
+     * close the connection at its idle timeout, never answer 401) */
     static const char big[] = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
                               "application/json\r\nContent-Length: 15728640\r\n\r\n{\"prompt\":";
-    double t0 = qg_now_s();
     ASSERT_OK(raw_request(v.port, big, sizeof big - 1, st, sizeof st));
     ASSERT_CONTAINS(st, "401");
-    ASSERT(qg_now_s() - t0 < 3);
     static const char ok[] =
         "GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-serve-key\r\n\r\n";
     ASSERT_OK(raw_request(v.port, ok, sizeof ok - 1, st, sizeof st));
@@ -1326,7 +1338,7 @@ static int closed_within(int fd, double secs)
     return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
 }
 
-TEST(serve_bounded_under_idle_and_slow_clients)
+TEST(serve_bounded_under_idle_and_slow_clients, e2e)
 {
     /* bounded loopback load: 1100 idle connections from one address (over
      * the server's limit in all, 1024), a client trickling its body. Another
@@ -1351,18 +1363,16 @@ TEST(serve_bounded_under_idle_and_slow_clients)
     for (int i = 0; i < N; i++)
         if ((idle[i] = connect_from("127.0.0.1", v.port)) >= 0) n_open++;
     ASSERT_EQ(n_open, N); /* the kernel accepts them; the server drops those over its limit */
-    double t0 = qg_now_s();
     char st[512];
     int ok = connect_from("127.0.0.2", v.port);
     ASSERT(ok >= 0);
     static const char req[] = "GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
     ASSERT(write(ok, req, sizeof req - 1) == (ssize_t)(sizeof req - 1));
     ssize_t got = read(ok, st, sizeof st - 1);
-    if (got <= 0) T_FAIL_("read %zd errno %s after %.2f s", got, strerror(errno), qg_now_s() - t0);
+    if (got <= 0) T_FAIL_("read %zd errno %s", got, strerror(errno));
     close(ok);
     st[got] = '\0';
-    ASSERT_CONTAINS(st, "200");
-    ASSERT(qg_now_s() - t0 < 1.5); /* served at once, beside 1100 idle connections */
+    ASSERT_CONTAINS(st, "200"); /* served, beside 1100 idle connections (not timed: a load) */
     /* a body trickled at 20 bytes/s: cut off once its grace (1 s) is over */
     int slow = connect_from("127.0.0.3", v.port);
     static const char head[] = "POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: "
@@ -1384,7 +1394,6 @@ TEST(serve_bounded_under_idle_and_slow_clients)
         close(idle[i]);
     }
     ASSERT_EQ(closed, N);
-    ASSERT(qg_now_s() - t0 < 15);
     srv_stop(&v);
     return 0;
 }

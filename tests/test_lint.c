@@ -18,7 +18,7 @@ static int run_cmd(const char *cmd, char *out, size_t n)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
-TEST(layers_check_passes_on_the_tree)
+TEST(layers_check_passes_on_the_tree, e2e)
 {
     char cmd[4096], out[8192];
     snprintf(cmd, sizeof cmd, "python3 %s/.ci/check-layers %s", QG_SOURCE_DIR, QG_SOURCE_DIR);
@@ -27,7 +27,7 @@ TEST(layers_check_passes_on_the_tree)
     return 0;
 }
 
-TEST(layers_check_catches_upward_include)
+TEST(layers_check_catches_upward_include, e2e)
 {
     /* a copy of the layer table and two folders: metrics/ may not include harness/ */
     char path[4096], cmd[8192], out[8192];
@@ -55,7 +55,7 @@ TEST(layers_check_catches_upward_include)
     return 0;
 }
 
-TEST(banned_functions_fail_to_compile)
+TEST(banned_functions_fail_to_compile, e2e)
 {
     /* the same flags CMakeLists.txt gives every source */
     const char *ok = "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"

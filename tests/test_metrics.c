@@ -20,7 +20,7 @@ static void log_softmax_row(uint64_t *rng, float *row, int n)
         row[v] = (float)((double)row[v] - log(z));
 }
 
-TEST(metrics_kld_full_and_top_k)
+TEST(metrics_kld_full_and_top_k, unit)
 {
     /* two outcomes: KL((.5,.5) || (.9,.1)) = .5 ln(.5/.9) + .5 ln(.5/.1) */
     float b[2] = {(float)log(0.5), (float)log(0.5)}, c[2] = {(float)log(0.9), (float)log(0.1)};
@@ -63,7 +63,7 @@ TEST(metrics_kld_full_and_top_k)
     return 0;
 }
 
-TEST(metrics_percentiles_and_summary)
+TEST(metrics_percentiles_and_summary, unit)
 {
     double v[4] = {4, 1, 3, 2};
     struct kld_summary s;
@@ -96,7 +96,7 @@ static struct item_row item(int64_t i, int correct)
     return r;
 }
 
-TEST(metrics_trial_totals)
+TEST(metrics_trial_totals, unit)
 {
     struct item_row w[2] = {window(0, 10, 8), window(1, 30, 12)};
     w[0].kld_sum = 0.8, w[1].kld_sum = 1.2, w[0].top1_agree = 8, w[1].top1_agree = 10,
@@ -125,7 +125,7 @@ static struct verdict_params params(void)
     return p;
 }
 
-TEST(verdict_pure_pairing_errors)
+TEST(verdict_pure_pairing_errors, unit)
 {
     struct item_row b[3] = {window(0, 10, 8), window(1, 10, 8), window(2, 10, 8)}, c[3];
     memcpy(c, b, sizeof b);
@@ -157,7 +157,7 @@ TEST(verdict_pure_pairing_errors)
     return 0;
 }
 
-TEST(verdict_pure_decisions_and_noise)
+TEST(verdict_pure_decisions_and_noise, unit)
 {
     enum { W = 200, T = 64 };
     struct item_row *b = malloc(W * sizeof *b), *c = malloc(W * sizeof *c),
@@ -214,7 +214,7 @@ TEST(verdict_pure_decisions_and_noise)
     return 0;
 }
 
-TEST(verdict_pure_binary_flips)
+TEST(verdict_pure_binary_flips, unit)
 {
     enum { N = 400 };
     struct item_row b[N], c[N];
@@ -249,7 +249,7 @@ TEST(verdict_pure_binary_flips)
     return 0;
 }
 
-TEST(verdict_tiny_suite_inconclusive_not_pass)
+TEST(verdict_tiny_suite_inconclusive_not_pass, unit)
 {
     /* 10 items, no flips: Tango's interval keeps its width, so a tiny suite
      * cannot PASS; it says how many items it would need */
@@ -275,7 +275,7 @@ TEST(verdict_tiny_suite_inconclusive_not_pass)
     return 0;
 }
 
-TEST(verdict_noise_is_spread_both_directions)
+TEST(verdict_noise_is_spread_both_directions, unit)
 {
     /* a baseline repeat where 3 answers flip each way: net 0, but 1.5 % of
      * the items changed */
@@ -318,7 +318,7 @@ TEST(verdict_noise_is_spread_both_directions)
     return 0;
 }
 
-TEST(verdict_clustered_never_narrower)
+TEST(verdict_clustered_never_narrower, unit)
 {
     /* 400 items in 40 clusters; all 12 flips in two clusters */
     enum { N = 400 };
@@ -351,7 +351,7 @@ TEST(verdict_clustered_never_narrower)
     return 0;
 }
 
-TEST(verdict_gates_kld_top1_flips_critical)
+TEST(verdict_gates_kld_top1_flips_critical, unit)
 {
     enum { W = 100, T = 64 };
     struct item_row b[W], c[W];

@@ -46,7 +46,7 @@ static double nmse(const float *a, const float *b, size_t n)
     return e / s;
 }
 
-TEST(model_fast_matches_reference)
+TEST(model_fast_matches_reference, unit)
 {
     const char *archs[] = {"llama", "qwen2"};
     for (int k = 0; k < 2; k++) {
@@ -95,7 +95,7 @@ TEST(model_fast_matches_reference)
     return 0;
 }
 
-TEST(model_bad_files)
+TEST(model_bad_files, e2e)
 {
     struct {
         const char *arch, *omit, *swap, *raw;
@@ -143,7 +143,7 @@ TEST(model_bad_files)
     return 0;
 }
 
-TEST(ppl_protocol_windows)
+TEST(ppl_protocol_windows, unit)
 {
     char err[QG_ERRMSG_MAX];
     for (int proto = 0; proto < 3; proto++)
@@ -192,7 +192,7 @@ TEST(ppl_protocol_windows)
     return 0;
 }
 
-TEST(ppl_statistics)
+TEST(ppl_statistics, unit)
 {
     /* windows: tokens with NLL {1, 2} and {3}: mean 2 */
     struct ppl_stats s;
@@ -218,7 +218,7 @@ TEST(ppl_statistics)
 /* prefill's panels depend on the matrix, not on the thread count: the
  * same bits with 1, 2 and 3 threads, for weights read from the mapping (F32)
  * and dequantized per panel (Q8_0) */
-TEST(ppl_same_bits_every_thread_count)
+TEST(ppl_same_bits_every_thread_count, e2e)
 {
     struct sbuf text;
     sbuf_init(&text, 0);
@@ -251,7 +251,7 @@ TEST(ppl_same_bits_every_thread_count)
     return 0;
 }
 
-TEST(ppl_cli_synth)
+TEST(ppl_cli_synth, e2e)
 {
     struct synth_params p = synth_default_params();
     char err[QG_ERRMSG_MAX];
@@ -303,7 +303,7 @@ TEST(ppl_cli_synth)
     return 0;
 }
 
-TEST(generate_cli_synth)
+TEST(generate_cli_synth, e2e)
 {
     struct synth_params p = synth_default_params();
     char err[QG_ERRMSG_MAX];
@@ -340,7 +340,7 @@ TEST(generate_cli_synth)
     return 0;
 }
 
-TEST(quant_q4_roundtrip)
+TEST(quant_q4_roundtrip, shared)
 {
     /* Q4_0 and Q4_K blocks from the quantisers decode (with the dequantiser
      * checked against llama.cpp's files) to within 4-bit error */
@@ -393,7 +393,7 @@ static double sig4(double v)
     return round(v * 1000) / 1000; /* values here are in [1, 10) */
 }
 
-TEST(ppl_llamacpp_reference_numbers)
+TEST(ppl_llamacpp_reference_numbers, shared)
 {
     double se = 0;
     double f32 = shared_ppl("models/stories260K/gguf/stories260K-F32.gguf", 400, &se);
@@ -411,7 +411,7 @@ TEST(ppl_llamacpp_reference_numbers)
     return 0;
 }
 
-TEST(ppl_rises_with_coarser_formats)
+TEST(ppl_rises_with_coarser_formats, shared)
 {
     const char *order[] = {"F32", "Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "Q3_K_M", "Q2_K"};
     double prev = 0;
@@ -427,7 +427,7 @@ TEST(ppl_rises_with_coarser_formats)
     return 0;
 }
 
-TEST(ppl_every_shared_model)
+TEST(ppl_every_shared_model, shared)
 {
     const char *dirs[] = {"models/stories260K/gguf", "models/stories260K-pad256"};
     if (!t_shared("models/stories260K/gguf")) SKIP("../shared/models is absent");
@@ -482,7 +482,7 @@ TEST(ppl_every_shared_model)
     return 0;
 }
 
-TEST(generate_greedy_reference)
+TEST(generate_greedy_reference, shared)
 {
     const char *model = t_shared("models/stories260K/gguf/stories260K-F32.gguf");
     if (!model) SKIP("../shared stories260K model is absent");
@@ -518,7 +518,7 @@ static void mark(void *ctx, int64_t begin, int64_t end, int thread)
     c->threads_used[thread] = 1;
 }
 
-TEST(parallel_threads_match_one_thread)
+TEST(parallel_threads_match_one_thread, unit)
 {
     /* fork-join covers [0, n) exactly once, with no thread number beyond
      * those asked for; many calls in a row. The pool is kept for every call
@@ -561,43 +561,73 @@ TEST(parallel_threads_match_one_thread)
     return 0;
 }
 
-static void late_worker(void *ctx, int64_t begin, int64_t end, int thread)
+/* the pool's clock in the test below: three readings per pooled call
+ * (before, the caller's units done, all done) at +0, +1 us and +1 ms, so
+ * every pooled call looks as if the caller waited 1 ms for a worker that a
+ * loaded machine ran late: whatever the real load, the pool never pays */
+static double late_clock(void)
 {
-    (void)begin, (void)end;
-    if (thread == 0) { /* 50 us of work a chunk */
-        for (double t0 = qg_now_s(); qg_now_s() - t0 < 50e-6;)
-            ;
-        return;
-    }
-    __atomic_add_fetch((int *)ctx, 1, __ATOMIC_RELAXED);
-    usleep(10000); /* a worker the system runs late: the caller waits for its chunk */
+    static const double at[3] = {0, 1e-6, 1e-3};
+    static int reads;
+    static double base;
+    if (reads % 3 == 0) base += 1.0;
+    return base + at[reads++ % 3];
 }
 
-TEST(parallel_pool_steps_aside_when_it_does_not_pay)
+struct late {
+    int n, solo, by_worker, worker_before;
+};
+
+/* a call on the caller alone is one part of all n items; in a pooled call
+ * the caller's parts wait (up to 2 s) for the worker to take one, so that
+ * every pooled call is one the worker took part in */
+static void late_part(void *ctx, int64_t begin, int64_t end, int thread)
 {
-    /* when over a window of calls the pool saves nothing (here: the
-     * caller's chunks take 50 us, a worker's 10 ms, so that only a stall
-     * of the caller of some 50 ms could make the window pay), the calls
-     * that follow run on the caller alone; a loaded machine is the real
-     * case */
-    int by_worker = 0;
-    for (int i = 0; i < 32; i++)
-        parallel_for(2, 8, late_worker, &by_worker);
-    int before = by_worker;
-    double t0 = qg_now_s();
-    for (int i = 0; i < 100; i++)
-        parallel_for(2, 8, late_worker, &by_worker);
-    double dt = qg_now_s() - t0;
-    printf("worker chunks: %d in the first 32 calls, %d in the next 100 (%.1f ms)\n", before,
-           by_worker - before, dt * 1e3);
-    ASSERT_EQ(by_worker, before);
-    ASSERT(dt < 0.5); /* alone: 100 x 50 us; with the worker at least 100 x 10 ms */
-    /* after 1024 calls alone, the pool is tried again (a window in which the
-     * sleeping worker wins no chunk doubles the next period: 8000 calls
-     * cover three of them) */
-    for (int i = 0; i < 8000 && by_worker == before; i++)
-        parallel_for(2, 8, late_worker, &by_worker);
-    ASSERT(by_worker > before);
+    struct late *l = ctx;
+    if (begin == 0 && end == l->n) {
+        l->solo++;
+        return;
+    }
+    if (thread != 0) {
+        __atomic_add_fetch(&l->by_worker, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    for (double t0 = qg_now_s();
+         __atomic_load_n(&l->by_worker, __ATOMIC_RELAXED) == l->worker_before &&
+         qg_now_s() - t0 < 2;)
+        sched_yield();
+}
+
+TEST(parallel_pool_steps_aside_when_it_does_not_pay, unit)
+{
+    /* when over a window of 32 pooled calls the pool saved nothing (its
+     * clock says so, see late_clock), the next 1024 calls run on the caller
+     * alone; then the pool is tried again, and a second window that does
+     * not pay doubles that to 2048. Counted in calls, not timed. */
+    parallel_set_adaptive(1);
+    parallel_set_clock(late_clock);
+    struct late l = {.n = 8};
+    int solo_runs[3] = {0}, pooled_runs[3] = {0}, k = 0, was_solo = 0, pooled = 0;
+    for (int i = 0; i < 32 + 1024 + 32 + 2048 + 32 && k < 3; i++) {
+        int s0 = l.solo;
+        l.worker_before = __atomic_load_n(&l.by_worker, __ATOMIC_RELAXED);
+        parallel_for(2, l.n, late_part, &l);
+        int solo = l.solo > s0, by_worker = l.by_worker > l.worker_before;
+        ASSERT_EQ(solo + by_worker, 1); /* alone, or the worker took part */
+        pooled += !solo;
+        if (i > 0 && !solo && was_solo) k++; /* a run of solo calls ended */
+        if (k < 3) (solo ? solo_runs : pooled_runs)[k]++;
+        was_solo = solo;
+    }
+    parallel_set_clock(NULL);
+    printf("pooled %d, alone %d, pooled %d, alone %d, pooled %d; worker parts %d\n", pooled_runs[0],
+           solo_runs[0], pooled_runs[1], solo_runs[1], pooled_runs[2], l.by_worker);
+    ASSERT_EQ(pooled_runs[0], 32);
+    ASSERT_EQ(solo_runs[0], 1024);
+    ASSERT_EQ(pooled_runs[1], 32);
+    ASSERT_EQ(solo_runs[1], 2048);
+    ASSERT(pooled_runs[2] >= 1);
+    ASSERT(pooled == pooled_runs[0] + pooled_runs[1] + pooled_runs[2]);
     return 0;
 }
 
@@ -623,7 +653,7 @@ static void slow_first_part(void *ctx, int64_t begin, int64_t end, int thread)
     }
 }
 
-TEST(parallel_steals_from_a_stalled_thread)
+TEST(parallel_steals_from_a_stalled_thread, unit)
 {
     /* each thread owns half of the 64 items; the worker stalls on its first
      * one, so the caller, its own half done, steals the rest of the
@@ -661,7 +691,7 @@ static void mark_many(void *ctx, int64_t begin, int64_t end, int thread)
     if (begin % 5 == 0) sched_yield(); /* threads fall behind, wake late, steal */
 }
 
-TEST(parallel_many_threads_every_item_once)
+TEST(parallel_many_threads_every_item_once, unit)
 {
     /* 3, 8 and 64 threads on however few cores, calls of 1 to 4000 items
      * one after another: workers are descheduled mid-call and wake after
@@ -713,7 +743,7 @@ static int perturbed_ppl(const char *model, const char *text_path, int perturb, 
     return rc;
 }
 
-TEST(perturb_changes_ppl_a_little)
+TEST(perturb_changes_ppl_a_little, shared)
 {
     /* on the real stories260K when ../shared has it, else a generated model */
     const char *model = t_shared("models/stories260K/gguf/stories260K-F32.gguf"),
@@ -744,7 +774,7 @@ TEST(perturb_changes_ppl_a_little)
     return 0;
 }
 
-TEST(fastmath_expf_accurate_and_nan_safe)
+TEST(fastmath_expf_accurate_and_nan_safe, unit)
 {
     /* within 2.5e-7 relative of libm over the range it serves; clamped
      * outside it; NaN in gives NaN out with no undefined conversion (the
@@ -848,7 +878,7 @@ static int vecmath_sets_check(void *ctx)
     return rc ? rc : vecmath_check(r->x, r->u, 64);
 }
 
-TEST(vecmath_sets_match_scalar_bits)
+TEST(vecmath_sets_match_scalar_bits, unit)
 {
     /* max, exp, SwiGLU, scaling and weighted rows by every kernel set this CPU runs give
      * the scalar loops' bits: random values over exp's whole range, its
@@ -900,7 +930,7 @@ static void decode_errors(const struct wmat *W, const float *x, int64_t rows, do
     free(yp);
 }
 
-TEST(matmul_group_matches_single_products)
+TEST(matmul_group_matches_single_products, unit)
 {
     /* Q, K and V as one group (Q4_K, Q6_K and Q4_K again: the third part
      * shares the first's preparation of x, which the second must not, as
@@ -1089,7 +1119,7 @@ static int decode_kernels_check_ctx(void *ctx)
     return decode_kernels_check();
 }
 
-TEST(decode_kernels_match_portable)
+TEST(decode_kernels_match_portable, unit)
 {
     /* the fused decode kernels of every set this CPU runs (AVX-512, AVX2)
      * against the portable C kernel and a double-precision product of the
@@ -1169,7 +1199,7 @@ static int vnni_edges(uint32_t type, int64_t in, uint64_t *st)
     return rc ? 1 : 0;
 }
 
-TEST(decode_vnni_edges)
+TEST(decode_vnni_edges, unit)
 {
     /* the integer Q4_K, Q5_K and Q6_K kernels (avx512vnni) against a
      * double product of the decoded rows: rows leaving 1 to 3 blocks after

@@ -158,7 +158,7 @@ static int gate_synth(const char *db, int hostile, struct t_out *o)
                    "--db", db, NULL);
 }
 
-TEST(report_hostile_strings_every_format)
+TEST(report_hostile_strings_every_format, e2e)
 {
     char db[4200];
     snprintf(db, sizeof db, "%s", t_path("h.db"));
@@ -213,7 +213,7 @@ TEST(report_hostile_strings_every_format)
     return 0;
 }
 
-TEST(report_stories_every_format)
+TEST(report_stories_every_format, shared)
 {
     if (!t_shared("models/stories260K/gguf/stories260K-F32.gguf") ||
         !t_shared("data/tinystories_valid_head.txt") || !t_shared("data/piqa/valid.jsonl"))
@@ -299,7 +299,7 @@ TEST(report_stories_every_format)
     return 0;
 }
 
-TEST(report_html_renders_in_chromium)
+TEST(report_html_renders_in_chromium, e2e)
 {
     if (!t_have("chromium")) SKIP("chromium is absent (Debian package chromium)");
     if (!t_have("python3")) SKIP("python3 is absent (decodes the screenshot)");
@@ -342,7 +342,7 @@ TEST(report_html_renders_in_chromium)
     return 0;
 }
 
-TEST(report_bad_input)
+TEST(report_bad_input, e2e)
 {
     char db[4200], out[4200];
     snprintf(db, sizeof db, "%s", t_path("b.db"));

@@ -53,7 +53,7 @@ static int check_custom(const char *data, const char *extra, struct t_out *o)
 static const char *mc_fields =
     "\"fields\":{\"id\":\"id\",\"context\":\"q\",\"choices\":\"c\",\"gold\":\"g\"}";
 
-TEST(robust_compare_without_tasks_refused)
+TEST(robust_compare_without_tasks_refused, e2e)
 {
     /* a run with models but no tasks (killed during setup) has nothing to
      * judge: no PASS over an empty table */
@@ -77,7 +77,7 @@ TEST(robust_compare_without_tasks_refused)
     return 0;
 }
 
-TEST(robust_readers_strict)
+TEST(robust_readers_strict, e2e)
 {
     struct t_out o;
     /* CR-only line endings: refused, not 20 items read as 1 */
@@ -119,7 +119,7 @@ TEST(robust_readers_strict)
     return 0;
 }
 
-TEST(robust_duplicate_ids_linear_and_numeric)
+TEST(robust_duplicate_ids_linear_and_numeric, e2e)
 {
     /* numeric ids are ids (not line numbers); a duplicate 120,000 lines
      * apart is caught, in linear time */
@@ -157,7 +157,7 @@ static int ppl_suite(const char *text)
     return write_text("suite.json", suite);
 }
 
-TEST(robust_short_text_names_task_and_file)
+TEST(robust_short_text_names_task_and_file, e2e)
 {
     ASSERT_OK(synth("a.gguf", GGML_F32));
     ASSERT_OK(ppl_suite("the girl saw the ball"));
@@ -174,7 +174,7 @@ TEST(robust_short_text_names_task_and_file)
     return 0;
 }
 
-TEST(robust_resume_checks_model_shard_and_id)
+TEST(robust_resume_checks_model_shard_and_id, e2e)
 {
     ASSERT_OK(synth("a.gguf", GGML_F32));
     struct sbuf d;
@@ -212,7 +212,7 @@ TEST(robust_resume_checks_model_shard_and_id)
     return 0;
 }
 
-TEST(robust_terminal_output_escaped)
+TEST(robust_terminal_output_escaped, e2e)
 {
     /* a model name with an escape sequence (OSC title, colour) never
      * reaches the terminal raw from show, runs or compare */
@@ -250,7 +250,7 @@ TEST(robust_terminal_output_escaped)
     return 0;
 }
 
-TEST(robust_nan_weights_refused)
+TEST(robust_nan_weights_refused, e2e)
 {
     /* a model whose weights hold a NaN is refused at load, naming the
      * tensor, instead of being scored to exit 0 */
@@ -280,7 +280,7 @@ TEST(robust_nan_weights_refused)
     return 0;
 }
 
-TEST(robust_fifo_and_device_data_refused)
+TEST(robust_fifo_and_device_data_refused, e2e)
 {
     /* a FIFO or a device as a data path is refused at once, not read forever */
     ASSERT_OK(mkfifo(t_path("pipe"), 0600));
@@ -293,12 +293,10 @@ TEST(robust_fifo_and_device_data_refused)
             "\"sha256\":\"%064d\"}]}",
             paths[k], 0);
         ASSERT_OK(write_text("suite.json", suite));
-        struct t_out o;
-        double t0 = qg_now_s();
+        struct t_out o; /* a read forever would end at the runner's timeout */
         ASSERT_OK(t_qgate(&o, "suite", "check", t_path("suite.json"), NULL));
         ASSERT_EQ(o.code, 65);
         ASSERT_CONTAINS(o.err, "not a regular file or directory");
-        ASSERT(qg_now_s() - t0 < 10);
         t_out_free(&o);
     }
     return 0;
@@ -321,7 +319,7 @@ static int slow_ppl_setup(void)
     return rc;
 }
 
-TEST(robust_sigint_marks_run_interrupted)
+TEST(robust_sigint_marks_run_interrupted, e2e)
 {
     /* a real SIGINT during a run: the rows done are kept, the run is marked
      * interrupted, the message says how to resume, and resuming finishes */
@@ -414,7 +412,7 @@ static pid_t echo_auth_server(int *port)
     _exit(0);
 }
 
-TEST(robust_api_key_redacted_from_server_errors)
+TEST(robust_api_key_redacted_from_server_errors, e2e)
 {
     int port;
     pid_t srv = echo_auth_server(&port);
@@ -435,7 +433,7 @@ TEST(robust_api_key_redacted_from_server_errors)
     return 0;
 }
 
-TEST(robust_two_processes_create_one_database)
+TEST(robust_two_processes_create_one_database, e2e)
 {
     /* two qgate processes creating the same new database at once: both
      * migrate safely (one waits, re-reads the version and skips) */
@@ -535,7 +533,7 @@ static pid_t bad_numbers_server(double lp, int *port)
     _exit(0);
 }
 
-TEST(robust_impossible_remote_numbers_refused)
+TEST(robust_impossible_remote_numbers_refused, e2e)
 {
     ASSERT_OK(synth("tok.gguf", GGML_F32)); /* a local tokenizer for the spec */
     static const struct {
@@ -564,7 +562,7 @@ TEST(robust_impossible_remote_numbers_refused)
     return 0;
 }
 
-TEST(robust_piqa_extra_labels_refused)
+TEST(robust_piqa_extra_labels_refused, e2e)
 {
     ASSERT_OK(write_text("p.jsonl",
                          "{\"goal\":\"open a jar\",\"sol1\":\"twist\",\"sol2\":\"smash\"}\n"
@@ -600,7 +598,7 @@ TEST(robust_piqa_extra_labels_refused)
     return 0;
 }
 
-TEST(robust_writer_waits_only_for_inserts)
+TEST(robust_writer_waits_only_for_inserts, e2e)
 {
     /* a second writer (another process) while a run computes rows (two
      * models in lockstep, then one alone): the run holds the write lock only to insert, so a writer
@@ -653,7 +651,7 @@ TEST(robust_writer_waits_only_for_inserts)
     return 0;
 }
 
-TEST(robust_busy_database_says_so)
+TEST(robust_busy_database_says_so, unit)
 {
     /* a writer that cannot get the lock in its wait says who holds it */
     struct store *a, *b;
@@ -694,7 +692,7 @@ static int qgate_readonly(const char *db, const char *a1, const char *a2)
     return WEXITSTATUS(st) == 126 ? -1 : WEXITSTATUS(st);
 }
 
-TEST(robust_readonly_folder_still_readable)
+TEST(robust_readonly_folder_still_readable, e2e)
 {
     /* a database in a folder the reader cannot write (a read-only mount
      * behaves the same: WAL's -shm file cannot be made): runs and show
@@ -729,7 +727,7 @@ TEST(robust_readonly_folder_still_readable)
     return 0;
 }
 
-TEST(robust_setup_is_atomic)
+TEST(robust_setup_is_atomic, e2e)
 {
     /* setup fails after the run and its models are written (here a trigger
      * refuses the task rows): nothing of the run is left half-made */
@@ -777,7 +775,7 @@ TEST(robust_setup_is_atomic)
     return 0;
 }
 
-TEST(robust_outputs_never_clobber)
+TEST(robust_outputs_never_clobber, e2e)
 {
     /* outputs are checked before the run: a missing folder fails at once
      * (73) and stores nothing; an output that names the suite is refused
@@ -848,7 +846,7 @@ TEST(robust_outputs_never_clobber)
     return 0;
 }
 
-TEST(robust_missing_pin_says_what_to_pin)
+TEST(robust_missing_pin_says_what_to_pin, e2e)
 {
     /* a task without a sha256 pin: the error gives the hash to pin */
     ASSERT_OK(write_text("mc.jsonl", "{\"id\":1,\"q\":\"a\",\"c\":[\"x\",\"y\"],\"g\":0}\n"));

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-TEST(simfmt_fp8_every_code)
+TEST(simfmt_fp8_every_code, unit)
 {
     for (int c = 0; c < 256; c++) {
         float v = fp8_e4m3_to_f32((uint8_t)c);
@@ -38,7 +38,7 @@ TEST(simfmt_fp8_every_code)
     return 0;
 }
 
-TEST(simfmt_fp8_ties_and_saturation)
+TEST(simfmt_fp8_ties_and_saturation, unit)
 {
     /* halfway between two codes: the even mantissa wins */
     ASSERT_EQ(fp8_e4m3_from_f32(1.0625f), 0x38); /* 1.0 | 1.125 -> 1.0 */
@@ -68,7 +68,7 @@ TEST(simfmt_fp8_ties_and_saturation)
     return 0;
 }
 
-TEST(simfmt_fp4_fp6_every_value)
+TEST(simfmt_fp4_fp6_every_value, unit)
 {
     static const float e2m1[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
     for (int c = 0; c < 16; c++) {
@@ -92,7 +92,7 @@ TEST(simfmt_fp4_fp6_every_value)
     return 0;
 }
 
-TEST(simfmt_mx_blocks_by_hand)
+TEST(simfmt_mx_blocks_by_hand, unit)
 {
     float x[32] = {0};
     uint8_t scale, c[32];
@@ -140,7 +140,7 @@ TEST(simfmt_mx_blocks_by_hand)
     return 0;
 }
 
-TEST(simfmt_nvfp4_blocks_by_hand)
+TEST(simfmt_nvfp4_blocks_by_hand, unit)
 {
     /* tensor amax 2688 = 448 * 6: tensor scale 1; block amax 6: block scale 1.0 (0x38) */
     ASSERT(nvfp4_tensor_scale(2688.0f) == 1.0f);
@@ -167,7 +167,7 @@ TEST(simfmt_nvfp4_blocks_by_hand)
     return 0;
 }
 
-TEST(simfmt_integer_groups_and_names)
+TEST(simfmt_integer_groups_and_names, unit)
 {
     struct simfmt f;
     char err[256], name[64];

@@ -4,7 +4,7 @@
 
 #include <stdlib.h>
 
-TEST(stats_normal)
+TEST(stats_normal, unit)
 {
     /* standard tables / high-precision references */
     ASSERT_NEAR(stats_norm_ppf(0.95), 1.6448536269514722, 1e-12);
@@ -18,7 +18,7 @@ TEST(stats_normal)
     return 0;
 }
 
-TEST(stats_wilson_binomial_mcnemar)
+TEST(stats_wilson_binomial_mcnemar, unit)
 {
     /* Wilson, k=8 n=10 at 95%: the published 0.4902 .. 0.9433; to 1e-12 the
      * values of the textbook formula evaluated independently in Python:
@@ -47,7 +47,7 @@ TEST(stats_wilson_binomial_mcnemar)
     return 0;
 }
 
-TEST(stats_holm_adjust)
+TEST(stats_holm_adjust, unit)
 {
     /* sorted 0.01, 0.03, 0.04 -> x3, x2, x1 = 0.03, 0.06, 0.04 -> monotone 0.03, 0.06, 0.06 */
     double p[3] = {0.01, 0.04, 0.03}, adj[3];
@@ -62,7 +62,7 @@ TEST(stats_holm_adjust)
     return 0;
 }
 
-TEST(stats_bootstrap)
+TEST(stats_bootstrap, unit)
 {
     /* the mean of n Bernoulli(0.3) units: bootstrap SE ~ sqrt(p(1-p)/n)
      * (closed form of the plug-in bootstrap: sqrt(phat(1-phat)/n)) */
@@ -94,7 +94,7 @@ TEST(stats_bootstrap)
     return 0;
 }
 
-TEST(stats_newcombe_interval)
+TEST(stats_newcombe_interval, unit)
 {
     /* Newcombe (1998b) method 10 on a=36 b=12 c=2 d=0 (n=50), 95%: the values of
      * the published formula L = D - sqrt((p1-l1)^2 - 2 phi (p1-l1)(u2-p2) + (u2-p2)^2),
@@ -134,7 +134,7 @@ static double restricted_p21(double a, double b, double c, double d, double D)
     return (lo + hi) / 2;
 }
 
-TEST(stats_tango_interval)
+TEST(stats_tango_interval, unit)
 {
     const double z = 1.6448536269514722;
     /* b = c = 0: the root of (nD - 1/2)^2 = z^2 n D (1 - D), never a point */

@@ -103,7 +103,7 @@ static struct store_item item(int64_t trial, int64_t idx)
     return it;
 }
 
-TEST(store_create)
+TEST(store_create, unit)
 {
     const char *path = t_path("new.db");
     struct store *s = open_rw(path);
@@ -133,7 +133,7 @@ TEST(store_create)
     return 0;
 }
 
-TEST(store_reopen)
+TEST(store_reopen, unit)
 {
     const char *path = t_path("r.db");
     struct store *s = open_rw(path);
@@ -198,7 +198,7 @@ TEST(store_reopen)
     return 0;
 }
 
-TEST(store_migrate)
+TEST(store_migrate, unit)
 {
     /* an empty SQLite file (v0) is migrated to the current version */
     const char *path = t_path("m.db");
@@ -241,7 +241,7 @@ TEST(store_migrate)
     return 0;
 }
 
-TEST(store_batch_1e5_items)
+TEST(store_batch_1e5_items, unit)
 {
     const char *path = t_path("b.db");
     struct store *s = open_rw(path);
@@ -272,7 +272,7 @@ TEST(store_batch_1e5_items)
     return 0;
 }
 
-TEST(store_reader_while_writer)
+TEST(store_reader_while_writer, e2e)
 {
     const char *path = t_path("c.db");
     struct store *s = open_rw(path);
@@ -328,7 +328,7 @@ TEST(store_reader_while_writer)
     return 0;
 }
 
-TEST(store_killed_mid_batch)
+TEST(store_killed_mid_batch, e2e)
 {
     const char *path = t_path("k.db");
     struct store *s = open_rw(path);
@@ -375,7 +375,7 @@ TEST(store_killed_mid_batch)
     return 0;
 }
 
-TEST(store_item_replace_idempotent)
+TEST(store_item_replace_idempotent, unit)
 {
     struct store *s = open_rw(t_path("i.db"));
     ASSERT(s);
@@ -405,7 +405,7 @@ static int same_hash(const char *path, const char *before)
     return hash_sha256_file(path, h, err, sizeof err) == QG_OK && strcmp(h, before) == 0;
 }
 
-TEST(store_refuse_not_sqlite)
+TEST(store_refuse_not_sqlite, e2e)
 {
     const char *path = t_path("notes.txt");
     const char *text = "these are my notes, not a database\n";
@@ -425,7 +425,7 @@ TEST(store_refuse_not_sqlite)
     return 0;
 }
 
-TEST(store_refuse_foreign_sqlite)
+TEST(store_refuse_foreign_sqlite, unit)
 {
     const char *path = t_path("other.db");
     ASSERT_EQ(sql_exec(path, "CREATE TABLE customers(id INTEGER, name TEXT);"
@@ -440,7 +440,7 @@ TEST(store_refuse_foreign_sqlite)
     return 0;
 }
 
-TEST(store_refuse_newer)
+TEST(store_refuse_newer, e2e)
 {
     const char *path = t_path("n.db");
     struct store *s = open_rw(path);
@@ -459,7 +459,7 @@ TEST(store_refuse_newer)
     return 0;
 }
 
-TEST(store_refuse_corrupt)
+TEST(store_refuse_corrupt, e2e)
 {
     const char *path = t_path("x.db");
     struct store *s = open_rw(path);
@@ -499,7 +499,7 @@ TEST(store_refuse_corrupt)
     return 0;
 }
 
-TEST(cli_runs_and_show)
+TEST(cli_runs_and_show, e2e)
 {
     const char *path = t_path("cli.db");
     struct t_out o;

@@ -26,7 +26,7 @@ static const char *sha_of(const char *name)
     return h;
 }
 
-TEST(suite_default_and_shared_check)
+TEST(suite_default_and_shared_check, shared)
 {
     struct t_out o;
     ASSERT_OK(t_qgate(&o, "suite", "check", QG_SOURCE_DIR "/suites/default/suite.json", NULL));
@@ -66,7 +66,7 @@ TEST(suite_default_and_shared_check)
     return 0;
 }
 
-TEST(suite_dir_hash_matches_sha256sum)
+TEST(suite_dir_hash_matches_sha256sum, shared)
 {
     const char *mmlu = t_shared("data/mmlu");
     if (!mmlu) SKIP("../shared/data/mmlu is absent");
@@ -77,7 +77,7 @@ TEST(suite_dir_hash_matches_sha256sum)
     return 0;
 }
 
-TEST(suite_bad_input)
+TEST(suite_bad_input, e2e)
 {
     ASSERT_OK(write_text("mc.jsonl", "{\"q\":\"a?\",\"c\":[\"x\",\"y\"],\"g\":1}\n"));
     ASSERT_OK(write_text("mc-range.jsonl", "{\"q\":\"a?\",\"c\":[\"x\",\"y\"],\"g\":2}\n"));
@@ -188,7 +188,7 @@ TEST(suite_bad_input)
     return 0;
 }
 
-TEST(suite_builtins_run_on_stories)
+TEST(suite_builtins_run_on_stories, shared)
 {
     if (!t_shared("models/stories260K/gguf/stories260K-F32.gguf") || !t_shared("data"))
         SKIP("../shared model or data is absent");

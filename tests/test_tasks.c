@@ -22,7 +22,7 @@ static int write_text(const char *name, const char *text)
     return t_write_file(t_path(name), text, strlen(text));
 }
 
-TEST(reader_csv_rfc4180)
+TEST(reader_csv_rfc4180, unit)
 {
     ASSERT_OK(write_text(
         "a.csv",
@@ -67,7 +67,7 @@ TEST(reader_csv_rfc4180)
     return 0;
 }
 
-TEST(reader_jsonl_and_utf8)
+TEST(reader_jsonl_and_utf8, unit)
 {
     ASSERT_OK(write_text("a.jsonl", "{\"a\": 1}\n\n  \n{\"b\": \"\xc3\xa9\"}\n[1,2]\n"));
     struct lines *l;
@@ -105,7 +105,7 @@ TEST(reader_jsonl_and_utf8)
     return 0;
 }
 
-TEST(extract_gsm8k_lm_eval)
+TEST(extract_gsm8k_lm_eval, unit)
 {
     /* lm-eval's gsm8k filters and exact_match settings */
     char err[QG_ERRMSG_MAX];
@@ -171,7 +171,7 @@ TEST(extract_gsm8k_lm_eval)
     return 0;
 }
 
-TEST(bench_loaders_fixtures)
+TEST(bench_loaders_fixtures, unit)
 {
     char err[QG_ERRMSG_MAX];
     struct mc_item *it;
@@ -345,7 +345,7 @@ static int bunzip_head(const char *bz2, int lines, const char *out)
     return system(cmd);
 }
 
-TEST(bench_loaders_shared)
+TEST(bench_loaders_shared, shared)
 {
     if (!t_shared("data")) SKIP("../shared/data is absent");
     char err[QG_ERRMSG_MAX];
@@ -400,7 +400,7 @@ TEST(bench_loaders_shared)
     return 0;
 }
 
-TEST(mc_hellaswag_matches_reference)
+TEST(mc_hellaswag_matches_reference, shared)
 {
     /* On the first HellaSwag tasks, qgate's scores of each ending (and the
      * llama-perplexity rule: highest mean log-prob per token) equal an

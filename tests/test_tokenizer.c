@@ -66,7 +66,7 @@ static int run_vectors(const char *name, int *n_cases)
     return failures;
 }
 
-TEST(tokenizer_llama_spm_vectors)
+TEST(tokenizer_llama_spm_vectors, shared)
 {
     if (!t_shared("models/llamacpp-vocab/ggml-vocab-llama-spm.gguf"))
         SKIP("../shared/models/llamacpp-vocab is absent");
@@ -77,7 +77,7 @@ TEST(tokenizer_llama_spm_vectors)
     return 0;
 }
 
-TEST(tokenizer_gpt2_vectors)
+TEST(tokenizer_gpt2_vectors, shared)
 {
     if (!t_shared("models/llamacpp-vocab/ggml-vocab-gpt-2.gguf"))
         SKIP("../shared/models/llamacpp-vocab is absent");
@@ -88,7 +88,7 @@ TEST(tokenizer_gpt2_vectors)
     return 0;
 }
 
-TEST(tokenizer_stories_reference)
+TEST(tokenizer_stories_reference, shared)
 {
     const char *model = t_shared("models/stories260K/gguf/stories260K-F32.gguf");
     const char *text = t_shared("data/tinystories_valid_head.txt");
@@ -121,7 +121,7 @@ TEST(tokenizer_stories_reference)
     return 0;
 }
 
-TEST(tokenizer_synth_roundtrip)
+TEST(tokenizer_synth_roundtrip, unit)
 {
     struct synth_params p = synth_default_params();
     char err[QG_ERRMSG_MAX];

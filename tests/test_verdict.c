@@ -19,7 +19,7 @@ static int write_text(const char *name, const char *text)
     return t_write_file(t_path(name), text, strlen(text));
 }
 
-TEST(verdict_stories_f16_pass_tq2_fail)
+TEST(verdict_stories_f16_pass_tq2_fail, shared)
 {
     if (!t_shared("models/stories260K/gguf/stories260K-F32.gguf") ||
         !t_shared("data/tinystories_valid_head.txt"))
@@ -89,7 +89,7 @@ static int synth(const char *name, uint32_t type)
     return synth_write(&p, t_path(name), err, sizeof err);
 }
 
-TEST(verdict_small_binary_suite_inconclusive)
+TEST(verdict_small_binary_suite_inconclusive, e2e)
 {
     /* 20 multiple-choice items: whatever the answers, 20 items cannot show
      * equivalence within 1 point: INCONCLUSIVE, underpowered, exit 2 */
@@ -139,7 +139,7 @@ TEST(verdict_small_binary_suite_inconclusive)
     return 0;
 }
 
-TEST(verdict_demo_pass_and_fail)
+TEST(verdict_demo_pass_and_fail, e2e)
 {
     struct t_out o;
     ASSERT_OK(t_qgate(&o, "demo", "--dir", t_path("demo"), NULL));
@@ -247,7 +247,7 @@ static int make_fixture(void)
     return 0;
 }
 
-TEST(run_killed_and_resumed_is_identical)
+TEST(run_killed_and_resumed_is_identical, e2e)
 {
     ASSERT_OK(make_fixture());
     char sp[4200], ma[4200], mb[4200], mc[4200], ref[4200], db[4200];
@@ -344,7 +344,7 @@ TEST(run_killed_and_resumed_is_identical)
     return 0;
 }
 
-TEST(run_shards_merge_equal_unsharded)
+TEST(run_shards_merge_equal_unsharded, e2e)
 {
     ASSERT_OK(make_fixture());
     char sp[4200], ma[4200], mb[4200], mc[4200], ref[4200], out[4200], sh[3][4200];
@@ -421,7 +421,7 @@ TEST(run_shards_merge_equal_unsharded)
     return 0;
 }
 
-TEST(run_noise_perturb)
+TEST(run_noise_perturb, e2e)
 {
     ASSERT_OK(make_fixture());
     char sp[4200], ma[4200], mb[4200], db[4200];
@@ -468,7 +468,7 @@ TEST(run_noise_perturb)
     return 0;
 }
 
-TEST(verdict_task_policy_metric_and_informational)
+TEST(verdict_task_policy_metric_and_informational, e2e)
 {
     /* two copies of one multiple-choice task: one judged on acc_norm with
      * its own flip-rate limit, one informational (critical: false) */
@@ -549,7 +549,7 @@ static const char *task_verdict(const cJSON *j, const char *task)
     return "(missing)";
 }
 
-TEST(verdict_shared_small_suites_and_gates)
+TEST(verdict_shared_small_suites_and_gates, shared)
 {
     char hs[4096], piqa[4096], labels[4096], dir[4096];
     if (!t_shared("data/hellaswag/hellaswag_val_full.txt.bz2") ||
@@ -613,7 +613,7 @@ TEST(verdict_shared_small_suites_and_gates)
     return 0;
 }
 
-TEST(verdict_gpl3_q4km_judged_on_kld_and_top1)
+TEST(verdict_gpl3_q4km_judged_on_kld_and_top1, shared)
 {
     /* stories260K Q4_K_M on the GPL-3 text: a lower PPL than F32, but the
      * next-token distributions moved (KLD, top-1): not a PASS */

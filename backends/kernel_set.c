@@ -1,0 +1,75 @@
+/* kernel_set — the engine's kernel sets and the OpenBLAS core beside them. */
+#include "backends/kernel_set.h"
+#include "backends/matmul.h"
+#include "backends/matmul_impl.h"
+#include "core/status.h"
+#include "core/util.h"
+
+#include <cblas.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const names[KERNEL_SET_COUNT] = {"portable", "avx2", "avx512", "avx512vnni"};
+static const char *const blas_cores[KERNEL_SET_COUNT] = {"Prescott", "Haswell", "SkylakeX",
+                                                         "SkylakeX"};
+static int forced;
+
+const char *kernel_set_nth(int i)
+{
+    return i >= 0 && i < KERNEL_SET_COUNT ? names[i] : NULL;
+}
+
+const char *kernel_set_name(void)
+{
+    return matmul_kernel_name();
+}
+
+static int index_of(const char *name)
+{
+    for (int i = 0; name && i < KERNEL_SET_COUNT; i++)
+        if (!strcmp(name, names[i])) return i;
+    return -1;
+}
+
+const char *kernel_set_best(void)
+{
+    return names[mv_isa_best()];
+}
+
+int kernel_set_use(const char *name, const char *what, char *err, size_t errn)
+{
+    int k = index_of(name);
+    const char *best = kernel_set_best();
+    if (k < 0)
+        return qg_errf(err, errn, QG_ERR_USAGE,
+                       "%s%s: not a kernel set (sets: portable, avx2, avx512, avx512vnni; this "
+                       "CPU runs up to %s)",
+                       what, name ? name : "", best);
+    if (k > index_of(best))
+        return qg_errf(err, errn, QG_ERR_USAGE,
+                       "%s%s: this CPU lacks the %s kernel set (it runs up to %s%s)", what, name,
+                       name, best, forced ? ", as forced" : "");
+    if (matmul_cap_kernel(name) != QG_OK)
+        return qg_errf(err, errn, QG_ERR_INTERNAL, "%s%s: the kernel set could not be chosen", what,
+                       name);
+    forced = 1;
+    return QG_OK;
+}
+
+const char *kernel_set_blas_core(const char *name)
+{
+    int k = index_of(name);
+    return k < 0 ? NULL : blas_cores[k];
+}
+
+const char *kernel_set_blas_in_use(void)
+{
+    const char *c = openblas_get_corename();
+    return c && *c ? c : "unknown";
+}
+
+void kernel_set_describe(char *out, size_t n)
+{
+    snprintf(out, n, "%s, OpenBLAS %s%s", kernel_set_name(), kernel_set_blas_in_use(),
+             forced ? " (forced)" : "");
+}
