@@ -548,10 +548,17 @@ TEST(ppl_simulated_activations, shared)
     return 0;
 }
 
-/* a=llamacpp against llama-perplexity's own numbers (ctx 128, 400 chunks):
- * F16 to its 4 printed digits; quantized files within 0.1 % (llama.cpp's
- * own results with and without flash attention differ by up to 0.2 %,
- * docs/sweep.md), and nearer than without a=llamacpp. Two threads: the
+/* a=llamacpp against llama-perplexity's own numbers (ctx 128, 400 chunks).
+ * Each tolerance is the reference's own precision plus the spread measured
+ * across the kernel sets (docs/engine.md, "Numbers across kernel sets";
+ * tools/kernel_spread.py, 2026-12-02): rounding activations to llama.cpp's
+ * 8-bit blocks turns a last-bit difference into a whole step wherever a
+ * value lies near a rounding boundary, so these spreads are far wider than
+ * plain mode's (under 2e-7). F16: llama-perplexity prints 4 decimals
+ * (4.0067, so +/- 0.00005) and the sets give 4.006645 .. 4.006714 (6.9e-5).
+ * Quantized files: 0.1 % (llama.cpp's own results with and without flash
+ * attention differ by up to 0.2 %, docs/sweep.md) plus their measured
+ * relative spread, and nearer than without a=llamacpp. Two threads: the
  * results do not depend on the thread count. */
 TEST(ppl_llamacpp_activations_reference, shared)
 {
@@ -565,12 +572,12 @@ TEST(ppl_llamacpp_activations_reference, shared)
     snprintf(f16, sizeof f16, "%s?a=llamacpp",
              t_shared("models/stories260K/gguf/stories260K-F16.gguf"));
     double h = ppl_of(f16, "400", "2");
-    printf("F16?a=llamacpp PPL %.5f (llama-perplexity 4.0067)\n", h);
-    ASSERT(fabs(h - 4.0067) < 0.00005);
+    printf("F16?a=llamacpp PPL %.6f (llama-perplexity 4.0067)\n", h);
+    ASSERT(fabs(h - 4.0067) <= 0.00005 + 0.00007);
     static const struct {
         const char *q;
-        double ref;
-    } files[] = {{"Q8_0", 4.0110}, {"Q4_K_M", 4.2294}, {"Q2_K", 28.9459}};
+        double ref, spread; /* llama-perplexity; relative spread across kernel sets */
+    } files[] = {{"Q8_0", 4.0110, 6.4e-5}, {"Q4_K_M", 4.2294, 2.2e-4}, {"Q2_K", 28.9459, 7.8e-4}};
     for (int i = 0; i < 3; i++) {
         char plain[4300], sim[4400];
         snprintf(plain, sizeof plain, "%s/stories260K-pad256-%s.gguf", dir, files[i].q);
@@ -578,7 +585,7 @@ TEST(ppl_llamacpp_activations_reference, shared)
         double ps = ppl_of(sim, "400", "2"), pp = ppl_of(plain, "400", "2");
         printf("%-6s a=llamacpp %.5f, plain %.5f, llama-perplexity %.4f\n", files[i].q, ps, pp,
                files[i].ref);
-        ASSERT(fabs(ps - files[i].ref) < 1e-3 * files[i].ref);
+        ASSERT(fabs(ps - files[i].ref) < (1e-3 + files[i].spread) * files[i].ref);
         ASSERT(fabs(ps - files[i].ref) < fabs(pp - files[i].ref));
     }
     return 0;
