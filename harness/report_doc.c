@@ -4,6 +4,7 @@
 #include "core/status.h"
 #include "core/utf8.h"
 #include "core/util.h"
+#include "metrics/verdict.h"
 #include "reports/report.h"
 
 #include <math.h>
@@ -349,7 +350,8 @@ int report_doc_build_set(struct store *s, const int64_t *ids, int n, cJSON **doc
     cJSON_AddStringToObject(d, "generated_at", now);
     cJSON_AddStringToObject(d, "qgate_version", QG_VERSION);
     cJSON *cands = cJSON_AddArrayToObject(d, "candidates");
-    int rc = QG_OK, worst = 0;
+    int rc = QG_OK, n_verdicts = 0, *verdicts = malloc((size_t)(n > 0 ? n : 1) * sizeof *verdicts);
+    if (!verdicts) rc = qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
     double best_bytes = INFINITY;
     const char *smallest = NULL;
     for (int i = 0; i < n && !rc; i++) {
@@ -364,17 +366,16 @@ int report_doc_build_set(struct store *s, const int64_t *ids, int n, cJSON **doc
         }
         cJSON *o = set_candidate(run, one);
         cJSON_AddItemToArray(cands, o);
-        const char *v = json_str(o, "verdict", "");
-        int code = !strcmp(v, "PASS") ? 0 : !strcmp(v, "FAIL") ? 2 : 1;
-        worst = code > worst ? code : worst;
+        int code = verdict_from_name(json_str(o, "verdict", ""));
+        verdicts[n_verdicts++] = code < 0 ? VERDICT_INCONCLUSIVE : code;
         double bytes = json_num(o, "file_bytes", NAN);
-        if (code == 0 && !isnan(bytes) && bytes < best_bytes) {
+        if (code == VERDICT_PASS && !isnan(bytes) && bytes < best_bytes) {
             best_bytes = bytes;
             smallest = json_str(o, "name", "");
         }
     }
-    static const char *names[] = {"PASS", "INCONCLUSIVE", "FAIL"};
-    cJSON_AddStringToObject(d, "verdict", names[worst]);
+    cJSON_AddStringToObject(d, "verdict", verdict_name(verdict_combine(verdicts, n_verdicts)));
+    free(verdicts);
     if (smallest) add_str(d, "smallest_passing", smallest);
     if (!rc && run) cJSON_AddItemToObject(d, "provenance", provenance(run));
     cJSON_Delete(run);

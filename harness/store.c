@@ -886,8 +886,8 @@ int store_runs_json(struct store *s, int64_t limit, cJSON **out)
                         "AS trials_done, "
                         /* the newest verdict of each candidate compared in the run */
                         "(SELECT group_concat(v, ', ') FROM (SELECT m.name || ' ' || "
-                        " CASE c.verdict WHEN 0 THEN 'PASS' WHEN 1 THEN 'FAIL' "
-                        " ELSE 'INCONCLUSIVE' END AS v FROM comparisons c JOIN models m "
+                        " coalesce((SELECT name FROM verdict_names WHERE code = c.verdict), "
+                        " 'INCONCLUSIVE') AS v FROM comparisons c JOIN models m "
                         " ON m.id=c.candidate_model_id WHERE c.run_id=r.id AND c.id=(SELECT "
                         " max(c2.id) FROM comparisons c2 WHERE c2.run_id=r.id AND "
                         " c2.candidate_model_id=c.candidate_model_id) ORDER BY m.id)) AS verdicts "

@@ -15,6 +15,24 @@ const char *verdict_name(int v)
     return v == VERDICT_PASS ? "PASS" : v == VERDICT_FAIL ? "FAIL" : "INCONCLUSIVE";
 }
 
+int verdict_from_name(const char *name)
+{
+    static const int all[] = {VERDICT_PASS, VERDICT_FAIL, VERDICT_INCONCLUSIVE};
+    for (int i = 0; name && i < 3; i++)
+        if (!strcmp(name, verdict_name(all[i]))) return all[i];
+    return -1;
+}
+
+int verdict_combine(const int *v, int n)
+{
+    int any_fail = 0, all_pass = n > 0;
+    for (int i = 0; i < n; i++) {
+        any_fail |= v[i] == VERDICT_FAIL;
+        all_pass &= v[i] == VERDICT_PASS;
+    }
+    return any_fail ? VERDICT_FAIL : all_pass ? VERDICT_PASS : VERDICT_INCONCLUSIVE;
+}
+
 struct verdict_policy verdict_default_policy(void)
 {
     struct verdict_policy p = {.margin_ppl = log(1.01),
@@ -468,14 +486,13 @@ int verdict_suite(struct verdict_task *v, int n)
         p[i] = v[i].p_value;
     if (pv) stats_holm(p, n, pv);
     free(p);
-    int any_fail = 0, all_pass = 1, counted = 0;
+    int *crit = malloc((size_t)(n ? n : 1) * sizeof *crit), counted = 0;
     for (int i = 0; i < n; i++) {
         v[i].p_holm = pv ? pv[i] : NAN;
-        if (!v[i].critical) continue; /* informational */
-        counted++;
-        any_fail |= v[i].verdict == VERDICT_FAIL;
-        all_pass &= v[i].verdict == VERDICT_PASS;
+        if (v[i].critical && crit) crit[counted++] = v[i].verdict; /* the rest: informational */
     }
     free(pv);
-    return any_fail ? VERDICT_FAIL : all_pass && counted ? VERDICT_PASS : VERDICT_INCONCLUSIVE;
+    int out = crit ? verdict_combine(crit, counted) : VERDICT_INCONCLUSIVE;
+    free(crit);
+    return out;
 }

@@ -35,8 +35,17 @@
 
 enum verdict_value { VERDICT_PASS = 0, VERDICT_FAIL = 1, VERDICT_INCONCLUSIVE = 2 }; /* persisted */
 
-/* "PASS", "FAIL", "INCONCLUSIVE". */
+/* "PASS", "FAIL", "INCONCLUSIVE": the one mapping of verdict values to
+ * names (the store's verdict_names table holds the same; a test compares). */
 const char *verdict_name(int v);
+
+/* The value of "PASS", "FAIL" or "INCONCLUSIVE"; -1 for any other string. */
+int verdict_from_name(const char *name);
+
+/* Several verdicts as one: FAIL if any fails, PASS if all (at least one)
+ * pass, else INCONCLUSIVE. A suite's critical tasks (verdict_suite), and a
+ * gate's candidates, are combined so. */
+int verdict_combine(const int *v, int n);
 
 /* What a task's loss is: values equal the task kinds (tasks/kind.h) they
  * judge, so a kind converts directly. */

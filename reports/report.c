@@ -2,6 +2,7 @@
 #include "reports/report.h"
 #include "reports/report_parts.h"
 #include "core/status.h"
+#include "metrics/verdict.h"
 #include "reports/escape.h"
 #include "core/json.h"
 #include "core/utf8.h"
@@ -33,9 +34,11 @@ static const char *sim_note(const cJSON *c, char *buf, size_t n)
     return buf;
 }
 
+/* a verdict's value (metrics/verdict.h); anything unknown shows as INCONCLUSIVE */
 static int vcode(const char *v)
 {
-    return !strcmp(v, "PASS") ? 0 : !strcmp(v, "FAIL") ? 1 : 2;
+    int k = verdict_from_name(v);
+    return k < 0 ? VERDICT_INCONCLUSIVE : k;
 }
 
 /* s escaped for a terminal, cut to width bytes on a UTF-8 boundary and
@@ -68,10 +71,7 @@ static void gates_text(const cJSON *t, struct sbuf *b)
 {
     const cJSON *g, *gates = json_get(t, "gates");
     if (cJSON_GetArraySize(gates) < 1) return;
-    sbuf_printf(b, "gates: loss %s",
-                vcode(json_str(t, "loss_verdict", "")) == 0   ? "PASS"
-                : vcode(json_str(t, "loss_verdict", "")) == 1 ? "FAIL"
-                                                              : "INCONCLUSIVE");
+    sbuf_printf(b, "gates: loss %s", verdict_name(vcode(json_str(t, "loss_verdict", ""))));
     cJSON_ArrayForEach(g, gates)
     {
         int v = vcode(json_str(g, "verdict", ""));
@@ -82,9 +82,7 @@ static void gates_text(const cJSON *t, struct sbuf *b)
                                                        : "flip rate",
             json_num(g, "value", NAN), json_num(g, "ci_low", NAN), json_num(g, "ci_high", NAN),
             !strcmp(json_str(g, "bound", ""), "min") ? ">=" : "<=", json_num(g, "limit", NAN),
-            v == 0   ? "PASS"
-            : v == 1 ? "FAIL"
-                     : "INCONCLUSIVE");
+            verdict_name(v));
     }
 }
 
@@ -317,7 +315,8 @@ int report_junit_outcome(const cJSON *t)
     if (!isfinite(json_num(t, "delta", NAN)) || !isfinite(json_num(t, "ci_low", NAN)) ||
         !isfinite(json_num(t, "ci_high", NAN)))
         return 3;
-    return !strcmp(v, "PASS") ? 0 : !strcmp(v, "FAIL") ? 1 : !strcmp(v, "INCONCLUSIVE") ? 2 : 3;
+    int k = verdict_from_name(v);
+    return k < 0 ? 3 : k;
 }
 
 static void render_junit(const cJSON *d, int color, struct sbuf *b)
@@ -576,11 +575,7 @@ static void html_head(const cJSON *d, struct sbuf *b)
     sbuf_printf(b,
                 "</title><style>%s</style></head><body>\n<div class=\"banner %s\" "
                 "id=\"verdict\">%s &#8212; ",
-                report_css,
-                vcode(v) == 0   ? "PASS"
-                : vcode(v) == 1 ? "FAIL"
-                                : "INCONCLUSIVE",
-                v);
+                report_css, verdict_name(vcode(v)), v);
     char note[300];
     esc_html(b, json_str(c, "candidate", ""));
     esc_html(b, sim_note(c, note, sizeof note));

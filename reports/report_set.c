@@ -4,6 +4,7 @@
 #include "reports/report.h"
 #include "reports/report_parts.h"
 #include "core/json.h"
+#include "metrics/verdict.h"
 #include "core/status.h"
 #include "reports/escape.h"
 
@@ -114,7 +115,8 @@ static void render_md(const cJSON *d, int color, struct sbuf *b)
 {
     static const char *badge[] = {"✅ PASS", "❌ FAIL", "⚠️ INCONCLUSIVE"};
     const char *v = json_str(d, "verdict", "");
-    int k = !strcmp(v, "PASS") ? 0 : !strcmp(v, "FAIL") ? 1 : 2;
+    int k = verdict_from_name(v);
+    k = k < 0 ? VERDICT_INCONCLUSIVE : k;
     sbuf_printf(b, "## qgate: **%s** — %d candidates against ", badge[k],
                 cJSON_GetArraySize(json_get(d, "candidates")));
     esc_md(b, json_str(d, "baseline", ""));

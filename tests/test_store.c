@@ -3,6 +3,7 @@
 #include "datasets/hash.h"
 #include "core/status.h"
 #include "harness/store.h"
+#include "metrics/verdict.h"
 #include "core/util.h"
 #include "tests/test.h"
 
@@ -555,5 +556,35 @@ TEST(cli_runs_and_show, e2e)
     ASSERT_EQ(o.code, 66);
     ASSERT_CONTAINS(o.err, "no run 7");
     t_out_free(&o);
+    return 0;
+}
+
+/* one mapping of verdict values: the store's verdict_names table (which
+ * SQL views and listings read) names each value as verdict_name() does,
+ * and the names convert back */
+TEST(store_verdict_names_match, unit)
+{
+    const char *path = t_path("v.db");
+    struct store *s = open_rw(path);
+    ASSERT(s);
+    store_close(s);
+    static const int all[] = {VERDICT_PASS, VERDICT_FAIL, VERDICT_INCONCLUSIVE};
+    for (int i = 0; i < 3; i++) {
+        char sql[160];
+        snprintf(sql, sizeof sql,
+                 "SELECT count(*) FROM verdict_names WHERE code = %d AND name = '%s'", all[i],
+                 verdict_name(all[i]));
+        ASSERT_EQ(sql_int(path, sql), 1);
+        ASSERT_EQ(verdict_from_name(verdict_name(all[i])), all[i]);
+    }
+    ASSERT_EQ(sql_int(path, "SELECT count(*) FROM verdict_names"), 3);
+    ASSERT_EQ(verdict_from_name("pass"), -1);
+    ASSERT_EQ(verdict_from_name(NULL), -1);
+    int v[3] = {VERDICT_PASS, VERDICT_INCONCLUSIVE, VERDICT_PASS};
+    ASSERT_EQ(verdict_combine(v, 2), VERDICT_INCONCLUSIVE);
+    ASSERT_EQ(verdict_combine(v, 1), VERDICT_PASS);
+    ASSERT_EQ(verdict_combine(v, 0), VERDICT_INCONCLUSIVE);
+    v[2] = VERDICT_FAIL;
+    ASSERT_EQ(verdict_combine(v, 3), VERDICT_FAIL);
     return 0;
 }
