@@ -21,7 +21,7 @@
  *
  * OpenBLAS reads its core once, when the library loads (OPENBLAS_CORETYPE),
  * so a forced core takes a fresh process: kernel_set_blas_env says which
- * value the environment must hold, and the caller (harness/cpu_select.h)
+ * value the environment must hold, and the caller (cli/cpu_select.h)
  * starts the program again with it. Not thread-safe: choose before any
  * product runs.
  */

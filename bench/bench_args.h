@@ -4,7 +4,7 @@
 #define QG_BENCH_ARGS_H
 
 #include "core/util.h"
-#include "harness/cpu_select.h"
+#include "cli/cpu_select.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -23,7 +23,7 @@
 #include "bench/bench_args.h"
 #include "backends/backend.h"
 #include "backends/synth.h"
-#include "harness/serve.h"
+#include "serve/serve.h"
 #include "core/status.h"
 #include "core/util.h"
 

@@ -1,7 +1,7 @@
 /* status — the one status enum of qgate.
  *
  * Library functions return an int: QG_OK (0) on success, a negative QG_ERR_*
- * on failure, with details in the object's error buffer. Only harness/main.c
+ * on failure, with details in the object's error buffer. Only cli/main.c
  * and cmd_*.c turn a status into a process exit code (sysexits). Values are
  * append-only: they may be persisted.
  */

@@ -11,7 +11,7 @@
 #ifndef QG_BASELINE_H
 #define QG_BASELINE_H
 
-#include "harness/store.h"
+#include "store/store.h"
 #include "harness/suite.h"
 
 #include <stddef.h>

@@ -6,7 +6,7 @@
 #define QG_COMPARE_H
 
 #include "core/util.h"
-#include "harness/store.h"
+#include "store/store.h"
 #include "metrics/verdict.h"
 
 #include <stddef.h>

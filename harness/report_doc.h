@@ -9,7 +9,7 @@
 #ifndef QG_REPORT_DOC_H
 #define QG_REPORT_DOC_H
 
-#include "harness/store.h"
+#include "store/store.h"
 
 #include <stddef.h>
 #include <stdint.h>

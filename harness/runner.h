@@ -29,7 +29,7 @@
 #ifndef QG_RUNNER_H
 #define QG_RUNNER_H
 
-#include "harness/store.h"
+#include "store/store.h"
 
 #include <stddef.h>
 #include <stdint.h>

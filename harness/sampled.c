@@ -4,7 +4,7 @@
 #include "core/status.h"
 #include "core/utf8.h"
 #include "datasets/hash.h"
-#include "harness/store.h"
+#include "store/store.h"
 #include "metrics/stats.h"
 
 #include <cjson/cJSON.h>

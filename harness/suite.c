@@ -1,14 +1,14 @@
 /* suite — parse and validate suite files, resolve and pin their data. */
 #include "harness/suite.h"
 #include "datasets/reader.h"
-#include "harness/cli.h"
 #include "core/closest.h"
 #include "core/json.h"
 #include "core/status.h"
-#include "harness/store.h"
+#include "store/store.h"
 #include "core/util.h"
 #include "tasks/perplexity.h"
 
+#include <stdio.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* report_sweep — a sweep's report (schema qgate-sweep/1, built by
- * harness/cmd_sweep.c): the ranked table of simulated candidates, the
+ * cli/cmd_sweep.c): the ranked table of simulated candidates, the
  * recommendation, the W → W+A → W+A+KV ladder of every format as a chart,
  * and the layer × tensor-class heatmap of the sensitivity grid. Every
  * candidate is simulated and every rendering says so. */

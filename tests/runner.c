@@ -11,7 +11,7 @@
  */
 #include "backends/kernel_set.h"
 #include "core/util.h"
-#include "harness/cpu_select.h"
+#include "cli/cpu_select.h"
 #include "tests/test.h"
 
 #include <errno.h>

@@ -7,7 +7,7 @@
 #include "core/status.h"
 #include "core/util.h"
 #include "datasets/hash.h"
-#include "harness/store.h"
+#include "store/store.h"
 #include "harness/suite.h"
 #include "tests/alloc_fail.h"
 #include "tests/test.h"

@@ -1,8 +1,8 @@
 /* test_cli — the qgate binary: help, version, usage errors, demo. */
-#include "harness/cli.h"
+#include "cli/cli.h"
 #include "core/closest.h"
-#include "harness/commands.h"
-#include "harness/store.h"
+#include "cli/commands.h"
+#include "store/store.h"
 #include "tests/test.h"
 
 TEST(cli_version, e2e)

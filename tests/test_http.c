@@ -1,4 +1,4 @@
-/* Tests of `qgate serve` (harness/serve.c) and the HTTP backend
+/* Tests of `qgate serve` (serve/serve.c) and the HTTP backend
  * (backends/http/http.c) against each other: a real server on loopback,
  * real HTTP through libcurl, a generated model. */
 #include "backends/backend.h"
@@ -6,7 +6,7 @@
 #include "backends/synth.h"
 #include "datasets/hash.h"
 #include "datasets/reader.h"
-#include "harness/serve.h"
+#include "serve/serve.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "tests/test.h"

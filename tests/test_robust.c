@@ -6,7 +6,7 @@
 #include "core/status.h"
 #include "core/util.h"
 #include "datasets/hash.h"
-#include "harness/store.h"
+#include "store/store.h"
 #include "tests/test.h"
 
 #include <cjson/cJSON.h>

@@ -2,7 +2,7 @@
  * concurrency, crash safety and refusal of files it must not touch. */
 #include "datasets/hash.h"
 #include "core/status.h"
-#include "harness/store.h"
+#include "store/store.h"
 #include "metrics/verdict.h"
 #include "core/util.h"
 #include "tests/test.h"

@@ -9,7 +9,7 @@
 #include "backends/backend.h"
 #include "backends/http/http.h"
 #include "backends/synth.h"
-#include "harness/serve.h"
+#include "serve/serve.h"
 #include "core/util.h"
 
 #include <curl/curl.h>

@@ -1,5 +1,5 @@
 /* cpu_select — a forced kernel set, with OpenBLAS's core, for the process. */
-#include "harness/cpu_select.h"
+#include "cli/cpu_select.h"
 #include "backends/kernel_set.h"
 #include "core/status.h"
 #include "core/util.h"

@@ -15,7 +15,7 @@
 #include "backends/synth.h"
 #include "datasets/hash.h"
 #include "datasets/reader.h"
-#include "harness/commands.h"
+#include "cli/commands.h"
 #include "harness/runner.h"
 #include "harness/sampled.h"
 #include "core/status.h"

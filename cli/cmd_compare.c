@@ -1,6 +1,6 @@
 /* cmd_compare — `qgate compare --baseline A --candidate B [--run ID]`: the
  * verdict from the store alone; and the part `qgate gate` shares. */
-#include "harness/commands.h"
+#include "cli/commands.h"
 #include "core/json.h"
 #include "core/status.h"
 #include "harness/suite.h"

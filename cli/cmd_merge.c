@@ -1,5 +1,5 @@
 /* cmd_merge — `qgate merge OUT.db IN.db...`: shards of one run into one. */
-#include "harness/commands.h"
+#include "cli/commands.h"
 #include "core/status.h"
 #include "core/util.h"
 

@@ -5,7 +5,7 @@
  * than the environment's OPENBLAS_CORETYPE, cpu_select sets OPENBLAS_CORETYPE
  * and QG_CPU and starts this program again (execv of /proc/self/exe with the
  * same argv), before any work. The new process finds both set and goes on.
- * Used by harness/main.c, the test runner and the bench programs.
+ * Used by cli/main.c, the test runner and the bench programs.
  */
 #ifndef QG_CPU_SELECT_H
 #define QG_CPU_SELECT_H

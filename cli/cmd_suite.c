@@ -2,7 +2,7 @@
  * would run, without loading a model. */
 #include "backends/gguf.h"
 #include "backends/tokenizer.h"
-#include "harness/commands.h"
+#include "cli/commands.h"
 #include "harness/compare.h"
 #include "core/status.h"
 #include "harness/suite.h"

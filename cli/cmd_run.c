@@ -1,5 +1,5 @@
 /* cmd_run — `qgate run --suite S --model NAME=SPEC ...`: run and store. */
-#include "harness/commands.h"
+#include "cli/commands.h"
 #include "harness/runner.h"
 #include "core/status.h"
 #include "core/util.h"

@@ -3,7 +3,7 @@
 #include "backends/gguf.h"
 #include "backends/model_info.h"
 #include "datasets/hash.h"
-#include "harness/commands.h"
+#include "cli/commands.h"
 #include "core/status.h"
 #include "core/util.h"
 

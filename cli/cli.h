@@ -5,9 +5,9 @@
  * "did you mean" suggestions are all generated from those tables. Every
  * command accepts -h/--help.
  *
- * How to add a subcommand: write harness/cmd_NAME.c defining
- * `const struct cli_cmd cmd_NAME_def`, declare it in harness/commands.h and
- * list it in harness/commands.c; add the file to CMakeLists.txt.
+ * How to add a subcommand: write cli/cmd_NAME.c defining
+ * `const struct cli_cmd cmd_NAME_def`, declare it in cli/commands.h and
+ * list it in cli/commands.c; add the file to CMakeLists.txt.
  */
 #ifndef QG_CLI_H
 #define QG_CLI_H

@@ -1,6 +1,6 @@
 /* cmd_generate — `qgate generate MODEL --prompt STR`: text continuation. */
 #include "backends/backend.h"
-#include "harness/commands.h"
+#include "cli/commands.h"
 #include "core/status.h"
 #include "core/util.h"
 

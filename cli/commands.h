@@ -3,8 +3,8 @@
 #define QG_COMMANDS_H
 
 #include "core/util.h"
-#include "harness/cli.h"
-#include "harness/store.h"
+#include "cli/cli.h"
+#include "store/store.h"
 
 #include <cjson/cJSON.h>
 

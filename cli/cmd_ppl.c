@@ -1,6 +1,6 @@
 /* cmd_ppl — `qgate ppl MODEL --text FILE`: perplexity of one model. */
 #include "backends/backend.h"
-#include "harness/commands.h"
+#include "cli/commands.h"
 #include "harness/progress.h"
 #include "core/status.h"
 #include "core/util.h"

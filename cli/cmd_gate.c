@@ -3,7 +3,7 @@
  * (harness/sampled.h). */
 #include "backends/gguf.h"
 #include "backends/model_info.h"
-#include "harness/commands.h"
+#include "cli/commands.h"
 #include "harness/runner.h"
 #include "harness/sampled.h"
 #include "harness/suite.h"

@@ -4,7 +4,7 @@
 #include "backends/backend.h"
 #include "backends/gguf.h"
 #include "backends/tokenizer.h"
-#include "harness/commands.h"
+#include "cli/commands.h"
 #include "core/status.h"
 #include "core/util.h"
 

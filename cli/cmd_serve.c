@@ -1,8 +1,8 @@
 /* cmd_serve — `qgate serve MODEL.gguf`: an OpenAI-compatible server over a
- * local backend (harness/serve.h), on loopback by default. */
+ * local backend (serve/serve.h), on loopback by default. */
 #include "backends/backend.h"
-#include "harness/commands.h"
-#include "harness/serve.h"
+#include "cli/commands.h"
+#include "serve/serve.h"
 #include "core/status.h"
 #include "core/util.h"
 

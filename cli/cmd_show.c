@@ -1,5 +1,5 @@
 /* cmd_show — `qgate show RUN`: one run's models, tasks and trials. */
-#include "harness/commands.h"
+#include "cli/commands.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "core/json.h"

@@ -1,6 +1,6 @@
 /* cmd_comparisons — `qgate comparisons`: list the stored comparisons and
  * their verdicts. */
-#include "harness/commands.h"
+#include "cli/commands.h"
 #include "core/json.h"
 #include "core/status.h"
 #include "core/util.h"

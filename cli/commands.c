@@ -1,7 +1,7 @@
 /* commands — the subcommand table (git style) and shared command helpers.
  *
- * How to add a subcommand: see harness/cli.h. */
-#include "harness/commands.h"
+ * How to add a subcommand: see cli/cli.h. */
+#include "cli/commands.h"
 #include "backends/local.h"
 #include "reports/escape.h"
 #include "core/status.h"

@@ -1,5 +1,5 @@
 /* cli — table-driven option parsing and help generation. */
-#include "harness/cli.h"
+#include "cli/cli.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "core/closest.h"

@@ -1,5 +1,5 @@
 /* serve_fmt — OpenAI response shapes for `qgate serve` (see serve_fmt.h). */
-#include "harness/serve_fmt.h"
+#include "serve/serve_fmt.h"
 #include "core/util.h"
 
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* serve — OpenAI-compatible HTTP server over a backend (see serve.h). */
-#include "harness/serve.h"
-#include "harness/serve_fmt.h"
+#include "serve/serve.h"
+#include "serve/serve_fmt.h"
 #include "datasets/reader.h"
 #include "core/json.h"
 #include "core/status.h"

@@ -1,5 +1,5 @@
 /* cmd_runs — `qgate runs`: list the runs in the results database. */
-#include "harness/commands.h"
+#include "cli/commands.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "core/json.h"

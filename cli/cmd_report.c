@@ -1,6 +1,6 @@
 /* cmd_report — `qgate report`: renders a stored comparison as text,
  * Markdown, self-contained HTML, JSON or JUnit XML (reports/report.h). */
-#include "harness/commands.h"
+#include "cli/commands.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "metrics/verdict.h"

@@ -1,5 +1,5 @@
 /* store — SQLite results database: schema, migrations, writes, listings. */
-#include "harness/store.h"
+#include "store/store.h"
 #include "metrics/rows.h"
 #include "metrics/verdict.h"
 #include "core/status.h"

@@ -1,10 +1,10 @@
 /* main — qgate's entry point: dispatches argv[1] through the command table
  * and turns the command's result into the process exit code. */
-#include "harness/commands.h"
+#include "cli/commands.h"
 #include "backends/kernel_set.h"
 #include "core/status.h"
-#include "harness/cpu_select.h"
-#include "harness/store.h"
+#include "cli/cpu_select.h"
+#include "store/store.h"
 #include "core/util.h"
 #include "core/closest.h"
 

@@ -20,7 +20,7 @@
 #include "core/json.h"
 #include "core/status.h"
 #include "core/util.h"
-#include "harness/commands.h"
+#include "cli/commands.h"
 #include "harness/runner.h"
 #include "harness/sampled.h"
 #include "metrics/verdict.h"
