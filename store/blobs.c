@@ -1,0 +1,132 @@
+/* blobs — the HTTP response cache, sampled texts and baseline
+ * references (top-K per window). */
+#include "store/store.h"
+#include "store/store_impl.h"
+#include "core/status.h"
+#include "core/util.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int store_cache_get(struct store *s, const char *key, char **response)
+{
+    *response = NULL;
+    sqlite3_stmt *st;
+    int rc = sq_prepare(s, "SELECT response FROM http_cache WHERE key=?", &st);
+    if (rc) return rc;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT);
+    rc = sqlite3_step(st);
+    int out = rc == SQLITE_ROW    ? QG_OK
+              : rc == SQLITE_DONE ? QG_ERR_NOTFOUND
+                                  : sq_fail(s, "reading the response cache");
+    if (!out && !(*response = sq_col_dup(st, 0))) out = QG_ERR_NOMEM;
+    sqlite3_finalize(st);
+    return out;
+}
+
+int store_cache_put(struct store *s, const char *key, const char *endpoint, const char *model,
+                    const char *response)
+{
+    sqlite3_stmt *st;
+    int rc = sq_prepare(s,
+                        "INSERT OR REPLACE INTO http_cache(key, endpoint, model, response, "
+                        "created_at) VALUES(?,?,?,?,?)",
+                        &st);
+    if (rc) return rc;
+    char now[32];
+    qg_utc_now(now);
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, endpoint, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 3, model, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 4, response, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 5, now, -1, SQLITE_TRANSIENT);
+    rc = sqlite3_step(st) == SQLITE_DONE ? QG_OK : sq_fail(s, "writing the response cache");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int store_text_put(struct store *s, const char *sha256, const char *origin, const char *content,
+                   size_t n)
+{
+    sqlite3_stmt *st;
+    int rc = sq_prepare(s,
+                        "INSERT OR IGNORE INTO texts(sha256, origin, content, created_at) "
+                        "VALUES(?,?,?,?)",
+                        &st);
+    if (rc) return rc;
+    char now[32];
+    qg_utc_now(now);
+    sqlite3_bind_text(st, 1, sha256, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, origin, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_blob64(st, 3, content, n, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 4, now, -1, SQLITE_TRANSIENT);
+    rc = sqlite3_step(st) == SQLITE_DONE ? QG_OK : sq_fail(s, "storing a text");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int store_text_find(struct store *s, const char *origin, char **content, size_t *n, char sha256[65])
+{
+    *content = NULL;
+    *n = 0;
+    sqlite3_stmt *st;
+    int rc = sq_prepare(
+        s, "SELECT sha256, content FROM texts WHERE origin=? ORDER BY created_at LIMIT 1", &st);
+    if (rc) return rc;
+    sqlite3_bind_text(st, 1, origin, -1, SQLITE_TRANSIENT);
+    rc = sqlite3_step(st);
+    int out = rc == SQLITE_ROW    ? QG_OK
+              : rc == SQLITE_DONE ? QG_ERR_NOTFOUND
+                                  : sq_fail(s, "reading a stored text");
+    if (!out) {
+        const char *h = (const char *)sqlite3_column_text(st, 0);
+        snprintf(sha256, 65, "%s", h ? h : "");
+        if (!(*content = sq_col_blob_dup(st, 1, n))) out = QG_ERR_NOMEM;
+    }
+    sqlite3_finalize(st);
+    return out;
+}
+
+int store_ref_put(struct store *s, int64_t trial_id, int64_t idx, const void *blob, size_t n)
+{
+    sqlite3_stmt *st;
+    int rc = sq_prepare(s, "INSERT OR REPLACE INTO refs(trial_id, idx, data) VALUES(?,?,?)", &st);
+    if (rc) return rc;
+    sqlite3_bind_int64(st, 1, trial_id);
+    sqlite3_bind_int64(st, 2, idx);
+    sqlite3_bind_blob64(st, 3, blob, n, SQLITE_TRANSIENT);
+    return sq_step_done(s, st, "storing a baseline reference", 0, NULL);
+}
+
+int store_ref_get(struct store *s, int64_t trial_id, int64_t idx, unsigned char **blob, size_t *n)
+{
+    *blob = NULL;
+    *n = 0;
+    sqlite3_stmt *st;
+    int rc = sq_prepare(s, "SELECT data FROM refs WHERE trial_id=? AND idx=?", &st);
+    if (rc) return rc;
+    sqlite3_bind_int64(st, 1, trial_id);
+    sqlite3_bind_int64(st, 2, idx);
+    rc = sqlite3_step(st);
+    int out = rc == SQLITE_ROW    ? QG_OK
+              : rc == SQLITE_DONE ? QG_ERR_NOTFOUND
+                                  : sq_fail(s, "reading a baseline reference");
+    if (!out && !(*blob = (unsigned char *)sq_col_blob_dup(st, 0, n))) out = QG_ERR_NOMEM;
+    if (out == QG_ERR_NOTFOUND)
+        qg_errf(s->err, sizeof s->err, QG_ERR_NOTFOUND,
+                "%s: trial %lld keeps no reference of window %lld", s->path, (long long)trial_id,
+                (long long)idx);
+    sqlite3_finalize(st);
+    return out;
+}
+
+int store_ref_count(struct store *s, int64_t trial_id, int64_t *n)
+{
+    sqlite3_stmt *st;
+    int rc = sq_prepare(s, "SELECT count(*) FROM refs WHERE trial_id=?", &st);
+    if (rc) return rc;
+    sqlite3_bind_int64(st, 1, trial_id);
+    return sq_one_int64(s, st, "counting baseline references", n);
+}
