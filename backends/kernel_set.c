@@ -8,11 +8,12 @@
 #include <cblas.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 static const char *const names[KERNEL_SET_COUNT] = {"portable", "avx2", "avx512", "avx512vnni"};
 static const char *const blas_cores[KERNEL_SET_COUNT] = {"Prescott", "Haswell", "SkylakeX",
                                                          "SkylakeX"};
-static int forced;
+static int forced = -1; /* the set forced, or -1 */
 
 const char *kernel_set_nth(int i)
 {
@@ -38,21 +39,24 @@ const char *kernel_set_best(void)
 
 int kernel_set_use(const char *name, const char *what, char *err, size_t errn)
 {
-    int k = index_of(name);
-    const char *best = kernel_set_best();
+    int k = index_of(name), cpu = (int)mv_isa_detect(), held = (int)mv_isa_best();
     if (k < 0)
         return qg_errf(err, errn, QG_ERR_USAGE,
                        "%s%s: not a kernel set (sets: portable, avx2, avx512, avx512vnni; this "
                        "CPU runs up to %s)",
-                       what, name ? name : "", best);
-    if (k > index_of(best))
+                       what, name ? name : "", names[cpu]);
+    if (k > cpu)
         return qg_errf(err, errn, QG_ERR_USAGE,
-                       "%s%s: this CPU lacks the %s kernel set (it runs up to %s%s)", what, name,
-                       name, best, forced ? ", as forced" : "");
+                       "%s%s: this CPU lacks the %s kernel set (it runs up to %s)", what, name,
+                       name, names[cpu]);
+    if (k > held)
+        return qg_errf(err, errn, QG_ERR_USAGE,
+                       "%s%s: above %s, the kernel set this process was held to", what, name,
+                       names[held]);
     if (matmul_cap_kernel(name) != QG_OK)
         return qg_errf(err, errn, QG_ERR_INTERNAL, "%s%s: the kernel set could not be chosen", what,
                        name);
-    forced = 1;
+    forced = k;
     return QG_OK;
 }
 
@@ -70,6 +74,12 @@ const char *kernel_set_blas_in_use(void)
 
 void kernel_set_describe(char *out, size_t n)
 {
-    snprintf(out, n, "%s, OpenBLAS %s%s", kernel_set_name(), kernel_set_blas_in_use(),
-             forced ? " (forced)" : "");
+    const char *core = kernel_set_blas_in_use();
+    if (forced < 0)
+        snprintf(out, n, "%s, OpenBLAS %s", kernel_set_name(), core);
+    else if (!strcasecmp(core, blas_cores[forced]))
+        snprintf(out, n, "%s, OpenBLAS %s (forced)", kernel_set_name(), core);
+    else /* an OpenBLAS built for one CPU, which ignores OPENBLAS_CORETYPE */
+        snprintf(out, n, "%s (forced), OpenBLAS %s (not %s: this OpenBLAS picks its own)",
+                 kernel_set_name(), core, blas_cores[forced]);
 }

@@ -10,7 +10,9 @@
  * compute as a CPU that has only that set: the engine's kernels of that
  * set and the OpenBLAS core such a CPU gets. Any set at or below the best
  * this CPU runs can be forced; once forced, the sets above it are refused
- * as on such a CPU (QG_CPU=avx2 with --cpu avx512 is a usage error).
+ * as on such a CPU. Real CPUs without AVX2 may get another OpenBLAS core
+ * (Sandybridge, Nehalem) than the one forced for `portable`; its bits lie
+ * within the spread docs/engine.md states.
  *
  *   set          engine kernels                     OpenBLAS core forced
  *   portable     C only                             Prescott (SSE3)
@@ -54,8 +56,10 @@ const char *kernel_set_blas_core(const char *name);
 /* The OpenBLAS core in use in this process ("Cooperlake", "Haswell" ...). */
 const char *kernel_set_blas_in_use(void);
 
-/* One line for provenance: "avx512vnni, OpenBLAS SkylakeX" (forced sets add
- * " (forced)"). */
+/* One line for provenance: "avx512vnni, OpenBLAS Cooperlake"; a forced set
+ * adds " (forced)", or, when OpenBLAS did not take the core asked for (a
+ * build for one CPU), says so: "portable (forced), OpenBLAS Haswell (not
+ * Prescott: this OpenBLAS picks its own)". */
 void kernel_set_describe(char *out, size_t n);
 
 #endif

@@ -19,6 +19,9 @@ int cpu_select(const char *name, const char *what, char **argv, char *err, size_
     }
     int rc = kernel_set_use(name, what, err, errn);
     if (rc) return rc;
+#if !defined(__x86_64__) && !defined(__i386__)
+    return QG_OK; /* OpenBLAS's x86 cores: nothing to force elsewhere */
+#endif
     const char *core = kernel_set_blas_core(name), *env = getenv("OPENBLAS_CORETYPE");
     if (env && !strcasecmp(env, core)) return QG_OK;
     /* OpenBLAS picked its core at load: start again with the one asked for

@@ -63,14 +63,14 @@ static int select_cpu(const char *value, char **argv)
 
 int main(int argc, char **argv)
 {
-    int rc = select_cpu(NULL, argv);
-    if (rc) return rc;
+    int rc;
     if (argc < 2) {
         qg_print_usage(stderr);
         return QG_EX_USAGE;
     }
     const char *name = argv[1];
     if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0 || strcmp(name, "version") == 0) {
+        if ((rc = select_cpu(NULL, argv))) return rc;
         print_version();
         return 0;
     }
@@ -84,7 +84,7 @@ int main(int argc, char **argv)
     if (!c) return unknown_command(name);
     struct cli_args a;
     rc = cli_parse(c, argc - 1, argv + 1, &a);
-    if (rc == 0 && !a.help && cli_str(&a, "cpu")) rc = select_cpu(cli_str(&a, "cpu"), argv);
+    if (rc == 0 && !a.help) rc = select_cpu(cli_str(&a, "cpu"), argv); /* NULL: QG_CPU */
     if (rc == 0 && a.help)
         cli_print_help(stdout, c);
     else if (rc == 0)

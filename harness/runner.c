@@ -243,6 +243,12 @@ static int resume_setup(struct runner *r, char *err, size_t errlen)
                      "run %lld is shard %lld/%lld; resume it with that --shard",
                      (long long)p->resume, json_int(run, "shard_index", 0) + 1,
                      json_int(run, "shard_count", 1));
+    if (!rc) { /* numbers from now on may come from other kernels */
+        char kernels[128];
+        kernel_set_describe(kernels, sizeof kernels);
+        if ((rc = store_run_add_kernels(r->s, r->run_id, kernels)))
+            qg_errf(err, errlen, rc, "%s", store_errmsg(r->s));
+    }
     r->task_ids = calloc((size_t)r->suite->n_tasks, sizeof *r->task_ids);
     if (!rc && !r->task_ids) rc = QG_ERR_NOMEM;
     for (int t = 0; t < r->suite->n_tasks && !rc; t++) {

@@ -285,7 +285,8 @@ void report_md_one(const cJSON *d, int color, struct sbuf *b)
                 json_str(p, "qgate_version", ""), json_num(c, "run", NAN), cid_text(c));
     esc_md(b, json_str(p, "host", ""));
     sbuf_printf(b, " (kernels ");
-    esc_md(b, json_str(p, "kernels", "not recorded"));
+    const char *k = json_str(p, "kernels", "");
+    esc_md(b, *k ? k : "not recorded");
     sbuf_printf(b, "), %s\n- command: ", json_str(p, "created_at", ""));
     esc_md(b, json_str(p, "command", ""));
     sbuf_printf(b, "\n- suite ");

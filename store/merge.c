@@ -102,21 +102,25 @@ static int merge_validate(struct store *s, const char *const *inputs, int n, str
 
 /* The new run from shard 0's file (attached as src): the run, its models,
  * tasks, datasets and trials (each trial not yet counted), one transaction. */
-/* shards computed on other CPUs: the merged run names every kernel set
- * its numbers came from ("a; b") */
+/* shards computed on other CPUs: the merged run names every kernel set its
+ * numbers came from (store_run_add_kernels); a shard from before schema v4
+ * recorded none */
 static int merge_note_kernels(struct store *s, int64_t run_id)
 {
     sqlite3_stmt *st;
-    int rc =
-        sq_prepare(s,
-                   "UPDATE runs SET kernels = (SELECT CASE WHEN k IS NULL OR k = '' THEN kernels "
-                   "WHEN kernels IS NULL OR kernels = '' THEN k WHEN instr('; ' || kernels || "
-                   "'; ', '; ' || k || '; ') THEN kernels ELSE kernels || '; ' || k END FROM "
-                   "(SELECT max(kernels) AS k FROM src.runs)) WHERE id = ?",
-                   &st);
-    if (rc) return rc;
-    sqlite3_bind_int64(st, 1, run_id);
-    return sq_step_done(s, st, "merging the shards' kernel sets", 0, NULL);
+    int rc = sq_prepare(s,
+                        "SELECT (SELECT count(*) FROM pragma_table_info('runs', 'src') WHERE name "
+                        "= 'kernels')",
+                        &st);
+    int64_t has = 0;
+    if (!rc) rc = sq_one_int64(s, st, "reading a shard's columns", &has);
+    if (rc || !has) return rc;
+    if ((rc = sq_prepare(s, "SELECT max(kernels) FROM src.runs", &st))) return rc;
+    char *k = sqlite3_step(st) == SQLITE_ROW ? sq_col_dup(st, 0) : NULL;
+    sqlite3_finalize(st);
+    rc = k ? store_run_add_kernels(s, run_id, k) : QG_OK;
+    free(k);
+    return rc;
 }
 
 static int merge_copy_run(struct store *s, int64_t *run_id)
@@ -130,10 +134,10 @@ static int merge_copy_run(struct store *s, int64_t *run_id)
             s,
             "INSERT INTO runs(uid, created_at, finished_at, status, command, "
             "qgate_version, host, suite_name, "
-            "suite_hash, suite_json, seed, repeats, shard_index, shard_count, kernels) "
+            "suite_hash, suite_json, seed, repeats, shard_index, shard_count) "
             "SELECT ?1, created_at, NULL, "
             "?2, command, qgate_version, host, suite_name, suite_hash, suite_json, seed, "
-            "repeats, 0, 1, kernels "
+            "repeats, 0, 1 "
             "FROM src.runs",
             &st);
     if (!rc) {

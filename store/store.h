@@ -91,6 +91,10 @@ struct store_run_new {
     const char *kernels;          /* kernel_set_describe(); may be NULL */
 };
 int store_run_create(struct store *s, const struct store_run_new *r, int64_t *run_id);
+/* Adds `kernels` (kernel_set_describe) to the run's list of the kernels
+ * that computed it ("a; b"), unless it is there already: a run resumed, or
+ * shards merged, from other CPUs or another forced set. */
+int store_run_add_kernels(struct store *s, int64_t run_id, const char *kernels);
 /* Sets the status; terminal statuses also set finished_at. */
 int store_run_set_status(struct store *s, int64_t run_id, int status);
 

@@ -45,6 +45,21 @@ int store_run_create(struct store *s, const struct store_run_new *r, int64_t *ru
     return sq_step_done(s, st, "creating a run", 0, run_id);
 }
 
+int store_run_add_kernels(struct store *s, int64_t run_id, const char *kernels)
+{
+    sqlite3_stmt *st;
+    int rc = sq_prepare(s,
+                        "UPDATE runs SET kernels = CASE WHEN ?2 IS NULL OR ?2 = '' THEN kernels "
+                        "WHEN kernels IS NULL OR kernels = '' THEN ?2 WHEN instr('; ' || kernels "
+                        "|| '; ', '; ' || ?2 || '; ') THEN kernels ELSE kernels || '; ' || ?2 END "
+                        "WHERE id = ?1",
+                        &st);
+    if (rc) return rc;
+    sqlite3_bind_int64(st, 1, run_id);
+    sq_bind_text(st, 2, kernels);
+    return sq_step_done(s, st, "recording the run's kernels", 0, NULL);
+}
+
 int store_run_set_status(struct store *s, int64_t run_id, int status)
 {
     sqlite3_stmt *st;

@@ -356,10 +356,14 @@ TEST(robust_sigint_marks_run_interrupted, e2e)
     ASSERT_OK(t_qgate(&o, "runs", "--json", "--db", t_path("r.db"), NULL));
     ASSERT_CONTAINS(o.out, "\"interrupted\"");
     t_out_free(&o);
+    /* resumed under another kernel set: the run names both */
     ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", m, "--repeats", "2",
-                      "--resume", "1", "--db", t_path("r.db"), "-q", NULL));
+                      "--resume", "1", "--cpu", "portable", "--db", t_path("r.db"), "-q", NULL));
     ASSERT_EQ(o.code, 0);
     t_out_free(&o);
+    ASSERT_EQ(t_sql_int(t_path("r.db"), "SELECT count(*) FROM runs WHERE kernels LIKE '%; "
+                                        "portable%(forced)%' OR kernels LIKE 'portable%'"),
+              1);
     return 0;
 }
 
@@ -601,8 +605,10 @@ TEST(robust_piqa_extra_labels_refused, e2e)
 TEST(robust_writer_waits_only_for_inserts, e2e)
 {
     /* a second writer (another process) while a run computes rows (two
-     * models in lockstep, then one alone): the run holds the write lock only to insert, so a writer
-     * that waits at most 300 ms always gets it */
+     * models in lockstep, then one alone): the run holds the write lock only
+     * to insert, so a writer that does not wait (1 ms) gets it on most tries;
+     * a run that held it while computing would refuse nearly all. Counted,
+     * not timed: a load slows the inserts and the computing alike. */
     char err[QG_ERRMSG_MAX];
     ASSERT_OK(slow_ppl_setup());
     char m[4200], m2[4200];
@@ -619,7 +625,7 @@ TEST(robust_writer_waits_only_for_inserts, e2e)
               m2, "--threads", "1", "--db", t_path("r.db"), "-q", (char *)NULL);
         _exit(127);
     }
-    struct store_params wp = {.busy_timeout_ms = 300};
+    struct store_params wp = {.busy_timeout_ms = 1};
     ASSERT_OK(store_open(t_path("r.db"), &wp, &w, err, sizeof err));
     int tries = 0, busy = 0, during = 0, st = 0;
     char why[QG_ERRMSG_MAX] = "";
@@ -639,7 +645,8 @@ TEST(robust_writer_waits_only_for_inserts, e2e)
     store_close(w);
     ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     if (during < 5) SKIP("the run finished before a writer could try (a very fast machine)");
-    if (busy) T_FAIL_("%d of %d writes waited over 300 ms: %s", busy, tries, why);
+    printf("%d of %d writes found the lock taken (%d during the run)\n", busy, tries, during);
+    if (2 * busy > tries) T_FAIL_("%d of %d writes found the lock taken: %s", busy, tries, why);
     /* show: a perplexity task's size is its windows (not "-1 items"), and
      * lockstep trials record the joint pass's seconds (not 0.00) */
     struct t_out o;

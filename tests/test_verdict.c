@@ -418,6 +418,25 @@ TEST(run_shards_merge_equal_unsharded, e2e)
     cJSON_Delete(j2);
     t_out_free(&v1);
     t_out_free(&v2);
+    /* a shard from before schema v4 (no runs.kernels) merges too; the
+     * merged run names the kernels of the shards that recorded theirs */
+    char old[4200], cmd[9000], out2[4200];
+    snprintf(old, sizeof old, "%s", t_path("shard0-v3.db"));
+    snprintf(out2, sizeof out2, "%s", t_path("merged2.db"));
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", sh[0], old);
+    ASSERT_EQ(system(cmd), 0);
+    sqlite3 *h;
+    ASSERT_EQ(sqlite3_open(old, &h), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(h, "ALTER TABLE runs DROP COLUMN kernels; PRAGMA user_version = 3;",
+                           NULL, NULL, NULL),
+              SQLITE_OK);
+    sqlite3_close(h);
+    ASSERT_OK(t_qgate(&o, "merge", out2, old, sh[1], sh[2], NULL));
+    if (o.code) T_FAIL_("merge with a v3 shard: exit %d: %s", o.code, o.err);
+    t_out_free(&o);
+    ASSERT_EQ(t_sql_int(out2, "SELECT count(*) FROM runs WHERE kernels = (SELECT kernels FROM "
+                              "runs) AND kernels LIKE '%OpenBLAS%' AND kernels NOT LIKE '%;%'"),
+              1);
     return 0;
 }
 
