@@ -1,5 +1,5 @@
-/* backend — the one interface every model backend implements (cpu now;
- * cuda and http later), and the inline wrappers callers use.
+/* backend — the one interface every model backend implements (cpu/,
+ * cuda/ and http/), and the inline wrappers callers use.
  *
  * A backend is a constant `struct backend_ops` (versioned, capability bits,
  * designated initialisers) plus an opaque instance. Required slots: open,

@@ -107,7 +107,7 @@ static int task_detail(const struct task_config *t, const struct tokenizer *tok,
     if (rc) return rc;
     size_t k = (size_t)snprintf(detail, dn, "max %d tokens; pipelines", t->max_tokens);
     for (int p = 0; p < t->n_pipelines && k < dn; p++)
-        k += (size_t)snprintf(detail + k, dn - k, " %s", pipeline_name(t->pipelines[p]));
+        k += (size_t)snprintf(detail + k, dn - k, " %s", extract_pipeline_name(t->pipelines[p]));
     gen_items_free(gi, *items);
     return QG_OK;
 }

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-const struct cli_cmd *const qg_commands[] = {
+const struct cli_cmd *const cli_commands[] = {
     &cmd_gate_def,
     &cmd_sweep_def,
     &cmd_run_def,
@@ -33,21 +33,21 @@ const struct cli_cmd *const qg_commands[] = {
     NULL,
 };
 
-const struct cli_cmd *qg_find_command(const char *name)
+const struct cli_cmd *cli_find_command(const char *name)
 {
-    for (int i = 0; qg_commands[i]; i++)
-        if (strcmp(qg_commands[i]->name, name) == 0) return qg_commands[i];
+    for (int i = 0; cli_commands[i]; i++)
+        if (strcmp(cli_commands[i]->name, name) == 0) return cli_commands[i];
     return NULL;
 }
 
-void qg_print_usage(FILE *f)
+void cli_print_usage(FILE *f)
 {
     fprintf(f,
             "usage: qgate COMMAND [OPTIONS]\n\n"
             "qgate tells, with evidence, whether a quantized model is as good as the original.\n\n"
             "commands:\n");
-    for (int i = 0; qg_commands[i]; i++)
-        fprintf(f, "  %-10s %s\n", qg_commands[i]->name, qg_commands[i]->summary);
+    for (int i = 0; cli_commands[i]; i++)
+        fprintf(f, "  %-10s %s\n", cli_commands[i]->name, cli_commands[i]->summary);
     fprintf(f, "  %-10s %s\n", "help", "show help for a command ('qgate help inspect')");
     fprintf(f,
             "\n'qgate COMMAND --help' lists a command's options; 'qgate --version' the version.\n"

@@ -26,13 +26,13 @@ extern const struct cli_cmd cmd_report_def;
 extern const struct cli_cmd cmd_serve_def;
 
 /* The table, in help order; NULL-terminated. */
-extern const struct cli_cmd *const qg_commands[];
+extern const struct cli_cmd *const cli_commands[];
 
 /* The command called name, or NULL. */
-const struct cli_cmd *qg_find_command(const char *name);
+const struct cli_cmd *cli_find_command(const char *name);
 
 /* Prints the top-level help generated from the table. */
-void qg_print_usage(FILE *f);
+void cli_print_usage(FILE *f);
 
 /* Opens the store named by --db (default ./qgate.db). On failure prints the
  * error and returns the exit code; 0 on success. */

@@ -15,8 +15,8 @@ static int unknown_command(const char *name)
 {
     const char *names[64];
     int n = 0;
-    for (int i = 0; qg_commands[i] && n < 63; i++)
-        names[n++] = qg_commands[i]->name;
+    for (int i = 0; cli_commands[i] && n < 63; i++)
+        names[n++] = cli_commands[i]->name;
     names[n++] = "help";
     const char *near = qg_closest(name, names, n);
     if (near)
@@ -29,10 +29,10 @@ static int unknown_command(const char *name)
 static int help(int argc, char **argv)
 {
     if (argc < 3) {
-        qg_print_usage(stdout);
+        cli_print_usage(stdout);
         return 0;
     }
-    const struct cli_cmd *c = qg_find_command(argv[2]);
+    const struct cli_cmd *c = cli_find_command(argv[2]);
     if (!c) return unknown_command(argv[2]);
     cli_print_help(stdout, c);
     return 0;
@@ -65,7 +65,7 @@ int main(int argc, char **argv)
 {
     int rc;
     if (argc < 2) {
-        qg_print_usage(stderr);
+        cli_print_usage(stderr);
         return QG_EX_USAGE;
     }
     const char *name = argv[1];
@@ -80,7 +80,7 @@ int main(int argc, char **argv)
         qg_error("unknown option '%s' (options go after the command; see 'qgate help')", name);
         return QG_EX_USAGE;
     }
-    const struct cli_cmd *c = qg_find_command(name);
+    const struct cli_cmd *c = cli_find_command(name);
     if (!c) return unknown_command(name);
     struct cli_args a;
     rc = cli_parse(c, argc - 1, argv + 1, &a);

@@ -78,7 +78,7 @@ static int open_store(struct store *s, const char *db, struct baseline_ref *b, c
     if (!db || qg_same_file(db, store_path(s)) == 1) return QG_OK;
     struct store_params sp = store_default_params();
     sp.readonly = 1;
-    int rc = store_open(db, &sp, &b->store, err, (int)errlen);
+    int rc = store_open(db, &sp, &b->store, err, errlen);
     if (rc) return rc;
     b->own = 1;
     b->path = db;

@@ -189,8 +189,8 @@ static int load_generation(struct ctx *c, int i, struct task_config *t, const cJ
         cJSON *whole =
             cJSON_Parse("[{\"name\":\"exact\",\"regex\":\"(?s)^\\\\s*(.*?)\\\\s*$\",\"group\":1}]");
         rc = !whole ? nomem(c)
-                    : pipeline_new(cJSON_GetArrayItem(whole, 0), where, &t->pipelines[0], c->err,
-                                   c->errlen);
+                    : extract_pipeline_new(cJSON_GetArrayItem(whole, 0), where, &t->pipelines[0],
+                                           c->err, c->errlen);
         if (!rc) t->n_pipelines = 1;
         cJSON_Delete(whole);
     } else if (!cJSON_IsArray(pl) || cJSON_GetArraySize(pl) < 1 ||
@@ -205,14 +205,15 @@ static int load_generation(struct ctx *c, int i, struct task_config *t, const cJ
                 rc = fail_task(c, i, t->name, "each pipeline must be an object");
                 break;
             }
-            if ((rc = pipeline_new(p, where, &t->pipelines[t->n_pipelines], c->err, c->errlen)))
+            if ((rc = extract_pipeline_new(p, where, &t->pipelines[t->n_pipelines], c->err,
+                                           c->errlen)))
                 break;
             t->n_pipelines++;
         }
     }
     if (!rc && nm && !cJSON_IsObject(nm))
         rc = fail_task(c, i, t->name, "\"normalize\" must be an object");
-    if (!rc) rc = normalizer_new(nm, where, &t->norm, c->err, c->errlen);
+    if (!rc) rc = extract_normalizer_new(nm, where, &t->norm, c->err, c->errlen);
     if (!rc && st) {
         if (!cJSON_IsArray(st))
             rc = fail_task(c, i, t->name, "\"stop\" must be an array of strings");

@@ -37,21 +37,21 @@ int store_schema_version(const struct store *s)
 
 /* A non-empty file must start with SQLite's header; checked before SQLite
  * touches it, so that qgate never rewrites a file that is not a database. */
-static int check_header(const char *path, char *err, int errlen)
+static int check_header(const char *path, char *err, size_t errlen)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         if (errno == ENOENT) return QG_OK;
-        return qg_errf(err, (size_t)errlen, QG_ERR_NOINPUT, "%s: %s", path, strerror(errno));
+        return qg_errf(err, errlen, QG_ERR_NOINPUT, "%s: %s", path, strerror(errno));
     }
     struct stat stt;
     char head[16] = {0};
     int rc = QG_OK;
     if (fstat(fd, &stt) != 0 || !S_ISREG(stt.st_mode))
-        rc = qg_errf(err, (size_t)errlen, QG_ERR_DATA, "%s: not a regular file", path);
+        rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: not a regular file", path);
     else if (stt.st_size > 0 &&
              (read(fd, head, 16) != 16 || memcmp(head, "SQLite format 3", 16) != 0))
-        rc = qg_errf(err, (size_t)errlen, QG_ERR_DATA,
+        rc = qg_errf(err, errlen, QG_ERR_DATA,
                      "%s: not an SQLite database (refusing to overwrite it; check --db)", path);
     close(fd);
     return rc;
@@ -172,7 +172,7 @@ static int open_db(struct store *s, const struct store_params *p)
 }
 
 int store_open(const char *path, const struct store_params *p, struct store **out, char *err,
-               int errlen)
+               size_t errlen)
 {
     *out = NULL;
     struct store_params def = store_default_params();
@@ -180,16 +180,16 @@ int store_open(const char *path, const struct store_params *p, struct store **ou
     int rc = check_header(path, err, errlen);
     if (rc) return rc;
     if (p->readonly && access(path, F_OK) != 0)
-        return qg_errf(err, (size_t)errlen, QG_ERR_NOINPUT, "%s: no such database", path);
+        return qg_errf(err, errlen, QG_ERR_NOINPUT, "%s: no such database", path);
     struct store *s = calloc(1, sizeof *s);
     if (!s || !(s->path = qg_strdup(path))) {
         free(s);
-        return qg_errf(err, (size_t)errlen, QG_ERR_NOMEM, "out of memory");
+        return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
     }
     s->readonly = p->readonly;
     rc = open_db(s, p);
     if (rc) {
-        qg_errf(err, (size_t)errlen, rc, "%s", s->err);
+        qg_errf(err, errlen, rc, "%s", s->err);
         store_close(s);
         return rc;
     }

@@ -63,7 +63,7 @@ struct store_params store_default_params(void);
  * success *out is a new handle (free with store_close). On failure *out is
  * NULL, err holds the message and the file is left untouched. */
 int store_open(const char *path, const struct store_params *p, struct store **out, char *err,
-               int errlen);
+               size_t errlen);
 void store_close(struct store *s); /* accepts NULL */
 
 /* Message of the last failure on s (valid until the next call on s). */

@@ -57,8 +57,8 @@ void task_config_release(struct task_config *t)
     for (int f = 0; f < t->n_files; f++)
         free(t->files[f].path);
     for (int p = 0; p < t->n_pipelines; p++)
-        pipeline_free(t->pipelines[p]);
-    normalizer_free(t->norm);
+        extract_pipeline_free(t->pipelines[p]);
+    extract_normalizer_free(t->norm);
     for (int k = 0; k < t->n_stop; k++)
         free(t->stop[k]);
     free(t->stop);

@@ -26,7 +26,8 @@ struct pipeline {
     char *fallback;
 };
 
-int regex_compile(const char *pattern, const char *where, void **out, char *err, size_t errlen)
+int extract_regex_compile(const char *pattern, const char *where, void **out, char *err,
+                          size_t errlen)
 {
     int ec;
     PCRE2_SIZE off;
@@ -42,7 +43,7 @@ int regex_compile(const char *pattern, const char *where, void **out, char *err,
     return QG_OK;
 }
 
-void regex_free(void *re)
+void extract_regex_free(void *re)
 {
     pcre2_code_free(re);
 }
@@ -71,8 +72,8 @@ static int known_keys(const cJSON *o, const char *const *keys, const char *where
                    near ? " (did you mean \"" : "", near ? near : "", near ? "\"?)" : "");
 }
 
-int normalizer_new(const cJSON *spec, const char *where, struct normalizer **out, char *err,
-                   size_t errlen)
+int extract_normalizer_new(const cJSON *spec, const char *where, struct normalizer **out, char *err,
+                           size_t errlen)
 {
     *out = NULL;
     static const char *const keys[] = {
@@ -102,19 +103,19 @@ int normalizer_new(const cJSON *spec, const char *where, struct normalizer **out
                 break;
             }
             void *re;
-            if ((rc = regex_compile(r->valuestring, where, &re, err, errlen))) break;
+            if ((rc = extract_regex_compile(r->valuestring, where, &re, err, errlen))) break;
             n->ignore[n->n_ignore++] = re;
         }
     }
     if (rc) {
-        normalizer_free(n);
+        extract_normalizer_free(n);
         return rc;
     }
     *out = n;
     return QG_OK;
 }
 
-void normalizer_free(struct normalizer *n)
+void extract_normalizer_free(struct normalizer *n)
 {
     if (!n) return;
     for (int i = 0; i < n->n_ignore; i++)
@@ -142,7 +143,7 @@ static char *delete_matches(pcre2_code *re, const char *s)
     return (char *)out;
 }
 
-char *normalize(const struct normalizer *n, const char *s)
+char *extract_normalize(const struct normalizer *n, const char *s)
 {
     char *cur = qg_strdup(s ? s : "");
     for (int i = 0; cur && i < n->n_ignore; i++) {
@@ -191,9 +192,9 @@ static int as_number(const char *s, double *out)
     return 1;
 }
 
-int normalized_equal(const struct normalizer *n, const char *a, const char *b)
+int extract_normalized_equal(const struct normalizer *n, const char *a, const char *b)
 {
-    char *x = normalize(n, a), *y = normalize(n, b);
+    char *x = extract_normalize(n, a), *y = extract_normalize(n, b);
     int eq = x && y && strcmp(x, y) == 0;
     double u, v;
     if (!eq && x && y && n->numbers && as_number(x, &u) && as_number(y, &v)) eq = u == v;
@@ -202,8 +203,8 @@ int normalized_equal(const struct normalizer *n, const char *a, const char *b)
     return eq;
 }
 
-int pipeline_new(const cJSON *spec, const char *where, struct pipeline **out, char *err,
-                 size_t errlen)
+int extract_pipeline_new(const cJSON *spec, const char *where, struct pipeline **out, char *err,
+                         size_t errlen)
 {
     *out = NULL;
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(spec, "name"),
@@ -237,7 +238,7 @@ int pipeline_new(const cJSON *spec, const char *where, struct pipeline **out, ch
     char w[512];
     snprintf(w, sizeof w, "%s: pipeline '%s'", where, name->valuestring);
     void *re = NULL;
-    int rc = regex_compile(regex->valuestring, w, &re, err, errlen);
+    int rc = extract_regex_compile(regex->valuestring, w, &re, err, errlen);
     p->re = re;
     p->name = qg_strdup(name->valuestring);
     p->fallback = qg_strdup(fb ? fb->valuestring : "[invalid]");
@@ -251,14 +252,14 @@ int pipeline_new(const cJSON *spec, const char *where, struct pipeline **out, ch
         rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: group %d but the regex has %u", w, p->group,
                      ncap);
     if (rc) {
-        pipeline_free(p);
+        extract_pipeline_free(p);
         return rc;
     }
     *out = p;
     return QG_OK;
 }
 
-void pipeline_free(struct pipeline *p)
+void extract_pipeline_free(struct pipeline *p)
 {
     if (!p) return;
     pcre2_code_free(p->re);
@@ -267,7 +268,7 @@ void pipeline_free(struct pipeline *p)
     free(p);
 }
 
-const char *pipeline_name(const struct pipeline *p)
+const char *extract_pipeline_name(const struct pipeline *p)
 {
     return p->name;
 }
@@ -299,7 +300,7 @@ static char *from_match(const struct pipeline *p, const char *text, pcre2_match_
     return qg_strndup(text + a, b - a);
 }
 
-char *pipeline_extract(const struct pipeline *p, const char *text)
+char *extract_pipeline_extract(const struct pipeline *p, const char *text)
 {
     pcre2_match_data *md = pcre2_match_data_create_from_pattern(p->re, NULL);
     if (!md) return NULL;

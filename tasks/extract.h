@@ -26,27 +26,28 @@ struct pipeline;
  * bool (default true), "numbers": bool, "ignore": ["regex", ...]}; NULL
  * spec = defaults. QG_OK or QG_ERR_DATA with err ("where: ...", including
  * PCRE2's message and offset for a bad regex). */
-int normalizer_new(const cJSON *spec, const char *where, struct normalizer **out, char *err,
-                   size_t errlen);
-void normalizer_free(struct normalizer *n);
+int extract_normalizer_new(const cJSON *spec, const char *where, struct normalizer **out, char *err,
+                           size_t errlen);
+void extract_normalizer_free(struct normalizer *n);
 /* Normalised copy of s (malloc'd; NULL on allocation failure). */
-char *normalize(const struct normalizer *n, const char *s);
+char *extract_normalize(const struct normalizer *n, const char *s);
 /* 1 when a and b are equal after normalisation (numerically when both are
  * numbers and the normalizer compares numbers). */
-int normalized_equal(const struct normalizer *n, const char *a, const char *b);
+int extract_normalized_equal(const struct normalizer *n, const char *a, const char *b);
 
 /* From JSON {"name": str, "regex": str, "group": int, "select": "first" |
  * "last", "fallback": str}. */
-int pipeline_new(const cJSON *spec, const char *where, struct pipeline **out, char *err,
-                 size_t errlen);
-void pipeline_free(struct pipeline *p);
-const char *pipeline_name(const struct pipeline *p);
+int extract_pipeline_new(const cJSON *spec, const char *where, struct pipeline **out, char *err,
+                         size_t errlen);
+void extract_pipeline_free(struct pipeline *p);
+const char *extract_pipeline_name(const struct pipeline *p);
 /* The extracted answer (malloc'd). */
-char *pipeline_extract(const struct pipeline *p, const char *text);
+char *extract_pipeline_extract(const struct pipeline *p, const char *text);
 
 /* Compiles a regex or explains why not: QG_ERR_DATA with
  * "where: invalid regex '...': PCRE2 message at offset N". */
-int regex_compile(const char *pattern, const char *where, void **out, char *err, size_t errlen);
-void regex_free(void *re);
+int extract_regex_compile(const char *pattern, const char *where, void **out, char *err,
+                          size_t errlen);
+void extract_regex_free(void *re);
 
 #endif

@@ -170,11 +170,11 @@ static char *judge_output(const struct task_config *t, const struct gen_item *it
     cJSON_AddStringToObject(x, "prompt", pl > 600 ? item->prompt + pl - 600 : item->prompt);
     cJSON_AddStringToObject(x, "target", item->targets[0]);
     for (int p = 0; p < t->n_pipelines; p++) {
-        char *ans = pipeline_extract(t->pipelines[p], out);
+        char *ans = extract_pipeline_extract(t->pipelines[p], out);
         int ok = 0;
         for (int g = 0; ans && g < item->n_targets && !ok; g++)
-            ok = normalized_equal(t->norm, ans, item->targets[g]);
-        cJSON *o = cJSON_AddObjectToObject(pj, pipeline_name(t->pipelines[p]));
+            ok = extract_normalized_equal(t->norm, ans, item->targets[g]);
+        cJSON *o = cJSON_AddObjectToObject(pj, extract_pipeline_name(t->pipelines[p]));
         cJSON_AddStringToObject(o, "extracted", ans ? ans : "");
         cJSON_AddBoolToObject(o, "correct", ok);
         right[p] += ok;
@@ -249,9 +249,9 @@ static int run_gen(const struct task_config *t, const struct backend *b, int n_c
     }
     sum->items = done;
     sum->metric = done ? (double)right[0] / (double)done : NAN;
-    sum->metric_name = t->n_pipelines > 0 ? pipeline_name(t->pipelines[0]) : "exact_match";
+    sum->metric_name = t->n_pipelines > 0 ? extract_pipeline_name(t->pipelines[0]) : "exact_match";
     sum->metric2 = done && t->n_pipelines > 1 ? (double)right[1] / (double)done : NAN;
-    sum->metric2_name = t->n_pipelines > 1 ? pipeline_name(t->pipelines[1]) : NULL;
+    sum->metric2_name = t->n_pipelines > 1 ? extract_pipeline_name(t->pipelines[1]) : NULL;
     gen_items_free(items, n);
     return rc;
 }

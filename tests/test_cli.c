@@ -23,14 +23,14 @@ TEST(cli_help_generated, e2e)
     struct t_out o;
     ASSERT_OK(t_qgate(&o, "help", NULL));
     ASSERT_EQ(o.code, 0);
-    for (int i = 0; qg_commands[i]; i++)
-        ASSERT_CONTAINS(o.out, qg_commands[i]->summary);
+    for (int i = 0; cli_commands[i]; i++)
+        ASSERT_CONTAINS(o.out, cli_commands[i]->summary);
     t_out_free(&o);
     /* every option of every command appears in its --help */
-    for (int i = 0; qg_commands[i]; i++) {
-        ASSERT_OK(t_qgate(&o, qg_commands[i]->name, "--help", NULL));
+    for (int i = 0; cli_commands[i]; i++) {
+        ASSERT_OK(t_qgate(&o, cli_commands[i]->name, "--help", NULL));
         ASSERT_EQ(o.code, 0);
-        for (const struct cli_opt *op = qg_commands[i]->opts; op && op->name; op++) {
+        for (const struct cli_opt *op = cli_commands[i]->opts; op && op->name; op++) {
             char want[80];
             snprintf(want, sizeof want, "--%s", op->name);
             ASSERT_CONTAINS(o.out, want);

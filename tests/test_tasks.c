@@ -118,9 +118,9 @@ TEST(extract_gsm8k_lm_eval, unit)
     ASSERT(strict_j && flex_j && norm_j);
     struct pipeline *strict, *flex;
     struct normalizer *norm;
-    ASSERT_OK(pipeline_new(strict_j, "gsm8k", &strict, err, sizeof err));
-    ASSERT_OK(pipeline_new(flex_j, "gsm8k", &flex, err, sizeof err));
-    ASSERT_OK(normalizer_new(norm_j, "gsm8k", &norm, err, sizeof err));
+    ASSERT_OK(extract_pipeline_new(strict_j, "gsm8k", &strict, err, sizeof err));
+    ASSERT_OK(extract_pipeline_new(flex_j, "gsm8k", &flex, err, sizeof err));
+    ASSERT_OK(extract_normalizer_new(norm_j, "gsm8k", &norm, err, sizeof err));
     struct {
         const char *output, *strict, *flex, *target;
         int strict_ok, flex_ok;
@@ -136,38 +136,39 @@ TEST(extract_gsm8k_lm_eval, unit)
         {"I think 7 + 5 = 12, wait, 13. #### 12", "12", "12", "#### 13", 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        char *s = pipeline_extract(strict, cases[i].output),
-             *f = pipeline_extract(flex, cases[i].output);
+        char *s = extract_pipeline_extract(strict, cases[i].output),
+             *f = extract_pipeline_extract(flex, cases[i].output);
         if (strcmp(s, cases[i].strict) || strcmp(f, cases[i].flex))
             T_FAIL_("case %zu: strict '%s' (want '%s'), flexible '%s' (want '%s')", i, s,
                     cases[i].strict, f, cases[i].flex);
-        ASSERT_EQ(normalized_equal(norm, s, cases[i].target), cases[i].strict_ok);
-        ASSERT_EQ(normalized_equal(norm, f, cases[i].target), cases[i].flex_ok);
+        ASSERT_EQ(extract_normalized_equal(norm, s, cases[i].target), cases[i].strict_ok);
+        ASSERT_EQ(extract_normalized_equal(norm, f, cases[i].target), cases[i].flex_ok);
         free(s);
         free(f);
     }
     /* numeric comparison: 1,000 == 1000.0 when asked for */
     cJSON *num_j = cJSON_Parse("{\"numbers\":true}");
     struct normalizer *num;
-    ASSERT_OK(normalizer_new(num_j, "t", &num, err, sizeof err));
-    ASSERT(normalized_equal(num, "1,000", "1000.0"));
-    ASSERT(!normalized_equal(num, "1,000", "100"));
-    ASSERT(normalized_equal(num, "  Paris  ", "Paris"));
+    ASSERT_OK(extract_normalizer_new(num_j, "t", &num, err, sizeof err));
+    ASSERT(extract_normalized_equal(num, "1,000", "1000.0"));
+    ASSERT(!extract_normalized_equal(num, "1,000", "100"));
+    ASSERT(extract_normalized_equal(num, "  Paris  ", "Paris"));
     /* a bad regex is reported with PCRE2's message and offset */
     cJSON *bad = cJSON_Parse("{\"name\":\"x\",\"regex\":\"(unclosed\"}");
     struct pipeline *p;
-    ASSERT_EQ(pipeline_new(bad, "suite.json: task gsm8k", &p, err, sizeof err), QG_ERR_DATA);
+    ASSERT_EQ(extract_pipeline_new(bad, "suite.json: task gsm8k", &p, err, sizeof err),
+              QG_ERR_DATA);
     ASSERT_CONTAINS(err, "suite.json: task gsm8k: pipeline 'x': invalid regex '(unclosed': missing "
                          "closing parenthesis at offset 9");
     cJSON_Delete(bad);
     cJSON_Delete(num_j);
-    normalizer_free(num);
+    extract_normalizer_free(num);
     cJSON_Delete(strict_j);
     cJSON_Delete(flex_j);
     cJSON_Delete(norm_j);
-    pipeline_free(strict);
-    pipeline_free(flex);
-    normalizer_free(norm);
+    extract_pipeline_free(strict);
+    extract_pipeline_free(flex);
+    extract_normalizer_free(norm);
     return 0;
 }
 
