@@ -83,17 +83,19 @@ static int cmd_run(const struct cli_args *a)
         return cmd_usage("--resume takes a run id (a positive integer, see 'qgate runs'), got '%s'",
                          cli_str(a, "resume"));
     if (cli_str(a, "shard")) {
-        int i = -1, n = -1;
-        char tail;
+        int64_t i = -1, n = -1;
+        const char *spec = cli_str(a, "shard"), *slash = strchr(spec, '/');
+        char k[32] = "";
+        if (slash && (size_t)(slash - spec) < sizeof k) memcpy(k, spec, (size_t)(slash - spec));
         /* numbered 1..N, as CI systems number their parallel nodes
          * (GitLab CI_NODE_INDEX, Buildkite's job index + 1) */
-        if (sscanf(cli_str(a, "shard"), "%d/%d%c", &i, &n, &tail) != 2 || n < 1 || n > 4096 ||
-            i < 1 || i > n)
+        if (!slash || qg_parse_i64(k, 1, 4096, &i) || qg_parse_i64(slash + 1, 1, 4096, &n) ||
+            i > n)
             return cmd_usage("--shard must be K/N with 1 <= K <= N (shards are numbered from 1, "
                              "as CI nodes are; e.g. 1/4 ... 4/4), got '%s'",
                              cli_str(a, "shard"));
-        p.shard_index = i - 1; /* stored 0-based */
-        p.shard_count = n;
+        p.shard_index = (int)i - 1; /* stored 0-based */
+        p.shard_count = (int)n;
     }
     if (cli_str(a, "noise")) {
         if (strcmp(cli_str(a, "noise"), "perturb") != 0)

@@ -143,7 +143,8 @@ static void ladder_svg(const cJSON *d, struct sbuf *b)
                 "<svg class=\"chart ladder\" id=\"ladder\" width=\"%d\" height=\"%d\" "
                 "viewBox=\"0 0 %d %d\" xmlns=\"http://www.w3.org/2000/svg\">\n",
                 W, H, W, H);
-    for (double v = lo; v <= hi * 1.001; v *= 10) { /* decades */
+    for (int k = 0; k < 40 && lo * pow(10, k) <= hi * 1.001; k++) { /* decades */
+        double v = lo * pow(10, k);
         double y = kld_y(v, lo, hi, T, PH);
         sbuf_printf(b,
                     "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/><text "

@@ -37,15 +37,15 @@ struct qcu_model {
     struct dmat tok_embd, output;
     float *out_norm;
     struct dlayer *layers;
-    float *k, *v;                                  /* [L][n_ctx][kv_dim] */
-    float *x, *xn, *q, *att, *gate, *up;           /* [n_ctx][width] */
-    float *logits;                                 /* [LOGIT_ROWS][V] */
-    void *panel;                                   /* PANEL_ELEMS of f32 or bf16 */
-    __nv_bfloat16 *xb;                             /* a matrix input in bf16 */
-    int32_t *tok;                                  /* [n_ctx + 1] */
-    double *lp;                                    /* [LOGIT_ROWS] */
-    int32_t *am;                                   /* [LOGIT_ROWS] */
-    int last_row;                                  /* of logits: the last evaluated position */
+    float *k, *v;                        /* [L][n_ctx][kv_dim] */
+    float *x, *xn, *q, *att, *gate, *up; /* [n_ctx][width] */
+    float *logits;                       /* [LOGIT_ROWS][V] */
+    void *panel;                         /* PANEL_ELEMS of f32 or bf16 */
+    __nv_bfloat16 *xb;                   /* a matrix input in bf16 */
+    int32_t *tok;                        /* [n_ctx + 1] */
+    double *lp;                          /* [LOGIT_ROWS] */
+    int32_t *am;                         /* [LOGIT_ROWS] */
+    int last_row;                        /* of logits: the last evaluated position */
     cublasHandle_t blas;
     size_t bytes;
 };
@@ -63,7 +63,7 @@ static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
     do {                                                                                           \
         cudaError_t e_ = (call);                                                                   \
         if (e_ != cudaSuccess)                                                                     \
-            return fail(err, errlen, QG_ERR_IO, "CUDA: %s: %s", #call, cudaGetErrorString(e_));   \
+            return fail(err, errlen, QG_ERR_IO, "CUDA: %s: %s", #call, cudaGetErrorString(e_));    \
     } while (0)
 
 #define CB(call)                                                                                   \
@@ -142,8 +142,8 @@ __global__ void k_add_bias(float *y, const float *b, int64_t n, int out)
 /* RoPE on n rows of `heads` heads (row stride `stride`) at positions pos0..,
  * the angles built as the CPU builds them (theta *= scale per pair, scale =
  * powf(base, -2 / nd) computed on the host as the CPU computes it) */
-__global__ void k_rope(float *x, int n, int stride, int heads, int hd, int pos0, int nd,
-                       int neox, float scale)
+__global__ void k_rope(float *x, int n, int stride, int heads, int hd, int pos0, int nd, int neox,
+                       float scale)
 {
     int half = nd / 2;
     for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < (int64_t)n * heads * half;
@@ -163,9 +163,8 @@ __global__ void k_rope(float *x, int n, int stride, int heads, int hd, int pos0,
 
 /* one warp, query row i, head h: causal attention over keys 0..pos0+i
  * with an online softmax; head_dim <= MAX_HEAD_DIM */
-__device__ static void attend_one(const float *q, const float *K, const float *V, float *out,
-                                  int i, int h, int lane, int pos0, int H, int KVH, int hd,
-                                  float scale)
+__device__ static void attend_one(const float *q, const float *K, const float *V, float *out, int i,
+                                  int h, int lane, int pos0, int H, int KVH, int hd, float scale)
 {
     int kh = h / (H / KVH), qd = H * hd, kvd = KVH * hd;
     const float *qi = q + (size_t)i * qd + (size_t)h * hd;
@@ -218,8 +217,8 @@ __global__ void k_swiglu(float *gate, const float *up, int64_t n)
 
 /* one block per logits row r: the log-softmax (in place when `rows`), the
  * log-prob of target[r] (< 0: none) and the top-1 */
-__global__ void k_log_softmax(float *logits, int V, const int32_t *target, double *lp,
-                              int32_t *am, int rows)
+__global__ void k_log_softmax(float *logits, int V, const int32_t *target, double *lp, int32_t *am,
+                              int rows)
 {
     __shared__ float mx[THREADS];
     __shared__ int ix[THREADS];
@@ -313,10 +312,10 @@ static size_t plan_bytes(const struct qcu_model_desc *d, int n_ctx)
     }
     size_t wide = (size_t)d->ffn > qd ? (size_t)d->ffn : qd;
     if ((size_t)d->dim > wide) wide = (size_t)d->dim;
-    b += 2 * (size_t)d->n_layers * n * kvd * 4;                        /* KV cache */
-    b += n * (2 * (size_t)d->dim + 2 * qd + 2 * (size_t)d->ffn) * 4;   /* activations */
+    b += 2 * (size_t)d->n_layers * n * kvd * 4;                                /* KV cache */
+    b += n * (2 * (size_t)d->dim + 2 * qd + 2 * (size_t)d->ffn) * 4;           /* activations */
     b += (size_t)LOGIT_ROWS * d->n_vocab * 4 + PANEL_ELEMS * 4 + n * wide * 2; /* logits, panel */
-    b += (n + 1) * 4 + LOGIT_ROWS * (sizeof(double) + 4);              /* tokens, lp, argmax */
+    b += (n + 1) * 4 + LOGIT_ROWS * (sizeof(double) + 4); /* tokens, lp, argmax */
     return b + BLAS_MARGIN;
 }
 
@@ -353,9 +352,12 @@ static int alloc_buffers(struct qcu_model *m, char *err, size_t errlen)
     if (!rc) rc = up_bytes(m, (void **)&m->att, NULL, n * qd * 4, err, errlen);
     if (!rc) rc = up_bytes(m, (void **)&m->gate, NULL, n * m->ffn * 4, err, errlen);
     if (!rc) rc = up_bytes(m, (void **)&m->up, NULL, n * m->ffn * 4, err, errlen);
-    if (!rc) rc = up_bytes(m, (void **)&m->logits, NULL, (size_t)LOGIT_ROWS * m->V * 4, err, errlen);
+    if (!rc)
+        rc = up_bytes(m, (void **)&m->logits, NULL, (size_t)LOGIT_ROWS * m->V * 4, err, errlen);
     if (!rc) rc = up_bytes(m, &m->panel, NULL, PANEL_ELEMS * 4, err, errlen);
-    if (!rc) rc = up_bytes(m, (void **)&m->xb, NULL, n * (wide > (size_t)m->dim ? wide : m->dim) * 2, err, errlen); /* bf16 */
+    if (!rc)
+        rc = up_bytes(m, (void **)&m->xb, NULL, n * (wide > (size_t)m->dim ? wide : m->dim) * 2,
+                      err, errlen); /* bf16 */
     if (!rc) rc = up_bytes(m, (void **)&m->tok, NULL, (n + 1) * 4, err, errlen);
     if (!rc) rc = up_bytes(m, (void **)&m->lp, NULL, LOGIT_ROWS * sizeof(double), err, errlen);
     if (!rc) rc = up_bytes(m, (void **)&m->am, NULL, LOGIT_ROWS * 4, err, errlen);
@@ -430,14 +432,20 @@ extern "C" void qcu_model_free(struct qcu_model *m)
     cudaSetDevice(m->device);
     for (int l = 0; m->layers && l < m->L; l++) {
         struct dlayer *y = &m->layers[l];
-        void *p[] = {y->attn_norm, y->ffn_norm, y->bq, y->bk, y->bv, y->wq.d, y->wk.d,
-                     y->wv.d, y->wo.d, y->gate.d, y->up.d, y->down.d};
+        void *p[] = {y->attn_norm, y->ffn_norm, y->bq,   y->bk,     y->bv,   y->wq.d,
+                     y->wk.d,      y->wv.d,     y->wo.d, y->gate.d, y->up.d, y->down.d};
         for (size_t k = 0; k < sizeof p / sizeof *p; k++)
             cudaFree(p[k]);
     }
     void *p[] = {m->tok_embd.d, m->output.d == m->tok_embd.d ? NULL : m->output.d,
-                 m->out_norm, m->k, m->v, m->x, m->xn, m->q,
-                 m->att, m->gate, m->up, m->logits, m->panel, m->xb, m->tok, m->lp, m->am};
+                 m->out_norm,   m->k,
+                 m->v,          m->x,
+                 m->xn,         m->q,
+                 m->att,        m->gate,
+                 m->up,         m->logits,
+                 m->panel,      m->xb,
+                 m->tok,        m->lp,
+                 m->am};
     for (size_t k = 0; k < sizeof p / sizeof *p; k++)
         cudaFree(p[k]);
     if (m->blas) cublasDestroy(m->blas);
@@ -461,7 +469,8 @@ static int matmul(struct qcu_model *m, float *y, const float *x, const struct dm
     int64_t tile = (int64_t)(PANEL_ELEMS / (size_t)w->in);
     if (tile > w->out) tile = w->out;
     if (tile < 1) /* a row wider than the panel: refused at upload, never here */
-        return fail(err, errlen, QG_ERR_UNSUPPORTED, "CUDA: a row of %lld values", (long long)w->in);
+        return fail(err, errlen, QG_ERR_UNSUPPORTED, "CUDA: a row of %lld values",
+                    (long long)w->in);
     if (m->precision == QCU_BF16) {
         k_to_bf16<<<blocks_for((int64_t)n * w->in), THREADS>>>(x, m->xb, (int64_t)n * w->in);
         CK(cudaGetLastError());
@@ -477,8 +486,8 @@ static int matmul(struct qcu_model *m, float *y, const float *x, const struct dm
                             &beta, y + r0, CUDA_R_32F, (int)w->out, CUBLAS_COMPUTE_32F,
                             CUBLAS_GEMM_DEFAULT));
         } else {
-            k_dequant_f32<<<blocks_for(rows * w->in), THREADS>>>(
-                w->type, w->d, w->row_bytes, w->in, r0, rows, (float *)m->panel);
+            k_dequant_f32<<<blocks_for(rows * w->in), THREADS>>>(w->type, w->d, w->row_bytes, w->in,
+                                                                 r0, rows, (float *)m->panel);
             CK(cudaGetLastError());
             CB(cublasSgemm(m->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, n, (int)w->in, &alpha,
                            (const float *)m->panel, (int)w->in, x, (int)w->in, &beta, y + r0,
@@ -514,13 +523,13 @@ static int layer(struct qcu_model *m, int l, int n, int pos0, char *err, size_t 
     int half = m->rope_dims / 2;
     float rs = powf(m->theta, -2.0f / (float)m->rope_dims);
     k_rope<<<blocks_for((int64_t)n * m->H * half), THREADS>>>(m->q, n, qd, m->H, m->hd, pos0,
-                                                             m->rope_dims, m->rope_neox, rs);
+                                                              m->rope_dims, m->rope_neox, rs);
     k_rope<<<blocks_for((int64_t)n * m->KVH * half), THREADS>>>(Kl, n, kvd, m->KVH, m->hd, pos0,
-                                                               m->rope_dims, m->rope_neox, rs);
+                                                                m->rope_dims, m->rope_neox, rs);
     int64_t warps = (int64_t)n * m->H;
     k_attention<<<blocks_for(warps * 32), THREADS>>>(
-        m->q, m->k + (size_t)l * m->n_ctx * kvd, m->v + (size_t)l * m->n_ctx * kvd, m->att, n,
-        pos0, m->H, m->KVH, m->hd, 1.0f / sqrtf((float)m->hd));
+        m->q, m->k + (size_t)l * m->n_ctx * kvd, m->v + (size_t)l * m->n_ctx * kvd, m->att, n, pos0,
+        m->H, m->KVH, m->hd, 1.0f / sqrtf((float)m->hd));
     CK(cudaGetLastError());
     rc = matmul(m, m->x, m->att, &y->wo, n, 1.0f, err, errlen);
     if (rc) return rc;
@@ -547,8 +556,7 @@ static int output_rows(struct qcu_model *m, int r0, int cnt, const int32_t *targ
     CK(cudaGetLastError());
     if (lp) CK(cudaMemcpy(lp, m->lp, (size_t)cnt * sizeof(double), cudaMemcpyDeviceToHost));
     if (argmax) CK(cudaMemcpy(argmax, m->am, (size_t)cnt * 4, cudaMemcpyDeviceToHost));
-    if (rows)
-        CK(cudaMemcpy(rows, m->logits, (size_t)cnt * m->V * 4, cudaMemcpyDeviceToHost));
+    if (rows) CK(cudaMemcpy(rows, m->logits, (size_t)cnt * m->V * 4, cudaMemcpyDeviceToHost));
     m->last_row = cnt - 1;
     return QG_OK;
 }
@@ -566,9 +574,8 @@ extern "C" int qcu_eval(struct qcu_model *m, const int32_t *tokens, int n, int n
                         (int)tokens[i], i, m->V);
     CK(cudaSetDevice(m->device));
     CK(cudaMemcpy(m->tok, tokens, (size_t)n * 4, cudaMemcpyHostToDevice));
-    k_embed<<<blocks_for((int64_t)n * m->dim), THREADS>>>(m->tok_embd.type, m->tok_embd.d,
-                                                          m->tok_embd.row_bytes, m->dim, m->tok, n,
-                                                          m->x);
+    k_embed<<<blocks_for((int64_t)n * m->dim), THREADS>>>(
+        m->tok_embd.type, m->tok_embd.d, m->tok_embd.row_bytes, m->dim, m->tok, n, m->x);
     CK(cudaGetLastError());
     for (int l = 0; l < m->L; l++) {
         int rc = layer(m, l, n, pos0, err, errlen);
