@@ -2,7 +2,8 @@
  *
  * A test is `TEST(name, label) { ... return 0; }` at the start of a line in
  * a tests/test_*.c; the label is unit (in-process, no binary, no server, no
- * shared data: `ctest -L unit` runs in seconds), e2e (runs the qgate binary,
+ * shared data, under a second each: `ctest -L unit` runs in seconds), slow
+ * (in-process, but seconds to a minute: exhaustive loops), e2e (runs the qgate binary,
  * a server or a compiler) or shared (reads ../shared; skips, saying so,
  * without it). The definitions are the one list: tests/CMakeLists.txt reads
  * them into the runner's table (build/tests/test_list.h) and registers each

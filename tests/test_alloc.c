@@ -151,7 +151,7 @@ static int write_text(const char *name, const char *text)
     return t_write_file(t_path(name), text, strlen(text));
 }
 
-TEST(alloc_failure_every_loader, unit)
+TEST(alloc_failure_every_loader, slow)
 {
     ASSERT_OK(t_alloc_hook_libraries());
     char err[QG_ERRMSG_MAX];
@@ -203,7 +203,7 @@ TEST(alloc_failure_every_loader, unit)
 
 #else
 
-TEST(alloc_failure_every_loader, unit)
+TEST(alloc_failure_every_loader, slow)
 {
     SKIP("built without QG_ALLOC_FAIL (allocation-failure injection)");
 }

@@ -694,7 +694,7 @@ static void mark_many(void *ctx, int64_t begin, int64_t end, int thread)
     if (begin % 5 == 0) sched_yield(); /* threads fall behind, wake late, steal */
 }
 
-TEST(parallel_many_threads_every_item_once, unit)
+TEST(parallel_many_threads_every_item_once, slow)
 {
     /* 3, 8 and 64 threads on however few cores, calls of 1 to 4000 items
      * one after another: workers are descheduled mid-call and wake after

@@ -134,7 +134,7 @@ static double restricted_p21(double a, double b, double c, double d, double D)
     return (lo + hi) / 2;
 }
 
-TEST(stats_tango_interval, unit)
+TEST(stats_tango_interval, slow)
 {
     const double z = 1.6448536269514722;
     /* b = c = 0: the root of (nD - 1/2)^2 = z^2 n D (1 - D), never a point */

@@ -242,7 +242,7 @@ TEST(store_migrate, unit)
     return 0;
 }
 
-TEST(store_batch_1e5_items, unit)
+TEST(store_batch_1e5_items, slow)
 {
     const char *path = t_path("b.db");
     struct store *s = open_rw(path);
