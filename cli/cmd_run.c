@@ -89,8 +89,7 @@ static int cmd_run(const struct cli_args *a)
         if (slash && (size_t)(slash - spec) < sizeof k) memcpy(k, spec, (size_t)(slash - spec));
         /* numbered 1..N, as CI systems number their parallel nodes
          * (GitLab CI_NODE_INDEX, Buildkite's job index + 1) */
-        if (!slash || qg_parse_i64(k, 1, 4096, &i) || qg_parse_i64(slash + 1, 1, 4096, &n) ||
-            i > n)
+        if (!slash || qg_parse_i64(k, 1, 4096, &i) || qg_parse_i64(slash + 1, 1, 4096, &n) || i > n)
             return cmd_usage("--shard must be K/N with 1 <= K <= N (shards are numbered from 1, "
                              "as CI nodes are; e.g. 1/4 ... 4/4), got '%s'",
                              cli_str(a, "shard"));
