@@ -1,0 +1,314 @@
+/* matmul_avx2 — the AVX2 decode kernels (with FMA and F16C): F16, BF16,
+ * Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, and x's AVX2 preparation. */
+#include "backends/matmul_impl.h"
+#include "backends/matmul_x86_impl.h"
+#include "backends/dequant.h"
+#include "backends/ggml_types.h"
+#include "backends/quant.h"
+
+#include <math.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+__attribute__((target("avx2,fma"))) float mx_dot_avx2(const float *a, const float *b, int64_t n)
+{
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    int64_t k = 0;
+    for (; k + 16 <= n; k += 16) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k), _mm256_loadu_ps(b + k), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k + 8), _mm256_loadu_ps(b + k + 8), s1);
+    }
+    float s = hsum256(_mm256_add_ps(s0, s1));
+    for (; k < n; k++)
+        s += a[k] * b[k];
+    return s;
+}
+
+/* 8 int8 -> 8 floats */
+__attribute__((target("avx2,fma"))) static __m256 i8x8(const uint8_t *q)
+{
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)q)));
+}
+
+/* Q8_0: 32 int8 and an fp16 scale per block */
+AVX2 float mx_row_q8_0_avx2(const struct wmat *W, int64_t r, const float *x)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t k = 0; k < W->in; k += 32, b += 34) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        __m256 d = _mm256_set1_ps(h2f_f16c(b));
+        __m256 s0 = _mm256_mul_ps(i8x8(b + 2), _mm256_loadu_ps(x + k));
+        __m256 s1 = _mm256_mul_ps(i8x8(b + 10), _mm256_loadu_ps(x + k + 8));
+        s0 = _mm256_fmadd_ps(i8x8(b + 18), _mm256_loadu_ps(x + k + 16), s0);
+        s1 = _mm256_fmadd_ps(i8x8(b + 26), _mm256_loadu_ps(x + k + 24), s1);
+        acc = _mm256_fmadd_ps(d, _mm256_add_ps(s0, s1), acc);
+    }
+    return hsum256(acc);
+}
+
+/* Q4_0: y = (q - 8) d, low nibbles elements 0..15, high 16..31; with the
+ * group sums of x, dot = sum_b d_b (q.x)_b - 8 d_b sum(x)_b */
+AVX2 float mx_row_q4_0_avx2(const struct wmat *W, int64_t r, const float *x, const float *xg)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const __m256i m4 = _mm256_set1_epi32(0xF);
+    __m256 acc = _mm256_setzero_ps();
+    float mins = 0;
+    for (int64_t k = 0; k < W->in; k += 32, b += 18) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        float d = h2f_f16c(b);
+        __m256i v0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(b + 2)));
+        __m256i v1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(b + 10)));
+        __m256 s0 =
+            _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(v0, m4)), _mm256_loadu_ps(x + k));
+        __m256 s1 =
+            _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(v1, m4)), _mm256_loadu_ps(x + k + 8));
+        s0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(v0, 4)),
+                             _mm256_loadu_ps(x + k + 16), s0);
+        s1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(v1, 4)),
+                             _mm256_loadu_ps(x + k + 24), s1);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_add_ps(s0, s1), acc);
+        mins += 8 * d * xg[W->in + k / 32];
+    }
+    return hsum256(acc) - mins;
+}
+
+/* signed byte k of each 32-bit lane of v, as 8 floats */
+AVX2 static inline __attribute__((always_inline)) __m256 lane_sbyte(__m256i v, int k)
+{
+    return _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(v, 24 - 8 * k), 24));
+}
+
+/* Q6_K: per 128 elements, quarter k (32 elements) takes the low (k < 2) or
+ * high nibbles of ql[32 (k % 2) + l], bits 2k of qh[l] above them, minus
+ * 32, times d and an int8 scale per 16. Read as the prepared lanes (mv_x86_prep): lanes 0..3
+ * hold elements 0..15 of a quarter, lanes 4..7 elements 16..31, so the two
+ * scales of a quarter are one vector */
+AVX2 float mx_row_q6_k_avx2(const struct wmat *W, int64_t r, const float *xg)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const float *lanes = xg;
+    const __m256i m4 = _mm256_set1_epi8(0xF), m3 = _mm256_set1_epi8(3), c32 = _mm256_set1_epi8(32);
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0;
+    for (int64_t k = 0; k < W->in; k += 256, b += 210) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
+        const float d = h2f_f16c(b + 208);
+        float ds[16];
+        const __m128i sc8 = _mm_loadu_si128((const __m128i *)(b + 192));
+        _mm256_storeu_ps(
+            ds, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc8))));
+        _mm256_storeu_ps(ds + 8,
+                         _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                                              _mm_srli_si128(sc8, 8)))));
+        for (int n = 0; n < 2; n++) {
+            const uint8_t *ql = b + 64 * n;
+            const __m256i h = _mm256_loadu_si256((const __m256i *)(b + 128 + 32 * n));
+            for (int q = 0; q < 4; q++) {
+                __m256i v = _mm256_loadu_si256((const __m256i *)(ql + 32 * (q % 2)));
+                __m256i lo = _mm256_and_si256(q < 2 ? v : _mm256_srli_epi16(v, 4), m4);
+                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(h, 2 * q), m3);
+                __m256i x6 = _mm256_sub_epi8(_mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)), c32);
+                const float *xl = lanes + k + 128 * n + 32 * q;
+                __m256 s0 = _mm256_mul_ps(lane_sbyte(x6, 0), _mm256_loadu_ps(xl));
+                __m256 s1 = _mm256_mul_ps(lane_sbyte(x6, 1), _mm256_loadu_ps(xl + 8));
+                s0 = _mm256_fmadd_ps(lane_sbyte(x6, 2), _mm256_loadu_ps(xl + 16), s0);
+                s1 = _mm256_fmadd_ps(lane_sbyte(x6, 3), _mm256_loadu_ps(xl + 24), s1);
+                const float *sq = ds + 8 * n + 2 * q;
+                __m256 sc = _mm256_setr_m128(_mm_broadcast_ss(sq), _mm_broadcast_ss(sq + 1));
+                if (q % 2)
+                    a1 = _mm256_fmadd_ps(sc, _mm256_add_ps(s0, s1), a1);
+                else
+                    a0 = _mm256_fmadd_ps(sc, _mm256_add_ps(s0, s1), a0);
+            }
+        }
+    }
+    return hsum256(_mm256_add_ps(a0, a1));
+}
+
+/* sum over 32 IQ4 elements (16 bytes at q: low nibbles first, then high)
+ * of value x x, unscaled */
+AVX2 static __m256 iq4_32(const uint8_t *q, const float *x)
+{
+    const __m128i table = _mm_loadu_si128((const __m128i *)kvalues_iq4), m4 = _mm_set1_epi8(0xF);
+    __m128i bytes = _mm_loadu_si128((const __m128i *)q);
+    __m128i lo = _mm_shuffle_epi8(table, _mm_and_si128(bytes, m4));
+    __m128i hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(bytes, 4), m4));
+    __m256 s0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), _mm256_loadu_ps(x));
+    __m256 s1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))),
+                              _mm256_loadu_ps(x + 8));
+    s0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), _mm256_loadu_ps(x + 16), s0);
+    s1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))),
+                         _mm256_loadu_ps(x + 24), s1);
+    return _mm256_add_ps(s0, s1);
+}
+
+/* IQ4_NL: blocks of 32, an fp16 scale and 16 bytes */
+AVX2 float mx_row_iq4_nl_avx2(const struct wmat *W, int64_t r, const float *x)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t k = 0; k < W->in; k += 32, b += 18)
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(b)), iq4_32(b + 2, x + k), acc);
+    return hsum256(acc);
+}
+
+/* IQ4_XS: superblocks of 256; 6-bit group scales (4 low bits in scales_l,
+ * 2 high in scales_h), value scale d (ls - 32) */
+AVX2 float mx_row_iq4_xs_avx2(const struct wmat *W, int64_t r, const float *x)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0;
+    for (int64_t k = 0; k < W->in; k += 256, b += 136) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        const float d = h2f_f16c(b);
+        const unsigned sh = (unsigned)(b[2] | b[3] << 8);
+        const uint8_t *sl = b + 4, *qs = b + 8;
+        for (int ib = 0; ib < 8; ib += 2) {
+            int ls0 = iq4xs_scale(sl, sh, ib), ls1 = iq4xs_scale(sl, sh, ib + 1);
+            a0 = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)(ls0 - 32)),
+                                 iq4_32(qs + 16 * ib, x + k + 32 * ib), a0);
+            a1 = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)(ls1 - 32)),
+                                 iq4_32(qs + 16 * ib + 16, x + k + 32 * ib + 32), a1);
+        }
+    }
+    return hsum256(_mm256_add_ps(a0, a1));
+}
+
+/* 8 F16 (F16C's conversion) or BF16 (the high half of an f32) at p */
+AVX2 static inline __attribute__((always_inline)) __m256 half8(const uint8_t *p, int bf16)
+{
+    __m128i v = _mm_loadu_si128((const __m128i *)p);
+    if (!bf16) return _mm256_cvtph_ps(v);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16));
+}
+
+/* F16 and BF16 rows: 16 elements converted in registers and multiplied at
+ * once; the tail through dequant's own conversion */
+AVX2 float mx_row_half_avx2(const struct wmat *W, int64_t r, const float *x, int bf16)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+    int64_t k = 0;
+    for (; k + 16 <= W->in; k += 16) {
+        _mm_prefetch((const char *)(b + 2 * k) + AHEAD, _MM_HINT_T0);
+        s0 = _mm256_fmadd_ps(half8(b + 2 * k, bf16), _mm256_loadu_ps(x + k), s0);
+        s1 = _mm256_fmadd_ps(half8(b + 2 * k + 16, bf16), _mm256_loadu_ps(x + k + 8), s1);
+    }
+    return half_tail(W, b, x, k, hsum256(_mm256_add_ps(s0, s1)));
+}
+
+/* the same with d sc_g into ds[8], returning the mins' share */
+AVX2 static inline __attribute__((always_inline)) __m256 k4_scales(const uint8_t *b,
+                                                                   const float *xg, float ds[8])
+{
+    __m256 mins;
+    _mm256_storeu_ps(ds, k4_scales_v(b, xg, &mins));
+    return mins;
+}
+
+/* byte k of each 32-bit lane of v, as 8 floats */
+AVX2 static inline __attribute__((always_inline)) __m256 lane_byte(__m256i v, int k)
+{
+    const __m256i m = _mm256_set1_epi32(0xFF);
+    return _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(v, 8 * k), m));
+}
+
+/* sum over a 32-element group of q x: q in the bytes of v (byte l is
+ * element l), x as the prepared lanes (mv_x86_prep) */
+AVX2 static inline __attribute__((always_inline)) __m256 lanes_dot(__m256i v, const float *xl)
+{
+    __m256 s0 = _mm256_mul_ps(lane_byte(v, 0), _mm256_loadu_ps(xl));
+    __m256 s1 = _mm256_mul_ps(lane_byte(v, 1), _mm256_loadu_ps(xl + 8));
+    s0 = _mm256_fmadd_ps(lane_byte(v, 2), _mm256_loadu_ps(xl + 16), s0);
+    s1 = _mm256_fmadd_ps(lane_byte(v, 3), _mm256_loadu_ps(xl + 24), s1);
+    return _mm256_add_ps(s0, s1);
+}
+
+/* Q4_K: y = d sc q - dmin m per 32; dot = sum_g d sc_g (x.q)_g - dmin m_g sum(x)_g,
+ * with the group sums and lanes of x prepared once per product (xg) */
+AVX2 float mx_row_q4_k_avx2(const struct wmat *W, int64_t r, const float *xg)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const float *lanes = xg, *sums = xg + W->in;
+    const __m256i m4 = _mm256_set1_epi8(0xF);
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, accm = a0;
+    for (int64_t k = 0; k < W->in; k += 256, b += 144) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
+        float ds[8];
+        accm = _mm256_add_ps(accm, k4_scales(b, sums + k / 32, ds));
+        /* pairs of groups share 32 bytes: low nibbles are group 2p, high
+         * 2p + 1; each group summed unscaled and scaled once */
+        for (int p = 0; p < 4; p++) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(b + 16 + 32 * p));
+            __m256i lo = _mm256_and_si256(v, m4),
+                    hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+            const float *xl = lanes + k + 64 * p;
+            a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(ds + 2 * p), lanes_dot(lo, xl), a0);
+            a1 = _mm256_fmadd_ps(_mm256_broadcast_ss(ds + 2 * p + 1), lanes_dot(hi, xl + 32), a1);
+        }
+    }
+    return hsum256(_mm256_add_ps(a0, a1)) - hsum256(accm);
+}
+
+/* Q5_K: Q4_K's layout (176 bytes: d, dmin, scales, then 32 bytes qh before
+ * the 128 of nibbles) with a fifth bit per element: bit 2p of qh[l] for
+ * element l of group 2p, bit 2p + 1 for group 2p + 1 */
+AVX2 float mx_row_q5_k_avx2(const struct wmat *W, int64_t r, const float *xg)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const float *lanes = xg, *sums = xg + W->in;
+    const __m256i m4 = _mm256_set1_epi8(0xF), one = _mm256_set1_epi8(1);
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, accm = a0;
+    for (int64_t k = 0; k < W->in; k += 256, b += 176) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
+        float ds[8];
+        accm = _mm256_add_ps(accm, k4_scales(b, sums + k / 32, ds));
+        const __m256i qh = _mm256_loadu_si256((const __m256i *)(b + 16));
+        for (int p = 0; p < 4; p++) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(b + 48 + 32 * p));
+            /* within 16-bit lanes: a shift by 2p < 8 brings nothing of the
+             * high byte into bit 0 of the low one */
+            __m256i h0 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * p), one),
+                    h1 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * p + 1), one);
+            __m256i lo = _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_slli_epi16(h0, 4)),
+                    hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4),
+                                         _mm256_slli_epi16(h1, 4));
+            const float *xl = lanes + k + 64 * p;
+            a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(ds + 2 * p), lanes_dot(lo, xl), a0);
+            a1 = _mm256_fmadd_ps(_mm256_broadcast_ss(ds + 2 * p + 1), lanes_dot(hi, xl + 32), a1);
+        }
+    }
+    return hsum256(_mm256_add_ps(a0, a1)) - hsum256(accm);
+}
+
+/* The AVX2 layout, lanes[32 g + 8 k + i] = x[32 g + 4 i + k], and the
+ * group sums, for n % 32 == 0: per group a 4 x 4 transpose of element
+ * pairs (x[4 i + k], x[4 (i + 1) + k]) */
+AVX2 void mx_prep_avx2(const float *x, int64_t n, float *lanes, float *sums)
+{
+    const __m256i pairs = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (int64_t b = 0; b < n; b += 32) {
+        __m256d p[4];
+        __m256 total = _mm256_setzero_ps();
+        for (int j = 0; j < 4; j++) {
+            const __m256 a = _mm256_loadu_ps(x + b + 8 * j);
+            total = _mm256_add_ps(total, a);
+            p[j] = _mm256_castps_pd(_mm256_permutevar8x32_ps(a, pairs));
+        }
+        const __m256d t0 = _mm256_unpacklo_pd(p[0], p[1]), t1 = _mm256_unpackhi_pd(p[0], p[1]),
+                      t2 = _mm256_unpacklo_pd(p[2], p[3]), t3 = _mm256_unpackhi_pd(p[2], p[3]);
+        _mm256_storeu_ps(lanes + b, _mm256_castpd_ps(_mm256_permute2f128_pd(t0, t2, 0x20)));
+        _mm256_storeu_ps(lanes + b + 8, _mm256_castpd_ps(_mm256_permute2f128_pd(t1, t3, 0x20)));
+        _mm256_storeu_ps(lanes + b + 16, _mm256_castpd_ps(_mm256_permute2f128_pd(t0, t2, 0x31)));
+        _mm256_storeu_ps(lanes + b + 24, _mm256_castpd_ps(_mm256_permute2f128_pd(t1, t3, 0x31)));
+        sums[b / 32] = hsum256(total);
+    }
+}
+
+#endif

@@ -1,0 +1,246 @@
+/* matmul_x86_impl — what the x86 kernel files share (folder-private): the
+ * target attributes of the three sets, the prefetch distance, and each
+ * file's kernels for the dispatch in matmul_x86.c (mx_ names). Only on
+ * x86-64 with GCC-compatible compilers. */
+#ifndef QG_MATMUL_X86_IMPL_H
+#define QG_MATMUL_X86_IMPL_H
+
+#include "backends/matmul.h"
+#include "backends/matmul_impl.h"
+#include "backends/dequant.h"
+
+#include <stddef.h>
+#include <string.h>
+#include <stdint.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* Bytes each kernel prefetches ahead of the block it decodes (into L1).
+ * Decode streams each thread's rows at 20-25 GB/s per core, and 400-1440
+ * bytes ahead (the distances before) left the kernels waiting on memory.
+ * On the 1.1B model (bench_decode, alternating runs, 2 cores of a Zen 5):
+ * Q4_K 57 tokens/s at 1440 bytes, 56-65 at 3072, 65-71 at 4096-6144;
+ * Q8_0 39-40 at 420, 47 at 6144; F16 about 5 % faster at 6144. */
+enum { AHEAD = 6144 };
+
+#define AVX2 __attribute__((target("avx2,fma,f16c")))
+
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
+
+#define AVX512VNNI                                                                                 \
+    __attribute__((                                                                                \
+        target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,gfni,avx2,fma,f16c")))
+
+AVX2 static inline float h2f_f16c(const uint8_t *p)
+{
+    return _cvtsh_ss((unsigned short)(p[0] | p[1] << 8));
+}
+
+__attribute__((target("avx2,fma"))) static inline float hsum256(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* s plus the products with x of elements [k, W->in) of the F16 or BF16
+ * row at b, through dequant's own conversion (the wide kernels' tails) */
+static inline float half_tail(const struct wmat *W, const uint8_t *b, const float *x, int64_t k,
+                              float s)
+{
+    float w;
+    for (; k < W->in; k++) {
+        dequant_row(W->type, b + 2 * k, &w, 1);
+        s += w * x[k];
+    }
+    return s;
+}
+
+/* IQ4_XS's 6-bit scale of group ib: 4 low bits in scales_l (sl), 2 high
+ * in scales_h (sh) */
+static inline int iq4xs_scale(const uint8_t *sl, unsigned sh, int ib)
+{
+    return ((sl[ib / 2] >> 4 * (ib % 2)) & 0xF) | (int)(((sh >> (2 * ib)) & 3) << 4);
+}
+
+/* the 16 IQ4 (non-linear 4-bit) values ggml uses */
+static const int8_t kvalues_iq4[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                       1,    13,   25,  38,  53,  69,  89,  113};
+
+/* the scales of a Q4_K/Q5_K block b (d at b, dmin at b + 2, the 12 packed
+ * 6-bit scales and mins at b + 4): returns d sc_g in lane g; *mins gets
+ * the mins' share, dmin m_g times the group sums of x (xg), as 8 partial
+ * sums. The 12 bytes are unpacked as four words into 8 scale bytes and 8
+ * min bytes (scales 0..3: bytes 0..3 & 63; 4..7: bytes 8..11 & 15 with the
+ * top 2 bits of bytes 0..3 above; mins likewise from bytes 4..7 and
+ * 8..11 >> 4), two byte shuffles placing each word's sources; the load
+ * reads 4 bytes past the scales, still inside the block, and drops them */
+AVX2 static inline __attribute__((always_inline)) __m128i k4_unpack(const uint8_t *b)
+{
+    const __m128i v = _mm_loadu_si128((const __m128i *)(b + 4));
+    const __m128i low =
+        _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+    const __m128i top =
+        _mm_shuffle_epi8(v, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+    const __m128i m = _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f);
+    const __m128i lo = _mm_and_si128(_mm_srlv_epi32(low, _mm_setr_epi32(0, 0, 0, 4)), m);
+    return _mm_or_si128(lo, _mm_and_si128(_mm_srli_epi32(top, 2), _mm_set1_epi8(0x30)));
+}
+
+AVX2 static inline __attribute__((always_inline)) __m256 k4_scales_v(const uint8_t *b,
+                                                                     const float *xg, __m256 *mins)
+{
+    __m128i v = k4_unpack(b);
+    __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v)),
+           mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(v, 8)));
+    __m256 dm = _mm256_mul_ps(_mm256_set1_ps(h2f_f16c(b + 2)), mn);
+    *mins = _mm256_mul_ps(dm, _mm256_loadu_ps(xg));
+    return _mm256_mul_ps(_mm256_set1_ps(h2f_f16c(b)), sc);
+}
+
+/* lanes 0..7 lane g of s, lanes 8..15 lane g + 1 */
+AVX512 static inline __attribute__((always_inline)) __m512 two_scales(__m512 s, int g)
+{
+    const __m512i half = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    return _mm512_permutexvar_ps(_mm512_add_epi32(half, _mm512_set1_epi32(g)), s);
+}
+
+/* the scales of a Q4_K/Q5_K block b (see k4_scales_v) as one vector: d sc_g
+ * in lane g, dmin m_g in lane 8 + g; adds the mins' share (dmin m_g times
+ * the group sums xg) to *mins, lanes 8..15 */
+AVX512 static inline __attribute__((always_inline)) __m512
+k4_scales16(const uint8_t *b, const float *xg, __m512 *mins)
+{
+    const __m512i half = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    uint32_t d2;
+    memcpy(&d2, b, 4);
+    const __m512 dd = _mm512_permutexvar_ps(
+        half, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128((int)d2))));
+    __m512 v = _mm512_mul_ps(dd, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(k4_unpack(b))));
+    *mins = _mm512_fmadd_ps(v, _mm512_maskz_loadu_ps(0xFF00, xg - 8), *mins);
+    return v;
+}
+
+/* Q6_K's 6-bit values q (below 64) of elements 128n + 64h .. + 63 of a
+ * block, in element order: ql the 64 bytes of low nibbles of that n
+ * (elements l and l + 32 in the low nibbles of bytes l and l + 32, l +
+ * 64 and l + 96 in their high nibbles: h), qh its 32 bytes of high bits
+ * broadcast to both halves (bits 2q of byte l for quarter q = 2h and 2h +
+ * 1, moved to bits 4..5) */
+AVX512 static inline __attribute__((always_inline)) __m512i q6_values(__m512i ql, __m512i qh, int h)
+{
+    const __m512i two = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2);
+    const __m512i lo = _mm512_and_si512(h ? _mm512_srli_epi32(ql, 4) : ql, _mm512_set1_epi8(0xF));
+    const __m512i sh = _mm512_srlv_epi32(qh, _mm512_add_epi32(two, _mm512_set1_epi32(4 * h)));
+    /* lo | (sh << 4 & 0x30) */
+    return _mm512_ternarylogic_epi32(lo, _mm512_slli_epi32(sh, 4), _mm512_set1_epi8(0x30), 0xF8);
+}
+
+/* the flag's index in a preparation over in inputs */
+static inline int64_t vnni_flag_at(int64_t in)
+{
+    return in + in / 32;
+}
+
+/* the planes of a group: per pair of groups 192 bytes, top, mid, low, 64
+ * each in element order; then per group 2^(e_g - 22) */
+enum { VNNI_PAIR_BYTES = 192 };
+
+__attribute__((target("avx2,fma"))) float mx_dot_avx2(const float *a, const float *b, int64_t n);
+
+/* Q8_0: 32 int8 and an fp16 scale per block */
+AVX2 float mx_row_q8_0_avx2(const struct wmat *W, int64_t r, const float *x);
+
+/* Q4_0: y = (q - 8) d, low nibbles elements 0..15, high 16..31; with the
+ * group sums of x, dot = sum_b d_b (q.x)_b - 8 d_b sum(x)_b */
+AVX2 float mx_row_q4_0_avx2(const struct wmat *W, int64_t r, const float *x, const float *xg);
+
+/* Q6_K: per 128 elements, quarter k (32 elements) takes the low (k < 2) or
+ * high nibbles of ql[32 (k % 2) + l], bits 2k of qh[l] above them, minus
+ * 32, times d and an int8 scale per 16. Read as the prepared lanes (mv_x86_prep): lanes 0..3
+ * hold elements 0..15 of a quarter, lanes 4..7 elements 16..31, so the two
+ * scales of a quarter are one vector */
+AVX2 float mx_row_q6_k_avx2(const struct wmat *W, int64_t r, const float *xg);
+
+/* IQ4_NL: blocks of 32, an fp16 scale and 16 bytes */
+AVX2 float mx_row_iq4_nl_avx2(const struct wmat *W, int64_t r, const float *x);
+
+/* IQ4_XS: superblocks of 256; 6-bit group scales (4 low bits in scales_l,
+ * 2 high in scales_h), value scale d (ls - 32) */
+AVX2 float mx_row_iq4_xs_avx2(const struct wmat *W, int64_t r, const float *x);
+
+/* F16 and BF16 rows: 16 elements converted in registers and multiplied at
+ * once; the tail through dequant's own conversion */
+AVX2 float mx_row_half_avx2(const struct wmat *W, int64_t r, const float *x, int bf16);
+
+/* Q4_K: y = d sc q - dmin m per 32; dot = sum_g d sc_g (x.q)_g - dmin m_g sum(x)_g,
+ * with the group sums and lanes of x prepared once per product (xg) */
+AVX2 float mx_row_q4_k_avx2(const struct wmat *W, int64_t r, const float *xg);
+
+/* Q5_K: Q4_K's layout (176 bytes: d, dmin, scales, then 32 bytes qh before
+ * the 128 of nibbles) with a fifth bit per element: bit 2p of qh[l] for
+ * element l of group 2p, bit 2p + 1 for group 2p + 1 */
+AVX2 float mx_row_q5_k_avx2(const struct wmat *W, int64_t r, const float *xg);
+
+AVX512 float mx_dot_avx512(const float *a, const float *b, int64_t n);
+
+/* Q4_K (see row_q4_k_avx2): a pair of groups per 32 bytes of nibbles */
+AVX512 float mx_row_q4_k_avx512(const struct wmat *W, int64_t r, const float *xg);
+
+/* Q5_K (see row_q5_k_avx2): the fifth bit joins each nibble as bit 4 of
+ * its byte, bit 2p of qh for the low nibbles (lanes 0..7), 2p + 1 for the
+ * high ones */
+AVX512 float mx_row_q5_k_avx512(const struct wmat *W, int64_t r, const float *xg);
+
+/* Q6_K (see row_q6_k_avx2): per half n of 128 elements, the 64 bytes of
+ * ql as one vector hold quarters 0 and 1 (low nibbles) or 2 and 3 (high),
+ * a pair of groups in the pair layout; their scales, 16 elements each,
+ * are four per vector */
+AVX512 float mx_row_q6_k_avx512(const struct wmat *W, int64_t r, const float *xg);
+
+/* Q8_0: 32 int8 and an fp16 scale per block, 16 converted at a time */
+AVX512 float mx_row_q8_0_avx512(const struct wmat *W, int64_t r, const float *x);
+
+/* Q4_0 and IQ4_NL (iq4), blocks of 32 (an fp16 scale and 16 bytes of
+ * nibbles): d t[q], t the format's 16 values (Q4_0: q - 8, so no offset
+ * term) */
+AVX512 float mx_row_nib32_avx512(const struct wmat *W, int64_t r, const float *x, int iq4);
+
+/* IQ4_XS (see row_iq4_xs_avx2) */
+AVX512 float mx_row_iq4_xs_avx512(const struct wmat *W, int64_t r, const float *x);
+
+AVX512 float mx_row_half_avx512(const struct wmat *W, int64_t r, const float *x, int bf16);
+
+/* The AVX-512 pair layout (see nibble_pair) of x[0..n), n % 64 == 0, and
+ * the group sums: per 64 elements, 8 permutes, 4 blends and 4 multiplies
+ * by 2^-(8k + 4h) (the masked Q4_K kernel's) or 1 */
+AVX512 void mx_prep_avx512(int masked, const float *x, int64_t n, float *lanes, float *sums);
+
+/* The AVX2 layout, lanes[32 g + 8 k + i] = x[32 g + 4 i + k], and the
+ * group sums, for n % 32 == 0: per group a 4 x 4 transpose of element
+ * pairs (x[4 i + k], x[4 (i + 1) + k]) */
+AVX2 void mx_prep_avx2(const float *x, int64_t n, float *lanes, float *sums);
+
+/* The VNNI preparation of x[0..n) (n % 256 == 0) for Q4_K and Q5_K (the
+ * planes, then the group sums at prep + n) or Q6_K (the planes, then 32
+ * times the sum of n over each 4 elements: int32 at prep + 3n/4 + n/32);
+ * or, with the flag 0, the float kernel's layout (prep_avx512, masked for
+ * Q4_K) */
+AVX512VNNI void mx_prep_vnni(uint32_t type, const float *x, int64_t n, float *prep);
+
+AVX512VNNI float mx_row_q4_k_vnni(const struct wmat *W, int64_t r, const float *prep);
+
+AVX512VNNI float mx_row_q5_k_vnni(const struct wmat *W, int64_t r, const float *prep);
+
+/* Q6_K from the VNNI preparation: per 4 elements the exact integer sum of
+ * (q - 32) n, as sum q n (q, the stored 6 bits, below 64: the nibbles'
+ * role in planes_dot) less 32 sum n (the preparation's quads), below
+ * 2^30; scaled by d sc_j 2^(e - 22), scale j over 16 elements, x's group
+ * j / 2. The 6-bit values by q6_values, in element order, 64 a vector. */
+AVX512VNNI float mx_row_q6_k_vnni(const struct wmat *W, int64_t r, const float *prep);
+
+#endif /* x86 */
+
+#endif
