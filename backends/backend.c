@@ -1,8 +1,16 @@
 /* backend — the registry: picks a backend from a model spec. */
 #include "backends/backend.h"
+#include "backends/gguf.h"
+#include "backends/model_info.h"
+#include "core/status.h"
 #include "core/util.h"
+#include "datasets/hash.h"
 
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const struct {
     const char *prefix;
@@ -58,4 +66,55 @@ void backend_close(struct backend *b)
         b->ops = NULL;
         b->impl = NULL;
     }
+}
+
+/* the stored tensor types as JSON, by descending bytes */
+static char *types_json(const struct model_info *m)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < m->n_types; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "type", ggml_type_name(m->types[i].type));
+        cJSON_AddNumberToObject(o, "count", (double)m->types[i].count);
+        cJSON_AddNumberToObject(o, "bytes", (double)m->types[i].bytes);
+        cJSON_AddItemToArray(a, o);
+    }
+    char *s = a ? cJSON_PrintUnformatted(a) : NULL;
+    cJSON_Delete(a);
+    return s;
+}
+
+int backend_identify(const char *spec, int hash, struct backend_identity *id, char *err,
+                     size_t errlen)
+{
+    memset(id, 0, sizeof *id);
+    id->n_params = id->file_bytes = id->n_ctx_train = id->n_layers = -1;
+    if (!strncmp(spec, "http://", 7) || !strncmp(spec, "https://", 8)) return QG_OK;
+    char file[4096];
+    qg_spec_file(!strncmp(spec, "cpu:", 4)    ? spec + 4
+                 : !strncmp(spec, "cuda:", 5) ? spec + 5
+                                              : spec,
+                 file, sizeof file);
+    struct stat st;
+    if (stat(file, &st) == 0 && S_ISREG(st.st_mode)) id->file_bytes = (int64_t)st.st_size;
+    struct gguf *g;
+    int rc = gguf_open(file, &g, err, errlen);
+    if (rc) return rc;
+    struct model_info m;
+    model_info_read(g, &m);
+    gguf_close(g);
+    snprintf(id->arch, sizeof id->arch, "%s", m.arch);
+    id->n_params = m.n_params;
+    id->n_ctx_train = m.ctx;
+    id->n_layers = m.n_layers;
+    id->types_json = types_json(&m);
+    if (hash && hash_sha256_file(file, id->sha256, err, errlen)) id->sha256[0] = '\0';
+    return QG_OK;
+}
+
+void backend_identity_release(struct backend_identity *id)
+{
+    if (!id) return;
+    free(id->types_json);
+    id->types_json = NULL;
 }

@@ -129,6 +129,27 @@ int backend_open(const char *spec, const struct backend_open_params *p, struct b
                  char *err, size_t errlen);
 void backend_close(struct backend *b);
 
+/* What a model spec names, read without loading it: for a local file the
+ * sha256 of its bytes, architecture, parameter count, size, training
+ * context and layers, and the tensor types actually stored; for a remote
+ * model only what the spec says (sha256 "", counts -1). What the runner
+ * records as a model's identity, and the CLI sizes a suite by. */
+struct backend_identity {
+    char sha256[65]; /* "" when remote, unreadable, or not asked for */
+    char arch[64];   /* "" when unknown */
+    int64_t n_params, file_bytes, n_ctx_train, n_layers; /* -1 when unknown */
+    char *types_json; /* malloc'd JSON [{"type","count","bytes"}]; NULL when unknown */
+};
+
+/* Fills *id for spec (a local spec's ?query is ignored). hash: 1 to compute
+ * the file's sha256 (a full read), 0 to leave it "". QG_OK, or
+ * QG_ERR_NOINPUT / QG_ERR_DATA with err naming the file when a local file
+ * cannot be read as GGUF (*id then holds what is known). Release with
+ * backend_identity_release. */
+int backend_identify(const char *spec, int hash, struct backend_identity *id, char *err,
+                     size_t errlen);
+void backend_identity_release(struct backend_identity *id);
+
 /* The backend's BACKEND_CAP_* bits. */
 static inline unsigned backend_caps(const struct backend *b)
 {

@@ -1,8 +1,7 @@
 /* cmd_gate — `qgate gate BASE CAND [CAND...]`: run and compare in one step,
  * for CI. Without a suite it measures on text sampled from the baseline
  * (harness/sampled.h). */
-#include "backends/gguf.h"
-#include "backends/model_info.h"
+#include "backends/backend.h"
 #include "cli/commands.h"
 #include "harness/runner.h"
 #include "harness/sampled.h"
@@ -159,14 +158,11 @@ static int gate_models(const struct cli_args *a, struct runner_params *p, char (
 /* The baseline's training context (0 when it cannot be read). */
 static int64_t model_ctx(const char *spec)
 {
-    struct gguf *g;
-    char err[QG_ERRMSG_MAX], file[4096];
-    qg_spec_file(spec, file, sizeof file);
-    if (gguf_open(file, &g, err, sizeof err)) return 0;
-    struct model_info m;
-    model_info_read(g, &m);
-    gguf_close(g);
-    return m.ctx > 0 ? m.ctx : 0;
+    char err[QG_ERRMSG_MAX];
+    struct backend_identity id;
+    int rc = backend_identify(spec, 0, &id, err, sizeof err);
+    backend_identity_release(&id);
+    return !rc && id.n_ctx_train > 0 ? id.n_ctx_train : 0;
 }
 
 int cmd_default_suite(const struct cli_args *a, struct store *s, struct runner_params *p, char *dir,

@@ -14,8 +14,7 @@
  * the sweep's document (REPORT_SWEEP_SCHEMA): the ladder chart and the
  * grid's heatmap in HTML.
  */
-#include "backends/gguf.h"
-#include "backends/model_info.h"
+#include "backends/backend.h"
 #include "backends/simfmt.h"
 #include "core/json.h"
 #include "core/status.h"
@@ -394,13 +393,12 @@ static int plan_all(const struct cli_args *a, const struct simfmt *f, int nf, st
 {
     plan(a->pos[0], f, nf, !cli_flag(a, "no-scan"), c, n);
     if (!cli_flag(a, "per-layer")) return 0;
-    struct gguf *g;
     char e2[QG_ERRMSG_MAX];
-    if (gguf_open(a->pos[0], &g, e2, sizeof e2)) return cmd_fail(QG_ERR_NOINPUT, e2);
-    struct model_info mi;
-    model_info_read(g, &mi);
-    gguf_close(g);
-    return plan_layers(a->pos[0], &f[0], (int)mi.n_layers, c, n);
+    struct backend_identity id;
+    int rc = backend_identify(a->pos[0], 0, &id, e2, sizeof e2);
+    backend_identity_release(&id);
+    if (rc) return cmd_fail(QG_ERR_NOINPUT, e2);
+    return plan_layers(a->pos[0], &f[0], (int)id.n_layers, c, n);
 }
 
 static int cmd_sweep(const struct cli_args *a)

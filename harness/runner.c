@@ -7,8 +7,6 @@
 #include "core/json.h"
 #include "metrics/kld.h"
 #include "backends/backend.h"
-#include "backends/gguf.h"
-#include "backends/model_info.h"
 #include "datasets/hash.h"
 #include "harness/baseline.h"
 #include "harness/progress.h"

@@ -7,8 +7,6 @@
 #include "core/json.h"
 #include "metrics/kld.h"
 #include "backends/backend.h"
-#include "backends/gguf.h"
-#include "backends/model_info.h"
 #include "datasets/hash.h"
 #include "harness/baseline.h"
 #include "harness/progress.h"
@@ -25,29 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-static char *model_types(const char *path, int64_t *n_params, char *arch, size_t archn)
-{
-    struct gguf *g;
-    char err[QG_ERRMSG_MAX];
-    if (gguf_open(path, &g, err, sizeof err)) return NULL;
-    struct model_info m;
-    model_info_read(g, &m);
-    cJSON *a = cJSON_CreateArray();
-    for (int i = 0; i < m.n_types; i++) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "type", ggml_type_name(m.types[i].type));
-        cJSON_AddNumberToObject(o, "count", (double)m.types[i].count);
-        cJSON_AddNumberToObject(o, "bytes", (double)m.types[i].bytes);
-        cJSON_AddItemToArray(a, o);
-    }
-    *n_params = m.n_params;
-    snprintf(arch, archn, "%s", m.arch);
-    char *s = cJSON_PrintUnformatted(a);
-    cJSON_Delete(a);
-    gguf_close(g);
-    return s;
-}
 
 /* resume: model m must be the stored one — same name and spec, and a
  * local file must still have the sha256 stored with the run. */
@@ -122,16 +97,14 @@ static int resume_setup(struct runner *r, char *err, size_t errlen)
 
 static void model_facts_read(const char *full, const char *sha, struct model_facts *f)
 {
-    char e2[QG_ERRMSG_MAX], spec[4096]; /* the file: a local spec without its ?query */
-    qg_spec_file(full, spec, sizeof spec);
-    struct stat st;
-    f->n_params = -1;
-    f->bytes = stat(spec, &st) == 0 && S_ISREG(st.st_mode) ? (int64_t)st.st_size : -1;
-    f->types_json = model_types(spec, &f->n_params, f->arch, sizeof f->arch);
-    if (sha && sha[0]) /* hashed already */
-        snprintf(f->sha, sizeof f->sha, "%s", sha);
-    else if (hash_sha256_file(spec, f->sha, e2, sizeof e2))
-        f->sha[0] = '\0';
+    char e2[QG_ERRMSG_MAX];
+    struct backend_identity id;
+    backend_identify(full, !(sha && sha[0]), &id, e2, sizeof e2); /* unknown facts stay -1 */
+    f->n_params = id.n_params;
+    f->bytes = id.file_bytes;
+    snprintf(f->arch, sizeof f->arch, "%s", id.arch);
+    snprintf(f->sha, sizeof f->sha, "%s", sha && sha[0] ? sha : id.sha256); /* hashed already */
+    f->types_json = id.types_json; /* freed with the facts */
 }
 
 /* The run, its models and its tasks, in one transaction: a process killed

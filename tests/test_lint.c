@@ -52,6 +52,15 @@ TEST(layers_check_catches_upward_include, e2e)
     rc = run_cmd(cmd, out, sizeof out);
     ASSERT_EQ(rc, 1);
     ASSERT_CONTAINS(out, "metrics/y.h:3: metrics/ includes harness/");
+    /* the backends are sealed: harness/ may include backend.h, not gguf.h */
+    ASSERT_OK(t_write_file(t_path("metrics/y.h"), "", 0));
+    ASSERT_OK(mkdir(t_path("backends"), 0755));
+    const char *in = "#include \"backends/backend.h\"\n#include \"backends/gguf.h\"\n";
+    ASSERT_OK(t_write_file(t_path("harness/z.c"), in, strlen(in)));
+    rc = run_cmd(cmd, out, sizeof out);
+    ASSERT_EQ(rc, 1);
+    ASSERT_CONTAINS(out, "harness/z.c:2: includes backends/gguf.h; outside backends/ only "
+                         "backend.h, kernel_set.h may be included");
     return 0;
 }
 
