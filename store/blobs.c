@@ -29,42 +29,23 @@ int store_cache_get(struct store *s, const char *key, char **response)
 int store_cache_put(struct store *s, const char *key, const char *endpoint, const char *model,
                     const char *response)
 {
-    sqlite3_stmt *st;
-    int rc = sq_prepare(s,
-                        "INSERT OR REPLACE INTO http_cache(key, endpoint, model, response, "
-                        "created_at) VALUES(?,?,?,?,?)",
-                        &st);
-    if (rc) return rc;
     char now[32];
     qg_utc_now(now);
-    sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 2, endpoint, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 3, model, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 4, response, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 5, now, -1, SQLITE_TRANSIENT);
-    rc = sqlite3_step(st) == SQLITE_DONE ? QG_OK : sq_fail(s, "writing the response cache");
-    sqlite3_finalize(st);
-    return rc;
+    return sq_run(s, "writing the response cache", NULL,
+                  "INSERT OR REPLACE INTO http_cache(key, endpoint, model, response, created_at) "
+                  "VALUES(?,?,?,?,?)",
+                  "ttttt", key, endpoint, model, response, now);
 }
 
 int store_text_put(struct store *s, const char *sha256, const char *origin, const char *content,
                    size_t n)
 {
-    sqlite3_stmt *st;
-    int rc = sq_prepare(s,
-                        "INSERT OR IGNORE INTO texts(sha256, origin, content, created_at) "
-                        "VALUES(?,?,?,?)",
-                        &st);
-    if (rc) return rc;
     char now[32];
     qg_utc_now(now);
-    sqlite3_bind_text(st, 1, sha256, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 2, origin, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_blob64(st, 3, content, n, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 4, now, -1, SQLITE_TRANSIENT);
-    rc = sqlite3_step(st) == SQLITE_DONE ? QG_OK : sq_fail(s, "storing a text");
-    sqlite3_finalize(st);
-    return rc;
+    return sq_run(
+        s, "storing a text", NULL,
+        "INSERT OR IGNORE INTO texts(sha256, origin, content, created_at) VALUES(?,?,?,?)", "ttbt",
+        sha256, origin, (const void *)content, n, now);
 }
 
 int store_text_find(struct store *s, const char *origin, char **content, size_t *n, char sha256[65])
@@ -91,13 +72,9 @@ int store_text_find(struct store *s, const char *origin, char **content, size_t 
 
 int store_ref_put(struct store *s, int64_t trial_id, int64_t idx, const void *blob, size_t n)
 {
-    sqlite3_stmt *st;
-    int rc = sq_prepare(s, "INSERT OR REPLACE INTO refs(trial_id, idx, data) VALUES(?,?,?)", &st);
-    if (rc) return rc;
-    sqlite3_bind_int64(st, 1, trial_id);
-    sqlite3_bind_int64(st, 2, idx);
-    sqlite3_bind_blob64(st, 3, blob, n, SQLITE_TRANSIENT);
-    return sq_step_done(s, st, "storing a baseline reference", 0, NULL);
+    return sq_run(s, "storing a baseline reference", NULL,
+                  "INSERT OR REPLACE INTO refs(trial_id, idx, data) VALUES(?,?,?)", "llb", trial_id,
+                  idx, blob, n);
 }
 
 int store_ref_get(struct store *s, int64_t trial_id, int64_t idx, unsigned char **blob, size_t *n)

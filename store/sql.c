@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
+#include <stdarg.h>
 
 /* Maps an SQLite result code to a qgate status. */
 int sq_map_rc(int rc)
@@ -238,4 +239,55 @@ int sq_query_rows(struct store *s, const char *sql, int64_t param, int has_param
     }
     *out = arr;
     return QG_OK;
+}
+
+/* binds the arguments as `types` says (store_impl.h); 0, or the column
+ * number of an unknown type letter */
+static int bind_va(sqlite3_stmt *st, const char *types, va_list ap)
+{
+    for (int i = 0; types[i]; i++) {
+        int col = i + 1;
+        switch (types[i]) {
+        case 'i':
+            sqlite3_bind_int(st, col, va_arg(ap, int));
+            break;
+        case 'l':
+            sqlite3_bind_int64(st, col, va_arg(ap, int64_t));
+            break;
+        case 'n':
+            sq_bind_opt_i64(st, col, va_arg(ap, int64_t));
+            break;
+        case 'd':
+            sq_bind_f64(st, col, va_arg(ap, double));
+            break;
+        case 't':
+            sq_bind_text(st, col, va_arg(ap, const char *));
+            break;
+        case 'b': {
+            const void *p = va_arg(ap, const void *);
+            sqlite3_bind_blob64(st, col, p, (sqlite3_uint64)va_arg(ap, size_t), SQLITE_TRANSIENT);
+            break;
+        }
+        default:
+            return col;
+        }
+    }
+    return 0;
+}
+
+int sq_run(struct store *s, const char *what, int64_t *id, const char *sql, const char *types, ...)
+{
+    sqlite3_stmt *st;
+    int rc = sq_prepare(s, sql, &st);
+    if (rc) return rc;
+    va_list ap;
+    va_start(ap, types);
+    int bad = bind_va(st, types, ap);
+    va_end(ap);
+    if (bad) {
+        sqlite3_finalize(st);
+        return qg_errf(s->err, sizeof s->err, QG_ERR_INTERNAL, "%s: %s: bad parameter type %d",
+                       s->path, what, bad);
+    }
+    return sq_step_done(s, st, what, 0, id);
 }

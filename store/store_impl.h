@@ -49,6 +49,13 @@ int sq_prepare(struct store *s, const char *sql, sqlite3_stmt **st);
 /* Steps a write statement to completion; finalizes it unless cached (then
  * resets it); *id (when not NULL) gets the new row's id. */
 int sq_step_done(struct store *s, sqlite3_stmt *st, const char *what, int cached, int64_t *id);
+/* The one way to run a write statement: prepares sql, binds one argument
+ * per letter of types to the ?s in order ('i' int, 'l' int64_t, 'n'
+ * int64_t that binds NULL when negative, 'd' double that binds NULL when
+ * NaN, 't' const char * that binds NULL when NULL, 'b' a blob as two
+ * arguments, const void * and size_t; pass exactly those types), steps it to completion and
+ * finalizes it; *id (when not NULL) gets the new row's id. Errors as sq_fail, naming `what`. */
+int sq_run(struct store *s, const char *what, int64_t *id, const char *sql, const char *types, ...);
 /* 32 random hex digits and a NUL. */
 void sq_random_uid(char out[33]);
 /* Steps st once for one integer in column 0 (QG_ERR_NOTFOUND without a
