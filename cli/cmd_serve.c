@@ -48,9 +48,9 @@ static int cmd_serve(const struct cli_args *a)
     if (port < 0 || port > 65535) return cmd_usage("--port must be 0..65535");
     struct serve_params sp = {.host = cli_str(a, "host"),
                               .port = (int)port,
-                              .faults = cli_str(a, "inject-faults"),
-                              .fault_seed = (uint64_t)cli_int(a, "fault-seed", 1),
-                              .stall_ms = (int)cli_int(a, "stall-ms", 5000),
+                              .testing = {.faults = cli_str(a, "inject-faults"),
+                                          .fault_seed = (uint64_t)cli_int(a, "fault-seed", 1),
+                                          .stall_ms = (int)cli_int(a, "stall-ms", 5000)},
                               .idle_timeout_s = (int)cli_int(a, "idle-timeout", 30)};
     if (sp.idle_timeout_s < 1 || sp.idle_timeout_s > 86400)
         return cmd_usage("--idle-timeout must be 1..86400 seconds");
@@ -101,7 +101,8 @@ static int cmd_serve(const struct cli_args *a)
         fprintf(stderr,
                 "qgate serve: %s as '%s' (%lld instance%s) on http://%s:%d/v1%s%s (Ctrl-C stops)\n",
                 model, id, (long long)np, np > 1 ? "s" : "", sp.host ? sp.host : "127.0.0.1", bound,
-                sp.api_key ? ", API key required" : "", sp.faults ? ", INJECTING FAULTS" : "");
+                sp.api_key ? ", API key required" : "",
+                sp.testing.faults ? ", INJECTING FAULTS" : "");
         int sig;
         sigwait(&stop, &sig);
         int64_t nreq, nfault;

@@ -423,18 +423,18 @@ int serve_start(struct backend *b, int n_backends, const struct serve_params *p,
              p->model_id && *p->model_id ? p->model_id : "qgate");
     s->api_key = p->api_key ? qg_strdup(p->api_key) : NULL;
     s->max_body = p->max_body ? p->max_body : (size_t)16 << 20;
-    s->stall_ms = p->stall_ms > 0 ? p->stall_ms : 5000;
-    s->min_latency_ms = p->min_latency_ms;
+    s->stall_ms = p->testing.stall_ms > 0 ? p->testing.stall_ms : 5000;
+    s->min_latency_ms = p->testing.min_latency_ms;
     s->idle_timeout_s = p->idle_timeout_s > 0 ? p->idle_timeout_s : 30;
     s->body_grace_s = p->body_grace_s > 0 ? p->body_grace_s : 10;
     s->body_min_rate = p->body_min_rate > 0 ? p->body_min_rate : 1024;
-    s->no_prompt_logprobs = p->no_prompt_logprobs;
-    s->no_vllm_prompt_logprobs = p->no_vllm_prompt_logprobs;
-    s->plain_tokenize = p->plain_tokenize;
-    s->text_prompts_only = p->text_prompts_only;
-    s->rng = p->fault_seed ^ 0x5EED5EEDull;
+    s->no_prompt_logprobs = p->testing.no_prompt_logprobs;
+    s->no_vllm_prompt_logprobs = p->testing.no_vllm_prompt_logprobs;
+    s->plain_tokenize = p->testing.plain_tokenize;
+    s->text_prompts_only = p->testing.text_prompts_only;
+    s->rng = p->testing.fault_seed ^ 0x5EED5EEDull;
     pthread_mutex_init(&s->lock, NULL);
-    int rc = p->faults ? sv_parse_faults(s, p->faults, err, errlen) : QG_OK;
+    int rc = p->testing.faults ? sv_parse_faults(s, p->testing.faults, err, errlen) : QG_OK;
     if (!rc && (!s->piece || !s->piece_chars))
         rc = qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory (the token table)");
     struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p->port)};

@@ -70,18 +70,22 @@ struct serve_params {
     int idle_timeout_s;   /* a connection silent this long is closed (default 30) */
     double body_grace_s;  /* a body still arriving after this long ... (default 10) */
     double body_min_rate; /* ... at under this many bytes/s on average is cut off (default 1024) */
-    const char *faults;   /* NULL or "500:0.1,429:0.05,..." */
-    uint64_t fault_seed;
-    int stall_ms;           /* default 5000 */
-    int no_prompt_logprobs; /* testing only: answer like a server that gives log-probs of generated
-                             * tokens only (null for every echoed prompt token) */
-    int no_vllm_prompt_logprobs; /* testing only: refuse "prompt_logprobs" (400), as a server
-                                    without it */
-    int plain_tokenize;          /* testing only: ignore "with_pieces" (ids only, as vLLM) */
-    int text_prompts_only; /* testing only: refuse token-id prompts (400) and answer without the id
-                            * extensions, as a server that takes text only */
-    int min_latency_ms;    /* testing only: every POST takes at least this long (counted in
-                            * flight while it waits), as a remote server's round trip */
+    /* testing only (serve/faults.c): injected faults, and answers as other
+     * servers give them, for the HTTP backend's tests and `qgate serve
+     * --inject-faults` */
+    struct serve_testing {
+        const char *faults; /* NULL or "500:0.1,429:0.05,...[,llama-server]" */
+        uint64_t fault_seed;
+        int stall_ms;                /* default 5000 */
+        int no_prompt_logprobs;      /* log-probs of generated tokens only (null for every echoed
+                                      * prompt token) */
+        int no_vllm_prompt_logprobs; /* refuse "prompt_logprobs" (400), as a server without it */
+        int plain_tokenize;          /* ignore "with_pieces" (ids only, as vLLM) */
+        int text_prompts_only;       /* refuse token-id prompts (400) and answer without the id
+                                      * extensions, as a server that takes text only */
+        int min_latency_ms;          /* every POST takes at least this long (counted in flight while
+                                      * it waits), as a remote server's round trip */
+    } testing;
 };
 
 struct server;

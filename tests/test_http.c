@@ -88,15 +88,14 @@ static int srv_start_model(struct srv *v, const char *file, const char *faults, 
     struct backend_open_params bp = {0};
     int rc = backend_open(t_path(file), &bp, &v->b, err, sizeof err);
     if (rc) return printf("%s\n", err), rc;
-    struct serve_params sp = {.model_id = "tiny",
-                              .faults = faults,
-                              .fault_seed = 7,
-                              .api_key = key,
-                              .stall_ms = 1500,
-                              .idle_timeout_s = srv_idle_s,
-                              .min_latency_ms = srv_latency_ms,
-                              .body_grace_s = srv_idle_s ? 1 : 0,
-                              .max_body = 1 << 20};
+    struct serve_params sp = {
+        .model_id = "tiny",
+        .api_key = key,
+        .idle_timeout_s = srv_idle_s,
+        .body_grace_s = srv_idle_s ? 1 : 0,
+        .max_body = 1 << 20,
+        .testing = {
+            .faults = faults, .fault_seed = 7, .stall_ms = 1500, .min_latency_ms = srv_latency_ms}};
     rc = serve_start(&v->b, 1, &sp, &v->s, &v->port, err, sizeof err);
     if (rc) printf("%s\n", err);
     return rc;
@@ -807,8 +806,8 @@ TEST(http_refuses_endpoint_without_prompt_logprobs, e2e)
     char err[QG_ERRMSG_MAX];
     struct backend_open_params bp = {0};
     ASSERT_OK(backend_open(t_path("m.gguf"), &bp, &b, err, sizeof err));
-    struct serve_params sp = {
-        .model_id = "tiny", .no_prompt_logprobs = 1, .no_vllm_prompt_logprobs = 1};
+    struct serve_params sp = {.model_id = "tiny",
+                              .testing = {.no_prompt_logprobs = 1, .no_vllm_prompt_logprobs = 1}};
     struct server *srv;
     int port;
     ASSERT_OK(serve_start(&b, 1, &sp, &srv, &port, err, sizeof err));
@@ -868,7 +867,7 @@ TEST(http_server_side_tokenizer, e2e)
                                         "  two  spaces\nand a line",
                                         "caf\xc3\xa9 \xc3\xbc \xe2\x82\xac", ""};
     for (int mode = 0; mode < 2; mode++) { /* 0: with_pieces; 1: ids only (as vLLM) */
-        struct serve_params sp = {.model_id = "tiny", .plain_tokenize = mode};
+        struct serve_params sp = {.model_id = "tiny", .testing = {.plain_tokenize = mode}};
         struct server *srv;
         int port;
         ASSERT_OK(serve_start(&local, 1, &sp, &srv, &port, err, sizeof err));
@@ -1006,7 +1005,7 @@ TEST(http_scores_through_vllm_prompt_logprobs, e2e)
     char specs[2][4400];
     for (int i = 0; i < 2; i++) {
         ASSERT_OK(backend_open(t_path("q.gguf"), &bp, &bq[i], err, sizeof err));
-        struct serve_params sp = {.model_id = "tiny", .no_prompt_logprobs = i};
+        struct serve_params sp = {.model_id = "tiny", .testing = {.no_prompt_logprobs = i}};
         ASSERT_OK(serve_start(&bq[i], 1, &sp, &srv[i], &port[i], err, sizeof err));
         snprintf(specs[i], sizeof specs[i], "%s=http://127.0.0.1:%d/v1?model=tiny&tokenizer=%s",
                  i ? "vllm" : "echo", port[i], t_path("m.gguf"));
@@ -1050,7 +1049,7 @@ TEST(http_text_prompts_when_ids_are_refused, e2e)
     struct backend_open_params bp = {0};
     struct backend b;
     ASSERT_OK(backend_open(t_path("m.gguf"), &bp, &b, err, sizeof err));
-    struct serve_params sp = {.model_id = "tiny", .text_prompts_only = 1};
+    struct serve_params sp = {.model_id = "tiny", .testing = {.text_prompts_only = 1}};
     struct server *srv;
     int port;
     ASSERT_OK(serve_start(&b, 1, &sp, &srv, &port, err, sizeof err));
