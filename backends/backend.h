@@ -48,7 +48,14 @@ struct backend_open_params {
                     * each window evaluated in two batches, and the residual stream rounded
                     * at its last bit by a hash seeded with this value (llama.h) */
     const struct backend_cache *cache; /* remote backends: NULL for none */
+    int tokenizer_only; /* local backends: load the tokenizer alone (a vocab-only file opens);
+                         * score and generate then answer QG_ERR_UNSUPPORTED */
 };
+
+/* The flags of backend_tokenize's add_special: BOS/EOS as the model says,
+ * and control-token text such as "<s>" read as that token (local
+ * tokenizers; a server's /tokenize decides for itself). */
+enum { BACKEND_TOK_ADD_SPECIAL = 1 << 0, BACKEND_TOK_PARSE_SPECIAL = 1 << 1 };
 
 struct backend_info {
     int n_vocab, n_ctx_train;
@@ -111,6 +118,9 @@ struct backend_ops {
     /* Scores n independent requests, possibly concurrently (a remote
      * backend keeps many in flight). QG_OK when every one succeeded. */
     int (*score_many)(void *impl, struct backend_score *reqs, int n);
+    /* The vocabulary's entry for id as the model file stores it
+     * (SentencePiece's U+2581 kept; borrowed); NULL when unknown. */
+    const char *(*vocab_text)(void *impl, int32_t id);
 };
 
 extern const struct backend_ops backend_cpu_ops;
@@ -174,6 +184,11 @@ static inline int backend_tokenize(const struct backend *b, const char *text, si
 {
     return b->ops->tokenize ? b->ops->tokenize(b->impl, text, n, add_special, ids, n_ids)
                             : QG_ERR_UNSUPPORTED;
+}
+
+static inline const char *backend_vocab_text(const struct backend *b, int32_t id)
+{
+    return b->ops->vocab_text ? b->ops->vocab_text(b->impl, id) : NULL;
 }
 
 static inline char *backend_detokenize(const struct backend *b, const int32_t *ids, int64_t n)

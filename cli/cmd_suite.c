@@ -1,7 +1,6 @@
 /* cmd_suite — `qgate suite check FILE`: validate a suite and show what it
  * would run, without loading a model. */
-#include "backends/gguf.h"
-#include "backends/tokenizer.h"
+#include "backends/backend.h"
 #include "cli/commands.h"
 #include "harness/compare.h"
 #include "core/status.h"
@@ -24,7 +23,7 @@ static const struct cli_opt opts[] = {
 };
 
 /* tokens and windows of a perplexity task with the given tokenizer */
-static int ppl_counts(const struct task_config *t, const struct tokenizer *tok, int64_t *tokens,
+static int ppl_counts(const struct task_config *t, const struct backend *tok, int64_t *tokens,
                       int64_t *windows, int64_t *scored, char *err, size_t errlen)
 {
     char *buf;
@@ -33,7 +32,7 @@ static int ppl_counts(const struct task_config *t, const struct tokenizer *tok, 
     if (rc) return rc;
     int32_t *ids = NULL;
     int64_t k = 0;
-    rc = tok_encode(tok, buf, n, 1, 0, &ids, &k);
+    rc = backend_tokenize(tok, buf, n, BACKEND_TOK_ADD_SPECIAL, &ids, &k);
     free(buf);
     free(ids);
     if (rc) return qg_errf(err, errlen, rc, "tokenizing failed");
@@ -64,7 +63,7 @@ static void files_json(const struct task_config *t, cJSON *j)
     }
 }
 
-static int ppl_detail(const struct task_config *t, const struct tokenizer *tok, cJSON *j,
+static int ppl_detail(const struct task_config *t, const struct backend *tok, cJSON *j,
                       char *detail, size_t dn, char *err, size_t errlen)
 {
     snprintf(detail, dn, "%s, ctx %d%s", ppl_protocol_name(t->protocol), t->ctx,
@@ -84,7 +83,7 @@ static int ppl_detail(const struct task_config *t, const struct tokenizer *tok, 
 
 /* What a task would run: a one-line detail and its item count (-1 for
  * perplexity), loading its items. */
-static int task_detail(const struct task_config *t, const struct tokenizer *tok, cJSON *j,
+static int task_detail(const struct task_config *t, const struct backend *tok, cJSON *j,
                        char *detail, size_t dn, int64_t *items, char *err, size_t errlen)
 {
     *items = -1;
@@ -112,18 +111,15 @@ static int task_detail(const struct task_config *t, const struct tokenizer *tok,
     return QG_OK;
 }
 
-static int load_tokenizer(const char *path, struct tokenizer **tok, char *err, size_t errlen)
+/* the model's tokenizer alone (no weights; a vocab-only file opens) */
+static int load_tokenizer(const char *spec, struct backend *tok, char *err, size_t errlen)
 {
-    struct gguf *g;
-    int rc = gguf_open(path, &g, err, errlen);
-    if (rc) return rc;
-    rc = tok_load(g, path, tok, err, errlen);
-    gguf_close(g);
-    return rc;
+    struct backend_open_params bp = {.tokenizer_only = 1};
+    return backend_open(spec, &bp, tok, err, errlen);
 }
 
 /* Checks every task of s, printing a table row each (unless json). */
-static int check_tasks(const struct suite *s, const struct tokenizer *tok, int json, cJSON *arr,
+static int check_tasks(const struct suite *s, const struct backend *tok, int json, cJSON *arr,
                        char *err, size_t errlen)
 {
     int rc = QG_OK;
@@ -169,11 +165,13 @@ static int cmd_suite(const struct cli_args *a)
     struct suite *s;
     int rc = suite_load(a->pos[1], cli_flag(a, "allow-changed-data"), &s, err, sizeof err);
     if (rc) return cmd_fail(rc, err);
-    struct tokenizer *tok = NULL;
-    if (cli_str(a, "tokenizer") &&
-        (rc = load_tokenizer(cli_str(a, "tokenizer"), &tok, err, sizeof err))) {
-        suite_free(s);
-        return cmd_fail(rc, err);
+    struct backend tokb, *tok = NULL;
+    if (cli_str(a, "tokenizer")) {
+        if ((rc = load_tokenizer(cli_str(a, "tokenizer"), &tokb, err, sizeof err))) {
+            suite_free(s);
+            return cmd_fail(rc, err);
+        }
+        tok = &tokb;
     }
     int json = cli_flag(a, "json");
     cJSON *out = cJSON_CreateObject();
@@ -200,7 +198,7 @@ static int cmd_suite(const struct cli_args *a)
         printf("ok\n");
         cJSON_Delete(out);
     }
-    tok_free(tok);
+    if (tok) backend_close(tok);
     suite_free(s);
     return code;
 }

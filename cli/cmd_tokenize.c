@@ -2,8 +2,6 @@
  * MODEL is a GGUF file (its tokenizer, no weights loaded) or a served
  * model's http(s):// spec (the server's tokenizer, or the spec's). */
 #include "backends/backend.h"
-#include "backends/gguf.h"
-#include "backends/tokenizer.h"
 #include "cli/commands.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -30,6 +28,12 @@ static const char *piece_of(const struct backend *b, int32_t id, char *buf, size
     return buf;
 }
 
+static const char *vocab_of(const struct backend *b, int32_t id)
+{
+    const char *v = backend_vocab_text(b, id);
+    return v ? v : "";
+}
+
 static int cmd_tokenize(const struct cli_args *a)
 {
     const char *file = cli_str(a, "text"), *prompt = cli_str(a, "prompt");
@@ -48,32 +52,24 @@ static int cmd_tokenize(const struct cli_args *a)
         free(buf);
         return cmd_usage("--special is not available through a server (its /tokenize decides)");
     }
-    struct gguf *g;
-    struct tokenizer *t = NULL;
     struct backend b;
-    struct backend_open_params bp = {0};
-    if (remote) {
-        rc = backend_open(a->pos[0], &bp, &b, err, sizeof err);
-    } else if ((rc = gguf_open(a->pos[0], &g, err, sizeof err)) == QG_OK) {
-        rc = tok_load(g, a->pos[0], &t, err, sizeof err);
-        gguf_close(g);
-    }
-    if (rc) {
+    struct backend_open_params bp = {.tokenizer_only = 1}; /* a local file: no weights */
+    if ((rc = backend_open(a->pos[0], &bp, &b, err, sizeof err))) {
         free(buf);
         return cmd_fail(rc, err);
     }
     int32_t *ids = NULL;
     int64_t k = 0;
-    if (remote)
-        rc = backend_tokenize(&b, file ? buf : prompt, n, !cli_flag(a, "no-bos"), &ids, &k);
-    else
-        rc = tok_encode(t, file ? buf : prompt, n, !cli_flag(a, "no-bos"), cli_flag(a, "special"),
-                        &ids, &k);
-    int code = rc ? cmd_fail(rc, remote ? backend_errmsg(&b) : "tokenizing failed") : 0;
+    rc = backend_tokenize(&b, file ? buf : prompt, n,
+                          (cli_flag(a, "no-bos") ? 0 : BACKEND_TOK_ADD_SPECIAL) |
+                              (cli_flag(a, "special") ? BACKEND_TOK_PARSE_SPECIAL : 0),
+                          &ids, &k);
+    const char *why = backend_errmsg(&b);
+    int code = rc ? cmd_fail(rc, why && *why ? why : "tokenizing failed") : 0;
     /* a token's text: the vocabulary's entry, or what the server says it
      * decodes to */
     char piece[512];
-#define PIECE(id) (remote ? piece_of(&b, id, piece, sizeof piece) : tok_text(t, id))
+#define PIECE(id) (remote ? piece_of(&b, id, piece, sizeof piece) : vocab_of(&b, id))
     if (!code && cli_flag(a, "json")) {
         cJSON *o = cJSON_CreateObject();
         cJSON *arr = cJSON_AddArrayToObject(o, "ids");
@@ -97,8 +93,7 @@ static int cmd_tokenize(const struct cli_args *a)
 #undef PIECE
     free(ids);
     free(buf);
-    tok_free(t);
-    if (remote) backend_close(&b);
+    backend_close(&b);
     return code;
 }
 

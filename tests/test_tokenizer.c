@@ -1,5 +1,6 @@
 /* test_tokenizer — llama.cpp's own tokenizer test vectors, the stories260K
  * reference ids, and round trips. */
+#include "backends/backend.h"
 #include "backends/gguf.h"
 #include "backends/synth.h"
 #include "backends/tokenizer.h"
@@ -165,6 +166,48 @@ TEST(tokenizer_synth_roundtrip, unit)
     ASSERT_OK(tok_encode(t, "<s>a", 4, 0, 0, &ids, &k));
     ASSERT(k >= 3 && ids[0] != 1);
     free(ids);
+    tok_free(t);
+    return 0;
+}
+
+/* A local model opened for its tokenizer alone (tokenizer_only): the same
+ * ids as the tokenizer itself, the flags of add_special (BOS, control
+ * tokens written in the text), the vocabulary's entries; scoring and
+ * generation are refused, not attempted without weights. */
+TEST(tokenizer_through_backend_only, unit)
+{
+    struct synth_params p = synth_default_params();
+    char err[QG_ERRMSG_MAX];
+    ASSERT_OK(synth_write(&p, t_path("m.gguf"), err, sizeof err));
+    struct tokenizer *t = load(t_path("m.gguf"));
+    ASSERT(t);
+    struct backend b;
+    struct backend_open_params bp = {.tokenizer_only = 1};
+    ASSERT_OK(backend_open(t_path("m.gguf"), &bp, &b, err, sizeof err));
+    struct backend_info info;
+    ASSERT_OK(backend_info(&b, &info));
+    ASSERT_EQ(info.n_vocab, tok_n_vocab(t));
+    ASSERT_EQ(info.caps, BACKEND_CAP_TOKENIZE);
+    const char *text = "<s>Once upon a time";
+    for (int flags = 0; flags < 4; flags++) {
+        int32_t *x = NULL, *y = NULL;
+        int64_t nx = 0, ny = 0;
+        ASSERT_OK(backend_tokenize(&b, text, strlen(text), flags, &x, &nx));
+        ASSERT_OK(tok_encode(t, text, strlen(text), flags & 1, (flags & 2) != 0, &y, &ny));
+        ASSERT_EQ(nx, ny);
+        for (int64_t i = 0; i < nx; i++)
+            ASSERT_EQ(x[i], y[i]);
+        if (flags & BACKEND_TOK_ADD_SPECIAL) ASSERT_EQ(x[0], tok_bos(t));
+        free(x);
+        free(y);
+    }
+    ASSERT_STR_EQ(backend_vocab_text(&b, 5), tok_text(t, 5));
+    int32_t ids[3] = {1, 5, 6};
+    double lp[2];
+    struct backend_score r = {.tokens = ids, .n_tokens = 3, .from = 1, .logprob = lp};
+    ASSERT_EQ(backend_score(&b, &r), QG_ERR_UNSUPPORTED);
+    ASSERT_CONTAINS(backend_errmsg(&b), "opened for its tokenizer only");
+    backend_close(&b);
     tok_free(t);
     return 0;
 }

@@ -91,6 +91,16 @@ static int cpu_open(const char *spec, const struct backend_open_params *p, void 
     if (rc) return rc;
     struct cpu *c = calloc(1, sizeof *c);
     if (!c) return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
+    if (p && p->tokenizer_only) { /* no weights: a vocab-only file opens */
+        struct gguf *g;
+        if (!(rc = gguf_open(path, &g, err, errlen))) {
+            rc = tok_load(g, path, &c->tok, err, errlen);
+            gguf_close(g);
+        }
+        if (rc) cpu_close(c);
+        *impl = rc ? NULL : c;
+        return rc;
+    }
     rc = local_load(path, &c->tok, &c->model, err, errlen);
     if (!rc) c->n_ctx = p && p->n_ctx > 0 ? p->n_ctx : llama_hparams(c->model)->ctx_train;
     int n_sim = 0;
@@ -121,8 +131,25 @@ static int cpu_open(const char *spec, const struct backend_open_params *p, void 
 static int cpu_info(void *impl, struct backend_info *o)
 {
     struct cpu *c = impl;
+    if (!c->model) { /* opened for its tokenizer only */
+        o->n_vocab = tok_n_vocab(c->tok);
+        o->bos = tok_bos(c->tok);
+        o->eos = tok_eos(c->tok);
+        o->add_bos = tok_add_bos(c->tok);
+        o->arch = "";
+        o->caps = BACKEND_CAP_TOKENIZE;
+        return QG_OK;
+    }
     local_info(c->tok, c->model, o);
     return QG_OK;
+}
+
+/* score and generate need the weights */
+static int need_model(struct cpu *c, const char *what)
+{
+    return c->model ? QG_OK
+                    : qg_errf(c->err, sizeof c->err, QG_ERR_UNSUPPORTED,
+                              "%s: the model was opened for its tokenizer only", what);
 }
 
 static const char *cpu_errmsg(void *impl)
@@ -133,7 +160,13 @@ static const char *cpu_errmsg(void *impl)
 static int cpu_tokenize(void *impl, const char *text, size_t n, int add_special, int32_t **ids,
                         int64_t *n_ids)
 {
-    return tok_encode(((struct cpu *)impl)->tok, text, n, add_special, 0, ids, n_ids);
+    return tok_encode(((struct cpu *)impl)->tok, text, n, add_special & BACKEND_TOK_ADD_SPECIAL,
+                      (add_special & BACKEND_TOK_PARSE_SPECIAL) != 0, ids, n_ids);
+}
+
+static const char *cpu_vocab_text(void *impl, int32_t id)
+{
+    return tok_text(((struct cpu *)impl)->tok, id);
 }
 
 static char *cpu_detokenize(void *impl, const int32_t *ids, int64_t n)
@@ -213,6 +246,7 @@ static int eval_error(struct cpu *c, int rc, const char *what)
 static int cpu_score(void *impl, struct backend_score *r)
 {
     struct cpu *c = impl;
+    if (need_model(c, "score")) return QG_ERR_UNSUPPORTED;
     int V = llama_hparams(c->model)->n_vocab;
     if (r->from < 1 || r->from >= r->n_tokens)
         return qg_errf(c->err, sizeof c->err, QG_ERR_USAGE, "score: from %d outside 1..%d", r->from,
@@ -256,6 +290,7 @@ static int cpu_generate(void *impl, const int32_t *prompt, int64_t np,
                         int64_t *n_out)
 {
     struct cpu *c = impl;
+    if (need_model(c, "generate")) return QG_ERR_UNSUPPORTED;
     struct gen_engine e = {c,        cpu_gen_eval, c->tok, llama_hparams(c->model)->n_vocab,
                            c->n_ctx, c->logits,    c->err, sizeof c->err};
     return generate_loop(&e, prompt, np, p, text, ids_out, n_out);
@@ -274,4 +309,5 @@ const struct backend_ops backend_cpu_ops = {
     .piece = cpu_piece,
     .score = cpu_score,
     .generate = cpu_generate,
+    .vocab_text = cpu_vocab_text,
 };

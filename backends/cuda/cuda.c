@@ -190,7 +190,13 @@ static const char *cuda_errmsg(void *impl)
 static int cuda_tokenize(void *impl, const char *text, size_t n, int add_special, int32_t **ids,
                          int64_t *n_ids)
 {
-    return tok_encode(((struct cuda *)impl)->tok, text, n, add_special, 0, ids, n_ids);
+    return tok_encode(((struct cuda *)impl)->tok, text, n, add_special & BACKEND_TOK_ADD_SPECIAL,
+                      (add_special & BACKEND_TOK_PARSE_SPECIAL) != 0, ids, n_ids);
+}
+
+static const char *cuda_vocab_text(void *impl, int32_t id)
+{
+    return tok_text(((struct cuda *)impl)->tok, id);
 }
 
 static char *cuda_detokenize(void *impl, const int32_t *ids, int64_t n)
@@ -251,6 +257,7 @@ const struct backend_ops backend_cuda_ops = {
     .errmsg = cuda_errmsg,
     .tokenize = cuda_tokenize,
     .detokenize = cuda_detokenize,
+    .vocab_text = cuda_vocab_text,
     .piece = cuda_piece,
     .score = cuda_score,
     .generate = cuda_generate,

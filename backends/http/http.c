@@ -620,8 +620,18 @@ static int http_tokenize(void *impl, const char *text, size_t n, int add_special
 {
     struct http *h = impl;
     long status;
-    if (!h->tok) return hp_server_tokenize(h, text, n, add_special, 0, ids, n_ids, &status);
-    return tok_encode(h->tok, text, n, add_special, 0, ids, n_ids);
+    if (!h->tok)
+        return hp_server_tokenize(h, text, n, add_special & BACKEND_TOK_ADD_SPECIAL, 0, ids, n_ids,
+                                  &status);
+    return tok_encode(h->tok, text, n, add_special & BACKEND_TOK_ADD_SPECIAL,
+                      (add_special & BACKEND_TOK_PARSE_SPECIAL) != 0, ids, n_ids);
+}
+
+/* the local tokenizer's entry (tokenizer=PATH.gguf); NULL without one */
+static const char *http_vocab_text(void *impl, int32_t id)
+{
+    struct http *h = impl;
+    return h->tok ? tok_text(h->tok, id) : NULL;
 }
 
 static char *http_detokenize(void *impl, const int32_t *ids, int64_t n)
@@ -746,4 +756,5 @@ const struct backend_ops backend_http_ops = {
     .score = http_score,
     .generate = http_generate,
     .score_many = http_score_many,
+    .vocab_text = http_vocab_text,
 };
