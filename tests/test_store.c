@@ -4,6 +4,7 @@
 #include "core/status.h"
 #include "store/store.h"
 #include "metrics/verdict.h"
+#include "tasks/kind.h"
 #include "core/util.h"
 #include "tests/test.h"
 
@@ -559,10 +560,10 @@ TEST(cli_runs_and_show, e2e)
     return 0;
 }
 
-/* one mapping of verdict values: the store's verdict_names table (which
+/* one mapping per persisted enum: the store's verdict_names table (which
  * SQL views and listings read) names each value as verdict_name() does,
  * and the names convert back */
-TEST(store_verdict_names_match, unit)
+TEST(store_enum_names_match, unit)
 {
     const char *path = t_path("v.db");
     struct store *s = open_rw(path);
@@ -578,6 +579,25 @@ TEST(store_verdict_names_match, unit)
         ASSERT_EQ(verdict_from_name(verdict_name(all[i])), all[i]);
     }
     ASSERT_EQ(sql_int(path, "SELECT count(*) FROM verdict_names"), 3);
+    /* the other persisted enums: each lookup table names every value as
+     * the C code does, and holds nothing else */
+    static const struct {
+        const char *table;
+        const char *(*name)(int);
+        int n;
+    } enums[] = {{"run_statuses", store_run_status_name, 4},
+                 {"trial_statuses", store_trial_status_name, 5},
+                 {"task_kinds", task_kind_name, TASK_CUSTOM + 1}};
+    for (int e = 0; e < 3; e++) {
+        char sql[200];
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", enums[e].table);
+        ASSERT_EQ(sql_int(path, sql), enums[e].n);
+        for (int k = 0; k < enums[e].n; k++) {
+            snprintf(sql, sizeof sql, "SELECT count(*) FROM %s WHERE code = %d AND name = '%s'",
+                     enums[e].table, k, enums[e].name(k));
+            ASSERT_EQ(sql_int(path, sql), 1);
+        }
+    }
     ASSERT_EQ(verdict_from_name("pass"), -1);
     ASSERT_EQ(verdict_from_name(NULL), -1);
     int v[3] = {VERDICT_PASS, VERDICT_INCONCLUSIVE, VERDICT_PASS};
