@@ -12,6 +12,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const struct cli_opt opts[] = {
     {"suite", 's', CLI_STR, "FILE",
@@ -254,6 +255,37 @@ static int compare_all(const struct cli_args *a, struct store *s, const struct r
     return code;
 }
 
+/* With an output on stdout ('-'), stdout carries that data alone: fd 1
+ * points at stderr for the run, so the verdict lines, tables and progress
+ * go there, and data_fd (the real stdout) takes the data. */
+static int data_fd = -1;
+
+static void human_to_stderr(const struct cli_args *a)
+{
+    static const char *const kinds[] = {"report", "junit", "md", "json"};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds && data_fd < 0; k++)
+        if (cli_str(a, kinds[k]) && !strcmp(cli_str(a, kinds[k]), "-")) {
+            fflush(stdout);
+            if ((data_fd = dup(1)) >= 0) dup2(2, 1);
+        }
+}
+
+/* fd 1 back to the real stdout (for good: 1, or while data is written: 0) */
+static void stdout_to_data(int for_good)
+{
+    if (data_fd < 0) return;
+    fflush(stdout);
+    dup2(data_fd, 1);
+    if (for_good) close(data_fd), data_fd = -1;
+}
+
+static void stdout_to_stderr(void)
+{
+    if (data_fd < 0) return;
+    fflush(stdout);
+    dup2(2, 1);
+}
+
 static int write_outputs(const struct cli_args *a, struct store *s, const int64_t *cids, int n)
 {
     static const char *const kinds[][2] = {
@@ -263,7 +295,9 @@ static int write_outputs(const struct cli_args *a, struct store *s, const int64_
         const char *path = cli_str(a, kinds[k][0]);
         if (!path) continue;
         int append = !strcmp(kinds[k][0], "md") && md_appends(a);
+        if (!strcmp(path, "-")) stdout_to_data(0);
         code = cmd_write_reports(s, cids, n, kinds[k][1], path, append);
+        if (!strcmp(path, "-")) stdout_to_stderr();
         if (!code && !cli_flag(a, "quiet") && strcmp(path, "-"))
             printf("%s %s\n", append ? "appended to" : "wrote", path);
     }
@@ -299,8 +333,12 @@ static int cmd_gate(const struct cli_args *a)
     for (int i = 0; i < cli_count(a, "text") && i < 64; i++)
         inputs[n_in++] = cli_nth(a, "text", i);
     if ((code = cmd_check_outputs(a, outputs, inputs, n_in))) return code;
+    human_to_stderr(a);
     struct store *s;
-    if ((code = cmd_open_store(a, 0, &s))) return code;
+    if ((code = cmd_open_store(a, 0, &s))) {
+        stdout_to_data(1);
+        return code;
+    }
     char dir[4096] = "", suite[4200];
     code = cmd_default_suite(a, s, &p, dir, suite, sizeof suite);
     char *cmd = cmd_command_line(a);
@@ -320,6 +358,7 @@ static int cmd_gate(const struct cli_args *a)
     free(cmd);
     store_close(s);
     sampled_suite_remove(dir);
+    stdout_to_data(1);
     return code ? code : worst;
 }
 

@@ -738,3 +738,31 @@ TEST(kernel_set_forced_and_recorded, e2e)
     if (*was) setenv("QG_CPU", was, 1);
     return 0;
 }
+
+/* With an output on stdout (--json -), stdout carries that document alone
+ * (`| jq` works) and the verdict lines go to stderr; without one, they
+ * stay on stdout. */
+TEST(gate_json_to_stdout_alone, e2e)
+{
+    ASSERT_OK(t_synth("b.gguf", GGML_F32, 3));
+    ASSERT_OK(t_synth("c.gguf", GGML_Q8_0, 3));
+    ASSERT_OK(write_suite());
+    char b[4200], c[4200], db[4200], suite[4200];
+    snprintf(b, sizeof b, "%s", t_path("b.gguf"));
+    snprintf(c, sizeof c, "%s", t_path("c.gguf"));
+    snprintf(db, sizeof db, "%s", t_path("g.db"));
+    snprintf(suite, sizeof suite, "%s", t_path("suite.json"));
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "gate", b, c, "--suite", suite, "--db", db, "--json", "-", NULL));
+    ASSERT(o.code >= 0 && o.code <= 2);
+    cJSON *j = cJSON_Parse(o.out);
+    if (!j) T_FAIL_("stdout is not one JSON document:\n%s", o.out);
+    ASSERT(cJSON_GetObjectItem(j, "verdict") || cJSON_GetObjectItem(j, "candidates"));
+    cJSON_Delete(j);
+    ASSERT_CONTAINS(o.err, "suite verdict:");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "gate", b, c, "--suite", suite, "--db", db, NULL));
+    ASSERT_CONTAINS(o.out, "suite verdict:");
+    t_out_free(&o);
+    return 0;
+}
