@@ -304,6 +304,21 @@ static int write_outputs(const struct cli_args *a, struct store *s, const int64_
     return code;
 }
 
+/* Every model readable (a local file: a GGUF whose header and metadata
+ * parse) before any work: a bad candidate costs nothing, not the
+ * baseline's sampling first. 0 or an exit code. */
+static int check_models(const struct runner_params *p)
+{
+    for (int i = 0; i < p->n_models; i++) {
+        char err[QG_ERRMSG_MAX];
+        struct backend_identity id;
+        int rc = backend_identify(p->specs[i], 0, &id, err, sizeof err);
+        backend_identity_release(&id);
+        if (rc) return cmd_fail(rc, err);
+    }
+    return 0;
+}
+
 static int cmd_gate(const struct cli_args *a)
 {
     int quiet = cli_flag(a, "quiet");
@@ -321,6 +336,7 @@ static int cmd_gate(const struct cli_args *a)
     if (!code) code = gate_models(a, &p, names);
     static char devspec[RUNNER_MAX_MODELS][4400];
     if (!code) code = cmd_apply_device(a, p.specs, p.n_models, devspec);
+    if (!code) code = check_models(&p);
     if (code) return code;
     /* outputs checked before the run: a bad path costs nothing, and no
      * output may overwrite the suite, the database, a model or a text */

@@ -766,3 +766,29 @@ TEST(gate_json_to_stdout_alone, e2e)
     t_out_free(&o);
     return 0;
 }
+
+/* Every model is checked before any work: a missing or malformed
+ * candidate stops the gate before the baseline's text is sampled, and no
+ * database is made. */
+TEST(gate_checks_models_first, e2e)
+{
+    ASSERT_OK(t_synth("b.gguf", GGML_F32, 3));
+    ASSERT_OK(t_write_file(t_path("bad.gguf"), "not a model", 11));
+    char b[4200], db[4200], missing[4200], bad[4200];
+    snprintf(b, sizeof b, "%s", t_path("b.gguf"));
+    snprintf(db, sizeof db, "%s", t_path("g.db"));
+    snprintf(missing, sizeof missing, "%s", t_path("missing.gguf"));
+    snprintf(bad, sizeof bad, "%s", t_path("bad.gguf"));
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "gate", b, missing, "--db", db, NULL));
+    ASSERT_EQ(o.code, 66);
+    ASSERT_CONTAINS(o.err, "missing.gguf: No such file or directory");
+    ASSERT(!strstr(o.err, "sampling") && !strstr(o.out, "sampling"));
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "gate", b, bad, "--db", db, NULL));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "bad.gguf: not a GGUF file");
+    t_out_free(&o);
+    ASSERT(access(db, F_OK) != 0);
+    return 0;
+}
