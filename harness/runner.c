@@ -3,7 +3,6 @@
  * baseline model, and Ctrl-C (runner.h). */
 #include "harness/runner.h"
 #include "harness/runner_impl.h"
-#include "backends/kernel_set.h"
 #include "core/json.h"
 #include "metrics/kld.h"
 #include "backends/backend.h"

@@ -3,7 +3,6 @@
  * baseline's top-K references), and the trials' totals. */
 #include "harness/runner.h"
 #include "harness/runner_impl.h"
-#include "backends/kernel_set.h"
 #include "core/json.h"
 #include "metrics/kld.h"
 #include "backends/backend.h"

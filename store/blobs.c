@@ -17,10 +17,7 @@ int store_cache_get(struct store *s, const char *key, char **response)
     int rc = sq_prepare(s, "SELECT response FROM http_cache WHERE key=?", &st);
     if (rc) return rc;
     sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT);
-    rc = sqlite3_step(st);
-    int out = rc == SQLITE_ROW    ? QG_OK
-              : rc == SQLITE_DONE ? QG_ERR_NOTFOUND
-                                  : sq_fail(s, "reading the response cache");
+    int out = sq_step_row(s, st, "reading the response cache");
     if (!out && !(*response = sq_col_dup(st, 0))) out = QG_ERR_NOMEM;
     sqlite3_finalize(st);
     return out;
@@ -57,10 +54,7 @@ int store_text_find(struct store *s, const char *origin, char **content, size_t 
         s, "SELECT sha256, content FROM texts WHERE origin=? ORDER BY created_at LIMIT 1", &st);
     if (rc) return rc;
     sqlite3_bind_text(st, 1, origin, -1, SQLITE_TRANSIENT);
-    rc = sqlite3_step(st);
-    int out = rc == SQLITE_ROW    ? QG_OK
-              : rc == SQLITE_DONE ? QG_ERR_NOTFOUND
-                                  : sq_fail(s, "reading a stored text");
+    int out = sq_step_row(s, st, "reading a stored text");
     if (!out) {
         const char *h = (const char *)sqlite3_column_text(st, 0);
         snprintf(sha256, 65, "%s", h ? h : "");
@@ -86,10 +80,7 @@ int store_ref_get(struct store *s, int64_t trial_id, int64_t idx, unsigned char 
     if (rc) return rc;
     sqlite3_bind_int64(st, 1, trial_id);
     sqlite3_bind_int64(st, 2, idx);
-    rc = sqlite3_step(st);
-    int out = rc == SQLITE_ROW    ? QG_OK
-              : rc == SQLITE_DONE ? QG_ERR_NOTFOUND
-                                  : sq_fail(s, "reading a baseline reference");
+    int out = sq_step_row(s, st, "reading a baseline reference");
     if (!out && !(*blob = (unsigned char *)sq_col_blob_dup(st, 0, n))) out = QG_ERR_NOMEM;
     if (out == QG_ERR_NOTFOUND)
         qg_errf(s->err, sizeof s->err, QG_ERR_NOTFOUND,

@@ -143,10 +143,7 @@ int store_trial_find(struct store *s, int64_t run_id, const char *model, int64_t
     sq_bind_text(st, 2, model);
     sqlite3_bind_int64(st, 3, task_id);
     sqlite3_bind_int(st, 4, repeat);
-    rc = sqlite3_step(st);
-    int out = rc == SQLITE_ROW    ? QG_OK
-              : rc == SQLITE_DONE ? QG_ERR_NOTFOUND
-                                  : sq_fail(s, "finding a trial");
+    int out = sq_step_row(s, st, "finding a trial");
     if (!out) {
         *trial_id = sqlite3_column_int64(st, 0);
         if (status) *status = sqlite3_column_int(st, 1);
@@ -241,38 +238,31 @@ int store_items_extract(struct store *s, int64_t trial_id, const char *path, dou
     return QG_OK;
 }
 
+/* The text column a one-parameter query returns (malloc'd into *out; NULL
+ * when the column is NULL), QG_ERR_NOTFOUND without a row. */
+static int text_by_id(struct store *s, const char *sql, int64_t id, const char *what, char **out)
+{
+    *out = NULL;
+    sqlite3_stmt *st;
+    int rc = sq_prepare(s, sql, &st);
+    if (rc) return rc;
+    sqlite3_bind_int64(st, 1, id);
+    rc = sq_step_row(s, st, what);
+    if (!rc && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        *out = qg_strdup((const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    return rc;
+}
+
 int store_trial_metrics(struct store *s, int64_t trial_id, char **json)
 {
-    *json = NULL;
-    sqlite3_stmt *st;
-    int rc = sq_prepare(s, "SELECT metrics_json FROM trials WHERE id=?", &st);
-    if (rc) return rc;
-    sqlite3_bind_int64(st, 1, trial_id);
-    rc = sqlite3_step(st);
-    int out = rc == SQLITE_ROW    ? QG_OK
-              : rc == SQLITE_DONE ? QG_ERR_NOTFOUND
-                                  : sq_fail(s, "reading a trial");
-    if (!out && sqlite3_column_type(st, 0) != SQLITE_NULL)
-        *json = qg_strdup((const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    return out;
+    return text_by_id(s, "SELECT metrics_json FROM trials WHERE id=?", trial_id, "reading a trial",
+                      json);
 }
 
 int store_run_suite_json(struct store *s, int64_t run_id, char **json)
 {
-    *json = NULL;
-    sqlite3_stmt *st;
-    int rc = sq_prepare(s, "SELECT suite_json FROM runs WHERE id=?", &st);
-    if (rc) return rc;
-    sqlite3_bind_int64(st, 1, run_id);
-    rc = sqlite3_step(st);
-    int out = rc == SQLITE_ROW    ? QG_OK
-              : rc == SQLITE_DONE ? QG_ERR_NOTFOUND
-                                  : sq_fail(s, "reading a run");
-    if (!out && sqlite3_column_type(st, 0) != SQLITE_NULL)
-        *json = qg_strdup((const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    return out;
+    return text_by_id(s, "SELECT suite_json FROM runs WHERE id=?", run_id, "reading a run", json);
 }
 
 int store_comparison_get(struct store *s, int64_t id, int64_t *found_id, int64_t *run_id,
@@ -289,10 +279,7 @@ int store_comparison_get(struct store *s, int64_t id, int64_t *found_id, int64_t
         &st);
     if (rc) return rc;
     if (id > 0) sqlite3_bind_int64(st, 1, id);
-    rc = sqlite3_step(st);
-    int out = rc == SQLITE_ROW    ? QG_OK
-              : rc == SQLITE_DONE ? QG_ERR_NOTFOUND
-                                  : sq_fail(s, "reading a comparison");
+    int out = sq_step_row(s, st, "reading a comparison");
     if (out == QG_ERR_NOTFOUND)
         qg_errf(s->err, sizeof s->err, out,
                 id > 0 ? "%s: no comparison %lld (see 'qgate compare')"
@@ -318,10 +305,7 @@ int store_item_text(struct store *s, int64_t trial_id, int64_t idx, char **predi
     if (rc) return rc;
     sqlite3_bind_int64(st, 1, trial_id);
     sqlite3_bind_int64(st, 2, idx);
-    rc = sqlite3_step(st);
-    int out = rc == SQLITE_ROW    ? QG_OK
-              : rc == SQLITE_DONE ? QG_ERR_NOTFOUND
-                                  : sq_fail(s, "reading an item");
+    int out = sq_step_row(s, st, "reading an item");
     if (!out) {
         *prediction = sq_col_dup(st, 0);
         *extracted = sq_col_dup(st, 1);

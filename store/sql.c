@@ -140,10 +140,15 @@ void sq_random_uid(char out[33])
         snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
 
-int sq_one_int64(struct store *s, sqlite3_stmt *st, const char *what, int64_t *out)
+int sq_step_row(struct store *s, sqlite3_stmt *st, const char *what)
 {
     int rc = sqlite3_step(st);
-    int status = rc == SQLITE_ROW ? QG_OK : rc == SQLITE_DONE ? QG_ERR_NOTFOUND : sq_fail(s, what);
+    return rc == SQLITE_ROW ? QG_OK : rc == SQLITE_DONE ? QG_ERR_NOTFOUND : sq_fail(s, what);
+}
+
+int sq_one_int64(struct store *s, sqlite3_stmt *st, const char *what, int64_t *out)
+{
+    int status = sq_step_row(s, st, what);
     if (!status) *out = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
     return status;

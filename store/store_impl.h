@@ -58,6 +58,9 @@ int sq_step_done(struct store *s, sqlite3_stmt *st, const char *what, int cached
 int sq_run(struct store *s, const char *what, int64_t *id, const char *sql, const char *types, ...);
 /* 32 random hex digits and a NUL. */
 void sq_random_uid(char out[33]);
+/* Steps a query once: QG_OK on a row, QG_ERR_NOTFOUND without one, else
+ * the error (sq_fail, naming `what`); st stays the caller's to finalize. */
+int sq_step_row(struct store *s, sqlite3_stmt *st, const char *what);
 /* Steps st once for one integer in column 0 (QG_ERR_NOTFOUND without a
  * row); finalizes st. */
 int sq_one_int64(struct store *s, sqlite3_stmt *st, const char *what, int64_t *out);
