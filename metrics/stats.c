@@ -15,6 +15,7 @@ double stats_norm_cdf(double x)
 double stats_norm_ppf(double p)
 {
     if (!(p > 0 && p < 1)) return p == 0 ? -INFINITY : p == 1 ? INFINITY : NAN;
+    if (p > 0.5) return -stats_norm_ppf(1 - p); /* 1 - p is exact there; the tail is refined */
     static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,
                                -2.759285104469687e+02, 1.383577518672690e+02,
                                -3.066479806614716e+01, 2.506628277459239e+00};
@@ -47,12 +48,59 @@ double stats_norm_ppf(double p)
     return x - u / (1 + x * u / 2);
 }
 
-double stats_t_ppf(double p, double df)
+/* The continued fraction of I_x(a, b) (modified Lentz), for x < (a + 1) / (a + b + 2). */
+static double ibeta_cf(double x, double a, double b)
 {
-    if (df <= 1.5) return tan(M_PI * (p - 0.5));
-    if (df <= 2.5) return (2 * p - 1) / sqrt(2 * p * (1 - p));
-    double z = stats_norm_ppf(p);
-    if (df > 1e6) return z;
+    const double tiny = 1e-300;
+    double c = 1, d = 1 - (a + b) * x / (a + 1), h;
+    d = 1 / (fabs(d) < tiny ? tiny : d);
+    h = d;
+    for (int m = 1; m <= 500; m++) {
+        for (int odd = 0; odd < 2; odd++) {
+            double aa = odd ? -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 1 + 2 * m))
+                            : m * (b - m) * x / ((a - 1 + 2 * m) * (a + 2 * m));
+            d = 1 + aa * d;
+            c = 1 + aa / c;
+            d = 1 / (fabs(d) < tiny ? tiny : d);
+            c = fabs(c) < tiny ? tiny : c;
+            h *= d * c;
+            if (odd && fabs(d * c - 1) < 1e-16) return h;
+        }
+    }
+    return h;
+}
+
+double stats_ibeta(double x, double a, double b)
+{
+    if (!(a > 0 && b > 0 && x >= 0 && x <= 1)) return NAN;
+    if (x == 0 || x == 1) return x;
+    double lbt = lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x);
+    if (x < (a + 1) / (a + b + 2)) return exp(lbt) * ibeta_cf(x, a, b) / a;
+    return 1 - exp(lbt) * ibeta_cf(1 - x, b, a) / b;
+}
+
+/* P(T > t) for t >= 0, accurate far into the tail. */
+static double t_upper(double t, double df)
+{
+    return 0.5 * stats_ibeta(df / (df + t * t), df / 2, 0.5);
+}
+
+static double t_pdf(double t, double df)
+{
+    return exp(lgamma((df + 1) / 2) - lgamma(df / 2) - 0.5 * log(df * M_PI) -
+               (df + 1) / 2 * log1p(t * t / df));
+}
+
+double stats_t_cdf(double t, double df)
+{
+    if (isnan(t) || !(df > 0)) return NAN;
+    if (isinf(t)) return t > 0 ? 1 : 0;
+    return t >= 0 ? 1 - t_upper(t, df) : t_upper(-t, df);
+}
+
+/* The Cornish-Fisher expansion of the t quantile to 1/df^4 (a start). */
+static double t_ppf_cf(double z, double df)
+{
     double z2 = z * z, z3 = z2 * z, z5 = z3 * z2, z7 = z5 * z2, z9 = z7 * z2;
     double g1 = (z3 + z) / 4, g2 = (5 * z5 + 16 * z3 + 3 * z) / 96,
            g3 = (3 * z7 + 19 * z5 + 17 * z3 - 15 * z) / 384,
@@ -60,14 +108,46 @@ double stats_t_ppf(double p, double df)
     return z + g1 / df + g2 / (df * df) + g3 / (df * df * df) + g4 / (df * df * df * df);
 }
 
+double stats_t_ppf(double p, double df)
+{
+    if (!(p > 0 && p < 1) || !(df > 0))
+        return p == 0 && df > 0 ? -INFINITY : p == 1 && df > 0 ? INFINITY : NAN;
+    if (df > 2000) return t_ppf_cf(stats_norm_ppf(p), df); /* error < 1e-12 there */
+    double tail = p < 0.5 ? p : 1 - p, sign = p < 0.5 ? -1 : 1;
+    if (df == 1) return sign / tan(M_PI * tail);
+    if (df == 2) return sign * (1 - 2 * tail) / sqrt(2 * tail * (1 - tail));
+    /* safeguarded Newton on the upper tail, inside a bracket [lo, hi] */
+    double t = fmax(t_ppf_cf(stats_norm_ppf(1 - tail), df), 1e-3), lo = 0, hi = t;
+    while (t_upper(hi, df) > tail && hi < 1e300)
+        hi *= 2;
+    t = fmin(t, hi);
+    for (int it = 0; it < 200; it++) {
+        double g = t_upper(t, df) - tail; /* decreasing in t */
+        if (g > 0)
+            lo = t;
+        else
+            hi = t;
+        double next = t + g / t_pdf(t, df);
+        if (!(next > lo && next < hi)) next = 0.5 * (lo + hi);
+        if (fabs(next - t) <= 1e-15 * t) return sign * next;
+        t = next;
+    }
+    return sign * t;
+}
+
 void stats_wilson(int64_t k, int64_t n, double z, double *lo, double *hi)
 {
-    if (n <= 0) {
+    stats_wilson_eff((double)k, (double)n, z, lo, hi);
+}
+
+void stats_wilson_eff(double k, double n, double z, double *lo, double *hi)
+{
+    if (!(n > 0)) {
         *lo = 0;
         *hi = 1;
         return;
     }
-    double N = (double)n, z2 = z * z, ph = (double)k / N;
+    double N = n, z2 = z * z, ph = k / N;
     double center = (ph + z2 / (2 * N)) / (1 + z2 / N);
     double half = z / (1 + z2 / N) * sqrt(ph * (1 - ph) / N + z2 / (4 * N * N));
     *lo = fmax(0, center - half);
@@ -246,5 +326,75 @@ int stats_bootstrap_ratio(const double *loss, const double *size, int64_t n, int
     r->lo = quantile(rep, B, (1 - level) / 2);
     r->hi = quantile(rep, B, (1 + level) / 2);
     free(rep);
+    return 0;
+}
+
+/* The ratio sum(loss) / sum(size) over units idx[0..n) (all n when idx is
+ * NULL) and its linearized SE, sqrt(n/(n-1) sum (loss - R size)^2) / sum(size). */
+static double ratio_se(const double *loss, const double *size, const int64_t *idx, int64_t n,
+                       double *ratio)
+{
+    double sl = 0, ss = 0, rss = 0;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t j = idx ? idx[k] : k;
+        sl += loss[j], ss += size[j];
+    }
+    double R = ss > 0 ? sl / ss : NAN;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t j = idx ? idx[k] : k;
+        double e = loss[j] - R * size[j];
+        rss += e * e;
+    }
+    *ratio = R;
+    return n > 1 && ss > 0 ? sqrt((double)n / (double)(n - 1) * rss) / ss : NAN;
+}
+
+/* The studentized replicates t*_b = (R*_b - R) / SE*_b, sorted; a
+ * replicate without spread is 0 when it equals R, else +-infinity. */
+static void bootstrap_t(const double *loss, const double *size, int64_t n, int B, uint64_t seed,
+                        double R, int64_t *idx, double *tstar)
+{
+    uint64_t s = seed;
+    for (int b = 0; b < B; b++) {
+        for (int64_t k = 0; k < n; k++)
+            idx[k] = (int64_t)((rng_next(&s) >> 11) % (uint64_t)n);
+        double rb, se = ratio_se(loss, size, idx, n, &rb), d = rb - R;
+        if (fabs(d) <= 1e-12 * fabs(R)) d = 0;
+        tstar[b] = se > 0 ? d / se : d == 0 ? 0 : copysign(INFINITY, d);
+    }
+    qsort(tstar, (size_t)B, sizeof *tstar, cmp_double);
+}
+
+int stats_ratio_interval(const double *loss, const double *size, int64_t n, int B, uint64_t seed,
+                         double level, struct boot_result *r)
+{
+    memset(r, 0, sizeof *r);
+    if (n <= 0 || B < 2 || !(level > 0 && level < 1)) return -1;
+    r->iters = B;
+    r->seed = seed;
+    double R, se = ratio_se(loss, size, NULL, n, &R);
+    r->estimate = R;
+    r->se = n > 1 ? se : NAN;
+    double tq = n > 1 ? stats_t_ppf((1 + level) / 2, (double)(n - 1)) : NAN;
+    r->lo = R - tq * se;
+    r->hi = R + tq * se;
+    if (n < 3) return 1;
+    int64_t *idx = malloc((size_t)n * sizeof *idx);
+    double *tstar = malloc((size_t)B * sizeof *tstar);
+    if (!idx || !tstar) {
+        free(idx);
+        free(tstar);
+        return -1;
+    }
+    bootstrap_t(loss, size, n, B, seed, R, idx, tstar);
+    /* the conservative order statistics: the lower one rounded down, the upper up */
+    int k_lo = (int)floor((1 - level) / 2 * (B - 1)), k_hi = (int)ceil((1 + level) / 2 * (B - 1));
+    double hi = R - tstar[k_lo] * se, lo = R - tstar[k_hi] * se;
+    free(idx);
+    free(tstar);
+    if (se == 0) lo = hi = R; /* every unit has the same ratio */
+    if (!isfinite(lo) || !isfinite(hi)) return 1;
+    r->lo = fmin(r->lo, lo);
+    r->hi = fmax(r->hi, hi);
     return 0;
 }

@@ -1,8 +1,9 @@
 /* stats — the statistics behind the verdict.
  *
  * Normal distribution, Wilson score interval, exact binomial CDF, exact
- * McNemar test, Holm adjustment, and a paired cluster bootstrap of a ratio
- * estimator (sum of unit losses / sum of unit sizes), all in double.
+ * McNemar test, Holm adjustment, Student's t, and intervals of a ratio
+ * estimator (sum of unit losses / sum of unit sizes): the percentile and
+ * the studentized bootstrap over units, all in double.
  */
 #ifndef QG_STATS_H
 #define QG_STATS_H
@@ -14,13 +15,26 @@ double stats_norm_cdf(double x);
  * by one Halley step: |error| < 1e-14 for p in (1e-300, 1 - 1e-16)). */
 double stats_norm_ppf(double p);
 
-/* Quantile of Student's t with df degrees of freedom: exact for df 1 and
- * 2, else the Cornish-Fisher expansion to 1/df^4 (|error| < 1e-4 for df >= 3
- * at the quantiles the verdict uses); the normal quantile for df > 1e6. */
+/* Regularized incomplete beta I_x(a, b), a, b > 0, x in [0, 1] (Lentz's
+ * continued fraction; relative error ~1e-14). NaN outside the domain. */
+double stats_ibeta(double x, double a, double b);
+
+/* CDF of Student's t with df > 0 degrees of freedom (from stats_ibeta). */
+double stats_t_cdf(double t, double df);
+
+/* Quantile of Student's t with df > 0 degrees of freedom: exact for df 1
+ * and 2; else the Cornish-Fisher start refined by Newton steps on
+ * stats_t_cdf (|error| < 1e-10 for p in [1e-12, 1 - 1e-12], checked
+ * against scipy in tests/test_stats.c); the Cornish-Fisher expansion
+ * alone for df > 2000, where its error is below 1e-12. */
 double stats_t_ppf(double p, double df);
 
 /* Wilson score interval for k successes in n trials at normal quantile z. */
 void stats_wilson(int64_t k, int64_t n, double z, double *lo, double *hi);
+
+/* The same for an effective count and size (k / deff of n / deff, for
+ * clustered items: Kish's effective sample size); [0, 1] when n <= 0. */
+void stats_wilson_eff(double k, double n, double z, double *lo, double *hi);
 
 /* P(X <= k) for X ~ Binomial(n, p), exact (summed in log space). */
 double stats_binom_cdf(int64_t k, int64_t n, double p);
@@ -67,5 +81,20 @@ struct boot_result {
  * allocation failure. */
 int stats_bootstrap_ratio(const double *loss, const double *size, int64_t n, int B, uint64_t seed,
                           double level, struct boot_result *r);
+
+/* The interval of a ratio estimator sum(loss) / sum(size) over n
+ * independent units, for few units and skewed losses: on each side the
+ * wider of (a) the t interval t_{n-1} * SE, SE^2 = n/(n-1) sum (loss_i -
+ * R size_i)^2 / (sum size)^2 (the linearized variance), and (b) the
+ * studentized (bootstrap-t) interval from B resamples, each studentized by
+ * its own linearized SE (second-order correct under skew, where the
+ * percentile bootstrap under-covers). r->se is the linearized SE.
+ * Returns 0 with both bounds finite; 1 when the interval cannot be
+ * estimated (n < 3, or the bootstrap-t quantile is infinite: too many
+ * resamples repeat one unit): r->lo / r->hi then hold the t interval
+ * alone (NaN for n < 2) and must not decide anything; -1 for bad
+ * arguments or allocation failure. Deterministic for a seed. */
+int stats_ratio_interval(const double *loss, const double *size, int64_t n, int B, uint64_t seed,
+                         double level, struct boot_result *r);
 
 #endif

@@ -61,9 +61,12 @@ int verdict_mc_metric_from_name(const char *name)
     return -1;
 }
 
-/* Units of a paired comparison: per-unit loss and size. */
+/* Units of a paired comparison (windows; clusters of items, or items):
+ * per unit the summed loss, its size (tokens or items) and its discordant
+ * items; per row, the unit it belongs to. */
 struct units {
-    double *loss, *size;
+    double *loss, *size, *flips;
+    int64_t *unit_of;
     int64_t n;
 };
 
@@ -71,7 +74,15 @@ static void units_free(struct units *u)
 {
     free(u->loss);
     free(u->size);
+    free(u->flips);
+    free(u->unit_of);
     memset(u, 0, sizeof *u);
+}
+
+/* Binary items in clusters that count: at least 2 clusters, fewer than items. */
+static int clustered(const struct units *u, int64_t n_items)
+{
+    return u->n >= 2 && u->n < n_items;
 }
 
 /* What pairing two trials yields besides the units. */
@@ -147,7 +158,9 @@ static int pair_one(const struct item_row *b, const struct item_row *c, int ppl,
         pr->fb += b->correct && !c->correct;
         pr->fc += !b->correct && c->correct;
         k = b->cluster < 0 ? u->n++ : cluster_unit(map, b->cluster, &u->n);
+        u->flips[k] += b->correct != c->correct;
     }
+    u->unit_of[pr->n_items++] = k;
     u->loss[k] += loss;
     u->size[k] += size;
     return QG_OK;
@@ -167,8 +180,11 @@ static int pair_rows(const struct item_row *b, int64_t nb, const struct item_row
                        (long long)nb, (long long)nc);
     u->loss = calloc((size_t)nb, sizeof *u->loss);
     u->size = calloc((size_t)nb, sizeof *u->size);
+    u->flips = calloc((size_t)nb, sizeof *u->flips);
+    u->unit_of = calloc((size_t)nb, sizeof *u->unit_of);
     struct cluster_map map = {0};
-    int rc = !u->loss || !u->size ? QG_ERR_NOMEM : cluster_map_init(&map, nb);
+    int rc = !u->loss || !u->size || !u->flips || !u->unit_of ? QG_ERR_NOMEM
+                                                              : cluster_map_init(&map, nb);
     double sums[3] = {0, 0, 0}; /* base, cand, tokens */
     for (int64_t i = 0; i < nb && !rc; i++) {
         if (b[i].idx != c[i].idx)
@@ -183,7 +199,6 @@ static int pair_rows(const struct item_row *b, int64_t nb, const struct item_row
         units_free(u);
         return rc;
     }
-    pr->n_items = nb;
     pr->vb = ppl ? exp(sums[0] / sums[2]) : sums[0] / (double)nb;
     pr->vc = ppl ? exp(sums[1] / sums[2]) : sums[1] / (double)nb;
     return QG_OK;
@@ -198,50 +213,95 @@ static int rows_identical(const struct item_row *a, const struct item_row *b, in
     return 1;
 }
 
-/* How far repeat r moves the baseline: binary, the share of items whose
- * correctness changed (both directions count); perplexity, the RMS over
- * windows of the per-token ln PPL ratio. -1 when the rows do not pair. */
-static double repeat_spread(const struct item_row *a, int64_t na, const struct item_row *b,
-                            int64_t nb, int ppl)
+/* The baseline's reruns against repeat 0 (docs/verdict.md, "Run-to-run
+ * noise"). */
+struct rerun {
+    double var;      /* variance of the aggregate metric's change between two runs */
+    double churn;    /* binary: mean share of items whose correctness changed */
+    double *unit_ch; /* binary: per unit, the mean count of changed items */
+    int used;        /* repeats that paired */
+};
+
+/* Repeat b against repeat a (n rows each), per unit: the summed change of
+ * the metric's numerator (binary: correctness; perplexity: NLL) into d[]
+ * and the changed items into ch[] (both zeroed here); -1 when the rows do
+ * not pair. */
+static int rerun_diff(const struct item_row *a, const struct item_row *b, int64_t n, int ppl,
+                      const struct units *u, double *d, double *ch)
 {
-    if (na != nb || na == 0) return -1;
-    double acc = 0;
-    for (int64_t i = 0; i < na; i++) {
+    memset(d, 0, (size_t)u->n * sizeof *d);
+    memset(ch, 0, (size_t)u->n * sizeof *ch);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t k = u->unit_of[i];
         if (a[i].idx != b[i].idx) return -1;
         if (ppl) {
-            if (isnan(a[i].nll) || isnan(b[i].nll) || a[i].n_tokens != b[i].n_tokens ||
-                a[i].n_tokens <= 0)
-                return -1;
-            double r = (b[i].nll - a[i].nll) / (double)a[i].n_tokens;
-            acc += r * r;
+            if (isnan(a[i].nll) || isnan(b[i].nll) || a[i].n_tokens != b[i].n_tokens) return -1;
+            d[k] += b[i].nll - a[i].nll;
         } else {
             if (a[i].correct < 0 || b[i].correct < 0) return -1;
-            acc += a[i].correct != b[i].correct;
+            d[k] += b[i].correct - a[i].correct;
+            ch[k] += a[i].correct != b[i].correct;
         }
     }
-    return ppl ? sqrt(acc / (double)na) : acc / (double)na;
+    return 0;
 }
 
-/* The noise floor: the largest spread of a baseline repeat against repeat
- * 0, and whether every repeat is identical to it. */
-static void measure_noise(const struct verdict_input *in, int ppl, struct verdict_task *v)
+/* Run-to-run noise from the baseline's repeats against repeat 0: the
+ * variance of the aggregate metric's change between two runs, the sum
+ * over units of the squared per-unit change over (total size)^2 (units
+ * change independently), averaged over the repeats that pair; and the
+ * churn. noise = its square root. QG_OK or QG_ERR_NOMEM (rr->unit_ch is
+ * the caller's to free either way). */
+static int measure_noise(const struct verdict_input *in, int ppl, const struct units *u,
+                         struct verdict_task *v, struct rerun *rr)
 {
-    v->noise = 0;
+    memset(rr, 0, sizeof *rr);
     v->deterministic = -1;
-    for (int r = 0; r < in->n_repeats; r++) {
-        double sp = repeat_spread(in->base, in->n_base, in->repeats[r], in->n_repeat[r], ppl);
-        if (sp < 0) continue;
-        v->noise = fmax(v->noise, sp);
+    size_t m = (size_t)(u->n ? u->n : 1);
+    double *d = malloc(m * sizeof *d), *ch = malloc(m * sizeof *ch), total = 0;
+    rr->unit_ch = calloc(m, sizeof *rr->unit_ch);
+    int rc = d && ch && rr->unit_ch ? QG_OK : QG_ERR_NOMEM;
+    for (int64_t k = 0; k < u->n; k++)
+        total += u->size[k];
+    for (int r = 0; !rc && r < in->n_repeats; r++) {
+        if (in->n_repeat[r] != in->n_base ||
+            rerun_diff(in->base, in->repeats[r], in->n_base, ppl, u, d, ch))
+            continue;
+        double ss = 0, changed = 0;
+        for (int64_t k = 0; k < u->n; k++) {
+            ss += d[k] * d[k];
+            changed += ch[k];
+            rr->unit_ch[k] += ch[k];
+        }
+        rr->var += ss / (total * total);
+        rr->churn += changed / (double)in->n_base;
+        rr->used++;
         v->deterministic =
             (v->deterministic != 0) && rows_identical(in->base, in->repeats[r], in->n_base);
         v->noise_repeats = r + 1;
     }
+    for (int64_t k = 0; !rc && rr->used && k < u->n; k++)
+        rr->unit_ch[k] /= rr->used;
+    if (rr->used) rr->var /= rr->used, rr->churn /= rr->used;
+    v->noise = sqrt(rr->var);
+    v->churn = ppl ? 0 : rr->churn;
+    free(d);
+    free(ch);
+    return rc;
 }
 
 /* The loss's PASS / FAIL / INCONCLUSIVE from the interval, the margin and
- * the MDE, with the reason. */
-static void decide_loss(struct verdict_task *v, int ppl)
+ * the MDE, with the reason; estimable 0: too few windows to bound it
+ * (items_needed set by estimate_ppl). */
+static void decide_loss(struct verdict_task *v, int ppl, int estimable)
 {
+    if (!estimable) {
+        v->loss_verdict = VERDICT_INCONCLUSIVE;
+        snprintf(v->reason, sizeof v->reason,
+                 "%lld window%s cannot bound the loss; at least %lld windows needed",
+                 (long long)v->n_units, v->n_units == 1 ? "" : "s", (long long)v->items_needed);
+        return;
+    }
     v->items_needed = -1;
     if (v->hi <= v->margin) {
         v->loss_verdict = VERDICT_PASS;
@@ -264,73 +324,108 @@ static void decide_loss(struct verdict_task *v, int ppl)
     }
 }
 
-/* The interval, SE, MDE and p-value of the paired loss. */
-/* The design effect of clustered binary items: the cluster-robust
- * variance of the mean loss over the iid one (at least 1; 1 without
- * clusters, with fewer than 2, or without discordant items). Units are the
- * clusters (summed loss, item count); d_i^2 = 1 exactly for the b + c
- * discordant items. */
-static double design_effect(const struct units *u, const struct verdict_task *v)
+/* Kish's design effect of a sum over clustered binary items: the
+ * cluster-robust variance of the mean of x (per-unit sums s[], the units'
+ * item counts as sizes, G/(G-1) small-sample factor) over the iid one
+ * from sum_x and sum_x2 over the n items. At least 1; 1 when the items are
+ * not clustered or do not vary. */
+static double design_effect(const struct units *u, const double *s, double n, double sum_x,
+                            double sum_x2)
 {
-    double n = (double)v->n_items, G = (double)u->n;
-    if (u->n == v->n_items || u->n < 2 || n < 2) return 1;
-    double dbar = (double)(v->flips_b - v->flips_c) / n;
-    double v_iid = ((double)(v->flips_b + v->flips_c) - n * dbar * dbar) / (n * (n - 1));
+    if (!clustered(u, (int64_t)n) || n < 2) return 1;
+    double mean = sum_x / n, v_iid = (sum_x2 - n * mean * mean) / (n * (n - 1));
     if (!(v_iid > 0)) return 1;
-    double ss = 0;
+    double ss = 0, G = (double)u->n;
     for (int64_t g = 0; g < u->n; g++) {
-        double e = u->loss[g] - u->size[g] * dbar;
+        double e = s[g] - u->size[g] * mean;
         ss += e * e;
     }
-    double v_cl = G / (G - 1) * ss / (n * n);
-    return fmax(1, v_cl / v_iid);
+    return fmax(1, G / (G - 1) * ss / (n * n) / v_iid);
 }
 
-/* Binary loss: Tango's paired score interval, widened by sqrt(design
- * effect) around the estimate for clustered items. */
-static void estimate_binary(const struct units *u, double za, struct verdict_task *v)
+/* The quantile 1 - a of the binary statistics: Student's t with G - 1
+ * degrees of freedom for items in G clusters, else normal. */
+static double binary_q(const struct units *u, int64_t n, double a)
 {
-    v->delta = (double)(v->flips_b - v->flips_c) / (double)v->n_items;
-    stats_tango_paired(v->flips_b, v->flips_c, v->n_items, za, &v->lo, &v->hi);
-    v->design_effect = design_effect(u, v);
-    double w = sqrt(v->design_effect);
-    v->lo = fmax(-1, v->delta - (v->delta - v->lo) * w);
-    v->hi = fmin(1, v->delta + (v->hi - v->delta) * w);
-    v->se = (v->hi - v->lo) / (2 * za);
-    v->p_value = stats_mcnemar(v->flips_b, v->flips_c);
-    stats_wilson(v->flips_b + v->flips_c, v->n_items, stats_norm_ppf(0.975), &v->flip_lo,
-                 &v->flip_hi);
+    return clustered(u, n) ? stats_t_ppf(1 - a, (double)(u->n - 1)) : stats_norm_ppf(1 - a);
 }
 
-/* The interval, SE, MDE and p-value of the paired loss. */
-static int estimate(const struct units *u, int ppl, const struct verdict_params *p,
-                    struct verdict_task *v)
+/* Binary p-value: exact McNemar; where clusters or reruns widen the
+ * variance, at least the two-sided t (G - 1 df) or normal test on it. */
+static double binary_p(const struct units *u, double V, const struct verdict_task *v)
 {
-    double alpha = p->policy.alpha, level = 1 - 2 * alpha;
-    double za = stats_norm_ppf(1 - alpha), zb = stats_norm_ppf(1 - p->policy.beta);
-    v->n_units = u->n;
-    v->design_effect = 1;
-    if (ppl) {
-        struct boot_result br;
-        if (stats_bootstrap_ratio(u->loss, u->size, u->n, p->policy.bootstrap, p->seed, level, &br))
-            return QG_ERR_NOMEM;
-        /* the percentile interval under-covers with few windows: widened by
-         * t_{W-1} / z and the bootstrap's (W-1)/W variance bias (1 at large W) */
-        double W = (double)u->n,
-               f = W > 2 ? stats_t_ppf(1 - alpha, W - 1) / za * sqrt(W / (W - 1)) : 1;
-        v->delta = br.estimate;
-        v->lo = br.estimate - (br.estimate - br.lo) * f;
-        v->hi = br.estimate + (br.hi - br.estimate) * f;
-        v->se = br.se * f;
-        v->p_value = v->se > 0 ? 1 - stats_norm_cdf(v->delta / v->se) : (v->delta > 0 ? 0 : 1);
-    } else {
-        estimate_binary(u, za, v);
+    double p = stats_mcnemar(v->flips_b, v->flips_c), n = (double)v->n_items;
+    int cl = clustered(u, v->n_items);
+    if (!cl && !(V > 0)) return p;
+    double v_iid = n > 1 ? ((double)(v->flips_b + v->flips_c) - n * v->delta * v->delta) /
+                               (n * (n - 1))
+                         : 0;
+    double se = sqrt(fmax(0, v_iid) * v->design_effect + V), t = fabs(v->delta) / se;
+    if (!(se > 0)) return p;
+    double p2 = 2 * (cl ? stats_t_cdf(-t, (double)(u->n - 1)) : stats_norm_cdf(-t));
+    return fmax(p, fmin(1, p2));
+}
+
+/* Binary loss: Tango's paired score interval, for clustered items widened
+ * by sqrt(design effect) * t_{G-1} / z around the estimate, each side then
+ * widened by the rerun variance V (h' = sqrt(h^2 + q^2 V)). */
+static void estimate_binary(const struct units *u, const struct verdict_policy *pol, double V,
+                            struct verdict_task *v)
+{
+    double n = (double)v->n_items, za = stats_norm_ppf(1 - pol->alpha);
+    double q = binary_q(u, v->n_items, pol->alpha), qb = binary_q(u, v->n_items, pol->beta);
+    int64_t b = v->flips_b, c = v->flips_c;
+    v->delta = (double)(b - c) / n;
+    stats_tango_paired(b, c, v->n_items, za, &v->lo, &v->hi);
+    v->design_effect = design_effect(u, u->loss, n, (double)(b - c), (double)(b + c));
+    double w = sqrt(v->design_effect) * q / za;
+    double hl = (v->delta - v->lo) * w, hh = (v->hi - v->delta) * w;
+    hl = sqrt(hl * hl + q * q * V);
+    hh = sqrt(hh * hh + q * q * V);
+    v->lo = fmax(-1, v->delta - hl);
+    v->hi = fmin(1, v->delta + hh);
+    v->se = (hl + hh) / (2 * q);
+    v->mde = (q + qb) * v->se;
+    v->p_value = binary_p(u, V, v);
+    double k = (double)(b + c), df = design_effect(u, u->flips, n, k, k);
+    stats_wilson_eff(k / df, n / df, binary_q(u, v->n_items, 0.025), &v->flip_lo, &v->flip_hi);
+}
+
+/* Perplexity: the ratio estimator's interval (stats_ratio_interval: the
+ * wider of t_{W-1} and the bootstrap-t) widened by the rerun variance V;
+ * p-value one-sided t_{W-1}. 0, 1 when the windows cannot bound the loss
+ * (lo / hi NaN, items_needed: the windows it would take), or
+ * QG_ERR_NOMEM. */
+static int estimate_ppl(const struct units *u, const struct verdict_params *p, double V,
+                        struct verdict_task *v)
+{
+    const struct verdict_policy *pol = &p->policy;
+    struct boot_result br;
+    int e = stats_ratio_interval(u->loss, u->size, u->n, pol->bootstrap, p->seed,
+                                 1 - 2 * pol->alpha, &br);
+    if (e < 0) return QG_ERR_NOMEM;
+    double W = (double)u->n, df = fmax(1, W - 1);
+    double q = stats_t_ppf(1 - pol->alpha, df), qb = stats_t_ppf(1 - pol->beta, df);
+    v->delta = br.estimate;
+    v->se = W > 1 ? sqrt(br.se * br.se + V) : NAN;
+    v->mde = (q + qb) * v->se;
+    if (e == 1) {
+        double z = stats_norm_ppf(1 - pol->alpha) + stats_norm_ppf(1 - pol->beta),
+               f = z * v->se / v->margin, need = isfinite(f) ? ceil(W * f * f) : 0;
+        v->items_needed = (int64_t)fmax(4, fmin(need, 1e12));
+        v->lo = v->hi = NAN;
+        v->p_value = 1;
+        return 1;
     }
-    v->mde = (za + zb) * v->se;
-    return QG_OK;
+    double hl = v->delta - br.lo, hh = br.hi - v->delta;
+    v->lo = v->delta - sqrt(hl * hl + q * q * V);
+    v->hi = v->delta + sqrt(hh * hh + q * q * V);
+    v->p_value = v->se > 0 ? stats_t_cdf(-v->delta / v->se, W - 1) : v->delta > 0 ? 0 : 1;
+    return 0;
 }
 
-/* Sets a gate's verdict from its interval against its limit. */
+/* Sets a gate's verdict from its interval against its limit (a NaN bound:
+ * INCONCLUSIVE). */
 static void gate_decide(struct verdict_gate *g)
 {
     int pass = g->kind == VERDICT_GATE_MAX ? g->hi <= g->limit : g->lo >= g->limit;
@@ -338,8 +433,10 @@ static void gate_decide(struct verdict_gate *g)
     g->verdict = fail ? VERDICT_FAIL : pass ? VERDICT_PASS : VERDICT_INCONCLUSIVE;
 }
 
-/* A per-token rate over the candidate's windows (value[w] / n_tokens[w]),
- * bootstrapped over windows; 0 when every window has the value. */
+/* A per-token rate over the candidate's windows (value[w] / n_tokens[w])
+ * with the loss's interval (stats_ratio_interval), clamped to the rate's
+ * range; NaN bounds when the windows cannot bound it. -1 when a window
+ * lacks the value (no gate). */
 static int window_rate_gate(const struct item_row *c, int64_t n, int top1,
                             const struct verdict_params *p, struct verdict_gate *g)
 {
@@ -352,14 +449,17 @@ static int window_rate_gate(const struct item_row *c, int64_t n, int top1,
         if (!isfinite(num[w]) || !(den[w] > 0)) rc = -1; /* no such figure: no gate */
     }
     struct boot_result br;
-    if (!rc &&
-        stats_bootstrap_ratio(num, den, n, p->policy.bootstrap,
-                              p->seed ^ (top1 ? 0x7431u : 0x6b6cu), 1 - 2 * p->policy.alpha, &br))
-        rc = QG_ERR_NOMEM;
+    int e = rc ? 0
+               : stats_ratio_interval(num, den, n, p->policy.bootstrap,
+                                      p->seed ^ (top1 ? 0x7431u : 0x6b6cu),
+                                      1 - 2 * p->policy.alpha, &br);
+    if (e < 0) rc = QG_ERR_NOMEM;
     if (!rc) {
         snprintf(g->name, sizeof g->name, "%s", top1 ? "top1" : "kld");
         g->kind = top1 ? VERDICT_GATE_MIN : VERDICT_GATE_MAX;
-        g->value = br.estimate, g->lo = br.lo, g->hi = br.hi;
+        g->value = br.estimate;
+        g->lo = e ? NAN : fmax(0, br.lo);
+        g->hi = e ? NAN : top1 ? fmin(1, br.hi) : br.hi;
         g->limit = top1 ? p->policy.min_top1 : p->policy.margin_kld;
         gate_decide(g);
     }
@@ -368,9 +468,34 @@ static int window_rate_gate(const struct item_row *c, int64_t n, int top1,
     return rc;
 }
 
+/* The flip-rate gate: the share of items that changed, net of the
+ * baseline's own churn when it has repeats (Newcombe's combination of the
+ * two Wilson intervals, conservative: both share repeat 0); Wilson on
+ * Kish's effective counts with t_{G-1} for clustered items. */
+static void flip_gate(const struct units *u, const struct verdict_policy *pol,
+                      const struct rerun *rr, const struct verdict_task *v, struct verdict_gate *g)
+{
+    double n = (double)v->n_items, k = (double)(v->flips_b + v->flips_c);
+    double q = binary_q(u, v->n_items, pol->alpha), df = design_effect(u, u->flips, n, k, k);
+    double f = k / n, lf, uf;
+    stats_wilson_eff(k / df, n / df, q, &lf, &uf);
+    snprintf(g->name, sizeof g->name, "flip_rate");
+    g->kind = VERDICT_GATE_MAX;
+    g->limit = pol->max_flip_rate;
+    g->value = f, g->lo = lf, g->hi = uf;
+    if (rr->used) {
+        double c = rr->churn, kc = c * n, dc = design_effect(u, rr->unit_ch, n, kc, kc), lc, uc;
+        stats_wilson_eff(kc / dc, n / dc, q, &lc, &uc);
+        g->value = f - c;
+        g->lo = g->value - sqrt((f - lf) * (f - lf) + (uc - c) * (uc - c));
+        g->hi = g->value + sqrt((uf - f) * (uf - f) + (c - lc) * (c - lc));
+    }
+    gate_decide(g);
+}
+
 /* The gates the policy sets and the data allow. QG_OK or QG_ERR_NOMEM. */
 static int evaluate_gates(const struct verdict_input *in, const struct verdict_params *p, int ppl,
-                          struct verdict_task *v)
+                          const struct units *u, const struct rerun *rr, struct verdict_task *v)
 {
     const struct verdict_policy *pol = &p->policy;
     if (ppl) {
@@ -392,14 +517,7 @@ static int evaluate_gates(const struct verdict_input *in, const struct verdict_p
             v->n_gates++;
         }
     } else if (pol->max_flip_rate > 0) {
-        struct verdict_gate *g = &v->gates[v->n_gates++];
-        snprintf(g->name, sizeof g->name, "flip_rate");
-        g->kind = VERDICT_GATE_MAX;
-        g->value = (double)(v->flips_b + v->flips_c) / (double)v->n_items;
-        stats_wilson(v->flips_b + v->flips_c, v->n_items, stats_norm_ppf(1 - pol->alpha), &g->lo,
-                     &g->hi);
-        g->limit = pol->max_flip_rate;
-        gate_decide(g);
+        flip_gate(u, pol, rr, v, &v->gates[v->n_gates++]);
     }
     return QG_OK;
 }
@@ -420,6 +538,10 @@ static void combine(struct verdict_task *v)
             w = snprintf(v->reason + k, sizeof v->reason - k, "; %s %s bound %.4g %s limit %.4g",
                          g->name, max ? "lower" : "upper", max ? g->lo : g->hi, max ? ">" : "<",
                          g->limit);
+        else if (isnan(g->lo) || isnan(g->hi))
+            w = snprintf(v->reason + k, sizeof v->reason - k,
+                         "; %s %.4g cannot be bounded from %lld window%s", g->name, g->value,
+                         (long long)v->n_units, v->n_units == 1 ? "" : "s");
         else if (max && g->hi <= g->limit) /* a PASS a lower-bound KLD cannot show */
             w = snprintf(v->reason + k, sizeof v->reason - k,
                          "; %s %.4g is a top-K lower bound: within limit %.4g not shown", g->name,
@@ -457,14 +579,25 @@ int verdict_task_compute(const struct verdict_input *in, const struct verdict_pa
     v->flips_b = pr.fb;
     v->flips_c = pr.fc;
     v->n_items = pr.n_items;
-    measure_noise(in, ppl, v);
-    v->margin = fmax(ppl ? p->policy.margin_ppl : p->policy.margin_acc, v->noise);
-    rc = estimate(&u, ppl, p, v);
-    units_free(&u);
+    v->margin = ppl ? p->policy.margin_ppl : p->policy.margin_acc;
+    v->n_units = u.n;
+    v->design_effect = 1;
     v->kld_stated = -1;
-    if (!rc) rc = evaluate_gates(in, p, ppl, v);
+    struct rerun rr;
+    int estimable = 1;
+    rc = measure_noise(in, ppl, &u, v, &rr);
+    if (!rc && ppl) {
+        rc = estimate_ppl(&u, p, rr.var, v);
+        estimable = rc != 1;
+        rc = rc == 1 ? QG_OK : rc;
+    } else if (!rc) {
+        estimate_binary(&u, &p->policy, rr.var, v);
+    }
+    if (!rc) rc = evaluate_gates(in, p, ppl, &u, &rr, v);
+    free(rr.unit_ch);
+    units_free(&u);
     if (rc) return qg_errf(err, errlen, rc, "task '%s': out of memory", in->name);
-    decide_loss(v, ppl);
+    decide_loss(v, ppl, estimable);
     combine(v);
     size_t k = strlen(v->reason);
     if (v->kld_stated >= 0 && k < sizeof v->reason)

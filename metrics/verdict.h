@@ -6,24 +6,30 @@
  * for perplexity (loss = ln PPL ratio, nats per token, as the ratio estimator
  * sum(NLL_cand - NLL_base) / sum(tokens)) and the item for accuracy and exact
  * match (loss = accuracy drop). Interval, two-sided 1 - 2 alpha (90 % for
- * alpha 0.05): perplexity, the seeded window bootstrap; binary metrics,
- * Tango's paired score interval (honest with zero or few discordant pairs),
- * widened by sqrt(design effect) when items share a cluster (passage,
- * subject) so that it is never narrower than the unclustered one. Noise
- * floor: how far a rerun of the baseline moves it (binary: the share of
- * items whose correctness changed between repeats, both directions;
- * perplexity: the RMS over windows of the per-token ln PPL ratio between
- * repeats); 0 and flagged when the repeats are identical. Margin delta =
- * max(policy margin, noise). MDE = (z_{1-alpha} + z_{1-beta}) SE.
+ * alpha 0.05): perplexity, the wider of the t_{W-1} interval on the ratio's
+ * linearized SE and the studentized (bootstrap-t) one, which holds with
+ * few windows and skewed losses; fewer than 3 windows (or a bootstrap-t
+ * that cannot be estimated) cannot bound it: INCONCLUSIVE, with the
+ * windows needed. Binary metrics, Tango's paired score interval (honest
+ * with zero or few discordant pairs); items in G clusters (passage,
+ * subject): widened by sqrt(design effect) * t_{G-1} / z, the design
+ * effect from the cluster-robust variance. Run-to-run noise: the variance
+ * V of the aggregate metric's change between two runs of the baseline,
+ * from its repeats (per unit squared changes summed, over the total size
+ * squared); each side of the interval widens to sqrt(h^2 + q^2 V), q the
+ * interval's quantile; noise = sqrt(V), "reruns move the metric by +-
+ * noise". The margin is the policy's. MDE = (q_{1-alpha} + q_{1-beta}) SE.
  *   loss PASS: upper bound <= delta.  FAIL: lower bound > delta.
  *   INCONCLUSIVE otherwise, with the reason (underpowered: MDE > delta and
  *   the items that would be needed; or the interval straddles delta).
  * Gates (policy): mean KLD below margin_kld, same-top-1 share above
- * min_top1 (perplexity, from the candidate's windows, bootstrap), flip rate
- * below max_flip_rate (binary, Wilson). A task FAILs if its loss or any gate
- * fails, PASSes if all pass. Suite: over critical tasks, FAIL if any fails,
- * PASS if all pass; p-values (exact McNemar for binary metrics, one-sided
- * normal for perplexity) are Holm-adjusted across tasks.
+ * min_top1 (perplexity, from the candidate's windows, with the loss's
+ * interval), flip rate below max_flip_rate (binary: net of the baseline's
+ * own churn when it has repeats; Wilson on Kish's effective counts, t_{G-1}
+ * for clusters). A task FAILs if its loss or any gate fails, PASSes if all
+ * pass. Suite: over critical tasks, FAIL if any fails, PASS if all pass;
+ * p-values (binary: exact McNemar, at least the cluster- and rerun-aware
+ * t test; perplexity: one-sided t_{W-1}) are Holm-adjusted across tasks.
  */
 #ifndef QG_VERDICT_H
 #define QG_VERDICT_H
@@ -125,9 +131,12 @@ struct verdict_task {
     int kind;
     double base_value, cand_value; /* PPL or accuracy */
     double delta, lo, hi, se;      /* the loss and its interval */
-    double margin, noise, mde, p_value, p_holm;
+    double margin;              /* the policy's */
+    double noise;               /* rerun SD: how far a rerun moves the metric (loss scale) */
+    double churn;               /* binary: share of items a rerun of the baseline changes */
+    double mde, p_value, p_holm;
     int64_t n_units, n_items, flips_b, flips_c, items_needed;
-    double flip_lo, flip_hi; /* Wilson 95 % of (b + c) / n */
+    double flip_lo, flip_hi; /* Wilson 95 % of (b + c) / n (clustered: effective counts) */
     double design_effect;    /* binary tasks in clusters: the interval's widening^2 (1: none) */
     int deterministic;       /* baseline repeats identical (-1: no repeats) */
     int noise_repeats;       /* baseline repeats (incl. perturbed) behind the noise */
@@ -146,18 +155,18 @@ struct verdict_task {
     int kld_ref;   /* 1: that bound is against a stored baseline's reference (verdict_input) */
 };
 
-/* Judges one task: pairs base and cand row by row; measures the noise
- * from the repeats (how far a rerun of the baseline moves it: the share of
- * items that changed, or the RMS of per-window ln PPL ratios); computes the
- * loss interval (perplexity: window bootstrap; binary: Tango's score
- * interval, widened by the design effect when items come in clusters),
- * MDE and p-value; evaluates the gates the policy sets (KLD and top-1 from
- * the candidate's windows, flip rate); and sets the verdict with its
- * reason (p_holm is set by verdict_suite). The task FAILs when the loss or
- * any gate fails and PASSes when all pass. QG_OK; QG_ERR_DATA with err
- * naming the task when the rows do not pair (different counts or items,
- * unscored windows, items without correctness); QG_ERR_NOMEM. A repeat
- * that does not pair is left out of the noise. */
+/* Judges one task: pairs base and cand row by row; measures the rerun
+ * variance and churn from the repeats; computes the loss interval
+ * (perplexity: t / bootstrap-t over windows; binary: Tango's score
+ * interval, cluster-widened), both widened by the rerun variance, MDE and
+ * p-value; evaluates the gates the policy sets (KLD and top-1 from the
+ * candidate's windows, flip rate net of churn); and sets the verdict with
+ * its reason (p_holm is set by verdict_suite). The task FAILs when the
+ * loss or any gate fails and PASSes when all pass; too few windows to
+ * bound a figure leave it INCONCLUSIVE (lo / hi NaN). QG_OK; QG_ERR_DATA
+ * with err naming the task when the rows do not pair (different counts or
+ * items, unscored windows, items without correctness); QG_ERR_NOMEM. A
+ * repeat that does not pair is left out of the noise. */
 int verdict_task_compute(const struct verdict_input *in, const struct verdict_params *p,
                          struct verdict_task *out, char *err, size_t errlen);
 

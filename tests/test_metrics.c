@@ -5,6 +5,7 @@
 #include "core/util.h"
 #include "metrics/kld.h"
 #include "metrics/rows.h"
+#include "metrics/stats.h"
 #include "metrics/verdict.h"
 #include "tests/test.h"
 
@@ -197,14 +198,19 @@ TEST(verdict_pure_decisions_and_noise, unit)
     ASSERT_EQ(v[1].deterministic, 1);
     ASSERT_NEAR(v[1].noise, 0, 0);
     ASSERT_EQ(v[1].noise_repeats, 1);
-    /* a repeat that differs by 0.05 nats a token: noise 0.05 widens the margin */
+    /* a repeat that differs by 0.05 nats a token in every window moves the
+     * aggregate ln PPL by V^(1/2) = 0.05 / sqrt(W) (per-window changes
+     * independent); the margin stays the policy's and the interval widens:
+     * the candidate is the baseline, so the interval is the noise alone */
     for (int w = 0; w < W; w++)
         r1[w].nll = b[w].nll + 0.05 * T;
     struct verdict_task n1;
     ASSERT_OK(verdict_task_compute(&in, &p, &n1, err, sizeof err));
     ASSERT_EQ(n1.deterministic, 0);
-    ASSERT_NEAR(n1.noise, 0.05, 1e-12);
-    ASSERT_NEAR(n1.margin, 0.05, 1e-12);
+    ASSERT_NEAR(n1.noise, 0.05 / sqrt(W), 1e-12);
+    ASSERT_NEAR(n1.margin, p.policy.margin_ppl, 0);
+    ASSERT_NEAR(n1.hi, stats_t_ppf(0.95, W - 1) * 0.05 / sqrt(W), 1e-12);
+    ASSERT_NEAR(n1.lo, -n1.hi, 1e-12);
     /* suite: any FAIL fails; Holm-adjusted p >= raw p */
     ASSERT_EQ(verdict_suite(v, 2), VERDICT_FAIL);
     for (int i = 0; i < 2; i++)
@@ -275,10 +281,11 @@ TEST(verdict_tiny_suite_inconclusive_not_pass, unit)
     return 0;
 }
 
-TEST(verdict_noise_is_spread_both_directions, unit)
+TEST(verdict_noise_is_rerun_variance_both_directions, unit)
 {
-    /* a baseline repeat where 3 answers flip each way: net 0, but 1.5 % of
-     * the items changed */
+    /* a baseline repeat where 3 answers flip each way: the accuracy does not
+     * move on net, but each item's change counts: V = sum d_i^2 / n^2 =
+     * 6 / n^2, noise sqrt(6) / n; churn 6 / n; the margin stays 1 point */
     enum { N = 400 };
     struct item_row b[N], c[N], r1[N];
     for (int i = 0; i < N; i++)
@@ -299,13 +306,19 @@ TEST(verdict_noise_is_spread_both_directions, unit)
                                .repeats = reps,
                                .n_repeat = nrep,
                                .n_repeats = 1};
-    struct verdict_task v;
+    struct verdict_task v, v0;
     char err[QG_ERRMSG_MAX];
     ASSERT_OK(verdict_task_compute(&in, &p, &v, err, sizeof err));
-    ASSERT_NEAR(v.noise, 6.0 / N, 1e-15);
+    ASSERT_NEAR(v.noise, sqrt(6.0) / N, 1e-15);
+    ASSERT_NEAR(v.churn, 6.0 / N, 1e-15);
     ASSERT_EQ(v.deterministic, 0);
-    ASSERT_NEAR(v.margin, 0.015, 1e-15);
-    /* perplexity: per-window ratios of +/- 0.002 nats a token, net 0 */
+    ASSERT_NEAR(v.margin, 0.01, 0);
+    in.n_repeats = 0; /* without the repeat: Tango's interval alone, narrower */
+    ASSERT_OK(verdict_task_compute(&in, &p, &v0, err, sizeof err));
+    double z = stats_norm_ppf(0.95), h0 = v0.hi - v0.delta;
+    ASSERT_NEAR(v.hi - v.delta, sqrt(h0 * h0 + z * z * 6.0 / N / N), 1e-12);
+    /* perplexity: per-window changes of +/- 0.1 nats over 50 tokens, net 0:
+     * V = N 0.01 / (50 N)^2 */
     struct item_row wb[N], wc[N], wr[N];
     for (int w = 0; w < N; w++) {
         wb[w] = wc[w] = wr[w] = window(w, 100, 50);
@@ -313,8 +326,9 @@ TEST(verdict_noise_is_spread_both_directions, unit)
     }
     const struct item_row *wreps[1] = {wr};
     in.metric = VERDICT_METRIC_PPL, in.base = wb, in.cand = wc, in.repeats = wreps;
+    in.n_repeats = 1;
     ASSERT_OK(verdict_task_compute(&in, &p, &v, err, sizeof err));
-    ASSERT_NEAR(v.noise, 0.002, 1e-12);
+    ASSERT_NEAR(v.noise, 0.1 / (50 * sqrt(N)), 1e-15);
     return 0;
 }
 
