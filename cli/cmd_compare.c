@@ -20,6 +20,8 @@ static const struct cli_opt opts[] = {
      "policy JSON (default: the suite's policy stored with the run)", 0},
     {"seed", 0, CLI_INT, "N", "bootstrap seed (default 20261130)", 0},
     {"format", 'f', CLI_STR, "text|json", "output format (default text)", 0},
+    {"allow-identical", 0, CLI_FLAG, NULL,
+     "compare a model with itself (an A/A check of the noise; otherwise refused)", 0},
     CLI_OPT_DB,
     CLI_OPT_END,
 };
@@ -207,8 +209,18 @@ static int cmd_compare(const struct cli_args *a)
     if (code) return code;
     int64_t run = cli_int(a, "run", 0);
     int rc = run > 0 ? QG_OK : store_run_latest(s, &run);
+    char why[QG_ERRMSG_MAX];
+    int same = rc || cli_flag(a, "allow-identical")
+                   ? 0
+                   : compare_same_model(s, run, base, cand, why, sizeof why);
     if (rc) {
         code = cmd_fail(rc, store_errmsg(s));
+    } else if (same < 0) {
+        code = cmd_fail(same, why);
+    } else if (same) {
+        code = cmd_usage("%s: a model compared with itself proves nothing; --allow-identical "
+                         "runs it as an A/A check of the noise",
+                         why);
     } else {
         char *cmd = cmd_command_line(a);
         int verdict = VERDICT_INCONCLUSIVE;

@@ -44,16 +44,17 @@ static const struct {
                 {"q4_0", "cand-q4_0.gguf", GGML_Q4_0}};
 enum { N_VARIANTS = 3, CTX = 128 };
 
-/* Samples paragraphs from the original until there are 6000 bytes (at most
- * 400 paragraphs: a paragraph ends early when EOS is drawn). */
+/* Samples paragraphs from the original until there are 24000 bytes (at most
+ * 1600 paragraphs: a paragraph ends early when EOS is drawn; about 190
+ * windows: enough for the verdict to bound a skewed loss). */
 static int make_corpus(const char *model, const char *path, uint64_t seed, char *err, size_t errlen)
 {
     struct sampled_params sp = {.seed = seed,
                                 .threads = 1,
                                 .n_ctx = CTX,
                                 .paragraph_tokens = 120,
-                                .max_bytes = 6000,
-                                .max_paragraphs = 400};
+                                .max_bytes = 24000,
+                                .max_paragraphs = 1600};
     struct sbuf text;
     sbuf_init(&text, 0);
     int rc = sampled_text(model, &sp, &text, err, errlen);

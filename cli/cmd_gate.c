@@ -51,6 +51,8 @@ static const struct cli_opt opts[] = {
     CLI_OPT_DB,
     {"threads", 't', CLI_INT, "T", "threads per model", 0},
     CLI_OPT_CPU,
+    {"allow-identical", 0, CLI_FLAG, NULL,
+     "let a candidate be the baseline itself (an A/A check of the noise; otherwise refused)", 0},
     {"allow-changed-data", 0, CLI_FLAG, NULL, "run even when data differs from the suite's pins",
      0},
     {"quiet", 'q', CLI_FLAG, NULL, "only one verdict line per candidate", 0},
@@ -304,17 +306,47 @@ static int write_outputs(const struct cli_args *a, struct store *s, const int64_
     return code;
 }
 
+/* Whether candidate i is the baseline itself: the same spec, or local
+ * files of one size whose sha256 agree (hashed only then). 1, 0, or an
+ * exit code. */
+static int same_as_baseline(const struct runner_params *p, int i, int64_t bytes0, int64_t bytes)
+{
+    if (!strcmp(p->specs[0], p->specs[i])) return 1;
+    if (bytes0 <= 0 || bytes != bytes0) return 0;
+    struct backend_identity a, b;
+    char err[QG_ERRMSG_MAX];
+    int rc = backend_identify(p->specs[0], 1, &a, err, sizeof err);
+    if (!rc) {
+        rc = backend_identify(p->specs[i], 1, &b, err, sizeof err);
+        if (!rc) rc = *a.sha256 && !strcmp(a.sha256, b.sha256);
+        backend_identity_release(&b);
+    }
+    backend_identity_release(&a);
+    return rc < 0 ? cmd_fail(rc, err) : rc;
+}
+
 /* Every model readable (a local file: a GGUF whose header and metadata
  * parse) before any work: a bad candidate costs nothing, not the
- * baseline's sampling first. 0 or an exit code. */
-static int check_models(const struct runner_params *p)
+ * baseline's sampling first; a candidate that is the baseline itself is
+ * refused unless allow_identical. 0 or an exit code. */
+static int check_models(const struct runner_params *p, char (*names)[128], int allow_identical)
 {
+    int64_t bytes0 = -1;
     for (int i = 0; i < p->n_models; i++) {
         char err[QG_ERRMSG_MAX];
         struct backend_identity id;
         int rc = backend_identify(p->specs[i], 0, &id, err, sizeof err);
+        int64_t bytes = id.file_bytes;
         backend_identity_release(&id);
         if (rc) return cmd_fail(rc, err);
+        if (i == 0) bytes0 = bytes;
+        int same = i > 0 && !allow_identical ? same_as_baseline(p, i, bytes0, bytes) : 0;
+        if (same > 1) return same;
+        if (same)
+            return cmd_usage("candidate '%s' is the baseline '%s' itself (same file content): a "
+                             "model compared with itself proves nothing; --allow-identical runs "
+                             "it as an A/A check of the noise",
+                             names[i], names[0]);
     }
     return 0;
 }
@@ -336,7 +368,7 @@ static int cmd_gate(const struct cli_args *a)
     if (!code) code = gate_models(a, &p, names);
     static char devspec[RUNNER_MAX_MODELS][4400];
     if (!code) code = cmd_apply_device(a, p.specs, p.n_models, devspec);
-    if (!code) code = check_models(&p);
+    if (!code) code = check_models(&p, names, cli_flag(a, "allow-identical"));
     if (code) return code;
     /* outputs checked before the run: a bad path costs nothing, and no
      * output may overwrite the suite, the database, a model or a text */

@@ -218,6 +218,35 @@ static int compare_task(struct store *s, int64_t run, const char *base, const ch
     return rc;
 }
 
+int compare_same_model(struct store *s, int64_t run_id, const char *baseline,
+                       const char *candidate, char *why, size_t whylen)
+{
+    if (!strcmp(baseline, candidate))
+        return snprintf(why, whylen, "baseline and candidate are both '%s'", baseline), 1;
+    cJSON *run, *m;
+    int rc = store_run_json(s, run_id, &run);
+    if (rc) return qg_errf(why, whylen, rc, "%s", store_errmsg(s));
+    const cJSON *b = NULL, *c = NULL;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItem(run, "models"))
+    {
+        const char *name = json_str(m, "name", "");
+        if (!strcmp(name, baseline)) b = m;
+        if (!strcmp(name, candidate)) c = m;
+    }
+    int same = 0;
+    if (b && c) {
+        const char *hb = json_str(b, "sha256", ""), *hc = json_str(c, "sha256", "");
+        if (*hb && !strcmp(hb, hc))
+            same = snprintf(why, whylen, "'%s' and '%s' have the same content (sha256 %.16s…)",
+                            baseline, candidate, hb) > 0;
+        else if (!strcmp(json_str(b, "spec", "-"), json_str(c, "spec", "+")))
+            same = snprintf(why, whylen, "'%s' and '%s' are the same model (%s)", baseline,
+                            candidate, json_str(b, "spec", "")) > 0;
+    }
+    cJSON_Delete(run);
+    return same;
+}
+
 int compare_run(struct store *s, int64_t run_id, const char *baseline, const char *candidate,
                 const struct verdict_params *p, struct verdict_task **tasks, int *n, int *suite,
                 char *err, size_t errlen)

@@ -27,7 +27,7 @@ static int count_of(const char *hay, const char *needle)
 }
 
 /* No suite: the baseline's own samples. A model against a byte copy of
- * itself PASSes; the 2-bit file FAILs; the sampled text is stored once and
+ * itself is refused, and PASSes as an A/A check (--allow-identical); the 2-bit file FAILs; the sampled text is stored once and
  * reused; names come from the files' stems without their common prefix. */
 TEST(gate_default_sampled_text, shared)
 {
@@ -44,7 +44,15 @@ TEST(gate_default_sampled_text, shared)
     ASSERT(bytes && t_write_file(copy, bytes, n) == 0);
     free(bytes);
     struct t_out o;
+    /* a byte copy is the baseline itself: refused before any work, unless
+     * --allow-identical says it is an A/A check */
     ASSERT_OK(t_qgate(&o, "gate", base, copy, "--db", db, NULL));
+    ASSERT_EQ(o.code, 64);
+    ASSERT_CONTAINS(o.err, "candidate 'copy-of-F32' is the baseline");
+    ASSERT_CONTAINS(o.err, "--allow-identical");
+    ASSERT(access(db, F_OK) != 0);
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "gate", base, copy, "--allow-identical", "--db", db, NULL));
     printf("%s", o.out);
     ASSERT_EQ(o.code, 0);
     ASSERT_CONTAINS(o.out, "sampling ");
@@ -65,6 +73,20 @@ TEST(gate_default_sampled_text, shared)
     ASSERT_EQ(t_sql_int(db, "SELECT count(*) FROM verdicts WHERE candidate = 'Q2_K' AND verdict = "
                             "'FAIL'"),
               1);
+    /* compare refuses a model against itself, by name or content */
+    ASSERT_OK(t_qgate(&o, "compare", "-b", "Q2_K", "-c", "Q2_K", "--db", db, NULL));
+    ASSERT_EQ(o.code, 64);
+    ASSERT_CONTAINS(o.err, "baseline and candidate are both 'Q2_K'");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "compare", "--run", "1", "-b", "stories260K-pad256-F32", "-c", "copy-of-F32", "--db", db,
+                      NULL));
+    ASSERT_EQ(o.code, 64);
+    ASSERT_CONTAINS(o.err, "have the same content");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "compare", "--run", "1", "-b", "stories260K-pad256-F32", "-c", "copy-of-F32",
+                      "--allow-identical", "--db", db, NULL));
+    ASSERT_EQ(o.code, 0);
+    t_out_free(&o);
     /* bad arguments cost nothing */
     ASSERT_OK(t_qgate(&o, "gate", base, "--db", db, NULL));
     ASSERT_EQ(o.code, 64);

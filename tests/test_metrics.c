@@ -434,3 +434,139 @@ TEST(verdict_gates_kld_top1_flips_critical, unit)
     ASSERT_EQ(v[0].verdict, VERDICT_FAIL);
     return 0;
 }
+
+/* A baseline of n items with acc_b right, its repeat changing `churn`
+ * of them (half each way), and a candidate right on acc_c (flipping
+ * baseline-right items to wrong from the top). */
+static void churn_case(struct item_row *b, struct item_row *r, struct item_row *c, int n,
+                       double acc_b, double churn, double acc_c)
+{
+    int right = (int)(acc_b * n), drop = right - (int)(acc_c * n), changed = (int)(churn * n);
+    for (int i = 0; i < n; i++) {
+        b[i] = r[i] = c[i] = item(i, i < right);
+        if (i >= right - drop && i < right) c[i].correct = 0;
+    }
+    for (int k = 0; k < changed; k++) { /* alternately a right and a wrong item changes */
+        int i = k % 2 ? k / 2 : n - 1 - k / 2;
+        r[i].correct = !r[i].correct;
+    }
+}
+
+TEST(verdict_churn_is_no_margin_stored_example_fails, unit)
+{
+    /* the stored run of issue 29: accuracy 29 % -> 21 % while 15 % of the
+     * baseline's items change between its reruns; the churn used to become
+     * a 15-point margin and PASS it. A real 8-point drop FAILs. */
+    enum { N = 1000 };
+    static struct item_row b[N], r[N], c[N];
+    churn_case(b, r, c, N, 0.29, 0.15, 0.21);
+    const struct item_row *reps[1] = {r};
+    int64_t nrep[1] = {N};
+    struct verdict_params p = params();
+    struct verdict_input in = {.critical = 1, .name = "mmlu", .kind = 1,
+                               .metric = VERDICT_METRIC_ACC, .base = b, .cand = c,
+                               .n_base = N, .n_cand = N, .repeats = reps, .n_repeat = nrep,
+                               .n_repeats = 1};
+    struct verdict_task v;
+    char err[QG_ERRMSG_MAX];
+    ASSERT_OK(verdict_task_compute(&in, &p, &v, err, sizeof err));
+    ASSERT_NEAR(v.delta, 0.08, 1e-12);
+    ASSERT_NEAR(v.margin, 0.01, 0);
+    ASSERT_NEAR(v.churn, 0.15, 1e-12);
+    ASSERT_NEAR(v.noise, sqrt(150.0) / N, 1e-12); /* 150 items changed, one each */
+    ASSERT_EQ(v.loss_verdict, VERDICT_FAIL);
+    ASSERT_EQ(v.verdict, VERDICT_FAIL);
+    return 0;
+}
+
+TEST(verdict_aa_under_churn_passes_with_flip_gate, unit)
+{
+    /* A/A: the candidate is another run of the baseline: 5 % of its items
+     * changed, as between the baseline's own reruns. n = 10000: the loss
+     * and the flip gate (net of churn) PASS; without the repeat the flip
+     * gate sees 5 % > 2 % and FAILs, as it should for a real model change */
+    enum { N = 10000 };
+    static struct item_row b[N], r[N], c[N];
+    churn_case(b, r, c, N, 0.5, 0.05, 0.5);
+    for (int i = 0; i < N; i++) /* the candidate's own 5 %, other items */
+        c[i].correct = (i % 20 == 10) ? !b[i].correct : b[i].correct;
+    const struct item_row *reps[1] = {r};
+    int64_t nrep[1] = {N};
+    struct verdict_params p = params();
+    struct verdict_input in = {.critical = 1, .name = "arc", .kind = 1,
+                               .metric = VERDICT_METRIC_ACC, .base = b, .cand = c,
+                               .n_base = N, .n_cand = N, .repeats = reps, .n_repeat = nrep,
+                               .n_repeats = 1};
+    struct verdict_task v;
+    char err[QG_ERRMSG_MAX];
+    ASSERT_OK(verdict_task_compute(&in, &p, &v, err, sizeof err));
+    ASSERT_EQ(v.n_gates, 1);
+    ASSERT_STR_EQ(v.gates[0].name, "flip_rate");
+    ASSERT_NEAR(v.gates[0].value, 0, 1e-12); /* 5 % flips net of 5 % churn */
+    ASSERT_EQ(v.gates[0].verdict, VERDICT_PASS);
+    ASSERT_EQ(v.verdict, VERDICT_PASS);
+    in.n_repeats = 0;
+    ASSERT_OK(verdict_task_compute(&in, &p, &v, err, sizeof err));
+    ASSERT_EQ(v.gates[0].verdict, VERDICT_FAIL);
+    return 0;
+}
+
+TEST(verdict_few_windows_inconclusive, unit)
+{
+    /* 1, 2 and 5 windows cannot bound a mean: INCONCLUSIVE with NaN bounds
+     * and the windows needed, whatever the candidate did; 40 can */
+    struct item_row b[40], c[40];
+    for (int w = 0; w < 40; w++) {
+        b[w] = window(w, 128, 64);
+        c[w] = window(w, 128 + 64 * 0.3 + (w % 3), 64); /* a 35 % worse PPL */
+    }
+    struct verdict_params p = params();
+    struct verdict_input in = {.critical = 1, .name = "wiki", .metric = VERDICT_METRIC_PPL,
+                               .base = b, .cand = c};
+    struct verdict_task v;
+    char err[QG_ERRMSG_MAX];
+    static const int ws[] = {1, 2, 5};
+    for (int i = 0; i < 3; i++) {
+        in.n_base = in.n_cand = ws[i];
+        ASSERT_OK(verdict_task_compute(&in, &p, &v, err, sizeof err));
+        ASSERT_EQ(v.verdict, VERDICT_INCONCLUSIVE);
+        ASSERT(isnan(v.lo) && isnan(v.hi));
+        ASSERT(v.items_needed >= STATS_RATIO_MIN_UNITS);
+        ASSERT_CONTAINS(v.reason, "cannot bound the loss");
+        ASSERT_CONTAINS(v.reason, "windows needed");
+        ASSERT_NEAR(v.p_value, 1, 0);
+    }
+    in.n_base = in.n_cand = 40;
+    ASSERT_OK(verdict_task_compute(&in, &p, &v, err, sizeof err));
+    ASSERT_EQ(v.verdict, VERDICT_FAIL);
+    return 0;
+}
+
+TEST(verdict_clustered_flips_p_value_counts_clusters, unit)
+{
+    /* 300 items in 100 clusters of 3; every item of 3 clusters flips to a
+     * loss: McNemar alone says p = 2^-8 = 0.0039, but 3 clusters are 3
+     * observations: the p-value and the interval must not call it sure */
+    enum { N = 300 };
+    struct item_row b[N], c[N];
+    for (int i = 0; i < N; i++) {
+        b[i] = c[i] = item(i, 1);
+        b[i].cluster = c[i].cluster = i / 3;
+        if (i < 9) c[i].correct = 0;
+    }
+    struct verdict_params p = params();
+    struct verdict_input in = {.critical = 1, .name = "hs", .kind = 1,
+                               .metric = VERDICT_METRIC_ACC, .base = b, .cand = c,
+                               .n_base = N, .n_cand = N};
+    struct verdict_task v;
+    char err[QG_ERRMSG_MAX];
+    ASSERT_OK(verdict_task_compute(&in, &p, &v, err, sizeof err));
+    ASSERT_EQ(v.n_units, 100);
+    ASSERT(v.p_value > 0.05);
+    /* the two-sided p and the 90 % interval agree: 0 inside iff p >= 0.1 */
+    fprintf(stderr, "p %.4g interval [%.4g, %.4g]\n", v.p_value, v.lo, v.hi);
+    ASSERT_EQ(v.lo <= 0, v.p_value >= 0.1);
+    ASSERT(v.design_effect > 2);
+    ASSERT(v.verdict != VERDICT_PASS);
+    return 0;
+}

@@ -2,6 +2,7 @@
 #include "metrics/stats.h"
 #include "tests/test.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 TEST(stats_normal, unit)
@@ -170,5 +171,62 @@ TEST(stats_tango_interval, slow)
     stats_tango_paired(0, 0, 10, z, &lo, &hi);
     stats_newcombe_paired(6, 0, 0, 4, z, &nlo, &nhi);
     ASSERT(hi > 0.2 && hi > 4 * nhi); /* Newcombe without continuity correction: +/- 0.043 */
+    return 0;
+}
+
+TEST(stats_t_quantile_matches_scipy, unit)
+{
+    /* scipy.stats.t.ppf(p, df), scipy 1.14 (float64) */
+    static const double ref[][3] = {
+        {0.95, 3, 2.3533634348018233},     {0.975, 3, 3.1824463052837078},
+        {1 - 1e-12, 3, 10331.184426046091}, {0.95, 4, 2.1318467863266495},
+        {0.975, 4, 2.7764451051977934},    {0.95, 1999, 1.6456162481872625},
+        {0.95, 2001, 1.6456154855920275},
+    };
+    for (size_t i = 0; i < sizeof ref / sizeof ref[0]; i++) {
+        double t = stats_t_ppf(ref[i][0], ref[i][1]);
+        ASSERT_NEAR(t, ref[i][2], 1e-10 * fmax(1, fabs(ref[i][2])));
+        ASSERT_NEAR(stats_t_ppf(1 - ref[i][0], ref[i][1]), -t, 1e-10 * fmax(1, fabs(t)));
+    }
+    /* exact forms: df 1 (Cauchy) and 2 */
+    ASSERT_NEAR(stats_t_ppf(0.95, 1), 6.313751514675043, 1e-12);
+    ASSERT_NEAR(stats_t_ppf(0.95, 2), 2.919985580353725, 1e-12);
+    for (double df = 1; df < 5000; df *= 1.7)
+        for (double p = 0.01; p < 1; p += 0.07)
+            ASSERT_NEAR(stats_t_cdf(stats_t_ppf(p, df), df), p, 1e-12);
+    ASSERT(isnan(stats_t_ppf(0.5, 0)));
+    return 0;
+}
+
+TEST(stats_poisson_upper_garwood, unit)
+{
+    /* k = 0: -ln alpha exactly; k = 5 at 95 %: chi2.ppf(0.95, 12) / 2 (P(X <= 5) = 0.05 there, checked by summing) */
+    ASSERT_NEAR(stats_poisson_upper(0, 0.05), -log(0.05), 1e-9);
+    ASSERT_NEAR(stats_poisson_upper(5, 0.05), 10.513034908741535, 1e-8);
+    ASSERT(isnan(stats_poisson_upper(-1, 0.05)));
+    return 0;
+}
+
+TEST(stats_ratio_interval_declines_what_it_cannot_bound, unit)
+{
+    double loss[400], size[400];
+    struct boot_result r;
+    for (int i = 0; i < 400; i++)
+        size[i] = 64, loss[i] = (i % 7) - 3.0; /* symmetric, mean 0 */
+    /* too few units: 1, the t interval alone (NaN for one unit) */
+    ASSERT_EQ(stats_ratio_interval(loss, size, 1, 1000, 1, 0.9, &r), 1);
+    ASSERT(isnan(r.lo) && isnan(r.hi));
+    ASSERT_EQ(stats_ratio_interval(loss, size, STATS_RATIO_MIN_UNITS - 1, 1000, 1, 0.9, &r), 1);
+    ASSERT(isfinite(r.lo) && isfinite(r.hi));
+    /* enough symmetric units: the interval, at least as wide as t_{n-1} SE */
+    ASSERT_EQ(stats_ratio_interval(loss, size, 70, 2000, 1, 0.9, &r), 0);
+    double tq = stats_t_ppf(0.95, 69);
+    ASSERT(r.hi - r.estimate >= tq * r.se - 1e-15 && r.estimate - r.lo >= tq * r.se - 1e-15);
+    /* one huge unit among 40: skewness ~6, 25 g1^2 >> 40: declined */
+    for (int i = 0; i < 40; i++)
+        loss[i] = i == 0 ? 400 : 1;
+    ASSERT_EQ(stats_ratio_interval(loss, size, 40, 1000, 1, 0.9, &r), 1);
+    ASSERT(r.skew > 5);
+    ASSERT_EQ(stats_ratio_interval(loss, size, 0, 1000, 1, 0.9, &r), -1);
     return 0;
 }
