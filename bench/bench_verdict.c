@@ -527,8 +527,9 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--only") && i + 1 < argc && strstr(sections, argv[i + 1]))
             only = argv[++i];
         else
-            return fprintf(stderr, "usage: bench_verdict [--reps N] [--seed S] [--quick] "
-                                   "[--only %s]\n",
+            return fprintf(stderr,
+                           "usage: bench_verdict [--reps N] [--seed S] [--quick] "
+                           "[--only %s]\n",
                            sections),
                    64;
     }
@@ -543,7 +544,7 @@ int main(int argc, char **argv)
            margin, alpha, reps, alpha + 2 * sqrt(alpha * (1 - alpha) / reps));
     printf("%-46s %8s %8s %8s\n", "cell", "FAIL A/A", "PASS D=m", "FAIL 2m");
     int bad = 0;
-#define RUN(name, call)                                                                           \
+#define RUN(name, call)                                                                            \
     if (!*only || !strcmp(only, name)) bad += call
     RUN("binary", binary_cells(&s, reps, seed, quick));
     RUN("clusters", dm_cells(&s, reps, seed));

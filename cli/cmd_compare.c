@@ -80,10 +80,15 @@ static void print_text(const char *base, const char *cand, int64_t run_id,
         print_gates(t);
         char ph[32]; /* "0" reads as certainty: say how small */
         snprintf(ph, sizeof ph, t->p_holm < 1e-15 ? "< 1e-15" : "%.3g", t->p_holm);
-        printf("%17s %s%s%s; Holm-adjusted p %s\n", "", t->reason,
-               t->deterministic == 1   ? "; baseline repeats identical (deterministic)"
-               : t->deterministic == 0 ? "; noise from the baseline's repeats"
-                                       : "",
+        char nz[128] = "";
+        if (t->deterministic == 0)
+            snprintf(nz, sizeof nz, "; reruns of the baseline move it by +-%.3g (1 SD)%s", t->noise,
+                     t->kind == TASK_PERPLEXITY ? "" : ", changing ");
+        if (t->deterministic == 0 && t->kind != TASK_PERPLEXITY)
+            snprintf(nz + strlen(nz), sizeof nz - strlen(nz), "%.2f%% of its items",
+                     100 * t->churn);
+        printf("%17s %s%s%s%s; Holm-adjusted p %s\n", "", t->reason,
+               t->deterministic == 1 ? "; baseline repeats identical (deterministic)" : "", nz,
                t->critical ? "" : "; informational (not in the suite verdict)", ph);
     }
     const char *col = !color                  ? ""

@@ -3,6 +3,7 @@
  * (harness/sampled.h). */
 #include "backends/backend.h"
 #include "cli/commands.h"
+#include "harness/compare.h"
 #include "harness/runner.h"
 #include "harness/sampled.h"
 #include "harness/suite.h"
@@ -307,12 +308,13 @@ static int write_outputs(const struct cli_args *a, struct store *s, const int64_
 }
 
 /* Whether candidate i is the baseline itself: the same spec, or local
- * files of one size whose sha256 agree (hashed only then). 1, 0, or an
- * exit code. */
+ * files of one size whose sha256 agree (hashed only then), run the same
+ * way (compare_same_setup: not a simulated format or another device). 1,
+ * 0, or an exit code. */
 static int same_as_baseline(const struct runner_params *p, int i, int64_t bytes0, int64_t bytes)
 {
     if (!strcmp(p->specs[0], p->specs[i])) return 1;
-    if (bytes0 <= 0 || bytes != bytes0) return 0;
+    if (bytes0 <= 0 || bytes != bytes0 || !compare_same_setup(p->specs[0], p->specs[i])) return 0;
     struct backend_identity a, b;
     char err[QG_ERRMSG_MAX];
     int rc = backend_identify(p->specs[0], 1, &a, err, sizeof err);

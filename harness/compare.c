@@ -218,8 +218,15 @@ static int compare_task(struct store *s, int64_t run, const char *base, const ch
     return rc;
 }
 
-int compare_same_model(struct store *s, int64_t run_id, const char *baseline,
-                       const char *candidate, char *why, size_t whylen)
+int compare_same_setup(const char *a, const char *b)
+{
+    const char *qa = strchr(a, '?'), *qb = strchr(b, '?');
+    int ca = !strncmp(a, "cuda:", 5), cb = !strncmp(b, "cuda:", 5);
+    return ca == cb && !strcmp(qa ? qa : "", qb ? qb : "");
+}
+
+int compare_same_model(struct store *s, int64_t run_id, const char *baseline, const char *candidate,
+                       char *why, size_t whylen)
 {
     if (!strcmp(baseline, candidate))
         return snprintf(why, whylen, "baseline and candidate are both '%s'", baseline), 1;
@@ -236,7 +243,8 @@ int compare_same_model(struct store *s, int64_t run_id, const char *baseline,
     int same = 0;
     if (b && c) {
         const char *hb = json_str(b, "sha256", ""), *hc = json_str(c, "sha256", "");
-        if (*hb && !strcmp(hb, hc))
+        const char *sb = json_str(b, "spec", ""), *sc = json_str(c, "spec", "");
+        if (*hb && !strcmp(hb, hc) && compare_same_setup(sb, sc))
             same = snprintf(why, whylen, "'%s' and '%s' have the same content (sha256 %.16s…)",
                             baseline, candidate, hb) > 0;
         else if (!strcmp(json_str(b, "spec", "-"), json_str(c, "spec", "+")))
@@ -302,6 +310,7 @@ cJSON *compare_task_json(const struct verdict_task *v)
     cJSON_AddNumberToObject(o, "se", v->se);
     cJSON_AddNumberToObject(o, "margin", v->margin);
     cJSON_AddNumberToObject(o, "noise", v->noise);
+    if (v->kind != TASK_PERPLEXITY) cJSON_AddNumberToObject(o, "churn", v->churn);
     cJSON_AddNumberToObject(o, "mde", v->mde);
     cJSON_AddNumberToObject(o, "p_value", v->p_value);
     cJSON_AddNumberToObject(o, "p_holm", v->p_holm);
@@ -359,6 +368,7 @@ cJSON *compare_policy_json(const struct verdict_policy *pol)
     cJSON_AddNumberToObject(pj, "min_top1", pol->min_top1);
     cJSON_AddNumberToObject(pj, "max_flip_rate", pol->max_flip_rate);
     cJSON_AddStringToObject(pj, "metric", verdict_mc_metric_name(pol->mc_metric));
+    cJSON_AddNumberToObject(pj, "cluster_corr", pol->cluster_corr);
     return pj;
 }
 

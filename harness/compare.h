@@ -28,13 +28,20 @@ int compare_run(struct store *s, int64_t run_id, const char *baseline, const cha
                 const struct verdict_params *p, struct verdict_task **tasks, int *n, int *suite,
                 char *err, size_t errlen);
 
+/* Whether two model specs run their file the same way: the same backend
+ * ("cpu:" or none, or "cuda:") and the same ?query (simulated formats,
+ * devices, options). Files of one content run differently are different
+ * models to compare. */
+int compare_same_setup(const char *spec_a, const char *spec_b);
+
 /* Whether baseline and candidate of run_id are the same model: the same
- * name, spec, or file content (sha256). 1 with why saying which (a
+ * name or spec, or one file content (sha256) run the same way
+ * (compare_same_setup). 1 with why saying which (a
  * comparison of a model with itself proves nothing unless it is meant as
  * an A/A check), 0 when they differ, or a QG_ERR_* status (why holds the
  * store's message). */
-int compare_same_model(struct store *s, int64_t run_id, const char *baseline,
-                       const char *candidate, char *why, size_t whylen);
+int compare_same_model(struct store *s, int64_t run_id, const char *baseline, const char *candidate,
+                       char *why, size_t whylen);
 
 /* One task's verdict as the JSON object reports and `compare --format json`
  * show (a new object the caller frees). */

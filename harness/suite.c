@@ -513,9 +513,9 @@ static int load_task(struct ctx *c, int i, const cJSON *o, const char *dir, int 
     return hash_config(t, o) ? nomem(c) : QG_OK;
 }
 
-static const char *const policy_keys[] = {"margin_ppl", "margin_acc", "alpha",    "beta",
-                                          "bootstrap",  "margin_kld", "min_top1", "max_flip_rate",
-                                          "metric",     NULL};
+static const char *const policy_keys[] = {"margin_ppl", "margin_acc",   "alpha",    "beta",
+                                          "bootstrap",  "margin_kld",   "min_top1", "max_flip_rate",
+                                          "metric",     "cluster_corr", NULL};
 
 /* One policy key k into pol; QG_ERR_DATA naming it when its value is out
  * of range. */
@@ -524,10 +524,14 @@ static int policy_key(struct ctx *c, const cJSON *k, struct verdict_policy *pol)
     struct {
         const char *key;
         double lo, hi, *dst;
-    } nums[] = {{"margin_ppl", 0, 1, &pol->margin_ppl},      {"margin_acc", 0, 1, &pol->margin_acc},
-                {"alpha", 1e-6, 0.5, &pol->alpha},           {"beta", 1e-6, 0.5, &pol->beta},
-                {"margin_kld", 0, 10, &pol->margin_kld},     {"min_top1", 0, 1, &pol->min_top1},
-                {"max_flip_rate", 0, 1, &pol->max_flip_rate}};
+    } nums[] = {{"margin_ppl", 0, 1, &pol->margin_ppl},
+                {"margin_acc", 0, 1, &pol->margin_acc},
+                {"alpha", 1e-6, 0.5, &pol->alpha},
+                {"beta", 1e-6, 0.5, &pol->beta},
+                {"margin_kld", 0, 10, &pol->margin_kld},
+                {"min_top1", 0, 1, &pol->min_top1},
+                {"max_flip_rate", 0, 1, &pol->max_flip_rate},
+                {"cluster_corr", 0, 1, &pol->cluster_corr}};
     for (size_t i = 0; i < sizeof nums / sizeof *nums; i++) {
         if (strcmp(k->string, nums[i].key)) continue;
         if (!cJSON_IsNumber(k) || k->valuedouble < nums[i].lo || k->valuedouble > nums[i].hi)

@@ -43,7 +43,8 @@ struct verdict_policy verdict_default_policy(void)
                                .margin_kld = 0.02,
                                .min_top1 = 0.9,
                                .max_flip_rate = 0.02,
-                               .mc_metric = VERDICT_MC_ACC};
+                               .mc_metric = VERDICT_MC_ACC,
+                               .cluster_corr = 0.8};
     return p;
 }
 
@@ -68,6 +69,7 @@ struct units {
     double *loss, *size, *flips;
     int64_t *unit_of;
     int64_t n;
+    double rho_max; /* the policy's cluster_corr */
 };
 
 static void units_free(struct units *u)
@@ -323,14 +325,13 @@ static void decide_loss(struct verdict_task *v, int ppl, int estimable)
 
 /* The design effect clustered items may have before their events can
  * show it: 1 + (m_w - 1) rho_max, m_w the size-weighted mean cluster size
- * and rho_max = 0.8 the largest within-cluster correlation bench_verdict
- * calibrates, fading as K0 / (K0 + k) with the k events seen (K0 = 10):
- * with no or few events (a rare flip, every flip a loss) the correlation
- * cannot be estimated, and the cluster-robust variance of what was seen
- * under-covers. */
+ * and rho_max the policy's cluster_corr (default 0.8, the largest
+ * within-cluster correlation bench_verdict calibrates), fading as K0 / (K0 + k) with the k events
+ * seen (K0 = 10): with no or few events (a rare flip, every flip a loss) the correlation cannot be
+ * estimated, and the cluster-robust variance of what was seen under-covers. */
 static double prior_deff(const struct units *u, double n, double k)
 {
-    const double rho_max = 0.8, k0 = 10;
+    const double rho_max = u->rho_max, k0 = 10;
     double mw = 0;
     for (int64_t g = 0; g < u->n; g++)
         mw += u->size[g] * u->size[g] / n;
@@ -394,21 +395,40 @@ static double binary_p(const struct units *u, double V, const struct verdict_tas
     double p = stats_mcnemar(v->flips_b, v->flips_c), n = (double)v->n_items;
     int cl = clustered(u, v->n_items);
     if (!cl && !(V > 0)) return p;
-    double v_iid = n > 1 ? ((double)(v->flips_b + v->flips_c) - n * v->delta * v->delta) /
-                               (n * (n - 1))
-                         : 0;
+    double v_iid =
+        n > 1 ? ((double)(v->flips_b + v->flips_c) - n * v->delta * v->delta) / (n * (n - 1)) : 0;
     double se = sqrt(fmax(0, v_iid) * v->design_effect + V), t = fabs(v->delta) / se;
     if (!(se > 0)) return p;
     double p2 = 2 * (cl ? stats_t_cdf(-t, (double)(u->n - 1)) : stats_norm_cdf(-t));
     return fmax(p, fmin(1, p2));
 }
 
-/* Binary loss: Tango's paired score interval, for clustered items widened
- * by sqrt(design effect) * t_{G-1} / z around the estimate, each side then
- * widened by the rerun variance V (h' = sqrt(h^2 + q^2 V)). */
-static void estimate_binary(const struct units *u, const struct verdict_policy *pol, double V,
-                            struct verdict_task *v)
+/* For clustered items, widens [*lo, *hi] to the t / bootstrap-t interval
+ * of the per-cluster sums s[] over the cluster sizes (stats_ratio_interval
+ * with its skew rule: cluster totals of rare events are skewed, and there
+ * the cluster-robust variance under-covers). Unchanged when not clustered
+ * or not estimable. QG_OK or QG_ERR_NOMEM. */
+static int cluster_interval(const struct units *u, int64_t n, const double *s,
+                            const struct verdict_params *p, uint64_t salt, double *lo, double *hi)
 {
+    if (!clustered(u, n)) return QG_OK;
+    struct boot_result br;
+    int e = stats_ratio_interval(s, u->size, u->n, p->policy.bootstrap, p->seed ^ salt,
+                                 1 - 2 * p->policy.alpha, &br);
+    if (e < 0) return QG_ERR_NOMEM;
+    if (!e) *lo = fmin(*lo, br.lo), *hi = fmax(*hi, br.hi);
+    return QG_OK;
+}
+
+/* Binary loss: Tango's paired score interval; for clustered items widened
+ * by sqrt(design effect) * t_{G-1} / z around the estimate, and to at least
+ * the bunched-events bounds and the clusters' t / bootstrap-t interval;
+ * each side then widened by the rerun variance V (h' = sqrt(h^2 + q^2 V)).
+ * QG_OK or QG_ERR_NOMEM. */
+static int estimate_binary(const struct units *u, const struct verdict_params *p, double V,
+                           struct verdict_task *v)
+{
+    const struct verdict_policy *pol = &p->policy;
     double n = (double)v->n_items, za = stats_norm_ppf(1 - pol->alpha);
     double q = binary_q(u, v->n_items, pol->alpha), qb = binary_q(u, v->n_items, pol->beta);
     int64_t b = v->flips_b, c = v->flips_c;
@@ -416,21 +436,24 @@ static void estimate_binary(const struct units *u, const struct verdict_policy *
     stats_tango_paired(b, c, v->n_items, za, &v->lo, &v->hi);
     v->design_effect = design_effect(u, u->loss, n, (double)(b - c), (double)(b + c));
     double w = sqrt(v->design_effect) * q / za;
-    double hl = (v->delta - v->lo) * w, hh = (v->hi - v->delta) * w;
+    v->lo = v->delta - (v->delta - v->lo) * w;
+    v->hi = v->delta + (v->hi - v->delta) * w;
+    if (clustered(u, v->n_items)) { /* losses and gains in bunches: at least Garwood's bounds */
+        v->hi = fmax(v->hi, bunched_upper(u, 1, n, pol->alpha) - (double)c / n);
+        v->lo = fmin(v->lo, (double)b / n - bunched_upper(u, -1, n, pol->alpha));
+    }
+    if (cluster_interval(u, v->n_items, u->loss, p, 0x6c6fu, &v->lo, &v->hi)) return QG_ERR_NOMEM;
+    double hl = v->delta - v->lo, hh = v->hi - v->delta;
     hl = sqrt(hl * hl + q * q * V);
     hh = sqrt(hh * hh + q * q * V);
     v->lo = fmax(-1, v->delta - hl);
     v->hi = fmin(1, v->delta + hh);
-    if (clustered(u, v->n_items)) { /* losses and gains in bunches: at least Garwood's bounds */
-        v->hi = fmax(v->hi, fmin(1, bunched_upper(u, 1, n, pol->alpha) - (double)c / n));
-        v->lo = fmin(v->lo, fmax(-1, (double)b / n - bunched_upper(u, -1, n, pol->alpha)));
-        hl = v->delta - v->lo, hh = v->hi - v->delta;
-    }
     v->se = (hl + hh) / (2 * q);
     v->mde = (q + qb) * v->se;
     v->p_value = binary_p(u, V, v);
     double k = (double)(b + c), df = design_effect(u, u->flips, n, k, k);
     stats_wilson_eff(k / df, n / df, binary_q(u, v->n_items, 0.025), &v->flip_lo, &v->flip_hi);
+    return QG_OK;
 }
 
 /* Perplexity: the ratio estimator's interval (stats_ratio_interval: the
@@ -521,8 +544,8 @@ static int window_rate_gate(const struct item_row *c, int64_t n, int top1,
     struct boot_result br;
     int e = rc ? 0
                : stats_ratio_interval(num, den, n, p->policy.bootstrap,
-                                      p->seed ^ (top1 ? 0x7431u : 0x6b6cu),
-                                      1 - 2 * p->policy.alpha, &br);
+                                      p->seed ^ (top1 ? 0x7431u : 0x6b6cu), 1 - 2 * p->policy.alpha,
+                                      &br);
     if (e < 0) rc = QG_ERR_NOMEM;
     if (!rc) {
         snprintf(g->name, sizeof g->name, "%s", top1 ? "top1" : "kld");
@@ -548,15 +571,21 @@ static int window_rate_gate(const struct item_row *c, int64_t n, int top1,
 /* The flip-rate gate: the share of items that changed, net of the
  * baseline's own churn when it has repeats (Newcombe's combination of the
  * two Wilson intervals, conservative: both share repeat 0); Wilson on
- * Kish's effective counts with t_{G-1} for clustered items. */
-static void flip_gate(const struct units *u, const struct verdict_policy *pol,
-                      const struct rerun *rr, const struct verdict_task *v, struct verdict_gate *g)
+ * Kish's effective counts with t_{G-1} for clustered items, at least the
+ * bunched-events bound and the clusters' t / bootstrap-t interval. QG_OK
+ * or QG_ERR_NOMEM. */
+static int flip_gate(const struct units *u, const struct verdict_params *p, const struct rerun *rr,
+                     const struct verdict_task *v, struct verdict_gate *g)
 {
+    const struct verdict_policy *pol = &p->policy;
     double n = (double)v->n_items, k = (double)(v->flips_b + v->flips_c);
     double q = binary_q(u, v->n_items, pol->alpha), df = design_effect(u, u->flips, n, k, k);
     double f = k / n, lf, uf;
     stats_wilson_eff(k / df, n / df, q, &lf, &uf);
     uf = fmax(uf, fmin(1, bunched_upper(u, 0, n, pol->alpha)));
+    double lf_cl = lf; /* the upper bound guards the PASS; the lower stays Wilson's */
+    if (cluster_interval(u, v->n_items, u->flips, p, 0x666cu, &lf_cl, &uf)) return QG_ERR_NOMEM;
+    uf = fmin(1, uf);
     snprintf(g->name, sizeof g->name, "flip_rate");
     g->kind = VERDICT_GATE_MAX;
     g->limit = pol->max_flip_rate;
@@ -569,6 +598,7 @@ static void flip_gate(const struct units *u, const struct verdict_policy *pol,
         g->hi = g->value + sqrt((uf - f) * (uf - f) + (c - lc) * (c - lc));
     }
     gate_decide(g);
+    return QG_OK;
 }
 
 /* The gates the policy sets and the data allow. QG_OK or QG_ERR_NOMEM. */
@@ -595,7 +625,7 @@ static int evaluate_gates(const struct verdict_input *in, const struct verdict_p
             v->n_gates++;
         }
     } else if (pol->max_flip_rate > 0) {
-        flip_gate(u, pol, rr, v, &v->gates[v->n_gates++]);
+        return flip_gate(u, p, rr, v, &v->gates[v->n_gates++]);
     }
     return QG_OK;
 }
@@ -658,6 +688,7 @@ int verdict_task_compute(const struct verdict_input *in, const struct verdict_pa
     v->flips_c = pr.fc;
     v->n_items = pr.n_items;
     v->margin = ppl ? p->policy.margin_ppl : p->policy.margin_acc;
+    u.rho_max = p->policy.cluster_corr;
     v->n_units = u.n;
     v->design_effect = 1;
     v->kld_stated = -1;
@@ -669,7 +700,7 @@ int verdict_task_compute(const struct verdict_input *in, const struct verdict_pa
         estimable = rc != 1;
         rc = rc == 1 ? QG_OK : rc;
     } else if (!rc) {
-        estimate_binary(&u, &p->policy, rr.var, v);
+        rc = estimate_binary(&u, p, rr.var, v);
     }
     if (!rc) rc = evaluate_gates(in, p, ppl, &u, &rr, v);
     free(rr.unit_ch);

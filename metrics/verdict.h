@@ -81,11 +81,13 @@ struct verdict_policy {
     double min_top1;      /* perplexity: same-top-1 share must stay above; 0: no gate */
     double max_flip_rate; /* binary: share of items that change must stay below; 0: no gate */
     int mc_metric;        /* enum verdict_mc_metric */
+    double cluster_corr;  /* binary items in clusters: the largest within-cluster correlation
+                           * of flips assumed until the flips themselves can show it (0: none) */
 };
 
 /* margin ln 1.01, 1 point, alpha 0.05, beta 0.2, 10000 bootstrap draws,
- * margin_kld 0.02, min_top1 0.9, max_flip_rate 0.02, acc (docs/verdict.md
- * says where these come from). */
+ * margin_kld 0.02, min_top1 0.9, max_flip_rate 0.02, acc, cluster_corr 0.8
+ * (docs/verdict.md says where these come from). */
 struct verdict_policy verdict_default_policy(void);
 
 struct verdict_params {
@@ -131,9 +133,9 @@ struct verdict_task {
     int kind;
     double base_value, cand_value; /* PPL or accuracy */
     double delta, lo, hi, se;      /* the loss and its interval */
-    double margin;              /* the policy's */
-    double noise;               /* rerun SD: how far a rerun moves the metric (loss scale) */
-    double churn;               /* binary: share of items a rerun of the baseline changes */
+    double margin;                 /* the policy's */
+    double noise;                  /* rerun SD: how far a rerun moves the metric (loss scale) */
+    double churn;                  /* binary: share of items a rerun of the baseline changes */
     double mde, p_value, p_holm;
     int64_t n_units, n_items, flips_b, flips_c, items_needed;
     double flip_lo, flip_hi; /* Wilson 95 % of (b + c) / n (clustered: effective counts) */

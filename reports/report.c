@@ -151,10 +151,12 @@ void report_text_one(const cJSON *d, int color, struct sbuf *b)
         double ph = json_num(t, "p_holm", NAN);
         char phs[32]; /* "0" reads as certainty: say how small */
         snprintf(phs, sizeof phs, ph < 1e-15 ? "< 1e-15" : "%.3g", ph);
-        sbuf_printf(b, "%s; Holm-adjusted p %s\n",
-                    cJSON_IsTrue(det)    ? "; baseline repeats identical (deterministic)"
-                    : cJSON_IsFalse(det) ? "; noise from the baseline's repeats"
-                                         : "",
+        char nz[96] = "";
+        if (cJSON_IsFalse(det))
+            snprintf(nz, sizeof nz, "; reruns of the baseline move it by +-%.3g (1 SD)",
+                     json_num(t, "noise", NAN));
+        sbuf_printf(b, "%s%s; Holm-adjusted p %s\n",
+                    cJSON_IsTrue(det) ? "; baseline repeats identical (deterministic)" : "", nz,
                     phs);
     }
     const char *v = json_str(d, "verdict", "");
@@ -313,10 +315,10 @@ void report_md_one(const cJSON *d, int color, struct sbuf *b)
 int report_junit_outcome(const cJSON *t)
 {
     const char *v = json_str(t, "verdict", "");
-    if (!isfinite(json_num(t, "delta", NAN)) || !isfinite(json_num(t, "ci_low", NAN)) ||
-        !isfinite(json_num(t, "ci_high", NAN)))
-        return 3;
     int k = verdict_from_name(v);
+    /* an interval too few windows cannot give is null: only INCONCLUSIVE may lack it */
+    int no_ci = !isfinite(json_num(t, "ci_low", NAN)) || !isfinite(json_num(t, "ci_high", NAN));
+    if (!isfinite(json_num(t, "delta", NAN)) || (no_ci && k != VERDICT_INCONCLUSIVE)) return 3;
     return k < 0 ? 3 : k;
 }
 

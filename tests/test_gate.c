@@ -27,8 +27,9 @@ static int count_of(const char *hay, const char *needle)
 }
 
 /* No suite: the baseline's own samples. A model against a byte copy of
- * itself is refused, and PASSes as an A/A check (--allow-identical); the 2-bit file FAILs; the sampled text is stored once and
- * reused; names come from the files' stems without their common prefix. */
+ * itself is refused, and PASSes as an A/A check (--allow-identical); the 2-bit file FAILs; the
+ * sampled text is stored once and reused; names come from the files' stems without their common
+ * prefix. */
 TEST(gate_default_sampled_text, shared)
 {
     const char *f32 = t_shared("models/stories260K-pad256/stories260K-pad256-F32.gguf"),
@@ -78,13 +79,13 @@ TEST(gate_default_sampled_text, shared)
     ASSERT_EQ(o.code, 64);
     ASSERT_CONTAINS(o.err, "baseline and candidate are both 'Q2_K'");
     t_out_free(&o);
-    ASSERT_OK(t_qgate(&o, "compare", "--run", "1", "-b", "stories260K-pad256-F32", "-c", "copy-of-F32", "--db", db,
-                      NULL));
+    ASSERT_OK(t_qgate(&o, "compare", "--run", "1", "-b", "stories260K-pad256-F32", "-c",
+                      "copy-of-F32", "--db", db, NULL));
     ASSERT_EQ(o.code, 64);
     ASSERT_CONTAINS(o.err, "have the same content");
     t_out_free(&o);
-    ASSERT_OK(t_qgate(&o, "compare", "--run", "1", "-b", "stories260K-pad256-F32", "-c", "copy-of-F32",
-                      "--allow-identical", "--db", db, NULL));
+    ASSERT_OK(t_qgate(&o, "compare", "--run", "1", "-b", "stories260K-pad256-F32", "-c",
+                      "copy-of-F32", "--allow-identical", "--db", db, NULL));
     ASSERT_EQ(o.code, 0);
     t_out_free(&o);
     /* bad arguments cost nothing */

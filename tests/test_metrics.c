@@ -463,9 +463,16 @@ TEST(verdict_churn_is_no_margin_stored_example_fails, unit)
     const struct item_row *reps[1] = {r};
     int64_t nrep[1] = {N};
     struct verdict_params p = params();
-    struct verdict_input in = {.critical = 1, .name = "mmlu", .kind = 1,
-                               .metric = VERDICT_METRIC_ACC, .base = b, .cand = c,
-                               .n_base = N, .n_cand = N, .repeats = reps, .n_repeat = nrep,
+    struct verdict_input in = {.critical = 1,
+                               .name = "mmlu",
+                               .kind = 1,
+                               .metric = VERDICT_METRIC_ACC,
+                               .base = b,
+                               .cand = c,
+                               .n_base = N,
+                               .n_cand = N,
+                               .repeats = reps,
+                               .n_repeat = nrep,
                                .n_repeats = 1};
     struct verdict_task v;
     char err[QG_ERRMSG_MAX];
@@ -493,9 +500,16 @@ TEST(verdict_aa_under_churn_passes_with_flip_gate, unit)
     const struct item_row *reps[1] = {r};
     int64_t nrep[1] = {N};
     struct verdict_params p = params();
-    struct verdict_input in = {.critical = 1, .name = "arc", .kind = 1,
-                               .metric = VERDICT_METRIC_ACC, .base = b, .cand = c,
-                               .n_base = N, .n_cand = N, .repeats = reps, .n_repeat = nrep,
+    struct verdict_input in = {.critical = 1,
+                               .name = "arc",
+                               .kind = 1,
+                               .metric = VERDICT_METRIC_ACC,
+                               .base = b,
+                               .cand = c,
+                               .n_base = N,
+                               .n_cand = N,
+                               .repeats = reps,
+                               .n_repeat = nrep,
                                .n_repeats = 1};
     struct verdict_task v;
     char err[QG_ERRMSG_MAX];
@@ -521,8 +535,8 @@ TEST(verdict_few_windows_inconclusive, unit)
         c[w] = window(w, 128 + 64 * 0.3 + (w % 3), 64); /* a 35 % worse PPL */
     }
     struct verdict_params p = params();
-    struct verdict_input in = {.critical = 1, .name = "wiki", .metric = VERDICT_METRIC_PPL,
-                               .base = b, .cand = c};
+    struct verdict_input in = {
+        .critical = 1, .name = "wiki", .metric = VERDICT_METRIC_PPL, .base = b, .cand = c};
     struct verdict_task v;
     char err[QG_ERRMSG_MAX];
     static const int ws[] = {1, 2, 5};
@@ -555,9 +569,14 @@ TEST(verdict_clustered_flips_p_value_counts_clusters, unit)
         if (i < 9) c[i].correct = 0;
     }
     struct verdict_params p = params();
-    struct verdict_input in = {.critical = 1, .name = "hs", .kind = 1,
-                               .metric = VERDICT_METRIC_ACC, .base = b, .cand = c,
-                               .n_base = N, .n_cand = N};
+    struct verdict_input in = {.critical = 1,
+                               .name = "hs",
+                               .kind = 1,
+                               .metric = VERDICT_METRIC_ACC,
+                               .base = b,
+                               .cand = c,
+                               .n_base = N,
+                               .n_cand = N};
     struct verdict_task v;
     char err[QG_ERRMSG_MAX];
     ASSERT_OK(verdict_task_compute(&in, &p, &v, err, sizeof err));

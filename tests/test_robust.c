@@ -231,10 +231,10 @@ TEST(robust_terminal_output_escaped, e2e)
                       "--db", t_path("r.db"), "-q", NULL));
     ASSERT_EQ(o.code, 0);
     t_out_free(&o);
-    const char *cmds[][6] = {
-        {"show", "1", "--db", t_path("r.db"), NULL},
-        {"runs", "--db", t_path("r.db"), NULL},
-        {"compare", "--baseline", "x\033]0;owned\007", "--candidate", "y\033[31m", NULL}};
+    const char *cmds[][7] = {{"show", "1", "--db", t_path("r.db"), NULL},
+                             {"runs", "--db", t_path("r.db"), NULL},
+                             {"compare", "--baseline", "x\033]0;owned\007", "--candidate",
+                              "y\033[31m", "--allow-identical", NULL}};
     for (int k = 0; k < 3; k++) {
         const char *args[10];
         int n = 0;
@@ -802,15 +802,15 @@ TEST(robust_outputs_never_clobber, e2e)
     char *suite0 = t_read_file(t_path("suite.json"), &n0);
     struct t_out o;
     ASSERT_OK(t_qgate(&o, "gate", "--suite", t_path("suite.json"), "--baseline", base,
-                      "--candidate", cand, "--db", t_path("g.db"), "--report",
+                      "--candidate", cand, "--allow-identical", "--db", t_path("g.db"), "--report",
                       t_path("no/such/dir/r.html"), "-q", NULL));
     ASSERT_EQ(o.code, 73);
     ASSERT_CONTAINS(o.err, "does not exist");
     ASSERT(access(t_path("g.db"), F_OK) != 0); /* nothing ran, nothing stored */
     t_out_free(&o);
     ASSERT_OK(t_qgate(&o, "gate", "--suite", t_path("suite.json"), "--baseline", base,
-                      "--candidate", cand, "--db", t_path("g.db"), "--json", t_path("suite.json"),
-                      "-q", NULL));
+                      "--candidate", cand, "--allow-identical", "--db", t_path("g.db"), "--json",
+                      t_path("suite.json"), "-q", NULL));
     ASSERT_EQ(o.code, 64);
     ASSERT_CONTAINS(o.err, "writing it would destroy it");
     char *suite1 = t_read_file(t_path("suite.json"), &n1);
@@ -821,8 +821,8 @@ TEST(robust_outputs_never_clobber, e2e)
     /* a symlink as output: the file it names gets the report, the link stays */
     ASSERT_OK(symlink(t_path("real.json"), t_path("link.json")));
     ASSERT_OK(t_qgate(&o, "gate", "--suite", t_path("suite.json"), "--baseline", base,
-                      "--candidate", cand, "--db", t_path("g.db"), "--json", t_path("link.json"),
-                      "-q", NULL));
+                      "--candidate", cand, "--allow-identical", "--db", t_path("g.db"), "--json",
+                      t_path("link.json"), "-q", NULL));
     ASSERT(o.code <= 2);
     /* -q: only the verdict line, not the table */
     ASSERT_CONTAINS(o.out, "b: ");                  /* "b: PASS — perplexity ..." */

@@ -178,9 +178,9 @@ TEST(stats_t_quantile_matches_scipy, unit)
 {
     /* scipy.stats.t.ppf(p, df), scipy 1.14 (float64) */
     static const double ref[][3] = {
-        {0.95, 3, 2.3533634348018233},     {0.975, 3, 3.1824463052837078},
+        {0.95, 3, 2.3533634348018233},      {0.975, 3, 3.1824463052837078},
         {1 - 1e-12, 3, 10331.184426046091}, {0.95, 4, 2.1318467863266495},
-        {0.975, 4, 2.7764451051977934},    {0.95, 1999, 1.6456162481872625},
+        {0.975, 4, 2.7764451051977934},     {0.95, 1999, 1.6456162481872625},
         {0.95, 2001, 1.6456154855920275},
     };
     for (size_t i = 0; i < sizeof ref / sizeof ref[0]; i++) {
@@ -200,7 +200,8 @@ TEST(stats_t_quantile_matches_scipy, unit)
 
 TEST(stats_poisson_upper_garwood, unit)
 {
-    /* k = 0: -ln alpha exactly; k = 5 at 95 %: chi2.ppf(0.95, 12) / 2 (P(X <= 5) = 0.05 there, checked by summing) */
+    /* k = 0: -ln alpha exactly; k = 5 at 95 %: chi2.ppf(0.95, 12) / 2 (P(X <= 5) = 0.05 there,
+     * checked by summing) */
     ASSERT_NEAR(stats_poisson_upper(0, 0.05), -log(0.05), 1e-9);
     ASSERT_NEAR(stats_poisson_upper(5, 0.05), 10.513034908741535, 1e-8);
     ASSERT(isnan(stats_poisson_upper(-1, 0.05)));

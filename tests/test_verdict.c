@@ -585,7 +585,7 @@ TEST(verdict_shared_small_suites_and_gates, shared)
     ASSERT_OK(hash_sha256_file(labels, h3, err, sizeof err));
     snprintf(
         suite, sizeof suite,
-        "{\"name\":\"issue12\",\"tasks\":["
+        "{\"name\":\"issue12\",\"policy\":{\"cluster_corr\":0},\"tasks\":["
         "{\"name\":\"hs20\",\"benchmark\":\"hellaswag\",\"data\":\"%s\",\"sha256\":\"%s\","
         "\"limit\":20},"
         "{\"name\":\"hs400\",\"benchmark\":\"hellaswag\",\"data\":\"%s\",\"sha256\":\"%s\","
@@ -618,7 +618,7 @@ TEST(verdict_shared_small_suites_and_gates, shared)
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         ASSERT_OK(t_qgate(&o, "compare", "--baseline", "f32", "--candidate", cases[k].cand,
-                          "--format", "json", "--db", t_path("v.db"), NULL));
+                          "--allow-identical", "--format", "json", "--db", t_path("v.db"), NULL));
         cJSON *j = cJSON_Parse(o.out);
         ASSERT(j);
         const char *got = task_verdict(j, cases[k].task);
@@ -629,6 +629,20 @@ TEST(verdict_shared_small_suites_and_gates, shared)
         cJSON_Delete(j);
         t_out_free(&o);
     }
+    /* the default policy assumes flips may correlate up to 0.8 within a
+     * HellaSwag activity: no flip in 400 items (some 30 activities) cannot
+     * rule out a bunch of them, so F16 is INCONCLUSIVE there */
+    char pol[4200];
+    snprintf(pol, sizeof pol, "%s", t_path("default-policy.json"));
+    ASSERT_OK(write_text("default-policy.json", "{\"policy\": {}}"));
+    ASSERT_OK(t_qgate(&o, "compare", "--baseline", "f32", "--candidate", "f16", "--policy", pol,
+                      "--format", "json", "--db", t_path("v.db"), NULL));
+    cJSON *j = cJSON_Parse(o.out);
+    ASSERT(j);
+    printf("f32 vs f16 hs400, default cluster_corr: %s\n", task_verdict(j, "hs400"));
+    ASSERT_STR_EQ(task_verdict(j, "hs400"), "INCONCLUSIVE");
+    cJSON_Delete(j);
+    t_out_free(&o);
     return 0;
 }
 
