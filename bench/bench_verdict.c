@@ -408,7 +408,7 @@ static int churn_cells(struct sim *s, int reps, uint64_t seed)
                 s->n = ppl ? ws[ni] : ns[ni];
                 s->metric = ppl ? VERDICT_METRIC_PPL : VERDICT_METRIC_ACC;
                 s->max_flip = ppl ? 0 : flip_limit;
-                int R = ppl && s->n >= 400 ? (reps + 3) / 4 : reps;
+                int R = reps;
                 for (int r = 0; r < R; r++)
                     for (int m = 0; m < 3; m++) {
                         if (ppl)
@@ -444,7 +444,7 @@ static int ppl_cells(struct sim *s, int reps, uint64_t seed)
         for (int wi = 0; wi < 9; wi++) {
             struct cell k = {0};
             s->n = windows[wi];
-            int R = s->n >= 400 ? (reps + 3) / 4 : reps; /* the bootstrap is the cost */
+            int R = reps;
             for (int r = 0; r < R; r++)
                 for (int m = 0; m < 3; m++) {
                     ppl_rows(s, m * margin, di, 0);
@@ -492,7 +492,7 @@ static int gate_cells(struct sim *s, int reps, uint64_t seed)
             s->n = windows[wi];
             s->margin_kld = gi < 2 ? 0.02 : 0;
             s->min_top1 = gi < 2 ? 0 : 0.9;
-            int R = s->n >= 400 ? (reps + 3) / 4 : reps;
+            int R = reps;
             for (int r = 0; r < R; r++) {
                 gate_rows(s, sigmas[gi]);
                 struct verdict_task v;

@@ -33,7 +33,12 @@ static void print_gates(const struct verdict_task *t)
     printf("%17s gates: loss %s", "", verdict_name(t->loss_verdict));
     for (int i = 0; i < t->n_gates; i++) {
         const struct verdict_gate *g = &t->gates[i];
-        printf("; %s %.4g [%.4g, %.4g] %s %.4g %s", g->name, g->value, g->lo, g->hi,
+        char iv[64];
+        if (isfinite(g->lo) && isfinite(g->hi))
+            snprintf(iv, sizeof iv, "[%.4g, %.4g]", g->lo, g->hi);
+        else
+            snprintf(iv, sizeof iv, "(not bounded)");
+        printf("; %s %.4g %s %s %.4g %s", g->name, g->value, iv,
                g->kind == VERDICT_GATE_MAX ? "<=" : ">=", g->limit, verdict_name(g->verdict));
     }
     printf("\n");
@@ -54,7 +59,10 @@ static void print_text(const char *base, const char *cand, int64_t run_id,
     for (int i = 0; i < n; i++) {
         const struct verdict_task *t = &v[i];
         char iv[64];
-        snprintf(iv, sizeof iv, "[%+.5f, %+.5f]", t->lo, t->hi);
+        if (isfinite(t->lo) && isfinite(t->hi))
+            snprintf(iv, sizeof iv, "[%+.5f, %+.5f]", t->lo, t->hi);
+        else
+            snprintf(iv, sizeof iv, "(not bounded)");
         const char *col = !color                       ? ""
                           : t->verdict == VERDICT_PASS ? "\033[32m"
                           : t->verdict == VERDICT_FAIL ? "\033[31m"

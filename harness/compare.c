@@ -446,7 +446,10 @@ static void plain_task(const struct verdict_task *t, int named, struct sbuf *b)
 {
     if (named) sbuf_printf(b, "%s: ", t->name);
     /* two decimals for changes under 1 (of a percent or a point) */
-    if (t->kind == TASK_PERPLEXITY) {
+    if (t->kind == TASK_PERPLEXITY && !(isfinite(t->lo) && isfinite(t->hi))) {
+        sbuf_printf(b, "perplexity %+.2f %% (not bounded: %lld windows)",
+                    unsigned_zero(100 * expm1(t->delta)), (long long)t->n_units);
+    } else if (t->kind == TASK_PERPLEXITY) {
         double d = unsigned_zero(100 * expm1(t->delta)), lo = unsigned_zero(100 * expm1(t->lo)),
                hi = unsigned_zero(100 * expm1(t->hi));
         int k = fabs(d) < 1 && fabs(lo) < 1 && fabs(hi) < 1 ? 2 : 1;

@@ -414,10 +414,12 @@ int stats_ratio_interval(const double *loss, const double *size, int64_t n, int 
     if (!isfinite(lo) || !isfinite(hi)) return 1;
     r->lo = fmin(r->lo, lo);
     r->hi = fmax(r->hi, hi);
-    if ((double)n < 25 * r->skew * r->skew) { /* too skewed for n */
-        if (n < 2 * STATS_RATIO_MIN_UNITS) return 1;
+    int skewed = (double)n < 25 * r->skew * r->skew; /* Cochran's rule */
+    if (skewed && n < 2 * STATS_RATIO_MIN_UNITS) return 1;
+    if (skewed || n < 2 * STATS_RATIO_MIN_UNITS) {
         /* widened by 1 + |g1| (bench_verdict: the gentler sqrt(25 g1^2 / n)
-         * under-covers lognormal losses at 50 windows) */
+         * under-covers lognormal losses at 50 windows; below 20 units, a
+         * sample's skew understates its distribution's) */
         double f = 1 + fabs(r->skew);
         r->lo = R - (R - r->lo) * f;
         r->hi = R + (r->hi - R) * f;

@@ -101,8 +101,10 @@ enum { STATS_RATIO_MIN_UNITS = 10 };
  * the sample skewness g1 of the linearized residuals. No interval holds
  * for every distribution from few units (Bahadur and Savage), so this one
  * declines where bench_verdict shows it under-covers: fewer than
- * STATS_RATIO_MIN_UNITS units, or fewer than 25 g1^2 (Cochran's rule for
- * the normal approximation of a skewed mean). Returns 0 with both bounds
+ * STATS_RATIO_MIN_UNITS units, or fewer than 2 STATS_RATIO_MIN_UNITS and
+ * fewer than 25 g1^2 (Cochran's rule for the normal approximation of a
+ * skewed mean); with fewer than 2 STATS_RATIO_MIN_UNITS units, or fewer
+ * than 25 g1^2, each side is widened by 1 + |g1|. Returns 0 with both bounds
  * finite; 1 when the interval cannot be estimated (those rules, or an
  * infinite bootstrap-t quantile: too many resamples repeat one unit):
  * r->lo / r->hi then hold the t interval alone (NaN for n < 2) and must

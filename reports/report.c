@@ -16,6 +16,19 @@
 /* ---------------------------------------------------------------- text */
 
 /* "comparison 7", or what a report of a comparison not stored says */
+
+/* "[lo, hi]" of a task's interval, or "(not bounded)" where too few
+ * windows gave none (null in the JSON). */
+static const char *fmt_iv(const cJSON *t, char *buf, size_t n)
+{
+    double lo = json_num(t, "ci_low", NAN), hi = json_num(t, "ci_high", NAN);
+    if (isfinite(lo) && isfinite(hi))
+        snprintf(buf, n, "[%+.5f, %+.5f]", lo, hi);
+    else
+        snprintf(buf, n, "(not bounded)");
+    return buf;
+}
+
 static const char *cid_text(const cJSON *c)
 {
     static _Thread_local char buf[64];
@@ -75,14 +88,19 @@ static void gates_text(const cJSON *t, struct sbuf *b)
     cJSON_ArrayForEach(g, gates)
     {
         int v = vcode(json_str(g, "verdict", ""));
-        sbuf_printf(
-            b, "; %s %.4g [%.4g, %.4g] %s %.4g %s",
-            !strcmp(json_str(g, "gate", ""), "kld")    ? "KLD"
-            : !strcmp(json_str(g, "gate", ""), "top1") ? "top-1"
-                                                       : "flip rate",
-            json_num(g, "value", NAN), json_num(g, "ci_low", NAN), json_num(g, "ci_high", NAN),
-            !strcmp(json_str(g, "bound", ""), "min") ? ">=" : "<=", json_num(g, "limit", NAN),
-            verdict_name(v));
+        char iv[64];
+        double lo = json_num(g, "ci_low", NAN), hi = json_num(g, "ci_high", NAN);
+        if (isfinite(lo) && isfinite(hi))
+            snprintf(iv, sizeof iv, "[%.4g, %.4g]", lo, hi);
+        else
+            snprintf(iv, sizeof iv, "(not bounded)");
+        sbuf_printf(b, "; %s %.4g %s %s %.4g %s",
+                    !strcmp(json_str(g, "gate", ""), "kld")    ? "KLD"
+                    : !strcmp(json_str(g, "gate", ""), "top1") ? "top-1"
+                                                               : "flip rate",
+                    json_num(g, "value", NAN), iv,
+                    !strcmp(json_str(g, "bound", ""), "min") ? ">=" : "<=",
+                    json_num(g, "limit", NAN), verdict_name(v));
     }
 }
 
@@ -104,8 +122,7 @@ void report_text_one(const cJSON *d, int color, struct sbuf *b)
     cJSON_ArrayForEach(t, json_get(d, "tasks"))
     {
         char iv[64];
-        snprintf(iv, sizeof iv, "[%+.5f, %+.5f]", json_num(t, "ci_low", NAN),
-                 json_num(t, "ci_high", NAN));
+        fmt_iv(t, iv, sizeof iv);
         const char *v = json_str(t, "verdict", "");
         char fl[48] = "-";
         if (!isnan(json_num(t, "flips_b", NAN)))
@@ -275,11 +292,11 @@ void report_md_one(const cJSON *d, int color, struct sbuf *b)
     {
         sbuf_printf(b, "| ");
         esc_md(b, json_str(t, "task", ""));
-        sbuf_printf(b, " | %s | %.4f | %.4f | %+.5f | [%+.5f, %+.5f] | %.5f | %.2g | %s |\n",
+        char iv[64];
+        sbuf_printf(b, " | %s | %.4f | %.4f | %+.5f | %s | %.5f | %.2g | %s |\n",
                     json_str(t, "metric", ""), json_num(t, "baseline", NAN),
                     json_num(t, "candidate", NAN), json_num(t, "delta", NAN),
-                    json_num(t, "ci_low", NAN), json_num(t, "ci_high", NAN),
-                    json_num(t, "margin", NAN), json_num(t, "noise", NAN),
+                    fmt_iv(t, iv, sizeof iv), json_num(t, "margin", NAN), json_num(t, "noise", NAN),
                     badge[vcode(json_str(t, "verdict", ""))]);
     }
     cJSON_ArrayForEach(t, json_get(d, "tasks")) md_task(t, b);
@@ -433,9 +450,10 @@ void report_forest(const cJSON *d, struct sbuf *b)
     {
         double m = json_num(t, "margin", NAN), y = 30 + rowh * i + rowh / 2.0;
         if (!(m > 0)) m = 1;
-        double a = fmax(lo, fmin(hi, json_num(t, "ci_low", NAN) / m)),
-               z = fmax(lo, fmin(hi, json_num(t, "ci_high", NAN) / m));
         double raw = json_num(t, "delta", NAN) / m, e = fmax(lo, fmin(hi, raw));
+        double cl = json_num(t, "ci_low", NAN), ch = json_num(t, "ci_high", NAN);
+        if (!isfinite(cl) || !isfinite(ch)) cl = ch = raw * m; /* not bounded: the point alone */
+        double a = fmax(lo, fmin(hi, cl / m)), z = fmax(lo, fmin(hi, ch / m));
         const char *c = report_vcolor(json_str(t, "verdict", ""));
         sbuf_printf(b, "<text x=\"8\" y=\"%.1f\" font-size=\"12\">", y + 4);
         esc_html(b, json_str(t, "task", ""));
@@ -602,20 +620,21 @@ void report_html_summary(const cJSON *d, struct sbuf *b)
                    "(Holm)</th><th>verdict</th></tr>\n");
     cJSON_ArrayForEach(t, json_get(d, "tasks"))
     {
+        char iv[64];
         sbuf_printf(b, "<tr><td>");
         esc_html(b, json_str(t, "task", ""));
         sbuf_printf(
             b,
             "</td><td>%s</td><td class=\"num\">%.4f</td><td class=\"num\">%.4f</td><td "
             "class=\"num\">%+.5f</td>"
-            "<td class=\"num\">[%+.5f, %+.5f]</td><td class=\"num\">%.5f</td><td "
+            "<td class=\"num\">%s</td><td class=\"num\">%.5f</td><td "
             "class=\"num\">%.2g</td><td class=\"num\">%.4g</td>"
             "<td class=\"num\">%.3g (%.3g)</td><td class=\"v\" style=\"color:%s\">%s</td></tr>\n",
             json_str(t, "metric", ""), json_num(t, "baseline", NAN), json_num(t, "candidate", NAN),
-            json_num(t, "delta", NAN), json_num(t, "ci_low", NAN), json_num(t, "ci_high", NAN),
-            json_num(t, "margin", NAN), json_num(t, "noise", NAN), json_num(t, "mde", NAN),
-            json_num(t, "p_value", NAN), json_num(t, "p_holm", NAN),
-            report_vcolor(json_str(t, "verdict", "")), json_str(t, "verdict", ""));
+            json_num(t, "delta", NAN), fmt_iv(t, iv, sizeof iv), json_num(t, "margin", NAN),
+            json_num(t, "noise", NAN), json_num(t, "mde", NAN), json_num(t, "p_value", NAN),
+            json_num(t, "p_holm", NAN), report_vcolor(json_str(t, "verdict", "")),
+            json_str(t, "verdict", ""));
     }
     sbuf_printf(b, "</table>\n<h2>Paired loss against the margin</h2>\n<p>Each task's loss and "
                    "90%% interval, in units of its "

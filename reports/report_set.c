@@ -192,6 +192,8 @@ static void forest_task(const cJSON *d, const char *task, int id, struct sbuf *b
             double m = json_num(t, "margin", NAN), y = 30 + rowh * i + rowh / 2.0;
             if (strcmp(json_str(t, "task", ""), task) || !(m > 0)) continue;
             double e = json_num(t, "delta", NAN) / m;
+            double cl = json_num(t, "ci_low", NAN) / m, ch = json_num(t, "ci_high", NAN) / m;
+            if (!isfinite(cl) || !isfinite(ch)) cl = ch = e; /* not bounded: the point alone */
             const char *col = report_vcolor(json_str(t, "verdict", ""));
             sbuf_printf(b, "<text x=\"8\" y=\"%.1f\" font-size=\"12\">", y + 4);
             esc_html(b, json_str(c, "name", ""));
@@ -199,8 +201,7 @@ static void forest_task(const cJSON *d, const char *task, int id, struct sbuf *b
                         "</text>\n<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
                         "stroke=\"%s\" stroke-width=\"3\"/>\n<circle cx=\"%.1f\" cy=\"%.1f\" "
                         "r=\"5\" fill=\"%s\"/>\n",
-                        X(json_num(t, "ci_low", NAN) / m), y, X(json_num(t, "ci_high", NAN) / m), y,
-                        col, X(e), y, col);
+                        X(cl), y, X(ch), y, col, X(e), y, col);
             int off = e > hi || e < lo; /* off scale: an arrow at the edge, the value named */
             sbuf_printf(b,
                         "<text class=\"point\" x=\"%d\" y=\"%.1f\" font-size=\"11\" "
