@@ -67,12 +67,14 @@ static void print_text(const char *base, const char *cand, int64_t run_id,
                           : t->verdict == VERDICT_PASS ? "\033[32m"
                           : t->verdict == VERDICT_FAIL ? "\033[31m"
                                                        : "\033[33m";
-        printf("%-16s %-13s %10.4f %10.4f %+10.5f %23s %9.5f %9.2g %9.5f  %s%s%s\n",
+        char mde[32] = "n/a", se[48] = "";
+        if (isfinite(t->mde)) snprintf(mde, sizeof mde, "%.5f", t->mde);
+        if (isfinite(t->se)) snprintf(se, sizeof se, " +/- %.5f paired SE", t->se);
+        printf("%-16s %-13s %10.4f %10.4f %+10.5f %23s %9.5f %9.2g %9s  %s%s%s\n",
                cmd_term_cut(t->name, 16), t->metric, t->base_value, t->cand_value, t->delta, iv,
-               t->margin, t->noise, t->mde, col, verdict_name(t->verdict), color ? "\033[0m" : "");
+               t->margin, t->noise, mde, col, verdict_name(t->verdict), color ? "\033[0m" : "");
         if (t->kind == TASK_PERPLEXITY) {
-            printf("%17s PPL ratio %.5f (ln %+.5f +/- %.5f paired SE)", "", exp(t->delta), t->delta,
-                   t->se);
+            printf("%17s PPL ratio %.5f (ln %+.5f%s)", "", exp(t->delta), t->delta, se);
             if (t->has_kld)
                 printf("; KLD mean %.6f, p99 %.6f, max %.4f%s; same top-1 %.2f%%; mean dp %+.5f",
                        t->kld_mean, t->kld_p99, t->kld_max,

@@ -17,6 +17,20 @@
 
 /* "comparison 7", or what a report of a comparison not stored says */
 
+/* v with prec digits ('f': after the point, 'g': significant), or "n/a"
+ * when it is not a number (a figure too few windows cannot give: null in
+ * the JSON). */
+static const char *num_s(char *buf, size_t n, char mode, int prec, double v)
+{
+    if (!isfinite(v))
+        snprintf(buf, n, "n/a");
+    else if (mode == 'f')
+        snprintf(buf, n, "%.*f", prec, v);
+    else
+        snprintf(buf, n, "%.*g", prec, v);
+    return buf;
+}
+
 /* "[lo, hi]" of a task's interval, or "(not bounded)" where too few
  * windows gave none (null in the JSON). */
 static const char *fmt_iv(const cJSON *t, char *buf, size_t n)
@@ -129,16 +143,18 @@ void report_text_one(const cJSON *d, int color, struct sbuf *b)
             snprintf(fl, sizeof fl, "%.0f/%.0f", json_num(t, "flips_b", NAN),
                      json_num(t, "flips_c", NAN));
         term_cell(b, json_str(t, "task", ""), 16);
-        sbuf_printf(b, " %-13s %10.4f %10.4f %+10.5f %23s %9.5f %9.2g %9.5f %9s %9.3g  %s%s%s\n",
-                    json_str(t, "metric", ""), json_num(t, "baseline", NAN),
-                    json_num(t, "candidate", NAN), json_num(t, "delta", NAN), iv,
-                    json_num(t, "margin", NAN), json_num(t, "noise", NAN), json_num(t, "mde", NAN),
-                    fl, json_num(t, "p_value", NAN), color ? col[vcode(v)] : "", v,
-                    color ? "\033[0m" : "");
+        char mde[32];
+        sbuf_printf(
+            b, " %-13s %10.4f %10.4f %+10.5f %23s %9.5f %9.2g %9s %9s %9.3g  %s%s%s\n",
+            json_str(t, "metric", ""), json_num(t, "baseline", NAN), json_num(t, "candidate", NAN),
+            json_num(t, "delta", NAN), iv, json_num(t, "margin", NAN), json_num(t, "noise", NAN),
+            num_s(mde, sizeof mde, 'f', 5, json_num(t, "mde", NAN)), fl,
+            json_num(t, "p_value", NAN), color ? col[vcode(v)] : "", v, color ? "\033[0m" : "");
         if (!isnan(json_num(t, "ppl_ratio", NAN))) {
-            sbuf_printf(b, "%17s PPL ratio %.5f (ln %+.5f +/- %.5f paired SE)", "",
+            char se[32];
+            sbuf_printf(b, "%17s PPL ratio %.5f (ln %+.5f +/- %s paired SE)", "",
                         json_num(t, "ppl_ratio", NAN), json_num(t, "delta", NAN),
-                        json_num(t, "se", NAN));
+                        num_s(se, sizeof se, 'f', 5, json_num(t, "se", NAN)));
             if (!isnan(json_num(t, "kld_mean", NAN)))
                 sbuf_printf(
                     b, "; KLD mean %.6f, p99 %.6f, max %.4f%s; same top-1 %.2f%%; mean dp %+.5f",
@@ -250,9 +266,12 @@ static void md_task(const cJSON *t, struct sbuf *b)
     }
     if (cJSON_IsFalse(json_get(t, "critical")))
         sbuf_printf(b, "\n- informational: not counted in the suite verdict");
-    sbuf_printf(b, "\n- paired SE %.3g, MDE %.3g, p %.3g (Holm %.3g), %.0f units / %.0f items\n",
-                json_num(t, "se", NAN), json_num(t, "mde", NAN), json_num(t, "p_value", NAN),
-                json_num(t, "p_holm", NAN), json_num(t, "units", NAN), json_num(t, "items", NAN));
+    char se[32], mde[32];
+    sbuf_printf(b, "\n- paired SE %s, MDE %s, p %.3g (Holm %.3g), %.0f units / %.0f items\n",
+                num_s(se, sizeof se, 'g', 3, json_num(t, "se", NAN)),
+                num_s(mde, sizeof mde, 'g', 3, json_num(t, "mde", NAN)),
+                json_num(t, "p_value", NAN), json_num(t, "p_holm", NAN), json_num(t, "units", NAN),
+                json_num(t, "items", NAN));
     if (!isnan(json_num(t, "ppl_ratio", NAN)))
         sbuf_printf(b, "- PPL ratio %.5f\n", json_num(t, "ppl_ratio", NAN));
     const cJSON *k = json_get(t, "kld");
@@ -620,7 +639,7 @@ void report_html_summary(const cJSON *d, struct sbuf *b)
                    "(Holm)</th><th>verdict</th></tr>\n");
     cJSON_ArrayForEach(t, json_get(d, "tasks"))
     {
-        char iv[64];
+        char iv[64], mde[32];
         sbuf_printf(b, "<tr><td>");
         esc_html(b, json_str(t, "task", ""));
         sbuf_printf(
@@ -628,13 +647,13 @@ void report_html_summary(const cJSON *d, struct sbuf *b)
             "</td><td>%s</td><td class=\"num\">%.4f</td><td class=\"num\">%.4f</td><td "
             "class=\"num\">%+.5f</td>"
             "<td class=\"num\">%s</td><td class=\"num\">%.5f</td><td "
-            "class=\"num\">%.2g</td><td class=\"num\">%.4g</td>"
+            "class=\"num\">%.2g</td><td class=\"num\">%s</td>"
             "<td class=\"num\">%.3g (%.3g)</td><td class=\"v\" style=\"color:%s\">%s</td></tr>\n",
             json_str(t, "metric", ""), json_num(t, "baseline", NAN), json_num(t, "candidate", NAN),
             json_num(t, "delta", NAN), fmt_iv(t, iv, sizeof iv), json_num(t, "margin", NAN),
-            json_num(t, "noise", NAN), json_num(t, "mde", NAN), json_num(t, "p_value", NAN),
-            json_num(t, "p_holm", NAN), report_vcolor(json_str(t, "verdict", "")),
-            json_str(t, "verdict", ""));
+            json_num(t, "noise", NAN), num_s(mde, sizeof mde, 'g', 4, json_num(t, "mde", NAN)),
+            json_num(t, "p_value", NAN), json_num(t, "p_holm", NAN),
+            report_vcolor(json_str(t, "verdict", "")), json_str(t, "verdict", ""));
     }
     sbuf_printf(b, "</table>\n<h2>Paired loss against the margin</h2>\n<p>Each task's loss and "
                    "90%% interval, in units of its "
@@ -658,8 +677,10 @@ void report_html_task(const cJSON *t, struct sbuf *b)
     }
     if (cJSON_IsFalse(json_get(t, "critical")))
         sbuf_printf(b, ". Informational: not counted in the suite verdict");
-    sbuf_printf(b, ". Paired SE %.3g over %.0f units (%.0f items).", json_num(t, "se", NAN),
-                json_num(t, "units", NAN), json_num(t, "items", NAN));
+    char se[32];
+    sbuf_printf(b, ". Paired SE %s over %.0f units (%.0f items).",
+                num_s(se, sizeof se, 'g', 3, json_num(t, "se", NAN)), json_num(t, "units", NAN),
+                json_num(t, "items", NAN));
     if (!isnan(json_num(t, "ppl_ratio", NAN)))
         sbuf_printf(b, " PPL ratio %.5f.", json_num(t, "ppl_ratio", NAN));
     if (!isnan(json_num(t, "flips_b", NAN)))

@@ -815,3 +815,56 @@ TEST(gate_checks_models_first, e2e)
     ASSERT(access(db, F_OK) != 0);
     return 0;
 }
+
+/* A perplexity task of one short text: too few windows to bound anything.
+ * The gate says INCONCLUSIVE (exit 2) with the windows it needs; the JSON
+ * has null bounds, JUnit skips it (no error), the reports say "(not
+ * bounded)" and never print nan. */
+TEST(gate_few_windows_inconclusive_everywhere, e2e)
+{
+    ASSERT_OK(t_synth("a.gguf", GGML_F32, 3));
+    ASSERT_OK(t_synth("b.gguf", GGML_Q8_0, 3));
+    const char *text = "the cat sat on the mat and the dog ran to the park. ";
+    ASSERT_OK(t_write_file(t_path("t.txt"), text, strlen(text)));
+    char sha[65], err[QG_ERRMSG_MAX], suite[1024], a[4200], b[4200], db[4200];
+    ASSERT_OK(hash_sha256_file(t_path("t.txt"), sha, err, sizeof err));
+    snprintf(suite, sizeof suite,
+             "{\"name\":\"w1\",\"tasks\":[{\"name\":\"short\",\"kind\":\"perplexity\","
+             "\"data\":\"t.txt\",\"sha256\":\"%s\",\"protocol\":\"rolling\",\"ctx\":64}]}",
+             sha);
+    ASSERT_OK(t_write_file(t_path("s.json"), suite, strlen(suite)));
+    snprintf(a, sizeof a, "%s", t_path("a.gguf"));
+    snprintf(b, sizeof b, "%s", t_path("b.gguf"));
+    snprintf(db, sizeof db, "%s", t_path("w.db"));
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "gate", "--suite", t_path("s.json"), a, b, "--db", db, "--junit",
+                      t_path("j.xml"), "--md", t_path("r.md"), "--report", t_path("r.html"), NULL));
+    printf("%s", o.out);
+    ASSERT_EQ(o.code, 2);
+    ASSERT_CONTAINS(o.out, "cannot bound the loss; at least");
+    ASSERT_CONTAINS(o.out, "(not bounded)");
+    ASSERT(!strstr(o.out, "nan"));
+    t_out_free(&o);
+    size_t n;
+    char *j = t_read_file(t_path("j.xml"), &n), *md = t_read_file(t_path("r.md"), &n),
+         *html = t_read_file(t_path("r.html"), &n);
+    ASSERT(j && md && html);
+    ASSERT_CONTAINS(j, "skipped=\"1\"");
+    ASSERT_CONTAINS(j, "errors=\"0\"");
+    ASSERT_CONTAINS(md, "(not bounded)");
+    ASSERT(!strstr(md, "[nan") && !strstr(html, "[nan") && !strstr(html, "\"nan\""));
+    free(j), free(md), free(html);
+    ASSERT_OK(t_qgate(&o, "compare", "-b", "a", "-c", "b", "--format", "json", "--db", db, NULL));
+    cJSON *js = cJSON_Parse(o.out);
+    ASSERT(js);
+    const cJSON *t = cJSON_GetArrayItem(cJSON_GetObjectItem(js, "tasks"), 0);
+    ASSERT(cJSON_IsNull(cJSON_GetObjectItem(t, "ci_low")));
+    ASSERT(cJSON_IsNull(cJSON_GetObjectItem(t, "ci_high")));
+    ASSERT_STR_EQ(json_str(t, "verdict", ""), "INCONCLUSIVE");
+    cJSON_Delete(js);
+    t_out_free(&o);
+    ASSERT_EQ(
+        t_sql_int(db, "SELECT count(*) FROM verdict_rows WHERE ci_low IS NULL AND ci_high IS NULL"),
+        2);
+    return 0;
+}
