@@ -414,7 +414,7 @@ int stats_ratio_interval(const double *loss, const double *size, int64_t n, int 
     if (!isfinite(lo) || !isfinite(hi)) return 1;
     r->lo = fmin(r->lo, lo);
     r->hi = fmax(r->hi, hi);
-    int skewed = (double)n < 25 * r->skew * r->skew; /* Cochran's rule */
+    int skewed = (double)n < STATS_RATIO_SKEW_UNITS * r->skew * r->skew;
     if (skewed && n < 2 * STATS_RATIO_MIN_UNITS) return 1;
     if (skewed || n < 2 * STATS_RATIO_MIN_UNITS) {
         /* widened by 1 + |g1| (bench_verdict: the gentler sqrt(25 g1^2 / n)

@@ -477,7 +477,7 @@ static int estimate_ppl(const struct units *u, const struct verdict_params *p, d
     if (e == 1) {
         double z = stats_norm_ppf(1 - pol->alpha) + stats_norm_ppf(1 - pol->beta),
                f = z * v->se / v->margin, need = isfinite(f) ? ceil(W * f * f) : 0,
-               skewed = ceil(25 * br.skew * br.skew);
+               skewed = ceil(STATS_RATIO_SKEW_UNITS * br.skew * br.skew);
         need = fmax(fmax(need, skewed), STATS_RATIO_MIN_UNITS);
         v->items_needed = (int64_t)fmin(need, 1e12);
         v->lo = v->hi = NAN;

@@ -223,11 +223,21 @@ TEST(stats_ratio_interval_declines_what_it_cannot_bound, unit)
     ASSERT_EQ(stats_ratio_interval(loss, size, 70, 2000, 1, 0.9, &r), 0);
     double tq = stats_t_ppf(0.95, 69);
     ASSERT(r.hi - r.estimate >= tq * r.se - 1e-15 && r.estimate - r.lo >= tq * r.se - 1e-15);
-    /* one huge unit among 40: skewness ~6, 25 g1^2 >> 40: declined */
+    /* one huge unit among 40: most resamples miss it and have no spread,
+     * the bootstrap-t quantile is infinite: declined */
     for (int i = 0; i < 40; i++)
         loss[i] = i == 0 ? 400 : 1;
     ASSERT_EQ(stats_ratio_interval(loss, size, 40, 1000, 1, 0.9, &r), 1);
     ASSERT(r.skew > 5);
+    /* right-skewed units (g1 ~ 2.7): 40 units < 40 g1^2: widened by 1 + g1
+     * beyond the t interval; 15 units: declined */
+    for (int i = 0; i < 40; i++)
+        loss[i] = i % 10 == 0 ? 20 + i % 3 : i % 3;
+    ASSERT_EQ(stats_ratio_interval(loss, size, 40, 2000, 1, 0.9, &r), 0);
+    ASSERT(r.skew > 2 && 40 < STATS_RATIO_SKEW_UNITS * r.skew * r.skew);
+    tq = stats_t_ppf(0.95, 39);
+    ASSERT(r.hi - r.estimate >= (1 + r.skew) * tq * r.se * (1 - 1e-12));
+    ASSERT_EQ(stats_ratio_interval(loss, size, 15, 2000, 1, 0.9, &r), 1);
     ASSERT_EQ(stats_ratio_interval(loss, size, 0, 1000, 1, 0.9, &r), -1);
     return 0;
 }
