@@ -31,8 +31,9 @@
  * Rerun churn: 2q of the items are unstable, correct with a fresh
  * probability 1/2 in every run (baseline, its repeat, candidate), so a
  * rerun changes about q of them; stable items drop by D in the candidate;
- * one baseline repeat; the flip gate on (net of churn). Perplexity churn:
- * every run adds N(0, (0.03 T)^2) to every window's NLL.
+ * one baseline repeat; the flip gate on (net of churn); the label gives
+ * the A/A PASS rate. Perplexity churn: every run adds N(0, (0.03 T)^2) to
+ * every window's NLL.
  * Perplexity cells: W in {1, 2, 3, 5, 10, 20, 50, 100, 400} windows of 64
  * tokens; per-window loss T D plus noise of SD 2 nats, Gaussian,
  * exponential (right-skewed) or lognormal (sigma 1, more so), centred.
@@ -408,7 +409,7 @@ static int churn_cells(struct sim *s, int reps, uint64_t seed)
                 s->n = ppl ? ws[ni] : ns[ni];
                 s->metric = ppl ? VERDICT_METRIC_PPL : VERDICT_METRIC_ACC;
                 s->max_flip = ppl ? 0 : flip_limit;
-                int R = reps;
+                int R = reps, pass_aa = 0;
                 for (int r = 0; r < R; r++)
                     for (int m = 0; m < 3; m++) {
                         if (ppl)
@@ -418,15 +419,17 @@ static int churn_cells(struct sim *s, int reps, uint64_t seed)
                         struct verdict_task v;
                         judge(s, seed + (uint64_t)r, &v);
                         k.fail_aa += m == 0 && v.verdict == VERDICT_FAIL;
+                        pass_aa += m == 0 && v.verdict == VERDICT_PASS;
                         k.pass_at_margin += m == 1 && v.loss_verdict == VERDICT_PASS;
                         k.fail_at_2m += m == 2 && v.loss_verdict == VERDICT_FAIL;
                     }
                 char label[96];
                 if (ppl)
-                    snprintf(label, sizeof label, "churn perplexity rerun SD 0.03 W %3d", s->n);
+                    snprintf(label, sizeof label, "churn ppl rerun SD 0.03 W %3d (A/A PASS %.2f)",
+                             s->n, (double)pass_aa / R);
                 else
-                    snprintf(label, sizeof label, "churn q %.2f n %5d (flip gate on)", qs[qi],
-                             s->n);
+                    snprintf(label, sizeof label, "churn q %.2f n %5d flip gate (A/A PASS %.2f)",
+                             qs[qi], s->n, (double)pass_aa / R);
                 bad += !print_cell(label, &k, R);
             }
     s->repeat = 0, s->max_flip = 0, s->metric = VERDICT_METRIC_ACC;

@@ -173,8 +173,8 @@ TEST(cuda_refusals_say_why, e2e)
     if (!gpu) { /* --device reaches the backend: the file itself is found and hashed */
         char db[4200];
         snprintf(db, sizeof db, "%s", t_path("g.db"));
-        ASSERT_OK(t_qgate(&o, "gate", t_path("m.gguf"), t_path("m.gguf"), "--device", "cuda",
-                          "--sample-tokens", "300", "--db", db, "-q", NULL));
+        ASSERT_OK(t_qgate(&o, "gate", t_path("m.gguf"), t_path("m.gguf"), "--allow-identical",
+                          "--device", "cuda", "--sample-tokens", "300", "--db", db, "-q", NULL));
         ASSERT_EQ(o.code, 69);
         ASSERT_CONTAINS(o.err, "CUDA");
         t_out_free(&o);
