@@ -626,7 +626,7 @@ TEST(sweep_ladder_and_recommendation, shared)
     snprintf(db, sizeof db, "%s", t_path("sw.db"));
     struct t_out o;
     ASSERT_OK(t_qgate(&o, "sweep", base, "--formats", "int8,int4:tensor", "--no-scan", "--db", db,
-                      "--sample-tokens", "2000", "-q", NULL));
+                      "--sample-tokens", "6000", "-q", NULL));
     printf("%s", o.out);
     ASSERT_EQ(o.code, 0);
     ASSERT_CONTAINS(o.out, "int8:channel W+A+KV");
@@ -657,7 +657,7 @@ TEST(sweep_ladder_and_recommendation, shared)
     snprintf(html, sizeof html, "%s", t_path("sweep.html"));
     snprintf(json, sizeof json, "%s", t_path("sweep.json"));
     ASSERT_OK(t_qgate(&o, "sweep", base, "--formats", "nvfp4", "--no-scan", "--per-layer", "--db",
-                      db, "--sample-tokens", "2000", "--report", html, "--json", json, "-q", NULL));
+                      db, "--sample-tokens", "6000", "--report", html, "--json", json, "-q", NULL));
     ASSERT_EQ(o.code, 0);
     for (int l = 0; l < 5; l++) {
         char row[32];
