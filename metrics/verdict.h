@@ -13,7 +13,10 @@
  * windows needed. Binary metrics, Tango's paired score interval (honest
  * with zero or few discordant pairs); items in G clusters (passage,
  * subject): widened by sqrt(design effect) * t_{G-1} / z, the design
- * effect from the cluster-robust variance. Run-to-run noise: the variance
+ * effect from the cluster-robust variance, at least a prior one (policy
+ * cluster_corr) while the flips are few, and at least the bound of
+ * bunched rare events and the clusters' t / bootstrap-t interval (docs/
+ * verdict.md, "Clusters"). Run-to-run noise: the variance
  * V of the aggregate metric's change between two runs of the baseline,
  * from its repeats (per unit squared changes summed, over the total size
  * squared); each side of the interval widens to sqrt(h^2 + q^2 V), q the
