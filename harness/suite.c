@@ -526,7 +526,7 @@ static int policy_key(struct ctx *c, const cJSON *k, struct verdict_policy *pol)
         double lo, hi, *dst;
     } nums[] = {{"margin_ppl", 0, 1, &pol->margin_ppl},
                 {"margin_acc", 0, 1, &pol->margin_acc},
-                {"alpha", 1e-6, 0.5, &pol->alpha},
+                {"alpha", 1e-6, 0.25, &pol->alpha},
                 {"beta", 1e-6, 0.5, &pol->beta},
                 {"margin_kld", 0, 10, &pol->margin_kld},
                 {"min_top1", 0, 1, &pol->min_top1},

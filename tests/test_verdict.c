@@ -553,6 +553,16 @@ TEST(verdict_task_policy_metric_and_informational, e2e)
     ASSERT_EQ(o.code, 65);
     ASSERT_CONTAINS(o.err, "unknown policy key \"metirc\" (did you mean \"metric\"?)");
     t_out_free(&o);
+    /* alpha 0.5 leaves a 0 % interval: refused by name, not "out of memory" */
+    snprintf(suite, sizeof suite,
+             "{\"name\":\"s\",\"policy\":{\"alpha\":0.5},\"tasks\":[{\"name\":\"norm\","
+             "\"kind\":\"custom\",\"data\":\"mc.jsonl\",\"sha256\":\"%s\",%s}]}",
+             sha, fields);
+    ASSERT_OK(write_text("bad.json", suite));
+    ASSERT_OK(t_qgate(&o, "suite", "check", t_path("bad.json"), NULL));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "policy \"alpha\" must be a number in [1e-06, 0.25]");
+    t_out_free(&o);
     return 0;
 }
 
