@@ -116,14 +116,15 @@ int llama_ctx_pos(const struct llama_ctx *c); /* positions cached */
  * batch: every projection is one sgemm over the n rows. Writes logits for
  * the rows logits_from..n-1 into logits ([n - logits_from][n_vocab]).
  * QG_OK, QG_ERR_USAGE (context full, token out of range), QG_ERR_NOMEM,
- * QG_ERR_DATA when the hidden states came out non-finite (see
- * llama_find_nonfinite). */
+ * QG_ERR_DATA when the hidden states or the logits came out non-finite
+ * (see llama_find_nonfinite). */
 int llama_eval(struct llama_ctx *c, const int32_t *tokens, int n, int logits_from, float *logits);
 
 /* Logits for rows [first, first + count) of the batch last passed to
  * llama_eval (its final hidden states are kept until the next call), into
- * logits ([count][n_vocab]). Lets callers bound the logits buffer. QG_OK or
- * QG_ERR_USAGE for rows outside the last batch. */
+ * logits ([count][n_vocab]). Lets callers bound the logits buffer. QG_OK,
+ * QG_ERR_USAGE for rows outside the last batch, or QG_ERR_DATA when a logit
+ * is NaN or Inf (a non-finite output layer: llama_find_nonfinite names it). */
 int llama_output(struct llama_ctx *c, int first, int count, float *logits);
 
 /* Reference forward: plain loops, double accumulation, fresh context over n

@@ -341,5 +341,7 @@ int llama_output(struct llama_ctx *c, int first, int count, float *logits)
     if (first < 0 || count <= 0 || first + count > c->last_n) return QG_ERR_USAGE;
     rmsnorm(c->xn, c->x + (size_t)first * h->dim, m->out_norm, count, h->dim, h->rms_eps);
     matmul(c, logits, c->xn, &m->output, NULL, 0.0f, count);
+    /* a NaN or Inf in the output layer shows only here: never scored */
+    if (lm_first_nonfinite(logits, (int64_t)count * h->n_vocab) >= 0) return QG_ERR_DATA;
     return QG_OK;
 }

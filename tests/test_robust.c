@@ -280,6 +280,57 @@ TEST(robust_nan_weights_refused, e2e)
     return 0;
 }
 
+/* An F32 model file with one NaN in tensor `tensor` (element 7), as nan.gguf. */
+static int nan_model(const char *tensor)
+{
+    if (synth("a.gguf", GGML_F32)) return -1;
+    struct gguf *g;
+    char err[QG_ERRMSG_MAX];
+    if (gguf_open(t_path("a.gguf"), &g, err, sizeof err)) return -1;
+    const struct gguf_tensor *t = gguf_find_tensor(g, tensor);
+    size_t off = t ? (size_t)((const char *)t->data - (const char *)gguf_bytes(g)) + 4 * 7 : 0;
+    gguf_close(g);
+    size_t n;
+    char *bytes = t_read_file(t_path("a.gguf"), &n);
+    int rc = t && bytes && off + 4 <= n ? 0 : -1;
+    const uint32_t qnan = 0x7fc00000u;
+    if (!rc) memcpy(bytes + off, &qnan, 4);
+    if (!rc) rc = t_write_file(t_path("nan.gguf"), bytes, n);
+    free(bytes);
+    return rc;
+}
+
+TEST(robust_nan_output_layer_refused_by_run_and_gate, e2e)
+{
+    /* a NaN in output.weight leaves the hidden states finite: only the
+     * logits show it. run (multiple choice) and gate (perplexity) stop with
+     * exit 65 naming the tensor, and no verdict is stored */
+    ASSERT_OK(nan_model("output.weight"));
+    struct t_out o;
+    ASSERT_OK(check_custom("{\"id\":\"1\",\"q\":\"the girl saw the\",\"c\":[\" big ball\","
+                           "\" red dog\"],\"g\":0}\n{\"id\":\"2\",\"q\":\"the dog was\","
+                           "\"c\":[\" happy\",\" sad\"],\"g\":1}\n",
+                           mc_fields, &o));
+    ASSERT_EQ(o.code, 0);
+    t_out_free(&o);
+    char a[4200], nan[4200], db[4200];
+    snprintf(a, sizeof a, "a=%s", t_path("a.gguf"));
+    snprintf(nan, sizeof nan, "nan=%s", t_path("nan.gguf"));
+    snprintf(db, sizeof db, "%s", t_path("r.db"));
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", a, "--model", nan,
+                      "--db", db, "-q", NULL));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "tensor 'output.weight' holds a non-finite weight (NaN at element 7)");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "gate", t_path("a.gguf"), t_path("nan.gguf"), "--sample-tokens", "200",
+                      "--db", t_path("g.db"), "-q", NULL));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "'output.weight' holds a non-finite weight");
+    ASSERT_EQ(t_sql_int(t_path("g.db"), "SELECT count(*) FROM verdict_rows"), 0);
+    t_out_free(&o);
+    return 0;
+}
+
 TEST(robust_fifo_and_device_data_refused, e2e)
 {
     /* a FIFO or a device as a data path is refused at once, not read forever */

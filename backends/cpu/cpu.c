@@ -268,7 +268,8 @@ static int cpu_score(void *impl, struct backend_score *r)
         int first = r->from - 1 > b0 ? r->from - 1 : b0;
         for (int p0 = first; p0 < split; p0 += LOGIT_ROWS) {
             int cnt = split - p0 < LOGIT_ROWS ? split - p0 : LOGIT_ROWS;
-            llama_output(c->ctx, p0 - b0, cnt, c->logits);
+            if ((rc = llama_output(c->ctx, p0 - b0, cnt, c->logits)))
+                return eval_error(c, rc, "score");
             struct lsm_job j = {c->logits, V, p0, r->from, r};
             parallel_for(parallel_threads_for(c->n_threads, 20.0 * cnt * V), cnt, lsm_rows, &j);
         }

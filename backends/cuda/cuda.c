@@ -20,6 +20,7 @@
 #include "core/status.h"
 #include "core/util.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,8 +223,19 @@ static int cuda_score(void *impl, struct backend_score *r)
             return qg_errf(c->err, sizeof c->err, QG_ERR_USAGE, "score: token %d out of range",
                            r->tokens[i]);
     c->pos = 0;
-    return qcu_eval(c->dev, r->tokens, r->n_tokens - 1, r->n_tokens, 0, r->from - 1, r->logprob,
-                    r->rows, r->argmax, c->err, sizeof c->err);
+    int rc = qcu_eval(c->dev, r->tokens, r->n_tokens - 1, r->n_tokens, 0, r->from - 1, r->logprob,
+                      r->rows, r->argmax, c->err, sizeof c->err);
+    /* a NaN or Inf in the weights (the output layer: the hidden states
+     * stay finite) shows as a non-finite log-prob: never scored */
+    for (int i = 0; !rc && r->logprob && i < r->n_tokens - r->from; i++)
+        if (!isfinite(r->logprob[i])) {
+            rc = llama_find_nonfinite(c->model, c->err, sizeof c->err);
+            if (!rc)
+                rc = qg_errf(c->err, sizeof c->err, QG_ERR_DATA,
+                             "score: the model's log-probs became non-finite (an overflow: its "
+                             "weights are all finite)");
+        }
+    return rc;
 }
 
 /* generate_loop's engine: positions appended on the device */
