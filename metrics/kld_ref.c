@@ -3,6 +3,7 @@
 #include "metrics/kld.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,6 +96,44 @@ int kld_ref_check(const unsigned char *blob, size_t len, int n, int *k)
 static const unsigned char *position(const unsigned char *blob, int k, int i)
 {
     return blob + HEADER + (size_t)i * (8 + 8 * (size_t)k);
+}
+
+/* One position's values: 0, or -1 with why. */
+static int check_position(const unsigned char *p, int k, int n_vocab, char *why, size_t whylen)
+{
+    const double slack = 1e-3; /* float rounding of a log-prob <= 0 */
+    double lp_x = getf(p), log_rest = getf(p + 4), mass = 0, prev = INFINITY;
+    if (!isfinite(lp_x) || lp_x > slack)
+        return snprintf(why, whylen, "the actual token's log-prob is %g", lp_x), -1;
+    if (isnan(log_rest) || log_rest > slack)
+        return snprintf(why, whylen, "the rest's log-prob is %g", log_rest), -1;
+    for (int j = 0; j < k; j++) {
+        int32_t v = (int32_t)get32(p + 8 + 4 * (size_t)j);
+        double lb = getf(p + 8 + 4 * (size_t)k + 4 * (size_t)j);
+        if (v < 0 || v >= n_vocab)
+            return snprintf(why, whylen, "token id %d is outside the vocabulary (%d)", (int)v,
+                            n_vocab),
+                   -1;
+        if (!isfinite(lb) || lb > slack || lb > prev + slack)
+            return snprintf(why, whylen, "top-%d log-prob %g is not a sorted log-prob", j + 1, lb),
+                   -1;
+        prev = lb;
+        mass += exp(lb);
+    }
+    mass += isfinite(log_rest) ? exp(log_rest) : 0;
+    if (fabs(mass - 1) > 0.01)
+        return snprintf(why, whylen, "its probabilities sum to %g, not 1", mass), -1;
+    return 0;
+}
+
+int kld_ref_validate(const unsigned char *blob, int k, int n, int n_vocab, char *why, size_t whylen)
+{
+    for (int i = 0; i < n; i++) {
+        char w[160];
+        if (check_position(position(blob, k, i), k, n_vocab, w, sizeof w))
+            return snprintf(why, whylen, "position %d: %s", i, w), -1;
+    }
+    return 0;
 }
 
 double kld_ref_lp_actual(const unsigned char *blob, int k, int i)

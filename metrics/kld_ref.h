@@ -37,6 +37,15 @@ void kld_ref_encode(const float *rows, int n_vocab, const int32_t *actual, int n
  * blob is not a reference of n positions (wrong magic, size or K). */
 int kld_ref_check(const unsigned char *blob, size_t len, int n, int *k);
 
+/* Checks a blob's values (kld_ref_check checked its shape) for a
+ * vocabulary of n_vocab tokens: every log-prob finite (the rest's may be
+ * -inf) and at most 0, ids inside the vocabulary, the top K sorted, the
+ * probabilities summing to 1 (within 1 %). 0, or -1 with why naming the
+ * position and the value: a stored reference read back is never trusted
+ * blindly (a NaN there would silently disable the KLD gate). */
+int kld_ref_validate(const unsigned char *blob, int k, int n, int n_vocab, char *why,
+                     size_t whylen);
+
 /* Position i of a checked blob: the baseline's log-prob of the actual
  * token, and against the candidate's row (n_vocab values) the KLD lower
  * bound, whether the top-1 tokens agree (cand_top: the candidate's argmax)

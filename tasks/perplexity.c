@@ -439,6 +439,12 @@ static int lockstep_reference(struct lockstep *L, int64_t w, const double **lpm,
                        "window %lld: the stored baseline reference does not fit the window (%d "
                        "positions); the baseline run scored other windows",
                        (long long)w, ns);
+    char why[256];
+    if (kld_ref_validate(L->ref_blob, L->ref_k, ns, L->V, why, sizeof why))
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "window %lld: the stored baseline reference is corrupt (%s): rerun the "
+                       "baseline instead of --baseline-run",
+                       (long long)w, why);
     for (int i = 0; i < ns; i++)
         L->lp[i] = kld_ref_lp_actual(L->ref_blob, L->ref_k, i);
     *lpm = L->lp;

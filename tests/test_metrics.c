@@ -4,6 +4,7 @@
 #include "core/status.h"
 #include "core/util.h"
 #include "metrics/kld.h"
+#include "metrics/kld_ref.h"
 #include "metrics/rows.h"
 #include "metrics/stats.h"
 #include "metrics/verdict.h"
@@ -587,5 +588,57 @@ TEST(verdict_clustered_flips_p_value_counts_clusters, unit)
     ASSERT_EQ(v.lo <= 0, v.p_value >= 0.1);
     ASSERT(v.design_effect > 2);
     ASSERT(v.verdict != VERDICT_PASS);
+    return 0;
+}
+
+TEST(kld_ref_validate_refuses_corrupt_references, unit)
+{
+    /* a valid reference of 3 positions over 8 tokens, top 4: accepted;
+     * each corruption a hostile or broken store could hold is refused with
+     * the position named, never scored (a NaN would disable the KLD gate) */
+    enum { V = 8, N = 3, K = 4 };
+    float rows[N * V];
+    int32_t actual[N] = {1, 5, 7};
+    for (int i = 0; i < N; i++) {
+        double z = 0;
+        for (int v = 0; v < V; v++)
+            z += exp(-0.3 * ((v + i) % V));
+        for (int v = 0; v < V; v++)
+            rows[i * V + v] = (float)(-0.3 * ((v + i) % V) - log(z));
+    }
+    size_t len = kld_ref_size(N, K);
+    unsigned char *blob = malloc(len), *bad = malloc(len);
+    ASSERT(blob && bad);
+    kld_ref_encode(rows, V, actual, N, K, blob);
+    int k;
+    char why[256];
+    ASSERT_OK(kld_ref_check(blob, len, N, &k));
+    ASSERT_EQ(k, K);
+    ASSERT_EQ(kld_ref_validate(blob, K, N, V, why, sizeof why), 0);
+    /* byte offsets in position 1: lp_actual, log_rest, ids[K], lps[K] */
+    size_t p1 = 12 + (8 + 8 * K);
+    static const struct {
+        size_t off;
+        uint32_t bits;
+        const char *says;
+    } cases[] = {
+        {0, 0x7fc00000u, "the actual token's log-prob is nan"},
+        {8 + 4 * K, 0x7fc00000u, "top-1 log-prob nan"},
+        {8 + 4 * K, 0x40a00000u, "top-1 log-prob 5"},                     /* +5.0f */
+        {8, 9u, "token id 9 is outside the vocabulary (8)"},              /* id 9 of 8 */
+        {8 + 4 * K + 4, 0x00000000u, "top-2 log-prob 0 is not a sorted"}, /* p = 1 twice */
+        {4, 0x00000000u, "its probabilities sum to"},                     /* the rest p = 1 too */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        memcpy(bad, blob, len);
+        unsigned char *q = bad + p1 + cases[c].off;
+        uint32_t b = cases[c].bits;
+        q[0] = (unsigned char)b, q[1] = (unsigned char)(b >> 8), q[2] = (unsigned char)(b >> 16),
+        q[3] = (unsigned char)(b >> 24);
+        ASSERT_EQ(kld_ref_validate(bad, K, N, V, why, sizeof why), -1);
+        ASSERT_CONTAINS(why, "position 1: ");
+        ASSERT_CONTAINS(why, cases[c].says);
+    }
+    free(blob), free(bad);
     return 0;
 }
