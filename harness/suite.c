@@ -524,14 +524,11 @@ static int policy_key(struct ctx *c, const cJSON *k, struct verdict_policy *pol)
     struct {
         const char *key;
         double lo, hi, *dst;
-    } nums[] = {{"margin_ppl", 0, 1, &pol->margin_ppl},
-                {"margin_acc", 0, 1, &pol->margin_acc},
-                {"alpha", 1e-6, 0.25, &pol->alpha},
-                {"beta", 1e-6, 0.5, &pol->beta},
-                {"margin_kld", 0, 10, &pol->margin_kld},
-                {"min_top1", 0, 1, &pol->min_top1},
-                {"max_flip_rate", 0, 1, &pol->max_flip_rate},
-                {"cluster_corr", 0, 1, &pol->cluster_corr}};
+    } nums[] = {
+        {"margin_ppl", 0, 1, &pol->margin_ppl},       {"margin_acc", 0, 1, &pol->margin_acc},
+        {"alpha", 1e-6, 0.25, &pol->alpha},           {"beta", 1e-6, 0.5, &pol->beta},
+        {"margin_kld", 0, 10, &pol->margin_kld},      {"min_top1", 0, 1, &pol->min_top1},
+        {"max_flip_rate", 0, 1, &pol->max_flip_rate}, {"cluster_corr", 0, 1, &pol->cluster_corr}};
     for (size_t i = 0; i < sizeof nums / sizeof *nums; i++) {
         if (strcmp(k->string, nums[i].key)) continue;
         if (!cJSON_IsNumber(k) || k->valuedouble < nums[i].lo || k->valuedouble > nums[i].hi)

@@ -25,6 +25,8 @@ const char *report_vcolor(const char *v);
 
 /* JUnit outcome of a task row: 0 pass, 1 failure, 2 skipped, 3 error. */
 int report_junit_outcome(const cJSON *t);
+/* One comparison's document as JUnit XML (report_junit.c). */
+void report_junit_one(const cJSON *d, int color, struct sbuf *b);
 
 /* Renders a several-candidate document (REPORT_SET_SCHEMA). */
 int report_set_render(const cJSON *doc, const char *format, int color, struct sbuf *out);
