@@ -206,6 +206,8 @@ static int check_options(const struct cli_args *a, struct runner_params *p)
 {
     if (p->repeats < 1 || p->repeats > 1000) return cmd_usage("--repeats must be 1..1000");
     if (cli_str(a, "limit") && p->limit < 1) return cmd_usage("--limit must be a positive count");
+    if (p->tasks && !p->tasks[strspn(p->tasks, ", ")])
+        return cmd_usage("--tasks names no task: give one or more task names, comma-separated");
     if (cli_str(a, "sample-tokens") &&
         (cli_int(a, "sample-tokens", 0) < 16 || cli_int(a, "sample-tokens", 0) > 10000000))
         return cmd_usage("--sample-tokens must be 16..10000000");

@@ -78,6 +78,8 @@ static int cmd_run(const struct cli_args *a)
     if (!p.suite_path || cli_count(a, "model") == 0)
         return cmd_usage("'qgate run' needs --suite FILE and at least one --model NAME=SPEC");
     if (p.repeats < 1 || p.repeats > 1000) return cmd_usage("--repeats must be 1..1000");
+    if (p.tasks && !p.tasks[strspn(p.tasks, ", ")])
+        return cmd_usage("--tasks names no task: give one or more task names, comma-separated");
     if (cli_str(a, "limit") && p.limit < 1) return cmd_usage("--limit must be a positive count");
     if (cli_str(a, "resume") && p.resume < 1)
         return cmd_usage("--resume takes a run id (a positive integer, see 'qgate runs'), got '%s'",

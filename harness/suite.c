@@ -390,8 +390,15 @@ static int read_items_file(struct ctx *c, int i, const char *name, const char *d
         int64_t x;
         snprintf(buf, sizeof buf, "%.*s", (int)(k < 63 ? k : 63), p);
         if (k > 20 || qg_parse_i64(buf, 0, INT64_MAX / 2, &x)) {
-            rc = fail_task(c, i, name, "%s:%lld: not an item index: '%s'", path, (long long)line,
-                           buf);
+            /* the line is quoted only when it looks like a number: a file
+             * pointed at by mistake (a .env) must not reach the terminal */
+            int numeric = k <= 20 && strspn(buf, "0123456789+-.eE") == strlen(buf);
+            rc = numeric ? fail_task(c, i, name, "%s:%lld: not an item index: '%s'", path,
+                                     (long long)line, buf)
+                         : fail_task(c, i, name,
+                                     "%s:%lld: not an item index (the line holds %zu bytes of "
+                                     "text, not shown: is this the items file?)",
+                                     path, (long long)line, k);
             break;
         }
         if (*n == cap) {
@@ -704,6 +711,11 @@ static int task_limit(struct task_config *t, int64_t limit)
 
 int suite_select(struct suite *s, const char *names, int64_t limit, char *err, size_t errlen)
 {
+    if (names && !names[strspn(names, ", ")])
+        return qg_errf(err, errlen, QG_ERR_USAGE,
+                       "--tasks names no task: give one or more of %s's task names, "
+                       "comma-separated",
+                       s->path);
     if (names) {
         for (const char *p = names; *p;) {
             const char *e = strchr(p, ',');

@@ -46,6 +46,15 @@ int task_item_selected(const struct task_config *t, int64_t idx)
     return lo < t->n_select && t->select[lo] == idx;
 }
 
+int task_check_selection(const struct task_config *t, int64_t n_items, char *err, size_t errlen)
+{
+    if (t->n_select <= 0 || t->select[t->n_select - 1] < n_items) return QG_OK;
+    return qg_errf(err, errlen, QG_ERR_DATA,
+                   "task '%s': \"items\" names item %lld, but its data has %lld items (0..%lld)",
+                   t->name, (long long)t->select[t->n_select - 1], (long long)n_items,
+                   (long long)n_items - 1);
+}
+
 void task_config_release(struct task_config *t)
 {
     if (!t) return;

@@ -63,6 +63,11 @@ int task_read_text(const struct task_config *t, char **text, size_t *n, char *er
 /* 1 when item idx is to run: no selection, or idx is selected. */
 int task_item_selected(const struct task_config *t, int64_t idx);
 
+/* Whether the task's "items" selection fits data of n_items items: QG_OK,
+ * or QG_ERR_DATA naming the first index past the end (a selection is never
+ * silently cut to what exists). */
+int task_check_selection(const struct task_config *t, int64_t n_items, char *err, size_t errlen);
+
 /* Frees what t owns (t itself is not freed); accepts NULL. */
 void task_config_release(struct task_config *t);
 

@@ -124,6 +124,7 @@ static int run_mc(const struct task_config *t, const struct backend *b, int n_ct
     struct mc_item *items;
     int64_t n;
     int rc = task_mc_items(t, &items, &n, err, errlen);
+    if (!rc && (rc = task_check_selection(t, n, err, errlen))) mc_items_free(items, n);
     if (rc) return rc;
     int64_t right = 0, right_norm = 0, done = 0;
     /* items go to the backend MC_BATCH at a time (a remote backend keeps
@@ -197,6 +198,7 @@ static int run_gen(const struct task_config *t, const struct backend *b, int n_c
     struct gen_item *items;
     int64_t n;
     int rc = task_gen_items(t, &items, &n, err, errlen);
+    if (!rc && (rc = task_check_selection(t, n, err, errlen))) gen_items_free(items, n);
     if (rc) return rc;
     int64_t right[TASK_MAX_PIPELINES] = {0};
     struct backend_gen_params gp = {.max_tokens = t->max_tokens,

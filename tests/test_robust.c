@@ -923,3 +923,43 @@ TEST(robust_missing_pin_says_what_to_pin, e2e)
     t_out_free(&o);
     return 0;
 }
+
+TEST(robust_selection_and_secrets, e2e)
+{
+    /* issue 30, items 6 and 9: an "items" index past the data is an error,
+     * not a silently shorter run; an items_file pointed at a secret never
+     * prints its line; --tasks "" is no selection of nothing */
+    static const char *data = "{\"id\":\"1\",\"q\":\"the girl saw the\",\"c\":[\" big ball\","
+                              "\" red dog\"],\"g\":0}\n{\"id\":\"2\",\"q\":\"the dog was\","
+                              "\"c\":[\" happy\",\" sad\"],\"g\":1}\n";
+    struct t_out o;
+    char extra[512];
+    snprintf(extra, sizeof extra, "%s,\"items\":[1,5]", mc_fields);
+    ASSERT_OK(check_custom(data, extra, &o));
+    t_out_free(&o);
+    ASSERT_OK(synth("a.gguf", GGML_F32));
+    char m[4200], db[4200];
+    snprintf(m, sizeof m, "a=%s", t_path("a.gguf"));
+    snprintf(db, sizeof db, "%s", t_path("r.db"));
+    ASSERT_OK(
+        t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", m, "--db", db, "-q", NULL));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "task 't': \"items\" names item 5, but its data has 2 items (0..1)");
+    t_out_free(&o);
+    ASSERT_OK(write_text(".env", "OPENAI_API_KEY=sk-secret-123\n"));
+    snprintf(extra, sizeof extra, "%s,\"items_file\":\".env\"", mc_fields);
+    ASSERT_OK(check_custom(data, extra, &o));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, ".env:1: not an item index (the line holds 28 bytes of text, not shown");
+    ASSERT(!strstr(o.err, "sk-secret") && !strstr(o.out, "sk-secret"));
+    t_out_free(&o);
+    ASSERT_OK(check_custom(data, mc_fields, &o));
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", m, "--tasks", "",
+                      "--db", t_path("e.db"), "-q", NULL));
+    ASSERT_EQ(o.code, 64);
+    ASSERT_CONTAINS(o.err, "--tasks names no task");
+    ASSERT(access(t_path("e.db"), F_OK) != 0);
+    t_out_free(&o);
+    return 0;
+}
