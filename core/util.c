@@ -23,25 +23,47 @@ int qg_errf(char *buf, size_t n, int status, const char *fmt, ...)
     return status;
 }
 
+/* Writes msg to stderr with control characters shown, never obeyed: C0
+ * (but tab and newline), DEL and C1 (UTF-8 U+0080..U+009F) as \xNN or
+ * \uNNNN, so a task name or path cannot move the cursor or retitle the
+ * terminal. */
+static void put_safe(const char *msg)
+{
+    for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
+        if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f)
+            fprintf(stderr, "\\x%02x", *p);
+        else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
+            fprintf(stderr, "\\u%04x", *++p);
+        else
+            fputc(*p, stderr);
+    }
+}
+
+static void vreport(const char *prefix, const char *fmt, va_list ap) QG_PRINTF(2, 0);
+static void vreport(const char *prefix, const char *fmt, va_list ap)
+{
+    char msg[4 * QG_ERRMSG_MAX];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    fputs(prefix, stderr);
+    put_safe(msg);
+    fputc('\n', stderr);
+}
+
 int qg_error(const char *fmt, ...)
 {
     va_list ap;
-    fputs("qgate: error: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vreport("qgate: error: ", fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
     return -1;
 }
 
 void qg_warn(const char *fmt, ...)
 {
     va_list ap;
-    fputs("qgate: warning: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vreport("qgate: warning: ", fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
 }
 
 void *qg_alloc_aligned(size_t n)

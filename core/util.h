@@ -20,10 +20,12 @@
  * status, so call sites read `return qg_errf(err, n, QG_ERR_DATA, "...")`. */
 int qg_errf(char *buf, size_t n, int status, const char *fmt, ...) QG_PRINTF(4, 5);
 
-/* Prints "qgate: error: <msg>\n" to stderr and returns -1. */
+/* Prints "qgate: error: <msg>\n" to stderr and returns -1; control
+ * characters in msg (C0 but tab and newline, DEL, C1) are shown as \xNN or
+ * \uNNNN, never sent to the terminal raw. */
 int qg_error(const char *fmt, ...) QG_PRINTF(1, 2);
 
-/* Prints "qgate: warning: <msg>\n" to stderr. */
+/* Prints "qgate: warning: <msg>\n" to stderr, escaped as qg_error. */
 void qg_warn(const char *fmt, ...) QG_PRINTF(1, 2);
 
 /* n bytes (at least 1) aligned to 64 (a cache line, an AVX-512 vector),

@@ -12,6 +12,7 @@
 #include "metrics/kld_ref.h"
 #include "core/status.h"
 #include "harness/suite.h"
+#include "reports/escape.h"
 #include "core/util.h"
 #include "tasks/perplexity.h"
 #include "tasks/run.h"
@@ -204,10 +205,22 @@ static int run_single(struct runner *r, int t, int m, int repeat, const struct b
     cJSON_Delete(mj);
     if (!rc && rc2) rc = qg_errf(err, errlen, rc2, "%s", store_errmsg(r->s));
     if (rc && !err[0]) qg_errf(err, errlen, rc, "%s", store_errmsg(r->s));
+    char mn[256], tn[256];
     if (!rc && !r->p->quiet)
-        printf("  %-10s %-16s r%d %6lld items    %s %.4f\n", r->p->names[m], st->name, repeat,
-               (long long)sum.items, sum.metric_name, sum.metric);
+        printf("  %-10s %-16s r%d %6lld items    %s %.4f\n", rn_term(r->p->names[m], mn, sizeof mn),
+               rn_term(st->name, tn, sizeof tn), repeat, (long long)sum.items, sum.metric_name,
+               sum.metric);
     return rc;
+}
+
+const char *rn_term(const char *s, char *buf, size_t n)
+{
+    struct sbuf b;
+    sbuf_init(&b, 1 << 16);
+    esc_term(&b, s);
+    snprintf(buf, n, "%s", b.failed || !b.data ? "?" : b.data);
+    sbuf_release(&b);
+    return buf;
 }
 
 /* 1 when every trial of models 0..n_models-1 at repeat 1 has exactly the

@@ -88,4 +88,8 @@ int rn_finish_trial(struct runner *r, int64_t trial, int ok, int64_t items, int6
  * stored references in its place) */
 int rn_run_lockstep(struct runner *r, int t, int repeat, char *err, size_t errlen);
 
+/* s made safe for a terminal (reports/escape.h's esc_term: no control
+ * characters or escape sequences), cut to fit buf of n bytes. */
+const char *rn_term(const char *s, char *buf, size_t n);
+
 #endif

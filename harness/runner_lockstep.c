@@ -161,8 +161,9 @@ static cJSON *lockstep_metrics(const struct ppl_result *res, double *kld, int64_
 static void print_lockstep(const char *model, const char *task, int repeat, int m,
                            const struct ppl_result *res, const cJSON *mj)
 {
-    printf("  %-10s %-16s r%d %6lld windows  ppl %.4f", model, task, repeat,
-           (long long)res->windows, res->ppl);
+    char mn[256], tn[256];
+    printf("  %-10s %-16s r%d %6lld windows  ppl %.4f", rn_term(model, mn, sizeof mn),
+           rn_term(task, tn, sizeof tn), repeat, (long long)res->windows, res->ppl);
     const cJSON *km = cJSON_GetObjectItem(mj, "kld_mean"),
                 *t1 = cJSON_GetObjectItem(mj, "top1_agree");
     if (m > 0 && km && t1)

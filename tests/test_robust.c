@@ -228,8 +228,20 @@ TEST(robust_terminal_output_escaped, e2e)
     snprintf(m2, sizeof m2, "y\033[31m=%s", t_path("a.gguf"));
     struct t_out o;
     ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", m1, "--model", m2,
-                      "--db", t_path("r.db"), "-q", NULL));
+                      "--db", t_path("r.db"), NULL));
     ASSERT_EQ(o.code, 0);
+    ASSERT_CONTAINS(o.out, " windows  ppl "); /* run's per-trial lines, escaped */
+    if (strchr(o.out, '\033')) T_FAIL_("run printed a raw ESC:\n%s", o.out);
+    t_out_free(&o);
+    /* error messages: a name that is not in the run is quoted, escaped */
+    ASSERT_OK(t_qgate(&o, "compare", "--baseline",
+                      "z\033[2J\xc2\x9b"
+                      "1m",
+                      "--candidate", "w", "--db", t_path("r.db"), NULL));
+    ASSERT(o.code > 2);
+    ASSERT_CONTAINS(o.err, "z\\x1b[2J\\u009b1m");
+    if (strchr(o.err, '\033') || strstr(o.err, "\xc2\x9b"))
+        T_FAIL_("an error message carried a raw control:\n%s", o.err);
     t_out_free(&o);
     const char *cmds[][7] = {{"show", "1", "--db", t_path("r.db"), NULL},
                              {"runs", "--db", t_path("r.db"), NULL},
