@@ -2,6 +2,7 @@
 #include "tasks/extract.h"
 #include "core/json.h"
 #include "core/status.h"
+#include "core/utf8.h"
 #include "core/util.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -300,16 +301,26 @@ static char *from_match(const struct pipeline *p, const char *text, pcre2_match_
     return qg_strndup(text + a, b - a);
 }
 
-char *extract_pipeline_extract(const struct pipeline *p, const char *text)
+char *extract_pipeline_extract(const struct pipeline *p, const char *raw)
 {
-    pcre2_match_data *md = pcre2_match_data_create_from_pattern(p->re, NULL);
-    if (!md) return NULL;
+    /* a model's output is bytes: invalid UTF-8 becomes U+FFFD, so the
+     * (UTF) regex matches the rest instead of failing on it */
+    char *text = utf8_sanitize(raw);
+    pcre2_match_data *md = text ? pcre2_match_data_create_from_pattern(p->re, NULL) : NULL;
+    if (!md) {
+        free(text);
+        return NULL;
+    }
     size_t n = strlen(text), off = 0;
     char *chosen = NULL;
-    int found = 0;
+    int found = 0, failed = 0;
     while (off <= n) {
         int rc = pcre2_match(p->re, (PCRE2_SPTR)text, n, off, 0, md, NULL);
-        if (rc <= 0) break;
+        if (rc == PCRE2_ERROR_NOMATCH) break;
+        if (rc <= 0) { /* a match limit or another error: not a miss */
+            failed = 1;
+            break;
+        }
         PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
         if (!found || p->last) {
             free(chosen);
@@ -317,9 +328,15 @@ char *extract_pipeline_extract(const struct pipeline *p, const char *text)
             found = 1;
         }
         if (!p->last) break;
-        off = ov[1] > ov[0] ? ov[1] : ov[0] + 1;
+        /* past an empty match by one character, not one byte */
+        off = ov[1] > ov[0] ? ov[1] : ov[0] + (ov[0] < n ? utf8_lead_len((uint8_t)text[ov[0]]) : 1);
     }
     pcre2_match_data_free(md);
+    free(text);
+    if (failed) {
+        free(chosen);
+        return NULL;
+    }
     if (!chosen || !*chosen) {
         free(chosen);
         return qg_strdup(p->fallback);

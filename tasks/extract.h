@@ -41,7 +41,9 @@ int extract_pipeline_new(const cJSON *spec, const char *where, struct pipeline *
                          size_t errlen);
 void extract_pipeline_free(struct pipeline *p);
 const char *extract_pipeline_name(const struct pipeline *p);
-/* The extracted answer (malloc'd). */
+/* The extracted answer (malloc'd): the fallback when nothing matches.
+ * Invalid UTF-8 in text is matched as U+FFFD. NULL on allocation failure
+ * or a match error (PCRE2's match or depth limit): never a silent miss. */
 char *extract_pipeline_extract(const struct pipeline *p, const char *text);
 
 /* Compiles a regex or explains why not: QG_ERR_DATA with

@@ -161,7 +161,7 @@ static int run_mc(const struct task_config *t, const struct backend *b, int n_ct
  * each pipeline's correct answers; *first (malloc'd) and *first_ok are the
  * first pipeline's. Returns the row's extra JSON (malloc'd). */
 static char *judge_output(const struct task_config *t, const struct gen_item *item, const char *out,
-                          int64_t cut, int64_t *right, char **first, int *first_ok)
+                          int64_t cut, int64_t *right, char **first, int *first_ok, int *failed)
 {
     cJSON *x = cJSON_CreateObject(), *pj = cJSON_AddObjectToObject(x, "pipelines");
     if (cut) cJSON_AddNumberToObject(x, "prompt_tokens_dropped", (double)cut);
@@ -172,6 +172,7 @@ static char *judge_output(const struct task_config *t, const struct gen_item *it
     cJSON_AddStringToObject(x, "target", item->targets[0]);
     for (int p = 0; p < t->n_pipelines; p++) {
         char *ans = extract_pipeline_extract(t->pipelines[p], out);
+        if (!ans && !*failed) *failed = p + 1;
         int ok = 0;
         for (int g = 0; ans && g < item->n_targets && !ok; g++)
             ok = extract_normalized_equal(t->norm, ans, item->targets[g]);
@@ -228,7 +229,16 @@ static int run_gen(const struct task_config *t, const struct backend *b, int n_c
         }
         char *first = NULL;
         int first_ok = 0;
-        char *extra = judge_output(t, &items[i], out, cut, right, &first, &first_ok);
+        int failed = 0;
+        char *extra = judge_output(t, &items[i], out, cut, right, &first, &first_ok, &failed);
+        if (failed) {
+            rc = qg_errf(err, errlen, QG_ERR_DATA,
+                         "task '%s', item %lld: pipeline '%s' could not match the output (a "
+                         "regex match error, or out of memory): no answer is scored as a miss",
+                         t->name, (long long)i, extract_pipeline_name(t->pipelines[failed - 1]));
+            free(extra), free(first), free(out);
+            break;
+        }
         char hash[HASH_HEX_LEN + 1];
         hash_sha256_mem(out, strlen(out), hash);
         struct task_row row = {.idx = i,

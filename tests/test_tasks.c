@@ -134,6 +134,9 @@ TEST(extract_gsm8k_lm_eval, unit)
         {"", "[invalid]", "[invalid]", "#### 4", 0, 0},
         {"The temperature fell to -12 degrees", "[invalid]", "-12", "#### -12", 0, 1},
         {"I think 7 + 5 = 12, wait, 13. #### 12", "12", "12", "#### 13", 0, 0},
+        /* invalid UTF-8 in an output is matched around, not a silent miss */
+        {"The answer is 42 \xff ok", "[invalid]", "42", "#### 42", 0, 1},
+        {"#### 9\xfe\xfe\n", "9", "9", "#### 9", 1, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char *s = extract_pipeline_extract(strict, cases[i].output),
