@@ -164,6 +164,20 @@ int lines_next(struct lines *l, const char **line, size_t *len)
     return 1;
 }
 
+/* The offset of a \u0000 escape in the n bytes of JSON at s, or -1: a NUL
+ * would cut the C string it ends up in (a prompt or an answer) silently. */
+static long nul_escape_at(const char *s, size_t n)
+{
+    for (size_t i = 0; i + 1 < n; i++) {
+        if (s[i] != '\\') continue;
+        if (s[i + 1] == 'u' && i + 5 < n && s[i + 2] == '0' && s[i + 3] == '0' && s[i + 4] == '0' &&
+            s[i + 5] == '0')
+            return (long)i;
+        i++; /* the escaped character (a backslash too) */
+    }
+    return -1;
+}
+
 int jsonl_next(struct lines *l, cJSON **obj)
 {
     *obj = NULL;
@@ -176,6 +190,12 @@ int jsonl_next(struct lines *l, cJSON **obj)
         while (i < n && (s[i] == ' ' || s[i] == '\t'))
             i++;
         if (i == n) continue; /* blank line */
+        long nul = nul_escape_at(s, n);
+        if (nul >= 0)
+            return lines_fail(l,
+                              "a \\u0000 (NUL) inside a string at byte %ld: qgate's text cannot "
+                              "hold it (it would cut the string short)",
+                              nul + 1);
         const char *end = NULL;
         cJSON *j = cJSON_ParseWithLengthOpts(s, n, &end, 0);
         if (!j)

@@ -89,6 +89,16 @@ TEST(reader_jsonl_and_utf8, unit)
     ASSERT_EQ(jsonl_next(l, &o), QG_ERR_DATA);
     ASSERT_CONTAINS(lines_errmsg(l), "b.jsonl:2: invalid JSON");
     lines_close(l);
+    /* a \u0000 would cut a prompt short: refused, naming line and byte;
+     * an escaped backslash before u0000 is text, not a NUL */
+    ASSERT_OK(write_text("n.jsonl", "{\"q\": \"a\\\\u0000b\"}\n{\"q\": \"ok\\u0000 cut\"}\n"));
+    ASSERT_OK(lines_open(t_path("n.jsonl"), &l, err, sizeof err));
+    ASSERT_EQ(jsonl_next(l, &o), 1);
+    ASSERT_STR_EQ(cJSON_GetObjectItem(o, "q")->valuestring, "a\\u0000b");
+    cJSON_Delete(o);
+    ASSERT_EQ(jsonl_next(l, &o), QG_ERR_DATA);
+    ASSERT_CONTAINS(lines_errmsg(l), "n.jsonl:2: a \\u0000 (NUL) inside a string at byte 10");
+    lines_close(l);
     ASSERT_OK(write_text("c.txt", "fine\nbad \xff byte\n"));
     ASSERT_OK(lines_open(t_path("c.txt"), &l, err, sizeof err));
     const char *s;
