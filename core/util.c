@@ -3,6 +3,7 @@
 #include "core/status.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -211,16 +212,40 @@ int qg_use_color(int fd)
     return isatty(fd);
 }
 
+FILE *qg_fopen_regular(const char *path, int *status, char *err, size_t errlen)
+{
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused
+     * next); a regular file reads the same either way */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        *status = qg_errf(err, errlen, QG_ERR_NOINPUT, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        *status = qg_errf(err, errlen, QG_ERR_NOINPUT, "%s: not a regular file", path);
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        *status = qg_errf(err, errlen, QG_ERR_NOMEM, "%s: %s", path, strerror(errno));
+    }
+    return f;
+}
+
 int qg_read_file(const char *path, size_t max, char **out, size_t *n, char *err, size_t errlen)
 {
     *out = NULL;
     *n = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return qg_errf(err, errlen, QG_ERR_NOINPUT, "%s: %s", path, strerror(errno));
+    int status = QG_OK;
+    FILE *f = qg_fopen_regular(path, &status, err, errlen);
+    if (!f) return status;
     struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fileno(f), &st) != 0) {
         fclose(f);
-        return qg_errf(err, errlen, QG_ERR_NOINPUT, "%s: not a regular file", path);
+        return qg_errf(err, errlen, QG_ERR_IO, "%s: %s", path, strerror(errno));
     }
     if ((uint64_t)st.st_size > max) {
         fclose(f);

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define QG_ERRMSG_MAX 512
 
@@ -55,6 +56,12 @@ const char *sbuf_str(const struct sbuf *b);
 int qg_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
 /* Parses a whole finite double; QG_OK or QG_ERR_USAGE. */
 int qg_parse_f64(const char *s, double *out);
+
+/* Opens path for reading only if it is a regular file: a FIFO or a
+ * device is refused without blocking on it. The stream, or NULL with
+ * *status (QG_ERR_NOINPUT: missing, unreadable, not a regular file) and err
+ * naming the path. */
+FILE *qg_fopen_regular(const char *path, int *status, char *err, size_t errlen);
 
 /* Reads a whole file (at most max bytes) into a malloc'd NUL-terminated
  * buffer. QG_OK; QG_ERR_NOINPUT (cannot open), QG_ERR_DATA (larger than

@@ -32,8 +32,9 @@ int hash_sha256_mem(const void *data, size_t n, char hex[HASH_HEX_LEN + 1])
 
 int hash_sha256_file(const char *path, char hex[HASH_HEX_LEN + 1], char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return qg_errf(err, errlen, QG_ERR_NOINPUT, "%s: %s", path, strerror(errno));
+    int status = QG_OK;
+    FILE *f = qg_fopen_regular(path, &status, err, errlen); /* a FIFO would never end */
+    if (!f) return status;
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     int rc = QG_OK;
     if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) rc = QG_ERR_INTERNAL;

@@ -39,7 +39,7 @@ int store_schema_version(const struct store *s)
  * touches it, so that qgate never rewrites a file that is not a database. */
 static int check_header(const char *path, char *err, size_t errlen)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO: refused, not waited on */
     if (fd < 0) {
         if (errno == ENOENT) return QG_OK;
         return qg_errf(err, errlen, QG_ERR_NOINPUT, "%s: %s", path, strerror(errno));

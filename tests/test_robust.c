@@ -975,3 +975,36 @@ TEST(robust_selection_and_secrets, e2e)
     t_out_free(&o);
     return 0;
 }
+
+TEST(robust_fifo_everywhere_refused, e2e)
+{
+    /* issue 30, item 11: a FIFO as model, text, database, suite or policy
+     * is refused at once (opened without blocking, then checked), and
+     * /dev/zero as text is not hashed forever */
+    ASSERT_OK(synth("a.gguf", GGML_F32));
+    ASSERT_OK(mkfifo(t_path("p"), 0600));
+    ASSERT_OK(write_text("t.txt", "the girl saw the big red ball and the dog was happy"));
+    char a[4200], p[4200], t[4200], db[4200];
+    snprintf(a, sizeof a, "%s", t_path("a.gguf"));
+    snprintf(p, sizeof p, "%s", t_path("p"));
+    snprintf(t, sizeof t, "%s", t_path("t.txt"));
+    snprintf(db, sizeof db, "%s", t_path("r.db"));
+    const char *cmds[][10] = {
+        {"ppl", p, "--text", t, NULL},
+        {"ppl", a, "--text", p, NULL},
+        {"ppl", a, "--text", "/dev/zero", NULL},
+        {"gate", a, a, "--allow-identical", "--db", p, "-q", NULL},
+        {"gate", "--suite", p, a, a, "--allow-identical", "--db", db, NULL},
+        {"gate", a, a, "--allow-identical", "--policy", p, "--db", db, "-q", NULL},
+        {"compare", "-b", "x", "-c", "y", "--db", p, NULL},
+    };
+    struct t_out o;
+    for (size_t k = 0; k < sizeof cmds / sizeof *cmds; k++) {
+        ASSERT_OK(t_qgate_argv(&o, cmds[k]));
+        if (o.code != 65 && o.code != 66)
+            T_FAIL_("case %zu (%s): exit %d: %s", k, cmds[k][0], o.code, o.err);
+        ASSERT_CONTAINS(o.err, "not a regular file");
+        t_out_free(&o);
+    }
+    return 0;
+}
