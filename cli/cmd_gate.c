@@ -377,13 +377,15 @@ static int cmd_gate(const struct cli_args *a)
     /* outputs checked before the run: a bad path costs nothing, and no
      * output may overwrite the suite, the database, a model or a text */
     static const char *const outputs[] = {"report", "junit", "md", "json", NULL};
-    const char *inputs[RUNNER_MAX_MODELS + 2 + 64] = {
+    const char *inputs[RUNNER_MAX_MODELS + 3 + 64] = {
         p.suite_path ? p.suite_path : "", cli_str(a, "db") ? cli_str(a, "db") : STORE_DEFAULT_PATH};
     int n_in = 2;
     for (int i = 0; i < p.n_models; i++)
         inputs[n_in++] = p.specs[i];
     for (int i = 0; i < cli_count(a, "text") && i < 64; i++)
         inputs[n_in++] = cli_nth(a, "text", i);
+    if (cli_str(a, "policy")) inputs[n_in++] = cli_str(a, "policy");
+    if ((code = cmd_check_suite_outputs(a, outputs, p.suite_path))) return code;
     if ((code = cmd_check_outputs(a, outputs, inputs, n_in))) return code;
     human_to_stderr(a);
     struct store *s;

@@ -412,6 +412,7 @@ static int cmd_sweep(const struct cli_args *a)
     const char *inputs[] = {cli_str(a, "suite") ? cli_str(a, "suite") : "",
                             cli_str(a, "db") ? cli_str(a, "db") : STORE_DEFAULT_PATH, a->pos[0]};
     if ((code = cmd_check_outputs(a, outputs, inputs, 3))) return code;
+    if ((code = cmd_check_suite_outputs(a, outputs, cli_str(a, "suite")))) return code;
     static struct cand c[MAX_CANDS];
     if ((code = plan_all(a, f, nf, c, &n))) return code;
     struct runner_params p = {.suite_path = cli_str(a, "suite"),

@@ -3,6 +3,7 @@
  * How to add a subcommand: see cli/cli.h. */
 #include "cli/commands.h"
 #include "backends/local.h"
+#include "harness/suite.h"
 #include "reports/escape.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -156,6 +157,18 @@ int cmd_check_outputs(const struct cli_args *a, const char *const *outputs,
         if (rc) return cmd_fail(rc, err);
     }
     return 0;
+}
+
+int cmd_check_suite_outputs(const struct cli_args *a, const char *const *outputs, const char *suite)
+{
+    char **paths = NULL, err[QG_ERRMSG_MAX];
+    int n = 0;
+    if (!suite) return 0;
+    int rc = suite_input_paths(suite, &paths, &n, err, sizeof err);
+    if (rc) return cmd_fail(rc, err);
+    int code = cmd_check_outputs(a, outputs, (const char *const *)paths, n);
+    suite_input_paths_free(paths, n);
+    return code;
 }
 
 int cmd_print_json(cJSON *v)

@@ -49,6 +49,11 @@ int cmd_open_existing_store(const struct cli_args *a, struct store **out);
 int cmd_check_outputs(const struct cli_args *a, const char *const *outputs,
                       const char *const *inputs, int n_inputs);
 
+/* cmd_check_outputs against the files the suite reads (its tasks' data
+ * and items files, suite_input_paths); 0 without a suite. */
+int cmd_check_suite_outputs(const struct cli_args *a, const char *const *outputs,
+                            const char *suite);
+
 /* Prints the error message (if any) and returns the exit code for status. */
 int cmd_fail(int status, const char *msg);
 

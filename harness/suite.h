@@ -52,4 +52,13 @@ void suite_free(struct suite *s);
  * unknown task and the suite's tasks. */
 int suite_select(struct suite *s, const char *names, int64_t limit, char *err, size_t errlen);
 
+/* The files the suite at path names (tasks' "data" and "items_file",
+ * resolved against its folder), read from its JSON without loading or
+ * hashing anything: for refusing an output that would overwrite one
+ * (suite_inputs.c). QG_OK with *paths (free with suite_input_paths_free)
+ * and *n (an invalid suite lists nothing: loading it says why);
+ * qg_read_file's errors; QG_ERR_NOMEM. */
+int suite_input_paths(const char *path, char ***paths, int *n, char *err, size_t errlen);
+void suite_input_paths_free(char **paths, int n);
+
 #endif

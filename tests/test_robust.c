@@ -1008,3 +1008,35 @@ TEST(robust_fifo_everywhere_refused, e2e)
     }
     return 0;
 }
+
+TEST(robust_outputs_never_overwrite_suite_data, e2e)
+{
+    /* issue 30, item 8: `gate --json choices.jsonl`, a task's own data, or
+     * its items file, is refused before anything runs; the file is intact */
+    static const char *data = "{\"id\":\"1\",\"q\":\"the girl saw the\",\"c\":[\" big ball\","
+                              "\" red dog\"],\"g\":0}\n";
+    struct t_out o;
+    ASSERT_OK(write_text("items.txt", "0\n"));
+    char extra[512];
+    snprintf(extra, sizeof extra, "%s,\"items_file\":\"items.txt\"", mc_fields);
+    ASSERT_OK(check_custom(data, extra, &o));
+    ASSERT_EQ(o.code, 0);
+    t_out_free(&o);
+    ASSERT_OK(synth("a.gguf", GGML_F32));
+    char a[4200];
+    snprintf(a, sizeof a, "%s", t_path("a.gguf"));
+    static const char *const victims[] = {"mc.jsonl", "items.txt"};
+    for (int k = 0; k < 2; k++) {
+        ASSERT_OK(t_qgate(&o, "gate", "--suite", t_path("suite.json"), a, a, "--allow-identical",
+                          "--json", t_path(victims[k]), "--db", t_path("g.db"), "-q", NULL));
+        ASSERT_EQ(o.code, 64);
+        ASSERT_CONTAINS(o.err, "writing it would destroy it");
+        t_out_free(&o);
+    }
+    size_t n;
+    char *back = t_read_file(t_path("mc.jsonl"), &n);
+    ASSERT(back && n == strlen(data) && !memcmp(back, data, n));
+    free(back);
+    ASSERT(access(t_path("g.db"), F_OK) != 0);
+    return 0;
+}
