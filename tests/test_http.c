@@ -3,6 +3,7 @@
  * real HTTP through libcurl, a generated model. */
 #include "backends/backend.h"
 #include "backends/ggml_types.h"
+#include "backends/http/http.h"
 #include "backends/synth.h"
 #include "datasets/hash.h"
 #include "datasets/reader.h"
@@ -1396,5 +1397,45 @@ TEST(serve_bounded_under_idle_and_slow_clients, e2e)
     }
     ASSERT_EQ(closed, N);
     srv_stop(&v);
+    return 0;
+}
+
+TEST(http_score_contradicting_its_top_k_refused, unit)
+{
+    /* issue 30, item 3: a server that claims p = 1 (log-prob 0) for every
+     * prompt token while its own top-K in the same answer lists the token
+     * lower, or lists others above it without it, is refused; an honest
+     * answer is read */
+    int32_t tokens[3] = {1, 5, 7};
+    double lp[2];
+    int32_t top_ids[4];
+    float top_lp[4];
+    struct backend_score r = {.tokens = tokens,
+                              .n_tokens = 3,
+                              .from = 1,
+                              .logprob = lp,
+                              .top_k = 2,
+                              .top_ids = top_ids,
+                              .top_lp = top_lp};
+    char err[QG_ERRMSG_MAX];
+    static const char *const honest =
+        "{\"choices\":[{\"logprobs\":{\"token_logprobs\":[null,-2.5,-0.2],"
+        "\"token_ids\":[1,5,7],\"top_token_ids\":[null,[[9,-0.1],[5,-2.5]],[[7,-0.2],[3,-1.9]]]}}]"
+        "}";
+    ASSERT_OK(http_parse_score(honest, strlen(honest), 0, &r, err, sizeof err));
+    ASSERT_NEAR(lp[0], -2.5, 1e-12);
+    static const char *const listed_lower =
+        "{\"choices\":[{\"logprobs\":{\"token_logprobs\":[null,0,0],"
+        "\"token_ids\":[1,5,7],\"top_token_ids\":[null,[[9,-0.1],[5,-2.5]],[[7,0],[3,-9]]]}}]}";
+    ASSERT_EQ(http_parse_score(listed_lower, strlen(listed_lower), 0, &r, err, sizeof err),
+              QG_ERR_DATA);
+    ASSERT_CONTAINS(err, "prompt token 1 has log-prob 0, but the same answer's top-2 lists it at "
+                         "-2.5");
+    static const char *const unlisted_above =
+        "{\"choices\":[{\"logprobs\":{\"token_logprobs\":[null,0,0],"
+        "\"token_ids\":[1,5,7],\"top_token_ids\":[null,[[9,-0.05],[3,-3.2]],[[7,0],[3,-9]]]}}]}";
+    ASSERT_EQ(http_parse_score(unlisted_above, strlen(unlisted_above), 0, &r, err, sizeof err),
+              QG_ERR_DATA);
+    ASSERT_CONTAINS(err, "above every one of the same answer's top-2");
     return 0;
 }

@@ -237,6 +237,45 @@ static int parse_top_k(struct http *h, const char *url, const cJSON *lpo,
     return rc;
 }
 
+/* The log-prob of each prompt token against the top-K of the same answer:
+ * listed, it must be the listed value; unlisted from a full list of known
+ * ids, it must not beat the list's last; the list's mass at most 1. A
+ * server claiming p = 1 for every token while listing others above it is
+ * refused, not scored. */
+static int check_consistent(struct http *h, const char *url, const struct backend_score *r)
+{
+    const double tol = 1e-3; /* float rounding of log-probs */
+    for (int i = 0; i < r->n_tokens - r->from; i++) {
+        const int32_t *ids = r->top_ids + (size_t)i * (size_t)r->top_k;
+        const float *lp = r->top_lp + (size_t)i * (size_t)r->top_k;
+        double mass = 0, x = r->logprob[i];
+        int listed = 0, known = 1;
+        for (int k = 0; k < r->top_k; k++) {
+            known &= ids[k] >= 0;
+            if (isfinite(lp[k])) mass += exp(lp[k]);
+            if (ids[k] == r->tokens[r->from + i]) {
+                listed = 1;
+                if (fabs(lp[k] - x) > tol)
+                    return qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
+                                   "%s: prompt token %d has log-prob %g, but the same answer's "
+                                   "top-%d lists it at %g: refusing contradictory numbers",
+                                   url, r->from + i, x, r->top_k, (double)lp[k]);
+            }
+        }
+        if (!listed && known && isfinite(lp[r->top_k - 1]) && x > lp[r->top_k - 1] + tol)
+            return qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
+                           "%s: prompt token %d has log-prob %g, above every one of the same "
+                           "answer's top-%d (the last at %g), which does not list it: refusing "
+                           "contradictory numbers",
+                           url, r->from + i, x, r->top_k, (double)lp[r->top_k - 1]);
+        if (mass > 1 + tol)
+            return qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
+                           "%s: the top-%d of prompt token %d hold probability %g > 1", url,
+                           r->top_k, r->from + i, mass);
+    }
+    return QG_OK;
+}
+
 int hp_parse_score(struct http *h, const char *url, const cJSON *ans, const struct backend_score *r)
 {
     const cJSON *e = cJSON_GetObjectItem(ans, "error");
@@ -255,7 +294,10 @@ int hp_parse_score(struct http *h, const char *url, const cJSON *ans, const stru
     int n = r->n_tokens, from = r->from, rc = QG_OK;
     const cJSON *ch0 = cJSON_GetArrayItem(cJSON_GetObjectItem(ans, "choices"), 0);
     const cJSON *vllm = cJSON_GetObjectItem(ch0, "prompt_logprobs");
-    if (cJSON_IsArray(vllm)) return parse_plp(h, url, vllm, r);
+    if (cJSON_IsArray(vllm)) {
+        rc = parse_plp(h, url, vllm, r);
+        return rc || r->top_k <= 0 ? rc : check_consistent(h, url, r);
+    }
     const cJSON *lpo = cJSON_GetObjectItem(ch0, "logprobs");
     const cJSON *tl = cJSON_GetObjectItem(lpo, "token_logprobs"),
                 *tid = cJSON_GetObjectItem(lpo, "token_ids");
@@ -293,6 +335,8 @@ int hp_parse_score(struct http *h, const char *url, const cJSON *ans, const stru
             r->logprob[i - from] = v->valuedouble;
     }
     if (!rc && r->top_k > 0) rc = parse_top_k(h, url, lpo, r);
+    /* (a text prompt's tokens are the server's, not the ids sent: no check) */
+    if (!rc && r->top_k > 0 && !h->text_prompt) rc = check_consistent(h, url, r);
     return rc;
 }
 
