@@ -82,12 +82,19 @@ static int resume_setup(struct runner *r, char *err, size_t errlen)
     r->task_ids = calloc((size_t)r->suite->n_tasks, sizeof *r->task_ids);
     if (!rc && !r->task_ids) rc = QG_ERR_NOMEM;
     for (int t = 0; t < r->suite->n_tasks && !rc; t++) {
-        const cJSON *tj;
-        cJSON_ArrayForEach(tj,
-                           tasks) if (!strcmp(json_str(tj, "name", ""), r->suite->tasks[t].name))
-            r->task_ids[t] = json_int(tj, "id", 0);
+        const cJSON *tj, *found = NULL;
+        cJSON_ArrayForEach(
+            tj, tasks) if (!strcmp(json_str(tj, "name", ""), r->suite->tasks[t].name)) found = tj;
+        r->task_ids[t] = found ? json_int(found, "id", 0) : 0;
         if (!r->task_ids[t])
             rc = qg_errf(err, errlen, QG_ERR_DATA, "run %lld has no task '%s'",
+                         (long long)p->resume, r->suite->tasks[t].name);
+        else if (strcmp(json_str(found, "config_hash", ""), r->suite->tasks[t].config_hash))
+            /* a run measures one item set: a resume may not change it */
+            rc = qg_errf(err, errlen, QG_ERR_DATA,
+                         "run %lld's task '%s' was run with other settings (its --limit, "
+                         "items, chunks or options differ from now): resume with the same "
+                         "--limit and suite, or start a new run",
                          (long long)p->resume, r->suite->tasks[t].name);
     }
     cJSON_Delete(run);

@@ -202,6 +202,12 @@ TEST(robust_resume_checks_model_shard_and_id, e2e)
     ASSERT_EQ(o.code, 65);
     ASSERT_CONTAINS(o.err, "is shard 1/1");
     t_out_free(&o);
+    /* another --limit: another item set, which one run may not mix */
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", m, "--resume", "1",
+                      "--limit", "3", "--db", t_path("r.db"), "-q", NULL));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "run 1's task 'story' was run with other settings");
+    t_out_free(&o);
     /* the model file replaced by another model at the same path */
     ASSERT_OK(synth("a.gguf", GGML_Q4_0));
     ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", m, "--resume", "1",
