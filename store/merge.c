@@ -13,7 +13,7 @@
 
 struct shard_info {
     int64_t run, seed, repeats, index, count;
-    char suite_hash[72], models[2048];
+    char suite_hash[72], models[2048], tasks[8192]; /* tasks: name=config_hash, ... */
 };
 
 static int shard_read(struct store *s, const char *path, struct shard_info *si)
@@ -23,7 +23,9 @@ static int shard_read(struct store *s, const char *path, struct shard_info *si)
         s,
         "SELECT count(*), max(id), max(seed), max(repeats), max(shard_index), max(shard_count), "
         "max(suite_hash), (SELECT group_concat(name || '=' || coalesce(sha256, path), ',') FROM "
-        "(SELECT name, sha256, path FROM src.models ORDER BY id)) FROM src.runs",
+        "(SELECT name, sha256, path FROM src.models ORDER BY id)), (SELECT group_concat(name || "
+        "'=' || config_hash, ',') FROM (SELECT name, config_hash FROM src.tasks ORDER BY id)) "
+        "FROM src.runs",
         &st);
     if (rc) return rc;
     rc = sqlite3_step(st);
@@ -43,6 +45,9 @@ static int shard_read(struct store *s, const char *path, struct shard_info *si)
                                                           : "");
         snprintf(si->models, sizeof si->models, "%s",
                  (const char *)sqlite3_column_text(st, 7) ? (const char *)sqlite3_column_text(st, 7)
+                                                          : "");
+        snprintf(si->tasks, sizeof si->tasks, "%s",
+                 (const char *)sqlite3_column_text(st, 8) ? (const char *)sqlite3_column_text(st, 8)
                                                           : "");
     }
     sqlite3_finalize(st);
@@ -87,6 +92,11 @@ static int merge_validate(struct store *s, const char *const *inputs, int n, str
             rc = qg_errf(s->err, sizeof s->err, QG_ERR_DATA,
                          "%s: not a shard of the same run as %s (suite, models, seed, "
                          "repeats or shard count differ)",
+                         inputs[i], inputs[0]);
+        else if (strcmp(si[i].tasks, si[0].tasks))
+            rc = qg_errf(s->err, sizeof s->err, QG_ERR_DATA,
+                         "%s: its tasks were run with other settings than %s's (another --limit, "
+                         "items, chunks or task list): shards of one run measure one item set",
                          inputs[i], inputs[0]);
         for (int j = 0; j < i && !rc; j++)
             if (si[j].index == si[i].index)

@@ -389,6 +389,18 @@ TEST(run_shards_merge_equal_unsharded, e2e)
     ASSERT_EQ(o.code, 65);
     ASSERT_CONTAINS(o.err, "are both shard 2/3");
     t_out_free(&o);
+    /* a shard run with another --limit measured another item set */
+    char lim[4200];
+    snprintf(lim, sizeof lim, "%s", t_path("shard1-limit.db"));
+    ASSERT_OK(t_qgate(&o, "run", "--suite", sp, "--model", ma, "--model", mb, "--model", mc,
+                      "--shard", "2/3", "--limit", "3", "--quiet", "--db", lim, NULL));
+    ASSERT_EQ(o.code, 0);
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "merge", out, sh[0], lim, sh[2], NULL));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "its tasks were run with other settings");
+    ASSERT_EQ(t_sql_int(out, "SELECT count(*) FROM runs"), 0); /* nothing merged */
+    t_out_free(&o);
     ASSERT_OK(t_qgate(&o, "merge", out, sh[2], sh[0], sh[1], NULL));
     ASSERT_EQ(o.code, 0);
     t_out_free(&o);
