@@ -273,6 +273,11 @@ static enum MHD_Result handle_post(struct server *s, struct MHD_Connection *c, c
     if (k->too_big)
         return sv_send_error(c, 413, "invalid_request_error", "request body over %zu bytes",
                              s->max_body);
+    if (k->over_total)
+        return sv_send_error(c, 503, "server_error",
+                             "the server holds %zu bytes of request bodies at most, all "
+                             "connections together: retry later",
+                             s->max_body_total);
     cJSON *req = cJSON_ParseWithLength(k->body.data ? k->body.data : "", k->body.len);
     if (!cJSON_IsObject(req)) {
         cJSON_Delete(req);
@@ -326,7 +331,15 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         return MHD_YES;
     }
     if (*upload_size) {
-        if (!k->too_big && sbuf_append(&k->body, upload, *upload_size)) k->too_big = 1;
+        if (!k->too_big && !k->over_total) { /* within the server's total first */
+            pthread_mutex_lock(&s->lock);
+            int fits = s->body_total + *upload_size <= s->max_body_total;
+            if (fits) s->body_total += *upload_size, k->held += *upload_size;
+            pthread_mutex_unlock(&s->lock);
+            if (!fits) k->over_total = 1, sbuf_release(&k->body);
+        }
+        if (!k->too_big && !k->over_total && sbuf_append(&k->body, upload, *upload_size))
+            k->too_big = 1;
         k->got += *upload_size;
         *upload_size = 0;
         /* a body trickled in slowly holds a connection for nothing: cut off */
@@ -361,6 +374,10 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 {
     struct conn *k = *con_cls;
     if (!k) return;
+    struct server *s = cls;
+    pthread_mutex_lock(&s->lock);
+    s->body_total -= k->held;
+    pthread_mutex_unlock(&s->lock);
     sbuf_release(&k->body);
     free(k);
     *con_cls = NULL;
@@ -423,6 +440,7 @@ int serve_start(struct backend *b, int n_backends, const struct serve_params *p,
              p->model_id && *p->model_id ? p->model_id : "qgate");
     s->api_key = p->api_key ? qg_strdup(p->api_key) : NULL;
     s->max_body = p->max_body ? p->max_body : (size_t)16 << 20;
+    s->max_body_total = p->max_body_total ? p->max_body_total : (size_t)256 << 20;
     s->stall_ms = p->testing.stall_ms > 0 ? p->testing.stall_ms : 5000;
     s->min_latency_ms = p->testing.min_latency_ms;
     s->idle_timeout_s = p->idle_timeout_s > 0 ? p->idle_timeout_s : 30;

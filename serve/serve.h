@@ -61,15 +61,17 @@
 #define SERVE_MAX_CONNECTIONS 1024 /* open at once, in all (one address: see serve.c) */
 
 struct serve_params {
-    const char *host;     /* default 127.0.0.1 */
-    int port;             /* 0: any free port (see *bound_port) */
-    const char *model_id; /* the id /v1/models lists and requests must name */
-    const char *api_key;  /* NULL: no authentication; else Bearer KEY required */
-    int threads;          /* connection threads (default 4) */
-    size_t max_body;      /* request body limit in bytes (default 16 MiB) */
-    int idle_timeout_s;   /* a connection silent this long is closed (default 30) */
-    double body_grace_s;  /* a body still arriving after this long ... (default 10) */
-    double body_min_rate; /* ... at under this many bytes/s on average is cut off (default 1024) */
+    const char *host;      /* default 127.0.0.1 */
+    int port;              /* 0: any free port (see *bound_port) */
+    const char *model_id;  /* the id /v1/models lists and requests must name */
+    const char *api_key;   /* NULL: no authentication; else Bearer KEY required */
+    int threads;           /* connection threads (default 4) */
+    size_t max_body;       /* request body limit in bytes (default 16 MiB) */
+    size_t max_body_total; /* request bodies held at once, all connections (default 256 MiB):
+                            * past it a request is answered 503, never buffered */
+    int idle_timeout_s;    /* a connection silent this long is closed (default 30) */
+    double body_grace_s;   /* a body still arriving after this long ... (default 10) */
+    double body_min_rate;  /* ... at under this many bytes/s on average is cut off (default 1024) */
     /* testing only (serve/faults.c): injected faults, and answers as other
      * servers give them, for the HTTP backend's tests and `qgate serve
      * --inject-faults` */

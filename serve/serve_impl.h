@@ -27,7 +27,8 @@ struct server {
     struct backend_info info;
     char model_id[256];
     char *api_key;
-    size_t max_body;
+    size_t max_body, max_body_total;
+    size_t body_total; /* request body bytes held now, all connections (under lock) */
     int idle_timeout_s;
     double body_grace_s, body_min_rate;
     int stall_ms, min_latency_ms, no_prompt_logprobs, no_vllm_prompt_logprobs, plain_tokenize,
@@ -47,8 +48,10 @@ struct server {
 struct conn {
     struct sbuf body;
     int too_big;
-    double t0;  /* when the headers were complete */
-    size_t got; /* body bytes so far */
+    int over_total; /* the server held too many bodies: 503, this one not buffered */
+    size_t held;    /* this body's bytes counted in server.body_total */
+    double t0;      /* when the headers were complete */
+    size_t got;     /* body bytes so far */
 };
 
 #define SERVE_MAX_BIAS 300 /* logit_bias entries, as OpenAI allows */

@@ -80,8 +80,9 @@ struct srv {
     int port;
 };
 
-static int srv_idle_s;     /* 0: the server's default idle timeout */
-static int srv_latency_ms; /* every POST takes at least this long: overlap is then certain */
+static int srv_idle_s;        /* 0: the server's default idle timeout */
+static size_t srv_body_total; /* 0: the server's default cap of bodies held at once */
+static int srv_latency_ms;    /* every POST takes at least this long: overlap is then certain */
 
 static int srv_start_model(struct srv *v, const char *file, const char *faults, const char *key)
 {
@@ -95,6 +96,7 @@ static int srv_start_model(struct srv *v, const char *file, const char *faults, 
         .idle_timeout_s = srv_idle_s,
         .body_grace_s = srv_idle_s ? 1 : 0,
         .max_body = 1 << 20,
+        .max_body_total = srv_body_total,
         .testing = {
             .faults = faults, .fault_seed = 7, .stall_ms = 1500, .min_latency_ms = srv_latency_ms}};
     rc = serve_start(&v->b, 1, &sp, &v->s, &v->port, err, sizeof err);
@@ -1437,5 +1439,33 @@ TEST(http_score_contradicting_its_top_k_refused, unit)
     ASSERT_EQ(http_parse_score(unlisted_above, strlen(unlisted_above), 0, &r, err, sizeof err),
               QG_ERR_DATA);
     ASSERT_CONTAINS(err, "above every one of the same answer's top-2");
+    return 0;
+}
+
+TEST(serve_caps_bodies_held_at_once, e2e)
+{
+    /* issue 30, item 10: bodies held in memory are capped over all
+     * connections together; past the cap a request is answered 503 and not
+     * buffered, and the room comes back when it ends */
+    ASSERT_OK(synth_model("m.gguf"));
+    struct srv v;
+    srv_body_total = 4096;
+    int rc = srv_start(&v, NULL, NULL);
+    srv_body_total = 0;
+    ASSERT_OK(rc);
+    char big[8192], st[512];
+    int body = 6000;
+    int k = snprintf(big, sizeof big,
+                     "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                     "application/json\r\nContent-Length: %d\r\n\r\n",
+                     body);
+    memset(big + k, ' ', (size_t)body);
+    ASSERT_OK(raw_request(v.port, big, (size_t)k + (size_t)body, st, sizeof st));
+    ASSERT_CONTAINS(st, "503");
+    static const char small[] = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                                "application/json\r\nContent-Length: 2\r\n\r\n{}";
+    ASSERT_OK(raw_request(v.port, small, sizeof small - 1, st, sizeof st));
+    ASSERT(!strstr(st, "503")); /* the room came back: a 4xx about the request itself */
+    srv_stop(&v);
     return 0;
 }
