@@ -34,6 +34,8 @@ static const struct cli_opt opts[] = {
      "candidates",
      0},
     {"baseline-db", 0, CLI_STR, "FILE", "the database holding --baseline-run (default: --db)", 0},
+    {"resume", 0, CLI_STR, "RUN",
+     "continue an interrupted gate: the same command and --resume RUN (every repeat kept)", 0},
     {"no-reference", 0, CLI_FLAG, NULL,
      "do not keep the baseline's top-K references (later runs then cannot reuse it)", 0},
     {"tasks", 0, CLI_STR, "A,B", "only these tasks of the suite", 0},
@@ -224,6 +226,11 @@ static int check_options(const struct cli_args *a, struct runner_params *p)
     else if (br && (qg_parse_i64(br, 1, INT64_MAX / 2, &p->baseline_run)))
         return cmd_usage("--baseline-run takes a run id or 'auto', got '%s'", br);
     if (cli_str(a, "baseline-db") && !br) return cmd_usage("--baseline-db needs --baseline-run");
+    const char *rs = cli_str(a, "resume");
+    if (rs && qg_parse_i64(rs, 1, INT64_MAX / 2, &p->resume))
+        return cmd_usage("--resume takes a run id (a positive integer, see 'qgate runs'), got '%s'",
+                         rs);
+    if (rs && br) return cmd_usage("--resume continues a run; --baseline-run starts one");
     p->baseline_db = cli_str(a, "baseline-db");
     p->keep_refs = !cli_flag(a, "no-reference");
     if (cli_str(a, "noise")) {

@@ -47,14 +47,40 @@ static int resume_model(struct runner *r, int m, const cJSON *mj, char *err, siz
     return QG_OK;
 }
 
-/* resume: check the stored run matches, and find its model and task ids */
+/* resume: the stored run's task ids, each task's settings unchanged */
+static int resume_tasks(struct runner *r, const cJSON *tasks, char *err, size_t errlen)
+{
+    const struct runner_params *p = r->p;
+    r->task_ids = calloc((size_t)r->suite->n_tasks, sizeof *r->task_ids);
+    if (!r->task_ids) return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
+    for (int t = 0; t < r->suite->n_tasks; t++) {
+        const cJSON *tj, *found = NULL;
+        cJSON_ArrayForEach(
+            tj, tasks) if (!strcmp(json_str(tj, "name", ""), r->suite->tasks[t].name)) found = tj;
+        r->task_ids[t] = found ? json_int(found, "id", 0) : 0;
+        if (!r->task_ids[t])
+            return qg_errf(err, errlen, QG_ERR_DATA, "run %lld has no task '%s'",
+                           (long long)p->resume, r->suite->tasks[t].name);
+        if (strcmp(json_str(found, "config_hash", ""), r->suite->tasks[t].config_hash))
+            /* a run measures one item set: a resume may not change it */
+            return qg_errf(err, errlen, QG_ERR_DATA,
+                           "run %lld's task '%s' was run with other settings (its --limit, "
+                           "items, chunks or options differ from now): resume with the same "
+                           "--limit and suite, or start a new run",
+                           (long long)p->resume, r->suite->tasks[t].name);
+    }
+    return QG_OK;
+}
+
+/* resume: check the stored run matches, and find its model and task ids;
+ * a refused resume leaves the run as it was (r->run_id stays 0 until the
+ * checks pass, so the run is not marked failed) */
 static int resume_setup(struct runner *r, char *err, size_t errlen)
 {
     const struct runner_params *p = r->p;
     cJSON *run;
     int rc = store_run_json(r->s, p->resume, &run);
     if (rc) return qg_errf(err, errlen, rc, "%s", store_errmsg(r->s));
-    r->run_id = p->resume;
     const cJSON *sh = cJSON_GetObjectItem(run, "suite_hash"),
                 *models = cJSON_GetObjectItem(run, "models"),
                 *tasks = cJSON_GetObjectItem(run, "tasks");
@@ -73,33 +99,15 @@ static int resume_setup(struct runner *r, char *err, size_t errlen)
                      "run %lld is shard %lld/%lld; resume it with that --shard",
                      (long long)p->resume, json_int(run, "shard_index", 0) + 1,
                      json_int(run, "shard_count", 1));
-    if (!rc) { /* numbers from now on may come from other kernels */
-        char kernels[128];
-        kernel_set_describe(kernels, sizeof kernels);
-        if ((rc = store_run_add_kernels(r->s, r->run_id, kernels)))
-            qg_errf(err, errlen, rc, "%s", store_errmsg(r->s));
-    }
-    r->task_ids = calloc((size_t)r->suite->n_tasks, sizeof *r->task_ids);
-    if (!rc && !r->task_ids) rc = QG_ERR_NOMEM;
-    for (int t = 0; t < r->suite->n_tasks && !rc; t++) {
-        const cJSON *tj, *found = NULL;
-        cJSON_ArrayForEach(
-            tj, tasks) if (!strcmp(json_str(tj, "name", ""), r->suite->tasks[t].name)) found = tj;
-        r->task_ids[t] = found ? json_int(found, "id", 0) : 0;
-        if (!r->task_ids[t])
-            rc = qg_errf(err, errlen, QG_ERR_DATA, "run %lld has no task '%s'",
-                         (long long)p->resume, r->suite->tasks[t].name);
-        else if (strcmp(json_str(found, "config_hash", ""), r->suite->tasks[t].config_hash))
-            /* a run measures one item set: a resume may not change it */
-            rc = qg_errf(err, errlen, QG_ERR_DATA,
-                         "run %lld's task '%s' was run with other settings (its --limit, "
-                         "items, chunks or options differ from now): resume with the same "
-                         "--limit and suite, or start a new run",
-                         (long long)p->resume, r->suite->tasks[t].name);
-    }
+    if (!rc) rc = resume_tasks(r, tasks, err, errlen);
     cJSON_Delete(run);
-    if (!rc) rc = store_run_set_status(r->s, r->run_id, STORE_RUN_RUNNING);
-    return rc;
+    if (rc) return rc;
+    r->run_id = p->resume;
+    char kernels[128]; /* numbers from now on may come from other kernels */
+    kernel_set_describe(kernels, sizeof kernels);
+    if ((rc = store_run_add_kernels(r->s, r->run_id, kernels)))
+        return qg_errf(err, errlen, rc, "%s", store_errmsg(r->s));
+    return store_run_set_status(r->s, r->run_id, STORE_RUN_RUNNING);
 }
 
 static void model_facts_read(const char *full, const char *sha, struct model_facts *f)

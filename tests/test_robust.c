@@ -1046,3 +1046,62 @@ TEST(robust_outputs_never_overwrite_suite_data, e2e)
     ASSERT(access(t_path("g.db"), F_OK) != 0);
     return 0;
 }
+
+TEST(robust_gate_resume_after_sigint, e2e)
+{
+    /* issue 30, item 13: a gate stopped by SIGINT says "--resume N"; the
+     * same gate with --resume N finishes the run (every baseline repeat
+     * kept) and judges it; a refused resume leaves the run interrupted */
+    ASSERT_OK(slow_ppl_setup());
+    struct synth_params sp = synth_default_params();
+    sp.dim = 256, sp.ffn = 512, sp.n_layers = 4, sp.ctx = 128, sp.wtype = GGML_Q8_0;
+    char err[QG_ERRMSG_MAX], a[4200], b[4200], db[4200];
+    ASSERT_OK(synth_write(&sp, t_path("b.gguf"), err, sizeof err));
+    snprintf(a, sizeof a, "%s", t_path("a.gguf"));
+    snprintf(b, sizeof b, "%s", t_path("b.gguf"));
+    snprintf(db, sizeof db, "%s", t_path("g.db"));
+    int errfd[2];
+    ASSERT_OK(pipe(errfd));
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(errfd[1], 2);
+        close(errfd[0]);
+        execl(QG_BINARY, "qgate", "gate", "--suite", t_path("suite.json"), a, b, "--threads", "1",
+              "--db", db, "-q", (char *)NULL);
+        _exit(127);
+    }
+    close(errfd[1]);
+    usleep(1000 * 1000);
+    kill(pid, SIGINT);
+    int st;
+    waitpid(pid, &st, 0);
+    char msg[4096] = "";
+    size_t got = 0;
+    ssize_t n;
+    while ((n = read(errfd[0], msg + got, sizeof msg - 1 - got)) > 0)
+        got += (size_t)n;
+    close(errfd[0]);
+    msg[got] = '\0';
+    ASSERT(WIFEXITED(st));
+    if (WEXITSTATUS(st) <= 2) SKIP("the gate finished before the signal (a very fast machine)");
+    ASSERT_EQ(WEXITSTATUS(st), 130);
+    ASSERT_CONTAINS(msg, "--resume 1");
+    struct t_out o;
+    /* refused (another model list): the run stays interrupted, not failed */
+    ASSERT_OK(t_qgate(&o, "gate", "--suite", t_path("suite.json"), a, a, "--allow-identical",
+                      "--resume", "1", "--db", db, "-q", NULL));
+    ASSERT_EQ(o.code, 65);
+    t_out_free(&o);
+    ASSERT_EQ(t_sql_int(db, "SELECT count(*) FROM runs WHERE status = 3"), 1); /* interrupted */
+    ASSERT_OK(t_qgate(&o, "gate", "--suite", t_path("suite.json"), a, b, "--resume", "1", "--db",
+                      db, "-q", NULL));
+    if (o.code > 2) T_FAIL_("gate --resume 1: exit %d: %s", o.code, o.err);
+    t_out_free(&o);
+    /* every trial done, the baseline's two repeats among them, one verdict */
+    ASSERT_EQ(t_sql_int(db, "SELECT count(*) FROM trials WHERE status NOT IN (2, 4)"), 0);
+    ASSERT_EQ(t_sql_int(db, "SELECT count(DISTINCT repeat) FROM trials t JOIN models m ON "
+                            "m.id = t.model_id WHERE m.role = 0"),
+              2);
+    ASSERT_EQ(t_sql_int(db, "SELECT count(*) FROM comparisons"), 1);
+    return 0;
+}
