@@ -390,9 +390,11 @@ static int read_items_file(struct ctx *c, int i, const char *name, const char *d
         int64_t x;
         snprintf(buf, sizeof buf, "%.*s", (int)(k < 63 ? k : 63), p);
         if (k > 20 || qg_parse_i64(buf, 0, INT64_MAX / 2, &x)) {
-            /* the line is quoted only when it looks like a number: a file
-             * pointed at by mistake (a .env) must not reach the terminal */
-            int numeric = k <= 20 && strspn(buf, "0123456789+-.eE") == strlen(buf);
+            /* the line is quoted only when it is one short word: a file
+             * pointed at by mistake (a .env's KEY=value) must not reach the
+             * terminal */
+            int numeric = k <= 12 && strspn(buf, "0123456789+-.abcdefghijklmnopqrstuvwxyz"
+                                                 "ABCDEFGHIJKLMNOPQRSTUVWXYZ") == strlen(buf);
             rc = numeric ? fail_task(c, i, name, "%s:%lld: not an item index: '%s'", path,
                                      (long long)line, buf)
                          : fail_task(c, i, name,
