@@ -57,14 +57,21 @@ static int match(struct store *bs, const cJSON *run, const char *sha, const stru
         b->deterministic &= json_int(tr, "deterministic", 0) == 1;
         cJSON *mj = cJSON_Parse(json_str(tr, "metrics_json", "{}"));
         snprintf(b->tokens_sha[i], 65, "%s", json_str(mj, "tokens_sha256", ""));
+        if (json_int(mj, "n_vocab", 0) > 0) b->n_vocab = (int)json_int(mj, "n_vocab", 0);
         cJSON_Delete(mj);
-        int64_t refs = 0;
+        int64_t refs = 0, windows = json_int(tr, "n_items", 0);
         if (t->kind == TASK_PERPLEXITY &&
             (store_ref_count(bs, b->trial0[i], &refs) || refs == 0 || !b->tokens_sha[i][0]))
             return snprintf(why, n,
                             "run %lld keeps no top-K references of '%s' (it was run without "
                             "them)",
                             id, t->name),
+                   -1;
+        if (t->kind == TASK_PERPLEXITY && refs < windows) /* e.g. resumed without them */
+            return snprintf(why, n,
+                            "run %lld keeps top-K references of %lld of the %lld windows of "
+                            "'%s'",
+                            id, (long long)refs, (long long)windows, t->name),
                    -1;
     }
     b->run = id;

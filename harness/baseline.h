@@ -27,6 +27,7 @@ struct baseline_ref {
     int n_tasks;
     int64_t *trial0;        /* per suite task: the baseline's repeat-0 trial there */
     char (*tokens_sha)[65]; /* per perplexity task: sha256 of its token ids ("" if unknown) */
+    int n_vocab;            /* the baseline's vocabulary (0: not stored, runs before it was) */
 };
 
 /* Finds the run to reuse: run > 0 that run (QG_ERR_DATA saying what

@@ -195,6 +195,15 @@ static int lockstep_refs(struct runner *r, int t, int repeat, const char *sha, s
                        "task '%s': the candidates tokenize the text differently from the stored "
                        "baseline (run %lld); a paired comparison needs the same tokens",
                        st->name, (long long)r->base.run);
+    for (int m = 1; m < r->p->n_models && r->base.n_vocab > 0; m++) {
+        struct backend_info bi;
+        backend_info(&r->b[m], &bi);
+        if (bi.n_vocab != r->base.n_vocab)
+            return qg_errf(err, errlen, QG_ERR_DATA,
+                           "model '%s' has %d tokens, the stored baseline (run %lld) %d: KLD and "
+                           "a paired comparison need one vocabulary",
+                           r->p->names[m], bi.n_vocab, (long long)r->base.run, r->base.n_vocab);
+    }
     ks->ref_trial = r->base.trial0[t];
     io->get = ref_get;
     return QG_OK;
@@ -210,7 +219,12 @@ static int lockstep_finish(struct runner *r, int t, int repeat, int rc,
     for (int m = r->base.run > 0; m < p->n_models && ks->trials[m]; m++) {
         cJSON *mj = rc ? cJSON_CreateObject()
                        : lockstep_metrics(&res[m], kld[m], n_kld, kld_top_k[m], ks, m);
-        if (!rc && m == 0) cJSON_AddStringToObject(mj, "tokens_sha256", sha);
+        if (!rc && m == 0) {
+            struct backend_info bi;
+            cJSON_AddStringToObject(mj, "tokens_sha256", sha);
+            backend_info(&r->b[0], &bi); /* checked against candidates replaying it */
+            cJSON_AddNumberToObject(mj, "n_vocab", bi.n_vocab);
+        }
         if (!rc && m > 0 && r->base.run > 0) /* its KLD: against the stored reference */
             cJSON_AddNumberToObject(mj, "kld_reference", (double)r->base.run);
         int rc2 = rn_finish_trial(r, ks->trials[m], rc == QG_OK, res[m].windows, res[m].tokens,

@@ -1105,3 +1105,38 @@ TEST(robust_gate_resume_after_sigint, e2e)
     ASSERT_EQ(t_sql_int(db, "SELECT count(*) FROM comparisons"), 1);
     return 0;
 }
+
+TEST(robust_stored_baseline_needs_one_vocabulary, e2e)
+{
+    /* issue 30, item 7: a candidate whose vocabulary differs from the
+     * stored baseline's (which lockstep refuses) is refused on the
+     * stored-baseline path too, naming both sizes */
+    struct sbuf d;
+    sbuf_init(&d, 0);
+    for (int i = 0; i < 400; i++)
+        sbuf_printf(&d, "the girl saw the %s ball. ", i % 3 ? "red" : "big");
+    ASSERT_OK(ppl_suite(d.data));
+    sbuf_release(&d);
+    char err[QG_ERRMSG_MAX], a[4200], b[4200], c[4200], db[4200];
+    struct synth_params sp = synth_default_params();
+    ASSERT_OK(synth_write(&sp, t_path("a.gguf"), err, sizeof err));
+    sp.wtype = GGML_Q8_0;
+    ASSERT_OK(synth_write(&sp, t_path("b.gguf"), err, sizeof err));
+    sp.n_vocab += 1; /* one more token */
+    ASSERT_OK(synth_write(&sp, t_path("c.gguf"), err, sizeof err));
+    snprintf(a, sizeof a, "%s", t_path("a.gguf"));
+    snprintf(b, sizeof b, "%s", t_path("b.gguf"));
+    snprintf(c, sizeof c, "%s", t_path("c.gguf"));
+    snprintf(db, sizeof db, "%s", t_path("g.db"));
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "gate", "--suite", t_path("suite.json"), a, b, "--db", db, "-q", NULL));
+    if (o.code > 2) T_FAIL_("gate: exit %d: %s", o.code, o.err);
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "gate", "--suite", t_path("suite.json"), a, c, "--baseline-run", "1",
+                      "--db", db, "-q", NULL));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "tokens, the stored baseline (run 1)");
+    ASSERT_CONTAINS(o.err, "need one vocabulary");
+    t_out_free(&o);
+    return 0;
+}
