@@ -252,7 +252,7 @@ static int check_consistent(struct http *h, const char *url, const struct backen
         int listed = 0, known = 1;
         for (int k = 0; k < r->top_k; k++) {
             known &= ids[k] >= 0;
-            if (isfinite(lp[k])) mass += exp(lp[k]);
+            if (isfinite(lp[k])) mass += exp((double)lp[k]);
             if (ids[k] == r->tokens[r->from + i]) {
                 listed = 1;
                 if (fabs(lp[k] - x) > tol)
