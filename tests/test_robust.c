@@ -1106,7 +1106,7 @@ TEST(robust_gate_resume_after_sigint, e2e)
     return 0;
 }
 
-TEST(robust_stored_baseline_needs_one_vocabulary, e2e)
+TEST(robust_stored_baseline_one_vocabulary_every_reference, e2e)
 {
     /* issue 30, item 7: a candidate whose vocabulary differs from the
      * stored baseline's (which lockstep refuses) is refused on the
@@ -1137,6 +1137,18 @@ TEST(robust_stored_baseline_needs_one_vocabulary, e2e)
     ASSERT_EQ(o.code, 65);
     ASSERT_CONTAINS(o.err, "tokens, the stored baseline (run 1)");
     ASSERT_CONTAINS(o.err, "need one vocabulary");
+    t_out_free(&o);
+    /* a baseline whose references cover only some windows (resumed
+     * without them) cannot stand in: refused up front, not "window N: no
+     * stored baseline reference" halfway */
+    sqlite3 *h;
+    ASSERT_EQ(sqlite3_open(db, &h), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(h, "DELETE FROM refs WHERE idx >= 2", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(h);
+    ASSERT_OK(t_qgate(&o, "gate", "--suite", t_path("suite.json"), a, b, "--baseline-run", "1",
+                      "--db", db, "-q", NULL));
+    ASSERT(o.code > 2);
+    ASSERT_CONTAINS(o.err, "keeps top-K references of 2 of the");
     t_out_free(&o);
     return 0;
 }
