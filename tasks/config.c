@@ -108,12 +108,18 @@ static int custom_mc_item(const struct task_config *t, struct lines *l, const cJ
     const cJSON *gold = cJSON_GetObjectItemCaseSensitive(o, t->f_gold);
     if (!cJSON_IsString(ctx))
         return lines_fail(l, "item %s: field \"%s\" is missing or not a string", id, t->f_context);
-    if (!cJSON_IsArray(ch) || cJSON_GetArraySize(ch) < 1 || cJSON_GetArraySize(ch) > MC_MAX_CHOICES)
+    /* one choice is always right: it would pad both accuracies with sure hits */
+    if (!cJSON_IsArray(ch) || cJSON_GetArraySize(ch) < 2 || cJSON_GetArraySize(ch) > MC_MAX_CHOICES)
         return lines_fail(
-            l, "item %s: field \"%s\" must be an array of 1..%d strings (empty choices?)", id,
-            t->f_choices, MC_MAX_CHOICES);
-    if (!cJSON_IsNumber(gold) || gold->valuedouble != floor(gold->valuedouble) ||
-        gold->valuedouble < 0 || gold->valuedouble >= cJSON_GetArraySize(ch))
+            l,
+            "item %s: field \"%s\" must be an array of 2..%d strings (a question needs a "
+            "choice to make)",
+            id, t->f_choices, MC_MAX_CHOICES);
+    if (!cJSON_IsNumber(gold))
+        return lines_fail(l, "item %s: answer index \"%s\" must be a number (0..%d)", id, t->f_gold,
+                          cJSON_GetArraySize(ch) - 1);
+    if (gold->valuedouble != floor(gold->valuedouble) || gold->valuedouble < 0 ||
+        gold->valuedouble >= cJSON_GetArraySize(ch))
         return lines_fail(l, "item %s: answer index \"%s\" is out of range (0..%d)", id, t->f_gold,
                           cJSON_GetArraySize(ch) - 1);
     it->id = qg_strdup(id);

@@ -1469,3 +1469,16 @@ TEST(serve_caps_bodies_held_at_once, e2e)
     srv_stop(&v);
     return 0;
 }
+
+TEST(http_malformed_url_is_a_usage_error, e2e)
+{
+    /* a model spec whose URL curl cannot parse is refused at once (exit 64,
+     * naming it), not retried nine times as if the server were down */
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "tokenize", "http://[::1:bad/v1?model=x", "--prompt", "hi", NULL));
+    ASSERT_EQ(o.code, 64);
+    ASSERT_CONTAINS(o.err, "http://[::1:bad/v1/models: URL using bad/illegal format");
+    ASSERT(!strstr(o.err, "attempts"));
+    t_out_free(&o);
+    return 0;
+}

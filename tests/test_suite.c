@@ -82,6 +82,8 @@ TEST(suite_bad_input, e2e)
     ASSERT_OK(write_text("mc.jsonl", "{\"q\":\"a?\",\"c\":[\"x\",\"y\"],\"g\":1}\n"));
     ASSERT_OK(write_text("mc-range.jsonl", "{\"q\":\"a?\",\"c\":[\"x\",\"y\"],\"g\":2}\n"));
     ASSERT_OK(write_text("mc-empty.jsonl", "{\"q\":\"a?\",\"c\":[],\"g\":0}\n"));
+    ASSERT_OK(write_text("mc-one.jsonl", "{\"q\":\"a?\",\"c\":[\"x\"],\"g\":0}\n"));
+    ASSERT_OK(write_text("mc-gstr.jsonl", "{\"q\":\"a?\",\"c\":[\"x\",\"y\"],\"g\":\"x\"}\n"));
     ASSERT_OK(write_text("mc-type.jsonl", "{\"q\":7,\"c\":[\"x\"],\"g\":0}\n"));
     ASSERT_OK(write_text("mc-missing.jsonl", "{\"c\":[\"x\"],\"g\":0}\n"));
     ASSERT_OK(write_text("empty.jsonl", "\n"));
@@ -106,8 +108,14 @@ TEST(suite_bad_input, e2e)
          "mc-range.jsonl:1: item 1: answer index \"g\" is out of range (0..1)"},
         {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"custom\",\"data\":\"mc-empty."
          "jsonl\",\"sha256\":\"%s\",%s}]}",
-         "mc-empty.jsonl:1: item 1: field \"c\" must be an array of 1..16 strings (empty "
-         "choices?)"},
+         "mc-empty.jsonl:1: item 1: field \"c\" must be an array of 2..16 strings (a question "
+         "needs a choice to make)"},
+        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"custom\",\"data\":\"mc-one."
+         "jsonl\",\"sha256\":\"%s\",%s}]}",
+         "mc-one.jsonl:1: item 1: field \"c\" must be an array of 2..16 strings"},
+        {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"custom\",\"data\":\"mc-gstr."
+         "jsonl\",\"sha256\":\"%s\",%s}]}",
+         "mc-gstr.jsonl:1: item 1: answer index \"g\" must be a number (0..1)"},
         {"{\"name\":\"x\",\"tasks\":[{\"name\":\"t\",\"kind\":\"custom\",\"data\":\"mc-type."
          "jsonl\",\"sha256\":\"%s\",%s}]}",
          "mc-type.jsonl:1: item 1: field \"q\" is missing or not a string"},
@@ -153,6 +161,8 @@ TEST(suite_bad_input, e2e)
         char suite[4096];
         const char *data = strstr(cases[i].suite, "mc-range")      ? "mc-range.jsonl"
                            : strstr(cases[i].suite, "mc-empty")    ? "mc-empty.jsonl"
+                           : strstr(cases[i].suite, "mc-one")      ? "mc-one.jsonl"
+                           : strstr(cases[i].suite, "mc-gstr")     ? "mc-gstr.jsonl"
                            : strstr(cases[i].suite, "mc-type")     ? "mc-type.jsonl"
                            : strstr(cases[i].suite, "mc-missing")  ? "mc-missing.jsonl"
                            : strstr(cases[i].suite, "empty.jsonl") ? "empty.jsonl"

@@ -101,6 +101,9 @@ int hp_judge(struct http *h, const char *url, CURLcode cc, long code, const stru
     if (r->too_big)
         return qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: response larger than %zu bytes",
                        url, HTTP_MAX_RESPONSE);
+    if (cc == CURLE_URL_MALFORMAT || cc == CURLE_UNSUPPORTED_PROTOCOL) /* no retry mends it */
+        return qg_errf(h->err, sizeof h->err, QG_ERR_USAGE, "%s: %s (check the model spec)", url,
+                       curl_easy_strerror(cc));
     if (cc != CURLE_OK) {
         snprintf(last, lastlen, "%s", curl_easy_strerror(cc));
         return TRY_AGAIN;
