@@ -12,7 +12,7 @@
 #include <math.h>
 
 struct shard_info {
-    int64_t run, seed, repeats, index, count;
+    int64_t run, seed, repeats, index, count, status;
     char suite_hash[72], models[2048], tasks[8192]; /* tasks: name=config_hash, ... */
 };
 
@@ -24,8 +24,8 @@ static int shard_read(struct store *s, const char *path, struct shard_info *si)
         "SELECT count(*), max(id), max(seed), max(repeats), max(shard_index), max(shard_count), "
         "max(suite_hash), (SELECT group_concat(name || '=' || coalesce(sha256, path), ',') FROM "
         "(SELECT name, sha256, path FROM src.models ORDER BY id)), (SELECT group_concat(name || "
-        "'=' || config_hash, ',') FROM (SELECT name, config_hash FROM src.tasks ORDER BY id)) "
-        "FROM src.runs",
+        "'=' || config_hash, ',') FROM (SELECT name, config_hash FROM src.tasks ORDER BY id)), "
+        "max(status) FROM src.runs",
         &st);
     if (rc) return rc;
     rc = sqlite3_step(st);
@@ -46,6 +46,7 @@ static int shard_read(struct store *s, const char *path, struct shard_info *si)
         snprintf(si->models, sizeof si->models, "%s",
                  (const char *)sqlite3_column_text(st, 7) ? (const char *)sqlite3_column_text(st, 7)
                                                           : "");
+        si->status = sqlite3_column_int64(st, 9);
         snprintf(si->tasks, sizeof si->tasks, "%s",
                  (const char *)sqlite3_column_text(st, 8) ? (const char *)sqlite3_column_text(st, 8)
                                                           : "");
@@ -93,6 +94,15 @@ static int merge_validate(struct store *s, const char *const *inputs, int n, str
                          "%s: not a shard of the same run as %s (suite, models, seed, "
                          "repeats or shard count differ)",
                          inputs[i], inputs[0]);
+        else if (si[i].status != STORE_RUN_DONE)
+            /* merged, its missing rows could never be filled: finish it first */
+            rc = qg_errf(s->err, sizeof s->err, QG_ERR_DATA,
+                         "%s: shard %lld/%lld is %s, not done: finish it first (qgate run "
+                         "--resume %lld --shard %lld/%lld --db %s, with the same suite and "
+                         "models) and merge again",
+                         inputs[i], (long long)si[i].index + 1, (long long)si[i].count,
+                         store_run_status_name((int)si[i].status), (long long)si[i].run,
+                         (long long)si[i].index + 1, (long long)si[i].count, inputs[i]);
         else if (strcmp(si[i].tasks, si[0].tasks))
             rc = qg_errf(s->err, sizeof s->err, QG_ERR_DATA,
                          "%s: its tasks were run with other settings than %s's (another --limit, "

@@ -401,6 +401,24 @@ TEST(run_shards_merge_equal_unsharded, e2e)
     ASSERT_CONTAINS(o.err, "its tasks were run with other settings");
     ASSERT_EQ(t_sql_int(out, "SELECT count(*) FROM runs"), 0); /* nothing merged */
     t_out_free(&o);
+    /* an interrupted shard: merged, its missing rows could never be filled;
+     * refused with the command that finishes it */
+    char intr[4200];
+    snprintf(intr, sizeof intr, "%s", t_path("shard1-interrupted.db"));
+    size_t sz;
+    char *bytes = t_read_file(sh[1], &sz);
+    ASSERT(bytes && t_write_file(intr, bytes, sz) == 0);
+    free(bytes);
+    sqlite3 *hi;
+    ASSERT_EQ(sqlite3_open(intr, &hi), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(hi, "UPDATE runs SET status = 3", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(hi);
+    ASSERT_OK(t_qgate(&o, "merge", out, sh[0], intr, sh[2], NULL));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "shard 2/3 is interrupted, not done: finish it first (qgate run "
+                           "--resume 1 --shard 2/3");
+    ASSERT_EQ(t_sql_int(out, "SELECT count(*) FROM runs"), 0);
+    t_out_free(&o);
     ASSERT_OK(t_qgate(&o, "merge", out, sh[2], sh[0], sh[1], NULL));
     ASSERT_EQ(o.code, 0);
     t_out_free(&o);
