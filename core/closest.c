@@ -1,4 +1,4 @@
-/* closest — Levenshtein distance and the nearest known word. */
+/* closest — edit distance (optimal string alignment) and the nearest known word. */
 #include "core/closest.h"
 
 #include <string.h>
@@ -7,19 +7,22 @@ int qg_edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
     if (la > 64 || lb > 64) return 99;
-    int prev[65], cur[65];
+    int d[65][65]; /* optimal string alignment: edits, and a swap of neighbours as one */
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = (int)i;
     for (size_t j = 0; j <= lb; j++)
-        prev[j] = (int)j;
-    for (size_t i = 1; i <= la; i++) {
-        cur[0] = (int)i;
+        d[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++)
         for (size_t j = 1; j <= lb; j++) {
-            int sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
-            int del = prev[j] + 1, ins = cur[j - 1] + 1;
-            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+            int sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            int del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
+            int v = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
         }
-        memcpy(prev, cur, sizeof cur);
-    }
-    return prev[lb];
+    return d[la][lb];
 }
 
 const char *qg_closest(const char *word, const char *const *cands, int n)

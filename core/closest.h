@@ -3,7 +3,9 @@
 #ifndef QG_CLOSEST_H
 #define QG_CLOSEST_H
 
-/* Levenshtein distance in bytes; 99 for words over 64 bytes. */
+/* Edit distance in bytes, a swap of two neighbouring bytes counting as
+ * one edit (optimal string alignment: "gaet" is 1 from "gate"); 99 for
+ * words over 64 bytes. */
 int qg_edit_distance(const char *a, const char *b);
 
 /* The candidate closest to word when close enough to be a likely typo (or

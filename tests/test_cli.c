@@ -115,10 +115,14 @@ TEST(cli_edit_distance, unit)
     ASSERT_EQ(qg_edit_distance("kitten", "sitting"), 3);
     ASSERT_EQ(qg_edit_distance("", "abc"), 3);
     ASSERT_EQ(qg_edit_distance("same", "same"), 0);
+    ASSERT_EQ(qg_edit_distance("gaet", "gate"), 1); /* a swap of neighbours: one edit */
+    ASSERT_EQ(qg_edit_distance("ca", "abc"), 3);    /* OSA, not full Damerau (which says 2) */
     const char *c[] = {"inspect", "runs", "show"};
     ASSERT_STR_EQ(qg_closest("shw", c, 3), "show");
     ASSERT_STR_EQ(qg_closest("insp", c, 3), "inspect");
     ASSERT(qg_closest("completely-different", c, 3) == NULL);
+    const char *cmds[] = {"gate", "run", "compare"};
+    ASSERT_STR_EQ(qg_closest("gaet", cmds, 3), "gate");
     return 0;
 }
 
