@@ -268,36 +268,6 @@ TEST(robust_terminal_output_escaped, e2e)
     return 0;
 }
 
-TEST(robust_nan_weights_refused, e2e)
-{
-    /* a model whose weights hold a NaN is refused at load, naming the
-     * tensor, instead of being scored to exit 0 */
-    ASSERT_OK(synth("a.gguf", GGML_F32));
-    struct gguf *g;
-    char err[QG_ERRMSG_MAX];
-    ASSERT_OK(gguf_open(t_path("a.gguf"), &g, err, sizeof err));
-    const struct gguf_tensor *t = gguf_find_tensor(g, "blk.0.ffn_up.weight");
-    ASSERT(t);
-    size_t off = (size_t)((const char *)t->data - (const char *)gguf_bytes(g)) + 4 * 7;
-    gguf_close(g);
-    size_t n;
-    char *bytes = t_read_file(t_path("a.gguf"), &n);
-    ASSERT(bytes && off + 4 <= n);
-    const uint32_t qnan = 0x7fc00000u;
-    memcpy(bytes + off, &qnan, 4);
-    ASSERT_OK(t_write_file(t_path("nan.gguf"), bytes, n));
-    free(bytes);
-    ASSERT_OK(write_text("t.txt", "the girl saw the big red ball and the dog was happy"));
-    struct t_out o;
-    ASSERT_OK(
-        t_qgate(&o, "ppl", t_path("nan.gguf"), "--text", t_path("t.txt"), "--ctx", "8", NULL));
-    ASSERT_EQ(o.code, 65);
-    ASSERT_CONTAINS(o.err,
-                    "tensor 'blk.0.ffn_up.weight' holds a non-finite weight (NaN at element 7)");
-    t_out_free(&o);
-    return 0;
-}
-
 /* An F32 model file with one NaN in tensor `tensor` (element 7), as nan.gguf. */
 static int nan_model(const char *tensor)
 {
@@ -316,6 +286,22 @@ static int nan_model(const char *tensor)
     if (!rc) rc = t_write_file(t_path("nan.gguf"), bytes, n);
     free(bytes);
     return rc;
+}
+
+TEST(robust_nan_weights_refused, e2e)
+{
+    /* a model whose weights hold a NaN is refused at load, naming the
+     * tensor, instead of being scored to exit 0 */
+    ASSERT_OK(nan_model("blk.0.ffn_up.weight"));
+    ASSERT_OK(write_text("t.txt", "the girl saw the big red ball and the dog was happy"));
+    struct t_out o;
+    ASSERT_OK(
+        t_qgate(&o, "ppl", t_path("nan.gguf"), "--text", t_path("t.txt"), "--ctx", "8", NULL));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err,
+                    "tensor 'blk.0.ffn_up.weight' holds a non-finite weight (NaN at element 7)");
+    t_out_free(&o);
+    return 0;
 }
 
 TEST(robust_nan_output_layer_refused_by_run_and_gate, e2e)
@@ -388,6 +374,33 @@ static int slow_ppl_setup(void)
     return rc;
 }
 
+/* Runs qgate with argv (argv[0] "qgate"), sends it SIGINT after 1 s,
+ * and gives its wait status and what it printed on stderr. 0 or -1. */
+static int interrupted_after_1s(const char *const *argv, char *msg, size_t cap, int *st)
+{
+    int errfd[2];
+    if (pipe(errfd)) return -1;
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        dup2(errfd[1], 2);
+        close(errfd[0]);
+        execv(QG_BINARY, (char *const *)argv);
+        _exit(127);
+    }
+    close(errfd[1]);
+    usleep(1000 * 1000);
+    kill(pid, SIGINT);
+    waitpid(pid, st, 0);
+    size_t got = 0;
+    ssize_t n;
+    while (got + 1 < cap && (n = read(errfd[0], msg + got, cap - 1 - got)) > 0)
+        got += (size_t)n;
+    close(errfd[0]);
+    msg[got] = '\0';
+    return 0;
+}
+
 TEST(robust_sigint_marks_run_interrupted, e2e)
 {
     /* a real SIGINT during a run: the rows done are kept, the run is marked
@@ -395,28 +408,12 @@ TEST(robust_sigint_marks_run_interrupted, e2e)
     ASSERT_OK(slow_ppl_setup());
     char m[4200];
     snprintf(m, sizeof m, "a=%s", t_path("a.gguf"));
-    int errfd[2];
-    ASSERT_OK(pipe(errfd));
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(errfd[1], 2);
-        close(errfd[0]);
-        execl(QG_BINARY, "qgate", "run", "--suite", t_path("suite.json"), "--model", m, "--threads",
-              "1", "--repeats", "2", "--db", t_path("r.db"), "-q", (char *)NULL);
-        _exit(127);
-    }
-    close(errfd[1]);
-    usleep(1000 * 1000);
-    kill(pid, SIGINT);
+    const char *argv[] = {
+        "qgate",     "run", "--suite", t_path("suite.json"), "--model", m,   "--threads", "1",
+        "--repeats", "2",   "--db",    t_path("r.db"),       "-q",      NULL};
+    char msg[4096];
     int st;
-    waitpid(pid, &st, 0);
-    char msg[4096] = "";
-    size_t got = 0;
-    ssize_t n;
-    while ((n = read(errfd[0], msg + got, sizeof msg - 1 - got)) > 0)
-        got += (size_t)n;
-    close(errfd[0]);
-    msg[got] = '\0';
+    ASSERT_OK(interrupted_after_1s(argv, msg, sizeof msg, &st));
     ASSERT(WIFEXITED(st));
     if (WEXITSTATUS(st) == 0) SKIP("the run finished before the signal (a very fast machine)");
     ASSERT_EQ(WEXITSTATUS(st), 130);
@@ -1060,28 +1057,12 @@ TEST(robust_gate_resume_after_sigint, e2e)
     snprintf(a, sizeof a, "%s", t_path("a.gguf"));
     snprintf(b, sizeof b, "%s", t_path("b.gguf"));
     snprintf(db, sizeof db, "%s", t_path("g.db"));
-    int errfd[2];
-    ASSERT_OK(pipe(errfd));
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(errfd[1], 2);
-        close(errfd[0]);
-        execl(QG_BINARY, "qgate", "gate", "--suite", t_path("suite.json"), a, b, "--threads", "1",
-              "--db", db, "-q", (char *)NULL);
-        _exit(127);
-    }
-    close(errfd[1]);
-    usleep(1000 * 1000);
-    kill(pid, SIGINT);
+    const char *argv[] = {"qgate", "gate", "--suite",   t_path("suite.json"),
+                          a,       b,      "--threads", "1",
+                          "--db",  db,     "-q",        NULL};
+    char msg[4096];
     int st;
-    waitpid(pid, &st, 0);
-    char msg[4096] = "";
-    size_t got = 0;
-    ssize_t n;
-    while ((n = read(errfd[0], msg + got, sizeof msg - 1 - got)) > 0)
-        got += (size_t)n;
-    close(errfd[0]);
-    msg[got] = '\0';
+    ASSERT_OK(interrupted_after_1s(argv, msg, sizeof msg, &st));
     ASSERT(WIFEXITED(st));
     if (WEXITSTATUS(st) <= 2) SKIP("the gate finished before the signal (a very fast machine)");
     ASSERT_EQ(WEXITSTATUS(st), 130);
