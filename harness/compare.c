@@ -462,44 +462,97 @@ static void plain_task(const struct verdict_task *t, int named, struct sbuf *b)
     }
 }
 
-/* the gates that failed a task whose loss alone did not: "same top token
- * 86.9 % below its 90 % limit" */
-static void plain_gates(const struct verdict_task *t, struct sbuf *b)
+/* the margin in the loss's own unit: "1 %" or "1 point" */
+static void margin_text(const struct verdict_task *t, struct sbuf *b)
 {
+    double m = t->kind == TASK_PERPLEXITY ? 100 * expm1(t->margin) : 100 * t->margin;
+    sbuf_printf(b, "%.3g %s", m,
+                t->kind == TASK_PERPLEXITY ? "%" : fabs(m - 1) < 1e-9 ? "point" : "points");
+}
+
+/* One gate's figure against its limit, in words: "KLD 0.0493 beyond its
+ * limit 0.02", "same top token 86.9 % below its 90 % limit", "flip rate
+ * 4.1 %, its interval reaching its 5 % limit". */
+static void gate_text(const struct verdict_task *t, const struct verdict_gate *x, struct sbuf *b)
+{
+    int fail = x->verdict == VERDICT_FAIL, top1 = !strcmp(x->name, "top1");
+    if (top1)
+        sbuf_printf(b, "same top token %.1f %%", 100 * x->value);
+    else if (!strcmp(x->name, "kld"))
+        sbuf_printf(b, "KLD %.3g%s", x->value, t->kld_top_k > 0 ? " (at least)" : "");
+    else
+        sbuf_printf(b, "flip rate %.1f %%", 100 * x->value);
+    double lim = top1 || strcmp(x->name, "kld") ? 100 * x->limit : x->limit;
+    const char *unit = top1 || strcmp(x->name, "kld") ? " %" : "";
+    if (fail)
+        sbuf_printf(b, " %s its %.3g%s limit", x->kind == VERDICT_GATE_MIN ? "below" : "beyond", lim,
+                    unit);
+    else
+        sbuf_printf(b, ", its interval reaching its %.3g%s limit", lim, unit);
+}
+
+/* What decided a task that did not pass: the loss against the margin, and
+ * every gate with the task's verdict. */
+static void plain_decided(const struct verdict_task *t, struct sbuf *b)
+{
+    int shown_kld = 0;
+    if (t->loss_verdict == t->verdict) {
+        sbuf_printf(b, t->verdict == VERDICT_FAIL ? " beyond the " : ", its interval reaching the ");
+        margin_text(t, b);
+        sbuf_printf(b, " margin");
+    }
     for (int g = 0; g < t->n_gates; g++) {
         const struct verdict_gate *x = &t->gates[g];
-        if (x->verdict != VERDICT_FAIL) continue;
-        if (!strcmp(x->name, "top1"))
-            sbuf_printf(b, ", same top token %.1f %% below its %.0f %% limit", 100 * x->value,
-                        100 * x->limit);
-        else
-            sbuf_printf(b, ", %s %.3g beyond its limit %.3g", x->name, x->value, x->limit);
+        if (x->verdict != t->verdict) continue;
+        sbuf_printf(b, ", ");
+        gate_text(t, x, b);
+        shown_kld |= !strcmp(x->name, "kld") || !strcmp(x->name, "top1");
     }
+    if (t->has_kld && !shown_kld)
+        sbuf_printf(b, "; KLD %.3g%s, same top token %.1f %%", t->kld_mean,
+                    t->kld_top_k > 0 ? " (at least)" : "", 100 * t->top1);
+}
+
+/* the tasks of one verdict, "; "-separated, each named with its numbers */
+static int plain_tasks(const struct verdict_task *v, int n, int critical, int verdict,
+                       struct sbuf *b, int shown)
+{
+    for (int i = 0; i < n; i++) {
+        if (v[i].critical != critical || v[i].verdict != verdict) continue;
+        sbuf_printf(b, "%s", shown++ ? "; " : "");
+        if (n > 1 && verdict == VERDICT_INCONCLUSIVE) /* beside failures: which is which */
+            sbuf_printf(b, "%s (too small to tell): ", v[i].name);
+        plain_task(&v[i], n > 1 && verdict != VERDICT_INCONCLUSIVE, b);
+        plain_decided(&v[i], b);
+    }
+    return shown;
 }
 
 void compare_plain(const char *cand, const struct verdict_task *v, int n, int suite, struct sbuf *b)
 {
     sbuf_printf(b, "%s: %s \u2014 ", cand, verdict_name(suite));
-    int shown = 0, undecided = 0, named = n > 1;
-    for (int i = 0; i < n; i++) /* what failed, else the first task */
-        if (v[i].critical && v[i].verdict == VERDICT_FAIL && shown < 3) {
-            if (shown++) sbuf_printf(b, "; ");
-            plain_task(&v[i], named, b);
-            if (v[i].loss_verdict != VERDICT_FAIL) plain_gates(&v[i], b);
-        }
-    for (int i = 0; i < n && !shown; i++)
-        if (v[i].critical || i == n - 1) {
-            plain_task(&v[i], named, b);
-            shown = 1;
-        }
+    int n_pass = 0, shown = 0;
     for (int i = 0; i < n; i++)
-        if (v[i].has_kld) {
-            sbuf_printf(b, ", KLD %.3g%s, same top token %.1f %%", v[i].kld_mean,
-                        v[i].kld_top_k > 0 ? " (at least)" : "", 100 * v[i].top1);
-            break;
-        }
+        n_pass += v[i].critical && v[i].verdict == VERDICT_PASS;
+    shown = plain_tasks(v, n, 1, VERDICT_FAIL, b, shown);
+    shown = plain_tasks(v, n, 1, VERDICT_INCONCLUSIVE, b, shown);
+    if (!shown) { /* everything critical passed: the first task's figures */
+        for (int i = 0; i < n && !shown; i++)
+            if (v[i].critical || i == n - 1) {
+                plain_task(&v[i], n > 1, b);
+                if (v[i].has_kld)
+                    sbuf_printf(b, ", KLD %.3g%s, same top token %.1f %%", v[i].kld_mean,
+                                v[i].kld_top_k > 0 ? " (at least)" : "", 100 * v[i].top1);
+                shown = 1;
+            }
+        if (n_pass > 1) sbuf_printf(b, "; all %d gating tasks pass", n_pass);
+    } else if (n_pass) {
+        sbuf_printf(b, "; %d other task%s pass%s", n_pass, n_pass > 1 ? "s" : "",
+                    n_pass > 1 ? "" : "es");
+    }
+    int info = 0;
     for (int i = 0; i < n; i++)
-        undecided += v[i].critical && v[i].verdict == VERDICT_INCONCLUSIVE;
-    if (undecided)
-        sbuf_printf(b, "; %d task%s too small to tell", undecided, undecided > 1 ? "s" : "");
+        if (!v[i].critical && v[i].verdict != VERDICT_PASS)
+            sbuf_printf(b, "%s%s %s", info++ ? ", " : "; not gating: ", v[i].name,
+                        verdict_name(v[i].verdict));
 }

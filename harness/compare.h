@@ -47,9 +47,16 @@ int compare_same_model(struct store *s, int64_t run_id, const char *baseline, co
  * show (a new object the caller frees). */
 cJSON *compare_task_json(const struct verdict_task *v);
 
-/* The verdict in one plain-English line, appended to b: "q4: FAIL —
- * perplexity +5.3 % (90 % CI +4.9…+5.7 %), KLD 0.049, same top token
- * 89.4 %; 1 task too small to tell" (the failing tasks, else the first). */
+/* The verdict in one plain-English line, appended to b: every gating task
+ * that FAILed, then every one that is INCONCLUSIVE, each named (when the
+ * suite has several) with its own loss, interval, and what decided it (the
+ * margin, or each gate with that verdict and its limit), its own KLD and
+ * top-1 agreement where measured; then how many other tasks passed, and the
+ * non-gating tasks that did not pass. All passing: the first task's
+ * figures. "q4: FAIL — wikitext-2: perplexity +5.3 % (90 % CI +4.9…+5.7 %)
+ * beyond the 1 % margin; KLD 0.049, same top token 89.4 %; mmlu: accuracy
+ * +1.0 points (…), flip rate 9.1 % beyond its 5 % limit; 2 other tasks
+ * pass". The candidate's name is printed as given. */
 void compare_plain(const char *cand, const struct verdict_task *v, int n, int suite,
                    struct sbuf *b);
 

@@ -4,6 +4,9 @@
 #include "datasets/hash.h"
 #include "core/status.h"
 #include "core/util.h"
+#include "harness/compare.h"
+#include "metrics/verdict.h"
+#include "tasks/kind.h"
 #include "tests/test.h"
 
 #include <cjson/cJSON.h>
@@ -724,5 +727,66 @@ TEST(verdict_gpl3_q4km_judged_on_kld_and_top1, shared)
     ASSERT_STR_EQ(cJSON_GetObjectItem(t, "verdict")->valuestring, "FAIL");
     cJSON_Delete(j);
     t_out_free(&o);
+    return 0;
+}
+
+/* A task's verdict as compare_plain sees it. */
+static struct verdict_task plain_task_of(const char *name, int kind, double delta, double lo,
+                                         double hi, int loss, int verdict)
+{
+    struct verdict_task t = {.kind = kind, .delta = delta, .lo = lo, .hi = hi,
+                             .margin = kind == TASK_PERPLEXITY ? 0.00995 : 0.01,
+                             .loss_verdict = loss, .verdict = verdict, .critical = 1};
+    snprintf(t.name, sizeof t.name, "%s", name);
+    return t;
+}
+
+/* Issue 31, item 3: the one-line verdict names every failing and every
+ * inconclusive task with its own numbers and what decided it; a task's KLD
+ * stays with that task; the candidate's name is printed as given. */
+TEST(compare_plain_names_every_failing_task, unit)
+{
+    struct verdict_task v[6];
+    v[0] = plain_task_of("tinystories", TASK_PERPLEXITY, 0.05, 0.04, 0.06, VERDICT_FAIL,
+                         VERDICT_FAIL);
+    v[0].has_kld = 1, v[0].kld_mean = 0.0493, v[0].top1 = 0.894;
+    v[1] = plain_task_of("wikitext-2", TASK_PERPLEXITY, 0.002, -0.001, 0.005, VERDICT_PASS,
+                         VERDICT_PASS);
+    v[2] = plain_task_of("mmlu", TASK_MULTIPLE_CHOICE, -0.01, -0.02, 0.003, VERDICT_PASS, VERDICT_FAIL);
+    v[2].n_gates = 1;
+    v[2].gates[0] = (struct verdict_gate){.name = "flip_rate", .kind = VERDICT_GATE_MAX,
+                                          .value = 0.091, .lo = 0.07, .hi = 0.11, .limit = 0.05,
+                                          .verdict = VERDICT_FAIL};
+    v[3] = plain_task_of("piqa", TASK_MULTIPLE_CHOICE, 0.03, 0.02, 0.04, VERDICT_FAIL, VERDICT_FAIL);
+    v[4] = plain_task_of("arc-challenge", TASK_MULTIPLE_CHOICE, 0.004, -0.03, 0.04, VERDICT_INCONCLUSIVE,
+                         VERDICT_INCONCLUSIVE);
+    v[5] = plain_task_of("boolq", TASK_MULTIPLE_CHOICE, 0.05, 0.03, 0.07, VERDICT_FAIL, VERDICT_FAIL);
+    v[5].critical = 0;
+    struct sbuf b;
+    sbuf_init(&b, 1 << 16);
+    compare_plain("q4_0", v, 6, VERDICT_FAIL, &b);
+    const char *s = sbuf_str(&b);
+    ASSERT(!strncmp(s, "q4_0: FAIL \u2014 tinystories: perplexity +5.1 %", 30));
+    /* tinystories' KLD right after tinystories, before the next task */
+    const char *kld = strstr(s, "KLD 0.0493"), *mmlu = strstr(s, "mmlu:");
+    ASSERT(kld && mmlu && kld < mmlu);
+    ASSERT_CONTAINS(s, "same top token 89.4 %");
+    ASSERT_CONTAINS(s, "beyond the 1 % margin");
+    ASSERT_CONTAINS(s, "mmlu: accuracy +1.0 points (90 % CI -0.3\u2026+2.0), flip rate 9.1 % "
+                       "beyond its 5 % limit");
+    ASSERT_CONTAINS(s, "piqa: accuracy -3.0 points");
+    ASSERT_CONTAINS(s, "arc-challenge (too small to tell): accuracy -0.4 points");
+    ASSERT_CONTAINS(s, "its interval reaching the 1 point margin");
+    ASSERT_CONTAINS(s, "1 other task passes");
+    ASSERT_CONTAINS(s, "not gating: boolq FAIL");
+    ASSERT(!strstr(s, "wikitext-2:")); /* a passing task is counted, not listed */
+    /* all passing: the first task's figures and the count */
+    for (int i = 0; i < 6; i++)
+        v[i].verdict = v[i].loss_verdict = VERDICT_PASS;
+    b.len = 0;
+    compare_plain("Q8_0", v, 6, VERDICT_PASS, &b);
+    ASSERT(!strncmp(sbuf_str(&b), "Q8_0: PASS \u2014 tinystories: perplexity", 30));
+    ASSERT_CONTAINS(sbuf_str(&b), "all 5 gating tasks pass");
+    sbuf_release(&b);
     return 0;
 }
