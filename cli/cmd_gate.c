@@ -3,6 +3,8 @@
  * (harness/sampled.h). */
 #include "backends/backend.h"
 #include "cli/commands.h"
+#include "datasets/hash.h"
+#include "harness/baseline.h"
 #include "harness/compare.h"
 #include "harness/runner.h"
 #include "harness/sampled.h"
@@ -13,6 +15,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 static const struct cli_opt opts[] = {
@@ -28,9 +31,10 @@ static const struct cli_opt opts[] = {
      "without --suite: window length in tokens (default min(512, the "
      "baseline's context))",
      0},
-    {"baseline-run", 0, CLI_STR, "RUN|auto",
-     "reuse the baseline of a stored run (auto: the newest that can stand in) and run only the "
-     "candidates",
+    {"baseline-run", 0, CLI_STR, "RUN|SHA256|auto",
+     "reuse the baseline of a stored run and run only the candidates (auto: the newest that can "
+     "stand in; SHA256: the newest whose baseline is that file). The baseline file need not be "
+     "here: the stored run carries its identity and references",
      0},
     {"baseline-db", 0, CLI_STR, "FILE", "the database holding --baseline-run (default: --db)", 0},
     {"resume", 0, CLI_STR, "RUN",
@@ -171,13 +175,14 @@ static int64_t model_ctx(const char *spec)
 }
 
 int cmd_default_suite(const struct cli_args *a, struct store *s, struct runner_params *p, char *dir,
-                      char *suite, size_t n)
+                      char *suite, size_t n, int stored_ctx)
 {
     if (p->suite_path) return 0;
     struct verdict_policy pol;
     char err[QG_ERRMSG_MAX];
     suite_policy_from_json(NULL, "defaults", &pol, err, sizeof err);
     int64_t ctx = cli_int(a, "ctx", 0), train = model_ctx(p->specs[0]);
+    if (!ctx && p->baseline_sha && stored_ctx > 0) ctx = stored_ctx; /* the stored run's */
     if (!ctx) ctx = train > 0 && train < 512 ? train : 512;
     if (train > 0 && ctx > train)
         return cmd_usage("--ctx %lld is longer than the baseline's context (%lld)", (long long)ctx,
@@ -196,8 +201,16 @@ int cmd_default_suite(const struct cli_args *a, struct store *s, struct runner_p
         .threads = p->threads,
         .quiet = cli_flag(a, "quiet"),
         .texts = texts,
-        .n_texts = n_texts};
+        .n_texts = n_texts,
+        .baseline_sha = p->baseline_sha};
+    struct store *also = NULL; /* the stored baseline's database keeps its sampled text */
+    if (p->baseline_db && qg_same_file(p->baseline_db, store_path(s)) != 1) {
+        struct store_params stp = store_default_params();
+        stp.readonly = 1;
+        if (store_open(p->baseline_db, &stp, &also, err, sizeof err) == QG_OK) sp.also = also;
+    }
     int rc = sampled_suite_make(s, &sp, dir, n, suite, n, err, sizeof err);
+    store_close(also);
     if (rc) return cmd_fail(rc, err);
     p->suite_path = suite;
     return 0;
@@ -220,10 +233,10 @@ static int check_options(const struct cli_args *a, struct runner_params *p)
     if (cli_flag(a, "md-append") && !cli_str(a, "md"))
         return cmd_usage("--md-append needs --md FILE");
     const char *br = cli_str(a, "baseline-run");
-    if (br && !strcmp(br, "auto"))
+    if (br && (!strcmp(br, "auto") || baseline_sel_is_sha(br)))
         p->baseline_run = -1;
     else if (br && (qg_parse_i64(br, 1, INT64_MAX / 2, &p->baseline_run)))
-        return cmd_usage("--baseline-run takes a run id or 'auto', got '%s'", br);
+        return cmd_usage("--baseline-run takes a run id, a sha256 or 'auto', got '%s'", br);
     if (cli_str(a, "baseline-db") && !br) return cmd_usage("--baseline-db needs --baseline-run");
     const char *rs = cli_str(a, "resume");
     if (rs && qg_parse_i64(rs, 1, INT64_MAX / 2, &p->resume))
@@ -339,10 +352,11 @@ static int same_as_baseline(const struct runner_params *p, int i, int64_t bytes0
  * parse) before any work: a bad candidate costs nothing, not the
  * baseline's sampling first; a candidate that is the baseline itself is
  * refused unless allow_identical. 0 or an exit code. */
-static int check_models(const struct runner_params *p, char (*names)[128], int allow_identical)
+static int check_models(const struct runner_params *p, char (*names)[128], int allow_identical,
+                        int base_absent)
 {
     int64_t bytes0 = -1;
-    for (int i = 0; i < p->n_models; i++) {
+    for (int i = base_absent; i < p->n_models; i++) {
         char err[QG_ERRMSG_MAX];
         struct backend_identity id;
         int rc = backend_identify(p->specs[i], 0, &id, err, sizeof err);
@@ -357,6 +371,76 @@ static int check_models(const struct runner_params *p, char (*names)[128], int a
                              "model compared with itself proves nothing; --allow-identical runs "
                              "it as an A/A check of the noise",
                              names[i], names[0]);
+    }
+    return 0;
+}
+
+/* 1 when --baseline-run is given and the baseline is a local file that is
+ * not here: the stored run stands in by identity */
+static int baseline_absent(const struct cli_args *a, const struct runner_params *p)
+{
+    char file[4096];
+    if (!cli_str(a, "baseline-run") || strstr(p->specs[0], "://")) return 0;
+    qg_spec_file(p->specs[0], file, sizeof file);
+    return access(file, F_OK) != 0;
+}
+
+/* The stored baseline by identity (its file absent, or --baseline-run
+ * SHA256): p->baseline_sha set from the store (sha: its buffer); a
+ * candidate that is that very file is refused as with the file present.
+ * *ctx: the stored sampled-text window. 0 or an exit code. */
+static int stored_identity(const struct cli_args *a, struct store *s, struct runner_params *p,
+                           char (*names)[128], int absent, char sha[65], int *ctx)
+{
+    const char *sel = cli_str(a, "baseline-run");
+    char err[QG_ERRMSG_MAX];
+    struct baseline_identity id;
+    *ctx = 0;
+    if (!absent && !baseline_sel_is_sha(sel)) return 0;
+    if (!absent) { /* the file is here: it must be the one named */
+        char file[4096];
+        qg_spec_file(p->specs[0], file, sizeof file);
+        int rc = hash_sha256_file(file, sha, err, sizeof err);
+        if (rc) return cmd_fail(rc, err);
+        if (strcasecmp(sha, sel)) {
+            qg_errf(err, sizeof err, QG_ERR_DATA,
+                    "--baseline-run %s names another file than the baseline '%s' (sha256 %s)", sel,
+                    p->specs[0], sha);
+            return cmd_fail(QG_ERR_DATA, err);
+        }
+        p->baseline_sha = sha;
+        return 0;
+    }
+    int rc = baseline_identify(s, p->baseline_db, sel, p->specs[0], &id, err, sizeof err);
+    if (rc == QG_ERR_NOTFOUND) {
+        char why[QG_ERRMSG_MAX];
+        snprintf(why, sizeof why, "%s", err);
+        qg_errf(err, sizeof err, QG_ERR_NOINPUT, "the baseline '%s' is not here, and %s",
+                p->specs[0], why);
+        return cmd_fail(QG_ERR_NOINPUT, err);
+    }
+    if (rc) return cmd_fail(rc, err);
+    snprintf(sha, 65, "%s", id.sha256);
+    p->baseline_sha = sha;
+    *ctx = id.ctx;
+    if (!p->quiet || p->progress)
+        fprintf(stderr, "qgate: baseline '%s' is not here; run %lld stands in for it by identity "
+                "(sha256 %.16s..., given as %s)\n", p->specs[0], (long long)id.run, sha, id.spec);
+    for (int i = 1; i < p->n_models && !cli_flag(a, "allow-identical"); i++) {
+        struct backend_identity ci;
+        int same = backend_identify(p->specs[i], 0, &ci, err, sizeof err) == 0 &&
+                   ci.file_bytes == id.file_bytes;
+        backend_identity_release(&ci);
+        if (same && backend_identify(p->specs[i], 1, &ci, err, sizeof err) == 0)
+            same = !strcasecmp(ci.sha256, sha);
+        else
+            same = 0;
+        if (same) backend_identity_release(&ci);
+        if (same)
+            return cmd_usage("candidate '%s' is the stored baseline itself (same sha256): a model "
+                             "compared with itself proves nothing; --allow-identical runs it as "
+                             "an A/A check of the noise",
+                             names[i]);
     }
     return 0;
 }
@@ -378,7 +462,8 @@ static int cmd_gate(const struct cli_args *a)
     if (!code) code = gate_models(a, &p, names);
     static char devspec[RUNNER_MAX_MODELS][4400];
     if (!code) code = cmd_apply_device(a, p.specs, p.n_models, devspec);
-    if (!code) code = check_models(&p, names, cli_flag(a, "allow-identical"));
+    int absent = !code && baseline_absent(a, &p);
+    if (!code) code = check_models(&p, names, cli_flag(a, "allow-identical"), absent);
     if (code) return code;
     /* outputs checked before the run: a bad path costs nothing, and no
      * output may overwrite the suite, the database, a model or a text */
@@ -399,8 +484,10 @@ static int cmd_gate(const struct cli_args *a)
         stdout_to_data(1);
         return code;
     }
-    char dir[4096] = "", suite[4200];
-    code = cmd_default_suite(a, s, &p, dir, suite, sizeof suite);
+    char dir[4096] = "", suite[4200], sha[65] = "";
+    int stored_ctx = 0;
+    code = stored_identity(a, s, &p, names, absent, sha, &stored_ctx);
+    if (!code) code = cmd_default_suite(a, s, &p, dir, suite, sizeof suite, stored_ctx);
     char *cmd = cmd_command_line(a);
     p.command = cmd;
     char err[QG_ERRMSG_MAX];

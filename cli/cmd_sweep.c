@@ -428,7 +428,7 @@ static int cmd_sweep(const struct cli_args *a)
     struct store *s;
     if ((code = cmd_open_store(a, 0, &s))) return code;
     char dir[4096] = "", suite[4200];
-    code = cmd_default_suite(a, s, &p, dir, suite, sizeof suite);
+    code = cmd_default_suite(a, s, &p, dir, suite, sizeof suite, 0);
     char *cmd = cmd_command_line(a);
     p.command = cmd;
     if (!code && !cli_flag(a, "quiet"))

@@ -98,9 +98,12 @@ int cmd_write_report(struct store *s, int64_t comparison_id, const char *format,
 /* Without a suite (p->suite_path NULL; gate, sweep): text sampled from p's
  * baseline (options --ctx, --sample-tokens, --seed, --text, --quiet of a)
  * as a suite in a new temporary folder dir (sampled_suite_remove), its path
- * in suite and p->suite_path. With a suite: nothing. 0 or an exit code. */
+ * in suite and p->suite_path. With a suite: nothing. With p->baseline_sha
+ * the baseline's file is not read: its text must be stored (in s or in
+ * p->baseline_db), and stored_ctx (> 0) is the window without --ctx.
+ * 0 or an exit code. */
 int cmd_default_suite(const struct cli_args *a, struct store *s, struct runner_params *p, char *dir,
-                      char *suite, size_t n);
+                      char *suite, size_t n, int stored_ctx);
 
 /* Renders the comparisons cids[0..n) as one report (n == 1: the single
  * comparison's document; more: one document covering every candidate) to

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* The baseline trial of task `task` at repeat 0 in the run's JSON. */
 static const cJSON *trial0(const cJSON *run, const char *model, const char *task)
@@ -38,6 +39,13 @@ static int match(struct store *bs, const cJSON *run, const char *sha, const stru
                         json_str(run, "qgate_version", "?"), QG_VERSION),
                -1;
     snprintf(b->model, sizeof b->model, "%s", json_str(m0, "name", ""));
+    b->file_bytes = json_int(m0, "file_bytes", -1);
+    b->n_params = json_int(m0, "n_params", -1);
+    snprintf(b->arch, sizeof b->arch, "%s", json_str(m0, "arch", ""));
+    free(b->types_json);
+    b->types_json = json_get(m0, "types_json") && cJSON_IsString(json_get(m0, "types_json"))
+                        ? qg_strdup(json_str(m0, "types_json", ""))
+                        : NULL;
     b->deterministic = 1;
     for (int i = 0; i < suite->n_tasks; i++) {
         const struct task_config *t = &suite->tasks[i];
@@ -134,5 +142,77 @@ void baseline_release(struct baseline_ref *b)
     if (b->own) store_close(b->store);
     free(b->trial0);
     free(b->tokens_sha);
+    free(b->types_json);
     memset(b, 0, sizeof *b);
+}
+
+int baseline_sel_is_sha(const char *sel)
+{
+    return sel && strlen(sel) == 64 && strspn(sel, "0123456789abcdefABCDEF") == 64;
+}
+
+/* the stored suite's sampled-text window (0: none) */
+static int sampled_ctx(struct store *bs, int64_t run)
+{
+    char *text = NULL;
+    if (store_run_suite_json(bs, run, &text)) return 0;
+    cJSON *j = cJSON_Parse(text ? text : "");
+    free(text);
+    const cJSON *t;
+    int ctx = 0;
+    cJSON_ArrayForEach(t, json_get(j, "tasks")) if (!strcmp(json_str(t, "name", ""),
+                                                            "sampled-text")) ctx =
+        (int)json_int(t, "ctx", 0);
+    cJSON_Delete(j);
+    return ctx;
+}
+
+/* 1 when a stored baseline m0 answers the selector */
+static int identity_match(const cJSON *run, const cJSON *m0, int64_t id, const char *sel,
+                          const char *spec)
+{
+    if (!m0 || !*json_str(m0, "sha256", "")) return 0;
+    if (baseline_sel_is_sha(sel)) return !strcasecmp(json_str(m0, "sha256", ""), sel);
+    if (strcmp(sel, "auto")) return json_int(run, "id", 0) == id;
+    const char *was = json_str(m0, "spec", ""), *b1 = strrchr(was, '/'), *b2 = strrchr(spec, '/');
+    return !strcmp(was, spec) || !strcmp(b1 ? b1 + 1 : was, b2 ? b2 + 1 : spec);
+}
+
+int baseline_identify(struct store *s, const char *db, const char *sel, const char *spec,
+                      struct baseline_identity *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    struct baseline_ref b = {0};
+    int64_t id = 0;
+    if (!baseline_sel_is_sha(sel) && strcmp(sel, "auto") && qg_parse_i64(sel, 1, INT64_MAX / 2, &id))
+        return qg_errf(err, errlen, QG_ERR_USAGE,
+                       "--baseline-run takes a run id, a sha256 or 'auto', got '%s'", sel);
+    int rc = open_store(s, db, &b, err, errlen);
+    cJSON *runs = NULL;
+    if (!rc && (rc = store_runs_json(b.store, 1000, &runs)))
+        rc = qg_errf(err, errlen, rc, "%s", store_errmsg(b.store));
+    const cJSON *r;
+    cJSON_ArrayForEach(r, runs)
+    {
+        cJSON *full = NULL;
+        if (rc || out->run || store_run_json(b.store, json_int(r, "id", 0), &full)) break;
+        const cJSON *m0 = cJSON_GetArrayItem(json_get(full, "models"), 0);
+        if (!strcmp(json_str(full, "status", ""), "done") &&
+            identity_match(full, m0, id, sel, spec)) {
+            snprintf(out->sha256, sizeof out->sha256, "%s", json_str(m0, "sha256", ""));
+            snprintf(out->spec, sizeof out->spec, "%s", json_str(m0, "spec", ""));
+            out->file_bytes = json_int(m0, "file_bytes", -1);
+            out->run = json_int(full, "id", 0);
+            out->ctx = sampled_ctx(b.store, out->run);
+        }
+        cJSON_Delete(full);
+    }
+    cJSON_Delete(runs);
+    if (!rc && !out->run)
+        rc = qg_errf(err, errlen, QG_ERR_NOTFOUND,
+                     "%s holds no done run whose baseline is %s%s", store_path(b.store),
+                     baseline_sel_is_sha(sel) ? "the file of sha256 " : id ? "run " : "",
+                     baseline_sel_is_sha(sel) || id ? sel : spec);
+    baseline_release(&b);
+    return rc;
 }

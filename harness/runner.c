@@ -357,10 +357,22 @@ static int find_baseline(struct runner *r, char *err, size_t errlen)
                        "a stored baseline cannot be combined with --noise, --resume or --shard");
     char file[4096];
     qg_spec_file(p->specs[0], file, sizeof file);
-    int rc = hash_sha256_file(file, r->base_sha, err, errlen);
+    int rc = QG_OK;
+    if (p->baseline_sha)
+        snprintf(r->base_sha, sizeof r->base_sha, "%s", p->baseline_sha);
+    else
+        rc = hash_sha256_file(file, r->base_sha, err, errlen);
     if (!rc)
         rc = baseline_find(r->s, p->baseline_db, p->baseline_run, r->base_sha, r->suite, &r->base,
                            err, errlen);
+    if (rc == QG_ERR_NOTFOUND && p->baseline_sha) { /* no file to run it from */
+        char why[QG_ERRMSG_MAX];
+        snprintf(why, sizeof why, "%s", err);
+        return qg_errf(err, errlen, QG_ERR_NOINPUT,
+                       "the baseline '%s' is not here and %s; give the baseline file, or the "
+                       "database of a run that can stand in",
+                       p->specs[0], why);
+    }
     if (rc == QG_ERR_NOTFOUND && p->baseline_run < 0) { /* none yet: run it, keep it */
         if (!p->quiet || p->progress)
             fprintf(stderr, "qgate: no stored baseline to reuse (%s); running it now\n", err);

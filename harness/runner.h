@@ -62,6 +62,8 @@ struct runner_params {
     int64_t baseline_run;         /* > 0: reuse that run's baseline (harness/baseline.h);
                                    * -1: the newest run that can stand in, if any; 0: none */
     const char *baseline_db;      /* the database holding it (NULL: this one) */
+    const char *baseline_sha;     /* with baseline_run: the baseline's sha256, its file not
+                                   * read (absent: a stored baseline stands in, or an error) */
 };
 
 /* Runs and stores; *run_id is set as soon as the run exists (also on

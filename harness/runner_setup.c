@@ -182,6 +182,13 @@ int rn_record_setup(struct runner *r, char *err, size_t errlen)
     struct model_facts mf[RUNNER_MAX_MODELS] = {0};
     for (int i = 0; i < p->n_models; i++)
         model_facts_read(p->specs[i], i == 0 ? r->base_sha : NULL, &mf[i]);
+    if (r->base.run > 0 && mf[0].bytes < 0) { /* its file is not here: as stored */
+        mf[0].bytes = r->base.file_bytes;
+        mf[0].n_params = r->base.n_params;
+        snprintf(mf[0].arch, sizeof mf[0].arch, "%s", r->base.arch);
+        free(mf[0].types_json);
+        mf[0].types_json = r->base.types_json ? qg_strdup(r->base.types_json) : NULL;
+    }
     r->task_ids = calloc((size_t)r->suite->n_tasks, sizeof *r->task_ids);
     int rc = r->task_ids ? store_begin(r->s) : QG_ERR_NOMEM;
     if (!rc) {

@@ -77,13 +77,26 @@ static int sampled_corpus(struct store *s, const struct sampled_suite_params *p,
 {
     char model_sha[HASH_HEX_LEN + 1], origin[256], file[4096];
     qg_spec_file(p->baseline, file, sizeof file);
-    int rc = hash_sha256_file(file, model_sha, err, errlen);
+    int rc = QG_OK;
+    if (p->baseline_sha)
+        snprintf(model_sha, sizeof model_sha, "%s", p->baseline_sha);
+    else
+        rc = hash_sha256_file(file, model_sha, err, errlen);
     if (rc) return rc;
     snprintf(origin, sizeof origin, "sampled/1 model %s seed %llu tokens %lld", model_sha,
              (unsigned long long)p->seed, (long long)p->tokens);
     char *found = NULL;
     size_t n = 0;
     rc = store_text_find(s, origin, &found, &n, sha);
+    if (rc == QG_ERR_NOTFOUND && p->also && store_text_find(p->also, origin, &found, &n, sha) == 0 &&
+        (rc = store_text_put(s, sha, origin, found, n))) /* kept with the run */
+        free(found);
+    if (rc == QG_ERR_NOTFOUND && p->baseline_sha)
+        return qg_errf(err, errlen, QG_ERR_NOINPUT,
+                       "the baseline '%s' is not here, and no text sampled from it (%lld tokens, "
+                       "seed %llu) is stored: give the baseline file, or the --sample-tokens and "
+                       "--seed of the stored run",
+                       p->baseline, (long long)p->tokens, (unsigned long long)p->seed);
     if (rc == QG_OK) {
         sbuf_append(text, found, n);
         free(found);

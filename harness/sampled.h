@@ -45,6 +45,9 @@ struct sampled_suite_params {
     int ctx, threads, quiet;
     const char *const *texts; /* user corpora (paths), n_texts of them */
     int n_texts;
+    const char *baseline_sha; /* non-NULL: the baseline's sha256, its file not read (absent:
+                               * the text must already be stored) */
+    struct store *also;       /* non-NULL: a second store to find the text in (copied over) */
 };
 
 /* Writes suite.json (and sampled.txt) into a new temporary folder: its

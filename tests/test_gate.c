@@ -13,6 +13,7 @@
 #include "core/json.h"
 #include <math.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -866,5 +867,92 @@ TEST(gate_few_windows_inconclusive_everywhere, e2e)
     ASSERT_EQ(
         t_sql_int(db, "SELECT count(*) FROM verdict_rows WHERE ci_low IS NULL AND ci_high IS NULL"),
         2);
+    return 0;
+}
+
+/* Issue 31, item 2: a CI job that holds only the candidates and the
+ * database gates against the stored baseline by identity (--baseline-run
+ * auto by the path or file name it was given as, RUN, or SHA256), with the
+ * stored model's facts, in the same database or a second one; a candidate
+ * that is the stored baseline's file is refused; nothing to stand in is an
+ * error (66), never a run without a baseline. */
+TEST(gate_stored_baseline_without_its_file, shared)
+{
+    const char *dir = t_shared("models/stories260K-pad256");
+    if (!dir || access(dir, R_OK)) SKIP("../shared/models/stories260K-pad256 is absent");
+    char f32[4200], q8[4200], q4[4200], base[4200], db[4200], db2[4200], same[4200];
+    snprintf(f32, sizeof f32, "%s/stories260K-pad256-F32.gguf", dir);
+    snprintf(q8, sizeof q8, "%s/stories260K-pad256-Q8_0.gguf", dir);
+    snprintf(q4, sizeof q4, "%s/stories260K-pad256-Q4_K_M.gguf", dir);
+    snprintf(base, sizeof base, "%s", t_path("models/F32.gguf"));
+    snprintf(same, sizeof same, "%s", t_path("copy-of-F32.gguf"));
+    snprintf(db, sizeof db, "%s", t_path("ci.db"));
+    snprintf(db2, sizeof db2, "%s", t_path("job2.db"));
+    ASSERT_EQ(mkdir(t_path("models"), 0755), 0);
+    ASSERT_EQ(symlink(f32, base), 0);
+    ASSERT_EQ(symlink(f32, same), 0);
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "gate", base, q8, "--db", db, "-q", "--sample-tokens", "3000", NULL));
+    ASSERT_EQ(o.code, 0);
+    t_out_free(&o);
+    char sha[80] = "";
+    sqlite3 *h;
+    sqlite3_stmt *st;
+    ASSERT_EQ(sqlite3_open(db, &h), SQLITE_OK);
+    ASSERT_EQ(sqlite3_prepare_v2(h, "SELECT sha256 FROM models WHERE run_id = 1 AND role = 0", -1,
+                                 &st, NULL),
+              SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+    snprintf(sha, sizeof sha, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    ASSERT_EQ(strlen(sha), 64);
+    ASSERT_EQ(unlink(base), 0); /* the second job has no baseline file */
+    /* without --baseline-run the absent file is what it always was */
+    ASSERT_OK(t_qgate(&o, "gate", base, q4, "--db", db, "-q", NULL));
+    ASSERT_EQ(o.code, 66);
+    t_out_free(&o);
+    /* auto: found by the file name it was given as, from another folder */
+    ASSERT_OK(t_qgate(&o, "gate", "elsewhere/F32.gguf", q4, "--db", db, "--baseline-run", "auto",
+                      "--sample-tokens", "3000", NULL));
+    ASSERT_EQ(o.code, 1);
+    ASSERT_CONTAINS(o.err, "run 1 stands in for it by identity");
+    ASSERT_CONTAINS(o.out, "baseline reused from run 1");
+    ASSERT_CONTAINS(o.out, "Q4_K_M: FAIL");
+    t_out_free(&o);
+    /* the new run records the stored model's identity and facts */
+    ASSERT_EQ(t_sql_int(db, "SELECT count(*) FROM models a JOIN models b ON a.run_id = 2 AND "
+                            "b.run_id = 1 AND a.role = 0 AND b.role = 0 AND a.sha256 = b.sha256 "
+                            "AND a.file_bytes = b.file_bytes AND a.n_params = b.n_params AND "
+                            "a.arch = b.arch"),
+              1);
+    /* by sha256 and by run id, into a second database */
+    ASSERT_OK(t_qgate(&o, "gate", base, q4, "--db", db2, "--baseline-db", db, "--baseline-run", sha,
+                      "--sample-tokens", "3000", "-q", NULL));
+    ASSERT_EQ(o.code, 1);
+    ASSERT_CONTAINS(o.out, "Q4_K_M: FAIL");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "gate", base, q8, "--db", db, "--baseline-run", "1", "--sample-tokens",
+                      "3000", "-q", NULL));
+    ASSERT_EQ(o.code, 0);
+    t_out_free(&o);
+    /* a sha256 no run has, and another sample size: named, 66 */
+    ASSERT_OK(t_qgate(&o, "gate", base, q4, "--db", db, "--baseline-run",
+                      "0000000000000000000000000000000000000000000000000000000000000000", NULL));
+    ASSERT_EQ(o.code, 66);
+    ASSERT_CONTAINS(o.err, "holds no done run whose baseline is the file of sha256 0000");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "gate", base, q4, "--db", db, "--baseline-run", "auto",
+                      "--sample-tokens", "2000", NULL));
+    ASSERT_EQ(o.code, 66);
+    ASSERT_CONTAINS(o.err, "no text sampled from it");
+    t_out_free(&o);
+    /* the stored baseline's own file as the candidate */
+    ASSERT_OK(t_qgate(&o, "gate", base, same, "--db", db, "--baseline-run", "auto",
+                      "--sample-tokens", "3000", NULL));
+    ASSERT_EQ(o.code, 64);
+    ASSERT_CONTAINS(o.err, "is the stored baseline itself");
+    t_out_free(&o);
+    ASSERT_EQ(t_sql_int(db, "SELECT count(*) FROM runs"), 3);
     return 0;
 }
