@@ -6,6 +6,7 @@
 #include "datasets/hash.h"
 #include "harness/baseline.h"
 #include "harness/compare.h"
+#include "harness/registry_suite.h"
 #include "harness/runner.h"
 #include "harness/sampled.h"
 #include "harness/suite.h"
@@ -41,7 +42,10 @@ static const struct cli_opt opts[] = {
      "continue an interrupted gate: the same command and --resume RUN (every repeat kept)", 0},
     {"no-reference", 0, CLI_FLAG, NULL,
      "do not keep the baseline's top-K references (later runs then cannot reuse it)", 0},
-    {"tasks", 0, CLI_STR, "A,B", "only these tasks of the suite", 0},
+    {"tasks", 0, CLI_STR, "A,B",
+     "only these tasks of the suite; without --suite, named benchmarks ('qgate tasks')", 0},
+    {"data", 0, CLI_STR, "DIR",
+     "the folder the named benchmarks' files are in (default: $QGATE_DATA)", 0},
     {"limit", 0, CLI_INT, "N", "at most N items (perplexity: windows) per task", 0},
     {"repeats", 'r', CLI_INT, "R",
      "baseline repeats (default 2: measures run-to-run noise; candidates repeat only when the "
@@ -216,6 +220,31 @@ int cmd_default_suite(const struct cli_args *a, struct store *s, struct runner_p
     return 0;
 }
 
+int cmd_registry_suite(const struct cli_args *a, struct store *s, struct runner_params *p,
+                       char *dir, char *suite, size_t n, int stored_ctx)
+{
+    const char *data = cli_str(a, "data") ? cli_str(a, "data") : getenv("QGATE_DATA");
+    char err[QG_ERRMSG_MAX];
+    if (!data || !*data)
+        return cmd_usage("--tasks %s without --suite runs named benchmarks, which need their "
+                         "files: --data DIR or QGATE_DATA=DIR ('qgate tasks' lists what each "
+                         "reads)",
+                         p->tasks);
+    int64_t ctx = cli_int(a, "ctx", 0), train = p->baseline_sha ? 0 : model_ctx(p->specs[0]);
+    if (!ctx && stored_ctx > 0) ctx = stored_ctx;
+    if (!ctx) ctx = train > 0 && train < 512 ? train : 512;
+    struct registry_suite_params rp = {.tasks = p->tasks,
+                                       .data_dir = data,
+                                       .allow_changed = p->allow_changed,
+                                       .ctx = (int)ctx,
+                                       .quiet = p->quiet && !p->progress};
+    int rc = registry_suite_make(s, &rp, dir, n, suite, n, err, sizeof err);
+    if (rc) return cmd_fail(rc, err);
+    p->suite_path = suite;
+    p->tasks = NULL; /* the suite is those tasks */
+    return 0;
+}
+
 static int check_options(const struct cli_args *a, struct runner_params *p)
 {
     if (p->repeats < 1 || p->repeats > 1000) return cmd_usage("--repeats must be 1..1000");
@@ -230,6 +259,12 @@ static int check_options(const struct cli_args *a, struct runner_params *p)
     if (p->suite_path && (cli_count(a, "text") || cli_str(a, "sample-tokens") || cli_str(a, "ctx")))
         return cmd_usage("--text, --sample-tokens and --ctx shape the default measurement; with "
                          "--suite, add a perplexity task to the suite instead");
+    if (p->suite_path && cli_str(a, "data"))
+        return cmd_usage("--data is where named benchmarks (--tasks without --suite) find their "
+                         "files; a suite names its own");
+    if (!p->suite_path && p->tasks && (cli_count(a, "text") || cli_str(a, "sample-tokens")))
+        return cmd_usage("--text and --sample-tokens shape the sampled-text measurement; with "
+                         "named --tasks, add 'wikitext' or 'tinystories', or write a suite");
     if (cli_flag(a, "md-append") && !cli_str(a, "md"))
         return cmd_usage("--md-append needs --md FILE");
     const char *br = cli_str(a, "baseline-run");
@@ -487,15 +522,21 @@ static int cmd_gate(const struct cli_args *a)
     char dir[4096] = "", suite[4200], sha[65] = "";
     int stored_ctx = 0;
     code = stored_identity(a, s, &p, names, absent, sha, &stored_ctx);
-    if (!code) code = cmd_default_suite(a, s, &p, dir, suite, sizeof suite, stored_ctx);
+    if (!code && !p.suite_path && p.tasks)
+        code = cmd_registry_suite(a, s, &p, dir, suite, sizeof suite, stored_ctx);
+    else if (!code)
+        code = cmd_default_suite(a, s, &p, dir, suite, sizeof suite, stored_ctx);
     char *cmd = cmd_command_line(a);
     p.command = cmd;
     char err[QG_ERRMSG_MAX];
     int64_t run_id = 0, cids[RUNNER_MAX_MODELS] = {0};
     if (!code && !quiet)
-        printf("qgate gate: %s on %d models (baseline %s)...\n",
-               cli_str(a, "suite") ? cli_str(a, "suite") : "text sampled from the baseline",
-               p.n_models, cmd_term(p.names[0]));
+        printf("qgate gate: %s%s on %d models (baseline %s)...\n",
+               cli_str(a, "suite")     ? cli_str(a, "suite")
+               : cli_str(a, "tasks") ? "named benchmarks "
+                                       : "text sampled from the baseline",
+               !cli_str(a, "suite") && cli_str(a, "tasks") ? cli_str(a, "tasks") : "", p.n_models,
+               cmd_term(p.names[0]));
     if (!code) runner_catch_signals();
     int rc = code ? QG_OK : runner_run(s, &p, &run_id, err, sizeof err);
     if (rc) code = cmd_fail(rc, err);

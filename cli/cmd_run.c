@@ -1,5 +1,6 @@
 /* cmd_run — `qgate run --suite S --model NAME=SPEC ...`: run and store. */
 #include "cli/commands.h"
+#include "harness/sampled.h"
 #include "harness/runner.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -13,7 +14,10 @@ static const struct cli_opt opts[] = {
     {"repeats", 'r', CLI_INT, "R",
      "repeat every trial R times (default 1; stops after 2 identical repeats)", 0},
     {"seed", 0, CLI_INT, "N", "base seed (repeat r uses N + r)", 0},
-    {"tasks", 0, CLI_STR, "A,B", "only these tasks of the suite", 0},
+    {"tasks", 0, CLI_STR, "A,B",
+     "only these tasks of the suite; without --suite, named benchmarks ('qgate tasks')", 0},
+    {"data", 0, CLI_STR, "DIR",
+     "the folder the named benchmarks' files are in (default: $QGATE_DATA)", 0},
     CLI_OPT_DEVICE,
     {"limit", 0, CLI_INT, "N", "at most N items (perplexity: windows) per task", 0},
     {"resume", 0, CLI_INT, "RUN",
@@ -75,8 +79,12 @@ static int cmd_run(const struct cli_args *a)
                               .tasks = cli_str(a, "tasks"),
                               .limit = cli_int(a, "limit", 0),
                               .resume = cli_int(a, "resume", 0)};
-    if (!p.suite_path || cli_count(a, "model") == 0)
-        return cmd_usage("'qgate run' needs --suite FILE and at least one --model NAME=SPEC");
+    if ((!p.suite_path && !p.tasks) || cli_count(a, "model") == 0)
+        return cmd_usage("'qgate run' needs --suite FILE (or named benchmarks: --tasks A,B --data "
+                         "DIR) and at least one --model NAME=SPEC");
+    if (p.suite_path && cli_str(a, "data"))
+        return cmd_usage("--data is where named benchmarks (--tasks without --suite) find their "
+                         "files; a suite names its own");
     if (p.repeats < 1 || p.repeats > 1000) return cmd_usage("--repeats must be 1..1000");
     if (p.tasks && !p.tasks[strspn(p.tasks, ", ")])
         return cmd_usage("--tasks names no task: give one or more task names, comma-separated");
@@ -114,12 +122,18 @@ static int cmd_run(const struct cli_args *a)
     struct store *s;
     code = cmd_open_store(a, 0, &s);
     if (code) return code;
+    char dir[4096] = "", suite[4200];
+    if (!p.suite_path && (code = cmd_registry_suite(a, s, &p, dir, suite, sizeof suite, 0))) {
+        store_close(s);
+        return code;
+    }
     char *cmd = cmd_command_line(a);
     p.command = cmd;
     char err[QG_ERRMSG_MAX];
     int64_t run_id;
     runner_catch_signals();
     int rc = runner_run(s, &p, &run_id, err, sizeof err);
+    sampled_suite_remove(dir);
     if (rc)
         code = cmd_fail(rc, err);
     else if (!p.quiet)

@@ -27,6 +27,7 @@ const struct cli_cmd *const cli_commands[] = {
     &cmd_tokenize_def,
     &cmd_suite_def,
     &cmd_inspect_def,
+    &cmd_tasks_def,
     &cmd_runs_def,
     &cmd_comparisons_def,
     &cmd_show_def,

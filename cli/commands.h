@@ -10,6 +10,7 @@
 
 extern const struct cli_cmd cmd_inspect_def;
 extern const struct cli_cmd cmd_runs_def;
+extern const struct cli_cmd cmd_tasks_def;
 extern const struct cli_cmd cmd_comparisons_def;
 extern const struct cli_cmd cmd_show_def;
 extern const struct cli_cmd cmd_demo_def;
@@ -104,6 +105,13 @@ int cmd_write_report(struct store *s, int64_t comparison_id, const char *format,
  * 0 or an exit code. */
 int cmd_default_suite(const struct cli_args *a, struct store *s, struct runner_params *p, char *dir,
                       char *suite, size_t n, int stored_ctx);
+/* Without a suite but with --tasks (gate, run): the named benchmarks
+ * (harness/registry_suite.h) over the files of --data or $QGATE_DATA, as a
+ * suite in a new temporary folder dir (sampled_suite_remove); their
+ * perplexity window --ctx, else stored_ctx (> 0), else min(512, the
+ * baseline's context). 0 or an exit code. */
+int cmd_registry_suite(const struct cli_args *a, struct store *s, struct runner_params *p,
+                       char *dir, char *suite, size_t n, int stored_ctx);
 
 /* Renders the comparisons cids[0..n) as one report (n == 1: the single
  * comparison's document; more: one document covering every candidate) to

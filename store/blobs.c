@@ -98,3 +98,34 @@ int store_ref_count(struct store *s, int64_t trial_id, int64_t *n)
     sqlite3_bind_int64(st, 1, trial_id);
     return sq_one_int64(s, st, "counting baseline references", n);
 }
+
+int store_pin_get(struct store *s, const char *name, char sha256[65], char *path, size_t pathlen,
+                  char when[32])
+{
+    sha256[0] = when[0] = '\0';
+    if (pathlen) path[0] = '\0';
+    sqlite3_stmt *st;
+    int rc = sq_prepare(s, "SELECT sha256, path, pinned_at FROM pins WHERE name=?", &st);
+    if (rc) return rc;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+    int out = sq_step_row(s, st, "reading a data pin");
+    if (!out) {
+        const char *h = (const char *)sqlite3_column_text(st, 0),
+                   *p = (const char *)sqlite3_column_text(st, 1),
+                   *w = (const char *)sqlite3_column_text(st, 2);
+        snprintf(sha256, 65, "%s", h ? h : "");
+        if (pathlen) snprintf(path, pathlen, "%s", p ? p : "");
+        snprintf(when, 32, "%s", w ? w : "");
+    }
+    sqlite3_finalize(st);
+    return out;
+}
+
+int store_pin_put(struct store *s, const char *name, const char *path, const char *sha256)
+{
+    char now[32];
+    qg_utc_now(now);
+    return sq_run(s, "pinning a data file", NULL,
+                  "INSERT OR REPLACE INTO pins(name, path, sha256, pinned_at) VALUES(?,?,?,?)",
+                  "tttt", name, path, sha256, now);
+}

@@ -154,6 +154,11 @@ static const char *const migrations[] = {
     /* v4: the kernels that computed a run (backends/kernel_set.h): kernel
      * sets round differently in the last bits */
     "ALTER TABLE runs ADD COLUMN kernels TEXT;",
+    /* v5: the data files of named benchmarks (tasks/registry.h), pinned on
+     * first use: a later run refuses a changed file */
+    "CREATE TABLE pins("
+    "  name TEXT PRIMARY KEY," /* "hellaswag/data" */
+    "  path TEXT NOT NULL, sha256 TEXT NOT NULL, pinned_at TEXT NOT NULL) WITHOUT ROWID;",
 };
 
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))

@@ -24,7 +24,7 @@
 
 #include <cjson/cJSON.h>
 
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 5
 #define STORE_APPLICATION_ID 0x71676174 /* 'qgat' */
 #define STORE_DEFAULT_PATH "qgate.db"
 
@@ -246,6 +246,13 @@ int store_text_put(struct store *s, const char *sha256, const char *origin, cons
                    size_t n);
 int store_text_find(struct store *s, const char *origin, char **content, size_t *n,
                     char sha256[65]);
+
+/* A named data file's pin (name "TASK/ROLE"): its sha256, the path it was
+ * pinned from and when. QG_OK, QG_ERR_NOTFOUND, or a store error. */
+int store_pin_get(struct store *s, const char *name, char sha256[65], char *path, size_t pathlen,
+                  char when[32]);
+/* Pins name to sha256 (replacing an older pin). */
+int store_pin_put(struct store *s, const char *name, const char *path, const char *sha256);
 
 /* A baseline's top-K reference of one perplexity window (schema v3,
  * metrics/kld_ref.h): put replaces; get returns the blob (malloc'd) or

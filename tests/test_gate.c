@@ -956,3 +956,92 @@ TEST(gate_stored_baseline_without_its_file, shared)
     ASSERT_EQ(t_sql_int(db, "SELECT count(*) FROM runs"), 3);
     return 0;
 }
+
+/* head -n lines of src into dst */
+static int head_lines(const char *src, const char *dst, int lines)
+{
+    char cmd[9000];
+    snprintf(cmd, sizeof cmd, "head -n %d '%s' > '%s'", lines, src, dst);
+    return system(cmd);
+}
+
+/* Issue 31, item 1: named benchmarks without a suite file. `qgate tasks`
+ * lists the registry (and what a data folder holds); `gate --tasks
+ * hellaswag,arc_easy --data DIR` runs them; `run --tasks` with QGATE_DATA;
+ * the files are pinned in the database on first use and a changed file is
+ * refused after (unless --allow-changed-data); unknown names and missing
+ * files are named. */
+TEST(gate_named_benchmarks_without_suite, shared)
+{
+    const char *data = t_shared("data"), *m = t_shared("models/stories260K/gguf");
+    if (!data || access(data, R_OK) || !m || access(m, R_OK))
+        SKIP("../shared/data or ../shared/models/stories260K is absent");
+    char f32[4200], q4[4200], db[4200], mine[4096], src[4400], dst[4400];
+    snprintf(f32, sizeof f32, "%s/stories260K-F32.gguf", m);
+    snprintf(q4, sizeof q4, "%s/stories260K-Q4_K_M.gguf", m);
+    snprintf(db, sizeof db, "%s", t_path("named.db"));
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "tasks", "--data", data, NULL));
+    ASSERT_EQ(o.code, 0);
+    ASSERT_CONTAINS(o.out, "hellaswag      multiple choice  acc_norm     ready");
+    ASSERT_CONTAINS(o.out, "arc_easy");
+    ASSERT_CONTAINS(o.out, "57 subjects found");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "tasks", "--json", "--data", t_path("."), NULL));
+    cJSON *j = cJSON_Parse(o.out);
+    ASSERT(j && cJSON_GetArraySize(j) >= 10);
+    ASSERT(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetArrayItem(j, 0), "ready")));
+    cJSON_Delete(j);
+    t_out_free(&o);
+    /* the issue's command, limited to 40 items a task */
+    ASSERT_OK(t_qgate(&o, "gate", f32, q4, "--tasks", "hellaswag,arc_easy", "--data", data, "--db",
+                      db, "--limit", "40", NULL));
+    ASSERT(o.code >= 0 && o.code <= 2);
+    ASSERT_CONTAINS(o.out, "pinned hellaswag/data");
+    ASSERT_CONTAINS(o.out, "hellaswag        acc_norm");
+    ASSERT_CONTAINS(o.out, "arc_easy         acc");
+    t_out_free(&o);
+    ASSERT_EQ(t_sql_int(db, "SELECT count(*) FROM pins"), 2);
+    ASSERT_EQ(t_sql_int(db, "SELECT count(*) FROM tasks WHERE name IN ('hellaswag', 'arc_easy')"),
+              2);
+    /* a folder of one's own, pinned, then changed */
+    snprintf(mine, sizeof mine, "%s", t_path("mine"));
+    ASSERT_EQ(mkdir(mine, 0755), 0);
+    snprintf(dst, sizeof dst, "%s/piqa", mine);
+    ASSERT_EQ(mkdir(dst, 0755), 0);
+    snprintf(src, sizeof src, "%s/piqa/valid.jsonl", data);
+    snprintf(dst, sizeof dst, "%s/piqa/valid.jsonl", mine);
+    ASSERT_EQ(head_lines(src, dst, 30), 0);
+    snprintf(src, sizeof src, "%s/piqa/valid-labels.lst", data);
+    snprintf(dst, sizeof dst, "%s/piqa/valid-labels.lst", mine);
+    ASSERT_EQ(head_lines(src, dst, 30), 0);
+    char model[4300];
+    snprintf(model, sizeof model, "f32=%s", f32);
+    ASSERT_EQ(setenv("QGATE_DATA", mine, 1), 0);
+    ASSERT_OK(t_qgate(&o, "run", "--model", model, "--tasks", "piqa", "--db", db, NULL));
+    ASSERT_EQ(o.code, 0);
+    ASSERT_CONTAINS(o.out, "30 items");
+    t_out_free(&o);
+    ASSERT_EQ(head_lines(src, dst, 29), 0); /* the labels lose a line */
+    ASSERT_OK(t_qgate(&o, "run", "--model", model, "--tasks", "piqa", "--db", db, NULL));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "piqa/labels");
+    ASSERT_CONTAINS(o.err, "has changed since it was pinned");
+    t_out_free(&o);
+    ASSERT_EQ(t_sql_int(db, "SELECT count(*) FROM runs"), 2); /* nothing ran */
+    /* unknown names and missing files */
+    ASSERT_OK(t_qgate(&o, "run", "--model", model, "--tasks", "piqa,hellaswg", "--db", db, NULL));
+    ASSERT_EQ(o.code, 64);
+    ASSERT_CONTAINS(o.err, "did you mean 'hellaswag'");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "run", "--model", model, "--tasks", "arc_easy", "--db", db, NULL));
+    ASSERT_EQ(o.code, 66);
+    ASSERT_CONTAINS(o.err, "none of arc/ARC-Easy-Test.jsonl");
+    t_out_free(&o);
+    unsetenv("QGATE_DATA");
+    ASSERT_OK(t_qgate(&o, "run", "--model", model, "--tasks", "piqa", "--db", db, NULL));
+    ASSERT_EQ(o.code, 64);
+    ASSERT_CONTAINS(o.err, "--data DIR or QGATE_DATA=DIR");
+    t_out_free(&o);
+    return 0;
+}
