@@ -46,6 +46,23 @@ static char *hs_preprocess(const char *in)
     return s;
 }
 
+/* lm-eval builds the context as ctx_a + " " + ctx_b.capitalize(); llama.cpp's
+ * text keeps ctx_b as it was (a lowercase fragment after ctx_a's last
+ * sentence: "... on a roof. he"). The fragment after the last sentence end,
+ * when it starts lowercase, is capitalized as Python does (first letter
+ * upper, the rest lower), so the prompt is lm-eval's. Context that ends in
+ * a whole sentence (ctx_b empty, as in WikiHow items) is left alone. */
+static void hs_capitalize_tail(char *ctx)
+{
+    char *tail = NULL;
+    for (char *p = ctx; *p; p++)
+        if ((*p == '.' || *p == '?' || *p == '!') && p[1] == ' ') tail = p + 2;
+    if (!tail || !islower((unsigned char)*tail)) return;
+    *tail = (char)toupper((unsigned char)*tail);
+    for (char *p = tail + 1; *p; p++)
+        *p = (char)tolower((unsigned char)*p);
+}
+
 /* llama.cpp's --hellaswag layout: 6 lines per task */
 int bn_load_hellaswag_txt(const struct bench_source *src, struct vec *v, char *err, size_t errlen)
 {
@@ -65,6 +82,7 @@ int bn_load_hellaswag_txt(const struct bench_source *src, struct vec *v, char *e
         int64_t first = lines_lineno(l);
         it->id = bn_xstrdup_printf("%lld", (long long)(v->n - 1));
         it->context = hs_preprocess(s);
+        if (it->context) hs_capitalize_tail(it->context);
         const char *colon = strstr(s, ": ");
         it->cluster = -1;
         if (colon) { /* "activity label: context" */

@@ -9,7 +9,7 @@
  * partial scoring) set `contexts` instead.
  *
  * Metrics per item: acc (argmax of the summed log-likelihood), acc_norm
- * (argmax of log-likelihood / length of the choice in bytes, as lm-eval),
+ * (argmax of log-likelihood / length of the choice in characters, as lm-eval),
  * and acc_tok (argmax of the mean log-likelihood per token: llama-perplexity's
  * --hellaswag rule). Ties go to the lowest index.
  */

@@ -1045,3 +1045,99 @@ TEST(gate_named_benchmarks_without_suite, shared)
     t_out_free(&o);
     return 0;
 }
+
+/* lm-evaluation-harness 0.4.13 (hf backend, transformers 5.24.0, torch
+ * 2.15.0, float32, add_bos_token=True) on ../shared/models/hf-stories260K/f32
+ * with local task configs copying lm-eval's hellaswag, arc_easy, piqa and
+ * winogrande over the same ../shared/data files: per-choice summed
+ * log-likelihoods, acc and acc_norm (-1: none) of the first items, and
+ * ARC-Easy item 146, whose choices 1-3 overflow lm-eval's 512-token window
+ * and are cut from the left. Run on 2026-12-02; the whole table of 800
+ * items agreed to 1.5e-6 relative (docs/suite.md). */
+static const struct {
+    const char *task;
+    int item;
+    double ll[4];
+    int acc, acc_norm;
+} lm_eval_ref[] = {
+    {"hellaswag", 0, {-64.7780304, -67.4297638, -64.0337982, -52.1441612}, 1, 1},
+    {"hellaswag", 1, {-27.7856522, -44.9889793, -63.7630157, -44.0568199}, 0, 0},
+    {"hellaswag", 2, {-114.601234, -99.3669968, -61.9098587, -163.334839}, 1, 0},
+    {"hellaswag", 3, {-20.8893299, -32.5953445, -68.8698807, -35.9174118}, 0, 0},
+    {"hellaswag", 4, {-39.5767441, -27.8259621, -43.0522079, -30.9006844}, 1, 0},
+    {"hellaswag", 5, {-27.9111099, -76.1885529, -24.1334267, -55.5525398}, 0, 0},
+    {"arc_easy", 0, {-141.073059, -115.984756, -101.948746, -115.776581}, 0, 0},
+    {"arc_easy", 1, {-45.7153015, -27.4368439, -25.7479267, -25.4999676}, 0, 1},
+    {"arc_easy", 2, {-28.0910835, -25.8940926, -31.4036617, -40.1632195}, 0, 0},
+    {"arc_easy", 3, {-14.4844446, -13.0200081, -11.538496, -13.1187201}, 0, 0},
+    {"arc_easy", 4, {-130.817993, -145.973434, -122.669159, -173.846725}, 0, 0},
+    {"arc_easy", 5, {-25.9699097, -35.7776451, -29.3449993, -55.4474258}, 0, 1},
+    {"arc_easy", 146, {-72.2555847, -65.6400681, -72.3261719, -73.0822067}, 0, 0},
+    {"piqa", 0, {-270.163635, -284.256134}, 1, 1},
+    {"piqa", 1, {-61.524826, -102.32563}, 0, 0},
+    {"piqa", 2, {-110.311691, -130.622528}, 0, 0},
+    {"piqa", 3, {-90.7475128, -89.7192764}, 1, 1},
+    {"piqa", 4, {-60.5631943, -80.4426422}, 1, 1},
+    {"piqa", 5, {-87.9273071, -91.8815231}, 0, 1},
+    {"winogrande", 0, {-41.2006912, -41.3976212}, 0, -1},
+    {"winogrande", 1, {-42.790226, -42.8583984}, 1, -1},
+    {"winogrande", 2, {-19.3302288, -19.2752495}, 1, -1},
+    {"winogrande", 3, {-5.41798973, -5.20877504}, 0, -1},
+    {"winogrande", 4, {-30.722044, -33.7111473}, 1, -1},
+    {"winogrande", 5, {-31.1370926, -29.419281}, 0, -1},
+};
+
+/* The registry's multiple-choice tasks score as lm-eval scores them: the
+ * same prompts and token split (the same log-likelihoods to 1e-4
+ * relative: float32 there, this engine here) and the same acc and acc_norm
+ * per item, on the GGUF of the same model with lm-eval's window (ctx=512;
+ * the GGUF states 128). */
+TEST(named_benchmarks_agree_with_lm_eval, shared)
+{
+    const char *data = t_shared("data"),
+               *m = t_shared("models/stories260K/gguf/stories260K-F32.gguf");
+    if (!data || access(data, R_OK) || !m || access(m, R_OK))
+        SKIP("../shared/data or ../shared/models/stories260K is absent");
+    char model[4300], db[4200];
+    snprintf(model, sizeof model, "f32=%s?ctx=512", m);
+    snprintf(db, sizeof db, "%s", t_path("lm.db"));
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "run", "--model", model, "--tasks", "hellaswag,piqa,winogrande",
+                      "--data", data, "--limit", "6", "--db", db, "-q", NULL));
+    ASSERT_EQ(o.code, 0);
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "run", "--model", model, "--tasks", "arc_easy", "--data", data,
+                      "--limit", "147", "--db", db, "-q", NULL));
+    ASSERT_EQ(o.code, 0);
+    t_out_free(&o);
+    sqlite3 *h;
+    ASSERT_EQ(sqlite3_open(db, &h), SQLITE_OK);
+    for (size_t k = 0; k < sizeof lm_eval_ref / sizeof *lm_eval_ref; k++) {
+        sqlite3_stmt *st;
+        ASSERT_EQ(sqlite3_prepare_v2(h,
+                                     "SELECT extra_json FROM item_results WHERE task = ? AND "
+                                     "item = ? AND repeat = 0",
+                                     -1, &st, NULL),
+                  SQLITE_OK);
+        sqlite3_bind_text(st, 1, lm_eval_ref[k].task, -1, SQLITE_STATIC);
+        sqlite3_bind_int(st, 2, lm_eval_ref[k].item);
+        ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+        cJSON *x = cJSON_Parse((const char *)sqlite3_column_text(st, 0));
+        sqlite3_finalize(st);
+        ASSERT(x);
+        const cJSON *ll = cJSON_GetObjectItem(x, "ll");
+        for (int c = 0; c < cJSON_GetArraySize(ll); c++) {
+            double want = lm_eval_ref[k].ll[c], got = cJSON_GetArrayItem(ll, c)->valuedouble;
+            if (fabs(got - want) > 1e-4 * fabs(want))
+                T_FAIL_("%s item %d choice %d: log-likelihood %.9g, lm-eval %.9g",
+                        lm_eval_ref[k].task, lm_eval_ref[k].item, c, got, want);
+        }
+        int gold = (int)json_int(x, "gold", -1);
+        ASSERT_EQ(json_int(x, "pred", -1) == gold, lm_eval_ref[k].acc);
+        if (lm_eval_ref[k].acc_norm >= 0)
+            ASSERT_EQ(json_int(x, "pred_norm", -1) == gold, lm_eval_ref[k].acc_norm);
+        cJSON_Delete(x);
+    }
+    sqlite3_close(h);
+    return 0;
+}

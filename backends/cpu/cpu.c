@@ -24,6 +24,7 @@ struct cpu {
     struct llama_model *model;
     struct llama_ctx *ctx;
     int n_ctx, n_threads, perturb;
+    int ctx_set; /* 1: ctx=N in the spec: n_ctx is the window reported */
     float *logits; /* [LOGIT_ROWS][n_vocab]: output rows are computed in chunks */
     char err[QG_ERRMSG_MAX];
 };
@@ -44,6 +45,7 @@ struct sim_spec {
     struct simfmt w, a, kv;
     int act; /* enum llama_act */
     char keep[1024];
+    int64_t ctx; /* > 0: ctx=N, the context window instead of the file's */
 };
 
 static int parse_query(const char *spec, const char *q, struct sim_spec *s, char *err,
@@ -64,13 +66,17 @@ static int parse_query(const char *spec, const char *q, struct sim_spec *s, char
                 return qg_errf(err, errlen, QG_ERR_USAGE, "%s: a=: %s (or a=llamacpp)", spec, e2);
         } else if (!strcmp(key, "device") && local_device(val, &dev) == 0) {
             /* device=cpu: this backend */
+        } else if (!strcmp(key, "ctx")) {
+            if (qg_parse_i64(val, 8, 1 << 20, &s->ctx))
+                return qg_errf(err, errlen, QG_ERR_USAGE,
+                               "%s: ctx= takes a window of 8..1048576 tokens, got '%s'", spec, val);
         } else if (!strcmp(key, "kv")) {
             if (simfmt_parse(val, &s->kv, e2, sizeof e2))
                 return qg_errf(err, errlen, QG_ERR_USAGE, "%s: kv=: %s", spec, e2);
         } else {
             return qg_errf(err, errlen, QG_ERR_USAGE,
                            "%s: unknown key '%s' in the model spec (known: w=FORMAT, "
-                           "a=FORMAT|llamacpp, kv=FORMAT, keep=GLOB,...)",
+                           "a=FORMAT|llamacpp, kv=FORMAT, keep=GLOB,..., ctx=N)",
                            spec, key);
         }
     }
@@ -103,6 +109,7 @@ static int cpu_open(const char *spec, const struct backend_open_params *p, void 
     }
     rc = local_load(path, &c->tok, &c->model, err, errlen);
     if (!rc) c->n_ctx = p && p->n_ctx > 0 ? p->n_ctx : llama_hparams(c->model)->ctx_train;
+    if (!rc && sim.ctx > 0) c->n_ctx = (int)sim.ctx, c->ctx_set = 1;
     int n_sim = 0;
     if (!rc && sim.w.kind != SIMFMT_NONE)
         rc = llama_simulate_weights(c->model, &sim.w, sim.keep, &n_sim, err, errlen);
@@ -141,6 +148,7 @@ static int cpu_info(void *impl, struct backend_info *o)
         return QG_OK;
     }
     local_info(c->tok, c->model, o);
+    if (c->ctx_set) o->n_ctx_train = c->n_ctx; /* the window asked for */
     return QG_OK;
 }
 
