@@ -173,6 +173,7 @@ int cmd_compare_models(struct store *s, int64_t run_id, const char *base, const 
     struct verdict_task *v;
     int n, suite, rc;
     cJSON *out;
+    int reused = 0;
     int code0 = compare_compute(s, run_id, base, cand, policy_file, &vp, &v, &n, &suite, &out);
     if (code0) return code0;
     const char *plain = json_str(out, "summary", "");
@@ -184,7 +185,8 @@ int cmd_compare_models(struct store *s, int64_t run_id, const char *base, const 
                               .tasks = v,
                               .n_tasks = n,
                               .suite = suite,
-                              .summary = out};
+                              .summary = out,
+                              .reused = &reused};
     int64_t cid = 0;
     int code = 0;
     if ((rc = compare_save(s, &cs, &cid))) {
@@ -202,7 +204,8 @@ int cmd_compare_models(struct store *s, int64_t run_id, const char *base, const 
             cJSON_Delete(out);
         } else {
             print_text(base, cand, run_id, v, n, suite, &vp.policy);
-            printf("%s\nstored as comparison %lld\n", cmd_term(plain), (long long)cid);
+            printf("%s\n%s comparison %lld\n", cmd_term(plain),
+                   reused ? "the same as stored" : "stored as", (long long)cid);
             cJSON_Delete(out);
         }
     }

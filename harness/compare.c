@@ -418,6 +418,15 @@ int compare_save(struct store *s, const struct compare_save *c, int64_t *compari
                                       .bootstrap_seed = (int64_t)c->params->seed,
                                       .bootstrap_iters = c->params->policy.bootstrap,
                                       .verdict = c->suite};
+    if (c->reused) *c->reused = 0;
+    if (!rc && (rc = store_comparison_find_same(s, &cn, &cid)) == QG_OK) { /* no copy */
+        if (c->reused) *c->reused = 1;
+        free(pjs);
+        free(sjs);
+        *comparison_id = cid;
+        return QG_OK;
+    }
+    if (rc == QG_ERR_NOTFOUND) rc = QG_OK;
     if (!rc) rc = store_begin(s);
     if (!rc) {
         rc = store_comparison_add(s, &cn, &cid);

@@ -73,7 +73,10 @@ struct compare_save {
     const struct verdict_task *tasks;
     int n_tasks, suite;
     const cJSON *summary;
+    int *reused; /* non-NULL: set to 1 when an identical stored comparison was found */
 };
+/* An identical comparison already stored (store_comparison_find_same) is
+ * reused: its id, nothing added. */
 int compare_save(struct store *s, const struct compare_save *c, int64_t *comparison_id);
 
 #endif

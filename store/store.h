@@ -186,6 +186,11 @@ struct store_comparison_new {
     int verdict; /* 0 PASS, 1 FAIL, 2 INCONCLUSIVE */
 };
 int store_comparison_add(struct store *s, const struct store_comparison_new *c, int64_t *id);
+/* The newest stored comparison identical to c (same run, models, policy,
+ * bootstrap seed, qgate version and summary): QG_OK with *id, or
+ * QG_ERR_NOTFOUND. */
+int store_comparison_find_same(struct store *s, const struct store_comparison_new *c,
+                               int64_t *id);
 
 struct store_verdict_row {
     int64_t comparison_id, task_id;

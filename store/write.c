@@ -218,6 +218,28 @@ int store_comparison_add(struct store *s, const struct store_comparison_new *c, 
                   c->bootstrap_iters, c->verdict, c->summary_json);
 }
 
+int store_comparison_find_same(struct store *s, const struct store_comparison_new *c, int64_t *id)
+{
+    sqlite3_stmt *st;
+    int rc = sq_prepare(s,
+                        "SELECT id FROM comparisons WHERE run_id=? AND baseline_model_id=? AND "
+                        "candidate_model_id=? AND qgate_version=? AND policy_json IS ? AND "
+                        "bootstrap_seed=? AND bootstrap_iters=? AND verdict=? AND "
+                        "summary_json IS ? ORDER BY id DESC LIMIT 1",
+                        &st);
+    if (rc) return rc;
+    sqlite3_bind_int64(st, 1, c->run_id);
+    sqlite3_bind_int64(st, 2, c->baseline_model_id);
+    sqlite3_bind_int64(st, 3, c->candidate_model_id);
+    sq_bind_text(st, 4, QG_VERSION);
+    sq_bind_text(st, 5, c->policy_json);
+    sqlite3_bind_int64(st, 6, (int64_t)c->bootstrap_seed);
+    sqlite3_bind_int64(st, 7, c->bootstrap_iters);
+    sqlite3_bind_int64(st, 8, c->verdict);
+    sq_bind_text(st, 9, c->summary_json);
+    return sq_one_int64(s, st, "finding a stored comparison", id);
+}
+
 int store_verdict_row_add(struct store *s, const struct store_verdict_row *r)
 {
     return sq_run(

@@ -245,6 +245,34 @@ TEST(gate_many_candidates_one_report, e2e)
                       args[4], NULL));
     ASSERT_CONTAINS(o.out, "\"kld_mean\"");
     t_out_free(&o);
+    /* issue 31, item 7: the run's report regenerated from the store alone
+     * (every candidate, as the gate wrote it); a candidate alone defaults
+     * to the run's baseline; compare re-uses an identical stored comparison */
+    ASSERT_OK(t_qgate(&o, "report", "--run", "1", "-f", "json", "--db", args[4], NULL));
+    ASSERT_EQ(o.code, 0);
+    j = cJSON_Parse(o.out);
+    ASSERT(j != NULL);
+    ASSERT_STR_EQ(cJSON_GetObjectItem(j, "schema")->valuestring, "qgate-report-set/1");
+    ASSERT_EQ(cJSON_GetArraySize(cJSON_GetObjectItem(j, "candidates")), 3);
+    cJSON_Delete(j);
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "report", "--run", "1", "-c", "q8", "--db", args[4], NULL));
+    ASSERT_EQ(o.code, 0);
+    ASSERT_CONTAINS(o.out, "q8 vs base");
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "compare", "--run", "1", "-b", "base", "-c", "q4", "--db", args[4], NULL));
+    ASSERT_CONTAINS(o.out, "the same as stored comparison 2");
+    t_out_free(&o);
+    ASSERT_EQ(t_sql_int(args[4], "SELECT count(*) FROM comparisons"), before);
+    ASSERT_OK(t_qgate(&o, "compare", "--run", "1", "-b", "base", "-c", "q4", "--seed", "7", "--db",
+                      args[4], NULL));
+    ASSERT_CONTAINS(o.out, "stored as comparison 4"); /* another seed: another comparison */
+    t_out_free(&o);
+    ASSERT_OK(t_qgate(&o, "report", "--run", "1", "-f", "json", "--db", args[4], NULL));
+    j = cJSON_Parse(o.out); /* the newest per pair: still three candidates */
+    ASSERT(j && cJSON_GetArraySize(cJSON_GetObjectItem(j, "candidates")) == 3);
+    cJSON_Delete(j);
+    t_out_free(&o);
     if (!t_have("chromium") || !t_have("python3"))
         SKIP("chromium or python3 is absent: the screenshot was not taken (the rest passed)");
     ASSERT_OK(screenshot_ok(args[5]));
