@@ -59,18 +59,20 @@ void cli_print_usage(FILE *f)
 
 const char *cmd_term_cut(const char *s, size_t width)
 {
-    static char bufs[8][1024];
+    static char bufs[8][32768]; /* a verdict line naming many tasks is long */
     static int k;
     char *out = bufs[k++ % 8];
     struct sbuf b;
     sbuf_init(&b, 1 << 20);
     esc_term(&b, s ? s : "");
-    if (width > sizeof bufs[0] - 1) width = sizeof bufs[0] - 1;
+    int cut = width < b.len || b.len > sizeof bufs[0] - 1;
+    if (width > sizeof bufs[0] - 4) width = sizeof bufs[0] - 4; /* room for the ellipsis */
     size_t n = b.len < width ? b.len : width;
     while (n > 0 && n < b.len && ((unsigned char)b.data[n] & 0xC0) == 0x80)
         n--; /* not inside a character */
     if (n) memcpy(out, b.data, n);
     out[n] = '\0';
+    if (cut && width == sizeof bufs[0] - 4) memcpy(out + n, "\u2026", 4); /* never silently */
     sbuf_release(&b);
     return out;
 }

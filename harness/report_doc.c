@@ -296,8 +296,9 @@ static double bits_per_weight(const cJSON *m)
     return n > 0 && bytes > 0 ? 8 * bytes / n : NAN;
 }
 
-/* tokens per second of a model's trials that ran alone (lockstep trials
- * share one clock between all models and say nothing of one) */
+/* tokens per second of a model's repeat-0 trials: those that ran alone by
+ * their wall time, lockstep perplexity trials (one clock for all models) by
+ * the model's own scoring time (eval_seconds) */
 static double tokens_per_second(const cJSON *run, const char *model)
 {
     double tok = 0, secs = 0;
@@ -310,7 +311,13 @@ static double tokens_per_second(const cJSON *run, const char *model)
         cJSON_ArrayForEach(k, json_get(run, "tasks")) if (!strcmp(json_str(k, "name", ""),
                                                                   json_str(t, "task", ""))) kind =
             json_str(k, "kind", "");
-        if (!strcmp(kind, "perplexity")) continue;
+        if (!strcmp(kind, "perplexity")) {
+            cJSON *mj = cJSON_Parse(json_str(t, "metrics_json", "{}"));
+            double es = json_num(mj, "eval_seconds", 0);
+            if (es > 0) tok += json_num(mj, "tokens_scored", 0), secs += es;
+            cJSON_Delete(mj);
+            continue;
+        }
         tok += json_num(t, "n_tokens", 0);
         secs += json_num(t, "wall_seconds", 0);
     }

@@ -143,6 +143,8 @@ static cJSON *lockstep_metrics(const struct ppl_result *res, double *kld, int64_
     cJSON_AddNumberToObject(mj, "nll_mean", res->nll_mean);
     cJSON_AddNumberToObject(mj, "bits_per_byte", res->bits_per_byte);
     cJSON_AddNumberToObject(mj, "tokens_scored", (double)res->tokens);
+    if (res->seconds > 0) /* this model's own time in the joint pass */
+        cJSON_AddNumberToObject(mj, "eval_seconds", res->seconds);
     if (m == 0 || n_kld <= 0 || !kld || isnan(kld[0])) return mj;
     struct kld_summary s;
     kld_summarize(kld, n_kld, &s);

@@ -32,6 +32,7 @@ struct ppl_result {
     double ppl, ppl_se_iid, ppl_se_cluster;
     double nll_se_iid, nll_se_cluster;
     double word_ppl, byte_ppl, bits_per_byte; /* NAN when no words/bytes */
+    double seconds; /* lockstep: the time this model spent scoring (0: not measured) */
 };
 
 void ppl_stats_init(struct ppl_stats *s);

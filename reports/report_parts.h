@@ -28,6 +28,19 @@ int report_junit_outcome(const cJSON *t);
 /* One comparison's document as JUnit XML (report_junit.c). */
 void report_junit_one(const cJSON *d, int color, struct sbuf *b);
 
+/* The candidates x tasks grid of a several-candidate document (a row per
+ * candidate, a column per task: verdict and headline number; then size,
+ * bits per weight, tokens/s), as Markdown, text and HTML (report_grid.c). */
+void report_grid_md(const cJSON *d, struct sbuf *b);
+void report_grid_text(const cJSON *d, struct sbuf *b);
+void report_grid_html(const cJSON *d, struct sbuf *b);
+/* A task's headline number: "PPL +0.82 %" or "acc -1.2 pt". */
+void report_grid_headline(const cJSON *t, char *out, size_t n);
+
+/* A pull-request comment's limit is 65,536 characters: Markdown over this
+ * is rendered in its short form. */
+#define REPORT_MD_LIMIT 60000
+
 /* Renders a several-candidate document (REPORT_SET_SCHEMA). */
 int report_set_render(const cJSON *doc, const char *format, int color, struct sbuf *out);
 /* Renders a sweep's document (REPORT_SWEEP_SCHEMA) as text, md, html or

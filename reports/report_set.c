@@ -89,7 +89,8 @@ static void render_text(const cJSON *d, int color, struct sbuf *b)
     sbuf_printf(b, "%d candidates against ", cJSON_GetArraySize(json_get(d, "candidates")));
     esc_term(b, json_str(d, "baseline", ""));
     sbuf_printf(b, " (run %.0f): %s\n", json_num(d, "run", NAN), json_str(d, "verdict", ""));
-    static const struct matrix_style st = {"candidate | task | verdict | PPL ratio | KLD | same "
+    report_grid_text(d, b);
+    static const struct matrix_style st = {"\ncandidate | task | verdict | PPL ratio | KLD | same "
                                            "top-1 | flips -/+ | size | bits/weight "
                                            "| tokens/s\n",
                                            "", " | ", "\n", esc_none};
@@ -111,7 +112,9 @@ static void render_text(const cJSON *d, int color, struct sbuf *b)
     }
 }
 
-static void render_md(const cJSON *d, int color, struct sbuf *b)
+/* The Markdown's head: the verdict, the grid, the smallest passing
+ * candidate. */
+static void md_head(const cJSON *d, struct sbuf *b)
 {
     static const char *badge[] = {"✅ PASS", "❌ FAIL", "⚠️ INCONCLUSIVE"};
     const char *v = json_str(d, "verdict", "");
@@ -120,10 +123,17 @@ static void render_md(const cJSON *d, int color, struct sbuf *b)
     sbuf_printf(b, "## qgate: **%s** — %d candidates against ", badge[k],
                 cJSON_GetArraySize(json_get(d, "candidates")));
     esc_md(b, json_str(d, "baseline", ""));
+    sbuf_printf(b, "\n\n");
+    report_grid_md(d, b);
     const char *small = json_str(d, "smallest_passing", NULL);
-    sbuf_printf(b, "\n\nSmallest passing candidate: **");
+    sbuf_printf(b, "\nSmallest passing candidate: **");
     esc_md(b, small ? small : "none");
     sbuf_printf(b, "**\n\n");
+}
+
+static void render_md_full(const cJSON *d, int color, struct sbuf *b)
+{
+    md_head(d, b);
     const cJSON *c;
     cJSON_ArrayForEach(c, json_get(d, "candidates"))
     {
@@ -132,10 +142,12 @@ static void render_md(const cJSON *d, int color, struct sbuf *b)
         sbuf_printf(b, "\n");
     }
     static const struct matrix_style st = {
-        "\n| candidate | task | verdict | PPL ratio | KLD | same top-1 | flips −/+ | size | "
-        "bits/weight | tokens/s |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+        "\n<details><summary>every figure</summary>\n\n| candidate | task | verdict | PPL ratio | "
+        "KLD | same top-1 | flips −/+ | size | bits/weight | tokens/s |\n"
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
         "| ", " | ", " |\n", esc_md};
     matrix(d, &st, b);
+    sbuf_printf(b, "\n</details>\n");
     cJSON_ArrayForEach(c, json_get(d, "candidates"))
     {
         sbuf_printf(b, "\n<details><summary>");
@@ -144,6 +156,56 @@ static void render_md(const cJSON *d, int color, struct sbuf *b)
         report_md_one(json_get(c, "report"), color, b);
         sbuf_printf(b, "\n</details>\n");
     }
+}
+
+/* The short form, for a pull-request comment: the grid, every candidate
+ * that did not pass with its failing tasks, the passing ones named, and
+ * where the full report is. */
+static void render_md_short(const cJSON *d, struct sbuf *b)
+{
+    md_head(d, b);
+    const cJSON *c;
+    int passing = 0;
+    cJSON_ArrayForEach(c, json_get(d, "candidates"))
+    {
+        if (!strcmp(json_str(c, "verdict", ""), "PASS")) {
+            passing++;
+            continue;
+        }
+        sbuf_printf(b, "- ");
+        esc_md(b, json_str(c, "summary", ""));
+        sbuf_printf(b, "\n");
+    }
+    if (passing) {
+        sbuf_printf(b, "\n<details><summary>%d passing candidate%s</summary>\n\n", passing,
+                    passing > 1 ? "s" : "");
+        cJSON_ArrayForEach(c, json_get(d, "candidates")) if (!strcmp(json_str(c, "verdict", ""),
+                                                                     "PASS"))
+        {
+            sbuf_printf(b, "- ");
+            esc_md(b, json_str(c, "summary", ""));
+            sbuf_printf(b, "\n");
+        }
+        sbuf_printf(b, "\n</details>\n");
+    }
+    sbuf_printf(b,
+                "\nThe short form (the full report is over %d characters). Every figure: `qgate "
+                "report --run %.0f --format html -o report.html` with this run's database.\n",
+                REPORT_MD_LIMIT, json_num(d, "run", NAN));
+}
+
+/* Markdown: the full report when it fits a pull-request comment
+ * (REPORT_MD_LIMIT characters), else the short form. */
+static void render_md(const cJSON *d, int color, struct sbuf *b)
+{
+    struct sbuf full;
+    sbuf_init(&full, (size_t)1 << 30);
+    render_md_full(d, color, &full);
+    if (!full.failed && full.len <= REPORT_MD_LIMIT)
+        sbuf_append(b, sbuf_str(&full), full.len);
+    else
+        render_md_short(d, b);
+    sbuf_release(&full);
 }
 
 /* A task's loss for every candidate, in units of its margin (the margin at
@@ -221,7 +283,7 @@ static void forest_task(const cJSON *d, const char *task, int id, struct sbuf *b
 
 static void html_matrix(const cJSON *d, struct sbuf *b)
 {
-    sbuf_printf(b, "<table id=\"matrix\"><tr><th>candidate</th><th>task</th><th>verdict</th>"
+    sbuf_printf(b, "<table id=\"figures\"><tr><th>candidate</th><th>task</th><th>verdict</th>"
                    "<th>PPL ratio</th><th>KLD</th><th>same top-1</th><th>flips &#8722;/+</th>"
                    "<th>size</th><th>bits/weight</th><th>tokens/s</th></tr>\n");
     const cJSON *c, *t;
@@ -294,7 +356,10 @@ static void render_html(const cJSON *d, int color, struct sbuf *b)
         sbuf_printf(b, "</li>\n");
     }
     sbuf_printf(b, "</ul>\n<h2>Candidates &#215; tasks</h2>\n");
+    report_grid_html(d, b);
+    sbuf_printf(b, "<details><summary>Every figure</summary>\n");
     html_matrix(d, b);
+    sbuf_printf(b, "</details>\n");
     sbuf_printf(b, "<h2>Loss against the margin, per task</h2>\n<p>Each candidate's loss and 90%% "
                    "interval in units of the task's margin (the red line); green: within the "
                    "margin. Points off the scale are drawn at its edge with their value.</p>\n");

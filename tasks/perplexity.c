@@ -300,6 +300,7 @@ struct lockstep {
     int32_t *tk_ids;         /* [stride][K] */
     float *tk_lp;
     struct ppl_stats *st; /* [nm] */
+    double *secs;         /* [nm]: each model's time scoring */
     struct prefetch *pf;  /* [nm]; lp NULL for local models */
     int *kld_top_k;       /* [nm], the caller's */
     double **kld;         /* [nm], the caller's */
@@ -309,6 +310,7 @@ struct lockstep {
 static void lockstep_release(struct lockstep *L)
 {
     free(L->win);
+    free(L->secs);
     free(L->bytes);
     free(L->words);
     free(L->tok);
@@ -380,9 +382,10 @@ static int lockstep_alloc(struct lockstep *L, const int32_t *ids, int64_t n,
     L->tk_ids = malloc(S * PPL_KLD_TOP_K * sizeof *L->tk_ids);
     L->tk_lp = malloc(S * PPL_KLD_TOP_K * sizeof *L->tk_lp);
     L->st = calloc((size_t)L->nm, sizeof *L->st);
+    L->secs = calloc((size_t)L->nm, sizeof *L->secs);
     L->pf = calloc((size_t)L->nm, sizeof *L->pf);
     if (!L->bytes || !L->words || !L->tok || !L->gtok || !L->lp || !L->base_rows || !L->rows ||
-        !L->base_top || !L->top || !L->tk_ids || !L->tk_lp || !L->st || !L->pf ||
+        !L->base_top || !L->top || !L->tk_ids || !L->tk_lp || !L->st || !L->secs || !L->pf ||
         lockstep_alloc_models(L))
         return qg_errf(err, errlen, QG_ERR_NOMEM,
                        "out of memory for lockstep scoring (%d models, vocabulary %d)", L->nm,
@@ -413,7 +416,9 @@ static int lockstep_prefetch(struct lockstep *L, int g, const int64_t *gw, char 
                                              .top_ids = K ? pf->tk_ids + at * PPL_KLD_TOP_K : NULL,
                                              .top_lp = K ? pf->tk_lp + at * PPL_KLD_TOP_K : NULL};
         }
+        double t0 = qg_now_s();
         int rc = backend_score_many(L->models[m], reqs, g);
+        L->secs[m] += qg_now_s() - t0;
         if (rc)
             return qg_errf(err, errlen, rc, "windows %lld-%lld, model %d: %s", (long long)gw[0],
                            (long long)gw[g - 1], m, backend_errmsg(L->models[m]));
@@ -494,7 +499,9 @@ static int lockstep_answers(struct lockstep *L, int m, int j, int64_t w, int ful
                                 .top_k = K,
                                 .top_ids = K ? L->tk_ids : NULL,
                                 .top_lp = K ? L->tk_lp : NULL};
+    double t0 = qg_now_s();
     int rc = backend_score(L->models[m], &req);
+    L->secs[m] += qg_now_s() - t0;
     if (rc)
         return qg_errf(err, errlen, rc, "window %lld, model %d: %s", (long long)w, m,
                        backend_errmsg(L->models[m]));
@@ -617,8 +624,10 @@ int ppl_evaluate_lockstep(const struct backend *const *models, int nm, const int
         for (int j = 0; j < g && !rc; j++)
             rc = lockstep_window(&L, j, gw[j], fn, ud, err, errlen);
     }
-    for (int m = 0; m < nm && L.st; m++)
+    for (int m = 0; m < nm && L.st; m++) {
         ppl_stats_result(&L.st[m], &res[m]);
+        res[m].seconds = L.secs ? L.secs[m] : 0;
+    }
     for (int m = 1; m < nm && replay && L.kld_top_k; m++) /* a lower bound from K tokens */
         if (L.kld_top_k[m] == 0) L.kld_top_k[m] = L.ref_k > 0 ? L.ref_k : KLD_REF_TOP_K;
     *n_kld = L.k;

@@ -319,7 +319,8 @@ TEST(gate_select_and_store_views, e2e)
     ASSERT_OK(t_qgate(&o, "comparisons", "--db", db, NULL));
     ASSERT_EQ(o.code, 0);
     ASSERT_CONTAINS(o.out, "verdict");
-    ASSERT_EQ(count_of(o.out, "\n"), 3); /* header and the two comparisons (gate, compare) */
+    /* header and one comparison: compare found the gate's identical one */
+    ASSERT_EQ(count_of(o.out, "\n"), 2);
     t_out_free(&o);
     ASSERT_OK(t_qgate(&o, "runs", "--db", db, NULL));
     ASSERT_CONTAINS(o.out, "b ");
@@ -894,7 +895,7 @@ TEST(gate_few_windows_inconclusive_everywhere, e2e)
     t_out_free(&o);
     ASSERT_EQ(
         t_sql_int(db, "SELECT count(*) FROM verdict_rows WHERE ci_low IS NULL AND ci_high IS NULL"),
-        2);
+        1); /* compare re-used the gate's identical comparison */
     return 0;
 }
 
@@ -1167,5 +1168,105 @@ TEST(named_benchmarks_agree_with_lm_eval, shared)
         cJSON_Delete(x);
     }
     sqlite3_close(h);
+    return 0;
+}
+
+/* Issue 31, items 8 and 3: ten candidates on ten tasks. The Markdown fits
+ * a pull-request comment (under 60,000 characters: the short form, with the
+ * grid, every candidate that did not pass and its failing tasks, and where
+ * the full report is); the grid has a column per task and a row per
+ * candidate; each candidate's one line is the same in text, Markdown, HTML
+ * and JSON; the HTML keeps every figure. */
+TEST(gate_ten_by_ten_markdown_fits_a_comment, e2e)
+{
+    ASSERT_OK(write_suite()); /* its data: text.txt and mc.jsonl */
+    char sha_mc[65], sha_text[65], err[QG_ERRMSG_MAX];
+    ASSERT_OK(hash_sha256_file(t_path("mc.jsonl"), sha_mc, err, sizeof err));
+    ASSERT_OK(hash_sha256_file(t_path("text.txt"), sha_text, err, sizeof err));
+    struct sbuf s;
+    sbuf_init(&s, 0);
+    sbuf_printf(&s, "{\"name\":\"ten\",\"tasks\":[");
+    for (int i = 0; i < 10; i++)
+        if (i < 5)
+            sbuf_printf(&s,
+                        "%s{\"name\":\"text-task-%d\",\"kind\":\"perplexity\",\"data\":"
+                        "\"text.txt\",\"sha256\":\"%s\",\"protocol\":\"rolling\",\"ctx\":%d}",
+                        i ? "," : "", i, sha_text, 32 + 8 * i);
+        else
+            sbuf_printf(&s,
+                        ",{\"name\":\"choice-task-%d\",\"kind\":\"custom\",\"data\":\"mc.jsonl\","
+                        "\"sha256\":\"%s\",\"limit\":%d,\"fields\":{\"id\":\"id\",\"context\":"
+                        "\"q\",\"choices\":\"c\",\"gold\":\"g\"}}",
+                        i, sha_mc, 20 + 4 * i);
+    sbuf_printf(&s, "]}");
+    ASSERT_OK(t_write_file(t_path("ten.json"), s.data, s.len));
+    sbuf_release(&s);
+    const char *argv[40] = {"gate"};
+    int n = 1;
+    static char paths[11][4200];
+    for (int i = 0; i < 11; i++) {
+        char name[64];
+        snprintf(name, sizeof name, i == 0 ? "base.gguf" : "candidate-number-%02d.gguf", i);
+        /* every third a copy in Q8_0 (close), the rest other weights (far) */
+        int close = i == 0 || i % 3 == 1;
+        ASSERT_OK(t_synth(name, i && close ? GGML_Q8_0 : GGML_F32, close ? 1 : 100 + i));
+        snprintf(paths[i], sizeof paths[i], "%s", t_path(name));
+        argv[n++] = paths[i];
+    }
+    char suite[4200], db[4200], md[4200], html[4200], json[4200];
+    snprintf(suite, sizeof suite, "%s", t_path("ten.json"));
+    snprintf(db, sizeof db, "%s", t_path("ten.db"));
+    snprintf(md, sizeof md, "%s", t_path("ten.md"));
+    snprintf(html, sizeof html, "%s", t_path("ten.html"));
+    snprintf(json, sizeof json, "%s", t_path("ten.json.out"));
+    const char *rest[] = {"--suite", suite, "--db", db, "--md", md, "--report", html,
+                          "--json",  json,  "-q",  NULL};
+    for (int k = 0; rest[k]; k++)
+        argv[n++] = rest[k];
+    argv[n] = NULL;
+    struct t_out o;
+    ASSERT_OK(t_qgate_argv(&o, argv));
+    ASSERT_EQ(o.code, 1);
+    size_t len;
+    char *m = t_read_file(md, &len);
+    ASSERT(m != NULL);
+    printf("Markdown: %zu bytes\n", len);
+    ASSERT(len <= 60000);
+    ASSERT_CONTAINS(m, "The short form");
+    ASSERT_CONTAINS(m, "qgate report --run 1 --format html");
+    /* the grid: one header with every task, one row per candidate */
+    ASSERT_CONTAINS(m, "| candidate | text-task-0 | text-task-1 | text-task-2 | text-task-3 | "
+                       "text-task-4 | choice-task-5 |");
+    for (int i = 1; i <= 10; i++) {
+        char row[64];
+        snprintf(row, sizeof row, "| **candidate-number-%02d** | ", i);
+        ASSERT_CONTAINS(m, row);
+    }
+    /* each candidate's line, as the quiet output printed it, in every format */
+    char *h = t_read_file(html, &len), *js = t_read_file(json, &len);
+    ASSERT(h && js);
+    cJSON *j = cJSON_Parse(js);
+    ASSERT(j);
+    const cJSON *c;
+    int failing = 0;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(j, "candidates"))
+    {
+        const char *line = cJSON_GetObjectItem(c, "summary")->valuestring;
+        char head[64];
+        snprintf(head, sizeof head, "%.40s", line);
+        ASSERT_CONTAINS(o.out, head);
+        if (strcmp(cJSON_GetObjectItem(c, "verdict")->valuestring, "PASS")) {
+            failing++;
+            ASSERT_CONTAINS(o.out, line);
+        }
+    }
+    ASSERT(failing >= 6);
+    ASSERT_CONTAINS(h, "id=\"matrix\" class=\"grid\"");
+    ASSERT_CONTAINS(h, "id=\"figures\"");
+    cJSON_Delete(j);
+    free(h);
+    free(js);
+    free(m);
+    t_out_free(&o);
     return 0;
 }
