@@ -459,8 +459,10 @@ static int stored_identity(const struct cli_args *a, struct store *s, struct run
     p->baseline_sha = sha;
     *ctx = id.ctx;
     if (!p->quiet || p->progress)
-        fprintf(stderr, "qgate: baseline '%s' is not here; run %lld stands in for it by identity "
-                "(sha256 %.16s..., given as %s)\n", p->specs[0], (long long)id.run, sha, id.spec);
+        fprintf(stderr,
+                "qgate: baseline '%s' is not here; run %lld stands in for it by identity "
+                "(sha256 %.16s..., given as %s)\n",
+                p->specs[0], (long long)id.run, sha, id.spec);
     for (int i = 1; i < p->n_models && !cli_flag(a, "allow-identical"); i++) {
         struct backend_identity ci;
         int same = backend_identify(p->specs[i], 0, &ci, err, sizeof err) == 0 &&
@@ -532,9 +534,9 @@ static int cmd_gate(const struct cli_args *a)
     int64_t run_id = 0, cids[RUNNER_MAX_MODELS] = {0};
     if (!code && !quiet)
         printf("qgate gate: %s%s on %d models (baseline %s)...\n",
-               cli_str(a, "suite")     ? cli_str(a, "suite")
+               cli_str(a, "suite")   ? cli_str(a, "suite")
                : cli_str(a, "tasks") ? "named benchmarks "
-                                       : "text sampled from the baseline",
+                                     : "text sampled from the baseline",
                !cli_str(a, "suite") && cli_str(a, "tasks") ? cli_str(a, "tasks") : "", p.n_models,
                cmd_term(p.names[0]));
     if (!code) runner_catch_signals();

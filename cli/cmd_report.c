@@ -127,7 +127,7 @@ static int report_run(struct store *s, int64_t run, const char *format, const ch
              "%s: run %lld has no stored comparison: 'qgate compare --run %lld --baseline B "
              "--candidate C' stores one; 'qgate report --run %lld --candidate C' computes one now",
              store_path(s), (long long)run, (long long)run, (long long)run);
-    int code = !cids   ? cmd_fail(QG_ERR_NOMEM, "out of memory")
+    int code = !cids    ? cmd_fail(QG_ERR_NOMEM, "out of memory")
                : n == 0 ? cmd_fail(QG_ERR_NOTFOUND, msg)
                         : cmd_write_reports(s, cids, n, format, path, 0);
     free(cids);

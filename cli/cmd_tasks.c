@@ -85,9 +85,9 @@ static cJSON *task_json(const struct registry_task *t, const char *dir)
 
 static void print_task(const cJSON *t, const char *dir)
 {
-    const char *status = !dir ? "" : json_get(t, "ready") && cJSON_IsTrue(json_get(t, "ready"))
-                                         ? "ready"
-                                         : "missing";
+    const char *status = !dir                                                         ? ""
+                         : json_get(t, "ready") && cJSON_IsTrue(json_get(t, "ready")) ? "ready"
+                                                                                      : "missing";
     printf("%-14s %-16s %-12s %-8s %s\n", json_str(t, "name", ""), json_str(t, "kind", ""),
            json_str(t, "metric", ""), status, json_str(t, "description", ""));
     const cJSON *f;
@@ -102,8 +102,8 @@ static void print_task(const cJSON *t, const char *dir)
         }
         const cJSON *c;
         int k = 0;
-        cJSON_ArrayForEach(c, json_get(f, "any_of")) printf("%s%s", k++ ? " or " : "",
-                                                           c->valuestring);
+        cJSON_ArrayForEach(c, json_get(f, "any_of"))
+            printf("%s%s", k++ ? " or " : "", c->valuestring);
         printf("\n");
     }
     int subjects = cJSON_GetArraySize(json_get(t, "subjects"));

@@ -15,24 +15,10 @@
 #include <unistd.h>
 
 const struct cli_cmd *const cli_commands[] = {
-    &cmd_gate_def,
-    &cmd_sweep_def,
-    &cmd_run_def,
-    &cmd_compare_def,
-    &cmd_merge_def,
-    &cmd_report_def,
-    &cmd_serve_def,
-    &cmd_ppl_def,
-    &cmd_generate_def,
-    &cmd_tokenize_def,
-    &cmd_suite_def,
-    &cmd_inspect_def,
-    &cmd_tasks_def,
-    &cmd_runs_def,
-    &cmd_comparisons_def,
-    &cmd_show_def,
-    &cmd_demo_def,
-    NULL,
+    &cmd_gate_def,   &cmd_sweep_def,   &cmd_run_def,   &cmd_compare_def,  &cmd_merge_def,
+    &cmd_report_def, &cmd_serve_def,   &cmd_ppl_def,   &cmd_generate_def, &cmd_tokenize_def,
+    &cmd_suite_def,  &cmd_inspect_def, &cmd_tasks_def, &cmd_runs_def,     &cmd_comparisons_def,
+    &cmd_show_def,   &cmd_demo_def,    NULL,
 };
 
 const struct cli_cmd *cli_find_command(const char *name)

@@ -160,9 +160,9 @@ static int sampled_ctx(struct store *bs, int64_t run)
     free(text);
     const cJSON *t;
     int ctx = 0;
-    cJSON_ArrayForEach(t, json_get(j, "tasks")) if (!strcmp(json_str(t, "name", ""),
-                                                            "sampled-text")) ctx =
-        (int)json_int(t, "ctx", 0);
+    cJSON_ArrayForEach(t,
+                       json_get(j, "tasks")) if (!strcmp(json_str(t, "name", ""), "sampled-text"))
+        ctx = (int)json_int(t, "ctx", 0);
     cJSON_Delete(j);
     return ctx;
 }
@@ -184,7 +184,8 @@ int baseline_identify(struct store *s, const char *db, const char *sel, const ch
     memset(out, 0, sizeof *out);
     struct baseline_ref b = {0};
     int64_t id = 0;
-    if (!baseline_sel_is_sha(sel) && strcmp(sel, "auto") && qg_parse_i64(sel, 1, INT64_MAX / 2, &id))
+    if (!baseline_sel_is_sha(sel) && strcmp(sel, "auto") &&
+        qg_parse_i64(sel, 1, INT64_MAX / 2, &id))
         return qg_errf(err, errlen, QG_ERR_USAGE,
                        "--baseline-run takes a run id, a sha256 or 'auto', got '%s'", sel);
     int rc = open_store(s, db, &b, err, errlen);
@@ -209,9 +210,11 @@ int baseline_identify(struct store *s, const char *db, const char *sel, const ch
     }
     cJSON_Delete(runs);
     if (!rc && !out->run)
-        rc = qg_errf(err, errlen, QG_ERR_NOTFOUND,
-                     "%s holds no done run whose baseline is %s%s", store_path(b.store),
-                     baseline_sel_is_sha(sel) ? "the file of sha256 " : id ? "run " : "",
+        rc = qg_errf(err, errlen, QG_ERR_NOTFOUND, "%s holds no done run whose baseline is %s%s",
+                     store_path(b.store),
+                     baseline_sel_is_sha(sel) ? "the file of sha256 "
+                     : id                     ? "run "
+                                              : "",
                      baseline_sel_is_sha(sel) || id ? sel : spec);
     baseline_release(&b);
     return rc;

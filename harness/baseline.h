@@ -37,10 +37,10 @@ struct baseline_ref {
  * CI job that holds only the candidates and the database). */
 struct baseline_identity {
     char sha256[65];
-    int64_t run;          /* the run it was found in */
-    int ctx;              /* that run's sampled-text window (0: it has none) */
-    int64_t file_bytes;   /* the stored file's size (-1: unknown) */
-    char spec[4096];      /* how it was given then */
+    int64_t run;        /* the run it was found in */
+    int ctx;            /* that run's sampled-text window (0: it has none) */
+    int64_t file_bytes; /* the stored file's size (-1: unknown) */
+    char spec[4096];    /* how it was given then */
 };
 
 /* Finds the identity of a baseline by selector: a run id ("12"), the

@@ -476,7 +476,9 @@ static void margin_text(const struct verdict_task *t, struct sbuf *b)
 {
     double m = t->kind == TASK_PERPLEXITY ? 100 * expm1(t->margin) : 100 * t->margin;
     sbuf_printf(b, "%.3g %s", m,
-                t->kind == TASK_PERPLEXITY ? "%" : fabs(m - 1) < 1e-9 ? "point" : "points");
+                t->kind == TASK_PERPLEXITY ? "%"
+                : fabs(m - 1) < 1e-9       ? "point"
+                                           : "points");
 }
 
 /* One gate's figure against its limit, in words: "KLD 0.0493 beyond its
@@ -494,8 +496,8 @@ static void gate_text(const struct verdict_task *t, const struct verdict_gate *x
     double lim = top1 || strcmp(x->name, "kld") ? 100 * x->limit : x->limit;
     const char *unit = top1 || strcmp(x->name, "kld") ? " %" : "";
     if (fail)
-        sbuf_printf(b, " %s its %.3g%s limit", x->kind == VERDICT_GATE_MIN ? "below" : "beyond", lim,
-                    unit);
+        sbuf_printf(b, " %s its %.3g%s limit", x->kind == VERDICT_GATE_MIN ? "below" : "beyond",
+                    lim, unit);
     else
         sbuf_printf(b, ", its interval reaching its %.3g%s limit", lim, unit);
 }
@@ -506,7 +508,8 @@ static void plain_decided(const struct verdict_task *t, struct sbuf *b)
 {
     int shown_kld = 0;
     if (t->loss_verdict == t->verdict) {
-        sbuf_printf(b, t->verdict == VERDICT_FAIL ? " beyond the " : ", its interval reaching the ");
+        sbuf_printf(b,
+                    t->verdict == VERDICT_FAIL ? " beyond the " : ", its interval reaching the ");
         margin_text(t, b);
         sbuf_printf(b, " margin");
     }

@@ -149,7 +149,8 @@ static int task_entry(struct store *s, const struct registry_suite_params *p, co
     }
     if (!strcmp(t->kind, "perplexity")) {
         cJSON_AddStringToObject(e, "kind", "perplexity");
-        cJSON_AddStringToObject(e, "protocol", strcmp(t->name, "wikitext") ? "llamacpp" : "rolling");
+        cJSON_AddStringToObject(e, "protocol",
+                                strcmp(t->name, "wikitext") ? "llamacpp" : "rolling");
         cJSON_AddNumberToObject(e, "ctx", p->ctx);
     } else {
         cJSON_AddStringToObject(e, "benchmark", t->kind);
@@ -189,8 +190,8 @@ static int save_pins(struct store *s, const cJSON *pins, int quiet, char *err, s
     return rc ? qg_errf(err, errlen, rc, "%s", store_errmsg(s)) : QG_OK;
 }
 
-static int write_suite(const cJSON *root, const char *dir, char *suite, size_t suitelen,
-                       char *err, size_t errlen)
+static int write_suite(const cJSON *root, const char *dir, char *suite, size_t suitelen, char *err,
+                       size_t errlen)
 {
     char *json = cJSON_Print(root);
     if (!json) return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
@@ -216,8 +217,9 @@ int registry_suite_make(struct store *s, const struct registry_suite_params *p, 
     cJSON *root = cJSON_CreateObject(), *pins = cJSON_CreateArray();
     cJSON_AddStringToObject(root, "name", "registry");
     char desc[600];
-    snprintf(desc, sizeof desc, "Written by qgate: the named benchmarks %.200s over the files of %.300s.",
-             p->tasks, p->data_dir);
+    snprintf(desc, sizeof desc,
+             "Written by qgate: the named benchmarks %.200s over the files of %.300s.", p->tasks,
+             p->data_dir);
     cJSON_AddStringToObject(root, "description", desc);
     cJSON *tasks = cJSON_AddArrayToObject(root, "tasks");
     int rc = QG_OK;

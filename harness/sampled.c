@@ -88,7 +88,8 @@ static int sampled_corpus(struct store *s, const struct sampled_suite_params *p,
     char *found = NULL;
     size_t n = 0;
     rc = store_text_find(s, origin, &found, &n, sha);
-    if (rc == QG_ERR_NOTFOUND && p->also && store_text_find(p->also, origin, &found, &n, sha) == 0 &&
+    if (rc == QG_ERR_NOTFOUND && p->also &&
+        store_text_find(p->also, origin, &found, &n, sha) == 0 &&
         (rc = store_text_put(s, sha, origin, found, n))) /* kept with the run */
         free(found);
     if (rc == QG_ERR_NOTFOUND && p->baseline_sha)

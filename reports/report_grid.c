@@ -33,8 +33,8 @@ static int grid_tasks(const cJSON *d, const char **names)
 static const cJSON *task_of(const cJSON *c, const char *name)
 {
     const cJSON *t;
-    cJSON_ArrayForEach(t, json_get(json_get(c, "report"), "tasks")) if (!strcmp(
-        json_str(t, "task", ""), name)) return t;
+    cJSON_ArrayForEach(t, json_get(json_get(c, "report"),
+                                   "tasks")) if (!strcmp(json_str(t, "task", ""), name)) return t;
     return NULL;
 }
 
@@ -159,8 +159,8 @@ void report_grid_html(const cJSON *d, struct sbuf *b)
     {
         sbuf_printf(b, "<tr><th>");
         esc_html(b, json_str(c, "name", ""));
-        const char *sim = json_str(json_get(json_get(c, "report"), "comparison"),
-                                   "candidate_simulated", NULL);
+        const char *sim =
+            json_str(json_get(json_get(c, "report"), "comparison"), "candidate_simulated", NULL);
         if (sim) {
             sbuf_printf(b, " <i>(simulated: ");
             esc_html(b, sim);
@@ -176,8 +176,8 @@ void report_grid_html(const cJSON *d, struct sbuf *b)
             }
             report_grid_headline(t, h, sizeof h);
             const char *v = json_str(t, "verdict", "");
-            sbuf_printf(b, "<td class=\"cell %s\" style=\"border-left:6px solid %s\"><b>%s</b> ",
-                        v, report_vcolor(v), v);
+            sbuf_printf(b, "<td class=\"cell %s\" style=\"border-left:6px solid %s\"><b>%s</b> ", v,
+                        report_vcolor(v), v);
             esc_html(b, h);
             sbuf_printf(b, "</td>");
         }

@@ -179,8 +179,8 @@ static void render_md_short(const cJSON *d, struct sbuf *b)
     if (passing) {
         sbuf_printf(b, "\n<details><summary>%d passing candidate%s</summary>\n\n", passing,
                     passing > 1 ? "s" : "");
-        cJSON_ArrayForEach(c, json_get(d, "candidates")) if (!strcmp(json_str(c, "verdict", ""),
-                                                                     "PASS"))
+        cJSON_ArrayForEach(
+            c, json_get(d, "candidates")) if (!strcmp(json_str(c, "verdict", ""), "PASS"))
         {
             sbuf_printf(b, "- ");
             esc_md(b, json_str(c, "summary", ""));

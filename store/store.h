@@ -189,8 +189,7 @@ int store_comparison_add(struct store *s, const struct store_comparison_new *c, 
 /* The newest stored comparison identical to c (same run, models, policy,
  * bootstrap seed, qgate version and summary): QG_OK with *id, or
  * QG_ERR_NOTFOUND. */
-int store_comparison_find_same(struct store *s, const struct store_comparison_new *c,
-                               int64_t *id);
+int store_comparison_find_same(struct store *s, const struct store_comparison_new *c, int64_t *id);
 
 struct store_verdict_row {
     int64_t comparison_id, task_id;

@@ -20,11 +20,11 @@ struct registry_file {
 };
 
 struct registry_task {
-    const char *name;      /* lm-eval's task name ("arc_easy") */
-    const char *kind;      /* "perplexity", or the benchmark reader ("arc") */
-    const char *metric;    /* what lm-eval reports first ("acc_norm"); the gated metric */
-    const char *what;      /* one line for `qgate tasks` */
-    const char *differs;   /* where qgate's number differs from lm-eval's on purpose, or NULL */
+    const char *name;    /* lm-eval's task name ("arc_easy") */
+    const char *kind;    /* "perplexity", or the benchmark reader ("arc") */
+    const char *metric;  /* what lm-eval reports first ("acc_norm"); the gated metric */
+    const char *what;    /* one line for `qgate tasks` */
+    const char *differs; /* where qgate's number differs from lm-eval's on purpose, or NULL */
     struct registry_file files[REGISTRY_MAX_ROLES + 1];
 };
 

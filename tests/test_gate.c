@@ -260,7 +260,8 @@ TEST(gate_many_candidates_one_report, e2e)
     ASSERT_EQ(o.code, 0);
     ASSERT_CONTAINS(o.out, "q8 vs base");
     t_out_free(&o);
-    ASSERT_OK(t_qgate(&o, "compare", "--run", "1", "-b", "base", "-c", "q4", "--db", args[4], NULL));
+    ASSERT_OK(
+        t_qgate(&o, "compare", "--run", "1", "-b", "base", "-c", "q4", "--db", args[4], NULL));
     ASSERT_CONTAINS(o.out, "the same as stored comparison 2");
     t_out_free(&o);
     ASSERT_EQ(t_sql_int(args[4], "SELECT count(*) FROM comparisons"), before);
@@ -971,8 +972,8 @@ TEST(gate_stored_baseline_without_its_file, shared)
     ASSERT_EQ(o.code, 66);
     ASSERT_CONTAINS(o.err, "holds no done run whose baseline is the file of sha256 0000");
     t_out_free(&o);
-    ASSERT_OK(t_qgate(&o, "gate", base, q4, "--db", db, "--baseline-run", "auto",
-                      "--sample-tokens", "2000", NULL));
+    ASSERT_OK(t_qgate(&o, "gate", base, q4, "--db", db, "--baseline-run", "auto", "--sample-tokens",
+                      "2000", NULL));
     ASSERT_EQ(o.code, 66);
     ASSERT_CONTAINS(o.err, "no text sampled from it");
     t_out_free(&o);
@@ -1131,12 +1132,12 @@ TEST(named_benchmarks_agree_with_lm_eval, shared)
     snprintf(model, sizeof model, "f32=%s?ctx=512", m);
     snprintf(db, sizeof db, "%s", t_path("lm.db"));
     struct t_out o;
-    ASSERT_OK(t_qgate(&o, "run", "--model", model, "--tasks", "hellaswag,piqa,winogrande",
-                      "--data", data, "--limit", "6", "--db", db, "-q", NULL));
+    ASSERT_OK(t_qgate(&o, "run", "--model", model, "--tasks", "hellaswag,piqa,winogrande", "--data",
+                      data, "--limit", "6", "--db", db, "-q", NULL));
     ASSERT_EQ(o.code, 0);
     t_out_free(&o);
-    ASSERT_OK(t_qgate(&o, "run", "--model", model, "--tasks", "arc_easy", "--data", data,
-                      "--limit", "147", "--db", db, "-q", NULL));
+    ASSERT_OK(t_qgate(&o, "run", "--model", model, "--tasks", "arc_easy", "--data", data, "--limit",
+                      "147", "--db", db, "-q", NULL));
     ASSERT_EQ(o.code, 0);
     t_out_free(&o);
     sqlite3 *h;
@@ -1219,8 +1220,8 @@ TEST(gate_ten_by_ten_markdown_fits_a_comment, e2e)
     snprintf(md, sizeof md, "%s", t_path("ten.md"));
     snprintf(html, sizeof html, "%s", t_path("ten.html"));
     snprintf(json, sizeof json, "%s", t_path("ten.json.out"));
-    const char *rest[] = {"--suite", suite, "--db", db, "--md", md, "--report", html,
-                          "--json",  json,  "-q",  NULL};
+    const char *rest[] = {"--suite",  suite, "--db",   db,   "--md", md,
+                          "--report", html,  "--json", json, "-q",   NULL};
     for (int k = 0; rest[k]; k++)
         argv[n++] = rest[k];
     argv[n] = NULL;

@@ -662,8 +662,8 @@ TEST(verdict_shared_small_suites_and_gates, shared)
         {"f16", "hs20", "INCONCLUSIVE"},   /* was PASS with the interval [0, 0] */
         {"f16", "piqa10", "INCONCLUSIVE"}, /* was PASS: 10 items cannot show it */
         {"q4km", "hs400", "INCONCLUSIVE"}, /* a few flips: the score interval straddles */
-        {"tq2", "hs400n", "FAIL"}, /* accuracy holds, but it changes too many answers (38 of
-                                    * 400, where the limit is 2 %) */
+        {"tq2", "hs400n", "FAIL"},         /* accuracy holds, but it changes too many answers (38 of
+                                            * 400, where the limit is 2 %) */
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         ASSERT_OK(t_qgate(&o, "compare", "--baseline", "f32", "--candidate", cases[k].cand,
@@ -740,9 +740,14 @@ TEST(verdict_gpl3_q4km_judged_on_kld_and_top1, shared)
 static struct verdict_task plain_task_of(const char *name, int kind, double delta, double lo,
                                          double hi, int loss, int verdict)
 {
-    struct verdict_task t = {.kind = kind, .delta = delta, .lo = lo, .hi = hi,
+    struct verdict_task t = {.kind = kind,
+                             .delta = delta,
+                             .lo = lo,
+                             .hi = hi,
                              .margin = kind == TASK_PERPLEXITY ? 0.00995 : 0.01,
-                             .loss_verdict = loss, .verdict = verdict, .critical = 1};
+                             .loss_verdict = loss,
+                             .verdict = verdict,
+                             .critical = 1};
     snprintf(t.name, sizeof t.name, "%s", name);
     return t;
 }
@@ -753,20 +758,27 @@ static struct verdict_task plain_task_of(const char *name, int kind, double delt
 TEST(compare_plain_names_every_failing_task, unit)
 {
     struct verdict_task v[6];
-    v[0] = plain_task_of("tinystories", TASK_PERPLEXITY, 0.05, 0.04, 0.06, VERDICT_FAIL,
-                         VERDICT_FAIL);
+    v[0] =
+        plain_task_of("tinystories", TASK_PERPLEXITY, 0.05, 0.04, 0.06, VERDICT_FAIL, VERDICT_FAIL);
     v[0].has_kld = 1, v[0].kld_mean = 0.0493, v[0].top1 = 0.894;
     v[1] = plain_task_of("wikitext-2", TASK_PERPLEXITY, 0.002, -0.001, 0.005, VERDICT_PASS,
                          VERDICT_PASS);
-    v[2] = plain_task_of("mmlu", TASK_MULTIPLE_CHOICE, -0.01, -0.02, 0.003, VERDICT_PASS, VERDICT_FAIL);
+    v[2] = plain_task_of("mmlu", TASK_MULTIPLE_CHOICE, -0.01, -0.02, 0.003, VERDICT_PASS,
+                         VERDICT_FAIL);
     v[2].n_gates = 1;
-    v[2].gates[0] = (struct verdict_gate){.name = "flip_rate", .kind = VERDICT_GATE_MAX,
-                                          .value = 0.091, .lo = 0.07, .hi = 0.11, .limit = 0.05,
+    v[2].gates[0] = (struct verdict_gate){.name = "flip_rate",
+                                          .kind = VERDICT_GATE_MAX,
+                                          .value = 0.091,
+                                          .lo = 0.07,
+                                          .hi = 0.11,
+                                          .limit = 0.05,
                                           .verdict = VERDICT_FAIL};
-    v[3] = plain_task_of("piqa", TASK_MULTIPLE_CHOICE, 0.03, 0.02, 0.04, VERDICT_FAIL, VERDICT_FAIL);
-    v[4] = plain_task_of("arc-challenge", TASK_MULTIPLE_CHOICE, 0.004, -0.03, 0.04, VERDICT_INCONCLUSIVE,
-                         VERDICT_INCONCLUSIVE);
-    v[5] = plain_task_of("boolq", TASK_MULTIPLE_CHOICE, 0.05, 0.03, 0.07, VERDICT_FAIL, VERDICT_FAIL);
+    v[3] =
+        plain_task_of("piqa", TASK_MULTIPLE_CHOICE, 0.03, 0.02, 0.04, VERDICT_FAIL, VERDICT_FAIL);
+    v[4] = plain_task_of("arc-challenge", TASK_MULTIPLE_CHOICE, 0.004, -0.03, 0.04,
+                         VERDICT_INCONCLUSIVE, VERDICT_INCONCLUSIVE);
+    v[5] =
+        plain_task_of("boolq", TASK_MULTIPLE_CHOICE, 0.05, 0.03, 0.07, VERDICT_FAIL, VERDICT_FAIL);
     v[5].critical = 0;
     struct sbuf b;
     sbuf_init(&b, 1 << 16);

@@ -24,7 +24,7 @@ struct cpu {
     struct llama_model *model;
     struct llama_ctx *ctx;
     int n_ctx, n_threads, perturb;
-    int ctx_set; /* 1: ctx=N in the spec: n_ctx is the window reported */
+    int ctx_set;   /* 1: ctx=N in the spec: n_ctx is the window reported */
     float *logits; /* [LOGIT_ROWS][n_vocab]: output rows are computed in chunks */
     char err[QG_ERRMSG_MAX];
 };
