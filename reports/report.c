@@ -351,6 +351,33 @@ const char *report_vcolor(const char *v)
 
 /* forest plot: each task's loss and interval in units of its margin, so
  * every task shares one axis where the margin is at 1 */
+void report_gate_note(const cJSON *t, char *out, size_t n)
+{
+    out[0] = '\0';
+    const char *v = json_str(t, "verdict", "");
+    if (!strcmp(v, "PASS") || !strcmp(v, json_str(t, "loss_verdict", v))) return;
+    size_t used = 0;
+    const cJSON *g;
+    cJSON_ArrayForEach(g, json_get(t, "gates"))
+    {
+        if (strcmp(json_str(g, "verdict", ""), v) || used >= n) continue;
+        const char *name = json_str(g, "gate", "");
+        name = !strcmp(name, "kld") ? "KLD" : !strcmp(name, "top1") ? "top-1" : "flip rate";
+        int min = !strcmp(json_str(g, "bound", ""), "min");
+        double lo = json_num(g, "ci_low", NAN), hi = json_num(g, "ci_high", NAN),
+               lim = json_num(g, "limit", NAN);
+        int k;
+        if (!strcmp(v, "FAIL")) /* the bound that crossed */
+            k = snprintf(out + used, n - used, "%s%s gate FAIL: %s %.3g %s limit %.3g",
+                         used ? "; " : "", name, min ? "upper bound" : "lower bound", min ? hi : lo,
+                         min ? "<" : ">", lim);
+        else
+            k = snprintf(out + used, n - used, "%s%s gate: [%.3g, %.3g] spans limit %.3g",
+                         used ? "; " : "", name, lo, hi, lim);
+        used = k > 0 && (size_t)k < n - used ? used + (size_t)k : n;
+    }
+}
+
 void report_forest(const cJSON *d, struct sbuf *b)
 {
     int n = cJSON_GetArraySize(json_get(d, "tasks"));
@@ -409,6 +436,14 @@ void report_forest(const cJSON *d, struct sbuf *b)
                     "stroke-width=\"3\"/>\n",
                     X(a), y, X(z), y, c);
         sbuf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"%s\"/>\n", X(e), y, c);
+        char note[256];
+        report_gate_note(t, note, sizeof note);
+        if (note[0]) { /* a gate decided, not the loss: which bound crossed which limit */
+            sbuf_printf(b, "<text class=\"gate\" x=\"8\" y=\"%.1f\" font-size=\"9\" fill=\"%s\">",
+                        y + 15, c);
+            esc_html(b, note);
+            sbuf_printf(b, "</text>\n");
+        }
         if (raw > hi || raw < lo) /* off scale: drawn at the edge, its value named */
             sbuf_printf(b,
                         "<text class=\"point\" x=\"%.1f\" y=\"%.1f\" font-size=\"11\" "

@@ -21,6 +21,10 @@ void report_forest(const cJSON *d, struct sbuf *b);
 void report_html_task(const cJSON *t, struct sbuf *b);
 void report_html_provenance(const cJSON *d, struct sbuf *b);
 extern const char *const report_css;
+/* For a task a gate decided (its verdict not the loss's): which bound of
+ * which gate crossed which limit ("flip rate gate FAIL: lower bound 0.07 >
+ * limit 0.05"), or for INCONCLUSIVE the interval spanning it; "" else. */
+void report_gate_note(const cJSON *t, char *out, size_t n);
 const char *report_vcolor(const char *v);
 
 /* JUnit outcome of a task row: 0 pass, 1 failure, 2 skipped, 3 error. */

@@ -257,6 +257,16 @@ static void forest_task(const cJSON *d, const char *task, int id, struct sbuf *b
             double cl = json_num(t, "ci_low", NAN) / m, ch = json_num(t, "ci_high", NAN) / m;
             if (!isfinite(cl) || !isfinite(ch)) cl = ch = e; /* not bounded: the point alone */
             const char *col = report_vcolor(json_str(t, "verdict", ""));
+            char note[256];
+            report_gate_note(t, note, sizeof note);
+            if (note[0]) { /* a gate decided: which bound crossed which limit */
+                sbuf_printf(b,
+                            "<text class=\"gate\" x=\"%d\" y=\"%.1f\" font-size=\"9\" "
+                            "fill=\"%s\">",
+                            L, y + 14, col);
+                esc_html(b, note);
+                sbuf_printf(b, "</text>\n");
+            }
             sbuf_printf(b, "<text x=\"8\" y=\"%.1f\" font-size=\"12\">", y + 4);
             esc_html(b, json_str(c, "name", ""));
             sbuf_printf(b,

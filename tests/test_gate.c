@@ -1264,6 +1264,10 @@ TEST(gate_ten_by_ten_markdown_fits_a_comment, e2e)
     ASSERT(failing >= 6);
     ASSERT_CONTAINS(h, "id=\"matrix\" class=\"grid\"");
     ASSERT_CONTAINS(h, "id=\"figures\"");
+    /* item 9: a task the flip gate failed, its loss within the margin, says
+     * so in the forest plot: which bound crossed which limit */
+    ASSERT_CONTAINS(h, "flip rate gate FAIL: lower bound ");
+    ASSERT_CONTAINS(h, " &gt; limit 0.02</text>");
     cJSON_Delete(j);
     free(h);
     free(js);

@@ -366,7 +366,7 @@ TEST(report_bad_input, e2e)
         {{"--comparison", "0"}, 64, "--comparison must be a positive id"},
         {{"--run", "1", "--baseline", "f32"},
          64,
-         "--run needs --baseline NAME and --candidate NAME"},
+         "--baseline needs --candidate NAME"},
         {{"--run", "1", "--baseline", "f32", "--candidate", "nope"},
          66,
          "run 1 has no model 'nope'"},
