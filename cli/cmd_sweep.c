@@ -22,6 +22,7 @@
 #include "cli/commands.h"
 #include "harness/runner.h"
 #include "harness/sampled.h"
+#include "harness/suite.h"
 #include "metrics/verdict.h"
 #include "reports/report.h"
 
@@ -143,23 +144,59 @@ static int plan_layers(const char *base, const struct simfmt *f, int n_layers, s
 struct result {
     int verdict;
     double ppl_ratio, kld, top1;
+    double need;      /* items_needed / items of that task: how many times the text would decide
+                       * (NAN: not estimated) */
+    double kld_limit; /* the policy's (0: no KLD gate) */
 };
+
+/* How many times the text an INCONCLUSIVE task would need, if its
+ * estimates held: the interval shrinks as 1/sqrt(n), so a criterion whose
+ * interval [lo, hi] spans its limit decides once the half-width is below
+ * the estimate's distance to the limit; the loss's when underpowered
+ * (items_needed). The largest over the loss and every gate; NAN when none
+ * can be estimated (an estimate on its limit). */
+static double text_needed(const cJSON *t)
+{
+    if (strcmp(json_str(t, "verdict", ""), "INCONCLUSIVE")) return NAN;
+    double need = NAN, have = json_num(t, "items", NAN), n = json_num(t, "items_needed", NAN);
+    if (n > 0 && have > 0) need = n / have;
+    double lo = json_num(t, "ci_low", NAN), hi = json_num(t, "ci_high", NAN),
+           d = json_num(t, "delta", NAN), m = json_num(t, "margin", NAN);
+    if (lo < m && hi > m && fabs(m - d) > 0) {
+        double f = (hi - lo) / 2 / fabs(m - d);
+        need = isnan(need) || f * f > need ? f * f : need;
+    }
+    const cJSON *g;
+    cJSON_ArrayForEach(g, json_get(t, "gates"))
+    {
+        if (strcmp(json_str(g, "verdict", ""), "INCONCLUSIVE")) continue;
+        lo = json_num(g, "ci_low", NAN), hi = json_num(g, "ci_high", NAN);
+        double v = json_num(g, "value", NAN), lim = json_num(g, "limit", NAN);
+        if (!(fabs(lim - v) > 0) || !isfinite(lo) || !isfinite(hi)) continue;
+        double f = (hi - lo) / 2 / fabs(lim - v);
+        need = isnan(need) || f * f > need ? f * f : need;
+    }
+    return need;
+}
 
 /* The summary JSON of comparison cid: PPL ratio, KLD and top-1 of its first perplexity task. */
 static void read_result(struct store *s, int64_t cid, struct result *r)
 {
     int64_t found, run;
     char *sj = NULL, *created = NULL;
-    r->ppl_ratio = r->kld = r->top1 = NAN;
+    r->ppl_ratio = r->kld = r->top1 = r->need = NAN;
+    r->kld_limit = 0;
     if (store_comparison_get(s, cid, &found, &run, &sj, &created) == QG_OK && sj) {
         cJSON *j = cJSON_Parse(sj);
         const cJSON *t;
+        r->kld_limit = json_num(json_get(j, "policy"), "margin_kld", 0);
         cJSON_ArrayForEach(t, json_get(j, "tasks")) if (isnan(r->ppl_ratio) &&
                                                         !isnan(json_num(t, "ppl_ratio", NAN)))
         {
             r->ppl_ratio = json_num(t, "ppl_ratio", NAN);
             r->kld = json_num(t, "kld_mean", NAN);
             r->top1 = json_num(t, "same_top1", NAN);
+            r->need = text_needed(t);
         }
         cJSON_Delete(j);
     }
@@ -232,9 +269,45 @@ static void print_table(const struct simfmt *f, const struct cand *c, const stru
     print_grid(f, c, r, n);
 }
 
-/* The recommendation into rec: the cheapest ladder step that PASSes, the
- * layer and the classes that cost most. */
-static void recommend(const struct cand *c, const struct result *r, int n, char *rec, size_t len)
+/* The ladder steps cheaper than bits (all: INFINITY) that were
+ * INCONCLUSIVE, each with how much text would decide it: "fp8_e4m3:tensor
+ * W+A (8.50 bits): inconclusive at 3000 tokens, about 9000 would decide".
+ * tokens: the text's size (0: a suite, counted in its windows). */
+static size_t undecided(const struct cand *c, const struct result *r, int n, double bits,
+                        int64_t tokens, char *out, size_t len)
+{
+    size_t o = 0;
+    int k = 0;
+    static int order[MAX_CANDS];
+    rank(c, n, order);
+    for (int j = 0; j < n && o < len; j++) {
+        int i = order[j];
+        if (c[i].step < 0 || r[i].verdict != VERDICT_INCONCLUSIVE || !(c[i].bits < bits)) continue;
+        o += (size_t)snprintf(out + o, len - o, "%s%s (%.2f bits): inconclusive", k++ ? "; " : "",
+                              c[i].name, c[i].bits);
+        if (o < len && tokens > 0 && r[i].need > 1)
+            o +=
+                (size_t)snprintf(out + o, len - o,
+                                 " at %lld tokens, about %.0f would decide if the estimates hold "
+                                 "(--sample-tokens)",
+                                 (long long)tokens, ceil(r[i].need * (double)tokens / 1000) * 1000);
+        else if (o < len && r[i].need > 1)
+            o += (size_t)snprintf(out + o, len - o,
+                                  ", about %.1f times the text would decide if the estimates hold",
+                                  r[i].need);
+        else if (o < len)
+            o += (size_t)snprintf(out + o, len - o,
+                                  " (an estimate on its limit: more text alone "
+                                  "may not decide)");
+    }
+    return o < len ? o : len;
+}
+
+/* The recommendation into rec: the cheapest ladder step that PASSes (and
+ * the cheaper ones too small a text could not decide), the layer and the
+ * classes that cost most. */
+static void recommend(const struct cand *c, const struct result *r, int n, int64_t tokens,
+                      char *rec, size_t len)
 {
     int best = -1;
     for (int i = 0; i < n; i++)
@@ -243,15 +316,28 @@ static void recommend(const struct cand *c, const struct result *r, int n, char 
              (c[i].bits == c[best].bits && c[i].step > c[best].step)))
             best = i;
     size_t o = 0;
-    if (best >= 0)
+    char und[600];
+    size_t nu = undecided(c, r, n, best >= 0 ? c[best].bits : INFINITY, tokens, und, sizeof und);
+    if (best >= 0 && nu)
+        o += (size_t)snprintf(rec, len,
+                              "%s (%.2f bits per weight) is the cheapest configuration that "
+                              "PASSes; cheaper, too little text to tell: %s.",
+                              c[best].name, c[best].bits, und);
+    else if (best >= 0)
         o += (size_t)snprintf(rec, len,
                               "%s (%.2f bits per weight) is the cheapest configuration "
                               "that PASSes.",
                               c[best].name, c[best].bits);
+    else if (nu)
+        o += (size_t)snprintf(rec, len,
+                              "no simulated configuration PASSes yet, and some are undecided: "
+                              "%s.",
+                              und);
     else
         o += (size_t)snprintf(rec, len,
                               "no simulated configuration PASSes; keep the original "
                               "precision or try a finer format.");
+    if (o >= len) o = len - 1;
     int worst[N_CLASSES], m = 0, lw = -1; /* the classes; the layer that costs most */
     for (int i = 0; i < n; i++) {
         if (c[i].klass >= 0 && c[i].layer < 0) worst[m++] = i;
@@ -303,6 +389,11 @@ static cJSON *sweep_doc(const char *base, const struct simfmt *f, int nf, const 
         if (!i || c[i].run != c[i - 1].run)
             cJSON_AddItemToArray(runs, cJSON_CreateNumber((double)c[i].run));
     cJSON_AddStringToObject(d, "recommendation", rec);
+    for (int i = 0; i < n; i++) /* the policy's KLD limit, drawn on the ladder */
+        if (r[i].kld_limit > 0) {
+            cJSON_AddNumberToObject(d, "kld_limit", r[i].kld_limit);
+            break;
+        }
     cJSON *arr = cJSON_AddArrayToObject(d, "candidates");
     static int order[MAX_CANDS];
     rank(c, n, order);
@@ -387,6 +478,17 @@ static int write_outputs(const struct cli_args *a, const char *base, const struc
     return code;
 }
 
+/* The sampled text's size in tokens (0 with --suite), as cmd_default_suite
+ * sized it. */
+static int64_t sampled_tokens(const struct cli_args *a)
+{
+    if (cli_str(a, "suite")) return 0;
+    struct verdict_policy pol;
+    char err[QG_ERRMSG_MAX];
+    suite_policy_from_json(NULL, "defaults", &pol, err, sizeof err);
+    return cli_int(a, "sample-tokens", sampled_tokens_for(pol.margin_ppl, pol.alpha, pol.beta));
+}
+
 /* Plans the candidates into c (*n); 0 or an exit code. */
 static int plan_all(const struct cli_args *a, const struct simfmt *f, int nf, struct cand *c,
                     int *n)
@@ -438,8 +540,8 @@ static int cmd_sweep(const struct cli_args *a)
     static struct result r[MAX_CANDS];
     if (!code) code = run_passes(a, s, &p, c, n, r);
     if (!code) {
-        char rec[1024];
-        recommend(c, r, n, rec, sizeof rec);
+        char rec[2048];
+        recommend(c, r, n, sampled_tokens(a), rec, sizeof rec);
         printf("sweep of %s (run %lld%s; every verdict stored: 'qgate comparisons --run %lld')\n",
                cmd_term(a->pos[0]), (long long)c[0].run, c[n - 1].run != c[0].run ? " and on" : "",
                (long long)c[0].run);

@@ -136,6 +136,8 @@ static void ladder_svg(const cJSON *d, struct sbuf *b)
         sbuf_printf(b, "<p>No ladder in this sweep.</p>\n");
         return;
     }
+    double limit = json_num(d, "kld_limit", 0); /* the policy's KLD gate, drawn */
+    if (limit > 0) lo = fmin(lo, limit), hi = fmax(hi, limit);
     lo = pow(10, floor(log10(lo))), hi = pow(10, ceil(log10(hi)));
     if (hi <= lo) hi = lo * 10;
     const int W = 640, H = 300, L = 70, T = 20, PW = 400, PH = 230;
@@ -150,6 +152,15 @@ static void ladder_svg(const cJSON *d, struct sbuf *b)
                     "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/><text "
                     "x=\"%d\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">%g</text>\n",
                     L, L + PW, y, y, L - 4, y + 3, v);
+    }
+    if (limit > 0) {
+        double y = kld_y(limit, lo, hi, T, PH);
+        sbuf_printf(b,
+                    "<line class=\"limit\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" "
+                    "stroke=\"#c62828\" stroke-dasharray=\"6,3\"/><text x=\"%d\" y=\"%.1f\" "
+                    "font-size=\"10\" fill=\"#c62828\" text-anchor=\"end\">KLD limit "
+                    "%g</text>\n",
+                    L, L + PW, y, y, L + PW, y - 3, limit);
     }
     sbuf_printf(b,
                 "<text x=\"14\" y=\"%d\" font-size=\"11\" transform=\"rotate(-90 14 %d)\" "
