@@ -16,7 +16,7 @@ static const struct cli_opt opts[] = {
     {"baseline", 'b', CLI_STR, "NAME", "the baseline model's name in the run", 0},
     {"candidate", 'c', CLI_STR, "NAME", "the candidate model's name in the run", 0},
     {"run", 0, CLI_INT, "ID", "the run (default: the newest)", 0},
-    {"policy", 'p', CLI_STR, "FILE",
+    {"policy", 0, CLI_STR, "FILE",
      "policy JSON (default: the suite's policy stored with the run)", 0},
     {"seed", 0, CLI_INT, "N", "bootstrap seed (default 20261130)", 0},
     {"format", 'f', CLI_STR, "text|json", "output format (default text)", 0},

@@ -34,14 +34,15 @@ static int cmd_comparisons(const struct cli_args *a)
         if (cJSON_GetArraySize(rows) == 0)
             printf("no comparisons in %s\n",
                    cli_str(a, "db") ? cli_str(a, "db") : STORE_DEFAULT_PATH);
-        else
-            printf("%5s %5s  %-20s  %-16s %-16s %-12s\n", "id", "run", "created", "baseline",
+        int wb = cmd_col_width(rows, "baseline", 8, 60), wc = cmd_col_width(rows, "candidate", 9, 60);
+        if (cJSON_GetArraySize(rows) > 0)
+            printf("%5s %5s  %-20s  %-*s %-*s %-12s\n", "id", "run", "created", wb, "baseline", wc,
                    "candidate", "verdict");
         const cJSON *r;
         cJSON_ArrayForEach(r, rows) printf(
-            "%5lld %5lld  %-20s  %-16s %-16s %-12s\n", json_int(r, "id", 0), json_int(r, "run", 0),
-            json_str(r, "created_at", ""), cmd_term_cut(json_str(r, "baseline", ""), 16),
-            cmd_term_cut(json_str(r, "candidate", ""), 16), json_str(r, "verdict", ""));
+            "%5lld %5lld  %-20s  %-*s %-*s %-12s\n", json_int(r, "id", 0), json_int(r, "run", 0),
+            json_str(r, "created_at", ""), wb, cmd_term_cut(json_str(r, "baseline", ""), 60), wc,
+            cmd_term_cut(json_str(r, "candidate", ""), 60), json_str(r, "verdict", ""));
         cJSON_Delete(rows);
     }
     store_close(s);

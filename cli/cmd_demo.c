@@ -148,9 +148,13 @@ static int cmd_demo(const struct cli_args *a)
            as_expected ? " — as expected: 8-bit storage is within the margin, 4-bit is a real drop"
                        : " (not the expected PASS/FAIL)");
     printf(
-        "Next: 'qgate show 1 --db %s' lists the trials; 'qgate compare --db %s --baseline f32 "
-        "--candidate q4_0\n"
-        "--format json' gives the numbers; suites/default/suite.json checks a real small model.\n",
+        "Next:\n"
+        "  qgate show 1 --db %s\n"
+        "      lists the trials;\n"
+        "  qgate compare --db %s --baseline f32 --candidate q4_0 --format json\n"
+        "      gives the numbers;\n"
+        "  qgate tasks\n"
+        "      lists the named benchmarks (--tasks hellaswag,arc_easy --data DIR).\n",
         db, db);
     return 0;
 }

@@ -51,7 +51,7 @@ static const struct cli_opt opts[] = {
      "baseline repeats (default 2: measures run-to-run noise; candidates repeat only when the "
      "baseline is not deterministic)",
      0},
-    {"policy", 'p', CLI_STR, "FILE", "policy JSON (default: the suite's)", 0},
+    {"policy", 0, CLI_STR, "FILE", "policy JSON (default: the suite's)", 0},
     {"seed", 0, CLI_INT, "N", "bootstrap and sampling seed (default 20261130)", 0},
     {"noise", 0, CLI_STR, "perturb",
      "also repeat the baseline under a benign numerical perturbation to measure the noise floor",

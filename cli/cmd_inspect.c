@@ -13,8 +13,8 @@
 
 static const struct cli_opt opts[] = {
     CLI_OPT_JSON,
-    {"tensors", 't', CLI_FLAG, NULL, "also list every tensor (name, type, shape, bytes)", 0},
-    {"metadata", 'm', CLI_FLAG, NULL, "also list every metadata key (arrays summarised)", 0},
+    {"tensors", 0, CLI_FLAG, NULL, "also list every tensor (name, type, shape, bytes)", 0},
+    {"metadata", 0, CLI_FLAG, NULL, "also list every metadata key (arrays summarised)", 0},
     CLI_OPT_END,
 };
 

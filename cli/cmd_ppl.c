@@ -11,13 +11,13 @@
 #include <string.h>
 
 static const struct cli_opt opts[] = {
-    {"text", 'f', CLI_STR, "FILE", "corpus to score (UTF-8 text)", 0},
+    {"text", 0, CLI_STR, "FILE", "corpus to score (UTF-8 text)", 0},
     CLI_OPT_DEVICE,
-    {"ctx", 'c', CLI_INT, "N", "window size in tokens (default: min(512, the model's context))", 0},
+    {"ctx", 0, CLI_INT, "N", "window size in tokens (default: min(512, the model's context))", 0},
     {"chunks", 0, CLI_INT, "K", "score at most K windows (default: all)", 0},
-    {"protocol", 'p', CLI_STR, "NAME", "llamacpp (default, as llama-perplexity), rolling or stride",
+    {"protocol", 0, CLI_STR, "NAME", "llamacpp (default, as llama-perplexity), rolling or stride",
      0},
-    {"stride", 's', CLI_INT, "S", "window step for --protocol stride (default ctx/2)", 0},
+    {"stride", 0, CLI_INT, "S", "window step for --protocol stride (default ctx/2)", 0},
     {"threads", 't', CLI_INT, "T", "threads (default: one per CPU)", 0},
     CLI_OPT_CPU,
     CLI_OPT_JSON,
@@ -39,7 +39,7 @@ static void print_text(const char *model, const char *text, const struct backend
     const struct ppl_result *x = &r->result;
     char hb[32];
     qg_human_bytes(info->weight_bytes, hb);
-    printf("model          %s (%s, %s of f32 weights)\n", model, info->arch, hb);
+    printf("model          %s (%s, %s of weights in memory, as stored)\n", model, info->arch, hb);
     printf("text           %s: %zu bytes, %lld tokens\n", text, n_bytes, (long long)n_tokens);
     printf("protocol       %s, ctx %d", ppl_protocol_name(p->protocol), p->n_ctx);
     if (p->protocol == PPL_STRIDE) printf(", stride %d", p->stride);

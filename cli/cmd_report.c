@@ -23,7 +23,7 @@ static const struct cli_opt opts[] = {
     {"baseline", 'b', CLI_STR, "NAME", "baseline model name in --run (default: the run's)", 0},
     {"candidate", 'c', CLI_STR, "NAME", "candidate model name in --run: compared now, not stored",
      0},
-    {"policy", 'p', CLI_STR, "FILE", "policy JSON for --run (default: the suite's)", 0},
+    {"policy", 0, CLI_STR, "FILE", "policy JSON for --run (default: the suite's)", 0},
     {"seed", 0, CLI_INT, "N", "bootstrap seed for --run (default 20261130)", 0},
     {"format", 'f', CLI_STR, "FMT", "text (default), md, html, json or junit", 0},
     {"output", 'o', CLI_STR, "FILE", "write to FILE (atomically) instead of stdout", 0},

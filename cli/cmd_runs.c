@@ -30,8 +30,9 @@ static int cmd_runs(const struct cli_args *a)
         cmd_term_json(runs); /* names and commands may hold escape sequences */
         if (cJSON_GetArraySize(runs) == 0)
             printf("no runs in %s\n", cli_str(a, "db") ? cli_str(a, "db") : STORE_DEFAULT_PATH);
-        else
-            printf("%5s  %-20s  %-11s  %-24s %5s %9s  %-28s %s\n", "id", "created", "status",
+        int wm = cmd_col_width(runs, "models", 6, 80);
+        if (cJSON_GetArraySize(runs) > 0)
+            printf("%5s  %-20s  %-11s  %-*s %5s %9s  %-28s %s\n", "id", "created", "status", wm,
                    "models", "tasks", "trials", "verdicts", "command");
         const cJSON *r;
         cJSON_ArrayForEach(r, runs)
@@ -39,9 +40,9 @@ static int cmd_runs(const struct cli_args *a)
             char trials[32];
             snprintf(trials, sizeof trials, "%lld/%lld", json_int(r, "trials_done", 0),
                      json_int(r, "trials", 0));
-            printf("%5lld  %-20s  %-11s  %-24.24s %5lld %9s  %-28s %.60s\n", json_int(r, "id", 0),
-                   json_str(r, "created_at", ""), json_str(r, "status", ""),
-                   json_str(r, "models", ""), json_int(r, "tasks", 0), trials,
+            printf("%5lld  %-20s  %-11s  %-*s %5lld %9s  %-28s %.60s\n", json_int(r, "id", 0),
+                   json_str(r, "created_at", ""), json_str(r, "status", ""), wm,
+                   cmd_term_cut(json_str(r, "models", ""), 80), json_int(r, "tasks", 0), trials,
                    cmd_term_cut(json_str(r, "verdicts", "-"), 28), json_str(r, "command", ""));
         }
         cJSON_Delete(runs);

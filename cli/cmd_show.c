@@ -25,33 +25,42 @@ static void print_run(const cJSON *r)
     if (strcmp(json_str(r, "suite_name", "-"), "-") != 0)
         printf("  suite      %s (sha256 %s)\n", json_str(r, "suite_name", "-"),
                json_str(r, "suite_hash", "-"));
-    printf("  seed       %lld, repeats %lld, shard %lld/%lld\n", json_int(r, "seed", -1),
+    printf("  seed       %lld (sampling and generation; each comparison keeps its bootstrap "
+           "seed), repeats %lld, shard %lld/%lld\n",
+           json_int(r, "seed", -1),
            json_int(r, "repeats", -1), json_int(r, "shard_index", -1) + 1,
            json_int(r, "shard_count", -1));
-    const cJSON *o;
+    const cJSON *o, *models = cJSON_GetObjectItemCaseSensitive(r, "models"),
+                    *tasks = cJSON_GetObjectItemCaseSensitive(r, "tasks");
+    int wm = cmd_col_width(models, "name", 12, 60), wt = cmd_col_width(tasks, "name", 20, 60);
     printf("\nmodels:\n");
-    cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(r, "models")) printf(
-        "  %-12s %-9s %-6s %s\n  %12s sha256 %s, %lld params\n", json_str(o, "name", "-"),
+    cJSON_ArrayForEach(o, models) printf(
+        "  %-*s %-9s %-6s %s\n  %*s sha256 %s, %lld params\n", wm, json_str(o, "name", "-"),
         json_int(o, "role", -1) == 0 ? "baseline" : "candidate", json_str(o, "backend", "-"),
-        json_str(o, "spec", "-"), "", json_str(o, "sha256", "-"), json_int(o, "n_params", -1));
+        json_str(o, "spec", "-"), wm, "", json_str(o, "sha256", "-"), json_int(o, "n_params", -1));
     printf("\ntasks:\n");
-    cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(r, "tasks"))
+    cJSON_ArrayForEach(o, tasks)
     {
-        /* a perplexity task's windows are known once it ran: its trials say */
-        char items[32] = "windows";
-        if (json_int(o, "n_items", -1) >= 0)
-            snprintf(items, sizeof items, "%lld items", json_int(o, "n_items", -1));
-        printf("  %-20s %-16s %14s%s  config %.12s\n", json_str(o, "name", "-"),
+        /* items (windows of a perplexity task) as its baseline's first trial stored them */
+        int ppl = !strcmp(json_str(o, "kind", ""), "perplexity");
+        long long n = json_int(o, "n_items", -1);
+        const cJSON *tr;
+        cJSON_ArrayForEach(tr, cJSON_GetObjectItemCaseSensitive(r, "trials")) if (
+            n < 0 && !strcmp(json_str(tr, "task", ""), json_str(o, "name", "")) &&
+            json_int(tr, "repeat", -1) == 0) n = json_int(tr, "items_stored", -1);
+        char items[32] = "-";
+        if (n >= 0) snprintf(items, sizeof items, "%lld %s", n, ppl ? "windows" : "items");
+        printf("  %-*s %-16s %14s%s  config %.12s\n", wt, json_str(o, "name", "-"),
                json_str(o, "kind", "-"), items, json_int(o, "critical", -1) == 1 ? " critical" : "",
                json_str(o, "config_hash", "-"));
     }
-    printf("\ntrials:\n  %-20s %-12s %6s %-9s %10s %10s %9s\n", "task", "model", "repeat", "status",
-           "items", "tokens", "seconds");
+    printf("\ntrials:\n  %-*s %-*s %6s %-9s %10s %10s %9s\n", wt, "task", wm, "model", "repeat",
+           "status", "items", "tokens", "seconds");
     cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(r, "trials"))
     {
         const cJSON *w = cJSON_GetObjectItemCaseSensitive(o, "wall_seconds");
-        printf("  %-20s %-12s %6lld %-9s %10lld %10lld %9.2f%s%s\n", json_str(o, "task", "-"),
-               json_str(o, "model", "-"), json_int(o, "repeat", -1), json_str(o, "status", "-"),
+        printf("  %-*s %-*s %6lld %-9s %10lld %10lld %9.2f%s%s\n", wt, json_str(o, "task", "-"),
+               wm, json_str(o, "model", "-"), json_int(o, "repeat", -1), json_str(o, "status", "-"),
                json_int(o, "items_stored", -1), json_int(o, "n_tokens", -1),
                cJSON_IsNumber(w) ? w->valuedouble : NAN,
                json_int(o, "deterministic", -1) == 1 ? "  deterministic" : "",

@@ -17,7 +17,7 @@ static const struct cli_opt opts[] = {
      "accept data whose sha256 differs from the suite's pin (warns)", 0},
     {"tokenizer", 0, CLI_STR, "MODEL.gguf",
      "count perplexity tokens and windows with this model's tokenizer", 0},
-    {"dry-run", 'n', CLI_FLAG, NULL, "pin: show the pins, do not write them", 0},
+    {"dry-run", 0, CLI_FLAG, NULL, "pin: show the pins, do not write them", 0},
     CLI_OPT_JSON,
     CLI_OPT_END,
 };

@@ -31,7 +31,7 @@
 #include <string.h>
 
 static const struct cli_opt opts[] = {
-    {"formats", 'f', CLI_STR, "F,G,...",
+    {"formats", 0, CLI_STR, "F,G,...",
      "formats to simulate (e.g. nvfp4,mxfp4,fp8_e4m3,int4:group:128)", 0},
     {"suite", 's', CLI_STR, "FILE", "the suite (default: text sampled from the baseline)", 0},
     {"no-scan", 0, CLI_FLAG, NULL, "skip the one-class-at-a-time sensitivity scan", 0},

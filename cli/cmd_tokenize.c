@@ -10,7 +10,7 @@
 #include <string.h>
 
 static const struct cli_opt opts[] = {
-    {"text", 'f', CLI_STR, "FILE", "tokenize the contents of FILE", 0},
+    {"text", 0, CLI_STR, "FILE", "tokenize the contents of FILE", 0},
     {"prompt", 'p', CLI_STR, "STR", "tokenize STR", 0},
     {"no-bos", 0, CLI_FLAG, NULL, "do not add BOS (or EOS) even when the model asks for it", 0},
     {"special", 0, CLI_FLAG, NULL, "parse control tokens such as <s> written in the text", 0},

@@ -63,6 +63,22 @@ const char *cmd_term_cut(const char *s, size_t width)
     return out;
 }
 
+int cmd_col_width(const cJSON *rows, const char *key, int min, int max)
+{
+    int w = min;
+    const cJSON *r;
+    cJSON_ArrayForEach(r, rows)
+    {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, key);
+        if (!cJSON_IsString(v) || !v->valuestring) continue;
+        int n = 0; /* characters, not bytes */
+        for (const char *p = v->valuestring; *p; p++)
+            n += ((unsigned char)*p & 0xC0) != 0x80;
+        w = n > w ? n : w;
+    }
+    return w < max ? w : max;
+}
+
 const char *cmd_term(const char *s)
 {
     return cmd_term_cut(s, (size_t)-1);

@@ -64,6 +64,9 @@ int cmd_fail(int status, const char *msg);
 const char *cmd_term(const char *s);
 /* The same, cut to at most width bytes (at a character boundary). */
 const char *cmd_term_cut(const char *s, size_t width);
+/* A table column's width: the longest string under key in rows (in
+ * characters), at least min and at most max. */
+int cmd_col_width(const cJSON *rows, const char *key, int min, int max);
 
 /* Replaces every string in the JSON tree by cmd_term's rendering, for text
  * output of stored values (names, paths, commands a user or file chose). */

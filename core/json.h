@@ -23,4 +23,9 @@ long long json_int(const cJSON *o, const char *k, long long def);
  * closest known key when it is a likely typo, else NULL. */
 const char *json_unknown_key(const cJSON *o, const char *const *keys, const char **near);
 
+/* v as JSON text for people: two-space indents, and any object or array
+ * that fits within `width` columns (with its indent) on one line, with ": "
+ * and ", " inside. A new string (free it), NULL when out of memory. */
+char *json_print_pretty(const cJSON *v, int width);
+
 #endif

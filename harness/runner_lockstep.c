@@ -247,6 +247,9 @@ int rn_run_lockstep(struct runner *r, int t, int repeat, char *err, size_t errle
     const struct runner_params *p = r->p;
     int nm = p->n_models, all_done = 0, m0 = r->base.run > 0;
     r->cur_repeat = repeat;
+    snprintf(r->what, sizeof r->what, "run: %.100s, %d models in lockstep, repeat %d", st->name,
+             nm - m0, repeat);
+    r->pg.label = r->what;
     for (int m = m0; m < nm; m++)
         if (st->ctx > r->n_ctx[m])
             return qg_errf(err, errlen, QG_ERR_USAGE,

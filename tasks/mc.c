@@ -131,6 +131,7 @@ int mc_score_many(const struct backend *b, int n_ctx, const struct mc_item *item
             for (int i = 0; i < reqs[j].n_tokens - reqs[j].from; i++)
                 r->ll[c] += q[j].lp[i];
             r->tokens[c] = reqs[j].n_tokens - reqs[j].from;
+            r->evaluated += reqs[j].n_tokens;
             size_t len = 0; /* characters, as Python's len() in lm-eval */
             for (const char *p = it->choices[c]; *p; p++)
                 len += ((unsigned char)*p & 0xC0) != 0x80;

@@ -34,6 +34,7 @@ struct mc_result {
     double ll[16];  /* per choice, nats */
     int tokens[16]; /* continuation tokens per choice */
     int pred, pred_norm, pred_tok;
+    int64_t evaluated; /* positions the model evaluated for every choice (context included) */
 };
 
 #define MC_MAX_CHOICES 16

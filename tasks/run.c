@@ -146,6 +146,7 @@ static int run_mc(const struct task_config *t, const struct backend *b, int n_ct
         }
         int64_t k = next++;
         done++;
+        sum->tokens += results[k].evaluated;
         rc = mc_row(&items[index[k]], index[k], &results[k], fn, ud, &right, &right_norm);
     }
     sum->items = done;

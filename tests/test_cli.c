@@ -143,3 +143,40 @@ TEST(cli_demo, e2e)
     t_out_free(&o);
     return 0;
 }
+
+/* Issue 31, item 11: a short flag means the same thing in every command
+ * (the table in README.md, "Short flags"). */
+TEST(cli_short_flags_mean_one_thing, unit)
+{
+    static const struct {
+        char c;
+        const char *longs[3];
+    } table[] = {
+        {'b', {"baseline"}},
+        {'c', {"candidate"}},
+        {'d', {"dir"}},
+        {'f', {"format"}},
+        {'m', {"model"}},
+        {'n', {"limit", "max-tokens"}}, /* "at most N" */
+        {'o', {"output"}},
+        {'p', {"prompt"}},
+        {'P', {"parallel"}},
+        {'q', {"quiet"}},
+        {'r', {"repeats"}},
+        {'s', {"suite"}},
+        {'t', {"threads"}},
+        {'h', {"help"}},
+    };
+    for (int i = 0; cli_commands[i]; i++)
+        for (const struct cli_opt *op = cli_commands[i]->opts; op && op->name; op++) {
+            if (!op->shortname) continue;
+            int ok = 0;
+            for (size_t k = 0; k < sizeof table / sizeof *table && !ok; k++)
+                for (int j = 0; j < 3 && table[k].longs[j] && !ok; j++)
+                    ok = table[k].c == op->shortname && !strcmp(table[k].longs[j], op->name);
+            if (!ok)
+                T_FAIL_("qgate %s: -%c is --%s, which is not what -%c means elsewhere",
+                        cli_commands[i]->name, op->shortname, op->name, op->shortname);
+        }
+    return 0;
+}

@@ -426,11 +426,33 @@ TEST(suite_pin_writes_pins, e2e)
     ASSERT_OK(t_qgate(&o, "suite", "check", sp, NULL));
     ASSERT_EQ(o.code, 0);
     t_out_free(&o);
+    /* new pins: the suite printed anew, two-space indents, short members on one line */
+    char *pinned = t_read_file(sp, &n);
+    ASSERT(pinned != NULL);
+    ASSERT_CONTAINS(pinned, "\n  \"tasks\": [\n    {\n      \"name\": \"t\",\n");
+    ASSERT_CONTAINS(pinned, "\"fields\": {\"id\": \"id\", \"context\": \"q\", \"choices\": \"c\", "
+                            "\"gold\": \"g\"}");
+    ASSERT(!strchr(pinned, '\t'));
+    free(pinned);
+    /* a changed pin is edited where it stands: the rest of the file as the user wrote it */
+    const char *own =
+        "{\"name\": \"p\",  \"tasks\": [\n  {\"name\": \"t\", \"kind\": \"perplexity\", "
+        "\"data\": \"text.txt\", \"ctx\": 16,\n   \"sha256\": \"00\"}]}\n";
+    ASSERT_OK(t_write_file(sp, own, strlen(own)));
     ASSERT_OK(t_write_file(t_path("text.txt"), "changed\n", 8));
     ASSERT_OK(t_qgate(&o, "suite", "pin", sp, NULL));
     ASSERT_CONTAINS(o.out, "(was ");
     ASSERT_CONTAINS(o.out, "wrote 1 pin ");
     t_out_free(&o);
+    char hex[65], e2[QG_ERRMSG_MAX], want[600];
+    ASSERT_OK(hash_sha256_file(t_path("text.txt"), hex, e2, sizeof e2));
+    snprintf(want, sizeof want,
+             "{\"name\": \"p\",  \"tasks\": [\n  {\"name\": \"t\", \"kind\": \"perplexity\", "
+             "\"data\": \"text.txt\", \"ctx\": 16,\n   \"sha256\": \"%s\"}]}\n",
+             hex);
+    char *edited = t_read_file(sp, &n);
+    ASSERT(edited && !strcmp(edited, want));
+    free(edited);
     ASSERT_OK(t_qgate(&o, "suite", "pin", sp, NULL));
     ASSERT_CONTAINS(o.out, "every pin");
     t_out_free(&o);
