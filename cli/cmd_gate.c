@@ -488,6 +488,7 @@ static int cmd_gate(const struct cli_args *a)
     struct runner_params p = {.suite_path = cli_str(a, "suite"),
                               .allow_changed = cli_flag(a, "allow-changed-data"),
                               .repeats = (int)cli_int(a, "repeats", 2),
+                              .seed = (uint64_t)cli_int(a, "seed", 20261130),
                               .threads = (int)cli_int(a, "threads", 0),
                               .quiet = 1,
                               .progress = !quiet,
