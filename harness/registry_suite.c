@@ -60,6 +60,30 @@ static int unknown(const char *name, char *err, size_t errlen)
                    name, near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "", all);
 }
 
+int registry_task_fill(cJSON *o, int ctx, char *err, size_t errlen)
+{
+    const cJSON *tv = cJSON_GetObjectItemCaseSensitive(o, "task");
+    const struct registry_task *t = cJSON_IsString(tv) ? registry_find(tv->valuestring) : NULL;
+    if (!t) return unknown(cJSON_IsString(tv) ? tv->valuestring : "?", err, errlen);
+    if (!cJSON_GetObjectItemCaseSensitive(o, "name")) cJSON_AddStringToObject(o, "name", t->name);
+    int ppl = !strcmp(t->kind, "perplexity");
+    if (!cJSON_GetObjectItemCaseSensitive(o, "kind") &&
+        !cJSON_GetObjectItemCaseSensitive(o, "benchmark"))
+        cJSON_AddStringToObject(o, ppl ? "kind" : "benchmark", t->kind);
+    if (ppl && !cJSON_GetObjectItemCaseSensitive(o, "protocol"))
+        cJSON_AddStringToObject(o, "protocol",
+                                strcmp(t->name, "wikitext") ? "llamacpp" : "rolling");
+    if (ppl && !cJSON_GetObjectItemCaseSensitive(o, "ctx")) cJSON_AddNumberToObject(o, "ctx", ctx);
+    if (!strcmp(t->kind, "gsm8k") && !cJSON_GetObjectItemCaseSensitive(o, "max_tokens"))
+        cJSON_AddNumberToObject(o, "max_tokens", 256);
+    cJSON *pol = cJSON_GetObjectItemCaseSensitive(o, "policy");
+    if (!strcmp(t->metric, "acc_norm") && !cJSON_GetObjectItemCaseSensitive(pol, "metric")) {
+        if (!pol) pol = cJSON_AddObjectToObject(o, "policy");
+        if (cJSON_IsObject(pol)) cJSON_AddStringToObject(pol, "metric", "acc_norm");
+    }
+    return QG_OK;
+}
+
 /* dir/rel as an absolute path */
 static void absolute(const char *dir, const char *rel, char *out, size_t n)
 {
@@ -147,24 +171,11 @@ static int task_entry(struct store *s, const struct registry_suite_params *p, co
         cJSON_AddStringToObject(shas, t->files[r].role, sha);
         n_files++;
     }
-    if (!strcmp(t->kind, "perplexity")) {
-        cJSON_AddStringToObject(e, "kind", "perplexity");
-        cJSON_AddStringToObject(e, "protocol",
-                                strcmp(t->name, "wikitext") ? "llamacpp" : "rolling");
-        cJSON_AddNumberToObject(e, "ctx", p->ctx);
-    } else {
-        cJSON_AddStringToObject(e, "benchmark", t->kind);
-    }
+    cJSON_AddStringToObject(e, "task", subject ? "mmlu" : t->name);
     cJSON_AddItemToObject(e, "data", data);
     cJSON_AddItemToObject(e, "sha256", shas);
-    if (!strcmp(t->kind, "gsm8k")) {
-        cJSON_AddNumberToObject(e, "max_tokens", 256);
-        if (n_files > 1) cJSON_AddNumberToObject(e, "fewshot", 5);
-    }
-    if (!strcmp(t->metric, "acc_norm")) {
-        cJSON *pol = cJSON_AddObjectToObject(e, "policy");
-        cJSON_AddStringToObject(pol, "metric", "acc_norm");
-    }
+    if (!strcmp(t->kind, "gsm8k") && n_files > 1) cJSON_AddNumberToObject(e, "fewshot", 5);
+    if (!rc) rc = registry_task_fill(e, p->ctx, err, errlen);
     cJSON_AddItemToArray(tasks, e);
     return rc;
 }

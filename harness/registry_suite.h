@@ -14,6 +14,8 @@
 
 #include "store/store.h"
 
+#include <cjson/cJSON.h>
+
 #include <stddef.h>
 
 struct registry_suite_params {
@@ -23,6 +25,14 @@ struct registry_suite_params {
     int ctx;   /* perplexity tasks' window in tokens */
     int quiet; /* 0: a line per newly pinned file */
 };
+
+/* A suite file's task that names a registry task ({"task": "hellaswag",
+ * "data": ..., ...}): what the registry sets, added to o where o does not
+ * say otherwise: "name", "benchmark" or "kind" (and a perplexity task's
+ * "protocol"), gsm8k's "max_tokens", and a "policy" "metric" of acc_norm
+ * where lm-eval reports it first. ctx: a perplexity task's default window.
+ * QG_OK, or QG_ERR_USAGE naming an unknown task (err). */
+int registry_task_fill(cJSON *o, int ctx, char *err, size_t errlen);
 
 /* 1 when every name in the comma-separated list is a registry task */
 int registry_suite_names_known(const char *tasks);

@@ -184,8 +184,8 @@ static int run_single(struct runner *r, int t, int m, int repeat, const struct b
     int64_t trial;
     err[0] = '\0';
     r->cur_repeat = repeat;
-    snprintf(r->what, sizeof r->what, "run: %.100s on %.100s, repeat %d", st->name,
-             r->p->names[m], repeat);
+    snprintf(r->what, sizeof r->what, "run: %.100s on %.100s, repeat %d", st->name, r->p->names[m],
+             repeat);
     r->pg.label = r->what;
     int rc = trial_for(r, m, t, repeat, &trial, err, errlen);
     if (rc == 1) return QG_OK; /* finished before */

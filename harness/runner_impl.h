@@ -42,7 +42,7 @@ struct runner {
     struct baseline_ref base; /* base.run > 0: the baseline is reused, not run */
     char base_sha[HASH_HEX_LEN + 1];
     int cur_repeat; /* the repeat being run: salts the response cache's keys */
-    char what[256];  /* the progress line's label: which task, model and repeat */
+    char what[256]; /* the progress line's label: which task, model and repeat */
 };
 
 struct row_sink {

@@ -1,5 +1,6 @@
 /* suite — parse and validate suite files, resolve and pin their data. */
 #include "harness/suite.h"
+#include "harness/registry_suite.h"
 #include "datasets/reader.h"
 #include "core/closest.h"
 #include "core/json.h"
@@ -37,10 +38,11 @@ static int fail_task(struct ctx *c, int i, const char *name, const char *fmt, ..
 }
 
 static const char *const task_keys[] = {
-    "name",        "kind",   "benchmark", "data",       "sha256",    "critical",     "protocol",
-    "ctx",         "stride", "chunks",    "limit",      "fewshot",   "fewshot_seed", "max_tokens",
-    "temperature", "top_p",  "delimiter", "pipelines",  "normalize", "stop",         "fields",
-    "description", "policy", "items",     "items_file", NULL};
+    "name",         "kind",       "benchmark",   "data",        "sha256",    "critical",
+    "protocol",     "ctx",        "stride",      "chunks",      "limit",     "fewshot",
+    "fewshot_seed", "max_tokens", "temperature", "top_p",       "delimiter", "pipelines",
+    "normalize",    "stop",       "fields",      "description", "policy",    "items",
+    "items_file",   "task",       NULL};
 
 static int check_keys(struct ctx *c, int i, const char *name, const cJSON *o,
                       const char *const *keys)
@@ -467,8 +469,31 @@ static int load_items(struct ctx *c, int i, const char *name, struct task_config
     return QG_OK;
 }
 
+static int load_task_named(struct ctx *c, int i, const cJSON *o, const char *dir, int allow_changed,
+                           struct task_config *t);
+
+/* A task that names a registry task ("task": "hellaswag") takes its kind,
+ * benchmark, protocol and metric from the registry where it does not say
+ * otherwise (registry_task_fill); then as any task. */
 static int load_task(struct ctx *c, int i, const cJSON *o, const char *dir, int allow_changed,
                      struct task_config *t)
+{
+    if (!cJSON_IsObject(o) || !cJSON_GetObjectItemCaseSensitive(o, "task"))
+        return load_task_named(c, i, o, dir, allow_changed, t);
+    cJSON *full = cJSON_Duplicate(o, 1);
+    if (!full) return nomem(c);
+    char e2[QG_ERRMSG_MAX];
+    int rc = registry_task_fill(full, 512, e2, sizeof e2);
+    if (rc)
+        rc = fail_task(c, i, get_str(o, "name"), "%s", e2);
+    else
+        rc = load_task_named(c, i, full, dir, allow_changed, t);
+    cJSON_Delete(full);
+    return rc;
+}
+
+static int load_task_named(struct ctx *c, int i, const cJSON *o, const char *dir, int allow_changed,
+                           struct task_config *t)
 {
     if (!cJSON_IsObject(o)) return fail_task(c, i, NULL, "must be an object");
     const char *name = get_str(o, "name");

@@ -152,20 +152,11 @@ TEST(cli_short_flags_mean_one_thing, unit)
         char c;
         const char *longs[3];
     } table[] = {
-        {'b', {"baseline"}},
-        {'c', {"candidate"}},
-        {'d', {"dir"}},
-        {'f', {"format"}},
-        {'m', {"model"}},
-        {'n', {"limit", "max-tokens"}}, /* "at most N" */
-        {'o', {"output"}},
-        {'p', {"prompt"}},
-        {'P', {"parallel"}},
-        {'q', {"quiet"}},
-        {'r', {"repeats"}},
-        {'s', {"suite"}},
-        {'t', {"threads"}},
-        {'h', {"help"}},
+        {'b', {"baseline"}}, {'c', {"candidate"}}, {'d', {"dir"}},
+        {'f', {"format"}},   {'m', {"model"}},     {'n', {"limit", "max-tokens"}}, /* "at most N" */
+        {'o', {"output"}},   {'p', {"prompt"}},    {'P', {"parallel"}},
+        {'q', {"quiet"}},    {'r', {"repeats"}},   {'s', {"suite"}},
+        {'t', {"threads"}},  {'h', {"help"}},
     };
     for (int i = 0; cli_commands[i]; i++)
         for (const struct cli_opt *op = cli_commands[i]->opts; op && op->name; op++) {

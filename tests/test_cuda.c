@@ -162,7 +162,8 @@ TEST(cuda_refusals_say_why, e2e)
 #endif
     struct t_out o;
     ASSERT_OK(t_write_file(t_path("t.txt"), "the girl saw the dog", 20));
-    ASSERT_OK(t_qgate(&o, "ppl", t_path("m.gguf"), "--text", t_path("t.txt"), "--device", "gpu", NULL));
+    ASSERT_OK(
+        t_qgate(&o, "ppl", t_path("m.gguf"), "--text", t_path("t.txt"), "--device", "gpu", NULL));
     ASSERT_EQ(o.code, 64);
     ASSERT_CONTAINS(o.err, "--device must be cpu, cuda or cuda:N");
     t_out_free(&o);

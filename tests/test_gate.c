@@ -1113,6 +1113,34 @@ TEST(gate_named_benchmarks_without_suite, shared)
     ASSERT_EQ(o.code, 64);
     ASSERT_CONTAINS(o.err, "--data DIR or QGATE_DATA=DIR");
     t_out_free(&o);
+    /* a suite file names registry tasks: their kind, benchmark and metric
+     * come from the registry, the files and pins from the suite */
+    char suite[9000], sha[65], e2[QG_ERRMSG_MAX];
+    snprintf(src, sizeof src, "%s/hellaswag/hellaswag_val_full.txt.bz2", data);
+    ASSERT_OK(hash_sha256_file(src, sha, e2, sizeof e2));
+    snprintf(suite, sizeof suite,
+             "{\"name\": \"mine\", \"tasks\": [{\"task\": \"hellaswag\", \"name\": \"hs\", "
+             "\"data\": \"%s\", \"sha256\": \"%s\", \"limit\": 12}, {\"task\": \"hellaswg\", "
+             "\"data\": \"%s\"}]}",
+             src, sha, src);
+    ASSERT_OK(t_write_file(t_path("mine.json"), suite, strlen(suite)));
+    ASSERT_OK(t_qgate(&o, "suite", "check", t_path("mine.json"), NULL));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "task 2");
+    ASSERT_CONTAINS(o.err, "did you mean 'hellaswag'");
+    t_out_free(&o);
+    char *comma = strstr(suite, ", {\"task\": \"hellaswg\"");
+    ASSERT(comma != NULL);
+    snprintf(comma, sizeof suite - (size_t)(comma - suite), "]}");
+    ASSERT_OK(t_write_file(t_path("mine.json"), suite, strlen(suite)));
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("mine.json"), "--model", model, "--db", db, "-q",
+                      NULL));
+    ASSERT_EQ(o.code, 0);
+    t_out_free(&o);
+    ASSERT_EQ(t_sql_int(db, "SELECT count(*) FROM tasks WHERE name = 'hs' AND config_json LIKE "
+                            "'%\"benchmark\":\"hellaswag\"%' AND config_json LIKE "
+                            "'%\"metric\":\"acc_norm\"%'"),
+              1);
     return 0;
 }
 
