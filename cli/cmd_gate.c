@@ -502,6 +502,15 @@ static int cmd_gate(const struct cli_args *a)
     if (!code) code = cmd_apply_device(a, p.specs, p.n_models, devspec);
     int absent = !code && baseline_absent(a, &p);
     if (!code) code = check_models(&p, names, cli_flag(a, "allow-identical"), absent);
+    for (int i = 0; i < cli_count(a, "text") && !code; i++) { /* before any sampling */
+        char err[QG_ERRMSG_MAX];
+        int st = 0;
+        FILE *f = qg_fopen_regular(cli_nth(a, "text", i), &st, err, sizeof err);
+        if (f)
+            fclose(f);
+        else
+            code = cmd_fail(st, err);
+    }
     if (code) return code;
     /* outputs checked before the run: a bad path costs nothing, and no
      * output may overwrite the suite, the database, a model or a text */
