@@ -34,7 +34,8 @@ static int cmd_comparisons(const struct cli_args *a)
         if (cJSON_GetArraySize(rows) == 0)
             printf("no comparisons in %s\n",
                    cli_str(a, "db") ? cli_str(a, "db") : STORE_DEFAULT_PATH);
-        int wb = cmd_col_width(rows, "baseline", 8, 60), wc = cmd_col_width(rows, "candidate", 9, 60);
+        int wb = cmd_col_width(rows, "baseline", 8, 60),
+            wc = cmd_col_width(rows, "candidate", 9, 60);
         if (cJSON_GetArraySize(rows) > 0)
             printf("%5s %5s  %-20s  %-*s %-*s %-12s\n", "id", "run", "created", wb, "baseline", wc,
                    "candidate", "verdict");

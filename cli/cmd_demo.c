@@ -147,15 +147,14 @@ static int cmd_demo(const struct cli_args *a)
     printf("q8_0: %s, q4_0: %s%s\n", verdict_name(verdicts[1]), verdict_name(verdicts[2]),
            as_expected ? " — as expected: 8-bit storage is within the margin, 4-bit is a real drop"
                        : " (not the expected PASS/FAIL)");
-    printf(
-        "Next:\n"
-        "  qgate show 1 --db %s\n"
-        "      lists the trials;\n"
-        "  qgate compare --db %s --baseline f32 --candidate q4_0 --format json\n"
-        "      gives the numbers;\n"
-        "  qgate tasks\n"
-        "      lists the named benchmarks (--tasks hellaswag,arc_easy --data DIR).\n",
-        db, db);
+    printf("Next:\n"
+           "  qgate show 1 --db %s\n"
+           "      lists the trials;\n"
+           "  qgate compare --db %s --baseline f32 --candidate q4_0 --format json\n"
+           "      gives the numbers;\n"
+           "  qgate tasks\n"
+           "      lists the named benchmarks (--tasks hellaswag,arc_easy --data DIR).\n",
+           db, db);
     return 0;
 }
 

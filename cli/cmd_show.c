@@ -27,8 +27,7 @@ static void print_run(const cJSON *r)
                json_str(r, "suite_hash", "-"));
     printf("  seed       %lld (sampling and generation; each comparison keeps its bootstrap "
            "seed), repeats %lld, shard %lld/%lld\n",
-           json_int(r, "seed", -1),
-           json_int(r, "repeats", -1), json_int(r, "shard_index", -1) + 1,
+           json_int(r, "seed", -1), json_int(r, "repeats", -1), json_int(r, "shard_index", -1) + 1,
            json_int(r, "shard_count", -1));
     const cJSON *o, *models = cJSON_GetObjectItemCaseSensitive(r, "models"),
                     *tasks = cJSON_GetObjectItemCaseSensitive(r, "tasks");
@@ -45,9 +44,12 @@ static void print_run(const cJSON *r)
         int ppl = !strcmp(json_str(o, "kind", ""), "perplexity");
         long long n = json_int(o, "n_items", -1);
         const cJSON *tr;
-        cJSON_ArrayForEach(tr, cJSON_GetObjectItemCaseSensitive(r, "trials")) if (
-            n < 0 && !strcmp(json_str(tr, "task", ""), json_str(o, "name", "")) &&
-            json_int(tr, "repeat", -1) == 0) n = json_int(tr, "items_stored", -1);
+        cJSON_ArrayForEach(
+            tr, cJSON_GetObjectItemCaseSensitive(
+                    r, "trials")) if (n < 0 &&
+                                      !strcmp(json_str(tr, "task", ""), json_str(o, "name", "")) &&
+                                      json_int(tr, "repeat", -1) == 0) n =
+            json_int(tr, "items_stored", -1);
         char items[32] = "-";
         if (n >= 0) snprintf(items, sizeof items, "%lld %s", n, ppl ? "windows" : "items");
         printf("  %-*s %-16s %14s%s  config %.12s\n", wt, json_str(o, "name", "-"),
@@ -59,8 +61,8 @@ static void print_run(const cJSON *r)
     cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(r, "trials"))
     {
         const cJSON *w = cJSON_GetObjectItemCaseSensitive(o, "wall_seconds");
-        printf("  %-*s %-*s %6lld %-9s %10lld %10lld %9.2f%s%s\n", wt, json_str(o, "task", "-"),
-               wm, json_str(o, "model", "-"), json_int(o, "repeat", -1), json_str(o, "status", "-"),
+        printf("  %-*s %-*s %6lld %-9s %10lld %10lld %9.2f%s%s\n", wt, json_str(o, "task", "-"), wm,
+               json_str(o, "model", "-"), json_int(o, "repeat", -1), json_str(o, "status", "-"),
                json_int(o, "items_stored", -1), json_int(o, "n_tokens", -1),
                cJSON_IsNumber(w) ? w->valuedouble : NAN,
                json_int(o, "deterministic", -1) == 1 ? "  deterministic" : "",

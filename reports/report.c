@@ -378,6 +378,19 @@ void report_gate_note(const cJSON *t, char *out, size_t n)
     }
 }
 
+/* Under a row of a forest plot: the gate that decided (report_gate_note),
+ * when it was not the loss. */
+static void gate_note_svg(const cJSON *t, int x, double y, const char *color, struct sbuf *b)
+{
+    char note[256];
+    report_gate_note(t, note, sizeof note);
+    if (!note[0]) return;
+    sbuf_printf(b, "<text class=\"gate\" x=\"%d\" y=\"%.1f\" font-size=\"9\" fill=\"%s\">", x, y,
+                color);
+    esc_html(b, note);
+    sbuf_printf(b, "</text>\n");
+}
+
 void report_forest(const cJSON *d, struct sbuf *b)
 {
     int n = cJSON_GetArraySize(json_get(d, "tasks"));
@@ -436,14 +449,7 @@ void report_forest(const cJSON *d, struct sbuf *b)
                     "stroke-width=\"3\"/>\n",
                     X(a), y, X(z), y, c);
         sbuf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"%s\"/>\n", X(e), y, c);
-        char note[256];
-        report_gate_note(t, note, sizeof note);
-        if (note[0]) { /* a gate decided, not the loss: which bound crossed which limit */
-            sbuf_printf(b, "<text class=\"gate\" x=\"8\" y=\"%.1f\" font-size=\"9\" fill=\"%s\">",
-                        y + 15, c);
-            esc_html(b, note);
-            sbuf_printf(b, "</text>\n");
-        }
+        gate_note_svg(t, 8, y + 15, c, b);
         if (raw > hi || raw < lo) /* off scale: drawn at the edge, its value named */
             sbuf_printf(b,
                         "<text class=\"point\" x=\"%.1f\" y=\"%.1f\" font-size=\"11\" "

@@ -885,8 +885,8 @@ TEST(gate_checks_models_first, e2e)
     t_out_free(&o);
     /* a text to measure that is not there: before any sampling */
     ASSERT_OK(t_synth("c.gguf", GGML_Q8_0, 3));
-    ASSERT_OK(t_qgate(&o, "gate", b, t_path("c.gguf"), "--text", t_path("none.txt"), "--db", db,
-                      NULL));
+    ASSERT_OK(
+        t_qgate(&o, "gate", b, t_path("c.gguf"), "--text", t_path("none.txt"), "--db", db, NULL));
     ASSERT_EQ(o.code, 66);
     ASSERT_CONTAINS(o.err, "none.txt: No such file or directory");
     ASSERT(!strstr(o.err, "sampling") && !strstr(o.out, "sampling"));
