@@ -120,16 +120,21 @@ static unsigned chat_options(const cJSON *req, cJSON *creq, cJSON **out)
     return 0;
 }
 
-/* text_completion -> chat.completion: the message (its leading spaces, of
- * "Assistant: hello", dropped, from the stream's chunks too) and chat
+/* text_completion -> chat.completion: a "chatcmpl-" id, the message (the
+ * text as generated: its leading space too, so that it equals the
+ * log-prob tokens concatenated, as llama-server's does) and chat
  * log-probs. */
 static void chat_answer(cJSON *body, const cJSON *req)
 {
+    const cJSON *id = cJSON_GetObjectItem(body, "id");
+    if (cJSON_IsString(id)) {
+        char cid[64];
+        snprintf(cid, sizeof cid, "chat%.50s", id->valuestring);
+        cJSON_ReplaceItemInObject(body, "id", cJSON_CreateString(cid));
+    }
     cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItem(body, "choices"), 0);
     const cJSON *t = cJSON_GetObjectItem(ch, "text");
     const char *text = cJSON_IsString(t) ? t->valuestring : "";
-    while (*text == ' ')
-        text++;
     cJSON *msg = cJSON_CreateObject();
     cJSON_AddStringToObject(msg, "role", "assistant");
     cJSON_AddStringToObject(msg, "content", text);
@@ -147,17 +152,6 @@ static void chat_answer(cJSON *body, const cJSON *req)
     else
         cJSON_AddNullToObject(ch, "logprobs");
     cJSON_ReplaceItemInObject(body, "object", cJSON_CreateString("chat.completion"));
-    cJSON *chunks = cJSON_GetObjectItem(body, "_chunks"), *k;
-    while ((k = cJSON_GetArrayItem(chunks, 0)) && cJSON_IsString(k)) {
-        const char *v = k->valuestring;
-        while (*v == ' ')
-            v++;
-        if (*v) {
-            cJSON_ReplaceItemInArray(chunks, 0, cJSON_CreateString(v));
-            break;
-        }
-        cJSON_DeleteItemFromArray(chunks, 0);
-    }
 }
 
 /* Chat: the rendered messages completed; generation also stops at

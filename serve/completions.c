@@ -482,11 +482,17 @@ static cJSON *completion_json(struct server *s, int64_t id, const struct complet
         const char **pc = malloc((size_t)(o->n_gen + 1) * sizeof *pc);
         for (int64_t i = 0; pc && i < o->n_gen; i++)
             pc[i] = piece_of(s, o->gen[i]);
-        cJSON *chunks = cJSON_AddArrayToObject(j, "_chunks");
-        if (q->echo && o->ptext && *o->ptext) add_clean(chunks, o->ptext);
-        cJSON *g = pc ? serve_chunks(o->gtext ? o->gtext : "", pc, o->n_gen) : NULL, *k;
+        cJSON *chunks = cJSON_AddArrayToObject(j, "_chunks"),
+              *counts = cJSON_AddArrayToObject(j, "_chunk_tokens"), *gt = NULL;
+        if (q->echo && o->ptext && *o->ptext) { /* the prompt: its log-prob entries too */
+            add_clean(chunks, o->ptext);
+            cJSON_AddItemToArray(counts, cJSON_CreateNumber((double)o->n));
+        }
+        cJSON *g = pc ? serve_chunks(o->gtext ? o->gtext : "", pc, o->n_gen, &gt) : NULL, *k;
         cJSON_ArrayForEach(k, g) add_clean(chunks, k->valuestring);
+        cJSON_ArrayForEach(k, gt) cJSON_AddItemToArray(counts, cJSON_Duplicate(k, 1));
         cJSON_Delete(g);
+        cJSON_Delete(gt);
         free(pc);
     }
     cJSON *u = cJSON_AddObjectToObject(j, "usage");
@@ -526,6 +532,7 @@ enum MHD_Result sv_answer(struct MHD_Connection *c, unsigned status, cJSON *body
     int stream = cJSON_IsTrue(cJSON_GetObjectItem(req, "stream"));
     if (status != 200 || !stream) {
         cJSON_DeleteItemFromObject(body, "_chunks");
+        cJSON_DeleteItemFromObject(body, "_chunk_tokens");
         return sv_send_json(c, status, body);
     }
     char *sse = serve_sse(body, chat,

@@ -13,11 +13,12 @@ int64_t serve_chars(const char *s)
     return n;
 }
 
-cJSON *serve_chunks(const char *text, const char *const *pieces, int64_t n)
+cJSON *serve_chunks(const char *text, const char *const *pieces, int64_t n, cJSON **tokens)
 {
-    cJSON *a = cJSON_CreateArray();
+    cJSON *a = cJSON_CreateArray(), *t = cJSON_CreateArray();
     size_t len = strlen(text), pos = 0;
-    for (int64_t i = 0; a && i < n && pos < len; i++) {
+    int64_t i = 0, carried = 0; /* tokens of empty pieces ride with the next chunk */
+    for (; a && t && i < n && pos < len; i++) {
         const char *p = pieces[i];
         size_t pl = strlen(p);
         int whole = pl <= len - pos && !memcmp(text + pos, p, pl);
@@ -26,15 +27,28 @@ cJSON *serve_chunks(const char *text, const char *const *pieces, int64_t n)
             !whole && pos == 0 && p[0] == ' ' && pl - 1 <= len && !memcmp(text, p + 1, pl - 1);
         if (!whole && !spaced) break;
         if (spaced) p++, pl--;
+        carried++;
         if (!pl) continue;
         char *c = malloc(pl + 1);
         if (!c) break;
         memcpy(c, p, pl), c[pl] = '\0';
         cJSON_AddItemToArray(a, cJSON_CreateString(c));
+        cJSON_AddItemToArray(t, cJSON_CreateNumber((double)carried));
+        carried = 0;
         free(c);
         pos += pl;
     }
-    if (a && pos < len) cJSON_AddItemToArray(a, cJSON_CreateString(text + pos));
+    if (a && t && pos < len) { /* the rest: its text and every token left */
+        cJSON_AddItemToArray(a, cJSON_CreateString(text + pos));
+        cJSON_AddItemToArray(t, cJSON_CreateNumber((double)(n - i + carried)));
+    } else if (t && cJSON_GetArraySize(t) > 0 && n - i + carried > 0) { /* trailing empty pieces */
+        cJSON *last = cJSON_GetArrayItem(t, cJSON_GetArraySize(t) - 1);
+        cJSON_SetNumberValue(last, last->valuedouble + (double)(n - i + carried));
+    }
+    if (tokens)
+        *tokens = t;
+    else
+        cJSON_Delete(t);
     return a;
 }
 
@@ -60,9 +74,29 @@ static void event(struct sbuf *b, const cJSON *body, int chat, cJSON *choice, co
     free(s);
 }
 
+/* Entries [from, from + n) of every array member of a completion's
+ * logprobs object (tokens, token_logprobs, top_logprobs, text_offset, ...),
+ * or of a chat logprobs object's "content"; NULL when lp is not an object. */
+static cJSON *lp_slice(const cJSON *lp, int from, int n)
+{
+    if (!cJSON_IsObject(lp)) return NULL;
+    cJSON *o = cJSON_CreateObject();
+    const cJSON *m;
+    cJSON_ArrayForEach(m, lp)
+    {
+        if (!cJSON_IsArray(m)) continue;
+        cJSON *a = cJSON_AddArrayToObject(o, m->string);
+        for (int i = from; i < from + n && i < cJSON_GetArraySize(m); i++)
+            cJSON_AddItemToArray(a, cJSON_Duplicate(cJSON_GetArrayItem(m, i), 1));
+    }
+    return o;
+}
+
 /* A streamed choice: text (chat: a delta with content, and the role
- * first), and the finish reason (NULL: null). */
-static cJSON *stream_choice(int chat, const char *text, int with_role, const char *finish)
+ * first), its log-probs (owned; NULL: null) and the finish reason (NULL:
+ * null). */
+static cJSON *stream_choice(int chat, const char *text, int with_role, cJSON *lp,
+                            const char *finish)
 {
     cJSON *c = cJSON_CreateObject();
     cJSON_AddNumberToObject(c, "index", 0);
@@ -73,7 +107,10 @@ static cJSON *stream_choice(int chat, const char *text, int with_role, const cha
     } else {
         cJSON_AddStringToObject(c, "text", text ? text : "");
     }
-    cJSON_AddNullToObject(c, "logprobs");
+    if (lp)
+        cJSON_AddItemToObject(c, "logprobs", lp);
+    else
+        cJSON_AddNullToObject(c, "logprobs");
     if (finish)
         cJSON_AddStringToObject(c, "finish_reason", finish);
     else
@@ -86,12 +123,22 @@ char *serve_sse(const cJSON *body, int chat, int include_usage)
     struct sbuf b;
     sbuf_init(&b, (size_t)1 << 30);
     const cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItem(body, "choices"), 0), *k;
-    const cJSON *fr = cJSON_GetObjectItem(ch, "finish_reason");
-    if (chat) event(&b, body, 1, stream_choice(1, "", 1, NULL), NULL);
+    const cJSON *fr = cJSON_GetObjectItem(ch, "finish_reason"),
+                *lp = cJSON_GetObjectItem(ch, "logprobs"),
+                *counts = cJSON_GetObjectItem(body, "_chunk_tokens");
+    if (chat) event(&b, body, 1, stream_choice(1, "", 1, NULL, NULL), NULL);
+    int at = 0, i = 0;
     cJSON_ArrayForEach(k, cJSON_GetObjectItem(body, "_chunks"))
-        event(&b, body, chat, stream_choice(chat, k->valuestring, 0, NULL), NULL);
+    {
+        const cJSON *c = cJSON_GetArrayItem(counts, i++);
+        int n = cJSON_IsNumber(c) ? (int)c->valuedouble : 0;
+        event(&b, body, chat, stream_choice(chat, k->valuestring, 0, lp_slice(lp, at, n), NULL),
+              NULL);
+        at += n;
+    }
     event(&b, body, chat,
-          stream_choice(chat, chat ? NULL : "", 0, cJSON_IsString(fr) ? fr->valuestring : "stop"),
+          stream_choice(chat, chat ? NULL : "", 0, NULL,
+                        cJSON_IsString(fr) ? fr->valuestring : "stop"),
           NULL);
     if (include_usage) event(&b, body, chat, NULL, cJSON_GetObjectItem(body, "usage"));
     sbuf_printf(&b, "data: [DONE]\n\n");

@@ -616,6 +616,43 @@ TEST(serve_openai_sdk, e2e)
     return 0;
 }
 
+/* Issue 32: the official OpenAI Python client (tests/sdk/.venv, from
+ * tests/sdk/requirements.txt; .ci/deps installs it) against `qgate serve`:
+ * completions and chat, both streamed with their log-probs, which spell
+ * the text; chat ids "chatcmpl-"; typed errors. */
+TEST(serve_openai_python_sdk, shared)
+{
+    const char *real = t_shared("models/stories260K/gguf/stories260K-F32.gguf");
+    if (!real || access(real, R_OK))
+        SKIP("../shared/models/stories260K is absent (a real vocabulary: its tokens spell the "
+             "text, which a random model's byte tokens need not)");
+    char py[4200], script[4200];
+    snprintf(py, sizeof py, "%s/tests/sdk/.venv/bin/python", QG_SOURCE_DIR);
+    snprintf(script, sizeof script, "%s/tests/sdk/openai_sdk.py", QG_SOURCE_DIR);
+    if (access(py, X_OK))
+        SKIP("tests/sdk/.venv is absent: .ci/deps makes it (python3 -m venv, pip install -r "
+             "tests/sdk/requirements.txt from PyPI)");
+    const char *check[] = {py, "-c", "import openai", NULL};
+    struct t_out o;
+    ASSERT_OK(t_run_argv(&o, check));
+    int have = o.code == 0;
+    t_out_free(&o);
+    if (!have) SKIP("the openai package is not in tests/sdk/.venv (PyPI unreachable?)");
+    ASSERT_EQ(symlink(real, t_path("real.gguf")), 0);
+    struct srv v;
+    ASSERT_OK(srv_start_model(&v, "real.gguf", NULL, "sk-sdk-test"));
+    char base[128];
+    snprintf(base, sizeof base, "http://127.0.0.1:%d/v1", v.port);
+    const char *argv[] = {py, script, base, "sk-sdk-test", "tiny", "Once upon a time", NULL};
+    ASSERT_OK(t_run_argv(&o, argv));
+    srv_stop(&v);
+    printf("%s%s", o.out, o.err);
+    ASSERT_EQ(o.code, 0);
+    ASSERT_CONTAINS(o.out, "all Python SDK checks passed");
+    t_out_free(&o);
+    return 0;
+}
+
 TEST(http_backend_matches_cpu_and_survives_faults, e2e)
 {
     ASSERT_OK(synth_model("m.gguf"));
