@@ -61,10 +61,13 @@ struct backend_info {
     int n_vocab, n_ctx_train;
     int32_t bos, eos; /* -1 when none */
     int add_bos;
-    const char *arch;    /* borrowed */
-    size_t weight_bytes; /* memory the weights take (local backends) */
-    unsigned caps;       /* BACKEND_CAP_* this instance has (an endpoint may lack scoring);
-                          * 0 from the backend: its ops' caps, filled in by backend_info */
+    const char *arch;       /* borrowed */
+    size_t weight_bytes;    /* memory the weights take (local backends) */
+    unsigned caps;          /* BACKEND_CAP_* this instance has (an endpoint may lack scoring);
+                             * 0 from the backend: its ops' caps, filled in by backend_info */
+    const char *provenance; /* a remote model: what was detected at open, as a JSON object
+                             * (endpoint, model, server, fingerprint, route, capabilities,
+                             * context and its source); NULL for a local one. Borrowed. */
 };
 
 /* One scoring request over a window evaluated from an empty context. */

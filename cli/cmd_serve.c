@@ -26,8 +26,9 @@ static const struct cli_opt opts[] = {
     {"ctx", 0, CLI_INT, "N", "context length (default: the model's)", 0},
     {"port-file", 0, CLI_STR, "FILE", "write the bound port to FILE once listening", 0},
     {"inject-faults", 0, CLI_STR, "SPEC",
-     "TESTING ONLY: KIND:RATE,... (500, 429, reset, stall, truncate, malformed), or "
-     "llama-server (answer as llama.cpp's server does)",
+     "TESTING ONLY: KIND:RATE,... (500, 429, reset, stall, truncate, malformed), "
+     "llama-server (answer as llama.cpp's server does), slot-ctx:N (a slot's context, as "
+     "llama-server -c N), stale-props (/props says the trained context)",
      0},
     {"fault-seed", 0, CLI_INT, "N", "seed of the fault draws (default 1)", 0},
     {"idle-timeout", 0, CLI_INT, "S",

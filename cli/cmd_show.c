@@ -33,10 +33,24 @@ static void print_run(const cJSON *r)
                     *tasks = cJSON_GetObjectItemCaseSensitive(r, "tasks");
     int wm = cmd_col_width(models, "name", 12, 60), wt = cmd_col_width(tasks, "name", 20, 60);
     printf("\nmodels:\n");
-    cJSON_ArrayForEach(o, models) printf(
-        "  %-*s %-9s %-6s %s\n  %*s sha256 %s, %lld params\n", wm, json_str(o, "name", "-"),
-        json_int(o, "role", -1) == 0 ? "baseline" : "candidate", json_str(o, "backend", "-"),
-        json_str(o, "spec", "-"), wm, "", json_str(o, "sha256", "-"), json_int(o, "n_params", -1));
+    cJSON_ArrayForEach(o, models)
+    {
+        printf("  %-*s %-9s %-6s %s\n", wm, json_str(o, "name", "-"),
+               json_int(o, "role", -1) == 0 ? "baseline" : "candidate", json_str(o, "backend", "-"),
+               json_str(o, "spec", "-"));
+        cJSON *pv = cJSON_Parse(json_str(o, "provenance_json", ""));
+        if (pv) /* a remote model: what was detected at open */
+            printf("  %*s server %s%s%s, model '%s'\n  %*s scoring route: %s; context %lld (%s)\n",
+                   wm, "", json_str(pv, "server", "?"),
+                   json_get(pv, "system_fingerprint") ? ", fingerprint " : "",
+                   json_str(pv, "system_fingerprint", ""), json_str(pv, "model", "?"), wm, "",
+                   json_str(pv, "route", "?"), json_int(pv, "ctx", 0),
+                   json_str(pv, "ctx_source", "?"));
+        else
+            printf("  %*s sha256 %s, %lld params\n", wm, "", json_str(o, "sha256", "-"),
+                   json_int(o, "n_params", -1));
+        cJSON_Delete(pv);
+    }
     printf("\ntasks:\n");
     cJSON_ArrayForEach(o, tasks)
     {

@@ -203,6 +203,18 @@ static int run_single(struct runner *r, int t, int m, int repeat, const struct b
     cJSON_AddNumberToObject(mj, sum.metric_name ? sum.metric_name : "metric", sum.metric);
     if (sum.metric2_name && !isnan(sum.metric2))
         cJSON_AddNumberToObject(mj, sum.metric2_name, sum.metric2);
+    if (sum.max_tokens_used > 0) { /* what generation was allowed, and a cap said */
+        cJSON_AddNumberToObject(mj, "max_tokens", sum.max_tokens_used);
+        if (sum.max_tokens_used < sum.max_tokens_asked) {
+            cJSON_AddNumberToObject(mj, "max_tokens_asked", sum.max_tokens_asked);
+            if (repeat == 0)
+                fprintf(stderr,
+                        "qgate: task '%s' on '%s': max_tokens %d capped at %d (half of the %d "
+                        "positions the model gives a prompt); recorded with the trial\n",
+                        st->name, r->p->names[m], sum.max_tokens_asked, sum.max_tokens_used,
+                        r->n_ctx[m]);
+        }
+    }
     int rc2 = rn_finish_trial(r, trial, rc == QG_OK, sum.items, sum.tokens, sum.seconds, mj,
                               rc ? (err[0] ? err : store_errmsg(r->s)) : NULL);
     cJSON_Delete(mj);
@@ -440,6 +452,20 @@ static int check_caps(const struct runner *r, int m, unsigned caps, char *err, s
     return QG_OK;
 }
 
+/* One line per remote model: what open detected (also stored with it). */
+static void say_remote(const char *name, const struct backend_info *info)
+{
+    cJSON *o = cJSON_Parse(info->provenance);
+    fprintf(stderr,
+            "qgate: model '%s': %s serves '%s' (%s%s%s); scoring route: %s; context %lld "
+            "(%s)\n",
+            name, json_str(o, "endpoint", "?"), json_str(o, "model", "?"),
+            json_str(o, "server", "?"), json_get(o, "system_fingerprint") ? ", " : "",
+            json_str(o, "system_fingerprint", ""), json_str(o, "route", "?"), json_int(o, "ctx", 0),
+            json_str(o, "ctx_source", "?"));
+    cJSON_Delete(o);
+}
+
 int runner_run(struct store *s, const struct runner_params *p, int64_t *run_id, char *err,
                size_t errlen)
 {
@@ -466,6 +492,7 @@ int runner_run(struct store *s, const struct runner_params *p, int64_t *run_id, 
         struct backend_info info;
         backend_info(&r.b[m], &info);
         r.n_ctx[m] = info.n_ctx_train;
+        if (info.provenance && (!p->quiet || p->progress)) say_remote(p->names[m], &info);
         rc = check_caps(&r, m, info.caps, err, errlen);
     }
     if (!rc) rc = rn_record_setup(&r, err, errlen);

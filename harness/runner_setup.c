@@ -140,15 +140,18 @@ static int setup_rows(struct runner *r, const struct model_facts *mf, const char
                                .shard_count = p->shard_count > 1 ? p->shard_count : 1};
     int rc = store_run_create(r->s, &rn, &r->run_id);
     for (int i = 0; i < p->n_models && !rc; i++) {
+        struct backend_info bi = {0};
+        if (r->b[i].ops) backend_info(&r->b[i], &bi); /* opened: not a reused baseline */
         struct store_model_new mn = {.name = p->names[i],
                                      .spec = p->specs[i],
-                                     .backend = "cpu",
-                                     .path = p->specs[i],
+                                     .backend = r->b[i].ops ? r->b[i].ops->name : "cpu",
+                                     .provenance_json = bi.provenance,
+                                     .path = bi.provenance ? NULL : p->specs[i],
                                      .sha256 = mf[i].sha[0] ? mf[i].sha : NULL,
                                      .file_bytes = mf[i].bytes,
                                      .n_params = mf[i].n_params,
                                      .arch = mf[i].arch,
-                                     .format = "gguf",
+                                     .format = bi.provenance ? "remote" : "gguf",
                                      .types_json = mf[i].types_json,
                                      .role = i > 0};
         rc = store_model_add(r->s, r->run_id, &mn, &r->model_ids[i]);

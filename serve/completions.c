@@ -397,6 +397,15 @@ static unsigned run_completion(struct server *s, const cJSON *req, const struct 
     struct backend *b = sv_acquire(s);
     unsigned status = prompt_ids(s, b, cJSON_GetObjectItem(req, "prompt"), &o->ids, &o->n,
                                  &o->ptext, msg, msglen);
+    if (!status && s->slot_ctx > 0 && o->n + q->max_tokens - 1 > s->slot_ctx) {
+        /* llama-server with -c N: "input truncated", the prompt's tail kept; the answer is
+         * to another prompt, and only usage.prompt_tokens says so */
+        int64_t keep = s->slot_ctx - q->max_tokens + 1 > 1 ? s->slot_ctx - q->max_tokens + 1 : 1;
+        if (keep < o->n) {
+            memmove(o->ids, o->ids + (o->n - keep), (size_t)keep * sizeof *o->ids);
+            o->n = keep;
+        }
+    }
     /* n prompt tokens and max_tokens new ones take n + max_tokens - 1
      * evaluated positions (the last token is only a target) */
     if (!status && o->n + q->max_tokens - 1 > s->info.n_ctx_train && s->info.n_ctx_train > 0) {
@@ -467,6 +476,7 @@ static cJSON *completion_json(struct server *s, int64_t id, const struct complet
     cJSON_AddStringToObject(j, "object", "text_completion");
     cJSON_AddNumberToObject(j, "created", (double)time(NULL));
     cJSON_AddStringToObject(j, "model", s->model_id);
+    if (s->llama_server) cJSON_AddStringToObject(j, "system_fingerprint", SV_LLAMA_BUILD);
     cJSON *ch = cJSON_CreateObject();
     cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "choices"), ch);
     cJSON_AddNumberToObject(ch, "index", 0);

@@ -74,6 +74,15 @@ int sv_parse_faults(struct server *s, const char *spec, char *err, size_t errlen
             s->llama_server = 1;
             continue;
         }
+        int64_t v;
+        if (!strncmp(tok, "slot-ctx:", 9) && !qg_parse_i64(tok + 9, 8, 1 << 20, &v)) {
+            s->slot_ctx = (int)v; /* llama-server -c N: a slot's context, prompts cut to it */
+            continue;
+        }
+        if (!strcmp(tok, "stale-props")) { /* /props says the trained context, not the slot's */
+            s->stale_props = 1;
+            continue;
+        }
         if (colon) {
             *colon = '\0';
             for (int i = 1; i < F_COUNT && !f; i++)
@@ -82,7 +91,8 @@ int sv_parse_faults(struct server *s, const char *spec, char *err, size_t errlen
         if (!colon || !f || qg_parse_f64(colon + 1, &r) || !(r >= 0 && r <= 1))
             rc = qg_errf(err, errlen, QG_ERR_USAGE,
                          "bad fault '%s': want KIND:RATE with KIND 500, 429, reset, stall, "
-                         "truncate or malformed and RATE in [0, 1], or llama-server",
+                         "truncate or malformed and RATE in [0, 1], or llama-server, "
+                         "slot-ctx:N, stale-props",
                          tok);
         else
             s->rate[f] += r, total += r;

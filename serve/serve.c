@@ -246,7 +246,20 @@ static int open_endpoint(const char *method, const char *url)
 {
     return !strcmp(method, "GET") &&
            (!strcmp(url, "/health") || !strcmp(url, "/v1/health") || !strcmp(url, "/v1/models") ||
-            !strncmp(url, "/v1/models/", 11));
+            !strncmp(url, "/v1/models/", 11) || !strcmp(url, "/props"));
+}
+
+/* GET /props, as llama-server answers it: a slot's context (what a
+ * request really gets), the slots, the build. */
+static enum MHD_Result props(struct server *s, struct MHD_Connection *c)
+{
+    cJSON *j = cJSON_CreateObject(), *g = cJSON_AddObjectToObject(j, "default_generation_settings");
+    cJSON_AddNumberToObject(g, "n_ctx",
+                            s->slot_ctx > 0 && !s->stale_props ? s->slot_ctx : s->info.n_ctx_train);
+    cJSON_AddNumberToObject(j, "total_slots", s->nb);
+    cJSON_AddStringToObject(j, "build_info",
+                            s->llama_server ? SV_LLAMA_BUILD : "qgate " QG_VERSION);
+    return sv_send_json(c, 200, j);
 }
 
 static int authorized(struct server *s, struct MHD_Connection *c)
@@ -360,6 +373,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     if (!strcmp(method, "GET") && (!strcmp(url, "/health") || !strcmp(url, "/v1/health")))
         return sv_send_text(c, 200, "{\"status\":\"ok\"}", 15, "application/json", NULL);
     if (!strcmp(method, "GET") && !strcmp(url, "/v1/models")) return models(s, c, NULL);
+    if (!strcmp(method, "GET") && !strcmp(url, "/props")) return props(s, c);
     if (!strcmp(method, "GET") && !strncmp(url, "/v1/models/", 11)) return models(s, c, url + 11);
     if (!strcmp(method, "POST") &&
         (!strcmp(url, "/v1/completions") || !strcmp(url, "/v1/chat/completions") ||

@@ -48,7 +48,13 @@
  * HTTP 500 {"error":{"code":500,"message":"Unsupported param: echo",
  * "type":"server_error"}}; "prompt_logprobs" is ignored; log-probs cover
  * generated tokens only; /v1/models gives "meta" {"n_vocab",
- * "n_ctx_train"} instead of max_model_len.
+ * "n_ctx_train"} instead of max_model_len; answers carry its
+ * "system_fingerprint". "slot-ctx:N" gives a request N positions, as
+ * llama-server -c N (-np slots share it): a longer prompt is cut from the
+ * left ("input truncated"), which only usage.prompt_tokens shows; /props
+ * says N ("stale-props": says the trained context instead). Every server
+ * answers GET /props (default_generation_settings.n_ctx, total_slots,
+ * build_info).
  */
 #ifndef QG_SERVE_H
 #define QG_SERVE_H

@@ -14,6 +14,10 @@
 #include <stdint.h>
 #include <time.h>
 
+/* The build llama-server emulation reports (/props build_info and every
+ * answer's system_fingerprint): the February 2025 server it answers as. */
+#define SV_LLAMA_BUILD "b4748-c392e5094"
+
 enum fault { F_NONE, F_500, F_429, F_RESET, F_STALL, F_TRUNCATE, F_MALFORMED, F_COUNT };
 
 struct server {
@@ -34,6 +38,9 @@ struct server {
     int stall_ms, min_latency_ms, no_prompt_logprobs, no_vllm_prompt_logprobs, plain_tokenize,
         text_prompts_only;
     int llama_server; /* answer as llama.cpp's llama-server (serve.h) */
+    int slot_ctx;     /* > 0: a slot's context, as llama-server -c N: longer prompts are cut
+                       * from the left (usage.prompt_tokens says so), as it does */
+    int stale_props;  /* /props reports the trained context instead of the slot's */
     time_t started;   /* "created" of the model object */
     char *
         *piece; /* [n_piece]: each token's text, valid UTF-8 (read-only: shared by all requests) */

@@ -166,7 +166,12 @@ static int merge_copy_run(struct store *s, int64_t *run_id)
         rc = sq_step_done(s, st, "merging the run", 0, run_id);
     }
     int64_t R = *run_id;
-    if (!rc)
+    if (!rc && sq_exec3(s, /* a shard from before schema v6 has no provenance: without it */
+                        "INSERT INTO models(run_id, name, spec, backend, path, sha256, file_bytes, "
+                        "format, arch, n_params, types_json, role, provenance_json) SELECT ?, "
+                        "name, spec, backend, path, sha256, file_bytes, format, arch, n_params, "
+                        "types_json, role, provenance_json FROM src.models ORDER BY id",
+                        1, R, 0, 0, "merging models") != QG_OK)
         rc = sq_exec3(s,
                       "INSERT INTO models(run_id, name, spec, backend, path, sha256, file_bytes, "
                       "format, arch, n_params, "

@@ -63,7 +63,8 @@ int store_run_json(struct store *s, int64_t run_id, cJSON **out)
         rc =
             sq_query_rows(s,
                           "SELECT id, name, spec, backend, path, sha256, file_bytes, format, arch, "
-                          "n_params, types_json, role FROM models WHERE run_id=? ORDER BY id",
+                          "n_params, types_json, role, provenance_json FROM models WHERE run_id=? "
+                          "ORDER BY id",
                           run_id, 1, &models);
     if (!rc)
         rc = sq_query_rows(

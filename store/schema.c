@@ -159,6 +159,9 @@ static const char *const migrations[] = {
     "CREATE TABLE pins("
     "  name TEXT PRIMARY KEY," /* "hellaswag/data" */
     "  path TEXT NOT NULL, sha256 TEXT NOT NULL, pinned_at TEXT NOT NULL) WITHOUT ROWID;",
+    /* v6: what was detected of a remote model at open (endpoint, server,
+     * fingerprint, scoring route, capabilities, context), JSON */
+    "ALTER TABLE models ADD COLUMN provenance_json TEXT;",
 };
 
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))

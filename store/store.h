@@ -24,7 +24,7 @@
 
 #include <cjson/cJSON.h>
 
-#define STORE_SCHEMA_VERSION 5
+#define STORE_SCHEMA_VERSION 6
 #define STORE_APPLICATION_ID 0x71676174 /* 'qgat' */
 #define STORE_DEFAULT_PATH "qgate.db"
 
@@ -102,9 +102,10 @@ struct store_model_new {
     const char *name, *spec, *backend; /* "base", "base=a.gguf", "cpu" */
     const char *path, *sha256;         /* may be NULL (remote models) */
     int64_t file_bytes, n_params;
-    const char *arch, *format; /* "llama", "gguf" */
-    const char *types_json;    /* stored tensor types, JSON */
-    int role;                  /* 0 baseline, 1 candidate */
+    const char *arch, *format;   /* "llama", "gguf" */
+    const char *types_json;      /* stored tensor types, JSON */
+    int role;                    /* 0 baseline, 1 candidate */
+    const char *provenance_json; /* a remote model's (backend_info), or NULL */
 };
 int store_model_add(struct store *s, int64_t run_id, const struct store_model_new *m,
                     int64_t *model_id);

@@ -72,10 +72,11 @@ int store_model_add(struct store *s, int64_t run_id, const struct store_model_ne
 {
     return sq_run(s, "adding a model", model_id,
                   "INSERT INTO models(run_id, name, spec, backend, path, sha256, file_bytes, "
-                  "format, arch, n_params, types_json, role) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
-                  "ltttttnttnti", run_id, m->name, m->spec, m->backend, m->path, m->sha256,
+                  "format, arch, n_params, types_json, role, provenance_json) "
+                  "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                  "ltttttnttntit", run_id, m->name, m->spec, m->backend, m->path, m->sha256,
                   (int64_t)m->file_bytes, m->format, m->arch, (int64_t)m->n_params, m->types_json,
-                  m->role);
+                  m->role, m->provenance_json);
 }
 
 int store_dataset_add(struct store *s, const char *path, const char *sha256, int64_t bytes,

@@ -162,10 +162,12 @@ static int run_mc(const struct task_config *t, const struct backend *b, int n_ct
  * each pipeline's correct answers; *first (malloc'd) and *first_ok are the
  * first pipeline's. Returns the row's extra JSON (malloc'd). */
 static char *judge_output(const struct task_config *t, const struct gen_item *item, const char *out,
-                          int64_t cut, int64_t *right, char **first, int *first_ok, int *failed)
+                          int64_t cut, int max_tokens, int64_t *right, char **first, int *first_ok,
+                          int *failed)
 {
     cJSON *x = cJSON_CreateObject(), *pj = cJSON_AddObjectToObject(x, "pipelines");
     if (cut) cJSON_AddNumberToObject(x, "prompt_tokens_dropped", (double)cut);
+    cJSON_AddNumberToObject(x, "max_tokens", max_tokens); /* as sent, after any cap */
     cJSON_AddStringToObject(x, "id", item->id);
     size_t pl = strlen(item->prompt);
     /* the question itself: the tail after any few-shot examples */
@@ -209,6 +211,7 @@ static int run_gen(const struct task_config *t, const struct backend *b, int n_c
                                     .stop = (const char *const *)t->stop,
                                     .n_stop = t->n_stop};
     if (gp.max_tokens > n_ctx / 2) gp.max_tokens = n_ctx / 2; /* leave room for the prompt */
+    sum->max_tokens_asked = t->max_tokens, sum->max_tokens_used = gp.max_tokens; /* recorded */
     int64_t done = 0;
     for (int64_t i = 0; i < n && !rc; i++) {
         if (!in_shard(sh, i) || !task_item_selected(t, i)) continue;
@@ -231,7 +234,8 @@ static int run_gen(const struct task_config *t, const struct backend *b, int n_c
         char *first = NULL;
         int first_ok = 0;
         int failed = 0;
-        char *extra = judge_output(t, &items[i], out, cut, right, &first, &first_ok, &failed);
+        char *extra =
+            judge_output(t, &items[i], out, cut, gp.max_tokens, right, &first, &first_ok, &failed);
         if (failed) {
             rc = qg_errf(err, errlen, QG_ERR_DATA,
                          "task '%s', item %lld: pipeline '%s' could not match the output (a "

@@ -40,6 +40,8 @@ struct task_summary {
     const char *metric_name, *metric2_name;
     int64_t tokens; /* positions evaluated */
     double seconds;
+    int max_tokens_asked, max_tokens_used; /* generation: the task's, and after the cap at
+                                            * half the context (0: not generation) */
 };
 
 /* Which items of a task run: those with index % count == index (shards). */

@@ -394,8 +394,8 @@ TEST(http_response_cache, e2e)
     t_out_free(&o);
     serve_counts(v.s, &n1, NULL);
     /* the same run again: every scoring answer comes from the store; only
-     * the model list, the tokenizer check and the live fingerprint probe
-     * reach the server */
+     * the model list, /props (the context), the tokenizer check and the
+     * live fingerprint probe reach the server */
     ASSERT_OK(run_http_only(v.port, db, NULL, &o));
     ASSERT_EQ(o.code, 0);
     t_out_free(&o);
@@ -403,7 +403,7 @@ TEST(http_response_cache, e2e)
     printf("first run %lld requests, repeated run %lld\n", (long long)(n1 - n0),
            (long long)(n2 - n1));
     ASSERT(n1 - n0 > 50);
-    ASSERT_EQ(n2 - n1, 3);
+    ASSERT_EQ(n2 - n1, 4);
     /* --no-cache asks the server again */
     ASSERT_OK(run_http_only(v.port, db, "--no-cache", &o));
     ASSERT_EQ(o.code, 0);
@@ -452,7 +452,7 @@ TEST(http_repeats_bypass_the_cache, e2e)
     ASSERT_EQ(o.code, 0);
     t_out_free(&o);
     serve_counts(v.s, &n3, NULL);
-    ASSERT_EQ(n3 - n2, 3); /* the identical rerun: both repeats from the cache */
+    ASSERT_EQ(n3 - n2, 4); /* the identical rerun: both repeats from the cache (open: 4) */
     srv_stop(&v);
     return 0;
 }
@@ -490,6 +490,69 @@ static int write_gen_suite(int max_tokens)
              "\"id\",\"prompt\":\"prompt\",\"answer\":\"answer\"},\"max_tokens\":4}]}",
              s1, max_tokens, s2);
     return rc ? rc : t_write_file(t_path("gen.json"), suite, strlen(suite));
+}
+
+/* Issue 32, items 1, 3 and 4: the context a request really gets is read
+ * from the server (llama-server's /props: one slot's -c / -np) and prompts
+ * are fitted to it, so nothing is cut behind qgate's back; a server whose
+ * /props is stale cuts them anyway, which usage.prompt_tokens shows: the
+ * run stops (65) naming the item, and stores no result as done. What was
+ * detected (server, fingerprint, route, context and its source) is
+ * printed, stored with the model and shown; the effective max_tokens is
+ * recorded. */
+TEST(http_context_from_the_server, e2e)
+{
+    ASSERT_OK(synth_model("m.gguf"));
+    ASSERT_OK(write_gen_suite(16));
+    struct srv v;
+    ASSERT_OK(srv_start(&v, "llama-server,slot-ctx:40", NULL));
+    char db[4200], web[4400];
+    snprintf(db, sizeof db, "%s", t_path("c.db"));
+    snprintf(web, sizeof web, "ls=http://127.0.0.1:%d/v1", v.port);
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("gen.json"), "--model", web, "--db", db, NULL));
+    if (o.code) T_FAIL_("run: exit %d: %s", o.code, o.err);
+    ASSERT_CONTAINS(o.err, "serves 'tiny' (llama-server b4748-c392e5094, b4748-c392e5094)");
+    ASSERT_CONTAINS(o.err, "scoring route: none: generation only; context 40 (/props "
+                           "default_generation_settings.n_ctx)");
+    t_out_free(&o);
+    ASSERT_EQ(t_sql_int(db, "SELECT count(*) FROM models WHERE backend = 'http' AND format = "
+                            "'remote' AND json_extract(provenance_json, '$.ctx') = 40 AND "
+                            "json_extract(provenance_json, '$.system_fingerprint') = "
+                            "'b4748-c392e5094'"),
+              1);
+    ASSERT_EQ(t_sql_int(db, "SELECT count(*) FROM trials t JOIN tasks k ON k.id = t.task_id "
+                            "WHERE k.name = 'gsm8k' AND json_extract(t.metrics_json, "
+                            "'$.max_tokens') = 16"),
+              1);
+    ASSERT_OK(t_qgate(&o, "show", "1", "--db", db, NULL));
+    ASSERT_CONTAINS(o.out, "server llama-server b4748-c392e5094, fingerprint b4748-c392e5094");
+    ASSERT_CONTAINS(o.out, "context 40 (/props default_generation_settings.n_ctx)");
+    t_out_free(&o);
+    /* ctx=N larger than the server's: the server's wins */
+    char big[4500];
+    snprintf(big, sizeof big, "%s?ctx=4096", web);
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("gen.json"), "--model", big, "--db", db, NULL));
+    ASSERT_EQ(o.code, 0);
+    ASSERT_CONTAINS(o.err, "context 40 (/props");
+    t_out_free(&o);
+    srv_stop(&v);
+    /* a server whose /props does not say what a slot has: caught by usage */
+    ASSERT_OK(srv_start(&v, "llama-server,slot-ctx:40,stale-props", NULL));
+    snprintf(web, sizeof web, "ls=http://127.0.0.1:%d/v1", v.port);
+    long long runs = t_sql_int(db, "SELECT count(*) FROM runs");
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("gen.json"), "--model", web, "--db", db, NULL));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "item ");
+    ASSERT_CONTAINS(o.err, "prompt tokens of the");
+    ASSERT_CONTAINS(o.err, "truncated the prompt or shifted its context");
+    t_out_free(&o);
+    ASSERT_EQ(t_sql_int(db, "SELECT count(*) FROM runs"), runs + 1);
+    ASSERT_EQ(t_sql_int(db, "SELECT count(*) FROM trials t WHERE t.run_id = (SELECT max(id) FROM "
+                            "runs) AND t.status = 2"),
+              0);
+    srv_stop(&v);
+    return 0;
 }
 
 /* Against a server answering as llama.cpp's llama-server: "Unsupported

@@ -89,6 +89,7 @@ static void http_close(void *impl)
     if (h->key) memset(h->key, 0, strlen(h->key));
     free(h->key);
     free(h->models_json);
+    free(h->prov);
     tok_free(h->tok);
     for (int i = 0; i < h->n_pieces; i++)
         free(h->pieces[i].text);
@@ -308,7 +309,7 @@ static int parse_spec(struct http *h, const char *spec, char *tokpath, size_t to
         else if (!strcmp(kv, "retries") && !qg_parse_i64(v, 0, 100, &iv))
             h->retries = (int)iv;
         else if (!strcmp(kv, "ctx") && !qg_parse_i64(v, 2, 1 << 24, &iv))
-            h->n_ctx = (int)iv;
+            h->n_ctx = (int)iv, h->ctx_user = 1;
         else if (!strcmp(kv, "concurrency") && !qg_parse_i64(v, 1, 256, &iv))
             h->concurrency = (int)iv;
         else if (!strcmp(kv, "chat") && !qg_parse_i64(v, 0, 1, &iv))
@@ -384,7 +385,7 @@ static int probe_models(struct http *h, const char *tokpath, char *err, size_t e
         if (!cJSON_IsNumber(ml)) /* llama.cpp: the trained context (its -c may be smaller) */
             ml = cJSON_GetObjectItem(cJSON_GetObjectItem(found, "meta"), "n_ctx_train");
         if (!h->n_ctx && cJSON_IsNumber(ml) && ml->valuedouble >= 2 && ml->valuedouble <= (1 << 24))
-            h->n_ctx = (int)ml->valuedouble;
+            h->n_ctx = (int)ml->valuedouble, h->ctx_from_models = 1;
         if (cJSON_IsNumber(nv) && nv->valuedouble >= 1 && nv->valuedouble < (1 << 24))
             h->n_vocab = (int)nv->valuedouble;
         if (h->tok && h->n_vocab && h->n_vocab != tok_n_vocab(h->tok))
@@ -394,6 +395,75 @@ static int probe_models(struct http *h, const char *tokpath, char *err, size_t e
     }
     cJSON_Delete(r);
     return rc;
+}
+
+void hp_note_fingerprint(struct http *h, const cJSON *ans)
+{
+    const cJSON *f = cJSON_GetObjectItem(ans, "system_fingerprint");
+    if (!h->sys_fp[0] && cJSON_IsString(f) && f->valuestring[0])
+        snprintf(h->sys_fp, sizeof h->sys_fp, "%.120s", f->valuestring);
+}
+
+/* A GET of root/path asked once (a server without it is no error): its
+ * JSON, or NULL. */
+static cJSON *get_once(struct http *h, const char *path)
+{
+    char url[1100], err[QG_ERRMSG_MAX];
+    snprintf(url, sizeof url, "%s%s", h->root, path);
+    cJSON *r = NULL;
+    long status;
+    int retries = h->retries;
+    h->retries = 0;
+    memcpy(err, h->err, sizeof err);
+    if (hp_request(h, url, NULL, &r, &status) != QG_OK) r = NULL;
+    memcpy(h->err, err, sizeof err);
+    h->retries = retries;
+    return r;
+}
+
+/* The context the server really gives a request, where it says:
+ * llama-server's /props (default_generation_settings.n_ctx: one slot's,
+ * -c / -np), TGI's /info (max_total_tokens); vLLM and SGLang say it as
+ * max_model_len in /v1/models (probe_models). The smaller of that and
+ * ctx=N is used; where it came from is kept for the record. */
+static void probe_context(struct http *h)
+{
+    int server = 0;
+    cJSON *r = get_once(h, "/props");
+    const cJSON *n = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "default_generation_settings"),
+                                         "n_ctx"),
+                *b = cJSON_GetObjectItem(r, "build_info");
+    if (cJSON_IsNumber(n) && n->valuedouble >= 2 && n->valuedouble <= (1 << 24)) {
+        server = (int)n->valuedouble;
+        snprintf(h->ctx_source, sizeof h->ctx_source, "/props default_generation_settings.n_ctx");
+        if (cJSON_IsString(b) && !strncmp(b->valuestring, "qgate ", 6))
+            snprintf(h->server, sizeof h->server, "qgate serve %.100s", b->valuestring + 6);
+        else
+            snprintf(h->server, sizeof h->server, "llama-server%s%.100s",
+                     cJSON_IsString(b) ? " " : "", cJSON_IsString(b) ? b->valuestring : "");
+    }
+    cJSON_Delete(r);
+    if (!server && (r = get_once(h, "/info")) != NULL) { /* text-generation-inference */
+        const cJSON *t = cJSON_GetObjectItem(r, "max_total_tokens"),
+                    *v = cJSON_GetObjectItem(r, "version");
+        if (cJSON_IsNumber(t) && t->valuedouble >= 2 && t->valuedouble <= (1 << 24)) {
+            server = (int)t->valuedouble;
+            snprintf(h->ctx_source, sizeof h->ctx_source, "/info max_total_tokens");
+            snprintf(h->server, sizeof h->server, "text-generation-inference%s%.100s",
+                     cJSON_IsString(v) ? " " : "", cJSON_IsString(v) ? v->valuestring : "");
+        }
+        cJSON_Delete(r);
+    }
+    if (server > 0 && (!h->n_ctx || server < h->n_ctx || h->ctx_from_models)) {
+        if (!h->ctx_user || server < h->n_ctx) h->n_ctx = server;
+    }
+    if (!h->ctx_source[0])
+        snprintf(h->ctx_source, sizeof h->ctx_source, "%s",
+                 h->ctx_user          ? "ctx= in the model spec"
+                 : h->ctx_from_models ? "/v1/models"
+                                      : "default (the server says none)");
+    else if (h->ctx_user && h->n_ctx != server)
+        snprintf(h->ctx_source, sizeof h->ctx_source, "ctx= in the model spec");
 }
 
 /* chat=1: the positions the server's chat template adds to a message. */
@@ -562,6 +632,34 @@ static int probe_scoring(struct http *h, const int32_t *ids, int64_t n_ids, char
     return src && src != QG_ERR_UNSUPPORTED ? qg_errf(err, errlen, src, "%s", h->err) : QG_OK;
 }
 
+/* What open found, for the record: a JSON object (malloc'd). */
+static char *provenance(const struct http *h)
+{
+    cJSON *o = cJSON_CreateObject(), *caps = cJSON_CreateArray();
+    cJSON_AddStringToObject(o, "endpoint", h->base);
+    cJSON_AddStringToObject(o, "model", h->model);
+    cJSON_AddStringToObject(o, "server", h->server[0] ? h->server : "unknown");
+    if (h->sys_fp[0]) cJSON_AddStringToObject(o, "system_fingerprint", h->sys_fp);
+    cJSON_AddStringToObject(o, "route",
+                            !h->can_score    ? "none: generation only"
+                            : h->plp         ? "prompt_logprobs (vLLM)"
+                            : h->text_prompt ? "echo, text prompts"
+                                             : "echo, token-id prompts");
+    if (h->can_score) cJSON_AddItemToArray(caps, cJSON_CreateString("prompt log-probs"));
+    if (h->can_score && !h->text_prompt)
+        cJSON_AddItemToArray(caps, cJSON_CreateString("token ids"));
+    cJSON_AddItemToArray(caps, cJSON_CreateString(h->tok ? "local tokenizer" : "server /tokenize"));
+    if (h->chat) cJSON_AddItemToArray(caps, cJSON_CreateString("chat"));
+    cJSON_AddItemToObject(o, "capabilities", caps);
+    cJSON_AddNumberToObject(o, "ctx", h->n_ctx);
+    cJSON_AddStringToObject(o, "ctx_source", h->ctx_source);
+    if (h->chat) cJSON_AddNumberToObject(o, "chat_reserve", h->chat_reserve);
+    cJSON_AddStringToObject(o, "fingerprint_sha256", h->fp);
+    char *s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return s;
+}
+
 static int http_open(const char *spec, const struct backend_open_params *bp, void **impl, char *err,
                      size_t errlen)
 {
@@ -580,10 +678,12 @@ static int http_open(const char *spec, const struct backend_open_params *bp, voi
     int64_t n_ids = 0;
     int rc = open_setup(h, spec, tokpath, sizeof tokpath, err, errlen);
     if (!rc) rc = probe_models(h, tokpath, err, errlen);
+    if (!rc) probe_context(h);
     if (!h->n_ctx) h->n_ctx = 2048;
     if (!rc) rc = check_tokenizer(h, tokpath, &ids, &n_ids, err, errlen);
     if (!rc) rc = probe_scoring(h, ids, n_ids, err, errlen);
     if (!rc) chat_overhead(h, open_sample);
+    if (!rc && !(h->prov = provenance(h))) rc = qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
     free(ids);
     if (rc) {
         http_close(h);
@@ -598,6 +698,7 @@ static int http_info(void *impl, struct backend_info *o)
     struct http *h = impl;
     memset(o, 0, sizeof *o);
     o->n_vocab = h->tok ? tok_n_vocab(h->tok) : h->n_vocab;
+    o->provenance = h->prov;
     o->n_ctx_train = h->chat && h->chat_reserve > 0 && h->n_ctx > h->chat_reserve + 1
                          ? h->n_ctx - h->chat_reserve
                          : h->n_ctx;
@@ -732,7 +833,17 @@ static int http_generate(void *impl, const int32_t *prompt, int64_t n_prompt,
     const cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "choices"), 0);
     const cJSON *t = h->chat ? cJSON_GetObjectItem(cJSON_GetObjectItem(ch, "message"), "content")
                              : cJSON_GetObjectItem(ch, "text");
-    if (!cJSON_IsString(t))
+    const cJSON *pt = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "usage"), "prompt_tokens");
+    hp_note_fingerprint(h, r);
+    if (!h->chat && cJSON_IsNumber(pt) && (int64_t)pt->valuedouble != n_prompt)
+        /* the server read another prompt than the one sent: cut, or its context shifted */
+        rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
+                     "%s: the server counted %.0f prompt tokens of the %lld sent: it truncated "
+                     "the prompt or shifted its context (llama-server gives each slot -c / -np "
+                     "positions; qgate fits prompts to %d). The answer is not used; give a larger "
+                     "server context or ctx=N in the model spec",
+                     url, pt->valuedouble, (long long)n_prompt, h->n_ctx);
+    else if (!cJSON_IsString(t))
         rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: the answer has no %s", url,
                      h->chat ? "choices[0].message.content" : "choices[0].text");
     else if (!(*text = qg_strdup(t->valuestring)))

@@ -60,7 +60,12 @@ struct http {
     } * pieces;
     int n_pieces;
     int n_ctx, retries, max_tokens_one, can_score;
-    int chat_reserve; /* chat=1: positions the template takes (-1: measure at open) */
+    int chat_reserve;              /* chat=1: positions the template takes (-1: measure at open) */
+    int ctx_user, ctx_from_models; /* n_ctx was ctx=N / /v1/models' */
+    char ctx_source[96];           /* where n_ctx came from */
+    char server[160];              /* "llama-server b4748-c392e5094", "" unknown */
+    char sys_fp[128];              /* the answers' system_fingerprint, "" none */
+    char *prov;                    /* provenance JSON (backend_info), built at open */
     double timeout;
     uint64_t rng;
     char err[QG_ERRMSG_MAX];
@@ -68,6 +73,9 @@ struct http {
 };
 
 enum { TRY_AGAIN = 1 };
+
+/* Keeps an answer's system_fingerprint (the first seen) for the record. */
+void hp_note_fingerprint(struct http *h, const cJSON *ans);
 
 /* The lowest log-prob qgate accepts from a server (nats): below it (or
  * above 0, or not finite) the number is impossible, not a rare token. */
