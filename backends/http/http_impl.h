@@ -159,6 +159,26 @@ int hp_api_key(const struct http *h, const char *keyvar, const char **key, char 
 /* The curl handles and the options every request shares. */
 int hp_open_curl(struct http *h, const char *key, char *err, size_t errlen);
 
+/* http.c's tokenizer, detokenizer and scoring of one id sequence (log-probs
+ * of ids[from..n-1]), for probe.c. */
+int hp_tokenize(struct http *h, const char *text, size_t n, int add_special, int32_t **ids,
+                int64_t *n_ids);
+char *hp_detokenize(struct http *h, const int32_t *ids, int64_t n);
+int hp_score_ids(struct http *h, const int32_t *ids, int n, int from, double *lp);
+
+/* probe.c: what open learns, in order. The model list (the id served; its
+ * context and vocabulary, checked against tokpath's); the context a request
+ * gets; the tokenizer (*ids: the sample's ids); the scoring route; the chat
+ * template's overhead; the record (JSON, malloc'd). */
+extern const char *const hp_open_sample;
+int hp_probe_models(struct http *h, const char *tokpath, char *err, size_t errlen);
+void hp_probe_context(struct http *h);
+int hp_check_tokenizer(struct http *h, const char *tokpath, int32_t **ids, int64_t *n_ids,
+                       char *err, size_t errlen);
+int hp_probe_scoring(struct http *h, const int32_t *ids, int64_t n_ids, char *err, size_t errlen);
+void hp_chat_overhead(struct http *h, const char *sample);
+char *hp_provenance(const struct http *h);
+
 int hp_http_piece(void *impl, int32_t id, char *buf, size_t cap);
 
 #endif
