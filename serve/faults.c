@@ -83,6 +83,12 @@ int sv_parse_faults(struct server *s, const char *spec, char *err, size_t errlen
             s->stale_props = 1;
             continue;
         }
+        if (!strcmp(tok, "sglang") || !strcmp(tok, "tgi") || !strcmp(tok, "tgi-no-prefill")) {
+            s->native = tok[0] == 's' ? SV_NATIVE_SGLANG : SV_NATIVE_TGI;
+            s->no_prefill = !strcmp(tok, "tgi-no-prefill");
+            s->plain_tokenize |= s->native == SV_NATIVE_SGLANG; /* ids only */
+            continue;
+        }
         if (colon) {
             *colon = '\0';
             for (int i = 1; i < F_COUNT && !f; i++)
@@ -92,7 +98,7 @@ int sv_parse_faults(struct server *s, const char *spec, char *err, size_t errlen
             rc = qg_errf(err, errlen, QG_ERR_USAGE,
                          "bad fault '%s': want KIND:RATE with KIND 500, 429, reset, stall, "
                          "truncate or malformed and RATE in [0, 1], or llama-server, "
-                         "slot-ctx:N, stale-props",
+                         "slot-ctx:N, stale-props, sglang, tgi, tgi-no-prefill",
                          tok);
         else
             s->rate[f] += r, total += r;

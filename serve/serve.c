@@ -311,9 +311,12 @@ static enum MHD_Result handle_post(struct server *s, struct MHD_Connection *c, c
     if (s->min_latency_ms > 0) usleep((useconds_t)s->min_latency_ms * 1000);
     enum MHD_Result out = !strcmp(url, "/v1/completions")        ? sv_completions(s, c, req)
                           : !strcmp(url, "/v1/chat/completions") ? sv_chat(s, c, req)
-                          : !strcmp(url, "/tokenize")            ? tokenize(s, c, req)
-                          : !strcmp(url, "/apply-template")      ? sv_apply_template(s, c, req)
-                                                                 : detokenize(s, c, req);
+                          : !strcmp(url, "/generate")            ? sv_native_generate(s, c, req)
+                          : !strcmp(url, "/tokenize") && s->native == SV_NATIVE_TGI
+                              ? sv_native_tokenize(s, c, req)
+                          : !strcmp(url, "/tokenize")       ? tokenize(s, c, req)
+                          : !strcmp(url, "/apply-template") ? sv_apply_template(s, c, req)
+                                                            : detokenize(s, c, req);
     pthread_mutex_lock(&s->lock);
     s->in_flight--;
     pthread_mutex_unlock(&s->lock);
@@ -373,12 +376,15 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     if (!strcmp(method, "GET") && (!strcmp(url, "/health") || !strcmp(url, "/v1/health")))
         return sv_send_text(c, 200, "{\"status\":\"ok\"}", 15, "application/json", NULL);
     if (!strcmp(method, "GET") && !strcmp(url, "/v1/models")) return models(s, c, NULL);
-    if (!strcmp(method, "GET") && !strcmp(url, "/props")) return props(s, c);
+    if (!strcmp(method, "GET") && !strcmp(url, "/props") && !s->native) return props(s, c);
+    if (!strcmp(method, "GET") && s->native &&
+        !strcmp(url, s->native == SV_NATIVE_TGI ? "/info" : "/get_model_info"))
+        return sv_native_info(s, c);
     if (!strcmp(method, "GET") && !strncmp(url, "/v1/models/", 11)) return models(s, c, url + 11);
     if (!strcmp(method, "POST") &&
         (!strcmp(url, "/v1/completions") || !strcmp(url, "/v1/chat/completions") ||
          !strcmp(url, "/tokenize") || !strcmp(url, "/detokenize") ||
-         !strcmp(url, "/apply-template")))
+         !strcmp(url, "/apply-template") || (s->native && !strcmp(url, "/generate"))))
         return handle_post(s, c, url, k, f);
     return sv_send_error(c, 404, "invalid_request_error", "no endpoint %s %s", method, url);
 }

@@ -41,6 +41,8 @@ struct server {
     int slot_ctx;     /* > 0: a slot's context, as llama-server -c N: longer prompts are cut
                        * from the left (usage.prompt_tokens says so), as it does */
     int stale_props;  /* /props reports the trained context instead of the slot's */
+    int native;       /* SV_NATIVE_*: also answer as SGLang's or TGI's native API */
+    int no_prefill;   /* TGI started without --enable-prefill-logprobs: prefill [] */
     time_t started;   /* "created" of the model object */
     char *
         *piece; /* [n_piece]: each token's text, valid UTF-8 (read-only: shared by all requests) */
@@ -98,6 +100,12 @@ void sv_release(struct server *s, struct backend *b);
 unsigned sv_fail(cJSON **out, unsigned status, const char *type, const char *fmt, ...)
     QG_PRINTF(4, 5);
 unsigned sv_completion(struct server *s, const cJSON *req, cJSON **out);
+/* native.c: SGLang's and TGI's own endpoints (POST /generate, GET /info or
+ * /get_model_info, TGI's POST /tokenize), in their shapes. */
+enum { SV_NATIVE_NONE, SV_NATIVE_SGLANG, SV_NATIVE_TGI };
+enum MHD_Result sv_native_generate(struct server *s, struct MHD_Connection *c, const cJSON *req);
+enum MHD_Result sv_native_tokenize(struct server *s, struct MHD_Connection *c, const cJSON *req);
+enum MHD_Result sv_native_info(struct server *s, struct MHD_Connection *c);
 /* A finished completion (chat: a chat.completion) as the client asked
  * for it: one JSON body, or server-sent events when "stream" is true. */
 enum MHD_Result sv_answer(struct MHD_Connection *c, unsigned status, cJSON *body, const cJSON *req,

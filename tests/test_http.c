@@ -716,6 +716,89 @@ TEST(serve_openai_python_sdk, shared)
     return 0;
 }
 
+/* The largest relative difference of the per-item NLLs of models a and b
+ * in db (their item counts in *n, -1 when they differ), and their
+ * correctness agreeing. */
+static double worst_item_diff(const char *db, const char *a, const char *b, int *n)
+{
+    double x[256], y[256];
+    int cx[256], cy[256];
+    int na = items_of(db, a, x, cx, 256), nb = items_of(db, b, y, cy, 256);
+    double worst = 0;
+    *n = na == nb ? na : -1;
+    for (int i = 0; i < na && na == nb; i++) {
+        worst = fmax(worst, fabs(x[i] - y[i]) / fmax(1, fabs(x[i])));
+        if (cx[i] != cy[i]) worst = INFINITY;
+    }
+    return worst;
+}
+
+/* Issue 32, item 6: SGLang's and TGI's native scoring routes, against
+ * loopback emulations answering in the shapes of their sources (SGLang
+ * 0.5 /generate input_token_logprobs, TGI 3.x /generate details.prefill,
+ * /info, /tokenize {"inputs"}): detected without api=, they score as the
+ * local model does (SGLang: perplexity and multiple choice; TGI, which
+ * takes text only: multiple choice, whose prompts round-trip as text). A
+ * TGI started without --enable-prefill-logprobs is refused for scoring
+ * (69, saying so), and TGI without tokenizer= is a usage error. */
+TEST(http_sglang_and_tgi_native_routes, e2e)
+{
+    ASSERT_OK(synth_model("m.gguf"));
+    ASSERT_OK(write_suite());
+    struct srv v;
+    char db[4200], cpu[4400], web[4400];
+    snprintf(db, sizeof db, "%s", t_path("n.db"));
+    snprintf(cpu, sizeof cpu, "cpu=%s", t_path("m.gguf"));
+    struct t_out o;
+    ASSERT_OK(srv_start(&v, "sglang", NULL));
+    snprintf(web, sizeof web, "sglang=http://127.0.0.1:%d/v1?model=tiny", v.port);
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--model", cpu, "--model", web,
+                      "--db", db, NULL));
+    if (o.code) T_FAIL_("sglang run: exit %d: %s", o.code, o.err);
+    ASSERT_CONTAINS(o.err, "(sglang); scoring route: SGLang /generate input_token_logprobs");
+    t_out_free(&o);
+    srv_stop(&v);
+    int n;
+    double w = worst_item_diff(db, "cpu", "sglang", &n);
+    printf("SGLang: %d items, largest relative NLL difference %.3g\n", n, w);
+    ASSERT(n > 30);
+    ASSERT(w < 1e-12); /* measured 2e-16: the same positions in the same batch shape */
+    /* TGI: multiple choice, with the served model's tokenizer */
+    ASSERT_OK(srv_start(&v, "tgi", NULL));
+    snprintf(web, sizeof web, "tgi=http://127.0.0.1:%d/v1?model=tiny&tokenizer=%s", v.port,
+             t_path("m.gguf"));
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--tasks", "mc", "--model", cpu,
+                      "--model", web, "--db", t_path("t.db"), NULL));
+    if (o.code) T_FAIL_("tgi run: exit %d: %s", o.code, o.err);
+    ASSERT_CONTAINS(o.err, "(text-generation-inference 3.3.6-dev0); scoring route: TGI /generate "
+                           "details.prefill, text");
+    t_out_free(&o);
+    w = worst_item_diff(t_path("t.db"), "cpu", "tgi", &n);
+    printf("TGI: %d items, largest relative NLL difference %.3g\n", n, w);
+    ASSERT(n >= 20);
+    /* measured 3.3e-9: TGI evaluates the whole prompt's log-probs, local
+     * multiple choice only the continuation's rows, and the engine's float32
+     * output kernels round by the rows' count */
+    ASSERT(w < 1e-8);
+    snprintf(web, sizeof web, "tgi=http://127.0.0.1:%d/v1?model=tiny", v.port);
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--tasks", "mc", "--model", web,
+                      "--db", t_path("t2.db"), NULL));
+    ASSERT_EQ(o.code, 64);
+    ASSERT_CONTAINS(o.err, "give tokenizer=PATH.gguf");
+    t_out_free(&o);
+    srv_stop(&v);
+    ASSERT_OK(srv_start(&v, "tgi-no-prefill", NULL));
+    snprintf(web, sizeof web, "tgi=http://127.0.0.1:%d/v1?model=tiny&tokenizer=%s", v.port,
+             t_path("m.gguf"));
+    ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("suite.json"), "--tasks", "mc", "--model", web,
+                      "--db", t_path("t3.db"), NULL));
+    ASSERT_EQ(o.code, 69);
+    ASSERT_CONTAINS(o.err, "--enable-prefill-logprobs");
+    t_out_free(&o);
+    srv_stop(&v);
+    return 0;
+}
+
 TEST(http_backend_matches_cpu_and_survives_faults, e2e)
 {
     ASSERT_OK(synth_model("m.gguf"));

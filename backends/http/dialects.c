@@ -279,6 +279,7 @@ static int check_consistent(struct http *h, const char *url, const struct backen
 int hp_parse_score(struct http *h, const char *url, const cJSON *ans, const struct backend_score *r)
 {
     hp_note_fingerprint(h, ans);
+    if (h->api) return hp_native_parse(h, url, ans, r);
     const cJSON *e = cJSON_GetObjectItem(ans, "error");
     if (e) { /* an error body with status 200: say what the server said */
         const cJSON *em = cJSON_GetObjectItem(e, "message");

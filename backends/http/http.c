@@ -113,8 +113,9 @@ int hp_http_piece(void *impl, int32_t id, char *buf, size_t cap);
 
 /* The body of a request scoring ids (malloc'd; NULL with h->err). As text,
  * a leading BOS is left to the server, which adds it to a text prompt. */
-static char *score_body(struct http *h, const int32_t *ids, int n, int top_k)
+static char *score_body(struct http *h, const int32_t *ids, int n, int from, int top_k)
 {
+    if (h->api) return hp_native_body(h, ids, n, from, top_k);
     cJSON *req = cJSON_CreateObject();
     cJSON_AddStringToObject(req, "model", h->model);
     if (h->text_prompt) {
@@ -157,7 +158,8 @@ static int score_prepare(struct http *h, const char *url, struct backend_score *
 {
     for (int j = 0; j < n; j++) {
         h->err[0] = '\0';
-        if (!(x[j].body = score_body(h, reqs[j].tokens, reqs[j].n_tokens, reqs[j].top_k))) {
+        if (!(x[j].body =
+                  score_body(h, reqs[j].tokens, reqs[j].n_tokens, reqs[j].from, reqs[j].top_k))) {
             if (h->err[0])
                 return QG_ERR_UNAVAILABLE; /* the server could not detokenize a text prompt */
             return qg_errf(h->err, sizeof h->err, QG_ERR_NOMEM, "out of memory");
@@ -232,7 +234,10 @@ static int score_start(struct http *h, const char *url, struct xfer *x, int n, i
 static int score_many(struct http *h, struct backend_score *reqs, int n)
 {
     char url[1100];
-    snprintf(url, sizeof url, "%s/completions", h->base);
+    if (h->api) /* SGLang's and TGI's own route */
+        snprintf(url, sizeof url, "%s/generate", h->root);
+    else
+        snprintf(url, sizeof url, "%s/completions", h->base);
     struct xfer *x = calloc((size_t)n, sizeof *x);
     if (!x) return qg_errf(h->err, sizeof h->err, QG_ERR_NOMEM, "out of memory");
     int rc = QG_OK, active = 0, finished = 0;
@@ -316,11 +321,18 @@ static int parse_spec(struct http *h, const char *spec, char *tokpath, size_t to
             h->chat = (int)iv;
         else if (!strcmp(kv, "chat_reserve") && !qg_parse_i64(v, 0, 1 << 20, &iv))
             h->chat_reserve = (int)iv;
+        else if (!strcmp(kv, "api") &&
+                 (!strcmp(v, "openai") || !strcmp(v, "sglang") || !strcmp(v, "tgi")))
+            h->api = !strcmp(v, "sglang") ? HP_API_SGLANG
+                     : !strcmp(v, "tgi")  ? HP_API_TGI
+                                          : 0,
+            h->api_set = 1;
         else
             rc = qg_errf(err, errlen, QG_ERR_USAGE,
                          "%s: bad query parameter '%s=%s' (known: model, tokenizer=PATH.gguf, "
                          "api_key_env=VAR, timeout=SECONDS, "
-                         "retries=N, ctx=N, concurrency=N, chat=0|1, chat_reserve=N)",
+                         "retries=N, ctx=N, concurrency=N, chat=0|1, chat_reserve=N, "
+                         "api=openai|sglang|tgi)",
                          h->base, kv, v);
     }
     free(query);

@@ -62,6 +62,7 @@ struct http {
     int n_ctx, retries, max_tokens_one, can_score;
     int chat_reserve;              /* chat=1: positions the template takes (-1: measure at open) */
     int ctx_user, ctx_from_models; /* n_ctx was ctx=N / /v1/models' */
+    int api, api_set;              /* HP_API_*: the scoring route's dialect; api= given */
     char ctx_source[96];           /* where n_ctx came from */
     char server[160];              /* "llama-server b4748-c392e5094", "" unknown */
     char sys_fp[128];              /* the answers' system_fingerprint, "" none */
@@ -73,6 +74,18 @@ struct http {
 };
 
 enum { TRY_AGAIN = 1 };
+
+/* Scoring dialects: OpenAI completions (echo / prompt_logprobs), SGLang's
+ * native /generate (input_token_logprobs), TGI's /generate
+ * (details.prefill). */
+enum { HP_API_OPENAI = 0, HP_API_SGLANG = 1, HP_API_TGI = 2 };
+
+/* native.c: a native /generate body scoring ids[from..n-1] (malloc'd;
+ * NULL with h->err), and its answer parsed into r (QG_OK, or the error in
+ * h->err: QG_ERR_UNSUPPORTED when the server gives no prompt log-probs). */
+char *hp_native_body(struct http *h, const int32_t *ids, int n, int from, int top_k);
+int hp_native_parse(struct http *h, const char *url, const cJSON *ans,
+                    const struct backend_score *r);
 
 /* Keeps an answer's system_fingerprint (the first seen) for the record. */
 void hp_note_fingerprint(struct http *h, const cJSON *ans);

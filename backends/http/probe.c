@@ -110,6 +110,7 @@ void hp_probe_context(struct http *h)
     if (!server && (r = get_once(h, "/info")) != NULL) { /* text-generation-inference */
         const cJSON *t = cJSON_GetObjectItem(r, "max_total_tokens"),
                     *v = cJSON_GetObjectItem(r, "version");
+        if (!h->api_set && cJSON_IsNumber(t)) h->api = HP_API_TGI; /* its own route scores */
         if (cJSON_IsNumber(t) && t->valuedouble >= 2 && t->valuedouble <= (1 << 24)) {
             server = (int)t->valuedouble;
             snprintf(h->ctx_source, sizeof h->ctx_source, "/info max_total_tokens");
@@ -118,9 +119,19 @@ void hp_probe_context(struct http *h)
         }
         cJSON_Delete(r);
     }
+    if (!server && !h->server[0] && (r = get_once(h, "/get_model_info")) != NULL) { /* SGLang */
+        if (cJSON_IsString(cJSON_GetObjectItem(r, "model_path"))) {
+            if (!h->api_set) h->api = HP_API_SGLANG;
+            snprintf(h->server, sizeof h->server, "sglang");
+        }
+        cJSON_Delete(r);
+    }
+    if (server > 0 && h->api == HP_API_TGI) server -= 2; /* prompt + 1 new <= max_total_tokens */
     if (server > 0 && (!h->n_ctx || server < h->n_ctx || h->ctx_from_models)) {
         if (!h->ctx_user || server < h->n_ctx) h->n_ctx = server;
     }
+    if (h->api == HP_API_SGLANG && h->n_ctx > 2 && h->ctx_from_models && !h->ctx_user)
+        h->n_ctx--; /* SGLang refuses a prompt of context_len tokens */
     if (!h->ctx_source[0])
         snprintf(h->ctx_source, sizeof h->ctx_source, "%s",
                  h->ctx_user          ? "ctx= in the model spec"
@@ -275,7 +286,13 @@ int hp_probe_scoring(struct http *h, const int32_t *ids, int64_t n_ids, char *er
     if (n < 2)
         snprintf(first, sizeof first, "%.300s: the sample is one token", h->base),
             first_rc = QG_ERR_DATA;
-    for (size_t t = 0; n >= 2 && t < sizeof tries / sizeof *tries; t++) {
+    if (h->api == HP_API_TGI && !h->tok)
+        return qg_errf(err, errlen, QG_ERR_USAGE,
+                       "%s: TGI's /generate takes text only, and its /tokenize gives no pieces to "
+                       "turn token ids back into text: give tokenizer=PATH.gguf (the served "
+                       "model's)",
+                       h->base);
+    for (size_t t = 0; n >= 2 && t < (h->api ? 1 : sizeof tries / sizeof *tries); t++) {
         h->text_prompt = tries[t].text, h->max_tokens_one = tries[t].max1, h->plp = tries[t].plp;
         if ((src = hp_score_ids(h, ids, n, 1, lp)) == QG_OK) break;
         if (!first_rc) first_rc = src, snprintf(first, sizeof first, "%s", h->err);
@@ -304,10 +321,12 @@ char *hp_provenance(const struct http *h)
     cJSON_AddStringToObject(o, "server", h->server[0] ? h->server : "unknown");
     if (h->sys_fp[0]) cJSON_AddStringToObject(o, "system_fingerprint", h->sys_fp);
     cJSON_AddStringToObject(o, "route",
-                            !h->can_score    ? "none: generation only"
-                            : h->plp         ? "prompt_logprobs (vLLM)"
-                            : h->text_prompt ? "echo, text prompts"
-                                             : "echo, token-id prompts");
+                            !h->can_score             ? "none: generation only"
+                            : h->api == HP_API_SGLANG ? "SGLang /generate input_token_logprobs"
+                            : h->api == HP_API_TGI    ? "TGI /generate details.prefill, text"
+                            : h->plp                  ? "prompt_logprobs (vLLM)"
+                            : h->text_prompt          ? "echo, text prompts"
+                                                      : "echo, token-id prompts");
     if (h->can_score) cJSON_AddItemToArray(caps, cJSON_CreateString("prompt log-probs"));
     if (h->can_score && !h->text_prompt)
         cJSON_AddItemToArray(caps, cJSON_CreateString("token ids"));

@@ -142,7 +142,8 @@ int hp_server_tokenize(struct http *h, const char *text, size_t n, int add, int 
     cJSON *req = cJSON_CreateObject();
     cJSON_AddStringToObject(req, "model", h->model);
     cJSON_AddStringToObject(req, "content", copy); /* llama.cpp, qgate serve */
-    cJSON_AddStringToObject(req, "prompt", copy);  /* vLLM */
+    cJSON_AddStringToObject(req, "prompt", copy);  /* vLLM, SGLang */
+    cJSON_AddStringToObject(req, "inputs", copy);  /* TGI (it always adds BOS) */
     cJSON_AddBoolToObject(req, "add_special", add);
     cJSON_AddBoolToObject(req, "add_special_tokens", add);
     cJSON_AddTrueToObject(req, "with_pieces");
@@ -166,7 +167,8 @@ static int parse_tokens(struct http *h, const char *url, const cJSON *ans, int32
                         int64_t *n_ids)
 {
     int rc = QG_OK;
-    const cJSON *toks = cJSON_GetObjectItem(ans, "tokens"), *t;
+    /* TGI answers a bare array of {id, text, start, stop} */
+    const cJSON *toks = cJSON_IsArray(ans) ? ans : cJSON_GetObjectItem(ans, "tokens"), *t;
     int m = cJSON_GetArraySize(toks);
     if (!cJSON_IsArray(toks))
         rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA, "%s: the answer has no \"tokens\" array",
