@@ -438,18 +438,27 @@ static int run_repeats(struct runner *r, int *deterministic, int *next_repeat, c
  * not give. Checked before anything is stored. */
 static int check_caps(const struct runner *r, int m, unsigned caps, char *err, size_t errlen)
 {
-    for (int t = 0; t < r->suite->n_tasks; t++) {
+    char names[1024] = "";
+    size_t used = 0;
+    int n = 0;
+    for (int t = 0; t < r->suite->n_tasks && !(caps & BACKEND_CAP_SCORE); t++) {
         const struct task_config *st = &r->suite->tasks[t];
-        if (st->kind == TASK_GENERATION || (caps & BACKEND_CAP_SCORE)) continue;
-        return qg_errf(err, errlen, QG_ERR_UNAVAILABLE,
-                       "task '%s' (%s) needs the log-probs of prompt tokens, and model '%s' (%s) "
-                       "gives none: %s. Servers that give them: vLLM (echo or prompt_logprobs), "
-                       "qgate serve. Generation and exact-match tasks run against any "
-                       "completions or chat endpoint (select them with --tasks).",
-                       st->name, task_kind_name(st->kind), r->p->names[m], r->p->specs[m],
-                       backend_errmsg(&r->b[m]));
+        if (st->kind == TASK_GENERATION) continue;
+        if (used < sizeof names) { /* every such task named, not the first alone */
+            int k = snprintf(names + used, sizeof names - used, "%s'%s' (%s)", n ? ", " : "",
+                             st->name, task_kind_name(st->kind));
+            used = k > 0 ? used + (size_t)k : used;
+        }
+        n++;
     }
-    return QG_OK;
+    if (!n) return QG_OK;
+    return qg_errf(err, errlen, QG_ERR_UNAVAILABLE,
+                   "task%s %s need%s the log-probs of prompt tokens, and model '%s' (%s) gives "
+                   "none: %s. Servers that give them: vLLM (echo or prompt_logprobs), SGLang and "
+                   "TGI (their /generate), qgate serve. Generation and exact-match tasks run "
+                   "against any completions or chat endpoint (select them with --tasks).",
+                   n > 1 ? "s" : "", names, n > 1 ? "" : "s", r->p->names[m], r->p->specs[m],
+                   backend_errmsg(&r->b[m]));
 }
 
 /* One line per remote model: what open detected (also stored with it). */

@@ -588,7 +588,9 @@ TEST(http_llama_server_capabilities, e2e)
            o.code, (long long)requests, (long long)none, o.err);
     ASSERT_EQ(o.code, 69);
     ASSERT_EQ(requests, none);
-    ASSERT_CONTAINS(o.err, "needs the log-probs of prompt tokens");
+    ASSERT_CONTAINS(
+        o.err,
+        "tasks 'ppl' (perplexity), 'mc' (multiple_choice) need the log-probs of prompt tokens");
     ASSERT_CONTAINS(o.err, "Unsupported param: echo");
     t_out_free(&o);
     ASSERT_EQ(t_sql_int(db, "SELECT count(*) FROM trials WHERE status = 2"), 0);
@@ -1004,7 +1006,7 @@ TEST(http_refuses_endpoint_without_prompt_logprobs, e2e)
     struct t_out o;
     ASSERT_OK(run_http(port, db, "", &o));
     ASSERT_EQ(o.code, 69);
-    ASSERT_CONTAINS(o.err, "needs the log-probs of prompt tokens");
+    ASSERT_CONTAINS(o.err, "need the log-probs of prompt tokens");
     ASSERT_CONTAINS(o.err, "this endpoint cannot score prompts");
     ASSERT_CONTAINS(o.err, "Servers that give them: vLLM");
     t_out_free(&o);

@@ -292,11 +292,14 @@ int hp_probe_scoring(struct http *h, const int32_t *ids, int64_t n_ids, char *er
                        "turn token ids back into text: give tokenizer=PATH.gguf (the served "
                        "model's)",
                        h->base);
+    int echo_refused = 0; /* "Unsupported param: echo" decides every echo route at once */
     for (size_t t = 0; n >= 2 && t < (h->api ? 1 : sizeof tries / sizeof *tries); t++) {
+        if (echo_refused && !tries[t].plp) continue;
         h->text_prompt = tries[t].text, h->max_tokens_one = tries[t].max1, h->plp = tries[t].plp;
         if ((src = hp_score_ids(h, ids, n, 1, lp)) == QG_OK) break;
         if (!first_rc) first_rc = src, snprintf(first, sizeof first, "%s", h->err);
         if (src == QG_ERR_UNSUPPORTED && !*unsup) snprintf(unsup, sizeof unsup, "%s", h->err);
+        if (src == QG_ERR_UNSUPPORTED && !tries[t].plp && strstr(h->err, "echo")) echo_refused = 1;
         if (src == QG_ERR_UNAVAILABLE || src == QG_ERR_NOMEM) break; /* no server to ask */
     }
     if (src != QG_OK) {
