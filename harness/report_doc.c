@@ -189,6 +189,8 @@ static cJSON *provenance(const cJSON *run)
         cJSON_AddNumberToObject(o, "parameters", json_num(m, "n_params", NAN));
         cJSON *types = cJSON_Parse(json_str(m, "types_json", ""));
         cJSON_AddItemToObject(o, "stored_types", types ? types : cJSON_CreateArray());
+        cJSON *remote = cJSON_Parse(json_str(m, "provenance_json", ""));
+        if (remote) cJSON_AddItemToObject(o, "remote", remote); /* what open detected */
         cJSON_AddItemToArray(models, o);
     }
     cJSON *tasks = cJSON_AddArrayToObject(p, "tasks");

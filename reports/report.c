@@ -680,6 +680,24 @@ static void html_models(const cJSON *p, struct sbuf *b)
         sbuf_printf(b, "<tr><td>");
         esc_html(b, json_str(t, "name", ""));
         sbuf_printf(b, "</td><td><code>");
+        const cJSON *r = json_get(t, "remote");
+        if (r) { /* a served model: where, what answered, how it was scored */
+            char ctx[64];
+            snprintf(ctx, sizeof ctx, "; context %.0f (", json_num(r, "ctx", NAN));
+            esc_html(b, json_str(r, "endpoint", ""));
+            sbuf_printf(b, "</code> model <code>");
+            esc_html(b, json_str(r, "model", ""));
+            sbuf_printf(b, "</code></td><td>");
+            esc_html(b, json_str(r, "server", ""));
+            sbuf_printf(b, "%s", json_get(r, "system_fingerprint") ? ", fingerprint " : "");
+            esc_html(b, json_str(r, "system_fingerprint", ""));
+            sbuf_printf(b, "; route ");
+            esc_html(b, json_str(r, "route", ""));
+            esc_html(b, ctx);
+            esc_html(b, json_str(r, "ctx_source", ""));
+            sbuf_printf(b, ")</td><td>remote</td></tr>\n");
+            continue;
+        }
         esc_html(b, json_str(t, "path", ""));
         sbuf_printf(b, "</code></td><td><code>%s</code></td><td>", json_str(t, "sha256", ""));
         const cJSON *ty;

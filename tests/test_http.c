@@ -525,6 +525,11 @@ TEST(http_context_from_the_server, e2e)
                             "WHERE k.name = 'gsm8k' AND json_extract(t.metrics_json, "
                             "'$.max_tokens') = 16"),
               1);
+    ASSERT_OK(t_qgate(&o, "report", "--run", "1", "--candidate", "ls", "--baseline", "ls",
+                      "--format", "json", "--db", db, NULL));
+    ASSERT_CONTAINS(o.out, "\"route\":\t\"none: generation only\"");
+    ASSERT_CONTAINS(o.out, "\"ctx_source\":\t\"/props default_generation_settings.n_ctx\"");
+    t_out_free(&o);
     ASSERT_OK(t_qgate(&o, "show", "1", "--db", db, NULL));
     ASSERT_CONTAINS(o.out, "server llama-server b4748-c392e5094, fingerprint b4748-c392e5094");
     ASSERT_CONTAINS(o.out, "context 40 (/props default_generation_settings.n_ctx)");
