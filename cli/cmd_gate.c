@@ -416,7 +416,9 @@ static int baseline_absent(const struct cli_args *a, const struct runner_params 
 {
     char file[4096];
     if (!cli_str(a, "baseline-run") || strstr(p->specs[0], "://")) return 0;
-    qg_spec_file(p->specs[0], file, sizeof file);
+    const char *spec = p->specs[0]; /* as backend_identify reads it: cpu: / cuda: stripped */
+    spec += !strncmp(spec, "cpu:", 4) ? 4 : !strncmp(spec, "cuda:", 5) ? 5 : 0;
+    qg_spec_file(spec, file, sizeof file);
     return access(file, F_OK) != 0;
 }
 
@@ -468,11 +470,12 @@ static int stored_identity(const struct cli_args *a, struct store *s, struct run
         int same = backend_identify(p->specs[i], 0, &ci, err, sizeof err) == 0 &&
                    ci.file_bytes == id.file_bytes;
         backend_identity_release(&ci);
-        if (same && backend_identify(p->specs[i], 1, &ci, err, sizeof err) == 0)
+        if (same && backend_identify(p->specs[i], 1, &ci, err, sizeof err) == 0) {
             same = !strcasecmp(ci.sha256, sha);
-        else
+            backend_identity_release(&ci);
+        } else {
             same = 0;
-        if (same) backend_identity_release(&ci);
+        }
         if (same)
             return cmd_usage("candidate '%s' is the stored baseline itself (same sha256): a model "
                              "compared with itself proves nothing; --allow-identical runs it as "

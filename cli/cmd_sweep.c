@@ -295,6 +295,10 @@ static size_t undecided(const struct cand *c, const struct result *r, int n, dou
             o += (size_t)snprintf(out + o, len - o,
                                   ", about %.1f times the text would decide if the estimates hold",
                                   r[i].need);
+        else if (o < len && r[i].need > 0) /* an asymmetric interval: the size should do */
+            o += (size_t)snprintf(out + o, len - o,
+                                  " (by the interval's half-width this much text should decide; "
+                                  "its asymmetry did not: a little more text, or another seed)");
         else if (o < len)
             o += (size_t)snprintf(out + o, len - o,
                                   " (an estimate on its limit: more text alone "

@@ -51,8 +51,8 @@ const char *cmd_term_cut(const char *s, size_t width)
     struct sbuf b;
     sbuf_init(&b, 1 << 20);
     esc_term(&b, s ? s : "");
-    int cut = width < b.len || b.len > sizeof bufs[0] - 1;
     if (width > sizeof bufs[0] - 4) width = sizeof bufs[0] - 4; /* room for the ellipsis */
+    int cut = b.len > width;
     size_t n = b.len < width ? b.len : width;
     while (n > 0 && n < b.len && ((unsigned char)b.data[n] & 0xC0) == 0x80)
         n--; /* not inside a character */

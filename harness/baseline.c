@@ -190,13 +190,25 @@ int baseline_identify(struct store *s, const char *db, const char *sel, const ch
                        "--baseline-run takes a run id, a sha256 or 'auto', got '%s'", sel);
     int rc = open_store(s, db, &b, err, errlen);
     cJSON *runs = NULL;
-    if (!rc && (rc = store_runs_json(b.store, 1000, &runs)))
+    if (!rc && id > 0) { /* that run alone, however old */
+        runs = cJSON_CreateArray();
+        cJSON *one = cJSON_CreateObject();
+        cJSON_AddNumberToObject(one, "id", (double)id);
+        cJSON_AddItemToArray(runs, one);
+    } else if (!rc && (rc = store_runs_json(b.store, 0, &runs))) {
         rc = qg_errf(err, errlen, rc, "%s", store_errmsg(b.store));
+    }
     const cJSON *r;
     cJSON_ArrayForEach(r, runs)
     {
         cJSON *full = NULL;
-        if (rc || out->run || store_run_json(b.store, json_int(r, "id", 0), &full)) break;
+        if (rc || out->run) break;
+        int rr = store_run_json(b.store, json_int(r, "id", 0), &full);
+        if (rr == QG_ERR_NOTFOUND) break; /* said below */
+        if (rr) {
+            rc = qg_errf(err, errlen, rr, "%s", store_errmsg(b.store));
+            break;
+        }
         const cJSON *m0 = cJSON_GetArrayItem(json_get(full, "models"), 0);
         if (!strcmp(json_str(full, "status", ""), "done") &&
             identity_match(full, m0, id, sel, spec)) {

@@ -161,31 +161,46 @@ static void render_md_full(const cJSON *d, int color, struct sbuf *b)
 /* The short form, for a pull-request comment: the grid, every candidate
  * that did not pass with its failing tasks, the passing ones named, and
  * where the full report is. */
+/* One candidate's line, "- ...\n", unless it would take what was written
+ * since start past budget characters: 1 written, 0 left out. */
+static int md_line(struct sbuf *b, const cJSON *c, size_t start, size_t budget)
+{
+    size_t at = b->len;
+    sbuf_printf(b, "- ");
+    esc_md(b, json_str(c, "summary", ""));
+    sbuf_printf(b, "\n");
+    if (b->len - start <= budget) return 1;
+    b->len = at; /* over: left out, and counted */
+    if (b->data) b->data[at] = '\0';
+    return 0;
+}
+
 static void render_md_short(const cJSON *d, struct sbuf *b)
 {
+    size_t start = b->len, budget = REPORT_MD_LIMIT - 1000; /* room for the closing lines */
     md_head(d, b);
     const cJSON *c;
-    int passing = 0;
+    int passing = 0, left_out = 0;
     cJSON_ArrayForEach(c, json_get(d, "candidates"))
     {
         if (!strcmp(json_str(c, "verdict", ""), "PASS")) {
             passing++;
             continue;
         }
-        sbuf_printf(b, "- ");
-        esc_md(b, json_str(c, "summary", ""));
-        sbuf_printf(b, "\n");
+        left_out += !md_line(b, c, start, budget);
     }
-    if (passing) {
+    if (left_out)
+        sbuf_printf(b,
+                    "- \u2026 and %d more that did not pass (their lines would not fit a "
+                    "comment): see the full report\n",
+                    left_out);
+    if (passing && !left_out) {
         sbuf_printf(b, "\n<details><summary>%d passing candidate%s</summary>\n\n", passing,
                     passing > 1 ? "s" : "");
         cJSON_ArrayForEach(
             c, json_get(d, "candidates")) if (!strcmp(json_str(c, "verdict", ""), "PASS"))
-        {
-            sbuf_printf(b, "- ");
-            esc_md(b, json_str(c, "summary", ""));
-            sbuf_printf(b, "\n");
-        }
+            left_out += !md_line(b, c, start, budget);
+        if (left_out) sbuf_printf(b, "- \u2026 and %d more (see the full report)\n", left_out);
         sbuf_printf(b, "\n</details>\n");
     }
     sbuf_printf(b,

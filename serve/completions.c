@@ -494,8 +494,8 @@ static cJSON *completion_json(struct server *s, int64_t id, const struct complet
             pc[i] = piece_of(s, o->gen[i]);
         cJSON *chunks = cJSON_AddArrayToObject(j, "_chunks"),
               *counts = cJSON_AddArrayToObject(j, "_chunk_tokens"), *gt = NULL;
-        if (q->echo && o->ptext && *o->ptext) { /* the prompt: its log-prob entries too */
-            add_clean(chunks, o->ptext);
+        if (q->echo) { /* the prompt (even of no text): its log-prob entries too */
+            add_clean(chunks, o->ptext ? o->ptext : "");
             cJSON_AddItemToArray(counts, cJSON_CreateNumber((double)o->n));
         }
         cJSON *g = pc ? serve_chunks(o->gtext ? o->gtext : "", pc, o->n_gen, &gt) : NULL, *k;

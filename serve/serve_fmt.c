@@ -44,6 +44,9 @@ cJSON *serve_chunks(const char *text, const char *const *pieces, int64_t n, cJSO
     } else if (t && cJSON_GetArraySize(t) > 0 && n - i + carried > 0) { /* trailing empty pieces */
         cJSON *last = cJSON_GetArrayItem(t, cJSON_GetArraySize(t) - 1);
         cJSON_SetNumberValue(last, last->valuedouble + (double)(n - i + carried));
+    } else if (a && t && n > 0 && cJSON_GetArraySize(t) == 0) { /* tokens of no text */
+        cJSON_AddItemToArray(a, cJSON_CreateString(""));
+        cJSON_AddItemToArray(t, cJSON_CreateNumber((double)n));
     }
     if (tokens)
         *tokens = t;

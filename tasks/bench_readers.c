@@ -50,7 +50,8 @@ static char *hs_preprocess(const char *in)
  * text keeps ctx_b as it was (a lowercase fragment after ctx_a's last
  * sentence: "... on a roof. he"). The fragment after the last sentence end,
  * when it starts lowercase, is capitalized as Python does (first letter
- * upper, the rest lower), so the prompt is lm-eval's. Context that ends in
+ * upper, the rest lower): lm-eval's prompt when ctx_b is that fragment (a
+ * heuristic: a ctx_b of several sentences is split wrongly). Context that ends in
  * a whole sentence (ctx_b empty, as in WikiHow items) is left alone. */
 static void hs_capitalize_tail(char *ctx)
 {

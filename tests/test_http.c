@@ -10,6 +10,7 @@
 #include "serve/serve.h"
 #include "core/status.h"
 #include "core/util.h"
+#include "serve/serve_fmt.h"
 #include "tests/test.h"
 #include "core/utf8.h"
 
@@ -548,7 +549,7 @@ TEST(http_context_from_the_server, e2e)
     long long runs = t_sql_int(db, "SELECT count(*) FROM runs");
     ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("gen.json"), "--model", web, "--db", db, NULL));
     ASSERT_EQ(o.code, 65);
-    ASSERT_CONTAINS(o.err, "item ");
+    ASSERT_CONTAINS(o.err, "task 'gsm8k', item ");
     ASSERT_CONTAINS(o.err, "prompt tokens of the");
     ASSERT_CONTAINS(o.err, "truncated the prompt or shifted its context");
     t_out_free(&o);
@@ -1670,5 +1671,30 @@ TEST(http_malformed_url_is_a_usage_error, e2e)
     ASSERT_CONTAINS(o.err, "http://[::1:bad/v1/models: URL using bad/illegal format");
     ASSERT(!strstr(o.err, "attempts"));
     t_out_free(&o);
+    return 0;
+}
+
+/* The stream's chunks carry every generated token's log-probs: one token
+ * per matching piece, the rest with the last chunk, and tokens of no text
+ * in one empty chunk (review of issue 32's streaming). */
+TEST(serve_chunks_carry_every_token, unit)
+{
+    const char *pieces[] = {" Once", " upon", "", " a"};
+    cJSON *tokens = NULL, *c = serve_chunks(" Once upon a", pieces, 4, &tokens);
+    ASSERT(c && tokens);
+    ASSERT_EQ(cJSON_GetArraySize(c), 3);
+    int sum = 0;
+    for (int i = 0; i < cJSON_GetArraySize(tokens); i++)
+        sum += (int)cJSON_GetArrayItem(tokens, i)->valuedouble;
+    ASSERT_EQ(sum, 4); /* the empty piece rides with " a" */
+    ASSERT_EQ((int)cJSON_GetArrayItem(tokens, 2)->valuedouble, 2);
+    cJSON_Delete(c), cJSON_Delete(tokens);
+    const char *bytes[] = {"\xe2", "\x80"}; /* two tokens spelling no whole character */
+    c = serve_chunks("", bytes, 2, &tokens);
+    ASSERT(c && tokens);
+    ASSERT_EQ(cJSON_GetArraySize(c), 1);
+    ASSERT_STR_EQ(cJSON_GetArrayItem(c, 0)->valuestring, "");
+    ASSERT_EQ((int)cJSON_GetArrayItem(tokens, 0)->valuedouble, 2);
+    cJSON_Delete(c), cJSON_Delete(tokens);
     return 0;
 }

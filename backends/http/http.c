@@ -536,7 +536,7 @@ static int http_generate(void *impl, const int32_t *prompt, int64_t n_prompt,
                              : cJSON_GetObjectItem(ch, "text");
     const cJSON *pt = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "usage"), "prompt_tokens");
     hp_note_fingerprint(h, r);
-    if (!h->chat && cJSON_IsNumber(pt) && (int64_t)pt->valuedouble != n_prompt)
+    if (!h->chat && cJSON_IsNumber(pt) && pt->valuedouble != (double)n_prompt)
         /* the server read another prompt than the one sent: cut, or its context shifted */
         rc = qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
                      "%s: the server counted %.0f prompt tokens of the %lld sent: it truncated "

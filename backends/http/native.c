@@ -73,16 +73,17 @@ static int parse_sglang(struct http *h, const char *url, const cJSON *ans,
                        "%s: the answer has no meta_info.input_token_logprobs (no prompt "
                        "log-probs)",
                        url);
-    if (!cJSON_IsNumber(pt) || (int)pt->valuedouble != r->n_tokens ||
+    if (!cJSON_IsNumber(pt) || pt->valuedouble != (double)r->n_tokens ||
         cJSON_GetArraySize(il) != r->n_tokens - start)
-        return qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
-                       "%s: the server read %d prompt tokens and gave %d log-probs for the %d "
-                       "sent from %d: it did not score the prompt sent",
-                       url, cJSON_IsNumber(pt) ? (int)pt->valuedouble : -1, cJSON_GetArraySize(il),
-                       r->n_tokens, start);
+        return qg_errf(
+            h->err, sizeof h->err, QG_ERR_DATA,
+            "%s: the server read %d prompt tokens and gave %d log-probs for the %d "
+            "sent from %d: it did not score the prompt sent",
+            url, cJSON_IsNumber(pt) && fabs(pt->valuedouble) < 1e9 ? (int)pt->valuedouble : -1,
+            cJSON_GetArraySize(il), r->n_tokens, start);
     for (int i = 0; i < m; i++) { /* element 1 + i is token from + i */
         const cJSON *e = cJSON_GetArrayItem(il, 1 + i), *id = cJSON_GetArrayItem(e, 1);
-        if (!cJSON_IsNumber(id) || (int32_t)id->valuedouble != r->tokens[r->from + i])
+        if (!cJSON_IsNumber(id) || id->valuedouble != (double)r->tokens[r->from + i])
             return qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
                            "%s: log-prob %d is of another token than the one sent", url, i);
         int rc = take_lp(h, url, cJSON_GetArrayItem(e, 0), r->from + i, &r->logprob[i]);
@@ -90,7 +91,8 @@ static int parse_sglang(struct http *h, const char *url, const cJSON *ans,
         for (int k = 0; r->top_k > 0 && k < r->top_k; k++) { /* [[lp, id, text], ...] */
             const cJSON *t = cJSON_GetArrayItem(cJSON_GetArrayItem(it, 1 + i), k);
             const cJSON *tl = cJSON_GetArrayItem(t, 0), *ti = cJSON_GetArrayItem(t, 1);
-            int ok = cJSON_IsNumber(tl) && cJSON_IsNumber(ti) && ti->valuedouble >= 0;
+            int ok = cJSON_IsNumber(tl) && cJSON_IsNumber(ti) && ti->valuedouble >= 0 &&
+                     ti->valuedouble < 2147483647.0;
             r->top_ids[(size_t)i * (size_t)r->top_k + (size_t)k] =
                 ok ? (int32_t)ti->valuedouble : -1;
             r->top_lp[(size_t)i * (size_t)r->top_k + (size_t)k] =
@@ -112,13 +114,20 @@ static int parse_tgi(struct http *h, const char *url, const cJSON *ans,
     int n = cJSON_GetArraySize(pf);
     for (int i = 0; i < n && n == r->n_tokens; i++) {
         const cJSON *id = cJSON_GetObjectItem(cJSON_GetArrayItem(pf, i), "id");
-        if (!cJSON_IsNumber(id) || (int32_t)id->valuedouble != r->tokens[i]) n = -1;
+        if (!cJSON_IsNumber(id) || id->valuedouble != (double)r->tokens[i]) n = -1;
     }
-    if (n != r->n_tokens) /* text goes in: its tokens must be the ones meant */
+    if (n != r->n_tokens) { /* text goes in: its tokens must be the ones meant */
+        int bos = h->tok ? tok_bos(h->tok) : h->bos;
         return qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
                        "%s: TGI tokenized the text into other tokens than the %d meant (%d in "
-                       "details.prefill): give tokenizer= the served model's GGUF",
-                       url, r->n_tokens, cJSON_GetArraySize(pf));
+                       "details.prefill): %s",
+                       url, r->n_tokens, cJSON_GetArraySize(pf),
+                       r->n_tokens > 0 && r->tokens[0] != bos
+                           ? "a window cut from the left (not starting with BOS) cannot be sent "
+                             "as text, TGI adds BOS to it"
+                           : "the text does not come back as the same tokens (a window that "
+                             "starts inside a word does not); TGI takes text only");
+    }
     for (int i = r->from; i < r->n_tokens; i++) {
         int rc = take_lp(h, url, cJSON_GetObjectItem(cJSON_GetArrayItem(pf, i), "logprob"), i,
                          &r->logprob[i - r->from]);

@@ -331,7 +331,7 @@ char *hp_provenance(const struct http *h)
                             : h->text_prompt          ? "echo, text prompts"
                                                       : "echo, token-id prompts");
     if (h->can_score) cJSON_AddItemToArray(caps, cJSON_CreateString("prompt log-probs"));
-    if (h->can_score && !h->text_prompt)
+    if (h->can_score && !h->text_prompt && h->api != HP_API_TGI)
         cJSON_AddItemToArray(caps, cJSON_CreateString("token ids"));
     cJSON_AddItemToArray(caps, cJSON_CreateString(h->tok ? "local tokenizer" : "server /tokenize"));
     if (h->chat) cJSON_AddItemToArray(caps, cJSON_CreateString("chat"));

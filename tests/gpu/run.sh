@@ -17,8 +17,8 @@ t=../shared/data/tinystories_valid_head.txt
 printf '%-10s %12s %12s %10s %12s %12s\n' file "CPU PPL" "GPU PPL" "rel diff" "CPU tok/s" "GPU tok/s"
 for q in F32 BF16 Q8_0 Q6_K Q5_K_M Q5_1 Q5_0 Q4_K_M Q4_1 Q4_0 Q3_K_M Q2_K IQ4_NL IQ4_XS; do
   f=$d/stories260K-pad256-$q.gguf
-  c=$("$b"/qgate ppl "$f" -f "$t" -c 128 --chunks 400 -q --json)
-  g=$("$b"/qgate ppl "$f" -f "$t" -c 128 --chunks 400 -q --json --device cuda) || { echo "$q: GPU failed"; continue; }
+  c=$("$b"/qgate ppl "$f" --text "$t" --ctx 128 --chunks 400 -q --json)
+  g=$("$b"/qgate ppl "$f" --text "$t" --ctx 128 --chunks 400 -q --json --device cuda) || { echo "$q: GPU failed"; continue; }
   python3 - "$q" "$c" "$g" <<'PY'
 import json, sys
 q, c, g = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
