@@ -514,11 +514,11 @@ TEST(http_context_from_the_server, e2e)
     ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("gen.json"), "--model", web, "--db", db, NULL));
     if (o.code) T_FAIL_("run: exit %d: %s", o.code, o.err);
     ASSERT_CONTAINS(o.err, "serves 'tiny' (llama-server b4748-c392e5094, b4748-c392e5094)");
-    ASSERT_CONTAINS(o.err, "scoring route: none: generation only; context 40 (/props "
+    ASSERT_CONTAINS(o.err, "scoring route: none: generation only; context 39 (/props "
                            "default_generation_settings.n_ctx)");
     t_out_free(&o);
     ASSERT_EQ(t_sql_int(db, "SELECT count(*) FROM models WHERE backend = 'http' AND format = "
-                            "'remote' AND json_extract(provenance_json, '$.ctx') = 40 AND "
+                            "'remote' AND json_extract(provenance_json, '$.ctx') = 39 AND "
                             "json_extract(provenance_json, '$.system_fingerprint') = "
                             "'b4748-c392e5094'"),
               1);
@@ -533,14 +533,14 @@ TEST(http_context_from_the_server, e2e)
     t_out_free(&o);
     ASSERT_OK(t_qgate(&o, "show", "1", "--db", db, NULL));
     ASSERT_CONTAINS(o.out, "server llama-server b4748-c392e5094, fingerprint b4748-c392e5094");
-    ASSERT_CONTAINS(o.out, "context 40 (/props default_generation_settings.n_ctx)");
+    ASSERT_CONTAINS(o.out, "context 39 (/props default_generation_settings.n_ctx)");
     t_out_free(&o);
     /* ctx=N larger than the server's: the server's wins */
     char big[4500];
     snprintf(big, sizeof big, "%s?ctx=4096", web);
     ASSERT_OK(t_qgate(&o, "run", "--suite", t_path("gen.json"), "--model", big, "--db", db, NULL));
     ASSERT_EQ(o.code, 0);
-    ASSERT_CONTAINS(o.err, "context 40 (/props");
+    ASSERT_CONTAINS(o.err, "context 39 (/props");
     t_out_free(&o);
     srv_stop(&v);
     /* a server whose /props does not say what a slot has: caught by usage */

@@ -312,7 +312,15 @@ int hp_parse_score(struct http *h, const char *url, const cJSON *ans, const stru
                        "ids (run perplexity tasks "
                        "against a server that takes token ids)",
                        url, n, m - h->max_tokens_one);
-    if (!cJSON_IsArray(tl) || m < n || m > n + h->max_tokens_one)
+    if (!cJSON_IsArray(tl)) /* no completions-style prompt log-probs at all: llama-server since
+                             * 2025 ignores echo and answers chat-style log-probs of the
+                             * generated token only. The endpoint cannot score prompts: generation
+                             * still runs, log-likelihood tasks are refused with this */
+        return qg_errf(h->err, sizeof h->err, QG_ERR_UNSUPPORTED,
+                       "%s: asked with echo for the log-probs of %d prompt ids, the answer has "
+                       "no logprobs.token_logprobs: the endpoint cannot score prompts",
+                       url, n);
+    if (m < n || m > n + h->max_tokens_one)
         return qg_errf(h->err, sizeof h->err, QG_ERR_DATA,
                        "%s: sent %d prompt ids, got %d token log-probs back: the endpoint "
                        "re-tokenized the prompt or cannot "

@@ -98,7 +98,7 @@ void hp_probe_context(struct http *h)
                                          "n_ctx"),
                 *b = cJSON_GetObjectItem(r, "build_info");
     if (cJSON_IsNumber(n) && n->valuedouble >= 2 && n->valuedouble <= (1 << 24)) {
-        server = (int)n->valuedouble;
+        server = (int)n->valuedouble - 1; /* a slot stops generating at n_ctx - 1 tokens */
         snprintf(h->ctx_source, sizeof h->ctx_source, "/props default_generation_settings.n_ctx");
         if (cJSON_IsString(b) && !strncmp(b->valuestring, "qgate ", 6))
             snprintf(h->server, sizeof h->server, "qgate serve %.100s", b->valuestring + 6);
