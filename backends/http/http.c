@@ -119,10 +119,7 @@ static char *score_body(struct http *h, const int32_t *ids, int n, int from, int
     cJSON *req = cJSON_CreateObject();
     cJSON_AddStringToObject(req, "model", h->model);
     if (h->text_prompt) {
-        struct backend_info bi;
-        http_info(h, &bi);
-        int skip = n > 0 && bi.add_bos && ids[0] == bi.bos;
-        char *text = http_detokenize(h, ids + skip, n - skip);
+        char *text = hp_prompt_text(h, ids, n);
         if (!text) {
             cJSON_Delete(req);
             return NULL;
@@ -560,9 +557,12 @@ int hp_tokenize(struct http *h, const char *text, size_t n, int add_special, int
     return http_tokenize(h, text, n, add_special, ids, n_ids);
 }
 
-char *hp_detokenize(struct http *h, const int32_t *ids, int64_t n)
+char *hp_prompt_text(struct http *h, const int32_t *ids, int n)
 {
-    return http_detokenize(h, ids, n);
+    struct backend_info bi;
+    http_info(h, &bi);
+    int skip = n > 0 && bi.add_bos && ids[0] == bi.bos;
+    return http_detokenize(h, ids + skip, n - skip);
 }
 
 const struct backend_ops backend_http_ops = {

@@ -172,11 +172,13 @@ int hp_api_key(const struct http *h, const char *keyvar, const char **key, char 
 /* The curl handles and the options every request shares. */
 int hp_open_curl(struct http *h, const char *key, char *err, size_t errlen);
 
-/* http.c's tokenizer, detokenizer and scoring of one id sequence (log-probs
+/* http.c's tokenizer and scoring of one id sequence (log-probs
  * of ids[from..n-1]), for probe.c. */
 int hp_tokenize(struct http *h, const char *text, size_t n, int add_special, int32_t **ids,
                 int64_t *n_ids);
-char *hp_detokenize(struct http *h, const int32_t *ids, int64_t n);
+/* A prompt as text for a server that takes text only: ids detokenized, a
+ * leading BOS left out (the server adds it). malloc'd; NULL with h->err. */
+char *hp_prompt_text(struct http *h, const int32_t *ids, int n);
 int hp_score_ids(struct http *h, const int32_t *ids, int n, int from, double *lp);
 
 /* probe.c: what open learns, in order. The model list (the id served; its

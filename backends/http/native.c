@@ -29,10 +29,7 @@ char *hp_native_body(struct http *h, const int32_t *ids, int n, int from, int to
         cJSON_AddNumberToObject(req, "logprob_start_len", from > 0 ? from - 1 : 0);
         cJSON_AddNumberToObject(req, "top_logprobs_num", top_k > 0 ? top_k : 0);
     } else {
-        int add = h->tok ? tok_add_bos(h->tok) : h->add_bos,
-            bos = h->tok ? tok_bos(h->tok) : h->bos;
-        int skip = n > 0 && add && ids[0] == bos;
-        char *text = hp_detokenize(h, ids + skip, n - skip);
+        char *text = hp_prompt_text(h, ids, n);
         if (!text) {
             cJSON_Delete(req);
             return NULL;
