@@ -1,7 +1,8 @@
 /* llama — the Llama-family transformer shared by the local backends.
  *
- * Architectures: "llama" (Llama 1/2/3, Mistral, TinyLlama, SmolLM: normal
- * RoPE) and "qwen2" (NeoX RoPE, q/k/v biases). Weight matrices stay in the
+ * Architectures (llama_arch.c describes how each differs, as data): llama
+ * (Llama 1/2/3 with RoPE scaling, Mistral, Mixtral's experts), qwen2,
+ * qwen2moe, qwen3, gemma, gemma2, phi3, starcoder2. Weight matrices stay in the
  * mapped file in their stored block format (matmul.h dequantizes panels
  * just before each sgemm, and decodes blocks inside the decode kernels), so
  * the memory cost is the file (plus per context a KV cache of 2 x layers x
@@ -21,16 +22,47 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* How the families differ (llama_arch.c reads them from the file). */
+enum llama_norm_kind { LLAMA_NORM_RMS = 0, LLAMA_NORM_LAYER = 1 }; /* LayerNorm: weight and bias */
+enum llama_ffn_act {
+    LLAMA_FFN_SWIGLU = 0, /* silu(gate) * up */
+    LLAMA_FFN_GEGLU = 1,  /* gelu_tanh(gate) * up */
+    LLAMA_FFN_GELU = 2,   /* gelu_tanh(up): no gate (starcoder2) */
+};
+
 struct llama_hparams {
     char arch[16];
     int n_vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn;
     int ctx_train; /* <arch>.context_length */
     int rope_dims; /* dimensions rotated per head */
     int rope_neox; /* 1: rotate (i, i + rope_dims/2); 0: adjacent pairs */
-    float rms_eps, rope_theta;
-    int qkv_bias;    /* qwen2 */
+    float rms_eps, rope_theta; /* rms_eps: the norms' epsilon, LayerNorm's too */
+    int qkv_bias;    /* q/k/v biases (qwen2, qwen2moe, starcoder2) */
     int tied_output; /* no output.weight: logits use the embedding */
+    int norm;        /* enum llama_norm_kind */
+    int ffn_act;     /* enum llama_ffn_act */
+    int post_norms;  /* gemma2: RMSNorm of the attention and FFN outputs before the residual */
+    int qk_norm;     /* qwen3: per-head RMSNorm of Q and K before RoPE */
+    float embd_scale;  /* the embedding row times this: 1, or sqrt(dim) (gemma) */
+    float attn_scale;  /* q.k times this: 1/sqrt(head_dim) unless the family or file says */
+    float attn_softcap, final_softcap; /* 0: none; else c * tanh(v / c) (gemma2) */
+    int swa_window;    /* 0: none; else a query sees the swa_window keys up to itself */
+    int swa_pattern;   /* with a window: 0 every layer; p: layers l with l % p < p - 1 */
+    float rope_freq_scale; /* rotation angles times this: 1, or 1/factor (linear scaling) */
+    int rope_factors;      /* 1: rope_freqs.weight divides each pair's frequency (Llama 3) */
+    int n_expert, n_expert_used; /* 0: dense FFN */
+    int expert_ffn, shexp_ffn;   /* an expert's FFN width; the shared expert's (0: none) */
+    int moe_norm_w;    /* the chosen experts' weights renormalised to sum 1 (Mixtral) */
+    float moe_w_scale; /* the chosen weights times this (1) */
 };
+
+/* 1 when layer l attends within the sliding window */
+int llama_layer_swa(const struct llama_hparams *h, int l);
+/* The architectures qgate runs, comma-separated, for messages and docs. */
+const char *llama_families(void);
+/* What qgate implements of the family `arch` (one line), or NULL when it
+ * does not run it. */
+const char *llama_family_note(const char *arch);
 
 struct llama_model;
 
@@ -83,6 +115,10 @@ struct llama_layer_view {
     const struct wmat *wq, *wk, *wv, *wo, *w_gate, *w_up, *w_down;
 };
 void llama_layer_view(const struct llama_model *m, int l, struct llama_layer_view *v);
+/* 1 when the model needs nothing beyond that view: RMSNorm, SwiGLU, dense
+ * FFN, unscaled RoPE, no biases but q/k/v, no caps or windows (what the
+ * CUDA backend runs); 0 with why naming the first feature it uses. */
+int llama_is_basic(const struct llama_model *m, const char **why);
 /* The embedding, the output head (the embedding when tied), the final norm. */
 const struct wmat *llama_tok_embd(const struct llama_model *m);
 const struct wmat *llama_output_mat(const struct llama_model *m);

@@ -1,6 +1,7 @@
-/* llama_eval — the fast forward pass: contexts and their KV cache, norms,
- * products through matmul.h, RoPE, attention across threads, SwiGLU, and
- * the simulated formats of activations and cache. */
+/* llama_eval — the fast forward pass: contexts and their KV cache, norms
+ * (RMS, LayerNorm), products through matmul.h, RoPE (scaled), attention
+ * across threads (windows, soft caps), and the simulated formats of
+ * activations and cache; llama_ffn.c computes the FFN half. */
 #include "backends/llama.h"
 #include "backends/llama_impl.h"
 #include "backends/simfmt.h"
@@ -38,8 +39,23 @@ int llama_ctx_new(const struct llama_model *m, int n_ctx, struct llama_ctx **out
     c->xn = qg_alloc_aligned(N * (size_t)h->dim * sizeof(float));
     c->q = qg_alloc_aligned(N * qd * sizeof(float));
     c->att = qg_alloc_aligned(N * qd * sizeof(float));
-    c->gate = qg_alloc_aligned(N * (size_t)h->ffn * sizeof(float));
-    c->up = qg_alloc_aligned(N * (size_t)h->ffn * sizeof(float));
+    size_t ffw = (size_t)h->ffn;
+    if ((size_t)h->expert_ffn > ffw) ffw = (size_t)h->expert_ffn;
+    if ((size_t)h->shexp_ffn > ffw) ffw = (size_t)h->shexp_ffn;
+    c->gate = qg_alloc_aligned(N * ffw * sizeof(float));
+    c->up = qg_alloc_aligned(N * ffw * sizeof(float));
+    c->tmp = qg_alloc_aligned(N * (size_t)h->dim * sizeof(float));
+    int moe_ok = 1;
+    if (h->n_expert) {
+        size_t ne = (size_t)h->n_expert, k = (size_t)h->n_expert_used;
+        c->moe_x = qg_alloc_aligned(N * (size_t)h->dim * sizeof(float));
+        c->moe_y = qg_alloc_aligned(N * (size_t)h->dim * sizeof(float));
+        c->moe_w = malloc(N * ne * sizeof(float));
+        c->moe_sw = malloc(N * k * sizeof(float));
+        c->moe_sel = malloc(N * k * sizeof(int));
+        c->moe_rows = malloc(N * k * sizeof(int));
+        moe_ok = c->moe_x && c->moe_y && c->moe_w && c->moe_sw && c->moe_sel && c->moe_rows;
+    }
     c->n_threads = parallel_cpus();
     /* buffers 64-byte aligned: the kernels' 64-byte loads of x then never
      * straddle two cache lines; all threading is ours (see matmul): BLAS runs single-threaded */
@@ -48,7 +64,7 @@ int llama_ctx_new(const struct llama_model *m, int n_ctx, struct llama_ctx **out
     c->scratch =
         qg_alloc_aligned((size_t)c->n_threads * matmul_scratch_floats(m->max_in) * sizeof(float));
     if (!c->k || !c->v || !c->x || !c->xn || !c->q || !c->att || !c->gate || !c->up || !c->scores ||
-        !c->scratch) {
+        !c->scratch || !c->tmp || !moe_ok) {
         llama_ctx_free(c);
         return QG_ERR_NOMEM;
     }
@@ -68,6 +84,13 @@ void llama_ctx_free(struct llama_ctx *c)
     free(c->att);
     free(c->gate);
     free(c->up);
+    free(c->tmp);
+    free(c->moe_x);
+    free(c->moe_y);
+    free(c->moe_w);
+    free(c->moe_sw);
+    free(c->moe_sel);
+    free(c->moe_rows);
     free(c->scores);
     free(c->scratch);
     free(c);
@@ -125,9 +148,43 @@ static void rmsnorm(float *y, const float *x, const float *weight, int n, int w,
     }
 }
 
+/* y[n][w] = layernorm(x[n][w]) * weight + bias, as ggml_norm: the mean and
+ * the variance summed in double */
+static void layernorm(float *y, const float *x, const float *weight, const float *bias, int n,
+                      int w, float eps)
+{
+    for (int i = 0; i < n; i++) {
+        const float *xi = x + (size_t)i * w;
+        float *yi = y + (size_t)i * w;
+        double sum = 0, sum2 = 0;
+        for (int j = 0; j < w; j++)
+            sum += (double)xi[j];
+        float mean = (float)(sum / w);
+        for (int j = 0; j < w; j++) {
+            float v = xi[j] - mean;
+            yi[j] = v;
+            sum2 += (double)(v * v);
+        }
+        float scale = 1.0f / sqrtf((float)(sum2 / w) + eps);
+        for (int j = 0; j < w; j++)
+            yi[j] = yi[j] * scale * weight[j] + bias[j];
+    }
+}
+
+/* the family's norm of n rows of the residual width */
+static void norm(const struct llama_ctx *c, float *y, const float *x, const float *w,
+                 const float *b, int n)
+{
+    const struct llama_hparams *h = &c->m->hp;
+    if (h->norm == LLAMA_NORM_LAYER)
+        layernorm(y, x, w, b, n, h->dim, h->rms_eps);
+    else
+        rmsnorm(y, x, w, n, h->dim, h->rms_eps);
+}
+
 /* y[n][out] = x[n][in] . W^T (+ bias) (+ beta y), weights as stored */
-static void matmul(const struct llama_ctx *c, float *y, const float *x, const struct wmat *W,
-                   const float *bias, float beta, int n)
+void lm_matmul(const struct llama_ctx *c, float *y, const float *x, const struct wmat *W,
+               const float *bias, float beta, int n)
 {
     if (c->act != LLAMA_ACT_NONE) { /* the input as the simulated arithmetic rounds it */
         memcpy(c->aq, x, (size_t)n * (size_t)W->in * sizeof *x);
@@ -142,12 +199,12 @@ static void matmul(const struct llama_ctx *c, float *y, const float *x, const st
 
 /* the k products of one x (Q, K, V; gate, up): one fork-join in a decode
  * step, unless the simulated arithmetic rounds x by each matrix's type */
-static void matmul_group(const struct llama_ctx *c, const struct matmul_part *parts, int k,
-                         const float *x, int n)
+void lm_matmul_group(const struct llama_ctx *c, const struct matmul_part *parts, int k,
+                     const float *x, int n)
 {
     if (c->act != LLAMA_ACT_NONE) {
         for (int i = 0; i < k; i++)
-            matmul(c, parts[i].y, x, parts[i].W, parts[i].bias, parts[i].beta, n);
+            lm_matmul(c, parts[i].y, x, parts[i].W, parts[i].bias, parts[i].beta, n);
         return;
     }
     matmul_w_group(parts, k, x, n, c->n_threads, c->scratch);
@@ -170,18 +227,21 @@ int llama_ctx_set_act(struct llama_ctx *c, int mode, const struct simfmt *f)
     return QG_OK;
 }
 
-/* Rotates n rows of `heads` heads (row stride `stride`) at positions pos0.. */
+/* Rotates n rows of `heads` heads (row stride `stride`) at positions pos0..;
+ * angles as ggml's rope cache: pos * base^(-2k/d), divided by the pair's
+ * factor (Llama 3's rope_freqs), times the linear scale */
 static void rope(float *x, int n, int stride, int heads, int hd, int pos0,
-                 const struct llama_hparams *h)
+                 const struct llama_hparams *h, const float *factors)
 {
     const int nd = h->rope_dims;
-    const float theta_scale = powf(h->rope_theta, -2.0f / (float)nd);
+    const float theta_scale = powf(h->rope_theta, -2.0f / (float)nd), fs = h->rope_freq_scale;
     for (int i = 0; i < n; i++) {
         float cs[2048], sn[2048]; /* nd/2 <= 2048: head size is capped at 4096 */
         float theta = (float)(pos0 + i);
         for (int k = 0; k < nd / 2; k++) {
-            cs[k] = cosf(theta);
-            sn[k] = sinf(theta);
+            float t = fs * (factors ? theta / factors[k] : theta);
+            cs[k] = cosf(t);
+            sn[k] = sinf(t);
             theta *= theta_scale;
         }
         for (int hh = 0; hh < heads; hh++) {
@@ -201,19 +261,27 @@ struct att_job {
     int l, n, pos0;
 };
 
-/* softmax of each of `rows` rows of s (row stride T), row i causal over
- * keys 0..last0 + i, the keys past it zero */
-static void softmax_causal(const struct llama_ctx *c, float *scores, int rows, int T, int last0)
+/* softmax of each of `rows` rows of s (row stride T), row i over keys
+ * first..last0 + i (first: 0, or the sliding window's start), the others
+ * zero; soft-capped first where the family caps */
+static void softmax_causal(const struct llama_ctx *c, float *scores, int rows, int T, int last0,
+                           int window)
 {
+    const float cap = c->m->hp.attn_softcap;
     for (int i = 0; i < rows; i++) {
         float *s = scores + (size_t)i * T;
-        int last = last0 + i;
-        float mx = vm_max(s, last + 1, -INFINITY);
-        vm_exp_shifted(s, s, mx, last + 1);
+        int last = last0 + i, first = window && last - window + 1 > 0 ? last - window + 1 : 0;
+        if (cap > 0)
+            for (int k = first; k <= last; k++)
+                s[k] = cap * tanhf(s[k] * (1.0f / cap));
+        float mx = vm_max(s + first, last + 1 - first, -INFINITY);
+        vm_exp_shifted(s + first, s + first, mx, last + 1 - first);
         double sum = 0;
-        for (int k = 0; k <= last; k++)
+        for (int k = first; k <= last; k++)
             sum += s[k];
-        vm_scale(s, (float)(1.0 / sum), last + 1);
+        vm_scale(s + first, (float)(1.0 / sum), last + 1 - first);
+        for (int k = 0; k < first; k++)
+            s[k] = 0.0f;
         for (int k = last + 1; k < T; k++)
             s[k] = 0.0f;
         if (c->act == LLAMA_ACT_LLAMACPP) quant_round_f16(s, last + 1); /* meets V in f16 */
@@ -233,7 +301,8 @@ static void attention_heads(void *arg, int64_t h0, int64_t h1, int thread)
     const int group = h->n_heads / h->n_kv_heads;
     const float *K = c->k + (size_t)j->l * c->n_ctx * kvd,
                 *V = c->v + (size_t)j->l * c->n_ctx * kvd;
-    const float scale = 1.0f / sqrtf((float)hd);
+    const float scale = h->attn_scale;
+    const int window = llama_layer_swa(h, j->l) ? h->swa_window : 0;
     float *scores = c->scores + (size_t)thread * ATT_BLOCK * c->n_ctx;
     for (int64_t hh = h0; hh < h1; hh++) {
         int kh = (int)hh / group;
@@ -249,7 +318,7 @@ static void attention_heads(void *arg, int64_t h0, int64_t h1, int thread)
             else
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, T, hd, scale, Q, qd, Kh,
                             kvd, 0.0f, scores, T);
-            softmax_causal(c, scores, rows, T, pos0 + r0);
+            softmax_causal(c, scores, rows, T, pos0 + r0, window);
             /* O_h[r0..][hd] = S[rows][T] . V_h[T][hd] */
             if (rows == 1) {
                 vm_weighted_rows(O, scores, Vh, T, kvd, hd);
@@ -270,16 +339,64 @@ static void attention(struct llama_ctx *c, int l, int n, int pos0)
     parallel_for(parallel_threads_for(c->n_threads, work), h->n_heads, attention_heads, &j);
 }
 
-struct swiglu_job {
-    float *gate;
-    const float *up;
-};
-
-static void swiglu(void *arg, int64_t b, int64_t e, int thread)
+static void add_to(float *x, const float *y, int64_t n)
 {
-    const struct swiglu_job *j = arg;
-    (void)thread;
-    vm_swiglu(j->gate + b, j->up + b, e - b);
+    for (int64_t i = 0; i < n; i++)
+        x[i] += y[i];
+}
+
+/* the attention half of layer l: x += attention(norm(x)) (post-normed
+ * where the family says) */
+static void attention_sublayer(struct llama_ctx *c, int l, int n, int pos0)
+{
+    const struct llama_model *m = c->m;
+    const struct llama_hparams *h = &m->hp;
+    const struct layer *L = &m->layers[l];
+    const int dim = h->dim, hd = h->head_dim, qd = h->n_heads * hd, kvd = h->n_kv_heads * hd;
+    float *Kl = c->k + ((size_t)l * c->n_ctx + pos0) * kvd,
+          *Vl = c->v + ((size_t)l * c->n_ctx + pos0) * kvd;
+    norm(c, c->xn, c->x, L->attn_norm, L->attn_norm_b, n);
+    const struct matmul_part qkv[] = {
+        {c->q, &L->wq, L->bq, 0.0f}, {Kl, &L->wk, L->bk, 0.0f}, {Vl, &L->wv, L->bv, 0.0f}};
+    lm_matmul_group(c, qkv, 3, c->xn, n);
+    if (h->qk_norm) { /* per head, before RoPE */
+        rmsnorm(c->q, c->q, L->q_norm, n * h->n_heads, hd, h->rms_eps);
+        rmsnorm(Kl, Kl, L->k_norm, n * h->n_kv_heads, hd, h->rms_eps);
+    }
+    rope(c->q, n, qd, h->n_heads, hd, pos0, h, m->rope_freqs);
+    rope(Kl, n, kvd, h->n_kv_heads, hd, pos0, h, m->rope_freqs);
+    if (c->act == LLAMA_ACT_LLAMACPP) { /* llama.cpp's f16 cache; Q meets it in f16 */
+        quant_round_f16(c->q, (int64_t)n * qd);
+        quant_round_f16(Kl, (int64_t)n * kvd);
+        quant_round_f16(Vl, (int64_t)n * kvd);
+    }
+    if (c->kv_fmt.kind != SIMFMT_NONE) { /* K and V as a simulated cache stores them */
+        simfmt_apply_kv(&c->kv_fmt, Kl, n, kvd, hd);
+        simfmt_apply_kv(&c->kv_fmt, Vl, n, kvd, hd);
+    }
+    attention(c, l, n, pos0);
+    if (!h->post_norms) {
+        lm_matmul(c, c->x, c->att, &L->wo, L->bo, 1.0f, n); /* x += att . Wo^T */
+        return;
+    }
+    lm_matmul(c, c->tmp, c->att, &L->wo, L->bo, 0.0f, n);
+    rmsnorm(c->tmp, c->tmp, L->post_attn_norm, n, dim, h->rms_eps);
+    add_to(c->x, c->tmp, (int64_t)n * dim);
+}
+
+/* the FFN half: x += ffn(norm(x)) (post-normed where the family says) */
+static void ffn_sublayer(struct llama_ctx *c, int l, int n)
+{
+    const struct llama_hparams *h = &c->m->hp;
+    const struct layer *L = &c->m->layers[l];
+    norm(c, c->xn, c->x, L->ffn_norm, L->ffn_norm_b, n);
+    if (!h->post_norms) {
+        lm_ffn(c, L, c->x, 1.0f, n);
+        return;
+    }
+    lm_ffn(c, L, c->tmp, 0.0f, n);
+    rmsnorm(c->tmp, c->tmp, L->post_ffn_norm, n, h->dim, h->rms_eps);
+    add_to(c->x, c->tmp, (int64_t)n * h->dim);
 }
 
 int llama_eval(struct llama_ctx *c, const int32_t *tokens, int n, int logits_from, float *logits)
@@ -290,41 +407,18 @@ int llama_eval(struct llama_ctx *c, const int32_t *tokens, int n, int logits_fro
     c->last_n = 0;
     for (int i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= h->n_vocab) return QG_ERR_USAGE;
-    const int dim = h->dim, hd = h->head_dim, qd = h->n_heads * hd, kvd = h->n_kv_heads * hd;
+    const int dim = h->dim;
     const int pos0 = c->pos;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
+        float *xi = c->x + (size_t)i * dim;
         dequant_row(m->tok_embd.type, m->tok_embd.data + (size_t)tokens[i] * m->tok_embd.row_bytes,
-                    c->x + (size_t)i * dim, dim);
+                    xi, dim);
+        if (h->embd_scale != 1.0f) vm_scale(xi, h->embd_scale, dim);
+    }
     for (int l = 0; l < h->n_layers; l++) {
-        const struct layer *L = &m->layers[l];
-        float *Kl = c->k + ((size_t)l * c->n_ctx + pos0) * kvd,
-              *Vl = c->v + ((size_t)l * c->n_ctx + pos0) * kvd;
-        rmsnorm(c->xn, c->x, L->attn_norm, n, dim, h->rms_eps);
-        const struct matmul_part qkv[] = {
-            {c->q, &L->wq, L->bq, 0.0f}, {Kl, &L->wk, L->bk, 0.0f}, {Vl, &L->wv, L->bv, 0.0f}};
-        matmul_group(c, qkv, 3, c->xn, n);
-        rope(c->q, n, qd, h->n_heads, hd, pos0, h);
-        rope(Kl, n, kvd, h->n_kv_heads, hd, pos0, h);
-        if (c->act == LLAMA_ACT_LLAMACPP) { /* llama.cpp's f16 cache; Q meets it in f16 */
-            quant_round_f16(c->q, (int64_t)n * qd);
-            quant_round_f16(Kl, (int64_t)n * kvd);
-            quant_round_f16(Vl, (int64_t)n * kvd);
-        }
-        if (c->kv_fmt.kind != SIMFMT_NONE) { /* K and V as a simulated cache stores them */
-            simfmt_apply_kv(&c->kv_fmt, Kl, n, kvd, hd);
-            simfmt_apply_kv(&c->kv_fmt, Vl, n, kvd, hd);
-        }
-        attention(c, l, n, pos0);
-        matmul(c, c->x, c->att, &L->wo, NULL, 1.0f, n); /* x += att . Wo^T */
+        attention_sublayer(c, l, n, pos0);
         if (c->perturb) perturb_rows(c, n, dim, pos0, 2 * l);
-        rmsnorm(c->xn, c->x, L->ffn_norm, n, dim, h->rms_eps);
-        const struct matmul_part ffn[] = {{c->gate, &L->w_gate, NULL, 0.0f},
-                                          {c->up, &L->w_up, NULL, 0.0f}};
-        matmul_group(c, ffn, 2, c->xn, n);
-        struct swiglu_job sj = {c->gate, c->up};
-        parallel_for(parallel_threads_for(c->n_threads, 20.0 * n * h->ffn), (int64_t)n * h->ffn,
-                     swiglu, &sj);
-        matmul(c, c->x, c->gate, &L->w_down, NULL, 1.0f, n); /* x += ffn */
+        ffn_sublayer(c, l, n);
         if (c->perturb) perturb_rows(c, n, dim, pos0, 2 * l + 1);
     }
     c->pos += n;
@@ -339,8 +433,13 @@ int llama_output(struct llama_ctx *c, int first, int count, float *logits)
     const struct llama_model *m = c->m;
     const struct llama_hparams *h = &m->hp;
     if (first < 0 || count <= 0 || first + count > c->last_n) return QG_ERR_USAGE;
-    rmsnorm(c->xn, c->x + (size_t)first * h->dim, m->out_norm, count, h->dim, h->rms_eps);
-    matmul(c, logits, c->xn, &m->output, NULL, 0.0f, count);
+    norm(c, c->xn, c->x + (size_t)first * h->dim, m->out_norm, m->out_norm_b, count);
+    lm_matmul(c, logits, c->xn, &m->output, NULL, 0.0f, count);
+    if (h->final_softcap > 0) { /* gemma2 */
+        const float cap = h->final_softcap;
+        for (size_t i = 0; i < (size_t)count * h->n_vocab; i++)
+            logits[i] = cap * tanhf(logits[i] * (1.0f / cap));
+    }
     /* a NaN or Inf in the output layer shows only here: never scored */
     if (lm_first_nonfinite(logits, (int64_t)count * h->n_vocab) >= 0) return QG_ERR_DATA;
     return QG_OK;

@@ -14,8 +14,18 @@
 enum { ATT_BLOCK = 128 }; /* query rows per attention block */
 
 struct layer {
-    float *attn_norm, *bq, *bk, *bv, *ffn_norm; /* vectors: f32 copies */
+    /* vectors: f32 copies; NULL where the family has none */
+    float *attn_norm, *attn_norm_b, *bq, *bk, *bv, *bo, *ffn_norm, *ffn_norm_b;
+    float *post_attn_norm, *post_ffn_norm; /* gemma2 */
+    float *q_norm, *k_norm;                /* qwen3: [head_dim] */
+    float *b_up, *b_gate, *b_down;
+    float *shexp_gate; /* [dim]: qwen2moe's shared-expert gate */
+    /* matrices as stored; q/k/v may be row views of one fused attn_qkv and
+     * gate/up of one fused ffn_up (phi3); w_gate.data NULL without a gate */
     struct wmat wq, wk, wv, wo, w_gate, w_up, w_down;
+    struct wmat router;                        /* ffn_gate_inp: [n_expert][dim] */
+    struct wmat *gate_exps, *up_exps, *down_exps; /* [n_expert] views of the 3-D tensors */
+    struct wmat sh_gate, sh_up, sh_down;       /* the shared expert */
 };
 
 struct llama_model {
@@ -23,9 +33,13 @@ struct llama_model {
     struct gguf *g;       /* owned: the matrices point into its mapping */
     struct wmat tok_embd; /* [n_vocab][dim] */
     float *out_norm;      /* [dim] */
+    float *out_norm_b;    /* [dim]: LayerNorm's bias, or NULL */
     struct wmat output;   /* [n_vocab][dim]; the embedding when tied */
+    float *rope_freqs;    /* [rope_dims / 2] (Llama 3), or NULL */
     struct layer *layers;
-    size_t bytes;   /* weights as stored, vectors as f32 */
+    size_t bytes;     /* weights as stored, vectors as f32 */
+    size_t vec_bytes; /* of which vectors */
+    size_t exp_bytes; /* of which routed experts */
     int64_t max_in; /* widest matrix input */
     float **sim;    /* simulated matrices (llama_simulate_weights): owned f32 copies */
     int n_sim;
@@ -39,6 +53,12 @@ struct llama_ctx {
     int last_n;    /* rows of the last batch (their hidden states are in x) */
     float *k, *v;  /* [n_layers][n_ctx][kv_dim] */
     float *x, *xn, *q, *att, *gate, *up, *scores; /* batch buffers, n_ctx rows */
+    float *tmp;           /* [n_ctx][dim]: a sublayer's output before its norm or sum */
+    float *moe_x, *moe_y; /* MoE: gathered rows [n_ctx][dim] and their expert outputs */
+    float *moe_w;         /* [n_ctx][n_expert]: router probabilities */
+    float *moe_sw;        /* [n_ctx][n_expert_used]: the chosen experts' weights */
+    int *moe_sel;         /* [n_ctx][n_expert_used]: the chosen experts */
+    int *moe_rows;        /* [n_ctx]: (row, slot) pairs routed to one expert */
     float *scratch;   /* per thread: dequantized weight panels (matmul.h) */
     uint64_t perturb; /* 0, or the seed of last-bit rounding of the residual stream */
     int act;          /* enum llama_act: how matrix inputs are rounded */
@@ -47,7 +67,33 @@ struct llama_ctx {
     float *aq;            /* [n_ctx][max_in]: a matrix input after rounding */
 };
 
+/* Reads the hyperparameters of any family qgate runs (llama_arch.c):
+ * QG_OK or QG_ERR_DATA with err naming the file and key. */
+int lm_read_hparams(const struct gguf *g, const char *name, struct llama_hparams *hp, char *err,
+                    size_t errlen);
+
+/* Every matrix of the model (experts one by one), for scans and
+ * simulation: up to max into out; returns the count (which may exceed max:
+ * call with max 0 to size). Views of one fused tensor are listed once each. */
+int lm_matrices(struct llama_model *m, struct wmat **out, int max);
+
+/* y[n][out] = x[n][in] . W^T (+ bias) (+ beta y), the input rounded as the
+ * context's activation mode says (llama_eval.c). */
+void lm_matmul(const struct llama_ctx *c, float *y, const float *x, const struct wmat *W,
+               const float *bias, float beta, int n);
+/* The k products of one x in one fork-join (matmul.h's parts). */
+void lm_matmul_group(const struct llama_ctx *c, const struct matmul_part *parts, int k,
+                     const float *x, int n);
+/* The layer's FFN of c->xn's n rows into out (+ beta out), any family
+ * (llama_ffn.c); uses c->gate, c->up, c->tmp and the MoE buffers. */
+void lm_ffn(struct llama_ctx *c, const struct layer *L, float *out, float beta, int n);
+/* GELU (tanh form); llamacpp: through f16 as ggml's table computes it. */
+float lm_gelu(float x, int llamacpp);
+
 /* The first non-finite value of n decoded ones: -1 when all are finite. */
 int64_t lm_first_nonfinite(const float *p, int64_t n);
+/* QG_ERR_DATA naming the file, tensor and element of a NaN or Inf weight. */
+int lm_nonfinite_error(const char *name, const char *tname, float v, int64_t at, char *err,
+                       size_t errlen);
 
 #endif

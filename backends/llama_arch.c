@@ -1,0 +1,365 @@
+/* llama_arch — the families as data: which norm, activation, RoPE, caps,
+ * windows and experts each architecture uses, read from the file's
+ * metadata as llama.cpp reads it (src/models/<arch>.cpp), and every
+ * "<arch>.*" key qgate does not implement refused by name. */
+#include "backends/llama.h"
+#include "backends/llama_impl.h"
+#include "core/status.h"
+#include "core/util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+enum {
+    F_NEOX = 1 << 0,      /* NeoX RoPE */
+    F_QKV_BIAS = 1 << 1,  /* q/k/v biases required */
+    F_LAYERNORM = 1 << 2, /* LayerNorm with biases */
+    F_GEGLU = 1 << 3,     /* gelu-gated FFN */
+    F_GELU = 1 << 4,      /* plain GELU MLP */
+    F_EMBD_SCALE = 1 << 5,
+    F_GEMMA2 = 1 << 6,   /* post norms, soft caps, sliding window on even layers */
+    F_MOE = 1 << 7,      /* experts required */
+    F_MOE_OPT = 1 << 8,  /* experts when expert_count > 0 */
+    F_QK_NORM = 1 << 9,  /* per-head Q/K norms */
+    F_NO_SWA = 1 << 10,  /* a sliding_window key is read and not used (as llama.cpp) */
+    F_ROPE_SCALE = 1 << 11, /* linear scaling and rope_freqs */
+};
+
+static const struct family {
+    const char *name;
+    unsigned flags;
+    const char *note;
+} families[] = {
+    {"llama", F_MOE_OPT | F_ROPE_SCALE,
+     "RMSNorm, SwiGLU, RoPE with linear or Llama 3 (rope_freqs) scaling, GQA, Mixtral experts, "
+     "a sliding window where the file sets one"},
+    {"qwen2", F_NEOX | F_QKV_BIAS, "RMSNorm, SwiGLU, NeoX RoPE, q/k/v biases, GQA"},
+    {"qwen2moe", F_NEOX | F_QKV_BIAS | F_MOE,
+     "qwen2 with routed experts (softmax, top-k, weights as chosen) and a sigmoid-gated shared "
+     "expert"},
+    {"qwen3", F_NEOX | F_QK_NORM, "RMSNorm, SwiGLU, NeoX RoPE, per-head Q/K RMSNorm, GQA"},
+    {"gemma", F_NEOX | F_GEGLU | F_EMBD_SCALE,
+     "RMSNorm, GELU-gated FFN, embedding times sqrt(dim), NeoX RoPE, tied output"},
+    {"gemma2", F_NEOX | F_GEGLU | F_EMBD_SCALE | F_GEMMA2,
+     "gemma with post-attention and post-FFN norms, attention and final logit soft-capping, "
+     "a sliding window on even layers"},
+    {"phi3", F_NEOX | F_NO_SWA,
+     "fused QKV and gate-up, NeoX RoPE, partial rotary; its sliding_window is not applied "
+     "(llama.cpp disables Phi-3 SWA)"},
+    {"starcoder2", F_NEOX | F_QKV_BIAS | F_LAYERNORM | F_GELU,
+     "LayerNorm with biases, plain GELU MLP, biases on every projection, NeoX RoPE"},
+};
+enum { N_FAMILIES = (int)(sizeof families / sizeof *families) };
+
+static const struct family *family_find(const char *a, size_t al)
+{
+    for (int i = 0; i < N_FAMILIES; i++)
+        if (strlen(families[i].name) == al && memcmp(families[i].name, a, al) == 0)
+            return &families[i];
+    return NULL;
+}
+
+const char *llama_families(void)
+{
+    return "llama, qwen2, qwen2moe, qwen3, gemma, gemma2, phi3, starcoder2";
+}
+
+const char *llama_family_note(const char *arch)
+{
+    const struct family *f = family_find(arch, strlen(arch));
+    return f ? f->note : NULL;
+}
+
+int llama_layer_swa(const struct llama_hparams *h, int l)
+{
+    if (!h->swa_window) return 0;
+    return h->swa_pattern == 0 || l % h->swa_pattern < h->swa_pattern - 1;
+}
+
+/* "<arch>.<suffix>" keys qgate reads (or knows to be harmless) */
+static const char *const known_keys[] = {
+    "context_length",
+    "embedding_length",
+    "block_count",
+    "feed_forward_length",
+    "attention.head_count",
+    "attention.head_count_kv",
+    "attention.key_length",
+    "attention.value_length",
+    "attention.layer_norm_rms_epsilon",
+    "attention.layer_norm_epsilon",
+    "attention.sliding_window",
+    "attention.sliding_window_pattern",
+    "attention.scale",
+    "attention.causal",
+    "attn_logit_softcapping",
+    "final_logit_softcapping",
+    "rope.dimension_count",
+    "rope.freq_base",
+    "rope.scaling.type",
+    "rope.scaling.factor",
+    "rope.scale_linear",
+    "rope.scaling.original_context_length",
+    "rope.scaling.finetuned",
+    "vocab_size",
+    "expert_count",
+    "expert_used_count",
+    "expert_feed_forward_length",
+    "expert_shared_feed_forward_length",
+    "expert_weights_scale",
+    "expert_weights_norm",
+    "expert_gating_func",
+};
+
+static int key_known(const char *suffix)
+{
+    for (size_t i = 0; i < sizeof known_keys / sizeof *known_keys; i++)
+        if (!strcmp(known_keys[i], suffix)) return 1;
+    return 0;
+}
+
+/* Every "<arch>." key is one qgate reads; any other changes the model in a
+ * way it does not implement */
+static int check_keys(const struct gguf *g, const char *name, const char *arch, char *err,
+                      size_t errlen)
+{
+    size_t al = strlen(arch);
+    for (int64_t i = 0; i < gguf_n_kv(g); i++) {
+        const char *k = gguf_kv_key(g, i);
+        if (strncmp(k, arch, al) != 0 || k[al] != '.') continue;
+        if (!key_known(k + al + 1))
+            return qg_errf(err, errlen, QG_ERR_DATA,
+                           "%s: metadata key '%s' is not implemented by qgate's engine (it would "
+                           "change the forward pass)",
+                           name, k);
+    }
+    return QG_OK;
+}
+
+static int get_int(const struct gguf *g, const char *arch, const char *suffix, int64_t def,
+                   int64_t *out)
+{
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    int rc = gguf_get_int(g, key, out);
+    if (rc == QG_ERR_NOTFOUND && def >= 0) {
+        *out = def;
+        return QG_OK;
+    }
+    return rc;
+}
+
+/* a float key: def when absent; QG_ERR_DATA when present and not a number */
+static int get_float(const struct gguf *g, const char *arch, const char *suffix, double def,
+                     double *out)
+{
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    int rc = gguf_get_float(g, key, out);
+    if (rc == QG_ERR_NOTFOUND) {
+        *out = def;
+        return QG_OK;
+    }
+    return rc;
+}
+
+static int read_sizes(const struct gguf *g, const char *name, struct llama_hparams *hp, char *err,
+                      size_t errlen)
+{
+    struct {
+        const char *key;
+        int64_t def;
+        int *dst;
+    } ints[] = {
+        {"embedding_length", -1, &hp->dim},         {"block_count", -1, &hp->n_layers},
+        {"attention.head_count", -1, &hp->n_heads}, {"feed_forward_length", -1, &hp->ffn},
+        {"context_length", -1, &hp->ctx_train},
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) {
+        int64_t v;
+        if (get_int(g, hp->arch, ints[i].key, ints[i].def, &v) != QG_OK || v <= 0 || v > (1 << 24))
+            return qg_errf(err, errlen, QG_ERR_DATA, "%s: %s.%s is missing or out of range", name,
+                           hp->arch, ints[i].key);
+        *ints[i].dst = (int)v;
+    }
+    int64_t v;
+    if (get_int(g, hp->arch, "attention.head_count_kv", hp->n_heads, &v) != QG_OK || v <= 0 ||
+        hp->n_heads % v != 0)
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "%s: %s.attention.head_count_kv must divide head_count %d", name, hp->arch,
+                       hp->n_heads);
+    hp->n_kv_heads = (int)v;
+    if (get_int(g, hp->arch, "attention.key_length", hp->dim / hp->n_heads, &v) != QG_OK ||
+        v <= 0 || v > 4096)
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: bad attention.key_length", name);
+    hp->head_dim = (int)v;
+    if (get_int(g, hp->arch, "attention.value_length", hp->head_dim, &v) != QG_OK ||
+        v != hp->head_dim)
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "%s: attention.value_length differs from key_length %d (not implemented)",
+                       name, hp->head_dim);
+    if (hp->dim % hp->n_heads && hp->head_dim == hp->dim / hp->n_heads)
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "%s: embedding_length %d is not a multiple of head_count %d", name, hp->dim,
+                       hp->n_heads);
+    if (get_int(g, hp->arch, "rope.dimension_count", hp->head_dim, &v) != QG_OK || v <= 0 ||
+        v > hp->head_dim || v % 2)
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "%s: rope.dimension_count must be even and <= head size %d", name,
+                       hp->head_dim);
+    hp->rope_dims = (int)v;
+    return QG_OK;
+}
+
+/* RoPE base and scaling: linear (a factor) is implemented, Llama 3's by
+ * its rope_freqs tensor; YaRN and LongRoPE are refused */
+static int read_rope(const struct gguf *g, const char *name, const struct family *f,
+                     struct llama_hparams *hp, char *err, size_t errlen)
+{
+    double d;
+    if (get_float(g, hp->arch, "rope.freq_base", 10000.0, &d) || !(d > 0))
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: %s.rope.freq_base is not positive", name,
+                       hp->arch);
+    hp->rope_theta = (float)d;
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", hp->arch);
+    const char *t = "linear";
+    size_t tl = 6;
+    if (gguf_get_str(g, key, &t, &tl) == QG_ERR_DATA)
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: %s is not a string", name, key);
+    double factor = 0, lin = 0;
+    if (get_float(g, hp->arch, "rope.scaling.factor", 0, &factor) ||
+        get_float(g, hp->arch, "rope.scale_linear", 0, &lin))
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: a rope scaling factor is not a number",
+                       name);
+    if (lin > 0) factor = lin;
+    int none = tl == 4 && !memcmp(t, "none", 4), linear = tl == 6 && !memcmp(t, "linear", 6);
+    if (!none && !linear)
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "%s: RoPE scaling '%.*s' is not implemented (qgate implements linear "
+                       "scaling and Llama 3's rope_freqs)",
+                       name, (int)(tl < 32 ? tl : 32), t);
+    hp->rope_freq_scale = linear && factor > 0 ? (float)(1.0 / factor) : 1.0f;
+    if (hp->rope_freq_scale != 1.0f && !(f->flags & F_ROPE_SCALE))
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "%s: RoPE scaling on a %s model is not implemented", name, hp->arch);
+    return QG_OK;
+}
+
+/* experts: counts and widths */
+static int read_moe(const struct gguf *g, const char *name, const struct family *f,
+                    struct llama_hparams *hp, char *err, size_t errlen)
+{
+    int64_t ne = 0, nu = 0, ef = 0, sf = 0;
+    if (get_int(g, hp->arch, "expert_count", 0, &ne) || get_int(g, hp->arch, "expert_used_count",
+                                                                 0, &nu))
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: bad expert counts", name);
+    if ((f->flags & F_MOE) && ne <= 0)
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: %s needs %s.expert_count", name, hp->arch,
+                       hp->arch);
+    if (ne > 0 && !(f->flags & (F_MOE | F_MOE_OPT)))
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "%s: experts in a %s model are not implemented", name, hp->arch);
+    if (ne <= 0) return QG_OK;
+    if (ne > 1024 || nu <= 0 || nu > ne)
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "%s: expert_used_count %lld must be in 1..expert_count %lld", name,
+                       (long long)nu, (long long)ne);
+    if (get_int(g, hp->arch, "expert_feed_forward_length", hp->ffn, &ef) || ef <= 0 ||
+        ef > (1 << 24) ||
+        get_int(g, hp->arch, "expert_shared_feed_forward_length", 0, &sf) || sf < 0 ||
+        sf > (1 << 24))
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: bad expert feed-forward lengths", name);
+    hp->n_expert = (int)ne;
+    hp->n_expert_used = (int)nu;
+    hp->expert_ffn = (int)ef;
+    hp->shexp_ffn = (int)sf;
+    hp->moe_norm_w = strcmp(hp->arch, "llama") == 0; /* Mixtral; qwen2moe keeps them */
+    int64_t gating = 1, wn = -1;
+    double ws = 0;
+    if (get_int(g, hp->arch, "expert_gating_func", 1, &gating) || gating != 1)
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "%s: expert gating other than softmax is not implemented", name);
+    if (get_float(g, hp->arch, "expert_weights_scale", 0, &ws) || !isfinite(ws))
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: bad expert_weights_scale", name);
+    hp->moe_w_scale = ws != 0 ? (float)ws : 1.0f;
+    char key[128];
+    snprintf(key, sizeof key, "%s.expert_weights_norm", hp->arch);
+    int64_t ki = gguf_find_key(g, key);
+    if (ki >= 0) {
+        if (gguf_kv_int(g, ki, &wn)) return qg_errf(err, errlen, QG_ERR_DATA, "%s: bad %s", name, key);
+        hp->moe_norm_w = wn != 0;
+    }
+    return QG_OK;
+}
+
+/* windows, caps, scales */
+static int read_attention(const struct gguf *g, const char *name, const struct family *f,
+                          struct llama_hparams *hp, char *err, size_t errlen)
+{
+    int64_t win = 0, pat = (f->flags & F_GEMMA2) ? 2 : 0, causal = 1;
+    if (get_int(g, hp->arch, "attention.sliding_window", (f->flags & F_GEMMA2) ? 4096 : 0, &win) ||
+        win < 0 || win > (1 << 24) ||
+        get_int(g, hp->arch, "attention.sliding_window_pattern", pat, &pat) || pat < 0 ||
+        pat > 1024)
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: bad sliding-window keys", name);
+    if (get_int(g, hp->arch, "attention.causal", 1, &causal) || causal != 1)
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "%s: non-causal attention is not implemented (not a language model?)",
+                       name);
+    hp->swa_window = (f->flags & F_NO_SWA) ? 0 : (int)win;
+    hp->swa_pattern = (int)pat;
+    double sa, sf, scale;
+    int g2 = (f->flags & F_GEMMA2) != 0;
+    if (get_float(g, hp->arch, "attn_logit_softcapping", g2 ? 50.0 : 0.0, &sa) ||
+        get_float(g, hp->arch, "final_logit_softcapping", g2 ? 30.0 : 0.0, &sf) || !(sa >= 0) ||
+        !(sf >= 0) || get_float(g, hp->arch, "attention.scale", 0, &scale) || !(scale >= 0))
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: bad soft-capping or attention.scale", name);
+    hp->attn_softcap = (float)sa;
+    hp->final_softcap = (float)sf;
+    hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
+    if (g2 && hp->n_layers == 46) /* Gemma 2 27B: llama.cpp's rule */
+        hp->attn_scale = 1.0f / sqrtf((float)(hp->dim / hp->n_heads));
+    if (scale > 0) hp->attn_scale = (float)scale;
+    return QG_OK;
+}
+
+int lm_read_hparams(const struct gguf *g, const char *name, struct llama_hparams *hp, char *err,
+                    size_t errlen)
+{
+    const char *a;
+    size_t al;
+    memset(hp, 0, sizeof *hp);
+    if (gguf_get_str(g, "general.architecture", &a, &al) != QG_OK)
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: general.architecture is missing", name);
+    const struct family *f = family_find(a, al);
+    if (!f)
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "%s: architecture '%.*s' is not supported (qgate runs %s)", name,
+                       (int)(al < 32 ? al : 32), a, llama_families());
+    snprintf(hp->arch, sizeof hp->arch, "%s", f->name);
+    int rc = check_keys(g, name, hp->arch, err, errlen);
+    if (!rc) rc = read_sizes(g, name, hp, err, errlen);
+    if (!rc) rc = read_rope(g, name, f, hp, err, errlen);
+    if (!rc) rc = read_moe(g, name, f, hp, err, errlen);
+    if (!rc) rc = read_attention(g, name, f, hp, err, errlen);
+    if (rc) return rc;
+    hp->rope_neox = (f->flags & F_NEOX) != 0;
+    hp->qkv_bias = (f->flags & F_QKV_BIAS) != 0;
+    hp->norm = (f->flags & F_LAYERNORM) ? LLAMA_NORM_LAYER : LLAMA_NORM_RMS;
+    hp->ffn_act = (f->flags & F_GEGLU) ? LLAMA_FFN_GEGLU
+                  : (f->flags & F_GELU) ? LLAMA_FFN_GELU
+                                        : LLAMA_FFN_SWIGLU;
+    hp->post_norms = (f->flags & F_GEMMA2) != 0;
+    hp->qk_norm = (f->flags & F_QK_NORM) != 0;
+    hp->embd_scale = (f->flags & F_EMBD_SCALE) ? sqrtf((float)hp->dim) : 1.0f;
+    double d;
+    const char *ek = hp->norm == LLAMA_NORM_LAYER ? "attention.layer_norm_epsilon"
+                                                  : "attention.layer_norm_rms_epsilon";
+    if (get_float(g, hp->arch, ek, -1, &d) || !(d > 0 && d < 1))
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: %s.%s is missing or not in (0, 1)", name,
+                       hp->arch, ek);
+    hp->rms_eps = (float)d;
+    return QG_OK;
+}
