@@ -66,9 +66,8 @@ int lm_matrices(struct llama_model *m, struct wmat **out, int max)
     if (!m->hp.tied_output) ADD(&m->output);
     for (int l = 0; l < m->hp.n_layers; l++) {
         struct layer *L = &m->layers[l];
-        struct wmat *ws[] = {&L->wq,     &L->wk,     &L->wv,      &L->wo,    &L->w_gate,
-                             &L->w_up,   &L->w_down, &L->router,  &L->sh_gate, &L->sh_up,
-                             &L->sh_down};
+        struct wmat *ws[] = {&L->wq,     &L->wk,     &L->wv,      &L->wo,    &L->w_gate, &L->w_up,
+                             &L->w_down, &L->router, &L->sh_gate, &L->sh_up, &L->sh_down};
         for (size_t i = 0; i < sizeof ws / sizeof *ws; i++)
             ADD(ws[i]);
         for (int e = 0; L->gate_exps && e < m->hp.n_expert; e++) {
@@ -186,9 +185,9 @@ size_t llama_decode_bytes(const struct llama_model *m)
     const struct llama_hparams *h = &m->hp;
     size_t emb = m->tok_embd.row_bytes * (size_t)m->tok_embd.out;
     /* of the experts, a token reads the chosen ones */
-    size_t unread = h->n_expert ? m->exp_bytes / (size_t)h->n_expert *
-                                      (size_t)(h->n_expert - h->n_expert_used)
-                                : 0;
+    size_t unread =
+        h->n_expert ? m->exp_bytes / (size_t)h->n_expert * (size_t)(h->n_expert - h->n_expert_used)
+                    : 0;
     return m->bytes - m->vec_bytes - (h->tied_output ? 0 : emb) - unread;
 }
 
@@ -196,8 +195,8 @@ double llama_flops(const struct llama_model *m, int n, int n_logits)
 {
     const struct llama_hparams *h = &m->hp;
     double qd = (double)h->n_heads * h->head_dim, kvd = (double)h->n_kv_heads * h->head_dim;
-    double ffn = h->ffn_act == LLAMA_FFN_GELU ? 2.0 * 2 * h->dim * h->ffn
-                                              : 2.0 * 3 * h->dim * h->ffn;
+    double ffn =
+        h->ffn_act == LLAMA_FFN_GELU ? 2.0 * 2 * h->dim * h->ffn : 2.0 * 3 * h->dim * h->ffn;
     if (h->n_expert)
         ffn = 2.0 * h->dim * h->n_expert + 2.0 * 3 * h->dim * h->expert_ffn * h->n_expert_used +
               2.0 * 3 * h->dim * h->shexp_ffn;
@@ -211,15 +210,24 @@ int llama_is_basic(const struct llama_model *m, const char **why)
 {
     const struct llama_hparams *h = &m->hp;
     const char *w = NULL;
-    if (h->n_expert) w = "experts";
-    else if (h->norm != LLAMA_NORM_RMS) w = "LayerNorm";
-    else if (h->ffn_act != LLAMA_FFN_SWIGLU) w = "a GELU FFN";
-    else if (h->post_norms || h->qk_norm) w = "extra norms";
-    else if (h->embd_scale != 1.0f) w = "a scaled embedding";
-    else if (h->attn_softcap > 0 || h->final_softcap > 0) w = "soft-capping";
-    else if (h->swa_window) w = "a sliding window";
-    else if (h->rope_freq_scale != 1.0f || h->rope_factors) w = "RoPE scaling";
-    else if (h->attn_scale != 1.0f / sqrtf((float)h->head_dim)) w = "an attention scale";
+    if (h->n_expert)
+        w = "experts";
+    else if (h->norm != LLAMA_NORM_RMS)
+        w = "LayerNorm";
+    else if (h->ffn_act != LLAMA_FFN_SWIGLU)
+        w = "a GELU FFN";
+    else if (h->post_norms || h->qk_norm)
+        w = "extra norms";
+    else if (h->embd_scale != 1.0f)
+        w = "a scaled embedding";
+    else if (h->attn_softcap > 0 || h->final_softcap > 0)
+        w = "soft-capping";
+    else if (h->swa_window)
+        w = "a sliding window";
+    else if (h->rope_freq_scale != 1.0f || h->rope_factors)
+        w = "RoPE scaling";
+    else if (h->attn_scale != 1.0f / sqrtf((float)h->head_dim))
+        w = "an attention scale";
     for (int l = 0; !w && l < h->n_layers; l++) {
         const struct layer *L = &m->layers[l];
         if (L->bo || L->b_up || L->b_gate || L->b_down) w = "output or FFN biases";

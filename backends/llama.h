@@ -33,27 +33,27 @@ enum llama_ffn_act {
 struct llama_hparams {
     char arch[16];
     int n_vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn;
-    int ctx_train; /* <arch>.context_length */
-    int rope_dims; /* dimensions rotated per head */
-    int rope_neox; /* 1: rotate (i, i + rope_dims/2); 0: adjacent pairs */
+    int ctx_train;             /* <arch>.context_length */
+    int rope_dims;             /* dimensions rotated per head */
+    int rope_neox;             /* 1: rotate (i, i + rope_dims/2); 0: adjacent pairs */
     float rms_eps, rope_theta; /* rms_eps: the norms' epsilon, LayerNorm's too */
-    int qkv_bias;    /* q/k/v biases (qwen2, qwen2moe, starcoder2) */
-    int tied_output; /* no output.weight: logits use the embedding */
-    int norm;        /* enum llama_norm_kind */
-    int ffn_act;     /* enum llama_ffn_act */
-    int post_norms;  /* gemma2: RMSNorm of the attention and FFN outputs before the residual */
-    int qk_norm;     /* qwen3: per-head RMSNorm of Q and K before RoPE */
-    float embd_scale;  /* the embedding row times this: 1, or sqrt(dim) (gemma) */
-    float attn_scale;  /* q.k times this: 1/sqrt(head_dim) unless the family or file says */
+    int qkv_bias;              /* q/k/v biases (qwen2, qwen2moe, starcoder2) */
+    int tied_output;           /* no output.weight: logits use the embedding */
+    int norm;                  /* enum llama_norm_kind */
+    int ffn_act;               /* enum llama_ffn_act */
+    int post_norms;   /* gemma2: RMSNorm of the attention and FFN outputs before the residual */
+    int qk_norm;      /* qwen3: per-head RMSNorm of Q and K before RoPE */
+    float embd_scale; /* the embedding row times this: 1, or sqrt(dim) (gemma) */
+    float attn_scale; /* q.k times this: 1/sqrt(head_dim) unless the family or file says */
     float attn_softcap, final_softcap; /* 0: none; else c * tanh(v / c) (gemma2) */
-    int swa_window;    /* 0: none; else a query sees the swa_window keys up to itself */
-    int swa_pattern;   /* with a window: 0 every layer; p: layers l with l % p < p - 1 */
-    float rope_freq_scale; /* rotation angles times this: 1, or 1/factor (linear scaling) */
-    int rope_factors;      /* 1: rope_freqs.weight divides each pair's frequency (Llama 3) */
+    int swa_window;              /* 0: none; else a query sees the swa_window keys up to itself */
+    int swa_pattern;             /* with a window: 0 every layer; p: layers l with l % p < p - 1 */
+    float rope_freq_scale;       /* rotation angles times this: 1, or 1/factor (linear scaling) */
+    int rope_factors;            /* 1: rope_freqs.weight divides each pair's frequency (Llama 3) */
     int n_expert, n_expert_used; /* 0: dense FFN */
     int expert_ffn, shexp_ffn;   /* an expert's FFN width; the shared expert's (0: none) */
-    int moe_norm_w;    /* the chosen experts' weights renormalised to sum 1 (Mixtral) */
-    float moe_w_scale; /* the chosen weights times this (1) */
+    int moe_norm_w;              /* the chosen experts' weights renormalised to sum 1 (Mixtral) */
+    float moe_w_scale;           /* the chosen weights times this (1) */
 };
 
 /* 1 when layer l attends within the sliding window */

@@ -18,11 +18,11 @@ enum {
     F_GEGLU = 1 << 3,     /* gelu-gated FFN */
     F_GELU = 1 << 4,      /* plain GELU MLP */
     F_EMBD_SCALE = 1 << 5,
-    F_GEMMA2 = 1 << 6,   /* post norms, soft caps, sliding window on even layers */
-    F_MOE = 1 << 7,      /* experts required */
-    F_MOE_OPT = 1 << 8,  /* experts when expert_count > 0 */
-    F_QK_NORM = 1 << 9,  /* per-head Q/K norms */
-    F_NO_SWA = 1 << 10,  /* a sliding_window key is read and not used (as llama.cpp) */
+    F_GEMMA2 = 1 << 6,      /* post norms, soft caps, sliding window on even layers */
+    F_MOE = 1 << 7,         /* experts required */
+    F_MOE_OPT = 1 << 8,     /* experts when expert_count > 0 */
+    F_QK_NORM = 1 << 9,     /* per-head Q/K norms */
+    F_NO_SWA = 1 << 10,     /* a sliding_window key is read and not used (as llama.cpp) */
     F_ROPE_SCALE = 1 << 11, /* linear scaling and rope_freqs */
 };
 
@@ -231,8 +231,7 @@ static int read_rope(const struct gguf *g, const char *name, const struct family
     double factor = 0, lin = 0;
     if (get_float(g, hp->arch, "rope.scaling.factor", 0, &factor) ||
         get_float(g, hp->arch, "rope.scale_linear", 0, &lin))
-        return qg_errf(err, errlen, QG_ERR_DATA, "%s: a rope scaling factor is not a number",
-                       name);
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: a rope scaling factor is not a number", name);
     if (lin > 0) factor = lin;
     int none = tl == 4 && !memcmp(t, "none", 4), linear = tl == 6 && !memcmp(t, "linear", 6);
     if (!none && !linear)
@@ -252,24 +251,23 @@ static int read_moe(const struct gguf *g, const char *name, const struct family 
                     struct llama_hparams *hp, char *err, size_t errlen)
 {
     int64_t ne = 0, nu = 0, ef = 0, sf = 0;
-    if (get_int(g, hp->arch, "expert_count", 0, &ne) || get_int(g, hp->arch, "expert_used_count",
-                                                                 0, &nu))
+    if (get_int(g, hp->arch, "expert_count", 0, &ne) ||
+        get_int(g, hp->arch, "expert_used_count", 0, &nu))
         return qg_errf(err, errlen, QG_ERR_DATA, "%s: bad expert counts", name);
     if ((f->flags & F_MOE) && ne <= 0)
         return qg_errf(err, errlen, QG_ERR_DATA, "%s: %s needs %s.expert_count", name, hp->arch,
                        hp->arch);
     if (ne > 0 && !(f->flags & (F_MOE | F_MOE_OPT)))
-        return qg_errf(err, errlen, QG_ERR_DATA,
-                       "%s: experts in a %s model are not implemented", name, hp->arch);
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: experts in a %s model are not implemented",
+                       name, hp->arch);
     if (ne <= 0) return QG_OK;
     if (ne > 1024 || nu <= 0 || nu > ne)
         return qg_errf(err, errlen, QG_ERR_DATA,
                        "%s: expert_used_count %lld must be in 1..expert_count %lld", name,
                        (long long)nu, (long long)ne);
     if (get_int(g, hp->arch, "expert_feed_forward_length", hp->ffn, &ef) || ef <= 0 ||
-        ef > (1 << 24) ||
-        get_int(g, hp->arch, "expert_shared_feed_forward_length", 0, &sf) || sf < 0 ||
-        sf > (1 << 24))
+        ef > (1 << 24) || get_int(g, hp->arch, "expert_shared_feed_forward_length", 0, &sf) ||
+        sf < 0 || sf > (1 << 24))
         return qg_errf(err, errlen, QG_ERR_DATA, "%s: bad expert feed-forward lengths", name);
     hp->n_expert = (int)ne;
     hp->n_expert_used = (int)nu;
@@ -288,7 +286,8 @@ static int read_moe(const struct gguf *g, const char *name, const struct family 
     snprintf(key, sizeof key, "%s.expert_weights_norm", hp->arch);
     int64_t ki = gguf_find_key(g, key);
     if (ki >= 0) {
-        if (gguf_kv_int(g, ki, &wn)) return qg_errf(err, errlen, QG_ERR_DATA, "%s: bad %s", name, key);
+        if (gguf_kv_int(g, ki, &wn))
+            return qg_errf(err, errlen, QG_ERR_DATA, "%s: bad %s", name, key);
         hp->moe_norm_w = wn != 0;
     }
     return QG_OK;
@@ -306,8 +305,7 @@ static int read_attention(const struct gguf *g, const char *name, const struct f
         return qg_errf(err, errlen, QG_ERR_DATA, "%s: bad sliding-window keys", name);
     if (get_int(g, hp->arch, "attention.causal", 1, &causal) || causal != 1)
         return qg_errf(err, errlen, QG_ERR_DATA,
-                       "%s: non-causal attention is not implemented (not a language model?)",
-                       name);
+                       "%s: non-causal attention is not implemented (not a language model?)", name);
     hp->swa_window = (f->flags & F_NO_SWA) ? 0 : (int)win;
     hp->swa_pattern = (int)pat;
     double sa, sf, scale;
@@ -348,7 +346,7 @@ int lm_read_hparams(const struct gguf *g, const char *name, struct llama_hparams
     hp->rope_neox = (f->flags & F_NEOX) != 0;
     hp->qkv_bias = (f->flags & F_QKV_BIAS) != 0;
     hp->norm = (f->flags & F_LAYERNORM) ? LLAMA_NORM_LAYER : LLAMA_NORM_RMS;
-    hp->ffn_act = (f->flags & F_GEGLU) ? LLAMA_FFN_GEGLU
+    hp->ffn_act = (f->flags & F_GEGLU)  ? LLAMA_FFN_GEGLU
                   : (f->flags & F_GELU) ? LLAMA_FFN_GELU
                                         : LLAMA_FFN_SWIGLU;
     hp->post_norms = (f->flags & F_GEMMA2) != 0;

@@ -17,8 +17,8 @@ float lm_gelu(float x, int llamacpp)
         if (x >= 10.0f) return x;
         x = quant_f16_to_f32(quant_f32_to_f16(x));
     }
-    float y = 0.5f * x * (1.0f + tanhf(0.79788456080286535587989211986876f * x *
-                                       (1.0f + 0.044715f * x * x)));
+    float y = 0.5f * x *
+              (1.0f + tanhf(0.79788456080286535587989211986876f * x * (1.0f + 0.044715f * x * x)));
     return llamacpp ? quant_f16_to_f32(quant_f32_to_f16(y)) : y;
 }
 
@@ -157,8 +157,8 @@ void lm_ffn(struct llama_ctx *c, const struct layer *L, float *out, float beta, 
 {
     const struct llama_hparams *h = &c->m->hp;
     if (!h->n_expert) {
-        dense(c, c->xn, &L->w_gate, &L->w_up, &L->w_down, L->b_gate, L->b_up, L->b_down,
-              h->ffn_act, out, beta, n);
+        dense(c, c->xn, &L->w_gate, &L->w_up, &L->w_down, L->b_gate, L->b_up, L->b_down, h->ffn_act,
+              out, beta, n);
         return;
     }
     route(c, L, n);

@@ -23,9 +23,9 @@ struct layer {
     /* matrices as stored; q/k/v may be row views of one fused attn_qkv and
      * gate/up of one fused ffn_up (phi3); w_gate.data NULL without a gate */
     struct wmat wq, wk, wv, wo, w_gate, w_up, w_down;
-    struct wmat router;                        /* ffn_gate_inp: [n_expert][dim] */
+    struct wmat router;                           /* ffn_gate_inp: [n_expert][dim] */
     struct wmat *gate_exps, *up_exps, *down_exps; /* [n_expert] views of the 3-D tensors */
-    struct wmat sh_gate, sh_up, sh_down;       /* the shared expert */
+    struct wmat sh_gate, sh_up, sh_down;          /* the shared expert */
 };
 
 struct llama_model {
@@ -40,8 +40,8 @@ struct llama_model {
     size_t bytes;     /* weights as stored, vectors as f32 */
     size_t vec_bytes; /* of which vectors */
     size_t exp_bytes; /* of which routed experts */
-    int64_t max_in; /* widest matrix input */
-    float **sim;    /* simulated matrices (llama_simulate_weights): owned f32 copies */
+    int64_t max_in;   /* widest matrix input */
+    float **sim;      /* simulated matrices (llama_simulate_weights): owned f32 copies */
     int n_sim;
     char name[256]; /* the file, for messages */
 };
@@ -59,9 +59,9 @@ struct llama_ctx {
     float *moe_sw;        /* [n_ctx][n_expert_used]: the chosen experts' weights */
     int *moe_sel;         /* [n_ctx][n_expert_used]: the chosen experts */
     int *moe_rows;        /* [n_ctx]: (row, slot) pairs routed to one expert */
-    float *scratch;   /* per thread: dequantized weight panels (matmul.h) */
-    uint64_t perturb; /* 0, or the seed of last-bit rounding of the residual stream */
-    int act;          /* enum llama_act: how matrix inputs are rounded */
+    float *scratch;       /* per thread: dequantized weight panels (matmul.h) */
+    uint64_t perturb;     /* 0, or the seed of last-bit rounding of the residual stream */
+    int act;              /* enum llama_act: how matrix inputs are rounded */
     struct simfmt act_fmt;
     struct simfmt kv_fmt; /* K and V as written to the cache (SIMFMT_NONE: f32) */
     float *aq;            /* [n_ctx][max_in]: a matrix input after rounding */

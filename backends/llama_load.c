@@ -63,7 +63,7 @@ int64_t lm_first_nonfinite(const float *p, int64_t n)
 }
 
 int lm_nonfinite_error(const char *name, const char *tname, float v, int64_t at, char *err,
-                           size_t errlen)
+                       size_t errlen)
 {
     return qg_errf(err, errlen, QG_ERR_DATA,
                    "%s: tensor '%s' holds a non-finite weight (%s at element %lld): the file is "
@@ -103,7 +103,8 @@ static void mat_view(struct llama_model *m, const struct gguf_tensor *t, int64_t
     size_t rb = (size_t)(t->ne[0] / ti->block) * ti->type_size;
     *w = (struct wmat){.name = t->name,
                        .type = t->type,
-                       .data = (const uint8_t *)t->data + ((size_t)k * (size_t)t->ne[1] + (size_t)r0) * rb,
+                       .data = (const uint8_t *)t->data +
+                               ((size_t)k * (size_t)t->ne[1] + (size_t)r0) * rb,
                        .in = t->ne[0],
                        .out = rows,
                        .row_bytes = rb};
@@ -286,8 +287,8 @@ static int load_globals(struct loader *ld)
     struct llama_hparams *hp = &m->hp;
     const struct gguf_tensor *emb = gguf_find_tensor(ld->g, "token_embd.weight");
     if (!emb)
-        return qg_errf(ld->err, ld->errlen, QG_ERR_DATA, "%s: tensor 'token_embd.weight' is missing",
-                       ld->name);
+        return qg_errf(ld->err, ld->errlen, QG_ERR_DATA,
+                       "%s: tensor 'token_embd.weight' is missing", ld->name);
     hp->n_vocab = (int)emb->ne[1];
     if (emb->ne[1] <= 0 || emb->ne[1] > (1 << 24))
         return qg_errf(ld->err, ld->errlen, QG_ERR_DATA, "%s: bad vocabulary size", ld->name);
@@ -346,8 +347,7 @@ int llama_load(struct gguf *g, const char *name, struct llama_model **out, char 
     struct loader ld = {m, g, name, used, err, errlen};
     int rc = lm_read_hparams(g, name, &m->hp, err, errlen);
     if (!rc) rc = load_globals(&ld);
-    if (!rc && !(m->layers = calloc((size_t)m->hp.n_layers, sizeof *m->layers)))
-        rc = QG_ERR_NOMEM;
+    if (!rc && !(m->layers = calloc((size_t)m->hp.n_layers, sizeof *m->layers))) rc = QG_ERR_NOMEM;
     for (int l = 0; l < m->hp.n_layers && !rc; l++)
         rc = load_layer(&ld, l);
     if (!rc) rc = check_used(&ld);
@@ -366,10 +366,22 @@ void llama_free(struct llama_model *m)
     if (!m) return;
     for (int l = 0; m->layers && l < m->hp.n_layers; l++) {
         struct layer *L = &m->layers[l];
-        float *all[] = {L->attn_norm, L->attn_norm_b, L->bq,     L->bk,     L->bv,
-                        L->bo,        L->ffn_norm,    L->ffn_norm_b, L->post_attn_norm,
-                        L->post_ffn_norm, L->q_norm,  L->k_norm, L->b_up,   L->b_gate,
-                        L->b_down,    L->shexp_gate};
+        float *all[] = {L->attn_norm,
+                        L->attn_norm_b,
+                        L->bq,
+                        L->bk,
+                        L->bv,
+                        L->bo,
+                        L->ffn_norm,
+                        L->ffn_norm_b,
+                        L->post_attn_norm,
+                        L->post_ffn_norm,
+                        L->q_norm,
+                        L->k_norm,
+                        L->b_up,
+                        L->b_gate,
+                        L->b_down,
+                        L->shexp_gate};
         for (size_t i = 0; i < sizeof all / sizeof *all; i++)
             free(all[i]);
         free(L->gate_exps);

@@ -152,8 +152,8 @@ void synth_random_blocks(uint32_t type, uint8_t *q, int64_t n, float scale, uint
     }
 }
 
-static int add_random(struct gguf_writer *w, uint64_t *rng, const char *name, uint32_t type,
-                      int64_t ne0, int64_t ne1, float scale, float offset)
+static int add_random3(struct gguf_writer *w, uint64_t *rng, const char *name, uint32_t type,
+                       int64_t ne0, int64_t ne1, int64_t ne2, float scale, float offset)
 {
     if (cur->omit_tensor && strcmp(name, cur->omit_tensor) == 0) return QG_OK;
     if (cur->swap_tensor && strcmp(name, cur->swap_tensor) == 0) {
@@ -175,7 +175,9 @@ static int add_random(struct gguf_writer *w, uint64_t *rng, const char *name, ui
         return rc;
     }
     const struct ggml_type_info *ti = ggml_type_get(type);
-    int64_t n = ne0 * ne1;
+    if (ne0 % ti->block)
+        type = GGML_F32, ti = ggml_type_get(type); /* as llama-quantize falls back */
+    int64_t n = ne0 * ne1 * ne2;
     float *x = malloc((size_t)n * sizeof *x);
     uint8_t *q = malloc((size_t)(n / ti->block * ti->type_size) + 1);
     int rc = QG_ERR_NOMEM;
@@ -185,14 +187,20 @@ static int add_random(struct gguf_writer *w, uint64_t *rng, const char *name, ui
         size_t row_bytes = (size_t)(ne0 / ti->block * ti->type_size);
         rc = QG_OK;
         if (!synth_quantizable(type)) synth_random_blocks(type, q, n, scale, rng);
-        for (int64_t r = 0; r < ne1 && !rc && synth_quantizable(type); r++)
+        for (int64_t r = 0; r < ne1 * ne2 && !rc && synth_quantizable(type); r++)
             rc = quant_row(type, x + r * ne0, q + r * row_bytes, ne0);
-        int64_t ne[2] = {ne0, ne1};
-        if (!rc) rc = gguf_writer_add_tensor(w, name, type, ne1 > 1 ? 2 : 1, ne, q);
+        int64_t ne[3] = {ne0, ne1, ne2};
+        if (!rc) rc = gguf_writer_add_tensor(w, name, type, ne2 > 1 ? 3 : ne1 > 1 ? 2 : 1, ne, q);
     }
     free(x);
     free(q);
     return rc;
+}
+
+static int add_random(struct gguf_writer *w, uint64_t *rng, const char *name, uint32_t type,
+                      int64_t ne0, int64_t ne1, float scale, float offset)
+{
+    return add_random3(w, rng, name, type, ne0, ne1, 1, scale, offset);
 }
 
 int synth_quantizable(uint32_t type)
@@ -221,6 +229,51 @@ static int check_params(const struct synth_params *p, char *err, size_t errlen)
         return qg_errf(err, errlen, QG_ERR_USAGE,
                        "synth: dim and ffn must be multiples of %u for %s", ti->block, ti->name);
     return QG_OK;
+}
+
+static int is(const struct synth_params *p, const char *arch)
+{
+    return strcmp(p->arch, arch) == 0;
+}
+
+static int n_experts(const struct synth_params *p)
+{
+    return is(p, "qwen2moe") ? (p->n_expert ? p->n_expert : 4) : is(p, "llama") ? p->n_expert : 0;
+}
+
+/* the keys of experts, RoPE scaling, windows and caps */
+static int write_family_keys(struct gguf_writer *w, const struct synth_params *p)
+{
+    char key[128];
+    int rc = QG_OK, ne = n_experts(p);
+#define KEY(suffix, setter, v)                                                                     \
+    if (!rc) {                                                                                     \
+        snprintf(key, sizeof key, "%s." suffix, p->arch);                                          \
+        rc = setter(w, key, v);                                                                    \
+    }
+    if (ne) {
+        KEY("expert_count", gguf_writer_set_u32, (uint32_t)ne);
+        KEY("expert_used_count", gguf_writer_set_u32,
+            (uint32_t)(p->n_expert_used ? p->n_expert_used : 2));
+    }
+    if (is(p, "qwen2moe")) {
+        KEY("expert_feed_forward_length", gguf_writer_set_u32, (uint32_t)p->ffn);
+        KEY("expert_shared_feed_forward_length", gguf_writer_set_u32, (uint32_t)(2 * p->ffn));
+    }
+    if (is(p, "llama") && p->rope_linear > 0) {
+        KEY("rope.scaling.type", gguf_writer_set_str, "linear");
+        KEY("rope.scaling.factor", gguf_writer_set_f32, p->rope_linear);
+    }
+    if ((is(p, "llama") && p->swa_window) || is(p, "gemma2"))
+        KEY("attention.sliding_window", gguf_writer_set_u32,
+            (uint32_t)(p->swa_window ? p->swa_window : 8));
+    if (is(p, "gemma2")) {
+        KEY("attn_logit_softcapping", gguf_writer_set_f32, 20.0f);
+        KEY("final_logit_softcapping", gguf_writer_set_f32, 15.0f);
+    }
+#undef KEY
+    if (!rc && p->extra_key) rc = gguf_writer_set_u32(w, p->extra_key, 1);
+    return rc;
 }
 
 static int write_metadata(struct gguf_writer *w, const struct synth_params *p)
@@ -253,9 +306,11 @@ static int write_metadata(struct gguf_writer *w, const struct synth_params *p)
         rc = gguf_writer_set_f32(w, key, p->rope_theta);
     }
     if (!rc) {
-        snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", p->arch);
+        snprintf(key, sizeof key, "%s.attention.layer_norm%s_epsilon", p->arch,
+                 is(p, "starcoder2") ? "" : "_rms");
         rc = gguf_writer_set_f32(w, key, p->rms_eps);
     }
+    if (!rc) rc = write_family_keys(w, p);
     char **toks = NULL;
     float *scores = NULL;
     int32_t *types = NULL;
@@ -283,40 +338,114 @@ static int write_metadata(struct gguf_writer *w, const struct synth_params *p)
     return rc;
 }
 
-static int write_tensors(struct gguf_writer *w, const struct synth_params *p)
+/* one layer's attention tensors, as the family stores them */
+static int write_attention(struct gguf_writer *w, const struct synth_params *p, int l,
+                           uint64_t *rng)
 {
-    uint64_t rng = p->seed;
-    int hd = p->dim / p->n_heads, kv = p->n_kv_heads * hd;
-    float s_in = 1.0f / sqrtf((float)p->dim), s_ffn = 1.0f / sqrtf((float)p->ffn);
+    int hd = p->dim / p->n_heads, kv = p->n_kv_heads * hd, rc = QG_OK;
+    int bias = is(p, "qwen2") || is(p, "qwen2moe") || is(p, "starcoder2"), ln = is(p, "starcoder2");
+    float s_in = 1.0f / sqrtf((float)p->dim);
     uint32_t t = p->wtype;
-    int rc = add_random(w, &rng, "token_embd.weight", t, p->dim, p->n_vocab, 1.0f, 0.0f);
-    for (int l = 0; l < p->n_layers && !rc; l++) {
-        char n[GGUF_MAX_NAME + 1];
+    char n[GGUF_MAX_NAME + 1];
 #define ADD(suffix, type, ne0, ne1, sc, off)                                                       \
     if (!rc) {                                                                                     \
         snprintf(n, sizeof n, "blk.%d." suffix, l);                                                \
-        rc = add_random(w, &rng, n, type, ne0, ne1, sc, off);                                      \
+        rc = add_random(w, rng, n, type, ne0, ne1, sc, off);                                       \
     }
-        ADD("attn_norm.weight", GGML_F32, p->dim, 1, 0.1f, 1.0f);
+    ADD("attn_norm.weight", GGML_F32, p->dim, 1, 0.1f, 1.0f);
+    if (ln) ADD("attn_norm.bias", GGML_F32, p->dim, 1, 0.1f, 0.0f);
+    if (is(p, "phi3")) {
+        ADD("attn_qkv.weight", t, p->dim, p->dim + 2 * kv, s_in, 0.0f);
+    } else {
         ADD("attn_q.weight", t, p->dim, p->dim, s_in, 0.0f);
         ADD("attn_k.weight", t, p->dim, kv, s_in, 0.0f);
         ADD("attn_v.weight", t, p->dim, kv, s_in, 0.0f);
-        if (strcmp(p->arch, "qwen2") == 0) {
-            ADD("attn_q.bias", GGML_F32, p->dim, 1, 0.1f, 0.0f);
-            ADD("attn_k.bias", GGML_F32, kv, 1, 0.1f, 0.0f);
-            ADD("attn_v.bias", GGML_F32, kv, 1, 0.1f, 0.0f);
-        }
-        ADD("attn_output.weight", t, p->dim, p->dim, s_in, 0.0f);
-        ADD("ffn_norm.weight", GGML_F32, p->dim, 1, 0.1f, 1.0f);
-        ADD("ffn_gate.weight", t, p->dim, p->ffn, s_in, 0.0f);
-        ADD("ffn_up.weight", t, p->dim, p->ffn, s_in, 0.0f);
-        ADD("ffn_down.weight", t, p->ffn, p->dim, s_ffn, 0.0f);
+    }
+    if (bias) {
+        ADD("attn_q.bias", GGML_F32, p->dim, 1, 0.1f, 0.0f);
+        ADD("attn_k.bias", GGML_F32, kv, 1, 0.1f, 0.0f);
+        ADD("attn_v.bias", GGML_F32, kv, 1, 0.1f, 0.0f);
+    }
+    if (is(p, "qwen3")) {
+        ADD("attn_q_norm.weight", GGML_F32, hd, 1, 0.1f, 1.0f);
+        ADD("attn_k_norm.weight", GGML_F32, hd, 1, 0.1f, 1.0f);
+    }
+    ADD("attn_output.weight", t, p->dim, p->dim, s_in, 0.0f);
+    if (ln) ADD("attn_output.bias", GGML_F32, p->dim, 1, 0.1f, 0.0f);
+    if (is(p, "gemma2")) ADD("post_attention_norm.weight", GGML_F32, p->dim, 1, 0.1f, 0.5f);
 #undef ADD
+    return rc;
+}
+
+/* one layer's FFN tensors: dense, fused, GELU MLP or experts */
+static int write_ffn(struct gguf_writer *w, const struct synth_params *p, int l, uint64_t *rng)
+{
+    int rc = QG_OK, ne = n_experts(p), ln = is(p, "starcoder2");
+    float s_in = 1.0f / sqrtf((float)p->dim), s_ffn = 1.0f / sqrtf((float)p->ffn);
+    uint32_t t = p->wtype;
+    char n[GGUF_MAX_NAME + 1];
+#define ADD(suffix, type, ne0, ne1, ne2, sc, off)                                                  \
+    if (!rc) {                                                                                     \
+        snprintf(n, sizeof n, "blk.%d." suffix, l);                                                \
+        rc = add_random3(w, rng, n, type, ne0, ne1, ne2, sc, off);                                 \
+    }
+    ADD("ffn_norm.weight", GGML_F32, p->dim, 1, 1, 0.1f, 1.0f);
+    if (ln) ADD("ffn_norm.bias", GGML_F32, p->dim, 1, 1, 0.1f, 0.0f);
+    if (ne) {
+        ADD("ffn_gate_inp.weight", GGML_F32, p->dim, ne, 1, 2 * s_in, 0.0f);
+        ADD("ffn_gate_exps.weight", t, p->dim, p->ffn, ne, s_in, 0.0f);
+        ADD("ffn_up_exps.weight", t, p->dim, p->ffn, ne, s_in, 0.0f);
+        ADD("ffn_down_exps.weight", t, p->ffn, p->dim, ne, s_ffn, 0.0f);
+        if (is(p, "qwen2moe")) {
+            ADD("ffn_gate_inp_shexp.weight", GGML_F32, p->dim, 1, 1, s_in, 0.0f);
+            ADD("ffn_gate_shexp.weight", t, p->dim, 2 * p->ffn, 1, s_in, 0.0f);
+            ADD("ffn_up_shexp.weight", t, p->dim, 2 * p->ffn, 1, s_in, 0.0f);
+            ADD("ffn_down_shexp.weight", t, 2 * p->ffn, p->dim, 1, s_ffn, 0.0f);
+        }
+    } else if (is(p, "phi3")) {
+        ADD("ffn_up.weight", t, p->dim, 2 * p->ffn, 1, s_in, 0.0f);
+        ADD("ffn_down.weight", t, p->ffn, p->dim, 1, s_ffn, 0.0f);
+    } else {
+        if (!ln) ADD("ffn_gate.weight", t, p->dim, p->ffn, 1, s_in, 0.0f);
+        ADD("ffn_up.weight", t, p->dim, p->ffn, 1, s_in, 0.0f);
+        if (ln) ADD("ffn_up.bias", GGML_F32, p->ffn, 1, 1, 0.1f, 0.0f);
+        ADD("ffn_down.weight", t, p->ffn, p->dim, 1, s_ffn, 0.0f);
+        if (ln) ADD("ffn_down.bias", GGML_F32, p->dim, 1, 1, 0.1f, 0.0f);
+    }
+    if (is(p, "gemma2")) ADD("post_ffw_norm.weight", GGML_F32, p->dim, 1, 1, 0.1f, 0.5f);
+#undef ADD
+    return rc;
+}
+
+static int write_tensors(struct gguf_writer *w, const struct synth_params *p)
+{
+    uint64_t rng = p->seed;
+    float s_in = 1.0f / sqrtf((float)p->dim);
+    uint32_t t = p->wtype;
+    int gemma = !strncmp(p->arch, "gemma", 5);
+    /* gemma scales the embedding by sqrt(dim): smaller entries keep it O(1) */
+    int rc = add_random(w, &rng, "token_embd.weight", t, p->dim, p->n_vocab,
+                        gemma ? s_in * p->logit_scale : 1.0f, 0.0f);
+    if (!rc && is(p, "llama") && p->rope_freqs) { /* Llama 3's factors: 1 fast .. 8 slow */
+        int nd = p->rope_dims ? p->rope_dims : p->dim / p->n_heads;
+        float f[2048];
+        for (int k = 0; k < nd / 2 && k < 2048; k++)
+            f[k] = 1.0f + 7.0f * (float)k / (float)(nd / 2 > 1 ? nd / 2 - 1 : 1);
+        int64_t ne[1] = {nd / 2};
+        rc = gguf_writer_add_tensor(w, "rope_freqs.weight", GGML_F32, 1, ne, f);
+    }
+    for (int l = 0; l < p->n_layers && !rc; l++) {
+        rc = write_attention(w, p, l, &rng);
+        if (!rc) rc = write_ffn(w, p, l, &rng);
     }
     if (!rc) rc = add_random(w, &rng, "output_norm.weight", GGML_F32, p->dim, 1, 0.1f, 1.0f);
-    if (!rc && !p->tied_output)
+    if (!rc && is(p, "starcoder2"))
+        rc = add_random(w, &rng, "output_norm.bias", GGML_F32, p->dim, 1, 0.1f, 0.0f);
+    if (!rc && !p->tied_output && !gemma)
         rc = add_random(w, &rng, "output.weight", t, p->dim, p->n_vocab, s_in * p->logit_scale,
                         0.0f);
+    if (!rc && p->extra_tensor)
+        rc = add_random(w, &rng, p->extra_tensor, GGML_F32, p->dim, 1, 0.1f, 1.0f);
     return rc;
 }
 

@@ -9,7 +9,9 @@
 #include <stdint.h>
 
 struct synth_params {
-    const char *arch;  /* "llama" or "qwen2" (adds q/k/v biases) */
+    const char *arch;  /* any family llama.h lists, with that family's tensors and keys
+                        * (qwen2moe: 4 experts, 2 used, and a shared one; gemma: tied;
+                        * gemma2: caps 20/15, window swa_window or 8; phi3: fused) */
     const char *name;  /* general.name */
     int n_vocab;       /* <unk>,<s>,</s>, 256 byte tokens (unless byte_fallback is 0),
                         * then "▁", a-z and word pieces; >= 259 with byte fallback */
@@ -24,6 +26,10 @@ struct synth_params {
     float logit_scale; /* output.weight entries are uniform in +/- logit_scale/sqrt(dim);
                         * larger = more peaked next-token distributions (default 1) */
     uint64_t seed;
+    int n_expert, n_expert_used; /* llama: Mixtral experts when n_expert > 0 */
+    float rope_linear;           /* llama: linear RoPE scaling factor (0 = none) */
+    int rope_freqs;              /* llama: a Llama 3 rope_freqs tensor (factors 1..8) */
+    int swa_window;              /* llama, gemma2: attention.sliding_window (0 = none/8) */
     /* For tests of malformed models: leave out the named tensor, store it
      * with its two dimensions swapped, or store it as raw bytes of another
      * ggml type. NULL = off. */
@@ -31,10 +37,12 @@ struct synth_params {
     const char *swap_tensor;
     const char *raw_tensor;
     uint32_t raw_type;
+    const char *extra_key;    /* a u32 metadata key set to 1 (NULL = none) */
+    const char *extra_tensor; /* an F32 vector of dim values added (NULL = none) */
 };
 
-/* Any architecture name is written as given (with llama's tensors unless it
- * is "qwen2"), so tests can make files qgate must refuse.
+/* Any other architecture name is written as given with llama's tensors,
+ * so tests can make files qgate must refuse.
  * dim 64, 2 layers, 4 heads, 2 kv heads, ffn 96, ctx 128, vocab 320, F32,
  * arch llama, seed 1. */
 struct synth_params synth_default_params(void);

@@ -1,6 +1,7 @@
 /* cmd_inspect — `qgate inspect MODEL.gguf`: what a model file really holds. */
 #include "backends/ggml_types.h"
 #include "backends/gguf.h"
+#include "backends/llama.h"
 #include "backends/model_info.h"
 #include "datasets/hash.h"
 #include "cli/commands.h"
@@ -87,6 +88,16 @@ static void print_int(const char *label, int64_t v)
     if (v >= 0) printf("%-14s %lld\n", label, (long long)v);
 }
 
+/* what the engine implements of the file's family, or which it runs */
+static void print_family(const char *arch)
+{
+    const char *fam = llama_family_note(arch);
+    if (fam)
+        printf("%-14s %s\n", "qgate runs", fam);
+    else
+        printf("%-14s not this family (it runs %s)\n", "qgate runs", llama_families());
+}
+
 static void print_text(const struct gguf *g, const struct model_info *m, const char *path,
                        const char *sha, int tensors, int metadata)
 {
@@ -98,6 +109,7 @@ static void print_text(const struct gguf *g, const struct model_info *m, const c
     printf("%-14s v%u, %lld metadata keys, %lld tensors, alignment %llu\n", "gguf", m->gguf_version,
            (long long)m->n_kv, (long long)m->n_tensors, (unsigned long long)m->alignment);
     printf("%-14s %s\n", "architecture", m->arch[0] ? m->arch : "(none)");
+    print_family(m->arch);
     if (m->name[0]) printf("%-14s %s\n", "name", m->name);
     if (m->file_type >= 0)
         printf("%-14s %s (%lld)\n", "file type", model_ftype_name(m->file_type),
@@ -196,6 +208,11 @@ static cJSON *to_json(const struct gguf *g, const struct model_info *m, const ch
     cJSON_AddNumberToObject(o, "n_tensors", (double)m->n_tensors);
     cJSON_AddNumberToObject(o, "alignment", (double)m->alignment);
     cJSON_AddStringToObject(o, "architecture", m->arch);
+    const char *fam = llama_family_note(m->arch);
+    if (fam)
+        cJSON_AddStringToObject(o, "family_support", fam);
+    else
+        cJSON_AddNullToObject(o, "family_support");
     cJSON_AddStringToObject(o, "name", m->name);
     if (m->file_type >= 0)
         cJSON_AddStringToObject(o, "file_type", model_ftype_name(m->file_type));
