@@ -183,6 +183,48 @@ TEST(families_refused_by_name, unit)
     return 0;
 }
 
+static double zoo_ppl_ctx(const char *model, const char *text, const char *chunks);
+
+/* a deterministic text of the synthetic vocabulary's words */
+static void word_text(char *buf, size_t cap)
+{
+    static const char *const w[] = {"the",  "girl", "saw", "a",   "big",   "red", "ball", "in",
+                                    "park", "and",  "she", "was", "happy", "dog", "sun",  "tree"};
+    uint64_t s = 7;
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < 1500 && n + 16 < cap; i++) {
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s", w[(s >> 33) % 16], i % 9 == 8 ? ". " : " ");
+    }
+}
+
+/* llama-perplexity (llama.cpp 0c1e570, as below) on the synthetic models
+ * of the families the arch-zoo files lack (qwen3) or hold with other
+ * settings (gemma2 with a window of 8, qwen2moe's shared expert):
+ * `llama-perplexity -m synth-X.gguf -f words.txt -c 128 -t 2 -b 128`,
+ * the files written by synth_write with these variants and word_text */
+TEST(families_synth_llamacpp_ppl, unit)
+{
+    static const struct {
+        int variant;
+        double ppl;
+    } ref[] = {{7, 369.4904}, {9, 334.6090}, {6, 402.2294}};
+    static char text[20000];
+    word_text(text, sizeof text);
+    ASSERT_OK(t_write_file(t_path("words.txt"), text, strlen(text)));
+    for (size_t i = 0; i < sizeof ref / sizeof *ref; i++) {
+        const struct variant *v = &variants[ref[i].variant];
+        ASSERT_OK(write_variant(v, t_path("s.gguf"), GGML_F32));
+        double got = zoo_ppl_ctx(t_path("s.gguf"), t_path("words.txt"), NULL),
+               rel = got / ref[i].ppl - 1;
+        printf("%-10s qgate %.4f llama.cpp %.4f (%+.4f %%)\n", v->label, got, ref[i].ppl,
+               100 * rel);
+        ASSERT(fabs(rel) < 2e-5);
+    }
+    return 0;
+}
+
 /* llama-perplexity on the arch-zoo files (llama.cpp 0c1e570 from the
  * llama_cpp_python 0.3.36 sdist, CPU build on an AMD EPYC with AVX-512,
  * -c 128 --chunks 100 -t 2 -b 128 over tinystories_valid_head.txt;
@@ -221,11 +263,12 @@ static const struct zoo_ref {
     {"arch-zoo-starcoder2-Q4_K_M", 241.8438, 0, 1e-3},
 };
 
-static double zoo_ppl(const char *model, const char *text)
+/* qgate ppl at ctx 128 over `chunks` windows (NULL: all) */
+static double zoo_ppl_ctx(const char *model, const char *text, const char *chunks)
 {
     struct t_out o;
-    if (t_qgate(&o, "ppl", model, "--text", text, "--ctx", "128", "--chunks", "100", "--threads",
-                "2", "--json", NULL))
+    if (t_qgate(&o, "ppl", model, "--text", text, "--ctx", "128", "--chunks", chunks ? chunks : "0",
+                "--threads", "2", "--json", NULL))
         return -1;
     double v = -2;
     cJSON *j = o.code == 0 ? cJSON_Parse(o.out) : NULL;
@@ -251,7 +294,7 @@ static int zoo_check(size_t from, size_t to)
             if (tol == 0) continue;
             char path[4400];
             snprintf(path, sizeof path, "%s/%s.gguf%s", d, zoo[i].file, mode ? "?a=llamacpp" : "");
-            double v = zoo_ppl(path, tx), rel = v / zoo[i].ppl - 1;
+            double v = zoo_ppl_ctx(path, tx, "100"), rel = v / zoo[i].ppl - 1;
             printf("%-30s%-12s qgate %.4f llama.cpp %.4f (%+.3f %%)\n", zoo[i].file,
                    mode ? " a=llamacpp" : "", v, zoo[i].ppl, 100 * rel);
             if (!(fabs(rel) < tol))
