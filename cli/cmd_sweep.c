@@ -19,6 +19,7 @@
 #include "core/json.h"
 #include "core/status.h"
 #include "core/util.h"
+#include "backends/gguf.h"
 #include "cli/commands.h"
 #include "harness/runner.h"
 #include "harness/sampled.h"
@@ -26,6 +27,7 @@
 #include "metrics/verdict.h"
 #include "reports/report.h"
 
+#include <fnmatch.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,12 +52,56 @@ static const struct cli_opt opts[] = {
 };
 
 #define MAX_FORMATS 6
-static const char *const classes[][2] = {
-    {"attn_q", "*attn_q.*"},     {"attn_k", "*attn_k.*"},
-    {"attn_v", "*attn_v.*"},     {"attn_output", "*attn_output.*"},
-    {"ffn_gate", "*ffn_gate.*"}, {"ffn_up", "*ffn_up.*"},
-    {"ffn_down", "*ffn_down.*"}, {"token_embd/output", "token_embd*,output*"}};
-#define N_CLASSES 8
+/* every family's tensor classes (a model has some): fused attn_qkv
+ * (phi3), the routed experts with their router as one class, the shared
+ * expert; token_embd/output last */
+static const char *const classes[][2] = {{"attn_q", "*attn_q.*"},
+                                         {"attn_k", "*attn_k.*"},
+                                         {"attn_v", "*attn_v.*"},
+                                         {"attn_qkv", "*attn_qkv.*"},
+                                         {"attn_output", "*attn_output.*"},
+                                         {"ffn_gate", "*ffn_gate.*"},
+                                         {"ffn_up", "*ffn_up.*"},
+                                         {"ffn_down", "*ffn_down.*"},
+                                         {"experts", "*_exps.*,*ffn_gate_inp.*"},
+                                         {"shared_expert", "*_shexp.*"},
+                                         {"token_embd/output", "token_embd*,output*"}};
+#define N_CLASSES 11
+/* the classes the baseline holds, as indices into classes[] (the last is
+ * token_embd/output); every class until find_classes ran */
+static int cls[N_CLASSES] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, n_cls = N_CLASSES;
+
+/* 1 when a tensor named name is in class k */
+static int class_has(int k, const char *name)
+{
+    char pat[128];
+    for (const char *p = classes[k][1]; *p;) {
+        size_t m = strcspn(p, ",");
+        snprintf(pat, sizeof pat, "%.*s", (int)m, p);
+        if (fnmatch(pat, name, 0) == 0) return 1;
+        p += m + (p[m] == ',');
+    }
+    return 0;
+}
+
+/* Sets cls/n_cls to the classes of path's matrices; QG_OK or the open error. */
+static int find_classes(const char *path, char *err, size_t errlen)
+{
+    struct gguf *g;
+    int rc = gguf_open(path, &g, err, errlen);
+    if (rc) return rc;
+    n_cls = 0;
+    for (int k = 0; k < N_CLASSES; k++) {
+        int has = k == N_CLASSES - 1;
+        for (int64_t i = 0; !has && i < gguf_n_tensors(g); i++) {
+            const struct gguf_tensor *t = gguf_tensor_at(g, i);
+            has = t->n_dims >= 2 && class_has(k, t->name);
+        }
+        if (has) cls[n_cls++] = k;
+    }
+    gguf_close(g);
+    return QG_OK;
+}
 #define MAX_CANDS 1024
 #define PER_PASS (RUNNER_MAX_MODELS - 1) /* candidates beside the baseline */
 
@@ -89,8 +135,9 @@ static int plan(const char *base, const struct simfmt *f, int nf, int scan, stru
     }
     char fn[64];
     simfmt_name(&f[0], fn, sizeof fn);
-    for (int k = 0; scan && k < N_CLASSES; k++, (*n)++) {
+    for (int ki = 0; scan && ki < n_cls; ki++, (*n)++) {
         struct cand *x = &c[*n];
+        int k = cls[ki];
         char keep[512] = "";
         for (int j = 0; j < N_CLASSES; j++)
             if (j != k)
@@ -114,20 +161,28 @@ static int plan_layers(const char *base, const struct simfmt *f, int n_layers, s
 {
     char fn[64];
     simfmt_name(f, fn, sizeof fn);
-    if (*n + (int64_t)n_layers * N_CLASSES > MAX_CANDS)
+    if (*n + (int64_t)n_layers * n_cls > MAX_CANDS)
         return cmd_usage("--per-layer: %d layers need %d candidates, more than %d", n_layers,
-                         *n + n_layers * N_CLASSES, MAX_CANDS);
+                         *n + n_layers * n_cls, MAX_CANDS);
     for (int l = 0; l < n_layers; l++)
-        for (int k = -1; k < N_CLASSES - 1; k++, (*n)++) {
+        for (int ki = -1; ki < n_cls - 1; ki++, (*n)++) {
             struct cand *x = &c[*n];
+            int k = ki < 0 ? -1 : cls[ki];
             char keep[4096] = "token_embd*,output*";
             for (int j = 0; j < n_layers; j++)
                 if (j != l)
                     snprintf(keep + strlen(keep), sizeof keep - strlen(keep), ",blk.%d.*", j);
             for (int j = 0; k >= 0 && j < N_CLASSES - 1; j++)
-                if (j != k)
-                    snprintf(keep + strlen(keep), sizeof keep - strlen(keep), ",blk.%d.%s.*", l,
-                             classes[j][0]);
+                if (j != k) { /* every pattern of class j, within layer l */
+                    char pat[128];
+                    for (const char *p = classes[j][1]; *p;) {
+                        size_t m = strcspn(p, ",");
+                        snprintf(pat, sizeof pat, "%.*s", (int)m, p);
+                        snprintf(keep + strlen(keep), sizeof keep - strlen(keep), ",blk.%d.%s", l,
+                                 pat);
+                        p += m + (p[m] == ',');
+                    }
+                }
             if (k < 0)
                 snprintf(x->name, sizeof x->name, "%s only blk.%d", fn, l);
             else
@@ -238,11 +293,12 @@ static void print_grid(const struct simfmt *f, const struct cand *c, const struc
     char fn[64];
     simfmt_name(f, fn, sizeof fn);
     printf("KLD with one tensor simulated (%s), the rest kept:\n%-8s", fn, "layer");
-    for (int k = 0; k < N_CLASSES - 1; k++)
-        printf(" %11s", classes[k][0]);
+    for (int ki = 0; ki < n_cls - 1; ki++)
+        printf(" %11s", classes[cls[ki]][0]);
     for (int l = 0; l < layers; l++) {
         printf("\nblk.%-4d", l);
-        for (int k = 0; k < N_CLASSES - 1; k++) {
+        for (int ki = 0; ki < n_cls - 1; ki++) {
+            int k = cls[ki];
             double v = NAN;
             for (int i = 0; i < n; i++)
                 if (is_cell(&c[i]) && c[i].layer == l && c[i].klass == k) v = r[i].kld;
@@ -387,8 +443,8 @@ static cJSON *sweep_doc(const char *base, const struct simfmt *f, int nf, const 
     for (int i = 0; i < nf; i++)
         simfmt_name(&f[i], fn, sizeof fn), cJSON_AddItemToArray(fl, cJSON_CreateString(fn));
     cJSON *cl = cJSON_AddArrayToObject(d, "classes"), *runs = cJSON_AddArrayToObject(d, "runs");
-    for (int k = 0; k < N_CLASSES; k++)
-        cJSON_AddItemToArray(cl, cJSON_CreateString(classes[k][0]));
+    for (int ki = 0; ki < n_cls; ki++)
+        cJSON_AddItemToArray(cl, cJSON_CreateString(classes[cls[ki]][0]));
     for (int i = 0; i < n; i++)
         if (!i || c[i].run != c[i - 1].run)
             cJSON_AddItemToArray(runs, cJSON_CreateNumber((double)c[i].run));
@@ -497,9 +553,11 @@ static int64_t sampled_tokens(const struct cli_args *a)
 static int plan_all(const struct cli_args *a, const struct simfmt *f, int nf, struct cand *c,
                     int *n)
 {
+    *n = 0;
+    char e2[QG_ERRMSG_MAX];
+    if (find_classes(a->pos[0], e2, sizeof e2)) return cmd_fail(QG_ERR_NOINPUT, e2);
     plan(a->pos[0], f, nf, !cli_flag(a, "no-scan"), c, n);
     if (!cli_flag(a, "per-layer")) return 0;
-    char e2[QG_ERRMSG_MAX];
     struct backend_identity id;
     int rc = backend_identify(a->pos[0], 0, &id, e2, sizeof e2);
     backend_identity_release(&id);
@@ -510,7 +568,7 @@ static int plan_all(const struct cli_args *a, const struct simfmt *f, int nf, st
 static int cmd_sweep(const struct cli_args *a)
 {
     struct simfmt f[MAX_FORMATS];
-    int nf, n, code = parse_formats(cli_str(a, "formats"), f, &nf);
+    int nf, n = 0, code = parse_formats(cli_str(a, "formats"), f, &nf);
     if (code) return code;
     if (strchr(a->pos[0], '?') || strchr(a->pos[0], '='))
         return cmd_usage("the baseline must be a plain GGUF path, got '%s'", a->pos[0]);

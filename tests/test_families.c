@@ -347,3 +347,51 @@ TEST(families_llamacpp_greedy_tokens, shared)
     }
     return 0;
 }
+
+/* qgate sweep's class scan knows each family's tensor classes: fused
+ * attn_qkv (phi3), the experts as one class and the shared expert
+ * (qwen2moe), and lists only the classes the model has; each class
+ * candidate simulates something (KLD > 0) */
+TEST(families_sweep_classes, e2e)
+{
+    static const struct {
+        int variant;
+        const char *classes;
+    } cases[] = {
+        {10, "attn_qkv,attn_output,ffn_up,ffn_down,token_embd/output"},
+        {6, "attn_q,attn_k,attn_v,attn_output,experts,shared_expert,token_embd/output"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        ASSERT_OK(write_variant(&variants[cases[i].variant], t_path("sw.gguf"), GGML_F32));
+        struct t_out o;
+        ASSERT_OK(t_qgate(&o, "sweep", t_path("sw.gguf"), "--formats", "int8", "--db",
+                          t_path("sw.db"), "--json", t_path("sw.json"), "-q", NULL));
+        if (o.code != 0) T_FAIL_("exit %d: %s", o.code, o.err);
+        t_out_free(&o);
+        char *doc = t_read_file(t_path("sw.json"), NULL);
+        cJSON *j = cJSON_Parse(doc), *c;
+        ASSERT(j);
+        char got[256] = "";
+        cJSON_ArrayForEach(c, cJSON_GetObjectItem(j, "classes"))
+        {
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", got[0] ? "," : "",
+                     c->valuestring);
+        }
+        printf("%s: %s\n", variants[cases[i].variant].label, got);
+        ASSERT_STR_EQ(got, cases[i].classes);
+        int scanned = 0;
+        cJSON_ArrayForEach(c, cJSON_GetObjectItem(j, "candidates"))
+        {
+            if (!cJSON_GetObjectItem(c, "class")) continue;
+            scanned++;
+            ASSERT(cJSON_GetObjectItem(c, "kld")->valuedouble > 0);
+        }
+        int n_classes = 1; /* one candidate per class */
+        for (const char *p = cases[i].classes; *p; p++)
+            n_classes += *p == ',';
+        ASSERT_EQ(scanned, n_classes);
+        cJSON_Delete(j);
+        free(doc);
+    }
+    return 0;
+}

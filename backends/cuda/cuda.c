@@ -82,6 +82,11 @@ static struct qcu_mat mat_of(const struct wmat *w)
 /* Every matrix the GPU must decode is a type blocks.h knows. */
 static int check_types(const struct qcu_model_desc *d, const char *path, char *err, size_t errlen)
 {
+    if (d->unsupported)
+        return qg_errf(err, errlen, QG_ERR_UNSUPPORTED,
+                       "%s: the CUDA backend runs the llama/qwen2 forward pass only; this model "
+                       "uses %s: run it on the CPU (cpu:%s)",
+                       path, d->unsupported, path);
     for (int l = -1; l < d->n_layers; l++) {
         const struct qcu_layer *y = l >= 0 ? &d->layers[l] : NULL;
         const struct qcu_mat *mats[7] = {&d->tok_embd, &d->output};
@@ -121,6 +126,7 @@ static int describe(const struct llama_model *m, struct qcu_model_desc *d, struc
                                  .tok_embd = mat_of(llama_tok_embd(m)),
                                  .output = mat_of(llama_output_mat(m)),
                                  .out_norm = llama_out_norm(m)};
+    if (!llama_is_basic(m, &d->unsupported) && !d->unsupported) d->unsupported = "?";
     *ls = calloc((size_t)h->n_layers, sizeof **ls);
     if (!*ls) return QG_ERR_NOMEM;
     for (int l = 0; l < h->n_layers; l++) {

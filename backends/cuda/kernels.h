@@ -45,6 +45,7 @@ struct qcu_model_desc {
     struct qcu_mat tok_embd, output;
     const float *out_norm;
     const struct qcu_layer *layers; /* [n_layers] */
+    const char *unsupported;        /* NULL, or the first feature the GPU path lacks */
 };
 
 struct qcu_model;
