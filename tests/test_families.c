@@ -395,3 +395,70 @@ TEST(families_sweep_classes, e2e)
     }
     return 0;
 }
+
+/* Hugging Face transformers 5.25.0 (torch 2.15.0, CPU, eager attention)
+ * with these synthetic models' weights copied in (Qwen3ForCausalLM;
+ * Gemma2ForCausalLM with norm weights minus 1, window 8, caps 20/15),
+ * float64 throughout: log p(tok[i+1]) at positions 0..38 of the 40 ids
+ * (i*37+5) % 320, no BOS. An independent numpy float64 forward from the
+ * GGUF tensors agreed with it to 2e-15; transformers' float32 run is
+ * within 6.1e-7 of these per token. */
+static const double ref_qwen3_lp64[39] = {
+    -5.63929721831, -6.50486758459, -6.85188012713, -4.70409496429, -5.28262531613, -5.83791441309,
+    -4.85470344083, -6.19196879017, -7.07340168731, -5.63434921667, -6.03418837383, -6.44700480937,
+    -5.89225480248, -5.74672726344, -6.32573938271, -6.33604839907, -7.13624432247, -5.9981618473,
+    -5.664662519,   -5.00996887469, -6.4621869321,  -6.09120490652, -5.63649057458, -5.50691908734,
+    -5.13057057073, -5.43648581537, -5.34456233203, -5.62473711948, -6.44871005312, -5.78269779421,
+    -5.71308492356, -5.43355260526, -5.29914316444, -6.06708677603, -5.88593958479, -6.51300695979,
+    -4.90838578147, -5.82744750309, -5.4940818739};
+static const double ref_gemma2_lp64[39] = {
+    -6.08545347162, -6.36475320965, -5.87590104931, -6.80440862294, -4.88176957132, -5.79249272585,
+    -6.05041581693, -6.08606873998, -6.06322801586, -7.1612569355,  -6.70665164012, -5.42957116632,
+    -5.48305227695, -6.26004734606, -5.68841858892, -5.4092043987,  -6.02475978637, -5.51264526176,
+    -6.53837301727, -4.60428084779, -5.07557819837, -5.87499899137, -6.64019882653, -5.69005317345,
+    -5.57578175244, -6.33265898541, -6.32172836938, -6.64305912892, -6.31837467231, -5.09277685112,
+    -6.69550642482, -5.63340036566, -6.2689333454,  -6.77385598236, -6.96353419925, -5.57192919822,
+    -6.41898792734, -6.62530378116, -5.49780728023};
+
+TEST(families_transformers_reference, unit)
+{
+    static const struct {
+        int variant;
+        const double *lp;
+    } cases[] = {{7, ref_qwen3_lp64}, {9, ref_gemma2_lp64}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        ASSERT_OK(write_variant(&variants[cases[c].variant], t_path("hf.gguf"), GGML_F32));
+        char err[QG_ERRMSG_MAX];
+        struct llama_model *m = load(t_path("hf.gguf"), err, sizeof err);
+        ASSERT(m);
+        const int n = 40, V = llama_hparams(m)->n_vocab;
+        ASSERT_EQ(V, 320);
+        int32_t tok[40];
+        for (int i = 0; i < n; i++)
+            tok[i] = (int32_t)((i * 37 + 5) % V);
+        float *lg = malloc((size_t)n * V * sizeof *lg);
+        struct llama_ctx *ctx;
+        ASSERT_OK(llama_ctx_new(m, 64, &ctx));
+        ASSERT_OK(llama_eval(ctx, tok, n, 0, lg));
+        double worst = 0, sum = 0, want = 0;
+        for (int i = 0; i + 1 < n; i++) {
+            const float *r = lg + (size_t)i * V;
+            double mx = r[0], z = 0;
+            for (int v = 1; v < V; v++)
+                mx = r[v] > mx ? r[v] : mx;
+            for (int v = 0; v < V; v++)
+                z += exp(r[v] - mx);
+            double lp = r[tok[i + 1]] - mx - log(z), rel = fabs(lp / cases[c].lp[i] - 1);
+            worst = rel > worst ? rel : worst;
+            sum += lp, want += cases[c].lp[i];
+        }
+        printf("%s: sum of log-probs %.6f, transformers %.6f; worst token relative %.2g\n",
+               variants[cases[c].variant].label, sum, want, worst);
+        ASSERT(worst < 1e-5); /* the issue asks 1e-4; float32 rounding is ~1e-7 */
+        ASSERT(fabs(sum - want) < 1e-4);
+        llama_ctx_free(ctx);
+        free(lg);
+        llama_free(m);
+    }
+    return 0;
+}
