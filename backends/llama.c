@@ -206,6 +206,13 @@ double llama_flops(const struct llama_model *m, int n, int n_logits)
     return h->n_layers * (per_tok * n + attn) + 2.0 * h->dim * h->n_vocab * n_logits;
 }
 
+const float *lm_rope_factors(const struct llama_model *m, int n_ctx)
+{
+    if (m->rope_freqs) return m->rope_freqs;
+    if (m->rope_long) return n_ctx > m->hp.ctx_orig ? m->rope_long : m->rope_short;
+    return NULL;
+}
+
 int llama_is_basic(const struct llama_model *m, const char **why)
 {
     const struct llama_hparams *h = &m->hp;
@@ -224,7 +231,7 @@ int llama_is_basic(const struct llama_model *m, const char **why)
         w = "soft-capping";
     else if (h->swa_window)
         w = "a sliding window";
-    else if (h->rope_freq_scale != 1.0f || h->rope_factors)
+    else if (h->rope_freq_scale != 1.0f || h->rope_factors || h->rope_mscale != 1.0f)
         w = "RoPE scaling";
     else if (h->attn_scale != 1.0f / sqrtf((float)h->head_dim))
         w = "an attention scale";

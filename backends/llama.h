@@ -2,7 +2,7 @@
  *
  * Architectures (llama_arch.c describes how each differs, as data): llama
  * (Llama 1/2/3 with RoPE scaling, Mistral, Mixtral's experts), qwen2,
- * qwen2moe, qwen3, gemma, gemma2, phi3, starcoder2. Weight matrices stay in the
+ * qwen2moe, qwen3, gemma, gemma2, gemma3, phi3, starcoder2. Weight matrices stay in the
  * mapped file in their stored block format (matmul.h dequantizes panels
  * just before each sgemm, and decodes blocks inside the decode kernels), so
  * the memory cost is the file (plus per context a KV cache of 2 x layers x
@@ -46,10 +46,13 @@ struct llama_hparams {
     float embd_scale; /* the embedding row times this: 1, or sqrt(dim) (gemma) */
     float attn_scale; /* q.k times this: 1/sqrt(head_dim) unless the family or file says */
     float attn_softcap, final_softcap; /* 0: none; else c * tanh(v / c) (gemma2) */
-    int swa_window;              /* 0: none; else a query sees the swa_window keys up to itself */
-    int swa_pattern;             /* with a window: 0 every layer; p: layers l with l % p < p - 1 */
-    float rope_freq_scale;       /* rotation angles times this: 1, or 1/factor (linear scaling) */
-    int rope_factors;            /* 1: rope_freqs.weight divides each pair's frequency (Llama 3) */
+    int swa_window;        /* 0: none; else a query sees the swa_window keys up to itself */
+    int swa_pattern;       /* with a window: 0 every layer; p: layers l with l % p < p - 1 */
+    float rope_freq_scale; /* rotation angles times this: 1, or 1/factor (linear scaling) */
+    float rope_theta_swa, rope_scale_swa; /* the same for windowed layers (gemma3: their own) */
+    float rope_mscale; /* cos and sin times this: rope.scaling.attn_factor (LongRoPE), 1 */
+    int ctx_orig;      /* rope.scaling.original_context_length: LongRoPE's long factors above */
+    int rope_factors;  /* 1: rope_freqs.weight divides each pair's frequency (Llama 3) */
     int n_expert, n_expert_used; /* 0: dense FFN */
     int expert_ffn, shexp_ffn;   /* an expert's FFN width; the shared expert's (0: none) */
     int moe_norm_w;              /* the chosen experts' weights renormalised to sum 1 (Mixtral) */
@@ -58,6 +61,8 @@ struct llama_hparams {
 
 /* 1 when layer l attends within the sliding window */
 int llama_layer_swa(const struct llama_hparams *h, int l);
+/* Layer l's RoPE base and angle scale (windowed layers may have their own). */
+void llama_layer_rope(const struct llama_hparams *h, int l, float *theta, float *scale);
 /* The architectures qgate runs, comma-separated, for messages and docs. */
 const char *llama_families(void);
 /* What qgate implements of the family `arch` (one line), or NULL when it

@@ -18,7 +18,7 @@ enum {
     F_GEGLU = 1 << 3,     /* gelu-gated FFN */
     F_GELU = 1 << 4,      /* plain GELU MLP */
     F_EMBD_SCALE = 1 << 5,
-    F_GEMMA2 = 1 << 6,      /* post norms, soft caps, sliding window on even layers */
+    F_POST_NORMS = 1 << 6,  /* post-attention and post-FFN norms */
     F_MOE = 1 << 7,         /* experts required */
     F_MOE_OPT = 1 << 8,     /* experts when expert_count > 0 */
     F_QK_NORM = 1 << 9,     /* per-head Q/K norms */
@@ -29,25 +29,36 @@ enum {
 static const struct family {
     const char *name;
     unsigned flags;
+    int swa_pattern;           /* which layers a window applies to (llama.cpp's set_swa_pattern) */
+    int swa_window;            /* the window when the file sets none (0: no window) */
+    float attn_cap, final_cap; /* soft caps when the file sets none */
+    int big_scale_layers;      /* layer count of the size that scales q by 1/sqrt(dim/heads) */
+    int own_swa_rope;          /* windowed layers: rope.freq_base_swa (default 10000), scale 1 */
     const char *note;
 } families[] = {
-    {"llama", F_MOE_OPT | F_ROPE_SCALE,
+    {"llama", F_MOE_OPT | F_ROPE_SCALE, 0, 0, 0, 0, 0, 0,
      "RMSNorm, SwiGLU, RoPE with linear or Llama 3 (rope_freqs) scaling, GQA, Mixtral experts, "
      "a sliding window where the file sets one"},
-    {"qwen2", F_NEOX | F_QKV_BIAS, "RMSNorm, SwiGLU, NeoX RoPE, q/k/v biases, GQA"},
-    {"qwen2moe", F_NEOX | F_QKV_BIAS | F_MOE,
+    {"qwen2", F_NEOX | F_QKV_BIAS, 0, 0, 0, 0, 0, 0,
+     "RMSNorm, SwiGLU, NeoX RoPE, q/k/v biases, GQA"},
+    {"qwen2moe", F_NEOX | F_QKV_BIAS | F_MOE, 0, 0, 0, 0, 0, 0,
      "qwen2 with routed experts (softmax, top-k, weights as chosen) and a sigmoid-gated shared "
      "expert"},
-    {"qwen3", F_NEOX | F_QK_NORM, "RMSNorm, SwiGLU, NeoX RoPE, per-head Q/K RMSNorm, GQA"},
-    {"gemma", F_NEOX | F_GEGLU | F_EMBD_SCALE,
+    {"qwen3", F_NEOX | F_QK_NORM, 0, 0, 0, 0, 0, 0,
+     "RMSNorm, SwiGLU, NeoX RoPE, per-head Q/K RMSNorm, GQA"},
+    {"gemma", F_NEOX | F_GEGLU | F_EMBD_SCALE, 0, 0, 0, 0, 0, 0,
      "RMSNorm, GELU-gated FFN, embedding times sqrt(dim), NeoX RoPE, tied output"},
-    {"gemma2", F_NEOX | F_GEGLU | F_EMBD_SCALE | F_GEMMA2,
+    {"gemma2", F_NEOX | F_GEGLU | F_EMBD_SCALE | F_POST_NORMS, 2, 4096, 50.0f, 30.0f, 46, 0,
      "gemma with post-attention and post-FFN norms, attention and final logit soft-capping, "
      "a sliding window on even layers"},
-    {"phi3", F_NEOX | F_NO_SWA,
+    {"gemma3", F_NEOX | F_GEGLU | F_EMBD_SCALE | F_POST_NORMS | F_QK_NORM | F_ROPE_SCALE, 6, 0, 0,
+     0, 62, 1,
+     "gemma2's norms with per-head Q/K RMSNorm, no attention cap, a sliding window on 5 of "
+     "every 6 layers with their own RoPE base, linear RoPE scaling on the global layers"},
+    {"phi3", F_NEOX | F_NO_SWA, 0, 0, 0, 0, 0, 0,
      "fused QKV and gate-up, NeoX RoPE, partial rotary; its sliding_window is not applied "
      "(llama.cpp disables Phi-3 SWA)"},
-    {"starcoder2", F_NEOX | F_QKV_BIAS | F_LAYERNORM | F_GELU,
+    {"starcoder2", F_NEOX | F_QKV_BIAS | F_LAYERNORM | F_GELU, 0, 0, 0, 0, 0, 0,
      "LayerNorm with biases, plain GELU MLP, biases on every projection, NeoX RoPE"},
 };
 enum { N_FAMILIES = (int)(sizeof families / sizeof *families) };
@@ -62,7 +73,7 @@ static const struct family *family_find(const char *a, size_t al)
 
 const char *llama_families(void)
 {
-    return "llama, qwen2, qwen2moe, qwen3, gemma, gemma2, phi3, starcoder2";
+    return "llama, qwen2, qwen2moe, qwen3, gemma, gemma2, gemma3, phi3, starcoder2";
 }
 
 const char *llama_family_note(const char *arch)
@@ -75,6 +86,13 @@ int llama_layer_swa(const struct llama_hparams *h, int l)
 {
     if (!h->swa_window) return 0;
     return h->swa_pattern == 0 || l % h->swa_pattern < h->swa_pattern - 1;
+}
+
+void llama_layer_rope(const struct llama_hparams *h, int l, float *theta, float *scale)
+{
+    int swa = llama_layer_swa(h, l);
+    *theta = swa ? h->rope_theta_swa : h->rope_theta;
+    *scale = swa ? h->rope_scale_swa : h->rope_freq_scale;
 }
 
 /* "<arch>.<suffix>" keys qgate reads (or knows to be harmless) */
@@ -97,10 +115,12 @@ static const char *const known_keys[] = {
     "final_logit_softcapping",
     "rope.dimension_count",
     "rope.freq_base",
+    "rope.freq_base_swa",
     "rope.scaling.type",
     "rope.scaling.factor",
     "rope.scale_linear",
     "rope.scaling.original_context_length",
+    "rope.scaling.attn_factor",
     "rope.scaling.finetuned",
     "vocab_size",
     "expert_count",
@@ -240,6 +260,20 @@ static int read_rope(const struct gguf *g, const char *name, const struct family
                        "scaling and Llama 3's rope_freqs)",
                        name, (int)(tl < 32 ? tl : 32), t);
     hp->rope_freq_scale = linear && factor > 0 ? (float)(1.0 / factor) : 1.0f;
+    double af;
+    if (get_float(g, hp->arch, "rope.scaling.attn_factor", 1.0, &af) || !(af > 0 && af < 100))
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: bad rope.scaling.attn_factor", name);
+    hp->rope_mscale = (float)af;
+    int64_t oc;
+    if (get_int(g, hp->arch, "rope.scaling.original_context_length", hp->ctx_train, &oc) ||
+        oc <= 0 || oc > (1 << 24))
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: bad rope.scaling.original_context_length",
+                       name);
+    hp->ctx_orig = (int)oc;
+    if (hp->rope_mscale != 1.0f && strcmp(hp->arch, "phi3"))
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "%s: rope.scaling.attn_factor on a %s model is not implemented", name,
+                       hp->arch);
     if (hp->rope_freq_scale != 1.0f && !(f->flags & F_ROPE_SCALE))
         return qg_errf(err, errlen, QG_ERR_DATA,
                        "%s: RoPE scaling on a %s model is not implemented", name, hp->arch);
@@ -297,29 +331,43 @@ static int read_moe(const struct gguf *g, const char *name, const struct family 
 static int read_attention(const struct gguf *g, const char *name, const struct family *f,
                           struct llama_hparams *hp, char *err, size_t errlen)
 {
-    int64_t win = 0, pat = (f->flags & F_GEMMA2) ? 2 : 0, causal = 1;
-    if (get_int(g, hp->arch, "attention.sliding_window", (f->flags & F_GEMMA2) ? 4096 : 0, &win) ||
-        win < 0 || win > (1 << 24) ||
-        get_int(g, hp->arch, "attention.sliding_window_pattern", pat, &pat) || pat < 0 ||
-        pat > 1024)
+    int64_t win = 0, pat = f->swa_pattern, causal = 1;
+    char key[128];
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", hp->arch);
+    int64_t ki = gguf_find_key(g, key);
+    if (ki >= 0 && gguf_kv_type(g, ki) == GGUF_ARR)
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "%s: a per-layer %s array is not implemented (a number is)", name, key);
+    if (get_int(g, hp->arch, "attention.sliding_window", f->swa_window, &win) || win < 0 ||
+        win > (1 << 24) || get_int(g, hp->arch, "attention.sliding_window_pattern", pat, &pat) ||
+        pat < 0 || pat > 1024)
         return qg_errf(err, errlen, QG_ERR_DATA, "%s: bad sliding-window keys", name);
     if (get_int(g, hp->arch, "attention.causal", 1, &causal) || causal != 1)
         return qg_errf(err, errlen, QG_ERR_DATA,
                        "%s: non-causal attention is not implemented (not a language model?)", name);
     hp->swa_window = (f->flags & F_NO_SWA) ? 0 : (int)win;
     hp->swa_pattern = (int)pat;
-    double sa, sf, scale;
-    int g2 = (f->flags & F_GEMMA2) != 0;
-    if (get_float(g, hp->arch, "attn_logit_softcapping", g2 ? 50.0 : 0.0, &sa) ||
-        get_float(g, hp->arch, "final_logit_softcapping", g2 ? 30.0 : 0.0, &sf) || !(sa >= 0) ||
+    double sa, sf, scale, base_swa;
+    if (get_float(g, hp->arch, "attn_logit_softcapping", f->attn_cap, &sa) ||
+        get_float(g, hp->arch, "final_logit_softcapping", f->final_cap, &sf) || !(sa >= 0) ||
         !(sf >= 0) || get_float(g, hp->arch, "attention.scale", 0, &scale) || !(scale >= 0))
         return qg_errf(err, errlen, QG_ERR_DATA, "%s: bad soft-capping or attention.scale", name);
+    if (!strcmp(hp->arch, "gemma3")) sa = 0; /* llama.cpp reads no attention cap for gemma3 */
     hp->attn_softcap = (float)sa;
     hp->final_softcap = (float)sf;
     hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
-    if (g2 && hp->n_layers == 46) /* Gemma 2 27B: llama.cpp's rule */
+    if (f->big_scale_layers &&
+        hp->n_layers == f->big_scale_layers) /* Gemma 27B: llama.cpp's rule */
         hp->attn_scale = 1.0f / sqrtf((float)(hp->dim / hp->n_heads));
     if (scale > 0) hp->attn_scale = (float)scale;
+    /* the windowed layers' RoPE: their own base (gemma3: default 10000) and no scaling, or the
+     * global layers' */
+    if (get_float(g, hp->arch, "rope.freq_base_swa", f->own_swa_rope ? 10000.0 : hp->rope_theta,
+                  &base_swa) ||
+        !(base_swa > 0))
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: bad rope.freq_base_swa", name);
+    hp->rope_theta_swa = (float)base_swa;
+    hp->rope_scale_swa = f->own_swa_rope ? 1.0f : hp->rope_freq_scale;
     return QG_OK;
 }
 
@@ -349,7 +397,7 @@ int lm_read_hparams(const struct gguf *g, const char *name, struct llama_hparams
     hp->ffn_act = (f->flags & F_GEGLU)  ? LLAMA_FFN_GEGLU
                   : (f->flags & F_GELU) ? LLAMA_FFN_GELU
                                         : LLAMA_FFN_SWIGLU;
-    hp->post_norms = (f->flags & F_GEMMA2) != 0;
+    hp->post_norms = (f->flags & F_POST_NORMS) != 0;
     hp->qk_norm = (f->flags & F_QK_NORM) != 0;
     hp->embd_scale = (f->flags & F_EMBD_SCALE) ? sqrtf((float)hp->dim) : 1.0f;
     double d;

@@ -33,6 +33,7 @@ int llama_ctx_new(const struct llama_model *m, int n_ctx, struct llama_ctx **out
            qd = (size_t)h->n_heads * h->head_dim;
     c->m = m;
     c->n_ctx = n_ctx;
+    c->rope_div = lm_rope_factors(m, n_ctx);
     c->k = qg_alloc_aligned((size_t)h->n_layers * N * kvd * sizeof(float));
     c->v = qg_alloc_aligned((size_t)h->n_layers * N * kvd * sizeof(float));
     c->x = qg_alloc_aligned(N * (size_t)h->dim * sizeof(float));
@@ -231,17 +232,20 @@ int llama_ctx_set_act(struct llama_ctx *c, int mode, const struct simfmt *f)
  * angles as ggml's rope cache: pos * base^(-2k/d), divided by the pair's
  * factor (Llama 3's rope_freqs), times the linear scale */
 static void rope(float *x, int n, int stride, int heads, int hd, int pos0,
-                 const struct llama_hparams *h, const float *factors)
+                 const struct llama_hparams *h, int l, const float *factors)
 {
+    const float ms = h->rope_mscale;
     const int nd = h->rope_dims;
-    const float theta_scale = powf(h->rope_theta, -2.0f / (float)nd), fs = h->rope_freq_scale;
+    float base, fs;
+    llama_layer_rope(h, l, &base, &fs);
+    const float theta_scale = powf(base, -2.0f / (float)nd);
     for (int i = 0; i < n; i++) {
         float cs[2048], sn[2048]; /* nd/2 <= 2048: head size is capped at 4096 */
         float theta = (float)(pos0 + i);
         for (int k = 0; k < nd / 2; k++) {
             float t = fs * (factors ? theta / factors[k] : theta);
-            cs[k] = cosf(t);
-            sn[k] = sinf(t);
+            cs[k] = cosf(t) * ms;
+            sn[k] = sinf(t) * ms;
             theta *= theta_scale;
         }
         for (int hh = 0; hh < heads; hh++) {
@@ -363,8 +367,8 @@ static void attention_sublayer(struct llama_ctx *c, int l, int n, int pos0)
         rmsnorm(c->q, c->q, L->q_norm, n * h->n_heads, hd, h->rms_eps);
         rmsnorm(Kl, Kl, L->k_norm, n * h->n_kv_heads, hd, h->rms_eps);
     }
-    rope(c->q, n, qd, h->n_heads, hd, pos0, h, m->rope_freqs);
-    rope(Kl, n, kvd, h->n_kv_heads, hd, pos0, h, m->rope_freqs);
+    rope(c->q, n, qd, h->n_heads, hd, pos0, h, l, c->rope_div);
+    rope(Kl, n, kvd, h->n_kv_heads, hd, pos0, h, l, c->rope_div);
     if (c->act == LLAMA_ACT_LLAMACPP) { /* llama.cpp's f16 cache; Q meets it in f16 */
         quant_round_f16(c->q, (int64_t)n * qd);
         quant_round_f16(Kl, (int64_t)n * kvd);

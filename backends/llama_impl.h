@@ -30,12 +30,13 @@ struct layer {
 
 struct llama_model {
     struct llama_hparams hp;
-    struct gguf *g;       /* owned: the matrices point into its mapping */
-    struct wmat tok_embd; /* [n_vocab][dim] */
-    float *out_norm;      /* [dim] */
-    float *out_norm_b;    /* [dim]: LayerNorm's bias, or NULL */
-    struct wmat output;   /* [n_vocab][dim]; the embedding when tied */
-    float *rope_freqs;    /* [rope_dims / 2] (Llama 3), or NULL */
+    struct gguf *g;                /* owned: the matrices point into its mapping */
+    struct wmat tok_embd;          /* [n_vocab][dim] */
+    float *out_norm;               /* [dim] */
+    float *out_norm_b;             /* [dim]: LayerNorm's bias, or NULL */
+    struct wmat output;            /* [n_vocab][dim]; the embedding when tied */
+    float *rope_freqs;             /* [rope_dims / 2] (Llama 3), or NULL */
+    float *rope_long, *rope_short; /* [rope_dims / 2] LongRoPE factors (phi3), or NULL */
     struct layer *layers;
     size_t bytes;     /* weights as stored, vectors as f32 */
     size_t vec_bytes; /* of which vectors */
@@ -53,15 +54,16 @@ struct llama_ctx {
     int last_n;    /* rows of the last batch (their hidden states are in x) */
     float *k, *v;  /* [n_layers][n_ctx][kv_dim] */
     float *x, *xn, *q, *att, *gate, *up, *scores; /* batch buffers, n_ctx rows */
-    float *tmp;           /* [n_ctx][dim]: a sublayer's output before its norm or sum */
-    float *moe_x, *moe_y; /* MoE: gathered rows [n_ctx][dim] and their expert outputs */
-    float *moe_w;         /* [n_ctx][n_expert]: router probabilities */
-    float *moe_sw;        /* [n_ctx][n_expert_used]: the chosen experts' weights */
-    int *moe_sel;         /* [n_ctx][n_expert_used]: the chosen experts */
-    int *moe_rows;        /* [n_ctx]: (row, slot) pairs routed to one expert */
-    float *scratch;       /* per thread: dequantized weight panels (matmul.h) */
-    uint64_t perturb;     /* 0, or the seed of last-bit rounding of the residual stream */
-    int act;              /* enum llama_act: how matrix inputs are rounded */
+    float *tmp;            /* [n_ctx][dim]: a sublayer's output before its norm or sum */
+    float *moe_x, *moe_y;  /* MoE: gathered rows [n_ctx][dim] and their expert outputs */
+    float *moe_w;          /* [n_ctx][n_expert]: router probabilities */
+    float *moe_sw;         /* [n_ctx][n_expert_used]: the chosen experts' weights */
+    int *moe_sel;          /* [n_ctx][n_expert_used]: the chosen experts */
+    int *moe_rows;         /* [n_ctx]: (row, slot) pairs routed to one expert */
+    float *scratch;        /* per thread: dequantized weight panels (matmul.h) */
+    uint64_t perturb;      /* 0, or the seed of last-bit rounding of the residual stream */
+    int act;               /* enum llama_act: how matrix inputs are rounded */
+    const float *rope_div; /* per-pair frequency divisors for this context's size, or NULL */
     struct simfmt act_fmt;
     struct simfmt kv_fmt; /* K and V as written to the cache (SIMFMT_NONE: f32) */
     float *aq;            /* [n_ctx][max_in]: a matrix input after rounding */
@@ -89,6 +91,12 @@ void lm_matmul_group(const struct llama_ctx *c, const struct matmul_part *parts,
 void lm_ffn(struct llama_ctx *c, const struct layer *L, float *out, float beta, int n);
 /* GELU (tanh form); llamacpp: through f16 as ggml's table computes it. */
 float lm_gelu(float x, int llamacpp);
+
+/* The RoPE factors a context of n_ctx positions uses: Llama 3's
+ * rope_freqs, else LongRoPE's long ones when n_ctx exceeds the original
+ * context and its short ones otherwise (as llama.cpp's get_rope_factors),
+ * or NULL. */
+const float *lm_rope_factors(const struct llama_model *m, int n_ctx);
 
 /* The first non-finite value of n decoded ones: -1 when all are finite. */
 int64_t lm_first_nonfinite(const float *p, int64_t n);

@@ -297,7 +297,8 @@ static int load_globals(struct loader *ld)
     if (!rc) rc = load_vec(ld, "output_norm.weight", dim, 0, &m->out_norm);
     if (!rc && hp->norm == LLAMA_NORM_LAYER)
         rc = load_vec(ld, "output_norm.bias", dim, 0, &m->out_norm_b);
-    int gemma = !strncmp(hp->arch, "gemma", 5); /* llama.cpp reads no output.weight */
+    /* llama.cpp reads no output.weight for these (gemma3 may have one) */
+    int gemma = !strcmp(hp->arch, "gemma") || !strcmp(hp->arch, "gemma2");
     if (!rc) rc = load_mat(ld, "output.weight", dim, hp->n_vocab, 1, &m->output);
     if (!rc && gemma && m->output.data)
         rc = qg_errf(ld->err, ld->errlen, QG_ERR_DATA,
@@ -309,12 +310,24 @@ static int load_globals(struct loader *ld)
     }
     if (!rc && !strcmp(hp->arch, "llama"))
         rc = load_vec(ld, "rope_freqs.weight", hp->rope_dims / 2, 1, &m->rope_freqs);
-    if (!rc && m->rope_freqs) {
-        hp->rope_factors = 1;
-        for (int i = 0; i < hp->rope_dims / 2; i++)
-            if (!(m->rope_freqs[i] > 0))
+    if (!rc && !strcmp(hp->arch, "phi3")) { /* LongRoPE: both or neither */
+        rc = load_vec(ld, "rope_factors_long.weight", hp->rope_dims / 2, 1, &m->rope_long);
+        if (!rc)
+            rc = load_vec(ld, "rope_factors_short.weight", hp->rope_dims / 2, !m->rope_long,
+                          &m->rope_short);
+        if (!rc && m->rope_short && !m->rope_long)
+            rc =
+                qg_errf(ld->err, ld->errlen, QG_ERR_DATA,
+                        "%s: rope_factors_short.weight without rope_factors_long.weight", ld->name);
+    }
+    const float *fs[3] = {m->rope_freqs, m->rope_long, m->rope_short};
+    const char *fn[3] = {"rope_freqs", "rope_factors_long", "rope_factors_short"};
+    for (int k = 0; k < 3 && !rc; k++) {
+        if (fs[k]) hp->rope_factors = 1;
+        for (int i = 0; fs[k] && i < hp->rope_dims / 2; i++)
+            if (!(fs[k][i] > 0))
                 return qg_errf(ld->err, ld->errlen, QG_ERR_DATA,
-                               "%s: rope_freqs.weight[%d] is not positive", ld->name, i);
+                               "%s: %s.weight[%d] is not positive", ld->name, fn[k], i);
     }
     return rc;
 }
@@ -392,6 +405,8 @@ void llama_free(struct llama_model *m)
     free(m->out_norm);
     free(m->out_norm_b);
     free(m->rope_freqs);
+    free(m->rope_long);
+    free(m->rope_short);
     for (int i = 0; i < m->n_sim; i++)
         free(m->sim[i]);
     free(m->sim);

@@ -62,18 +62,21 @@ static void ref_matvec(double *y, const struct wmat *W, const float *b, const do
     }
 }
 
-static void ref_rope(double *v, int heads, int hd, int pos, const struct llama_hparams *h,
+static void ref_rope(double *v, int heads, int hd, int pos, const struct llama_hparams *h, int l,
                      const float *factors)
 {
     int nd = h->rope_dims;
+    float base, fs;
+    llama_layer_rope(h, l, &base, &fs);
     for (int hh = 0; hh < heads; hh++)
         for (int k = 0; k < nd / 2; k++) {
-            double theta = pos * pow((double)h->rope_theta, -2.0 * k / nd) * h->rope_freq_scale;
+            double theta = pos * pow((double)base, -2.0 * k / nd) * fs;
             if (factors) theta /= factors[k];
             int a = h->rope_neox ? k : 2 * k, b = h->rope_neox ? k + nd / 2 : 2 * k + 1;
             double x0 = v[hh * hd + a], x1 = v[hh * hd + b];
-            v[hh * hd + a] = x0 * cos(theta) - x1 * sin(theta);
-            v[hh * hd + b] = x0 * sin(theta) + x1 * cos(theta);
+            double c = cos(theta) * h->rope_mscale, s = sin(theta) * h->rope_mscale;
+            v[hh * hd + a] = x0 * c - x1 * s;
+            v[hh * hd + b] = x0 * s + x1 * c;
         }
 }
 
@@ -200,8 +203,8 @@ static void ref_layer(const struct llama_model *m, int l, int i, int n, struct r
         ref_rmsnorm(b->q + hh * hd, b->q + hh * hd, W->q_norm, hd, h->rms_eps);
     for (int hh = 0; W->k_norm && hh < h->n_kv_heads; hh++)
         ref_rmsnorm(Ki + hh * hd, Ki + hh * hd, W->k_norm, hd, h->rms_eps);
-    ref_rope(b->q, h->n_heads, hd, i, h, m->rope_freqs);
-    ref_rope(Ki, h->n_kv_heads, hd, i, h, m->rope_freqs);
+    ref_rope(b->q, h->n_heads, hd, i, h, l, lm_rope_factors(m, n));
+    ref_rope(Ki, h->n_kv_heads, hd, i, h, l, lm_rope_factors(m, n));
     int first = llama_layer_swa(h, l) && i - h->swa_window + 1 > 0 ? i - h->swa_window + 1 : 0;
     ref_attention(b->o, b->q, b->K + (size_t)l * n * kvd, b->V + (size_t)l * n * kvd, b->s, i,
                   first, h);

@@ -264,9 +264,19 @@ static int write_family_keys(struct gguf_writer *w, const struct synth_params *p
         KEY("rope.scaling.type", gguf_writer_set_str, "linear");
         KEY("rope.scaling.factor", gguf_writer_set_f32, p->rope_linear);
     }
-    if ((is(p, "llama") && p->swa_window) || is(p, "gemma2"))
+    if ((is(p, "llama") && p->swa_window) || is(p, "gemma2") || is(p, "gemma3"))
         KEY("attention.sliding_window", gguf_writer_set_u32,
             (uint32_t)(p->swa_window ? p->swa_window : 8));
+    if (is(p, "phi3") && p->longrope) {
+        KEY("rope.scaling.original_context_length", gguf_writer_set_u32, 32u);
+        KEY("rope.scaling.attn_factor", gguf_writer_set_f32, 1.19f);
+    }
+    if (is(p, "gemma3")) { /* layer 0 windowed with its own RoPE base, layer 1 global, scaled */
+        KEY("attention.sliding_window_pattern", gguf_writer_set_u32, 2u);
+        KEY("rope.freq_base_swa", gguf_writer_set_f32, p->rope_theta * 0.1f);
+        KEY("rope.scaling.type", gguf_writer_set_str, "linear");
+        KEY("rope.scaling.factor", gguf_writer_set_f32, 8.0f);
+    }
     if (is(p, "gemma2")) {
         KEY("attn_logit_softcapping", gguf_writer_set_f32, 20.0f);
         KEY("final_logit_softcapping", gguf_writer_set_f32, 15.0f);
@@ -366,13 +376,14 @@ static int write_attention(struct gguf_writer *w, const struct synth_params *p, 
         ADD("attn_k.bias", GGML_F32, kv, 1, 0.1f, 0.0f);
         ADD("attn_v.bias", GGML_F32, kv, 1, 0.1f, 0.0f);
     }
-    if (is(p, "qwen3")) {
+    if (is(p, "qwen3") || is(p, "gemma3")) {
         ADD("attn_q_norm.weight", GGML_F32, hd, 1, 0.1f, 1.0f);
         ADD("attn_k_norm.weight", GGML_F32, hd, 1, 0.1f, 1.0f);
     }
     ADD("attn_output.weight", t, p->dim, p->dim, s_in, 0.0f);
     if (ln) ADD("attn_output.bias", GGML_F32, p->dim, 1, 0.1f, 0.0f);
-    if (is(p, "gemma2")) ADD("post_attention_norm.weight", GGML_F32, p->dim, 1, 0.1f, 0.5f);
+    if (is(p, "gemma2") || is(p, "gemma3"))
+        ADD("post_attention_norm.weight", GGML_F32, p->dim, 1, 0.1f, 0.5f);
 #undef ADD
     return rc;
 }
@@ -412,7 +423,8 @@ static int write_ffn(struct gguf_writer *w, const struct synth_params *p, int l,
         ADD("ffn_down.weight", t, p->ffn, p->dim, 1, s_ffn, 0.0f);
         if (ln) ADD("ffn_down.bias", GGML_F32, p->dim, 1, 1, 0.1f, 0.0f);
     }
-    if (is(p, "gemma2")) ADD("post_ffw_norm.weight", GGML_F32, p->dim, 1, 1, 0.1f, 0.5f);
+    if (is(p, "gemma2") || is(p, "gemma3"))
+        ADD("post_ffw_norm.weight", GGML_F32, p->dim, 1, 1, 0.1f, 0.5f);
 #undef ADD
     return rc;
 }
@@ -433,6 +445,18 @@ static int write_tensors(struct gguf_writer *w, const struct synth_params *p)
             f[k] = 1.0f + 7.0f * (float)k / (float)(nd / 2 > 1 ? nd / 2 - 1 : 1);
         int64_t ne[1] = {nd / 2};
         rc = gguf_writer_add_tensor(w, "rope_freqs.weight", GGML_F32, 1, ne, f);
+    }
+    if (!rc && is(p, "phi3") && p->longrope) { /* long: 1 .. 6, short: 1 .. 1.5 */
+        int nd = p->rope_dims ? p->rope_dims : p->dim / p->n_heads;
+        float lf[2048], sf[2048];
+        for (int k = 0; k < nd / 2 && k < 2048; k++) {
+            float r = (float)k / (float)(nd / 2 > 1 ? nd / 2 - 1 : 1);
+            lf[k] = 1.0f + 5.0f * r * r;
+            sf[k] = 1.0f + 0.5f * r;
+        }
+        int64_t ne[1] = {nd / 2};
+        rc = gguf_writer_add_tensor(w, "rope_factors_long.weight", GGML_F32, 1, ne, lf);
+        if (!rc) rc = gguf_writer_add_tensor(w, "rope_factors_short.weight", GGML_F32, 1, ne, sf);
     }
     for (int l = 0; l < p->n_layers && !rc; l++) {
         rc = write_attention(w, p, l, &rng);

@@ -11,7 +11,9 @@
 struct synth_params {
     const char *arch;  /* any family llama.h lists, with that family's tensors and keys
                         * (qwen2moe: 4 experts, 2 used, and a shared one; gemma: tied;
-                        * gemma2: caps 20/15, window swa_window or 8; phi3: fused) */
+                        * gemma2: caps 20/15, window swa_window or 8; gemma3: window 8 on
+                        * layer 0 with RoPE base rope_theta/10, linear x8 elsewhere;
+                        * phi3: fused) */
     const char *name;  /* general.name */
     int n_vocab;       /* <unk>,<s>,</s>, 256 byte tokens (unless byte_fallback is 0),
                         * then "▁", a-z and word pieces; >= 259 with byte fallback */
@@ -30,6 +32,8 @@ struct synth_params {
     float rope_linear;           /* llama: linear RoPE scaling factor (0 = none) */
     int rope_freqs;              /* llama: a Llama 3 rope_freqs tensor (factors 1..8) */
     int swa_window;              /* llama, gemma2: attention.sliding_window (0 = none/8) */
+    int longrope;                /* phi3: LongRoPE factors, original context 32, attn_factor
+                                  * 1.19 */
     /* For tests of malformed models: leave out the named tensor, store it
      * with its two dimensions swapped, or store it as raw bytes of another
      * ggml type. NULL = off. */
