@@ -95,6 +95,27 @@ void llama_layer_rope(const struct llama_hparams *h, int l, float *theta, float 
     *scale = swa ? h->rope_scale_swa : h->rope_freq_scale;
 }
 
+/* keys that change the forward pass only in some families: elsewhere
+ * llama.cpp ignores them, so qgate refuses them rather than compute
+ * something llama.cpp does not */
+static const struct {
+    const char *key, *families; /* space-separated, padded */
+} family_keys[] = {
+    {"attention.sliding_window", " llama gemma2 gemma3 phi3 "},
+    {"attention.sliding_window_pattern", " gemma2 gemma3 "},
+    {"rope.freq_base_swa", " gemma2 gemma3 "},
+    {"attn_logit_softcapping", " gemma2 "},
+    {"final_logit_softcapping", " gemma2 gemma3 "},
+    {"attention.scale", " llama "},
+    {"expert_count", " llama qwen2moe "},
+    {"expert_used_count", " llama qwen2moe "},
+    {"expert_feed_forward_length", " qwen2moe "},
+    {"expert_shared_feed_forward_length", " qwen2moe "},
+    {"expert_weights_scale", " llama qwen2moe "},
+    {"expert_gating_func", " llama qwen2moe "},
+    {"rope.scaling.attn_factor", " phi3 "},
+};
+
 /* "<arch>.<suffix>" keys qgate reads (or knows to be harmless) */
 static const char *const known_keys[] = {
     "context_length",
@@ -128,7 +149,6 @@ static const char *const known_keys[] = {
     "expert_feed_forward_length",
     "expert_shared_feed_forward_length",
     "expert_weights_scale",
-    "expert_weights_norm",
     "expert_gating_func",
 };
 
@@ -153,6 +173,14 @@ static int check_keys(const struct gguf *g, const char *name, const char *arch, 
                            "%s: metadata key '%s' is not implemented by qgate's engine (it would "
                            "change the forward pass)",
                            name, k);
+        char padded[40];
+        snprintf(padded, sizeof padded, " %s ", arch);
+        for (size_t f = 0; f < sizeof family_keys / sizeof *family_keys; f++)
+            if (!strcmp(family_keys[f].key, k + al + 1) && !strstr(family_keys[f].families, padded))
+                return qg_errf(err, errlen, QG_ERR_DATA,
+                               "%s: metadata key '%s' is not implemented for %s (llama.cpp "
+                               "ignores it there; qgate uses it in:%s)",
+                               name, k, arch, family_keys[f].families);
     }
     return QG_OK;
 }
@@ -252,7 +280,9 @@ static int read_rope(const struct gguf *g, const char *name, const struct family
     if (get_float(g, hp->arch, "rope.scaling.factor", 0, &factor) ||
         get_float(g, hp->arch, "rope.scale_linear", 0, &lin))
         return qg_errf(err, errlen, QG_ERR_DATA, "%s: a rope scaling factor is not a number", name);
-    if (lin > 0) factor = lin;
+    if (factor < 0 || lin < 0)
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: a negative RoPE scaling factor", name);
+    if (factor == 0) factor = lin; /* llama.cpp: rope.scaling.factor, else rope.scale_linear */
     int none = tl == 4 && !memcmp(t, "none", 4), linear = tl == 6 && !memcmp(t, "linear", 6);
     if (!none && !linear)
         return qg_errf(err, errlen, QG_ERR_DATA,
@@ -295,11 +325,15 @@ static int read_moe(const struct gguf *g, const char *name, const struct family 
         return qg_errf(err, errlen, QG_ERR_DATA, "%s: experts in a %s model are not implemented",
                        name, hp->arch);
     if (ne <= 0) return QG_OK;
-    if (ne > 1024 || nu <= 0 || nu > ne)
+    if (ne > 1024 || nu <= 0 || nu > ne || nu > 64)
         return qg_errf(err, errlen, QG_ERR_DATA,
-                       "%s: expert_used_count %lld must be in 1..expert_count %lld", name,
-                       (long long)nu, (long long)ne);
-    if (get_int(g, hp->arch, "expert_feed_forward_length", hp->ffn, &ef) || ef <= 0 ||
+                       "%s: expert_used_count %lld must be in 1..expert_count %lld (and at most "
+                       "64)",
+                       name, (long long)nu, (long long)ne);
+    /* llama.cpp: Mixtral's experts are feed_forward_length wide; qwen2moe's
+     * default to feed_forward_length / expert_used_count */
+    int64_t ef_def = strcmp(hp->arch, "qwen2moe") ? hp->ffn : hp->ffn / nu;
+    if (get_int(g, hp->arch, "expert_feed_forward_length", ef_def, &ef) || ef <= 0 ||
         ef > (1 << 24) || get_int(g, hp->arch, "expert_shared_feed_forward_length", 0, &sf) ||
         sf < 0 || sf > (1 << 24))
         return qg_errf(err, errlen, QG_ERR_DATA, "%s: bad expert feed-forward lengths", name);
@@ -308,7 +342,7 @@ static int read_moe(const struct gguf *g, const char *name, const struct family 
     hp->expert_ffn = (int)ef;
     hp->shexp_ffn = (int)sf;
     hp->moe_norm_w = strcmp(hp->arch, "llama") == 0; /* Mixtral; qwen2moe keeps them */
-    int64_t gating = 1, wn = -1;
+    int64_t gating = 1;
     double ws = 0;
     if (get_int(g, hp->arch, "expert_gating_func", 1, &gating) || gating != 1)
         return qg_errf(err, errlen, QG_ERR_DATA,
@@ -316,14 +350,6 @@ static int read_moe(const struct gguf *g, const char *name, const struct family 
     if (get_float(g, hp->arch, "expert_weights_scale", 0, &ws) || !isfinite(ws))
         return qg_errf(err, errlen, QG_ERR_DATA, "%s: bad expert_weights_scale", name);
     hp->moe_w_scale = ws != 0 ? (float)ws : 1.0f;
-    char key[128];
-    snprintf(key, sizeof key, "%s.expert_weights_norm", hp->arch);
-    int64_t ki = gguf_find_key(g, key);
-    if (ki >= 0) {
-        if (gguf_kv_int(g, ki, &wn))
-            return qg_errf(err, errlen, QG_ERR_DATA, "%s: bad %s", name, key);
-        hp->moe_norm_w = wn != 0;
-    }
     return QG_OK;
 }
 

@@ -1,7 +1,9 @@
 /* llama_ffn — the feed-forward half of a layer for every family: SwiGLU,
  * GELU-gated, a plain GELU MLP, and mixtures of experts (softmax router,
  * top-k, each expert run over the rows routed to it, a gated shared
- * expert), as llama.cpp's build_ffn and build_moe_ffn compute them. */
+ * expert), as llama.cpp's build_ffn and build_moe_ffn compute them. On an
+ * exact tie of router probabilities the lower expert index wins: qgate's
+ * choice (ggml's top-k does not promise an order). */
 #include "backends/llama_impl.h"
 #include "backends/parallel.h"
 #include "backends/quant.h"

@@ -160,7 +160,9 @@ static int load_qkv(struct loader *ld, struct layer *L, int l, int64_t qd, int64
     char tn[GGUF_MAX_NAME + 1];
     const struct gguf_tensor *t;
     snprintf(tn, sizeof tn, "blk.%d.attn_qkv.weight", l);
-    int rc = load_tensor(ld, tn, dim, qd + 2 * kvd, 1, 1, &t);
+    int fused = !strcmp(hp->arch, "phi3"); /* llama.cpp reads a fused QKV for phi3 */
+    int rc = fused ? load_tensor(ld, tn, dim, qd + 2 * kvd, 1, 1, &t) : QG_OK;
+    if (!fused) t = NULL;
     if (rc) return rc;
     if (t) {
         mat_view(ld->m, t, 0, 0, qd, &L->wq);
@@ -195,9 +197,15 @@ static int load_moe(struct loader *ld, struct layer *L, int l)
         snprintf(tn, sizeof tn, "blk.%d.%s.weight", l, names[i]);
         rc = load_exps(ld, tn, i == 2 ? ef : dim, i == 2 ? dim : ef, (int)ne, w[i]);
     }
+    if (rc || strcmp(hp->arch, "qwen2moe")) return rc; /* the shared expert: qwen2moe's */
     snprintf(tn, sizeof tn, "blk.%d.ffn_up_shexp.weight", l);
     const struct gguf_tensor *t = gguf_find_tensor(ld->g, tn);
-    if (rc || !t) return rc;
+    if (!t)
+        return qg_errf(ld->err, ld->errlen, QG_ERR_DATA, "%s: tensor '%s' is missing", ld->name,
+                       tn);
+    if (!hp->shexp_ffn && (t->ne[1] <= 0 || t->ne[1] > (1 << 24)))
+        return qg_errf(ld->err, ld->errlen, QG_ERR_DATA, "%s: tensor '%s' has a bad shape",
+                       ld->name, tn);
     if (!hp->shexp_ffn) hp->shexp_ffn = (int)t->ne[1];
     int64_t sf = hp->shexp_ffn;
     const char *sn[3] = {"ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp"};
@@ -223,7 +231,7 @@ static int load_dense_ffn(struct loader *ld, struct layer *L, int l)
     if (hp->ffn_act != LLAMA_FFN_GELU) {
         snprintf(tn, sizeof tn, "blk.%d.ffn_gate.weight", l);
         const struct gguf_tensor *t;
-        if (!gguf_find_tensor(ld->g, tn)) { /* fused: rows [0, ff) gate, [ff, 2 ff) up */
+        if (!strcmp(hp->arch, "phi3")) { /* fused: rows [0, ff) gate, [ff, 2 ff) up */
             snprintf(tn, sizeof tn, "blk.%d.ffn_up.weight", l);
             if ((rc = load_tensor(ld, tn, dim, 2 * ff, 1, 0, &t))) return rc;
             mat_view(ld->m, t, 0, 0, ff, &L->w_gate);

@@ -222,6 +222,8 @@ static int check_params(const struct synth_params *p, char *err, size_t errlen)
         p->n_heads <= 0 || p->n_kv_heads <= 0 || p->ffn <= 0 || p->ctx <= 0)
         return qg_errf(err, errlen, QG_ERR_USAGE,
                        "synth: sizes must be positive (vocab >= 259 with byte fallback)");
+    if ((p->rope_dims ? p->rope_dims : p->dim / (p->n_heads ? p->n_heads : 1)) > 4096)
+        return qg_errf(err, errlen, QG_ERR_USAGE, "synth: rotated dimensions above 4096");
     if (p->dim % p->n_heads || p->n_heads % p->n_kv_heads)
         return qg_errf(err, errlen, QG_ERR_USAGE,
                        "synth: dim must divide by heads and heads by kv heads");
