@@ -1,6 +1,7 @@
 /* backend — the registry: picks a backend from a model spec. */
 #include "backends/backend.h"
 #include "backends/gguf.h"
+#include "backends/hf_model.h"
 #include "backends/model_info.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -98,7 +99,7 @@ int backend_identify(const char *spec, int hash, struct backend_identity *id, ch
     struct stat st;
     if (stat(file, &st) == 0 && S_ISREG(st.st_mode)) id->file_bytes = (int64_t)st.st_size;
     struct gguf *g;
-    int rc = gguf_open(file, &g, err, errlen);
+    int rc = model_open(file, &g, err, errlen);
     if (rc) return rc;
     struct model_info m;
     model_info_read(g, &m);
@@ -108,7 +109,9 @@ int backend_identify(const char *spec, int hash, struct backend_identity *id, ch
     id->n_ctx_train = m.ctx;
     id->n_layers = m.n_layers;
     id->types_json = types_json(&m);
-    if (hash && hash_sha256_file(file, id->sha256, err, errlen)) id->sha256[0] = '\0';
+    if (hash && (hf_is_dir(file) ? hf_hash(file, id->sha256, err, errlen)
+                                 : hash_sha256_file(file, id->sha256, err, errlen)))
+        id->sha256[0] = '\0';
     return QG_OK;
 }
 

@@ -35,6 +35,9 @@ struct gguf {
     int64_t n_kv, n_tensors;
     struct kv *kvs;
     struct gguf_tensor *tensors;
+    void *owned_buf;              /* gguf_attach: the metadata image, freed at close */
+    void (*release)(void *owner); /* gguf_attach: what the attached tensors live in */
+    void *owner;
 };
 
 struct cur {
@@ -488,8 +491,26 @@ void gguf_close(struct gguf *g)
     free(g->kvs);
     free(g->tensors);
     if (g->mapped) munmap((void *)g->base, g->size);
+    free(g->owned_buf);
+    if (g->release) g->release(g->owner);
     free(g->name);
     free(g);
+}
+
+int gguf_attach(struct gguf *g, void *buf, const struct gguf_tensor *t, int64_t n,
+                void (*release)(void *owner), void *owner)
+{
+    if (g->n_tensors || g->owned_buf || g->release || n < 0) return QG_ERR_USAGE;
+    struct gguf_tensor *copy = calloc((size_t)n + 1, sizeof *copy);
+    if (!copy) return QG_ERR_NOMEM;
+    if (n) memcpy(copy, t, (size_t)n * sizeof *copy);
+    free(g->tensors);
+    g->tensors = copy;
+    g->n_tensors = n;
+    g->owned_buf = buf;
+    g->release = release;
+    g->owner = owner;
+    return QG_OK;
 }
 
 uint32_t gguf_version(const struct gguf *g)

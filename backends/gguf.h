@@ -65,6 +65,14 @@ int gguf_open_memory(const void *buf, size_t size, const char *name, struct gguf
 /* Unmaps and frees; accepts NULL. Invalidates every pointer obtained from g. */
 void gguf_close(struct gguf *g);
 
+/* Gives g (opened from a metadata-only image with gguf_open_memory) the n
+ * tensors t describes, whose data lie elsewhere (a safetensors mapping);
+ * g then owns buf (the image: freed at close) and calls release(owner) at
+ * close. QG_OK, QG_ERR_USAGE when g already has tensors, QG_ERR_NOMEM (g
+ * unchanged: the caller still owns buf and owner). */
+int gguf_attach(struct gguf *g, void *buf, const struct gguf_tensor *t, int64_t n,
+                void (*release)(void *owner), void *owner);
+
 uint32_t gguf_version(const struct gguf *g);
 uint64_t gguf_file_size(const struct gguf *g);
 uint64_t gguf_alignment(const struct gguf *g);

@@ -418,6 +418,9 @@ int lm_read_hparams(const struct gguf *g, const char *name, struct llama_hparams
     if (!rc) rc = read_attention(g, name, f, hp, err, errlen);
     if (rc) return rc;
     hp->rope_neox = (f->flags & F_NEOX) != 0;
+    int64_t neox;
+    if (gguf_get_int(g, "qgate.rope_neox", &neox) == QG_OK) /* a checkpoint directory's rows */
+        hp->rope_neox = neox != 0;
     hp->qkv_bias = (f->flags & F_QKV_BIAS) != 0;
     hp->norm = (f->flags & F_LAYERNORM) ? LLAMA_NORM_LAYER : LLAMA_NORM_RMS;
     hp->ffn_act = (f->flags & F_GEGLU)  ? LLAMA_FFN_GEGLU

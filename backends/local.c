@@ -1,6 +1,7 @@
 /* local — what the cpu and cuda backends share (see local.h). */
 #include "backends/local.h"
 #include "backends/gguf.h"
+#include "backends/hf_model.h"
 #include "core/status.h"
 #include "core/util.h"
 
@@ -12,7 +13,7 @@ int local_load(const char *path, struct tokenizer **tok, struct llama_model **mo
 {
     *tok = NULL, *model = NULL;
     struct gguf *g;
-    int rc = gguf_open(path, &g, err, errlen);
+    int rc = model_open(path, &g, err, errlen);
     if (rc) return rc;
     rc = tok_load(g, path, tok, err, errlen);
     if (rc) {

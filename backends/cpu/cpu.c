@@ -2,6 +2,7 @@
 #include "backends/backend.h"
 #include "backends/generate.h"
 #include "backends/gguf.h"
+#include "backends/hf_model.h"
 #include "backends/llama.h"
 #include "backends/local.h"
 #include "backends/parallel.h"
@@ -99,7 +100,7 @@ static int cpu_open(const char *spec, const struct backend_open_params *p, void 
     if (!c) return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
     if (p && p->tokenizer_only) { /* no weights: a vocab-only file opens */
         struct gguf *g;
-        if (!(rc = gguf_open(path, &g, err, errlen))) {
+        if (!(rc = model_open(path, &g, err, errlen))) {
             rc = tok_load(g, path, &c->tok, err, errlen);
             gguf_close(g);
         }

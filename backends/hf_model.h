@@ -1,0 +1,40 @@
+/* hf_model — a Hugging Face checkpoint directory (config.json, one or more
+ * .safetensors files with their index, tokenizer.json) opened as a struct
+ * gguf the engine and tokenizer read like a GGUF file: config.json becomes
+ * the <arch>.* keys, tokenizer.json the tokenizer keys (hf_tokenizer.h),
+ * and the tensors get llama.cpp's names. F32, F16 and BF16 tensors stay in
+ * their mapped files as stored; quantized projections (compressed-tensors
+ * float-quantized FP8, pack-quantized int4/int8, nvfp4-pack-quantized;
+ * GPTQ; AWQ GEMM) are dequantized exactly to f32 copies at load, following
+ * each library's packing (docs/hf.md names the versions). Anything else is
+ * refused by name.
+ *
+ * Architectures: LlamaForCausalLM and MistralForCausalLM (as `llama`, with
+ * HF's rotate-half q/k order run as NeoX RoPE instead of permuted rows),
+ * Qwen2ForCausalLM, Qwen3ForCausalLM.
+ */
+#ifndef QG_HF_MODEL_H
+#define QG_HF_MODEL_H
+
+#include <stddef.h>
+
+struct gguf;
+
+/* 1 when path is a directory (a checkpoint to open with hf_open). */
+int hf_is_dir(const char *path);
+
+/* Opens the checkpoint in dir. QG_OK; QG_ERR_NOINPUT (a file missing or
+ * unreadable); QG_ERR_DATA naming the file and the field or tensor
+ * (unsupported architecture or quant_method, missing or misshapen tensor,
+ * malformed JSON or safetensors); QG_ERR_NOMEM. */
+int hf_open(const char *dir, struct gguf **out, char *err, size_t errlen);
+
+/* sha256 over the checkpoint's files (config.json, tokenizer files, the
+ * index and every .safetensors, in name order, each as "name\0" + its
+ * sha256): the identity a run stores. QG_OK or the reader's error. */
+int hf_hash(const char *dir, char sha[65], char *err, size_t errlen);
+
+/* Opens path as a model: hf_open for a directory, gguf_open otherwise. */
+int model_open(const char *path, struct gguf **out, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,306 @@
+/* hf_quant — dequantizing Hugging Face quantized checkpoints (see the
+ * header for each scheme's formula and packing). */
+#include "backends/hf_quant.h"
+#include "backends/quant.h"
+#include "backends/safetensors.h"
+#include "core/status.h"
+#include "core/util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static float fp8_e4m3(uint8_t b)
+{
+    int e = (b >> 3) & 15, m = b & 7;
+    if (e == 15 && m == 7) return NAN; /* E4M3FN: no infinities */
+    float v = e ? ldexpf((float)(8 + m), e - 10) : ldexpf((float)m, -9);
+    return (b & 0x80) ? -v : v;
+}
+
+static float bf16_to_f32(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+float hf_st_float(const struct st_tensor *t, int64_t i)
+{
+    const uint8_t *p = t->data;
+    uint16_t h;
+    float f;
+    switch (t->dtype) {
+    case ST_F32:
+        memcpy(&f, p + 4 * i, 4);
+        return f;
+    case ST_F16:
+        memcpy(&h, p + 2 * i, 2);
+        return quant_f16_to_f32(h);
+    case ST_BF16:
+        memcpy(&h, p + 2 * i, 2);
+        return bf16_to_f32(h);
+    case ST_F8_E4M3:
+        return fp8_e4m3(p[i]);
+    }
+    return NAN;
+}
+
+/* x rounded to the dtype the library computes in (round to nearest even) */
+static float round_dt(int dtype, float x)
+{
+    if (dtype == HF_DT_F16) return quant_f16_to_f32(quant_f32_to_f16(x));
+    if (dtype == HF_DT_BF16 && isfinite(x)) {
+        uint32_t u;
+        memcpy(&u, &x, 4);
+        u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000u;
+        memcpy(&x, &u, 4);
+    }
+    return x;
+}
+
+static int32_t i32_at(const struct st_tensor *t, int64_t i)
+{
+    int32_t v;
+    memcpy(&v, (const uint8_t *)t->data + 4 * i, 4);
+    return v;
+}
+
+/* the tensor prefix.suffix, of dtype and numel (or shape checks by the caller) */
+static int need(const struct hf_owner *o, const char *prefix, const char *suffix, int dtype,
+                int64_t numel, const struct st_tensor **out, char *err, size_t errlen)
+{
+    char name[512];
+    snprintf(name, sizeof name, "%s.%s", prefix, suffix);
+    const struct st_tensor *t = hf_find(o, name);
+    if (!t) return qg_errf(err, errlen, QG_ERR_DATA, "tensor '%s' is missing", name);
+    int ok = dtype >= 0 ? t->dtype == dtype
+                        : (t->dtype == ST_F32 || t->dtype == ST_F16 || t->dtype == ST_BF16 ||
+                           t->dtype == ST_F8_E4M3);
+    if (!ok)
+        return qg_errf(err, errlen, QG_ERR_DATA, "tensor '%s' is %s, not %s", name,
+                       st_dtype_name(t->dtype), dtype >= 0 ? st_dtype_name(dtype) : "a float type");
+    if (numel >= 0 && t->numel != numel)
+        return qg_errf(err, errlen, QG_ERR_DATA, "tensor '%s' has %lld values, expected %lld", name,
+                       (long long)t->numel, (long long)numel);
+    *out = t;
+    return QG_OK;
+}
+
+static int fp8_linear(const struct hf_owner *o, const struct hf_quant *q, const char *prefix,
+                      int64_t out, int64_t in, float *w, char *err, size_t errlen)
+{
+    const struct st_tensor *qw, *sc;
+    int rc = need(o, prefix, "weight", ST_F8_E4M3, out * in, &qw, err, errlen);
+    if (!rc) rc = need(o, prefix, "weight_scale", -1, -1, &sc, err, errlen);
+    if (rc) return rc;
+    if (sc->numel != out && sc->numel != 1)
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "tensor '%s.weight_scale' has %lld values (1 or %lld expected)", prefix,
+                       (long long)sc->numel, (long long)out);
+    for (int64_t r = 0; r < out; r++) {
+        float s = hf_st_float(sc, sc->numel == 1 ? 0 : r);
+        for (int64_t c = 0; c < in; c++)
+            w[r * in + c] = round_dt(q->dtype, fp8_e4m3(qw->data[r * in + c]) * s);
+    }
+    return QG_OK;
+}
+
+static int nvfp4_linear(const struct hf_owner *o, const struct hf_quant *q, const char *prefix,
+                        int64_t out, int64_t in, float *w, char *err, size_t errlen)
+{
+    static const float e2m1[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+    const struct st_tensor *pk, *sc, *gs;
+    if (in % 16)
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: %lld inputs are not whole groups of 16",
+                       prefix, (long long)in);
+    int rc = need(o, prefix, "weight_packed", ST_U8, out * in / 2, &pk, err, errlen);
+    if (!rc) rc = need(o, prefix, "weight_scale", ST_F8_E4M3, out * in / 16, &sc, err, errlen);
+    if (!rc) rc = need(o, prefix, "weight_global_scale", -1, 1, &gs, err, errlen);
+    if (rc) return rc;
+    float g = hf_st_float(gs, 0);
+    if (!(g > 0 && isfinite(g)))
+        return qg_errf(err, errlen, QG_ERR_DATA, "tensor '%s.weight_global_scale' is not positive",
+                       prefix);
+    for (int64_t r = 0; r < out; r++)
+        for (int64_t c = 0; c < in; c++) {
+            uint8_t b = pk->data[(r * in + c) / 2], nib = (uint8_t)(c & 1 ? b >> 4 : b & 15);
+            float v = e2m1[nib & 7] * (nib & 8 ? -1.0f : 1.0f);
+            float s = round_dt(q->dtype, fp8_e4m3(sc->data[r * (in / 16) + c / 16]) / g);
+            w[r * in + c] = round_dt(q->dtype, v * s);
+        }
+    return QG_OK;
+}
+
+/* GPTQ: qweight [in*bits/32][out] packed along inputs, qzeros
+ * [groups][out*bits/32] along outputs, scales [groups][out], g_idx [in] */
+static int gptq_linear(const struct hf_owner *o, const struct hf_quant *q, const char *prefix,
+                       int64_t out, int64_t in, float *w, char *err, size_t errlen)
+{
+    const int bits = q->bits, per = 32 / bits;
+    const uint32_t mask = (1u << bits) - 1;
+    const int64_t group = q->group > 0 ? q->group : in, ng = (in + group - 1) / group;
+    if (in % per || out % per)
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: %lld x %lld does not pack %d per int32",
+                       prefix, (long long)out, (long long)in, per);
+    const struct st_tensor *qw, *qz, *sc, *gi = NULL;
+    int rc = need(o, prefix, "qweight", ST_I32, in / per * out, &qw, err, errlen);
+    if (!rc) rc = need(o, prefix, "qzeros", ST_I32, ng * out / per, &qz, err, errlen);
+    if (!rc) rc = need(o, prefix, "scales", -1, ng * out, &sc, err, errlen);
+    char gname[512];
+    snprintf(gname, sizeof gname, "%s.g_idx", prefix);
+    if (!rc && hf_find(o, gname)) rc = need(o, prefix, "g_idx", ST_I32, in, &gi, err, errlen);
+    if (rc) return rc;
+    for (int64_t i = 0; i < in; i++) {
+        int64_t g = gi ? i32_at(gi, i) : i / group;
+        if (g < 0 || g >= ng)
+            return qg_errf(err, errlen, QG_ERR_DATA, "tensor '%s' names group %lld of %lld", gname,
+                           (long long)g, (long long)ng);
+        for (int64_t c = 0; c < out; c++) {
+            uint32_t qv = ((uint32_t)i32_at(qw, (i / per) * out + c) >> (bits * (i % per))) & mask;
+            uint32_t zv =
+                ((uint32_t)i32_at(qz, g * (out / per) + c / per) >> (bits * (c % per))) & mask;
+            float s = hf_st_float(sc, g * out + c);
+            w[c * in + i] =
+                round_dt(q->dtype, s * (float)((int)qv - ((int)zv + q->gptq_zero_offset)));
+        }
+    }
+    return QG_OK;
+}
+
+/* AWQ GEMM: qweight [in][out/8] and qzeros [groups][out/8] packed along
+ * outputs in AWQ's order, scales [groups][out] */
+static int awq_linear(const struct hf_owner *o, const struct hf_quant *q, const char *prefix,
+                      int64_t out, int64_t in, float *w, char *err, size_t errlen)
+{
+    static const int inv[8] = {0, 4, 1, 5, 2, 6, 3, 7}; /* column 8c+k is nibble inv[k] */
+    const int64_t group = q->group > 0 ? q->group : in, ng = (in + group - 1) / group;
+    if (out % 8)
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: %lld outputs do not pack 8 per int32", prefix,
+                       (long long)out);
+    const struct st_tensor *qw, *qz, *sc;
+    int rc = need(o, prefix, "qweight", ST_I32, in * out / 8, &qw, err, errlen);
+    if (!rc) rc = need(o, prefix, "qzeros", ST_I32, ng * out / 8, &qz, err, errlen);
+    if (!rc) rc = need(o, prefix, "scales", -1, ng * out, &sc, err, errlen);
+    if (rc) return rc;
+    for (int64_t i = 0; i < in; i++) {
+        int64_t g = i / group;
+        for (int64_t c = 0; c < out; c++) {
+            int sh = 4 * inv[c % 8];
+            int qv = (int)(((uint32_t)i32_at(qw, i * (out / 8) + c / 8) >> sh) & 15);
+            int zv = (int)(((uint32_t)i32_at(qz, g * (out / 8) + c / 8) >> sh) & 15);
+            w[c * in + i] = round_dt(q->dtype, (float)(qv - zv) * hf_st_float(sc, g * out + c));
+        }
+    }
+    return QG_OK;
+}
+
+int hf_quant_linear(const struct hf_owner *o, const struct hf_quant *q, const char *prefix,
+                    int64_t out, int64_t in, float **w, char *err, size_t errlen)
+{
+    *w = malloc((size_t)out * (size_t)in * sizeof **w);
+    if (!*w) return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory for '%s'", prefix);
+    int rc = q->scheme == HF_CT_FP8     ? fp8_linear(o, q, prefix, out, in, *w, err, errlen)
+             : q->scheme == HF_CT_NVFP4 ? nvfp4_linear(o, q, prefix, out, in, *w, err, errlen)
+             : q->scheme == HF_GPTQ     ? gptq_linear(o, q, prefix, out, in, *w, err, errlen)
+             : q->scheme == HF_AWQ      ? awq_linear(o, q, prefix, out, in, *w, err, errlen)
+                                        : QG_ERR_INTERNAL;
+    if (rc) {
+        free(*w);
+        *w = NULL;
+    }
+    return rc;
+}
+
+static const char *cstr(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* compressed-tensors: one config group whose weights are FP8 or NVFP4 */
+static int read_ct(const cJSON *qc, const char *file, struct hf_quant *q, char *err, size_t errlen)
+{
+    const char *fmt = cstr(qc, "format");
+    const cJSON *groups = cJSON_GetObjectItemCaseSensitive(qc, "config_groups"),
+                *g0 = cJSON_GetArrayItem(groups, 0),
+                *wt = cJSON_GetObjectItemCaseSensitive(g0, "weights"),
+                *ia = cJSON_GetObjectItemCaseSensitive(g0, "input_activations");
+    if (cJSON_GetArraySize(groups) != 1 || !fmt)
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "%s: compressed-tensors with %d config groups (qgate reads one)", file,
+                       cJSON_GetArraySize(groups));
+    const char *type = cstr(wt, "type"), *strat = cstr(wt, "strategy");
+    int nb = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(wt, "num_bits"));
+    if (!strcmp(fmt, "float-quantized") && type && !strcmp(type, "float") && nb == 8 && strat &&
+        (!strcmp(strat, "channel") || !strcmp(strat, "tensor")) &&
+        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(wt, "symmetric"))) {
+        q->scheme = HF_CT_FP8;
+        q->act_fp8_dynamic = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ia, "dynamic"));
+        snprintf(q->label, sizeof q->label, "compressed-tensors FP8 E4M3 (%s scales%s)", strat,
+                 q->act_fp8_dynamic ? ", dynamic FP8 activations" : "");
+        return QG_OK;
+    }
+    if (!strcmp(fmt, "nvfp4-pack-quantized") && nb == 4 && strat &&
+        !strcmp(strat, "tensor_group") &&
+        (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(wt, "group_size")) == 16) {
+        q->scheme = HF_CT_NVFP4;
+        snprintf(q->label, sizeof q->label, "compressed-tensors NVFP4 (FP4 E2M1, FP8 scales / 16)");
+        return QG_OK;
+    }
+    return qg_errf(err, errlen, QG_ERR_DATA,
+                   "%s: compressed-tensors format '%s' with %s %d-bit %s weights is not supported "
+                   "(qgate reads float-quantized FP8 and nvfp4-pack-quantized)",
+                   file, fmt, type ? type : "?", nb, strat ? strat : "?");
+}
+
+static int read_dtype(const cJSON *config, const char *file, struct hf_quant *q, char *err,
+                      size_t errlen)
+{
+    const char *dt = cstr(config, "torch_dtype");
+    if (!dt) dt = cstr(config, "dtype");
+    if (!dt || !strcmp(dt, "float32"))
+        q->dtype = HF_DT_F32;
+    else if (!strcmp(dt, "float16"))
+        q->dtype = HF_DT_F16;
+    else if (!strcmp(dt, "bfloat16"))
+        q->dtype = HF_DT_BF16;
+    else
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: torch_dtype '%s' is not supported", file, dt);
+    return QG_OK;
+}
+
+int hf_quant_read(const cJSON *config, const char *file, struct hf_quant *q, char *err,
+                  size_t errlen)
+{
+    memset(q, 0, sizeof *q);
+    int rc = read_dtype(config, file, q, err, errlen);
+    const cJSON *qc = cJSON_GetObjectItemCaseSensitive(config, "quantization_config");
+    if (rc || !qc || cJSON_IsNull(qc)) return rc;
+    const char *m = cstr(qc, "quant_method");
+    if (m && !strcmp(m, "compressed-tensors")) return read_ct(qc, file, q, err, errlen);
+    q->bits = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(qc, "bits"));
+    q->group = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(qc, "group_size"));
+    if (m && !strcmp(m, "gptq") && (q->bits == 4 || q->bits == 8)) {
+        const char *cf = cstr(qc, "checkpoint_format");
+        q->scheme = HF_GPTQ;
+        q->gptq_zero_offset = !(cf && !strcmp(cf, "gptq_v2"));
+        snprintf(q->label, sizeof q->label, "GPTQ int%d, group %d%s", q->bits, q->group,
+                 cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(qc, "desc_act")) ? ", desc_act"
+                                                                                : "");
+        return QG_OK;
+    }
+    const char *ver = cstr(qc, "version");
+    if (m && !strcmp(m, "awq") && q->bits == 4 && ver && !strcmp(ver, "gemm") &&
+        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(qc, "zero_point"))) {
+        q->scheme = HF_AWQ;
+        snprintf(q->label, sizeof q->label, "AWQ GEMM int4, group %d", q->group);
+        return QG_OK;
+    }
+    return qg_errf(err, errlen, QG_ERR_DATA,
+                   "%s: quant_method '%s' (bits %d) is not supported (qgate reads "
+                   "compressed-tensors FP8/NVFP4, GPTQ 4/8-bit, AWQ GEMM 4-bit)",
+                   file, m ? m : "?", q->bits);
+}

@@ -1,0 +1,60 @@
+/* hf_quant — the quantization schemes of Hugging Face checkpoints, read
+ * from config.json's quantization_config and dequantized exactly as the
+ * library that wrote them dequantizes (in the checkpoint's dtype):
+ *
+ * - compressed-tensors 0.13 "float-quantized" FP8 E4M3 weights, one scale
+ *   per tensor or per output channel: w = fp8 * scale;
+ * - compressed-tensors "nvfp4-pack-quantized": FP4 E2M1 pairs per byte (low
+ *   nibble first), an FP8 scale per 16 inputs and a global scale that
+ *   divides: w = fp4 * (scale / global);
+ * - GPTQ (GPTQModel/AutoGPTQ, bits 4 or 8, checkpoint_format gptq with
+ *   zeros stored minus one, or gptq_v2): qweight packed along inputs,
+ *   qzeros along outputs, per-group fp16 scales, g_idx (desc_act) honoured:
+ *   w = scale * (q - zero);
+ * - AWQ GEMM (AutoAWQ, 4 bits, zero point): both packed along outputs in
+ *   AWQ's order [0, 2, 4, 6, 1, 3, 5, 7]: w = (q - zero) * scale.
+ *
+ * Anything else (another quant_method or format, asymmetric FP8, bits other
+ * than these) is refused naming it.
+ */
+#ifndef QG_HF_QUANT_H
+#define QG_HF_QUANT_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum hf_scheme { HF_PLAIN = 0, HF_CT_FP8, HF_CT_NVFP4, HF_GPTQ, HF_AWQ };
+enum hf_dtype { HF_DT_F32 = 0, HF_DT_F16, HF_DT_BF16 }; /* what the library computes in */
+
+struct hf_quant {
+    int scheme;                        /* enum hf_scheme */
+    int dtype;                         /* enum hf_dtype: config.json's torch_dtype */
+    int bits, group, gptq_zero_offset; /* GPTQ/AWQ; GPTQ v1 stores zero - 1 */
+    int act_fp8_dynamic;               /* FP8: input activations declared dynamic per-token FP8 */
+    char label[96]; /* e.g. "compressed-tensors float-quantized (FP8 E4M3, channel)" */
+};
+
+struct hf_owner;
+struct st_tensor;
+/* The tensor `name` in any of the checkpoint's files, or NULL. */
+const struct st_tensor *hf_find(const struct hf_owner *o, const char *name);
+/* Keeps buf (malloc'd) until the model closes; on failure frees it. */
+int hf_owner_keep(struct hf_owner *o, void *buf);
+
+/* Reads config's quantization_config (absent: HF_PLAIN) and torch_dtype.
+ * QG_OK or QG_ERR_DATA naming file and field. */
+int hf_quant_read(const cJSON *config, const char *file, struct hf_quant *q, char *err,
+                  size_t errlen);
+
+/* The projection `prefix` ("model.layers.0.self_attn.q_proj") of shape out x
+ * in, dequantized into a malloc'd f32 [out][in] (*w). QG_OK; QG_ERR_DATA
+ * naming the tensor (missing, misshapen, wrong dtype, a packed value out of
+ * range); QG_ERR_NOMEM. */
+int hf_quant_linear(const struct hf_owner *o, const struct hf_quant *q, const char *prefix,
+                    int64_t out, int64_t in, float **w, char *err, size_t errlen);
+
+/* One value of a float tensor (F32, F16, BF16, F8_E4M3) as f32. */
+float hf_st_float(const struct st_tensor *t, int64_t i);
+
+#endif
