@@ -355,13 +355,16 @@ static cJSON *read_config(const char *dir, char *file, size_t fn, int *rc, char 
 }
 
 /* metadata image: the architecture's keys and the tokenizer's */
-static int metadata(const char *dir, const struct hf_cfg *h, uint8_t **buf, size_t *size,
-                    int *n_vocab, char *err, size_t errlen)
+static int metadata(const char *dir, const struct hf_cfg *h, const struct hf_quant *q,
+                    uint8_t **buf, size_t *size, int *n_vocab, char *err, size_t errlen)
 {
     struct gguf_writer *w = gguf_writer_new();
     if (!w) return QG_ERR_NOMEM;
     const char *base = strrchr(dir, '/');
     int rc = write_arch_keys(w, h, base && base[1] ? base + 1 : dir);
+    if (!rc)
+        rc = gguf_writer_set_str(w, "qgate.hf.quantization",
+                                 q->scheme ? q->label : "none (weights as stored)");
     if (!rc) rc = hf_tokenizer_keys(dir, w, n_vocab, err, errlen);
     if (!rc) rc = gguf_writer_to_memory(w, buf, size);
     gguf_writer_free(w);
@@ -386,7 +389,7 @@ int hf_open(const char *dir, struct gguf **out, char *err, size_t errlen)
     if (!rc) rc = hf_quant_read(c, file, &q, err, errlen);
     cJSON_Delete(c);
     if (!rc) rc = open_files(dir, o, err, errlen);
-    if (!rc) rc = metadata(dir, &h, &buf, &size, &n_vocab, err, errlen);
+    if (!rc) rc = metadata(dir, &h, &q, &buf, &size, &n_vocab, err, errlen);
     const struct st_tensor *emb = o ? hf_find(o, "model.embed_tokens.weight") : NULL;
     int64_t rows = emb && emb->n_dims == 2 ? emb->shape[0] : n_vocab;
     if (!rc) rc = all_tensors(o, &h, &q, rows, &t, &n, err, errlen);
@@ -413,6 +416,26 @@ int hf_open(const char *dir, struct gguf **out, char *err, size_t errlen)
 int model_open(const char *path, struct gguf **out, char *err, size_t errlen)
 {
     return hf_is_dir(path) ? hf_open(path, out, err, errlen) : gguf_open(path, out, err, errlen);
+}
+
+int64_t hf_stored_bytes(const char *dir, int *n_files)
+{
+    DIR *d = opendir(dir);
+    int64_t total = 0;
+    *n_files = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        struct stat st;
+        char p[4400];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (l > 12 && !strcmp(e->d_name + l - 12, ".safetensors") && stat(p, &st) == 0) {
+            total += (int64_t)st.st_size;
+            (*n_files)++;
+        }
+    }
+    if (d) closedir(d);
+    return total;
 }
 
 static int cmp_str(const void *a, const void *b)

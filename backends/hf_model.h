@@ -17,6 +17,7 @@
 #define QG_HF_MODEL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct gguf;
 
@@ -33,6 +34,9 @@ int hf_open(const char *dir, struct gguf **out, char *err, size_t errlen);
  * index and every .safetensors, in name order, each as "name\0" + its
  * sha256): the identity a run stores. QG_OK or the reader's error. */
 int hf_hash(const char *dir, char sha[65], char *err, size_t errlen);
+
+/* Bytes of dir's .safetensors files (*n_files of them). */
+int64_t hf_stored_bytes(const char *dir, int *n_files);
 
 /* Opens path as a model: hf_open for a directory, gguf_open otherwise. */
 int model_open(const char *path, struct gguf **out, char *err, size_t errlen);

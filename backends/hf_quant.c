@@ -214,6 +214,14 @@ int hf_quant_linear(const struct hf_owner *o, const struct hf_quant *q, const ch
     return rc;
 }
 
+/* a whole number field, 0 when absent or not a number */
+static int ival(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) && v->valuedouble > -1e9 && v->valuedouble < 1e9 ? (int)v->valuedouble
+                                                                               : 0;
+}
+
 static const char *cstr(const cJSON *o, const char *k)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
@@ -233,7 +241,7 @@ static int read_ct(const cJSON *qc, const char *file, struct hf_quant *q, char *
                        "%s: compressed-tensors with %d config groups (qgate reads one)", file,
                        cJSON_GetArraySize(groups));
     const char *type = cstr(wt, "type"), *strat = cstr(wt, "strategy");
-    int nb = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(wt, "num_bits"));
+    int nb = ival(wt, "num_bits");
     if (!strcmp(fmt, "float-quantized") && type && !strcmp(type, "float") && nb == 8 && strat &&
         (!strcmp(strat, "channel") || !strcmp(strat, "tensor")) &&
         cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(wt, "symmetric"))) {
@@ -245,7 +253,7 @@ static int read_ct(const cJSON *qc, const char *file, struct hf_quant *q, char *
     }
     if (!strcmp(fmt, "nvfp4-pack-quantized") && nb == 4 && strat &&
         !strcmp(strat, "tensor_group") &&
-        (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(wt, "group_size")) == 16) {
+        ival(wt, "group_size") == 16) {
         q->scheme = HF_CT_NVFP4;
         snprintf(q->label, sizeof q->label, "compressed-tensors NVFP4 (FP4 E2M1, FP8 scales / 16)");
         return QG_OK;
@@ -281,8 +289,8 @@ int hf_quant_read(const cJSON *config, const char *file, struct hf_quant *q, cha
     if (rc || !qc || cJSON_IsNull(qc)) return rc;
     const char *m = cstr(qc, "quant_method");
     if (m && !strcmp(m, "compressed-tensors")) return read_ct(qc, file, q, err, errlen);
-    q->bits = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(qc, "bits"));
-    q->group = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(qc, "group_size"));
+    q->bits = ival(qc, "bits");
+    q->group = ival(qc, "group_size");
     if (m && !strcmp(m, "gptq") && (q->bits == 4 || q->bits == 8)) {
         const char *cf = cstr(qc, "checkpoint_format");
         q->scheme = HF_GPTQ;
@@ -300,7 +308,7 @@ int hf_quant_read(const cJSON *config, const char *file, struct hf_quant *q, cha
         return QG_OK;
     }
     return qg_errf(err, errlen, QG_ERR_DATA,
-                   "%s: quant_method '%s' (bits %d) is not supported (qgate reads "
-                   "compressed-tensors FP8/NVFP4, GPTQ 4/8-bit, AWQ GEMM 4-bit)",
+                   "%s: quant_method '%s' is not supported with these settings (bits %d; qgate "
+                   "reads compressed-tensors FP8/NVFP4, GPTQ 4/8-bit, AWQ GEMM 4-bit)",
                    file, m ? m : "?", q->bits);
 }

@@ -1,6 +1,7 @@
 /* cmd_inspect — `qgate inspect MODEL.gguf`: what a model file really holds. */
 #include "backends/ggml_types.h"
 #include "backends/gguf.h"
+#include "backends/hf_model.h"
 #include "backends/llama.h"
 #include "backends/model_info.h"
 #include "datasets/hash.h"
@@ -98,6 +99,30 @@ static void print_family(const char *arch)
         printf("%-14s not this family (it runs %s)\n", "qgate runs", llama_families());
 }
 
+/* the container: a checkpoint directory's files and quantization, or the
+ * GGUF header; 1 for a directory */
+static int print_container(const struct gguf *g, const struct model_info *m, const char *path)
+{
+    const char *hq;
+    size_t hql;
+    if (gguf_get_str(g, "qgate.hf.quantization", &hq, &hql) != QG_OK) {
+        printf("%-14s v%u, %lld metadata keys, %lld tensors, alignment %llu\n", "gguf",
+               m->gguf_version, (long long)m->n_kv, (long long)m->n_tensors,
+               (unsigned long long)m->alignment);
+        return 0;
+    }
+    int nf;
+    int64_t sb = hf_stored_bytes(path, &nf);
+    printf("%-14s Hugging Face directory, %d safetensors file%s\n", "checkpoint", nf,
+           nf == 1 ? "" : "s");
+    printf("%-14s %.*s%s\n", "quantization", (int)hql, hq,
+           strncmp(hq, "none", 4) ? " (projections, dequantized to f32 at load)" : "");
+    if (m->n_params > 0)
+        printf("%-14s %.2f bits per parameter as stored\n", "stored",
+               8.0 * (double)sb / (double)m->n_params);
+    return 1;
+}
+
 static void print_text(const struct gguf *g, const struct model_info *m, const char *path,
                        const char *sha, int tensors, int metadata)
 {
@@ -106,8 +131,7 @@ static void print_text(const struct gguf *g, const struct model_info *m, const c
     printf("%-14s %s\n", "file", path);
     printf("%-14s %llu bytes (%s)\n", "size", (unsigned long long)m->file_bytes, hb);
     printf("%-14s %s\n", "sha256", sha);
-    printf("%-14s v%u, %lld metadata keys, %lld tensors, alignment %llu\n", "gguf", m->gguf_version,
-           (long long)m->n_kv, (long long)m->n_tensors, (unsigned long long)m->alignment);
+    int dir = print_container(g, m, path);
     printf("%-14s %s\n", "architecture", m->arch[0] ? m->arch : "(none)");
     print_family(m->arch);
     if (m->name[0]) printf("%-14s %s\n", "name", m->name);
@@ -144,8 +168,8 @@ static void print_text(const struct gguf *g, const struct model_info *m, const c
     printf("\n");
     if (ftype_note(m, note, sizeof note)) printf("\nnote: %s\n", note);
     if (m->n_types > 0) {
-        printf("\nstored tensor types:\n  %-8s %8s %14s %14s %7s\n", "type", "tensors", "elements",
-               "bytes", "share");
+        printf("\n%s tensor types:\n  %-8s %8s %14s %14s %7s\n", dir ? "in-memory" : "stored",
+               "type", "tensors", "elements", "bytes", "share");
         uint64_t total = 0;
         for (int i = 0; i < m->n_types; i++)
             total += m->types[i].bytes;
@@ -277,7 +301,7 @@ static int cmd_inspect(const struct cli_args *a)
     const char *path = a->pos[0];
     char err[QG_ERRMSG_MAX], sha[HASH_HEX_LEN + 1];
     struct gguf *g;
-    int rc = gguf_open(path, &g, err, sizeof err);
+    int rc = model_open(path, &g, err, sizeof err);
     if (rc) return cmd_fail(rc, err);
     struct model_info *m = malloc(sizeof *m);
     if (!m) {
@@ -285,7 +309,13 @@ static int cmd_inspect(const struct cli_args *a)
         return cmd_fail(QG_ERR_NOMEM, "out of memory");
     }
     model_info_read(g, m);
-    rc = hash_sha256_mem(gguf_bytes(g), (size_t)gguf_file_size(g), sha);
+    if (hf_is_dir(path)) {
+        int nf;
+        m->file_bytes = (uint64_t)hf_stored_bytes(path, &nf);
+        rc = hf_hash(path, sha, err, sizeof err);
+    } else {
+        rc = hash_sha256_mem(gguf_bytes(g), (size_t)gguf_file_size(g), sha);
+    }
     int code = 0;
     if (rc) {
         code = cmd_fail(rc, "cannot hash the file");

@@ -5,6 +5,8 @@
 #       llama.cpp vocabulary test strings when ../shared exists)
 #   QG_FUZZ_TARGET=readers tests/fuzz/run.sh S    suite files, JSONL, CSV and every
 #       benchmark reader (seeded with the suites in the repo and small records)
+#   QG_FUZZ_TARGET=safetensors tests/fuzz/run.sh S  the safetensors reader (seeded
+#       with the hf-stories260K checkpoints when ../shared exists)
 #   QG_FUZZ_TARGET=http tests/fuzz/run.sh S       request bodies against a real
 #       `qgate serve` on loopback, and answers as the HTTP backend reads them
 # Builds with clang, AddressSanitizer and UBSan in build-fuzz/, seeds the
@@ -17,7 +19,19 @@ jobs=${2:-1}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 b="$root/build-fuzz"
 CC=clang cmake -S "$root" -B "$b" -DQG_FUZZ=ON -DQG_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$b" -j"$(nproc)" --target fuzz_gguf fuzz_tokenizer fuzz_http fuzz_readers gguf_fixtures >/dev/null
+cmake --build "$b" -j"$(nproc)" --target fuzz_gguf fuzz_tokenizer fuzz_http fuzz_readers fuzz_safetensors gguf_fixtures >/dev/null
+if [ "${QG_FUZZ_TARGET:-gguf}" = safetensors ]; then
+  seeds="$b/fuzz-st-seeds"; corpus="$b/fuzz-st-corpus"
+  mkdir -p "$seeds" "$corpus" "$b/fuzz-artifacts"
+  h='{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F8_E4M3","shape":[2,2],"data_offsets":[8,12]},"__metadata__":{"format":"pt"}}'
+  python3 -c "import struct,sys; h=sys.argv[1].encode(); sys.stdout.buffer.write(struct.pack('<Q',len(h))+h+bytes(range(12)))" "$h" > "$seeds/two"
+  for f in "$root"/../shared/models/hf-stories260K/*/model.safetensors; do
+    if [ -f "$f" ] && [ "$(stat -c %s "$f")" -le 2097152 ]; then cp "$f" "$seeds/$(basename "$(dirname "$f")").safetensors"; fi
+  done
+  cd "$b"
+  exec "$b/tests/fuzz_safetensors" -max_total_time="$secs" -max_len=65536 -timeout=30 -print_final_stats=1 \
+    -artifact_prefix="$b/fuzz-artifacts/st-" "$corpus" "$seeds"
+fi
 if [ "${QG_FUZZ_TARGET:-gguf}" = http ]; then
   seeds="$b/fuzz-http-seeds"; corpus="$b/fuzz-http-corpus"
   mkdir -p "$seeds" "$corpus" "$b/fuzz-artifacts"
