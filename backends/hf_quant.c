@@ -219,7 +219,7 @@ static int ival(const cJSON *o, const char *k)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
     return cJSON_IsNumber(v) && v->valuedouble > -1e9 && v->valuedouble < 1e9 ? (int)v->valuedouble
-                                                                               : 0;
+                                                                              : 0;
 }
 
 static const char *cstr(const cJSON *o, const char *k)
@@ -252,8 +252,7 @@ static int read_ct(const cJSON *qc, const char *file, struct hf_quant *q, char *
         return QG_OK;
     }
     if (!strcmp(fmt, "nvfp4-pack-quantized") && nb == 4 && strat &&
-        !strcmp(strat, "tensor_group") &&
-        ival(wt, "group_size") == 16) {
+        !strcmp(strat, "tensor_group") && ival(wt, "group_size") == 16) {
         q->scheme = HF_CT_NVFP4;
         snprintf(q->label, sizeof q->label, "compressed-tensors NVFP4 (FP4 E2M1, FP8 scales / 16)");
         return QG_OK;
