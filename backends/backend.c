@@ -85,6 +85,12 @@ static char *types_json(const struct model_info *m)
     return s;
 }
 
+int backend_model_sha256(const char *file, char sha[65], char *err, size_t errlen)
+{
+    return hf_is_dir(file) ? hf_hash(file, sha, err, errlen)
+                           : hash_sha256_file(file, sha, err, errlen);
+}
+
 int backend_identify(const char *spec, int hash, struct backend_identity *id, char *err,
                      size_t errlen)
 {
@@ -109,9 +115,7 @@ int backend_identify(const char *spec, int hash, struct backend_identity *id, ch
     id->n_ctx_train = m.ctx;
     id->n_layers = m.n_layers;
     id->types_json = types_json(&m);
-    if (hash && (hf_is_dir(file) ? hf_hash(file, id->sha256, err, errlen)
-                                 : hash_sha256_file(file, id->sha256, err, errlen)))
-        id->sha256[0] = '\0';
+    if (hash && backend_model_sha256(file, id->sha256, err, errlen)) id->sha256[0] = '\0';
     return QG_OK;
 }
 

@@ -159,6 +159,11 @@ struct backend_identity {
  * QG_ERR_NOINPUT / QG_ERR_DATA with err naming the file when a local file
  * cannot be read as GGUF (*id then holds what is known). Release with
  * backend_identity_release. */
+/* sha256 of a model: the file's, or for a Hugging Face checkpoint
+ * directory the hash over its files (hf_model.h). QG_OK or the reader's
+ * error with err naming the file. */
+int backend_model_sha256(const char *file, char sha[65], char *err, size_t errlen);
+
 int backend_identify(const char *spec, int hash, struct backend_identity *id, char *err,
                      size_t errlen);
 void backend_identity_release(struct backend_identity *id);

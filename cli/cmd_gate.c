@@ -437,7 +437,7 @@ static int stored_identity(const struct cli_args *a, struct store *s, struct run
     if (!absent) { /* the file is here: it must be the one named */
         char file[4096];
         qg_spec_file(p->specs[0], file, sizeof file);
-        int rc = hash_sha256_file(file, sha, err, sizeof err);
+        int rc = backend_model_sha256(file, sha, err, sizeof err);
         if (rc) return cmd_fail(rc, err);
         if (strcasecmp(sha, sel)) {
             qg_errf(err, sizeof err, QG_ERR_DATA,

@@ -20,6 +20,7 @@
 #include "core/status.h"
 #include "core/util.h"
 #include "backends/gguf.h"
+#include "backends/hf_model.h"
 #include "cli/commands.h"
 #include "harness/runner.h"
 #include "harness/sampled.h"
@@ -88,7 +89,7 @@ static int class_has(int k, const char *name)
 static int find_classes(const char *path, char *err, size_t errlen)
 {
     struct gguf *g;
-    int rc = gguf_open(path, &g, err, errlen);
+    int rc = model_open(path, &g, err, errlen);
     if (rc) return rc;
     n_cls = 0;
     for (int k = 0; k < N_CLASSES; k++) {

@@ -376,7 +376,7 @@ static int find_baseline(struct runner *r, char *err, size_t errlen)
     if (p->baseline_sha)
         snprintf(r->base_sha, sizeof r->base_sha, "%s", p->baseline_sha);
     else
-        rc = hash_sha256_file(file, r->base_sha, err, errlen);
+        rc = backend_model_sha256(file, r->base_sha, err, errlen);
     if (!rc)
         rc = baseline_find(r->s, p->baseline_db, p->baseline_run, r->base_sha, r->suite, &r->base,
                            err, errlen);

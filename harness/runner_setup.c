@@ -38,7 +38,7 @@ static int resume_model(struct runner *r, int m, const cJSON *mj, char *err, siz
                        (long long)p->resume, m + 1, name, path, p->names[m], p->specs[m]);
     char now[HASH_HEX_LEN + 1], e2[QG_ERRMSG_MAX], file[4096];
     qg_spec_file(p->specs[m], file, sizeof file);
-    if (sha && hash_sha256_file(file, now, e2, sizeof e2) == QG_OK && strcmp(now, sha))
+    if (sha && backend_model_sha256(file, now, e2, sizeof e2) == QG_OK && strcmp(now, sha))
         return qg_errf(err, errlen, QG_ERR_DATA,
                        "%s changed since run %lld (sha256 %.12s..., now %.12s...): its rows would "
                        "mix two models; start a new run",

@@ -81,7 +81,7 @@ static int sampled_corpus(struct store *s, const struct sampled_suite_params *p,
     if (p->baseline_sha)
         snprintf(model_sha, sizeof model_sha, "%s", p->baseline_sha);
     else
-        rc = hash_sha256_file(file, model_sha, err, errlen);
+        rc = backend_model_sha256(file, model_sha, err, errlen);
     if (rc) return rc;
     snprintf(origin, sizeof origin, "sampled/1 model %s seed %llu tokens %lld", model_sha,
              (unsigned long long)p->seed, (long long)p->tokens);

@@ -319,3 +319,20 @@ TEST(hf_inspect_directory, shared)
     t_out_free(&o);
     return 0;
 }
+
+/* sweep simulates formats on a directory baseline */
+TEST(hf_sweep_directory_baseline, shared)
+{
+    const char *d = t_shared("models/hf-stories260K/bf16");
+    if (!d) SKIP("../shared/models/hf-stories260K is absent");
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", d);
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "sweep", dir, "--formats", "int8", "--no-scan", "--sample-tokens", "3000",
+                      "--db", t_path("s.db"), "-q", NULL));
+    printf("%s", o.out);
+    if (o.code != 0) T_FAIL_("exit %d: %s", o.code, o.err);
+    ASSERT_CONTAINS(o.out, "int8:channel W+A+KV");
+    t_out_free(&o);
+    return 0;
+}
