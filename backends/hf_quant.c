@@ -128,8 +128,9 @@ static int nvfp4_linear(const struct hf_owner *o, const struct hf_quant *q, cons
         for (int64_t c = 0; c < in; c++) {
             uint8_t b = pk->data[(r * in + c) / 2], nib = (uint8_t)(c & 1 ? b >> 4 : b & 15);
             float v = e2m1[nib & 7] * (nib & 8 ? -1.0f : 1.0f);
-            float s = round_dt(q->dtype, fp8_e4m3(sc->data[r * (in / 16) + c / 16]) / g);
-            w[r * in + c] = round_dt(q->dtype, v * s);
+            /* fp4 x fp8 is exact in f32; one rounding, after the division */
+            float s = fp8_e4m3(sc->data[r * (in / 16) + c / 16]);
+            w[r * in + c] = round_dt(q->dtype, v * s / g);
         }
     return QG_OK;
 }

@@ -1,7 +1,11 @@
 /* test_hf — Hugging Face checkpoint directories: the safetensors reader on
  * damaged files, ../shared's hf-stories260K checkpoints (f32/bf16 against the
  * GGUF, every quantized format, shards, gate), and refusals by name. */
+#include "backends/ggml_types.h"
+#include "backends/gguf.h"
+#include "backends/hf_model.h"
 #include "backends/safetensors.h"
+#include "datasets/hash.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "tests/test.h"
@@ -334,5 +338,51 @@ TEST(hf_sweep_directory_baseline, shared)
     if (o.code != 0) T_FAIL_("exit %d: %s", o.code, o.err);
     ASSERT_CONTAINS(o.out, "int8:channel W+A+KV");
     t_out_free(&o);
+    return 0;
+}
+
+/* Each dequantization is bit-exact to the library's: sha256 of the f32
+ * bytes of layer 0's q_proj and down_proj as the libraries dequantize them
+ * (see docs/hf.md for the versions; fp8 and nvfp4 through compressed-tensors'
+ * own decompression, GPTQ and AWQ by their packing code), converted
+ * exactly from the checkpoint's dtype to f32. */
+TEST(hf_dequantization_matches_libraries, shared)
+{
+    static const struct {
+        const char *dir, *tensor, *sha;
+    } refs[] = {
+        {"fp8-dynamic", "blk.0.attn_q.weight",
+         "2fb5c890f79260f3940a0c74f2f6a177ed5c352c7164cef34863c5325ec6bda6"},
+        {"fp8-dynamic", "blk.0.ffn_down.weight",
+         "1549d86648c21dc79da820b3a79b8635d6def386427633289c54a0ed1343b09d"},
+        {"gptq-int4-g32", "blk.0.attn_q.weight",
+         "9a3475675d65ac3f3b8127ddb18c7b0fed98766cbdc6b813ce57489540225f16"},
+        {"gptq-int4-g32", "blk.0.ffn_down.weight",
+         "a7656ac6bdb518f9f068876a7cba3b39914fc447444eb666c6a9d7ba1376ad29"},
+        {"awq-int4-g32", "blk.0.attn_q.weight",
+         "63b5bea981cb2c16aaec313717a36d49a6a47d78471a0db9eec1fad779bc6428"},
+        {"awq-int4-g32", "blk.0.ffn_down.weight",
+         "cc0b6e244b66e45f6b89f0415452bd3f79368691b96db1be95486a4364bc07ce"},
+        {"nvfp4", "blk.0.attn_q.weight",
+         "8c79d1a420391ba6b9cc5d32fb9b4eb357c38a077c9f14fed1aaab5a469a0557"},
+        {"nvfp4", "blk.0.ffn_down.weight",
+         "c87eecc8d9c7847a16d662039e3f7b7d562ffb7c836229b36a0b2f0b50319dc9"},
+    };
+    const char *d = t_shared("models/hf-stories260K");
+    if (!d) SKIP("../shared/models/hf-stories260K is absent");
+    char root[4096];
+    snprintf(root, sizeof root, "%s", d);
+    for (size_t i = 0; i < sizeof refs / sizeof *refs; i++) {
+        char dir[4200], err[QG_ERRMSG_MAX], sha[65];
+        snprintf(dir, sizeof dir, "%s/%s", root, refs[i].dir);
+        struct gguf *g;
+        ASSERT_OK(model_open(dir, &g, err, sizeof err));
+        const struct gguf_tensor *t = gguf_find_tensor(g, refs[i].tensor);
+        ASSERT(t && t->type == GGML_F32);
+        ASSERT_OK(hash_sha256_mem(t->data, (size_t)t->nbytes, sha));
+        printf("%-14s %-22s %s\n", refs[i].dir, refs[i].tensor, sha);
+        ASSERT_STR_EQ(sha, refs[i].sha);
+        gguf_close(g);
+    }
     return 0;
 }
