@@ -341,6 +341,13 @@ static int all_tensors(struct hf_owner *o, const struct hf_cfg *h, const struct 
 static cJSON *read_config(const char *dir, char *file, size_t fn, int *rc, char *err, size_t errlen)
 {
     snprintf(file, fn, "%s/config.json", dir);
+    if (access(file, F_OK) != 0) {
+        *rc = qg_errf(err, errlen, QG_ERR_NOINPUT,
+                      "%s: a directory without config.json (a model is a .gguf file or a Hugging "
+                      "Face checkpoint directory)",
+                      dir);
+        return NULL;
+    }
     char *text = NULL;
     size_t n = 0;
     if ((*rc = qg_read_file(file, 16 << 20, &text, &n, err, errlen))) return NULL;
