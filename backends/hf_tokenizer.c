@@ -197,9 +197,12 @@ static int spm_scores(const cJSON *merges, const char *file, struct vocab *v, ch
 }
 
 /* SentencePiece-style spaces: a Prepend+Replace normalizer or a Metaspace
- * pre-tokenizer; *prefix: whether a leading space is added */
-static int spm_spaces(const cJSON *root, const char *file, int *prefix, char *err, size_t errlen)
+ * pre-tokenizer; *prefix: whether a leading space is added; *metaspace: 0
+ * (Prepend: always), 1 (Metaspace "always"), 2 (Metaspace "first") */
+static int spm_spaces(const cJSON *root, const char *file, int *prefix, int *metaspace, char *err,
+                      size_t errlen)
 {
+    *metaspace = 0;
     const cJSON *norm = cJSON_GetObjectItemCaseSensitive(root, "normalizer"),
                 *pre = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer");
     *prefix = 0;
@@ -212,6 +215,7 @@ static int spm_spaces(const cJSON *root, const char *file, int *prefix, char *er
                            "Metaspace without split is)",
                            file, str_of(pre, "type") ? str_of(pre, "type") : "?");
         *prefix = !scheme || strcmp(scheme, "never") != 0;
+        *metaspace = scheme && !strcmp(scheme, "first") ? 2 : 1;
         return cJSON_IsObject(norm)
                    ? qg_errf(err, errlen, QG_ERR_DATA,
                              "%s: a normalizer beside Metaspace is not supported", file)
@@ -385,9 +389,10 @@ static int write_keys(struct gguf_writer *w, const cJSON *root, const cJSON *cfg
 {
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model"),
                 *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
-    int spm = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "byte_fallback")), prefix = 0;
+    int spm = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "byte_fallback")), prefix = 0,
+        metaspace = 0;
     const char *pre = NULL;
-    int rc = spm ? spm_spaces(root, file, &prefix, err, errlen)
+    int rc = spm ? spm_spaces(root, file, &prefix, &metaspace, err, errlen)
                  : byte_level_pre(root, file, &pre, err, errlen);
     if (!rc && spm) rc = spm_scores(merges, file, v, err, errlen);
     int bos = config_token(cfg, "bos_token", v), eos = config_token(cfg, "eos_token", v), unk = -1,
@@ -395,7 +400,8 @@ static int write_keys(struct gguf_writer *w, const cJSON *root, const cJSON *cfg
     special_flags(root, cfg, v, &bos, &eos, &add_bos, &add_eos);
     const char *u = str_of(model, "unk_token");
     if (u) unk = find_token(v, u, strlen(u));
-    if (unk >= 0) v->type[unk] = TOK_UNKNOWN;
+    if (unk >= 0 && v->type[unk] != TOK_CONTROL) /* an added special <unk> splits out as HF's */
+        v->type[unk] = TOK_UNKNOWN;
     if (!rc) rc = gguf_writer_set_str(w, "tokenizer.ggml.model", spm ? "llama" : "gpt2");
     if (!rc && pre) rc = gguf_writer_set_str(w, "tokenizer.ggml.pre", pre);
     if (!rc)
@@ -413,6 +419,11 @@ static int write_keys(struct gguf_writer *w, const cJSON *root, const cJSON *cfg
     if (!rc) rc = gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", add_bos);
     if (!rc) rc = gguf_writer_set_bool(w, "tokenizer.ggml.add_eos_token", add_eos);
     if (!rc && spm) rc = gguf_writer_set_bool(w, "tokenizer.ggml.add_space_prefix", prefix);
+    if (!rc && metaspace)
+        rc = gguf_writer_set_u32(w, "qgate.tokenizer.metaspace", (uint32_t)metaspace);
+    const cJSON *im = cJSON_GetObjectItemCaseSensitive(model, "ignore_merges");
+    if (!rc && !spm && cJSON_IsBool(im))
+        rc = gguf_writer_set_bool(w, "qgate.tokenizer.ignore_merges", cJSON_IsTrue(im));
     if (rc == QG_ERR_DATA && !err[0])
         qg_errf(err, errlen, rc, "%s: model.merges holds an entry that is not two tokens", file);
     return rc;

@@ -31,6 +31,8 @@ struct tokenizer {
     int32_t *type;
     int32_t bos, eos, unk;
     int add_bos, add_eos, add_space_prefix;
+    int metaspace;         /* 0: the prefix always (SentencePiece); 1/2: a Metaspace pre-tokenizer's
+                            * "always"/"first": not before a space, and "first" only at the start */
     int32_t byte_tok[256]; /* SPM <0xXX> tokens, -1 when absent */
     struct strmap vocab;
     struct strmap merges; /* "left right" -> rank (BPE) */
@@ -435,8 +437,10 @@ int tok_encode(const struct tokenizer *t, const char *text, size_t n, int add_sp
         int32_t sid = -1;
         size_t at = scan ? off + find_special(t, text + off, n - off, parse_special, &sid) : n;
         if (at > off) {
-            rc =
-                encode_fragment(t, text + off, at - off, t->add_space_prefix && prev_special, &out);
+            int prefix = t->add_space_prefix && prev_special;
+            if (t->metaspace) /* HF's Metaspace: not before a space; "first": at the start only */
+                prefix = t->add_space_prefix && text[off] != ' ' && (t->metaspace == 1 || !off);
+            rc = encode_fragment(t, text + off, at - off, prefix, &out);
             prev_special = 0;
         }
         if (at < n) {
@@ -494,6 +498,8 @@ static const struct {
      0},
 };
 
+static int flag(const struct gguf *g, const char *key, int def);
+
 static int load_bpe(struct tokenizer *t, const struct gguf *g, const char *name, char *err,
                     size_t errlen)
 {
@@ -520,7 +526,7 @@ static int load_bpe(struct tokenizer *t, const struct gguf *g, const char *name,
     if (!t->re)
         return qg_errf(err, errlen, QG_ERR_INTERNAL, "pre-tokenizer regex failed to compile");
     pcre2_jit_compile(t->re, PCRE2_JIT_COMPLETE); /* best effort */
-    t->ignore_merges = pretok[which].ignore_merges;
+    t->ignore_merges = flag(g, "qgate.tokenizer.ignore_merges", pretok[which].ignore_merges);
     init_byte_encoder(t);
     int64_t mi = gguf_find_key(g, "tokenizer.ggml.merges");
     if (mi < 0 || gguf_kv_type(g, mi) != GGUF_ARR || gguf_kv_arr_type(g, mi) != GGUF_STR)
@@ -640,6 +646,9 @@ int tok_load(const struct gguf *g, const char *name, struct tokenizer **out, cha
     t->add_bos = flag(g, "tokenizer.ggml.add_bos_token", kind == MODEL_SPM);
     t->add_eos = flag(g, "tokenizer.ggml.add_eos_token", 0);
     t->add_space_prefix = flag(g, "tokenizer.ggml.add_space_prefix", kind == MODEL_SPM);
+    int64_t ms = 0; /* a tokenizer.json's Metaspace scheme (hf_tokenizer.c) */
+    if (gguf_get_int(g, "qgate.tokenizer.metaspace", &ms) == QG_OK && ms >= 0 && ms <= 2)
+        t->metaspace = (int)ms;
     if (!rc && kind == MODEL_BPE) {
         rc = load_bpe(t, g, name, err, errlen);
         if (!rc) rc = own_merge_keys(t);

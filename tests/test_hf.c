@@ -3,7 +3,9 @@
  * GGUF, every quantized format, shards, gate), and refusals by name. */
 #include "backends/ggml_types.h"
 #include "backends/gguf.h"
+#include "backends/gguf_write.h"
 #include "backends/hf_model.h"
+#include "backends/hf_tokenizer.h"
 #include "backends/llama.h"
 #include "backends/tokenizer.h"
 #include "backends/safetensors.h"
@@ -545,5 +547,98 @@ TEST(hf_transformers_reference, shared)
         tok_free(tok);
         llama_free(m);
     }
+    return 0;
+}
+
+/* ids of every line of expected.tsv (hex text, tab, ids) from the
+ * tokenizer.json in dir; *bad counts mismatches (each printed) */
+static int check_tokenizer(const char *dir, const char *tsv, int *n, int *bad)
+{
+    char err[QG_ERRMSG_MAX];
+    int nv;
+    struct gguf_writer *w = gguf_writer_new();
+    ASSERT(w);
+    ASSERT_OK(gguf_writer_set_str(w, "general.architecture", "llama"));
+    if (hf_tokenizer_keys(dir, w, &nv, err, sizeof err)) T_FAIL_("%s", err);
+    uint8_t *buf;
+    size_t size;
+    ASSERT_OK(gguf_writer_to_memory(w, &buf, &size));
+    gguf_writer_free(w);
+    struct gguf *g;
+    struct tokenizer *tok;
+    ASSERT_OK(gguf_open_memory(buf, size, dir, &g, err, sizeof err));
+    ASSERT_OK(tok_load(g, dir, &tok, err, sizeof err));
+    gguf_close(g);
+    free(buf);
+    char *data = t_read_file(tsv, NULL);
+    ASSERT(data);
+    *n = *bad = 0;
+    for (char *line = data, *next; *line; line = next) {
+        size_t ll = strcspn(line, "\n");
+        next = line + ll + (line[ll] != '\0');
+        line[ll] = '\0';
+        char *tab = strchr(line, '\t'), text[4096];
+        ASSERT(tab && (size_t)(tab - line) / 2 < sizeof text);
+        size_t tn = 0;
+        for (const char *h = line; h + 1 < tab; h += 2) {
+            unsigned v;
+            ASSERT_EQ(sscanf(h, "%2x", &v), 1);
+            text[tn++] = (char)v;
+        }
+        int32_t *ids = NULL;
+        int64_t ni = 0;
+        ASSERT_OK(tok_encode(tok, text, tn, 0, 1, &ids, &ni));
+        int64_t k = 0, same = 1;
+        for (char *p = tab + 1; *p; k++) {
+            char *end;
+            long v = strtol(p, &end, 10);
+            if (end == p) break;
+            same &= k < ni && ids[k] == v;
+            p = end;
+        }
+        same &= k == ni;
+        if (!same) {
+            (*bad)++;
+            printf("  %s: line %d (%.*s) differs\n", dir, *n + 1, (int)(tab - line), line);
+        }
+        (*n)++;
+        free(ids);
+    }
+    free(data);
+    tok_free(tok);
+    return 0;
+}
+
+/* the same ids as Hugging Face tokenizers on three real tokenizer.json
+ * files: byte-level GPT-2, SentencePiece-style Mistral v0.1 and
+ * TinyStories (tests/data/tokenizers/README.md) */
+TEST(hf_tokenizer_json_matches_tokenizers, e2e)
+{
+    static const char *const packed[] = {"gpt2", "mistral-v0.1"};
+    char tsv[4400], cmd[20000];
+    int n, bad;
+    for (int i = 0; i < 2; i++) {
+        char dir[4200];
+        snprintf(dir, sizeof dir, "%s/%s", t_tmp(), packed[i]);
+        snprintf(cmd, sizeof cmd,
+                 "mkdir -p '%s' && gzip -dc '%s/tests/data/tokenizers/%s/tokenizer.json.gz' > "
+                 "'%s/tokenizer.json' && cp '%s/tests/data/tokenizers/%s/tokenizer_config.json' "
+                 "'%s/'",
+                 dir, QG_SOURCE_DIR, packed[i], dir, QG_SOURCE_DIR, packed[i], dir);
+        ASSERT_EQ(system(cmd), 0);
+        snprintf(tsv, sizeof tsv, "%s/tests/data/tokenizers/%s/expected.tsv", QG_SOURCE_DIR,
+                 packed[i]);
+        if (check_tokenizer(dir, tsv, &n, &bad)) return 1;
+        printf("%-14s %d of %d strings give tokenizers' ids\n", packed[i], n - bad, n);
+        ASSERT(n == 51 && bad == 0);
+    }
+    const char *st = t_shared("models/hf-stories260K/f32");
+    if (!st) SKIP("../shared/models/hf-stories260K is absent (GPT-2 and Mistral checked)");
+    char dir[4400];
+    snprintf(dir, sizeof dir, "%s", st);
+    snprintf(tsv, sizeof tsv, "%s/tests/data/tokenizers/stories260K/expected.tsv", QG_SOURCE_DIR);
+    if (check_tokenizer(dir, tsv, &n, &bad)) return 1;
+    printf("%-14s %d of %d strings give tokenizers' ids\n", "stories260K", n - bad, n);
+    ASSERT(n == 51 && bad == 0);
     return 0;
 }
