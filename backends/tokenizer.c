@@ -459,6 +459,12 @@ int tok_encode(const struct tokenizer *t, const char *text, size_t n, int add_sp
 
 /* ---- loading ---- */
 
+static int flag(const struct gguf *g, const char *key, int def)
+{
+    int64_t v;
+    return gguf_get_int(g, key, &v) == QG_OK ? v != 0 : def;
+}
+
 static void init_byte_encoder(struct tokenizer *t)
 {
     /* GPT-2 bytes_to_unicode: printable bytes map to themselves, the rest to 256+k */
@@ -497,8 +503,6 @@ static const struct {
      "\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
      0},
 };
-
-static int flag(const struct gguf *g, const char *key, int def);
 
 static int load_bpe(struct tokenizer *t, const struct gguf *g, const char *name, char *err,
                     size_t errlen)
@@ -548,12 +552,6 @@ static int load_bpe(struct tokenizer *t, const struct gguf *g, const char *name,
     return QG_OK;
 }
 
-static int flag(const struct gguf *g, const char *key, int def)
-{
-    int64_t v;
-    return gguf_get_int(g, key, &v) == QG_OK ? v != 0 : def;
-}
-
 static int32_t token_id(const struct gguf *g, const char *key, int n_vocab)
 {
     int64_t v;
@@ -577,6 +575,21 @@ static int own_merge_keys(struct tokenizer *t)
     /* keys[0] points at the arena start, which tok_free releases */
     if (t->merges.n == 0) free(arena);
     return QG_OK;
+}
+
+/* special ids and flags; a tokenizer.json's Metaspace scheme (hf_tokenizer.c) */
+static void read_specials(struct tokenizer *t, const struct gguf *g, int kind)
+{
+    t->bos = token_id(g, "tokenizer.ggml.bos_token_id", t->n_vocab);
+    t->eos = token_id(g, "tokenizer.ggml.eos_token_id", t->n_vocab);
+    t->unk = token_id(g, "tokenizer.ggml.unknown_token_id", t->n_vocab);
+    if (t->unk < 0) t->unk = 0;
+    t->add_bos = flag(g, "tokenizer.ggml.add_bos_token", kind == MODEL_SPM);
+    t->add_eos = flag(g, "tokenizer.ggml.add_eos_token", 0);
+    t->add_space_prefix = flag(g, "tokenizer.ggml.add_space_prefix", kind == MODEL_SPM);
+    int64_t ms = 0;
+    if (gguf_get_int(g, "qgate.tokenizer.metaspace", &ms) == QG_OK && ms >= 0 && ms <= 2)
+        t->metaspace = (int)ms;
 }
 
 int tok_load(const struct gguf *g, const char *name, struct tokenizer **out, char *err,
@@ -639,16 +652,7 @@ int tok_load(const struct gguf *g, const char *name, struct tokenizer **out, cha
         snprintf(buf, sizeof buf, "<0x%02X>", b);
         t->byte_tok[b] = map_get(&t->vocab, buf, 6);
     }
-    t->bos = token_id(g, "tokenizer.ggml.bos_token_id", t->n_vocab);
-    t->eos = token_id(g, "tokenizer.ggml.eos_token_id", t->n_vocab);
-    t->unk = token_id(g, "tokenizer.ggml.unknown_token_id", t->n_vocab);
-    if (t->unk < 0) t->unk = 0;
-    t->add_bos = flag(g, "tokenizer.ggml.add_bos_token", kind == MODEL_SPM);
-    t->add_eos = flag(g, "tokenizer.ggml.add_eos_token", 0);
-    t->add_space_prefix = flag(g, "tokenizer.ggml.add_space_prefix", kind == MODEL_SPM);
-    int64_t ms = 0; /* a tokenizer.json's Metaspace scheme (hf_tokenizer.c) */
-    if (gguf_get_int(g, "qgate.tokenizer.metaspace", &ms) == QG_OK && ms >= 0 && ms <= 2)
-        t->metaspace = (int)ms;
+    read_specials(t, g, kind);
     if (!rc && kind == MODEL_BPE) {
         rc = load_bpe(t, g, name, err, errlen);
         if (!rc) rc = own_merge_keys(t);
