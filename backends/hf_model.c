@@ -372,6 +372,8 @@ static int metadata(const char *dir, const struct hf_cfg *h, const struct hf_qua
     if (!rc)
         rc = gguf_writer_set_str(w, "qgate.hf.quantization",
                                  q->scheme ? q->label : "none (weights as stored)");
+    if (!rc && q->act_fp8_dynamic) /* the declared inputs of the quantized projections */
+        rc = gguf_writer_set_str(w, "qgate.hf.act", "fp8_e4m3");
     if (!rc) rc = hf_tokenizer_keys(dir, w, n_vocab, err, errlen);
     if (!rc) rc = gguf_writer_to_memory(w, buf, size);
     gguf_writer_free(w);

@@ -103,7 +103,7 @@ static int fp8_linear(const struct hf_owner *o, const struct hf_quant *q, const 
     for (int64_t r = 0; r < out; r++) {
         float s = hf_st_float(sc, sc->numel == 1 ? 0 : r);
         for (int64_t c = 0; c < in; c++)
-            w[r * in + c] = round_dt(q->dtype, fp8_e4m3(qw->data[r * in + c]) * s);
+            w[r * in + c] = fp8_e4m3(qw->data[r * in + c]) * s; /* exact in f32 */
     }
     return QG_OK;
 }
@@ -241,6 +241,15 @@ static int read_ct(const cJSON *qc, const char *file, struct hf_quant *q, char *
         return qg_errf(err, errlen, QG_ERR_DATA,
                        "%s: compressed-tensors with %d config groups (qgate reads one)", file,
                        cJSON_GetArraySize(groups));
+    if (cJSON_IsObject(ia)) { /* the inputs: dynamic per-token FP8 is what qgate applies */
+        const char *at = cstr(ia, "type"), *as = cstr(ia, "strategy");
+        if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ia, "dynamic")) || !at ||
+            strcmp(at, "float") || ival(ia, "num_bits") != 8 || !as || strcmp(as, "token"))
+            return qg_errf(err, errlen, QG_ERR_DATA,
+                           "%s: input_activations other than dynamic per-token FP8 (static "
+                           "scales, %s %d-bit by %s) are not implemented",
+                           file, at ? at : "?", ival(ia, "num_bits"), as ? as : "?");
+    }
     const char *type = cstr(wt, "type"), *strat = cstr(wt, "strategy");
     int nb = ival(wt, "num_bits");
     if (!strcmp(fmt, "float-quantized") && type && !strcmp(type, "float") && nb == 8 && strat &&

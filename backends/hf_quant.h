@@ -3,7 +3,9 @@
  * library that wrote them dequantizes (in the checkpoint's dtype):
  *
  * - compressed-tensors 0.13 "float-quantized" FP8 E4M3 weights, one scale
- *   per tensor or per output channel: w = fp8 * scale;
+ *   per tensor or per output channel: w = fp8 * scale, the exact f32
+ *   product (compressed-tensors' float32 route, the one that also emulates
+ *   the declared FP8 activations; its bf16 decompression rounds it);
  * - compressed-tensors "nvfp4-pack-quantized": FP4 E2M1 pairs per byte (low
  *   nibble first), an FP8 scale per 16 inputs and a global scale that
  *   divides: w = fp4 * (scale / global);

@@ -206,6 +206,11 @@ double llama_flops(const struct llama_model *m, int n, int n_logits)
     return h->n_layers * (per_tok * n + attn) + 2.0 * h->dim * h->n_vocab * n_logits;
 }
 
+const char *llama_declared_act(const struct llama_model *m)
+{
+    return m->declared_act[0] ? m->declared_act : NULL;
+}
+
 const float *lm_rope_factors(const struct llama_model *m, int n_ctx)
 {
     if (m->rope_freqs) return m->rope_freqs;

@@ -90,6 +90,13 @@ enum llama_act { LLAMA_ACT_NONE = 0, LLAMA_ACT_LLAMACPP = 1, LLAMA_ACT_FORMAT = 
 #define LLAMA_MAX_ROWS_HINT 128 /* the most rows one product gets beside n_ctx (logits) */
 /* QG_OK or QG_ERR_NOMEM (a buffer of n_ctx rows of the widest input). */
 int llama_ctx_set_act(struct llama_ctx *c, int mode, const struct simfmt *f);
+/* round 0: the output head's input is not rounded (a checkpoint's declared
+ * activation scheme covers its quantized projections, not lm_head); 1
+ * (default): every product's is. */
+void llama_ctx_set_act_output(struct llama_ctx *c, int round);
+/* The activation format a checkpoint directory declares for its quantized
+ * projections ("fp8_e4m3": dynamic per-token FP8), or NULL. */
+const char *llama_declared_act(const struct llama_model *m);
 /* K and V rounded in f as they are written to the cache (simfmt_apply_kv);
  * attention scores and softmax stay f32. */
 void llama_ctx_set_kv(struct llama_ctx *c, const struct simfmt *f);

@@ -34,6 +34,7 @@ int llama_ctx_new(const struct llama_model *m, int n_ctx, struct llama_ctx **out
     c->m = m;
     c->n_ctx = n_ctx;
     c->rope_div = lm_rope_factors(m, n_ctx);
+    c->act_output = 1;
     c->k = qg_alloc_aligned((size_t)h->n_layers * N * kvd * sizeof(float));
     c->v = qg_alloc_aligned((size_t)h->n_layers * N * kvd * sizeof(float));
     c->x = qg_alloc_aligned(N * (size_t)h->dim * sizeof(float));
@@ -209,6 +210,11 @@ void lm_matmul_group(const struct llama_ctx *c, const struct matmul_part *parts,
         return;
     }
     matmul_w_group(parts, k, x, n, c->n_threads, c->scratch);
+}
+
+void llama_ctx_set_act_output(struct llama_ctx *c, int round)
+{
+    c->act_output = round;
 }
 
 void llama_ctx_set_kv(struct llama_ctx *c, const struct simfmt *f)
@@ -438,7 +444,10 @@ int llama_output(struct llama_ctx *c, int first, int count, float *logits)
     const struct llama_hparams *h = &m->hp;
     if (first < 0 || count <= 0 || first + count > c->last_n) return QG_ERR_USAGE;
     norm(c, c->xn, c->x + (size_t)first * h->dim, m->out_norm, m->out_norm_b, count);
-    lm_matmul(c, logits, c->xn, &m->output, NULL, 0.0f, count);
+    if (c->act_output)
+        lm_matmul(c, logits, c->xn, &m->output, NULL, 0.0f, count);
+    else /* a checkpoint's declared activations: not lm_head's */
+        matmul_w(logits, c->xn, &m->output, NULL, count, 0.0f, c->n_threads, c->scratch);
     if (h->final_softcap > 0) { /* gemma2 */
         const float cap = h->final_softcap;
         for (size_t i = 0; i < (size_t)count * h->n_vocab; i++)

@@ -44,7 +44,8 @@ struct llama_model {
     int64_t max_in;   /* widest matrix input */
     float **sim;      /* simulated matrices (llama_simulate_weights): owned f32 copies */
     int n_sim;
-    char name[256]; /* the file, for messages */
+    char name[256];        /* the file, for messages */
+    char declared_act[32]; /* qgate.hf.act: a checkpoint's declared activations, or "" */
 };
 
 struct llama_ctx {
@@ -64,6 +65,7 @@ struct llama_ctx {
     uint64_t perturb;      /* 0, or the seed of last-bit rounding of the residual stream */
     int act;               /* enum llama_act: how matrix inputs are rounded */
     const float *rope_div; /* per-pair frequency divisors for this context's size, or NULL */
+    int act_output;        /* 1: the output head's input is rounded as the others */
     struct simfmt act_fmt;
     struct simfmt kv_fmt; /* K and V as written to the cache (SIMFMT_NONE: f32) */
     float *aq;            /* [n_ctx][max_in]: a matrix input after rounding */

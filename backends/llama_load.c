@@ -367,6 +367,10 @@ int llama_load(struct gguf *g, const char *name, struct llama_model **out, char 
     snprintf(m->name, sizeof m->name, "%s", name);
     struct loader ld = {m, g, name, used, err, errlen};
     int rc = lm_read_hparams(g, name, &m->hp, err, errlen);
+    const char *da;
+    size_t dl;
+    if (gguf_get_str(g, "qgate.hf.act", &da, &dl) == QG_OK && dl < sizeof m->declared_act)
+        memcpy(m->declared_act, da, dl);
     if (!rc) rc = load_globals(&ld);
     if (!rc && !(m->layers = calloc((size_t)m->hp.n_layers, sizeof *m->layers))) rc = QG_ERR_NOMEM;
     for (int l = 0; l < m->hp.n_layers && !rc; l++)

@@ -9,6 +9,7 @@
 #include "backends/llama.h"
 #include "backends/tokenizer.h"
 #include "backends/safetensors.h"
+#include "backends/simfmt.h"
 #include "datasets/hash.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -347,18 +348,18 @@ TEST(hf_sweep_directory_baseline, shared)
 
 /* Each dequantization is bit-exact to the library's: sha256 of the f32
  * bytes of layer 0's q_proj and down_proj as the libraries dequantize them
- * (see docs/hf.md for the versions; fp8 and nvfp4 through compressed-tensors'
- * own decompression, GPTQ and AWQ by their packing code), converted
- * exactly from the checkpoint's dtype to f32. */
+ * (see docs/hf.md for the versions; fp8 as compressed-tensors dequantizes
+ * in float32, nvfp4 through its bf16 decompression, GPTQ and AWQ through
+ * GPTQModel's and AutoAWQ's kernels in fp16), converted exactly to f32. */
 TEST(hf_dequantization_matches_libraries, shared)
 {
     static const struct {
         const char *dir, *tensor, *sha;
     } refs[] = {
         {"fp8-dynamic", "blk.0.attn_q.weight",
-         "2fb5c890f79260f3940a0c74f2f6a177ed5c352c7164cef34863c5325ec6bda6"},
+         "3df213bfb86de7fc87f3e09fc3276d967f2cd35aedd06a51d5318a5f0de53c15"},
         {"fp8-dynamic", "blk.0.ffn_down.weight",
-         "1549d86648c21dc79da820b3a79b8635d6def386427633289c54a0ed1343b09d"},
+         "0946b83f554827d54c750e1e0665d6325adfde5713f49a83a4d3f26ff75d2a40"},
         {"gptq-int4-g32", "blk.0.attn_q.weight",
          "9a3475675d65ac3f3b8127ddb18c7b0fed98766cbdc6b813ce57489540225f16"},
         {"gptq-int4-g32", "blk.0.ffn_down.weight",
@@ -391,9 +392,9 @@ TEST(hf_dequantization_matches_libraries, shared)
     return 0;
 }
 
-/* Hugging Face transformers 5.25.0 (torch 2.15.0 CPU, float32 compute; the
- * fp8-dynamic weights dequantized by compressed-tensors 0.13 in bf16, then
- * upcast; eager attention) on the first 128 tokens of
+/* Hugging Face transformers 5.25.0 (torch 2.15.0 CPU, float32 compute,
+ * eager attention; the fp8-dynamic weights as compressed-tensors 0.20.1
+ * dequantizes them in float32: fp8 x scale, activation quantization off) on the first 128 tokens of
  * tinystories_valid_head.txt as each directory's own tokenizer makes them
  * (BOS first): log p(id[i+1]) at positions 0..126. */
 static const int32_t hf_ids[128] = {
@@ -459,32 +460,64 @@ static const double hf_lp_bf16[127] = {
     -1.40110016,     -0.0419964604,  -3.09450102,     -2.04947615,     -1.14639556,
     -1.78925347,     -4.1194067};
 static const double hf_lp_fp8[127] = {
-    -5.93277359,     -3.7994709,      -0.479853302,    -3.89958954,     -1.71477723,
-    -0.084467195,    -0.0222758278,   -6.04003906,     -4.44061899,     -2.04982948,
-    -0.886735797,    -0.996452153,    -0.00704660919,  -2.59911299,     -2.28673267,
-    -2.26704645,     -4.09460306,     -0.129067749,    -0.00901143253,  -2.58587551,
-    -0.474922985,    -0.227784693,    -3.72745705,     -2.60392618,     -0.245648324,
-    -0.00702636736,  -2.62199497,     -1.6503073,      -3.36627531,     -0.885921836,
-    -0.0741733313,   -0.579431713,    -0.0285489205,   -2.39022136,     -3.64759207,
-    -2.31416512,     -0.0363729112,   -0.000388546789, -9.65590607e-06, -1.40499341,
-    -2.6742897,      -3.68863869,     -0.370898664,    -2.03424263,     -0.186968297,
-    -2.39858437,     -1.4653908,      -0.00427902862,  -0.00187983143,  -2.55331182,
-    -0.135027036,    -0.000435972528, -0.000689030683, -0.19145599,     -4.56805706,
-    -0.640684605,    -0.367791533,    -0.00828224327,  -0.00111732027,  -5.04242598e-05,
-    -0.00405252259,  -0.00262642396,  -2.46038771,     -0.0381072834,   -0.899681807,
-    -0.000351009745, -0.0320038572,   -0.203236356,    -0.442323416,    -0.0238279775,
-    -0.0396986604,   -0.883827448,    -1.03108335,     -5.75473833,     -4.10052919,
-    -2.48536777,     -0.170638457,    -0.0716931894,   -2.63419628,     -4.7839241,
-    -0.123697892,    -0.243762806,    -0.402584285,    -0.300149649,    -0.708237767,
-    -7.5970602,      -2.14628506,     -1.98681617,     -0.00151912158,  -0.00036781223,
-    -2.14705205,     -0.00404611137,  -1.88897479,     -0.908308923,    -0.264568627,
-    -0.00835140329,  -0.571390271,    -2.76046419,     -0.0189448688,   -0.00243961997,
-    -0.000500434544, -1.00663161,     -0.601349115,    -0.00537664071,  -0.023330234,
-    -2.69809055,     -1.00990415,     -0.193221092,    -2.69409356e-05, -6.37879372,
-    -0.598159969,    -0.0136367632,   -0.00118364347,  -0.0896271989,   -0.179458261,
-    -3.62769866,     -0.934046626,    -0.00113422901,  -0.315988302,    -2.29004955,
-    -1.26655066,     -0.0528394543,   -3.01337719,     -2.06710386,     -1.15209579,
-    -1.78341472,     -4.21580744};
+    -5.94406986,     -3.81806564,     -0.489288956,    -3.89396882,     -1.71953738,
+    -0.0844965577,   -0.0225926507,   -6.07191992,     -4.44864082,     -2.05301332,
+    -0.888416648,    -0.997930765,    -0.0069128396,   -2.59098911,     -2.28622389,
+    -2.26278567,     -4.10928822,     -0.127684072,    -0.00909270905,  -2.58796978,
+    -0.471818,       -0.226666123,    -3.7177639,      -2.61086893,     -0.249460831,
+    -0.00701938337,  -2.63240385,     -1.64280319,     -3.35771728,     -0.880984426,
+    -0.0746522695,   -0.574025631,    -0.0285795052,   -2.38308501,     -3.64382601,
+    -2.30551839,     -0.036627382,    -0.000390334229, -9.65590607e-06, -1.40008414,
+    -2.67801857,     -3.69170141,     -0.374115437,    -2.02298403,     -0.18714191,
+    -2.41742516,     -1.47645557,     -0.00434894068,  -0.00187316828,  -2.53694677,
+    -0.133973613,    -0.000443956029, -0.000723696081, -0.192474589,    -4.56895161,
+    -0.639100373,    -0.363765091,    -0.00838261191,  -0.00113720575,  -5.18546949e-05,
+    -0.004083985,    -0.00259491592,  -2.46493053,     -0.0378657021,   -0.905900896,
+    -0.000348149711, -0.0318348147,   -0.20313032,     -0.443614632,    -0.0236228555,
+    -0.0395457,      -0.888800502,    -1.02730656,     -5.75584602,     -4.09055233,
+    -2.49541378,     -0.171388268,    -0.0709509104,   -2.63135099,     -4.78001976,
+    -0.122938111,    -0.24076651,     -0.401848286,    -0.302319616,    -0.690169692,
+    -7.57264137,     -2.13473082,     -1.97699475,     -0.00148805475,  -0.000373770483,
+    -2.1566081,      -0.00402295915,  -1.88605046,     -0.91097182,     -0.259232759,
+    -0.00834903866,  -0.578851819,    -2.76672173,     -0.019175278,    -0.00244937139,
+    -0.000491855782, -1.01152456,     -0.596286058,    -0.00538956467,  -0.0232865606,
+    -2.69983816,     -0.999583781,    -0.195533514,    -2.72985544e-05, -6.38573837,
+    -0.597495079,    -0.0137888016,   -0.00113672949,  -0.0901776627,   -0.17979753,
+    -3.62048054,     -0.942425489,    -0.00111350988,  -0.311141759,    -2.28980494,
+    -1.25682878,     -0.0521777533,   -3.01592302,     -2.05727935,     -1.15236878,
+    -1.78064883,     -4.2211628};
+
+/* the same with the FP8 checkpoint's declared dynamic per-token FP8 input
+ * activations, emulated by compressed-tensors 0.20.1 (quantized_forward on
+ * the 35 projections, not lm_head; transformers' default route with
+ * dtype float32, whose weights are the exact fp8 x scale products) */
+static const double hf_lp_fp8_act[127] = {
+    -6.03310299,     -3.58924198,     -0.538250208,    -4.04671621,     -1.61518407,
+    -0.0997650847,   -0.0332580581,   -5.93532705,     -4.57871962,     -2.06548619,
+    -0.862888515,    -1.02562428,     -0.00627535349,  -2.64593911,     -2.42607069,
+    -2.36988735,     -4.12221336,     -0.101531848,    -0.00899087545,  -2.70996523,
+    -0.432874113,    -0.201330587,    -3.85676098,     -2.58581471,     -0.23152177,
+    -0.0094778575,   -2.46253085,     -1.57472539,     -3.29696774,     -0.930740416,
+    -0.0919586048,   -0.614026487,    -0.0217809267,   -2.36093688,     -3.60742998,
+    -2.14831948,     -0.033503525,    -0.000306916831, -1.22784813e-05, -1.42198193,
+    -2.8280201,      -3.5097537,      -0.360734731,    -2.14322233,     -0.212534875,
+    -2.4452343,      -1.35554469,     -0.00414868724,  -0.00166575378,  -2.55142355,
+    -0.127636746,    -0.000639472564, -0.000614930817, -0.185509041,    -4.61191511,
+    -0.607362926,    -0.317361712,    -0.00939578563,  -0.000646382221, -5.28083219e-05,
+    -0.00349090411,  -0.0024855216,   -2.43171597,     -0.0448882319,   -0.908921182,
+    -0.000285942195, -0.0349562839,   -0.199349001,    -0.424091518,    -0.0247375965,
+    -0.0459848829,   -0.893345594,    -0.986045003,    -5.7406292,      -4.20167971,
+    -2.48906684,     -0.185331076,    -0.0669030473,   -2.78439283,     -4.78843927,
+    -0.138763279,    -0.289678723,    -0.382338911,    -0.328609437,    -0.644082546,
+    -7.43870115,     -2.05969334,     -1.99290037,     -0.00160017668,  -0.000325984263,
+    -2.3770206,      -0.00629797997,  -1.91364634,     -0.901292026,    -0.322603136,
+    -0.00850602053,  -0.561730325,    -2.72084761,     -0.0196272861,   -0.00324211898,
+    -0.000545710383, -0.985257387,    -0.708568275,    -0.00520493649,  -0.0369795524,
+    -2.8202734,      -0.891287565,    -0.190246731,    -4.24376049e-05, -6.34266567,
+    -0.540323317,    -0.010929836,    -0.00118185743,  -0.0999543071,   -0.242027029,
+    -3.66890335,     -1.01938629,     -0.00119519304,  -0.299608141,    -2.2192874,
+    -1.45365119,     -0.0566821136,   -2.92307448,     -2.16389966,     -0.820415378,
+    -1.75768113,     -4.1922102};
 
 /* the first 2000 characters of the text tokenize to these ids, and the
  * engine's log-probs on each checkpoint agree with transformers' */
@@ -503,7 +536,11 @@ TEST(hf_transformers_reference, shared)
     static const struct {
         const char *dir;
         const double *lp;
-    } cases[] = {{"f32", hf_lp_f32}, {"bf16", hf_lp_bf16}, {"fp8-dynamic", hf_lp_fp8}};
+        int act; /* the declared activations, as the cpu backend applies them */
+    } cases[] = {{"f32", hf_lp_f32, 0},
+                 {"bf16", hf_lp_bf16, 0},
+                 {"fp8-dynamic", hf_lp_fp8, 0},
+                 {"fp8-dynamic", hf_lp_fp8_act, 1}};
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         char dir[4200], err[QG_ERRMSG_MAX];
         snprintf(dir, sizeof dir, "%s/%s", root, cases[c].dir);
@@ -524,6 +561,13 @@ TEST(hf_transformers_reference, shared)
         float *lg = malloc((size_t)128 * V * sizeof *lg);
         struct llama_ctx *ctx;
         ASSERT_OK(llama_ctx_new(m, 128, &ctx));
+        if (cases[c].act) {
+            struct simfmt fa;
+            ASSERT(llama_declared_act(m));
+            ASSERT_OK(simfmt_parse(llama_declared_act(m), &fa, err, sizeof err));
+            ASSERT_OK(llama_ctx_set_act(ctx, LLAMA_ACT_FORMAT, &fa));
+            llama_ctx_set_act_output(ctx, 0);
+        }
         ASSERT_OK(llama_eval(ctx, hf_ids, 128, 0, lg));
         double worst = 0, sum = 0, want = 0;
         for (int i = 0; i < 127; i++) {
@@ -538,8 +582,9 @@ TEST(hf_transformers_reference, shared)
             worst = dev > worst ? dev : worst;
             sum += lp, want += cases[c].lp[i];
         }
-        printf("%-12s sum %.6f, transformers %.6f (%.2g relative); worst token %.2g\n",
-               cases[c].dir, sum, want, fabs(sum / want - 1), worst);
+        printf("%-12s%-12s sum %.6f, transformers %.6f (%.2g relative); worst token %.2g\n",
+               cases[c].dir, cases[c].act ? " fp8 inputs" : "", sum, want, fabs(sum / want - 1),
+               worst);
         ASSERT(worst < 1e-4 && fabs(sum / want - 1) < 1e-4);
         llama_ctx_free(ctx);
         free(lg);
@@ -640,5 +685,37 @@ TEST(hf_tokenizer_json_matches_tokenizers, e2e)
     if (check_tokenizer(dir, tsv, &n, &bad)) return 1;
     printf("%-14s %d of %d strings give tokenizers' ids\n", "stories260K", n - bad, n);
     ASSERT(n == 51 && bad == 0);
+    return 0;
+}
+
+/* an FP8 checkpoint whose declared activations are static is refused; its
+ * dynamic ones apply unless a=none */
+TEST(hf_fp8_declared_activations, shared)
+{
+    const char *d = t_shared("models/hf-stories260K/fp8-dynamic"),
+               *tx = t_shared("data/tinystories_valid_head.txt");
+    if (!d || !tx) SKIP("../shared/models/hf-stories260K is absent");
+    char src[4096], text[4096], dst[4200], st[4400], out[4400], none[4300];
+    snprintf(src, sizeof src, "%s", d);
+    snprintf(text, sizeof text, "%s", tx);
+    double on = ppl_json(src, text, "30");
+    snprintf(none, sizeof none, "%s?a=none", src);
+    double off = ppl_json(none, text, "30");
+    printf("declared FP8 activations %.6f, a=none %.6f\n", on, off);
+    ASSERT(on > 0 && off > 0 && on != off);
+    snprintf(dst, sizeof dst, "%s", t_path("static"));
+    ASSERT_OK(copy_dir(src, dst, "\"dynamic\": true", "\"dynamic\": false"));
+    snprintf(st, sizeof st, "%s/model.safetensors", src);
+    snprintf(out, sizeof out, "%s/model.safetensors", dst);
+    struct st_file *f;
+    char err[QG_ERRMSG_MAX];
+    ASSERT_OK(st_open(st, &f, err, sizeof err));
+    ASSERT_OK(write_shard(f, 0, st_n_tensors(f), NULL, out));
+    st_close(f);
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "ppl", dst, "--text", text, NULL));
+    ASSERT_EQ(o.code, 65);
+    ASSERT_CONTAINS(o.err, "input_activations other than dynamic per-token FP8");
+    t_out_free(&o);
     return 0;
 }

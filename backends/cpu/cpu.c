@@ -44,7 +44,8 @@ static void cpu_close(void *impl)
 /* A local spec's query (PATH.gguf?w=FORMAT&keep=GLOBS): what to simulate. */
 struct sim_spec {
     struct simfmt w, a, kv;
-    int act; /* enum llama_act */
+    int act;      /* enum llama_act */
+    int act_none; /* a=none: not even a checkpoint's declared activations */
     char keep[1024];
     int64_t ctx; /* > 0: ctx=N, the context window instead of the file's */
 };
@@ -61,6 +62,8 @@ static int parse_query(const char *spec, const char *q, struct sim_spec *s, char
                 return qg_errf(err, errlen, QG_ERR_USAGE, "%s: w=: %s", spec, e2);
         } else if (!strcmp(key, "keep")) {
             snprintf(s->keep, sizeof s->keep, "%s", val);
+        } else if (!strcmp(key, "a") && !strcmp(val, "none")) {
+            s->act_none = 1;
         } else if (!strcmp(key, "a")) {
             s->act = !strcmp(val, "llamacpp") ? LLAMA_ACT_LLAMACPP : LLAMA_ACT_FORMAT;
             if (s->act == LLAMA_ACT_FORMAT && simfmt_parse(val, &s->a, e2, sizeof e2))
@@ -77,7 +80,7 @@ static int parse_query(const char *spec, const char *q, struct sim_spec *s, char
         } else {
             return qg_errf(err, errlen, QG_ERR_USAGE,
                            "%s: unknown key '%s' in the model spec (known: w=FORMAT, "
-                           "a=FORMAT|llamacpp, kv=FORMAT, keep=GLOB,..., ctx=N)",
+                           "a=FORMAT|llamacpp|none, kv=FORMAT, keep=GLOB,..., ctx=N)",
                            spec, key);
         }
     }
@@ -115,6 +118,14 @@ static int cpu_open(const char *spec, const struct backend_open_params *p, void 
     if (!rc && sim.w.kind != SIMFMT_NONE)
         rc = llama_simulate_weights(c->model, &sim.w, sim.keep, &n_sim, err, errlen);
     if (!rc) rc = llama_ctx_new(c->model, c->n_ctx, &c->ctx);
+    const char *declared = rc ? NULL : llama_declared_act(c->model);
+    if (!rc && !sim.act && !sim.act_none && declared) { /* as the checkpoint is deployed */
+        char e2[256];
+        if (simfmt_parse(declared, &sim.a, e2, sizeof e2) == QG_OK) {
+            sim.act = LLAMA_ACT_FORMAT;
+            llama_ctx_set_act_output(c->ctx, 0);
+        }
+    }
     if (!rc && sim.act) rc = llama_ctx_set_act(c->ctx, sim.act, &sim.a);
     if (!rc && sim.kv.kind != SIMFMT_NONE) llama_ctx_set_kv(c->ctx, &sim.kv);
     if (!rc) {
