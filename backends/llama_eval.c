@@ -185,9 +185,53 @@ static void norm(const struct llama_ctx *c, float *y, const float *x, const floa
 }
 
 /* y[n][out] = x[n][in] . W^T (+ bias) (+ beta y), weights as stored */
+/* llama.cpp multiplies Q4_1/Q5_1 weights by Q8_1 activations whose block
+ * sum enters as s = fp16(d * sum(q)) times the weight block's minimum m;
+ * the rounded activations alone give m * fp16(d) * sum(q). This adds the
+ * difference, m * (s - fp16(d) * sum(q)), for each row and block (x: the
+ * input before rounding, as act_q8_0 rounds it). */
+static void q8_1_sum_correction(float *y, const float *x, const struct wmat *W, int n)
+{
+    const int64_t nb = W->in / 32;
+    const size_t bsz = W->type == GGML_Q4_1 ? 20 : 24; /* d, m (fp16), then the codes */
+    for (int r = 0; r < n; r++) {
+        const float *xr = x + (size_t)r * W->in;
+        float delta[8192]; /* per block: rows of up to 262144 inputs */
+        if (nb > 8192) return;
+        for (int64_t b = 0; b < nb; b++) {
+            float amax = 0;
+            for (int j = 0; j < 32; j++)
+                amax = fabsf(xr[b * 32 + j]) > amax ? fabsf(xr[b * 32 + j]) : amax;
+            float d = amax / 127.0f, id = amax != 0 ? 127.0f / amax : 0.0f;
+            float dh = quant_f16_to_f32(quant_f32_to_f16(d));
+            int sum = 0;
+            for (int j = 0; j < 32; j++)
+                sum += (int)nearbyintf(xr[b * 32 + j] * id);
+            delta[b] = quant_f16_to_f32(quant_f32_to_f16((float)sum * d)) - dh * (float)sum;
+        }
+        for (int64_t o = 0; o < W->out; o++) {
+            const uint8_t *row = W->data + (size_t)o * W->row_bytes;
+            float acc = 0;
+            for (int64_t b = 0; b < nb; b++) {
+                uint16_t m;
+                memcpy(&m, row + (size_t)b * bsz + 2, 2);
+                acc += quant_f16_to_f32(m) * delta[b];
+            }
+            y[(size_t)r * W->out + o] += acc;
+        }
+    }
+}
+
 void lm_matmul(const struct llama_ctx *c, float *y, const float *x, const struct wmat *W,
                const float *bias, float beta, int n)
 {
+    if (c->act == LLAMA_ACT_LLAMACPP && (W->type == GGML_Q4_1 || W->type == GGML_Q5_1)) {
+        memcpy(c->aq, x, (size_t)n * (size_t)W->in * sizeof *x);
+        simfmt_llamacpp_act(W->type, c->aq, n, W->in);
+        matmul_w(y, c->aq, W, bias, n, beta, c->n_threads, c->scratch);
+        q8_1_sum_correction(y, x, W, n);
+        return;
+    }
     if (c->act != LLAMA_ACT_NONE) { /* the input as the simulated arithmetic rounds it */
         memcpy(c->aq, x, (size_t)n * (size_t)W->in * sizeof *x);
         if (c->act == LLAMA_ACT_LLAMACPP)
