@@ -38,6 +38,7 @@ struct hf_cfg {
 /* What a loaded checkpoint owns: its files and the dequantized copies. */
 struct hf_owner {
     struct st_file *files[HF_MAX_FILES];
+    unsigned char *used[HF_MAX_FILES]; /* per tensor of each file: read by the loader */
     int n_files;
     void **bufs;
     int n_bufs;
@@ -47,8 +48,10 @@ static void owner_free(void *p)
 {
     struct hf_owner *o = p;
     if (!o) return;
-    for (int i = 0; i < o->n_files; i++)
+    for (int i = 0; i < o->n_files; i++) {
         st_close(o->files[i]);
+        free(o->used[i]);
+    }
     for (int i = 0; i < o->n_bufs; i++)
         free(o->bufs[i]);
     free(o->bufs);
@@ -72,9 +75,49 @@ const struct st_tensor *hf_find(const struct hf_owner *o, const char *name)
 {
     for (int i = 0; i < o->n_files; i++) {
         const struct st_tensor *t = st_find(o->files[i], name);
-        if (t) return t;
+        if (t) {
+            o->used[i][t - st_tensor_at(o->files[i], 0)] = 1;
+            return t;
+        }
     }
     return NULL;
+}
+
+/* each tensor name in one place only; after loading, every tensor read (a
+ * bias, a zero point or an input scale left over is something the engine
+ * would ignore) */
+static int check_tensors(const struct hf_owner *o, int after_load, char *err, size_t errlen)
+{
+    for (int i = 0; i < o->n_files; i++)
+        for (int64_t k = 0; k < st_n_tensors(o->files[i]); k++) {
+            const struct st_tensor *t = st_tensor_at(o->files[i], k);
+            if (after_load && !o->used[i][k])
+                return qg_errf(err, errlen, QG_ERR_DATA,
+                               "tensor '%s' is not used by qgate's reading of this checkpoint "
+                               "(refused rather than computed without it)",
+                               t->name);
+            for (int j = 0; !after_load && j <= i; j++) {
+                const struct st_tensor *u = st_find(o->files[j], t->name);
+                if (u && u != t)
+                    return qg_errf(err, errlen, QG_ERR_DATA,
+                                   "tensor '%s' is stored twice (the checkpoint is ambiguous)",
+                                   t->name);
+            }
+        }
+    return QG_OK;
+}
+
+static int add_file(struct hf_owner *o, const char *path, char *err, size_t errlen)
+{
+    int rc = st_open(path, &o->files[o->n_files], err, errlen);
+    if (rc) return rc;
+    int64_t n = st_n_tensors(o->files[o->n_files]);
+    if (!(o->used[o->n_files] = calloc((size_t)n + 1, 1))) {
+        st_close(o->files[o->n_files]);
+        return QG_ERR_NOMEM;
+    }
+    o->n_files++;
+    return QG_OK;
 }
 
 static double num(const cJSON *c, const char *k, double def)
@@ -175,8 +218,8 @@ static int open_files(const char *dir, struct hf_owner *o, char *err, size_t err
     snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
     if (access(path, F_OK) != 0) {
         snprintf(path, sizeof path, "%s/model.safetensors", dir);
-        o->n_files = 1;
-        return st_open(path, &o->files[0], err, errlen);
+        int rc = add_file(o, path, err, errlen);
+        return rc ? rc : check_tensors(o, 0, err, errlen);
     }
     char *text = NULL;
     size_t n = 0;
@@ -192,8 +235,10 @@ static int open_files(const char *dir, struct hf_owner *o, char *err, size_t err
     {
         if (rc) break;
         const char *f = cJSON_IsString(e) ? e->valuestring : NULL;
-        if (!f || strchr(f, '/') || !strcmp(f, "..") || strlen(f) > 255) {
-            rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: weight_map['%.60s'] is not a file name",
+        size_t fl = f ? strlen(f) : 0;
+        if (!f || strchr(f, '/') || fl > 255 || fl <= 12 || strcmp(f + fl - 12, ".safetensors")) {
+            rc = qg_errf(err, errlen, QG_ERR_DATA,
+                         "%s: weight_map['%.60s'] is not a .safetensors file in the directory",
                          path, e->string);
             break;
         }
@@ -208,10 +253,10 @@ static int open_files(const char *dir, struct hf_owner *o, char *err, size_t err
         snprintf(seen[ns++], sizeof seen[0], "%s", f);
         char fp[4400];
         snprintf(fp, sizeof fp, "%s/%s", dir, f);
-        if (!(rc = st_open(fp, &o->files[o->n_files], err, errlen))) o->n_files++;
+        rc = add_file(o, fp, err, errlen);
     }
     cJSON_Delete(j);
-    return rc;
+    return rc ? rc : check_tensors(o, 0, err, errlen);
 }
 
 /* a stored tensor as the GGUF tensor `gname` (F32/F16/BF16 in place; an
@@ -229,10 +274,10 @@ static int plain(struct hf_owner *o, const char *hf, const char *gname, int64_t 
         return qg_errf(err, errlen, QG_ERR_DATA,
                        "tensor '%s' is %s without a quantization scheme that explains it", hf,
                        st_dtype_name(s->dtype));
-    if (s->numel != ne0 * ne1)
-        return qg_errf(err, errlen, QG_ERR_DATA,
-                       "tensor '%s' has %lld values, expected %lld x %lld", hf, (long long)s->numel,
-                       (long long)ne1, (long long)ne0);
+    int two = ne1 > 1;
+    if (s->n_dims != 1 + two || s->shape[0] != (two ? ne1 : ne0) || (two && s->shape[1] != ne0))
+        return qg_errf(err, errlen, QG_ERR_DATA, "tensor '%s' is not of shape [%lld%s%lld]", hf,
+                       (long long)(two ? ne1 : ne0), two ? ", " : "", (long long)(two ? ne0 : 0));
     memset(t, 0, sizeof *t);
     snprintf(t->name, sizeof t->name, "%s", gname);
     t->type = (uint32_t)type;
@@ -399,9 +444,12 @@ int hf_open(const char *dir, struct gguf **out, char *err, size_t errlen)
     cJSON_Delete(c);
     if (!rc) rc = open_files(dir, o, err, errlen);
     if (!rc) rc = metadata(dir, &h, &q, &buf, &size, &n_vocab, err, errlen);
-    const struct st_tensor *emb = o ? hf_find(o, "model.embed_tokens.weight") : NULL;
+    const struct st_tensor *emb = o && !rc ? hf_find(o, "model.embed_tokens.weight") : NULL;
     int64_t rows = emb && emb->n_dims == 2 ? emb->shape[0] : n_vocab;
+    if (!rc && (rows <= 0 || rows > (1 << 24)))
+        rc = qg_errf(err, errlen, QG_ERR_DATA, "model.embed_tokens.weight: bad vocabulary size");
     if (!rc) rc = all_tensors(o, &h, &q, rows, &t, &n, err, errlen);
+    if (!rc) rc = check_tensors(o, 1, err, errlen);
     struct gguf *g = NULL;
     if (!rc) rc = gguf_open_memory(buf, size, dir, &g, err, errlen);
     if (!rc) rc = gguf_attach(g, buf, t, n, owner_free, o);

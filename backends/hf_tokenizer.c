@@ -378,6 +378,7 @@ static cJSON *read_json(const char *dir, const char *base, int required, char *p
     free(text);
     if (!cJSON_IsObject(j)) {
         cJSON_Delete(j);
+        j = NULL;
         *rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: not a JSON object", path);
     }
     return j;
