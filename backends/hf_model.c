@@ -126,6 +126,52 @@ static double num(const cJSON *c, const char *k, double def)
     return cJSON_IsNumber(v) ? v->valuedouble : def;
 }
 
+/* a size: a whole number in 1..2^24, else -1 (def when absent) */
+static int64_t whole(const cJSON *c, const char *k, int64_t def)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, k);
+    if (!v) return def;
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 1 && v->valuedouble <= (1 << 24)) ||
+        v->valuedouble != (double)(int64_t)v->valuedouble)
+        return -1;
+    return (int64_t)v->valuedouble;
+}
+
+/* what config.json asks that qgate does not implement: refused by name */
+static int check_features(const cJSON *c, const char *file, const struct hf_cfg *h, char *err,
+                          size_t errlen)
+{
+    const char *act = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "hidden_act")),
+               *rt = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+                   cJSON_GetObjectItemCaseSensitive(c, "rope_parameters"), "rope_type"));
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(c, "rope_scaling");
+    const char *what = NULL;
+    if (rs && !cJSON_IsNull(rs))
+        what = "rope_scaling";
+    else if (rt && strcmp(rt, "default"))
+        what = "rope_parameters.rope_type";
+    else if (act && strcmp(act, "silu"))
+        what = "hidden_act";
+    else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "attention_bias")) &&
+             strcmp(h->arch, "qwen2"))
+        what = "attention_bias";
+    else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "mlp_bias")))
+        what = "mlp_bias";
+    else if (num(c, "partial_rotary_factor", 1.0) != 1.0)
+        what = "partial_rotary_factor";
+    else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "use_sliding_window")) ||
+             (!strcmp(h->arch, "llama") && num(c, "sliding_window", 0) > 0 &&
+              num(c, "sliding_window", 0) < (double)h->ctx))
+        what = "sliding_window";
+    if (what)
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "%s: %s is set: not implemented for checkpoint directories", file, what);
+    if (!(h->eps > 0 && h->eps < 1) || !(h->theta > 0))
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: rms_norm_eps or rope_theta out of range",
+                       file);
+    return QG_OK;
+}
+
 static int read_cfg(const cJSON *c, const char *file, struct hf_cfg *h, char *err, size_t errlen)
 {
     static const struct {
@@ -146,14 +192,14 @@ static int read_cfg(const cJSON *c, const char *file, struct hf_cfg *h, char *er
                        "(qgate reads LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
                        "Qwen3ForCausalLM)",
                        file, cJSON_IsString(a) ? a->valuestring : "?");
-    h->dim = (int64_t)num(c, "hidden_size", 0);
-    h->layers = (int64_t)num(c, "num_hidden_layers", 0);
-    h->heads = (int64_t)num(c, "num_attention_heads", 0);
-    h->kv_heads = (int64_t)num(c, "num_key_value_heads", (double)h->heads);
-    h->head_dim = (int64_t)num(c, "head_dim", h->heads ? (double)(h->dim / h->heads) : 0);
-    h->ffn = (int64_t)num(c, "intermediate_size", 0);
-    h->ctx = (int64_t)num(c, "max_position_embeddings", 0);
-    h->vocab = (int64_t)num(c, "vocab_size", 0);
+    h->dim = whole(c, "hidden_size", -1);
+    h->layers = whole(c, "num_hidden_layers", -1);
+    h->heads = whole(c, "num_attention_heads", -1);
+    h->kv_heads = whole(c, "num_key_value_heads", h->heads);
+    h->head_dim = whole(c, "head_dim", h->heads > 0 && h->dim > 0 ? h->dim / h->heads : -1);
+    h->ffn = whole(c, "intermediate_size", -1);
+    h->ctx = whole(c, "max_position_embeddings", -1);
+    h->vocab = whole(c, "vocab_size", 0);
     h->eps = num(c, "rms_norm_eps", 0);
     const cJSON *rp = cJSON_GetObjectItemCaseSensitive(c, "rope_parameters");
     h->theta = num(c, "rope_theta", num(rp, "rope_theta", 10000.0));
@@ -163,24 +209,13 @@ static int read_cfg(const cJSON *c, const char *file, struct hf_cfg *h, char *er
         if (v[i] <= 0 || v[i] > (1 << 24))
             return qg_errf(err, errlen, QG_ERR_DATA,
                            "%s: hidden_size, num_hidden_layers, num_attention_heads, "
-                           "intermediate_size and max_position_embeddings must be set and sane",
+                           "intermediate_size and max_position_embeddings must be whole "
+                           "numbers in 1..2^24",
                            file);
-    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(c, "rope_scaling");
-    if (rs && !cJSON_IsNull(rs))
+    if (h->heads % h->kv_heads)
         return qg_errf(err, errlen, QG_ERR_DATA,
-                       "%s: rope_scaling is set: not implemented for checkpoint directories", file);
-    if (num(c, "partial_rotary_factor", 1.0) != 1.0 ||
-        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "use_sliding_window")) ||
-        (!strcmp(h->arch, "llama") && num(c, "sliding_window", 0) > 0 &&
-         num(c, "sliding_window", 0) < (double)h->ctx))
-        return qg_errf(err, errlen, QG_ERR_DATA,
-                       "%s: partial rotary or a sliding window is not implemented for checkpoint "
-                       "directories",
-                       file);
-    if (!(h->eps > 0 && h->eps < 1) || !(h->theta > 0))
-        return qg_errf(err, errlen, QG_ERR_DATA, "%s: rms_norm_eps or rope_theta out of range",
-                       file);
-    return QG_OK;
+                       "%s: num_key_value_heads must divide num_attention_heads", file);
+    return check_features(c, file, h, err, errlen);
 }
 
 /* the GGUF keys of the architecture */
@@ -407,7 +442,7 @@ static cJSON *read_config(const char *dir, char *file, size_t fn, int *rc, char 
 }
 
 /* metadata image: the architecture's keys and the tokenizer's */
-static int metadata(const char *dir, const struct hf_cfg *h, const struct hf_quant *q,
+static int metadata(const char *dir, const struct hf_cfg *h, const struct hf_quant *q, int64_t rows,
                     uint8_t **buf, size_t *size, int *n_vocab, char *err, size_t errlen)
 {
     struct gguf_writer *w = gguf_writer_new();
@@ -419,7 +454,7 @@ static int metadata(const char *dir, const struct hf_cfg *h, const struct hf_qua
                                  q->scheme ? q->label : "none (weights as stored)");
     if (!rc && q->act_fp8_dynamic) /* the declared inputs of the quantized projections */
         rc = gguf_writer_set_str(w, "qgate.hf.act", "fp8_e4m3");
-    if (!rc) rc = hf_tokenizer_keys(dir, w, n_vocab, err, errlen);
+    if (!rc) rc = hf_tokenizer_keys(dir, w, (int)rows, n_vocab, err, errlen);
     if (!rc) rc = gguf_writer_to_memory(w, buf, size);
     gguf_writer_free(w);
     return rc;
@@ -443,11 +478,12 @@ int hf_open(const char *dir, struct gguf **out, char *err, size_t errlen)
     if (!rc) rc = hf_quant_read(c, file, &q, err, errlen);
     cJSON_Delete(c);
     if (!rc) rc = open_files(dir, o, err, errlen);
-    if (!rc) rc = metadata(dir, &h, &q, &buf, &size, &n_vocab, err, errlen);
     const struct st_tensor *emb = o && !rc ? hf_find(o, "model.embed_tokens.weight") : NULL;
-    int64_t rows = emb && emb->n_dims == 2 ? emb->shape[0] : n_vocab;
+    int64_t rows = emb && emb->n_dims == 2 ? emb->shape[0] : -1;
     if (!rc && (rows <= 0 || rows > (1 << 24)))
-        rc = qg_errf(err, errlen, QG_ERR_DATA, "model.embed_tokens.weight: bad vocabulary size");
+        rc = qg_errf(err, errlen, QG_ERR_DATA,
+                     "model.embed_tokens.weight is missing or not a [vocabulary, hidden] matrix");
+    if (!rc) rc = metadata(dir, &h, &q, rows, &buf, &size, &n_vocab, err, errlen);
     if (!rc) rc = all_tensors(o, &h, &q, rows, &t, &n, err, errlen);
     if (!rc) rc = check_tensors(o, 1, err, errlen);
     struct gguf *g = NULL;

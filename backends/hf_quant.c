@@ -69,8 +69,10 @@ static int32_t i32_at(const struct st_tensor *t, int64_t i)
 }
 
 /* the tensor prefix.suffix, of dtype and numel (or shape checks by the caller) */
+/* the tensor prefix.suffix of dtype (-1: any float type) and shape [d0, d1]
+ * (d1 < 0: any shape of d0 values; d0 < 0: any) */
 static int need(const struct hf_owner *o, const char *prefix, const char *suffix, int dtype,
-                int64_t numel, const struct st_tensor **out, char *err, size_t errlen)
+                int64_t d0, int64_t d1, const struct st_tensor **out, char *err, size_t errlen)
 {
     char name[512];
     snprintf(name, sizeof name, "%s.%s", prefix, suffix);
@@ -82,9 +84,11 @@ static int need(const struct hf_owner *o, const char *prefix, const char *suffix
     if (!ok)
         return qg_errf(err, errlen, QG_ERR_DATA, "tensor '%s' is %s, not %s", name,
                        st_dtype_name(t->dtype), dtype >= 0 ? st_dtype_name(dtype) : "a float type");
-    if (numel >= 0 && t->numel != numel)
-        return qg_errf(err, errlen, QG_ERR_DATA, "tensor '%s' has %lld values, expected %lld", name,
-                       (long long)t->numel, (long long)numel);
+    int shape_ok = d0 < 0 || (d1 < 0 ? t->numel == d0
+                                     : t->n_dims == 2 && t->shape[0] == d0 && t->shape[1] == d1);
+    if (!shape_ok)
+        return qg_errf(err, errlen, QG_ERR_DATA, "tensor '%s' is not of shape [%lld, %lld]", name,
+                       (long long)d0, (long long)(d1 < 0 ? 1 : d1));
     *out = t;
     return QG_OK;
 }
@@ -93,8 +97,8 @@ static int fp8_linear(const struct hf_owner *o, const struct hf_quant *q, const 
                       int64_t out, int64_t in, float *w, char *err, size_t errlen)
 {
     const struct st_tensor *qw, *sc;
-    int rc = need(o, prefix, "weight", ST_F8_E4M3, out * in, &qw, err, errlen);
-    if (!rc) rc = need(o, prefix, "weight_scale", -1, -1, &sc, err, errlen);
+    int rc = need(o, prefix, "weight", ST_F8_E4M3, out, in, &qw, err, errlen);
+    if (!rc) rc = need(o, prefix, "weight_scale", -1, -1, -1, &sc, err, errlen);
     if (rc) return rc;
     if (sc->numel != out && sc->numel != 1)
         return qg_errf(err, errlen, QG_ERR_DATA,
@@ -116,9 +120,9 @@ static int nvfp4_linear(const struct hf_owner *o, const struct hf_quant *q, cons
     if (in % 16)
         return qg_errf(err, errlen, QG_ERR_DATA, "%s: %lld inputs are not whole groups of 16",
                        prefix, (long long)in);
-    int rc = need(o, prefix, "weight_packed", ST_U8, out * in / 2, &pk, err, errlen);
-    if (!rc) rc = need(o, prefix, "weight_scale", ST_F8_E4M3, out * in / 16, &sc, err, errlen);
-    if (!rc) rc = need(o, prefix, "weight_global_scale", -1, 1, &gs, err, errlen);
+    int rc = need(o, prefix, "weight_packed", ST_U8, out, in / 2, &pk, err, errlen);
+    if (!rc) rc = need(o, prefix, "weight_scale", ST_F8_E4M3, out, in / 16, &sc, err, errlen);
+    if (!rc) rc = need(o, prefix, "weight_global_scale", -1, 1, -1, &gs, err, errlen);
     if (rc) return rc;
     float g = hf_st_float(gs, 0);
     if (!(g > 0 && isfinite(g)))
@@ -147,12 +151,12 @@ static int gptq_linear(const struct hf_owner *o, const struct hf_quant *q, const
         return qg_errf(err, errlen, QG_ERR_DATA, "%s: %lld x %lld does not pack %d per int32",
                        prefix, (long long)out, (long long)in, per);
     const struct st_tensor *qw, *qz, *sc, *gi = NULL;
-    int rc = need(o, prefix, "qweight", ST_I32, in / per * out, &qw, err, errlen);
-    if (!rc) rc = need(o, prefix, "qzeros", ST_I32, ng * out / per, &qz, err, errlen);
-    if (!rc) rc = need(o, prefix, "scales", -1, ng * out, &sc, err, errlen);
+    int rc = need(o, prefix, "qweight", ST_I32, in / per, out, &qw, err, errlen);
+    if (!rc) rc = need(o, prefix, "qzeros", ST_I32, ng, out / per, &qz, err, errlen);
+    if (!rc) rc = need(o, prefix, "scales", -1, ng, out, &sc, err, errlen);
     char gname[512];
     snprintf(gname, sizeof gname, "%s.g_idx", prefix);
-    if (!rc && hf_find(o, gname)) rc = need(o, prefix, "g_idx", ST_I32, in, &gi, err, errlen);
+    if (!rc && hf_find(o, gname)) rc = need(o, prefix, "g_idx", ST_I32, in, -1, &gi, err, errlen);
     if (rc) return rc;
     for (int64_t i = 0; i < in; i++) {
         int64_t g = gi ? i32_at(gi, i) : i / group;
@@ -182,9 +186,9 @@ static int awq_linear(const struct hf_owner *o, const struct hf_quant *q, const 
         return qg_errf(err, errlen, QG_ERR_DATA, "%s: %lld outputs do not pack 8 per int32", prefix,
                        (long long)out);
     const struct st_tensor *qw, *qz, *sc;
-    int rc = need(o, prefix, "qweight", ST_I32, in * out / 8, &qw, err, errlen);
-    if (!rc) rc = need(o, prefix, "qzeros", ST_I32, ng * out / 8, &qz, err, errlen);
-    if (!rc) rc = need(o, prefix, "scales", -1, ng * out, &sc, err, errlen);
+    int rc = need(o, prefix, "qweight", ST_I32, in, out / 8, &qw, err, errlen);
+    if (!rc) rc = need(o, prefix, "qzeros", ST_I32, ng, out / 8, &qz, err, errlen);
+    if (!rc) rc = need(o, prefix, "scales", -1, ng, out, &sc, err, errlen);
     if (rc) return rc;
     for (int64_t i = 0; i < in; i++) {
         int64_t g = i / group;
@@ -232,6 +236,20 @@ static const char *cstr(const cJSON *o, const char *k)
 /* compressed-tensors: one config group whose weights are FP8 or NVFP4 */
 static int read_ct(const cJSON *qc, const char *file, struct hf_quant *q, char *err, size_t errlen)
 {
+    const cJSON *kv = cJSON_GetObjectItemCaseSensitive(qc, "kv_cache_scheme"),
+                *ign = cJSON_GetObjectItemCaseSensitive(qc, "ignore"), *x;
+    if (kv && !cJSON_IsNull(kv))
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "%s: kv_cache_scheme is set: a quantized KV cache is not implemented "
+                       "(simulate one with kv=FORMAT)",
+                       file);
+    cJSON_ArrayForEach(x, ign)
+    {
+        if (!cJSON_IsString(x) || strcmp(x->valuestring, "lm_head"))
+            return qg_errf(err, errlen, QG_ERR_DATA,
+                           "%s: ignore lists '%.60s': only lm_head may stay unquantized", file,
+                           cJSON_IsString(x) ? x->valuestring : "?");
+    }
     const char *fmt = cstr(qc, "format");
     const cJSON *groups = cJSON_GetObjectItemCaseSensitive(qc, "config_groups"),
                 *g0 = cJSON_GetArrayItem(groups, 0),
@@ -300,8 +318,9 @@ int hf_quant_read(const cJSON *config, const char *file, struct hf_quant *q, cha
     if (m && !strcmp(m, "compressed-tensors")) return read_ct(qc, file, q, err, errlen);
     q->bits = ival(qc, "bits");
     q->group = ival(qc, "group_size");
-    if (m && !strcmp(m, "gptq") && (q->bits == 4 || q->bits == 8)) {
-        const char *cf = cstr(qc, "checkpoint_format");
+    const char *cf = cstr(qc, "checkpoint_format");
+    if (m && !strcmp(m, "gptq") && (q->bits == 4 || q->bits == 8) &&
+        (!cf || !strcmp(cf, "gptq") || !strcmp(cf, "gptq_v2"))) {
         q->scheme = HF_GPTQ;
         q->gptq_zero_offset = !(cf && !strcmp(cf, "gptq_v2"));
         snprintf(q->label, sizeof q->label, "GPTQ int%d, group %d%s", q->bits, q->group,

@@ -95,7 +95,8 @@ static int read_vocab(const cJSON *root, const char *file, struct vocab *v, char
     int n = 0;
     cJSON_ArrayForEach(e, voc)
     {
-        if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble >= HF_VOCAB_MAX)
+        if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble >= HF_VOCAB_MAX ||
+            e->valuedouble != (double)(int)e->valuedouble)
             return qg_errf(err, errlen, QG_ERR_DATA, "%s: model.vocab['%.40s'] is not an id", file,
                            e->string);
         if ((int)e->valuedouble + 1 > n) n = (int)e->valuedouble + 1;
@@ -104,7 +105,7 @@ static int read_vocab(const cJSON *root, const char *file, struct vocab *v, char
     {
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "id");
         if (!cJSON_IsNumber(id) || id->valuedouble < 0 || id->valuedouble >= HF_VOCAB_MAX ||
-            !str_of(e, "content"))
+            id->valuedouble != (double)(int)id->valuedouble || !str_of(e, "content"))
             return qg_errf(err, errlen, QG_ERR_DATA, "%s: an added_tokens entry lacks id/content",
                            file);
         if ((int)id->valuedouble + 1 > n) n = (int)id->valuedouble + 1;
@@ -117,7 +118,9 @@ static int read_vocab(const cJSON *root, const char *file, struct vocab *v, char
     cJSON_ArrayForEach(e, voc)
     {
         int id = (int)e->valuedouble;
-        if (v->tok[id]) continue;
+        if (v->tok[id])
+            return qg_errf(err, errlen, QG_ERR_DATA, "%s: two vocabulary entries have id %d", file,
+                           id);
         if (!(v->tok[id] = qg_strdup(e->string))) return QG_ERR_NOMEM;
         v->type[id] = TOK_NORMAL;
     }
@@ -207,7 +210,14 @@ static int spm_spaces(const cJSON *root, const char *file, int *prefix, int *met
                 *pre = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer");
     *prefix = 0;
     if (cJSON_IsObject(pre)) {
-        const char *scheme = str_of(pre, "prepend_scheme");
+        const char *scheme = str_of(pre, "prepend_scheme"), *rep = str_of(pre, "replacement");
+        if (!scheme && cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(pre, "add_prefix_space")))
+            scheme = "never"; /* the older spelling */
+        if (rep && strcmp(rep, "\xe2\x96\x81"))
+            return qg_errf(err, errlen, QG_ERR_DATA,
+                           "%s: a Metaspace replacement other than "
+                           "U+2581 is not supported",
+                           file);
         if (!is_type(pre, "Metaspace") ||
             cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(pre, "split")))
             return qg_errf(err, errlen, QG_ERR_DATA,
@@ -256,7 +266,13 @@ static int byte_level_pre(const cJSON *root, const char *file, const char **pre,
     if (cJSON_IsObject(norm) && !is_type(norm, "NFC"))
         return qg_errf(err, errlen, QG_ERR_DATA, "%s: normalizer '%s' is not supported", file,
                        str_of(norm, "type") ? str_of(norm, "type") : "?");
-    if (is_type(p, "ByteLevel")) {
+    if (is_type(p, "ByteLevel")) { /* GPT-2: its own regex, no prefix space */
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "add_prefix_space")) ||
+            cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(p, "use_regex")))
+            return qg_errf(err, errlen, QG_ERR_DATA,
+                           "%s: ByteLevel with add_prefix_space or without use_regex is not "
+                           "supported",
+                           file);
         *pre = "gpt-2";
         return QG_OK;
     }
@@ -264,8 +280,12 @@ static int byte_level_pre(const cJSON *root, const char *file, const char **pre,
         is_type(p, "Sequence") ? cJSON_GetObjectItemCaseSensitive(p, "pretokenizers") : NULL;
     const cJSON *split = cJSON_GetArrayItem(list, 0), *bl = cJSON_GetArrayItem(list, 1);
     const char *re = str_of(cJSON_GetObjectItemCaseSensitive(split, "pattern"), "Regex");
+    const char *beh = str_of(split, "behavior");
     if (cJSON_GetArraySize(list) != 2 || !is_type(split, "Split") || !is_type(bl, "ByteLevel") ||
-        !re)
+        !re || (beh && strcmp(beh, "Isolated")) ||
+        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(split, "invert")) ||
+        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(bl, "add_prefix_space")) ||
+        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(bl, "use_regex")))
         return qg_errf(err, errlen, QG_ERR_DATA,
                        "%s: pre_tokenizer is not ByteLevel or Split(regex) + ByteLevel", file);
     for (size_t i = 0; i < sizeof known_splits / sizeof *known_splits; i++)
@@ -430,7 +450,31 @@ static int write_keys(struct gguf_writer *w, const cJSON *root, const cJSON *cfg
     return rc;
 }
 
-int hf_tokenizer_keys(const char *dir, struct gguf_writer *w, int *n_vocab, char *err,
+/* unused [PAD<id>] tokens from v->n up to n */
+static int pad_vocab(struct vocab *v, int n)
+{
+    if (n <= v->n || n > HF_VOCAB_MAX) return QG_OK;
+    char **t = realloc(v->tok, (size_t)n * sizeof *t);
+    if (t) v->tok = t;
+    float *s = realloc(v->score, (size_t)n * sizeof *s);
+    if (s) v->score = s;
+    int32_t *y = realloc(v->type, (size_t)n * sizeof *y);
+    if (y) v->type = y;
+    if (!t || !s || !y) return QG_ERR_NOMEM;
+    for (int i = v->n; i < n; i++) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "[PAD%d]", i);
+        v->score[i] = 0, v->type[i] = TOK_UNUSED;
+        if (!(v->tok[i] = qg_strdup(buf))) {
+            v->n = i;
+            return QG_ERR_NOMEM;
+        }
+    }
+    v->n = n;
+    return QG_OK;
+}
+
+int hf_tokenizer_keys(const char *dir, struct gguf_writer *w, int pad_to, int *n_vocab, char *err,
                       size_t errlen)
 {
     char file[4200], cfile[4200];
@@ -442,6 +486,7 @@ int hf_tokenizer_keys(const char *dir, struct gguf_writer *w, int *n_vocab, char
     struct vocab v = {0};
     if (!rc) rc = check_model(cJSON_GetObjectItemCaseSensitive(root, "model"), file, err, errlen);
     if (!rc) rc = read_vocab(root, file, &v, err, errlen);
+    if (!rc) rc = pad_vocab(&v, pad_to);
     if (!rc) rc = write_keys(w, root, cfg, file, &v, err, errlen);
     if (rc == QG_ERR_NOMEM && !err[0]) qg_errf(err, errlen, rc, "%s: out of memory", file);
     *n_vocab = v.n;

@@ -25,10 +25,12 @@
 struct gguf_writer;
 
 /* Reads dir/tokenizer.json (and dir/tokenizer_config.json when present)
- * and sets the tokenizer keys on w. *n_vocab: the vocabulary size (the
- * highest id + 1). QG_OK; QG_ERR_NOINPUT (no tokenizer.json); QG_ERR_DATA
- * naming the file and field; QG_ERR_NOMEM. */
-int hf_tokenizer_keys(const char *dir, struct gguf_writer *w, int *n_vocab, char *err,
+ * and sets the tokenizer keys on w; a vocabulary shorter than pad_to ids
+ * (an embedding padded past the tokenizer, as Qwen's are) gets unused
+ * "[PAD<id>]" tokens up to it, as llama.cpp's converter writes them (0: no
+ * padding). *n_vocab: the vocabulary size written. QG_OK; QG_ERR_NOINPUT (no tokenizer.json);
+ * QG_ERR_DATA naming the file and field; QG_ERR_NOMEM. */
+int hf_tokenizer_keys(const char *dir, struct gguf_writer *w, int pad_to, int *n_vocab, char *err,
                       size_t errlen);
 
 #endif

@@ -204,6 +204,8 @@ static void q8_1_sum_correction(float *y, const float *x, const struct wmat *W, 
                 amax = fabsf(xr[b * 32 + j]) > amax ? fabsf(xr[b * 32 + j]) : amax;
             float d = amax / 127.0f, id = amax != 0 ? 127.0f / amax : 0.0f;
             float dh = quant_f16_to_f32(quant_f32_to_f16(d));
+            delta[b] = 0;
+            if (!isfinite(amax)) continue; /* a NaN or Inf input: the result says so already */
             int sum = 0;
             for (int j = 0; j < 32; j++)
                 sum += (int)nearbyintf(xr[b * 32 + j] * id);

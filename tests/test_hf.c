@@ -260,6 +260,9 @@ TEST(hf_refusals, shared)
          "architecture 'Gemma2ForCausalLM' is not supported in a checkpoint directory"},
         {"\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"llama3\"}", NULL,
          "rope_scaling is set"},
+        {"\"silu\"", "\"gelu\"", NULL, "hidden_act is set: not implemented"},
+        {"\"mlp_bias\": false", "\"mlp_bias\": true", NULL, "mlp_bias is set"},
+        {"\"hidden_size\": 64", "\"hidden_size\": 64.5", NULL, "must be whole numbers"},
         {NULL, NULL, "model.layers.2.mlp.up_proj.weight",
          "tensor 'model.layers.2.mlp.up_proj.weight' is missing"},
     };
@@ -604,7 +607,7 @@ static int check_tokenizer(const char *dir, const char *tsv, int *n, int *bad)
     struct gguf_writer *w = gguf_writer_new();
     ASSERT(w);
     ASSERT_OK(gguf_writer_set_str(w, "general.architecture", "llama"));
-    if (hf_tokenizer_keys(dir, w, &nv, err, sizeof err)) T_FAIL_("%s", err);
+    if (hf_tokenizer_keys(dir, w, 0, &nv, err, sizeof err)) T_FAIL_("%s", err);
     uint8_t *buf;
     size_t size;
     ASSERT_OK(gguf_writer_to_memory(w, &buf, &size));

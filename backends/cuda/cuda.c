@@ -127,6 +127,8 @@ static int describe(const struct llama_model *m, struct qcu_model_desc *d, struc
                                  .output = mat_of(llama_output_mat(m)),
                                  .out_norm = llama_out_norm(m)};
     if (!llama_is_basic(m, &d->unsupported) && !d->unsupported) d->unsupported = "?";
+    if (!d->unsupported && llama_declared_act(m))
+        d->unsupported = "a checkpoint's declared FP8 activations";
     *ls = calloc((size_t)h->n_layers, sizeof **ls);
     if (!*ls) return QG_ERR_NOMEM;
     for (int l = 0; l < h->n_layers; l++) {
