@@ -202,6 +202,51 @@ static int awq_linear(const struct hf_owner *o, const struct hf_quant *q, const 
     return QG_OK;
 }
 
+/* compressed-tensors pack-quantized: weight_packed I32 [out, in*bits/32]
+ * (code + 2^(bits-1), low bits first along inputs), weight_scale [out,
+ * groups], weight_zero_point I32 [out*bits/32, groups] packed the same way
+ * along outputs (asymmetric only), weight_shape [out, in] */
+static int pack_linear(const struct hf_owner *o, const struct hf_quant *q, const char *prefix,
+                       int64_t out, int64_t in, float *w, char *err, size_t errlen)
+{
+    const int bits = q->bits, per = 32 / bits, off = 1 << (bits - 1);
+    const uint32_t mask = (1u << bits) - 1;
+    const int64_t group = q->group > 0 ? q->group : in, ng = (in + group - 1) / group;
+    if (in % per || out % per)
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: %lld x %lld does not pack %d per int32",
+                       prefix, (long long)out, (long long)in, per);
+    const struct st_tensor *pk, *sc, *ws, *zp = NULL;
+    int rc = need(o, prefix, "weight_packed", ST_I32, out, in / per, &pk, err, errlen);
+    if (!rc) rc = need(o, prefix, "weight_scale", -1, out, ng, &sc, err, errlen);
+    if (!rc) rc = need(o, prefix, "weight_shape", ST_I64, 2, -1, &ws, err, errlen);
+    if (!rc && q->asym)
+        rc = need(o, prefix, "weight_zero_point", ST_I32, out / per, ng, &zp, err, errlen);
+    if (rc) return rc;
+    /* compressed-tensors computes in the scale's dtype, whatever torch_dtype says */
+    int dt = sc->dtype == ST_BF16 ? HF_DT_BF16 : sc->dtype == ST_F16 ? HF_DT_F16 : HF_DT_F32;
+    int64_t shape[2];
+    memcpy(shape, ws->data, sizeof shape);
+    if (shape[0] != out || shape[1] != in)
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "tensor '%s.weight_shape' is [%lld, %lld], not "
+                       "[%lld, %lld]",
+                       prefix, (long long)shape[0], (long long)shape[1], (long long)out,
+                       (long long)in);
+    for (int64_t r = 0; r < out; r++)
+        for (int64_t c = 0; c < in; c++) {
+            int64_t g = c / group;
+            int qv = (int)(((uint32_t)i32_at(pk, r * (in / per) + c / per) >> (bits * (c % per))) &
+                           mask) -
+                     off;
+            int zv = zp ? (int)(((uint32_t)i32_at(zp, (r / per) * ng + g) >> (bits * (r % per))) &
+                                mask) -
+                              off
+                        : 0;
+            w[r * in + c] = round_dt(dt, (float)(qv - zv) * hf_st_float(sc, r * ng + g));
+        }
+    return QG_OK;
+}
+
 int hf_quant_linear(const struct hf_owner *o, const struct hf_quant *q, const char *prefix,
                     int64_t out, int64_t in, float **w, char *err, size_t errlen)
 {
@@ -211,6 +256,7 @@ int hf_quant_linear(const struct hf_owner *o, const struct hf_quant *q, const ch
              : q->scheme == HF_CT_NVFP4 ? nvfp4_linear(o, q, prefix, out, in, *w, err, errlen)
              : q->scheme == HF_GPTQ     ? gptq_linear(o, q, prefix, out, in, *w, err, errlen)
              : q->scheme == HF_AWQ      ? awq_linear(o, q, prefix, out, in, *w, err, errlen)
+             : q->scheme == HF_CT_PACK  ? pack_linear(o, q, prefix, out, in, *w, err, errlen)
                                         : QG_ERR_INTERNAL;
     if (rc) {
         free(*w);
@@ -268,13 +314,30 @@ static int read_ct(const cJSON *qc, const char *file, struct hf_quant *q, char *
                            "scales, %s %d-bit by %s) are not implemented",
                            file, at ? at : "?", ival(ia, "num_bits"), as ? as : "?");
     }
+    q->act_fp8_dynamic = cJSON_IsObject(ia); /* validated above */
     const char *type = cstr(wt, "type"), *strat = cstr(wt, "strategy");
     int nb = ival(wt, "num_bits");
+    if (!strcmp(fmt, "pack-quantized") && type && !strcmp(type, "int") && (nb == 4 || nb == 8) &&
+        strat && (!strcmp(strat, "group") || !strcmp(strat, "channel")) &&
+        (!cJSON_GetObjectItemCaseSensitive(wt, "actorder") ||
+         cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(wt, "actorder")))) {
+        q->scheme = HF_CT_PACK;
+        q->bits = nb;
+        q->group = !strcmp(strat, "group") ? ival(wt, "group_size") : 0;
+        q->asym = !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(wt, "symmetric"));
+        if (!strcmp(strat, "group") && q->group <= 0)
+            return qg_errf(err, errlen, QG_ERR_DATA, "%s: group strategy without a group_size",
+                           file);
+        char by[32] = "channel";
+        if (q->group) snprintf(by, sizeof by, "group %d", q->group);
+        snprintf(q->label, sizeof q->label, "compressed-tensors int%d (%s, %s)", nb, by,
+                 q->asym ? "zero points" : "symmetric");
+        return QG_OK;
+    }
     if (!strcmp(fmt, "float-quantized") && type && !strcmp(type, "float") && nb == 8 && strat &&
         (!strcmp(strat, "channel") || !strcmp(strat, "tensor")) &&
         cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(wt, "symmetric"))) {
         q->scheme = HF_CT_FP8;
-        q->act_fp8_dynamic = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ia, "dynamic"));
         snprintf(q->label, sizeof q->label, "compressed-tensors FP8 E4M3 (%s scales%s)", strat,
                  q->act_fp8_dynamic ? ", dynamic FP8 activations" : "");
         return QG_OK;
@@ -287,7 +350,8 @@ static int read_ct(const cJSON *qc, const char *file, struct hf_quant *q, char *
     }
     return qg_errf(err, errlen, QG_ERR_DATA,
                    "%s: compressed-tensors format '%s' with %s %d-bit %s weights is not supported "
-                   "(qgate reads float-quantized FP8 and nvfp4-pack-quantized)",
+                   "(qgate reads float-quantized FP8, nvfp4-pack-quantized and int4/int8 "
+                   "pack-quantized)",
                    file, fmt, type ? type : "?", nb, strat ? strat : "?");
 }
 

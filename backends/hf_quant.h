@@ -14,7 +14,11 @@
  *   qzeros along outputs, per-group fp16 scales, g_idx (desc_act) honoured:
  *   w = scale * (q - zero);
  * - AWQ GEMM (AutoAWQ, 4 bits, zero point): both packed along outputs in
- *   AWQ's order [0, 2, 4, 6, 1, 3, 5, 7]: w = (q - zero) * scale.
+ *   AWQ's order [0, 2, 4, 6, 1, 3, 5, 7]: w = (q - zero) * scale;
+ * - compressed-tensors "pack-quantized" int4/int8 (group or channel,
+ *   symmetric or with zero points): codes + 2^(bits-1) packed along inputs
+ *   low bits first, zero points the same way along outputs, and
+ *   weight_shape: w = dtype((q - zero) * scale).
  *
  * Anything else (another quant_method or format, asymmetric FP8, bits other
  * than these) is refused naming it.
@@ -26,13 +30,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum hf_scheme { HF_PLAIN = 0, HF_CT_FP8, HF_CT_NVFP4, HF_GPTQ, HF_AWQ };
+enum hf_scheme { HF_PLAIN = 0, HF_CT_FP8, HF_CT_NVFP4, HF_GPTQ, HF_AWQ, HF_CT_PACK };
 enum hf_dtype { HF_DT_F32 = 0, HF_DT_F16, HF_DT_BF16 }; /* what the library computes in */
 
 struct hf_quant {
     int scheme;                        /* enum hf_scheme */
     int dtype;                         /* enum hf_dtype: config.json's torch_dtype */
-    int bits, group, gptq_zero_offset; /* GPTQ/AWQ; GPTQ v1 stores zero - 1 */
+    int bits, group, gptq_zero_offset; /* GPTQ/AWQ/pack; GPTQ v1 stores zero - 1 */
+    int asym;                          /* pack-quantized: zero points stored */
     int act_fp8_dynamic;               /* FP8: input activations declared dynamic per-token FP8 */
     char label[96]; /* e.g. "compressed-tensors float-quantized (FP8 E4M3, channel)" */
 };

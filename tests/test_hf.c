@@ -722,3 +722,149 @@ TEST(hf_fp8_declared_activations, shared)
     t_out_free(&o);
     return 0;
 }
+
+/* bf16 of an f32 (round to nearest even) */
+static uint16_t to_bf16(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    return (uint16_t)((u + 0x7FFF + ((u >> 16) & 1)) >> 16);
+}
+
+static float from_bf16(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* a pack-quantized int8 checkpoint of the f32 one, written here the way
+ * compressed-tensors lays it out (codes + 128 packed four to an int32,
+ * low bytes first, zero points packed along outputs): the reader must
+ * return (q - zero) * scale rounded to bf16 for every weight */
+TEST(hf_pack_quantized_layout, shared)
+{
+    const char *d = t_shared("models/hf-stories260K/f32"),
+               *tx = t_shared("data/tinystories_valid_head.txt");
+    if (!d || !tx) SKIP("../shared/models/hf-stories260K is absent");
+    char src[4096], text[4096], path[4400];
+    snprintf(src, sizeof src, "%s", d);
+    snprintf(text, sizeof text, "%s", tx);
+    static const char *const qc =
+        "\"quantization_config\": {\"config_groups\": {\"group_0\": {\"format\": "
+        "\"pack-quantized\", \"input_activations\": null, \"targets\": [\"Linear\"], "
+        "\"weights\": {\"group_size\": 4, \"num_bits\": 8, \"strategy\": \"group\", "
+        "\"symmetric\": false, \"type\": \"int\"}}}, \"format\": \"pack-quantized\", \"ignore\": "
+        "[\"lm_head\"], \"kv_cache_scheme\": null, \"quant_method\": \"compressed-tensors\"}, "
+        "\"rms_norm_eps\"";
+    const char *dst = t_path("packed");
+    ASSERT_OK(copy_dir(src, dst, "\"rms_norm_eps\"", qc));
+    snprintf(path, sizeof path, "%s/model.safetensors", src);
+    struct st_file *f;
+    char err[QG_ERRMSG_MAX];
+    ASSERT_OK(st_open(path, &f, err, sizeof err));
+    /* the new file: every projection as weight_packed/scale/zero_point/shape */
+    cJSON *h = cJSON_CreateObject();
+    struct sbuf data;
+    sbuf_init(&data, 0);
+    static const char *const dt[] = {"F32", "F16", "BF16", "F8_E4M3", "I32", "U8", "I8", "I64"};
+#define PUT(name, dtype, d0, d1, bytes, nb)                                                        \
+    do {                                                                                           \
+        cJSON *e = cJSON_AddObjectToObject(h, name), *sh = cJSON_AddArrayToObject(e, "shape"),     \
+              *of = cJSON_AddArrayToObject(e, "data_offsets");                                     \
+        cJSON_AddStringToObject(e, "dtype", dtype);                                                \
+        cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)(d0)));                                \
+        if ((d1) > 0) cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)(d1)));                  \
+        cJSON_AddItemToArray(of, cJSON_CreateNumber((double)data.len));                            \
+        cJSON_AddItemToArray(of, cJSON_CreateNumber((double)(data.len + (nb))));                   \
+        sbuf_append(&data, (const char *)(bytes), nb);                                             \
+    } while (0)
+    int n_proj = 0;
+    for (int64_t i = 0; i < st_n_tensors(f); i++) {
+        const struct st_tensor *t = st_tensor_at(f, i);
+        size_t nl = strlen(t->name);
+        int proj = strstr(t->name, "_proj.weight") && nl > 7;
+        if (!proj) {
+            PUT(t->name, dt[t->dtype], t->shape[0], t->n_dims > 1 ? t->shape[1] : 0, t->data,
+                t->nbytes);
+            continue;
+        }
+        n_proj++;
+        int64_t out = t->shape[0], in = t->shape[1], ng = in / 4;
+        ASSERT(in % 4 == 0 && out % 4 == 0);
+        int32_t *pk = calloc((size_t)(out * in / 4), 4), *zp = calloc((size_t)(out / 4 * ng), 4);
+        uint16_t *sc = malloc((size_t)(out * ng) * 2);
+        for (int64_t r = 0; r < out; r++)
+            for (int64_t g = 0; g < ng; g++) {
+                float mn = 0, mx = 0, x[4];
+                memcpy(x, t->data + (size_t)(r * in + g * 4) * 4, sizeof x);
+                for (int k = 0; k < 4; k++)
+                    mn = x[k] < mn ? x[k] : mn, mx = x[k] > mx ? x[k] : mx;
+                float s = from_bf16(to_bf16((mx - mn) / 255.0f));
+                if (s == 0) s = 0.0078125f;
+                int z = (int)nearbyintf(-128.0f - mn / s);
+                z = z < -128 ? -128 : z > 127 ? 127 : z;
+                sc[r * ng + g] = to_bf16(s);
+                zp[(r / 4) * ng + g] |= (int32_t)((uint32_t)(z + 128) << (8 * (r % 4)));
+                for (int k = 0; k < 4; k++) {
+                    int q = (int)nearbyintf(x[k] / s) + z;
+                    q = q < -128 ? -128 : q > 127 ? 127 : q;
+                    int64_t c = g * 4 + k;
+                    pk[r * (in / 4) + c / 4] |= (int32_t)((uint32_t)(q + 128) << (8 * (c % 4)));
+                }
+            }
+        char n[256];
+        int64_t shape[2] = {out, in};
+        snprintf(n, sizeof n, "%.*s.weight_packed", (int)(nl - 7), t->name);
+        PUT(n, "I32", out, in / 4, pk, (size_t)(out * in));
+        snprintf(n, sizeof n, "%.*s.weight_scale", (int)(nl - 7), t->name);
+        PUT(n, "BF16", out, ng, sc, (size_t)(out * ng) * 2);
+        snprintf(n, sizeof n, "%.*s.weight_zero_point", (int)(nl - 7), t->name);
+        PUT(n, "I32", out / 4, ng, zp, (size_t)(out / 4 * ng) * 4);
+        snprintf(n, sizeof n, "%.*s.weight_shape", (int)(nl - 7), t->name);
+        PUT(n, "I64", 2, 0, shape, sizeof shape);
+        free(pk), free(zp), free(sc);
+    }
+#undef PUT
+    char *hs = cJSON_PrintUnformatted(h);
+    size_t hl = strlen(hs), pad = (8 - hl % 8) % 8;
+    struct sbuf img;
+    sbuf_init(&img, 0);
+    for (int i = 0; i < 8; i++) {
+        char c = (char)(uint8_t)((uint64_t)(hl + pad) >> (8 * i));
+        sbuf_append(&img, &c, 1);
+    }
+    sbuf_append(&img, hs, hl);
+    sbuf_append(&img, "        ", pad);
+    sbuf_append(&img, data.data ? data.data : "", data.len);
+    snprintf(path, sizeof path, "%s/model.safetensors", dst);
+    ASSERT_OK(t_write_file(path, img.data, img.len));
+    free(hs);
+    cJSON_Delete(h);
+    sbuf_release(&img);
+    sbuf_release(&data);
+    ASSERT_EQ(n_proj, 35);
+    /* the reader's weights: (q - zero) * scale in bf16, as compressed-tensors decompresses */
+    struct gguf *g;
+    ASSERT_OK(model_open(dst, &g, err, sizeof err));
+    const struct gguf_tensor *q0 = gguf_find_tensor(g, "blk.0.attn_q.weight");
+    const struct st_tensor *w0 = st_find(f, "model.layers.0.self_attn.q_proj.weight");
+    ASSERT(q0 && w0 && q0->type == GGML_F32);
+    double e = 0, s = 0;
+    for (int64_t i = 0; i < w0->numel; i++) {
+        float a, b;
+        memcpy(&a, (const uint8_t *)q0->data + 4 * i, 4);
+        memcpy(&b, w0->data + 4 * i, 4);
+        ASSERT(a == from_bf16(to_bf16(a))); /* bf16 values */
+        e += ((double)a - b) * ((double)a - b), s += (double)b * b;
+    }
+    printf("int8 group 4 with zero points: relative weight error %.3g\n", sqrt(e / s));
+    ASSERT(sqrt(e / s) < 0.01);
+    gguf_close(g);
+    st_close(f);
+    double pf = ppl_json(src, text, "40"), pq = ppl_json(dst, text, "40");
+    printf("PPL f32 %.5f, int8 pack-quantized %.5f\n", pf, pq);
+    ASSERT(pq > 0 && fabs(pq / pf - 1) < 0.01);
+    return 0;
+}
