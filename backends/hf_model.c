@@ -543,14 +543,21 @@ int hf_hash(const char *dir, char sha[65], char *err, size_t errlen)
     char *names[HF_MAX_FILES + 8];
     int n = 0, rc = QG_OK;
     struct dirent *e;
-    while ((e = readdir(d)) && n < HF_MAX_FILES + 8) {
+    while (!rc && (e = readdir(d))) {
         size_t l = strlen(e->d_name);
         int want = (l > 12 && !strcmp(e->d_name + l - 12, ".safetensors")) ||
                    (l > 5 && !strcmp(e->d_name + l - 5, ".json"));
-        if (want && !(names[n++] = qg_strdup(e->d_name))) rc = QG_ERR_NOMEM;
+        if (!want) continue;
+        if (n == HF_MAX_FILES + 8)
+            rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: more than %d checkpoint files", dir,
+                         HF_MAX_FILES + 8);
+        else if (!(names[n] = qg_strdup(e->d_name)))
+            rc = qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
+        else
+            n++;
     }
     closedir(d);
-    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    if (!rc) qsort(names, (size_t)n, sizeof *names, cmp_str);
     struct sbuf all;
     sbuf_init(&all, 0);
     for (int i = 0; i < n && !rc; i++) {
