@@ -13,6 +13,7 @@
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +34,48 @@ struct hf_cfg {
     int64_t dim, layers, heads, kv_heads, head_dim, ffn, ctx, vocab;
     double eps, theta;
     int tied, neox_order; /* neox_order: q/k rows in HF's rotate-half order */
+    int llama3;           /* Llama 3.1 RoPE scaling: factor, low, high, original context */
+    double l3[4];
 };
+
+static double num(const cJSON *c, const char *k, double def)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : def;
+}
+
+void hf_llama3_factors(double theta, int head_dim, const double l3[4], float *out)
+{
+    const float pi2 = 6.2831853071795864769f, lo = (float)(l3[3] / l3[1]),
+                hi = (float)(l3[3] / l3[2]);
+    for (int k = 0; k < head_dim / 2; k++) { /* float32, as convert_hf_to_gguf's torch code */
+        float freq = 1.0f / powf((float)theta, (float)(2 * k) / (float)head_dim),
+              wavelen = pi2 / freq;
+        if (wavelen < hi)
+            out[k] = 1.0f;
+        else if (wavelen > lo)
+            out[k] = (float)l3[0];
+        else {
+            float smooth = ((float)l3[3] / wavelen - (float)l3[1]) / (float)(l3[2] - l3[1]);
+            out[k] = 1.0f / ((1.0f - smooth) / (float)l3[0] + smooth);
+        }
+    }
+}
+
+/* Llama 3.1's RoPE scaling (rope_scaling, or transformers 5's
+ * rope_parameters, with rope_type "llama3"): 1 when set, read into h */
+static int llama3_scaling(const cJSON *c, struct hf_cfg *h)
+{
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(c, "rope_scaling");
+    if (!rs || cJSON_IsNull(rs)) rs = cJSON_GetObjectItemCaseSensitive(c, "rope_parameters");
+    const char *t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rs, "rope_type"));
+    if (!t) t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rs, "type"));
+    if (!t || strcmp(t, "llama3") || strcmp(h->arch, "llama")) return 0;
+    h->l3[0] = num(rs, "factor", 8.0), h->l3[1] = num(rs, "low_freq_factor", 1.0);
+    h->l3[2] = num(rs, "high_freq_factor", 4.0);
+    h->l3[3] = num(rs, "original_max_position_embeddings", 8192.0);
+    return h->l3[0] > 0 && h->l3[1] > 0 && h->l3[2] > h->l3[1] && h->l3[3] > 0;
+}
 
 /* What a loaded checkpoint owns: its files and the dequantized copies. */
 struct hf_owner {
@@ -120,12 +162,6 @@ static int add_file(struct hf_owner *o, const char *path, char *err, size_t errl
     return QG_OK;
 }
 
-static double num(const cJSON *c, const char *k, double def)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : def;
-}
-
 /* a size: a whole number in 1..2^24, else -1 (def when absent) */
 static int64_t whole(const cJSON *c, const char *k, int64_t def)
 {
@@ -146,7 +182,9 @@ static int check_features(const cJSON *c, const char *file, const struct hf_cfg 
                    cJSON_GetObjectItemCaseSensitive(c, "rope_parameters"), "rope_type"));
     const cJSON *rs = cJSON_GetObjectItemCaseSensitive(c, "rope_scaling");
     const char *what = NULL;
-    if (rs && !cJSON_IsNull(rs))
+    if (h->llama3)
+        ; /* Llama 3.1's scaling: as the rope_freqs tensor llama.cpp's converter writes */
+    else if (rs && !cJSON_IsNull(rs))
         what = "rope_scaling";
     else if (rt && strcmp(rt, "default"))
         what = "rope_parameters.rope_type";
@@ -212,6 +250,7 @@ static int read_cfg(const cJSON *c, const char *file, struct hf_cfg *h, char *er
                            "intermediate_size and max_position_embeddings must be whole "
                            "numbers in 1..2^24",
                            file);
+    h->llama3 = llama3_scaling(c, h);
     if (h->heads % h->kv_heads)
         return qg_errf(err, errlen, QG_ERR_DATA,
                        "%s: num_key_value_heads must divide num_attention_heads", file);
@@ -398,7 +437,7 @@ static int layer_tensors(struct hf_owner *o, const struct hf_cfg *h, const struc
 static int all_tensors(struct hf_owner *o, const struct hf_cfg *h, const struct hf_quant *q,
                        int64_t n_vocab, struct gguf_tensor **out, int *n, char *err, size_t errlen)
 {
-    struct gguf_tensor *t = calloc((size_t)(h->layers * 16 + 4), sizeof *t);
+    struct gguf_tensor *t = calloc((size_t)(h->layers * 16 + 5), sizeof *t);
     if (!t) return QG_ERR_NOMEM;
     *n = 0;
     int rc = plain(o, "model.embed_tokens.weight", "token_embd.weight", h->dim, n_vocab, &t[(*n)++],
@@ -410,6 +449,17 @@ static int all_tensors(struct hf_owner *o, const struct hf_cfg *h, const struct 
         rc = plain(o, "lm_head.weight", "output.weight", h->dim, n_vocab, &t[(*n)++], err, errlen);
     for (int l = 0; l < h->layers && !rc; l++)
         rc = layer_tensors(o, h, q, l, t, n, err, errlen);
+    float *rf = !rc && h->llama3 ? malloc((size_t)h->head_dim / 2 * sizeof *rf + 4) : NULL;
+    if (!rc && h->llama3 && (!rf || hf_owner_keep(o, rf))) rc = QG_ERR_NOMEM;
+    if (!rc && h->llama3) { /* the converter's rope_freqs.weight */
+        hf_llama3_factors(h->theta, (int)h->head_dim, h->l3, rf);
+        struct gguf_tensor *r = &t[(*n)++];
+        memset(r, 0, sizeof *r);
+        snprintf(r->name, sizeof r->name, "rope_freqs.weight");
+        r->type = GGML_F32, r->n_dims = 1;
+        r->ne[0] = h->head_dim / 2, r->ne[1] = r->ne[2] = r->ne[3] = 1;
+        r->nbytes = (uint64_t)(h->head_dim / 2) * 4, r->data = rf;
+    }
     if (rc) {
         free(t);
         return rc;

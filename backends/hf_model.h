@@ -35,6 +35,11 @@ int hf_open(const char *dir, struct gguf **out, char *err, size_t errlen);
  * sha256): the identity a run stores. QG_OK or the reader's error. */
 int hf_hash(const char *dir, char sha[65], char *err, size_t errlen);
 
+/* Llama 3.1's RoPE factors (l3: factor, low_freq_factor, high_freq_factor,
+ * original_max_position_embeddings) for head_dim / 2 pairs, as llama.cpp's
+ * converter writes rope_freqs.weight. */
+void hf_llama3_factors(double theta, int head_dim, const double l3[4], float *out);
+
 /* Bytes of dir's .safetensors files (*n_files of them). */
 int64_t hf_stored_bytes(const char *dir, int *n_files);
 

@@ -258,8 +258,8 @@ TEST(hf_refusals, shared)
          NULL, "quant_method 'bitsandbytes' is not supported"},
         {"LlamaForCausalLM", "Gemma2ForCausalLM", NULL,
          "architecture 'Gemma2ForCausalLM' is not supported in a checkpoint directory"},
-        {"\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"llama3\"}", NULL,
-         "rope_scaling is set"},
+        {"\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0}",
+         NULL, "rope_scaling is set"},
         {"\"silu\"", "\"gelu\"", NULL, "hidden_act is set: not implemented"},
         {"\"mlp_bias\": false", "\"mlp_bias\": true", NULL, "mlp_bias is set"},
         {"\"hidden_size\": 64", "\"hidden_size\": 64.5", NULL, "must be whole numbers"},
@@ -866,5 +866,51 @@ TEST(hf_pack_quantized_layout, shared)
     double pf = ppl_json(src, text, "40"), pq = ppl_json(dst, text, "40");
     printf("PPL f32 %.5f, int8 pack-quantized %.5f\n", pf, pq);
     ASSERT(pq > 0 && fabs(pq / pf - 1) < 0.01);
+    return 0;
+}
+
+/* Llama 3.1 RoPE scaling in config.json becomes the rope_freqs tensor
+ * llama.cpp's converter writes: the factors equal arch-zoo-llama3's (made
+ * for factor 8, low 1, high 4, original context 64, base 500000, head 64),
+ * and a directory that declares the scaling loads and computes with it */
+TEST(hf_llama3_rope_scaling, shared)
+{
+    const char *z = t_shared("models/arch-zoo/arch-zoo-llama3-F32.gguf"),
+               *d = t_shared("models/hf-stories260K/f32"),
+               *tx = t_shared("data/tinystories_valid_head.txt");
+    if (!z || !d || !tx) SKIP("../shared's arch-zoo or hf-stories260K is absent");
+    char zoo[4096], src[4096], text[4096], st[4400], out[4400];
+    snprintf(zoo, sizeof zoo, "%s", z);
+    snprintf(src, sizeof src, "%s", d);
+    snprintf(text, sizeof text, "%s", tx);
+    struct gguf *g;
+    char err[QG_ERRMSG_MAX];
+    ASSERT_OK(gguf_open(zoo, &g, err, sizeof err));
+    const struct gguf_tensor *rf = gguf_find_tensor(g, "rope_freqs.weight");
+    ASSERT(rf && rf->ne[0] == 32);
+    static const double l3[4] = {8, 1, 4, 64};
+    float ours[32];
+    hf_llama3_factors(500000.0, 64, l3, ours);
+    for (int k = 0; k < 32; k++) {
+        float want;
+        memcpy(&want, (const uint8_t *)rf->data + 4 * k, 4);
+        if (fabsf(ours[k] / want - 1) > 1e-6f)
+            T_FAIL_("factor %d: %g, arch-zoo %g", k, ours[k], want);
+    }
+    gguf_close(g);
+    const char *dst = t_path("l3");
+    ASSERT_OK(copy_dir(src, dst, "\"rope_scaling\": null",
+                       "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, "
+                       "\"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, "
+                       "\"original_max_position_embeddings\": 16}"));
+    snprintf(st, sizeof st, "%s/model.safetensors", src);
+    snprintf(out, sizeof out, "%s/model.safetensors", dst);
+    struct st_file *f;
+    ASSERT_OK(st_open(st, &f, err, sizeof err));
+    ASSERT_OK(write_shard(f, 0, st_n_tensors(f), NULL, out));
+    st_close(f);
+    double plain = ppl_json(src, text, "30"), scaled = ppl_json(dst, text, "30");
+    printf("PPL without scaling %.5f, with Llama 3 scaling %.5f\n", plain, scaled);
+    ASSERT(plain > 0 && scaled > 0 && scaled != plain);
     return 0;
 }
