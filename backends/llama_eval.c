@@ -227,13 +227,7 @@ static void q8_1_sum_correction(float *y, const float *x, const struct wmat *W, 
 void lm_matmul(const struct llama_ctx *c, float *y, const float *x, const struct wmat *W,
                const float *bias, float beta, int n)
 {
-    if (c->act == LLAMA_ACT_LLAMACPP && (W->type == GGML_Q4_1 || W->type == GGML_Q5_1)) {
-        memcpy(c->aq, x, (size_t)n * (size_t)W->in * sizeof *x);
-        simfmt_llamacpp_act(W->type, c->aq, n, W->in);
-        matmul_w(y, c->aq, W, bias, n, beta, c->n_threads, c->scratch);
-        q8_1_sum_correction(y, x, W, n);
-        return;
-    }
+    const float *x_in = x;
     if (c->act != LLAMA_ACT_NONE) { /* the input as the simulated arithmetic rounds it */
         memcpy(c->aq, x, (size_t)n * (size_t)W->in * sizeof *x);
         if (c->act == LLAMA_ACT_LLAMACPP)
@@ -243,6 +237,8 @@ void lm_matmul(const struct llama_ctx *c, float *y, const float *x, const struct
         x = c->aq;
     }
     matmul_w(y, x, W, bias, n, beta, c->n_threads, c->scratch);
+    if (c->act == LLAMA_ACT_LLAMACPP && (W->type == GGML_Q4_1 || W->type == GGML_Q5_1))
+        q8_1_sum_correction(y, x_in, W, n);
 }
 
 /* the k products of one x (Q, K, V; gate, up): one fork-join in a decode

@@ -4,6 +4,8 @@
 #include "core/status.h"
 #include "core/util.h"
 
+#include <cjson/cJSON.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -201,4 +203,30 @@ long long t_sql_int(const char *path, const char *sql)
     }
     sqlite3_close(db);
     return v;
+}
+
+double t_ppl(const char *model, const char *text, const char *chunks)
+{
+    struct t_out o;
+    if (t_qgate(&o, "ppl", model, "--text", text, "--ctx", "128", "--chunks", chunks, "--threads",
+                "2", "--json", NULL))
+        return -1;
+    double v = -2;
+    cJSON *j = o.code == 0 ? cJSON_Parse(o.out) : NULL;
+    const cJSON *p = cJSON_GetObjectItem(j, "ppl");
+    if (cJSON_IsNumber(p)) v = p->valuedouble;
+    if (!j) fprintf(stderr, "%s: exit %d: %s\n", model, o.code, o.err);
+    cJSON_Delete(j);
+    t_out_free(&o);
+    return v;
+}
+
+double t_nmse(const float *a, const float *b, size_t n)
+{
+    double e = 0, s = 0;
+    for (size_t i = 0; i < n; i++) {
+        e += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        s += (double)b[i] * b[i];
+    }
+    return e / s;
 }

@@ -111,6 +111,13 @@ struct t_out {
 int t_qgate(struct t_out *o, const char *arg, ...);
 /* The same with the arguments as a NULL-terminated array. */
 int t_qgate_argv(struct t_out *o, const char *const *args);
+
+/* `qgate ppl model --text text --ctx 128 --chunks chunks --threads 2 --json`:
+ * the PPL, or a negative value (the failure printed on stderr). */
+double t_ppl(const char *model, const char *text, const char *chunks);
+
+/* sum (a-b)^2 / sum b^2 over n values, in double */
+double t_nmse(const float *a, const float *b, size_t n);
 /* Runs argv[0] (looked up on PATH) with argv (NULL-terminated) and
  * captures its output. */
 int t_run_argv(struct t_out *o, const char *const *argv);

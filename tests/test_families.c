@@ -24,16 +24,6 @@ static struct llama_model *load(const char *path, char *err, size_t errlen)
     return m;
 }
 
-static double nmse(const float *a, const float *b, size_t n)
-{
-    double e = 0, s = 0;
-    for (size_t i = 0; i < n; i++) {
-        e += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-        s += (double)b[i] * b[i];
-    }
-    return e / s;
-}
-
 /* one synthetic model per family variant */
 static const struct variant {
     const char *label, *arch;
@@ -99,7 +89,7 @@ static int check_variant_n(const struct variant *v, uint32_t wtype, int n)
     llama_ctx_reset(c);
     for (int i = 0; i < n; i++)
         ASSERT_OK(llama_eval(c, &tok[i], 1, 0, inc + (size_t)i * V));
-    double e1 = nmse(fast, ref, (size_t)n * V), e2 = nmse(inc, ref, (size_t)n * V);
+    double e1 = t_nmse(fast, ref, (size_t)n * V), e2 = t_nmse(inc, ref, (size_t)n * V);
     printf("%-18s n %d: batched NMSE %.3g, incremental %.3g\n", v->label, n, e1, e2);
     ASSERT(e1 < 1e-9 && e2 < 1e-9);
     llama_ctx_free(c);
@@ -144,7 +134,7 @@ TEST(families_features_matter, unit)
         struct llama_model *m = load(t_path("var.gguf"), err, sizeof err);
         ASSERT(m);
         ASSERT_OK(llama_eval_ref(m, tok, n, b));
-        double e = nmse(b, a, (size_t)n * V);
+        double e = t_nmse(b, a, (size_t)n * V);
         printf("%s vs llama: NMSE %.3g\n", v[k].label, e);
         ASSERT(e > 1e-6);
         llama_free(m);
@@ -161,7 +151,7 @@ TEST(families_features_matter, unit)
     ASSERT(m2 && m4);
     ASSERT_OK(llama_eval_ref(m2, tok, n, a));
     ASSERT_OK(llama_eval_ref(m4, tok, n, b));
-    double e = nmse(b, a, (size_t)n * V);
+    double e = t_nmse(b, a, (size_t)n * V);
     printf("experts top 2 vs all 4: NMSE %.3g\n", e);
     ASSERT(e > 1e-6);
     llama_free(m2);
@@ -222,8 +212,6 @@ TEST(families_refused_by_name, unit)
     return 0;
 }
 
-static double zoo_ppl_ctx(const char *model, const char *text, const char *chunks);
-
 /* a deterministic text of the synthetic vocabulary's words */
 static void word_text(char *buf, size_t cap)
 {
@@ -265,7 +253,7 @@ TEST(families_synth_llamacpp_ppl, unit)
         ASSERT_OK(write_variant(v, t_path("s.gguf"), GGML_F32));
         char spec[4200];
         snprintf(spec, sizeof spec, "%s%s", t_path("s.gguf"), ref[i].spec);
-        double got = zoo_ppl_ctx(spec, t_path("words.txt"), NULL), rel = got / ref[i].ppl - 1;
+        double got = t_ppl(spec, t_path("words.txt"), "0"), rel = got / ref[i].ppl - 1;
         printf("%-14s%-12s qgate %.4f llama.cpp %.4f (%+.4f %%)\n", v->label, ref[i].spec, got,
                ref[i].ppl, 100 * rel);
         ASSERT(fabs(rel) < 2e-5);
@@ -311,22 +299,6 @@ static const struct zoo_ref {
     {"arch-zoo-starcoder2-Q4_K_M", 241.8438, 0, 1e-3},
 };
 
-/* qgate ppl at ctx 128 over `chunks` windows (NULL: all) */
-static double zoo_ppl_ctx(const char *model, const char *text, const char *chunks)
-{
-    struct t_out o;
-    if (t_qgate(&o, "ppl", model, "--text", text, "--ctx", "128", "--chunks", chunks ? chunks : "0",
-                "--threads", "2", "--json", NULL))
-        return -1;
-    double v = -2;
-    cJSON *j = o.code == 0 ? cJSON_Parse(o.out) : NULL;
-    if (j) v = cJSON_GetObjectItem(j, "ppl")->valuedouble;
-    if (!j) fprintf(stderr, "%s: exit %d: %s\n", model, o.code, o.err);
-    cJSON_Delete(j);
-    t_out_free(&o);
-    return v;
-}
-
 /* zoo entries [from, to) in both modes where a tolerance is set */
 static int zoo_check(size_t from, size_t to)
 {
@@ -342,7 +314,7 @@ static int zoo_check(size_t from, size_t to)
             if (tol == 0) continue;
             char path[4400];
             snprintf(path, sizeof path, "%s/%s.gguf%s", d, zoo[i].file, mode ? "?a=llamacpp" : "");
-            double v = zoo_ppl_ctx(path, tx, "100"), rel = v / zoo[i].ppl - 1;
+            double v = t_ppl(path, tx, "100"), rel = v / zoo[i].ppl - 1;
             printf("%-30s%-12s qgate %.4f llama.cpp %.4f (%+.3f %%)\n", zoo[i].file,
                    mode ? " a=llamacpp" : "", v, zoo[i].ppl, 100 * rel);
             if (!(fabs(rel) < tol))

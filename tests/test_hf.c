@@ -87,21 +87,6 @@ TEST(hf_safetensors_reader, unit)
     return 0;
 }
 
-static double ppl_json(const char *model, const char *text, const char *chunks)
-{
-    struct t_out o;
-    if (t_qgate(&o, "ppl", model, "--text", text, "--ctx", "128", "--chunks", chunks, "--threads",
-                "2", "--json", NULL))
-        return -1;
-    double v = -2;
-    cJSON *j = o.code == 0 ? cJSON_Parse(o.out) : NULL;
-    if (j) v = cJSON_GetObjectItem(j, "ppl")->valuedouble;
-    if (!j) fprintf(stderr, "%s: exit %d: %s\n", model, o.code, o.err);
-    cJSON_Delete(j);
-    t_out_free(&o);
-    return v;
-}
-
 /* every checkpoint of hf-stories260K runs; f32 and bf16 are the GGUF's
  * model (bf16 rounded), each quantized one costs PPL */
 TEST(hf_checkpoints_run, shared)
@@ -113,14 +98,14 @@ TEST(hf_checkpoints_run, shared)
     snprintf(dir, sizeof dir, "%s", d);
     snprintf(text, sizeof text, "%s", tx);
     snprintf(gguf, sizeof gguf, "%s", t_shared("models/stories260K/gguf/stories260K-F32.gguf"));
-    double ref = ppl_json(gguf, text, "100");
+    double ref = t_ppl(gguf, text, "100");
     static const char *const dirs[] = {"f32",           "bf16",         "fp8-dynamic",
                                        "gptq-int4-g32", "awq-int4-g32", "nvfp4"};
     double v[6];
     for (int i = 0; i < 6; i++) {
         char p[4200];
         snprintf(p, sizeof p, "%s/%s", dir, dirs[i]);
-        v[i] = ppl_json(p, text, "100");
+        v[i] = t_ppl(p, text, "100");
         printf("%-14s PPL %.8f (GGUF F32 %.8f, %+.4f %%)\n", dirs[i], v[i], ref,
                100 * (v[i] / ref - 1));
         ASSERT(v[i] > 0);
@@ -235,7 +220,7 @@ TEST(hf_sharded_checkpoint, shared)
     free(js);
     cJSON_Delete(idx);
     st_close(f);
-    double one = ppl_json(src, text, "40"), two = ppl_json(dst, text, "40");
+    double one = t_ppl(src, text, "40"), two = t_ppl(dst, text, "40");
     printf("one file %.10f, two shards %.10f\n", one, two);
     ASSERT(one > 0 && one == two);
     return 0;
@@ -701,9 +686,9 @@ TEST(hf_fp8_declared_activations, shared)
     char src[4096], text[4096], dst[4200], st[4400], out[4400], none[4300];
     snprintf(src, sizeof src, "%s", d);
     snprintf(text, sizeof text, "%s", tx);
-    double on = ppl_json(src, text, "30");
+    double on = t_ppl(src, text, "30");
     snprintf(none, sizeof none, "%s?a=none", src);
-    double off = ppl_json(none, text, "30");
+    double off = t_ppl(none, text, "30");
     printf("declared FP8 activations %.6f, a=none %.6f\n", on, off);
     ASSERT(on > 0 && off > 0 && on != off);
     snprintf(dst, sizeof dst, "%s", t_path("static"));
@@ -863,7 +848,7 @@ TEST(hf_pack_quantized_layout, shared)
     ASSERT(sqrt(e / s) < 0.01);
     gguf_close(g);
     st_close(f);
-    double pf = ppl_json(src, text, "40"), pq = ppl_json(dst, text, "40");
+    double pf = t_ppl(src, text, "40"), pq = t_ppl(dst, text, "40");
     printf("PPL f32 %.5f, int8 pack-quantized %.5f\n", pf, pq);
     ASSERT(pq > 0 && fabs(pq / pf - 1) < 0.01);
     return 0;
@@ -909,7 +894,7 @@ TEST(hf_llama3_rope_scaling, shared)
     ASSERT_OK(st_open(st, &f, err, sizeof err));
     ASSERT_OK(write_shard(f, 0, st_n_tensors(f), NULL, out));
     st_close(f);
-    double plain = ppl_json(src, text, "30"), scaled = ppl_json(dst, text, "30");
+    double plain = t_ppl(src, text, "30"), scaled = t_ppl(dst, text, "30");
     printf("PPL without scaling %.5f, with Llama 3 scaling %.5f\n", plain, scaled);
     ASSERT(plain > 0 && scaled > 0 && scaled != plain);
     return 0;

@@ -35,17 +35,6 @@ static struct llama_model *load_model(const char *path)
     return m;
 }
 
-/* sum (a-b)^2 / sum b^2 in double */
-static double nmse(const float *a, const float *b, size_t n)
-{
-    double e = 0, s = 0;
-    for (size_t i = 0; i < n; i++) {
-        e += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-        s += (double)b[i] * b[i];
-    }
-    return e / s;
-}
-
 TEST(model_fast_matches_reference, unit)
 {
     const char *archs[] = {"llama", "qwen2"};
@@ -71,14 +60,14 @@ TEST(model_fast_matches_reference, unit)
         ASSERT_OK(llama_ctx_new(m, 64, &c));
         ASSERT_OK(llama_eval(c, tok, n, 0, fast));
         ASSERT_OK(llama_eval_ref(m, tok, n, ref));
-        double e = nmse(fast, ref, (size_t)n * V);
+        double e = t_nmse(fast, ref, (size_t)n * V);
         printf("%s: batched fast path vs double reference: NMSE %.3g\n", archs[k], e);
         ASSERT(e < 1e-9);
         /* token by token through the KV cache gives the same logits */
         llama_ctx_reset(c);
         for (int i = 0; i < n; i++)
             ASSERT_OK(llama_eval(c, &tok[i], 1, 0, inc + (size_t)i * V));
-        e = nmse(inc, ref, (size_t)n * V);
+        e = t_nmse(inc, ref, (size_t)n * V);
         printf("%s: incremental (KV cache) vs reference: NMSE %.3g\n", archs[k], e);
         ASSERT(e < 1e-9);
         /* a context that is full refuses more tokens */
