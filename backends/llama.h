@@ -45,6 +45,7 @@ struct llama_hparams {
     int qk_norm;      /* qwen3: per-head RMSNorm of Q and K before RoPE */
     float embd_scale; /* the embedding row times this: 1, or sqrt(dim) (gemma) */
     float attn_scale; /* q.k times this: 1/sqrt(head_dim) unless the family or file says */
+    int q_prescale;   /* llama.cpp scales Q itself before the f16 cache (gemma*, phi3) */
     float attn_softcap, final_softcap; /* 0: none; else c * tanh(v / c) (gemma2) */
     int swa_window;        /* 0: none; else a query sees the swa_window keys up to itself */
     int swa_pattern;       /* with a window: 0 every layer; p: layers l with l % p < p - 1 */

@@ -24,6 +24,7 @@ enum {
     F_QK_NORM = 1 << 9,     /* per-head Q/K norms */
     F_NO_SWA = 1 << 10,     /* a sliding_window key is read and not used (as llama.cpp) */
     F_ROPE_SCALE = 1 << 11, /* linear scaling and rope_freqs */
+    F_Q_PRESCALE = 1 << 12, /* Q times the attention scale before it meets K (llama.cpp) */
 };
 
 static const struct family {
@@ -46,16 +47,18 @@ static const struct family {
      "expert"},
     {"qwen3", F_NEOX | F_QK_NORM, 0, 0, 0, 0, 0, 0,
      "RMSNorm, SwiGLU, NeoX RoPE, per-head Q/K RMSNorm, GQA"},
-    {"gemma", F_NEOX | F_GEGLU | F_EMBD_SCALE, 0, 0, 0, 0, 0, 0,
+    {"gemma", F_NEOX | F_GEGLU | F_EMBD_SCALE | F_Q_PRESCALE, 0, 0, 0, 0, 0, 0,
      "RMSNorm, GELU-gated FFN, embedding times sqrt(dim), NeoX RoPE, tied output"},
-    {"gemma2", F_NEOX | F_GEGLU | F_EMBD_SCALE | F_POST_NORMS, 2, 4096, 50.0f, 30.0f, 46, 0,
+    {"gemma2", F_NEOX | F_GEGLU | F_EMBD_SCALE | F_POST_NORMS | F_Q_PRESCALE, 2, 4096, 50.0f, 30.0f,
+     46, 0,
      "gemma with post-attention and post-FFN norms, attention and final logit soft-capping, "
      "a sliding window on even layers"},
-    {"gemma3", F_NEOX | F_GEGLU | F_EMBD_SCALE | F_POST_NORMS | F_QK_NORM | F_ROPE_SCALE, 6, 0, 0,
-     0, 62, 1,
+    {"gemma3",
+     F_NEOX | F_GEGLU | F_EMBD_SCALE | F_POST_NORMS | F_QK_NORM | F_ROPE_SCALE | F_Q_PRESCALE, 6, 0,
+     0, 0, 62, 1,
      "gemma2's norms with per-head Q/K RMSNorm, no attention cap, a sliding window on 5 of "
      "every 6 layers with their own RoPE base, linear RoPE scaling on the global layers"},
-    {"phi3", F_NEOX | F_NO_SWA, 0, 0, 0, 0, 0, 0,
+    {"phi3", F_NEOX | F_NO_SWA | F_Q_PRESCALE, 0, 0, 0, 0, 0, 0,
      "fused QKV and gate-up, NeoX RoPE, partial rotary; its sliding_window is not applied "
      "(llama.cpp disables Phi-3 SWA)"},
     {"starcoder2", F_NEOX | F_QKV_BIAS | F_LAYERNORM | F_GELU, 0, 0, 0, 0, 0, 0,
@@ -428,6 +431,7 @@ int lm_read_hparams(const struct gguf *g, const char *name, struct llama_hparams
                                         : LLAMA_FFN_SWIGLU;
     hp->post_norms = (f->flags & F_POST_NORMS) != 0;
     hp->qk_norm = (f->flags & F_QK_NORM) != 0;
+    hp->q_prescale = (f->flags & F_Q_PRESCALE) != 0;
     hp->embd_scale = (f->flags & F_EMBD_SCALE) ? sqrtf((float)hp->dim) : 1.0f;
     double d;
     const char *ek = hp->norm == LLAMA_NORM_LAYER ? "attention.layer_norm_epsilon"

@@ -311,6 +311,7 @@ static void rope(float *x, int n, int stride, int heads, int hd, int pos0,
 struct att_job {
     struct llama_ctx *c;
     int l, n, pos0;
+    float scale; /* q.k times this */
 };
 
 /* softmax of each of `rows` rows of s (row stride T), row i over keys
@@ -336,8 +337,45 @@ static void softmax_causal(const struct llama_ctx *c, float *scores, int rows, i
             s[k] = 0.0f;
         for (int k = last + 1; k < T; k++)
             s[k] = 0.0f;
-        if (c->act == LLAMA_ACT_LLAMACPP) quant_round_f16(s, last + 1); /* meets V in f16 */
     }
+}
+
+static float f16r(float v)
+{
+    return quant_f16_to_f32(quant_f32_to_f16(v));
+}
+
+/* one query row as ggml's CPU flash attention computes a batch of fewer than
+ * FA_TILE_ROWS queries (ops.cpp, ..._f16_one_chunk): Q (already rounded to
+ * f16) against keys first..last in order, an online softmax whose running
+ * sum of V rows is held in f16, rounded at every step */
+static void attn_row_f16(const struct llama_ctx *c, float *o, const float *q, const float *K,
+                         const float *V, int first, int last, int kvd, float scale)
+{
+    const int hd = c->m->hp.head_dim;
+    const float cap = c->m->hp.attn_softcap;
+    float S = 0.0f, M = -INFINITY;
+    for (int d = 0; d < hd; d++)
+        o[d] = 0.0f;
+    for (int t = first; t <= last; t++) {
+        float s = matmul_dot(q, K + (size_t)t * kvd, hd) * scale, vs = 1.0f, ms = 1.0f;
+        if (cap > 0) s = cap * tanhf(s * (1.0f / cap));
+        const float *v = V + (size_t)t * kvd;
+        if (s > M) {
+            ms = expf(M - s);
+            M = s;
+            for (int d = 0; d < hd; d++)
+                o[d] = f16r(o[d] * ms);
+        } else {
+            vs = expf(s - M);
+        }
+        for (int d = 0; d < hd; d++)
+            o[d] = f16r(fmaf(v[d], vs, o[d]));
+        S = S * ms + vs;
+    }
+    const float inv = S == 0.0f ? 0.0f : 1.0f / S;
+    for (int d = 0; d < hd; d++)
+        o[d] *= inv;
 }
 
 /* heads [h0, h1) of one layer; `thread` picks the scores buffer. One query
@@ -353,11 +391,21 @@ static void attention_heads(void *arg, int64_t h0, int64_t h1, int thread)
     const int group = h->n_heads / h->n_kv_heads;
     const float *K = c->k + (size_t)j->l * c->n_ctx * kvd,
                 *V = c->v + (size_t)j->l * c->n_ctx * kvd;
-    const float scale = h->attn_scale;
+    const float scale = j->scale;
     const int window = llama_layer_swa(h, j->l) ? h->swa_window : 0;
     float *scores = c->scores + (size_t)thread * ATT_BLOCK * c->n_ctx;
     for (int64_t hh = h0; hh < h1; hh++) {
         int kh = (int)hh / group;
+        if (c->act == LLAMA_ACT_LLAMACPP && n < FA_TILE_ROWS) {
+            for (int i = 0; i < n; i++) {
+                int last = pos0 + i,
+                    first = window && last - window + 1 > 0 ? last - window + 1 : 0;
+                attn_row_f16(c, c->att + (size_t)i * qd + (size_t)hh * hd,
+                             c->q + (size_t)i * qd + (size_t)hh * hd, K + (size_t)kh * hd,
+                             V + (size_t)kh * hd, first, last, kvd, scale);
+            }
+            continue;
+        }
         for (int r0 = 0; r0 < n; r0 += ATT_BLOCK) {
             int rows = n - r0 < ATT_BLOCK ? n - r0 : ATT_BLOCK, T = pos0 + r0 + rows;
             const float *Q = c->q + (size_t)r0 * qd + (size_t)hh * hd, *Kh = K + (size_t)kh * hd,
@@ -383,9 +431,9 @@ static void attention_heads(void *arg, int64_t h0, int64_t h1, int thread)
 }
 
 /* Heads run on our threads, each with single-threaded BLAS calls. */
-static void attention(struct llama_ctx *c, int l, int n, int pos0)
+static void attention(struct llama_ctx *c, int l, int n, int pos0, float scale)
 {
-    struct att_job j = {c, l, n, pos0};
+    struct att_job j = {c, l, n, pos0, scale};
     const struct llama_hparams *h = &c->m->hp;
     double work = 4.0 * h->n_heads * h->head_dim * (double)n * (pos0 + n);
     parallel_for(parallel_threads_for(c->n_threads, work), h->n_heads, attention_heads, &j);
@@ -417,8 +465,14 @@ static void attention_sublayer(struct llama_ctx *c, int l, int n, int pos0)
     }
     rope(c->q, n, qd, h->n_heads, hd, pos0, h, l, c->rope_div);
     rope(Kl, n, kvd, h->n_kv_heads, hd, pos0, h, l, c->rope_div);
-    if (c->act == LLAMA_ACT_LLAMACPP) { /* llama.cpp's f16 cache; Q meets it in f16 */
-        quant_round_f16(c->q, (int64_t)n * qd);
+    float scale = h->attn_scale;
+    if (c->act == LLAMA_ACT_LLAMACPP) { /* llama.cpp's f16 cache */
+        if (h->q_prescale) {            /* llama.cpp scales Q itself */
+            vm_scale(c->q, scale, (int64_t)n * qd);
+            scale = 1.0f;
+        }
+        /* short batches: Q meets K in f16 (larger ones keep it in f32) */
+        if (n < FA_TILE_ROWS) quant_round_f16(c->q, (int64_t)n * qd);
         quant_round_f16(Kl, (int64_t)n * kvd);
         quant_round_f16(Vl, (int64_t)n * kvd);
     }
@@ -426,7 +480,7 @@ static void attention_sublayer(struct llama_ctx *c, int l, int n, int pos0)
         simfmt_apply_kv(&c->kv_fmt, Kl, n, kvd, hd);
         simfmt_apply_kv(&c->kv_fmt, Vl, n, kvd, hd);
     }
-    attention(c, l, n, pos0);
+    attention(c, l, n, pos0, scale);
     if (!h->post_norms) {
         lm_matmul(c, c->x, c->att, &L->wo, L->bo, 1.0f, n); /* x += att . Wo^T */
         return;

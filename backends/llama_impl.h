@@ -12,6 +12,9 @@
 #include <stdint.h>
 
 enum { ATT_BLOCK = 128 }; /* query rows per attention block */
+/* a=llamacpp: ggml's CPU flash attention takes batches of at least this many
+ * queries through its f32 tiles, shorter ones through f16 (GGML_FA_TILE_Q) */
+enum { FA_TILE_ROWS = 64 };
 
 struct layer {
     /* vectors: f32 copies; NULL where the family has none */

@@ -282,7 +282,7 @@ static const struct zoo_ref {
     /* quantized: plain mode keeps activations f32 (llama.cpp rounds them
      * to 8 bits), so only ?a=llamacpp is held to llama.cpp's figure */
     {"arch-zoo-llama3-Q8_0", 219.6341, 0, 1e-3},
-    {"arch-zoo-llama3-Q4_K_M", 219.8164, 0, 2e-3},
+    {"arch-zoo-llama3-Q4_K_M", 219.8164, 0, 1e-3},
     {"arch-zoo-llama-linrope-Q8_0", 216.7433, 0, 1e-3},
     {"arch-zoo-llama-linrope-Q4_K_M", 217.4074, 0, 1e-3},
     {"arch-zoo-llama-moe-Q8_0", 220.8835, 0, 1e-3},
@@ -290,10 +290,10 @@ static const struct zoo_ref {
     {"arch-zoo-qwen2moe-Q8_0", 221.2504, 0, 1e-3},
     {"arch-zoo-qwen2moe-Q4_K_M", 221.2952, 0, 1e-3},
     {"arch-zoo-phi3-Q8_0", 223.3369, 0, 1e-3},
-    {"arch-zoo-phi3-Q4_K_M", 223.9251, 0, 2e-3},
+    {"arch-zoo-phi3-Q4_K_M", 223.9251, 0, 1e-3},
     {"arch-zoo-gemma-Q8_0", 235.0186, 0, 1e-3},
     {"arch-zoo-gemma-Q4_K_M", 235.0187, 0, 1e-3},
-    {"arch-zoo-gemma2-Q8_0", 217.9170, 0, 1.5e-3},
+    {"arch-zoo-gemma2-Q8_0", 217.9170, 0, 1e-3},
     {"arch-zoo-gemma2-Q4_K_M", 218.1043, 0, 1e-3},
     {"arch-zoo-starcoder2-Q8_0", 241.0071, 0, 1e-3},
     {"arch-zoo-starcoder2-Q4_K_M", 241.8438, 0, 1e-3},
@@ -363,6 +363,54 @@ TEST(families_llamacpp_greedy_tokens, shared)
         ASSERT_EQ(o.code, 0);
         if (strcmp(o.out, want))
             T_FAIL_("%s: got \"%s\", llama.cpp \"%s\"", g[i].arch, o.out, want);
+        t_out_free(&o);
+    }
+    return 0;
+}
+
+/* llama-simple's greedy continuation (same build, 32 tokens) on quantized
+ * files, against qgate ?a=llamacpp: a prompt and single-token steps go
+ * through ggml's short-batch flash attention (Q and the running sum of V in
+ * f16) and llama.cpp's 8-bit activations. These 12 files give llama.cpp's
+ * text under every kernel set (portable, avx2, avx512, avx512vnni, measured
+ * 2026-12-03); on llama3-Q4_K_M, llama-linrope-Q8_0 and both gemma2 files
+ * some set flips a near-tie, so they are not listed. Plain mode gives
+ * another text on phi3-Q4_K_M. */
+TEST(families_llamacpp_greedy_tokens_quantized, shared)
+{
+    static const struct {
+        const char *file, *text;
+    } g[] = {
+        {"llama3-Q8_0", " f he f and c.ue...e.e.eee ande.e.e.e.e.e.e"},
+        {"llama-linrope-Q4_K_M", "nsss wa g\niner ae the aee the aeeeeeeeeeem a hc"},
+        {"llama-moe-Q8_0", ",,,,,rehe theigr lo and the thehe thehe the c was was was was was "
+                           "was was was was was was was was"},
+        {"llama-moe-Q4_K_M", ",,,,,rehe theig\nedhe, le and theheheot. andtrer s g anddher"},
+        {"qwen2moe-Q8_0", "veenlain the f to thereintrkedt cccleed \"t c thes stle ge"},
+        {"qwen2moe-Q4_K_M", "vce lhe toyes to g tot'hre ahesucl wask the,sor the m t"},
+        {"phi3-Q8_0", " y pr st.e'oar little\noi,it\ncar med to,tell ll"},
+        {"phi3-Q4_K_M", " eypamamlllce therebarp .\noareedyampk slce poare"},
+        {"gemma-Q8_0", " car s.n.o.o co. ando the.y.y. and. andJ.y.y.y. a"},
+        {"gemma-Q4_K_M", "h theo co coe.o co co the.oe.o the.o co coe.oe."},
+        {"starcoder2-Q8_0", ".......re\"W.....i.iig............."},
+        {"starcoder2-Q4_K_M", "................................"},
+    };
+    const char *dir = t_shared("models/arch-zoo");
+    if (!dir) SKIP("../shared/models/arch-zoo is absent");
+    char d[4096];
+    snprintf(d, sizeof d, "%s", dir);
+    for (size_t i = 0; i < sizeof g / sizeof *g; i++) {
+        char path[4400], want[256];
+        snprintf(path, sizeof path, "%s/arch-zoo-%s.gguf?a=llamacpp", d, g[i].file);
+        snprintf(want, sizeof want, "Once upon a time%s", g[i].text);
+        struct t_out o;
+        ASSERT_OK(t_qgate(&o, "generate", path, "--prompt", "Once upon a time", "-n", "32", NULL));
+        ASSERT_EQ(o.code, 0);
+        size_t len = strlen(o.out); /* the texts as the shell kept them: no trailing newlines */
+        while (len && o.out[len - 1] == '\n')
+            o.out[--len] = '\0';
+        if (strcmp(o.out, want))
+            T_FAIL_("%s: got \"%s\", llama.cpp \"%s\"", g[i].file, o.out, want);
         t_out_free(&o);
     }
     return 0;
