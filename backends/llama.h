@@ -2,7 +2,7 @@
  *
  * Architectures (llama_arch.c describes how each differs, as data): llama
  * (Llama 1/2/3 with RoPE scaling, Mistral, Mixtral's experts), qwen2,
- * qwen2moe, qwen3, gemma, gemma2, gemma3, phi3, starcoder2. Weight matrices stay in the
+ * qwen2moe, qwen3, qwen3moe, gemma, gemma2, gemma3, phi3, starcoder2. Weight matrices stay in the
  * mapped file in their stored block format (matmul.h dequantizes panels
  * just before each sgemm, and decodes blocks inside the decode kernels), so
  * the memory cost is the file (plus per context a KV cache of 2 x layers x

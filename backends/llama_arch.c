@@ -47,6 +47,9 @@ static const struct family {
      "expert"},
     {"qwen3", F_NEOX | F_QK_NORM, 0, 0, 0, 0, 0, 0,
      "RMSNorm, SwiGLU, NeoX RoPE, per-head Q/K RMSNorm, GQA"},
+    {"qwen3moe", F_NEOX | F_QK_NORM | F_MOE, 0, 0, 0, 0, 0, 0,
+     "qwen3 with routed experts (softmax, top-k, the chosen weights renormalised), no shared "
+     "expert"},
     {"gemma", F_NEOX | F_GEGLU | F_EMBD_SCALE | F_Q_PRESCALE, 0, 0, 0, 0, 0, 0,
      "RMSNorm, GELU-gated FFN, embedding times sqrt(dim), NeoX RoPE, tied output"},
     {"gemma2", F_NEOX | F_GEGLU | F_EMBD_SCALE | F_POST_NORMS | F_Q_PRESCALE, 2, 4096, 50.0f, 30.0f,
@@ -76,7 +79,7 @@ static const struct family *family_find(const char *a, size_t al)
 
 const char *llama_families(void)
 {
-    return "llama, qwen2, qwen2moe, qwen3, gemma, gemma2, gemma3, phi3, starcoder2";
+    return "llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma, gemma2, gemma3, phi3, starcoder2";
 }
 
 const char *llama_family_note(const char *arch)
@@ -110,9 +113,9 @@ static const struct {
     {"attn_logit_softcapping", " gemma2 "},
     {"final_logit_softcapping", " gemma2 gemma3 "},
     {"attention.scale", " llama "},
-    {"expert_count", " llama qwen2moe "},
-    {"expert_used_count", " llama qwen2moe "},
-    {"expert_feed_forward_length", " qwen2moe "},
+    {"expert_count", " llama qwen2moe qwen3moe "},
+    {"expert_used_count", " llama qwen2moe qwen3moe "},
+    {"expert_feed_forward_length", " qwen2moe qwen3moe "},
     {"expert_shared_feed_forward_length", " qwen2moe "},
     {"expert_weights_scale", " llama qwen2moe "},
     {"expert_gating_func", " llama qwen2moe "},
@@ -334,8 +337,8 @@ static int read_moe(const struct gguf *g, const char *name, const struct family 
                        "64)",
                        name, (long long)nu, (long long)ne);
     /* llama.cpp: Mixtral's experts are feed_forward_length wide; qwen2moe's
-     * default to feed_forward_length / expert_used_count */
-    int64_t ef_def = strcmp(hp->arch, "qwen2moe") ? hp->ffn : hp->ffn / nu;
+     * and qwen3moe's default to feed_forward_length / expert_used_count */
+    int64_t ef_def = strcmp(hp->arch, "llama") ? hp->ffn / nu : hp->ffn;
     if (get_int(g, hp->arch, "expert_feed_forward_length", ef_def, &ef) || ef <= 0 ||
         ef > (1 << 24) || get_int(g, hp->arch, "expert_shared_feed_forward_length", 0, &sf) ||
         sf < 0 || sf > (1 << 24))
@@ -344,7 +347,8 @@ static int read_moe(const struct gguf *g, const char *name, const struct family 
     hp->n_expert_used = (int)nu;
     hp->expert_ffn = (int)ef;
     hp->shexp_ffn = (int)sf;
-    hp->moe_norm_w = strcmp(hp->arch, "llama") == 0; /* Mixtral; qwen2moe keeps them */
+    /* Mixtral and qwen3moe renormalise the chosen weights; qwen2moe keeps them */
+    hp->moe_norm_w = strcmp(hp->arch, "qwen2moe") != 0;
     int64_t gating = 1;
     double ws = 0;
     if (get_int(g, hp->arch, "expert_gating_func", 1, &gating) || gating != 1)

@@ -240,7 +240,9 @@ static int is(const struct synth_params *p, const char *arch)
 
 static int n_experts(const struct synth_params *p)
 {
-    return is(p, "qwen2moe") ? (p->n_expert ? p->n_expert : 4) : is(p, "llama") ? p->n_expert : 0;
+    return is(p, "qwen2moe") || is(p, "qwen3moe") ? (p->n_expert ? p->n_expert : 4)
+           : is(p, "llama")                       ? p->n_expert
+                                                  : 0;
 }
 
 /* the keys of experts, RoPE scaling, windows and caps */
@@ -258,6 +260,7 @@ static int write_family_keys(struct gguf_writer *w, const struct synth_params *p
         KEY("expert_used_count", gguf_writer_set_u32,
             (uint32_t)(p->n_expert_used ? p->n_expert_used : 2));
     }
+    if (is(p, "qwen3moe")) KEY("expert_feed_forward_length", gguf_writer_set_u32, (uint32_t)p->ffn);
     if (is(p, "qwen2moe")) {
         KEY("expert_feed_forward_length", gguf_writer_set_u32, (uint32_t)p->ffn);
         KEY("expert_shared_feed_forward_length", gguf_writer_set_u32, (uint32_t)(2 * p->ffn));
@@ -378,7 +381,7 @@ static int write_attention(struct gguf_writer *w, const struct synth_params *p, 
         ADD("attn_k.bias", GGML_F32, kv, 1, 0.1f, 0.0f);
         ADD("attn_v.bias", GGML_F32, kv, 1, 0.1f, 0.0f);
     }
-    if (is(p, "qwen3") || is(p, "gemma3")) {
+    if (is(p, "qwen3") || is(p, "qwen3moe") || is(p, "gemma3")) {
         ADD("attn_q_norm.weight", GGML_F32, hd, 1, 0.1f, 1.0f);
         ADD("attn_k_norm.weight", GGML_F32, hd, 1, 0.1f, 1.0f);
     }

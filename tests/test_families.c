@@ -38,6 +38,7 @@ static const struct variant {
     {"gemma", "gemma", 0, 0, 0, 0, 0},           {"gemma2", "gemma2", 0, 0, 0, 0, 0},
     {"gemma3", "gemma3", 0, 0, 0, 0, 0},         {"phi3", "phi3", 0, 0, 0, 0, 0},
     {"phi3+longrope", "phi3", 0, 0, 0, 0, 1},    {"starcoder2", "starcoder2", 0, 0, 0, 0, 0},
+    {"qwen3moe", "qwen3moe", 0, 0, 0, 0, 0},
 };
 
 /* the variant labelled `label` (a test's typo fails loudly) */
@@ -159,9 +160,10 @@ TEST(families_features_matter, unit)
     free(a);
     free(b);
     llama_free(base);
-    const struct variant *q8[] = {variant_named("llama+experts"), variant_named("qwen2moe"),
-                                  variant_named("gemma2"),        variant_named("gemma3"),
-                                  variant_named("phi3"),          variant_named("starcoder2")};
+    const struct variant *q8[] = {variant_named("llama+experts"), variant_named("qwen3moe"),
+                                  variant_named("qwen2moe"),      variant_named("gemma2"),
+                                  variant_named("gemma3"),        variant_named("phi3"),
+                                  variant_named("starcoder2")};
     for (size_t i = 0; i < sizeof q8 / sizeof *q8; i++)
         if (check_variant(q8[i], GGML_Q8_0)) return 1;
     return 0;
@@ -173,8 +175,10 @@ TEST(families_refused_by_name, unit)
         const char *arch, *key, *tensor, *expect;
     } cases[] = {
         {"mamba", NULL, NULL,
-         "architecture 'mamba' is not supported (qgate runs llama, qwen2, qwen2moe, qwen3, gemma, "
-         "gemma2, gemma3, phi3, starcoder2)"},
+         "architecture 'mamba' is not supported (qgate runs llama, qwen2, qwen2moe, qwen3, "
+         "qwen3moe, gemma, gemma2, gemma3, phi3, starcoder2)"},
+        {"qwen3moe", "qwen3moe.expert_weights_scale", NULL,
+         "metadata key 'qwen3moe.expert_weights_scale' is not implemented for qwen3moe"},
         {"llama", "llama.rope.scaling.yarn_log_multiplier", NULL,
          "metadata key 'llama.rope.scaling.yarn_log_multiplier' is not implemented"},
         {"llama", NULL, "blk.0.attn_q_norm.weight",
@@ -227,7 +231,7 @@ static void word_text(char *buf, size_t cap)
 }
 
 /* llama-perplexity (llama.cpp 0c1e570, as below) on the synthetic models
- * of the families the arch-zoo files lack (qwen3, phi3 with LongRoPE: at
+ * of the families the arch-zoo files lack (qwen3, qwen3moe, phi3 with LongRoPE: at
  * ctx 128, above its original 32, the long factors and attn_factor 1.19)
  * or hold with other settings (gemma2 with a window of 8, qwen2moe's
  * shared expert; gemma3, whose plain figure 350.4958 is 2.7e-5 off because
@@ -244,7 +248,8 @@ TEST(families_synth_llamacpp_ppl, unit)
                {"gemma2", 334.6090, ""},
                {"qwen2moe", 402.2294, ""},
                {"phi3+longrope", 345.4765, ""},
-               {"gemma3", 350.5053, "?a=llamacpp"}};
+               {"gemma3", 350.5053, "?a=llamacpp"},
+               {"qwen3moe", 371.1300, ""}};
     static char text[20000];
     word_text(text, sizeof text);
     ASSERT_OK(t_write_file(t_path("words.txt"), text, strlen(text)));
