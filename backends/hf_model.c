@@ -34,6 +34,7 @@ struct hf_cfg {
     int64_t dim, layers, heads, kv_heads, head_dim, ffn, ctx, vocab;
     double eps, theta;
     int tied, neox_order; /* neox_order: q/k rows in HF's rotate-half order */
+    int64_t window;       /* Mistral's sliding_window (0: none) */
     int llama3;           /* Llama 3.1 RoPE scaling: factor, low, high, original context */
     double l3[4];
 };
@@ -197,10 +198,11 @@ static int check_features(const cJSON *c, const char *file, const struct hf_cfg 
         what = "mlp_bias";
     else if (num(c, "partial_rotary_factor", 1.0) != 1.0)
         what = "partial_rotary_factor";
-    else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "use_sliding_window")) ||
-             (!strcmp(h->arch, "llama") && num(c, "sliding_window", 0) > 0 &&
-              num(c, "sliding_window", 0) < (double)h->ctx))
-        what = "sliding_window";
+    else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "use_sliding_window")))
+        what = "use_sliding_window";
+    else if (h->window < 0)
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "%s: sliding_window must be null or a whole number in 1..2^24", file);
     if (what)
         return qg_errf(err, errlen, QG_ERR_DATA,
                        "%s: %s is set: not implemented for checkpoint directories", file, what);
@@ -251,6 +253,13 @@ static int read_cfg(const cJSON *c, const char *file, struct hf_cfg *h, char *er
                            "numbers in 1..2^24",
                            file);
     h->llama3 = llama3_scaling(c, h);
+    /* Mistral's window (llama family: every layer, a query sees the window's
+     * keys up to itself, as transformers' mask); transformers' Llama ignores
+     * the key, Qwen's window needs use_sliding_window (refused below) */
+    const cJSON *sw = cJSON_GetObjectItemCaseSensitive(c, "sliding_window");
+    if (!strcmp(a->valuestring, "MistralForCausalLM") && sw && !cJSON_IsNull(sw))
+        h->window = whole(c, "sliding_window", 0);
+    if (h->window >= h->ctx) h->window = 0; /* never reached */
     if (h->heads % h->kv_heads)
         return qg_errf(err, errlen, QG_ERR_DATA,
                        "%s: num_key_value_heads must divide num_attention_heads", file);
@@ -282,6 +291,8 @@ static int write_arch_keys(struct gguf_writer *w, const struct hf_cfg *h, const 
     snprintf(key, sizeof key, "%s.rope.freq_base", h->arch);
     if (!rc) rc = gguf_writer_set_f32(w, key, (float)h->theta);
     if (!rc && h->neox_order) rc = gguf_writer_set_bool(w, "qgate.rope_neox", 1);
+    snprintf(key, sizeof key, "%s.attention.sliding_window", h->arch);
+    if (!rc && h->window > 0) rc = gguf_writer_set_u32(w, key, (uint32_t)h->window);
     return rc;
 }
 

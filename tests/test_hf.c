@@ -899,3 +899,79 @@ TEST(hf_llama3_rope_scaling, shared)
     ASSERT(plain > 0 && scaled > 0 && scaled != plain);
     return 0;
 }
+
+/* transformers 5.25.0 (torch 2.15.0 CPU, float32, eager attention) on the
+ * f32 checkpoint with config.json made MistralForCausalLM with
+ * "sliding_window": 16 (no other change), the same 128 ids: log p(id[i+1]),
+ * sum -204.252162 (without the window -173.708512) */
+static const double hf_lp_mistral_w16[127] = {
+    -6.021461421, -3.849970727,  -0.522631829, -3.889847808, -1.669914675, -0.101506220,
+    -0.029142497, -5.906415343,  -4.590458630, -2.116576243, -0.837903880, -0.997859522,
+    -0.003488834, -2.529155671,  -2.147453116, -2.337938455, -3.763706804, -0.113081592,
+    -0.001031026, -2.091644560,  -0.642301895, -0.471163004, -3.688158205, -3.135455842,
+    -0.142551546, -0.005373401,  -3.043821560, -1.789983433, -3.691797144, -0.458052410,
+    -0.077851405, -0.947356694,  -0.020687950, -1.319356832, -4.188250355, -2.524362699,
+    -0.013205789, -0.000551945,  -0.000009480, -1.205952769, -2.579269912, -3.739170869,
+    -0.357796150, -2.530493958,  -0.446945403, -1.523298845, -6.529159663, -0.782245812,
+    -0.001679619, -1.996022623,  -0.146854825, -0.000185787, -0.000763108, -0.139745264,
+    -4.162419443, -1.041822138,  -0.501410797, -0.012724983, -0.001843471, -0.000083952,
+    -0.010160024, -0.023612922,  -0.964129367, -0.033589754, -0.114229766, -0.000300570,
+    -0.017182547, -0.850576669,  -2.940709121, -1.033753806, -0.055497111, -1.628213118,
+    -1.042391672, -6.130205980,  -3.343768510, -2.047919076, -0.124850557, -0.123232100,
+    -3.296859172, -4.406726598,  -0.105350236, -0.241700825, -0.350458157, -0.651754822,
+    -0.956794046, -11.469227464, -2.363833526, -1.814297148, -0.001045780, -0.000257800,
+    -2.235849953, -0.004910683,  -1.874492589, -0.745817721, -2.098712625, -1.924837178,
+    -0.425045270, -3.293708781,  -5.405415162, -1.222137931, -0.000611892, -1.183750198,
+    -4.066549264, -2.404522273,  -0.029265081, -3.190153289, -0.404135599, -0.271666161,
+    -0.000037668, -6.693517494,  -0.725754424, -0.027139201, -0.000721527, -0.194527891,
+    -0.479345403, -4.371881681,  -2.586152815, -0.001008002, -0.504285243, -2.138416522,
+    -1.039313213, -0.070215836,  -2.906090663, -1.846671925, -0.566217429, -1.790961117,
+    -4.004324213};
+
+/* Mistral's sliding_window in a checkpoint directory: every layer's query
+ * sees the 16 keys up to itself, as transformers' mask does */
+TEST(hf_mistral_sliding_window, shared)
+{
+    const char *d = t_shared("models/hf-stories260K/f32");
+    if (!d) SKIP("../shared/models/hf-stories260K is absent");
+    char src[4096], path[4400], link[4400], err[QG_ERRMSG_MAX];
+    snprintf(src, sizeof src, "%s", d);
+    const char *dst = t_path("mistral");
+    ASSERT_OK(copy_dir(src, dst, "\"LlamaForCausalLM\"",
+                       "\"MistralForCausalLM\"], \"sliding_window\": 16, \"x\": [0"));
+    snprintf(path, sizeof path, "%s/model.safetensors", src);
+    snprintf(link, sizeof link, "%s/model.safetensors", dst);
+    size_t n;
+    char *st = t_read_file(path, &n);
+    ASSERT(st && t_write_file(link, st, n) == 0);
+    free(st);
+    struct gguf *g;
+    struct llama_model *m;
+    ASSERT_OK(model_open(dst, &g, err, sizeof err));
+    ASSERT_OK(llama_load(g, dst, &m, err, sizeof err));
+    ASSERT_EQ(llama_hparams(m)->swa_window, 16);
+    const int V = llama_hparams(m)->n_vocab;
+    float *lg = malloc((size_t)128 * V * sizeof *lg);
+    struct llama_ctx *ctx;
+    ASSERT_OK(llama_ctx_new(m, 128, &ctx));
+    ASSERT_OK(llama_eval(ctx, hf_ids, 128, 0, lg));
+    double worst = 0, sum = 0, want = 0;
+    for (int i = 0; i < 127; i++) {
+        const float *r = lg + (size_t)i * V;
+        double mx = r[0], z = 0;
+        for (int v = 1; v < V; v++)
+            mx = r[v] > mx ? r[v] : mx;
+        for (int v = 0; v < V; v++)
+            z += exp(r[v] - mx);
+        double lp = r[hf_ids[i + 1]] - mx - log(z);
+        double dev = fabs(lp - hf_lp_mistral_w16[i]) / fmax(1.0, fabs(hf_lp_mistral_w16[i]));
+        worst = dev > worst ? dev : worst;
+        sum += lp, want += hf_lp_mistral_w16[i];
+    }
+    printf("window 16: sum %.6f, transformers %.6f; worst token %.2g\n", sum, want, worst);
+    ASSERT(worst < 1e-4 && fabs(sum / want - 1) < 1e-4);
+    llama_ctx_free(ctx);
+    free(lg);
+    llama_free(m);
+    return 0;
+}
