@@ -509,6 +509,27 @@ static const double hf_lp_fp8_act[127] = {
 
 /* the first 2000 characters of the text tokenize to these ids, and the
  * engine's log-probs on each checkpoint agree with transformers' */
+/* qgate's log p(hf_ids[i+1]) from logits lg (128 rows of V) against ref
+ * (127 values): the worst per-token deviation (relative, floor 1) and both
+ * sums */
+static void lp_against(const float *lg, int V, const double *ref, double *worst, double *sum,
+                       double *want)
+{
+    *worst = *sum = *want = 0;
+    for (int i = 0; i < 127; i++) {
+        const float *r = lg + (size_t)i * V;
+        double mx = r[0], z = 0;
+        for (int v = 1; v < V; v++)
+            mx = r[v] > mx ? r[v] : mx;
+        for (int v = 0; v < V; v++)
+            z += exp(r[v] - mx);
+        double lp = r[hf_ids[i + 1]] - mx - log(z),
+               dev = fabs(lp - ref[i]) / fmax(1.0, fabs(ref[i]));
+        *worst = dev > *worst ? dev : *worst;
+        *sum += lp, *want += ref[i];
+    }
+}
+
 TEST(hf_transformers_reference, shared)
 {
     const char *d = t_shared("models/hf-stories260K"),
@@ -557,19 +578,8 @@ TEST(hf_transformers_reference, shared)
             llama_ctx_set_act_output(ctx, 0);
         }
         ASSERT_OK(llama_eval(ctx, hf_ids, 128, 0, lg));
-        double worst = 0, sum = 0, want = 0;
-        for (int i = 0; i < 127; i++) {
-            const float *r = lg + (size_t)i * V;
-            double mx = r[0], z = 0;
-            for (int v = 1; v < V; v++)
-                mx = r[v] > mx ? r[v] : mx;
-            for (int v = 0; v < V; v++)
-                z += exp(r[v] - mx);
-            double lp = r[hf_ids[i + 1]] - mx - log(z);
-            double dev = fabs(lp - cases[c].lp[i]) / fmax(1.0, fabs(cases[c].lp[i]));
-            worst = dev > worst ? dev : worst;
-            sum += lp, want += cases[c].lp[i];
-        }
+        double worst, sum, want;
+        lp_against(lg, V, cases[c].lp, &worst, &sum, &want);
         printf("%-12s%-12s sum %.6f, transformers %.6f (%.2g relative); worst token %.2g\n",
                cases[c].dir, cases[c].act ? " fp8 inputs" : "", sum, want, fabs(sum / want - 1),
                worst);
@@ -955,19 +965,8 @@ TEST(hf_mistral_sliding_window, shared)
     struct llama_ctx *ctx;
     ASSERT_OK(llama_ctx_new(m, 128, &ctx));
     ASSERT_OK(llama_eval(ctx, hf_ids, 128, 0, lg));
-    double worst = 0, sum = 0, want = 0;
-    for (int i = 0; i < 127; i++) {
-        const float *r = lg + (size_t)i * V;
-        double mx = r[0], z = 0;
-        for (int v = 1; v < V; v++)
-            mx = r[v] > mx ? r[v] : mx;
-        for (int v = 0; v < V; v++)
-            z += exp(r[v] - mx);
-        double lp = r[hf_ids[i + 1]] - mx - log(z);
-        double dev = fabs(lp - hf_lp_mistral_w16[i]) / fmax(1.0, fabs(hf_lp_mistral_w16[i]));
-        worst = dev > worst ? dev : worst;
-        sum += lp, want += hf_lp_mistral_w16[i];
-    }
+    double worst, sum, want;
+    lp_against(lg, V, hf_lp_mistral_w16, &worst, &sum, &want);
     printf("window 16: sum %.6f, transformers %.6f; worst token %.2g\n", sum, want, worst);
     ASSERT(worst < 1e-4 && fabs(sum / want - 1) < 1e-4);
     llama_ctx_free(ctx);
