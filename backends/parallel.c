@@ -181,7 +181,7 @@ static void *worker(void *arg)
 /* Whether the pool pays. On a loaded machine (other processes on the
  * cores) the system runs a worker late and the caller waits for its
  * units; the default thread count must not then be slower than one
- * thread. Over each window of calls, the time one thread would have taken
+ * thread. Over each window of calls (those the caller ran units of), the time one thread would have taken
  * is estimated from the caller's own units (its time x units / its
  * units); when the pool saved under 10% of it, the next SOLO_CALLS calls
  * run on the caller alone, then the pool is tried again; each window in a
@@ -217,10 +217,12 @@ void parallel_set_adaptive(int on)
  * `n_units` units in `own` seconds */
 static void adapt_note(double wall, double own, int64_t ran, int64_t n_units)
 {
-    if (ran > 0) {
-        adapt.t_pool += wall;
-        adapt.t_one += own * (double)n_units / (double)ran;
-    }
+    /* a call in which the workers took every unit gives no estimate of one
+     * thread's time: it is not counted (a window of such calls used to read
+     * as one that paid) */
+    if (ran <= 0) return;
+    adapt.t_pool += wall;
+    adapt.t_one += own * (double)n_units / (double)ran;
     if (adapt.off || ++adapt.calls < WINDOW) return;
     if (adapt.t_one > 0 && adapt.t_pool > 0.9 * adapt.t_one) {
         adapt.solo_left = adapt.solo_len;

@@ -567,12 +567,14 @@ static double late_clock(void)
 }
 
 struct late {
-    int n, solo, by_worker, worker_before;
+    int n, solo, by_worker, worker_before, caller_in;
 };
 
 /* a call on the caller alone is one part of all n items; in a pooled call
- * the caller's parts wait (up to 2 s) for the worker to take one, so that
- * every pooled call is one the worker took part in */
+ * the worker's parts wait (up to 2 s) for the caller to enter one and the
+ * caller's parts for the worker to take one, so that both take part in
+ * every pooled call (a worker still spinning from the last call would
+ * otherwise take every unit before the caller reaches its own) */
 static void late_part(void *ctx, int64_t begin, int64_t end, int thread)
 {
     struct late *l = ctx;
@@ -581,9 +583,13 @@ static void late_part(void *ctx, int64_t begin, int64_t end, int thread)
         return;
     }
     if (thread != 0) {
+        for (double t0 = qg_now_s();
+             !__atomic_load_n(&l->caller_in, __ATOMIC_ACQUIRE) && qg_now_s() - t0 < 2;)
+            sched_yield();
         __atomic_add_fetch(&l->by_worker, 1, __ATOMIC_RELAXED);
         return;
     }
+    __atomic_store_n(&l->caller_in, 1, __ATOMIC_RELEASE);
     for (double t0 = qg_now_s();
          __atomic_load_n(&l->by_worker, __ATOMIC_RELAXED) == l->worker_before &&
          qg_now_s() - t0 < 2;)
@@ -603,6 +609,7 @@ TEST(parallel_pool_steps_aside_when_it_does_not_pay, unit)
     for (int i = 0; i < 32 + 1024 + 32 + 2048 + 32 && k < 3; i++) {
         int s0 = l.solo;
         l.worker_before = __atomic_load_n(&l.by_worker, __ATOMIC_RELAXED);
+        __atomic_store_n(&l.caller_in, 0, __ATOMIC_RELEASE);
         parallel_for(2, l.n, late_part, &l);
         int solo = l.solo > s0, by_worker = l.by_worker > l.worker_before;
         ASSERT_EQ(solo + by_worker, 1); /* alone, or the worker took part */
