@@ -9,9 +9,7 @@
  * each library's packing (docs/hf.md names the versions). Anything else is
  * refused by name.
  *
- * Architectures: LlamaForCausalLM and MistralForCausalLM (as `llama`, with
- * HF's rotate-half q/k order run as NeoX RoPE instead of permuted rows),
- * Qwen2ForCausalLM, Qwen3ForCausalLM.
+ * The architectures, their config.json keys and tensor names: hf_arch.h.
  */
 #ifndef QG_HF_MODEL_H
 #define QG_HF_MODEL_H
@@ -34,11 +32,6 @@ int hf_open(const char *dir, struct gguf **out, char *err, size_t errlen);
  * index and every .safetensors, in name order, each as "name\0" + its
  * sha256): the identity a run stores. QG_OK or the reader's error. */
 int hf_hash(const char *dir, char sha[65], char *err, size_t errlen);
-
-/* Llama 3.1's RoPE factors (l3: factor, low_freq_factor, high_freq_factor,
- * original_max_position_embeddings) for head_dim / 2 pairs, as llama.cpp's
- * converter writes rope_freqs.weight. */
-void hf_llama3_factors(double theta, int head_dim, const double l3[4], float *out);
 
 /* Bytes of dir's .safetensors files (*n_files of them). */
 int64_t hf_stored_bytes(const char *dir, int *n_files);

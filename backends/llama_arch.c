@@ -380,6 +380,15 @@ static int read_attention(const struct gguf *g, const char *name, const struct f
                        "%s: non-causal attention is not implemented (not a language model?)", name);
     hp->swa_window = (f->flags & F_NO_SWA) ? 0 : (int)win;
     hp->swa_pattern = (int)pat;
+    /* a checkpoint directory's window where transformers applies one and
+     * llama.cpp does not (Phi-3, Starcoder2): every layer */
+    int64_t hw;
+    int hrc = gguf_get_int(g, "qgate.hf.sliding_window", &hw);
+    if (hrc != QG_OK && hrc != QG_ERR_NOTFOUND)
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: bad qgate.hf.sliding_window", name);
+    if (hrc == QG_OK && (hw < 0 || hw > (1 << 24)))
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: bad qgate.hf.sliding_window", name);
+    if (hrc == QG_OK) hp->swa_window = (int)hw, hp->swa_pattern = 0;
     double sa, sf, scale, base_swa;
     if (get_float(g, hp->arch, "attn_logit_softcapping", f->attn_cap, &sa) ||
         get_float(g, hp->arch, "final_logit_softcapping", f->final_cap, &sf) || !(sa >= 0) ||

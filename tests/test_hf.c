@@ -4,6 +4,7 @@
 #include "backends/ggml_types.h"
 #include "backends/gguf.h"
 #include "backends/gguf_write.h"
+#include "backends/hf_arch.h"
 #include "backends/hf_model.h"
 #include "backends/hf_tokenizer.h"
 #include "backends/llama.h"
@@ -241,10 +242,10 @@ TEST(hf_refusals, shared)
          "\"quantization_config\": {\"quant_method\": \"bitsandbytes\"}, "
          "\"rms_norm_eps\"",
          NULL, "quant_method 'bitsandbytes' is not supported"},
-        {"LlamaForCausalLM", "Gemma2ForCausalLM", NULL,
-         "architecture 'Gemma2ForCausalLM' is not supported in a checkpoint directory"},
+        {"LlamaForCausalLM", "DeepseekV3ForCausalLM", NULL,
+         "architecture 'DeepseekV3ForCausalLM' is not supported in a checkpoint directory"},
         {"\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0}",
-         NULL, "rope_scaling is set"},
+         NULL, "RoPE scaling 'yarn' on LlamaForCausalLM is not implemented"},
         {"\"silu\"", "\"gelu\"", NULL, "hidden_act is set: not implemented"},
         {"\"mlp_bias\": false", "\"mlp_bias\": true", NULL, "mlp_bias is set"},
         {"\"hidden_size\": 64", "\"hidden_size\": 64.5", NULL, "must be whole numbers"},
