@@ -8,6 +8,7 @@
 #include "backends/gguf.h"
 #include "backends/hf_model.h"
 #include "backends/llama.h"
+#include "backends/simfmt.h"
 #include "backends/synth.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -21,38 +22,67 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* a safetensors file being written: f32 tensors */
+/* a safetensors file being written; fp8: projections as compressed-tensors
+ * float-quantized FP8 E4M3 with one f32 scale per output channel */
 struct stw {
     cJSON *hdr;
-    float *data;
+    uint8_t *data;
     size_t n;
+    int fp8;
 };
 
-static void st_add(struct stw *w, const char *name, int64_t d0, int64_t d1, const float *v)
+static void st_put(struct stw *w, const char *name, const char *dtype, int64_t d0, int64_t d1,
+                   const void *v, size_t nb)
 {
-    size_t k = (size_t)(d0 * (d1 ? d1 : 1));
     cJSON *e = cJSON_AddObjectToObject(w->hdr, name), *sh = cJSON_AddArrayToObject(e, "shape"),
           *of = cJSON_AddArrayToObject(e, "data_offsets");
-    cJSON_AddStringToObject(e, "dtype", "F32");
+    cJSON_AddStringToObject(e, "dtype", dtype);
     cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)d0));
     if (d1) cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)d1));
-    cJSON_AddItemToArray(of, cJSON_CreateNumber((double)(w->n * 4)));
-    cJSON_AddItemToArray(of, cJSON_CreateNumber((double)((w->n + k) * 4)));
-    w->data = realloc(w->data, (w->n + k) * sizeof *w->data);
-    memcpy(w->data + w->n, v, k * sizeof *v);
-    w->n += k;
+    cJSON_AddItemToArray(of, cJSON_CreateNumber((double)w->n));
+    cJSON_AddItemToArray(of, cJSON_CreateNumber((double)(w->n + nb)));
+    w->data = realloc(w->data, w->n + nb);
+    memcpy(w->data + w->n, v, nb);
+    w->n += nb;
+}
+
+/* an f32 tensor of shape [d0] or [d0, d1]; a projection ("*.weight" of a
+ * Linear) in FP8 when w->fp8 */
+static void st_add(struct stw *w, const char *name, int64_t d0, int64_t d1, const float *v,
+                   int linear)
+{
+    if (!w->fp8 || !linear) {
+        st_put(w, name, "F32", d0, d1, v, (size_t)(d0 * (d1 ? d1 : 1)) * 4);
+        return;
+    }
+    uint8_t *q = malloc((size_t)(d0 * d1));
+    float *sc = malloc((size_t)d0 * sizeof *sc);
+    for (int64_t r = 0; r < d0; r++) {
+        float amax = 0;
+        for (int64_t c = 0; c < d1; c++)
+            amax = fmaxf(amax, fabsf(v[r * d1 + c]));
+        sc[r] = amax > 0 ? amax / 448.0f : 1.0f;
+        for (int64_t c = 0; c < d1; c++)
+            q[r * d1 + c] = fp8_e4m3_from_f32(v[r * d1 + c] / sc[r]);
+    }
+    char n[300];
+    st_put(w, name, "F8_E4M3", d0, d1, q, (size_t)(d0 * d1));
+    snprintf(n, sizeof n, "%.*s_scale", (int)strlen(name), name);
+    st_put(w, n, "F32", d0, 1, sc, (size_t)d0 * 4);
+    free(q);
+    free(sc);
 }
 
 static int st_save(struct stw *w, const char *path)
 {
     char *hs = cJSON_PrintUnformatted(w->hdr);
-    size_t hl = strlen(hs), pad = (8 - hl % 8) % 8, total = 8 + hl + pad + w->n * 4;
+    size_t hl = strlen(hs), pad = (8 - hl % 8) % 8, total = 8 + hl + pad + w->n;
     uint8_t *img = malloc(total);
     for (int i = 0; i < 8; i++)
         img[i] = (uint8_t)((uint64_t)(hl + pad) >> (8 * i));
     memcpy(img + 8, hs, hl);
     memset(img + 8 + hl, ' ', pad);
-    memcpy(img + 8 + hl + pad, w->data, w->n * 4);
+    memcpy(img + 8 + hl + pad, w->data, w->n);
     int rc = t_write_file(path, img, total);
     free(img);
     free(hs);
@@ -117,7 +147,10 @@ static void convert_tensor(struct stw *w, const struct gguf *g, const char *arch
     int64_t ne0 = t->ne[0], ne1 = t->n_dims > 1 ? t->ne[1] : 0, k = ne0 * (ne1 ? ne1 : 1);
     int layer = -1, pos = 0, norm1 = !strncmp(arch, "gemma", 5);
     char sfx[96] = "", kind[16] = "", hf[256];
-    if (sscanf(t->name, "blk.%d.%n", &layer, &pos) == 1) {
+    if (!strncmp(t->name, "blk.", 4)) {
+        char *end;
+        layer = (int)strtol(t->name + 4, &end, 10);
+        pos = (int)(end + 1 - t->name);
         const char *dot = strrchr(t->name, '.');
         snprintf(sfx, sizeof sfx, "%.*s", (int)(dot - t->name - pos), t->name + pos);
         snprintf(kind, sizeof kind, "%s", dot + 1);
@@ -134,7 +167,7 @@ static void convert_tensor(struct stw *w, const struct gguf *g, const char *arch
                         : !strcmp(t->name, "output_norm.bias")   ? "model.norm.bias"
                         : !strcmp(t->name, "output.weight")      ? "lm_head.weight"
                                                                  : NULL;
-        if (n) st_add(w, n, ne1 ? ne1 : ne0, ne1 ? ne0 : 0, c);
+        if (n) st_add(w, n, ne1 ? ne1 : ne0, ne1 ? ne0 : 0, c, 0);
         free(c);
         return;
     }
@@ -154,7 +187,7 @@ static void convert_tensor(struct stw *w, const struct gguf *g, const char *arch
         for (int64_t e = 0; e < t->ne[2]; e++) {
             snprintf(hf, sizeof hf, "model.layers.%d.%s.experts.%lld.%s.weight", layer,
                      llama ? "block_sparse_moe" : "mlp", (long long)e, p);
-            st_add(w, hf, ne1, ne0, c + e * k);
+            st_add(w, hf, ne1, ne0, c + e * k, 1);
         }
         free(c);
         return;
@@ -162,9 +195,10 @@ static void convert_tensor(struct stw *w, const struct gguf *g, const char *arch
     const char *h = hf_suffix(arch, sfx);
     snprintf(hf, sizeof hf, "model.layers.%d.%s.%s", layer, h ? h : sfx, kind);
     if (!strcmp(sfx, "ffn_gate_inp_shexp"))
-        st_add(w, hf, 1, ne0, c);
-    else
-        st_add(w, hf, ne1 ? ne1 : ne0, ne1 ? ne0 : 0, c);
+        st_add(w, hf, 1, ne0, c, 0);
+    else /* a projection: a matrix other than the router */
+        st_add(w, hf, ne1 ? ne1 : ne0, ne1 ? ne0 : 0, c,
+               ne1 > 1 && strcmp(sfx, "ffn_gate_inp") && !strcmp(kind, "weight"));
     free(c);
 }
 
@@ -313,8 +347,8 @@ static int tokenizer(const struct gguf *g, const char *dir)
 }
 
 /* the F32 GGUF at path written as checkpoint directory dir of class hfarch
- * (with sliding_window set to window when not 0) */
-static int gguf_to_hf(const char *path, const char *dir, const char *hfarch, int window)
+ * (with sliding_window set to window when not 0; projections in FP8 with fp8) */
+static int gguf_to_hf(const char *path, const char *dir, const char *hfarch, int window, int fp8)
 {
     struct gguf *g;
     char err[QG_ERRMSG_MAX], arch[32], p[4400];
@@ -324,7 +358,7 @@ static int gguf_to_hf(const char *path, const char *dir, const char *hfarch, int
         return -1;
     snprintf(arch, sizeof arch, "%.*s", (int)al, a);
     mkdir(dir, 0755);
-    struct stw w = {cJSON_CreateObject(), NULL, 0};
+    struct stw w = {cJSON_CreateObject(), NULL, 0, fp8};
     cJSON_AddStringToObject(cJSON_AddObjectToObject(w.hdr, "__metadata__"), "format", "pt");
     int rc = 0;
     for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
@@ -336,6 +370,15 @@ static int gguf_to_hf(const char *path, const char *dir, const char *hfarch, int
     if (!rc) rc = st_save(&w, p);
     cJSON *c = config(g, arch, hfarch);
     if (window) num(c, "sliding_window", window);
+    if (fp8) /* weight-only FP8, as compressed-tensors 0.13 writes its config */
+        cJSON_AddItemToObject(
+            c, "quantization_config",
+            cJSON_Parse("{\"config_groups\": {\"group_0\": {\"format\": \"float-quantized\", "
+                        "\"input_activations\": null, \"targets\": [\"Linear\"], \"weights\": "
+                        "{\"dynamic\": false, \"num_bits\": 8, \"strategy\": \"channel\", "
+                        "\"symmetric\": true, \"type\": \"float\"}}}, \"format\": "
+                        "\"float-quantized\", \"ignore\": [\"lm_head\"], \"quant_method\": "
+                        "\"compressed-tensors\"}"));
     char *cs = cJSON_Print(c);
     snprintf(p, sizeof p, "%s/config.json", dir);
     if (!rc) rc = t_write_file(p, cs, strlen(cs));
@@ -389,7 +432,7 @@ static int write_pair(const struct hf_variant *v, const char *gguf, const char *
         fprintf(stderr, "%s\n", err);
         return -1;
     }
-    return gguf_to_hf(gguf, dir, v->hf, v->hf_window);
+    return gguf_to_hf(gguf, dir, v->hf, v->hf_window, 0);
 }
 
 /* logits of n tokens (i*37+5) % V, no BOS, in a context of 64 */
@@ -626,6 +669,129 @@ TEST(hf_arch_transformers_reference, unit)
                v->label, sum, want, worst);
         ASSERT(worst < 1e-4); /* the bound; float32 rounding is ~1e-6 */
         free(lg);
+    }
+    return 0;
+}
+
+/* the variant labelled label */
+static const struct hf_variant *hf_variant_named(const char *label)
+{
+    for (int i = 0; i < N_HF_VARIANTS; i++)
+        if (!strcmp(hf_variants[i].label, label)) return &hf_variants[i];
+    abort();
+}
+
+/* Mixture-of-Experts checkpoints in FP8 (compressed-tensors, channel
+ * scales): every expert dequantized (fp8 x scale, exact in f32) and
+ * stacked in expert order; the router stays as stored */
+TEST(hf_arch_fp8_experts, unit)
+{
+    static const char *const labels[] = {"mixtral", "qwen2moe"};
+    for (int i = 0; i < 2; i++) {
+        const struct hf_variant *v = hf_variant_named(labels[i]);
+        struct synth_params p = synth_default_params();
+        p.arch = v->arch, p.n_expert = v->n_expert, p.seed = 101;
+        char err[QG_ERRMSG_MAX], dir[4200], ref[4200];
+        ASSERT_OK(synth_write(&p, t_path("m.gguf"), err, sizeof err));
+        snprintf(dir, sizeof dir, "%s", t_path("fp8"));
+        snprintf(ref, sizeof ref, "%s", t_path("f32"));
+        ASSERT_OK(gguf_to_hf(t_path("m.gguf"), dir, v->hf, 0, 1));
+        ASSERT_OK(gguf_to_hf(t_path("m.gguf"), ref, v->hf, 0, 0));
+        struct gguf *g, *q;
+        ASSERT_OK(gguf_open(t_path("m.gguf"), &g, err, sizeof err));
+        ASSERT_OK(model_open(dir, &q, err, sizeof err));
+        const struct gguf_tensor *a = gguf_find_tensor(g, "blk.1.ffn_down_exps.weight"),
+                                 *b = gguf_find_tensor(q, "blk.1.ffn_down_exps.weight"),
+                                 *r = gguf_find_tensor(q, "blk.1.ffn_gate_inp.weight");
+        ASSERT(a && b && r && b->type == GGML_F32 && r->type == GGML_F32);
+        ASSERT(b->ne[0] == a->ne[0] && b->ne[1] == a->ne[1] && b->ne[2] == a->ne[2]);
+        const float *x = a->data, *y = b->data;
+        int64_t in = a->ne[0], bad = 0, n = 0;
+        for (int64_t row = 0; row < a->ne[1] * a->ne[2]; row++) { /* expert e's row r */
+            float amax = 0;
+            for (int64_t c = 0; c < in; c++)
+                amax = fmaxf(amax, fabsf(x[row * in + c]));
+            float s = amax > 0 ? amax / 448.0f : 1.0f;
+            for (int64_t c = 0; c < in; c++, n++)
+                bad +=
+                    y[row * in + c] != fp8_e4m3_to_f32(fp8_e4m3_from_f32(x[row * in + c] / s)) * s;
+        }
+        printf("%s: %lld of %lld expert weights are fp8 x scale", v->label, (long long)(n - bad),
+               (long long)n);
+        ASSERT_EQ(bad, 0);
+        gguf_close(q);
+        gguf_close(g);
+        int V;
+        float *lf = logits_of(ref, 40, &V), *lq = logits_of(dir, 40, &V);
+        ASSERT(lf && lq);
+        double e = 0, z = 0;
+        for (int k = 0; k < 40 * V; k++)
+            e += ((double)lf[k] - lq[k]) * ((double)lf[k] - lq[k]), z += (double)lf[k] * lf[k];
+        printf("; logits against f32: relative RMS %.3g\n", sqrt(e / z));
+        ASSERT(e > 0 && sqrt(e / z) < 0.05); /* FP8 moves them, a little */
+        free(lf);
+        free(lq);
+    }
+    return 0;
+}
+
+/* config.json's key set to the JSON value (NULL: removed) */
+static int edit_config(const char *dir, const char *key, const char *value)
+{
+    char path[4400];
+    size_t n;
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    char *s = t_read_file(path, &n);
+    cJSON *c = s ? cJSON_Parse(s) : NULL;
+    free(s);
+    if (!c) return -1;
+    cJSON_DeleteItemFromObject(c, key);
+    if (value) cJSON_AddItemToObject(c, key, cJSON_Parse(value));
+    s = cJSON_Print(c);
+    int rc = t_write_file(path, s, strlen(s));
+    free(s);
+    cJSON_Delete(c);
+    return rc;
+}
+
+/* settings a family's checkpoint may hold that qgate does not implement
+ * are refused naming config.json and the setting */
+TEST(hf_arch_refusals, unit)
+{
+    static const struct {
+        const char *variant, *key, *value, *expect;
+    } cases[] = {
+        {"qwen3moe", "norm_topk_prob", "false", "norm_topk_prob as set here"},
+        {"qwen2moe", "mlp_only_layers", "[0]", "mlp_only_layers as set here"},
+        {"qwen2moe", "decoder_sparse_step", "2", "decoder_sparse_step as set here"},
+        {"gemma2", "query_pre_attn_scalar", "100", "query_pre_attn_scalar 100 is not 16"},
+        {"gemma2", "layer_types", "[\"full_attention\", \"sliding_attention\"]",
+         "layer_types are not a window on every layer but each n-th"},
+        {"gemma3", "attn_logit_softcapping", "50.0", "attn_logit_softcapping on gemma3"},
+        {"gemma3", "hidden_activation", "\"gelu\"", "hidden_activation is set"},
+        {"phi3", "rope_scaling", "{\"rope_type\": \"yarn\", \"factor\": 4.0}",
+         "RoPE scaling 'yarn' on Phi3ForCausalLM is not implemented"},
+        {"phi3+longrope", "original_max_position_embeddings", "0",
+         "original_max_position_embeddings must be a whole number"},
+        {"phi3", "partial_rotary_factor", "0.3", "partial_rotary_factor 0.3"},
+        {"llama+linear", "partial_rotary_factor", "0.5", "partial_rotary_factor 0.5"},
+        {"llama+linear", "rope_scaling", "{\"rope_type\": \"linear\"}",
+         "linear RoPE scaling needs a positive factor"},
+        {"starcoder2", "use_bias", "false", "use_bias false is set"},
+        {"starcoder2", "hidden_act", "\"gelu\"", "hidden_act is set"},
+        {"mixtral", "num_experts_per_tok", "9", "expert counts and widths"},
+        {"qwen2", "use_sliding_window", "true", "use_sliding_window is set"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char dir[4200], err[QG_ERRMSG_MAX];
+        snprintf(dir, sizeof dir, "%s", t_path("bad"));
+        ASSERT_OK(write_pair(hf_variant_named(cases[i].variant), t_path("b.gguf"), dir));
+        ASSERT_OK(edit_config(dir, cases[i].key, cases[i].value));
+        struct gguf *g = NULL;
+        int rc = model_open(dir, &g, err, sizeof err);
+        if (rc != QG_ERR_DATA || !strstr(err, cases[i].expect) || !strstr(err, "config.json"))
+            T_FAIL_("case %zu (%s %s): rc %d: %s", i, cases[i].variant, cases[i].key, rc, err);
+        gguf_close(g);
     }
     return 0;
 }
