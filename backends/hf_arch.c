@@ -543,13 +543,26 @@ static int linears(struct hf_owner *o, const struct hf_quant *q, char (*prefix)[
     return QG_OK;
 }
 
-static int linear(struct hf_owner *o, const struct hf_quant *q, const char *prefix,
-                  const char *gname, int64_t in, int64_t out, struct gguf_tensor *t, char *err,
-                  size_t errlen)
+/* a quantized projection's static input scale (ModelOpt) as the tensor
+ * "<gname less .weight>.input_scale": stacked experts take the largest,
+ * as vLLM's ModelOpt MoE path does */
+static int input_scale(struct hf_owner *o, char (*prefix)[256], int n, const char *gname,
+                       struct gguf_tensor *t, char *err, size_t errlen)
 {
-    char p[1][256];
-    snprintf(p[0], sizeof p[0], "%s", prefix);
-    return linears(o, q, p, 1, gname, in, out, t, err, errlen);
+    float *s = malloc(sizeof *s);
+    if (!s || hf_owner_keep(o, s)) return QG_ERR_NOMEM;
+    *s = 0;
+    for (int e = 0; e < n; e++) {
+        float v;
+        int rc = hf_quant_input_scale(o, prefix[e], &v, err, errlen);
+        if (rc) return rc;
+        *s = fmaxf(*s, v);
+    }
+    char name[GGUF_MAX_NAME + 1];
+    size_t gl = strlen(gname) - strlen(".weight");
+    snprintf(name, sizeof name, "%.*s.input_scale", (int)gl, gname);
+    entry(t, name, GGML_F32, 1, 1, 1, s, 4);
+    return QG_OK;
 }
 
 /* a layer's tensor list being built */
@@ -563,15 +576,25 @@ struct build {
     size_t errlen;
 };
 
+/* the static input scale of quantized projections p[0..n) (ModelOpt) */
+static int with_input_scale(struct build *b, char (*p)[256], int n, const char *gname)
+{
+    char hf[300];
+    snprintf(hf, sizeof hf, "%s.weight", p[0]);
+    if (!b->q->act_static || is_float(hf_find(b->o, hf))) return QG_OK;
+    return input_scale(b->o, p, n, gname, &b->t[b->n++], b->err, b->errlen);
+}
+
 /* "model.layers.<l>.<hf>.weight" (and .bias with bias) as blk.<l>.<gg> */
 static int proj(struct build *b, const char *hf, const char *gg, int64_t in, int64_t out, int bias)
 {
-    char p[256], name[320], gn[GGUF_MAX_NAME + 1];
-    snprintf(p, sizeof p, "model.layers.%d.%s", b->l, hf);
+    char p[1][256], name[320], gn[GGUF_MAX_NAME + 1];
+    snprintf(p[0], sizeof p[0], "model.layers.%d.%s", b->l, hf);
     snprintf(gn, sizeof gn, "blk.%d.%s.weight", b->l, gg);
-    int rc = linear(b->o, b->q, p, gn, in, out, &b->t[b->n++], b->err, b->errlen);
+    int rc = linears(b->o, b->q, p, 1, gn, in, out, &b->t[b->n++], b->err, b->errlen);
+    if (!rc) rc = with_input_scale(b, p, 1, gn);
     if (rc || !bias) return rc;
-    snprintf(name, sizeof name, "%s.bias", p);
+    snprintf(name, sizeof name, "%s.bias", p[0]);
     snprintf(gn, sizeof gn, "blk.%d.%s.bias", b->l, gg);
     return plain(b->o, name, gn, out, 1, 0, 0, &b->t[b->n++], b->err, b->errlen);
 }
@@ -613,6 +636,7 @@ static int experts(struct build *b)
         snprintf(gn, sizeof gn, "blk.%d.%s.weight", b->l, gg[k]);
         rc = linears(b->o, b->q, p, E, gn, k == 2 ? ef : d, k == 2 ? d : ef, &b->t[b->n++], b->err,
                      b->errlen);
+        if (!rc) rc = with_input_scale(b, p, E, gn);
     }
     free(p);
     if (rc || !(h->fam->flags & HA_SHARED)) return rc;
@@ -684,7 +708,7 @@ static int factors(struct build *b, const char *gname, int64_t n, const cJSON *l
 int hf_arch_tensors(struct hf_owner *o, const struct hf_cfg *h, const struct hf_quant *q,
                     int64_t n_vocab, struct gguf_tensor **out, int *n, char *err, size_t errlen)
 {
-    struct build b = {o, h, q,   calloc((size_t)(h->layers * 24 + 8), sizeof *b.t),
+    struct build b = {o, h, q,   calloc((size_t)(h->layers * 40 + 8), sizeof *b.t),
                       0, 0, err, errlen};
     if (!b.t) return QG_ERR_NOMEM;
     unsigned fl = h->fam->flags;

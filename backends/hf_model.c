@@ -182,6 +182,29 @@ static cJSON *read_config(const char *dir, char *file, size_t fn, int *rc, char 
         *rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: not a JSON object", file);
         return NULL;
     }
+    /* ModelOpt's older exports: the scheme in hf_quant_config.json */
+    char mo[4400];
+    snprintf(mo, sizeof mo, "%s/hf_quant_config.json", dir);
+    const cJSON *qc = cJSON_GetObjectItemCaseSensitive(c, "quantization_config");
+    if ((!qc || cJSON_IsNull(qc)) && access(mo, F_OK) == 0) {
+        if ((*rc = qg_read_file(mo, 1 << 20, &text, &n, err, errlen))) {
+            cJSON_Delete(c);
+            return NULL;
+        }
+        cJSON *h = cJSON_ParseWithLength(text, n);
+        free(text);
+        cJSON *qq = cJSON_DetachItemFromObjectCaseSensitive(h, "quantization");
+        cJSON_Delete(h);
+        if (!cJSON_IsObject(qq)) {
+            cJSON_Delete(qq);
+            cJSON_Delete(c);
+            *rc = qg_errf(err, errlen, QG_ERR_DATA, "%s: no \"quantization\" object", mo);
+            return NULL;
+        }
+        cJSON_AddStringToObject(qq, "quant_method", "modelopt");
+        cJSON_DeleteItemFromObjectCaseSensitive(c, "quantization_config");
+        cJSON_AddItemToObject(c, "quantization_config", qq);
+    }
     return c;
 }
 
@@ -196,8 +219,8 @@ static int metadata(const char *dir, const struct hf_cfg *h, const struct hf_qua
     if (!rc)
         rc = gguf_writer_set_str(w, "qgate.hf.quantization",
                                  q->scheme ? q->label : "none (weights as stored)");
-    if (!rc && q->act_fp8_dynamic) /* the declared inputs of the quantized projections */
-        rc = gguf_writer_set_str(w, "qgate.hf.act", "fp8_e4m3");
+    if (!rc && (q->act_fp8_dynamic || q->act_static)) /* the quantized projections' inputs */
+        rc = gguf_writer_set_str(w, "qgate.hf.act", q->act_static ? q->act_static : "fp8_e4m3");
     if (!rc) rc = hf_tokenizer_keys(dir, w, (int)rows, n_vocab, err, errlen);
     if (!rc) rc = gguf_writer_to_memory(w, buf, size);
     gguf_writer_free(w);

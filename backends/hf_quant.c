@@ -139,6 +139,65 @@ static int nvfp4_linear(const struct hf_owner *o, const struct hf_quant *q, cons
     return QG_OK;
 }
 
+/* ModelOpt NVFP4: w = dtype(fp4 * f32(fp8 scale * scale_2)) */
+static int mo_nvfp4_linear(const struct hf_owner *o, const struct hf_quant *q, const char *prefix,
+                           int64_t out, int64_t in, float *w, char *err, size_t errlen)
+{
+    static const float e2m1[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+    const struct st_tensor *pk, *sc, *s2;
+    if (in % 16)
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: %lld inputs are not whole groups of 16",
+                       prefix, (long long)in);
+    int rc = need(o, prefix, "weight", ST_U8, out, in / 2, &pk, err, errlen);
+    if (!rc) rc = need(o, prefix, "weight_scale", ST_F8_E4M3, out, in / 16, &sc, err, errlen);
+    if (!rc) rc = need(o, prefix, "weight_scale_2", -1, 1, -1, &s2, err, errlen);
+    if (rc) return rc;
+    float g = hf_st_float(s2, 0);
+    if (!(g > 0 && isfinite(g)))
+        return qg_errf(err, errlen, QG_ERR_DATA, "tensor '%s.weight_scale_2' is not positive",
+                       prefix);
+    for (int64_t r = 0; r < out; r++)
+        for (int64_t c = 0; c < in; c++) {
+            uint8_t b = pk->data[(r * in + c) / 2], nib = (uint8_t)(c & 1 ? b >> 4 : b & 15);
+            float s = fp8_e4m3(sc->data[r * (in / 16) + c / 16]) * g; /* rounded in f32 */
+            w[r * in + c] = round_dt(q->dtype, e2m1[nib & 7] * (nib & 8 ? -1.0f : 1.0f) * s);
+        }
+    return QG_OK;
+}
+
+/* ModelOpt FP8: w = dtype(fp8 * dtype(scale)), the scale per tensor or
+ * per output channel */
+static int mo_fp8_linear(const struct hf_owner *o, const struct hf_quant *q, const char *prefix,
+                         int64_t out, int64_t in, float *w, char *err, size_t errlen)
+{
+    const struct st_tensor *qw, *sc;
+    int rc = need(o, prefix, "weight", ST_F8_E4M3, out, in, &qw, err, errlen);
+    if (!rc) rc = need(o, prefix, "weight_scale", -1, -1, -1, &sc, err, errlen);
+    if (rc) return rc;
+    if (sc->numel != out && sc->numel != 1)
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "tensor '%s.weight_scale' has %lld values (1 or %lld expected)", prefix,
+                       (long long)sc->numel, (long long)out);
+    for (int64_t r = 0; r < out; r++) {
+        float s = round_dt(q->dtype, hf_st_float(sc, sc->numel == 1 ? 0 : r));
+        for (int64_t c = 0; c < in; c++)
+            w[r * in + c] = round_dt(q->dtype, fp8_e4m3(qw->data[r * in + c]) * s);
+    }
+    return QG_OK;
+}
+
+int hf_quant_input_scale(const struct hf_owner *o, const char *prefix, float *s, char *err,
+                         size_t errlen)
+{
+    const struct st_tensor *t;
+    int rc = need(o, prefix, "input_scale", -1, 1, -1, &t, err, errlen);
+    if (rc) return rc;
+    *s = hf_st_float(t, 0);
+    return *s > 0 && isfinite(*s) ? QG_OK
+                                  : qg_errf(err, errlen, QG_ERR_DATA,
+                                            "tensor '%s.input_scale' is not positive", prefix);
+}
+
 /* GPTQ: qweight [in*bits/32][out] packed along inputs, qzeros
  * [groups][out*bits/32] along outputs, scales [groups][out], g_idx [in] */
 static int gptq_linear(const struct hf_owner *o, const struct hf_quant *q, const char *prefix,
@@ -257,6 +316,8 @@ int hf_quant_linear(const struct hf_owner *o, const struct hf_quant *q, const ch
              : q->scheme == HF_GPTQ     ? gptq_linear(o, q, prefix, out, in, *w, err, errlen)
              : q->scheme == HF_AWQ      ? awq_linear(o, q, prefix, out, in, *w, err, errlen)
              : q->scheme == HF_CT_PACK  ? pack_linear(o, q, prefix, out, in, *w, err, errlen)
+             : q->scheme == HF_MO_NVFP4 ? mo_nvfp4_linear(o, q, prefix, out, in, *w, err, errlen)
+             : q->scheme == HF_MO_FP8   ? mo_fp8_linear(o, q, prefix, out, in, *w, err, errlen)
                                         : QG_ERR_INTERNAL;
     if (rc) {
         free(*w);
@@ -355,6 +416,36 @@ static int read_ct(const cJSON *qc, const char *file, struct hf_quant *q, char *
                    file, fmt, type ? type : "?", nb, strat ? strat : "?");
 }
 
+/* ModelOpt: quant_algo NVFP4 (static NVFP4 activations), W4A16_NVFP4
+ * (weights only) or FP8 (static FP8 activations); no quantized KV cache */
+static int read_modelopt(const cJSON *qc, const char *file, struct hf_quant *q, char *err,
+                         size_t errlen)
+{
+    const char *algo = cstr(qc, "quant_algo"), *kv = cstr(qc, "kv_cache_quant_algo");
+    const cJSON *kvs = cJSON_GetObjectItemCaseSensitive(qc, "kv_cache_scheme");
+    if (kv || (kvs && !cJSON_IsNull(kvs)))
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "%s: ModelOpt kv_cache_quant_algo is set: a quantized KV cache is not "
+                       "implemented (simulate one with kv=FORMAT)",
+                       file);
+    int gs = ival(qc, "group_size");
+    if (algo && (!strcmp(algo, "NVFP4") || !strcmp(algo, "W4A16_NVFP4")) && (gs == 0 || gs == 16)) {
+        q->scheme = HF_MO_NVFP4;
+        q->act_static = !strcmp(algo, "NVFP4") ? "nvfp4" : NULL;
+    } else if (algo && !strcmp(algo, "FP8")) {
+        q->scheme = HF_MO_FP8;
+        q->act_static = "fp8_e4m3";
+    } else {
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "%s: ModelOpt quant_algo '%s' (group_size %d) is not supported (qgate reads "
+                       "NVFP4, W4A16_NVFP4 with groups of 16, and FP8)",
+                       file, algo ? algo : "?", gs);
+    }
+    snprintf(q->label, sizeof q->label, "ModelOpt %s%s", algo,
+             q->act_static ? " (static activation scales)" : " (weights only)");
+    return QG_OK;
+}
+
 static int read_dtype(const cJSON *config, const char *file, struct hf_quant *q, char *err,
                       size_t errlen)
 {
@@ -380,6 +471,7 @@ int hf_quant_read(const cJSON *config, const char *file, struct hf_quant *q, cha
     if (rc || !qc || cJSON_IsNull(qc)) return rc;
     const char *m = cstr(qc, "quant_method");
     if (m && !strcmp(m, "compressed-tensors")) return read_ct(qc, file, q, err, errlen);
+    if (m && !strcmp(m, "modelopt")) return read_modelopt(qc, file, q, err, errlen);
     q->bits = ival(qc, "bits");
     q->group = ival(qc, "group_size");
     const char *cf = cstr(qc, "checkpoint_format");
@@ -401,6 +493,7 @@ int hf_quant_read(const cJSON *config, const char *file, struct hf_quant *q, cha
     }
     return qg_errf(err, errlen, QG_ERR_DATA,
                    "%s: quant_method '%s' is not supported with these settings (bits %d; qgate "
-                   "reads compressed-tensors FP8/NVFP4, GPTQ 4/8-bit, AWQ GEMM 4-bit)",
+                   "reads compressed-tensors FP8/NVFP4, GPTQ 4/8-bit, AWQ GEMM 4-bit, ModelOpt "
+                   "NVFP4/FP8)",
                    file, m ? m : "?", q->bits);
 }

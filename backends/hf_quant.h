@@ -20,6 +20,16 @@
  *   low bits first, zero points the same way along outputs, and
  *   weight_shape: w = dtype((q - zero) * scale).
  *
+ * - ModelOpt (TensorRT Model Optimizer 0.3x unified HF export, quant_method
+ *   "modelopt" in config.json or the older hf_quant_config.json):
+ *   quant_algo NVFP4 / W4A16_NVFP4 — `weight` U8 [out, in/2] (low nibble
+ *   first), `weight_scale` FP8 per 16 inputs, `weight_scale_2` f32 that
+ *   multiplies: w = dtype(fp4 * f32(scale * scale_2)), as its
+ *   NVFP4QTensor.dequantize; FP8 — `weight` F8_E4M3, per-tensor (or per
+ *   channel) `weight_scale`: w = dtype(fp8 * dtype(scale)), as FP8QTensor.
+ *   NVFP4 and FP8 declare static activations: each projection's
+ *   `input_scale` is the global scale its inputs are quantized with.
+ *
  * Anything else (another quant_method or format, asymmetric FP8, bits other
  * than these) is refused naming it.
  */
@@ -30,7 +40,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum hf_scheme { HF_PLAIN = 0, HF_CT_FP8, HF_CT_NVFP4, HF_GPTQ, HF_AWQ, HF_CT_PACK };
+enum hf_scheme {
+    HF_PLAIN = 0,
+    HF_CT_FP8,
+    HF_CT_NVFP4,
+    HF_GPTQ,
+    HF_AWQ,
+    HF_CT_PACK,
+    HF_MO_NVFP4,
+    HF_MO_FP8
+};
 enum hf_dtype { HF_DT_F32 = 0, HF_DT_F16, HF_DT_BF16 }; /* what the library computes in */
 
 struct hf_quant {
@@ -39,7 +58,9 @@ struct hf_quant {
     int bits, group, gptq_zero_offset; /* GPTQ/AWQ/pack; GPTQ v1 stores zero - 1 */
     int asym;                          /* pack-quantized: zero points stored */
     int act_fp8_dynamic;               /* FP8: input activations declared dynamic per-token FP8 */
-    char label[96]; /* e.g. "compressed-tensors float-quantized (FP8 E4M3, channel)" */
+    const char *act_static; /* ModelOpt: inputs quantized with each projection's input_scale
+                             * as this format ("nvfp4", "fp8_e4m3"), or NULL */
+    char label[96];         /* e.g. "compressed-tensors float-quantized (FP8 E4M3, channel)" */
 };
 
 struct hf_owner;
@@ -60,6 +81,12 @@ int hf_quant_read(const cJSON *config, const char *file, struct hf_quant *q, cha
  * range); QG_ERR_NOMEM. */
 int hf_quant_linear(const struct hf_owner *o, const struct hf_quant *q, const char *prefix,
                     int64_t out, int64_t in, float **w, char *err, size_t errlen);
+
+/* The static input scale of projection prefix (ModelOpt's
+ * "<prefix>.input_scale": one positive finite f32) into *s. QG_OK or
+ * QG_ERR_DATA naming the tensor. */
+int hf_quant_input_scale(const struct hf_owner *o, const char *prefix, float *s, char *err,
+                         size_t errlen);
 
 /* One value of a float tensor (F32, F16, BF16, F8_E4M3) as f32. */
 float hf_st_float(const struct st_tensor *t, int64_t i);

@@ -232,6 +232,8 @@ void lm_matmul(const struct llama_ctx *c, float *y, const float *x, const struct
         memcpy(c->aq, x, (size_t)n * (size_t)W->in * sizeof *x);
         if (c->act == LLAMA_ACT_LLAMACPP)
             simfmt_llamacpp_act(W->type, c->aq, n, W->in);
+        else if (W->in_scale > 0) /* a checkpoint's calibrated scale */
+            simfmt_apply_act_static(&c->act_fmt, c->aq, n, W->in, W->in_scale);
         else
             simfmt_apply_act(&c->act_fmt, c->aq, n, W->in);
         x = c->aq;

@@ -96,9 +96,25 @@ static int load_vec(struct loader *ld, const char *tname, int64_t ne0, int optio
 }
 
 /* w = rows [r0, r0 + rows) of matrix k of tensor t (a view, as stored) */
-static void mat_view(struct llama_model *m, const struct gguf_tensor *t, int64_t k, int64_t r0,
+/* a checkpoint directory's static input scale of matrix t (ModelOpt):
+ * "<name less .weight>.input_scale", one positive f32 (marked used), or 0 */
+static float input_scale(struct loader *ld, const struct gguf_tensor *t)
+{
+    char sn[GGUF_MAX_NAME + 1];
+    size_t l = strlen(t->name);
+    if (l < 7 || strcmp(t->name + l - 7, ".weight")) return 0;
+    snprintf(sn, sizeof sn, "%.*s.input_scale", (int)(l - 7), t->name);
+    const struct gguf_tensor *s;
+    float v = 0;
+    if (find_tensor(ld, sn, 1, 1, 1, 1, &s) || !s || s->type != GGML_F32) return 0;
+    memcpy(&v, s->data, 4);
+    return v > 0 && isfinite(v) ? v : 0;
+}
+
+static void mat_view(struct loader *ld, const struct gguf_tensor *t, int64_t k, int64_t r0,
                      int64_t rows, struct wmat *w)
 {
+    struct llama_model *m = ld->m;
     const struct ggml_type_info *ti = ggml_type_get(t->type);
     size_t rb = (size_t)(t->ne[0] / ti->block) * ti->type_size;
     *w = (struct wmat){.name = t->name,
@@ -107,7 +123,8 @@ static void mat_view(struct llama_model *m, const struct gguf_tensor *t, int64_t
                                ((size_t)k * (size_t)t->ne[1] + (size_t)r0) * rb,
                        .in = t->ne[0],
                        .out = rows,
-                       .row_bytes = rb};
+                       .row_bytes = rb,
+                       .in_scale = input_scale(ld, t)};
     if (t->ne[0] > m->max_in) m->max_in = t->ne[0];
 }
 
@@ -133,7 +150,7 @@ static int load_mat(struct loader *ld, const char *tname, int64_t ne0, int64_t n
     const struct gguf_tensor *t;
     memset(w, 0, sizeof *w);
     int rc = load_tensor(ld, tname, ne0, ne1, 1, optional, &t);
-    if (!rc && t) mat_view(ld->m, t, 0, 0, ne1, w);
+    if (!rc && t) mat_view(ld, t, 0, 0, ne1, w);
     return rc;
 }
 
@@ -147,7 +164,7 @@ static int load_exps(struct loader *ld, const char *tname, int64_t ne0, int64_t 
     if (!(*out = calloc((size_t)n, sizeof **out)))
         return qg_errf(ld->err, ld->errlen, QG_ERR_NOMEM, "%s: out of memory", ld->name);
     for (int e = 0; e < n; e++)
-        mat_view(ld->m, t, e, 0, ne1, &(*out)[e]);
+        mat_view(ld, t, e, 0, ne1, &(*out)[e]);
     ld->m->exp_bytes += (size_t)t->nbytes;
     return QG_OK;
 }
@@ -165,9 +182,9 @@ static int load_qkv(struct loader *ld, struct layer *L, int l, int64_t qd, int64
     if (!fused) t = NULL;
     if (rc) return rc;
     if (t) {
-        mat_view(ld->m, t, 0, 0, qd, &L->wq);
-        mat_view(ld->m, t, 0, qd, kvd, &L->wk);
-        mat_view(ld->m, t, 0, qd + kvd, kvd, &L->wv);
+        mat_view(ld, t, 0, 0, qd, &L->wq);
+        mat_view(ld, t, 0, qd, kvd, &L->wk);
+        mat_view(ld, t, 0, qd + kvd, kvd, &L->wv);
         return QG_OK;
     }
     const char *names[3] = {"attn_q", "attn_k", "attn_v"};
@@ -234,8 +251,8 @@ static int load_dense_ffn(struct loader *ld, struct layer *L, int l)
         if (!strcmp(hp->arch, "phi3")) { /* fused: rows [0, ff) gate, [ff, 2 ff) up */
             snprintf(tn, sizeof tn, "blk.%d.ffn_up.weight", l);
             if ((rc = load_tensor(ld, tn, dim, 2 * ff, 1, 0, &t))) return rc;
-            mat_view(ld->m, t, 0, 0, ff, &L->w_gate);
-            mat_view(ld->m, t, 0, ff, ff, &L->w_up);
+            mat_view(ld, t, 0, 0, ff, &L->w_gate);
+            mat_view(ld, t, 0, ff, ff, &L->w_up);
         } else {
             rc = load_mat(ld, tn, dim, ff, 0, &L->w_gate);
             snprintf(tn, sizeof tn, "blk.%d.ffn_gate.bias", l);

@@ -39,6 +39,7 @@ struct wmat {
     const uint8_t *data;
     int64_t in, out; /* ne0, ne1 */
     size_t row_bytes;
+    float in_scale; /* a checkpoint's static input scale (ModelOpt), 0: none; not used here */
 };
 
 /* Floats of scratch one thread needs for matrices of up to max_in inputs. */

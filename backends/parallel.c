@@ -181,14 +181,12 @@ static void *worker(void *arg)
 /* Whether the pool pays. On a loaded machine (other processes on the
  * cores) the system runs a worker late and the caller waits for its
  * units; the default thread count must not then be slower than one
- * thread. Over each window of calls (those the caller ran units of), the time one thread would have taken
- * is estimated from the caller's own units (its time x units / its
- * units); when the pool saved under 10% of it, the next SOLO_CALLS calls
- * run on the caller alone, then the pool is tried again; each window in a
- * row that does not pay doubles that (up to SOLO_MAX), so that trying
- * costs little under a lasting load. The split of the
- * work, and so every result, is the same either way. Touched only by the
- * holder of `busy`. */
+ * thread. Over each window of calls (those the caller ran units of), the time one thread would have
+ * taken is estimated from the caller's own units (its time x units / its units); when the pool
+ * saved under 10% of it, the next SOLO_CALLS calls run on the caller alone, then the pool is tried
+ * again; each window in a row that does not pay doubles that (up to SOLO_MAX), so that trying costs
+ * little under a lasting load. The split of the work, and so every result, is the same either way.
+ * Touched only by the holder of `busy`. */
 static struct {
     int off, calls, solo_left, solo_len;
     double t_pool, t_one;

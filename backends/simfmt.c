@@ -390,6 +390,21 @@ int simfmt_apply_act(const struct simfmt *f, float *x, int64_t n, int64_t in)
     return simfmt_apply(&g, x, n, in);
 }
 
+int simfmt_apply_act_static(const struct simfmt *f, float *x, int64_t n, int64_t in, float scale)
+{
+    if (f->kind == SIMFMT_NVFP4) {
+        for (int64_t r = 0; r < n; r++)
+            apply_blocks(f, x + r * in, in, scale);
+        return 0;
+    }
+    if (f->kind == SIMFMT_FP8_E4M3) {
+        for (int64_t i = 0; i < n * in; i++)
+            x[i] = fp8_e4m3_to_f32(fp8_e4m3_from_f32(x[i] / scale)) * scale;
+        return 0;
+    }
+    return simfmt_apply_act(f, x, n, in);
+}
+
 int simfmt_apply_kv(const struct simfmt *f, float *x, int64_t n, int64_t dim, int64_t head_dim)
 {
     struct simfmt g = *f;

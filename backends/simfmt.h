@@ -103,6 +103,12 @@ int simfmt_apply(const struct simfmt *f, float *w, int64_t rows, int64_t cols);
  * row in the block formats; in place. 0, or -1 for SIMFMT_NONE. */
 int simfmt_apply_act(const struct simfmt *f, float *x, int64_t n, int64_t in);
 
+/* Activations quantized with a static (calibrated) global scale, as a
+ * ModelOpt checkpoint declares them: NVFP4 blocks of 16 whose FP8 block
+ * scales are relative to `scale` (the checkpoint's input_scale); FP8 E4M3
+ * x / scale, saturating at 448. Other formats as simfmt_apply_act. */
+int simfmt_apply_act_static(const struct simfmt *f, float *x, int64_t n, int64_t in, float scale);
+
 /* K or V rows as a cache stores them: n tokens of `dim` values, heads of
  * head_dim; fp8 and integers with a scale per head and token (or the
  * format's own group), block formats along the row. 0, or -1. */

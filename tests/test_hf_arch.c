@@ -22,13 +22,23 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* a safetensors file being written; fp8: projections as compressed-tensors
- * float-quantized FP8 E4M3 with one f32 scale per output channel */
+/* how the test checkpoints store projections */
+enum { Q_NONE = 0, Q_CT_FP8, Q_MO_NVFP4, Q_MO_FP8 };
+
+/* the input_scale written with ModelOpt projections (a calibration's
+ * amax / (6 x 448) for activations up to 8) */
+static const float MO_INPUT_SCALE = 8.0f / (6.0f * 448.0f);
+static float mo_input_scale = 8.0f / (6.0f * 448.0f); /* what gguf_to_hf writes */
+
+/* a safetensors file being written; quant: projections as compressed-tensors
+ * FP8 E4M3 with one f32 scale per output channel, or as ModelOpt exports
+ * NVFP4 or FP8 (with input_scale) */
 struct stw {
     cJSON *hdr;
     uint8_t *data;
     size_t n;
-    int fp8;
+    int quant;
+    float input_scale;
 };
 
 static void st_put(struct stw *w, const char *name, const char *dtype, int64_t d0, int64_t d1,
@@ -37,7 +47,7 @@ static void st_put(struct stw *w, const char *name, const char *dtype, int64_t d
     cJSON *e = cJSON_AddObjectToObject(w->hdr, name), *sh = cJSON_AddArrayToObject(e, "shape"),
           *of = cJSON_AddArrayToObject(e, "data_offsets");
     cJSON_AddStringToObject(e, "dtype", dtype);
-    cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)d0));
+    if (d0 >= 0) cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)d0)); /* d0 < 0: [] */
     if (d1) cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)d1));
     cJSON_AddItemToArray(of, cJSON_CreateNumber((double)w->n));
     cJSON_AddItemToArray(of, cJSON_CreateNumber((double)(w->n + nb)));
@@ -48,29 +58,74 @@ static void st_put(struct stw *w, const char *name, const char *dtype, int64_t d
 
 /* an f32 tensor of shape [d0] or [d0, d1]; a projection ("*.weight" of a
  * Linear) in FP8 when w->fp8 */
+/* "<name less .weight>.<suffix>" */
+static void sibling(char *out, size_t n, const char *name, const char *suffix)
+{
+    snprintf(out, n, "%.*s.%s", (int)(strlen(name) - strlen(".weight")), name, suffix);
+}
+
+/* ModelOpt NVFP4 (its NVFP4QTensor.quantize: global amax / (6 x 448), FP8
+ * block scales, E2M1 codes low nibble first) */
+static void st_add_nvfp4(struct stw *w, const char *name, int64_t out, int64_t in, const float *v)
+{
+    float amax = 0, *s2 = malloc(sizeof *s2);
+    for (int64_t i = 0; i < out * in; i++)
+        amax = fmaxf(amax, fabsf(v[i]));
+    *s2 = nvfp4_tensor_scale(amax);
+    uint8_t *pk = calloc((size_t)(out * in / 2), 1), *sc = malloc((size_t)(out * in / 16)), c[16];
+    for (int64_t b = 0; b < out * in / 16; b++) {
+        nvfp4_block_encode(v + b * 16, 16, *s2, &sc[b], c);
+        for (int k = 0; k < 16; k++)
+            pk[(b * 16 + k) / 2] |= (uint8_t)(c[k] << (k % 2 ? 4 : 0));
+    }
+    char n[300];
+    st_put(w, name, "U8", out, in / 2, pk, (size_t)(out * in / 2));
+    sibling(n, sizeof n, name, "weight_scale");
+    st_put(w, n, "F8_E4M3", out, in / 16, sc, (size_t)(out * in / 16));
+    sibling(n, sizeof n, name, "weight_scale_2");
+    st_put(w, n, "F32", -1, 0, s2, 4);
+    free(pk), free(sc), free(s2);
+}
+
+/* FP8 E4M3 codes of v / scale with the scale per row (compressed-tensors)
+ * or per tensor (ModelOpt) */
+static void st_add_fp8(struct stw *w, const char *name, int64_t out, int64_t in, const float *v)
+{
+    int per_row = w->quant == Q_CT_FP8;
+    uint8_t *q = malloc((size_t)(out * in));
+    float *sc = calloc((size_t)out, sizeof *sc);
+    for (int64_t i = 0; i < out * in; i++)
+        sc[per_row ? i / in : 0] = fmaxf(sc[per_row ? i / in : 0], fabsf(v[i]));
+    for (int64_t r = 0; r < (per_row ? out : 1); r++)
+        sc[r] = sc[r] > 0 ? sc[r] / 448.0f : 1.0f;
+    for (int64_t i = 0; i < out * in; i++)
+        q[i] = fp8_e4m3_from_f32(v[i] / sc[per_row ? i / in : 0]);
+    char n[300];
+    st_put(w, name, "F8_E4M3", out, in, q, (size_t)(out * in));
+    sibling(n, sizeof n, name, "weight_scale");
+    st_put(w, n, "F32", per_row ? out : -1, per_row ? 1 : 0, sc, (size_t)(per_row ? out : 1) * 4);
+    free(q);
+    free(sc);
+}
+
+/* an f32 tensor of shape [d0] or [d0, d1]; a projection ("*.weight" of a
+ * Linear) quantized as w->quant says */
 static void st_add(struct stw *w, const char *name, int64_t d0, int64_t d1, const float *v,
                    int linear)
 {
-    if (!w->fp8 || !linear) {
+    if (!w->quant || !linear) {
         st_put(w, name, "F32", d0, d1, v, (size_t)(d0 * (d1 ? d1 : 1)) * 4);
         return;
     }
-    uint8_t *q = malloc((size_t)(d0 * d1));
-    float *sc = malloc((size_t)d0 * sizeof *sc);
-    for (int64_t r = 0; r < d0; r++) {
-        float amax = 0;
-        for (int64_t c = 0; c < d1; c++)
-            amax = fmaxf(amax, fabsf(v[r * d1 + c]));
-        sc[r] = amax > 0 ? amax / 448.0f : 1.0f;
-        for (int64_t c = 0; c < d1; c++)
-            q[r * d1 + c] = fp8_e4m3_from_f32(v[r * d1 + c] / sc[r]);
+    if (w->quant == Q_MO_NVFP4)
+        st_add_nvfp4(w, name, d0, d1, v);
+    else
+        st_add_fp8(w, name, d0, d1, v);
+    if (w->quant == Q_MO_NVFP4 || w->quant == Q_MO_FP8) {
+        char n[300];
+        sibling(n, sizeof n, name, "input_scale");
+        st_put(w, n, "F32", -1, 0, &w->input_scale, 4);
     }
-    char n[300];
-    st_put(w, name, "F8_E4M3", d0, d1, q, (size_t)(d0 * d1));
-    snprintf(n, sizeof n, "%.*s_scale", (int)strlen(name), name);
-    st_put(w, n, "F32", d0, 1, sc, (size_t)d0 * 4);
-    free(q);
-    free(sc);
 }
 
 static int st_save(struct stw *w, const char *path)
@@ -347,8 +402,9 @@ static int tokenizer(const struct gguf *g, const char *dir)
 }
 
 /* the F32 GGUF at path written as checkpoint directory dir of class hfarch
- * (with sliding_window set to window when not 0; projections in FP8 with fp8) */
-static int gguf_to_hf(const char *path, const char *dir, const char *hfarch, int window, int fp8)
+ * (with sliding_window set to window when not 0; projections quantized as
+ * quant says) */
+static int gguf_to_hf(const char *path, const char *dir, const char *hfarch, int window, int quant)
 {
     struct gguf *g;
     char err[QG_ERRMSG_MAX], arch[32], p[4400];
@@ -358,7 +414,7 @@ static int gguf_to_hf(const char *path, const char *dir, const char *hfarch, int
         return -1;
     snprintf(arch, sizeof arch, "%.*s", (int)al, a);
     mkdir(dir, 0755);
-    struct stw w = {cJSON_CreateObject(), NULL, 0, fp8};
+    struct stw w = {cJSON_CreateObject(), NULL, 0, quant, mo_input_scale};
     cJSON_AddStringToObject(cJSON_AddObjectToObject(w.hdr, "__metadata__"), "format", "pt");
     int rc = 0;
     for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
@@ -370,15 +426,22 @@ static int gguf_to_hf(const char *path, const char *dir, const char *hfarch, int
     if (!rc) rc = st_save(&w, p);
     cJSON *c = config(g, arch, hfarch);
     if (window) num(c, "sliding_window", window);
-    if (fp8) /* weight-only FP8, as compressed-tensors 0.13 writes its config */
-        cJSON_AddItemToObject(
-            c, "quantization_config",
-            cJSON_Parse("{\"config_groups\": {\"group_0\": {\"format\": \"float-quantized\", "
-                        "\"input_activations\": null, \"targets\": [\"Linear\"], \"weights\": "
-                        "{\"dynamic\": false, \"num_bits\": 8, \"strategy\": \"channel\", "
-                        "\"symmetric\": true, \"type\": \"float\"}}}, \"format\": "
-                        "\"float-quantized\", \"ignore\": [\"lm_head\"], \"quant_method\": "
-                        "\"compressed-tensors\"}"));
+    static const char *const qc[] = {
+        NULL,
+        "{\"config_groups\": {\"group_0\": {\"format\": \"float-quantized\", "
+        "\"input_activations\": null, \"targets\": [\"Linear\"], \"weights\": {\"dynamic\": "
+        "false, \"num_bits\": 8, \"strategy\": \"channel\", \"symmetric\": true, \"type\": "
+        "\"float\"}}}, \"format\": \"float-quantized\", \"ignore\": [\"lm_head\"], "
+        "\"quant_method\": \"compressed-tensors\"}",
+        "{\"quant_method\": \"modelopt\", \"quant_algo\": \"NVFP4\", \"group_size\": 16, "
+        "\"kv_cache_quant_algo\": null, \"ignore\": [\"lm_head\"]}",
+        NULL}; /* ModelOpt FP8: the older hf_quant_config.json */
+    if (qc[quant]) cJSON_AddItemToObject(c, "quantization_config", cJSON_Parse(qc[quant]));
+    static const char hq[] = "{\"producer\": {\"name\": \"modelopt\"}, \"quantization\": "
+                             "{\"quant_algo\": \"FP8\", \"kv_cache_quant_algo\": null, "
+                             "\"exclude_modules\": [\"lm_head\"]}}";
+    snprintf(p, sizeof p, "%s/hf_quant_config.json", dir);
+    if (!rc && quant == Q_MO_FP8) rc = t_write_file(p, hq, strlen(hq));
     char *cs = cJSON_Print(c);
     snprintf(p, sizeof p, "%s/config.json", dir);
     if (!rc) rc = t_write_file(p, cs, strlen(cs));
@@ -695,8 +758,8 @@ TEST(hf_arch_fp8_experts, unit)
         ASSERT_OK(synth_write(&p, t_path("m.gguf"), err, sizeof err));
         snprintf(dir, sizeof dir, "%s", t_path("fp8"));
         snprintf(ref, sizeof ref, "%s", t_path("f32"));
-        ASSERT_OK(gguf_to_hf(t_path("m.gguf"), dir, v->hf, 0, 1));
-        ASSERT_OK(gguf_to_hf(t_path("m.gguf"), ref, v->hf, 0, 0));
+        ASSERT_OK(gguf_to_hf(t_path("m.gguf"), dir, v->hf, 0, Q_CT_FP8));
+        ASSERT_OK(gguf_to_hf(t_path("m.gguf"), ref, v->hf, 0, Q_NONE));
         struct gguf *g, *q;
         ASSERT_OK(gguf_open(t_path("m.gguf"), &g, err, sizeof err));
         ASSERT_OK(model_open(dir, &q, err, sizeof err));
@@ -781,6 +844,16 @@ TEST(hf_arch_refusals, unit)
         {"starcoder2", "hidden_act", "\"gelu\"", "hidden_act is set"},
         {"mixtral", "num_experts_per_tok", "9", "expert counts and widths"},
         {"qwen2", "use_sliding_window", "true", "use_sliding_window is set"},
+        {"qwen3", "quantization_config",
+         "{\"quant_method\": \"modelopt\", \"quant_algo\": \"MIXED_PRECISION\"}",
+         "ModelOpt quant_algo 'MIXED_PRECISION' (group_size 0) is not supported"},
+        {"qwen3", "quantization_config",
+         "{\"quant_method\": \"modelopt\", \"quant_algo\": \"NVFP4\", "
+         "\"kv_cache_quant_algo\": \"FP8\"}",
+         "ModelOpt kv_cache_quant_algo is set"},
+        {"qwen3", "quantization_config",
+         "{\"quant_method\": \"modelopt\", \"quant_algo\": \"NVFP4\", \"group_size\": 32}",
+         "ModelOpt quant_algo 'NVFP4' (group_size 32) is not supported"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char dir[4200], err[QG_ERRMSG_MAX];
@@ -792,6 +865,109 @@ TEST(hf_arch_refusals, unit)
         if (rc != QG_ERR_DATA || !strstr(err, cases[i].expect) || !strstr(err, "config.json"))
             T_FAIL_("case %zu (%s %s): rc %d: %s", i, cases[i].variant, cases[i].key, rc, err);
         gguf_close(g);
+    }
+    return 0;
+}
+
+/* logits of the n tokens tok with the checkpoint's declared activations
+ * (declared 1) or none */
+static float *logits_act(const char *dir, const int32_t *tok, int n, int declared, int *V)
+{
+    struct gguf *g;
+    struct llama_model *m = NULL;
+    struct llama_ctx *ctx = NULL;
+    char err[QG_ERRMSG_MAX];
+    struct simfmt f;
+    if (model_open(dir, &g, err, sizeof err) || llama_load(g, dir, &m, err, sizeof err) ||
+        llama_ctx_new(m, 64, &ctx) || !llama_declared_act(m) ||
+        simfmt_parse(llama_declared_act(m), &f, err, sizeof err) ||
+        (declared && llama_ctx_set_act(ctx, LLAMA_ACT_FORMAT, &f)))
+        return NULL;
+    *V = llama_hparams(m)->n_vocab;
+    float *lg = malloc((size_t)n * (size_t)*V * sizeof *lg);
+    if (llama_eval(ctx, tok, n, 0, lg)) free(lg), lg = NULL;
+    llama_ctx_free(ctx);
+    llama_free(m);
+    return lg;
+}
+
+/* ModelOpt's unified export: NVFP4 (config.json) and FP8 (the older
+ * hf_quant_config.json) weights as its dequantize computes them, every
+ * projection's input_scale read, the declared activations quantized with
+ * it */
+TEST(hf_arch_modelopt, unit)
+{
+    static const struct {
+        const char *variant, *tensor, *act;
+        int quant;
+    } cases[] = {{"qwen3", "blk.1.ffn_down.weight", "nvfp4", Q_MO_NVFP4},
+                 {"mixtral", "blk.1.ffn_down_exps.weight", "nvfp4", Q_MO_NVFP4},
+                 {"qwen3", "blk.1.attn_q.weight", "fp8_e4m3", Q_MO_FP8}};
+    for (int i = 0; i < 3; i++) {
+        const struct hf_variant *v = hf_variant_named(cases[i].variant);
+        char err[QG_ERRMSG_MAX], dir[4200], sn[GGUF_MAX_NAME + 1];
+        snprintf(dir, sizeof dir, "%s", t_path(cases[i].act));
+        ASSERT_OK(write_pair(v, t_path("m.gguf"), t_path("f32")));
+        ASSERT_OK(gguf_to_hf(t_path("m.gguf"), dir, v->hf, 0, cases[i].quant));
+        struct gguf *g, *q;
+        ASSERT_OK(gguf_open(t_path("m.gguf"), &g, err, sizeof err));
+        ASSERT_OK(model_open(dir, &q, err, sizeof err));
+        const struct gguf_tensor *a = gguf_find_tensor(g, cases[i].tensor),
+                                 *b = gguf_find_tensor(q, cases[i].tensor);
+        snprintf(sn, sizeof sn, "%.*s.input_scale", (int)strlen(cases[i].tensor) - 7,
+                 cases[i].tensor);
+        const struct gguf_tensor *is = gguf_find_tensor(q, sn);
+        ASSERT(a && b && is && b->type == GGML_F32 &&
+               ((const float *)is->data)[0] == MO_INPUT_SCALE);
+        const float *x = a->data, *y = b->data;
+        int64_t per = a->ne[0] * a->ne[1], bad = 0; /* one expert (or the matrix) */
+        for (int64_t e = 0; e < a->ne[2]; e++) {
+            float amax = 0;
+            for (int64_t k = 0; k < per; k++)
+                amax = fmaxf(amax, fabsf(x[e * per + k]));
+            for (int64_t k = 0; k < per; k += 16) {
+                uint8_t sc, c[16];
+                float s2 = nvfp4_tensor_scale(amax), st = amax / 448.0f;
+                nvfp4_block_encode(x + e * per + k, 16, s2, &sc, c);
+                for (int j = 0; j < 16; j++) {
+                    float want =
+                        cases[i].quant == Q_MO_NVFP4
+                            ? fp4_e2m1_to_f32(c[j]) * (fp8_e4m3_to_f32(sc) * s2)
+                            : fp8_e4m3_to_f32(fp8_e4m3_from_f32(x[e * per + k + j] / st)) * st;
+                    bad += y[e * per + k + j] != want;
+                }
+            }
+        }
+        printf("%s %s: %lld of %lld weights differ from ModelOpt's dequantization; ",
+               cases[i].variant, cases[i].act, (long long)bad, (long long)(per * a->ne[2]));
+        ASSERT_EQ(bad, 0);
+        gguf_close(q);
+        gguf_close(g);
+        /* the declared activations: with every input_scale 1e30 each block
+         * scale underflows, every projection sees zeros, and a position's
+         * logits depend on its own token only */
+        int32_t tok[4] = {5, 9, 5, 9};
+        int V;
+        float *with = logits_act(dir, tok, 4, 1, &V), *none = logits_act(dir, tok, 4, 0, &V);
+        ASSERT(with && none);
+        double d_act = 0;
+        for (int k = 0; k < 4 * V; k++)
+            d_act = fmax(d_act, fabs((double)with[k] - none[k]));
+        mo_input_scale = 1e30f;
+        ASSERT_OK(gguf_to_hf(t_path("m.gguf"), t_path("huge"), v->hf, 0, cases[i].quant));
+        mo_input_scale = MO_INPUT_SCALE;
+        float *z = logits_act(t_path("huge"), tok, 4, 1, &V);
+        ASSERT(z);
+        double rep = 0, rep_none = 0;
+        for (int k = 0; k < V; k++) {
+            rep = fmax(rep, fabs((double)z[k] - z[2 * V + k]));
+            rep_none = fmax(rep_none, fabs((double)none[k] - none[2 * V + k]));
+        }
+        printf("declared %s moves logits by up to %.3g; with input_scale 1e30 token 5's logits at "
+               "positions 0 and 2 differ by %.3g (%.3g without the activations)\n",
+               cases[i].act, d_act, rep, rep_none);
+        ASSERT(d_act > 0 && rep == 0 && rep_none > 0);
+        free(with), free(none), free(z);
     }
     return 0;
 }

@@ -963,7 +963,7 @@ TEST(matmul_group_matches_single_products, unit)
             else
                 ASSERT_OK(quant_row(types[p], w, q + r * rb, IN));
         }
-        W[p] = (struct wmat){"w", types[p], q, IN, outs[p], rb};
+        W[p] = (struct wmat){"w", types[p], q, IN, outs[p], rb, 0};
         y1[p] = malloc(sizeof(float) * N * (size_t)outs[p]);
         y2[p] = malloc(sizeof(float) * N * (size_t)outs[p]);
         ASSERT(y1[p] && y2[p]);
@@ -1030,7 +1030,7 @@ static int decode_kernels_check(void)
         uint8_t *q = malloc(rb * ROWS);
         for (int r = 0; r < ROWS; r++)
             ASSERT_OK(quant_row(types[t], w + r * IN, q + r * rb, IN));
-        struct wmat W = {"w", types[t], q, IN, ROWS, rb};
+        struct wmat W = {"w", types[t], q, IN, ROWS, rb, 0};
         double ef, ep;
         decode_errors(&W, x, ROWS, &ef, &ep);
         printf("%-8s fused %.2e portable %.2e\n", ti->name, ef, ep);
@@ -1045,7 +1045,7 @@ static int decode_kernels_check(void)
         size_t rb = IN / ti->block * ti->type_size;
         uint8_t *q = malloc(rb * ROWS);
         synth_random_blocks(type, q, (int64_t)IN * ROWS, 0.5f, &st);
-        struct wmat W = {"w", type, q, IN, ROWS, rb};
+        struct wmat W = {"w", type, q, IN, ROWS, rb, 0};
         double ef, ep;
         decode_errors(&W, x, ROWS, &ef, &ep);
         printf("%-8s fused %.2e portable %.2e (random blocks)\n", ti->name, ef, ep);
@@ -1072,7 +1072,7 @@ static int decode_kernels_check(void)
             else
                 ASSERT_OK(quant_row(odd[o].type, f, q + r * rb, odd[o].in));
         }
-        struct wmat W = {"w", odd[o].type, q, odd[o].in, ROWS, rb};
+        struct wmat W = {"w", odd[o].type, q, odd[o].in, ROWS, rb, 0};
         double ef, ep;
         decode_errors(&W, x, ROWS, &ef, &ep);
         printf("%-8s fused %.2e portable %.2e (rows of %lld)\n", ti->name, ef, ep,
@@ -1099,7 +1099,7 @@ static int decode_kernels_check(void)
             if (t->ne[1] < 2 || seen[t->type]) continue;
             const struct ggml_type_info *ti = ggml_type_get(t->type);
             struct wmat W = {t->name,  t->type,  t->data,
-                             t->ne[0], t->ne[1], (size_t)(t->ne[0] / ti->block) * ti->type_size};
+                             t->ne[0], t->ne[1], (size_t)(t->ne[0] / ti->block) * ti->type_size, 0};
             double ef, ep;
             decode_errors(&W, x, W.out < ROWS ? W.out : ROWS, &ef, &ep);
             printf("%-8s fused %.2e portable %.2e (%s)\n", ti->name, ef, ep, t->name);
@@ -1158,7 +1158,7 @@ static int vnni_edges(uint32_t type, int64_t in, uint64_t *st)
         rc = quant_row(GGML_Q4_K, w, q + (size_t)r * rb, in);
     }
     if (type != GGML_Q4_K) synth_random_blocks(type, q, in * ROWS, 0.5f, st);
-    struct wmat W = {"w", type, q, in, ROWS, rb};
+    struct wmat W = {"w", type, q, in, ROWS, rb, 0};
     for (int64_t i = 0; i < in; i++)
         x[i] = (float)(rng_unit(st) * 2 - 1);
     /* groups it holds: zeros, a max of 2^-60 and just under 2^60, one
