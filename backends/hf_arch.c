@@ -649,6 +649,28 @@ static int experts(struct build *b)
     return rc ? rc : plain(b->o, name, gn, d, 1, 1, 0, &b->t[b->n++], b->err, b->errlen);
 }
 
+/* projections that read the same input share the largest of their static
+ * input scales, as vLLM's merged layers (qkv, gate_up, experts' w13) do */
+static void share_input_scales(struct build *b, int first)
+{
+    static const char *const groups[][3] = {{"attn_q", "attn_k", "attn_v"},
+                                            {"ffn_gate", "ffn_up", NULL},
+                                            {"ffn_gate_exps", "ffn_up_exps", NULL},
+                                            {"ffn_gate_shexp", "ffn_up_shexp", NULL}};
+    for (size_t g = 0; g < sizeof groups / sizeof *groups; g++) {
+        float *s[3] = {NULL, NULL, NULL}, mx = 0;
+        for (int k = 0; k < 3 && groups[g][k]; k++) {
+            char name[GGUF_MAX_NAME + 1];
+            snprintf(name, sizeof name, "blk.%d.%s.input_scale", b->l, groups[g][k]);
+            for (int i = first; i < b->n; i++)
+                if (!strcmp(b->t[i].name, name)) s[k] = (float *)b->t[i].data;
+            if (s[k]) mx = fmaxf(mx, *s[k]);
+        }
+        for (int k = 0; k < 3; k++)
+            if (s[k]) *s[k] = mx;
+    }
+}
+
 /* layer l's tensors */
 static int layer_tensors(struct build *b)
 {
@@ -723,8 +745,11 @@ int hf_arch_tensors(struct hf_owner *o, const struct hf_cfg *h, const struct hf_
     if (!rc && !h->tied)
         rc = plain(o, "lm_head.weight", "output.weight", h->dim, n_vocab, 0, 0, &b.t[b.n++], err,
                    errlen);
-    for (b.l = 0; b.l < h->layers && !rc; b.l++)
+    for (b.l = 0; b.l < h->layers && !rc; b.l++) {
+        int first = b.n;
         rc = layer_tensors(&b);
+        if (!rc) share_input_scales(&b, first);
+    }
     if (!rc && h->llama3) /* the converter's rope_freqs.weight */
         rc = factors(&b, "rope_freqs.weight", h->head_dim / 2, NULL);
     if (!rc && h->longrope[0])

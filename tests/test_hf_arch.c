@@ -30,6 +30,16 @@ enum { Q_NONE = 0, Q_CT_FP8, Q_MO_NVFP4, Q_MO_FP8 };
 static const float MO_INPUT_SCALE = 8.0f / (6.0f * 448.0f);
 static float mo_input_scale = 8.0f / (6.0f * 448.0f); /* what gguf_to_hf writes */
 
+/* the input_scale written for projection `name` ("....weight"): the base
+ * times 1, 1.25 or 1.5 by its name, so that projections differ */
+static float mo_scale_of(const char *name, float base)
+{
+    unsigned sum = 0;
+    for (const char *c = name; *c; c++)
+        sum += (unsigned char)*c;
+    return base * (1.0f + 0.25f * (float)(sum % 3));
+}
+
 /* a safetensors file being written; quant: projections as compressed-tensors
  * FP8 E4M3 with one f32 scale per output channel, or as ModelOpt exports
  * NVFP4 or FP8 (with input_scale) */
@@ -123,8 +133,9 @@ static void st_add(struct stw *w, const char *name, int64_t d0, int64_t d1, cons
         st_add_fp8(w, name, d0, d1, v);
     if (w->quant == Q_MO_NVFP4 || w->quant == Q_MO_FP8) {
         char n[300];
+        float is = mo_scale_of(name, w->input_scale);
         sibling(n, sizeof n, name, "input_scale");
-        st_put(w, n, "F32", -1, 0, &w->input_scale, 4);
+        st_put(w, n, "F32", -1, 0, &is, 4);
     }
 }
 
@@ -917,8 +928,33 @@ TEST(hf_arch_modelopt, unit)
         snprintf(sn, sizeof sn, "%.*s.input_scale", (int)strlen(cases[i].tensor) - 7,
                  cases[i].tensor);
         const struct gguf_tensor *is = gguf_find_tensor(q, sn);
-        ASSERT(a && b && is && b->type == GGML_F32 &&
-               ((const float *)is->data)[0] == MO_INPUT_SCALE);
+        ASSERT(a && b && is && b->type == GGML_F32);
+        /* the scale read: the largest of the experts' (down), or of the
+         * q, k and v that share the input (attn_q) */
+        float want_s = 0;
+        for (int e = 0; e < (int)a->ne[2]; e++) {
+            char hn[256];
+            snprintf(hn, sizeof hn, "model.layers.1.block_sparse_moe.experts.%d.w2.weight", e);
+            want_s =
+                fmaxf(want_s, mo_scale_of(a->ne[2] > 1 ? hn : "model.layers.1.mlp.down_proj.weight",
+                                          MO_INPUT_SCALE));
+        }
+        if (strstr(cases[i].tensor, "attn_q")) {
+            static const char *const qkv[] = {"model.layers.1.self_attn.q_proj.weight",
+                                              "model.layers.1.self_attn.k_proj.weight",
+                                              "model.layers.1.self_attn.v_proj.weight"};
+            want_s = 0;
+            for (int k = 0; k < 3; k++)
+                want_s = fmaxf(want_s, mo_scale_of(qkv[k], MO_INPUT_SCALE));
+            for (int k = 0; k < 2; k++) {
+                const struct gguf_tensor *o = gguf_find_tensor(q, k ? "blk.1.attn_v.input_scale"
+                                                                    : "blk.1.attn_k.input_scale");
+                ASSERT(o && ((const float *)o->data)[0] == want_s);
+            }
+        }
+        printf("input_scale %.6g (written %.6g..%.6g); ", ((const float *)is->data)[0],
+               MO_INPUT_SCALE, 1.5 * MO_INPUT_SCALE);
+        ASSERT(((const float *)is->data)[0] == want_s);
         const float *x = a->data, *y = b->data;
         int64_t per = a->ne[0] * a->ne[1], bad = 0; /* one expert (or the matrix) */
         for (int64_t e = 0; e < a->ne[2]; e++) {
