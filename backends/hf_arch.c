@@ -5,6 +5,7 @@
 #include "backends/gguf.h"
 #include "backends/gguf_write.h"
 #include "backends/hf_quant.h"
+#include "backends/quant.h"
 #include "backends/safetensors.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -499,10 +500,37 @@ static int is_float(const struct st_tensor *s)
     return s && float_type(s->dtype) >= 0;
 }
 
+/* n dequantized floats at *w narrowed in place to BF16 or F16 when every
+ * one of them is exactly a value of that type (the libraries round their
+ * dequantization to the model's dtype: half the memory, the same weights);
+ * the type kept */
+static int narrow(float **w, size_t n)
+{
+    int bf = 1, hf = 1;
+    for (size_t i = 0; i < n && (bf || hf); i++) {
+        float x = (*w)[i];
+        uint32_t u;
+        memcpy(&u, &x, 4);
+        bf = bf && (u & 0xFFFF) == 0;
+        hf = hf && quant_f16_to_f32(quant_f32_to_f16(x)) == x;
+    }
+    if (!bf && !hf) return GGML_F32;
+    uint16_t *h = (uint16_t *)(void *)*w;
+    for (size_t i = 0; i < n; i++) {
+        float x = (*w)[i];
+        uint32_t u;
+        memcpy(&u, &x, 4);
+        h[i] = bf ? (uint16_t)(u >> 16) : quant_f32_to_f16(x); /* h[i] lies below w[i] */
+    }
+    float *s = realloc(*w, n * 2 + 4);
+    if (s) *w = s;
+    return bf ? GGML_BF16 : GGML_F16;
+}
+
 /* projections prefix[0..n) ("<prefix>.weight" or its quantized parts),
  * each out x in, as one tensor `gname` of n x out rows: the one stored
  * float tensor in place (n = 1), floats of one dtype copied side by side,
- * or every one dequantized to f32 */
+ * or every one dequantized (f32, or BF16/F16 when exact: narrow) */
 static int linears(struct hf_owner *o, const struct hf_quant *q, char (*prefix)[256], int n,
                    const char *gname, int64_t in, int64_t out, struct gguf_tensor *t, char *err,
                    size_t errlen)
@@ -512,34 +540,34 @@ static int linears(struct hf_owner *o, const struct hf_quant *q, char (*prefix)[
     const struct st_tensor *s0 = hf_find(o, hf);
     int flt = q->scheme == HF_PLAIN || is_float(s0);
     if (flt && n == 1) return plain(o, hf, gname, in, out, 0, 0, t, err, errlen);
-    if (n == 1) { /* dequantized in place of the copy */
-        float *w;
-        int rc = hf_quant_linear(o, q, prefix[0], out, in, &w, err, errlen);
-        if (rc || (rc = hf_owner_keep(o, w))) return rc;
-        entry(t, gname, GGML_F32, in, out, 1, w, (uint64_t)(in * out) * 4);
-        return QG_OK;
-    }
     size_t es = flt && s0 ? st_dtype_size(s0->dtype) : 4, one = (size_t)(in * out) * es;
-    uint8_t *buf = malloc(one * (size_t)n);
-    if (!buf || hf_owner_keep(o, buf)) return QG_ERR_NOMEM;
-    for (int e = 0; e < n; e++) {
+    float *w = NULL;
+    int rc = QG_OK;
+    uint8_t *buf = n == 1 ? NULL : malloc(one * (size_t)n);
+    if (n > 1 && !buf) return QG_ERR_NOMEM;
+    for (int e = 0; e < n && !rc; e++) {
         snprintf(hf, sizeof hf, "%s.weight", prefix[e]);
-        if (flt) {
-            const struct st_tensor *s = stored(o, hf, in, out, 0, err, errlen);
-            if (!s) return QG_ERR_DATA;
-            if (s->dtype != s0->dtype)
-                return qg_errf(err, errlen, QG_ERR_DATA, "tensor '%s' is %s, '%s.weight' %s", hf,
-                               st_dtype_name(s->dtype), prefix[0], st_dtype_name(s0->dtype));
+        const struct st_tensor *s = flt ? stored(o, hf, in, out, 0, err, errlen) : NULL;
+        if (flt && !s)
+            rc = QG_ERR_DATA;
+        else if (flt && s->dtype != s0->dtype)
+            rc = qg_errf(err, errlen, QG_ERR_DATA, "tensor '%s' is %s, '%s.weight' %s", hf,
+                         st_dtype_name(s->dtype), prefix[0], st_dtype_name(s0->dtype));
+        else if (flt)
             memcpy(buf + one * (size_t)e, s->data, one);
-            continue;
+        else if (!(rc = hf_quant_linear(o, q, prefix[e], out, in, &w, err, errlen)) && n > 1) {
+            memcpy(buf + one * (size_t)e, w, one);
+            free(w);
         }
-        float *w;
-        int rc = hf_quant_linear(o, q, prefix[e], out, in, &w, err, errlen);
-        if (rc) return rc;
-        memcpy(buf + one * (size_t)e, w, one);
-        free(w);
     }
-    entry(t, gname, flt ? float_type(s0->dtype) : GGML_F32, in, out, n, buf, one * (size_t)n);
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    if (n > 1) w = (float *)(void *)buf;
+    int type = flt ? float_type(s0->dtype) : narrow(&w, (size_t)(in * out * n));
+    if ((rc = hf_owner_keep(o, w))) return rc;
+    entry(t, gname, type, in, out, n, w, (uint64_t)(in * out * n) * (type == GGML_F32 ? 4 : 2));
     return QG_OK;
 }
 
