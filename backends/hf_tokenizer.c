@@ -442,6 +442,9 @@ static int write_keys(struct gguf_writer *w, const cJSON *root, const cJSON *cfg
     if (!rc && spm) rc = gguf_writer_set_bool(w, "tokenizer.ggml.add_space_prefix", prefix);
     if (!rc && metaspace)
         rc = gguf_writer_set_u32(w, "qgate.tokenizer.metaspace", (uint32_t)metaspace);
+    const cJSON *norm = cJSON_GetObjectItemCaseSensitive(root, "normalizer");
+    if (!rc && !spm && is_type(norm, "NFC")) /* Qwen2: applied before the split */
+        rc = gguf_writer_set_bool(w, "qgate.tokenizer.nfc", 1);
     const cJSON *im = cJSON_GetObjectItemCaseSensitive(model, "ignore_merges");
     if (!rc && !spm && cJSON_IsBool(im))
         rc = gguf_writer_set_bool(w, "qgate.tokenizer.ignore_merges", cJSON_IsTrue(im));

@@ -1,5 +1,7 @@
 /* tokenizer — llama.cpp-compatible SentencePiece and byte-level BPE. */
 #include "backends/tokenizer.h"
+#include "backends/nfc.h"
+#include "backends/strmap.h"
 #include "core/status.h"
 #include "core/utf8.h"
 #include "core/util.h"
@@ -12,16 +14,6 @@
 
 enum { MODEL_SPM, MODEL_BPE };
 
-/* open-addressing hash map from byte strings to int32 */
-struct strmap {
-    uint32_t cap;  /* power of two */
-    int32_t *slot; /* index into keys, -1 empty */
-    const char **keys;
-    uint32_t *lens;
-    int32_t *vals;
-    int32_t n;
-};
-
 struct tokenizer {
     int model;
     int n_vocab;
@@ -31,6 +23,7 @@ struct tokenizer {
     int32_t *type;
     int32_t bos, eos, unk;
     int add_bos, add_eos, add_space_prefix;
+    int nfc;               /* a tokenizer.json's NFC normalizer (qgate.tokenizer.nfc) */
     int metaspace;         /* 0: the prefix always (SentencePiece); 1/2: a Metaspace pre-tokenizer's
                             * "always"/"first": not before a space, and "first" only at the start */
     int32_t byte_tok[256]; /* SPM <0xXX> tokens, -1 when absent */
@@ -42,63 +35,6 @@ struct tokenizer {
     uint8_t byte_enc_len[256];
     int16_t cp_to_byte[512]; /* code point (< 512) -> byte, -1 none */
 };
-
-static uint32_t fnv1a(const char *s, size_t n)
-{
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (uint8_t)s[i]) * 16777619u;
-    return h;
-}
-
-static int map_init(struct strmap *m, int32_t n)
-{
-    m->cap = 16;
-    while (m->cap < (uint32_t)n * 2 + 1)
-        m->cap *= 2;
-    m->slot = malloc(m->cap * sizeof *m->slot);
-    m->keys = malloc(((size_t)n + 1) * sizeof *m->keys);
-    m->lens = malloc(((size_t)n + 1) * sizeof *m->lens);
-    m->vals = malloc(((size_t)n + 1) * sizeof *m->vals);
-    m->n = 0;
-    if (!m->slot || !m->keys || !m->lens || !m->vals) return QG_ERR_NOMEM;
-    memset(m->slot, 0xff, m->cap * sizeof *m->slot);
-    return QG_OK;
-}
-
-static void map_release(struct strmap *m)
-{
-    free(m->slot);
-    free(m->keys);
-    free(m->lens);
-    free(m->vals);
-}
-
-static int32_t map_get(const struct strmap *m, const char *s, size_t n)
-{
-    if (!m->slot) return -1;
-    for (uint32_t h = fnv1a(s, n) & (m->cap - 1);; h = (h + 1) & (m->cap - 1)) {
-        int32_t k = m->slot[h];
-        if (k < 0) return -1;
-        if (m->lens[k] == n && memcmp(m->keys[k], s, n) == 0) return m->vals[k];
-    }
-}
-
-/* Inserts key (borrowed) unless present: the first insertion wins, as in
- * llama.cpp where later duplicates do not replace earlier tokens. */
-static void map_put(struct strmap *m, const char *s, size_t n, int32_t v)
-{
-    uint32_t h = fnv1a(s, n) & (m->cap - 1);
-    for (;; h = (h + 1) & (m->cap - 1)) {
-        int32_t k = m->slot[h];
-        if (k < 0) break;
-        if (m->lens[k] == n && memcmp(m->keys[k], s, n) == 0) return;
-    }
-    m->keys[m->n] = s;
-    m->lens[m->n] = (uint32_t)n;
-    m->vals[m->n] = v;
-    m->slot[h] = m->n++;
-}
 
 /* ---- growable id vector ---- */
 struct ids {
@@ -367,6 +303,14 @@ static int bpe_tokenize(const struct tokenizer *t, const char *text, size_t n, s
 static int encode_fragment(const struct tokenizer *t, const char *text, size_t n, int prefix_space,
                            struct ids *out)
 {
+    if (t->nfc && t->model == MODEL_BPE) { /* between special tokens, as tokenizers does */
+        char *norm = NULL;
+        size_t nn;
+        int rc = nfc_normalize(text, n, &norm, &nn);
+        if (!rc) rc = bpe_tokenize(t, norm, nn, out);
+        free(norm);
+        return rc;
+    }
     if (t->model == MODEL_BPE) return bpe_tokenize(t, text, n, out);
     /* SPM: optional leading space, then ' ' -> U+2581 */
     size_t spaces = (size_t)(prefix_space != 0);
@@ -590,6 +534,7 @@ static void read_specials(struct tokenizer *t, const struct gguf *g, int kind)
     int64_t ms = 0;
     if (gguf_get_int(g, "qgate.tokenizer.metaspace", &ms) == QG_OK && ms >= 0 && ms <= 2)
         t->metaspace = (int)ms;
+    t->nfc = flag(g, "qgate.tokenizer.nfc", 0);
 }
 
 int tok_load(const struct gguf *g, const char *name, struct tokenizer **out, char *err,

@@ -981,3 +981,70 @@ TEST(hf_mistral_sliding_window, shared)
     llama_free(m);
     return 0;
 }
+
+/* a tokenizer.json whose normalizer is NFC (Qwen2's) normalizes before it
+ * splits: the GPT-2 file with normalizer {"type": "NFC"} gives the ids of
+ * Hugging Face tokenizers 0.23.3 on decomposed text (without it, other ids) */
+TEST(hf_tokenizer_nfc_normalizer, e2e)
+{
+    char dir[4200], cmd[20000];
+    snprintf(dir, sizeof dir, "%s/nfc", t_tmp());
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p '%s' && gzip -dc '%s/tests/data/tokenizers/gpt2/tokenizer.json.gz' > "
+             "'%s/tokenizer.json' && cp '%s/tests/data/tokenizers/gpt2/tokenizer_config.json' "
+             "'%s/'",
+             dir, QG_SOURCE_DIR, dir, QG_SOURCE_DIR, dir);
+    ASSERT_EQ(system(cmd), 0);
+    static const char *const texts[] = {"caf\xc3\xa9 na\xc3\xafve", "cafe\xcc\x81 nai\xcc\x88ve",
+                                        "\xe1\x84\x80\xe1\x85\xa1\xe1\x86\xa8 \xe2\x84\xa6"};
+    static const int32_t want[3][6] = {{66, 1878, 2634, 41492, -1},
+                                       {66, 1878, 2634, 41492, -1},
+                                       {166, 108, 223, 7377, 102, -1}},
+                         plain[] = {66, 8635, 136, 223, 299, 1872, 136, 230, 303};
+    for (int nfc = 0; nfc < 2; nfc++) {
+        if (nfc) { /* the same file with an NFC normalizer */
+            char path[4400];
+            snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+            char *s = t_read_file(path, NULL);
+            cJSON *j = cJSON_Parse(s);
+            free(s);
+            ASSERT(j);
+            cJSON_DeleteItemFromObject(j, "normalizer");
+            cJSON_AddItemToObject(j, "normalizer", cJSON_Parse("{\"type\": \"NFC\"}"));
+            s = cJSON_PrintUnformatted(j);
+            ASSERT_OK(t_write_file(path, s, strlen(s)));
+            free(s);
+            cJSON_Delete(j);
+        }
+        struct gguf_writer *w = gguf_writer_new();
+        char err[QG_ERRMSG_MAX];
+        int nv;
+        ASSERT_OK(gguf_writer_set_str(w, "general.architecture", "llama"));
+        if (hf_tokenizer_keys(dir, w, 0, &nv, err, sizeof err)) T_FAIL_("%s", err);
+        uint8_t *buf;
+        size_t size;
+        ASSERT_OK(gguf_writer_to_memory(w, &buf, &size));
+        gguf_writer_free(w);
+        struct gguf *g;
+        struct tokenizer *tok;
+        ASSERT_OK(gguf_open_memory(buf, size, dir, &g, err, sizeof err));
+        ASSERT_OK(tok_load(g, dir, &tok, err, sizeof err));
+        gguf_close(g);
+        free(buf);
+        for (int i = nfc ? 0 : 1; i < (nfc ? 3 : 2); i++) {
+            int32_t *ids = NULL;
+            int64_t n = 0;
+            ASSERT_OK(tok_encode(tok, texts[i], strlen(texts[i]), 0, 0, &ids, &n));
+            const int32_t *exp = nfc ? want[i] : plain;
+            int64_t ne = 0;
+            while (nfc ? exp[ne] >= 0 : ne < 9)
+                ne++;
+            ASSERT_EQ(n, ne);
+            for (int64_t k = 0; k < n; k++)
+                ASSERT_EQ(ids[k], exp[k]);
+            free(ids);
+        }
+        tok_free(tok);
+    }
+    return 0;
+}

@@ -1099,7 +1099,8 @@ static int decode_kernels_check(void)
             if (t->ne[1] < 2 || seen[t->type]) continue;
             const struct ggml_type_info *ti = ggml_type_get(t->type);
             struct wmat W = {t->name,  t->type,  t->data,
-                             t->ne[0], t->ne[1], (size_t)(t->ne[0] / ti->block) * ti->type_size, 0};
+                             t->ne[0], t->ne[1], (size_t)(t->ne[0] / ti->block) * ti->type_size,
+                             0};
             double ef, ep;
             decode_errors(&W, x, W.out < ROWS ? W.out : ROWS, &ef, &ep);
             printf("%-8s fused %.2e portable %.2e (%s)\n", ti->name, ef, ep, t->name);

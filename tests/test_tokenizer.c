@@ -2,10 +2,12 @@
  * reference ids, and round trips. */
 #include "backends/backend.h"
 #include "backends/gguf.h"
+#include "backends/nfc.h"
 #include "backends/synth.h"
 #include "backends/tokenizer.h"
 #include "core/status.h"
 #include "core/util.h"
+#include "datasets/hash.h"
 #include "tests/test.h"
 
 #include <stdlib.h>
@@ -209,5 +211,94 @@ TEST(tokenizer_through_backend_only, unit)
     ASSERT_CONTAINS(backend_errmsg(&b), "opened for its tokenizer only");
     backend_close(&b);
     tok_free(t);
+    return 0;
+}
+
+/* NFC by hand: composition, Hangul, canonical reordering, exclusions,
+ * singletons, blocked and leading marks, 4-byte code points, and bytes
+ * that are not UTF-8 (expected values: Python 3.11's unicodedata) */
+TEST(nfc_cases_by_hand, unit)
+{
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"caf\x65\xcc\x81", "caf\xc3\xa9"},                       /* e + acute */
+        {"\xe1\x84\x80\xe1\x85\xa1\xe1\x86\xa8", "\xea\xb0\x81"}, /* L V T: U+AC01 */
+        {"a\xcc\xa3\xcc\x82", "\xe1\xba\xad"},                    /* a, dot below, circumflex */
+        {"a\xcc\x82\xcc\xa3", "\xe1\xba\xad"},                    /* reordered first */
+        {"\xe0\xa5\x98", "\xe0\xa4\x95\xe0\xa4\xbc"},             /* U+0958: an exclusion */
+        {"\xe2\x84\xa6", "\xce\xa9"},                             /* ohm sign: a singleton */
+        {"\xcc\x81"
+         "e",
+         "\xcc\x81"
+         "e"},                                            /* a leading mark */
+        {"A\xcc\x8a\xcc\x81", "\xc7\xba"},                /* A ring acute: U+01FA */
+        {"\xe1\xb8\x8b\xcc\xa3", "\xe1\xb8\x8d\xcc\x87"}, /* U+1E0B + dot below */
+        {"q\xcc\x87\xcc\xa3", "q\xcc\xa3\xcc\x87"},       /* no composite: reordered */
+        {"\xe3\x81\x8b\xe3\x82\x99", "\xe3\x81\x8c"},     /* ka + voicing: ga */
+        {"\xf0\x9d\x85\x9e\xf0\x9d\x85\xa5",
+         "\xf0\x9d\x85\x97\xf0\x9d\x85\xa5\xf0\x9d\x85\xa5"}, /* musical symbols */
+        {"e\xcc\x81\xcc\x81", "\xc3\xa9\xcc\x81"},            /* the second acute stays */
+        {"e\xff\xcc\x81", "e\xff\xcc\x81"},                   /* not UTF-8 in between */
+        {"\xed\xa0\x80"
+         "a",
+         "\xed\xa0\x80"
+         "a"}, /* a surrogate's bytes */
+        {"plain ASCII", "plain ASCII"},
+        {"", ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *o;
+        size_t n;
+        ASSERT_OK(nfc_normalize(cases[i].in, strlen(cases[i].in), &o, &n));
+        if (n != strlen(cases[i].out) || memcmp(o, cases[i].out, n))
+            T_FAIL_("case %zu: %zu bytes out, %zu expected", i, n, strlen(cases[i].out));
+        free(o);
+    }
+    return 0;
+}
+
+/* 20000 code points drawn from the ranges where NFC does something
+ * (Latin, combining marks, Greek, Hangul jamo and syllables, Devanagari,
+ * Hebrew points, CJK compatibility, letterlike symbols, musical symbols,
+ * kana and voicing marks), normalized as one text: the same bytes as
+ * Python 3.11.7's unicodedata.normalize("NFC", s) (Unicode 14.0), by
+ * sha256; the draw is x = x * 6364136223846793005 + 1442695040888963407
+ * mod 2^64 from 12345, range (x >> 33) % 16, offset (x >> 13) % size */
+TEST(nfc_matches_python_unicodedata, unit)
+{
+    static const uint32_t r[16][2] = {
+        {0x41, 0x7A},     {0xC0, 0xFF},       {0x300, 0x36F},   {0x1E00, 0x1EFF},
+        {0x1F00, 0x1FFF}, {0x1100, 0x1112},   {0x1161, 0x1175}, {0x11A8, 0x11C2},
+        {0xAC00, 0xD7A3}, {0x900, 0x97F},     {0x591, 0x5C7},   {0xF900, 0xFAFF},
+        {0x2100, 0x21FF}, {0x1D15E, 0x1D172}, {0x3099, 0x309A}, {0x304B, 0x3052}};
+    char *s = malloc(20000 * 4 + 1);
+    size_t k = 0;
+    uint64_t x = 12345;
+    for (int i = 0; i < 20000; i++) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        const uint32_t *g = r[(x >> 33) % 16];
+        uint32_t c = g[0] + (uint32_t)((x >> 13) % (g[1] - g[0] + 1));
+        if (c < 0x80)
+            s[k++] = (char)c;
+        else if (c < 0x800)
+            s[k++] = (char)(0xC0 | c >> 6), s[k++] = (char)(0x80 | (c & 63));
+        else if (c < 0x10000)
+            s[k++] = (char)(0xE0 | c >> 12), s[k++] = (char)(0x80 | (c >> 6 & 63)),
+            s[k++] = (char)(0x80 | (c & 63));
+        else
+            s[k++] = (char)(0xF0 | c >> 18), s[k++] = (char)(0x80 | (c >> 12 & 63)),
+            s[k++] = (char)(0x80 | (c >> 6 & 63)), s[k++] = (char)(0x80 | (c & 63));
+    }
+    ASSERT_EQ(k, 54874);
+    char *o, sha[65];
+    size_t n;
+    ASSERT_OK(nfc_normalize(s, k, &o, &n));
+    ASSERT_OK(hash_sha256_mem(o, n, sha));
+    printf("%zu bytes in, %zu out, sha256 %s\n", k, n, sha);
+    ASSERT_EQ(n, 57442);
+    ASSERT_STR_EQ(sha, "b33c3c2f229dda4858c2d4e1e1df27405e7abc4d0a25f5e7c845a9d60be3e052");
+    free(o);
+    free(s);
     return 0;
 }

@@ -5,8 +5,11 @@
  * the byte-fallback SentencePiece vocabulary without special parsing, on
  * valid UTF-8: with an invalid lead byte, llama.cpp's splitting into
  * characters swallows the next bytes, and so does ours, by design; and
- * without a literal U+2581, which SentencePiece decodes as a space). */
+ * without a literal U+2581, which SentencePiece decodes as a space); and
+ * NFC (nfc.h, the Qwen2 normalizer of tokenizer.json files) on the same
+ * bytes: it stays within 4 bytes per input byte and is idempotent. */
 #include "backends/gguf.h"
+#include "backends/nfc.h"
 #include "backends/synth.h"
 #include "backends/tokenizer.h"
 #include "core/util.h"
@@ -61,9 +64,22 @@ static int valid_utf8(const uint8_t *s, size_t n)
     return 1;
 }
 
+/* NFC(NFC(x)) == NFC(x), within 4 bytes per byte */
+static void nfc_check(const uint8_t *data, size_t size)
+{
+    char *a, *b;
+    size_t na, nb;
+    if (nfc_normalize((const char *)data, size, &a, &na)) abort();
+    if (na > 4 * size || nfc_normalize(a, na, &b, &nb)) abort();
+    if (nb != na || memcmp(a, b, na)) abort();
+    free(a);
+    free(b);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!tok) init();
+    nfc_check(data, size);
     for (int special = 0; special < 2; special++) {
         int32_t *ids = NULL;
         int64_t n = 0;
