@@ -5,6 +5,7 @@
 #include "backends/quant.h"
 #include "core/status.h"
 
+#include <math.h>
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(QG_NO_IFUNC)
@@ -309,6 +310,26 @@ HOT static void bf16(const uint8_t *b, float *y, int64_t n)
     }
 }
 
+/* qgate's FP8 blocks: an f32 scale, then 32 E4M3 codes: code x scale */
+HOT static void f8_e4m3_s32(const uint8_t *b, float *y, int64_t nb)
+{
+    for (int64_t i = 0; i < nb; i++, b += 36) {
+        float s;
+        memcpy(&s, b, 4);
+        for (int j = 0; j < 32; j++) {
+            uint32_t c = b[4 + j], e = (c >> 3) & 15, m = c & 7, u;
+            float v;
+            if (e) { /* 2^(e-7) x (1 + m/8) */
+                u = (c & 0x80) << 24 | (e + 120) << 23 | m << 20;
+                memcpy(&v, &u, 4);
+            } else { /* subnormal: m x 2^-9 */
+                v = (c & 0x80 ? -1.0f : 1.0f) * (float)m * 0.001953125f;
+            }
+            y[32 * i + j] = (e == 15 && m == 7) ? NAN : v * s;
+        }
+    }
+}
+
 /* each format's decoder of nb blocks (F32/F16/BF16: blocks of one) */
 typedef void (*block_fn)(const uint8_t *b, float *y, int64_t nb);
 static const block_fn decoders[GGML_TYPE_LIMIT] = {
@@ -337,6 +358,7 @@ static const block_fn decoders[GGML_TYPE_LIMIT] = {
     [GGML_IQ1_S] = dequant_iq1_s,
     [GGML_IQ1_M] = dequant_iq1_m,
     [GGML_MXFP4] = dequant_mxfp4,
+    [QG_F8_E4M3_S32] = f8_e4m3_s32,
 };
 
 int dequant_supported(uint32_t type)

@@ -36,7 +36,13 @@ static const struct ggml_type_info types[GGML_TYPE_LIMIT] = {
     [GGML_TQ1_0] = {"TQ1_0", 256, 54},
     [GGML_TQ2_0] = {"TQ2_0", 256, 66},
     [GGML_MXFP4] = {"MXFP4", 32, 17},
+    [QG_F8_E4M3_S32] = {"F8_E4M3x32", 32, 36},
 };
+
+int ggml_type_internal(uint32_t type)
+{
+    return type >= QG_F8_E4M3_S32 && type < GGML_TYPE_LIMIT;
+}
 
 const struct ggml_type_info *ggml_type_get(uint32_t type)
 {

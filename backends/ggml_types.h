@@ -1,6 +1,8 @@
 /* ggml_types — the tensor storage types of ggml/GGUF: ids, names, block
  * geometry. Ids are ggml's (enum ggml_type), which GGUF files store; removed
- * ids (4, 5, 31-33, 36-38) are not valid.
+ * ids (4, 5, 31-33, 36-38) are not valid. Ids from 64 are qgate's own block
+ * types for a checkpoint directory's weights as stored (hf_arch.h): never
+ * in a GGUF file (the reader and writer refuse them).
  */
 #ifndef QG_GGML_TYPES_H
 #define QG_GGML_TYPES_H
@@ -41,7 +43,10 @@ enum ggml_type_id {
     GGML_TQ1_0 = 34,
     GGML_TQ2_0 = 35,
     GGML_MXFP4 = 39,
-    GGML_TYPE_LIMIT = 40 /* one past the largest id known */
+    /* FP8 E4M3 codes with an f32 scale per 32 (compressed-tensors FP8:
+     * fp8 x scale, exact in f32): 4 bytes of scale, then 32 codes */
+    QG_F8_E4M3_S32 = 64,
+    GGML_TYPE_LIMIT = 65 /* one past the largest id known */
 };
 
 struct ggml_type_info {
@@ -53,6 +58,9 @@ struct ggml_type_info {
 /* Info for a type id, or NULL when the id is unknown or removed. The pointer
  * is to static storage. */
 const struct ggml_type_info *ggml_type_get(uint32_t type);
+
+/* 1 for qgate's own types (never stored in a GGUF file). */
+int ggml_type_internal(uint32_t type);
 
 /* Name of a type id, or "unknown" when it is not valid. */
 const char *ggml_type_name(uint32_t type);

@@ -270,7 +270,7 @@ static int parse_tensor_info(struct cur *c, struct gguf_tensor *t, int64_t idx)
     }
     if ((rc = rd_u32(c, &t->type, "tensor type"))) return rc;
     const struct ggml_type_info *ti = ggml_type_get(t->type);
-    if (!ti)
+    if (!ti || ggml_type_internal(t->type))
         return qg_errf(c->err, c->errlen, QG_ERR_DATA, "%s: tensor '%s' has unknown type %u",
                        c->name, t->name, t->type);
     if (t->ne[0] % ti->block != 0)

@@ -176,7 +176,8 @@ int gguf_writer_add_tensor(struct gguf_writer *w, const char *name, uint32_t typ
 {
     const struct ggml_type_info *ti = ggml_type_get(type);
     size_t nl = name ? strlen(name) : 0;
-    if (!ti || nl == 0 || nl > GGUF_MAX_NAME || n_dims < 1 || n_dims > GGUF_MAX_DIMS)
+    if (!ti || ggml_type_internal(type) || nl == 0 || nl > GGUF_MAX_NAME || n_dims < 1 ||
+        n_dims > GGUF_MAX_DIMS)
         return QG_ERR_USAGE;
     for (int64_t i = 0; i < w->n_tensors; i++)
         if (strcmp(w->tensors[i].name, name) == 0) return QG_ERR_USAGE;

@@ -112,6 +112,27 @@ static int fp8_linear(const struct hf_owner *o, const struct hf_quant *q, const 
     return QG_OK;
 }
 
+int hf_quant_fp8_blocks(const struct hf_owner *o, const char *prefix, int64_t out, int64_t in,
+                        uint8_t *dst, char *err, size_t errlen)
+{
+    const struct st_tensor *qw, *sc;
+    int rc = need(o, prefix, "weight", ST_F8_E4M3, out, in, &qw, err, errlen);
+    if (!rc) rc = need(o, prefix, "weight_scale", -1, -1, -1, &sc, err, errlen);
+    if (rc) return rc;
+    if ((sc->numel != out && sc->numel != 1) || in % 32)
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "tensor '%s.weight_scale' has %lld values (1 or %lld expected)", prefix,
+                       (long long)sc->numel, (long long)out);
+    for (int64_t r = 0; r < out; r++) {
+        float s = hf_st_float(sc, sc->numel == 1 ? 0 : r);
+        for (int64_t b = 0; b < in / 32; b++, dst += 36) {
+            memcpy(dst, &s, 4);
+            memcpy(dst + 4, qw->data + r * in + 32 * b, 32);
+        }
+    }
+    return QG_OK;
+}
+
 static int nvfp4_linear(const struct hf_owner *o, const struct hf_quant *q, const char *prefix,
                         int64_t out, int64_t in, float *w, char *err, size_t errlen)
 {

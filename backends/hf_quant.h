@@ -82,6 +82,14 @@ int hf_quant_read(const cJSON *config, const char *file, struct hf_quant *q, cha
 int hf_quant_linear(const struct hf_owner *o, const struct hf_quant *q, const char *prefix,
                     int64_t out, int64_t in, float **w, char *err, size_t errlen);
 
+/* A compressed-tensors FP8 projection (scheme HF_CT_FP8, in a multiple of
+ * 32) as stored, in qgate's QG_F8_E4M3_S32 blocks (ggml_types.h): per row,
+ * in / 32 blocks of the row's scale (f32) and 32 codes, into dst (out x in
+ * / 32 x 36 bytes); the values fp8 x scale hf_quant_linear gives. QG_OK or
+ * QG_ERR_DATA naming the tensor. */
+int hf_quant_fp8_blocks(const struct hf_owner *o, const char *prefix, int64_t out, int64_t in,
+                        uint8_t *dst, char *err, size_t errlen);
+
 /* The static input scale of projection prefix (ModelOpt's
  * "<prefix>.input_scale": one positive finite f32) into *s. QG_OK or
  * QG_ERR_DATA naming the tensor. */

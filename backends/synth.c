@@ -146,6 +146,12 @@ void synth_random_blocks(uint32_t type, uint8_t *q, int64_t n, float scale, uint
                 blk[48 + 2 * k + 1] =
                     (uint8_t)((blk[48 + 2 * k + 1] & 0x0F) | (((h >> (4 * k)) & 0xF) << 4));
         if (type == GGML_MXFP4) blk[0] = (uint8_t)(127 - 6); /* E8M0 2^-6 */
+        if (type == QG_F8_E4M3_S32) {                        /* an f32 scale, codes without NaN */
+            float fs = scale / 16;
+            memcpy(blk, &fs, 4);
+            for (int k = 4; k < 36; k++)
+                if ((blk[k] & 0x7F) == 0x7F) blk[k] &= 0xFE;
+        }
         if (type == GGML_BF16)
             for (size_t k = 0; k < bs; k += 2)
                 blk[k + 1] = (uint8_t)(0x3C | (blk[k + 1] & 0x80));

@@ -49,7 +49,7 @@ static void data(struct bb *b, size_t n)
         bb_bytes(b, "\x01", 1);
 }
 
-static const uint64_t ne8[1] = {8};
+static const uint64_t ne8[1] = {8}, ne32[1] = {32};
 
 void gguf_case_valid(struct bb *b)
 {
@@ -175,6 +175,14 @@ static void c_unknown_ttype(struct bb *b)
     pad(b, 32);
     data(b, 32);
 }
+/* qgate's own block type (a checkpoint directory's FP8) is never a file's */
+static void c_internal_ttype(struct bb *b)
+{
+    header(b, 3, 1, 0);
+    tinfo(b, "t", 1, ne32, 64, 0);
+    pad(b, 32);
+    data(b, 36);
+}
 static void c_huge_ttype(struct bb *b)
 {
     header(b, 3, 1, 0);
@@ -294,6 +302,7 @@ const struct gguf_case gguf_bad_cases[] = {
     {"alignment_not_integer", c_alignment_type, "not an integer"},
     {"unknown_tensor_type", c_unknown_ttype, "unknown type 4"},
     {"huge_tensor_type", c_huge_ttype, "unknown type 200"},
+    {"internal_tensor_type", c_internal_ttype, "unknown type 64"},
     {"too_many_dims", c_too_many_dims, "has 5 dimensions"},
     {"zero_dims", c_zero_dims, "has 0 dimensions"},
     {"dim_overflow", c_dim_overflow, "overflows the element count"},

@@ -4,6 +4,7 @@
  * order, gemma's norm - 1, experts one per tensor, config.json), and the
  * directory must give the GGUF's logits; transformers' log-probs on these
  * directories are recorded figures. */
+#include "backends/dequant.h"
 #include "backends/ggml_types.h"
 #include "backends/gguf.h"
 #include "backends/hf_model.h"
@@ -756,8 +757,9 @@ static const struct hf_variant *hf_variant_named(const char *label)
 }
 
 /* Mixture-of-Experts checkpoints in FP8 (compressed-tensors, channel
- * scales): every expert dequantized (fp8 x scale, exact in f32) and
- * stacked in expert order; the router stays as stored */
+ * scales): every expert kept as stored (qgate's FP8 blocks, decoding to
+ * the exact fp8 x scale) and stacked in expert order; the router stays as
+ * stored */
 TEST(hf_arch_fp8_experts, unit)
 {
     static const char *const labels[] = {"mixtral", "qwen2moe"};
@@ -777,9 +779,14 @@ TEST(hf_arch_fp8_experts, unit)
         const struct gguf_tensor *a = gguf_find_tensor(g, "blk.1.ffn_down_exps.weight"),
                                  *b = gguf_find_tensor(q, "blk.1.ffn_down_exps.weight"),
                                  *r = gguf_find_tensor(q, "blk.1.ffn_gate_inp.weight");
-        ASSERT(a && b && r && b->type == GGML_F32 && r->type == GGML_F32);
+        /* kept as stored: the codes with each row's scale per 32 */
+        ASSERT(a && b && r && b->type == QG_F8_E4M3_S32 && r->type == GGML_F32);
         ASSERT(b->ne[0] == a->ne[0] && b->ne[1] == a->ne[1] && b->ne[2] == a->ne[2]);
-        const float *x = a->data, *y = b->data;
+        int64_t all = gguf_tensor_nelements(b);
+        ASSERT_EQ(b->nbytes, all / 32 * 36);
+        float *y = malloc((size_t)all * sizeof *y);
+        ASSERT_OK(dequant_row(b->type, b->data, y, all));
+        const float *x = a->data;
         int64_t in = a->ne[0], bad = 0, n = 0;
         for (int64_t row = 0; row < a->ne[1] * a->ne[2]; row++) { /* expert e's row r */
             float amax = 0;
@@ -790,8 +797,9 @@ TEST(hf_arch_fp8_experts, unit)
                 bad +=
                     y[row * in + c] != fp8_e4m3_to_f32(fp8_e4m3_from_f32(x[row * in + c] / s)) * s;
         }
-        printf("%s: %lld of %lld expert weights are fp8 x scale", v->label, (long long)(n - bad),
-               (long long)n);
+        printf("%s: %lld of %lld expert weights are fp8 x scale (%.3f bytes each)", v->label,
+               (long long)(n - bad), (long long)n, (double)b->nbytes / (double)all);
+        free(y);
         ASSERT_EQ(bad, 0);
         gguf_close(q);
         gguf_close(g);

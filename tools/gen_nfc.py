@@ -2,7 +2,8 @@
 """Writes backends/nfc_table.c: the Unicode data NFC needs (canonical
 decompositions, which of them compose back, canonical combining classes),
 from Python's unicodedata (Unicode 14.0 in Python 3.11). Usage:
-python3 tools/gen_nfc.py > backends/nfc_table.c"""
+python3 tools/gen_nfc.py | clang-format --assume-filename=backends/nfc_table.c \
+    > backends/nfc_table.c"""
 import sys, unicodedata as u
 
 def main():
