@@ -310,22 +310,69 @@ HOT static void bf16(const uint8_t *b, float *y, int64_t n)
     }
 }
 
+/* the value of an FP8 E4M3 (FN) code */
+static inline float f8_e4m3_value(uint32_t c)
+{
+    uint32_t e = (c >> 3) & 15, m = c & 7, u;
+    float v;
+    if (e == 15 && m == 7) return NAN;
+    if (!e) return (c & 0x80 ? -1.0f : 1.0f) * (float)m * 0.001953125f; /* m x 2^-9 */
+    u = (c & 0x80) << 24 | (e + 120) << 23 | m << 20;                   /* 2^(e-7)(1 + m/8) */
+    memcpy(&v, &u, 4);
+    return v;
+}
+
 /* qgate's FP8 blocks: an f32 scale, then 32 E4M3 codes: code x scale */
 HOT static void f8_e4m3_s32(const uint8_t *b, float *y, int64_t nb)
 {
     for (int64_t i = 0; i < nb; i++, b += 36) {
         float s;
         memcpy(&s, b, 4);
+        for (int j = 0; j < 32; j++)
+            y[32 * i + j] = f8_e4m3_value(b[4 + j]) * s;
+    }
+}
+
+/* x rounded as a block's mode byte says: 0 f32, 1 f16, 2 bf16 (to nearest even) */
+static float round_mode(int mode, float x)
+{
+    if (mode == 1) return quant_f16_to_f32(quant_f32_to_f16(x));
+    if (mode == 2 && isfinite(x)) {
+        uint32_t u;
+        memcpy(&u, &x, 4);
+        u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000u;
+        memcpy(&x, &u, 4);
+    }
+    return x;
+}
+
+/* qgate's NVFP4 blocks (ggml_types.h) */
+static void nvfp4_s16(const uint8_t *b, float *y, int64_t nb)
+{
+    static const float e2m1[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
+                                   -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+    for (int64_t i = 0; i < nb; i++, b += 14) {
+        float g, s = f8_e4m3_value(b[4]), m = 0; /* m: the ModelOpt product */
+        memcpy(&g, b, 4);
+        int mode = b[5] & 3, mul = (b[5] >> 2) & 1;
+        if (mul) m = s * g;
+        for (int j = 0; j < 16; j++) {
+            float v = e2m1[(b[6 + j / 2] >> (4 * (j & 1))) & 15];
+            y[16 * i + j] = round_mode(mode, mul ? v * m : v * s / g);
+        }
+    }
+}
+
+/* qgate's 4-bit integer groups (ggml_types.h) */
+static void i4_s32(const uint8_t *b, float *y, int64_t nb)
+{
+    for (int64_t i = 0; i < nb; i++, b += 22) {
+        float s;
+        memcpy(&s, b, 4);
+        int z = (int8_t)b[4], mode = b[5] & 3;
         for (int j = 0; j < 32; j++) {
-            uint32_t c = b[4 + j], e = (c >> 3) & 15, m = c & 7, u;
-            float v;
-            if (e) { /* 2^(e-7) x (1 + m/8) */
-                u = (c & 0x80) << 24 | (e + 120) << 23 | m << 20;
-                memcpy(&v, &u, 4);
-            } else { /* subnormal: m x 2^-9 */
-                v = (c & 0x80 ? -1.0f : 1.0f) * (float)m * 0.001953125f;
-            }
-            y[32 * i + j] = (e == 15 && m == 7) ? NAN : v * s;
+            int u = (b[6 + j / 2] >> (4 * (j & 1))) & 15;
+            y[32 * i + j] = round_mode(mode, (float)(u - z) * s);
         }
     }
 }
@@ -359,6 +406,8 @@ static const block_fn decoders[GGML_TYPE_LIMIT] = {
     [GGML_IQ1_M] = dequant_iq1_m,
     [GGML_MXFP4] = dequant_mxfp4,
     [QG_F8_E4M3_S32] = f8_e4m3_s32,
+    [QG_NVFP4_S16] = nvfp4_s16,
+    [QG_I4_S32] = i4_s32,
 };
 
 int dequant_supported(uint32_t type)

@@ -46,7 +46,16 @@ enum ggml_type_id {
     /* FP8 E4M3 codes with an f32 scale per 32 (compressed-tensors FP8:
      * fp8 x scale, exact in f32): 4 bytes of scale, then 32 codes */
     QG_F8_E4M3_S32 = 64,
-    GGML_TYPE_LIMIT = 65 /* one past the largest id known */
+    /* NVFP4 as stored: per 16, an f32 global scale g, the FP8 E4M3 block
+     * scale code, a mode byte (bits 0-1: the result rounded to f32, f16
+     * or bf16; bit 2: fp4 x f32(scale x g), ModelOpt, else (fp4 x scale) /
+     * g, compressed-tensors), then 8 bytes of E2M1 codes, low nibble first */
+    QG_NVFP4_S16 = 65,
+    /* 4-bit integer groups as stored (GPTQ, AWQ, compressed-tensors int4):
+     * per 32, an f32 scale, an int8 zero, the mode byte's rounding, then 16
+     * bytes of codes u, low nibble first: round(f32(u - zero) x scale) */
+    QG_I4_S32 = 66,
+    GGML_TYPE_LIMIT = 67 /* one past the largest id known */
 };
 
 struct ggml_type_info {

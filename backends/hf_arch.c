@@ -115,24 +115,27 @@ static int narrow(float **w, size_t n)
     return bf ? GGML_BF16 : GGML_F16;
 }
 
-/* compressed-tensors FP8 projections prefix[0..n) as one tensor of
- * QG_F8_E4M3_S32 blocks: the codes as stored, each row's scale beside each
- * 32 (1.125 bytes per weight; the values are the exact fp8 x scale) */
-static int fp8_blocks(struct hf_owner *o, char (*prefix)[256], int n, const char *gname, int64_t in,
-                      int64_t out, struct gguf_tensor *t, char *err, size_t errlen)
+/* quantized projections prefix[0..n) as one tensor of qgate's blocks that
+ * hold them as stored (hf_quant_block_type); QG_ERR_UNSUPPORTED when one
+ * does not fit (dequantize instead) */
+static int stored_blocks(struct hf_owner *o, const struct hf_quant *q, char (*prefix)[256], int n,
+                         const char *gname, int64_t in, int64_t out, struct gguf_tensor *t,
+                         char *err, size_t errlen)
 {
-    size_t per = (size_t)(out * (in / 32)) * 36;
+    uint32_t type = hf_quant_block_type(q, in);
+    const struct ggml_type_info *ti = ggml_type_get(type);
+    size_t per = (size_t)(out * (in / ti->block)) * ti->type_size;
     uint8_t *b = malloc(per * (size_t)n);
     if (!b) return QG_ERR_NOMEM;
     int rc = QG_OK;
     for (int e = 0; e < n && !rc; e++)
-        rc = hf_quant_fp8_blocks(o, prefix[e], out, in, b + per * (size_t)e, err, errlen);
+        rc = hf_quant_blocks(o, q, prefix[e], out, in, b + per * (size_t)e, err, errlen);
     if (rc) {
         free(b);
         return rc;
     }
     if ((rc = hf_owner_keep(o, b))) return rc;
-    entry(t, gname, QG_F8_E4M3_S32, in, out, n, b, per * (size_t)n);
+    entry(t, gname, (int)type, in, out, n, b, per * (size_t)n);
     return QG_OK;
 }
 
@@ -149,8 +152,11 @@ static int linears(struct hf_owner *o, const struct hf_quant *q, char (*prefix)[
     const struct st_tensor *s0 = hf_find(o, hf);
     int flt = q->scheme == HF_PLAIN || is_float(s0);
     if (flt && n == 1) return plain(o, hf, gname, in, out, 0, 0, t, err, errlen);
-    if (!flt && q->scheme == HF_CT_FP8 && in % 32 == 0) /* as stored, in qgate's FP8 blocks */
-        return fp8_blocks(o, prefix, n, gname, in, out, t, err, errlen);
+    if (!flt && hf_quant_block_type(q, in)) { /* as stored, in qgate's blocks */
+        int rc = stored_blocks(o, q, prefix, n, gname, in, out, t, err, errlen);
+        if (rc != QG_ERR_UNSUPPORTED) return rc;
+        err[0] = '\0';
+    }
     size_t es = flt && s0 ? st_dtype_size(s0->dtype) : 4, one = (size_t)(in * out) * es;
     float *w = NULL;
     int rc = QG_OK;

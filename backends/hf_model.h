@@ -5,9 +5,10 @@
  * and the tensors get llama.cpp's names. F32, F16 and BF16 tensors stay in
  * their mapped files as stored; quantized projections (compressed-tensors
  * float-quantized FP8, pack-quantized int4/int8, nvfp4-pack-quantized;
- * GPTQ; AWQ GEMM; ModelOpt NVFP4 and FP8) are dequantized exactly at load
- * into f32 copies, or BF16/F16 ones when every value is one of that type,
- * following each library's packing (docs/hf.md names the versions); a
+ * GPTQ; AWQ GEMM; ModelOpt NVFP4 and FP8) stay as stored in qgate's own
+ * block types where one holds them, else are dequantized exactly at load
+ * (f32, or BF16/F16 when every value is one), following each library's
+ * packing (docs/hf.md names the versions); a
  * config.json without quantization_config may have ModelOpt's
  * hf_quant_config.json beside it. Anything else is refused by name.
  *

@@ -1,6 +1,7 @@
 /* hf_quant — dequantizing Hugging Face quantized checkpoints (see the
  * header for each scheme's formula and packing). */
 #include "backends/hf_quant.h"
+#include "backends/ggml_types.h"
 #include "backends/quant.h"
 #include "backends/safetensors.h"
 #include "core/status.h"
@@ -112,27 +113,6 @@ static int fp8_linear(const struct hf_owner *o, const struct hf_quant *q, const 
     return QG_OK;
 }
 
-int hf_quant_fp8_blocks(const struct hf_owner *o, const char *prefix, int64_t out, int64_t in,
-                        uint8_t *dst, char *err, size_t errlen)
-{
-    const struct st_tensor *qw, *sc;
-    int rc = need(o, prefix, "weight", ST_F8_E4M3, out, in, &qw, err, errlen);
-    if (!rc) rc = need(o, prefix, "weight_scale", -1, -1, -1, &sc, err, errlen);
-    if (rc) return rc;
-    if ((sc->numel != out && sc->numel != 1) || in % 32)
-        return qg_errf(err, errlen, QG_ERR_DATA,
-                       "tensor '%s.weight_scale' has %lld values (1 or %lld expected)", prefix,
-                       (long long)sc->numel, (long long)out);
-    for (int64_t r = 0; r < out; r++) {
-        float s = hf_st_float(sc, sc->numel == 1 ? 0 : r);
-        for (int64_t b = 0; b < in / 32; b++, dst += 36) {
-            memcpy(dst, &s, 4);
-            memcpy(dst + 4, qw->data + r * in + 32 * b, 32);
-        }
-    }
-    return QG_OK;
-}
-
 static int nvfp4_linear(const struct hf_owner *o, const struct hf_quant *q, const char *prefix,
                         int64_t out, int64_t in, float *w, char *err, size_t errlen)
 {
@@ -219,10 +199,41 @@ int hf_quant_input_scale(const struct hf_owner *o, const char *prefix, float *s,
                                             "tensor '%s.input_scale' is not positive", prefix);
 }
 
+/* where an integer scheme's weights go: w[r][c] = round((u - zero) x s)
+ * as floats, or the codes, zeros and scales into QG_I4_S32 blocks (the
+ * weights of a block visited in column order; one that does not fit, a
+ * scale or zero changing inside a block or a code over 15, sets bad) */
+struct isink {
+    float *w;
+    uint8_t *blk;
+    int64_t in;
+    int dt, bad;
+};
+
+static void iput(struct isink *k, int64_t r, int64_t c, int u, int zero, float s)
+{
+    if (k->w) {
+        k->w[r * k->in + c] = round_dt(k->dt, (float)(u - zero) * s);
+        return;
+    }
+    uint8_t *b = k->blk + (size_t)(r * (k->in / 32) + c / 32) * 22;
+    float s0;
+    if (c % 32 == 0) {
+        memcpy(b, &s, 4);
+        b[4] = (uint8_t)(int8_t)zero;
+        b[5] = (uint8_t)k->dt;
+        memset(b + 6, 0, 16);
+    }
+    memcpy(&s0, b, 4);
+    if (u < 0 || u > 15 || zero < -128 || zero > 127 || (int8_t)b[4] != zero || memcmp(&s0, &s, 4))
+        k->bad = 1;
+    b[6 + (c % 32) / 2] |= (uint8_t)((u & 15) << (4 * (c & 1)));
+}
+
 /* GPTQ: qweight [in*bits/32][out] packed along inputs, qzeros
  * [groups][out*bits/32] along outputs, scales [groups][out], g_idx [in] */
 static int gptq_linear(const struct hf_owner *o, const struct hf_quant *q, const char *prefix,
-                       int64_t out, int64_t in, float *w, char *err, size_t errlen)
+                       int64_t out, int64_t in, struct isink *k, char *err, size_t errlen)
 {
     const int bits = q->bits, per = 32 / bits;
     const uint32_t mask = (1u << bits) - 1;
@@ -247,9 +258,7 @@ static int gptq_linear(const struct hf_owner *o, const struct hf_quant *q, const
             uint32_t qv = ((uint32_t)i32_at(qw, (i / per) * out + c) >> (bits * (i % per))) & mask;
             uint32_t zv =
                 ((uint32_t)i32_at(qz, g * (out / per) + c / per) >> (bits * (c % per))) & mask;
-            float s = hf_st_float(sc, g * out + c);
-            w[c * in + i] =
-                round_dt(q->dtype, s * (float)((int)qv - ((int)zv + q->gptq_zero_offset)));
+            iput(k, c, i, (int)qv, (int)zv + q->gptq_zero_offset, hf_st_float(sc, g * out + c));
         }
     }
     return QG_OK;
@@ -258,7 +267,7 @@ static int gptq_linear(const struct hf_owner *o, const struct hf_quant *q, const
 /* AWQ GEMM: qweight [in][out/8] and qzeros [groups][out/8] packed along
  * outputs in AWQ's order, scales [groups][out] */
 static int awq_linear(const struct hf_owner *o, const struct hf_quant *q, const char *prefix,
-                      int64_t out, int64_t in, float *w, char *err, size_t errlen)
+                      int64_t out, int64_t in, struct isink *k, char *err, size_t errlen)
 {
     static const int inv[8] = {0, 4, 1, 5, 2, 6, 3, 7}; /* column 8c+k is nibble inv[k] */
     const int64_t group = q->group > 0 ? q->group : in, ng = (in + group - 1) / group;
@@ -276,7 +285,7 @@ static int awq_linear(const struct hf_owner *o, const struct hf_quant *q, const 
             int sh = 4 * inv[c % 8];
             int qv = (int)(((uint32_t)i32_at(qw, i * (out / 8) + c / 8) >> sh) & 15);
             int zv = (int)(((uint32_t)i32_at(qz, g * (out / 8) + c / 8) >> sh) & 15);
-            w[c * in + i] = round_dt(q->dtype, (float)(qv - zv) * hf_st_float(sc, g * out + c));
+            iput(k, c, i, qv, zv, hf_st_float(sc, g * out + c));
         }
     }
     return QG_OK;
@@ -287,7 +296,7 @@ static int awq_linear(const struct hf_owner *o, const struct hf_quant *q, const 
  * groups], weight_zero_point I32 [out*bits/32, groups] packed the same way
  * along outputs (asymmetric only), weight_shape [out, in] */
 static int pack_linear(const struct hf_owner *o, const struct hf_quant *q, const char *prefix,
-                       int64_t out, int64_t in, float *w, char *err, size_t errlen)
+                       int64_t out, int64_t in, struct isink *k, char *err, size_t errlen)
 {
     const int bits = q->bits, per = 32 / bits, off = 1 << (bits - 1);
     const uint32_t mask = (1u << bits) - 1;
@@ -303,7 +312,7 @@ static int pack_linear(const struct hf_owner *o, const struct hf_quant *q, const
         rc = need(o, prefix, "weight_zero_point", ST_I32, out / per, ng, &zp, err, errlen);
     if (rc) return rc;
     /* compressed-tensors computes in the scale's dtype, whatever torch_dtype says */
-    int dt = sc->dtype == ST_BF16 ? HF_DT_BF16 : sc->dtype == ST_F16 ? HF_DT_F16 : HF_DT_F32;
+    k->dt = sc->dtype == ST_BF16 ? HF_DT_BF16 : sc->dtype == ST_F16 ? HF_DT_F16 : HF_DT_F32;
     int64_t shape[2];
     memcpy(shape, ws->data, sizeof shape);
     if (shape[0] != out || shape[1] != in)
@@ -315,16 +324,90 @@ static int pack_linear(const struct hf_owner *o, const struct hf_quant *q, const
     for (int64_t r = 0; r < out; r++)
         for (int64_t c = 0; c < in; c++) {
             int64_t g = c / group;
-            int qv = (int)(((uint32_t)i32_at(pk, r * (in / per) + c / per) >> (bits * (c % per))) &
-                           mask) -
-                     off;
-            int zv = zp ? (int)(((uint32_t)i32_at(zp, (r / per) * ng + g) >> (bits * (r % per))) &
-                                mask) -
-                              off
-                        : 0;
-            w[r * in + c] = round_dt(dt, (float)(qv - zv) * hf_st_float(sc, r * ng + g));
+            /* codes and zeros stored + off: (u - off) - (zu - off) */
+            int u = (int)(((uint32_t)i32_at(pk, r * (in / per) + c / per) >> (bits * (c % per))) &
+                          mask),
+                zu = zp ? (int)(((uint32_t)i32_at(zp, (r / per) * ng + g) >> (bits * (r % per))) &
+                                mask)
+                        : off;
+            iput(k, r, c, u, zu, hf_st_float(sc, r * ng + g));
         }
     return QG_OK;
+}
+
+static int fp8_blocks(const struct hf_owner *o, const char *prefix, int64_t out, int64_t in,
+                      uint8_t *dst, char *err, size_t errlen)
+{
+    const struct st_tensor *qw, *sc;
+    int rc = need(o, prefix, "weight", ST_F8_E4M3, out, in, &qw, err, errlen);
+    if (!rc) rc = need(o, prefix, "weight_scale", -1, -1, -1, &sc, err, errlen);
+    if (rc) return rc;
+    if ((sc->numel != out && sc->numel != 1) || in % 32)
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "tensor '%s.weight_scale' has %lld values (1 or %lld expected)", prefix,
+                       (long long)sc->numel, (long long)out);
+    for (int64_t r = 0; r < out; r++) {
+        float s = hf_st_float(sc, sc->numel == 1 ? 0 : r);
+        for (int64_t b = 0; b < in / 32; b++, dst += 36) {
+            memcpy(dst, &s, 4);
+            memcpy(dst + 4, qw->data + r * in + 32 * b, 32);
+        }
+    }
+    return QG_OK;
+}
+
+/* NVFP4 as stored (compressed-tensors or ModelOpt names): per 16, the
+ * global scale, the FP8 block scale code, the mode, the 8 code bytes */
+static int nvfp4_blocks(const struct hf_owner *o, const struct hf_quant *q, const char *prefix,
+                        int64_t out, int64_t in, uint8_t *dst, char *err, size_t errlen)
+{
+    int mo = q->scheme == HF_MO_NVFP4;
+    const struct st_tensor *pk, *sc, *gs;
+    int rc = need(o, prefix, mo ? "weight" : "weight_packed", ST_U8, out, in / 2, &pk, err, errlen);
+    if (!rc) rc = need(o, prefix, "weight_scale", ST_F8_E4M3, out, in / 16, &sc, err, errlen);
+    if (!rc)
+        rc = need(o, prefix, mo ? "weight_scale_2" : "weight_global_scale", -1, 1, -1, &gs, err,
+                  errlen);
+    if (rc) return rc;
+    float g = hf_st_float(gs, 0);
+    if (!(g > 0 && isfinite(g)))
+        return qg_errf(err, errlen, QG_ERR_DATA, "tensor '%s.%s' is not positive", prefix,
+                       mo ? "weight_scale_2" : "weight_global_scale");
+    for (int64_t r = 0; r < out; r++)
+        for (int64_t j = 0; j < in / 16; j++, dst += 14) {
+            memcpy(dst, &g, 4);
+            dst[4] = sc->data[r * (in / 16) + j];
+            dst[5] = (uint8_t)(q->dtype | (mo ? 4 : 0));
+            memcpy(dst + 6, pk->data + r * (in / 2) + 8 * j, 8);
+        }
+    return QG_OK;
+}
+
+uint32_t hf_quant_block_type(const struct hf_quant *q, int64_t in)
+{
+    /* ModelOpt's FP8 rounds its product to the dtype: a block holds it in f32 models */
+    if ((q->scheme == HF_CT_FP8 || (q->scheme == HF_MO_FP8 && q->dtype == HF_DT_F32)) &&
+        in % 32 == 0)
+        return QG_F8_E4M3_S32;
+    if ((q->scheme == HF_CT_NVFP4 || q->scheme == HF_MO_NVFP4) && in % 16 == 0) return QG_NVFP4_S16;
+    if ((q->scheme == HF_GPTQ || q->scheme == HF_AWQ || q->scheme == HF_CT_PACK) && q->bits == 4 &&
+        in % 32 == 0 && (q->group <= 0 || q->group % 32 == 0))
+        return QG_I4_S32;
+    return 0;
+}
+
+int hf_quant_blocks(const struct hf_owner *o, const struct hf_quant *q, const char *prefix,
+                    int64_t out, int64_t in, uint8_t *dst, char *err, size_t errlen)
+{
+    uint32_t t = hf_quant_block_type(q, in);
+    if (t == QG_F8_E4M3_S32) return fp8_blocks(o, prefix, out, in, dst, err, errlen);
+    if (t == QG_NVFP4_S16) return nvfp4_blocks(o, q, prefix, out, in, dst, err, errlen);
+    if (t != QG_I4_S32) return QG_ERR_UNSUPPORTED;
+    struct isink k = {NULL, dst, in, q->dtype, 0};
+    int rc = q->scheme == HF_GPTQ  ? gptq_linear(o, q, prefix, out, in, &k, err, errlen)
+             : q->scheme == HF_AWQ ? awq_linear(o, q, prefix, out, in, &k, err, errlen)
+                                   : pack_linear(o, q, prefix, out, in, &k, err, errlen);
+    return rc ? rc : k.bad ? QG_ERR_UNSUPPORTED : QG_OK;
 }
 
 int hf_quant_linear(const struct hf_owner *o, const struct hf_quant *q, const char *prefix,
@@ -332,11 +415,12 @@ int hf_quant_linear(const struct hf_owner *o, const struct hf_quant *q, const ch
 {
     *w = malloc((size_t)out * (size_t)in * sizeof **w);
     if (!*w) return qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory for '%s'", prefix);
+    struct isink k = {*w, NULL, in, q->dtype, 0};
     int rc = q->scheme == HF_CT_FP8     ? fp8_linear(o, q, prefix, out, in, *w, err, errlen)
              : q->scheme == HF_CT_NVFP4 ? nvfp4_linear(o, q, prefix, out, in, *w, err, errlen)
-             : q->scheme == HF_GPTQ     ? gptq_linear(o, q, prefix, out, in, *w, err, errlen)
-             : q->scheme == HF_AWQ      ? awq_linear(o, q, prefix, out, in, *w, err, errlen)
-             : q->scheme == HF_CT_PACK  ? pack_linear(o, q, prefix, out, in, *w, err, errlen)
+             : q->scheme == HF_GPTQ     ? gptq_linear(o, q, prefix, out, in, &k, err, errlen)
+             : q->scheme == HF_AWQ      ? awq_linear(o, q, prefix, out, in, &k, err, errlen)
+             : q->scheme == HF_CT_PACK  ? pack_linear(o, q, prefix, out, in, &k, err, errlen)
              : q->scheme == HF_MO_NVFP4 ? mo_nvfp4_linear(o, q, prefix, out, in, *w, err, errlen)
              : q->scheme == HF_MO_FP8   ? mo_fp8_linear(o, q, prefix, out, in, *w, err, errlen)
                                         : QG_ERR_INTERNAL;

@@ -82,13 +82,20 @@ int hf_quant_read(const cJSON *config, const char *file, struct hf_quant *q, cha
 int hf_quant_linear(const struct hf_owner *o, const struct hf_quant *q, const char *prefix,
                     int64_t out, int64_t in, float **w, char *err, size_t errlen);
 
-/* A compressed-tensors FP8 projection (scheme HF_CT_FP8, in a multiple of
- * 32) as stored, in qgate's QG_F8_E4M3_S32 blocks (ggml_types.h): per row,
- * in / 32 blocks of the row's scale (f32) and 32 codes, into dst (out x in
- * / 32 x 36 bytes); the values fp8 x scale hf_quant_linear gives. QG_OK or
- * QG_ERR_DATA naming the tensor. */
-int hf_quant_fp8_blocks(const struct hf_owner *o, const char *prefix, int64_t out, int64_t in,
-                        uint8_t *dst, char *err, size_t errlen);
+/* qgate's block type (ggml_types.h) that holds a projection of scheme q
+ * with `in` inputs as stored: QG_F8_E4M3_S32 (compressed-tensors FP8, and
+ * ModelOpt's in an f32 model),
+ * QG_NVFP4_S16 (NVFP4), QG_I4_S32 (4-bit GPTQ, AWQ, pack-quantized, groups
+ * of a multiple of 32); 0 when none does (dequantize instead). */
+uint32_t hf_quant_block_type(const struct hf_quant *q, int64_t in);
+
+/* Projection prefix (out x in) as stored, in hf_quant_block_type's blocks
+ * into dst (out x in / block x block bytes), decoding to exactly what
+ * hf_quant_linear gives. QG_OK; QG_ERR_UNSUPPORTED when this tensor does
+ * not fit the blocks (GPTQ's act-order groups): dequantize it; QG_ERR_DATA
+ * naming the tensor. */
+int hf_quant_blocks(const struct hf_owner *o, const struct hf_quant *q, const char *prefix,
+                    int64_t out, int64_t in, uint8_t *dst, char *err, size_t errlen);
 
 /* The static input scale of projection prefix (ModelOpt's
  * "<prefix>.input_scale": one positive finite f32) into *s. QG_OK or

@@ -146,7 +146,13 @@ void synth_random_blocks(uint32_t type, uint8_t *q, int64_t n, float scale, uint
                 blk[48 + 2 * k + 1] =
                     (uint8_t)((blk[48 + 2 * k + 1] & 0x0F) | (((h >> (4 * k)) & 0xF) << 4));
         if (type == GGML_MXFP4) blk[0] = (uint8_t)(127 - 6); /* E8M0 2^-6 */
-        if (type == QG_F8_E4M3_S32) {                        /* an f32 scale, codes without NaN */
+        if (type == QG_NVFP4_S16 || type == QG_I4_S32) {     /* f32 scale, no NaN, mode f32 */
+            float fs = type == QG_I4_S32 ? scale / 16 : 1.0f;
+            memcpy(blk, &fs, 4);
+            if (type == QG_NVFP4_S16) blk[4] &= 0x77; /* an FP8 block scale that is not NaN */
+            blk[5] = 0;
+        }
+        if (type == QG_F8_E4M3_S32) { /* an f32 scale, codes without NaN */
             float fs = scale / 16;
             memcpy(blk, &fs, 4);
             for (int k = 4; k < 36; k++)

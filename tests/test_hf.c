@@ -10,6 +10,7 @@
 #include "backends/hf_tokenizer.h"
 #include "backends/llama.h"
 #include "backends/tokenizer.h"
+#include "backends/quant.h"
 #include "backends/safetensors.h"
 #include "backends/simfmt.h"
 #include "datasets/hash.h"
@@ -1046,5 +1047,67 @@ TEST(hf_tokenizer_nfc_normalizer, e2e)
         }
         tok_free(tok);
     }
+    return 0;
+}
+
+/* GPTQ with act-order groups (g_idx not i / group_size: the group of each
+ * input arbitrary) does not fit qgate's 4-bit blocks: dequantized instead,
+ * f16(scale[g_idx[i]] x (q - zero - 1)) for every weight */
+TEST(hf_gptq_act_order_groups, shared)
+{
+    const char *d = t_shared("models/hf-stories260K/gptq-int4-g32");
+    if (!d) SKIP("../shared/models/hf-stories260K is absent");
+    char src[4096], path[4400], err[QG_ERRMSG_MAX];
+    snprintf(src, sizeof src, "%s", d);
+    const char *dst = t_path("actorder");
+    ASSERT_OK(copy_dir(src, dst, NULL, NULL));
+    snprintf(path, sizeof path, "%s/model.safetensors", src);
+    size_t n;
+    char *img = t_read_file(path, &n);
+    struct st_file *f;
+    ASSERT(img);
+    ASSERT_OK(st_open_memory(img, n, path, &f, err, sizeof err));
+    int changed = 0;
+    for (int64_t i = 0; i < st_n_tensors(f); i++) { /* every g_idx: input i in group i % 8 */
+        const struct st_tensor *t = st_tensor_at(f, i);
+        size_t nl = strlen(t->name);
+        if (nl < 6 || strcmp(t->name + nl - 6, ".g_idx")) continue;
+        for (int64_t k = 0; k < t->numel; k++) {
+            int32_t g = (int32_t)(k % 8);
+            memcpy((uint8_t *)(uintptr_t)t->data + 4 * k, &g, 4);
+        }
+        changed++;
+    }
+    snprintf(path, sizeof path, "%s/model.safetensors", dst);
+    ASSERT_OK(t_write_file(path, img, n));
+    ASSERT(changed > 0);
+    struct gguf *g;
+    ASSERT_OK(model_open(dst, &g, err, sizeof err));
+    const struct gguf_tensor *w = gguf_find_tensor(g, "blk.0.attn_q.weight");
+    const struct st_tensor *qw = st_find(f, "model.layers.0.self_attn.q_proj.qweight"),
+                           *qz = st_find(f, "model.layers.0.self_attn.q_proj.qzeros"),
+                           *sc = st_find(f, "model.layers.0.self_attn.q_proj.scales");
+    ASSERT(w && qw && qz && sc && w->type == GGML_F16 && sc->dtype == ST_F16);
+    int64_t in = w->ne[0], out = w->ne[1], bad = 0;
+    float *y = malloc((size_t)(in * out) * sizeof *y);
+    ASSERT_OK(dequant_row(w->type, w->data, y, in * out));
+    for (int64_t c = 0; c < out; c++)
+        for (int64_t i = 0; i < in; i++) {
+            uint32_t qv, zv;
+            uint16_t s;
+            memcpy(&qv, qw->data + 4 * ((i / 8) * out + c), 4);
+            memcpy(&zv, qz->data + 4 * ((i % 8) * (out / 8) + c / 8), 4);
+            memcpy(&s, sc->data + 2 * ((i % 8) * out + c), 2);
+            int q = (int)((qv >> (4 * (i % 8))) & 15), z = (int)((zv >> (4 * (c % 8))) & 15);
+            float v = quant_f16_to_f32(quant_f32_to_f16(quant_f16_to_f32(s) * (float)(q - z - 1)));
+            bad += y[c * in + i] != v;
+        }
+    printf("act-order g_idx: %s, %lld of %lld weights differ from f16(scale x (q - zero - 1))\n",
+           ggml_type_name(w->type), (long long)bad, (long long)(in * out));
+    ASSERT_EQ(bad, 0);
+    free(y);
+    gguf_close(g);
+    st_close(f);
+    free(img);
     return 0;
 }

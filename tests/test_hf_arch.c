@@ -936,7 +936,9 @@ TEST(hf_arch_modelopt, unit)
         snprintf(sn, sizeof sn, "%.*s.input_scale", (int)strlen(cases[i].tensor) - 7,
                  cases[i].tensor);
         const struct gguf_tensor *is = gguf_find_tensor(q, sn);
-        ASSERT(a && b && is && b->type == GGML_F32);
+        /* kept as stored: qgate's NVFP4 and FP8 blocks */
+        ASSERT(a && b && is &&
+               b->type == (cases[i].quant == Q_MO_NVFP4 ? QG_NVFP4_S16 : QG_F8_E4M3_S32));
         /* the scale read: the largest of the experts' (down), or of the
          * q, k and v that share the input (attn_q) */
         float want_s = 0;
@@ -963,7 +965,10 @@ TEST(hf_arch_modelopt, unit)
         printf("input_scale %.6g (written %.6g..%.6g); ", ((const float *)is->data)[0],
                MO_INPUT_SCALE, 1.5 * MO_INPUT_SCALE);
         ASSERT(((const float *)is->data)[0] == want_s);
-        const float *x = a->data, *y = b->data;
+        int64_t all = gguf_tensor_nelements(b);
+        float *y = malloc((size_t)all * sizeof *y);
+        ASSERT_OK(dequant_row(b->type, b->data, y, all));
+        const float *x = a->data;
         int64_t per = a->ne[0] * a->ne[1], bad = 0; /* one expert (or the matrix) */
         for (int64_t e = 0; e < a->ne[2]; e++) {
             float amax = 0;
@@ -982,8 +987,11 @@ TEST(hf_arch_modelopt, unit)
                 }
             }
         }
-        printf("%s %s: %lld of %lld weights differ from ModelOpt's dequantization; ",
-               cases[i].variant, cases[i].act, (long long)bad, (long long)(per * a->ne[2]));
+        printf("%s %s: %lld of %lld weights differ from ModelOpt's dequantization (%s, %.3f "
+               "bytes each); ",
+               cases[i].variant, cases[i].act, (long long)bad, (long long)(per * a->ne[2]),
+               ggml_type_name(b->type), (double)b->nbytes / (double)all);
+        free(y);
         ASSERT_EQ(bad, 0);
         gguf_close(q);
         gguf_close(g);
