@@ -217,15 +217,16 @@ static void iput(struct isink *k, int64_t r, int64_t c, int u, int zero, float s
         return;
     }
     uint8_t *b = k->blk + (size_t)(r * (k->in / 32) + c / 32) * 22;
-    float s0;
     if (c % 32 == 0) {
         memcpy(b, &s, 4);
         b[4] = (uint8_t)(int8_t)zero;
         b[5] = (uint8_t)k->dt;
         memset(b + 6, 0, 16);
     }
-    memcpy(&s0, b, 4);
-    if (u < 0 || u > 15 || zero < -128 || zero > 127 || (int8_t)b[4] != zero || memcmp(&s0, &s, 4))
+    uint32_t b0, b1; /* the scale's bits: the same f32 (or one block holds two) */
+    memcpy(&b0, b, 4);
+    memcpy(&b1, &s, 4);
+    if (u < 0 || u > 15 || zero < -128 || zero > 127 || (int8_t)b[4] != zero || b0 != b1)
         k->bad = 1;
     b[6 + (c % 32) / 2] |= (uint8_t)((u & 15) << (4 * (c & 1)));
 }
