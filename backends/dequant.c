@@ -322,17 +322,6 @@ static inline float f8_e4m3_value(uint32_t c)
     return v;
 }
 
-/* qgate's FP8 blocks: an f32 scale, then 32 E4M3 codes: code x scale */
-HOT static void f8_e4m3_s32(const uint8_t *b, float *y, int64_t nb)
-{
-    for (int64_t i = 0; i < nb; i++, b += 36) {
-        float s;
-        memcpy(&s, b, 4);
-        for (int j = 0; j < 32; j++)
-            y[32 * i + j] = f8_e4m3_value(b[4 + j]) * s;
-    }
-}
-
 /* x rounded as a block's mode byte says: 0 f32, 1 f16, 2 bf16 (to nearest even) */
 static float round_mode(int mode, float x)
 {
@@ -344,6 +333,18 @@ static float round_mode(int mode, float x)
         memcpy(&x, &u, 4);
     }
     return x;
+}
+
+/* qgate's FP8 blocks: an f32 scale, the mode, 32 E4M3 codes: code x scale */
+HOT static void f8_e4m3_s32(const uint8_t *b, float *y, int64_t nb)
+{
+    for (int64_t i = 0; i < nb; i++, b += 37) {
+        float s;
+        memcpy(&s, b, 4);
+        int mode = b[4] & 3;
+        for (int j = 0; j < 32; j++)
+            y[32 * i + j] = round_mode(mode, f8_e4m3_value(b[5 + j]) * s);
+    }
 }
 
 /* qgate's NVFP4 blocks (ggml_types.h) */

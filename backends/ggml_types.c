@@ -36,7 +36,7 @@ static const struct ggml_type_info types[GGML_TYPE_LIMIT] = {
     [GGML_TQ1_0] = {"TQ1_0", 256, 54},
     [GGML_TQ2_0] = {"TQ2_0", 256, 66},
     [GGML_MXFP4] = {"MXFP4", 32, 17},
-    [QG_F8_E4M3_S32] = {"F8_E4M3x32", 32, 36},
+    [QG_F8_E4M3_S32] = {"F8_E4M3x32", 32, 37},
     [QG_NVFP4_S16] = {"NVFP4x16", 16, 14},
     [QG_I4_S32] = {"I4x32", 32, 22},
 };

@@ -43,8 +43,9 @@ enum ggml_type_id {
     GGML_TQ1_0 = 34,
     GGML_TQ2_0 = 35,
     GGML_MXFP4 = 39,
-    /* FP8 E4M3 codes with an f32 scale per 32 (compressed-tensors FP8:
-     * fp8 x scale, exact in f32): 4 bytes of scale, then 32 codes */
+    /* FP8 E4M3 codes with an f32 scale per 32 (compressed-tensors and
+     * ModelOpt FP8): 4 bytes of scale, a mode byte (the product rounded to
+     * f32, f16 or bf16, as QG_NVFP4_S16's), then 32 codes */
     QG_F8_E4M3_S32 = 64,
     /* NVFP4 as stored: per 16, an f32 global scale g, the FP8 E4M3 block
      * scale code, a mode byte (bits 0-1: the result rounded to f32, f16

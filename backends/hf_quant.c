@@ -336,8 +336,8 @@ static int pack_linear(const struct hf_owner *o, const struct hf_quant *q, const
     return QG_OK;
 }
 
-static int fp8_blocks(const struct hf_owner *o, const char *prefix, int64_t out, int64_t in,
-                      uint8_t *dst, char *err, size_t errlen)
+static int fp8_blocks(const struct hf_owner *o, const struct hf_quant *q, const char *prefix,
+                      int64_t out, int64_t in, uint8_t *dst, char *err, size_t errlen)
 {
     const struct st_tensor *qw, *sc;
     int rc = need(o, prefix, "weight", ST_F8_E4M3, out, in, &qw, err, errlen);
@@ -347,11 +347,15 @@ static int fp8_blocks(const struct hf_owner *o, const char *prefix, int64_t out,
         return qg_errf(err, errlen, QG_ERR_DATA,
                        "tensor '%s.weight_scale' has %lld values (1 or %lld expected)", prefix,
                        (long long)sc->numel, (long long)out);
+    /* compressed-tensors: the exact product; ModelOpt: dtype(fp8 x dtype(scale)) */
+    int mo = q->scheme == HF_MO_FP8;
     for (int64_t r = 0; r < out; r++) {
         float s = hf_st_float(sc, sc->numel == 1 ? 0 : r);
-        for (int64_t b = 0; b < in / 32; b++, dst += 36) {
+        if (mo) s = round_dt(q->dtype, s);
+        for (int64_t b = 0; b < in / 32; b++, dst += 37) {
             memcpy(dst, &s, 4);
-            memcpy(dst + 4, qw->data + r * in + 32 * b, 32);
+            dst[4] = (uint8_t)(mo ? q->dtype : HF_DT_F32);
+            memcpy(dst + 5, qw->data + r * in + 32 * b, 32);
         }
     }
     return QG_OK;
@@ -386,10 +390,7 @@ static int nvfp4_blocks(const struct hf_owner *o, const struct hf_quant *q, cons
 
 uint32_t hf_quant_block_type(const struct hf_quant *q, int64_t in)
 {
-    /* ModelOpt's FP8 rounds its product to the dtype: a block holds it in f32 models */
-    if ((q->scheme == HF_CT_FP8 || (q->scheme == HF_MO_FP8 && q->dtype == HF_DT_F32)) &&
-        in % 32 == 0)
-        return QG_F8_E4M3_S32;
+    if ((q->scheme == HF_CT_FP8 || q->scheme == HF_MO_FP8) && in % 32 == 0) return QG_F8_E4M3_S32;
     if ((q->scheme == HF_CT_NVFP4 || q->scheme == HF_MO_NVFP4) && in % 16 == 0) return QG_NVFP4_S16;
     if ((q->scheme == HF_GPTQ || q->scheme == HF_AWQ || q->scheme == HF_CT_PACK) && q->bits == 4 &&
         in % 32 == 0 && (q->group <= 0 || q->group % 32 == 0))
@@ -401,7 +402,7 @@ int hf_quant_blocks(const struct hf_owner *o, const struct hf_quant *q, const ch
                     int64_t out, int64_t in, uint8_t *dst, char *err, size_t errlen)
 {
     uint32_t t = hf_quant_block_type(q, in);
-    if (t == QG_F8_E4M3_S32) return fp8_blocks(o, prefix, out, in, dst, err, errlen);
+    if (t == QG_F8_E4M3_S32) return fp8_blocks(o, q, prefix, out, in, dst, err, errlen);
     if (t == QG_NVFP4_S16) return nvfp4_blocks(o, q, prefix, out, in, dst, err, errlen);
     if (t != QG_I4_S32) return QG_ERR_UNSUPPORTED;
     struct isink k = {NULL, dst, in, q->dtype, 0};

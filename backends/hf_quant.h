@@ -83,8 +83,8 @@ int hf_quant_linear(const struct hf_owner *o, const struct hf_quant *q, const ch
                     int64_t out, int64_t in, float **w, char *err, size_t errlen);
 
 /* qgate's block type (ggml_types.h) that holds a projection of scheme q
- * with `in` inputs as stored: QG_F8_E4M3_S32 (compressed-tensors FP8, and
- * ModelOpt's in an f32 model),
+ * with `in` inputs as stored: QG_F8_E4M3_S32 (compressed-tensors and ModelOpt
+ * FP8),
  * QG_NVFP4_S16 (NVFP4), QG_I4_S32 (4-bit GPTQ, AWQ, pack-quantized, groups
  * of a multiple of 32); 0 when none does (dequantize instead). */
 uint32_t hf_quant_block_type(const struct hf_quant *q, int64_t in);

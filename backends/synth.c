@@ -152,10 +152,11 @@ void synth_random_blocks(uint32_t type, uint8_t *q, int64_t n, float scale, uint
             if (type == QG_NVFP4_S16) blk[4] &= 0x77; /* an FP8 block scale that is not NaN */
             blk[5] = 0;
         }
-        if (type == QG_F8_E4M3_S32) { /* an f32 scale, codes without NaN */
+        if (type == QG_F8_E4M3_S32) { /* an f32 scale, mode f32, codes without NaN */
             float fs = scale / 16;
             memcpy(blk, &fs, 4);
-            for (int k = 4; k < 36; k++)
+            blk[4] = 0;
+            for (int k = 5; k < 37; k++)
                 if ((blk[k] & 0x7F) == 0x7F) blk[k] &= 0xFE;
         }
         if (type == GGML_BF16)

@@ -783,7 +783,7 @@ TEST(hf_arch_fp8_experts, unit)
         ASSERT(a && b && r && b->type == QG_F8_E4M3_S32 && r->type == GGML_F32);
         ASSERT(b->ne[0] == a->ne[0] && b->ne[1] == a->ne[1] && b->ne[2] == a->ne[2]);
         int64_t all = gguf_tensor_nelements(b);
-        ASSERT_EQ(b->nbytes, all / 32 * 36);
+        ASSERT_EQ(b->nbytes, all / 32 * 37);
         float *y = malloc((size_t)all * sizeof *y);
         ASSERT_OK(dequant_row(b->type, b->data, y, all));
         const float *x = a->data;
@@ -888,6 +888,16 @@ TEST(hf_arch_refusals, unit)
     return 0;
 }
 
+/* x rounded to bfloat16 (to nearest even) */
+static float rbf16(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000u;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
 /* logits of the n tokens tok with the checkpoint's declared activations
  * (declared 1) or none */
 static float *logits_act(const char *dir, const int32_t *tok, int n, int declared, int *V)
@@ -918,16 +928,18 @@ TEST(hf_arch_modelopt, unit)
 {
     static const struct {
         const char *variant, *tensor, *act;
-        int quant;
-    } cases[] = {{"qwen3", "blk.1.ffn_down.weight", "nvfp4", Q_MO_NVFP4},
-                 {"mixtral", "blk.1.ffn_down_exps.weight", "nvfp4", Q_MO_NVFP4},
-                 {"qwen3", "blk.1.attn_q.weight", "fp8_e4m3", Q_MO_FP8}};
-    for (int i = 0; i < 3; i++) {
+        int quant, bf16; /* bf16: torch_dtype bfloat16, the products rounded to it */
+    } cases[] = {{"qwen3", "blk.1.ffn_down.weight", "nvfp4", Q_MO_NVFP4, 0},
+                 {"mixtral", "blk.1.ffn_down_exps.weight", "nvfp4", Q_MO_NVFP4, 0},
+                 {"qwen3", "blk.1.attn_q.weight", "fp8_e4m3", Q_MO_FP8, 0},
+                 {"qwen3", "blk.1.attn_q.weight", "fp8_e4m3", Q_MO_FP8, 1}};
+    for (int i = 0; i < 4; i++) {
         const struct hf_variant *v = hf_variant_named(cases[i].variant);
         char err[QG_ERRMSG_MAX], dir[4200], sn[GGUF_MAX_NAME + 1];
         snprintf(dir, sizeof dir, "%s", t_path(cases[i].act));
         ASSERT_OK(write_pair(v, t_path("m.gguf"), t_path("f32")));
         ASSERT_OK(gguf_to_hf(t_path("m.gguf"), dir, v->hf, 0, cases[i].quant));
+        if (cases[i].bf16) ASSERT_OK(edit_config(dir, "torch_dtype", "\"bfloat16\""));
         struct gguf *g, *q;
         ASSERT_OK(gguf_open(t_path("m.gguf"), &g, err, sizeof err));
         ASSERT_OK(model_open(dir, &q, err, sizeof err));
@@ -982,15 +994,19 @@ TEST(hf_arch_modelopt, unit)
                     float want =
                         cases[i].quant == Q_MO_NVFP4
                             ? fp4_e2m1_to_f32(c[j]) * (fp8_e4m3_to_f32(sc) * s2)
+                        : cases[i].bf16
+                            ? rbf16(fp8_e4m3_to_f32(fp8_e4m3_from_f32(x[e * per + k + j] / st)) *
+                                    rbf16(st))
                             : fp8_e4m3_to_f32(fp8_e4m3_from_f32(x[e * per + k + j] / st)) * st;
                     bad += y[e * per + k + j] != want;
                 }
             }
         }
-        printf("%s %s: %lld of %lld weights differ from ModelOpt's dequantization (%s, %.3f "
+        printf("%s %s%s: %lld of %lld weights differ from ModelOpt's dequantization (%s, %.3f "
                "bytes each); ",
-               cases[i].variant, cases[i].act, (long long)bad, (long long)(per * a->ne[2]),
-               ggml_type_name(b->type), (double)b->nbytes / (double)all);
+               cases[i].variant, cases[i].act, cases[i].bf16 ? " bf16" : "", (long long)bad,
+               (long long)(per * a->ne[2]), ggml_type_name(b->type),
+               (double)b->nbytes / (double)all);
         free(y);
         ASSERT_EQ(bad, 0);
         gguf_close(q);
