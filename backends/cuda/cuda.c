@@ -10,6 +10,7 @@
 #include "backends/backend.h"
 #include "backends/cuda/blocks.h"
 #include "backends/cuda/kernels.h"
+#include "backends/dequant.h"
 #include "backends/generate.h"
 #include "backends/ggml_types.h"
 #include "backends/gguf.h"
@@ -77,6 +78,35 @@ static int parse_query(const char *spec, const char *q, struct cuda *c, char *er
 static struct qcu_mat mat_of(const struct wmat *w)
 {
     return (struct qcu_mat){w->name, w->type, w->data, w->in, w->out, w->row_bytes};
+}
+
+/* A checkpoint directory's matrices in qgate's own block types (kept as
+ * stored for the CPU) decoded to f32 copies for the upload, which the GPU
+ * decodes as F32; the copies in *tmp (n_tmp of them) until the upload. */
+static int decode_internal(struct qcu_model_desc *d, float ***tmp, int *n_tmp)
+{
+    int cap = 2 + 7 * d->n_layers;
+    *tmp = calloc((size_t)cap, sizeof **tmp);
+    *n_tmp = 0;
+    if (!*tmp) return QG_ERR_NOMEM;
+    for (int l = -1; l < d->n_layers; l++) {
+        struct qcu_layer *y = l >= 0 ? (struct qcu_layer *)&d->layers[l] : NULL;
+        struct qcu_mat *m[7] = {&d->tok_embd, &d->output};
+        if (y) {
+            struct qcu_mat *ys[7] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->gate, &y->up, &y->down};
+            memcpy(m, ys, sizeof ys);
+        }
+        for (int k = 0; k < (y ? 7 : 2); k++) {
+            if (!ggml_type_internal(m[k]->type)) continue;
+            float *f = malloc((size_t)(m[k]->in * m[k]->out) * sizeof *f);
+            if (!f) return QG_ERR_NOMEM;
+            (*tmp)[(*n_tmp)++] = f;
+            dequant_row(m[k]->type, m[k]->data, f, m[k]->in * m[k]->out);
+            m[k]->type = GGML_F32, m[k]->data = (const uint8_t *)f;
+            m[k]->row_bytes = (size_t)m[k]->in * sizeof *f;
+        }
+    }
+    return QG_OK;
 }
 
 /* Every matrix the GPU must decode is a type blocks.h knows. */
@@ -169,12 +199,19 @@ static int cuda_open(const char *spec, const struct backend_open_params *p, void
     struct qcu_layer *ls = NULL;
     if (!rc && describe(c->model, &d, &ls))
         rc = qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
+    float **tmp = NULL;
+    int n_tmp = 0;
+    if (!rc && decode_internal(&d, &tmp, &n_tmp))
+        rc = qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
     if (!rc) rc = check_types(&d, path, err, errlen);
     if (!rc && c->device >= qcu_device_count())
         rc = qg_errf(err, errlen, QG_ERR_UNAVAILABLE,
                      "%s: CUDA device %d asked for, %d present (no GPU, or no driver)", spec,
                      c->device, qcu_device_count());
     if (!rc) rc = qcu_model_upload(&d, c->device, c->precision, c->n_ctx, &c->dev, err, errlen);
+    for (int i = 0; i < n_tmp; i++)
+        free(tmp[i]);
+    free(tmp);
     free(ls);
     if (rc) {
         cuda_close(c);
