@@ -146,6 +146,57 @@ AVX2 static __m256 iq4_32(const uint8_t *q, const float *x)
     return _mm256_add_ps(s0, s1);
 }
 
+/* q.x and sum(x) of one block of 32 at k: 16 bytes of nibbles at qs
+ * (low nibbles elements 0..15, high 16..31) with, for Q5_0/Q5_1, bit j of
+ * qh above element j's nibble */
+AVX2 static inline __attribute__((always_inline)) __m256
+legacy_qx(const uint8_t *qs, uint32_t qh, int five, const float *x, __m256 *xs)
+{
+    const __m256i m4 = _mm256_set1_epi32(0xF), one = _mm256_set1_epi32(1),
+                  sh = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), h = _mm256_set1_epi32((int)qh);
+    __m256i v0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)qs));
+    __m256i v1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(qs + 8)));
+    __m256i q[4] = {_mm256_and_si256(v0, m4), _mm256_and_si256(v1, m4), _mm256_srli_epi32(v0, 4),
+                    _mm256_srli_epi32(v1, 4)};
+    __m256 acc = _mm256_setzero_ps(), sum = acc;
+    for (int g = 0; g < 4; g++) {
+        if (five) { /* bits 8g..8g+7 of qh */
+            __m256i hb = _mm256_srlv_epi32(h, _mm256_add_epi32(sh, _mm256_set1_epi32(8 * g)));
+            q[g] = _mm256_or_si256(q[g], _mm256_slli_epi32(_mm256_and_si256(hb, one), 4));
+        }
+        __m256 xv = _mm256_loadu_ps(x + 8 * g);
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q[g]), xv, acc);
+        sum = _mm256_add_ps(sum, xv);
+    }
+    *xs = sum;
+    return acc;
+}
+
+/* Q4_1, Q5_0 and Q5_1: blocks of 32 with an fp16 d (and m for the _1
+ * formats, after d), qh (4 bytes, the 5-bit formats) and 16 bytes of
+ * nibbles: y = d q + m, or d (q - 16) for Q5_0; dot = sum_b d_b (q.x)_b +
+ * (m_b or -16 d_b) sum(x)_b */
+AVX2 float mx_row_legacy_avx2(const struct wmat *W, int64_t r, const float *x)
+{
+    const int five = W->type != GGML_Q4_1, with_m = W->type != GGML_Q5_0;
+    const size_t bs = W->type == GGML_Q4_1   ? 20
+                      : W->type == GGML_Q5_0 ? 22
+                                             : 24,
+                 qs = (size_t)(2 + 2 * with_m + 4 * five);
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    __m256 acc = _mm256_setzero_ps(), accm = acc;
+    for (int64_t k = 0; k < W->in; k += 32, b += bs) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        uint32_t qh = 0;
+        if (five) memcpy(&qh, b + 2 + 2 * with_m, 4);
+        float d = h2f_f16c(b), m = with_m ? h2f_f16c(b + 2) : -16.0f * d;
+        __m256 xs, qx = legacy_qx(b + qs, qh, five, x + k, &xs);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), qx, acc);
+        accm = _mm256_fmadd_ps(_mm256_set1_ps(m), xs, accm);
+    }
+    return hsum256(_mm256_add_ps(acc, accm));
+}
+
 /* IQ4_NL: blocks of 32, an fp16 scale and 16 bytes */
 AVX2 float mx_row_iq4_nl_avx2(const struct wmat *W, int64_t r, const float *x)
 {

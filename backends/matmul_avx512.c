@@ -256,6 +256,36 @@ AVX512 float mx_row_nib32_avx512(const struct wmat *W, int64_t r, const float *x
     return _mm512_reduce_add_ps(acc);
 }
 
+/* Q4_1, Q5_0 and Q5_1 (see mx_row_legacy_avx2): 16 lanes per half block,
+ * the 5-bit formats' high bits added as 16 under the mask of qh's bits */
+AVX512 float mx_row_legacy_avx512(const struct wmat *W, int64_t r, const float *x)
+{
+    const int five = W->type != GGML_Q4_1, with_m = W->type != GGML_Q5_0;
+    const size_t bs = W->type == GGML_Q4_1   ? 20
+                      : W->type == GGML_Q5_0 ? 22
+                                             : 24,
+                 qs = (size_t)(2 + 2 * with_m + 4 * five);
+    const __m512i m4 = _mm512_set1_epi32(0xF), c16 = _mm512_set1_epi32(16);
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    __m512 acc = _mm512_setzero_ps(), accm = acc;
+    for (int64_t k = 0; k < W->in; k += 32, b += bs) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        uint32_t qh = 0;
+        if (five) memcpy(&qh, b + 2 + 2 * with_m, 4);
+        float d = h2f_f16c(b), m = with_m ? h2f_f16c(b + 2) : -16.0f * d;
+        __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(b + qs)));
+        __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_srli_epi32(v, 4);
+        lo = _mm512_mask_add_epi32(lo, (__mmask16)(qh & 0xFFFF), lo, c16);
+        hi = _mm512_mask_add_epi32(hi, (__mmask16)(qh >> 16), hi, c16);
+        __m512 x0 = _mm512_loadu_ps(x + k), x1 = _mm512_loadu_ps(x + k + 16);
+        __m512 qx =
+            _mm512_fmadd_ps(_mm512_cvtepi32_ps(hi), x1, _mm512_mul_ps(_mm512_cvtepi32_ps(lo), x0));
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(d), qx, acc);
+        accm = _mm512_fmadd_ps(_mm512_set1_ps(m), _mm512_add_ps(x0, x1), accm);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(acc, accm));
+}
+
 /* IQ4_XS (see row_iq4_xs_avx2) */
 AVX512 float mx_row_iq4_xs_avx512(const struct wmat *W, int64_t r, const float *x)
 {

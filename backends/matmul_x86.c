@@ -79,6 +79,10 @@ static int rows_avx512(enum mv_isa isa, float *y, const float *x, const float *p
         ROWS(mx_row_nib32_avx512(W, r, x, 0));
     case GGML_IQ4_NL:
         ROWS(mx_row_nib32_avx512(W, r, x, 1));
+    case GGML_Q4_1:
+    case GGML_Q5_0:
+    case GGML_Q5_1:
+        ROWS(mx_row_legacy_avx512(W, r, x));
     case GGML_IQ4_XS:
         ROWS(mx_row_iq4_xs_avx512(W, r, x));
     case GGML_F16:
@@ -117,6 +121,10 @@ static int rows_avx2(float *y, const float *x, const float *prep, const struct w
     case GGML_Q4_0:
         if (prep) ROWS(mx_row_q4_0_avx2(W, r, x, prep));
         return 0;
+    case GGML_Q4_1:
+    case GGML_Q5_0:
+    case GGML_Q5_1:
+        ROWS(mx_row_legacy_avx2(W, r, x));
     case GGML_Q4_K:
         if (prep) ROWS(mx_row_q4_k_avx2(W, r, prep));
         return 0;

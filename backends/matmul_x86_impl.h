@@ -153,6 +153,10 @@ __attribute__((target("avx2,fma"))) float mx_dot_avx2(const float *a, const floa
 /* Q8_0: 32 int8 and an fp16 scale per block */
 AVX2 float mx_row_q8_0_avx2(const struct wmat *W, int64_t r, const float *x);
 
+/* Q4_1, Q5_0, Q5_1: y = d q + m (Q5_0: d (q - 16)), the 5-bit formats' high
+ * bits in qh; the block sums of x computed alongside */
+AVX2 float mx_row_legacy_avx2(const struct wmat *W, int64_t r, const float *x);
+
 /* Q4_0: y = (q - 8) d, low nibbles elements 0..15, high 16..31; with the
  * group sums of x, dot = sum_b d_b (q.x)_b - 8 d_b sum(x)_b */
 AVX2 float mx_row_q4_0_avx2(const struct wmat *W, int64_t r, const float *x, const float *xg);
@@ -207,6 +211,9 @@ AVX512 float mx_row_q8_0_avx512(const struct wmat *W, int64_t r, const float *x)
  * nibbles): d t[q], t the format's 16 values (Q4_0: q - 8, so no offset
  * term) */
 AVX512 float mx_row_nib32_avx512(const struct wmat *W, int64_t r, const float *x, int iq4);
+
+/* Q4_1, Q5_0, Q5_1 (mx_row_legacy_avx2's arithmetic, 16 lanes) */
+AVX512 float mx_row_legacy_avx512(const struct wmat *W, int64_t r, const float *x);
 
 /* IQ4_XS (see row_iq4_xs_avx2) */
 AVX512 float mx_row_iq4_xs_avx512(const struct wmat *W, int64_t r, const float *x);
