@@ -273,7 +273,7 @@ static int experts(struct build *b)
     int64_t d = h->dim, ef = h->expert_ffn;
     snprintf(name, sizeof name, "model.layers.%d.%s.gate.weight", b->l, base);
     snprintf(gn, sizeof gn, "blk.%d.ffn_gate_inp.weight", b->l);
-    int rc = plain(b->o, name, gn, d, E, 0, 0, &b->t[b->n++], b->err, b->errlen);
+    int rc = plain(b->o, name, gn, d, E, E == 1, 0, &b->t[b->n++], b->err, b->errlen);
     for (int k = 0; k < 3 && !rc; k++) {
         for (int e = 0; e < E; e++)
             snprintf(p[e], sizeof p[e], "model.layers.%d.%s.experts.%d.%s", b->l, base, e,

@@ -35,10 +35,11 @@ struct hf_quant;
 
 /* Every tensor the engine reads, as a malloc'd array (*out, *n): F32, F16
  * and BF16 tensors in place, copies where the layout differs (stacked
- * experts, gemma norms, unaligned data); compressed-tensors FP8 as stored
- * in QG_F8_E4M3_S32 blocks; other quantized projections dequantized
- * (hf_quant.h) into f32, or BF16/F16 when every value is one. QG_OK,
- * QG_ERR_DATA naming the tensor, QG_ERR_NOMEM. */
+ * experts, gemma norms, unaligned data); quantized projections as stored
+ * in qgate's block types where one holds them (hf_quant_block_type: FP8,
+ * NVFP4, 4-bit groups), else dequantized (hf_quant.h) into f32, or
+ * BF16/F16 when every value is one. QG_OK, QG_ERR_DATA naming the tensor,
+ * QG_ERR_NOMEM. */
 int hf_arch_tensors(struct hf_owner *o, const struct hf_cfg *h, const struct hf_quant *q,
                     int64_t n_vocab, struct gguf_tensor **out, int *n, char *err, size_t errlen);
 

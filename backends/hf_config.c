@@ -164,7 +164,8 @@ static int read_window(const cJSON *c, const char *file, struct hf_cfg *h, char 
 {
     const struct hf_family *f = h->fam;
     if (f->flags & HA_WINDOW) h->window = whole(c, "sliding_window", 0);
-    if (f->flags & HA_PATTERN) h->window = whole(c, "sliding_window", 4096); /* its default */
+    if (f->flags & HA_PATTERN) /* absent: transformers' default; null: none */
+        h->window = item(c, "sliding_window") ? whole(c, "sliding_window", 0) : 4096;
     if (h->window < 0)
         return qg_errf(err, errlen, QG_ERR_DATA,
                        "%s: sliding_window must be null or a whole number in 0..2^24", file);
@@ -193,10 +194,11 @@ static int read_window(const cJSON *c, const char *file, struct hf_cfg *h, char 
                        file, h->arch, f->swa_pattern);
     h->swa_pattern = pat;
     int g2 = !strcmp(h->arch, "gemma2");
+    /* gemma2's caps: absent, transformers' defaults 50 and 30; null, none */
     h->caps[0] =
-        present(c, "attn_logit_softcapping") || !g2 ? num(c, "attn_logit_softcapping", 0) : 50.0;
+        item(c, "attn_logit_softcapping") || !g2 ? num(c, "attn_logit_softcapping", 0) : 50.0;
     h->caps[1] =
-        present(c, "final_logit_softcapping") || !g2 ? num(c, "final_logit_softcapping", 0) : 30.0;
+        item(c, "final_logit_softcapping") || !g2 ? num(c, "final_logit_softcapping", 0) : 30.0;
     if (!g2 && h->caps[0] != 0)
         return qg_errf(err, errlen, QG_ERR_DATA,
                        "%s: attn_logit_softcapping on gemma3 is not implemented", file);
@@ -272,10 +274,12 @@ static int check_features(const cJSON *c, const char *file, const struct hf_cfg 
         return qg_errf(err, errlen, QG_ERR_DATA,
                        "%s: %s is set: not implemented for %s checkpoint directories", file, what,
                        h->fam->hf);
-    if (!(h->eps > 0 && h->eps < 1) || !(h->theta > 0) || !(h->theta_swa > 0))
+    if (!(h->eps > 0 && h->eps < 1) || !(h->theta > 0 && h->theta < 1e12) ||
+        !(h->theta_swa > 0 && h->theta_swa < 1e12) || !(h->rope_linear < 1e6) ||
+        !(h->attn_factor < 100))
         return qg_errf(err, errlen, QG_ERR_DATA,
-                       "%s: rms_norm_eps (norm_epsilon), rope_theta or the local RoPE base out of "
-                       "range",
+                       "%s: rms_norm_eps (norm_epsilon) not in (0, 1), or a RoPE base (1e12), "
+                       "linear factor (1e6) or attention factor (100) out of range",
                        file);
     return QG_OK;
 }
@@ -298,6 +302,11 @@ static int read_sizes(const cJSON *c, const char *file, struct hf_cfg *h, char *
                            "num_key_value_heads, head_dim, intermediate_size and "
                            "max_position_embeddings must be whole numbers in 1..2^24",
                            file);
+    if (h->heads * h->head_dim > (1 << 24) || h->kv_heads > h->heads)
+        return qg_errf(err, errlen, QG_ERR_DATA,
+                       "%s: num_attention_heads x head_dim must be at most 2^24 and "
+                       "num_key_value_heads at most num_attention_heads",
+                       file);
     if (h->heads % h->kv_heads)
         return qg_errf(err, errlen, QG_ERR_DATA,
                        "%s: num_key_value_heads must divide num_attention_heads", file);

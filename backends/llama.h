@@ -95,6 +95,11 @@ int llama_ctx_set_act(struct llama_ctx *c, int mode, const struct simfmt *f);
  * activation scheme covers its quantized projections, not lm_head); 1
  * (default): every product's is. */
 void llama_ctx_set_act_output(struct llama_ctx *c, int round);
+/* on: a matrix with a checkpoint's calibrated input scale (ModelOpt's
+ * input_scale) quantizes its input with it (simfmt_apply_act_static), as
+ * the checkpoint declares; off (the default): a dynamic scale, as a=FORMAT
+ * asks. */
+void llama_ctx_set_act_static(struct llama_ctx *c, int on);
 /* The activation format a checkpoint directory declares for its quantized
  * projections ("fp8_e4m3": dynamic per-token FP8), or NULL. */
 const char *llama_declared_act(const struct llama_model *m);

@@ -232,7 +232,7 @@ void lm_matmul(const struct llama_ctx *c, float *y, const float *x, const struct
         memcpy(c->aq, x, (size_t)n * (size_t)W->in * sizeof *x);
         if (c->act == LLAMA_ACT_LLAMACPP)
             simfmt_llamacpp_act(W->type, c->aq, n, W->in);
-        else if (W->in_scale > 0) /* a checkpoint's calibrated scale */
+        else if (c->act_static && W->in_scale > 0) /* a checkpoint's calibrated scale */
             simfmt_apply_act_static(&c->act_fmt, c->aq, n, W->in, W->in_scale);
         else
             simfmt_apply_act(&c->act_fmt, c->aq, n, W->in);
@@ -259,6 +259,11 @@ void lm_matmul_group(const struct llama_ctx *c, const struct matmul_part *parts,
 void llama_ctx_set_act_output(struct llama_ctx *c, int round)
 {
     c->act_output = round;
+}
+
+void llama_ctx_set_act_static(struct llama_ctx *c, int on)
+{
+    c->act_static = on;
 }
 
 void llama_ctx_set_kv(struct llama_ctx *c, const struct simfmt *f)

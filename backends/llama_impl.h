@@ -69,6 +69,7 @@ struct llama_ctx {
     int act;               /* enum llama_act: how matrix inputs are rounded */
     const float *rope_div; /* per-pair frequency divisors for this context's size, or NULL */
     int act_output;        /* 1: the output head's input is rounded as the others */
+    int act_static;        /* 1: matrices' calibrated input scales (llama_ctx_set_act_static) */
     struct simfmt act_fmt;
     struct simfmt kv_fmt; /* K and V as written to the cache (SIMFMT_NONE: f32) */
     float *aq;            /* [n_ctx][max_in]: a matrix input after rounding */

@@ -104,11 +104,13 @@ static float input_scale(struct loader *ld, const struct gguf_tensor *t)
     size_t l = strlen(t->name);
     if (l < 7 || strcmp(t->name + l - 7, ".weight")) return 0;
     snprintf(sn, sizeof sn, "%.*s.input_scale", (int)(l - 7), t->name);
-    const struct gguf_tensor *s;
+    const struct gguf_tensor *s = gguf_find_tensor(ld->g, sn);
     float v = 0;
-    if (find_tensor(ld, sn, 1, 1, 1, 1, &s) || !s || s->type != GGML_F32) return 0;
+    /* a malformed one stays unused: check_used refuses the file naming it */
+    if (!s || s->type != GGML_F32 || gguf_tensor_nelements(s) != 1) return 0;
     memcpy(&v, s->data, 4);
-    return v > 0 && isfinite(v) ? v : 0;
+    if (!(v > 0 && isfinite(v)) || find_tensor(ld, sn, 1, 1, 1, 1, &s)) return 0;
+    return v;
 }
 
 static void mat_view(struct loader *ld, const struct gguf_tensor *t, int64_t k, int64_t r0,

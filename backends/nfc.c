@@ -125,19 +125,35 @@ static size_t put_utf8(uint32_t c, char *o)
     return 4;
 }
 
-/* canonical ordering: each run of non-starters stably sorted by class */
-static void reorder(uint32_t *c, size_t n)
+/* canonical ordering: each run of non-starters stably sorted by class, in
+ * linear time (a counting sort over the 255 classes: a run of alternating
+ * marks is as long as the text, and an insertion sort of it quadratic);
+ * k[] holds each code point's class, tmp room for n code points */
+static void reorder(uint32_t *c, uint8_t *k, uint32_t *tmp, size_t n)
 {
-    for (size_t i = 1; i < n; i++) {
-        int k = ccc(c[i]);
-        if (!k) continue;
-        size_t j = i;
-        uint32_t x = c[i];
-        while (j > 0 && ccc(c[j - 1]) > k) {
-            c[j] = c[j - 1];
-            j--;
+    for (size_t i = 0; i < n; i++)
+        k[i] = (uint8_t)ccc(c[i]);
+    for (size_t i = 0; i < n;) {
+        if (!k[i]) {
+            i++;
+            continue;
         }
-        c[j] = x;
+        size_t j = i, sorted = 1;
+        while (j < n && k[j]) {
+            sorted &= j == i || k[j - 1] <= k[j];
+            j++;
+        }
+        if (!sorted) {
+            size_t at[257] = {0};
+            for (size_t p = i; p < j; p++)
+                at[k[p] + 1]++;
+            for (int b = 1; b < 257; b++)
+                at[b] += at[b - 1];
+            for (size_t p = i; p < j; p++)
+                tmp[at[k[p]]++] = c[p];
+            memcpy(c + i, tmp, (j - i) * sizeof *c);
+        }
+        i = j;
     }
 }
 
@@ -163,13 +179,16 @@ static size_t recompose(uint32_t *c, size_t n)
 
 int nfc_normalize(const char *text, size_t n, char **out, size_t *out_n)
 {
+    if (n > ((size_t)1 << 40)) return QG_ERR_NOMEM; /* 4 code points of 8 bytes per byte */
     size_t ascii = 0;
     while (ascii < n && (unsigned char)text[ascii] < 0x80)
         ascii++;
-    uint32_t *c = ascii < n ? malloc((n * 4 + 4) * sizeof *c) : NULL;
+    size_t cap = ascii < n ? n * 4 + 4 : 0; /* code points: at most 4 per byte */
+    uint32_t *c = cap ? malloc(cap * 2 * sizeof *c) : NULL;
+    uint8_t *cls = cap ? malloc(cap) : NULL;
     char *o = malloc(ascii < n ? n * 4 + 1 : n + 1);
-    if (!o || (ascii < n && !c)) {
-        free(c), free(o);
+    if (!o || (cap && (!c || !cls))) {
+        free(c), free(cls), free(o);
         return QG_ERR_NOMEM;
     }
     if (ascii == n) { /* ASCII is its own NFC */
@@ -181,7 +200,8 @@ int nfc_normalize(const char *text, size_t n, char **out, size_t *out_n)
     size_t m = 0;
     for (size_t i = 0; i < n;)
         decompose(next_cp((const unsigned char *)text, n, &i), c, &m);
-    reorder(c, m);
+    reorder(c, cls, c + cap, m);
+    free(cls);
     m = recompose(c, m);
     size_t k = 0;
     for (size_t i = 0; i < m; i++)

@@ -863,6 +863,8 @@ TEST(hf_arch_refusals, unit)
         {"starcoder2", "hidden_act", "\"gelu\"", "hidden_act is set"},
         {"mixtral", "num_experts_per_tok", "9", "expert counts and widths"},
         {"qwen2", "use_sliding_window", "true", "use_sliding_window is set"},
+        {"qwen3", "rope_theta", "1e300", "a RoPE base (1e12)"},
+        {"qwen3", "head_dim", "16777216", "num_attention_heads x head_dim must be at most"},
         {"qwen3", "quantization_config",
          "{\"quant_method\": \"modelopt\", \"quant_algo\": \"MIXED_PRECISION\"}",
          "ModelOpt quant_algo 'MIXED_PRECISION' (group_size 0) is not supported"},
@@ -899,7 +901,8 @@ static float rbf16(float x)
 }
 
 /* logits of the n tokens tok with the checkpoint's declared activations
- * (declared 1) or none */
+ * (declared 1), the same format with dynamic scales (2, as a=FORMAT), or
+ * none (0) */
 static float *logits_act(const char *dir, const int32_t *tok, int n, int declared, int *V)
 {
     struct gguf *g;
@@ -912,6 +915,7 @@ static float *logits_act(const char *dir, const int32_t *tok, int n, int declare
         simfmt_parse(llama_declared_act(m), &f, err, sizeof err) ||
         (declared && llama_ctx_set_act(ctx, LLAMA_ACT_FORMAT, &f)))
         return NULL;
+    llama_ctx_set_act_static(ctx, declared == 1);
     *V = llama_hparams(m)->n_vocab;
     float *lg = malloc((size_t)n * (size_t)*V * sizeof *lg);
     if (llama_eval(ctx, tok, n, 0, lg)) free(lg), lg = NULL;
@@ -1024,18 +1028,51 @@ TEST(hf_arch_modelopt, unit)
         mo_input_scale = 1e30f;
         ASSERT_OK(gguf_to_hf(t_path("m.gguf"), t_path("huge"), v->hf, 0, cases[i].quant));
         mo_input_scale = MO_INPUT_SCALE;
-        float *z = logits_act(t_path("huge"), tok, 4, 1, &V);
-        ASSERT(z);
-        double rep = 0, rep_none = 0;
+        float *z = logits_act(t_path("huge"), tok, 4, 1, &V),
+              *dyn = logits_act(t_path("huge"), tok, 4, 2, &V);
+        ASSERT(z && dyn);
+        double rep = 0, rep_none = 0, rep_dyn = 0;
         for (int k = 0; k < V; k++) {
             rep = fmax(rep, fabs((double)z[k] - z[2 * V + k]));
             rep_none = fmax(rep_none, fabs((double)none[k] - none[2 * V + k]));
+            rep_dyn = fmax(rep_dyn, fabs((double)dyn[k] - dyn[2 * V + k]));
         }
+        free(dyn);
+        ASSERT(rep_dyn > 0); /* a=FORMAT's dynamic scales ignore input_scale */
         printf("declared %s moves logits by up to %.3g; with input_scale 1e30 token 5's logits at "
                "positions 0 and 2 differ by %.3g (%.3g without the activations)\n",
                cases[i].act, d_act, rep, rep_none);
         ASSERT(d_act > 0 && rep == 0 && rep_none > 0);
         free(with), free(none), free(z);
+    }
+    return 0;
+}
+
+/* Gemma 2's caps and window: null in config.json turns each off (as
+ * transformers' None does); absent, transformers' defaults (50, 30, 4096) */
+TEST(hf_arch_gemma2_null_settings, unit)
+{
+    static const char *const keys[] = {"attn_logit_softcapping", "final_logit_softcapping",
+                                       "sliding_window"};
+    static const double absent[] = {50, 30, 4096};
+    for (int nul = 0; nul < 2; nul++) {
+        char dir[4200], err[QG_ERRMSG_MAX];
+        snprintf(dir, sizeof dir, "%s", t_path(nul ? "null" : "absent"));
+        ASSERT_OK(write_pair(hf_variant_named("gemma2"), t_path("g.gguf"), dir));
+        for (int k = 0; k < 3; k++)
+            ASSERT_OK(edit_config(dir, keys[k], nul ? "null" : NULL));
+        if (!nul) ASSERT_OK(edit_config(dir, "max_position_embeddings", "8192"));
+        struct gguf *g;
+        ASSERT_OK(model_open(dir, &g, err, sizeof err));
+        for (int k = 0; k < 3; k++) {
+            char key[96];
+            double v;
+            snprintf(key, sizeof key, "gemma2.%s%s", k == 2 ? "attention." : "", keys[k]);
+            ASSERT_OK(gguf_get_float(g, key, &v));
+            printf("%s %s: %g\n", nul ? "null" : "absent", key, v);
+            ASSERT(v == (nul ? 0 : absent[k]));
+        }
+        gguf_close(g);
     }
     return 0;
 }

@@ -247,9 +247,20 @@ TEST(nfc_cases_by_hand, unit)
         {"plain ASCII", "plain ASCII"},
         {"", ""},
     };
+    /* a long run of alternating marks (classes 230, 220): the 220s first,
+     * the first 230 composes with the a, the other 999 stay */
+    char *in = malloc(1 + 4000), *want = malloc(2 + 2000 + 1998), *o;
+    size_t n;
+    in[0] = 'a';
+    for (int i = 0; i < 1000; i++)
+        memcpy(in + 1 + 4 * i, "\xcc\x81\xcc\x96", 4);
+    memcpy(want, "\xc3\xa1", 2);
+    for (int i = 0; i < 1999; i++)
+        memcpy(want + 2 + 2 * i, i < 1000 ? "\xcc\x96" : "\xcc\x81", 2);
+    ASSERT_OK(nfc_normalize(in, 4001, &o, &n));
+    ASSERT(n == 4000 && !memcmp(o, want, n));
+    free(in), free(want), free(o);
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        char *o;
-        size_t n;
         ASSERT_OK(nfc_normalize(cases[i].in, strlen(cases[i].in), &o, &n));
         if (n != strlen(cases[i].out) || memcmp(o, cases[i].out, n))
             T_FAIL_("case %zu: %zu bytes out, %zu expected", i, n, strlen(cases[i].out));

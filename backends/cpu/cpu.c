@@ -124,6 +124,7 @@ static int cpu_open(const char *spec, const struct backend_open_params *p, void 
         if (simfmt_parse(declared, &sim.a, e2, sizeof e2) == QG_OK) {
             sim.act = LLAMA_ACT_FORMAT;
             llama_ctx_set_act_output(c->ctx, 0);
+            llama_ctx_set_act_static(c->ctx, 1); /* ModelOpt's calibrated input scales */
         }
     }
     if (!rc && sim.act) rc = llama_ctx_set_act(c->ctx, sim.act, &sim.a);

@@ -201,6 +201,7 @@ static int cuda_open(const char *spec, const struct backend_open_params *p, void
         rc = qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
     float **tmp = NULL;
     int n_tmp = 0;
+    if (!rc && d.unsupported) rc = check_types(&d, path, err, errlen); /* before any decoding */
     if (!rc && decode_internal(&d, &tmp, &n_tmp))
         rc = qg_errf(err, errlen, QG_ERR_NOMEM, "out of memory");
     if (!rc) rc = check_types(&d, path, err, errlen);
