@@ -35,7 +35,7 @@ import time
 
 def run(cmd):
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    p = subprocess.run(cmd, capture_output=True, text=True, errors="replace")  # random models print any bytes
     dt = time.perf_counter() - t0
     if p.returncode != 0:
         sys.stderr.write(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr[-2000:]}\n")
