@@ -286,6 +286,41 @@ AVX512 float mx_row_legacy_avx512(const struct wmat *W, int64_t r, const float *
     return _mm512_reduce_add_ps(_mm512_add_ps(acc, accm));
 }
 
+/* Q2_K: 256 per block, 16 runs of 16; run r = 8 half + 2 j + h takes bits
+ * 2j of the 16 bytes q[32 half + 16 h + l], with scale byte r (4-bit
+ * scale, 4-bit min): y = d sc q - dmin m. Each 16 bytes is loaded once
+ * for its four shifts; the 16 scales and mins converted once per block */
+AVX512 float mx_row_q2_k_avx512(const struct wmat *W, int64_t r, const float *x)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const __m512i m3 = _mm512_set1_epi32(3), m4 = _mm512_set1_epi32(15);
+    __m512 acc = _mm512_setzero_ps(), accm = acc;
+    float dl[16], ml[16];
+    for (int64_t k = 0; k < W->in; k += 256, b += 84) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
+        __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)b));
+        _mm512_storeu_ps(dl, _mm512_mul_ps(_mm512_set1_ps(h2f_f16c(b + 80)),
+                                           _mm512_cvtepi32_ps(_mm512_and_si512(sc, m4))));
+        _mm512_storeu_ps(ml, _mm512_mul_ps(_mm512_set1_ps(h2f_f16c(b + 82)),
+                                           _mm512_cvtepi32_ps(_mm512_srli_epi32(sc, 4))));
+        for (int half = 0; half < 2; half++)
+            for (int h = 0; h < 2; h++) {
+                __m512i v = _mm512_cvtepu8_epi32(
+                    _mm_loadu_si128((const __m128i *)(b + 16 + 32 * half + 16 * h)));
+                for (int j = 0; j < 4; j++) {
+                    int run = 8 * half + 2 * j + h;
+                    __m512 q = _mm512_cvtepi32_ps(
+                        _mm512_and_si512(_mm512_srl_epi32(v, _mm_cvtsi32_si128(2 * j)), m3));
+                    __m512 xv = _mm512_loadu_ps(x + k + 16 * run);
+                    acc = _mm512_fmadd_ps(_mm512_mul_ps(q, _mm512_set1_ps(dl[run])), xv, acc);
+                    accm = _mm512_fmadd_ps(_mm512_set1_ps(ml[run]), xv, accm);
+                }
+            }
+    }
+    return _mm512_reduce_add_ps(_mm512_sub_ps(acc, accm));
+}
+
 /* IQ4_XS (see row_iq4_xs_avx2) */
 AVX512 float mx_row_iq4_xs_avx512(const struct wmat *W, int64_t r, const float *x)
 {

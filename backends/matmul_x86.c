@@ -83,6 +83,8 @@ static int rows_avx512(enum mv_isa isa, float *y, const float *x, const float *p
     case GGML_Q5_0:
     case GGML_Q5_1:
         ROWS(mx_row_legacy_avx512(W, r, x));
+    case GGML_Q2_K:
+        ROWS(mx_row_q2_k_avx512(W, r, x));
     case GGML_IQ4_XS:
         ROWS(mx_row_iq4_xs_avx512(W, r, x));
     case GGML_F16:

@@ -212,6 +212,9 @@ AVX512 float mx_row_q8_0_avx512(const struct wmat *W, int64_t r, const float *x)
  * term) */
 AVX512 float mx_row_nib32_avx512(const struct wmat *W, int64_t r, const float *x, int iq4);
 
+/* Q2_K: runs of 16 with a 4-bit scale and min each */
+AVX512 float mx_row_q2_k_avx512(const struct wmat *W, int64_t r, const float *x);
+
 /* Q4_1, Q5_0, Q5_1 (mx_row_legacy_avx2's arithmetic, 16 lanes) */
 AVX512 float mx_row_legacy_avx512(const struct wmat *W, int64_t r, const float *x);
 
