@@ -113,55 +113,47 @@ static int fp8_linear(const struct hf_owner *o, const struct hf_quant *q, const 
     return QG_OK;
 }
 
+/* an NVFP4 projection's codes, FP8 block scales and global scale, under
+ * compressed-tensors' names (the global scale divides) or ModelOpt's
+ * (scale_2 multiplies) */
+static int nvfp4_tensors(const struct hf_owner *o, const struct hf_quant *q, const char *prefix,
+                         int64_t out, int64_t in, const struct st_tensor **pk,
+                         const struct st_tensor **sc, float *g, char *err, size_t errlen)
+{
+    const int mo = q->scheme == HF_MO_NVFP4;
+    const char *gname = mo ? "weight_scale_2" : "weight_global_scale";
+    const struct st_tensor *gs;
+    if (in % 16)
+        return qg_errf(err, errlen, QG_ERR_DATA, "%s: %lld inputs are not whole groups of 16",
+                       prefix, (long long)in);
+    int rc = need(o, prefix, mo ? "weight" : "weight_packed", ST_U8, out, in / 2, pk, err, errlen);
+    if (!rc) rc = need(o, prefix, "weight_scale", ST_F8_E4M3, out, in / 16, sc, err, errlen);
+    if (!rc) rc = need(o, prefix, gname, -1, 1, -1, &gs, err, errlen);
+    if (rc) return rc;
+    *g = hf_st_float(gs, 0);
+    return *g > 0 && isfinite(*g)
+               ? QG_OK
+               : qg_errf(err, errlen, QG_ERR_DATA, "tensor '%s.%s' is not positive", prefix, gname);
+}
+
+/* NVFP4: compressed-tensors dtype((fp4 x fp8 scale) / global), the product
+ * exact in f32 and one rounding after the division; ModelOpt dtype(fp4 x
+ * f32(fp8 scale x scale_2)) */
 static int nvfp4_linear(const struct hf_owner *o, const struct hf_quant *q, const char *prefix,
                         int64_t out, int64_t in, float *w, char *err, size_t errlen)
 {
     static const float e2m1[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
-    const struct st_tensor *pk, *sc, *gs;
-    if (in % 16)
-        return qg_errf(err, errlen, QG_ERR_DATA, "%s: %lld inputs are not whole groups of 16",
-                       prefix, (long long)in);
-    int rc = need(o, prefix, "weight_packed", ST_U8, out, in / 2, &pk, err, errlen);
-    if (!rc) rc = need(o, prefix, "weight_scale", ST_F8_E4M3, out, in / 16, &sc, err, errlen);
-    if (!rc) rc = need(o, prefix, "weight_global_scale", -1, 1, -1, &gs, err, errlen);
+    const struct st_tensor *pk, *sc;
+    float g;
+    int rc = nvfp4_tensors(o, q, prefix, out, in, &pk, &sc, &g, err, errlen);
     if (rc) return rc;
-    float g = hf_st_float(gs, 0);
-    if (!(g > 0 && isfinite(g)))
-        return qg_errf(err, errlen, QG_ERR_DATA, "tensor '%s.weight_global_scale' is not positive",
-                       prefix);
+    const int mo = q->scheme == HF_MO_NVFP4;
     for (int64_t r = 0; r < out; r++)
         for (int64_t c = 0; c < in; c++) {
             uint8_t b = pk->data[(r * in + c) / 2], nib = (uint8_t)(c & 1 ? b >> 4 : b & 15);
             float v = e2m1[nib & 7] * (nib & 8 ? -1.0f : 1.0f);
-            /* fp4 x fp8 is exact in f32; one rounding, after the division */
             float s = fp8_e4m3(sc->data[r * (in / 16) + c / 16]);
-            w[r * in + c] = round_dt(q->dtype, v * s / g);
-        }
-    return QG_OK;
-}
-
-/* ModelOpt NVFP4: w = dtype(fp4 * f32(fp8 scale * scale_2)) */
-static int mo_nvfp4_linear(const struct hf_owner *o, const struct hf_quant *q, const char *prefix,
-                           int64_t out, int64_t in, float *w, char *err, size_t errlen)
-{
-    static const float e2m1[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
-    const struct st_tensor *pk, *sc, *s2;
-    if (in % 16)
-        return qg_errf(err, errlen, QG_ERR_DATA, "%s: %lld inputs are not whole groups of 16",
-                       prefix, (long long)in);
-    int rc = need(o, prefix, "weight", ST_U8, out, in / 2, &pk, err, errlen);
-    if (!rc) rc = need(o, prefix, "weight_scale", ST_F8_E4M3, out, in / 16, &sc, err, errlen);
-    if (!rc) rc = need(o, prefix, "weight_scale_2", -1, 1, -1, &s2, err, errlen);
-    if (rc) return rc;
-    float g = hf_st_float(s2, 0);
-    if (!(g > 0 && isfinite(g)))
-        return qg_errf(err, errlen, QG_ERR_DATA, "tensor '%s.weight_scale_2' is not positive",
-                       prefix);
-    for (int64_t r = 0; r < out; r++)
-        for (int64_t c = 0; c < in; c++) {
-            uint8_t b = pk->data[(r * in + c) / 2], nib = (uint8_t)(c & 1 ? b >> 4 : b & 15);
-            float s = fp8_e4m3(sc->data[r * (in / 16) + c / 16]) * g; /* rounded in f32 */
-            w[r * in + c] = round_dt(q->dtype, e2m1[nib & 7] * (nib & 8 ? -1.0f : 1.0f) * s);
+            w[r * in + c] = round_dt(q->dtype, mo ? v * (s * g) : v * s / g);
         }
     return QG_OK;
 }
@@ -366,18 +358,11 @@ static int fp8_blocks(const struct hf_owner *o, const struct hf_quant *q, const 
 static int nvfp4_blocks(const struct hf_owner *o, const struct hf_quant *q, const char *prefix,
                         int64_t out, int64_t in, uint8_t *dst, char *err, size_t errlen)
 {
-    int mo = q->scheme == HF_MO_NVFP4;
-    const struct st_tensor *pk, *sc, *gs;
-    int rc = need(o, prefix, mo ? "weight" : "weight_packed", ST_U8, out, in / 2, &pk, err, errlen);
-    if (!rc) rc = need(o, prefix, "weight_scale", ST_F8_E4M3, out, in / 16, &sc, err, errlen);
-    if (!rc)
-        rc = need(o, prefix, mo ? "weight_scale_2" : "weight_global_scale", -1, 1, -1, &gs, err,
-                  errlen);
+    const struct st_tensor *pk, *sc;
+    float g;
+    int rc = nvfp4_tensors(o, q, prefix, out, in, &pk, &sc, &g, err, errlen);
     if (rc) return rc;
-    float g = hf_st_float(gs, 0);
-    if (!(g > 0 && isfinite(g)))
-        return qg_errf(err, errlen, QG_ERR_DATA, "tensor '%s.%s' is not positive", prefix,
-                       mo ? "weight_scale_2" : "weight_global_scale");
+    const int mo = q->scheme == HF_MO_NVFP4;
     for (int64_t r = 0; r < out; r++)
         for (int64_t j = 0; j < in / 16; j++, dst += 14) {
             memcpy(dst, &g, 4);
@@ -423,7 +408,7 @@ int hf_quant_linear(const struct hf_owner *o, const struct hf_quant *q, const ch
              : q->scheme == HF_GPTQ     ? gptq_linear(o, q, prefix, out, in, &k, err, errlen)
              : q->scheme == HF_AWQ      ? awq_linear(o, q, prefix, out, in, &k, err, errlen)
              : q->scheme == HF_CT_PACK  ? pack_linear(o, q, prefix, out, in, &k, err, errlen)
-             : q->scheme == HF_MO_NVFP4 ? mo_nvfp4_linear(o, q, prefix, out, in, *w, err, errlen)
+             : q->scheme == HF_MO_NVFP4 ? nvfp4_linear(o, q, prefix, out, in, *w, err, errlen)
              : q->scheme == HF_MO_FP8   ? mo_fp8_linear(o, q, prefix, out, in, *w, err, errlen)
                                         : QG_ERR_INTERNAL;
     if (rc) {

@@ -178,19 +178,14 @@ legacy_qx(const uint8_t *qs, uint32_t qh, int five, const float *x, __m256 *xs)
  * (m_b or -16 d_b) sum(x)_b */
 AVX2 float mx_row_legacy_avx2(const struct wmat *W, int64_t r, const float *x)
 {
-    const int five = W->type != GGML_Q4_1, with_m = W->type != GGML_Q5_0;
-    const size_t bs = W->type == GGML_Q4_1   ? 20
-                      : W->type == GGML_Q5_0 ? 22
-                                             : 24,
-                 qs = (size_t)(2 + 2 * with_m + 4 * five);
+    const struct legacy_block g = legacy_block_of(W->type);
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
     __m256 acc = _mm256_setzero_ps(), accm = acc;
-    for (int64_t k = 0; k < W->in; k += 32, b += bs) {
+    for (int64_t k = 0; k < W->in; k += 32, b += g.bytes) {
         _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
-        uint32_t qh = 0;
-        if (five) memcpy(&qh, b + 2 + 2 * with_m, 4);
-        float d = h2f_f16c(b), m = with_m ? h2f_f16c(b + 2) : -16.0f * d;
-        __m256 xs, qx = legacy_qx(b + qs, qh, five, x + k, &xs);
+        uint32_t qh;
+        float m, d = legacy_scales(&g, b, &m, &qh);
+        __m256 xs, qx = legacy_qx(b + g.qs, qh, g.five, x + k, &xs);
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), qx, acc);
         accm = _mm256_fmadd_ps(_mm256_set1_ps(m), xs, accm);
     }

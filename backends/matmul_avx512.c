@@ -260,20 +260,15 @@ AVX512 float mx_row_nib32_avx512(const struct wmat *W, int64_t r, const float *x
  * the 5-bit formats' high bits added as 16 under the mask of qh's bits */
 AVX512 float mx_row_legacy_avx512(const struct wmat *W, int64_t r, const float *x)
 {
-    const int five = W->type != GGML_Q4_1, with_m = W->type != GGML_Q5_0;
-    const size_t bs = W->type == GGML_Q4_1   ? 20
-                      : W->type == GGML_Q5_0 ? 22
-                                             : 24,
-                 qs = (size_t)(2 + 2 * with_m + 4 * five);
+    const struct legacy_block g = legacy_block_of(W->type);
     const __m512i m4 = _mm512_set1_epi32(0xF), c16 = _mm512_set1_epi32(16);
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
     __m512 acc = _mm512_setzero_ps(), accm = acc;
-    for (int64_t k = 0; k < W->in; k += 32, b += bs) {
+    for (int64_t k = 0; k < W->in; k += 32, b += g.bytes) {
         _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
-        uint32_t qh = 0;
-        if (five) memcpy(&qh, b + 2 + 2 * with_m, 4);
-        float d = h2f_f16c(b), m = with_m ? h2f_f16c(b + 2) : -16.0f * d;
-        __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(b + qs)));
+        uint32_t qh;
+        float m, d = legacy_scales(&g, b, &m, &qh);
+        __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(b + g.qs)));
         __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_srli_epi32(v, 4);
         lo = _mm512_mask_add_epi32(lo, (__mmask16)(qh & 0xFFFF), lo, c16);
         hi = _mm512_mask_add_epi32(hi, (__mmask16)(qh >> 16), hi, c16);

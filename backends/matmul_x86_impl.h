@@ -8,6 +8,7 @@
 #include "backends/matmul.h"
 #include "backends/matmul_impl.h"
 #include "backends/dequant.h"
+#include "backends/ggml_types.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -152,6 +153,31 @@ __attribute__((target("avx2,fma"))) float mx_dot_avx2(const float *a, const floa
 
 /* Q8_0: 32 int8 and an fp16 scale per block */
 AVX2 float mx_row_q8_0_avx2(const struct wmat *W, int64_t r, const float *x);
+
+/* a Q4_1, Q5_0 or Q5_1 block's geometry: its bytes, where its 16 bytes of
+ * nibbles start, whether it has qh (4 bytes after d and m) and m (after d) */
+struct legacy_block {
+    size_t bytes, qs;
+    int five, with_m;
+};
+static inline struct legacy_block legacy_block_of(uint32_t type)
+{
+    struct legacy_block g = {0, 0, type != GGML_Q4_1, type != GGML_Q5_0};
+    g.qs = (size_t)(2 + 2 * g.with_m + 4 * g.five);
+    g.bytes = g.qs + 16;
+    return g;
+}
+
+/* block b's d, m (Q5_0: -16 d) and qh (0 without) */
+AVX2 static inline float legacy_scales(const struct legacy_block *g, const uint8_t *b, float *m,
+                                       uint32_t *qh)
+{
+    float d = h2f_f16c(b);
+    *m = g->with_m ? h2f_f16c(b + 2) : -16.0f * d;
+    *qh = 0;
+    if (g->five) memcpy(qh, b + 2 + 2 * g->with_m, 4);
+    return d;
+}
 
 /* Q4_1, Q5_0, Q5_1: y = d q + m (Q5_0: d (q - 16)), the 5-bit formats' high
  * bits in qh; the block sums of x computed alongside */

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <sqlite3.h>
 #include <stdarg.h>
@@ -229,4 +230,14 @@ double t_nmse(const float *a, const float *b, size_t n)
         s += (double)b[i] * b[i];
     }
     return e / s;
+}
+
+double t_logprob(const float *row, int V, int tok)
+{
+    double mx = row[0], z = 0;
+    for (int v = 1; v < V; v++)
+        mx = row[v] > mx ? row[v] : mx;
+    for (int v = 0; v < V; v++)
+        z += exp(row[v] - mx);
+    return row[tok] - mx - log(z);
 }

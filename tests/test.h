@@ -118,6 +118,9 @@ double t_ppl(const char *model, const char *text, const char *chunks);
 
 /* sum (a-b)^2 / sum b^2 over n values, in double */
 double t_nmse(const float *a, const float *b, size_t n);
+
+/* log softmax(row)[tok] of a row of V logits, in double. */
+double t_logprob(const float *row, int V, int tok);
 /* Runs argv[0] (looked up on PATH) with argv (NULL-terminated) and
  * captures its output. */
 int t_run_argv(struct t_out *o, const char *const *argv);

@@ -534,12 +534,7 @@ TEST(families_transformers_reference, unit)
         double worst = 0, sum = 0, want = 0;
         for (int i = 0; i + 1 < n; i++) {
             const float *r = lg + (size_t)i * V;
-            double mx = r[0], z = 0;
-            for (int v = 1; v < V; v++)
-                mx = r[v] > mx ? r[v] : mx;
-            for (int v = 0; v < V; v++)
-                z += exp(r[v] - mx);
-            double lp = r[tok[i + 1]] - mx - log(z), rel = fabs(lp / cases[c].lp[i] - 1);
+            double lp = t_logprob(r, V, tok[i + 1]), rel = fabs(lp / cases[c].lp[i] - 1);
             worst = rel > worst ? rel : worst;
             sum += lp, want += cases[c].lp[i];
         }

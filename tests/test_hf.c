@@ -525,12 +525,7 @@ static void lp_against(const float *lg, int V, const double *ref, double *worst,
     *worst = *sum = *want = 0;
     for (int i = 0; i < 127; i++) {
         const float *r = lg + (size_t)i * V;
-        double mx = r[0], z = 0;
-        for (int v = 1; v < V; v++)
-            mx = r[v] > mx ? r[v] : mx;
-        for (int v = 0; v < V; v++)
-            z += exp(r[v] - mx);
-        double lp = r[hf_ids[i + 1]] - mx - log(z),
+        double lp = t_logprob(r, V, hf_ids[i + 1]),
                dev = fabs(lp - ref[i]) / fmax(1.0, fabs(ref[i]));
         *worst = dev > *worst ? dev : *worst;
         *sum += lp, *want += ref[i];
@@ -600,9 +595,8 @@ TEST(hf_transformers_reference, shared)
     return 0;
 }
 
-/* ids of every line of expected.tsv (hex text, tab, ids) from the
- * tokenizer.json in dir; *bad counts mismatches (each printed) */
-static int check_tokenizer(const char *dir, const char *tsv, int *n, int *bad)
+/* the tokenizer of the tokenizer.json (and tokenizer_config.json) in dir */
+static int dir_tokenizer(const char *dir, struct tokenizer **tok)
 {
     char err[QG_ERRMSG_MAX];
     int nv;
@@ -615,11 +609,19 @@ static int check_tokenizer(const char *dir, const char *tsv, int *n, int *bad)
     ASSERT_OK(gguf_writer_to_memory(w, &buf, &size));
     gguf_writer_free(w);
     struct gguf *g;
-    struct tokenizer *tok;
     ASSERT_OK(gguf_open_memory(buf, size, dir, &g, err, sizeof err));
-    ASSERT_OK(tok_load(g, dir, &tok, err, sizeof err));
+    ASSERT_OK(tok_load(g, dir, tok, err, sizeof err));
     gguf_close(g);
     free(buf);
+    return 0;
+}
+
+/* ids of every line of expected.tsv (hex text, tab, ids) from the
+ * tokenizer.json in dir; *bad counts mismatches (each printed) */
+static int check_tokenizer(const char *dir, const char *tsv, int *n, int *bad)
+{
+    struct tokenizer *tok;
+    if (dir_tokenizer(dir, &tok)) return 1;
     char *data = t_read_file(tsv, NULL);
     ASSERT(data);
     *n = *bad = 0;
@@ -1017,21 +1019,8 @@ TEST(hf_tokenizer_nfc_normalizer, e2e)
             free(s);
             cJSON_Delete(j);
         }
-        struct gguf_writer *w = gguf_writer_new();
-        char err[QG_ERRMSG_MAX];
-        int nv;
-        ASSERT_OK(gguf_writer_set_str(w, "general.architecture", "llama"));
-        if (hf_tokenizer_keys(dir, w, 0, &nv, err, sizeof err)) T_FAIL_("%s", err);
-        uint8_t *buf;
-        size_t size;
-        ASSERT_OK(gguf_writer_to_memory(w, &buf, &size));
-        gguf_writer_free(w);
-        struct gguf *g;
         struct tokenizer *tok;
-        ASSERT_OK(gguf_open_memory(buf, size, dir, &g, err, sizeof err));
-        ASSERT_OK(tok_load(g, dir, &tok, err, sizeof err));
-        gguf_close(g);
-        free(buf);
+        if (dir_tokenizer(dir, &tok)) return 1;
         for (int i = nfc ? 0 : 1; i < (nfc ? 3 : 2); i++) {
             int32_t *ids = NULL;
             int64_t n = 0;
