@@ -64,7 +64,8 @@ static int collect(const char *root, const char *rel, struct names *out, int dep
 {
     if (depth > 32) return QG_ERR_DATA;
     char path[4096];
-    snprintf(path, sizeof path, "%s%s%s", root, *rel ? "/" : "", rel);
+    int len = snprintf(path, sizeof path, "%s%s%s", root, *rel ? "/" : "", rel);
+    if (len < 0 || (size_t)len >= sizeof path) return QG_ERR_DATA; /* path too long */
     DIR *d = opendir(path);
     if (!d) return QG_ERR_NOINPUT;
     struct dirent *e;
@@ -72,8 +73,12 @@ static int collect(const char *root, const char *rel, struct names *out, int dep
     while (!rc && (e = readdir(d))) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
         char sub[4096], full[8192];
-        snprintf(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", e->d_name);
-        snprintf(full, sizeof full, "%s/%s", root, sub);
+        int ls = snprintf(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", e->d_name);
+        int lf = ls < 0 || (size_t)ls >= sizeof sub ? -1 : snprintf(full, sizeof full, "%s/%s", root, sub);
+        if (lf < 0 || (size_t)lf >= sizeof full) {
+            rc = QG_ERR_DATA; /* a path longer than the buffers: refused, not truncated */
+            break;
+        }
         struct stat st;
         if (stat(full, &st) != 0) continue;
         if (S_ISDIR(st.st_mode)) {
@@ -105,7 +110,11 @@ int hash_sha256_dir(const char *dir, char hex[HASH_HEX_LEN + 1], char *err, size
 {
     struct names nm = {0};
     int rc = collect(dir, "", &nm, 0);
-    if (rc) qg_errf(err, errlen, rc, "%s: cannot list the directory", dir);
+    if (rc)
+        qg_errf(err, errlen, rc,
+                rc == QG_ERR_DATA ? "%s: a path inside is too long or nested too deep"
+                                  : "%s: cannot list the directory",
+                dir);
     qsort(nm.v, nm.n, sizeof *nm.v, cmp_names);
     struct sbuf listing;
     sbuf_init(&listing, 0);

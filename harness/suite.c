@@ -301,7 +301,7 @@ static int load_perplexity(struct ctx *c, int i, const char *name, struct task_c
                            const cJSON *o)
 {
     int rc;
-    int64_t v;
+    int64_t v = 0;
     const char *proto = get_str(o, "protocol");
     t->protocol = ppl_protocol_from_name(proto ? proto : "llamacpp");
     if (t->protocol < 0)
@@ -325,7 +325,7 @@ static int load_options(struct ctx *c, int i, const char *name, struct task_conf
         return fail_task(c, i, name, "\"critical\" must be true or false");
     t->critical =
         crit ? cJSON_IsTrue(crit) : 1; /* false: informational, not in the suite verdict */
-    int64_t v;
+    int64_t v = 0;
     if ((rc = get_int(c, i, name, o, "limit", 0, INT64_MAX / 2, 0, &t->limit))) return rc;
     if ((rc = get_int(c, i, name, o, "fewshot", 0, 64, 0, &v))) return rc;
     t->fewshot = (int)v;

@@ -9,7 +9,8 @@
 static int run_cmd(const char *cmd, char *out, size_t n)
 {
     char full[8192];
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    int len = snprintf(full, sizeof full, "%s 2>&1", cmd);
+    if (len < 0 || (size_t)len >= sizeof full) return -1;
     FILE *p = popen(full, "r");
     if (!p) return -1;
     size_t k = fread(out, 1, n - 1, p);
