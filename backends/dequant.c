@@ -117,13 +117,9 @@ HOT static void q3_k(const uint8_t *b, float *y, int64_t nb)
     for (int64_t i = 0; i < nb; i++, b += 110) {
         const uint8_t *hm = b, *q = b + 32, *sc = b + 96;
         float d_all = h2f(b + 108);
-        /* 16 6-bit scales: low 4 bits in sc[0..7] (two per byte), high 2 in sc[8..11] */
         int8_t scales[16];
-        for (int j = 0; j < 16; j++) {
-            int lo = j < 8 ? sc[j] & 0xF : sc[j - 8] >> 4;
-            int hi = (sc[8 + j % 4] >> (2 * (j / 4))) & 3;
-            scales[j] = (int8_t)((lo | hi << 4) - 32);
-        }
+        for (int j = 0; j < 16; j++)
+            scales[j] = (int8_t)dequant_q3k_scale(sc, j);
         /* 16 runs of 16 as in Q2_K; run r's high bit is bit r / 2 of hm */
         for (int r = 0; r < 16; r++, y += 16) {
             const int off = 16 * (r % 2), shift = 2 * (r / 2 % 4), hb = r / 2;

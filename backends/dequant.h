@@ -27,4 +27,13 @@ int dequant_supported(uint32_t type);
  * into dst. QG_OK, or QG_ERR_UNSUPPORTED for types not listed above. */
 int dequant_row(uint32_t type, const void *src, float *dst, int64_t n);
 
+/* Scale j (0..15) of a Q3_K block whose 12 scale bytes are at sc: 6 bits
+ * (the low 4 in sc[0..7], two per byte; the high 2 in sc[8..11]) less 32 */
+static inline int dequant_q3k_scale(const uint8_t *sc, int j)
+{
+    int lo = j < 8 ? sc[j] & 0xF : sc[j - 8] >> 4;
+    int hi = (sc[8 + j % 4] >> (2 * (j / 4))) & 3;
+    return (lo | hi << 4) - 32;
+}
+
 #endif

@@ -172,6 +172,85 @@ legacy_qx(const uint8_t *qs, uint32_t qh, int five, const float *x, __m256 *xs)
     return acc;
 }
 
+/* 8 bytes at p widened to 8 int32 lanes */
+AVX2 static inline __attribute__((always_inline)) __m256i u8x8(const uint8_t *p)
+{
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p));
+}
+
+/* Q2_K (see mx_row_q2_k_avx512): run r = 8 half + 2 j + h, 16 elements as
+ * two vectors of 8 */
+AVX2 float mx_row_q2_k_avx2(const struct wmat *W, int64_t r, const float *x)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const __m256i m3 = _mm256_set1_epi32(3);
+    __m256 acc = _mm256_setzero_ps(), accm = acc;
+    for (int64_t k = 0; k < W->in; k += 256, b += 84) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
+        const float d = h2f_f16c(b + 80), dmin = h2f_f16c(b + 82);
+        for (int half = 0; half < 2; half++)
+            for (int h = 0; h < 2; h++) {
+                const uint8_t *q = b + 16 + 32 * half + 16 * h;
+                const __m256i v0 = u8x8(q), v1 = u8x8(q + 8);
+                for (int j = 0; j < 4; j++) {
+                    const int run = 8 * half + 2 * j + h;
+                    const __m128i sh = _mm_cvtsi32_si128(2 * j);
+                    const __m256 dl = _mm256_set1_ps(d * (float)(b[run] & 0xF)),
+                                 ml = _mm256_set1_ps(dmin * (float)(b[run] >> 4));
+                    const float *xr = x + k + 16 * run;
+                    const __m256 x0 = _mm256_loadu_ps(xr), x1 = _mm256_loadu_ps(xr + 8);
+                    __m256 q0 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(v0, sh), m3)),
+                           q1 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srl_epi32(v1, sh), m3));
+                    acc = _mm256_fmadd_ps(dl, _mm256_fmadd_ps(q1, x1, _mm256_mul_ps(q0, x0)), acc);
+                    accm = _mm256_fmadd_ps(ml, _mm256_add_ps(x0, x1), accm);
+                }
+            }
+    }
+    return hsum256(_mm256_sub_ps(acc, accm));
+}
+
+/* Q3_K (see mx_row_q3_k_avx512), 8 lanes at a time; the scales through
+ * dequant's own unpacking */
+AVX2 float mx_row_q3_k_avx2(const struct wmat *W, int64_t r, const float *x)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const __m256i m3 = _mm256_set1_epi32(3), one = _mm256_set1_epi32(1),
+                  four = _mm256_set1_epi32(4);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t k = 0; k < W->in; k += 256, b += 110) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
+        const float d = h2f_f16c(b + 108);
+        for (int h = 0; h < 2; h++) {
+            const __m256i h0 = u8x8(b + 16 * h), h1 = u8x8(b + 16 * h + 8);
+            for (int half = 0; half < 2; half++) {
+                const uint8_t *q = b + 32 + 32 * half + 16 * h;
+                const __m256i v0 = u8x8(q), v1 = u8x8(q + 8);
+                for (int j = 0; j < 4; j++) {
+                    const int run = 8 * half + 2 * j + h;
+                    const __m128i sh = _mm_cvtsi32_si128(2 * j),
+                                  hs = _mm_cvtsi32_si128(4 * half + j);
+                    __m256i q0 = _mm256_and_si256(_mm256_srl_epi32(v0, sh), m3),
+                            q1 = _mm256_and_si256(_mm256_srl_epi32(v1, sh), m3);
+                    q0 = _mm256_or_si256(
+                        q0, _mm256_slli_epi32(_mm256_and_si256(_mm256_srl_epi32(h0, hs), one), 2));
+                    q1 = _mm256_or_si256(
+                        q1, _mm256_slli_epi32(_mm256_and_si256(_mm256_srl_epi32(h1, hs), one), 2));
+                    const float *xr = x + k + 16 * run;
+                    __m256 s = _mm256_fmadd_ps(
+                        _mm256_cvtepi32_ps(_mm256_sub_epi32(q1, four)), _mm256_loadu_ps(xr + 8),
+                        _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(q0, four)),
+                                      _mm256_loadu_ps(xr)));
+                    acc = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)dequant_q3k_scale(b + 96, run)),
+                                          s, acc);
+                }
+            }
+        }
+    }
+    return hsum256(acc);
+}
+
 /* Q4_1, Q5_0 and Q5_1: blocks of 32 with an fp16 d (and m for the _1
  * formats, after d), qh (4 bytes, the 5-bit formats) and 16 bytes of
  * nibbles: y = d q + m, or d (q - 16) for Q5_0; dot = sum_b d_b (q.x)_b +

@@ -316,6 +316,57 @@ AVX512 float mx_row_q2_k_avx512(const struct wmat *W, int64_t r, const float *x)
     return _mm512_reduce_add_ps(_mm512_sub_ps(acc, accm));
 }
 
+/* Q3_K: 110 bytes per 256 (32 of high bits hm, 64 of 2-bit codes, 12 of
+ * scales, d), Q2_K's 16 runs of 16; run r = 8 half + 2 j + h takes bits 2j
+ * of q[32 half + 16 h + l] and bit 4 half + j of hm[16 h + l] (clear: -4),
+ * times d and its 6-bit scale less 32. The scales come out of a masked
+ * load (the 12 bytes, none past the block) as 16 lanes: low 4 bits of
+ * byte j % 8 shifted by 4 (j / 8), high 2 of byte 8 + j % 4 shifted by
+ * 2 (j / 4) */
+AVX512 float mx_row_q3_k_avx512(const struct wmat *W, int64_t r, const float *x)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const __m512i lo_at = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7),
+                  lo_sh = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4),
+                  hi_at = _mm512_setr_epi32(8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11),
+                  hi_sh = _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6);
+    const __m512i m3 = _mm512_set1_epi32(3), one = _mm512_set1_epi32(1);
+    __m512 acc = _mm512_setzero_ps();
+    float dl[16];
+    for (int64_t k = 0; k < W->in; k += 256, b += 110) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
+        __m512i sc = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(0x0FFF, b + 96));
+        __m512i lo = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutexvar_epi32(lo_at, sc), lo_sh),
+                                      _mm512_set1_epi32(0xF));
+        __m512i hi =
+            _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutexvar_epi32(hi_at, sc), hi_sh), m3);
+        __m512i s6 =
+            _mm512_sub_epi32(_mm512_or_si512(lo, _mm512_slli_epi32(hi, 4)), _mm512_set1_epi32(32));
+        _mm512_storeu_ps(dl,
+                         _mm512_mul_ps(_mm512_set1_ps(h2f_f16c(b + 108)), _mm512_cvtepi32_ps(s6)));
+        for (int h = 0; h < 2; h++) {
+            const __m512i hv = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(b + 16 * h)));
+            for (int half = 0; half < 2; half++) {
+                __m512i v = _mm512_cvtepu8_epi32(
+                    _mm_loadu_si128((const __m128i *)(b + 32 + 32 * half + 16 * h)));
+                for (int j = 0; j < 4; j++) {
+                    int run = 8 * half + 2 * j + h;
+                    __m512i q = _mm512_and_si512(_mm512_srl_epi32(v, _mm_cvtsi32_si128(2 * j)), m3);
+                    __m512i hb = _mm512_and_si512(
+                        _mm512_srl_epi32(hv, _mm_cvtsi32_si128(4 * half + j)), one);
+                    q = _mm512_sub_epi32(_mm512_or_si512(q, _mm512_slli_epi32(hb, 2)),
+                                         _mm512_set1_epi32(4));
+                    acc = _mm512_fmadd_ps(
+                        _mm512_mul_ps(_mm512_cvtepi32_ps(q), _mm512_set1_ps(dl[run])),
+                        _mm512_loadu_ps(x + k + 16 * run), acc);
+                }
+            }
+        }
+    }
+    return _mm512_reduce_add_ps(acc);
+}
+
 /* IQ4_XS (see row_iq4_xs_avx2) */
 AVX512 float mx_row_iq4_xs_avx512(const struct wmat *W, int64_t r, const float *x)
 {

@@ -85,8 +85,18 @@ static int rows_avx512(enum mv_isa isa, float *y, const float *x, const float *p
         ROWS(mx_row_legacy_avx512(W, r, x));
     case GGML_Q2_K:
         ROWS(mx_row_q2_k_avx512(W, r, x));
+    case GGML_Q3_K:
+        ROWS(mx_row_q3_k_avx512(W, r, x));
     case GGML_IQ4_XS:
         ROWS(mx_row_iq4_xs_avx512(W, r, x));
+    case GGML_IQ2_XXS:
+    case GGML_IQ2_XS:
+    case GGML_IQ2_S:
+    case GGML_IQ3_XXS:
+    case GGML_IQ3_S:
+    case GGML_IQ1_S:
+    case GGML_IQ1_M:
+        ROWS(mx_row_iq_avx512(W, r, x));
     case GGML_F16:
     case GGML_BF16:
         ROWS(mx_row_half_avx512(W, r, x, W->type == GGML_BF16));
@@ -117,6 +127,14 @@ static int rows_avx2(float *y, const float *x, const float *prep, const struct w
         ROWS(mx_row_iq4_nl_avx2(W, r, x));
     case GGML_IQ4_XS:
         ROWS(mx_row_iq4_xs_avx2(W, r, x));
+    case GGML_IQ2_XXS:
+    case GGML_IQ2_XS:
+    case GGML_IQ2_S:
+    case GGML_IQ3_XXS:
+    case GGML_IQ3_S:
+    case GGML_IQ1_S:
+    case GGML_IQ1_M:
+        ROWS(mx_row_iq_avx2(W, r, x));
     case GGML_F16:
     case GGML_BF16:
         ROWS(mx_row_half_avx2(W, r, x, W->type == GGML_BF16));
@@ -127,6 +145,10 @@ static int rows_avx2(float *y, const float *x, const float *prep, const struct w
     case GGML_Q5_0:
     case GGML_Q5_1:
         ROWS(mx_row_legacy_avx2(W, r, x));
+    case GGML_Q2_K:
+        ROWS(mx_row_q2_k_avx2(W, r, x));
+    case GGML_Q3_K:
+        ROWS(mx_row_q3_k_avx2(W, r, x));
     case GGML_Q4_K:
         if (prep) ROWS(mx_row_q4_k_avx2(W, r, prep));
         return 0;

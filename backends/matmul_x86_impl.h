@@ -241,8 +241,19 @@ AVX512 float mx_row_nib32_avx512(const struct wmat *W, int64_t r, const float *x
 /* Q2_K: runs of 16 with a 4-bit scale and min each */
 AVX512 float mx_row_q2_k_avx512(const struct wmat *W, int64_t r, const float *x);
 
+/* Q3_K: Q2_K's runs, a high bit each from hm, a signed 6-bit scale */
+AVX512 float mx_row_q3_k_avx512(const struct wmat *W, int64_t r, const float *x);
+
+/* Q2_K and Q3_K, 8 lanes at a time */
+AVX2 float mx_row_q2_k_avx2(const struct wmat *W, int64_t r, const float *x);
+AVX2 float mx_row_q3_k_avx2(const struct wmat *W, int64_t r, const float *x);
+
 /* Q4_1, Q5_0, Q5_1 (mx_row_legacy_avx2's arithmetic, 16 lanes) */
 AVX512 float mx_row_legacy_avx512(const struct wmat *W, int64_t r, const float *x);
+
+/* the seven grid formats (matmul_iq.c), one sub-block of 32 at a time */
+AVX512 float mx_row_iq_avx512(const struct wmat *W, int64_t r, const float *x);
+AVX2 float mx_row_iq_avx2(const struct wmat *W, int64_t r, const float *x);
 
 /* IQ4_XS (see row_iq4_xs_avx2) */
 AVX512 float mx_row_iq4_xs_avx512(const struct wmat *W, int64_t r, const float *x);

@@ -74,7 +74,9 @@ static int collect(const char *root, const char *rel, struct names *out, int dep
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
         char sub[4096], full[8192];
         int ls = snprintf(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", e->d_name);
-        int lf = ls < 0 || (size_t)ls >= sizeof sub ? -1 : snprintf(full, sizeof full, "%s/%s", root, sub);
+        int lf = ls < 0 || (size_t)ls >= sizeof sub
+                     ? -1
+                     : snprintf(full, sizeof full, "%s/%s", root, sub);
         if (lf < 0 || (size_t)lf >= sizeof full) {
             rc = QG_ERR_DATA; /* a path longer than the buffers: refused, not truncated */
             break;
