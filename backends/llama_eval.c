@@ -185,42 +185,86 @@ static void norm(const struct llama_ctx *c, float *y, const float *x, const floa
 }
 
 /* y[n][out] = x[n][in] . W^T (+ bias) (+ beta y), weights as stored */
+
+/* the correction's deltas held at once, and its rows per pass */
+enum { Q81_DELTAS = 8192, Q81_ROWS = 512 };
+
 /* llama.cpp multiplies Q4_1/Q5_1 weights by Q8_1 activations whose block
  * sum enters as s = fp16(d * sum(q)) times the weight block's minimum m;
  * the rounded activations alone give m * fp16(d) * sum(q). This adds the
  * difference, m * (s - fp16(d) * sum(q)), for each row and block (x: the
  * input before rounding, as act_q8_0 rounds it). */
-static void q8_1_sum_correction(float *y, const float *x, const struct wmat *W, int n)
+struct q81_job {
+    float *y;
+    const struct wmat *W;
+    const float *delta; /* rows x nb */
+    int rows;
+    int64_t nb;
+    size_t bsz;
+};
+
+/* outputs [o0, o1) of the correction for the job's rows: each block
+ * minimum converted once, then its products with every row's delta */
+static void q81_outputs(void *arg, int64_t o0, int64_t o1, int thread)
+{
+    (void)thread;
+    const struct q81_job *j = arg;
+    float m[256], acc[Q81_ROWS];
+    for (int64_t o = o0; o < o1; o++) {
+        const uint8_t *row = j->W->data + (size_t)o * j->W->row_bytes;
+        for (int r = 0; r < j->rows; r++)
+            acc[r] = 0;
+        for (int64_t b0 = 0; b0 < j->nb; b0 += 256) {
+            const int64_t nb = j->nb - b0 < 256 ? j->nb - b0 : 256;
+            for (int64_t b = 0; b < nb; b++) {
+                uint16_t h;
+                memcpy(&h, row + (size_t)(b0 + b) * j->bsz + 2, 2);
+                m[b] = quant_f16_to_f32(h);
+            }
+            for (int r = 0; r < j->rows; r++) {
+                const float *d = j->delta + (size_t)r * (size_t)j->nb + b0;
+                float s = 0;
+                for (int64_t b = 0; b < nb; b++)
+                    s += m[b] * d[b];
+                acc[r] += s;
+            }
+        }
+        for (int r = 0; r < j->rows; r++)
+            j->y[(size_t)r * (size_t)j->W->out + (size_t)o] += acc[r];
+    }
+}
+
+/* row xr's per-block delta, s - fp16(d) sum(q), into delta[0..nb) */
+static void q81_delta(const float *xr, int64_t nb, float *delta)
+{
+    for (int64_t b = 0; b < nb; b++) {
+        float amax = 0;
+        for (int j = 0; j < 32; j++)
+            amax = fabsf(xr[b * 32 + j]) > amax ? fabsf(xr[b * 32 + j]) : amax;
+        float d = amax / 127.0f, id = amax != 0 ? 127.0f / amax : 0.0f;
+        float dh = quant_f16_to_f32(quant_f32_to_f16(d));
+        delta[b] = 0;
+        if (!isfinite(amax)) continue; /* a NaN or Inf input: the result says so already */
+        int sum = 0;
+        for (int j = 0; j < 32; j++)
+            sum += (int)nearbyintf(xr[b * 32 + j] * id);
+        delta[b] = quant_f16_to_f32(quant_f32_to_f16((float)sum * d)) - dh * (float)sum;
+    }
+}
+
+static void q8_1_sum_correction(const struct llama_ctx *c, float *y, const float *x,
+                                const struct wmat *W, int n)
 {
     const int64_t nb = W->in / 32;
-    const size_t bsz = W->type == GGML_Q4_1 ? 20 : 24; /* d, m (fp16), then the codes */
-    for (int r = 0; r < n; r++) {
-        const float *xr = x + (size_t)r * W->in;
-        float delta[8192]; /* per block: rows of up to 262144 inputs */
-        if (nb > 8192) return;
-        for (int64_t b = 0; b < nb; b++) {
-            float amax = 0;
-            for (int j = 0; j < 32; j++)
-                amax = fabsf(xr[b * 32 + j]) > amax ? fabsf(xr[b * 32 + j]) : amax;
-            float d = amax / 127.0f, id = amax != 0 ? 127.0f / amax : 0.0f;
-            float dh = quant_f16_to_f32(quant_f32_to_f16(d));
-            delta[b] = 0;
-            if (!isfinite(amax)) continue; /* a NaN or Inf input: the result says so already */
-            int sum = 0;
-            for (int j = 0; j < 32; j++)
-                sum += (int)nearbyintf(xr[b * 32 + j] * id);
-            delta[b] = quant_f16_to_f32(quant_f32_to_f16((float)sum * d)) - dh * (float)sum;
-        }
-        for (int64_t o = 0; o < W->out; o++) {
-            const uint8_t *row = W->data + (size_t)o * W->row_bytes;
-            float acc = 0;
-            for (int64_t b = 0; b < nb; b++) {
-                uint16_t m;
-                memcpy(&m, row + (size_t)b * bsz + 2, 2);
-                acc += quant_f16_to_f32(m) * delta[b];
-            }
-            y[(size_t)r * W->out + o] += acc;
-        }
+    if (nb > Q81_DELTAS) return; /* rows of up to 262144 inputs */
+    float delta[Q81_DELTAS];
+    const int per = (int)(Q81_DELTAS / nb < Q81_ROWS ? Q81_DELTAS / nb : Q81_ROWS);
+    for (int r0 = 0; r0 < n; r0 += per) {
+        struct q81_job j = {y + (size_t)r0 * (size_t)W->out, W, delta, n - r0 < per ? n - r0 : per,
+                            nb, W->type == GGML_Q4_1 ? 20 : 24}; /* d, m (fp16), the codes */
+        for (int r = 0; r < j.rows; r++)
+            q81_delta(x + (size_t)(r0 + r) * (size_t)W->in, nb, delta + (size_t)r * (size_t)nb);
+        parallel_for(c->n_threads, W->out, q81_outputs, &j);
     }
 }
 
@@ -240,7 +284,7 @@ void lm_matmul(const struct llama_ctx *c, float *y, const float *x, const struct
     }
     matmul_w(y, x, W, bias, n, beta, c->n_threads, c->scratch);
     if (c->act == LLAMA_ACT_LLAMACPP && (W->type == GGML_Q4_1 || W->type == GGML_Q5_1))
-        q8_1_sum_correction(y, x_in, W, n);
+        q8_1_sum_correction(c, y, x_in, W, n);
 }
 
 /* the k products of one x (Q, K, V; gate, up): one fork-join in a decode
