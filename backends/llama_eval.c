@@ -260,8 +260,9 @@ static void q8_1_sum_correction(const struct llama_ctx *c, float *y, const float
     float delta[Q81_DELTAS];
     const int per = (int)(Q81_DELTAS / nb < Q81_ROWS ? Q81_DELTAS / nb : Q81_ROWS);
     for (int r0 = 0; r0 < n; r0 += per) {
-        struct q81_job j = {y + (size_t)r0 * (size_t)W->out, W, delta, n - r0 < per ? n - r0 : per,
-                            nb, W->type == GGML_Q4_1 ? 20 : 24}; /* d, m (fp16), the codes */
+        struct q81_job j = {
+            y + (size_t)r0 * (size_t)W->out, W, delta, n - r0 < per ? n - r0 : per, nb,
+            W->type == GGML_Q4_1 ? 20 : 24}; /* d, m (fp16), the codes */
         for (int r = 0; r < j.rows; r++)
             q81_delta(x + (size_t)(r0 + r) * (size_t)W->in, nb, delta + (size_t)r * (size_t)nb);
         parallel_for(c->n_threads, W->out, q81_outputs, &j);
