@@ -203,34 +203,27 @@ struct q81_job {
     size_t bsz;
 };
 
-/* outputs [o0, o1) of the correction for the job's rows: each block
- * minimum converted once, then its products with every row's delta */
+/* outputs [o0, o1) of the correction for the job's rows: the block
+ * minima of as many outputs as Q81_DELTAS holds converted at once, then
+ * y += delta . minima^T */
 static void q81_outputs(void *arg, int64_t o0, int64_t o1, int thread)
 {
     (void)thread;
     const struct q81_job *j = arg;
-    float m[256], acc[Q81_ROWS];
-    for (int64_t o = o0; o < o1; o++) {
-        const uint8_t *row = j->W->data + (size_t)o * j->W->row_bytes;
-        for (int r = 0; r < j->rows; r++)
-            acc[r] = 0;
-        for (int64_t b0 = 0; b0 < j->nb; b0 += 256) {
-            const int64_t nb = j->nb - b0 < 256 ? j->nb - b0 : 256;
+    const int64_t nb = j->nb, per = Q81_DELTAS / nb;
+    float m[Q81_DELTAS];
+    for (int64_t o = o0; o < o1; o += per) {
+        const int64_t no = o1 - o < per ? o1 - o : per;
+        for (int64_t i = 0; i < no; i++) {
+            const uint8_t *row = j->W->data + (size_t)(o + i) * j->W->row_bytes;
             for (int64_t b = 0; b < nb; b++) {
                 uint16_t h;
-                memcpy(&h, row + (size_t)(b0 + b) * j->bsz + 2, 2);
-                m[b] = quant_f16_to_f32(h);
-            }
-            for (int r = 0; r < j->rows; r++) {
-                const float *d = j->delta + (size_t)r * (size_t)j->nb + b0;
-                float s = 0;
-                for (int64_t b = 0; b < nb; b++)
-                    s += m[b] * d[b];
-                acc[r] += s;
+                memcpy(&h, row + (size_t)b * j->bsz + 2, 2);
+                m[i * nb + b] = quant_f16_to_f32(h);
             }
         }
-        for (int r = 0; r < j->rows; r++)
-            j->y[(size_t)r * (size_t)j->W->out + (size_t)o] += acc[r];
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->rows, (int)no, (int)nb, 1.0f,
+                    j->delta, (int)nb, m, (int)nb, 1.0f, j->y + o, (int)j->W->out);
     }
 }
 
@@ -252,6 +245,20 @@ static void q81_delta(const float *xr, int64_t nb, float *delta)
     }
 }
 
+struct q81_dj {
+    const float *x;
+    int64_t in, nb;
+    float *delta;
+};
+
+static void q81_deltas(void *arg, int64_t r0, int64_t r1, int thread)
+{
+    (void)thread;
+    const struct q81_dj *j = arg;
+    for (int64_t r = r0; r < r1; r++)
+        q81_delta(j->x + (size_t)r * (size_t)j->in, j->nb, j->delta + (size_t)r * (size_t)j->nb);
+}
+
 static void q8_1_sum_correction(const struct llama_ctx *c, float *y, const float *x,
                                 const struct wmat *W, int n)
 {
@@ -263,42 +270,94 @@ static void q8_1_sum_correction(const struct llama_ctx *c, float *y, const float
         struct q81_job j = {
             y + (size_t)r0 * (size_t)W->out, W, delta, n - r0 < per ? n - r0 : per, nb,
             W->type == GGML_Q4_1 ? 20 : 24}; /* d, m (fp16), the codes */
-        for (int r = 0; r < j.rows; r++)
-            q81_delta(x + (size_t)(r0 + r) * (size_t)W->in, nb, delta + (size_t)r * (size_t)nb);
+        struct q81_dj dj = {x + (size_t)r0 * (size_t)W->in, W->in, nb, delta};
+        parallel_for(c->n_threads, j.rows, q81_deltas, &dj);
         parallel_for(c->n_threads, W->out, q81_outputs, &j);
     }
+}
+
+/* what rounding an input to W gets: products whose inputs round alike
+ * share one rounding (llama.cpp's vec_dot type; a calibrated scale) */
+static uint32_t act_key(const struct llama_ctx *c, const struct wmat *W)
+{
+    if (c->act == LLAMA_ACT_LLAMACPP) return simfmt_llamacpp_act_class(W->type);
+    if (!c->act_static || !(W->in_scale > 0)) return 0;
+    uint32_t u;
+    memcpy(&u, &W->in_scale, sizeof u);
+    return u;
+}
+
+struct act_job {
+    const struct llama_ctx *c;
+    const struct wmat *W;
+    const float *x;
+};
+
+/* rows [r0, r1) of x rounded into c->aq as the simulated arithmetic rounds
+ * the input to W (every mode rounds each row on its own) */
+static void act_rows(void *arg, int64_t r0, int64_t r1, int thread)
+{
+    (void)thread;
+    const struct act_job *j = arg;
+    const struct llama_ctx *c = j->c;
+    const struct wmat *W = j->W;
+    const int n = (int)(r1 - r0);
+    float *aq = c->aq + (size_t)r0 * (size_t)W->in;
+    memcpy(aq, j->x + (size_t)r0 * (size_t)W->in, (size_t)n * (size_t)W->in * sizeof *aq);
+    if (c->act == LLAMA_ACT_LLAMACPP)
+        simfmt_llamacpp_act(W->type, aq, n, W->in);
+    else if (c->act_static && W->in_scale > 0) /* a checkpoint's calibrated scale */
+        simfmt_apply_act_static(&c->act_fmt, aq, n, W->in, W->in_scale);
+    else
+        simfmt_apply_act(&c->act_fmt, aq, n, W->in);
+}
+
+/* x's n rows rounded for W into c->aq, across the pool */
+static const float *act_round(const struct llama_ctx *c, const struct wmat *W, const float *x,
+                              int n)
+{
+    struct act_job j = {c, W, x};
+    parallel_for(c->n_threads, n, act_rows, &j);
+    return c->aq;
+}
+
+static void q8_1_after(const struct llama_ctx *c, float *y, const float *x_in, const struct wmat *W,
+                       int n)
+{
+    if (c->act == LLAMA_ACT_LLAMACPP && (W->type == GGML_Q4_1 || W->type == GGML_Q5_1))
+        q8_1_sum_correction(c, y, x_in, W, n);
 }
 
 void lm_matmul(const struct llama_ctx *c, float *y, const float *x, const struct wmat *W,
                const float *bias, float beta, int n)
 {
-    const float *x_in = x;
-    if (c->act != LLAMA_ACT_NONE) { /* the input as the simulated arithmetic rounds it */
-        memcpy(c->aq, x, (size_t)n * (size_t)W->in * sizeof *x);
-        if (c->act == LLAMA_ACT_LLAMACPP)
-            simfmt_llamacpp_act(W->type, c->aq, n, W->in);
-        else if (c->act_static && W->in_scale > 0) /* a checkpoint's calibrated scale */
-            simfmt_apply_act_static(&c->act_fmt, c->aq, n, W->in, W->in_scale);
-        else
-            simfmt_apply_act(&c->act_fmt, c->aq, n, W->in);
-        x = c->aq;
-    }
-    matmul_w(y, x, W, bias, n, beta, c->n_threads, c->scratch);
-    if (c->act == LLAMA_ACT_LLAMACPP && (W->type == GGML_Q4_1 || W->type == GGML_Q5_1))
-        q8_1_sum_correction(c, y, x_in, W, n);
+    const float *xr = c->act != LLAMA_ACT_NONE ? act_round(c, W, x, n) : x;
+    matmul_w(y, xr, W, bias, n, beta, c->n_threads, c->scratch);
+    q8_1_after(c, y, x, W, n);
 }
 
 /* the k products of one x (Q, K, V; gate, up): one fork-join in a decode
- * step, unless the simulated arithmetic rounds x by each matrix's type */
+ * step, and under simulated arithmetic one rounding of x when the
+ * products' inputs round alike (else each its own) */
 void lm_matmul_group(const struct llama_ctx *c, const struct matmul_part *parts, int k,
                      const float *x, int n)
 {
+    const float *xr = x;
     if (c->act != LLAMA_ACT_NONE) {
-        for (int i = 0; i < k; i++)
-            lm_matmul(c, parts[i].y, x, parts[i].W, parts[i].bias, parts[i].beta, n);
-        return;
+        int alike = 1;
+        for (int i = 1; i < k; i++)
+            alike &= act_key(c, parts[i].W) == act_key(c, parts[0].W) &&
+                     parts[i].W->in == parts[0].W->in;
+        if (!alike) {
+            for (int i = 0; i < k; i++)
+                lm_matmul(c, parts[i].y, x, parts[i].W, parts[i].bias, parts[i].beta, n);
+            return;
+        }
+        xr = act_round(c, parts[0].W, x, n);
     }
-    matmul_w_group(parts, k, x, n, c->n_threads, c->scratch);
+    matmul_w_group(parts, k, xr, n, c->n_threads, c->scratch);
+    for (int i = 0; i < k; i++)
+        q8_1_after(c, parts[i].y, x, parts[i].W, n);
 }
 
 void llama_ctx_set_act_output(struct llama_ctx *c, int round)

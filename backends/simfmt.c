@@ -445,7 +445,7 @@ static void act_q8_k(float *x, int64_t n)
         float iscale = -127.0f / max, d = 1.0f / iscale;
         for (int j = 0; j < 256; j++) {
             float q = nearbyintf(iscale * x[b + j]);
-            x[b + j] = fminf(127.0f, q) * d;
+            x[b + j] = (q < 127.0f ? q : 127.0f) * d; /* fminf's: NaN gives 127 */
         }
     }
 }
@@ -460,11 +460,31 @@ static float round_bf16(float v)
     return v;
 }
 
+uint32_t simfmt_llamacpp_act_class(uint32_t wtype)
+{
+    switch (wtype) {
+    case GGML_F32:
+    case GGML_F16:
+    case GGML_BF16:
+        return wtype;
+    case GGML_Q4_0:
+    case GGML_Q4_1:
+    case GGML_Q5_0:
+    case GGML_Q5_1:
+    case GGML_Q8_0:
+    case GGML_IQ4_NL:
+    case GGML_MXFP4:
+        return GGML_Q8_0;
+    default:
+        return GGML_Q8_K; /* k-quants, IQ and TQ types */
+    }
+}
+
 void simfmt_llamacpp_act(uint32_t wtype, float *x, int64_t n, int64_t in)
 {
     for (int64_t r = 0; r < n; r++) {
         float *row = x + r * in;
-        switch (wtype) {
+        switch (simfmt_llamacpp_act_class(wtype)) {
         case GGML_F32:
             break;
         case GGML_F16:
@@ -474,18 +494,12 @@ void simfmt_llamacpp_act(uint32_t wtype, float *x, int64_t n, int64_t in)
             for (int64_t j = 0; j < in; j++)
                 row[j] = round_bf16(row[j]);
             break;
-        case GGML_Q4_0:
-        case GGML_Q4_1:
-        case GGML_Q5_0:
-        case GGML_Q5_1:
         case GGML_Q8_0:
-        case GGML_IQ4_NL:
-        case GGML_MXFP4:
             act_q8_0(row, in);
             break;
         default:
             act_q8_k(row, in);
-            break; /* k-quants, IQ and TQ types */
+            break;
         }
     }
 }

@@ -124,4 +124,9 @@ int simfmt_apply_kv(const struct simfmt *f, float *x, int64_t n, int64_t dim, in
  * rows of `in` values, in place; `in` must be a multiple of the block. */
 void simfmt_llamacpp_act(uint32_t wtype, float *x, int64_t n, int64_t in);
 
+/* The rounding simfmt_llamacpp_act applies for weights of type wtype, as
+ * a type: GGML_F32 (none), GGML_F16, GGML_BF16, GGML_Q8_0 (Q8_0 and Q8_1
+ * round alike) or GGML_Q8_K; two types with one class round alike. */
+uint32_t simfmt_llamacpp_act_class(uint32_t wtype);
+
 #endif

@@ -1,7 +1,7 @@
 /* bench_decode — single-stream decode speed against memory bandwidth.
  *
  * usage: bench_decode [--quick | --1b] [--dir DIR] [--threads T] [--tokens N] [--types LIST]
- *                     [--cpu avx512vnni|avx512|avx2|portable]
+ *                     [--cpu avx512vnni|avx512|avx2|portable] [--llamacpp]
  *
  * For each type, a random Llama model (the shapes of bench_ppl, written
  * there or here into DIR) is mapped, a one-token prompt evaluated, then N
@@ -13,7 +13,9 @@
  * the same run (a T-thread sum over a 1 GiB buffer, best of 3); then the
  * same matrices' products alone, one after another as in a decode step
  * (the kernels and fork-joins without attention, norms and the rest), as
- * GB/s and against the bandwidth.
+ * GB/s and against the bandwidth. --llamacpp decodes as a=llamacpp does
+ * (activations rounded as llama.cpp rounds them, llama.cpp's f16 cache);
+ * the products-alone columns stay plain.
  */
 #include "backends/kernel_set.h"
 #include "bench/bench_args.h"
@@ -113,7 +115,8 @@ out:
     return best;
 }
 
-static int decode_row(const char *path, const char *t, int threads, int tokens, double bw)
+static int decode_row(const char *path, const char *t, int threads, int tokens, double bw,
+                      int llamacpp)
 {
     struct gguf *g;
     struct llama_model *m;
@@ -123,6 +126,8 @@ static int decode_row(const char *path, const char *t, int threads, int tokens, 
         return fprintf(stderr, "%s\n", err), 1;
     if (llama_ctx_new(m, tokens + 2, &c)) return fprintf(stderr, "out of memory\n"), 1;
     llama_ctx_set_threads(c, threads);
+    if (llamacpp && llama_ctx_set_act(c, LLAMA_ACT_LLAMACPP, NULL))
+        return fprintf(stderr, "out of memory\n"), 1;
     int V = llama_hparams(m)->n_vocab;
     float *logits = malloc((size_t)V * sizeof *logits);
     int32_t tok = 1;
@@ -156,7 +161,7 @@ static int decode_row(const char *path, const char *t, int threads, int tokens, 
 int main(int argc, char **argv)
 {
     const char *dir = "/tmp/qgate-bench", *types = "F32,F16,BF16,Q8_0,Q6_K,Q4_0,Q4_K,IQ4_XS,IQ3_S";
-    int threads = parallel_cpus(), tokens = 32, shape = 1;
+    int threads = parallel_cpus(), tokens = 32, shape = 1, llamacpp = 0;
     bench_cpu(NULL, argv);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
@@ -171,12 +176,15 @@ int main(int argc, char **argv)
             tokens = bench_int_arg("--tokens", argv[++i], 1, 100000);
         else if (!strcmp(argv[i], "--types") && i + 1 < argc)
             types = argv[++i];
+        else if (!strcmp(argv[i], "--llamacpp"))
+            llamacpp = 1;
         else if ((!strcmp(argv[i], "--cpu") || !strcmp(argv[i], "--kernel")) && i + 1 < argc)
             bench_cpu(argv[++i], argv);
         else
             return fprintf(stderr,
                            "usage: bench_decode [--quick | --1b] [--dir DIR] [--threads T] "
-                           "[--tokens N] [--types LIST] [--cpu avx512vnni|avx512|avx2|portable]\n"),
+                           "[--tokens N] [--types LIST] [--cpu avx512vnni|avx512|avx2|portable] "
+                           "[--llamacpp]\n"),
                    64;
     }
     mkdir(dir, 0777);
@@ -185,8 +193,8 @@ int main(int argc, char **argv)
     char kernels[128];
     kernel_set_describe(kernels, sizeof kernels);
     printf("bench/decode: random Llama %s, %d thread(s), %d tokens (tokens/s: of the median "
-           "token), kernels %s, models in %s\n",
-           sh->text, threads, tokens, kernels, dir);
+           "token), kernels %s, models in %s%s\n",
+           sh->text, threads, tokens, kernels, dir, llamacpp ? ", decode as a=llamacpp" : "");
     printf("%-7s %9s %10s %14s %11s %10s %10s %13s %10s\n", "type", "file MiB", "tokens/s",
            "MiB read/tok", "weights GB/s", "mem GB/s", "of memory", "products GB/s", "of memory");
     char list[256];
@@ -205,7 +213,7 @@ int main(int argc, char **argv)
             char err[QG_ERRMSG_MAX];
             if (synth_write(&p, path, err, sizeof err)) return fprintf(stderr, "%s\n", err), 1;
         }
-        if (decode_row(path, t, threads, tokens, bw)) return 1;
+        if (decode_row(path, t, threads, tokens, bw, llamacpp)) return 1;
     }
     return 0;
 }
