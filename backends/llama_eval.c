@@ -16,6 +16,9 @@
 #include "backends/vecmath.h"
 
 #include <cblas.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 #include <math.h>
 #include <fnmatch.h>
 #include <stdio.h>
@@ -216,11 +219,7 @@ static void q81_outputs(void *arg, int64_t o0, int64_t o1, int thread)
         const int64_t no = o1 - o < per ? o1 - o : per;
         for (int64_t i = 0; i < no; i++) {
             const uint8_t *row = j->W->data + (size_t)(o + i) * j->W->row_bytes;
-            for (int64_t b = 0; b < nb; b++) {
-                uint16_t h;
-                memcpy(&h, row + (size_t)b * j->bsz + 2, 2);
-                m[i * nb + b] = quant_f16_to_f32(h);
-            }
+            quant_f16_gather(row + 2, j->bsz, nb, m + i * nb);
         }
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->rows, (int)no, (int)nb, 1.0f,
                     j->delta, (int)nb, m, (int)nb, 1.0f, j->y + o, (int)j->W->out);
@@ -456,6 +455,39 @@ static float f16r(float v)
     return quant_f16_to_f32(quant_f32_to_f16(v));
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+/* f16_step's first elements, 8 at a time with FMA and F16C (the same
+ * roundings: one fused multiply-add, then to f16 nearest-even and back);
+ * returns how many */
+__attribute__((target("avx2,fma,f16c"))) static int f16_step_x86(float *o, const float *v, float a,
+                                                                 int n)
+{
+    const __m256 av = _mm256_set1_ps(a);
+    int d = 0;
+    for (; d + 8 <= n; d += 8) {
+        __m256 r = v ? _mm256_fmadd_ps(_mm256_loadu_ps(v + d), av, _mm256_loadu_ps(o + d))
+                     : _mm256_mul_ps(_mm256_loadu_ps(o + d), av);
+        r = _mm256_cvtph_ps(_mm256_cvtps_ph(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        _mm256_storeu_ps(o + d, r);
+    }
+    return d;
+}
+#endif
+
+/* o[d] = f16(v[d] a + o[d]) (one rounding of the fused product), or with
+ * v NULL f16(o[d] a), for d < n: the f16 running sum of V rows */
+static void f16_step(float *o, const float *v, float a, int n)
+{
+    int d = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    static int fma = -1; /* every thread computes the same answer */
+    if (fma < 0) __atomic_store_n(&fma, __builtin_cpu_supports("fma"), __ATOMIC_RELAXED);
+    if (quant_has_f16c() && __atomic_load_n(&fma, __ATOMIC_RELAXED)) d = f16_step_x86(o, v, a, n);
+#endif
+    for (; d < n; d++)
+        o[d] = f16r(v ? fmaf(v[d], a, o[d]) : o[d] * a);
+}
+
 /* one query row as ggml's CPU flash attention computes a batch of fewer than
  * FA_TILE_ROWS queries (ops.cpp, ..._f16_one_chunk): Q (already rounded to
  * f16) against keys first..last in order, an online softmax whose running
@@ -475,13 +507,11 @@ static void attn_row_f16(const struct llama_ctx *c, float *o, const float *q, co
         if (s > M) {
             ms = expf(M - s);
             M = s;
-            for (int d = 0; d < hd; d++)
-                o[d] = f16r(o[d] * ms);
+            f16_step(o, NULL, ms, hd);
         } else {
             vs = expf(s - M);
         }
-        for (int d = 0; d < hd; d++)
-            o[d] = f16r(fmaf(v[d], vs, o[d]));
+        f16_step(o, v, vs, hd);
         S = S * ms + vs;
     }
     const float inv = S == 0.0f ? 0.0f : 1.0f / S;

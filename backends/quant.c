@@ -87,6 +87,53 @@ __attribute__((target("avx2,f16c"))) static int64_t round_f16_f16c(float *x, int
 }
 #endif
 
+#ifdef QG_X86
+/* quant_f16_gather's first elements, 8 at a time; returns how many */
+__attribute__((target("avx2,f16c"))) static int64_t
+f16_gather_f16c(const uint8_t *base, size_t stride, int64_t n, float *y)
+{
+    const __m256i at = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                                          _mm256_set1_epi32((int)stride));
+    const __m256i lo = _mm256_set1_epi32(0xFFFF);
+    int64_t i = 0;
+    /* a lane reads 4 bytes at its value: the last one only where 2 more
+     * bytes follow it, so the gathers stop 2 elements short */
+    for (; i + 8 + 1 < n && stride <= (1u << 24); i += 8) {
+        __m256i g =
+            _mm256_i32gather_epi32((const int *)(const void *)(base + (size_t)i * stride), at, 1);
+        g = _mm256_and_si256(g, lo);
+        __m128i h = _mm_packus_epi32(_mm256_castsi256_si128(g), _mm256_extracti128_si256(g, 1));
+        _mm256_storeu_ps(y + i, _mm256_cvtph_ps(h));
+    }
+    if (i < n && n >= 9 && stride >= 2 && stride <= (1u << 24)) {
+        /* the last 8 (some again) read 4 bytes ending with their value:
+         * the 2 before it are the previous value's, n - 8 >= 1 */
+        const int64_t j = n - 8;
+        __m256i g = _mm256_i32gather_epi32(
+            (const int *)(const void *)(base + (size_t)j * stride - 2), at, 1);
+        g = _mm256_srli_epi32(g, 16);
+        __m128i h = _mm_packus_epi32(_mm256_castsi256_si128(g), _mm256_extracti128_si256(g, 1));
+        _mm256_storeu_ps(y + j, _mm256_cvtph_ps(h));
+        for (; i < j; i++) /* at most one before them */
+            y[i] = quant_f16_to_f32(
+                (uint16_t)(base[(size_t)i * stride] | base[(size_t)i * stride + 1] << 8));
+        i = n;
+    }
+    return i;
+}
+#endif
+
+void quant_f16_gather(const uint8_t *base, size_t stride, int64_t n, float *y)
+{
+    int64_t i = 0;
+#ifdef QG_X86
+    if (quant_has_f16c()) i = f16_gather_f16c(base, stride, n, y);
+#endif
+    for (; i < n; i++)
+        y[i] = quant_f16_to_f32(
+            (uint16_t)(base[(size_t)i * stride] | base[(size_t)i * stride + 1] << 8));
+}
+
 void quant_round_f16(float *x, int64_t n)
 {
     int64_t i = 0;

@@ -19,6 +19,10 @@ float quant_f16_to_f32(uint16_t h);
  * time with F16C where the CPU has it. */
 void quant_round_f16(float *x, int64_t n);
 
+/* y[i] = the fp16 value (little-endian) at base + i stride, i < n, as
+ * quant_f16_to_f32 converts it; reads no byte outside the n values. */
+void quant_f16_gather(const uint8_t *base, size_t stride, int64_t n, float *y);
+
 /* 1 when the CPU converts fp16 in hardware (x86 F16C, CPUID leaf 1, ECX
  * bit 29, with AVX2), else 0; asked once and cached. */
 int quant_has_f16c(void);

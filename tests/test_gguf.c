@@ -537,6 +537,34 @@ TEST(quant_round_f16_row, unit)
     return 0;
 }
 
+TEST(quant_f16_gather_strided, unit)
+{
+    /* every fp16 value at strides 2 (packed), 3, 20 and 24 (Q4_1's and
+     * Q5_1's block minima), n from 1 to 40, each buffer exactly n strides
+     * long (under ASan a read past it fails); the vector path against the
+     * scalar conversion, bit for bit */
+    static const size_t strides[] = {2, 3, 20, 24};
+    uint32_t h = 0;
+    for (size_t s = 0; s < sizeof strides / sizeof *strides; s++)
+        for (int64_t n = 1; n <= 40; n++) {
+            size_t len = (size_t)n * strides[s];
+            uint8_t *buf = malloc(len);
+            float y[40];
+            for (size_t i = 0; i < len; i++)
+                buf[i] = (uint8_t)(h++ * 2654435761u >> 13);
+            quant_f16_gather(buf, strides[s], n, y);
+            for (int64_t i = 0; i < n; i++) {
+                const uint8_t *p = buf + (size_t)i * strides[s];
+                float want = quant_f16_to_f32((uint16_t)(p[0] | p[1] << 8));
+                if (memcmp(&want, &y[i], 4))
+                    T_FAIL_("stride %zu, n %lld, element %lld: %a, want %a", strides[s],
+                            (long long)n, (long long)i, (double)y[i], (double)want);
+            }
+            free(buf);
+        }
+    return 0;
+}
+
 TEST(hash_sha256, shared)
 {
     char hex[65], err[QG_ERRMSG_MAX];
