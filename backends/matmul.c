@@ -211,6 +211,20 @@ void matmul_rows_fused(float *y, const float *x, const struct wmat *W, int64_t r
     free(prep);
 }
 
+int matmul_has_fused(uint32_t type, int64_t in)
+{
+    enum mv_isa isa = mv_isa_current();
+    if (type == GGML_F32) return isa != MV_PORTABLE;
+    /* a call over no rows answers whether the set has the kernel; the
+     * kernels that read a preparation see a zeroed one (its flag: floats) */
+    size_t n = mv_x86_prep_floats(isa, type, in);
+    float *prep = n ? calloc(n, sizeof *prep) : NULL;
+    struct wmat W = {"probe", type, NULL, in, 0, 0, 0};
+    int has = (!n || prep) && mv_x86_rows(isa, NULL, NULL, prep, &W, 0, 0);
+    free(prep);
+    return has;
+}
+
 /* one product of a decode group: its rows are units [first, first +
  * ceil(out / 16)) of the group's fork-join */
 struct mv_part {

@@ -78,6 +78,11 @@ void matmul_w_group(const struct matmul_part *parts, int k, const float *x, int 
 void matmul_rows_fused(float *y, const float *x, const struct wmat *W, int64_t r0, int64_t r1,
                        float *row);
 
+/* 1 when the kernel set in use multiplies rows of `type` (`in` inputs)
+ * by a fused kernel of its own (F32: the set's dot product), 0 when they
+ * decode through the generic path (a decoded chunk, then a dot product). */
+int matmul_has_fused(uint32_t type, int64_t in);
+
 /* The same with the portable C kernel only (tests compare the two). */
 void matmul_rows_portable(float *y, const float *x, const struct wmat *W, int64_t r0, int64_t r1,
                           float *row);

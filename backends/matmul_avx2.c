@@ -129,11 +129,11 @@ AVX2 float mx_row_q6_k_avx2(const struct wmat *W, int64_t r, const float *xg)
     return hsum256(_mm256_add_ps(a0, a1));
 }
 
-/* sum over 32 IQ4 elements (16 bytes at q: low nibbles first, then high)
- * of value x x, unscaled */
-AVX2 static __m256 iq4_32(const uint8_t *q, const float *x)
+/* sum over 32 4-bit elements (16 bytes at q: low nibbles first, then
+ * high) of tab[code] x, unscaled: tab 16 int8 values */
+AVX2 static __m256 nib_tab32(const uint8_t *q, const float *x, const int8_t *tab)
 {
-    const __m128i table = _mm_loadu_si128((const __m128i *)kvalues_iq4), m4 = _mm_set1_epi8(0xF);
+    const __m128i table = _mm_loadu_si128((const __m128i *)tab), m4 = _mm_set1_epi8(0xF);
     __m128i bytes = _mm_loadu_si128((const __m128i *)q);
     __m128i lo = _mm_shuffle_epi8(table, _mm_and_si128(bytes, m4));
     __m128i hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(bytes, 4), m4));
@@ -277,7 +277,20 @@ AVX2 float mx_row_iq4_nl_avx2(const struct wmat *W, int64_t r, const float *x)
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t k = 0; k < W->in; k += 32, b += 18)
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(b)), iq4_32(b + 2, x + k), acc);
+        acc =
+            _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(b)), nib_tab32(b + 2, x + k, kvalues_iq4), acc);
+    return hsum256(acc);
+}
+
+/* MXFP4: blocks of 32, an E8M0 scale byte and 16 bytes of E2M1 codes; the
+ * codes as twice their values (integers), the scale halved (exact) */
+AVX2 float mx_row_mxfp4_avx2(const struct wmat *W, int64_t r, const float *x)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t k = 0; k < W->in; k += 32, b += 17)
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(0.5f * e8m0_scale(b[0])),
+                              nib_tab32(b + 1, x + k, kvalues_e2m1x2), acc);
     return hsum256(acc);
 }
 
@@ -295,9 +308,10 @@ AVX2 float mx_row_iq4_xs_avx2(const struct wmat *W, int64_t r, const float *x)
         for (int ib = 0; ib < 8; ib += 2) {
             int ls0 = iq4xs_scale(sl, sh, ib), ls1 = iq4xs_scale(sl, sh, ib + 1);
             a0 = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)(ls0 - 32)),
-                                 iq4_32(qs + 16 * ib, x + k + 32 * ib), a0);
+                                 nib_tab32(qs + 16 * ib, x + k + 32 * ib, kvalues_iq4), a0);
             a1 = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)(ls1 - 32)),
-                                 iq4_32(qs + 16 * ib + 16, x + k + 32 * ib + 32), a1);
+                                 nib_tab32(qs + 16 * ib + 16, x + k + 32 * ib + 32, kvalues_iq4),
+                                 a1);
         }
     }
     return hsum256(_mm256_add_ps(a0, a1));

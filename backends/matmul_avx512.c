@@ -256,6 +256,21 @@ AVX512 float mx_row_nib32_avx512(const struct wmat *W, int64_t r, const float *x
     return _mm512_reduce_add_ps(acc);
 }
 
+/* MXFP4 (see mx_row_mxfp4_avx2): nib32_dot over the E2M1 values */
+AVX512 float mx_row_mxfp4_avx512(const struct wmat *W, int64_t r, const float *x)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const __m512 t = _mm512_mul_ps(
+        _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)kvalues_e2m1x2))),
+        _mm512_set1_ps(0.5f));
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t k = 0; k < W->in; k += 32, b += 17) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(e8m0_scale(b[0])), nib32_dot(b + 1, x + k, t), acc);
+    }
+    return _mm512_reduce_add_ps(acc);
+}
+
 /* Q4_1, Q5_0 and Q5_1 (see mx_row_legacy_avx2): 16 lanes per half block,
  * the 5-bit formats' high bits added as 16 under the mask of qh's bits */
 AVX512 float mx_row_legacy_avx512(const struct wmat *W, int64_t r, const float *x)

@@ -87,6 +87,12 @@ static int rows_avx512(enum mv_isa isa, float *y, const float *x, const float *p
         ROWS(mx_row_q2_k_avx512(W, r, x));
     case GGML_Q3_K:
         ROWS(mx_row_q3_k_avx512(W, r, x));
+    case GGML_TQ1_0:
+        ROWS(mx_row_tq1_0_avx512(W, r, x));
+    case GGML_TQ2_0:
+        ROWS(mx_row_tq2_0_avx512(W, r, x));
+    case GGML_MXFP4:
+        ROWS(mx_row_mxfp4_avx512(W, r, x));
     case GGML_IQ4_XS:
         ROWS(mx_row_iq4_xs_avx512(W, r, x));
     case GGML_IQ2_XXS:
@@ -149,6 +155,12 @@ static int rows_avx2(float *y, const float *x, const float *prep, const struct w
         ROWS(mx_row_q2_k_avx2(W, r, x));
     case GGML_Q3_K:
         ROWS(mx_row_q3_k_avx2(W, r, x));
+    case GGML_TQ1_0:
+        ROWS(mx_row_tq1_0_avx2(W, r, x));
+    case GGML_TQ2_0:
+        ROWS(mx_row_tq2_0_avx2(W, r, x));
+    case GGML_MXFP4:
+        ROWS(mx_row_mxfp4_avx2(W, r, x));
     case GGML_Q4_K:
         if (prep) ROWS(mx_row_q4_k_avx2(W, r, prep));
         return 0;

@@ -70,6 +70,19 @@ static inline int iq4xs_scale(const uint8_t *sl, unsigned sh, int ib)
 static const int8_t kvalues_iq4[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                        1,    13,   25,  38,  53,  69,  89,  113};
 
+/* MXFP4's E2M1 values times 2 (integers); code 8, -0, is 0 as in ggml */
+static const int8_t kvalues_e2m1x2[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+/* MXFP4's E8M0 scale 2^(e - 127) (e = 0: the subnormal 2^-127), NaN for
+ * e = 255, built from its bits as dequant's ldexpf gives it */
+static inline float e8m0_scale(uint8_t e)
+{
+    uint32_t u = e == 0xFF ? 0x7FC00000u : e == 0 ? 0x00400000u : (uint32_t)e << 23;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
 /* the scales of a Q4_K/Q5_K block b (d at b, dmin at b + 2, the 12 packed
  * 6-bit scales and mins at b + 4): returns d sc_g in lane g; *mins gets
  * the mins' share, dmin m_g times the group sums of x (xg), as 8 partial
@@ -254,6 +267,16 @@ AVX512 float mx_row_legacy_avx512(const struct wmat *W, int64_t r, const float *
 /* the seven grid formats (matmul_iq.c), one sub-block of 32 at a time */
 AVX512 float mx_row_iq_avx512(const struct wmat *W, int64_t r, const float *x);
 AVX2 float mx_row_iq_avx2(const struct wmat *W, int64_t r, const float *x);
+
+/* TQ1_0 and TQ2_0 (matmul_ternary.c) */
+AVX512 float mx_row_tq1_0_avx512(const struct wmat *W, int64_t r, const float *x);
+AVX512 float mx_row_tq2_0_avx512(const struct wmat *W, int64_t r, const float *x);
+AVX2 float mx_row_tq1_0_avx2(const struct wmat *W, int64_t r, const float *x);
+AVX2 float mx_row_tq2_0_avx2(const struct wmat *W, int64_t r, const float *x);
+
+/* MXFP4: blocks of 32, an E8M0 scale and 16 bytes of E2M1 nibbles */
+AVX512 float mx_row_mxfp4_avx512(const struct wmat *W, int64_t r, const float *x);
+AVX2 float mx_row_mxfp4_avx2(const struct wmat *W, int64_t r, const float *x);
 
 /* IQ4_XS (see row_iq4_xs_avx2) */
 AVX512 float mx_row_iq4_xs_avx512(const struct wmat *W, int64_t r, const float *x);

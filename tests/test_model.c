@@ -1132,6 +1132,33 @@ TEST(decode_kernels_match_portable, unit)
     return 0;
 }
 
+/* every GGUF block format has a fused kernel in the set in use (none in
+ * the portable set); the HF checkpoints' internal blocks are listed */
+static int fused_check(void *ctx)
+{
+    (void)ctx;
+    const int portable = !strcmp(matmul_kernel_name(), "portable");
+    printf("%s:", matmul_kernel_name());
+    for (uint32_t type = 0; type < GGML_TYPE_LIMIT; type++) {
+        const struct ggml_type_info *ti = ggml_type_get(type);
+        if (!ti || !dequant_supported(type)) continue;
+        int has = matmul_has_fused(type, 1024);
+        printf(" %s%s", ti->name, has ? "" : " (generic)");
+        if (type < QG_F8_E4M3_S32 && has == portable)
+            T_FAIL_("%s: %s a fused kernel under %s", ti->name, has ? "has" : "lacks",
+                    matmul_kernel_name());
+    }
+    printf("\n");
+    return 0;
+}
+
+TEST(decode_every_gguf_format_fused, unit)
+{
+    /* issue 33: no GGUF format decodes through the generic path on the
+     * x86 sets (the decoded values are decode_kernels_match_portable's) */
+    return each_kernel_set(fused_check, NULL);
+}
+
 /* y = W x under kernel set `set`, then back to avx512vnni */
 static int rows_under(const char *set, const struct wmat *W, const float *x, float *y)
 {
