@@ -81,6 +81,8 @@ void llama_ctx_free(struct llama_ctx *c)
 {
     if (!c) return;
     free(c->aq);
+    free(c->a8);
+    free(c->a8_figs);
     free(c->k);
     free(c->v);
     free(c->x);
@@ -330,6 +332,11 @@ static void q8_1_after(const struct llama_ctx *c, float *y, const float *x_in, c
 void lm_matmul(const struct llama_ctx *c, float *y, const float *x, const struct wmat *W,
                const float *bias, float beta, int n)
 {
+    if (c->act == LLAMA_ACT_LLAMACPP && n == 1) { /* a decode step: maybe integer */
+        struct matmul_part p = {y, W, bias, beta};
+        lm_matmul_group(c, &p, 1, x, n);
+        return;
+    }
     const float *xr = c->act != LLAMA_ACT_NONE ? act_round(c, W, x, n) : x;
     matmul_w(y, xr, W, bias, n, beta, c->n_threads, c->scratch);
     q8_1_after(c, y, x, W, n);
@@ -338,6 +345,34 @@ void lm_matmul(const struct llama_ctx *c, float *y, const float *x, const struct
 /* the k products of one x (Q, K, V; gate, up): one fork-join in a decode
  * step, and under simulated arithmetic one rounding of x when the
  * products' inputs round alike (else each its own) */
+/* A decode step's input (n == 1) in llama.cpp's 8-bit blocks for the k
+ * parts, when the kernel set has an integer kernel for one of them: x
+ * rounded into c->aq and its codes into *a (the figures in c->a8_figs).
+ * 0, or -1 (nothing written) to take the float path. */
+static int act_codes(const struct llama_ctx *c, const struct matmul_part *parts, int k,
+                     const float *x, struct matmul_q8 *a)
+{
+    const struct wmat *W = parts[0].W;
+    const uint32_t kind = simfmt_llamacpp_act_class(W->type);
+    int any = 0;
+    for (int i = 0; i < k; i++)
+        any |= matmul_has_q8(parts[i].W->type, kind);
+    if (!any || !c->a8) return -1;
+    const size_t in = (size_t)W->in;
+    float *figs = c->a8_figs;
+    struct simfmt_codes codes = {c->a8, figs, (int32_t *)(void *)(figs + in / 32),
+                                 figs + in / 32 + in / 16};
+    memcpy(c->aq, x, in * sizeof *x);
+    if (simfmt_llamacpp_codes(W->type, c->aq, W->in, &codes)) return -1; /* not finite */
+    *a =
+        (struct matmul_q8){kind, codes.q, codes.d, codes.sum16, kind == GGML_Q8_0 ? codes.s : NULL};
+    return 0;
+}
+
+/* the k products of one x (Q, K, V; gate, up): one fork-join in a decode
+ * step, and under simulated arithmetic one rounding of x when the
+ * products' inputs round alike (else each its own); a=llamacpp's decode
+ * steps through the integer kernels where the set has them */
 void lm_matmul_group(const struct llama_ctx *c, const struct matmul_part *parts, int k,
                      const float *x, int n)
 {
@@ -350,6 +385,14 @@ void lm_matmul_group(const struct llama_ctx *c, const struct matmul_part *parts,
         if (!alike) {
             for (int i = 0; i < k; i++)
                 lm_matmul(c, parts[i].y, x, parts[i].W, parts[i].bias, parts[i].beta, n);
+            return;
+        }
+        struct matmul_q8 a;
+        if (c->act == LLAMA_ACT_LLAMACPP && n == 1 && !act_codes(c, parts, k, x, &a)) {
+            matmul_w_group_q8(parts, k, c->aq, &a, c->n_threads, c->scratch);
+            for (int i = 0; i < k; i++)
+                if (!matmul_has_q8(parts[i].W->type, a.kind))
+                    q8_1_after(c, parts[i].y, x, parts[i].W, n);
             return;
         }
         xr = act_round(c, parts[0].W, x, n);
@@ -380,6 +423,12 @@ int llama_ctx_set_act(struct llama_ctx *c, int mode, const struct simfmt *f)
         int64_t rows = c->n_ctx > LLAMA_MAX_ROWS_HINT ? c->n_ctx : LLAMA_MAX_ROWS_HINT;
         c->aq = malloc((size_t)rows * (size_t)c->m->max_in * sizeof *c->aq);
         if (!c->aq) return QG_ERR_NOMEM;
+    }
+    if (mode == LLAMA_ACT_LLAMACPP && !c->a8) { /* a decode step's codes */
+        size_t in = (size_t)c->m->max_in;
+        c->a8 = malloc(in);
+        c->a8_figs = malloc((in / 32 * 2 + in / 16) * sizeof(float));
+        if (!c->a8 || !c->a8_figs) return QG_ERR_NOMEM;
     }
     c->act = mode;
     if (f) c->act_fmt = *f;

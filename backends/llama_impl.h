@@ -73,6 +73,8 @@ struct llama_ctx {
     struct simfmt act_fmt;
     struct simfmt kv_fmt; /* K and V as written to the cache (SIMFMT_NONE: f32) */
     float *aq;            /* [n_ctx][max_in]: a matrix input after rounding */
+    int8_t *a8;           /* a=llamacpp, one row: the codes of aq (max_in), then */
+    void *a8_figs;        /* their scales, sums of 16 and Q8_1 sums (simfmt_codes) */
 };
 
 /* Reads the hyperparameters of any family qgate runs (llama_arch.c):

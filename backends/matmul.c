@@ -211,6 +211,13 @@ void matmul_rows_fused(float *y, const float *x, const struct wmat *W, int64_t r
     free(prep);
 }
 
+int matmul_has_q8(uint32_t type, uint32_t kind)
+{
+    struct matmul_q8 a = {.kind = kind};
+    struct wmat W = {"probe", type, NULL, 256, 0, 0, 0};
+    return mv_x86_q8_rows(mv_isa_current(), NULL, &a, &W, 0, 0);
+}
+
 int matmul_has_fused(uint32_t type, int64_t in)
 {
     enum mv_isa isa = mv_isa_current();
@@ -235,6 +242,7 @@ struct mv_part {
 
 struct mv_job {
     const float *x;
+    const struct matmul_q8 *a; /* or NULL */
     struct mv_part parts[MATMUL_GROUP_MAX];
     int k;
     float *scratch;
@@ -250,7 +258,8 @@ static void mv_part_rows(const struct mv_job *j, const struct mv_part *q, int64_
     const struct matmul_part *p = &q->p;
     for (int64_t a = r0; a < r1; a += 256) {
         int64_t b = a + 256 < r1 ? a + 256 : r1;
-        rows_fused(j->isa, tmp, j->x, p->W, a, b, buf, q->prep);
+        if (!j->a || !mv_x86_q8_rows(j->isa, tmp, j->a, p->W, a, b))
+            rows_fused(j->isa, tmp, j->x, p->W, a, b, buf, q->prep);
         for (int64_t r = a; r < b; r++)
             p->y[r] = tmp[r - a] + (p->beta != 0.0f ? p->beta * p->y[r] : 0.0f) +
                       (p->bias ? p->bias[r] : 0.0f);
@@ -275,12 +284,12 @@ static void mv_rows(void *arg, int64_t c0, int64_t c1, int thread)
  * thread 0 ends with x's preparations (mv_x86_prep), one per distinct type
  * (parts of one type share it); each thread: a decode buffer and 256
  * outputs. */
-static void mv_group(const struct matmul_part *parts, int k, const float *x, int n_threads,
-                     float *scratch)
+static void mv_group(const struct matmul_part *parts, int k, const float *x,
+                     const struct matmul_q8 *a, int n_threads, float *scratch)
 {
     int64_t in = parts[0].W->in;
     size_t per = matmul_scratch_floats(in), taken = 0; /* floats of preparations */
-    struct mv_job j = {.x = x, .k = k, .scratch = scratch, .per_thread = per};
+    struct mv_job j = {.x = x, .a = a, .k = k, .scratch = scratch, .per_thread = per};
     j.isa = mv_isa_current(); /* once: the preparation is the kernel's */
     int64_t units = 0;
     double work = 0;
@@ -293,6 +302,7 @@ static void mv_group(const struct matmul_part *parts, int k, const float *x, int
         for (int e = 0; e < i && !q->prep; e++)
             if (j.parts[e].p.W->type == q->p.W->type) q->prep = j.parts[e].prep;
         size_t prep = (mv_x86_prep_floats(j.isa, q->p.W->type, in) + 15) / 16 * 16;
+        if (a && mv_x86_q8_rows(j.isa, NULL, a, q->p.W, 0, 0)) prep = 0; /* integer: none */
         if (q->prep || prep == 0 || ROW_CHUNK + 256 + taken + prep > per) continue;
         taken += prep;
         float *xg = scratch + per - taken; /* 64-byte aligned as scratch is */
@@ -307,11 +317,19 @@ void matmul_w_group(const struct matmul_part *parts, int k, const float *x, int 
 {
     if (k <= 0) return;
     if (n == 1 && k <= MATMUL_GROUP_MAX) {
-        mv_group(parts, k, x, n_threads, scratch);
+        mv_group(parts, k, x, NULL, n_threads, scratch);
         return;
     }
     for (int i = 0; i < k; i++)
         matmul_w(parts[i].y, x, parts[i].W, parts[i].bias, n, parts[i].beta, n_threads, scratch);
+}
+
+void matmul_w_group_q8(const struct matmul_part *parts, int k, const float *x,
+                       const struct matmul_q8 *a, int n_threads, float *scratch)
+{
+    for (int i = 0; i < k; i += MATMUL_GROUP_MAX)
+        mv_group(parts + i, k - i < MATMUL_GROUP_MAX ? k - i : MATMUL_GROUP_MAX, x, a, n_threads,
+                 scratch);
 }
 
 void matmul_w(float *y, const float *x, const struct wmat *W, const float *bias, int n, float beta,
@@ -319,7 +337,7 @@ void matmul_w(float *y, const float *x, const struct wmat *W, const float *bias,
 {
     if (n == 1) {
         struct matmul_part p = {y, W, bias, beta};
-        mv_group(&p, 1, x, n_threads, scratch);
+        mv_group(&p, 1, x, NULL, n_threads, scratch);
         return;
     }
     size_t per = matmul_scratch_floats(W->in);

@@ -78,6 +78,32 @@ void matmul_w_group(const struct matmul_part *parts, int k, const float *x, int 
 void matmul_rows_fused(float *y, const float *x, const struct wmat *W, int64_t r0, int64_t r1,
                        float *row);
 
+/* One input in llama.cpp's 8-bit blocks (a=llamacpp): x[j] = d[j / B] *
+ * q[j] exactly, B = 32 (Q8_0, Q8_1) or 256 (Q8_K). Borrowed arrays of
+ * `in` codes and their per-block figures. */
+struct matmul_q8 {
+    uint32_t kind;        /* GGML_Q8_0 or GGML_Q8_K */
+    const int8_t *q;      /* the codes */
+    const float *d;       /* a scale per block (Q8_0: the fp16 scale, as f32) */
+    const int32_t *sum16; /* the sum of each 16 codes */
+    const float *s;       /* Q8_0 kind: Q8_1's fp16(d' * sum of the block's codes), d'
+                           * the scale before its fp16 rounding; NULL for Q8_K */
+};
+
+/* The k products (n == 1) of x as matmul_w_group computes them, where the
+ * kernel set has an integer kernel for the part's type (matmul_has_q8)
+ * with a's codes, as llama.cpp's CPU kernels multiply them, to the bit:
+ * per block exact integer sums of weight codes times input codes, times
+ * both scales, in ggml's order of float operations; elsewhere with x,
+ * which must be a's values (d q). a->kind must be the kind
+ * simfmt_llamacpp_act_class gives every part's type. */
+void matmul_w_group_q8(const struct matmul_part *parts, int k, const float *x,
+                       const struct matmul_q8 *a, int n_threads, float *scratch);
+
+/* 1 when the kernel set in use has an integer kernel for weights of
+ * `type` with inputs of kind `kind` (matmul_w_group_q8), else 0. */
+int matmul_has_q8(uint32_t type, uint32_t kind);
+
 /* 1 when the kernel set in use multiplies rows of `type` (`in` inputs)
  * by a fused kernel of its own (F32: the set's dot product), 0 when they
  * decode through the generic path (a decoded chunk, then a dot product). */

@@ -45,4 +45,10 @@ void mv_x86_prep(enum mv_isa isa, uint32_t type, const float *x, int64_t n, floa
 int mv_x86_rows(enum mv_isa isa, float *y, const float *x, const float *prep, const struct wmat *W,
                 int64_t r0, int64_t r1);
 
+/* y[r - r0] = the integer product of row r of W with a (matmul_w_group_q8)
+ * for rows [r0, r1); returns 1, or 0 (nothing written) when the set has
+ * no integer kernel for W's type and a's kind. */
+int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const struct wmat *W,
+                   int64_t r0, int64_t r1);
+
 #endif

@@ -183,6 +183,40 @@ int mv_x86_rows(enum mv_isa isa, float *y, const float *x, const float *prep, co
     return isa != MV_PORTABLE && rows_avx2(y, x, isa == MV_AVX2 ? prep : NULL, W, r0, r1);
 }
 
+/* rows r0..r1 two at a time by fn2, the last odd one by fn1 */
+#define ROWS2(fn2, fn1)                                                                            \
+    do {                                                                                           \
+        int64_t r = r0;                                                                            \
+        for (; r + 2 <= r1; r += 2)                                                                \
+            fn2(W, r, a, y + (r - r0));                                                            \
+        if (r < r1) y[r - r0] = fn1(W, r, a);                                                      \
+        return 1;                                                                                  \
+    } while (0)
+
+int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const struct wmat *W,
+                   int64_t r0, int64_t r1)
+{
+    if (isa != MV_AVX512_VNNI) return 0;
+    if (a->kind == GGML_Q8_0) {
+        switch (W->type) {
+        case GGML_Q4_0:
+            ROWS2(mx_q8_q4_0_vnni2, mx_q8_q4_0_vnni);
+        case GGML_Q8_0:
+            ROWS2(mx_q8_q8_0_vnni2, mx_q8_q8_0_vnni);
+        default:
+            return 0;
+        }
+    }
+    switch (W->type) {
+    case GGML_Q4_K:
+        ROWS(mx_q8_q4_k_vnni(W, r, a));
+    case GGML_Q6_K:
+        ROWS(mx_q8_q6_k_vnni(W, r, a));
+    default:
+        return 0;
+    }
+}
+
 #else /* not x86: the portable kernel only */
 
 enum mv_isa mv_isa_detect(void)
@@ -211,6 +245,23 @@ int mv_x86_rows(enum mv_isa isa, float *y, const float *x, const float *prep, co
                 int64_t r0, int64_t r1)
 {
     (void)isa, (void)y, (void)x, (void)prep, (void)W, (void)r0, (void)r1;
+    return 0;
+}
+
+/* rows r0..r1 two at a time by fn2, the last odd one by fn1 */
+#define ROWS2(fn2, fn1)                                                                            \
+    do {                                                                                           \
+        int64_t r = r0;                                                                            \
+        for (; r + 2 <= r1; r += 2)                                                                \
+            fn2(W, r, a, y + (r - r0));                                                            \
+        if (r < r1) y[r - r0] = fn1(W, r, a);                                                      \
+        return 1;                                                                                  \
+    } while (0)
+
+int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const struct wmat *W,
+                   int64_t r0, int64_t r1)
+{
+    (void)isa, (void)y, (void)a, (void)W, (void)r0, (void)r1;
     return 0;
 }
 #endif

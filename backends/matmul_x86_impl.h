@@ -311,6 +311,17 @@ AVX512VNNI float mx_row_q5_k_vnni(const struct wmat *W, int64_t r, const float *
  * j / 2. The 6-bit values by q6_values, in element order, 64 a vector. */
 AVX512VNNI float mx_row_q6_k_vnni(const struct wmat *W, int64_t r, const float *prep);
 
+/* a=llamacpp's integer products (matmul_q8.c): weights of the type named
+ * against an input in llama.cpp's 8-bit blocks */
+AVX512VNNI float mx_q8_q4_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
+AVX512VNNI float mx_q8_q8_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
+AVX512VNNI void mx_q8_q4_0_vnni2(const struct wmat *W, int64_t r, const struct matmul_q8 *a,
+                                 float *y);
+AVX512VNNI void mx_q8_q8_0_vnni2(const struct wmat *W, int64_t r, const struct matmul_q8 *a,
+                                 float *y);
+AVX512VNNI float mx_q8_q4_k_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
+AVX512VNNI float mx_q8_q6_k_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
+
 #endif /* x86 */
 
 #endif

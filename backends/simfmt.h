@@ -129,4 +129,22 @@ void simfmt_llamacpp_act(uint32_t wtype, float *x, int64_t n, int64_t in);
  * round alike) or GGML_Q8_K; two types with one class round alike. */
 uint32_t simfmt_llamacpp_act_class(uint32_t wtype);
 
+/* Where simfmt_llamacpp_codes writes the codes of one row of `in` values:
+ * in codes, a scale per block (32 or 256 values), the sums of each 16
+ * codes, and for Q8_0 the Q8_1 block sums (fp16(d' sum q), d' the scale
+ * before its fp16 rounding; in / 32 of them). */
+struct simfmt_codes {
+    int8_t *q;
+    float *d;
+    int32_t *sum16;
+    float *s;
+};
+
+/* One row x[0..in) rounded in place as simfmt_llamacpp_act rounds it, and
+ * for the 8-bit classes (Q8_0, Q8_K) its codes into c, so that x[j] =
+ * c->d[block] * c->q[j] exactly. Returns 0, or -1 when x is rounded but
+ * there are no codes: the class is not 8-bit (F32, F16, BF16) or a block
+ * holds a value that is not finite. */
+int simfmt_llamacpp_codes(uint32_t wtype, float *x, int64_t in, const struct simfmt_codes *c);
+
 #endif

@@ -9,6 +9,7 @@
 #include "backends/matmul.h"
 #include "backends/parallel.h"
 #include "backends/quant.h"
+#include "backends/simfmt.h"
 #include "backends/synth.h"
 #include "backends/vecmath.h"
 #include "core/rng.h"
@@ -1247,4 +1248,194 @@ TEST(decode_vnni_edges, unit)
              vnni_edges(GGML_Q6_K, ins[c], &st);
     ASSERT_OK(matmul_use_kernel(was));
     return rc;
+}
+
+/* ggml's hsum_float_8 of eight running sums */
+static float ggml_hsum8(const float *v)
+{
+    float r[4];
+    for (int k = 0; k < 4; k++)
+        r[k] = v[k + 4] + v[k];
+    return (r[0] + r[2]) + (r[1] + r[3]);
+}
+
+/* Q4_K's 6-bit scale (j < 8) or minimum (j >= 8) of group j % 8 */
+static int k4_scale(const uint8_t *s, int j)
+{
+    const int m = j >= 8, g = j % 8;
+    if (g < 4) return s[g + 4 * m] & 63;
+    return (s[g + 4] >> (4 * m) & 0xF) | (s[g - 4 + 4 * m] >> 6) << 4;
+}
+
+/* the 8-bit codes' product with row r as llama.cpp's AVX2 kernels order it
+ * (per block eight lane sums of four consecutive codes in each 32-byte
+ * run, fused into eight running sums, ggml's horizontal sum): Q4_0, Q8_0,
+ * Q4_K, Q6_K */
+static float ggml_order_dot(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    float acc[8] = {0}, accm[4] = {0};
+    int u[256]; /* a block's weight codes, offsets taken out where ggml does */
+    const int bs = W->type == GGML_Q4_0 || W->type == GGML_Q8_0 ? 32 : 256;
+    for (int64_t k = 0; k < W->in; k += bs) {
+        const int8_t *q = a->q + k;
+        int sc[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, lane[8] = {0};
+        float d = 0;
+        if (W->type == GGML_Q4_0 || W->type == GGML_Q8_0) {
+            d = quant_f16_to_f32((uint16_t)(b[0] | b[1] << 8)) * a->d[k / 32];
+            for (int e = 0; e < 32; e++)
+                u[e] = W->type == GGML_Q8_0 ? (int8_t)b[2 + e]
+                                            : (e < 16 ? b[2 + e] & 0xF : b[2 + e - 16] >> 4) - 8;
+            b += W->type == GGML_Q8_0 ? 34 : 18;
+        } else if (W->type == GGML_Q4_K) {
+            d = a->d[k / 256] * quant_f16_to_f32((uint16_t)(b[0] | b[1] << 8));
+            const float dmin = -a->d[k / 256] * quant_f16_to_f32((uint16_t)(b[2] | b[3] << 8));
+            for (int e = 0; e < 256; e++) {
+                const uint8_t byte = b[16 + 32 * (e / 64) + e % 32];
+                u[e] = e % 64 < 32 ? byte & 0xF : byte >> 4;
+            }
+            int gs[8];
+            for (int g = 0; g < 8; g++) {
+                gs[g] = 0;
+                for (int e = 0; e < 32; e++)
+                    gs[g] += q[32 * g + e];
+            }
+            for (int t = 0; t < 4; t++)
+                accm[t] = fmaf(dmin,
+                               (float)(k4_scale(b + 4, 8 + 2 * t) * gs[2 * t] +
+                                       k4_scale(b + 4, 9 + 2 * t) * gs[2 * t + 1]),
+                               accm[t]);
+            for (int j = 0; j < 16; j++) /* the scale of each run of 16 */
+                sc[j] = k4_scale(b + 4, j / 2);
+            b += 144;
+        } else { /* Q6_K */
+            for (int n = 0; n < 2; n++)
+                for (int l = 0; l < 32; l++) {
+                    const uint8_t *ql = b + 64 * n, *qh = b + 128 + 32 * n;
+                    u[128 * n + l] = (ql[l] & 0xF) | (qh[l] & 3) << 4;
+                    u[128 * n + l + 32] = (ql[l + 32] & 0xF) | (qh[l] >> 2 & 3) << 4;
+                    u[128 * n + l + 64] = (ql[l] >> 4) | (qh[l] >> 4 & 3) << 4;
+                    u[128 * n + l + 96] = (ql[l + 32] >> 4) | (qh[l] >> 6 & 3) << 4;
+                }
+            for (int j = 0; j < 16; j++)
+                sc[j] = (int8_t)b[192 + j];
+            for (int k2 = 0; k2 < 8; k2++)
+                lane[k2] = -32 * (a->sum16[k / 16 + 2 * k2] * sc[2 * k2] +
+                                  a->sum16[k / 16 + 2 * k2 + 1] * sc[2 * k2 + 1]);
+            d = a->d[k / 256] * quant_f16_to_f32((uint16_t)(b[208] | b[209] << 8));
+            b += 210;
+        }
+        for (int e = 0; e < bs; e++)
+            lane[e % 32 / 4] += sc[e / 16] * u[e] * q[e];
+        for (int k2 = 0; k2 < 8; k2++)
+            acc[k2] = fmaf(d, (float)lane[k2], acc[k2]);
+    }
+    float y = ggml_hsum8(acc);
+    if (W->type == GGML_Q4_K) y += (accm[0] + accm[2]) + (accm[1] + accm[3]);
+    return y;
+}
+
+/* one a=llamacpp decode product through matmul_w_group_q8 against the
+ * double product of the decoded rows and the rounded input (d q exactly):
+ * the relative error over rows, or -1 when the codes are refused */
+static double q8_product_error(const struct wmat *W, const float *x0, int group, int *unlike)
+{
+    const int64_t in = W->in;
+    float *x = malloc(sizeof(float) * (size_t)in), *row = malloc(sizeof(float) * (size_t)in);
+    float *figs = malloc(sizeof(float) * (size_t)(in / 32 * 2 + in / 16));
+    int8_t *q = malloc((size_t)in);
+    float *y = malloc(sizeof(float) * (size_t)W->out * 3);
+    memcpy(x, x0, sizeof(float) * (size_t)in);
+    struct simfmt_codes c = {q, figs, (int32_t *)(void *)(figs + in / 32),
+                             figs + in / 32 + in / 16};
+    double worst = -1;
+    if (!simfmt_llamacpp_codes(W->type, x, in, &c)) {
+        uint32_t kind = simfmt_llamacpp_act_class(W->type);
+        struct matmul_q8 a = {kind, q, figs, c.sum16, kind == GGML_Q8_0 ? c.s : NULL};
+        /* a second part of the same type (bias, beta) shares the group */
+        float *bias = y + 2 * W->out;
+        for (int64_t r = 0; r < W->out; r++)
+            y[W->out + r] = 1.0f, bias[r] = (float)(r % 5) - 2.0f;
+        struct matmul_part p[2] = {{y, W, NULL, 0}, {y + W->out, W, bias, 0.25f}};
+        float *scratch = qg_alloc_aligned(matmul_scratch_floats(in) * sizeof(float));
+        matmul_w_group_q8(p, group, x, &a, 1, scratch);
+        free(scratch);
+        worst = 0;
+        for (int64_t r = 0; r < W->out; r++) {
+            dequant_row(W->type, W->data + (size_t)r * W->row_bytes, row, in);
+            double exact = 0, mag = 0;
+            for (int64_t k = 0; k < in; k++)
+                exact += (double)row[k] * x[k], mag += fabs((double)row[k] * x[k]);
+            double e = fabs(y[r] - exact) / (mag + 1e-30);
+            if (group == 2) {
+                double e2 = fabs(y[W->out + r] - (exact + 0.25 + bias[r])) / (mag + 1);
+                e = e2 > e ? e2 : e;
+            }
+            worst = e > worst ? e : worst;
+            const float want = ggml_order_dot(W, r, &a); /* NaN where a block is */
+            if (unlike && !(y[r] == want || (isnan(y[r]) && isnan(want)))) ++*unlike;
+        }
+    }
+    free(x), free(row), free(figs), free(q), free(y);
+    return worst;
+}
+
+/* matmul_has_q8's verdict and q8_product_error for each case under the set
+ * in use: integer kernels on avx512vnni only, the same products (the float
+ * kernels with the rounded input) elsewhere */
+static int q8_check(void *ctx)
+{
+    (void)ctx;
+    static const struct {
+        uint32_t type;
+        int64_t in;
+    } cases[] = {{GGML_Q4_0, 32},  {GGML_Q4_0, 64},  {GGML_Q4_0, 96},   {GGML_Q4_0, 128},
+                 {GGML_Q4_0, 160}, {GGML_Q4_0, 224}, {GGML_Q4_0, 1024}, {GGML_Q8_0, 32},
+                 {GGML_Q8_0, 96},  {GGML_Q8_0, 128}, {GGML_Q8_0, 160},  {GGML_Q8_0, 1056},
+                 {GGML_Q4_K, 256}, {GGML_Q4_K, 512}, {GGML_Q6_K, 256},  {GGML_Q6_K, 768}};
+    const int vnni = !strcmp(matmul_kernel_name(), "avx512vnni");
+    uint64_t st = 33;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        enum { ROWS = 37 };
+        const struct ggml_type_info *ti = ggml_type_get(cases[i].type);
+        const int64_t in = cases[i].in;
+        size_t rb = (size_t)(in / ti->block) * ti->type_size;
+        uint8_t *q = malloc(rb * ROWS);
+        float *x = malloc(sizeof(float) * (size_t)in);
+        synth_random_blocks(cases[i].type, q, in * ROWS, 0.5f, &st);
+        for (int64_t k = 0; k < in; k++)
+            x[k] = (float)(rng_unit(&st) * 2 - 1) * (k % 7 == 0 ? 8.0f : 1.0f);
+        struct wmat W = {"w", cases[i].type, q, in, ROWS, rb, 0};
+        const uint32_t kind = simfmt_llamacpp_act_class(cases[i].type);
+        const int has = matmul_has_q8(cases[i].type, kind);
+        int unlike = 0;
+        double e1 = q8_product_error(&W, x, 1, &unlike), e2 = q8_product_error(&W, x, 2, NULL);
+        x[in / 2] = NAN; /* a NaN: no Q8_0 codes; Q8_K's code 127 (fminf) */
+        double en = q8_product_error(&W, x, 1, NULL);
+        free(q), free(x);
+        printf("%s %s in %lld: %s, error %.2e (group of 2: %.2e), %d of %d rows unlike "
+               "llama.cpp's order\n",
+               matmul_kernel_name(), ti->name, (long long)in, has ? "integer" : "float", e1, e2,
+               unlike, ROWS);
+        if (has && unlike) T_FAIL_("%s in %lld: not llama.cpp's bits", ti->name, (long long)in);
+        if (has != vnni)
+            T_FAIL_("%s: matmul_has_q8 %d under %s", ti->name, has, matmul_kernel_name());
+        if (!(e1 >= 0 && e1 < 2e-6 && e2 >= 0 && e2 < 2e-6))
+            T_FAIL_("%s in %lld: error %g, %g", ti->name, (long long)in, e1, e2);
+        if (kind == GGML_Q8_0 ? en != -1 : !(en >= 0 && en < 2e-6))
+            T_FAIL_("%s: a NaN input gave %g", ti->name, en);
+    }
+    return 0;
+}
+
+TEST(decode_q8_kernels_exact, unit)
+{
+    /* issue 33: a=llamacpp's integer decode kernels (llama.cpp's codes
+     * times the weight codes, per-block scales) give llama.cpp's bits (the
+     * order of its AVX2 kernels, ggml_order_dot) and the product of the
+     * decoded weights and the rounded input, for every block count the
+     * four-block loop leaves a tail of; a group's second part (bias, beta)
+     * too; a NaN input has no Q8_0 codes (the float path takes it) and
+     * Q8_K's rounding holds it at 127 as llama.cpp's does */
+    return each_kernel_set(q8_check, NULL);
 }

@@ -1,0 +1,266 @@
+/* matmul_q8 — integer decode kernels for a=llamacpp (AVX-512 VNNI): the
+ * input already in llama.cpp's 8-bit blocks (struct matmul_q8), each
+ * product is computed as ggml's CPU kernels (AVX2 with VNNI, the ones
+ * llama.cpp runs on this kind of machine for a single token) compute it,
+ * to the bit: per block eight exact integer sums over lanes of four
+ * consecutive codes in each 32-byte run, each converted to float and
+ * multiplied by the block's two scales into eight running sums, block
+ * after block (one fused multiply-add each), then summed as ggml's
+ * hsum_float_8 sums them. Two blocks' integers at a time here (64 bytes,
+ * vpdpbusd); the order of the float operations is ggml's. */
+#include "backends/matmul_x86_impl.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+
+/* two 16-byte runs of nibbles (a, b) as 64 unsigned bytes in element
+ * order: a's low nibbles (elements 0..15), a's high (16..31), then b's */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i nib_pair(const uint8_t *a,
+                                                                         const uint8_t *b)
+{
+    const __m256i v =
+        _mm256_set_m128i(_mm_loadu_si128((const __m128i *)b), _mm_loadu_si128((const __m128i *)a));
+    const __m256i m4 = _mm256_set1_epi8(0xF);
+    const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+    /* [a lo, b lo, a hi, b hi] to [a lo, a hi, b lo, b hi] */
+    return _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 4, 5, 2, 3, 6, 7),
+                                    _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+}
+
+/* ggml's hsum_float_8: ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)) */
+AVX512VNNI static inline __attribute__((always_inline)) float hsum8(__m256 v)
+{
+    __m128 r = _mm_add_ps(_mm256_extractf128_ps(v, 1), _mm256_castps256_ps128(v));
+    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+    return _mm_cvtss_f32(_mm_add_ss(r, _mm_movehdup_ps(r)));
+}
+
+/* acc += d0 lo(s) then += d1 hi(s): two blocks' lane sums in ggml's order */
+AVX512VNNI static inline __attribute__((always_inline)) __m256 two_blocks(__m256 acc, __m512i s,
+                                                                          float d0, float d1)
+{
+    const __m512 f = _mm512_cvtepi32_ps(s);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(d0), _mm512_castps512_ps256(f), acc);
+    return _mm256_fmadd_ps(_mm256_set1_ps(d1), _mm512_extractf32x8_ps(f, 1), acc);
+}
+
+/* one Q4_0 row's next two blocks (b: the first) against codes q, d0 d1
+ * the input's scales: per lane sum (nib - 8) q = sum nib q - 8 sum q */
+AVX512VNNI static inline __attribute__((always_inline)) __m256
+q4_0_two(__m256 acc, const uint8_t *b, __m512i q, float d0, float d1)
+{
+    const __m512i s =
+        _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), nib_pair(b + 2, b + 20), q),
+                         _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(8), q));
+    return two_blocks(acc, s, h2f_f16c(b) * d0, h2f_f16c(b + 18) * d1);
+}
+
+/* one Q4_0 row's last block (an odd count) */
+AVX512VNNI static inline __attribute__((always_inline)) __m256
+q4_0_one(__m256 acc, const uint8_t *b, const int8_t *q, float d)
+{
+    const __m256i qv = _mm256_loadu_si256((const __m256i *)(const void *)q);
+    const __m256i w = _mm512_castsi512_si256(nib_pair(b + 2, b + 2));
+    const __m256i s =
+        _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), w, qv),
+                         _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(8), qv));
+    return _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(b) * d), _mm256_cvtepi32_ps(s), acc);
+}
+
+/* Q4_0 x Q8_0, rows r and r + 1 into y[0], y[1]: each row's running sums
+ * are one chain of fused multiply-adds, block after block, so two rows
+ * side by side keep two chains in flight */
+AVX512VNNI void mx_q8_q4_0_vnni2(const struct wmat *W, int64_t r, const struct matmul_q8 *a,
+                                 float *y)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes, *c = b + W->row_bytes;
+    const int64_t nb = W->in / 32;
+    __m256 acc = _mm256_setzero_ps(), acc1 = acc;
+    int64_t i = 0;
+    for (; i + 2 <= nb; i += 2, b += 36, c += 36) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)c + AHEAD, _MM_HINT_T0);
+        const __m512i q = _mm512_loadu_si512((const void *)(a->q + 32 * i));
+        acc = q4_0_two(acc, b, q, a->d[i], a->d[i + 1]);
+        acc1 = q4_0_two(acc1, c, q, a->d[i], a->d[i + 1]);
+    }
+    if (i < nb) {
+        acc = q4_0_one(acc, b, a->q + 32 * i, a->d[i]);
+        acc1 = q4_0_one(acc1, c, a->q + 32 * i, a->d[i]);
+    }
+    y[0] = hsum8(acc), y[1] = hsum8(acc1);
+}
+
+/* Q4_0 x Q8_0, one row */
+AVX512VNNI float mx_q8_q4_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const int64_t nb = W->in / 32;
+    __m256 acc = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 2 <= nb; i += 2, b += 36) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        acc = q4_0_two(acc, b, _mm512_loadu_si512((const void *)(a->q + 32 * i)), a->d[i],
+                       a->d[i + 1]);
+    }
+    if (i < nb) acc = q4_0_one(acc, b, a->q + 32 * i, a->d[i]);
+    return hsum8(acc);
+}
+
+/* one Q8_0 row's next two blocks: the weight codes offset by 128 to
+ * unsigned bytes, per lane sum (w + 128) q - 128 sum q */
+AVX512VNNI static inline __attribute__((always_inline)) __m256
+q8_0_two(__m256 acc, const uint8_t *b, __m512i q, float d0, float d1)
+{
+    const __m512i off = _mm512_set1_epi8((char)0x80);
+    const __m512i w =
+        _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b + 2))),
+                           _mm256_loadu_si256((const __m256i *)(b + 36)), 1);
+    const __m512i s =
+        _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_xor_si512(w, off), q),
+                         _mm512_dpbusd_epi32(_mm512_setzero_si512(), off, q));
+    return two_blocks(acc, s, h2f_f16c(b) * d0, h2f_f16c(b + 34) * d1);
+}
+
+AVX512VNNI static inline __attribute__((always_inline)) __m256
+q8_0_one(__m256 acc, const uint8_t *b, const int8_t *q, float d)
+{
+    const __m256i off = _mm256_set1_epi8((char)0x80);
+    const __m256i w = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(b + 2)), off);
+    const __m256i qv = _mm256_loadu_si256((const __m256i *)(const void *)q);
+    const __m256i s = _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), w, qv),
+                                       _mm256_dpbusd_epi32(_mm256_setzero_si256(), off, qv));
+    return _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(b) * d), _mm256_cvtepi32_ps(s), acc);
+}
+
+/* Q8_0 x Q8_0, rows r and r + 1 into y[0], y[1] (as mx_q8_q4_0_vnni2) */
+AVX512VNNI void mx_q8_q8_0_vnni2(const struct wmat *W, int64_t r, const struct matmul_q8 *a,
+                                 float *y)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes, *c = b + W->row_bytes;
+    const int64_t nb = W->in / 32;
+    __m256 acc = _mm256_setzero_ps(), acc1 = acc;
+    int64_t i = 0;
+    for (; i + 2 <= nb; i += 2, b += 68, c += 68) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)c + AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)c + AHEAD + 64, _MM_HINT_T0);
+        const __m512i q = _mm512_loadu_si512((const void *)(a->q + 32 * i));
+        acc = q8_0_two(acc, b, q, a->d[i], a->d[i + 1]);
+        acc1 = q8_0_two(acc1, c, q, a->d[i], a->d[i + 1]);
+    }
+    if (i < nb) {
+        acc = q8_0_one(acc, b, a->q + 32 * i, a->d[i]);
+        acc1 = q8_0_one(acc1, c, a->q + 32 * i, a->d[i]);
+    }
+    y[0] = hsum8(acc), y[1] = hsum8(acc1);
+}
+
+/* Q8_0 x Q8_0, one row */
+AVX512VNNI float mx_q8_q8_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const int64_t nb = W->in / 32;
+    __m256 acc = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 2 <= nb; i += 2, b += 68) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
+        acc = q8_0_two(acc, b, _mm512_loadu_si512((const void *)(a->q + 32 * i)), a->d[i],
+                       a->d[i + 1]);
+    }
+    if (i < nb) acc = q8_0_one(acc, b, a->q + 32 * i, a->d[i]);
+    return hsum8(acc);
+}
+
+/* sixteen int32 lanes to eight: lanes k and k + 8 added */
+AVX512VNNI static inline __attribute__((always_inline)) __m256i fold16(__m512i v)
+{
+    return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+
+/* Q4_K x Q8_K: per block eight lanes sum_g sc_g (nib . q) over lanes of
+ * four bytes of each 32-byte run (groups 2p and 2p + 1 are the low and
+ * high nibbles of the same 32 bytes, one vpdpbusd), times d_x d_w into
+ * eight running sums; the minima as four pair sums m_g sum_g(q), times
+ * -d_x dmin_w into four more */
+AVX512VNNI float mx_q8_q4_k_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const __m256i m4 = _mm256_set1_epi8(0xF);
+    const __m512i half = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    __m256 acc = _mm256_setzero_ps();
+    __m128 accm = _mm_setzero_ps();
+    for (int64_t k = 0, blk = 0; k < W->in; k += 256, blk++, b += 144) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
+        const __m512i sm = _mm512_cvtepu8_epi32(k4_unpack(b)); /* scales 0..7, mins 8..15 */
+        __m512i isum = _mm512_setzero_si512();
+        for (int p = 0; p < 4; p++) {
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(b + 16 + 32 * p));
+            const __m512i w = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(v, m4)),
+                                                 _mm256_and_si256(_mm256_srli_epi16(v, 4), m4), 1);
+            const __m512i s = _mm512_dpbusd_epi32(
+                _mm512_setzero_si512(), w, _mm512_loadu_si512((const void *)(a->q + k + 64 * p)));
+            const __m512i sc =
+                _mm512_permutexvar_epi32(_mm512_add_epi32(half, _mm512_set1_epi32(2 * p)), sm);
+            isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(s, sc));
+        }
+        /* the groups' code sums (sum16 pairs) in group order, times the minima */
+        const __m512i s16 = _mm512_loadu_si512((const void *)(a->sum16 + k / 16));
+        const __m256i g = _mm256_permute4x64_epi64(
+            _mm256_hadd_epi32(_mm512_castsi512_si256(s16), _mm512_extracti64x4_epi64(s16, 1)),
+            0xD8);
+        const __m256i pm = _mm256_mullo_epi32(g, _mm512_extracti64x4_epi64(sm, 1));
+        const __m128i pairs =
+            _mm_hadd_epi32(_mm256_castsi256_si128(pm), _mm256_extracti128_si256(pm, 1));
+        const float d = a->d[blk] * h2f_f16c(b), dmin = -a->d[blk] * h2f_f16c(b + 2);
+        accm = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(pairs), accm);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold16(isum)), acc);
+    }
+    accm = _mm_add_ps(accm, _mm_movehl_ps(accm, accm));
+    accm = _mm_add_ss(accm, _mm_movehdup_ps(accm));
+    return hsum8(acc) + _mm_cvtss_f32(accm);
+}
+
+/* Q6_K x Q8_K: per block eight lanes sum_j sc_j (q . x) over lanes of four
+ * bytes of each 32-byte run, less 32 (s_2k sc_2k + s_2k+1 sc_2k+1) in lane
+ * k (s_j the sum of run j's 16 codes), times d_x d_w into eight running
+ * sums; the 6-bit values by q6_values, 64 at a time */
+AVX512VNNI float mx_q8_q6_k_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const __m512i quad = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t k = 0, blk = 0; k < W->in; k += 256, blk++, b += 210) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + AHEAD + 128, _MM_HINT_T0);
+        const __m128i sc8 = _mm_loadu_si128((const __m128i *)(b + 192));
+        const __m512i sc = _mm512_cvtepi8_epi32(sc8);
+        __m512i isum = _mm512_setzero_si512();
+        for (int n = 0; n < 2; n++) {
+            const __m512i ql = _mm512_loadu_si512((const void *)(b + 64 * n));
+            const __m512i qh =
+                _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b + 128 + 32 * n)));
+            for (int h = 0; h < 2; h++) {
+                const int64_t e0 = 128 * n + 64 * h;
+                const __m512i s =
+                    _mm512_dpbusd_epi32(_mm512_setzero_si512(), q6_values(ql, qh, h),
+                                        _mm512_loadu_si512((const void *)(a->q + k + e0)));
+                const __m512i scj = _mm512_permutexvar_epi32(
+                    _mm512_add_epi32(quad, _mm512_set1_epi32(8 * n + 4 * h)), sc);
+                isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(s, scj));
+            }
+        }
+        const __m256i s16 =
+            _mm512_cvtepi32_epi16(_mm512_loadu_si512((const void *)(a->sum16 + k / 16)));
+        const __m256i sub = _mm256_slli_epi32(_mm256_madd_epi16(s16, _mm256_cvtepi8_epi16(sc8)), 5);
+        const float d = a->d[blk] * h2f_f16c(b + 208);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d),
+                              _mm256_cvtepi32_ps(_mm256_sub_epi32(fold16(isum), sub)), acc);
+    }
+    return hsum8(acc);
+}
+
+#endif
