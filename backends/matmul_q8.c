@@ -66,30 +66,6 @@ q4_0_one(__m256 acc, const uint8_t *b, const int8_t *q, float d)
     return _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(b) * d), _mm256_cvtepi32_ps(s), acc);
 }
 
-/* Q4_0 x Q8_0, rows r and r + 1 into y[0], y[1]: each row's running sums
- * are one chain of fused multiply-adds, block after block, so two rows
- * side by side keep two chains in flight */
-AVX512VNNI void mx_q8_q4_0_vnni2(const struct wmat *W, int64_t r, const struct matmul_q8 *a,
-                                 float *y)
-{
-    const uint8_t *b = W->data + (size_t)r * W->row_bytes, *c = b + W->row_bytes;
-    const int64_t nb = W->in / 32;
-    __m256 acc = _mm256_setzero_ps(), acc1 = acc;
-    int64_t i = 0;
-    for (; i + 2 <= nb; i += 2, b += 36, c += 36) {
-        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
-        _mm_prefetch((const char *)c + AHEAD, _MM_HINT_T0);
-        const __m512i q = _mm512_loadu_si512((const void *)(a->q + 32 * i));
-        acc = q4_0_two(acc, b, q, a->d[i], a->d[i + 1]);
-        acc1 = q4_0_two(acc1, c, q, a->d[i], a->d[i + 1]);
-    }
-    if (i < nb) {
-        acc = q4_0_one(acc, b, a->q + 32 * i, a->d[i]);
-        acc1 = q4_0_one(acc1, c, a->q + 32 * i, a->d[i]);
-    }
-    y[0] = hsum8(acc), y[1] = hsum8(acc1);
-}
-
 /* Q4_0 x Q8_0, one row */
 AVX512VNNI float mx_q8_q4_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
 {
@@ -130,30 +106,6 @@ q8_0_one(__m256 acc, const uint8_t *b, const int8_t *q, float d)
     const __m256i s = _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), w, qv),
                                        _mm256_dpbusd_epi32(_mm256_setzero_si256(), off, qv));
     return _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(b) * d), _mm256_cvtepi32_ps(s), acc);
-}
-
-/* Q8_0 x Q8_0, rows r and r + 1 into y[0], y[1] (as mx_q8_q4_0_vnni2) */
-AVX512VNNI void mx_q8_q8_0_vnni2(const struct wmat *W, int64_t r, const struct matmul_q8 *a,
-                                 float *y)
-{
-    const uint8_t *b = W->data + (size_t)r * W->row_bytes, *c = b + W->row_bytes;
-    const int64_t nb = W->in / 32;
-    __m256 acc = _mm256_setzero_ps(), acc1 = acc;
-    int64_t i = 0;
-    for (; i + 2 <= nb; i += 2, b += 68, c += 68) {
-        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
-        _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
-        _mm_prefetch((const char *)c + AHEAD, _MM_HINT_T0);
-        _mm_prefetch((const char *)c + AHEAD + 64, _MM_HINT_T0);
-        const __m512i q = _mm512_loadu_si512((const void *)(a->q + 32 * i));
-        acc = q8_0_two(acc, b, q, a->d[i], a->d[i + 1]);
-        acc1 = q8_0_two(acc1, c, q, a->d[i], a->d[i + 1]);
-    }
-    if (i < nb) {
-        acc = q8_0_one(acc, b, a->q + 32 * i, a->d[i]);
-        acc1 = q8_0_one(acc1, c, a->q + 32 * i, a->d[i]);
-    }
-    y[0] = hsum8(acc), y[1] = hsum8(acc1);
 }
 
 /* Q8_0 x Q8_0, one row */

@@ -183,16 +183,6 @@ int mv_x86_rows(enum mv_isa isa, float *y, const float *x, const float *prep, co
     return isa != MV_PORTABLE && rows_avx2(y, x, isa == MV_AVX2 ? prep : NULL, W, r0, r1);
 }
 
-/* rows r0..r1 two at a time by fn2, the last odd one by fn1 */
-#define ROWS2(fn2, fn1)                                                                            \
-    do {                                                                                           \
-        int64_t r = r0;                                                                            \
-        for (; r + 2 <= r1; r += 2)                                                                \
-            fn2(W, r, a, y + (r - r0));                                                            \
-        if (r < r1) y[r - r0] = fn1(W, r, a);                                                      \
-        return 1;                                                                                  \
-    } while (0)
-
 int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const struct wmat *W,
                    int64_t r0, int64_t r1)
 {
@@ -200,9 +190,9 @@ int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const s
     if (a->kind == GGML_Q8_0) {
         switch (W->type) {
         case GGML_Q4_0:
-            ROWS2(mx_q8_q4_0_vnni2, mx_q8_q4_0_vnni);
+            ROWS(mx_q8_q4_0_vnni(W, r, a));
         case GGML_Q8_0:
-            ROWS2(mx_q8_q8_0_vnni2, mx_q8_q8_0_vnni);
+            ROWS(mx_q8_q8_0_vnni(W, r, a));
         default:
             return 0;
         }
@@ -247,16 +237,6 @@ int mv_x86_rows(enum mv_isa isa, float *y, const float *x, const float *prep, co
     (void)isa, (void)y, (void)x, (void)prep, (void)W, (void)r0, (void)r1;
     return 0;
 }
-
-/* rows r0..r1 two at a time by fn2, the last odd one by fn1 */
-#define ROWS2(fn2, fn1)                                                                            \
-    do {                                                                                           \
-        int64_t r = r0;                                                                            \
-        for (; r + 2 <= r1; r += 2)                                                                \
-            fn2(W, r, a, y + (r - r0));                                                            \
-        if (r < r1) y[r - r0] = fn1(W, r, a);                                                      \
-        return 1;                                                                                  \
-    } while (0)
 
 int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const struct wmat *W,
                    int64_t r0, int64_t r1)
