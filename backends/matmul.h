@@ -94,9 +94,10 @@ struct matmul_q8 {
  * kernel set has an integer kernel for the part's type (matmul_has_q8)
  * with a's codes, as llama.cpp's CPU kernels multiply them, to the bit:
  * per block exact integer sums of weight codes times input codes, times
- * both scales, in ggml's order of float operations; elsewhere with x,
- * which must be a's values (d q). a->kind must be the kind
- * simfmt_llamacpp_act_class gives every part's type. */
+ * both scales, in ggml's order of float operations, Q4_1 and Q5_1 with
+ * their minima times a->s (Q8_1's block sums); elsewhere with x, which
+ * must be a's values (d q), and no Q8_1 sums (the caller adds them). a->kind
+ * must be the kind simfmt_llamacpp_act_class gives every part's type. */
 void matmul_w_group_q8(const struct matmul_part *parts, int k, const float *x,
                        const struct matmul_q8 *a, int n_threads, float *scratch);
 

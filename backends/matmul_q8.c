@@ -125,6 +125,71 @@ AVX512VNNI float mx_q8_q8_0_vnni(const struct wmat *W, int64_t r, const struct m
     return hsum8(acc);
 }
 
+/* a 32-block's 5-bit values (Q5_0, Q5_1): the nibbles at qs with the
+ * high bits of the 32-bit word at qh, two blocks (qs0/qh0, qs1/qh1) as 64
+ * unsigned bytes */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i
+five_pair(const uint8_t *qs0, const uint8_t *qh0, const uint8_t *qs1, const uint8_t *qh1)
+{
+    uint32_t h0, h1;
+    memcpy(&h0, qh0, 4);
+    memcpy(&h1, qh1, 4);
+    const __mmask64 hi = (__mmask64)h0 | (__mmask64)h1 << 32;
+    return _mm512_or_si512(nib_pair(qs0, qs1), _mm512_maskz_mov_epi8(hi, _mm512_set1_epi8(16)));
+}
+
+/* Q4_1, Q5_0, Q5_1 x Q8_0 (Q8_1: a->s), llama.cpp's way: per lane sum
+ * u q (Q5_0: less 16 sum q, its values u - 16), d_w d_x into eight
+ * running sums; Q4_1, Q5_1 add m_w s_x block after block into a scalar */
+AVX512VNNI static inline __attribute__((always_inline)) float
+legacy_row(const struct wmat *W, int64_t r, const struct matmul_q8 *a, const size_t bsize,
+           const int five, const int with_m)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const int64_t nb = W->in / 32;
+    const size_t qh = with_m ? 4 : 2, qs = qh + (five ? 4 : 0); /* offsets in a block */
+    __m256 acc = _mm256_setzero_ps();
+    float summs = 0;
+    for (int64_t i = 0; i < nb; i += 2, b += 2 * bsize) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        const int two = i + 1 < nb; /* else the last block with itself, the high half unused */
+        const uint8_t *c = two ? b + bsize : b;
+        const __m512i q = two ? _mm512_loadu_si512((const void *)(a->q + 32 * i))
+                              : _mm512_castsi256_si512(_mm256_loadu_si256(
+                                    (const __m256i *)(const void *)(a->q + 32 * i)));
+        const __m512i w =
+            five ? five_pair(b + qs, b + qh, c + qs, c + qh) : nib_pair(b + qs, c + qs);
+        __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, q);
+        if (five && !with_m)
+            s = _mm512_sub_epi32(
+                s, _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(16), q));
+        const __m512 f = _mm512_cvtepi32_ps(s);
+        acc =
+            _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(b) * a->d[i]), _mm512_castps512_ps256(f), acc);
+        if (with_m) summs += h2f_f16c(b + 2) * a->s[i];
+        if (!two) break;
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(c) * a->d[i + 1]),
+                              _mm512_extractf32x8_ps(f, 1), acc);
+        if (with_m) summs += h2f_f16c(c + 2) * a->s[i + 1];
+    }
+    return hsum8(acc) + summs;
+}
+
+AVX512VNNI float mx_q8_q4_1_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    return legacy_row(W, r, a, 20, 0, 1);
+}
+
+AVX512VNNI float mx_q8_q5_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    return legacy_row(W, r, a, 22, 1, 0);
+}
+
+AVX512VNNI float mx_q8_q5_1_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    return legacy_row(W, r, a, 24, 1, 1);
+}
+
 /* sixteen int32 lanes to eight: lanes k and k + 8 added */
 AVX512VNNI static inline __attribute__((always_inline)) __m256i fold16(__m512i v)
 {

@@ -193,6 +193,12 @@ int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const s
             ROWS(mx_q8_q4_0_vnni(W, r, a));
         case GGML_Q8_0:
             ROWS(mx_q8_q8_0_vnni(W, r, a));
+        case GGML_Q4_1:
+            ROWS(mx_q8_q4_1_vnni(W, r, a));
+        case GGML_Q5_0:
+            ROWS(mx_q8_q5_0_vnni(W, r, a));
+        case GGML_Q5_1:
+            ROWS(mx_q8_q5_1_vnni(W, r, a));
         default:
             return 0;
         }

@@ -315,6 +315,9 @@ AVX512VNNI float mx_row_q6_k_vnni(const struct wmat *W, int64_t r, const float *
  * against an input in llama.cpp's 8-bit blocks */
 AVX512VNNI float mx_q8_q4_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_q8_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
+AVX512VNNI float mx_q8_q4_1_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
+AVX512VNNI float mx_q8_q5_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
+AVX512VNNI float mx_q8_q5_1_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_q4_k_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_q6_k_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 

@@ -1269,24 +1269,38 @@ static int k4_scale(const uint8_t *s, int j)
 
 /* the 8-bit codes' product with row r as llama.cpp's AVX2 kernels order it
  * (per block eight lane sums of four consecutive codes in each 32-byte
- * run, fused into eight running sums, ggml's horizontal sum): Q4_0, Q8_0,
- * Q4_K, Q6_K */
+ * run, fused into eight running sums, ggml's horizontal sum; Q4_1 and
+ * Q5_1's minima times Q8_1's sums added block after block): Q4_0, Q4_1,
+ * Q5_0, Q5_1, Q8_0, Q4_K, Q6_K */
 static float ggml_order_dot(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
     float acc[8] = {0}, accm[4] = {0};
     int u[256]; /* a block's weight codes, offsets taken out where ggml does */
-    const int bs = W->type == GGML_Q4_0 || W->type == GGML_Q8_0 ? 32 : 256;
+    const int bs = W->type == GGML_Q4_K || W->type == GGML_Q6_K ? 256 : 32;
+    float summs = 0; /* Q4_1, Q5_1: m_w s_x block after block */
     for (int64_t k = 0; k < W->in; k += bs) {
         const int8_t *q = a->q + k;
         int sc[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, lane[8] = {0};
         float d = 0;
-        if (W->type == GGML_Q4_0 || W->type == GGML_Q8_0) {
+        if (bs == 32) { /* d, then (Q4_1, Q5_1) m, (Q5) the high bits, the nibbles */
+            const int m = W->type == GGML_Q4_1 || W->type == GGML_Q5_1;
+            const int five = W->type == GGML_Q5_0 || W->type == GGML_Q5_1;
+            const uint8_t *qs = b + 2 + 2 * m + 4 * five;
+            const uint32_t qh = five ? (uint32_t)b[2 + 2 * m] | (uint32_t)b[3 + 2 * m] << 8 |
+                                           (uint32_t)b[4 + 2 * m] << 16 |
+                                           (uint32_t)b[5 + 2 * m] << 24
+                                     : 0;
             d = quant_f16_to_f32((uint16_t)(b[0] | b[1] << 8)) * a->d[k / 32];
-            for (int e = 0; e < 32; e++)
-                u[e] = W->type == GGML_Q8_0 ? (int8_t)b[2 + e]
-                                            : (e < 16 ? b[2 + e] & 0xF : b[2 + e - 16] >> 4) - 8;
-            b += W->type == GGML_Q8_0 ? 34 : 18;
+            for (int e = 0; e < 32; e++) {
+                const int nib = e < 16 ? qs[e] & 0xF : qs[e - 16] >> 4;
+                u[e] = W->type == GGML_Q8_0   ? (int8_t)b[2 + e]
+                       : W->type == GGML_Q4_0 ? nib - 8
+                       : W->type == GGML_Q5_0 ? (nib | (int)(qh >> e & 1) << 4) - 16
+                                              : nib | (int)(qh >> e & 1) << 4;
+            }
+            if (m) summs += quant_f16_to_f32((uint16_t)(b[2] | b[3] << 8)) * a->s[k / 32];
+            b += ggml_type_get(W->type)->type_size;
         } else if (W->type == GGML_Q4_K) {
             d = a->d[k / 256] * quant_f16_to_f32((uint16_t)(b[0] | b[1] << 8));
             const float dmin = -a->d[k / 256] * quant_f16_to_f32((uint16_t)(b[2] | b[3] << 8));
@@ -1332,7 +1346,22 @@ static float ggml_order_dot(const struct wmat *W, int64_t r, const struct matmul
     }
     float y = ggml_hsum8(acc);
     if (W->type == GGML_Q4_K) y += (accm[0] + accm[2]) + (accm[1] + accm[3]);
-    return y;
+    return y + summs;
+}
+
+/* Q4_1, Q5_1 under an integer kernel: what llama.cpp's Q8_1 block sums
+ * (fp16) add beyond the rounded input's, sum_b m_b (s_b - d_b sum_b q);
+ * else 0 (the float kernels leave it to the caller, as llama_eval does) */
+static double q8_1_sums(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    if ((W->type != GGML_Q4_1 && W->type != GGML_Q5_1) || !matmul_has_q8(W->type, a->kind))
+        return 0;
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    double add = 0;
+    for (int64_t i = 0; i < W->in / 32; i++, b += ggml_type_get(W->type)->type_size)
+        add += (double)quant_f16_to_f32((uint16_t)(b[2] | b[3] << 8)) *
+               ((double)a->s[i] - (double)a->d[i] * (a->sum16[2 * i] + a->sum16[2 * i + 1]));
+    return add;
 }
 
 /* one a=llamacpp decode product through matmul_w_group_q8 against the
@@ -1366,6 +1395,7 @@ static double q8_product_error(const struct wmat *W, const float *x0, int group,
             double exact = 0, mag = 0;
             for (int64_t k = 0; k < in; k++)
                 exact += (double)row[k] * x[k], mag += fabs((double)row[k] * x[k]);
+            exact += q8_1_sums(W, r, &a);
             double e = fabs(y[r] - exact) / (mag + 1e-30);
             if (group == 2) {
                 double e2 = fabs(y[W->out + r] - (exact + 0.25 + bias[r])) / (mag + 1);
@@ -1389,7 +1419,9 @@ static int q8_check(void *ctx)
     static const struct {
         uint32_t type;
         int64_t in;
-    } cases[] = {{GGML_Q4_0, 32},  {GGML_Q4_0, 64},  {GGML_Q4_0, 96},   {GGML_Q4_0, 128},
+    } cases[] = {{GGML_Q4_1, 32},  {GGML_Q4_1, 96},  {GGML_Q4_1, 1024}, {GGML_Q5_0, 32},
+                 {GGML_Q5_0, 160}, {GGML_Q5_1, 64},  {GGML_Q5_1, 96},   {GGML_Q5_1, 1024},
+                 {GGML_Q4_0, 32},  {GGML_Q4_0, 64},  {GGML_Q4_0, 96},   {GGML_Q4_0, 128},
                  {GGML_Q4_0, 160}, {GGML_Q4_0, 224}, {GGML_Q4_0, 1024}, {GGML_Q8_0, 32},
                  {GGML_Q8_0, 96},  {GGML_Q8_0, 128}, {GGML_Q8_0, 160},  {GGML_Q8_0, 1056},
                  {GGML_Q4_K, 256}, {GGML_Q4_K, 512}, {GGML_Q6_K, 256},  {GGML_Q6_K, 768}};
