@@ -240,6 +240,51 @@ AVX512VNNI float mx_q8_q4_k_vnni(const struct wmat *W, int64_t r, const struct m
     return hsum8(acc) + _mm_cvtss_f32(accm);
 }
 
+/* Q5_K x Q8_K: Q4_K's lanes with the fifth bits (qh, 32 bytes: bit g of
+ * byte j for element j of group g) as 16, and the minima's one integer
+ * total times -d_x dmin_w added block after block into a scalar */
+AVX512VNNI float mx_q8_q5_k_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const __m256i m4 = _mm256_set1_epi8(0xF);
+    const __m512i half = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    __m256 acc = _mm256_setzero_ps();
+    float summs = 0;
+    for (int64_t k = 0, blk = 0; k < W->in; k += 256, blk++, b += 176) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + AHEAD + 128, _MM_HINT_T0);
+        const __m512i sm = _mm512_cvtepu8_epi32(k4_unpack(b)); /* scales 0..7, mins 8..15 */
+        const __m256i hb = _mm256_loadu_si256((const __m256i *)(b + 16));
+        __m512i isum = _mm512_setzero_si512();
+        for (int p = 0; p < 4; p++) {
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(b + 48 + 32 * p));
+            const __mmask64 hi =
+                (__mmask64)_mm256_test_epi8_mask(hb, _mm256_set1_epi8((char)(1 << 2 * p))) |
+                (__mmask64)_mm256_test_epi8_mask(hb, _mm256_set1_epi8((char)(2 << 2 * p))) << 32;
+            const __m512i w = _mm512_or_si512(
+                _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(v, m4)),
+                                   _mm256_and_si256(_mm256_srli_epi16(v, 4), m4), 1),
+                _mm512_maskz_mov_epi8(hi, _mm512_set1_epi8(16)));
+            const __m512i s = _mm512_dpbusd_epi32(
+                _mm512_setzero_si512(), w, _mm512_loadu_si512((const void *)(a->q + k + 64 * p)));
+            const __m512i sc =
+                _mm512_permutexvar_epi32(_mm512_add_epi32(half, _mm512_set1_epi32(2 * p)), sm);
+            isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(s, sc));
+        }
+        const __m512i s16 = _mm512_loadu_si512((const void *)(a->sum16 + k / 16));
+        const __m256i g = _mm256_permute4x64_epi64(
+            _mm256_hadd_epi32(_mm512_castsi512_si256(s16), _mm512_extracti64x4_epi64(s16, 1)),
+            0xD8);
+        const int32_t mins = _mm512_reduce_add_epi32(
+            _mm512_castsi256_si512(_mm256_mullo_epi32(g, _mm512_extracti64x4_epi64(sm, 1))));
+        const float d = a->d[blk] * h2f_f16c(b), dmin = -a->d[blk] * h2f_f16c(b + 2);
+        summs += dmin * (float)mins;
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold16(isum)), acc);
+    }
+    return hsum8(acc) + summs;
+}
+
 /* Q6_K x Q8_K: per block eight lanes sum_j sc_j (q . x) over lanes of four
  * bytes of each 32-byte run, less 32 (s_2k sc_2k + s_2k+1 sc_2k+1) in lane
  * k (s_j the sum of run j's 16 codes), times d_x d_w into eight running

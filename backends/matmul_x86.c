@@ -206,6 +206,8 @@ int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const s
     switch (W->type) {
     case GGML_Q4_K:
         ROWS(mx_q8_q4_k_vnni(W, r, a));
+    case GGML_Q5_K:
+        ROWS(mx_q8_q5_k_vnni(W, r, a));
     case GGML_Q6_K:
         ROWS(mx_q8_q6_k_vnni(W, r, a));
     default:

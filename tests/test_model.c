@@ -1271,14 +1271,14 @@ static int k4_scale(const uint8_t *s, int j)
  * (per block eight lane sums of four consecutive codes in each 32-byte
  * run, fused into eight running sums, ggml's horizontal sum; Q4_1 and
  * Q5_1's minima times Q8_1's sums added block after block): Q4_0, Q4_1,
- * Q5_0, Q5_1, Q8_0, Q4_K, Q6_K */
+ * Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K */
 static float ggml_order_dot(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
     float acc[8] = {0}, accm[4] = {0};
     int u[256]; /* a block's weight codes, offsets taken out where ggml does */
-    const int bs = W->type == GGML_Q4_K || W->type == GGML_Q6_K ? 256 : 32;
-    float summs = 0; /* Q4_1, Q5_1: m_w s_x block after block */
+    const int bs = W->type == GGML_Q4_K || W->type == GGML_Q5_K || W->type == GGML_Q6_K ? 256 : 32;
+    float summs = 0; /* Q4_1, Q5_1, Q5_K: the minima block after block */
     for (int64_t k = 0; k < W->in; k += bs) {
         const int8_t *q = a->q + k;
         int sc[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, lane[8] = {0};
@@ -1301,27 +1301,31 @@ static float ggml_order_dot(const struct wmat *W, int64_t r, const struct matmul
             }
             if (m) summs += quant_f16_to_f32((uint16_t)(b[2] | b[3] << 8)) * a->s[k / 32];
             b += ggml_type_get(W->type)->type_size;
-        } else if (W->type == GGML_Q4_K) {
+        } else if (W->type == GGML_Q4_K || W->type == GGML_Q5_K) {
+            const int five = W->type == GGML_Q5_K; /* Q5_K: 32 bytes of fifth bits first */
             d = a->d[k / 256] * quant_f16_to_f32((uint16_t)(b[0] | b[1] << 8));
             const float dmin = -a->d[k / 256] * quant_f16_to_f32((uint16_t)(b[2] | b[3] << 8));
             for (int e = 0; e < 256; e++) {
-                const uint8_t byte = b[16 + 32 * (e / 64) + e % 32];
-                u[e] = e % 64 < 32 ? byte & 0xF : byte >> 4;
+                const uint8_t byte = b[16 + 32 * five + 32 * (e / 64) + e % 32];
+                u[e] = (e % 64 < 32 ? byte & 0xF : byte >> 4) |
+                       (five ? (b[16 + e % 32] >> (e / 32) & 1) << 4 : 0);
             }
-            int gs[8];
+            int gs[8], total = 0;
             for (int g = 0; g < 8; g++) {
                 gs[g] = 0;
                 for (int e = 0; e < 32; e++)
                     gs[g] += q[32 * g + e];
+                total += k4_scale(b + 4, 8 + g) * gs[g];
             }
-            for (int t = 0; t < 4; t++)
+            for (int t = 0; t < 4; t++) /* Q4_K: four running pair sums */
                 accm[t] = fmaf(dmin,
                                (float)(k4_scale(b + 4, 8 + 2 * t) * gs[2 * t] +
                                        k4_scale(b + 4, 9 + 2 * t) * gs[2 * t + 1]),
                                accm[t]);
-            for (int j = 0; j < 16; j++) /* the scale of each run of 16 */
+            if (five) summs += dmin * (float)total; /* Q5_K: one scalar */
+            for (int j = 0; j < 16; j++)            /* the scale of each run of 16 */
                 sc[j] = k4_scale(b + 4, j / 2);
-            b += 144;
+            b += five ? 176 : 144;
         } else { /* Q6_K */
             for (int n = 0; n < 2; n++)
                 for (int l = 0; l < 32; l++) {
@@ -1424,7 +1428,8 @@ static int q8_check(void *ctx)
                  {GGML_Q4_0, 32},  {GGML_Q4_0, 64},  {GGML_Q4_0, 96},   {GGML_Q4_0, 128},
                  {GGML_Q4_0, 160}, {GGML_Q4_0, 224}, {GGML_Q4_0, 1024}, {GGML_Q8_0, 32},
                  {GGML_Q8_0, 96},  {GGML_Q8_0, 128}, {GGML_Q8_0, 160},  {GGML_Q8_0, 1056},
-                 {GGML_Q4_K, 256}, {GGML_Q4_K, 512}, {GGML_Q6_K, 256},  {GGML_Q6_K, 768}};
+                 {GGML_Q4_K, 256}, {GGML_Q4_K, 512}, {GGML_Q6_K, 256},  {GGML_Q6_K, 768},
+                 {GGML_Q5_K, 256}, {GGML_Q5_K, 1024}};
     const int vnni = !strcmp(matmul_kernel_name(), "avx512vnni");
     uint64_t st = 33;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
