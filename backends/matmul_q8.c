@@ -255,17 +255,23 @@ AVX512VNNI float mx_q8_q5_k_vnni(const struct wmat *W, int64_t r, const struct m
         _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
         _mm_prefetch((const char *)b + AHEAD + 128, _MM_HINT_T0);
         const __m512i sm = _mm512_cvtepu8_epi32(k4_unpack(b)); /* scales 0..7, mins 8..15 */
+        /* the fifth bits: bytes of group 2p's bits in the low half, 2p + 1's
+         * (one further) in the high half, each moved to bit 4 below */
         const __m256i hb = _mm256_loadu_si256((const __m256i *)(b + 16));
+        const __m512i h2 =
+            _mm512_inserti64x4(_mm512_castsi256_si512(hb), _mm256_srli_epi16(hb, 1), 1);
+        const __m512i b4 = _mm512_set1_epi8(16);
+        const __m512i hi[4] = {_mm512_and_si512(_mm512_slli_epi16(h2, 4), b4),
+                               _mm512_and_si512(_mm512_slli_epi16(h2, 2), b4),
+                               _mm512_and_si512(h2, b4),
+                               _mm512_and_si512(_mm512_srli_epi16(h2, 2), b4)};
         __m512i isum = _mm512_setzero_si512();
         for (int p = 0; p < 4; p++) {
             const __m256i v = _mm256_loadu_si256((const __m256i *)(b + 48 + 32 * p));
-            const __mmask64 hi =
-                (__mmask64)_mm256_test_epi8_mask(hb, _mm256_set1_epi8((char)(1 << 2 * p))) |
-                (__mmask64)_mm256_test_epi8_mask(hb, _mm256_set1_epi8((char)(2 << 2 * p))) << 32;
             const __m512i w = _mm512_or_si512(
                 _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(v, m4)),
                                    _mm256_and_si256(_mm256_srli_epi16(v, 4), m4), 1),
-                _mm512_maskz_mov_epi8(hi, _mm512_set1_epi8(16)));
+                hi[p]);
             const __m512i s = _mm512_dpbusd_epi32(
                 _mm512_setzero_si512(), w, _mm512_loadu_si512((const void *)(a->q + k + 64 * p)));
             const __m512i sc =
