@@ -3,7 +3,7 @@
 
 usage: bench/vs_llamacpp.py --llama BUILD_DIR [--qgate build/qgate] [--threads T]
                             [--reps N] [--text FILE] [--ctx C] [--chunks K]
-                            [--tokens N] [--no-decode] MODEL.gguf...
+                            [--tokens N] [--no-decode] [--a-llamacpp] MODEL.gguf...
 
 For every model, N rounds, each running the two programs one after the
 other (qgate first in even rounds, llama.cpp first in odd ones), with the
@@ -18,6 +18,9 @@ same thread count:
   qgate's, measured as (N - 1) / (wall(generate -n N) - wall(generate -n 1))
   with a fixed prompt, so load and prompt cancel; a model that stops early
   (end of sequence) is reported as such, not timed.
+
+--a-llamacpp runs qgate as MODEL?a=llamacpp (llama.cpp's 8-bit
+activations and f16 attention sums, the same arithmetic as llama.cpp's).
 
 Prints one table row per model and phase: min, median and max of the
 per-round ratios, and each side's median. BUILD_DIR is a llama.cpp CMake
@@ -43,8 +46,12 @@ def run(cmd):
     return dt, p.stdout + p.stderr
 
 
+def qgate_model(a, model):
+    return model + "?a=llamacpp" if a.a_llamacpp else model
+
+
 def qgate_decode(a, model):
-    base = [a.qgate, "generate", model, "--prompt", "Once upon a time", "--threads",
+    base = [a.qgate, "generate", qgate_model(a, model), "--prompt", "Once upon a time", "--threads",
             str(a.threads)]
     t1, o1 = run(base + ["-n", "1"])
     tn, on = run(base + ["-n", str(a.tokens)])
@@ -65,7 +72,7 @@ def llama_decode(a, model):
 
 def prefill(a, model, which):
     if which == "qgate":
-        return run([a.qgate, "ppl", model, "--text", a.text, "--ctx", str(a.ctx), "--chunks",
+        return run([a.qgate, "ppl", qgate_model(a, model), "--text", a.text, "--ctx", str(a.ctx), "--chunks",
                     str(a.chunks), "--threads", str(a.threads)])[0]
     return run([os.path.join(a.llama, "bin", "llama-perplexity"), "-m", model, "-f", a.text,
                 "-c", str(a.ctx), "--chunks", str(a.chunks), "-t", str(a.threads), "-b",
@@ -92,10 +99,11 @@ def main():
     ap.add_argument("--chunks", type=int, default=8)
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--no-decode", action="store_true")
+    ap.add_argument("--a-llamacpp", action="store_true")
     ap.add_argument("models", nargs="+")
     a = ap.parse_args()
     print(f"threads {a.threads}, {a.reps} rounds; ratio = llama.cpp time / qgate time "
-          f"(above 1: qgate faster)")
+          f"(above 1: qgate faster){'; qgate as a=llamacpp' if a.a_llamacpp else ''}")
     print("| model | phase | min | median | max | qgate | llama.cpp |")
     print("|---|---|---|---|---|---|---|")
     for model in a.models:
