@@ -196,6 +196,83 @@ AVX512VNNI static inline __attribute__((always_inline)) __m256i fold16(__m512i v
     return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
 }
 
+/* IQ4_NL's values offset by 128 to unsigned bytes, in each 128-bit lane */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i iq4_table(void)
+{
+    return _mm512_xor_si512(
+        _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)kvalues_iq4)),
+        _mm512_set1_epi8((char)0x80));
+}
+
+/* per lane sum v q of two IQ4_NL runs (qs0, qs1: 16 bytes of nibbles
+ * each) against 64 codes q: (v + 128) q - 128 q, exactly */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i
+iq4_pair(__m512i table, const uint8_t *qs0, const uint8_t *qs1, __m512i q)
+{
+    const __m512i w = _mm512_shuffle_epi8(table, nib_pair(qs0, qs1));
+    return _mm512_sub_epi32(
+        _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, q),
+        _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)0x80), q));
+}
+
+/* IQ4_NL x Q8_0, llama.cpp's way: even blocks into one set of eight
+ * running sums, odd ones into another, added before ggml's horizontal
+ * sum; an odd last block's integer total times d_w d_x added after */
+AVX512VNNI float mx_q8_iq4_nl_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const int64_t nb = W->in / 32;
+    const __m512i table = iq4_table();
+    __m256 acc1 = _mm256_setzero_ps(), acc2 = acc1;
+    int64_t i = 0;
+    for (; i + 2 <= nb; i += 2, b += 36) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        const __m512 f = _mm512_cvtepi32_ps(
+            iq4_pair(table, b + 2, b + 20, _mm512_loadu_si512((const void *)(a->q + 32 * i))));
+        acc1 =
+            _mm256_fmadd_ps(_mm256_set1_ps(a->d[i] * h2f_f16c(b)), _mm512_castps512_ps256(f), acc1);
+        acc2 = _mm256_fmadd_ps(_mm256_set1_ps(a->d[i + 1] * h2f_f16c(b + 18)),
+                               _mm512_extractf32x8_ps(f, 1), acc2);
+    }
+    float y = hsum8(_mm256_add_ps(acc1, acc2));
+    if (i < nb) {
+        int32_t t = 0;
+        for (int j = 0; j < 16; j++)
+            t += a->q[32 * i + j] * kvalues_iq4[b[2 + j] & 0xF] +
+                 a->q[32 * i + 16 + j] * kvalues_iq4[b[2 + j] >> 4];
+        y += a->d[i] * h2f_f16c(b) * (float)t;
+    }
+    return y;
+}
+
+/* IQ4_XS x Q8_K: per block eight lanes sum_j ls_j (v . q) over lanes of
+ * four bytes of each 32-value run (ls_j the run's 6-bit scale less 32),
+ * times d_w d_x into eight running sums */
+AVX512VNNI float mx_q8_iq4_xs_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const __m512i table = iq4_table();
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t k = 0, blk = 0; k < W->in; k += 256, blk++, b += 136) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
+        const uint16_t sh = (uint16_t)(b[2] | b[3] << 8);
+        __m512i isum = _mm512_setzero_si512();
+        for (int p = 0; p < 4; p++) {
+            const int ls0 = ((b[4 + p] & 0xF) | (sh >> 4 * p & 3) << 4) - 32;
+            const int ls1 = ((b[4 + p] >> 4) | (sh >> (4 * p + 2) & 3) << 4) - 32;
+            const __m512i s = iq4_pair(table, b + 8 + 32 * p, b + 24 + 32 * p,
+                                       _mm512_loadu_si512((const void *)(a->q + k + 64 * p)));
+            const __m512i ls =
+                _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32(ls0), _mm512_set1_epi32(ls1));
+            isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(s, ls));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(b) * a->d[blk]),
+                              _mm256_cvtepi32_ps(fold16(isum)), acc);
+    }
+    return hsum8(acc);
+}
+
 /* Q4_K x Q8_K: per block eight lanes sum_g sc_g (nib . q) over lanes of
  * four bytes of each 32-byte run (groups 2p and 2p + 1 are the low and
  * high nibbles of the same 32 bytes, one vpdpbusd), times d_x d_w into

@@ -199,6 +199,8 @@ int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const s
             ROWS(mx_q8_q5_0_vnni(W, r, a));
         case GGML_Q5_1:
             ROWS(mx_q8_q5_1_vnni(W, r, a));
+        case GGML_IQ4_NL:
+            ROWS(mx_q8_iq4_nl_vnni(W, r, a));
         default:
             return 0;
         }
@@ -208,6 +210,8 @@ int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const s
         ROWS(mx_q8_q4_k_vnni(W, r, a));
     case GGML_Q5_K:
         ROWS(mx_q8_q5_k_vnni(W, r, a));
+    case GGML_IQ4_XS:
+        ROWS(mx_q8_iq4_xs_vnni(W, r, a));
     case GGML_Q6_K:
         ROWS(mx_q8_q6_k_vnni(W, r, a));
     default:

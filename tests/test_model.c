@@ -1271,13 +1271,19 @@ static int k4_scale(const uint8_t *s, int j)
  * (per block eight lane sums of four consecutive codes in each 32-byte
  * run, fused into eight running sums, ggml's horizontal sum; Q4_1 and
  * Q5_1's minima times Q8_1's sums added block after block): Q4_0, Q4_1,
- * Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K */
+ * Q5_0, Q5_1, Q8_0, IQ4_NL (even and odd blocks in two sets of running
+ * sums, an odd last block added after), Q4_K, Q5_K, Q6_K, IQ4_XS */
 static float ggml_order_dot(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
-    float acc[8] = {0}, accm[4] = {0};
+    static const int8_t nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                  1,    13,   25,  38,  53,  69,  89,  113}; /* IQ4_NL's */
+    float acc[8] = {0}, acc_odd[8] = {0}, accm[4] = {0}, tail = 0;
     int u[256]; /* a block's weight codes, offsets taken out where ggml does */
-    const int bs = W->type == GGML_Q4_K || W->type == GGML_Q5_K || W->type == GGML_Q6_K ? 256 : 32;
+    const int bs = W->type == GGML_Q4_K || W->type == GGML_Q5_K || W->type == GGML_Q6_K ||
+                           W->type == GGML_IQ4_XS
+                       ? 256
+                       : 32;
     float summs = 0; /* Q4_1, Q5_1, Q5_K: the minima block after block */
     for (int64_t k = 0; k < W->in; k += bs) {
         const int8_t *q = a->q + k;
@@ -1294,13 +1300,24 @@ static float ggml_order_dot(const struct wmat *W, int64_t r, const struct matmul
             d = quant_f16_to_f32((uint16_t)(b[0] | b[1] << 8)) * a->d[k / 32];
             for (int e = 0; e < 32; e++) {
                 const int nib = e < 16 ? qs[e] & 0xF : qs[e - 16] >> 4;
-                u[e] = W->type == GGML_Q8_0   ? (int8_t)b[2 + e]
-                       : W->type == GGML_Q4_0 ? nib - 8
-                       : W->type == GGML_Q5_0 ? (nib | (int)(qh >> e & 1) << 4) - 16
-                                              : nib | (int)(qh >> e & 1) << 4;
+                u[e] = W->type == GGML_Q8_0     ? (int8_t)b[2 + e]
+                       : W->type == GGML_Q4_0   ? nib - 8
+                       : W->type == GGML_Q5_0   ? (nib | (int)(qh >> e & 1) << 4) - 16
+                       : W->type == GGML_IQ4_NL ? nl[nib]
+                                                : nib | (int)(qh >> e & 1) << 4;
             }
             if (m) summs += quant_f16_to_f32((uint16_t)(b[2] | b[3] << 8)) * a->s[k / 32];
             b += ggml_type_get(W->type)->type_size;
+        } else if (W->type == GGML_IQ4_XS) { /* d, scales_h, scales_l, 8 runs of nibbles */
+            d = quant_f16_to_f32((uint16_t)(b[0] | b[1] << 8)) * a->d[k / 256];
+            const int sh = b[2] | b[3] << 8;
+            for (int e = 0; e < 256; e++) {
+                const uint8_t *qs = b + 8 + 16 * (e / 32);
+                u[e] = nl[e % 32 < 16 ? qs[e % 32] & 0xF : qs[e % 32 - 16] >> 4];
+            }
+            for (int j = 0; j < 16; j++) /* run j / 2's scale */
+                sc[j] = ((b[4 + j / 4] >> 4 * (j / 2 % 2) & 0xF) | (sh >> j / 2 * 2 & 3) << 4) - 32;
+            b += 136;
         } else if (W->type == GGML_Q4_K || W->type == GGML_Q5_K) {
             const int five = W->type == GGML_Q5_K; /* Q5_K: 32 bytes of fifth bits first */
             d = a->d[k / 256] * quant_f16_to_f32((uint16_t)(b[0] | b[1] << 8));
@@ -1345,10 +1362,18 @@ static float ggml_order_dot(const struct wmat *W, int64_t r, const struct matmul
         }
         for (int e = 0; e < bs; e++)
             lane[e % 32 / 4] += sc[e / 16] * u[e] * q[e];
+        if (W->type == GGML_IQ4_NL && k / 32 % 2 == 0 && k + 32 == W->in) { /* an odd last */
+            tail = d * (float)(lane[0] + lane[1] + lane[2] + lane[3] + lane[4] + lane[5] + lane[6] +
+                               lane[7]);
+            continue;
+        }
+        float *sums = W->type == GGML_IQ4_NL && k / 32 % 2 ? acc_odd : acc; /* IQ4_NL: two sets */
         for (int k2 = 0; k2 < 8; k2++)
-            acc[k2] = fmaf(d, (float)lane[k2], acc[k2]);
+            sums[k2] = fmaf(d, (float)lane[k2], sums[k2]);
     }
-    float y = ggml_hsum8(acc);
+    for (int k2 = 0; k2 < 8; k2++)
+        acc[k2] += acc_odd[k2];
+    float y = ggml_hsum8(acc) + tail;
     if (W->type == GGML_Q4_K) y += (accm[0] + accm[2]) + (accm[1] + accm[3]);
     return y + summs;
 }
@@ -1423,13 +1448,14 @@ static int q8_check(void *ctx)
     static const struct {
         uint32_t type;
         int64_t in;
-    } cases[] = {{GGML_Q4_1, 32},  {GGML_Q4_1, 96},  {GGML_Q4_1, 1024}, {GGML_Q5_0, 32},
-                 {GGML_Q5_0, 160}, {GGML_Q5_1, 64},  {GGML_Q5_1, 96},   {GGML_Q5_1, 1024},
-                 {GGML_Q4_0, 32},  {GGML_Q4_0, 64},  {GGML_Q4_0, 96},   {GGML_Q4_0, 128},
-                 {GGML_Q4_0, 160}, {GGML_Q4_0, 224}, {GGML_Q4_0, 1024}, {GGML_Q8_0, 32},
-                 {GGML_Q8_0, 96},  {GGML_Q8_0, 128}, {GGML_Q8_0, 160},  {GGML_Q8_0, 1056},
-                 {GGML_Q4_K, 256}, {GGML_Q4_K, 512}, {GGML_Q6_K, 256},  {GGML_Q6_K, 768},
-                 {GGML_Q5_K, 256}, {GGML_Q5_K, 1024}};
+    } cases[] = {{GGML_Q4_1, 32},     {GGML_Q4_1, 96},    {GGML_Q4_1, 1024}, {GGML_Q5_0, 32},
+                 {GGML_Q5_0, 160},    {GGML_Q5_1, 64},    {GGML_Q5_1, 96},   {GGML_Q5_1, 1024},
+                 {GGML_Q4_0, 32},     {GGML_Q4_0, 64},    {GGML_Q4_0, 96},   {GGML_Q4_0, 128},
+                 {GGML_Q4_0, 160},    {GGML_Q4_0, 224},   {GGML_Q4_0, 1024}, {GGML_Q8_0, 32},
+                 {GGML_Q8_0, 96},     {GGML_Q8_0, 128},   {GGML_Q8_0, 160},  {GGML_Q8_0, 1056},
+                 {GGML_Q4_K, 256},    {GGML_Q4_K, 512},   {GGML_Q6_K, 256},  {GGML_Q6_K, 768},
+                 {GGML_Q5_K, 256},    {GGML_Q5_K, 1024},  {GGML_IQ4_NL, 32}, {GGML_IQ4_NL, 96},
+                 {GGML_IQ4_NL, 1024}, {GGML_IQ4_XS, 256}, {GGML_IQ4_XS, 768}};
     const int vnni = !strcmp(matmul_kernel_name(), "avx512vnni");
     uint64_t st = 33;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
