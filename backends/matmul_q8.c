@@ -368,6 +368,95 @@ AVX512VNNI float mx_q8_q5_k_vnni(const struct wmat *W, int64_t r, const struct m
     return hsum8(acc) + summs;
 }
 
+/* the 4 scales of the 64 values from 16 * i0 as 16 lanes, 4 each */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i quad_scales(__m512i sc, int i0)
+{
+    const __m512i quad = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    return _mm512_permutexvar_epi32(_mm512_add_epi32(quad, _mm512_set1_epi32(i0)), sc);
+}
+
+/* Q2_K x Q8_K, llama.cpp's way: per block, first the minima (eight lanes
+ * m_2k s_2k + m_2k+1 s_2k+1, s_j the sum of run j's 16 codes) times
+ * -d_x dmin_w, then eight lanes sum_j sc_j (v . q) over lanes of four
+ * bytes of each 32-value run times d_x d_w, into eight running sums */
+AVX512VNNI float mx_q8_q2_k_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const __m256i m3 = _mm256_set1_epi8(3);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t k = 0, blk = 0; k < W->in; k += 256, blk++, b += 84) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
+        const __m128i ms = _mm_loadu_si128((const __m128i *)b); /* scale, minimum per 16 */
+        const __m512i sc = _mm512_cvtepu8_epi32(_mm_and_si128(ms, _mm_set1_epi8(0xF)));
+        const __m256i mins =
+            _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(ms, 4), _mm_set1_epi8(0xF)));
+        const __m256i s16 =
+            _mm512_cvtepi32_epi16(_mm512_loadu_si512((const void *)(a->sum16 + k / 16)));
+        const float d = a->d[blk] * h2f_f16c(b + 80), dmin = -a->d[blk] * h2f_f16c(b + 82);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(dmin),
+                              _mm256_cvtepi32_ps(_mm256_madd_epi16(mins, s16)), acc);
+        __m512i isum = _mm512_setzero_si512();
+        for (int j = 0; j < 2; j++) {
+            const __m256i q2 = _mm256_loadu_si256((const __m256i *)(b + 16 + 32 * j));
+            for (int h = 0; h < 2; h++) {
+                const __m512i w = _mm512_inserti64x4(
+                    _mm512_castsi256_si512(_mm256_and_si256(_mm256_srli_epi16(q2, 4 * h), m3)),
+                    _mm256_and_si256(_mm256_srli_epi16(q2, 4 * h + 2), m3), 1);
+                const __m512i s = _mm512_dpbusd_epi32(
+                    _mm512_setzero_si512(), w,
+                    _mm512_loadu_si512((const void *)(a->q + k + 128 * j + 64 * h)));
+                isum =
+                    _mm512_add_epi32(isum, _mm512_mullo_epi32(s, quad_scales(sc, 8 * j + 4 * h)));
+            }
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold16(isum)), acc);
+    }
+    return hsum8(acc);
+}
+
+/* Q3_K x Q8_K: per block eight lanes sum_j sc_j (v . q) over lanes of four
+ * bytes of each 32-value run, v = the 2 low bits + 4 h - 4 (h the hmask
+ * bit) as (v + 4) q - 4 q, times d_x d_w into eight running sums */
+AVX512VNNI float mx_q8_q3_k_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t k = 0, blk = 0; k < W->in; k += 256, blk++, b += 110) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
+        int8_t s8[16];
+        for (int j = 0; j < 16; j++)
+            s8[j] = (int8_t)dequant_q3k_scale(b + 96, j);
+        const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)s8));
+        const __m256i hm = _mm256_loadu_si256((const __m256i *)b);
+        __m512i isum = _mm512_setzero_si512();
+        for (int j = 0; j < 2; j++) {
+            const __m256i q3 = _mm256_loadu_si256((const __m256i *)(b + 32 + 32 * j));
+            for (int h = 0; h < 2; h++) {
+                const int l = 2 * h, bit = 4 * j + l; /* runs l, l + 1 of this half */
+                const __m256i v0 = _mm256_add_epi8(
+                    _mm256_and_si256(_mm256_srli_epi16(q3, 2 * l), m3),
+                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, bit), one), 2));
+                const __m256i v1 = _mm256_add_epi8(
+                    _mm256_and_si256(_mm256_srli_epi16(q3, 2 * l + 2), m3),
+                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, bit + 1), one), 2));
+                const __m512i q = _mm512_loadu_si512((const void *)(a->q + k + 128 * j + 64 * h));
+                const __m512i s = _mm512_sub_epi32(
+                    _mm512_dpbusd_epi32(_mm512_setzero_si512(),
+                                        _mm512_inserti64x4(_mm512_castsi256_si512(v0), v1, 1), q),
+                    _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(4), q));
+                isum =
+                    _mm512_add_epi32(isum, _mm512_mullo_epi32(s, quad_scales(sc, 8 * j + 4 * h)));
+            }
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(a->d[blk] * h2f_f16c(b + 108)),
+                              _mm256_cvtepi32_ps(fold16(isum)), acc);
+    }
+    return hsum8(acc);
+}
+
 /* Q6_K x Q8_K: per block eight lanes sum_j sc_j (q . x) over lanes of four
  * bytes of each 32-byte run, less 32 (s_2k sc_2k + s_2k+1 sc_2k+1) in lane
  * k (s_j the sum of run j's 16 codes), times d_x d_w into eight running

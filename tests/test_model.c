@@ -1272,7 +1272,8 @@ static int k4_scale(const uint8_t *s, int j)
  * run, fused into eight running sums, ggml's horizontal sum; Q4_1 and
  * Q5_1's minima times Q8_1's sums added block after block): Q4_0, Q4_1,
  * Q5_0, Q5_1, Q8_0, IQ4_NL (even and odd blocks in two sets of running
- * sums, an odd last block added after), Q4_K, Q5_K, Q6_K, IQ4_XS */
+ * sums, an odd last block added after), Q2_K (its minima first), Q3_K,
+ * Q4_K, Q5_K, Q6_K, IQ4_XS */
 static float ggml_order_dot(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
@@ -1280,10 +1281,7 @@ static float ggml_order_dot(const struct wmat *W, int64_t r, const struct matmul
                                   1,    13,   25,  38,  53,  69,  89,  113}; /* IQ4_NL's */
     float acc[8] = {0}, acc_odd[8] = {0}, accm[4] = {0}, tail = 0;
     int u[256]; /* a block's weight codes, offsets taken out where ggml does */
-    const int bs = W->type == GGML_Q4_K || W->type == GGML_Q5_K || W->type == GGML_Q6_K ||
-                           W->type == GGML_IQ4_XS
-                       ? 256
-                       : 32;
+    const int bs = ggml_type_get(W->type)->block;
     float summs = 0; /* Q4_1, Q5_1, Q5_K: the minima block after block */
     for (int64_t k = 0; k < W->in; k += bs) {
         const int8_t *q = a->q + k;
@@ -1308,6 +1306,29 @@ static float ggml_order_dot(const struct wmat *W, int64_t r, const struct matmul
             }
             if (m) summs += quant_f16_to_f32((uint16_t)(b[2] | b[3] << 8)) * a->s[k / 32];
             b += ggml_type_get(W->type)->type_size;
+        } else if (W->type == GGML_Q2_K || W->type == GGML_Q3_K) {
+            /* runs of 32 by the 2-bit fields of 32 bytes in turn, two halves */
+            const int two = W->type == GGML_Q2_K;
+            const uint8_t *qs = b + (two ? 16 : 32);
+            for (int e = 0; e < 256; e++) {
+                const int j = e / 128, l = e % 128 / 32, byte = e % 32;
+                u[e] = (qs[32 * j + byte] >> 2 * l & 3) +
+                       (two ? 0 : 4 * (b[byte] >> (4 * j + l) & 1) - 4);
+            }
+            for (int j = 0; j < 16; j++)
+                sc[j] = two ? b[j] & 0xF : dequant_q3k_scale(b + 96, j);
+            d = a->d[k / 256] *
+                quant_f16_to_f32((uint16_t)(two ? b[80] | b[81] << 8 : b[108] | b[109] << 8));
+            if (two) { /* the minima first, into the same running sums */
+                const float dmin =
+                    -a->d[k / 256] * quant_f16_to_f32((uint16_t)(b[82] | b[83] << 8));
+                for (int k2 = 0; k2 < 8; k2++)
+                    acc[k2] = fmaf(dmin,
+                                   (float)((b[2 * k2] >> 4) * a->sum16[k / 16 + 2 * k2] +
+                                           (b[2 * k2 + 1] >> 4) * a->sum16[k / 16 + 2 * k2 + 1]),
+                                   acc[k2]);
+            }
+            b += two ? 84 : 110;
         } else if (W->type == GGML_IQ4_XS) { /* d, scales_h, scales_l, 8 runs of nibbles */
             d = quant_f16_to_f32((uint16_t)(b[0] | b[1] << 8)) * a->d[k / 256];
             const int sh = b[2] | b[3] << 8;
@@ -1448,14 +1469,15 @@ static int q8_check(void *ctx)
     static const struct {
         uint32_t type;
         int64_t in;
-    } cases[] = {{GGML_Q4_1, 32},     {GGML_Q4_1, 96},    {GGML_Q4_1, 1024}, {GGML_Q5_0, 32},
-                 {GGML_Q5_0, 160},    {GGML_Q5_1, 64},    {GGML_Q5_1, 96},   {GGML_Q5_1, 1024},
-                 {GGML_Q4_0, 32},     {GGML_Q4_0, 64},    {GGML_Q4_0, 96},   {GGML_Q4_0, 128},
-                 {GGML_Q4_0, 160},    {GGML_Q4_0, 224},   {GGML_Q4_0, 1024}, {GGML_Q8_0, 32},
-                 {GGML_Q8_0, 96},     {GGML_Q8_0, 128},   {GGML_Q8_0, 160},  {GGML_Q8_0, 1056},
-                 {GGML_Q4_K, 256},    {GGML_Q4_K, 512},   {GGML_Q6_K, 256},  {GGML_Q6_K, 768},
-                 {GGML_Q5_K, 256},    {GGML_Q5_K, 1024},  {GGML_IQ4_NL, 32}, {GGML_IQ4_NL, 96},
-                 {GGML_IQ4_NL, 1024}, {GGML_IQ4_XS, 256}, {GGML_IQ4_XS, 768}};
+    } cases[] = {{GGML_Q4_1, 32},     {GGML_Q4_1, 96},    {GGML_Q4_1, 1024},  {GGML_Q5_0, 32},
+                 {GGML_Q5_0, 160},    {GGML_Q5_1, 64},    {GGML_Q5_1, 96},    {GGML_Q5_1, 1024},
+                 {GGML_Q4_0, 32},     {GGML_Q4_0, 64},    {GGML_Q4_0, 96},    {GGML_Q4_0, 128},
+                 {GGML_Q4_0, 160},    {GGML_Q4_0, 224},   {GGML_Q4_0, 1024},  {GGML_Q8_0, 32},
+                 {GGML_Q8_0, 96},     {GGML_Q8_0, 128},   {GGML_Q8_0, 160},   {GGML_Q8_0, 1056},
+                 {GGML_Q4_K, 256},    {GGML_Q4_K, 512},   {GGML_Q6_K, 256},   {GGML_Q6_K, 768},
+                 {GGML_Q5_K, 256},    {GGML_Q5_K, 1024},  {GGML_IQ4_NL, 32},  {GGML_IQ4_NL, 96},
+                 {GGML_IQ4_NL, 1024}, {GGML_IQ4_XS, 256}, {GGML_IQ4_XS, 768}, {GGML_Q2_K, 256},
+                 {GGML_Q2_K, 512},    {GGML_Q3_K, 256},   {GGML_Q3_K, 768}};
     const int vnni = !strcmp(matmul_kernel_name(), "avx512vnni");
     uint64_t st = 33;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
