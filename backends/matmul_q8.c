@@ -196,16 +196,17 @@ AVX512VNNI static inline __attribute__((always_inline)) __m256i fold16(__m512i v
     return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
 }
 
-/* IQ4_NL's values offset by 128 to unsigned bytes, in each 128-bit lane */
-AVX512VNNI static inline __attribute__((always_inline)) __m512i iq4_table(void)
+/* a 16-value table (IQ4_NL's, MXFP4's) offset by 128 to unsigned bytes,
+ * in each 128-bit lane */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i table16(const int8_t *values)
 {
     return _mm512_xor_si512(
-        _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)kvalues_iq4)),
+        _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)values)),
         _mm512_set1_epi8((char)0x80));
 }
 
-/* per lane sum v q of two IQ4_NL runs (qs0, qs1: 16 bytes of nibbles
- * each) against 64 codes q: (v + 128) q - 128 q, exactly */
+/* per lane sum v q of two runs of 4-bit indices into table (qs0, qs1: 16
+ * bytes of nibbles each) against 64 codes q: (v + 128) q - 128 q, exactly */
 AVX512VNNI static inline __attribute__((always_inline)) __m512i
 iq4_pair(__m512i table, const uint8_t *qs0, const uint8_t *qs1, __m512i q)
 {
@@ -215,34 +216,59 @@ iq4_pair(__m512i table, const uint8_t *qs0, const uint8_t *qs1, __m512i q)
         _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)0x80), q));
 }
 
-/* IQ4_NL x Q8_0, llama.cpp's way: even blocks into one set of eight
- * running sums, odd ones into another, added before ggml's horizontal
- * sum; an odd last block's integer total times d_w d_x added after */
-AVX512VNNI float mx_q8_iq4_nl_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+/* ggml's E8M0 scale halved (its MXFP4 values are twice E2M1's): 2^(e - 128),
+ * e = 0, 1 subnormal, e = 255 2^127 (no NaN, as ggml) */
+static inline float e8m0_half(uint8_t e)
 {
+    uint32_t u = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* a 32-block of 16-value lookups (IQ4_NL: fp16 d then 16 bytes; MXFP4: an
+ * E8M0 byte then 16) times Q8_0 codes, llama.cpp's way: even blocks into
+ * one set of eight running sums, odd ones into another, added before
+ * ggml's horizontal sum; an odd last block's integer total times d_x d_w
+ * added after */
+AVX512VNNI static inline __attribute__((always_inline)) float
+lookup_row(const struct wmat *W, int64_t r, const struct matmul_q8 *a, const int8_t *values,
+           const int mx)
+{
+    const size_t bsize = mx ? 17 : 18, qs = mx ? 1 : 2;
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
     const int64_t nb = W->in / 32;
-    const __m512i table = iq4_table();
+    const __m512i table = table16(values);
     __m256 acc1 = _mm256_setzero_ps(), acc2 = acc1;
     int64_t i = 0;
-    for (; i + 2 <= nb; i += 2, b += 36) {
+    for (; i + 2 <= nb; i += 2, b += 2 * bsize) {
         _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
-        const __m512 f = _mm512_cvtepi32_ps(
-            iq4_pair(table, b + 2, b + 20, _mm512_loadu_si512((const void *)(a->q + 32 * i))));
-        acc1 =
-            _mm256_fmadd_ps(_mm256_set1_ps(a->d[i] * h2f_f16c(b)), _mm512_castps512_ps256(f), acc1);
-        acc2 = _mm256_fmadd_ps(_mm256_set1_ps(a->d[i + 1] * h2f_f16c(b + 18)),
-                               _mm512_extractf32x8_ps(f, 1), acc2);
+        const __m512 f = _mm512_cvtepi32_ps(iq4_pair(
+            table, b + qs, b + bsize + qs, _mm512_loadu_si512((const void *)(a->q + 32 * i))));
+        const float d0 = a->d[i] * (mx ? e8m0_half(b[0]) : h2f_f16c(b));
+        const float d1 = a->d[i + 1] * (mx ? e8m0_half(b[bsize]) : h2f_f16c(b + bsize));
+        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(d0), _mm512_castps512_ps256(f), acc1);
+        acc2 = _mm256_fmadd_ps(_mm256_set1_ps(d1), _mm512_extractf32x8_ps(f, 1), acc2);
     }
     float y = hsum8(_mm256_add_ps(acc1, acc2));
     if (i < nb) {
         int32_t t = 0;
         for (int j = 0; j < 16; j++)
-            t += a->q[32 * i + j] * kvalues_iq4[b[2 + j] & 0xF] +
-                 a->q[32 * i + 16 + j] * kvalues_iq4[b[2 + j] >> 4];
-        y += a->d[i] * h2f_f16c(b) * (float)t;
+            t += a->q[32 * i + j] * values[b[qs + j] & 0xF] +
+                 a->q[32 * i + 16 + j] * values[b[qs + j] >> 4];
+        y += a->d[i] * (mx ? e8m0_half(b[0]) : h2f_f16c(b)) * (float)t;
     }
     return y;
+}
+
+AVX512VNNI float mx_q8_iq4_nl_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    return lookup_row(W, r, a, kvalues_iq4, 0);
+}
+
+AVX512VNNI float mx_q8_mxfp4_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    return lookup_row(W, r, a, kvalues_e2m1x2, 1);
 }
 
 /* IQ4_XS x Q8_K: per block eight lanes sum_j ls_j (v . q) over lanes of
@@ -251,7 +277,7 @@ AVX512VNNI float mx_q8_iq4_nl_vnni(const struct wmat *W, int64_t r, const struct
 AVX512VNNI float mx_q8_iq4_xs_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
-    const __m512i table = iq4_table();
+    const __m512i table = table16(kvalues_iq4);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t k = 0, blk = 0; k < W->in; k += 256, blk++, b += 136) {
         _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);

@@ -1271,7 +1271,7 @@ static int k4_scale(const uint8_t *s, int j)
  * (per block eight lane sums of four consecutive codes in each 32-byte
  * run, fused into eight running sums, ggml's horizontal sum; Q4_1 and
  * Q5_1's minima times Q8_1's sums added block after block): Q4_0, Q4_1,
- * Q5_0, Q5_1, Q8_0, IQ4_NL (even and odd blocks in two sets of running
+ * Q5_0, Q5_1, Q8_0, IQ4_NL and MXFP4 (even and odd blocks in two sets of running
  * sums, an odd last block added after), Q2_K (its minima first), Q3_K,
  * Q4_K, Q5_K, Q6_K, IQ4_XS */
 static float ggml_order_dot(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
@@ -1279,6 +1279,7 @@ static float ggml_order_dot(const struct wmat *W, int64_t r, const struct matmul
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
     static const int8_t nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                   1,    13,   25,  38,  53,  69,  89,  113}; /* IQ4_NL's */
+    static const int8_t fp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
     float acc[8] = {0}, acc_odd[8] = {0}, accm[4] = {0}, tail = 0;
     int u[256]; /* a block's weight codes, offsets taken out where ggml does */
     const int bs = ggml_type_get(W->type)->block;
@@ -1288,20 +1289,26 @@ static float ggml_order_dot(const struct wmat *W, int64_t r, const struct matmul
         int sc[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, lane[8] = {0};
         float d = 0;
         if (bs == 32) { /* d, then (Q4_1, Q5_1) m, (Q5) the high bits, the nibbles */
-            const int m = W->type == GGML_Q4_1 || W->type == GGML_Q5_1;
+            const int m = W->type == GGML_Q4_1 || W->type == GGML_Q5_1, mx = W->type == GGML_MXFP4;
             const int five = W->type == GGML_Q5_0 || W->type == GGML_Q5_1;
-            const uint8_t *qs = b + 2 + 2 * m + 4 * five;
+            const uint8_t *qs = b + 2 + 2 * m + 4 * five - mx;
             const uint32_t qh = five ? (uint32_t)b[2 + 2 * m] | (uint32_t)b[3 + 2 * m] << 8 |
                                            (uint32_t)b[4 + 2 * m] << 16 |
                                            (uint32_t)b[5 + 2 * m] << 24
                                      : 0;
             d = quant_f16_to_f32((uint16_t)(b[0] | b[1] << 8)) * a->d[k / 32];
+            if (mx) { /* ggml's E8M0 scale halved: 2^(e - 128) */
+                uint32_t bits = b[0] < 2 ? 0x00200000u << b[0] : (uint32_t)(b[0] - 1) << 23;
+                memcpy(&d, &bits, 4);
+                d *= a->d[k / 32];
+            }
             for (int e = 0; e < 32; e++) {
                 const int nib = e < 16 ? qs[e] & 0xF : qs[e - 16] >> 4;
                 u[e] = W->type == GGML_Q8_0     ? (int8_t)b[2 + e]
                        : W->type == GGML_Q4_0   ? nib - 8
                        : W->type == GGML_Q5_0   ? (nib | (int)(qh >> e & 1) << 4) - 16
                        : W->type == GGML_IQ4_NL ? nl[nib]
+                       : mx                     ? fp4[nib]
                                                 : nib | (int)(qh >> e & 1) << 4;
             }
             if (m) summs += quant_f16_to_f32((uint16_t)(b[2] | b[3] << 8)) * a->s[k / 32];
@@ -1383,12 +1390,13 @@ static float ggml_order_dot(const struct wmat *W, int64_t r, const struct matmul
         }
         for (int e = 0; e < bs; e++)
             lane[e % 32 / 4] += sc[e / 16] * u[e] * q[e];
-        if (W->type == GGML_IQ4_NL && k / 32 % 2 == 0 && k + 32 == W->in) { /* an odd last */
+        const int two_sets = W->type == GGML_IQ4_NL || W->type == GGML_MXFP4;
+        if (two_sets && k / 32 % 2 == 0 && k + 32 == W->in) { /* an odd last */
             tail = d * (float)(lane[0] + lane[1] + lane[2] + lane[3] + lane[4] + lane[5] + lane[6] +
                                lane[7]);
             continue;
         }
-        float *sums = W->type == GGML_IQ4_NL && k / 32 % 2 ? acc_odd : acc; /* IQ4_NL: two sets */
+        float *sums = two_sets && k / 32 % 2 ? acc_odd : acc; /* IQ4_NL, MXFP4: two sets */
         for (int k2 = 0; k2 < 8; k2++)
             sums[k2] = fmaf(d, (float)lane[k2], sums[k2]);
     }
@@ -1477,7 +1485,8 @@ static int q8_check(void *ctx)
                  {GGML_Q4_K, 256},    {GGML_Q4_K, 512},   {GGML_Q6_K, 256},   {GGML_Q6_K, 768},
                  {GGML_Q5_K, 256},    {GGML_Q5_K, 1024},  {GGML_IQ4_NL, 32},  {GGML_IQ4_NL, 96},
                  {GGML_IQ4_NL, 1024}, {GGML_IQ4_XS, 256}, {GGML_IQ4_XS, 768}, {GGML_Q2_K, 256},
-                 {GGML_Q2_K, 512},    {GGML_Q3_K, 256},   {GGML_Q3_K, 768}};
+                 {GGML_Q2_K, 512},    {GGML_Q3_K, 256},   {GGML_Q3_K, 768},   {GGML_MXFP4, 32},
+                 {GGML_MXFP4, 96},    {GGML_MXFP4, 1024}};
     const int vnni = !strcmp(matmul_kernel_name(), "avx512vnni");
     uint64_t st = 33;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -1488,6 +1497,8 @@ static int q8_check(void *ctx)
         uint8_t *q = malloc(rb * ROWS);
         float *x = malloc(sizeof(float) * (size_t)in);
         synth_random_blocks(cases[i].type, q, in * ROWS, 0.5f, &st);
+        for (size_t o = 0; cases[i].type == GGML_MXFP4 && o < rb * ROWS; o += 17)
+            q[o] = (uint8_t)(120 + q[o] % 12); /* scales near 1 (E8M0 255 is NaN to dequant) */
         for (int64_t k = 0; k < in; k++)
             x[k] = (float)(rng_unit(&st) * 2 - 1) * (k % 7 == 0 ? 8.0f : 1.0f);
         struct wmat W = {"w", cases[i].type, q, in, ROWS, rb, 0};
