@@ -212,6 +212,10 @@ int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const s
         ROWS(mx_q8_q4_k_vnni(W, r, a));
     case GGML_Q2_K:
         ROWS(mx_q8_q2_k_vnni(W, r, a));
+    case GGML_TQ1_0:
+        ROWS(mx_q8_tq1_0_vnni(W, r, a));
+    case GGML_TQ2_0:
+        ROWS(mx_q8_tq2_0_vnni(W, r, a));
     case GGML_Q3_K:
         ROWS(mx_q8_q3_k_vnni(W, r, a));
     case GGML_Q5_K:

@@ -323,6 +323,8 @@ AVX512VNNI float mx_q8_iq4_nl_vnni(const struct wmat *W, int64_t r, const struct
 AVX512VNNI float mx_q8_mxfp4_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_iq4_xs_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_q2_k_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
+AVX512VNNI float mx_q8_tq2_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
+AVX512VNNI float mx_q8_tq1_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_q3_k_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_q5_k_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_q6_k_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);

@@ -1273,7 +1273,8 @@ static int k4_scale(const uint8_t *s, int j)
  * Q5_1's minima times Q8_1's sums added block after block): Q4_0, Q4_1,
  * Q5_0, Q5_1, Q8_0, IQ4_NL and MXFP4 (even and odd blocks in two sets of running
  * sums, an odd last block added after), Q2_K (its minima first), Q3_K,
- * Q4_K, Q5_K, Q6_K, IQ4_XS */
+ * Q4_K, Q5_K, Q6_K, IQ4_XS, TQ1_0 and TQ2_0 (digits less the code sums,
+ * multiplied and added, not fused) */
 static float ggml_order_dot(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
@@ -1336,6 +1337,25 @@ static float ggml_order_dot(const struct wmat *W, int64_t r, const struct matmul
                                    acc[k2]);
             }
             b += two ? 84 : 110;
+        } else if (W->type == GGML_TQ1_0 || W->type == GGML_TQ2_0) { /* digits 0..2, less 1 below */
+            const int one = W->type == GGML_TQ1_0;
+            for (int e = 0; e < 256; e++) {
+                if (!one) {
+                    u[e] = b[32 * (e / 128) + e % 32] >> (2 * (e % 128 / 32)) & 3;
+                    continue;
+                }
+                static const int pow3[5] = {1, 3, 9, 27, 81};
+                const int byte = e < 160   ? b[e % 32]
+                                 : e < 240 ? b[32 + (e - 160) % 16]
+                                           : b[48 + e % 4];
+                const int n = e < 160 ? e / 32 : e < 240 ? (e - 160) / 16 : (e - 240) / 4;
+                u[e] = (uint8_t)(byte * pow3[n]) * 3 >> 8;
+            }
+            for (int k2 = 0; k2 < 8; k2++)
+                lane[k2] = -(a->sum16[k / 16 + 2 * k2] + a->sum16[k / 16 + 2 * k2 + 1]);
+            d = a->d[k / 256] *
+                quant_f16_to_f32((uint16_t)(one ? b[52] | b[53] << 8 : b[64] | b[65] << 8));
+            b += one ? 54 : 66;
         } else if (W->type == GGML_IQ4_XS) { /* d, scales_h, scales_l, 8 runs of nibbles */
             d = quant_f16_to_f32((uint16_t)(b[0] | b[1] << 8)) * a->d[k / 256];
             const int sh = b[2] | b[3] << 8;
@@ -1397,8 +1417,9 @@ static float ggml_order_dot(const struct wmat *W, int64_t r, const struct matmul
             continue;
         }
         float *sums = two_sets && k / 32 % 2 ? acc_odd : acc; /* IQ4_NL, MXFP4: two sets */
+        const int fused = W->type != GGML_TQ1_0 && W->type != GGML_TQ2_0; /* TQ: mul, add */
         for (int k2 = 0; k2 < 8; k2++)
-            sums[k2] = fmaf(d, (float)lane[k2], sums[k2]);
+            sums[k2] = fused ? fmaf(d, (float)lane[k2], sums[k2]) : (float)lane[k2] * d + sums[k2];
     }
     for (int k2 = 0; k2 < 8; k2++)
         acc[k2] += acc_odd[k2];
@@ -1486,7 +1507,8 @@ static int q8_check(void *ctx)
                  {GGML_Q5_K, 256},    {GGML_Q5_K, 1024},  {GGML_IQ4_NL, 32},  {GGML_IQ4_NL, 96},
                  {GGML_IQ4_NL, 1024}, {GGML_IQ4_XS, 256}, {GGML_IQ4_XS, 768}, {GGML_Q2_K, 256},
                  {GGML_Q2_K, 512},    {GGML_Q3_K, 256},   {GGML_Q3_K, 768},   {GGML_MXFP4, 32},
-                 {GGML_MXFP4, 96},    {GGML_MXFP4, 1024}};
+                 {GGML_MXFP4, 96},    {GGML_MXFP4, 1024}, {GGML_TQ1_0, 256},  {GGML_TQ1_0, 768},
+                 {GGML_TQ2_0, 256},   {GGML_TQ2_0, 512}};
     const int vnni = !strcmp(matmul_kernel_name(), "avx512vnni");
     uint64_t st = 33;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
