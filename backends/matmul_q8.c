@@ -8,6 +8,7 @@
  * after block (one fused multiply-add each), then summed as ggml's
  * hsum_float_8 sums them. Two blocks' integers at a time here (64 bytes,
  * vpdpbusd); the order of the float operations is ggml's. */
+#include "backends/iq_blocks_impl.h"
 #include "backends/matmul_x86_impl.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -538,6 +539,108 @@ AVX512VNNI float mx_q8_tq1_0_vnni(const struct wmat *W, int64_t r, const struct 
         acc = _mm256_add_ps(_mm256_mul_ps(f, _mm256_set1_ps(a->d[blk] * h2f_f16c(b + 52))), acc);
     }
     return hsum8(acc);
+}
+
+/* the grid formats with signs (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S)
+ * x Q8_K, llama.cpp's way: per block eight lanes sum_j ls_j (|g| . (+-q))
+ * over lanes of four bytes of each 32-value run (ls_j the integer scale
+ * of each 16 values: the sub-block reader's scale for d = 1 times m),
+ * times d_w d_x into eight running sums; the sum times 1 / m (ggml's
+ * 0.125, 0.25 or 1) */
+AVX512VNNI static inline __attribute__((always_inline)) float
+grid_row(const struct wmat *W, int64_t r, const struct matmul_q8 *a, const uint32_t type,
+         const float m)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const size_t bsize = (size_t)iq_block_bytes(type);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t k = 0, blk = 0; k < W->in; k += 256, blk++, b += bsize) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
+        __m512i isum = _mm512_setzero_si512();
+        for (int ib = 0; ib < 8; ib += 2) {
+            struct iq_sub s0, s1;
+            iq_sub(type, b, 1.0f, ib, &s0);
+            iq_sub(type, b, 1.0f, ib + 1, &s1);
+            const __m512i g = _mm512_set_epi64(
+                (long long)s1.g[3], (long long)s1.g[2], (long long)s1.g[1], (long long)s1.g[0],
+                (long long)s0.g[3], (long long)s0.g[2], (long long)s0.g[1], (long long)s0.g[0]);
+            const uint64_t neg =
+                (uint64_t)(s0.s[0] | s0.s[1] << 8 | s0.s[2] << 16 | (uint32_t)s0.s[3] << 24) |
+                (uint64_t)(s1.s[0] | s1.s[1] << 8 | s1.s[2] << 16 | (uint32_t)s1.s[3] << 24) << 32;
+            __m512i q = _mm512_loadu_si512((const void *)(a->q + k + 32 * ib));
+            q = _mm512_mask_sub_epi8(q, (__mmask64)neg, _mm512_setzero_si512(), q);
+            const __m128i ls4 = _mm_cvttps_epi32(
+                _mm_mul_ps(_mm_setr_ps(s0.db[0], s0.db[1], s1.db[0], s1.db[1]), _mm_set1_ps(m)));
+            const __m512i ls = quad_scales(_mm512_castsi128_si512(ls4), 0);
+            isum = _mm512_add_epi32(
+                isum, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), g, q), ls));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(iq_block_d(type, b) * a->d[blk]),
+                              _mm256_cvtepi32_ps(fold16(isum)), acc);
+    }
+    return (1.0f / m) * hsum8(acc);
+}
+
+AVX512VNNI float mx_q8_iq2_xxs_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    return grid_row(W, r, a, GGML_IQ2_XXS, 8.0f);
+}
+
+/* IQ2_XS: grid_row's order, its sub-blocks read straight from the 16-bit
+ * codes (9 bits of grid index, 7 of signs) and the scale nibbles */
+AVX512VNNI float mx_q8_iq2_xs_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t k = 0, blk = 0; k < W->in; k += 256, blk++, b += 74) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
+        __m512i isum = _mm512_setzero_si512();
+        for (int ib = 0; ib < 8; ib += 2) {
+            uint64_t c;
+            memcpy(&c, b + 2 + 8 * ib, 8); /* sub-block ib's four codes */
+            uint64_t c1;
+            memcpy(&c1, b + 10 + 8 * ib, 8);
+            uint64_t neg = 0;
+            long long g[8];
+            for (int l = 0; l < 4; l++) {
+                const unsigned q0 = (unsigned)(c >> 16 * l) & 0xFFFF,
+                               q1 = (unsigned)(c1 >> 16 * l) & 0xFFFF;
+                g[l] = (long long)iq2xs_grid[q0 & 511];
+                g[4 + l] = (long long)iq2xs_grid[q1 & 511];
+                neg |= (uint64_t)ksigns_iq2xs[q0 >> 9] << 8 * l | (uint64_t)ksigns_iq2xs[q1 >> 9]
+                                                                      << (32 + 8 * l);
+            }
+            const __m512i gv = _mm512_set_epi64(g[7], g[6], g[5], g[4], g[3], g[2], g[1], g[0]);
+            __m512i q = _mm512_loadu_si512((const void *)(a->q + k + 32 * ib));
+            q = _mm512_mask_sub_epi8(q, (__mmask64)neg, _mm512_setzero_si512(), q);
+            const uint8_t s0 = b[66 + ib], s1 = b[67 + ib];
+            const __m128i ls4 = _mm_setr_epi32(2 * (s0 & 0xF) + 1, 2 * (s0 >> 4) + 1,
+                                               2 * (s1 & 0xF) + 1, 2 * (s1 >> 4) + 1);
+            isum = _mm512_add_epi32(
+                isum, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), gv, q),
+                                         quad_scales(_mm512_castsi128_si512(ls4), 0)));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(b) * a->d[blk]),
+                              _mm256_cvtepi32_ps(fold16(isum)), acc);
+    }
+    return 0.125f * hsum8(acc);
+}
+
+AVX512VNNI float mx_q8_iq2_s_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    return grid_row(W, r, a, GGML_IQ2_S, 8.0f);
+}
+
+AVX512VNNI float mx_q8_iq3_xxs_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    return grid_row(W, r, a, GGML_IQ3_XXS, 4.0f);
+}
+
+AVX512VNNI float mx_q8_iq3_s_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    return grid_row(W, r, a, GGML_IQ3_S, 1.0f);
 }
 
 /* Q3_K x Q8_K: per block eight lanes sum_j sc_j (v . q) over lanes of four

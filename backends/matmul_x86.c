@@ -212,6 +212,16 @@ int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const s
         ROWS(mx_q8_q4_k_vnni(W, r, a));
     case GGML_Q2_K:
         ROWS(mx_q8_q2_k_vnni(W, r, a));
+    case GGML_IQ2_XXS:
+        ROWS(mx_q8_iq2_xxs_vnni(W, r, a));
+    case GGML_IQ2_XS:
+        ROWS(mx_q8_iq2_xs_vnni(W, r, a));
+    case GGML_IQ2_S:
+        ROWS(mx_q8_iq2_s_vnni(W, r, a));
+    case GGML_IQ3_XXS:
+        ROWS(mx_q8_iq3_xxs_vnni(W, r, a));
+    case GGML_IQ3_S:
+        ROWS(mx_q8_iq3_s_vnni(W, r, a));
     case GGML_TQ1_0:
         ROWS(mx_q8_tq1_0_vnni(W, r, a));
     case GGML_TQ2_0:

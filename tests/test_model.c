@@ -1267,6 +1267,40 @@ static int k4_scale(const uint8_t *s, int j)
     return (s[g + 4] >> (4 * m) & 0xF) | (s[g - 4 + 4 * m] >> 6) << 4;
 }
 
+/* the grid formats with signs: m with each value's scale (2 ls + 1) / m
+ * (IQ2: 8, IQ3_XXS: 4, IQ3_S: 1), 0 for other types */
+static int grid_m(uint32_t type)
+{
+    switch (type) {
+    case GGML_IQ2_XXS:
+    case GGML_IQ2_XS:
+    case GGML_IQ2_S:
+        return 8;
+    case GGML_IQ3_XXS:
+        return 4;
+    case GGML_IQ3_S:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* the integer scale 2 ls + 1 of values 16 j .. 16 j + 15 of grid block b */
+static int grid_ls(uint32_t type, const uint8_t *b, int j)
+{
+    const int ib = j / 2;
+    int ls;
+    if (type == GGML_IQ2_XXS || type == GGML_IQ3_XXS) {
+        const uint8_t *w = type == GGML_IQ2_XXS ? b + 2 + 8 * ib + 4 : b + 66 + 4 * ib;
+        ls = w[3] >> 4;
+    } else if (type == GGML_IQ3_S) {
+        ls = b[106 + ib / 2] >> (4 * (ib % 2)) & 0xF;
+    } else { /* IQ2_XS, IQ2_S: a nibble per 16 */
+        ls = b[(type == GGML_IQ2_XS ? 66 : 74) + ib] >> (4 * (j % 2)) & 0xF;
+    }
+    return 2 * ls + 1;
+}
+
 /* the 8-bit codes' product with row r as llama.cpp's AVX2 kernels order it
  * (per block eight lane sums of four consecutive codes in each 32-byte
  * run, fused into eight running sums, ggml's horizontal sum; Q4_1 and
@@ -1274,7 +1308,8 @@ static int k4_scale(const uint8_t *s, int j)
  * Q5_0, Q5_1, Q8_0, IQ4_NL and MXFP4 (even and odd blocks in two sets of running
  * sums, an odd last block added after), Q2_K (its minima first), Q3_K,
  * Q4_K, Q5_K, Q6_K, IQ4_XS, TQ1_0 and TQ2_0 (digits less the code sums,
- * multiplied and added, not fused) */
+ * multiplied and added, not fused), the grid formats with signs (the sum
+ * times 1 / grid_m) */
 static float ggml_order_dot(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
@@ -1337,6 +1372,19 @@ static float ggml_order_dot(const struct wmat *W, int64_t r, const struct matmul
                                    acc[k2]);
             }
             b += two ? 84 : 110;
+        } else if (grid_m(W->type) > 0) { /* a grid format: its values with d = 1 */
+            const int bb = (int)ggml_type_get(W->type)->type_size;
+            uint8_t one[128];
+            float v[256];
+            memcpy(one, b, (size_t)bb);
+            one[0] = 0x00, one[1] = 0x3C; /* fp16 1.0 */
+            dequant_row(W->type, one, v, 256);
+            for (int j = 0; j < 16; j++)
+                sc[j] = grid_ls(W->type, b, j);
+            for (int e = 0; e < 256; e++)
+                u[e] = (int)lrintf(v[e] * grid_m(W->type) / (float)sc[e / 16]);
+            d = quant_f16_to_f32((uint16_t)(b[0] | b[1] << 8)) * a->d[k / 256];
+            b += bb;
         } else if (W->type == GGML_TQ1_0 || W->type == GGML_TQ2_0) { /* digits 0..2, less 1 below */
             const int one = W->type == GGML_TQ1_0;
             for (int e = 0; e < 256; e++) {
@@ -1424,6 +1472,7 @@ static float ggml_order_dot(const struct wmat *W, int64_t r, const struct matmul
     for (int k2 = 0; k2 < 8; k2++)
         acc[k2] += acc_odd[k2];
     float y = ggml_hsum8(acc) + tail;
+    if (grid_m(W->type) > 0) y *= 1.0f / grid_m(W->type); /* ggml's 0.125, 0.25, 1 */
     if (W->type == GGML_Q4_K) y += (accm[0] + accm[2]) + (accm[1] + accm[3]);
     return y + summs;
 }
@@ -1498,17 +1547,18 @@ static int q8_check(void *ctx)
     static const struct {
         uint32_t type;
         int64_t in;
-    } cases[] = {{GGML_Q4_1, 32},     {GGML_Q4_1, 96},    {GGML_Q4_1, 1024},  {GGML_Q5_0, 32},
-                 {GGML_Q5_0, 160},    {GGML_Q5_1, 64},    {GGML_Q5_1, 96},    {GGML_Q5_1, 1024},
-                 {GGML_Q4_0, 32},     {GGML_Q4_0, 64},    {GGML_Q4_0, 96},    {GGML_Q4_0, 128},
-                 {GGML_Q4_0, 160},    {GGML_Q4_0, 224},   {GGML_Q4_0, 1024},  {GGML_Q8_0, 32},
-                 {GGML_Q8_0, 96},     {GGML_Q8_0, 128},   {GGML_Q8_0, 160},   {GGML_Q8_0, 1056},
-                 {GGML_Q4_K, 256},    {GGML_Q4_K, 512},   {GGML_Q6_K, 256},   {GGML_Q6_K, 768},
-                 {GGML_Q5_K, 256},    {GGML_Q5_K, 1024},  {GGML_IQ4_NL, 32},  {GGML_IQ4_NL, 96},
-                 {GGML_IQ4_NL, 1024}, {GGML_IQ4_XS, 256}, {GGML_IQ4_XS, 768}, {GGML_Q2_K, 256},
-                 {GGML_Q2_K, 512},    {GGML_Q3_K, 256},   {GGML_Q3_K, 768},   {GGML_MXFP4, 32},
-                 {GGML_MXFP4, 96},    {GGML_MXFP4, 1024}, {GGML_TQ1_0, 256},  {GGML_TQ1_0, 768},
-                 {GGML_TQ2_0, 256},   {GGML_TQ2_0, 512}};
+    } cases[] = {{GGML_Q4_1, 32},     {GGML_Q4_1, 96},     {GGML_Q4_1, 1024},   {GGML_Q5_0, 32},
+                 {GGML_Q5_0, 160},    {GGML_Q5_1, 64},     {GGML_Q5_1, 96},     {GGML_Q5_1, 1024},
+                 {GGML_Q4_0, 32},     {GGML_Q4_0, 64},     {GGML_Q4_0, 96},     {GGML_Q4_0, 128},
+                 {GGML_Q4_0, 160},    {GGML_Q4_0, 224},    {GGML_Q4_0, 1024},   {GGML_Q8_0, 32},
+                 {GGML_Q8_0, 96},     {GGML_Q8_0, 128},    {GGML_Q8_0, 160},    {GGML_Q8_0, 1056},
+                 {GGML_Q4_K, 256},    {GGML_Q4_K, 512},    {GGML_Q6_K, 256},    {GGML_Q6_K, 768},
+                 {GGML_Q5_K, 256},    {GGML_Q5_K, 1024},   {GGML_IQ4_NL, 32},   {GGML_IQ4_NL, 96},
+                 {GGML_IQ4_NL, 1024}, {GGML_IQ4_XS, 256},  {GGML_IQ4_XS, 768},  {GGML_Q2_K, 256},
+                 {GGML_Q2_K, 512},    {GGML_Q3_K, 256},    {GGML_Q3_K, 768},    {GGML_MXFP4, 32},
+                 {GGML_MXFP4, 96},    {GGML_MXFP4, 1024},  {GGML_TQ1_0, 256},   {GGML_TQ1_0, 768},
+                 {GGML_TQ2_0, 256},   {GGML_TQ2_0, 512},   {GGML_IQ2_XXS, 256}, {GGML_IQ2_XS, 512},
+                 {GGML_IQ2_S, 256},   {GGML_IQ3_XXS, 512}, {GGML_IQ3_S, 256}};
     const int vnni = !strcmp(matmul_kernel_name(), "avx512vnni");
     uint64_t st = 33;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
