@@ -582,6 +582,98 @@ grid_row(const struct wmat *W, int64_t r, const struct matmul_q8 *a, const uint3
     return (1.0f / m) * hsum8(acc);
 }
 
+/* IQ1_S, IQ1_M x Q8_K, llama.cpp's way: the grid values (-1, 0, 1) per
+ * lane as (g + 1) q - q, times the integer scales, d_w d_x into eight
+ * running sums; the deltas' signs against the codes: IQ1_S as one integer
+ * per block (the code sums, ggml's bsums, times sign and scale) times d
+ * into a scalar, IQ1_M per lane into eight more running sums; the deltas'
+ * sum times 1/8 added last */
+AVX512VNNI static inline __attribute__((always_inline)) float
+iq1_row(const struct wmat *W, int64_t r, const struct matmul_q8 *a, const uint32_t type)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const size_t bsize = (size_t)iq_block_bytes(type);
+    const __m512i one = _mm512_set1_epi8(1);
+    __m256 acc = _mm256_setzero_ps(), acc2 = acc;
+    float acc1 = 0;
+    for (int64_t k = 0, blk = 0; k < W->in; k += 256, blk++, b += bsize) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        __m512i isum = _mm512_setzero_si512(), isum2 = isum;
+        int32_t si1 = 0;
+        for (int ib = 0; ib < 8; ib += 2) {
+            /* the two sub-blocks' 8 grid indices, 4 scales, delta signs */
+            unsigned idx[8], ls[4], dneg[8];
+            for (int h = 0; h < 2; h++) {
+                const int j = ib + h;
+                if (type == GGML_IQ1_S) {
+                    const unsigned qh = iqb_rd16(b + 34 + 2 * j);
+                    for (int l = 0; l < 4; l++) {
+                        idx[4 * h + l] = b[2 + 4 * j + l] | ((qh >> (3 * l)) & 7) << 8;
+                        dneg[4 * h + l] = qh >> 15;
+                    }
+                    ls[2 * h] = ls[2 * h + 1] = 2 * ((qh >> 12) & 7) + 1;
+                } else {
+                    const uint8_t *qs = b + 4 * j, *qh = b + 32 + 2 * j;
+                    idx[4 * h] = qs[0] | ((qh[0] << 8) & 0x700);
+                    idx[4 * h + 1] = qs[1] | ((qh[0] << 4) & 0x700);
+                    idx[4 * h + 2] = qs[2] | ((qh[1] << 8) & 0x700);
+                    idx[4 * h + 3] = qs[3] | ((qh[1] << 4) & 0x700);
+                    for (int l = 0; l < 4; l++)
+                        dneg[4 * h + l] = (qh[l / 2] >> (l % 2 ? 7 : 3)) & 1;
+                    const unsigned sc = iqb_rd16(b + 48 + 2 * (j / 2)), sh = 6 * (j % 2);
+                    ls[2 * h] = 2 * ((sc >> sh) & 7) + 1;
+                    ls[2 * h + 1] = 2 * ((sc >> (sh + 3)) & 7) + 1;
+                }
+            }
+            const __m512i g =
+                _mm512_set_epi64((long long)iq1s_grid[idx[7]], (long long)iq1s_grid[idx[6]],
+                                 (long long)iq1s_grid[idx[5]], (long long)iq1s_grid[idx[4]],
+                                 (long long)iq1s_grid[idx[3]], (long long)iq1s_grid[idx[2]],
+                                 (long long)iq1s_grid[idx[1]], (long long)iq1s_grid[idx[0]]);
+            const __m512i q = _mm512_loadu_si512((const void *)(a->q + k + 32 * ib));
+            const __m512i s = _mm512_sub_epi32(
+                _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_add_epi8(g, one), q),
+                _mm512_dpbusd_epi32(_mm512_setzero_si512(), one, q));
+            const __m512i lsv = quad_scales(_mm512_castsi128_si512(_mm_setr_epi32(
+                                                (int)ls[0], (int)ls[1], (int)ls[2], (int)ls[3])),
+                                            0);
+            isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(s, lsv));
+            if (type == GGML_IQ1_S) {
+                si1 += (a->sum16[k / 16 + 2 * ib] + a->sum16[k / 16 + 2 * ib + 1]) *
+                           (dneg[0] ? -1 : 1) * (int)ls[0] +
+                       (a->sum16[k / 16 + 2 * ib + 2] + a->sum16[k / 16 + 2 * ib + 3]) *
+                           (dneg[4] ? -1 : 1) * (int)ls[2];
+            } else { /* IQ1_M: a delta sign per run of 8 */
+                uint64_t neg = 0;
+                for (int l = 0; l < 8; l++)
+                    neg |= (uint64_t)(0xFFu * dneg[l]) << 8 * l;
+                const __m512i dq =
+                    _mm512_mask_sub_epi8(q, (__mmask64)neg, _mm512_setzero_si512(), q);
+                isum2 = _mm512_add_epi32(
+                    isum2,
+                    _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), one, dq), lsv));
+            }
+        }
+        const float d = a->d[blk] * iq_block_d(type, b);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold16(isum)), acc);
+        if (type == GGML_IQ1_S)
+            acc1 += d * (float)si1;
+        else
+            acc2 = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold16(isum2)), acc2);
+    }
+    return hsum8(acc) + IQ1_DELTA * (type == GGML_IQ1_S ? acc1 : hsum8(acc2));
+}
+
+AVX512VNNI float mx_q8_iq1_s_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    return iq1_row(W, r, a, GGML_IQ1_S);
+}
+
+AVX512VNNI float mx_q8_iq1_m_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    return iq1_row(W, r, a, GGML_IQ1_M);
+}
+
 AVX512VNNI float mx_q8_iq2_xxs_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
 {
     return grid_row(W, r, a, GGML_IQ2_XXS, 8.0f);

@@ -212,6 +212,10 @@ int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const s
         ROWS(mx_q8_q4_k_vnni(W, r, a));
     case GGML_Q2_K:
         ROWS(mx_q8_q2_k_vnni(W, r, a));
+    case GGML_IQ1_S:
+        ROWS(mx_q8_iq1_s_vnni(W, r, a));
+    case GGML_IQ1_M:
+        ROWS(mx_q8_iq1_m_vnni(W, r, a));
     case GGML_IQ2_XXS:
         ROWS(mx_q8_iq2_xxs_vnni(W, r, a));
     case GGML_IQ2_XS:

@@ -1301,6 +1301,64 @@ static int grid_ls(uint32_t type, const uint8_t *b, int j)
     return 2 * ls + 1;
 }
 
+/* ggml's order for one IQ1_S or IQ1_M block b against codes q (scale dx):
+ * the grid values g and delta signs recovered from dequant with the block
+ * scale set to 1 (values (2 ls + 1) (g +- 1/8)), ls from the format's
+ * bits; lanes of ls g q into acc, the deltas into *acc1 (IQ1_S: one
+ * integer per block times d) or acc2 (IQ1_M: lanes) */
+static void iq1_block(uint32_t type, const uint8_t *b, const int8_t *q, float dx, float *acc,
+                      float *acc2, float *acc1, int *u, int *ls)
+{
+    uint8_t one[64];
+    float v[256];
+    const int m = type == GGML_IQ1_M;
+    memcpy(one, b, ggml_type_get(type)->type_size);
+    float dw;
+    if (!m) {
+        dw = quant_f16_to_f32((uint16_t)(b[0] | b[1] << 8));
+        one[0] = 0x00, one[1] = 0x3C;
+    } else { /* d's nibbles on top of the four scale words */
+        uint16_t w[4], d16 = 0;
+        for (int j = 0; j < 4; j++) {
+            w[j] = (uint16_t)(b[48 + 2 * j] | b[49 + 2 * j] << 8);
+            d16 |= (uint16_t)((w[j] >> 12) << 4 * j);
+            w[j] = (uint16_t)((w[j] & 0x0FFF) | ((0x3C00 >> 4 * j) & 0xF) << 12);
+            one[48 + 2 * j] = (uint8_t)w[j], one[49 + 2 * j] = (uint8_t)(w[j] >> 8);
+        }
+        dw = quant_f16_to_f32(d16);
+    }
+    dequant_row(type, one, v, 256);
+    int lane[8] = {0}, lane2[8] = {0}, si1 = 0, neg[256];
+    for (int j = 0; j < 16; j++) {
+        const int ib = j / 2;
+        if (!m) {
+            ls[j] = 2 * ((b[34 + 2 * ib + 1] >> 4) & 7) + 1;
+        } else {
+            const int sc = b[48 + 2 * (ib / 2)] | b[49 + 2 * (ib / 2)] << 8;
+            ls[j] = 2 * ((sc >> (6 * (ib % 2) + 3 * (j % 2))) & 7) + 1;
+        }
+    }
+    for (int e = 0; e < 256; e++) {
+        const float t = v[e] / (float)ls[e / 16];
+        u[e] = (int)lrintf(t);
+        neg[e] = t < (float)u[e];
+        lane[e % 32 / 4] += ls[e / 16] * u[e] * q[e];
+        lane2[e % 32 / 4] += ls[e / 16] * (neg[e] ? -q[e] : q[e]);
+    }
+    for (int ib = 0; ib < 8; ib++) {
+        int sq = 0;
+        for (int e = 0; e < 32; e++)
+            sq += q[32 * ib + e];
+        si1 += sq * (neg[32 * ib] ? -1 : 1) * ls[2 * ib];
+    }
+    const float d = dx * dw;
+    for (int k2 = 0; k2 < 8; k2++) {
+        acc[k2] = fmaf(d, (float)lane[k2], acc[k2]);
+        if (m) acc2[k2] = fmaf(d, (float)lane2[k2], acc2[k2]);
+    }
+    if (!m) *acc1 += d * (float)si1;
+}
+
 /* the 8-bit codes' product with row r as llama.cpp's AVX2 kernels order it
  * (per block eight lane sums of four consecutive codes in each 32-byte
  * run, fused into eight running sums, ggml's horizontal sum; Q4_1 and
@@ -1309,7 +1367,7 @@ static int grid_ls(uint32_t type, const uint8_t *b, int j)
  * sums, an odd last block added after), Q2_K (its minima first), Q3_K,
  * Q4_K, Q5_K, Q6_K, IQ4_XS, TQ1_0 and TQ2_0 (digits less the code sums,
  * multiplied and added, not fused), the grid formats with signs (the sum
- * times 1 / grid_m) */
+ * times 1 / grid_m), IQ1_S and IQ1_M (iq1_block) */
 static float ggml_order_dot(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
@@ -1372,6 +1430,10 @@ static float ggml_order_dot(const struct wmat *W, int64_t r, const struct matmul
                                    acc[k2]);
             }
             b += two ? 84 : 110;
+        } else if (W->type == GGML_IQ1_S || W->type == GGML_IQ1_M) {
+            iq1_block(W->type, b, q, a->d[k / 256], acc, acc_odd, &summs, u, sc);
+            b += ggml_type_get(W->type)->type_size;
+            continue;
         } else if (grid_m(W->type) > 0) { /* a grid format: its values with d = 1 */
             const int bb = (int)ggml_type_get(W->type)->type_size;
             uint8_t one[128];
@@ -1469,6 +1531,8 @@ static float ggml_order_dot(const struct wmat *W, int64_t r, const struct matmul
         for (int k2 = 0; k2 < 8; k2++)
             sums[k2] = fused ? fmaf(d, (float)lane[k2], sums[k2]) : (float)lane[k2] * d + sums[k2];
     }
+    if (W->type == GGML_IQ1_S) return ggml_hsum8(acc) + 0.125f * summs;
+    if (W->type == GGML_IQ1_M) return ggml_hsum8(acc) + 0.125f * ggml_hsum8(acc_odd);
     for (int k2 = 0; k2 < 8; k2++)
         acc[k2] += acc_odd[k2];
     float y = ggml_hsum8(acc) + tail;
@@ -1558,8 +1622,18 @@ static int q8_check(void *ctx)
                  {GGML_Q2_K, 512},    {GGML_Q3_K, 256},    {GGML_Q3_K, 768},    {GGML_MXFP4, 32},
                  {GGML_MXFP4, 96},    {GGML_MXFP4, 1024},  {GGML_TQ1_0, 256},   {GGML_TQ1_0, 768},
                  {GGML_TQ2_0, 256},   {GGML_TQ2_0, 512},   {GGML_IQ2_XXS, 256}, {GGML_IQ2_XS, 512},
-                 {GGML_IQ2_S, 256},   {GGML_IQ3_XXS, 512}, {GGML_IQ3_S, 256}};
+                 {GGML_IQ2_S, 256},   {GGML_IQ3_XXS, 512}, {GGML_IQ3_S, 256},   {GGML_IQ1_S, 256},
+                 {GGML_IQ1_S, 512},   {GGML_IQ1_M, 256},   {GGML_IQ1_M, 768}};
     const int vnni = !strcmp(matmul_kernel_name(), "avx512vnni");
+    for (uint32_t type = 0; type < QG_F8_E4M3_S32; type++) { /* every GGUF block format */
+        const uint32_t kind = simfmt_llamacpp_act_class(type);
+        if (!ggml_type_get(type) || !dequant_supported(type) ||
+            (kind != GGML_Q8_0 && kind != GGML_Q8_K))
+            continue;
+        if (matmul_has_q8(type, kind) != vnni)
+            T_FAIL_("%s: an integer kernel %s under %s", ggml_type_get(type)->name,
+                    vnni ? "missing" : "present", matmul_kernel_name());
+    }
     uint64_t st = 33;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         enum { ROWS = 37 };
