@@ -542,15 +542,16 @@ static void f16_step(float *o, const float *v, float a, int n)
  * f16) against keys first..last in order, an online softmax whose running
  * sum of V rows is held in f16, rounded at every step */
 static void attn_row_f16(const struct llama_ctx *c, float *o, const float *q, const float *K,
-                         const float *V, int first, int last, int kvd, float scale)
+                         const float *V, int first, int last, int kvd, float scale, float *scores)
 {
     const int hd = c->m->hp.head_dim;
     const float cap = c->m->hp.attn_softcap;
     float S = 0.0f, M = -INFINITY;
     for (int d = 0; d < hd; d++)
         o[d] = 0.0f;
+    matmul_dots(scores, q, K + (size_t)first * kvd, last - first + 1, kvd, hd, scale);
     for (int t = first; t <= last; t++) {
-        float s = matmul_dot(q, K + (size_t)t * kvd, hd) * scale, vs = 1.0f, ms = 1.0f;
+        float s = scores[t - first], vs = 1.0f, ms = 1.0f;
         if (cap > 0) s = cap * tanhf(s * (1.0f / cap));
         const float *v = V + (size_t)t * kvd;
         if (s > M) {
@@ -592,7 +593,7 @@ static void attention_heads(void *arg, int64_t h0, int64_t h1, int thread)
                     first = window && last - window + 1 > 0 ? last - window + 1 : 0;
                 attn_row_f16(c, c->att + (size_t)i * qd + (size_t)hh * hd,
                              c->q + (size_t)i * qd + (size_t)hh * hd, K + (size_t)kh * hd,
-                             V + (size_t)kh * hd, first, last, kvd, scale);
+                             V + (size_t)kh * hd, first, last, kvd, scale, scores);
             }
             continue;
         }
@@ -603,8 +604,7 @@ static void attention_heads(void *arg, int64_t h0, int64_t h1, int thread)
             float *O = c->att + (size_t)r0 * qd + (size_t)hh * hd;
             /* S[rows][T] = Q_h[r0..][hd] . K_h[T][hd]^T * scale */
             if (rows == 1)
-                for (int t = 0; t < T; t++)
-                    scores[t] = scale * matmul_dot(Q, Kh + (size_t)t * kvd, hd);
+                matmul_dots(scores, Q, Kh, T, kvd, hd, scale);
             else
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, T, hd, scale, Q, qd, Kh,
                             kvd, 0.0f, scores, T);

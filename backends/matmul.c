@@ -182,6 +182,18 @@ float matmul_dot(const float *a, const float *b, int64_t n)
     return dot ? dot(a, b, n) : dot_portable(a, b, n);
 }
 
+void matmul_dots(float *out, const float *a, const float *b, int64_t T, int64_t stride, int64_t n,
+                 float scale)
+{
+    mv_dots_fn dots = mv_x86_dots(mv_isa_current());
+    if (dots) {
+        dots(out, a, b, T, stride, n, scale);
+        return;
+    }
+    for (int64_t t = 0; t < T; t++)
+        out[t] = dot_portable(a, b + t * stride, n) * scale;
+}
+
 /* rows [r0, r1) of W . x: the kernel set's kernel for W's type, or decoded
  * rows and a dot product; prep: x's preparation, or NULL */
 static void rows_fused(enum mv_isa isa, float *y, const float *x, const struct wmat *W, int64_t r0,

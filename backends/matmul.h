@@ -118,6 +118,11 @@ void matmul_rows_portable(float *y, const float *x, const struct wmat *W, int64_
  * CPU runs (the order of its sums is that set's). */
 float matmul_dot(const float *a, const float *b, int64_t n);
 
+/* out[t] = matmul_dot(a, b + t stride, n) * scale for t < T, to the bit
+ * (attention's scores of one query against T keys), without a call per t */
+void matmul_dots(float *out, const float *a, const float *b, int64_t T, int64_t stride, int64_t n,
+                 float scale);
+
 /* "avx512vnni", "avx512", "avx2" or "portable": the decode kernel set in use (by
  * default the best this CPU runs). */
 const char *matmul_kernel_name(void);

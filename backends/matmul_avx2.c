@@ -12,7 +12,8 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
-__attribute__((target("avx2,fma"))) float mx_dot_avx2(const float *a, const float *b, int64_t n)
+__attribute__((target("avx2,fma"))) static inline __attribute__((always_inline)) float
+dot256(const float *a, const float *b, int64_t n)
 {
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
     int64_t k = 0;
@@ -24,6 +25,19 @@ __attribute__((target("avx2,fma"))) float mx_dot_avx2(const float *a, const floa
     for (; k < n; k++)
         s += a[k] * b[k];
     return s;
+}
+
+__attribute__((target("avx2,fma"))) float mx_dot_avx2(const float *a, const float *b, int64_t n)
+{
+    return dot256(a, b, n);
+}
+
+__attribute__((target("avx2,fma"))) void mx_dots_avx2(float *out, const float *a, const float *b,
+                                                      int64_t T, int64_t stride, int64_t n,
+                                                      float scale)
+{
+    for (int64_t t = 0; t < T; t++)
+        out[t] = dot256(a, b + t * stride, n) * scale;
 }
 
 /* 8 int8 -> 8 floats */

@@ -12,7 +12,8 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
-AVX512 float mx_dot_avx512(const float *a, const float *b, int64_t n)
+AVX512 static inline __attribute__((always_inline)) float dot512(const float *a, const float *b,
+                                                                 int64_t n)
 {
     __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
     int64_t k = 0;
@@ -24,6 +25,18 @@ AVX512 float mx_dot_avx512(const float *a, const float *b, int64_t n)
     for (; k < n; k++)
         s += a[k] * b[k];
     return s;
+}
+
+AVX512 float mx_dot_avx512(const float *a, const float *b, int64_t n)
+{
+    return dot512(a, b, n);
+}
+
+AVX512 void mx_dots_avx512(float *out, const float *a, const float *b, int64_t T, int64_t stride,
+                           int64_t n, float scale)
+{
+    for (int64_t t = 0; t < T; t++)
+        out[t] = dot512(a, b + t * stride, n) * scale;
 }
 
 /* 16 x 32-bit lanes of 32 bytes at p loaded twice, the upper copy shifted

@@ -30,6 +30,14 @@ typedef float (*mv_dot_fn)(const float *a, const float *b, int64_t n);
 /* The f32 dot product of a kernel set; NULL for MV_PORTABLE. */
 mv_dot_fn mv_x86_dot(enum mv_isa isa);
 
+/* the set's dot product over T rows: out[t] = dot(a, b + t stride, n) *
+ * scale, each as mv_x86_dot's function gives it, to the bit */
+typedef void (*mv_dots_fn)(float *out, const float *a, const float *b, int64_t T, int64_t stride,
+                           int64_t n, float scale);
+
+/* the set's mv_dots_fn, or NULL (portable: the caller loops) */
+mv_dots_fn mv_x86_dots(enum mv_isa isa);
+
 /* Floats of x's preparation the kernel of `type` reads in a product over
  * `in` inputs (x re-laid for the kernel set, then its sums over groups of
  * 32); 0 when it reads none. Best 64-byte aligned. */
