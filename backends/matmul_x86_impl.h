@@ -319,6 +319,28 @@ AVX512VNNI float mx_row_q6_k_vnni(const struct wmat *W, int64_t r, const float *
 
 /* a=llamacpp's integer products (matmul_q8.c): weights of the type named
  * against an input in llama.cpp's 8-bit blocks */
+/* shared by the a=llamacpp integer kernels (matmul_q8.c, matmul_q8_iq.c) */
+/* ggml's hsum_float_8: ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)) */
+AVX512VNNI static inline __attribute__((always_inline)) float hsum8(__m256 v)
+{
+    __m128 r = _mm_add_ps(_mm256_extractf128_ps(v, 1), _mm256_castps256_ps128(v));
+    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+    return _mm_cvtss_f32(_mm_add_ss(r, _mm_movehdup_ps(r)));
+}
+
+/* sixteen int32 lanes to eight: lanes k and k + 8 added */
+AVX512VNNI static inline __attribute__((always_inline)) __m256i fold16(__m512i v)
+{
+    return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+
+/* the 4 scales of the 64 values from 16 * i0 as 16 lanes, 4 each */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i quad_scales(__m512i sc, int i0)
+{
+    const __m512i quad = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    return _mm512_permutexvar_epi32(_mm512_add_epi32(quad, _mm512_set1_epi32(i0)), sc);
+}
+
 AVX512VNNI float mx_q8_q4_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_q8_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_q4_1_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);

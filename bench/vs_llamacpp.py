@@ -3,7 +3,8 @@
 
 usage: bench/vs_llamacpp.py --llama BUILD_DIR [--qgate build/qgate] [--threads T]
                             [--reps N] [--text FILE] [--ctx C] [--chunks K]
-                            [--tokens N] [--no-decode] [--a-llamacpp] MODEL.gguf...
+                            [--tokens N] [--no-decode] [--no-prefill] [--a-llamacpp]
+                            MODEL.gguf...
 
 For every model, N rounds, each running the two programs one after the
 other (qgate first in even rounds, llama.cpp first in odd ones), with the
@@ -19,8 +20,9 @@ same thread count:
   with a fixed prompt, so load and prompt cancel; a model that stops early
   (end of sequence) is reported as such, not timed.
 
---a-llamacpp runs qgate as MODEL?a=llamacpp (llama.cpp's 8-bit
-activations and f16 attention sums, the same arithmetic as llama.cpp's).
+--no-decode and --no-prefill leave a phase out. --a-llamacpp runs qgate
+as MODEL?a=llamacpp (llama.cpp's 8-bit activations and f16 attention
+sums, the same arithmetic as llama.cpp's).
 
 Prints one table row per model and phase: min, median and max of the
 per-round ratios, and each side's median. BUILD_DIR is a llama.cpp CMake
@@ -99,6 +101,7 @@ def main():
     ap.add_argument("--chunks", type=int, default=8)
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--no-decode", action="store_true")
+    ap.add_argument("--no-prefill", action="store_true")
     ap.add_argument("--a-llamacpp", action="store_true")
     ap.add_argument("models", nargs="+")
     a = ap.parse_args()
@@ -111,8 +114,9 @@ def main():
         pr, pq, pl, dr, dq, dl = [], [], [], [], [], []
         for r in range(a.reps):
             order = ("qgate", "llama") if r % 2 == 0 else ("llama", "qgate")
-            t = {w: prefill(a, model, w) for w in order}
-            pq.append(t["qgate"]), pl.append(t["llama"]), pr.append(t["llama"] / t["qgate"])
+            if not a.no_prefill:
+                t = {w: prefill(a, model, w) for w in order}
+                pq.append(t["qgate"]), pl.append(t["llama"]), pr.append(t["llama"] / t["qgate"])
             if a.no_decode:
                 continue
             s = {}
@@ -120,7 +124,8 @@ def main():
                 s[w] = qgate_decode(a, model) if w == "qgate" else llama_decode(a, model)
             if s["qgate"] is not None:
                 dq.append(s["qgate"]), dl.append(s["llama"]), dr.append(s["qgate"] / s["llama"])
-        row(name, "prefill (s)", pr, pq, pl, "s")
+        if not a.no_prefill:
+            row(name, "prefill (s)", pr, pq, pl, "s")
         if not a.no_decode:
             row(name, "decode (tok/s)", dr, dq, dl, "tok/s")
     return 0
