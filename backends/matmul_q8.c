@@ -58,22 +58,6 @@ q4_0_one(__m256 acc, const uint8_t *b, const int8_t *q, float d)
     return _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(b) * d), _mm256_cvtepi32_ps(s), acc);
 }
 
-/* Q4_0 x Q8_0, one row */
-AVX512VNNI float mx_q8_q4_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
-{
-    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
-    const int64_t nb = W->in / 32;
-    __m256 acc = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 2 <= nb; i += 2, b += 36) {
-        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
-        acc = q4_0_two(acc, b, _mm512_loadu_si512((const void *)(a->q + 32 * i)), a->d[i],
-                       a->d[i + 1]);
-    }
-    if (i < nb) acc = q4_0_one(acc, b, a->q + 32 * i, a->d[i]);
-    return hsum8(acc);
-}
-
 /* one Q8_0 row's next two blocks: the weight codes offset by 128 to
  * unsigned bytes, per lane sum (w + 128) q - 128 sum q */
 AVX512VNNI static inline __attribute__((always_inline)) __m256
@@ -100,21 +84,37 @@ q8_0_one(__m256 acc, const uint8_t *b, const int8_t *q, float d)
     return _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(b) * d), _mm256_cvtepi32_ps(s), acc);
 }
 
-/* Q8_0 x Q8_0, one row */
-AVX512VNNI float mx_q8_q8_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+/* Q4_0 or Q8_0 (q8) x Q8_0, one row: two blocks at a time, an odd last
+ * one alone */
+AVX512VNNI static inline __attribute__((always_inline)) float
+q0_row(const struct wmat *W, int64_t r, const struct matmul_q8 *a, const int q8)
 {
+    const size_t bsize = q8 ? 34 : 18;
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
     const int64_t nb = W->in / 32;
     __m256 acc = _mm256_setzero_ps();
     int64_t i = 0;
-    for (; i + 2 <= nb; i += 2, b += 68) {
+    for (; i + 2 <= nb; i += 2, b += 2 * bsize) {
         _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
-        _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
-        acc = q8_0_two(acc, b, _mm512_loadu_si512((const void *)(a->q + 32 * i)), a->d[i],
-                       a->d[i + 1]);
+        if (q8) _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
+        const __m512i q = _mm512_loadu_si512((const void *)(a->q + 32 * i));
+        acc = q8 ? q8_0_two(acc, b, q, a->d[i], a->d[i + 1])
+                 : q4_0_two(acc, b, q, a->d[i], a->d[i + 1]);
     }
-    if (i < nb) acc = q8_0_one(acc, b, a->q + 32 * i, a->d[i]);
+    if (i < nb)
+        acc = q8 ? q8_0_one(acc, b, a->q + 32 * i, a->d[i])
+                 : q4_0_one(acc, b, a->q + 32 * i, a->d[i]);
     return hsum8(acc);
+}
+
+AVX512VNNI float mx_q8_q4_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    return q0_row(W, r, a, 0);
+}
+
+AVX512VNNI float mx_q8_q8_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    return q0_row(W, r, a, 1);
 }
 
 /* a 32-block's 5-bit values (Q5_0, Q5_1): the nibbles at qs with the
@@ -313,10 +313,7 @@ AVX512VNNI float mx_q8_q4_k_vnni(const struct wmat *W, int64_t r, const struct m
             isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(s, sc));
         }
         /* the groups' code sums (sum16 pairs) in group order, times the minima */
-        const __m512i s16 = _mm512_loadu_si512((const void *)(a->sum16 + k / 16));
-        const __m256i g = _mm256_permute4x64_epi64(
-            _mm256_hadd_epi32(_mm512_castsi512_si256(s16), _mm512_extracti64x4_epi64(s16, 1)),
-            0xD8);
+        const __m256i g = run_sums(a, k);
         const __m256i pm = _mm256_mullo_epi32(g, _mm512_extracti64x4_epi64(sm, 1));
         const __m128i pairs =
             _mm_hadd_epi32(_mm256_castsi256_si128(pm), _mm256_extracti128_si256(pm, 1));
@@ -367,10 +364,7 @@ AVX512VNNI float mx_q8_q5_k_vnni(const struct wmat *W, int64_t r, const struct m
                 _mm512_permutexvar_epi32(_mm512_add_epi32(half, _mm512_set1_epi32(2 * p)), sm);
             isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(s, sc));
         }
-        const __m512i s16 = _mm512_loadu_si512((const void *)(a->sum16 + k / 16));
-        const __m256i g = _mm256_permute4x64_epi64(
-            _mm256_hadd_epi32(_mm512_castsi512_si256(s16), _mm512_extracti64x4_epi64(s16, 1)),
-            0xD8);
+        const __m256i g = run_sums(a, k);
         const int32_t mins = _mm512_reduce_add_epi32(
             _mm512_castsi256_si512(_mm256_mullo_epi32(g, _mm512_extracti64x4_epi64(sm, 1))));
         const float d = a->d[blk] * h2f_f16c(b), dmin = -a->d[blk] * h2f_f16c(b + 2);

@@ -30,11 +30,7 @@ AVX512VNNI float mx_q8_tq2_0_vnni(const struct wmat *W, int64_t r, const struct 
                     isum, w, _mm512_loadu_si512((const void *)(a->q + k + 128 * c + 64 * h)));
             }
         }
-        const __m512i s16 = _mm512_loadu_si512((const void *)(a->sum16 + k / 16));
-        const __m256i pairs = _mm256_permute4x64_epi64(
-            _mm256_hadd_epi32(_mm512_castsi512_si256(s16), _mm512_extracti64x4_epi64(s16, 1)),
-            0xD8);
-        const __m256 f = _mm256_cvtepi32_ps(_mm256_sub_epi32(fold16(isum), pairs));
+        const __m256 f = _mm256_cvtepi32_ps(_mm256_sub_epi32(fold16(isum), run_sums(a, k)));
         acc = _mm256_add_ps(_mm256_mul_ps(f, _mm256_set1_ps(a->d[blk] * h2f_f16c(b + 64))), acc);
     }
     return hsum8(acc);
@@ -97,11 +93,7 @@ AVX512VNNI float mx_q8_tq1_0_vnni(const struct wmat *W, int64_t r, const struct 
         for (int i = 0; i < 4; i++)
             isum = _mm512_dpbusd_epi32(isum, u[i],
                                        _mm512_loadu_si512((const void *)(a->q + k + 64 * i)));
-        const __m512i s16 = _mm512_loadu_si512((const void *)(a->sum16 + k / 16));
-        const __m256i pairs = _mm256_permute4x64_epi64(
-            _mm256_hadd_epi32(_mm512_castsi512_si256(s16), _mm512_extracti64x4_epi64(s16, 1)),
-            0xD8);
-        const __m256 f = _mm256_cvtepi32_ps(_mm256_sub_epi32(fold16(isum), pairs));
+        const __m256 f = _mm256_cvtepi32_ps(_mm256_sub_epi32(fold16(isum), run_sums(a, k)));
         acc = _mm256_add_ps(_mm256_mul_ps(f, _mm256_set1_ps(a->d[blk] * h2f_f16c(b + 52))), acc);
     }
     return hsum8(acc);

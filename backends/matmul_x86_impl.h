@@ -341,6 +341,16 @@ AVX512VNNI static inline __attribute__((always_inline)) __m512i quad_scales(__m5
     return _mm512_permutexvar_epi32(_mm512_add_epi32(quad, _mm512_set1_epi32(i0)), sc);
 }
 
+/* the sums of each 32 codes of the Q8_K block at k, in run order (each
+ * two of its sums of 16) */
+AVX512VNNI static inline __attribute__((always_inline)) __m256i run_sums(const struct matmul_q8 *a,
+                                                                         int64_t k)
+{
+    const __m512i s16 = _mm512_loadu_si512((const void *)(a->sum16 + k / 16));
+    return _mm256_permute4x64_epi64(
+        _mm256_hadd_epi32(_mm512_castsi512_si256(s16), _mm512_extracti64x4_epi64(s16, 1)), 0xD8);
+}
+
 AVX512VNNI float mx_q8_q4_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_q8_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_q4_1_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
