@@ -189,16 +189,10 @@ static void norm(const struct llama_ctx *c, float *y, const float *x, const floa
         rmsnorm(y, x, w, n, h->dim, h->rms_eps);
 }
 
-/* y[n][out] = x[n][in] . W^T (+ bias) (+ beta y), weights as stored */
-
 /* the correction's deltas held at once, and its rows per pass */
 enum { Q81_DELTAS = 8192, Q81_ROWS = 512 };
 
-/* llama.cpp multiplies Q4_1/Q5_1 weights by Q8_1 activations whose block
- * sum enters as s = fp16(d * sum(q)) times the weight block's minimum m;
- * the rounded activations alone give m * fp16(d) * sum(q). This adds the
- * difference, m * (s - fp16(d) * sum(q)), for each row and block (x: the
- * input before rounding, as act_q8_0 rounds it). */
+/* a pass of the Q8_1 correction (q8_1_sum_correction) */
 struct q81_job {
     float *y;
     const struct wmat *W;
@@ -238,10 +232,14 @@ static void q81_delta(const float *xr, int64_t nb, float *delta)
         float d = amax / 127.0f, id = amax != 0 ? 127.0f / amax : 0.0f;
         float dh = quant_f16_to_f32(quant_f32_to_f16(d));
         delta[b] = 0;
-        if (!isfinite(amax)) continue; /* a NaN or Inf input: the result says so already */
-        int sum = 0;
-        for (int j = 0; j < 32; j++)
-            sum += (int)nearbyintf(xr[b * 32 + j] * id);
+        if (!isfinite(amax) || !isfinite(id)) continue; /* NaN, Inf, or a scale past float */
+        int sum = 0, bad = 0;
+        for (int j = 0; j < 32; j++) {
+            const float q = nearbyintf(xr[b * 32 + j] * id);
+            bad |= isnan(q); /* a NaN input (amax skips it): the result says so already */
+            sum += bad ? 0 : (int)q;
+        }
+        if (bad) continue;
         delta[b] = quant_f16_to_f32(quant_f32_to_f16((float)sum * d)) - dh * (float)sum;
     }
 }
@@ -260,6 +258,11 @@ static void q81_deltas(void *arg, int64_t r0, int64_t r1, int thread)
         q81_delta(j->x + (size_t)r * (size_t)j->in, j->nb, j->delta + (size_t)r * (size_t)j->nb);
 }
 
+/* llama.cpp multiplies Q4_1/Q5_1 weights by Q8_1 activations whose block
+ * sum enters as s = fp16(d * sum(q)) times the weight block's minimum m;
+ * the rounded activations alone give m * fp16(d) * sum(q). This adds the
+ * difference, m * (s - fp16(d) * sum(q)), for each row and block (x: the
+ * input before rounding, as act_q8_0 rounds it). */
 static void q8_1_sum_correction(const struct llama_ctx *c, float *y, const float *x,
                                 const struct wmat *W, int n)
 {
@@ -295,7 +298,7 @@ struct act_job {
 };
 
 /* rows [r0, r1) of x rounded into c->aq as the simulated arithmetic rounds
- * the input to W (every mode rounds each row on its own) */
+ * the input to W */
 static void act_rows(void *arg, int64_t r0, int64_t r1, int thread)
 {
     (void)thread;
@@ -313,12 +316,18 @@ static void act_rows(void *arg, int64_t r0, int64_t r1, int thread)
         simfmt_apply_act(&c->act_fmt, aq, n, W->in);
 }
 
-/* x's n rows rounded for W into c->aq, across the pool */
+/* x's n rows rounded for W into c->aq: across the pool where each row
+ * rounds on its own; dynamic NVFP4 in one piece (its tensor scale is the
+ * largest value of all n rows, so a split would give each piece its own) */
 static const float *act_round(const struct llama_ctx *c, const struct wmat *W, const float *x,
                               int n)
 {
     struct act_job j = {c, W, x};
-    parallel_for(c->n_threads, n, act_rows, &j);
+    if (c->act != LLAMA_ACT_LLAMACPP && !(c->act_static && W->in_scale > 0) &&
+        c->act_fmt.kind == SIMFMT_NVFP4)
+        act_rows(&j, 0, n, 0);
+    else
+        parallel_for(c->n_threads, n, act_rows, &j);
     return c->aq;
 }
 
@@ -329,6 +338,7 @@ static void q8_1_after(const struct llama_ctx *c, float *y, const float *x_in, c
         q8_1_sum_correction(c, y, x_in, W, n);
 }
 
+/* y[n][out] = x[n][in] . W^T (+ bias) (+ beta y), weights as stored */
 void lm_matmul(const struct llama_ctx *c, float *y, const float *x, const struct wmat *W,
                const float *bias, float beta, int n)
 {
@@ -342,9 +352,6 @@ void lm_matmul(const struct llama_ctx *c, float *y, const float *x, const struct
     q8_1_after(c, y, x, W, n);
 }
 
-/* the k products of one x (Q, K, V; gate, up): one fork-join in a decode
- * step, and under simulated arithmetic one rounding of x when the
- * products' inputs round alike (else each its own) */
 /* A decode step's input (n == 1) in llama.cpp's 8-bit blocks for the k
  * parts, when the kernel set has an integer kernel for one of them: x
  * rounded into c->aq and its codes into *a (the figures in c->a8_figs).
@@ -428,7 +435,12 @@ int llama_ctx_set_act(struct llama_ctx *c, int mode, const struct simfmt *f)
         size_t in = (size_t)c->m->max_in;
         c->a8 = malloc(in);
         c->a8_figs = malloc((in / 32 * 2 + in / 16) * sizeof(float));
-        if (!c->a8 || !c->a8_figs) return QG_ERR_NOMEM;
+        if (!c->a8 || !c->a8_figs) { /* both or neither: a retry allocates again */
+            free(c->a8);
+            free(c->a8_figs);
+            c->a8 = NULL, c->a8_figs = NULL;
+            return QG_ERR_NOMEM;
+        }
     }
     c->act = mode;
     if (f) c->act_fmt = *f;

@@ -147,7 +147,7 @@ legacy_row(const struct wmat *W, int64_t r, const struct matmul_q8 *a, const siz
         const int two = i + 1 < nb; /* else the last block with itself, the high half unused */
         const uint8_t *c = two ? b + bsize : b;
         const __m512i q = two ? _mm512_loadu_si512((const void *)(a->q + 32 * i))
-                              : _mm512_castsi256_si512(_mm256_loadu_si256(
+                              : _mm512_zextsi256_si512(_mm256_loadu_si256(
                                     (const __m256i *)(const void *)(a->q + 32 * i)));
         const __m512i w =
             five ? five_pair(b + qs, b + qh, c + qs, c + qh) : nib_pair(b + qs, c + qs);
@@ -366,7 +366,7 @@ AVX512VNNI float mx_q8_q5_k_vnni(const struct wmat *W, int64_t r, const struct m
         }
         const __m256i g = run_sums(a, k);
         const int32_t mins = _mm512_reduce_add_epi32(
-            _mm512_castsi256_si512(_mm256_mullo_epi32(g, _mm512_extracti64x4_epi64(sm, 1))));
+            _mm512_zextsi256_si512(_mm256_mullo_epi32(g, _mm512_extracti64x4_epi64(sm, 1))));
         const float d = a->d[blk] * h2f_f16c(b), dmin = -a->d[blk] * h2f_f16c(b + 2);
         summs += dmin * (float)mins;
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold16(isum)), acc);

@@ -191,7 +191,7 @@ int mv_x86_rows(enum mv_isa isa, float *y, const float *x, const float *prep, co
 int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const struct wmat *W,
                    int64_t r0, int64_t r1)
 {
-    if (isa != MV_AVX512_VNNI) return 0;
+    if (isa != MV_AVX512_VNNI || (a->kind != GGML_Q8_0 && a->kind != GGML_Q8_K)) return 0;
     if (a->kind == GGML_Q8_0) {
         switch (W->type) {
         case GGML_Q4_0:

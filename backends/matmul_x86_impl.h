@@ -317,9 +317,10 @@ AVX512VNNI float mx_row_q5_k_vnni(const struct wmat *W, int64_t r, const float *
  * j / 2. The 6-bit values by q6_values, in element order, 64 a vector. */
 AVX512VNNI float mx_row_q6_k_vnni(const struct wmat *W, int64_t r, const float *prep);
 
-/* a=llamacpp's integer products (matmul_q8.c): weights of the type named
- * against an input in llama.cpp's 8-bit blocks */
-/* shared by the a=llamacpp integer kernels (matmul_q8.c, matmul_q8_iq.c) */
+/* a=llamacpp's integer products (matmul_q8.c, matmul_q8_iq.c): helpers
+ * they share, then one kernel per weight type against an input in
+ * llama.cpp's 8-bit blocks (a row's product, llama.cpp's bits) */
+
 /* ggml's hsum_float_8: ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)) */
 AVX512VNNI static inline __attribute__((always_inline)) float hsum8(__m256 v)
 {

@@ -415,11 +415,12 @@ int simfmt_apply_kv(const struct simfmt *f, float *x, int64_t n, int64_t dim, in
     return simfmt_apply(&g, x, n, dim);
 }
 
-/* ggml's Q8_0 (and Q8_1) activation blocks: d = max|x| / 127 kept in fp16,
- * codes round(x * 127 / max|x|) to nearest even */
-/* ggml's Q8_0 (and Q8_1) rounding of x[0..n) in place; with c, the codes
- * and per-block figures too (struct simfmt_codes), unless a block is not
- * finite: returns -1 then (the rounding goes on), else 0 */
+/* ggml's Q8_0 (and Q8_1) activation blocks of x[0..n), in place: d =
+ * max|x| / 127 kept in fp16, codes round(x * 127 / max|x|) to nearest
+ * even; with c, the codes and per-block figures too (struct simfmt_codes),
+ * unless a code is not finite (a NaN or Inf input, or a largest |x| so
+ * small that 127 / it overflows): returns -1 then (the rounding goes on),
+ * else 0 */
 static int act_q8_0(float *x, int64_t n, const struct simfmt_codes *c)
 {
     int rc = 0;
@@ -434,7 +435,7 @@ static int act_q8_0(float *x, int64_t n, const struct simfmt_codes *c)
         for (int j = 0; j < 32; j++) {
             float q = nearbyintf(x[b + j] * id);
             x[b + j] = q * dh;
-            if (isnan(q)) rc = -1; /* a NaN input: no code */
+            if (!isfinite(q)) rc = -1; /* no code (and no cast of it below) */
             if (c && !rc) {
                 c->q[b + j] = (int8_t)q;
                 sum[j / 16] += (int)q;
@@ -450,8 +451,9 @@ static int act_q8_0(float *x, int64_t n, const struct simfmt_codes *c)
 }
 
 /* ggml's Q8_K: 256 values, iscale = -127 / (the signed value of largest
- * magnitude), codes nearest(iscale * x) capped at 127, d = 1 / iscale; in
- * place, with c the codes too (as act_q8_0; no s) */
+ * magnitude), codes nearest(iscale * x) capped at 127 (a NaN gives 127, as
+ * llama.cpp's), d = 1 / iscale; in place, with c the codes too (as
+ * act_q8_0, no s; -1 where a block holds an Inf or iscale overflows) */
 static int act_q8_k(float *x, int64_t n, const struct simfmt_codes *c)
 {
     int rc = 0;
@@ -470,6 +472,7 @@ static int act_q8_k(float *x, int64_t n, const struct simfmt_codes *c)
             continue;
         }
         float iscale = -127.0f / max, d = 1.0f / iscale;
+        if (!isfinite(iscale)) rc = -1; /* |max| below 127 / FLT_MAX: codes of +-Inf */
         for (int j = 0; j < 256; j++) {
             float q = nearbyintf(iscale * x[b + j]);
             q = q < 127.0f ? q : 127.0f; /* fminf's: NaN gives 127 */

@@ -143,8 +143,10 @@ struct simfmt_codes {
 /* One row x[0..in) rounded in place as simfmt_llamacpp_act rounds it, and
  * for the 8-bit classes (Q8_0, Q8_K) its codes into c, so that x[j] =
  * c->d[block] * c->q[j] exactly. Returns 0, or -1 when x is rounded but
- * there are no codes: the class is not 8-bit (F32, F16, BF16) or a block
- * holds a value that is not finite. */
+ * there are no codes: the class is not 8-bit (F32, F16, BF16), a block
+ * holds an Inf (Q8_0: or a NaN), or its largest magnitude is so small
+ * (below 127 / FLT_MAX) that the scale's inverse overflows. Q8_K's
+ * rounding, as llama.cpp's, gives a NaN the code 127: codes, not -1. */
 int simfmt_llamacpp_codes(uint32_t wtype, float *x, int64_t in, const struct simfmt_codes *c);
 
 #endif

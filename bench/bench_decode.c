@@ -134,8 +134,11 @@ static int decode_row(const char *path, const char *t, int threads, int tokens, 
         return fprintf(stderr, "%s\n", err), 1;
     if (llama_ctx_new(m, tokens + 2, &c)) return fprintf(stderr, "out of memory\n"), 1;
     llama_ctx_set_threads(c, threads);
-    if (llamacpp && llama_ctx_set_act(c, LLAMA_ACT_LLAMACPP, NULL))
+    if (llamacpp && llama_ctx_set_act(c, LLAMA_ACT_LLAMACPP, NULL)) {
+        llama_ctx_free(c);
+        llama_free(m);
         return fprintf(stderr, "out of memory\n"), 1;
+    }
     int V = llama_hparams(m)->n_vocab;
     float *logits = malloc((size_t)V * sizeof *logits);
     int32_t tok = 1;

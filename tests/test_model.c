@@ -1654,6 +1654,10 @@ static int q8_check(void *ctx)
         double e1 = q8_product_error(&W, x, 1, &unlike), e2 = q8_product_error(&W, x, 2, NULL);
         x[in / 2] = NAN; /* a NaN: no Q8_0 codes; Q8_K's code 127 (fminf) */
         double en = q8_product_error(&W, x, 1, NULL);
+        for (int64_t k = 0; k < in && k < 256; k++) /* a first block below 127 / FLT_MAX */
+            x[k] = (k % 2 ? 1e-38f : -3e-39f);
+        if (q8_product_error(&W, x, 1, NULL) != -1)
+            T_FAIL_("%s: codes of a block whose scale's inverse overflows", ti->name);
         free(q), free(x);
         printf("%s %s in %lld: %s, error %.2e (group of 2: %.2e), %d of %d rows unlike "
                "llama.cpp's order\n",
@@ -1678,6 +1682,60 @@ TEST(decode_q8_kernels_exact, unit)
      * decoded weights and the rounded input, for every block count the
      * four-block loop leaves a tail of; a group's second part (bias, beta)
      * too; a NaN input has no Q8_0 codes (the float path takes it) and
-     * Q8_K's rounding holds it at 127 as llama.cpp's does */
+     * Q8_K's rounding holds it at 127 as llama.cpp's does; a block too
+     * small for its scale's inverse (below 127 / FLT_MAX) has no codes */
     return each_kernel_set(q8_check, NULL);
+}
+
+/* the logits of n tokens of the default synthetic model under simulated
+ * activations f on `threads` threads */
+static int sim_logits(const char *path, const struct simfmt *f, int threads, int n, float *lg)
+{
+    char err[QG_ERRMSG_MAX];
+    struct gguf *g;
+    struct llama_model *m;
+    struct llama_ctx *c;
+    ASSERT_OK(gguf_open(path, &g, err, sizeof err));
+    ASSERT_OK(llama_load(g, path, &m, err, sizeof err));
+    ASSERT_OK(llama_ctx_new(m, n, &c));
+    llama_ctx_set_threads(c, threads);
+    ASSERT_OK(llama_ctx_set_act(c, LLAMA_ACT_FORMAT, f));
+    int32_t *ids = malloc((size_t)n * sizeof *ids);
+    for (int i = 0; i < n; i++)
+        ids[i] = 3 + (i * 37) % 200;
+    ASSERT_OK(llama_eval(c, ids, n, 0, lg));
+    free(ids);
+    llama_ctx_free(c);
+    llama_free(m);
+    return 0;
+}
+
+TEST(sim_act_rounding_thread_independent, unit)
+{
+    /* simulated activations round a prompt's rows across the thread pool
+     * only where each row rounds on its own: dynamic NVFP4 takes one tensor
+     * scale over all the rows, so its logits (and fp8's, per row) are the
+     * same bits on 1 and 2 threads (a reviewer found the split gave each
+     * piece of rows its own NVFP4 scale) */
+    struct synth_params p = synth_default_params();
+    char err[QG_ERRMSG_MAX];
+    ASSERT_OK(synth_write(&p, t_path("m.gguf"), err, sizeof err));
+    const char *fmts[] = {"nvfp4", "fp8"};
+    enum { N = 96 };
+    const int V = p.n_vocab;
+    float *a = malloc(sizeof(float) * N * (size_t)V), *b = malloc(sizeof(float) * N * (size_t)V);
+    for (size_t i = 0; i < sizeof fmts / sizeof *fmts; i++) {
+        struct simfmt f;
+        ASSERT_OK(simfmt_parse(fmts[i], &f, err, sizeof err));
+        ASSERT_OK(sim_logits(t_path("m.gguf"), &f, 1, N, a));
+        ASSERT_OK(sim_logits(t_path("m.gguf"), &f, 2, N, b));
+        size_t diff = 0;
+        for (size_t k = 0; k < (size_t)N * (size_t)V; k++)
+            diff += memcmp(&a[k], &b[k], sizeof *a) != 0;
+        printf("%s: %zu of %d logits differ between 1 and 2 threads\n", fmts[i], diff, N * V);
+        if (diff) T_FAIL_("%s: the rounding depends on the threads", fmts[i]);
+    }
+    free(a);
+    free(b);
+    return 0;
 }
