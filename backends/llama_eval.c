@@ -355,7 +355,7 @@ void lm_matmul(const struct llama_ctx *c, float *y, const float *x, const struct
 /* A decode step's input (n == 1) in llama.cpp's 8-bit blocks for the k
  * parts, when the kernel set has an integer kernel for one of them: x
  * rounded into c->aq and its codes into *a (the figures in c->a8_figs).
- * 0, or -1 (nothing written) to take the float path. */
+ * 0, or -1 to take the float path (which rounds x itself). */
 static int act_codes(const struct llama_ctx *c, const struct matmul_part *parts, int k,
                      const float *x, struct matmul_q8 *a)
 {

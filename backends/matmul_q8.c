@@ -285,6 +285,30 @@ AVX512VNNI float mx_q8_iq4_xs_vnni(const struct wmat *W, int64_t r, const struct
     return hsum8(acc);
 }
 
+/* a Q4_K or Q5_K block's lanes sum_g sc_g (v . q): its 4 runs of 64 values
+ * (32 bytes of nibbles at qs each: group 2p low, 2p + 1 high; Q5_K: plus
+ * hi[p], the fifth bits as 16) against the codes at a->q + k; sm: the
+ * block's 6-bit scales in lanes 0..7 */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i
+k4_lanes(const uint8_t *qs, const __m512i *hi, __m512i sm, const struct matmul_q8 *a, int64_t k)
+{
+    const __m256i m4 = _mm256_set1_epi8(0xF);
+    const __m512i half = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    __m512i isum = _mm512_setzero_si512();
+    for (int p = 0; p < 4; p++) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * p));
+        __m512i w = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(v, m4)),
+                                       _mm256_and_si256(_mm256_srli_epi16(v, 4), m4), 1);
+        if (hi) w = _mm512_or_si512(w, hi[p]);
+        const __m512i s = _mm512_dpbusd_epi32(
+            _mm512_setzero_si512(), w, _mm512_loadu_si512((const void *)(a->q + k + 64 * p)));
+        const __m512i sc =
+            _mm512_permutexvar_epi32(_mm512_add_epi32(half, _mm512_set1_epi32(2 * p)), sm);
+        isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(s, sc));
+    }
+    return isum;
+}
+
 /* Q4_K x Q8_K: per block eight lanes sum_g sc_g (nib . q) over lanes of
  * four bytes of each 32-byte run (groups 2p and 2p + 1 are the low and
  * high nibbles of the same 32 bytes, one vpdpbusd), times d_x d_w into
@@ -293,25 +317,13 @@ AVX512VNNI float mx_q8_iq4_xs_vnni(const struct wmat *W, int64_t r, const struct
 AVX512VNNI float mx_q8_q4_k_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
-    const __m256i m4 = _mm256_set1_epi8(0xF);
-    const __m512i half = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
     __m256 acc = _mm256_setzero_ps();
     __m128 accm = _mm_setzero_ps();
     for (int64_t k = 0, blk = 0; k < W->in; k += 256, blk++, b += 144) {
         _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
         _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
         const __m512i sm = _mm512_cvtepu8_epi32(k4_unpack(b)); /* scales 0..7, mins 8..15 */
-        __m512i isum = _mm512_setzero_si512();
-        for (int p = 0; p < 4; p++) {
-            const __m256i v = _mm256_loadu_si256((const __m256i *)(b + 16 + 32 * p));
-            const __m512i w = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(v, m4)),
-                                                 _mm256_and_si256(_mm256_srli_epi16(v, 4), m4), 1);
-            const __m512i s = _mm512_dpbusd_epi32(
-                _mm512_setzero_si512(), w, _mm512_loadu_si512((const void *)(a->q + k + 64 * p)));
-            const __m512i sc =
-                _mm512_permutexvar_epi32(_mm512_add_epi32(half, _mm512_set1_epi32(2 * p)), sm);
-            isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(s, sc));
-        }
+        const __m512i isum = k4_lanes(b + 16, NULL, sm, a, k);
         /* the groups' code sums (sum16 pairs) in group order, times the minima */
         const __m256i g = run_sums(a, k);
         const __m256i pm = _mm256_mullo_epi32(g, _mm512_extracti64x4_epi64(sm, 1));
@@ -332,8 +344,6 @@ AVX512VNNI float mx_q8_q4_k_vnni(const struct wmat *W, int64_t r, const struct m
 AVX512VNNI float mx_q8_q5_k_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
-    const __m256i m4 = _mm256_set1_epi8(0xF);
-    const __m512i half = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
     __m256 acc = _mm256_setzero_ps();
     float summs = 0;
     for (int64_t k = 0, blk = 0; k < W->in; k += 256, blk++, b += 176) {
@@ -351,19 +361,7 @@ AVX512VNNI float mx_q8_q5_k_vnni(const struct wmat *W, int64_t r, const struct m
                                _mm512_and_si512(_mm512_slli_epi16(h2, 2), b4),
                                _mm512_and_si512(h2, b4),
                                _mm512_and_si512(_mm512_srli_epi16(h2, 2), b4)};
-        __m512i isum = _mm512_setzero_si512();
-        for (int p = 0; p < 4; p++) {
-            const __m256i v = _mm256_loadu_si256((const __m256i *)(b + 48 + 32 * p));
-            const __m512i w = _mm512_or_si512(
-                _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(v, m4)),
-                                   _mm256_and_si256(_mm256_srli_epi16(v, 4), m4), 1),
-                hi[p]);
-            const __m512i s = _mm512_dpbusd_epi32(
-                _mm512_setzero_si512(), w, _mm512_loadu_si512((const void *)(a->q + k + 64 * p)));
-            const __m512i sc =
-                _mm512_permutexvar_epi32(_mm512_add_epi32(half, _mm512_set1_epi32(2 * p)), sm);
-            isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(s, sc));
-        }
+        const __m512i isum = k4_lanes(b + 48, hi, sm, a, k);
         const __m256i g = run_sums(a, k);
         const int32_t mins = _mm512_reduce_add_epi32(
             _mm512_zextsi256_si512(_mm256_mullo_epi32(g, _mm512_extracti64x4_epi64(sm, 1))));
