@@ -250,19 +250,38 @@ struct q81_dj {
     float *delta;
 };
 
+/* the deltas of rows [r0, r1): from the rounding's codes (simfmt, in
+ * vector code) where a row has them, else block by block (q81_delta) */
 static void q81_deltas(void *arg, int64_t r0, int64_t r1, int thread)
 {
     (void)thread;
     const struct q81_dj *j = arg;
-    for (int64_t r = r0; r < r1; r++)
-        q81_delta(j->x + (size_t)r * (size_t)j->in, j->nb, j->delta + (size_t)r * (size_t)j->nb);
+    const size_t in = (size_t)j->in, nb = (size_t)j->nb;
+    float *t = malloc((in + 4 * nb) * sizeof *t + in); /* the row, d, sum16, s; the codes */
+    for (int64_t r = r0; r < r1; r++) {
+        const float *xr = j->x + (size_t)r * in;
+        float *delta = j->delta + (size_t)r * nb;
+        if (!t) {
+            q81_delta(xr, j->nb, delta);
+            continue;
+        }
+        struct simfmt_codes c = {(int8_t *)(void *)(t + in + 4 * nb), t + in,
+                                 (int32_t *)(void *)(t + in + nb), t + in + 3 * nb};
+        if (!simfmt_llamacpp_codes(GGML_Q8_0, memcpy(t, xr, in * sizeof *t), j->in, &c)) {
+            for (size_t b = 0; b < nb; b++)
+                delta[b] = c.s[b] - c.d[b] * (float)(c.sum16[2 * b] + c.sum16[2 * b + 1]);
+            continue;
+        }
+        q81_delta(xr, j->nb, delta);
+    }
+    free(t);
 }
 
 /* llama.cpp multiplies Q4_1/Q5_1 weights by Q8_1 activations whose block
  * sum enters as s = fp16(d * sum(q)) times the weight block's minimum m;
  * the rounded activations alone give m * fp16(d) * sum(q). This adds the
  * difference, m * (s - fp16(d) * sum(q)), for each row and block (x: the
- * input before rounding, as act_q8_0 rounds it). */
+ * input before rounding, as act8_q8_0 rounds it). */
 static void q8_1_sum_correction(const struct llama_ctx *c, float *y, const float *x,
                                 const struct wmat *W, int n)
 {

@@ -1,5 +1,6 @@
 /* simfmt — simulated number formats, bit-exact to their specifications. */
 #include "backends/simfmt.h"
+#include "backends/act8.h"
 #include "backends/ggml_types.h"
 #include "backends/quant.h"
 
@@ -415,83 +416,6 @@ int simfmt_apply_kv(const struct simfmt *f, float *x, int64_t n, int64_t dim, in
     return simfmt_apply(&g, x, n, dim);
 }
 
-/* ggml's Q8_0 (and Q8_1) activation blocks of x[0..n), in place: d =
- * max|x| / 127 kept in fp16, codes round(x * 127 / max|x|) to nearest
- * even; with c, the codes and per-block figures too (struct simfmt_codes),
- * unless a code is not finite (a NaN or Inf input, or a largest |x| so
- * small that 127 / it overflows): returns -1 then (the rounding goes on),
- * else 0 */
-static int act_q8_0(float *x, int64_t n, const struct simfmt_codes *c)
-{
-    int rc = 0;
-    for (int64_t b = 0; b + 32 <= n; b += 32) {
-        float amax = 0;
-        for (int j = 0; j < 32; j++)
-            amax = fabsf(x[b + j]) > amax ? fabsf(x[b + j]) : amax;
-        float d = amax / 127.0f, id = amax != 0 ? 127.0f / amax : 0.0f;
-        float dh = quant_f16_to_f32(quant_f32_to_f16(d));
-        if (!isfinite(amax)) rc = -1;
-        int sum[2] = {0, 0};
-        for (int j = 0; j < 32; j++) {
-            float q = nearbyintf(x[b + j] * id);
-            x[b + j] = q * dh;
-            if (!isfinite(q)) rc = -1; /* no code (and no cast of it below) */
-            if (c && !rc) {
-                c->q[b + j] = (int8_t)q;
-                sum[j / 16] += (int)q;
-            }
-        }
-        if (c && !rc) {
-            c->d[b / 32] = dh;
-            c->sum16[b / 16] = sum[0], c->sum16[b / 16 + 1] = sum[1];
-            c->s[b / 32] = quant_f16_to_f32(quant_f32_to_f16((float)(sum[0] + sum[1]) * d));
-        }
-    }
-    return rc;
-}
-
-/* ggml's Q8_K: 256 values, iscale = -127 / (the signed value of largest
- * magnitude), codes nearest(iscale * x) capped at 127 (a NaN gives 127, as
- * llama.cpp's), d = 1 / iscale; in place, with c the codes too (as
- * act_q8_0, no s; -1 where a block holds an Inf or iscale overflows) */
-static int act_q8_k(float *x, int64_t n, const struct simfmt_codes *c)
-{
-    int rc = 0;
-    for (int64_t b = 0; b + 256 <= n; b += 256) {
-        float amax = 0, max = 0;
-        for (int j = 0; j < 256; j++)
-            if (fabsf(x[b + j]) > amax) amax = fabsf(x[b + j]), max = x[b + j];
-        if (!isfinite(amax)) rc = -1;
-        if (amax == 0) {
-            memset(x + b, 0, 256 * sizeof *x);
-            if (c && !rc) {
-                memset(c->q + b, 0, 256);
-                memset(c->sum16 + b / 16, 0, 16 * sizeof *c->sum16);
-                c->d[b / 256] = 0;
-            }
-            continue;
-        }
-        float iscale = -127.0f / max, d = 1.0f / iscale;
-        if (!isfinite(iscale)) rc = -1; /* |max| below 127 / FLT_MAX: codes of +-Inf */
-        for (int j = 0; j < 256; j++) {
-            float q = nearbyintf(iscale * x[b + j]);
-            q = q < 127.0f ? q : 127.0f; /* fminf's: NaN gives 127 */
-            x[b + j] = q * d;
-            if (c && !rc) c->q[b + j] = (int8_t)q;
-        }
-        if (c && !rc) {
-            c->d[b / 256] = d;
-            for (int g = 0; g < 16; g++) {
-                int sum = 0;
-                for (int j = 0; j < 16; j++)
-                    sum += c->q[b + 16 * g + j];
-                c->sum16[b / 16 + g] = sum;
-            }
-        }
-    }
-    return rc;
-}
-
 static float round_bf16(float v)
 {
     uint32_t u;
@@ -537,10 +461,10 @@ void simfmt_llamacpp_act(uint32_t wtype, float *x, int64_t n, int64_t in)
                 row[j] = round_bf16(row[j]);
             break;
         case GGML_Q8_0:
-            act_q8_0(row, in, NULL);
+            act8_q8_0(row, in, NULL);
             break;
         default:
-            act_q8_k(row, in, NULL);
+            act8_q8_k(row, in, NULL);
             break;
         }
     }
@@ -550,9 +474,9 @@ int simfmt_llamacpp_codes(uint32_t wtype, float *x, int64_t in, const struct sim
 {
     switch (simfmt_llamacpp_act_class(wtype)) {
     case GGML_Q8_0:
-        return act_q8_0(x, in, c);
+        return act8_q8_0(x, in, c);
     case GGML_Q8_K:
-        return act_q8_k(x, in, c);
+        return act8_q8_k(x, in, c);
     default:
         simfmt_llamacpp_act(wtype, x, 1, in);
         return -1;

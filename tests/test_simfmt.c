@@ -2,6 +2,9 @@
  * FP8 code, ties to even, saturation, every E2M1 value, hand-built MX and
  * NVFP4 blocks, integer groups, and the names a model spec uses. */
 #include "backends/simfmt.h"
+#include "backends/act8.h"
+#include "backends/matmul.h"
+#include "core/status.h"
 #include "core/rng.h"
 #include "test.h"
 
@@ -230,5 +233,111 @@ TEST(simfmt_integer_groups_and_names, unit)
     float z[4] = {0, 1, 2, 3};
     ASSERT_OK(simfmt_apply(&f, z, 1, 4));
     ASSERT(z[0] == 0.0f && z[3] == 3.0f);
+    return 0;
+}
+
+/* A row for act8_sets_agree: blocks of `bs` values, block k of kind
+ * k % kinds (ordinary values at scales from 1e-30 to 1e30, halves that tie,
+ * the largest magnitude twice with both signs, zeros, a NaN, NaNs only, an
+ * Inf, a largest magnitude so small that 127 / it overflows) and a tail */
+static void act8_row(float *x, int n, int bs, int kinds, uint64_t *s)
+{
+    static const float scales[] = {1.0f, 1e-30f, 1e30f, 3e-3f};
+    for (int i = 0; i < n; i++)
+        x[i] = (float)(rng_unit(s) * 2 - 1) * scales[(i / bs) % 4];
+    for (int b = 0; b + bs <= n; b += bs) {
+        float *v = x + b;
+        switch ((b / bs) % kinds) {
+        case 4: /* amax 127: x * id = x, and the halves tie */
+            for (int j = 0; j < bs; j++)
+                v[j] = (float)((j % 9) - 4) + 0.5f;
+            v[bs - 1] = 127.0f;
+            break;
+        case 5: /* the largest magnitude first negative, then positive: far apart, close */
+            v[b / bs % 20 == 5 ? 3 : 9] = -2 * scales[(b / bs) % 4];
+            v[b / bs % 20 == 5 ? bs - 2 : 12] = 2 * scales[(b / bs) % 4];
+            break;
+        case 6:
+            memset(v, 0, (size_t)bs * sizeof *v);
+            break;
+        case 7:
+            v[bs / 2] = NAN;
+            break;
+        case 8: /* NaNs only */
+            for (int j = 0; j < bs; j++)
+                v[j] = NAN;
+            break;
+        case 9: /* an Inf, or a largest magnitude of 4e-41 (127 / it: Inf) */
+            for (int j = 0; j < bs; j++)
+                v[j] = b / bs % 20 == 9 ? (j == 1 ? -INFINITY : v[j]) : (float)(j % 5) * 1e-41f;
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+static int same_float(float a, float b)
+{
+    uint32_t u, v;
+    memcpy(&u, &a, 4), memcpy(&v, &b, 4);
+    return u == v || (isnan(a) && isnan(b));
+}
+
+enum { A8_N = 256 * 20 + 45, A8_ROWS = 8 };
+
+struct act8_out {
+    int rc;
+    float x[A8_N], f[A8_N];
+    int8_t q[A8_N];
+};
+
+/* act8 under set `set` on a copy of row (kind 0: Q8_0, 1: Q8_K) with
+ * codes into o (f: d, sum16, s); QG_OK, or not when the CPU lacks the set */
+static int act8_run(const char *set, int kind, const float *row, int n, struct act8_out *o)
+{
+    char was[16];
+    snprintf(was, sizeof was, "%s", matmul_kernel_name());
+    if (matmul_use_kernel(set) != QG_OK) return -1;
+    memset(o, 0, sizeof *o);
+    memcpy(o->x, row, (size_t)n * sizeof *row);
+    struct simfmt_codes c = {o->q, o->f, (int32_t *)(void *)(o->f + n / 32),
+                             o->f + n / 32 + n / 16};
+    o->rc = kind ? act8_q8_k(o->x, n, &c) : act8_q8_0(o->x, n, &c);
+    return matmul_use_kernel(was);
+}
+
+/* every vector set's rounding and codes against the portable set's (C),
+ * bit for bit, the codes where there are any; NaN against NaN */
+TEST(act8_sets_agree, unit)
+{
+    static float row[A8_N];
+    static struct act8_out want, got;
+    const char *const sets[] = {"avx2", "avx512", "avx512vnni"};
+    uint64_t s = 33;
+    int compared = 0, coded = 0;
+    for (int kind = 0; kind < 2; kind++)
+        for (int r = 0; r < A8_ROWS; r++) {
+            const int n = A8_N - 13 * r, kinds = r % 2 ? (kind ? 9 : 7) : 10;
+            act8_row(row, n, kind ? 256 : 32, kinds, &s);
+            ASSERT_OK(act8_run("portable", kind, row, n, &want));
+            ASSERT_EQ(want.rc, r % 2 ? 0 : -1); /* the rows with bad blocks say so */
+            for (size_t k = 0; k < sizeof sets / sizeof *sets; k++) {
+                if (act8_run(sets[k], kind, row, n, &got)) continue;
+                ASSERT_EQ(got.rc, want.rc);
+                for (int j = 0; j < n; j++)
+                    if (!same_float(got.x[j], want.x[j]))
+                        T_FAIL_("%s, %s row %d: x[%d] = %a, portable %a", sets[k],
+                                kind ? "Q8_K" : "Q8_0", r, j, (double)got.x[j], (double)want.x[j]);
+                if (!want.rc) {
+                    ASSERT(!memcmp(got.q, want.q, (size_t)n));
+                    ASSERT(!memcmp(got.f, want.f, sizeof got.f));
+                    coded++;
+                }
+                compared++;
+            }
+        }
+    if (!compared) SKIP("no vector kernel set on this CPU: nothing to compare");
+    printf("%d rows compared with the portable set's, %d with codes\n", compared, coded);
     return 0;
 }
