@@ -5,6 +5,7 @@
 #include "backends/llama.h"
 #include "backends/llama_impl.h"
 #include "backends/simfmt.h"
+#include "backends/flash_f16.h"
 #include "backends/quant.h"
 #include "backends/dequant.h"
 #include "backends/ggml_types.h"
@@ -530,74 +531,16 @@ static void softmax_causal(const struct llama_ctx *c, float *scores, int rows, i
     }
 }
 
-static float f16r(float v)
-{
-    return quant_f16_to_f32(quant_f32_to_f16(v));
-}
-
-#if defined(__x86_64__) && defined(__GNUC__)
-/* f16_step's first elements, 8 at a time with FMA and F16C (the same
- * roundings: one fused multiply-add, then to f16 nearest-even and back);
- * returns how many */
-__attribute__((target("avx2,fma,f16c"))) static int f16_step_x86(float *o, const float *v, float a,
-                                                                 int n)
-{
-    const __m256 av = _mm256_set1_ps(a);
-    int d = 0;
-    for (; d + 8 <= n; d += 8) {
-        __m256 r = v ? _mm256_fmadd_ps(_mm256_loadu_ps(v + d), av, _mm256_loadu_ps(o + d))
-                     : _mm256_mul_ps(_mm256_loadu_ps(o + d), av);
-        r = _mm256_cvtph_ps(_mm256_cvtps_ph(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-        _mm256_storeu_ps(o + d, r);
-    }
-    return d;
-}
-#endif
-
-/* o[d] = f16(v[d] a + o[d]) (one rounding of the fused product), or with
- * v NULL f16(o[d] a), for d < n: the f16 running sum of V rows */
-static void f16_step(float *o, const float *v, float a, int n)
-{
-    int d = 0;
-#if defined(__x86_64__) && defined(__GNUC__)
-    static int fma = -1; /* every thread computes the same answer */
-    if (fma < 0) __atomic_store_n(&fma, __builtin_cpu_supports("fma"), __ATOMIC_RELAXED);
-    if (quant_has_f16c() && __atomic_load_n(&fma, __ATOMIC_RELAXED)) d = f16_step_x86(o, v, a, n);
-#endif
-    for (; d < n; d++)
-        o[d] = f16r(v ? fmaf(v[d], a, o[d]) : o[d] * a);
-}
-
 /* one query row as ggml's CPU flash attention computes a batch of fewer than
- * FA_TILE_ROWS queries (ops.cpp, ..._f16_one_chunk): Q (already rounded to
- * f16) against keys first..last in order, an online softmax whose running
- * sum of V rows is held in f16, rounded at every step */
+ * FA_TILE_ROWS queries (flash_f16.h): Q (already rounded to f16) against
+ * keys first..last in order */
 static void attn_row_f16(const struct llama_ctx *c, float *o, const float *q, const float *K,
                          const float *V, int first, int last, int kvd, float scale, float *scores)
 {
-    const int hd = c->m->hp.head_dim;
-    const float cap = c->m->hp.attn_softcap;
-    float S = 0.0f, M = -INFINITY;
-    for (int d = 0; d < hd; d++)
-        o[d] = 0.0f;
-    matmul_dots(scores, q, K + (size_t)first * kvd, last - first + 1, kvd, hd, scale);
-    for (int t = first; t <= last; t++) {
-        float s = scores[t - first], vs = 1.0f, ms = 1.0f;
-        if (cap > 0) s = cap * tanhf(s * (1.0f / cap));
-        const float *v = V + (size_t)t * kvd;
-        if (s > M) {
-            ms = expf(M - s);
-            M = s;
-            f16_step(o, NULL, ms, hd);
-        } else {
-            vs = expf(s - M);
-        }
-        f16_step(o, v, vs, hd);
-        S = S * ms + vs;
-    }
-    const float inv = S == 0.0f ? 0.0f : 1.0f / S;
-    for (int d = 0; d < hd; d++)
-        o[d] *= inv;
+    matmul_dots(scores, q, K + (size_t)first * kvd, last - first + 1, kvd, c->m->hp.head_dim,
+                scale);
+    flash_f16_row(o, scores, V + (size_t)first * kvd, last - first + 1, kvd, c->m->hp.head_dim,
+                  c->m->hp.attn_softcap);
 }
 
 /* heads [h0, h1) of one layer; `thread` picks the scores buffer. One query

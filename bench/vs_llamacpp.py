@@ -5,6 +5,7 @@ usage: bench/vs_llamacpp.py --llama BUILD_DIR [--qgate build/qgate] [--threads T
                             [--reps N] [--text FILE] [--ctx C] [--chunks K]
                             [--tokens N] [--no-decode] [--no-prefill] [--a-llamacpp]
                             MODEL.gguf...
+       bench/vs_llamacpp.py --a-vs-plain [options as above, no --llama] MODEL.gguf...
 
 For every model, N rounds, each running the two programs one after the
 other (qgate first in even rounds, llama.cpp first in odd ones), with the
@@ -23,6 +24,10 @@ same thread count:
 --no-decode and --no-prefill leave a phase out. --a-llamacpp runs qgate
 as MODEL?a=llamacpp (llama.cpp's 8-bit activations and f16 attention
 sums, the same arithmetic as llama.cpp's).
+
+--a-vs-plain puts qgate's plain mode where llama.cpp stood: qgate as
+MODEL?a=llamacpp against qgate as MODEL, alternately, the same phases and
+ratios (above 1: a=llamacpp is faster than plain); no llama.cpp needed.
 
 Prints one table row per model and phase: min, median and max of the
 per-round ratios, and each side's median. BUILD_DIR is a llama.cpp CMake
@@ -48,12 +53,12 @@ def run(cmd):
     return dt, p.stdout + p.stderr
 
 
-def qgate_model(a, model):
-    return model + "?a=llamacpp" if a.a_llamacpp else model
+def qgate_model(a, model, plain=False):
+    return model + "?a=llamacpp" if (a.a_llamacpp or a.a_vs_plain) and not plain else model
 
 
-def qgate_decode(a, model):
-    base = [a.qgate, "generate", qgate_model(a, model), "--prompt", "Once upon a time", "--threads",
+def qgate_decode(a, model, plain=False):
+    base = [a.qgate, "generate", qgate_model(a, model, plain), "--prompt", "Once upon a time", "--threads",
             str(a.threads)]
     t1, o1 = run(base + ["-n", "1"])
     tn, on = run(base + ["-n", str(a.tokens)])
@@ -63,6 +68,8 @@ def qgate_decode(a, model):
 
 
 def llama_decode(a, model):
+    if a.a_vs_plain:
+        return qgate_decode(a, model, plain=True)
     _, out = run([os.path.join(a.llama, "bin", "llama-bench"), "-m", model, "-p", "0", "-n",
                   str(a.tokens), "-t", str(a.threads), "-r", "1"])
     m = re.search(r"\|\s*tg\d+\s*\|\s*([\d.]+)", out)
@@ -73,8 +80,8 @@ def llama_decode(a, model):
 
 
 def prefill(a, model, which):
-    if which == "qgate":
-        return run([a.qgate, "ppl", qgate_model(a, model), "--text", a.text, "--ctx", str(a.ctx), "--chunks",
+    if which == "qgate" or a.a_vs_plain:
+        return run([a.qgate, "ppl", qgate_model(a, model, which != "qgate"), "--text", a.text, "--ctx", str(a.ctx), "--chunks",
                     str(a.chunks), "--threads", str(a.threads)])[0]
     return run([os.path.join(a.llama, "bin", "llama-perplexity"), "-m", model, "-f", a.text,
                 "-c", str(a.ctx), "--chunks", str(a.chunks), "-t", str(a.threads), "-b",
@@ -92,7 +99,7 @@ def row(name, phase, ratios, q, l, unit):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--llama", required=True)
+    ap.add_argument("--llama")
     ap.add_argument("--qgate", default="build/qgate")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--reps", type=int, default=3)
@@ -103,11 +110,19 @@ def main():
     ap.add_argument("--no-decode", action="store_true")
     ap.add_argument("--no-prefill", action="store_true")
     ap.add_argument("--a-llamacpp", action="store_true")
+    ap.add_argument("--a-vs-plain", action="store_true")
     ap.add_argument("models", nargs="+")
     a = ap.parse_args()
-    print(f"threads {a.threads}, {a.reps} rounds; ratio = llama.cpp time / qgate time "
-          f"(above 1: qgate faster){'; qgate as a=llamacpp' if a.a_llamacpp else ''}")
-    print("| model | phase | min | median | max | qgate | llama.cpp |")
+    if not a.llama and not a.a_vs_plain:
+        ap.error("--llama BUILD_DIR is needed (or --a-vs-plain)")
+    if a.a_vs_plain:
+        print(f"threads {a.threads}, {a.reps} rounds; ratio = plain time / a=llamacpp time "
+              f"(above 1: a=llamacpp faster)")
+        print("| model | phase | min | median | max | a=llamacpp | plain |")
+    else:
+        print(f"threads {a.threads}, {a.reps} rounds; ratio = llama.cpp time / qgate time "
+              f"(above 1: qgate faster){'; qgate as a=llamacpp' if a.a_llamacpp else ''}")
+        print("| model | phase | min | median | max | qgate | llama.cpp |")
     print("|---|---|---|---|---|---|---|")
     for model in a.models:
         name = os.path.basename(model)
@@ -122,7 +137,7 @@ def main():
             s = {}
             for w in order:
                 s[w] = qgate_decode(a, model) if w == "qgate" else llama_decode(a, model)
-            if s["qgate"] is not None:
+            if s["qgate"] is not None and s["llama"] is not None:
                 dq.append(s["qgate"]), dl.append(s["llama"]), dr.append(s["qgate"] / s["llama"])
         if not a.no_prefill:
             row(name, "prefill (s)", pr, pq, pl, "s")

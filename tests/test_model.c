@@ -3,6 +3,7 @@
 #include "backends/backend.h"
 #include "backends/dequant.h"
 #include "backends/fastmath.h"
+#include "backends/flash_f16.h"
 #include "backends/ggml_types.h"
 #include "backends/gguf.h"
 #include "backends/llama.h"
@@ -902,6 +903,71 @@ TEST(vecmath_sets_match_scalar_bits, unit)
     free(x);
     free(u);
     return 0;
+}
+
+/* flash_f16_sets_agree's inputs and the portable set's outputs, per case */
+struct flash_case {
+    int hd, T;
+    float cap;
+};
+static const struct flash_case flash_cases[] = {{64, 1, 0},      {64, 130, 0}, {128, 77, 0},
+                                                {80, 40, 0},     {256, 9, 0},  {48, 33, 30.0f},
+                                                {64, 60, 50.0f}, {96, 5, 0}};
+enum { FLASH_T = 130, FLASH_HD = 256, FLASH_N = sizeof flash_cases / sizeof *flash_cases };
+struct flash_data {
+    float scores[FLASH_T], V[FLASH_T * FLASH_HD], want[FLASH_N][FLASH_HD];
+};
+
+static int flash_check(void *ctx)
+{
+    const struct flash_data *f = ctx;
+    float o[FLASH_HD];
+    for (int k = 0; k < FLASH_N; k++) {
+        const struct flash_case *c = &flash_cases[k];
+        flash_f16_row(o, f->scores, f->V, c->T, FLASH_HD, c->hd, c->cap);
+        for (int d = 0; d < c->hd; d++)
+            if (memcmp(&o[d], &f->want[k][d], sizeof *o))
+                T_FAIL_("%s, hd %d T %d: o[%d] = %a, portable %a", matmul_kernel_name(), c->hd,
+                        c->T, d, (double)o[d], (double)f->want[k][d]);
+    }
+    return 0;
+}
+
+TEST(flash_f16_sets_agree, unit)
+{
+    /* a=llamacpp's attention row (ggml's f16 flash attention) in every
+     * kernel set against the portable set's bits, head sizes in and out
+     * of the AVX-512 register path, softcaps, scores that underflow exp;
+     * and the portable set against the softmax-weighted sum in double,
+     * within the f16 running sum's rounding */
+    static struct flash_data f;
+    uint64_t r = 11;
+    for (int t = 0; t < FLASH_T; t++)
+        f.scores[t] = t % 9 == 4 ? -300.0f : (float)(rng_unit(&r) * 16.0 - 8.0);
+    for (int i = 0; i < FLASH_T * FLASH_HD; i++)
+        f.V[i] = (float)(rng_unit(&r) * 4.0 - 2.0);
+    char was[16];
+    snprintf(was, sizeof was, "%s", matmul_kernel_name());
+    ASSERT_OK(matmul_use_kernel("portable"));
+    for (int k = 0; k < FLASH_N; k++) {
+        const struct flash_case *c = &flash_cases[k];
+        flash_f16_row(f.want[k], f.scores, f.V, c->T, FLASH_HD, c->hd, c->cap);
+        double w[FLASH_T], sum = 0, m = -INFINITY;
+        for (int t = 0; t < c->T; t++) {
+            w[t] = c->cap > 0 ? c->cap * tanh(f.scores[t] / c->cap) : f.scores[t];
+            m = w[t] > m ? w[t] : m;
+        }
+        for (int t = 0; t < c->T; t++)
+            sum += w[t] = exp(w[t] - m);
+        for (int d = 0; d < c->hd; d++) {
+            double e = 0;
+            for (int t = 0; t < c->T; t++)
+                e += w[t] * f.V[(size_t)t * FLASH_HD + d];
+            ASSERT_NEAR(f.want[k][d], e / sum, 2e-3 * (c->T + 1));
+        }
+    }
+    ASSERT_OK(matmul_use_kernel(was));
+    return each_kernel_set(flash_check, &f);
 }
 
 /* |fused - exact| against sum |w x| over rows [0, rows) of W, and the same
