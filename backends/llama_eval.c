@@ -84,6 +84,7 @@ void llama_ctx_free(struct llama_ctx *c)
     free(c->aq);
     free(c->a8);
     free(c->a8_figs);
+    free(c->q81);
     free(c->k);
     free(c->v);
     free(c->x);
@@ -284,7 +285,7 @@ static void q81_deltas(void *arg, int64_t r0, int64_t r1, int thread)
  * difference, m * (s - fp16(d) * sum(q)), for each row and block (x: the
  * input before rounding, as act8_q8_0 rounds it). */
 static void q8_1_sum_correction(const struct llama_ctx *c, float *y, const float *x,
-                                const struct wmat *W, int n)
+                                const struct wmat *W, int n, const float *pre)
 {
     const int64_t nb = W->in / 32;
     if (nb > Q81_DELTAS) return; /* rows of up to 262144 inputs */
@@ -292,10 +293,10 @@ static void q8_1_sum_correction(const struct llama_ctx *c, float *y, const float
     const int per = (int)(Q81_DELTAS / nb < Q81_ROWS ? Q81_DELTAS / nb : Q81_ROWS);
     for (int r0 = 0; r0 < n; r0 += per) {
         struct q81_job j = {
-            y + (size_t)r0 * (size_t)W->out, W, delta, n - r0 < per ? n - r0 : per, nb,
-            W->type == GGML_Q4_1 ? 20 : 24}; /* d, m (fp16), the codes */
+            y + (size_t)r0 * (size_t)W->out, W,  pre ? pre + (size_t)r0 * (size_t)nb : delta,
+            n - r0 < per ? n - r0 : per,     nb, W->type == GGML_Q4_1 ? 20 : 24}; /* d, m, codes */
         struct q81_dj dj = {x + (size_t)r0 * (size_t)W->in, W->in, nb, delta};
-        parallel_for(c->n_threads, j.rows, q81_deltas, &dj);
+        if (!pre) parallel_for(c->n_threads, j.rows, q81_deltas, &dj);
         parallel_for(c->n_threads, W->out, q81_outputs, &j);
     }
 }
@@ -351,11 +352,28 @@ static const float *act_round(const struct llama_ctx *c, const struct wmat *W, c
     return c->aq;
 }
 
-static void q8_1_after(const struct llama_ctx *c, float *y, const float *x_in, const struct wmat *W,
-                       int n)
+static int q8_1_needed(const struct llama_ctx *c, const struct wmat *W)
 {
-    if (c->act == LLAMA_ACT_LLAMACPP && (W->type == GGML_Q4_1 || W->type == GGML_Q5_1))
-        q8_1_sum_correction(c, y, x_in, W, n);
+    return c->act == LLAMA_ACT_LLAMACPP && (W->type == GGML_Q4_1 || W->type == GGML_Q5_1);
+}
+
+/* W's Q8_1 correction where it needs one; pre: the deltas of x's n rows
+ * already computed (q81_prepare), or NULL */
+static void q8_1_after(const struct llama_ctx *c, float *y, const float *x_in, const struct wmat *W,
+                       int n, const float *pre)
+{
+    if (q8_1_needed(c, W)) q8_1_sum_correction(c, y, x_in, W, n, pre);
+}
+
+/* the deltas of x's n rows of `in` inputs into c->q81, once for all the
+ * Q4_1/Q5_1 parts of a group; NULL without that buffer (or rows too long
+ * for the correction) */
+static const float *q81_prepare(const struct llama_ctx *c, const float *x, int64_t in, int n)
+{
+    if (!c->q81 || in / 32 > Q81_DELTAS) return NULL;
+    struct q81_dj dj = {x, in, in / 32, c->q81};
+    parallel_for(c->n_threads, n, q81_deltas, &dj);
+    return c->q81;
 }
 
 /* y[n][out] = x[n][in] . W^T (+ bias) (+ beta y), weights as stored */
@@ -369,7 +387,7 @@ void lm_matmul(const struct llama_ctx *c, float *y, const float *x, const struct
     }
     const float *xr = c->act != LLAMA_ACT_NONE ? act_round(c, W, x, n) : x;
     matmul_w(y, xr, W, bias, n, beta, c->n_threads, c->scratch);
-    q8_1_after(c, y, x, W, n);
+    q8_1_after(c, y, x, W, n, NULL);
 }
 
 /* A decode step's input (n == 1) in llama.cpp's 8-bit blocks for the k
@@ -419,14 +437,17 @@ void lm_matmul_group(const struct llama_ctx *c, const struct matmul_part *parts,
             matmul_w_group_q8(parts, k, c->aq, &a, c->n_threads, c->scratch);
             for (int i = 0; i < k; i++)
                 if (!matmul_has_q8(parts[i].W->type, a.kind))
-                    q8_1_after(c, parts[i].y, x, parts[i].W, n);
+                    q8_1_after(c, parts[i].y, x, parts[i].W, n, NULL);
             return;
         }
         xr = act_round(c, parts[0].W, x, n);
     }
     matmul_w_group(parts, k, xr, n, c->n_threads, c->scratch);
-    for (int i = 0; i < k; i++)
-        q8_1_after(c, parts[i].y, x, parts[i].W, n);
+    const float *pre = NULL; /* the deltas once for the group's Q4_1/Q5_1 parts */
+    for (int i = 0; i < k; i++) {
+        if (k > 1 && !pre && q8_1_needed(c, parts[i].W)) pre = q81_prepare(c, x, parts[i].W->in, n);
+        q8_1_after(c, parts[i].y, x, parts[i].W, n, pre);
+    }
 }
 
 void llama_ctx_set_act_output(struct llama_ctx *c, int round)
@@ -450,6 +471,10 @@ int llama_ctx_set_act(struct llama_ctx *c, int mode, const struct simfmt *f)
         int64_t rows = c->n_ctx > LLAMA_MAX_ROWS_HINT ? c->n_ctx : LLAMA_MAX_ROWS_HINT;
         c->aq = malloc((size_t)rows * (size_t)c->m->max_in * sizeof *c->aq);
         if (!c->aq) return QG_ERR_NOMEM;
+    }
+    if (mode == LLAMA_ACT_LLAMACPP && !c->q81) { /* optional: the Q8_1 deltas of a group */
+        int64_t rows = c->n_ctx > LLAMA_MAX_ROWS_HINT ? c->n_ctx : LLAMA_MAX_ROWS_HINT;
+        c->q81 = malloc((size_t)rows * (size_t)(c->m->max_in / 32 + 1) * sizeof *c->q81);
     }
     if (mode == LLAMA_ACT_LLAMACPP && !c->a8) { /* a decode step's codes */
         size_t in = (size_t)c->m->max_in;

@@ -75,6 +75,7 @@ struct llama_ctx {
     float *aq;            /* [n_ctx][max_in]: a matrix input after rounding */
     int8_t *a8;           /* a=llamacpp, one row: the codes of aq (max_in), then */
     void *a8_figs;        /* their scales, sums of 16 and Q8_1 sums (simfmt_codes) */
+    float *q81;           /* [rows][max_in / 32]: a group's Q8_1 deltas (a=llamacpp), or NULL */
 };
 
 /* Reads the hyperparameters of any family qgate runs (llama_arch.c):
