@@ -910,10 +910,10 @@ struct flash_case {
     int hd, T;
     float cap;
 };
-static const struct flash_case flash_cases[] = {{64, 1, 0},      {64, 130, 0}, {128, 77, 0},
-                                                {80, 40, 0},     {256, 9, 0},  {48, 33, 30.0f},
-                                                {64, 60, 50.0f}, {96, 5, 0}};
-enum { FLASH_T = 130, FLASH_HD = 256, FLASH_N = sizeof flash_cases / sizeof *flash_cases };
+static const struct flash_case flash_cases[] = {
+    {64, 1, 0},      {64, 130, 0}, {128, 77, 0}, {80, 40, 0}, {256, 9, 0}, {48, 33, 30.0f},
+    {64, 60, 50.0f}, {96, 5, 0},   {72, 50, 0},  {20, 9, 0},  {264, 30, 0}};
+enum { FLASH_T = 130, FLASH_HD = 264, FLASH_N = sizeof flash_cases / sizeof *flash_cases };
 struct flash_data {
     float scores[FLASH_T], V[FLASH_T * FLASH_HD], want[FLASH_N][FLASH_HD];
 };
@@ -937,21 +937,27 @@ TEST(flash_f16_sets_agree, unit)
 {
     /* a=llamacpp's attention row (ggml's f16 flash attention) in every
      * kernel set against the portable set's bits, head sizes in and out
-     * of the AVX-512 register path, softcaps, scores that underflow exp;
+     * of the AVX-512 register path (and sizes not a multiple of 8),
+     * softcaps, scores that underflow exp, a new maximum 128 above the
+     * last (the sum so far rescaled to 0);
      * and the portable set against the softmax-weighted sum in double,
      * within the f16 running sum's rounding */
     static struct flash_data f;
     uint64_t r = 11;
     for (int t = 0; t < FLASH_T; t++)
         f.scores[t] = t % 9 == 4 ? -300.0f : (float)(rng_unit(&r) * 16.0 - 8.0);
+    f.scores[25] = 120.0f;
     for (int i = 0; i < FLASH_T * FLASH_HD; i++)
         f.V[i] = (float)(rng_unit(&r) * 4.0 - 2.0);
     char was[16];
     snprintf(was, sizeof was, "%s", matmul_kernel_name());
     ASSERT_OK(matmul_use_kernel("portable"));
+    for (int k = 0; k < FLASH_N; k++)
+        flash_f16_row(f.want[k], f.scores, f.V, flash_cases[k].T, FLASH_HD, flash_cases[k].hd,
+                      flash_cases[k].cap);
+    ASSERT_OK(matmul_use_kernel(was));
     for (int k = 0; k < FLASH_N; k++) {
         const struct flash_case *c = &flash_cases[k];
-        flash_f16_row(f.want[k], f.scores, f.V, c->T, FLASH_HD, c->hd, c->cap);
         double w[FLASH_T], sum = 0, m = -INFINITY;
         for (int t = 0; t < c->T; t++) {
             w[t] = c->cap > 0 ? c->cap * tanh(f.scores[t] / c->cap) : f.scores[t];
@@ -966,7 +972,6 @@ TEST(flash_f16_sets_agree, unit)
             ASSERT_NEAR(f.want[k][d], e / sum, 2e-3 * (c->T + 1));
         }
     }
-    ASSERT_OK(matmul_use_kernel(was));
     return each_kernel_set(flash_check, &f);
 }
 
