@@ -178,7 +178,8 @@ A8_AVX2 static int q8_0_avx2(float *x, int64_t n, const struct simfmt_codes *c)
         store_codes(c->q + b, qi);
         const int s0 = hsum8i(_mm256_add_epi32(qi[0], qi[1])),
                   s1 = hsum8i(_mm256_add_epi32(qi[2], qi[3]));
-        q8_0_figs(c, b / 32, dh, f16r_x86((float)(s0 + s1) * d), s0, s1);
+        /* a NaN code is INT_MIN: the sum in 64 bits (its value then unused) */
+        q8_0_figs(c, b / 32, dh, f16r_x86((float)((int64_t)s0 + s1) * d), s0, s1);
     }
     return rc || _mm256_movemask_ps(bad) ? -1 : 0;
 }
