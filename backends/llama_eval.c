@@ -68,7 +68,8 @@ int llama_ctx_new(const struct llama_model *m, int n_ctx, struct llama_ctx **out
     openblas_set_num_threads(1);
     c->scores = qg_alloc_aligned((size_t)c->n_threads * ATT_BLOCK * N * sizeof(float));
     c->scratch =
-        qg_alloc_aligned((size_t)c->n_threads * matmul_scratch_floats(m->max_in) * sizeof(float));
+        qg_alloc_aligned((size_t)c->n_threads * /* with room for matmul_w_minima's columns */
+                         matmul_scratch_floats(m->max_in + m->max_in / 32) * sizeof(float));
     if (!c->k || !c->v || !c->x || !c->xn || !c->q || !c->att || !c->gate || !c->up || !c->scores ||
         !c->scratch || !c->tmp || !moe_ok) {
         llama_ctx_free(c);
@@ -84,7 +85,6 @@ void llama_ctx_free(struct llama_ctx *c)
     free(c->aq);
     free(c->a8);
     free(c->a8_figs);
-    free(c->q81);
     free(c->k);
     free(c->v);
     free(c->x);
@@ -191,116 +191,6 @@ static void norm(const struct llama_ctx *c, float *y, const float *x, const floa
         rmsnorm(y, x, w, n, h->dim, h->rms_eps);
 }
 
-/* the correction's deltas held at once, and its rows per pass */
-enum { Q81_DELTAS = 8192, Q81_ROWS = 512 };
-
-/* a pass of the Q8_1 correction (q8_1_sum_correction) */
-struct q81_job {
-    float *y;
-    const struct wmat *W;
-    const float *delta; /* rows x nb */
-    int rows;
-    int64_t nb;
-    size_t bsz;
-};
-
-/* outputs [o0, o1) of the correction for the job's rows: the block
- * minima of as many outputs as Q81_DELTAS holds converted at once, then
- * y += delta . minima^T */
-static void q81_outputs(void *arg, int64_t o0, int64_t o1, int thread)
-{
-    (void)thread;
-    const struct q81_job *j = arg;
-    const int64_t nb = j->nb, per = Q81_DELTAS / nb;
-    float m[Q81_DELTAS];
-    for (int64_t o = o0; o < o1; o += per) {
-        const int64_t no = o1 - o < per ? o1 - o : per;
-        for (int64_t i = 0; i < no; i++) {
-            const uint8_t *row = j->W->data + (size_t)(o + i) * j->W->row_bytes;
-            quant_f16_gather(row + 2, j->bsz, nb, m + i * nb);
-        }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->rows, (int)no, (int)nb, 1.0f,
-                    j->delta, (int)nb, m, (int)nb, 1.0f, j->y + o, (int)j->W->out);
-    }
-}
-
-/* row xr's per-block delta, s - fp16(d) sum(q), into delta[0..nb) */
-static void q81_delta(const float *xr, int64_t nb, float *delta)
-{
-    for (int64_t b = 0; b < nb; b++) {
-        float amax = 0;
-        for (int j = 0; j < 32; j++)
-            amax = fabsf(xr[b * 32 + j]) > amax ? fabsf(xr[b * 32 + j]) : amax;
-        float d = amax / 127.0f, id = amax != 0 ? 127.0f / amax : 0.0f;
-        float dh = quant_f16_to_f32(quant_f32_to_f16(d));
-        delta[b] = 0;
-        if (!isfinite(amax) || !isfinite(id)) continue; /* NaN, Inf, or a scale past float */
-        int sum = 0, bad = 0;
-        for (int j = 0; j < 32; j++) {
-            const float q = nearbyintf(xr[b * 32 + j] * id);
-            bad |= isnan(q); /* a NaN input (amax skips it): the result says so already */
-            sum += bad ? 0 : (int)q;
-        }
-        if (bad) continue;
-        delta[b] = quant_f16_to_f32(quant_f32_to_f16((float)sum * d)) - dh * (float)sum;
-    }
-}
-
-struct q81_dj {
-    const float *x;
-    int64_t in, nb;
-    float *delta;
-};
-
-/* the deltas of rows [r0, r1): from the rounding's codes (simfmt, in
- * vector code) where a row has them, else block by block (q81_delta) */
-static void q81_deltas(void *arg, int64_t r0, int64_t r1, int thread)
-{
-    (void)thread;
-    const struct q81_dj *j = arg;
-    const size_t in = (size_t)j->in, nb = (size_t)j->nb;
-    float *t = malloc((in + 4 * nb) * sizeof *t + in); /* the row, d, sum16, s; the codes */
-    for (int64_t r = r0; r < r1; r++) {
-        const float *xr = j->x + (size_t)r * in;
-        float *delta = j->delta + (size_t)r * nb;
-        if (!t) {
-            q81_delta(xr, j->nb, delta);
-            continue;
-        }
-        struct simfmt_codes c = {(int8_t *)(void *)(t + in + 4 * nb), t + in,
-                                 (int32_t *)(void *)(t + in + nb), t + in + 3 * nb};
-        if (!simfmt_llamacpp_codes(GGML_Q8_0, memcpy(t, xr, in * sizeof *t), j->in, &c)) {
-            for (size_t b = 0; b < nb; b++)
-                delta[b] = c.s[b] - c.d[b] * (float)(c.sum16[2 * b] + c.sum16[2 * b + 1]);
-            continue;
-        }
-        q81_delta(xr, j->nb, delta);
-    }
-    free(t);
-}
-
-/* llama.cpp multiplies Q4_1/Q5_1 weights by Q8_1 activations whose block
- * sum enters as s = fp16(d * sum(q)) times the weight block's minimum m;
- * the rounded activations alone give m * fp16(d) * sum(q). This adds the
- * difference, m * (s - fp16(d) * sum(q)), for each row and block (x: the
- * input before rounding, as act8_q8_0 rounds it). */
-static void q8_1_sum_correction(const struct llama_ctx *c, float *y, const float *x,
-                                const struct wmat *W, int n, const float *pre)
-{
-    const int64_t nb = W->in / 32;
-    if (nb > Q81_DELTAS) return; /* rows of up to 262144 inputs */
-    float delta[Q81_DELTAS];
-    const int per = (int)(Q81_DELTAS / nb < Q81_ROWS ? Q81_DELTAS / nb : Q81_ROWS);
-    for (int r0 = 0; r0 < n; r0 += per) {
-        struct q81_job j = {
-            y + (size_t)r0 * (size_t)W->out, W,  pre ? pre + (size_t)r0 * (size_t)nb : delta,
-            n - r0 < per ? n - r0 : per,     nb, W->type == GGML_Q4_1 ? 20 : 24}; /* d, m, codes */
-        struct q81_dj dj = {x + (size_t)r0 * (size_t)W->in, W->in, nb, delta};
-        if (!pre) parallel_for(c->n_threads, j.rows, q81_deltas, &dj);
-        parallel_for(c->n_threads, W->out, q81_outputs, &j);
-    }
-}
-
 /* what rounding an input to W gets: products whose inputs round alike
  * share one rounding (llama.cpp's vec_dot type; a calibrated scale) */
 static uint32_t act_key(const struct llama_ctx *c, const struct wmat *W)
@@ -352,42 +242,19 @@ static const float *act_round(const struct llama_ctx *c, const struct wmat *W, c
     return c->aq;
 }
 
-static int q8_1_needed(const struct llama_ctx *c, const struct wmat *W)
-{
-    return c->act == LLAMA_ACT_LLAMACPP && (W->type == GGML_Q4_1 || W->type == GGML_Q5_1);
-}
-
-/* W's Q8_1 correction where it needs one; pre: the deltas of x's n rows
- * already computed (q81_prepare), or NULL */
-static void q8_1_after(const struct llama_ctx *c, float *y, const float *x_in, const struct wmat *W,
-                       int n, const float *pre)
-{
-    if (q8_1_needed(c, W)) q8_1_sum_correction(c, y, x_in, W, n, pre);
-}
-
-/* the deltas of x's n rows of `in` inputs into c->q81, once for all the
- * Q4_1/Q5_1 parts of a group; NULL without that buffer (or rows too long
- * for the correction) */
-static const float *q81_prepare(const struct llama_ctx *c, const float *x, int64_t in, int n)
-{
-    if (!c->q81 || in / 32 > Q81_DELTAS) return NULL;
-    struct q81_dj dj = {x, in, in / 32, c->q81};
-    parallel_for(c->n_threads, n, q81_deltas, &dj);
-    return c->q81;
-}
-
 /* y[n][out] = x[n][in] . W^T (+ bias) (+ beta y), weights as stored */
 void lm_matmul(const struct llama_ctx *c, float *y, const float *x, const struct wmat *W,
                const float *bias, float beta, int n)
 {
+    struct matmul_part p = {y, W, bias, beta};
     if (c->act == LLAMA_ACT_LLAMACPP && n == 1) { /* a decode step: maybe integer */
-        struct matmul_part p = {y, W, bias, beta};
         lm_matmul_group(c, &p, 1, x, n);
         return;
     }
+    if (lm_q81_products(c, &p, 1, x, n)) return; /* Q4_1/Q5_1 under a=llamacpp: one sgemm */
     const float *xr = c->act != LLAMA_ACT_NONE ? act_round(c, W, x, n) : x;
     matmul_w(y, xr, W, bias, n, beta, c->n_threads, c->scratch);
-    q8_1_after(c, y, x, W, n, NULL);
+    if (lm_q81_needed(c, W)) lm_q81_correct(c, y, x, W, n);
 }
 
 /* A decode step's input (n == 1) in llama.cpp's 8-bit blocks for the k
@@ -432,22 +299,20 @@ void lm_matmul_group(const struct llama_ctx *c, const struct matmul_part *parts,
                 lm_matmul(c, parts[i].y, x, parts[i].W, parts[i].bias, parts[i].beta, n);
             return;
         }
+        if (lm_q81_products(c, parts, k, x, n)) return;
         struct matmul_q8 a;
         if (c->act == LLAMA_ACT_LLAMACPP && n == 1 && !act_codes(c, parts, k, x, &a)) {
             matmul_w_group_q8(parts, k, c->aq, &a, c->n_threads, c->scratch);
             for (int i = 0; i < k; i++)
-                if (!matmul_has_q8(parts[i].W->type, a.kind))
-                    q8_1_after(c, parts[i].y, x, parts[i].W, n, NULL);
+                if (!matmul_has_q8(parts[i].W->type, a.kind) && lm_q81_needed(c, parts[i].W))
+                    lm_q81_correct(c, parts[i].y, x, parts[i].W, n);
             return;
         }
         xr = act_round(c, parts[0].W, x, n);
     }
     matmul_w_group(parts, k, xr, n, c->n_threads, c->scratch);
-    const float *pre = NULL; /* the deltas once for the group's Q4_1/Q5_1 parts */
-    for (int i = 0; i < k; i++) {
-        if (k > 1 && !pre && q8_1_needed(c, parts[i].W)) pre = q81_prepare(c, x, parts[i].W->in, n);
-        q8_1_after(c, parts[i].y, x, parts[i].W, n, pre);
-    }
+    for (int i = 0; i < k; i++)
+        if (lm_q81_needed(c, parts[i].W)) lm_q81_correct(c, parts[i].y, x, parts[i].W, n);
 }
 
 void llama_ctx_set_act_output(struct llama_ctx *c, int round)
@@ -469,12 +334,9 @@ int llama_ctx_set_act(struct llama_ctx *c, int mode, const struct simfmt *f)
 {
     if (mode != LLAMA_ACT_NONE && !c->aq) {
         int64_t rows = c->n_ctx > LLAMA_MAX_ROWS_HINT ? c->n_ctx : LLAMA_MAX_ROWS_HINT;
-        c->aq = malloc((size_t)rows * (size_t)c->m->max_in * sizeof *c->aq);
+        /* rows of max_in, and of max_in / 32 more for lm_q81_products */
+        c->aq = malloc((size_t)rows * (size_t)(c->m->max_in + c->m->max_in / 32) * sizeof *c->aq);
         if (!c->aq) return QG_ERR_NOMEM;
-    }
-    if (mode == LLAMA_ACT_LLAMACPP && !c->q81) { /* optional: the Q8_1 deltas of a group */
-        int64_t rows = c->n_ctx > LLAMA_MAX_ROWS_HINT ? c->n_ctx : LLAMA_MAX_ROWS_HINT;
-        c->q81 = malloc((size_t)rows * (size_t)(c->m->max_in / 32 + 1) * sizeof *c->q81);
     }
     if (mode == LLAMA_ACT_LLAMACPP && !c->a8) { /* a decode step's codes */
         size_t in = (size_t)c->m->max_in;

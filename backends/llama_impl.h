@@ -72,10 +72,9 @@ struct llama_ctx {
     int act_static;        /* 1: matrices' calibrated input scales (llama_ctx_set_act_static) */
     struct simfmt act_fmt;
     struct simfmt kv_fmt; /* K and V as written to the cache (SIMFMT_NONE: f32) */
-    float *aq;            /* [n_ctx][max_in]: a matrix input after rounding */
+    float *aq;            /* [n_ctx][max_in (+ max_in / 32)]: a matrix input after rounding */
     int8_t *a8;           /* a=llamacpp, one row: the codes of aq (max_in), then */
     void *a8_figs;        /* their scales, sums of 16 and Q8_1 sums (simfmt_codes) */
-    float *q81;           /* [rows][max_in / 32]: a group's Q8_1 deltas (a=llamacpp), or NULL */
 };
 
 /* Reads the hyperparameters of any family qgate runs (llama_arch.c):
@@ -97,6 +96,22 @@ void lm_matmul_group(const struct llama_ctx *c, const struct matmul_part *parts,
                      const float *x, int n);
 /* The layer's FFN of c->xn's n rows into out (+ beta out), any family
  * (llama_ffn.c); uses c->gate, c->up, c->tmp and the MoE buffers. */
+/* llama_q81.c: whether W's products under c need llama.cpp's Q8_1 block
+ * sums (a=llamacpp, Q4_1 or Q5_1 weights) */
+int lm_q81_needed(const struct llama_ctx *c, const struct wmat *W);
+
+/* y += what W . x (n rows) misses of those sums when x was rounded as
+ * llama.cpp's Q8_1 rounds it (x: the input before rounding) */
+void lm_q81_correct(const struct llama_ctx *c, float *y, const float *x, const struct wmat *W,
+                    int n);
+
+/* a prompt's products (n > 1) of x with the k parts, each one sgemm with
+ * the Q8_1 sums included (x rounded, its deltas and the weights' minima as
+ * extra columns; c->aq as the buffer): 1 when done, 0 (nothing written)
+ * when a part is not Q4_1/Q5_1 under a=llamacpp, the inputs differ or n < 2 */
+int lm_q81_products(const struct llama_ctx *c, const struct matmul_part *parts, int k,
+                    const float *x, int n);
+
 void lm_ffn(struct llama_ctx *c, const struct layer *L, float *out, float beta, int n);
 /* GELU (tanh form); llamacpp: through f16 as ggml's table computes it. */
 float lm_gelu(float x, int llamacpp);

@@ -46,7 +46,22 @@ struct mm_job {
     float beta;
     float *scratch;
     size_t per_thread;
+    int minima; /* in / 32 extra columns: the blocks' minima (matmul_w_minima), or 0 */
 };
+
+/* rows [r0, r1) of W (Q4_1 or Q5_1) into panel, each row its in values
+ * and then its in / 32 block minima (fp16 m, after d, of each block) */
+static void panel_with_minima(const struct wmat *W, int r0, int r1, float *panel)
+{
+    const int64_t in = W->in, nb = in / 32, K = in + nb;
+    const size_t bsz = W->type == GGML_Q4_1 ? 20 : 24;
+    for (int r = r0; r < r1; r++) {
+        const uint8_t *row = W->data + (size_t)r * W->row_bytes;
+        float *p = panel + (size_t)(r - r0) * (size_t)K;
+        dequant_row(W->type, row, p, in);
+        quant_f16_gather(row + 2, bsz, nb, p + in);
+    }
+}
 
 static void add_bias(const struct mm_job *j, int o0, int o1)
 {
@@ -65,12 +80,14 @@ static void tile_panels(void *arg, int64_t p0, int64_t p1, int thread)
 {
     const struct mm_job *j = arg;
     const struct wmat *W = j->W;
-    const int in = (int)W->in, out = (int)W->out, rows = matmul_panel_rows(in, out);
+    const int in = (int)W->in + j->minima, out = (int)W->out, rows = matmul_panel_rows(in, out);
     float *panel = j->scratch + (size_t)thread * j->per_thread;
     for (int64_t p = p0; p < p1; p++) {
         int r0 = (int)p * rows, r1 = r0 + rows < out ? r0 + rows : out;
         const float *w = panel;
-        if (W->type == GGML_F32) /* straight from the mapping */
+        if (j->minima)
+            panel_with_minima(W, r0, r1, panel);
+        else if (W->type == GGML_F32) /* straight from the mapping */
             w = (const float *)(const void *)W->data + (size_t)r0 * in;
         else
             dequant_row(W->type, W->data + (size_t)r0 * W->row_bytes, panel,
@@ -353,8 +370,26 @@ void matmul_w(float *y, const float *x, const struct wmat *W, const float *bias,
         return;
     }
     size_t per = matmul_scratch_floats(W->in);
-    struct mm_job j = {y, x, bias, W, n, beta, scratch, per};
+    struct mm_job j = {y, x, bias, W, n, beta, scratch, per, 0};
     int rows = matmul_panel_rows(W->in, W->out);
     parallel_for(parallel_threads_for(n_threads, 2.0 * n * (double)W->in * (double)W->out),
                  (W->out + rows - 1) / rows, tile_panels, &j);
+}
+
+int matmul_w_minima_ok(const struct wmat *W)
+{
+    return (W->type == GGML_Q4_1 || W->type == GGML_Q5_1) && W->in % 32 == 0;
+}
+
+int matmul_w_minima(float *y, const float *x, const struct wmat *W, const float *bias, int n,
+                    float beta, int n_threads, float *scratch)
+{
+    if (!matmul_w_minima_ok(W) || n < 2) return QG_ERR_USAGE;
+    const int64_t K = W->in + W->in / 32;
+    struct mm_job j = {
+        y, x, bias, W, n, beta, scratch, matmul_scratch_floats(K), (int)(W->in / 32)};
+    int rows = matmul_panel_rows(K, W->out);
+    parallel_for(parallel_threads_for(n_threads, 2.0 * n * (double)K * (double)W->out),
+                 (W->out + rows - 1) / rows, tile_panels, &j);
+    return QG_OK;
 }

@@ -52,6 +52,19 @@ size_t matmul_scratch_floats(int64_t max_in);
 void matmul_w(float *y, const float *x, const struct wmat *W, const float *bias, int n, float beta,
               int n_threads, float *scratch);
 
+/* As matmul_w for n > 1, with W's per-block minima as extra inputs: for
+ * W of type Q4_1 or Q5_1 (which matmul_w_minima_ok says), each row of x
+ * holds in + in / 32 values, the inputs and then one factor per block, and
+ * y[i][o] = sum_k x[i][k] w[o][k] + sum_b x[i][in + b] min[o][b], in one
+ * sgemm per panel (K = in + in / 32). Scratch as matmul_w's with
+ * in + in / 32 for in. Returns QG_OK, or QG_ERR_USAGE (nothing written)
+ * when W's type has no minima or n < 2. */
+int matmul_w_minima(float *y, const float *x, const struct wmat *W, const float *bias, int n,
+                    float beta, int n_threads, float *scratch);
+
+/* whether matmul_w_minima takes W (Q4_1, Q5_1) */
+int matmul_w_minima_ok(const struct wmat *W);
+
 /* One product of a group (matmul_w_group): y = x . W^T (+ bias) (+ beta y),
  * as matmul_w's arguments. */
 struct matmul_part {

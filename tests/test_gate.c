@@ -660,8 +660,10 @@ TEST(ppl_llamacpp_activations_reference, shared)
                  {"Q8_0", 4.0124, 6.4e-5},
                  {"Q4_K_M", 4.2297, 2.2e-4},
                  {"Q2_K", 28.9438, 7.8e-4},
-                 /* Q8_1 activations' block sums (q8_1_sum_correction); the
-                  * sets give 4.365404 .. 4.366821 (3.2e-4), 2026-12-04 */
+                 /* Q8_1 activations' block sums (llama_q81.c); the
+                  * sets give 4.365404 .. 4.366821 (3.2e-4) with the sums
+                  * added after the product, 4.36543 .. 4.36604 with them
+                  * inside one sgemm (session 19), 2026-12-04 */
                  {"Q4_1", 4.3663, 3.3e-4}};
     for (int i = 0; i < 4; i++) {
         char plain[4300], sim[4400];

@@ -975,6 +975,72 @@ TEST(flash_f16_sets_agree, unit)
     return each_kernel_set(flash_check, &f);
 }
 
+/* one product of matmul_w_minima against its sum in double: w's values and
+ * minima decoded independently (dequant_row; the fp16 m after each block's
+ * d), both weighted by x's columns */
+static int minima_check(uint32_t type, const float *x, int in, int out, int n, uint64_t *st)
+{
+    const struct ggml_type_info *ti = ggml_type_get(type);
+    const int nb = in / 32, K = in + nb;
+    const size_t rb = (size_t)(in / ti->block) * ti->type_size;
+    uint8_t *q = malloc(rb * (size_t)out);
+    float *row = malloc((size_t)in * sizeof *row), *y = malloc((size_t)n * out * sizeof *y);
+    float *scratch = qg_alloc_aligned(matmul_scratch_floats(K) * sizeof(float));
+    ASSERT(q && row && y && scratch);
+    synth_random_blocks(type, q, (int64_t)in * out, 1.0f, st); /* d and m: 1/16 */
+    for (size_t b = 0; b < (size_t)nb * out; b++) {            /* each minimum its own, unlike d */
+        uint16_t m = quant_f32_to_f16((float)(rng_unit(st) * 0.2 - 0.1));
+        memcpy(q + b * ti->type_size + 2, &m, 2);
+    }
+    struct wmat W = {"w", type, q, in, out, rb, 0};
+    ASSERT_OK(matmul_w_minima(y, x, &W, NULL, n, 0.0f, 1, scratch));
+    double worst = 0;
+    for (int o = 0; o < out; o++) {
+        dequant_row(type, q + (size_t)o * rb, row, in);
+        for (int i = 0; i < n; i++) {
+            const float *xi = x + (size_t)i * K;
+            double e = 0, mag = 0;
+            for (int k = 0; k < in; k++)
+                e += (double)row[k] * xi[k], mag += fabs((double)row[k] * xi[k]);
+            for (int b = 0; b < nb; b++) {
+                uint16_t h;
+                memcpy(&h, q + (size_t)o * rb + (size_t)b * ti->type_size + 2, 2);
+                e += (double)quant_f16_to_f32(h) * xi[in + b];
+                mag += fabs((double)quant_f16_to_f32(h) * xi[in + b]);
+            }
+            double err = fabs(y[(size_t)i * out + o] - e) / mag;
+            worst = err > worst ? err : worst;
+        }
+    }
+    printf("%s: matmul_w_minima within %.2e of the double sum\n", ti->name, worst);
+    ASSERT(worst < 1e-6);
+    /* types without minima, and single rows, are refused with nothing written */
+    W.type = GGML_Q4_0;
+    y[0] = 7.0f;
+    ASSERT_EQ(matmul_w_minima(y, x, &W, NULL, n, 0.0f, 1, scratch), QG_ERR_USAGE);
+    W.type = type;
+    ASSERT_EQ(matmul_w_minima(y, x, &W, NULL, 1, 0.0f, 1, scratch), QG_ERR_USAGE);
+    ASSERT(y[0] == 7.0f);
+    free(q), free(row), free(y), free(scratch);
+    return 0;
+}
+
+TEST(matmul_minima_columns, unit)
+{
+    /* a=llamacpp's Q4_1/Q5_1 prompt products: the weights' block minima as
+     * extra columns of the panel, multiplied by the extra columns of x */
+    enum { IN = 512, OUT = 70, N = 9 };
+    float *x = malloc((size_t)N * (IN + IN / 32) * sizeof *x);
+    ASSERT(x);
+    uint64_t st = 5;
+    for (int i = 0; i < N * (IN + IN / 32); i++)
+        x[i] = (float)(rng_unit(&st) * 2 - 1);
+    int rc = minima_check(GGML_Q4_1, x, IN, OUT, N, &st);
+    if (!rc) rc = minima_check(GGML_Q5_1, x, IN, OUT, N, &st);
+    free(x);
+    return rc;
+}
+
 /* |fused - exact| against sum |w x| over rows [0, rows) of W, and the same
  * for the portable kernel; the worst relative error of each */
 static void decode_errors(const struct wmat *W, const float *x, int64_t rows, double *fused_err,
