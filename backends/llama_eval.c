@@ -17,9 +17,6 @@
 #include "backends/vecmath.h"
 
 #include <cblas.h>
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#endif
 #include <math.h>
 #include <fnmatch.h>
 #include <stdio.h>
@@ -254,7 +251,7 @@ void lm_matmul(const struct llama_ctx *c, float *y, const float *x, const struct
     if (lm_q81_products(c, &p, 1, x, n)) return; /* Q4_1/Q5_1 under a=llamacpp: one sgemm */
     const float *xr = c->act != LLAMA_ACT_NONE ? act_round(c, W, x, n) : x;
     matmul_w(y, xr, W, bias, n, beta, c->n_threads, c->scratch);
-    if (lm_q81_needed(c, W)) lm_q81_correct(c, y, x, W, n);
+    lm_q81_correct(c, y, x, W, n);
 }
 
 /* A decode step's input (n == 1) in llama.cpp's 8-bit blocks for the k
@@ -304,7 +301,7 @@ void lm_matmul_group(const struct llama_ctx *c, const struct matmul_part *parts,
         if (c->act == LLAMA_ACT_LLAMACPP && n == 1 && !act_codes(c, parts, k, x, &a)) {
             matmul_w_group_q8(parts, k, c->aq, &a, c->n_threads, c->scratch);
             for (int i = 0; i < k; i++)
-                if (!matmul_has_q8(parts[i].W->type, a.kind) && lm_q81_needed(c, parts[i].W))
+                if (!matmul_has_q8(parts[i].W->type, a.kind))
                     lm_q81_correct(c, parts[i].y, x, parts[i].W, n);
             return;
         }
@@ -312,7 +309,7 @@ void lm_matmul_group(const struct llama_ctx *c, const struct matmul_part *parts,
     }
     matmul_w_group(parts, k, xr, n, c->n_threads, c->scratch);
     for (int i = 0; i < k; i++)
-        if (lm_q81_needed(c, parts[i].W)) lm_q81_correct(c, parts[i].y, x, parts[i].W, n);
+        lm_q81_correct(c, parts[i].y, x, parts[i].W, n);
 }
 
 void llama_ctx_set_act_output(struct llama_ctx *c, int round)

@@ -94,14 +94,10 @@ void lm_matmul(const struct llama_ctx *c, float *y, const float *x, const struct
 /* The k products of one x in one fork-join (matmul.h's parts). */
 void lm_matmul_group(const struct llama_ctx *c, const struct matmul_part *parts, int k,
                      const float *x, int n);
-/* The layer's FFN of c->xn's n rows into out (+ beta out), any family
- * (llama_ffn.c); uses c->gate, c->up, c->tmp and the MoE buffers. */
-/* llama_q81.c: whether W's products under c need llama.cpp's Q8_1 block
- * sums (a=llamacpp, Q4_1 or Q5_1 weights) */
-int lm_q81_needed(const struct llama_ctx *c, const struct wmat *W);
-
-/* y += what W . x (n rows) misses of those sums when x was rounded as
- * llama.cpp's Q8_1 rounds it (x: the input before rounding) */
+/* llama_q81.c: under a=llamacpp, y += what W . x (n rows) misses of
+ * llama.cpp's Q8_1 block sums when x was rounded as llama.cpp's Q8_1 rounds
+ * it (x: the input before rounding); nothing for other modes and for
+ * weights other than Q4_1 and Q5_1 */
 void lm_q81_correct(const struct llama_ctx *c, float *y, const float *x, const struct wmat *W,
                     int n);
 
@@ -112,6 +108,8 @@ void lm_q81_correct(const struct llama_ctx *c, float *y, const float *x, const s
 int lm_q81_products(const struct llama_ctx *c, const struct matmul_part *parts, int k,
                     const float *x, int n);
 
+/* The layer's FFN of c->xn's n rows into out (+ beta out), any family
+ * (llama_ffn.c); uses c->gate, c->up, c->tmp and the MoE buffers. */
 void lm_ffn(struct llama_ctx *c, const struct layer *L, float *out, float beta, int n);
 /* GELU (tanh form); llamacpp: through f16 as ggml's table computes it. */
 float lm_gelu(float x, int llamacpp);

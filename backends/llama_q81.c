@@ -112,28 +112,28 @@ static void q81_deltas(void *arg, int64_t r0, int64_t r1, int thread)
     free(t);
 }
 
-/* y += m * delta for each of x's n rows and W's blocks (x: the input
- * before rounding, as act8_q8_0 rounds it) */
+/* whether W's products under c need llama.cpp's Q8_1 block sums */
+static int q81_needed(const struct llama_ctx *c, const struct wmat *W)
+{
+    return c->act == LLAMA_ACT_LLAMACPP && (W->type == GGML_Q4_1 || W->type == GGML_Q5_1);
+}
+
+/* y += m * delta for each of x's n rows and W's blocks */
 void lm_q81_correct(const struct llama_ctx *c, float *y, const float *x, const struct wmat *W,
                     int n)
 {
     const int64_t nb = W->in / 32;
-    if (nb > Q81_DELTAS) return; /* rows of up to 262144 inputs */
+    if (!q81_needed(c, W) || nb > Q81_DELTAS) return; /* rows of up to 262144 inputs */
     float delta[Q81_DELTAS];
     const int per = (int)(Q81_DELTAS / nb < Q81_ROWS ? Q81_DELTAS / nb : Q81_ROWS);
     for (int r0 = 0; r0 < n; r0 += per) {
         struct q81_job j = {
-            y + (size_t)r0 * (size_t)W->out, W, delta, n - r0 < per ? n - r0 : per, nb,
-            W->type == GGML_Q4_1 ? 20 : 24}; /* d, m (fp16), the codes */
+            y + (size_t)r0 * (size_t)W->out,  W, delta, n - r0 < per ? n - r0 : per, nb,
+            ggml_type_get(W->type)->type_size}; /* a block: d, m (fp16), the codes */
         struct q81_dj dj = {x + (size_t)r0 * (size_t)W->in, W->in, nb, delta, 0};
         parallel_for(c->n_threads, j.rows, q81_deltas, &dj);
         parallel_for(c->n_threads, W->out, q81_outputs, &j);
     }
-}
-
-int lm_q81_needed(const struct llama_ctx *c, const struct wmat *W)
-{
-    return c->act == LLAMA_ACT_LLAMACPP && (W->type == GGML_Q4_1 || W->type == GGML_Q5_1);
 }
 
 int lm_q81_products(const struct llama_ctx *c, const struct matmul_part *parts, int k,
@@ -142,8 +142,7 @@ int lm_q81_products(const struct llama_ctx *c, const struct matmul_part *parts, 
     if (n < 2 || !c->aq) return 0;
     const int64_t in = parts[0].W->in;
     for (int i = 0; i < k; i++)
-        if (!lm_q81_needed(c, parts[i].W) || !matmul_w_minima_ok(parts[i].W) ||
-            parts[i].W->in != in)
+        if (!q81_needed(c, parts[i].W) || !matmul_w_minima_ok(parts[i].W) || parts[i].W->in != in)
             return 0;
     struct q81_dj dj = {x, in, in / 32, c->aq, 1}; /* c->aq holds n rows of in + in / 32 */
     parallel_for(c->n_threads, n, q81_deltas, &dj);

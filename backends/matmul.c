@@ -54,7 +54,7 @@ struct mm_job {
 static void panel_with_minima(const struct wmat *W, int r0, int r1, float *panel)
 {
     const int64_t in = W->in, nb = in / 32, K = in + nb;
-    const size_t bsz = W->type == GGML_Q4_1 ? 20 : 24;
+    const size_t bsz = ggml_type_get(W->type)->type_size; /* d, m (fp16), the codes */
     for (int r = r0; r < r1; r++) {
         const uint8_t *row = W->data + (size_t)r * W->row_bytes;
         float *p = panel + (size_t)(r - r0) * (size_t)K;
@@ -101,6 +101,17 @@ static void tile_panels(void *arg, int64_t p0, int64_t p1, int thread)
                     in, j->beta == 0.0f ? 1.0f : j->beta, j->y + r0, out);
         add_bias(j, r0, r1);
     }
+}
+
+/* job j's panels over the pool: each thread's scratch and the panels as
+ * matmul_panel_rows gives them for the job's K (in, plus its minima) */
+static void run_panels(struct mm_job *j, int n_threads)
+{
+    const int64_t K = j->W->in + j->minima;
+    j->per_thread = matmul_scratch_floats(K);
+    int rows = matmul_panel_rows(K, j->W->out);
+    parallel_for(parallel_threads_for(n_threads, 2.0 * j->n * (double)K * (double)j->W->out),
+                 (j->W->out + rows - 1) / rows, tile_panels, j);
 }
 
 /* ------------------------------------------------------------- decode */
@@ -369,11 +380,8 @@ void matmul_w(float *y, const float *x, const struct wmat *W, const float *bias,
         mv_group(&p, 1, x, NULL, n_threads, scratch);
         return;
     }
-    size_t per = matmul_scratch_floats(W->in);
-    struct mm_job j = {y, x, bias, W, n, beta, scratch, per, 0};
-    int rows = matmul_panel_rows(W->in, W->out);
-    parallel_for(parallel_threads_for(n_threads, 2.0 * n * (double)W->in * (double)W->out),
-                 (W->out + rows - 1) / rows, tile_panels, &j);
+    struct mm_job j = {y, x, bias, W, n, beta, scratch, 0, 0};
+    run_panels(&j, n_threads);
 }
 
 int matmul_w_minima_ok(const struct wmat *W)
@@ -385,11 +393,7 @@ int matmul_w_minima(float *y, const float *x, const struct wmat *W, const float 
                     float beta, int n_threads, float *scratch)
 {
     if (!matmul_w_minima_ok(W) || n < 2) return QG_ERR_USAGE;
-    const int64_t K = W->in + W->in / 32;
-    struct mm_job j = {
-        y, x, bias, W, n, beta, scratch, matmul_scratch_floats(K), (int)(W->in / 32)};
-    int rows = matmul_panel_rows(K, W->out);
-    parallel_for(parallel_threads_for(n_threads, 2.0 * n * (double)K * (double)W->out),
-                 (W->out + rows - 1) / rows, tile_panels, &j);
+    struct mm_job j = {y, x, bias, W, n, beta, scratch, 0, (int)(W->in / 32)};
+    run_panels(&j, n_threads);
     return QG_OK;
 }
