@@ -48,4 +48,18 @@ extern const uint32_t iq3xxs_grid[256];
 extern const uint32_t iq3s_grid[512];
 extern const uint64_t iq1s_grid[2048];
 
+/* Derived from the grids above (tools/gen_iq_grids.py): entry e of
+ * GRID as a level code c (bits 2 a byte for the 8-byte grids, 3 for
+ * the 4-byte ones; element j = levels[(c >> bits j) & mask]), its
+ * low byte in NAME_codes[0][e] and high byte in NAME_codes[1][e];
+ * NAME_levels: the grid's distinct byte values, ascending, then 0s. */
+extern const uint8_t iq2xxs_codes[2][256];
+extern const uint8_t iq2xxs_levels[8];
+extern const uint8_t iq2xs_codes[2][512];
+extern const uint8_t iq2xs_levels[8];
+extern const uint8_t iq3xxs_codes[2][256];
+extern const uint8_t iq3xxs_levels[8];
+extern const uint8_t iq3s_codes[2][512];
+extern const uint8_t iq3s_levels[8];
+
 #endif

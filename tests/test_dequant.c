@@ -302,6 +302,46 @@ static int grid_at(uint64_t g, int j, int is_signed)
     return is_signed && v > 127 ? v - 256 : v;
 }
 
+/* grid entry e's byte j from its level code (iq_grids.h's derived tables) */
+static unsigned code_byte(const uint8_t *c, int count, const uint8_t *lv, int e, int j, int bits)
+{
+    const unsigned code = c[e] | (unsigned)c[count + e] << 8;
+    return lv[(code >> (bits * j)) & ((1u << bits) - 1)];
+}
+
+TEST(iq_grid_codes_decode_to_grids, unit)
+{
+    /* the level-code tables gen_iq_grids.py derives (which the avx512vnni
+     * grid kernels look their indices up in) give back every byte of
+     * every entry of ggml's grids, and the levels are distinct and
+     * ascending */
+    static const struct {
+        const char *name;
+        const uint8_t *codes, *lv;
+        int count, bytes;
+        const void *grid;
+    } g[] = {{"iq2xxs", &iq2xxs_codes[0][0], iq2xxs_levels, 256, 8, iq2xxs_grid},
+             {"iq2xs", &iq2xs_codes[0][0], iq2xs_levels, 512, 8, iq2xs_grid},
+             {"iq3xxs", &iq3xxs_codes[0][0], iq3xxs_levels, 256, 4, iq3xxs_grid},
+             {"iq3s", &iq3s_codes[0][0], iq3s_levels, 512, 4, iq3s_grid}};
+    for (size_t t = 0; t < sizeof g / sizeof *g; t++) {
+        const int bits = g[t].bytes == 8 ? 2 : 3, nlv = g[t].bytes == 8 ? 3 : 8;
+        for (int i = 1; i < nlv; i++)
+            if (g[t].lv[i] <= g[t].lv[i - 1]) T_FAIL_("%s: levels not ascending", g[t].name);
+        for (int e = 0; e < g[t].count; e++)
+            for (int j = 0; j < g[t].bytes; j++) {
+                const unsigned want =
+                    g[t].bytes == 8 ? (unsigned)(((const uint64_t *)g[t].grid)[e] >> 8 * j) & 0xFF
+                                    : (unsigned)(((const uint32_t *)g[t].grid)[e] >> 8 * j) & 0xFF;
+                const unsigned got = code_byte(g[t].codes, g[t].count, g[t].lv, e, j, bits);
+                if (got != want)
+                    T_FAIL_("%s entry %d byte %d: code gives %u, grid %u", g[t].name, e, j, got,
+                            want);
+            }
+    }
+    return 0;
+}
+
 TEST(dequant_grid_blocks, unit)
 {
     uint8_t b[128];

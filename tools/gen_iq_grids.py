@@ -64,6 +64,27 @@ head = f"""/* iq_grids — codebooks of ggml's grid-based formats (IQ1_S, IQ1_M,
 {notice}
  */
 """
+# Derived tables (the same numbers, rewritten): each entry of the grids
+# below as a level code, the index of each of its bytes among the grid's
+# distinct byte values (its levels, ascending), `bits` bits a byte, element
+# 0 lowest; stored as two byte tables, the code's low bytes then its high
+# bytes, so that vector code can look a block's 32 or 64 indices up in
+# registers (matmul_q8_iq.c).
+derived = []  # (name, count, levels, lo, hi)
+for name, ctype, count, vals in list(tables):
+    if name not in ('iq2xxs_grid', 'iq2xs_grid', 'iq3xxs_grid', 'iq3s_grid'):
+        continue
+    nbytes = 8 if ctype == 'uint64_t' else 4
+    levels = sorted({(v >> 8 * j) & 0xFF for v in vals for j in range(nbytes)})
+    bits = 2 if nbytes == 8 else 3
+    if len(levels) > 1 << bits:
+        sys.exit(f'{src}: table {name} has {len(levels)} levels, more than {1 << bits}')
+    codes = [sum(levels.index((v >> 8 * j) & 0xFF) << bits * j for j in range(nbytes))
+             for v in vals]
+    assert all(c < 1 << 16 for c in codes)
+    derived.append((name.replace('_grid', '_codes'), count, levels + [0] * (8 - len(levels)),
+                    [c & 0xFF for c in codes], [c >> 8 for c in codes]))
+
 names = {'uint8_t': 'uint8_t', 'uint32_t': 'uint32_t', 'uint64_t': 'uint64_t'}
 with open(os.path.join(out_dir, 'iq_grids.h'), 'w') as h:
     h.write(head)
@@ -72,6 +93,14 @@ with open(os.path.join(out_dir, 'iq_grids.h'), 'w') as h:
             ' * significant byte (iq1s_grid: signed bytes -1, 0, 1). */\n')
     for name, ctype, count, _ in tables:
         h.write(f'extern const {names[ctype]} {name}[{count}];\n')
+    h.write('\n/* Derived from the grids above (tools/gen_iq_grids.py): entry e of\n'
+            ' * GRID as a level code c (bits 2 a byte for the 8-byte grids, 3 for\n'
+            ' * the 4-byte ones; element j = levels[(c >> bits j) & mask]), its\n'
+            ' * low byte in NAME_codes[0][e] and high byte in NAME_codes[1][e];\n'
+            ' * NAME_levels: the grid\'s distinct byte values, ascending, then 0s. */\n')
+    for name, count, _, _, _ in derived:
+        h.write(f'extern const uint8_t {name}[2][{count}];\n')
+        h.write(f'extern const uint8_t {name.replace("_codes", "_levels")}[8];\n')
     h.write('\n#endif\n')
 with open(os.path.join(out_dir, 'iq_grids.c'), 'w') as c:
     c.write(head)
@@ -83,5 +112,15 @@ with open(os.path.join(out_dir, 'iq_grids.c'), 'w') as c:
         for i in range(0, count, width):
             c.write('    ' + ', '.join(fmt.format(v) for v in vals[i:i + width]) + ',\n')
         c.write('};\n\n')
+    for name, count, levels, lo, hi in derived:
+        c.write(f'const uint8_t {name.replace("_codes", "_levels")}[8] = {{'
+                + ', '.join(str(v) for v in levels) + '};\n\n')
+        c.write(f'const uint8_t {name}[2][{count}] = {{\n')
+        for part in (lo, hi):
+            c.write('    {\n')
+            for i in range(0, count, 16):
+                c.write('        ' + ', '.join(str(v) for v in part[i:i + 16]) + ',\n')
+            c.write('    },\n')
+        c.write('};\n\n')
     c.write('/* clang-format on */\n')
-print(f'wrote {len(tables)} tables to {out_dir}/iq_grids.[ch]')
+print(f'wrote {len(tables)} tables and {len(derived)} code tables to {out_dir}/iq_grids.[ch]')
