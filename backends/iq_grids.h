@@ -57,6 +57,8 @@ extern const uint8_t iq2xxs_codes[2][256];
 extern const uint8_t iq2xxs_levels[8];
 extern const uint8_t iq2xs_codes[2][512];
 extern const uint8_t iq2xs_levels[8];
+extern const uint8_t iq2s_codes[2][1024];
+extern const uint8_t iq2s_levels[8];
 extern const uint8_t iq3xxs_codes[2][256];
 extern const uint8_t iq3xxs_levels[8];
 extern const uint8_t iq3s_codes[2][512];

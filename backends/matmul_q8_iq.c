@@ -107,11 +107,11 @@ AVX512VNNI float mx_q8_tq1_0_vnni(const struct wmat *W, int64_t r, const struct 
  * sub-blocks (64 values) is one register: lanes 0-7 the first, 8-15 the
  * second; their products (each within 16 bits) times their scales by one
  * dpwssd. The grid values come from vector code, not one load per 8:
- * where the grid has 256 or 512 entries, the block's indices are looked up
- * in its level-code tables held in registers (iq_grids.h), each run's code
- * moved to its own 64-bit lane and spread to one level a byte
- * (multishift), the level to its value by a 64-byte table; IQ2_S and
- * IQ1's grids (1024, 2048 entries) are gathered. */
+ * where the grid has 256 to 1024 entries, the block's indices are looked
+ * up in its level-code tables (iq_grids.h), 256 entries in four registers
+ * (the top index bits choose among them), each run's code moved to its own
+ * 64-bit lane and spread to one level a byte (multishift), the level to
+ * its value by a 64-byte table; IQ1's grid (2048 entries) is gathered. */
 
 /* byte 8 r + j of each control: the byte of a pair's run r (r < 4: the
  * first sub-block's, from byte r; else the second's, from 8 + r - 4) in
@@ -315,32 +315,51 @@ AVX512VNNI float mx_q8_iq2_xs_vnni(const struct wmat *W, int64_t r, const struct
     return 0.125f * hsum8(acc);
 }
 
-/* IQ2_S: 10-bit grid indices (8 bits, 2 more in qh), the grid gathered;
- * sign bytes stored as they are */
+/* IQ2_S: 10-bit grid indices (8 bits, 2 more in qh), the grid's 1024
+ * entries as four 256-entry tables chosen by the top two bits; sign bytes
+ * as stored */
 AVX512VNNI float mx_q8_iq2_s_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
-    const __m512i sh = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);
+    const __m512i lv = levels(iq2s_levels, 2);
+    /* byte n: qh's bits 2 n and up (n < 32) */
+    const __m512i at = _mm512_set_epi64(0, 0, 0, 0, 0x3E3C3A3836343230LL, 0x2E2C2A2826242220LL,
+                                        0x1E1C1A1816141210LL, 0x0E0C0A0806040200LL);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t k = 0, blk = 0; k < W->in; k += 256, blk++, b += 82) {
         _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
         _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
+        const __m512i v = _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)(b + 2)));
+        uint64_t h;
+        memcpy(&h, b + 66, 8);
+        const __m512i hb = _mm512_multishift_epi64_epi8(at, _mm512_set1_epi64((long long)h));
+        const __mmask64 m0 = _mm512_test_epi8_mask(hb, _mm512_set1_epi8(1)),
+                        m1 = _mm512_test_epi8_mask(hb, _mm512_set1_epi8(2));
+        __m512i c[2];
+        for (int part = 0; part < 2; part++) {
+            __m512i t[4], e[4];
+            for (int q = 0; q < 4; q++) {
+                load_lut(t, iq2s_codes[part] + 256 * q, 4);
+                e[q] = lut256(t, v);
+            }
+            c[part] = _mm512_mask_blend_epi8(m1, _mm512_mask_blend_epi8(m0, e[0], e[1]),
+                                             _mm512_mask_blend_epi8(m0, e[2], e[3]));
+        }
         uint64_t sw;
         memcpy(&sw, b + 74, 8);
         const __m512i ls = odd_nibbles(sw);
         __m512i isum = _mm512_setzero_si512();
         for (int p = 0; p < 4; p++) {
-            const __m512i idx = _mm512_or_si512(
-                _mm512_cvtepu8_epi64(_mm_loadl_epi64((const __m128i *)(b + 2 + 8 * p))),
-                _mm512_slli_epi64(
-                    _mm512_and_si512(
-                        _mm512_srlv_epi64(_mm512_set1_epi64(iqb_rd16(b + 66 + 2 * p)), sh),
-                        _mm512_set1_epi64(3)),
-                    8));
+            /* qword r: bytes 8 p + r of the low and high code bytes */
+            const __m512i ctl = _mm512_add_epi8(
+                _mm512_set_epi64(0x4707, 0x4606, 0x4505, 0x4404, 0x4303, 0x4202, 0x4101, 0x4000),
+                _mm512_set1_epi8((char)(8 * p)));
+            const __m512i code =
+                _mm512_maskz_permutex2var_epi8(0x0303030303030303ULL, c[0], ctl, c[1]);
             uint64_t neg;
             memcpy(&neg, b + 34 + 8 * p, 8);
-            isum = pair_dot(isum, _mm512_i64gather_epi64(idx, (const void *)iq2s_grid, 8),
-                            a->q + k + 64 * p, _cvtu64_mask64(neg), quad_scales(ls, 4 * p));
+            isum = pair_dot(isum, spread(code, lv, 2), a->q + k + 64 * p, _cvtu64_mask64(neg),
+                            quad_scales(ls, 4 * p));
         }
         acc = block_acc(acc, h2f_f16c(b) * a->d[blk], isum);
     }

@@ -322,6 +322,7 @@ TEST(iq_grid_codes_decode_to_grids, unit)
         const void *grid;
     } g[] = {{"iq2xxs", &iq2xxs_codes[0][0], iq2xxs_levels, 256, 8, iq2xxs_grid},
              {"iq2xs", &iq2xs_codes[0][0], iq2xs_levels, 512, 8, iq2xs_grid},
+             {"iq2s", &iq2s_codes[0][0], iq2s_levels, 1024, 8, iq2s_grid},
              {"iq3xxs", &iq3xxs_codes[0][0], iq3xxs_levels, 256, 4, iq3xxs_grid},
              {"iq3s", &iq3s_codes[0][0], iq3s_levels, 512, 4, iq3s_grid}};
     for (size_t t = 0; t < sizeof g / sizeof *g; t++) {

@@ -72,7 +72,7 @@ head = f"""/* iq_grids — codebooks of ggml's grid-based formats (IQ1_S, IQ1_M,
 # registers (matmul_q8_iq.c).
 derived = []  # (name, count, levels, lo, hi)
 for name, ctype, count, vals in list(tables):
-    if name not in ('iq2xxs_grid', 'iq2xs_grid', 'iq3xxs_grid', 'iq3s_grid'):
+    if name not in ('iq2xxs_grid', 'iq2xs_grid', 'iq2s_grid', 'iq3xxs_grid', 'iq3s_grid'):
         continue
     nbytes = 8 if ctype == 'uint64_t' else 4
     levels = sorted({(v >> 8 * j) & 0xFF for v in vals for j in range(nbytes)})
