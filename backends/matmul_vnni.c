@@ -59,7 +59,8 @@ AVX512VNNI void mx_prep_vnni(uint32_t type, const float *x, int64_t n, float *pr
 {
     uint8_t *planes = (uint8_t *)prep;
     float *xs = prep + 3 * n / 4, *sums = prep + n;
-    int32_t *quads = type == GGML_Q6_K ? (int32_t *)(void *)(xs + n / 32) : NULL;
+    int32_t *quads =
+        type == GGML_Q6_K || iq_vnni_grid(type) ? (int32_t *)(void *)(xs + n / 32) : NULL;
     for (int64_t g = 0; g < n / 32; g++) {
         /* group g: pair g / 2, half g % 2 */
         uint8_t *pg = planes + g / 2 * VNNI_PAIR_BYTES + 32 * (g % 2);
@@ -73,21 +74,6 @@ AVX512VNNI void mx_prep_vnni(uint32_t type, const float *x, int64_t n, float *pr
         sums[g] = _mm512_reduce_add_ps(
             _mm512_add_ps(_mm512_loadu_ps(x + 32 * g), _mm512_loadu_ps(x + 32 * g + 16)));
     prep[vnni_flag_at(n)] = 1.0f;
-}
-
-/* sum of q n over a pair of groups, less `less`, per 32-bit lane (4
- * elements): q the pair's 64 values (below 64) in element order, p its
- * planes. `less` is taken off before the low plane, where the partial sum
- * is smallest (Q6_K's 32 sum n; zero for the others) */
-AVX512VNNI static inline __attribute__((always_inline)) __m512i
-planes_dot(__m512i v, const uint8_t *p, __m512i less)
-{
-    /* the top plane is signed: the values as the unsigned operand; the mid
-     * and low planes are unsigned: the values (below 64) as the signed one */
-    __m512i t = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v, _mm512_loadu_si512(p));
-    t = _mm512_dpbusd_epi32(_mm512_slli_epi32(t, 8), _mm512_loadu_si512(p + 64), v);
-    t = _mm512_sub_epi32(_mm512_slli_epi32(t, 8), less);
-    return _mm512_dpbusd_epi32(t, _mm512_loadu_si512(p + 128), v);
 }
 
 /* the 64 nibbles of 32 bytes at q in element order (low nibbles, then high) */

@@ -44,7 +44,8 @@ mv_dots_fn mv_x86_dots(enum mv_isa isa)
 
 size_t mv_x86_prep_floats(enum mv_isa isa, uint32_t type, int64_t in)
 {
-    int k = type == GGML_Q4_K || type == GGML_Q5_K || type == GGML_Q6_K;
+    int k = type == GGML_Q4_K || type == GGML_Q5_K || type == GGML_Q6_K ||
+            (isa == MV_AVX512_VNNI && iq_vnni_grid(type));
     if (isa >= MV_AVX512 ? !k || in % 64 : isa != MV_AVX2 || (!k && type != GGML_Q4_0) || in % 32)
         return 0;
     /* and on avx512vnni the flag after the rest (vnni_flag_at) */
@@ -54,7 +55,7 @@ size_t mv_x86_prep_floats(enum mv_isa isa, uint32_t type, int64_t in)
 void mv_x86_prep(enum mv_isa isa, uint32_t type, const float *x, int64_t n, float *prep)
 {
     float *lanes = prep, *sums = prep + n;
-    if (isa == MV_AVX512_VNNI) { /* only the K-quants have a preparation there */
+    if (isa == MV_AVX512_VNNI) { /* the K-quants and iq_vnni_grid's */
         mx_prep_vnni(type, x, n, prep);
         return;
     }
@@ -75,7 +76,8 @@ void mv_x86_prep(enum mv_isa isa, uint32_t type, const float *x, int64_t n, floa
 static int rows_avx512(enum mv_isa isa, float *y, const float *x, const float *prep,
                        const struct wmat *W, int64_t r0, int64_t r1)
 {
-    /* the K-quants' preparation in the integer layout (prep_vnni) */
+    /* the K-quants' and grid formats' preparation in the integer layout
+     * (prep_vnni) */
     const int ints = prep && isa == MV_AVX512_VNNI && prep[vnni_flag_at(W->in)] != 0.0f;
     switch (W->type) {
     case GGML_Q8_0:
@@ -105,6 +107,8 @@ static int rows_avx512(enum mv_isa isa, float *y, const float *x, const float *p
     case GGML_IQ2_S:
     case GGML_IQ3_XXS:
     case GGML_IQ3_S:
+        if (ints) ROWS(mx_row_iq_vnni(W, r, prep));
+        ROWS(mx_row_iq_avx512(W, r, x));
     case GGML_IQ1_S:
     case GGML_IQ1_M:
         ROWS(mx_row_iq_avx512(W, r, x));

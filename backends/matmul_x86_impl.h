@@ -300,11 +300,28 @@ AVX512 void mx_prep_avx512(int masked, const float *x, int64_t n, float *lanes, 
 AVX2 void mx_prep_avx2(const float *x, int64_t n, float *lanes, float *sums);
 
 /* The VNNI preparation of x[0..n) (n % 256 == 0) for Q4_K and Q5_K (the
- * planes, then the group sums at prep + n) or Q6_K (the planes, then 32
- * times the sum of n over each 4 elements: int32 at prep + 3n/4 + n/32);
+ * planes, then the group sums at prep + n) or Q6_K and the iq_vnni_grid
+ * formats (the planes, then 32 times the sum of n over each 4 elements:
+ * int32 at prep + 3n/4 + n/32);
  * or, with the flag 0, the float kernel's layout (prep_avx512, masked for
  * Q4_K) */
 AVX512VNNI void mx_prep_vnni(uint32_t type, const float *x, int64_t n, float *prep);
+
+/* sum of q n over a pair of groups, less `less`, per 32-bit lane (4
+ * elements): q the pair's 64 values (below 128) in element order, p its
+ * planes. `less` is taken off before the low plane, where the partial sum
+ * is smallest (Q6_K's 32 sum n, the grid formats' 64 sum n; zero for the
+ * others) */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i
+planes_dot(__m512i v, const uint8_t *p, __m512i less)
+{
+    /* the top plane is signed: the values as the unsigned operand; the mid
+     * and low planes are unsigned: the values (below 64) as the signed one */
+    __m512i t = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v, _mm512_loadu_si512(p));
+    t = _mm512_dpbusd_epi32(_mm512_slli_epi32(t, 8), _mm512_loadu_si512(p + 64), v);
+    t = _mm512_sub_epi32(_mm512_slli_epi32(t, 8), less);
+    return _mm512_dpbusd_epi32(t, _mm512_loadu_si512(p + 128), v);
+}
 
 AVX512VNNI float mx_row_q4_k_vnni(const struct wmat *W, int64_t r, const float *prep);
 
@@ -316,6 +333,22 @@ AVX512VNNI float mx_row_q5_k_vnni(const struct wmat *W, int64_t r, const float *
  * 2^30; scaled by d sc_j 2^(e - 22), scale j over 16 elements, x's group
  * j / 2. The 6-bit values by q6_values, in element order, 64 a vector. */
 AVX512VNNI float mx_row_q6_k_vnni(const struct wmat *W, int64_t r, const float *prep);
+
+/* 1 for the grid formats with integer kernels of their own in the
+ * avx512vnni set, plain (mx_row_iq_vnni) and a=llamacpp, decoded by
+ * iq_vnni_impl.h's iq_pair */
+static inline int iq_vnni_grid(uint32_t type)
+{
+    return type == GGML_IQ2_XXS || type == GGML_IQ2_XS || type == GGML_IQ2_S ||
+           type == GGML_IQ3_XXS || type == GGML_IQ3_S;
+}
+
+/* The grid formats IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS and IQ3_S from the
+ * VNNI preparation in Q6_K's layout (planes, then quads): per 4 elements
+ * the exact integer sum of (+-g) n, as sum (64 +- g) n (below 128: the
+ * nibbles' role in planes_dot) less 64 sum n (twice the quads), below 2^31
+ * (|g| <= 62); scaled by d ls / m 2^(e - 22) per lane (matmul_vnni_iq.c) */
+AVX512VNNI float mx_row_iq_vnni(const struct wmat *W, int64_t r, const float *prep);
 
 /* a=llamacpp's integer products (matmul_q8.c, matmul_q8_iq.c): helpers
  * they share, then one kernel per weight type against an input in

@@ -1309,7 +1309,7 @@ static int rows_under(const char *set, const struct wmat *W, const float *x, flo
 }
 
 /* decode_vnni_edges for rows of `in` inputs of `type` (Q4_K: quantized
- * random rows; Q5_K, Q6_K: random blocks), under avx512vnni */
+ * random rows; the others: random blocks), under avx512vnni */
 static int vnni_edges(uint32_t type, int64_t in, uint64_t *st)
 {
     enum { ROWS = 8 };
@@ -1366,7 +1366,9 @@ static int vnni_edges(uint32_t type, int64_t in, uint64_t *st)
 
 TEST(decode_vnni_edges, unit)
 {
-    /* the integer Q4_K, Q5_K and Q6_K kernels (avx512vnni) against a
+    /* the integer Q4_K, Q5_K and Q6_K kernels (avx512vnni), and the grid
+     * formats' (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S: 64 +- g against
+     * the planes, less 64 sum n; issue 33), against a
      * double product of the decoded rows: rows leaving 1 to 3 blocks after
      * the Q4_K and Q5_K kernels' 4-block scale decoding, and spanning two of its 64-block
      * segments; x whose groups
@@ -1380,9 +1382,11 @@ TEST(decode_vnni_edges, unit)
     uint64_t st = 7;
     const int64_t ins[] = {256, 512, 768, 1536, 64 * 256, 67 * 256};
     int rc = 0;
+    const uint32_t types[] = {GGML_Q4_K,   GGML_Q5_K,  GGML_Q6_K,    GGML_IQ2_XXS,
+                              GGML_IQ2_XS, GGML_IQ2_S, GGML_IQ3_XXS, GGML_IQ3_S};
     for (size_t c = 0; c < sizeof ins / sizeof *ins && !rc; c++)
-        rc = vnni_edges(GGML_Q4_K, ins[c], &st) || vnni_edges(GGML_Q5_K, ins[c], &st) ||
-             vnni_edges(GGML_Q6_K, ins[c], &st);
+        for (size_t t = 0; t < sizeof types / sizeof *types && !rc; t++)
+            rc = vnni_edges(types[t], ins[c], &st);
     ASSERT_OK(matmul_use_kernel(was));
     return rc;
 }
