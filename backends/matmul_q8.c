@@ -423,10 +423,7 @@ AVX512VNNI float mx_q8_q3_k_vnni(const struct wmat *W, int64_t r, const struct m
     for (int64_t k = 0, blk = 0; k < W->in; k += 256, blk++, b += 110) {
         _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
         _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
-        int8_t s8[16];
-        for (int j = 0; j < 16; j++)
-            s8[j] = (int8_t)dequant_q3k_scale(b + 96, j);
-        const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)s8));
+        const __m512i sc = q3k_scales16(b + 96);
         const __m256i hm = _mm256_loadu_si256((const __m256i *)b);
         __m512i isum = _mm512_setzero_si512();
         for (int j = 0; j < 2; j++) {

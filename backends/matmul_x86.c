@@ -45,7 +45,7 @@ mv_dots_fn mv_x86_dots(enum mv_isa isa)
 size_t mv_x86_prep_floats(enum mv_isa isa, uint32_t type, int64_t in)
 {
     int k = type == GGML_Q4_K || type == GGML_Q5_K || type == GGML_Q6_K ||
-            (isa == MV_AVX512_VNNI && iq_vnni_grid(type));
+            (isa == MV_AVX512_VNNI && vnni_only_prep(type));
     if (isa >= MV_AVX512 ? !k || in % 64 : isa != MV_AVX2 || (!k && type != GGML_Q4_0) || in % 32)
         return 0;
     /* and on avx512vnni the flag after the rest (vnni_flag_at) */
@@ -93,6 +93,7 @@ static int rows_avx512(enum mv_isa isa, float *y, const float *x, const float *p
     case GGML_Q2_K:
         ROWS(mx_row_q2_k_avx512(W, r, x));
     case GGML_Q3_K:
+        if (ints) ROWS(mx_row_q3_k_vnni(W, r, prep));
         ROWS(mx_row_q3_k_avx512(W, r, x));
     case GGML_TQ1_0:
         ROWS(mx_row_tq1_0_avx512(W, r, x));

@@ -300,8 +300,8 @@ AVX512 void mx_prep_avx512(int masked, const float *x, int64_t n, float *lanes, 
 AVX2 void mx_prep_avx2(const float *x, int64_t n, float *lanes, float *sums);
 
 /* The VNNI preparation of x[0..n) (n % 256 == 0) for Q4_K and Q5_K (the
- * planes, then the group sums at prep + n) or Q6_K and the iq_vnni_grid
- * formats (the planes, then 32 times the sum of n over each 4 elements:
+ * planes, then the group sums at prep + n) or the vnni_quads types (the
+ * planes, then 32 times the sum of n over each 4 elements:
  * int32 at prep + 3n/4 + n/32);
  * or, with the flag 0, the float kernel's layout (prep_avx512, masked for
  * Q4_K) */
@@ -342,6 +342,43 @@ static inline int iq_vnni_grid(uint32_t type)
     return type == GGML_IQ2_XXS || type == GGML_IQ2_XS || type == GGML_IQ2_S ||
            type == GGML_IQ3_XXS || type == GGML_IQ3_S;
 }
+
+/* 1 for the types whose VNNI preparation exists in the avx512vnni set
+ * only (their avx512 kernels read x): the iq_vnni_grid formats and Q3_K */
+static inline int vnni_only_prep(uint32_t type)
+{
+    return iq_vnni_grid(type) || type == GGML_Q3_K;
+}
+
+/* 1 for the types whose VNNI preparation keeps 32 times the sums of n
+ * over each 4 elements (the quads) */
+static inline int vnni_quads(uint32_t type)
+{
+    return type == GGML_Q6_K || vnni_only_prep(type);
+}
+
+/* Q3_K's 16 scales of the 12 bytes at s (dequant_q3k_scale: signed,
+ * -32..31), one a lane */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i q3k_scales16(const uint8_t *s)
+{
+    uint32_t l0, l1, h;
+    memcpy(&l0, s, 4);
+    memcpy(&l1, s + 4, 4);
+    memcpy(&h, s + 8, 4);
+    const __m128i lo =
+        _mm_and_si128(_mm_srlv_epi32(_mm_setr_epi32((int)l0, (int)l1, (int)l0, (int)l1),
+                                     _mm_setr_epi32(0, 0, 4, 4)),
+                      _mm_set1_epi8(0x0F));
+    const __m128i hi = _mm_and_si128(
+        _mm_srlv_epi32(_mm_set1_epi32((int)h), _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi8(3));
+    return _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_or_si128(lo, _mm_slli_epi32(hi, 4))),
+                            _mm512_set1_epi32(32));
+}
+
+/* Q3_K from the VNNI preparation (quads): per 4 elements the exact sum of
+ * (v - 4) n, v = the 2 low bits + 4 h (below 8), as sum v n less 4 sum n
+ * (the quads / 8); scaled by d sc_j 2^(e - 22), scale j over 16 elements */
+AVX512VNNI float mx_row_q3_k_vnni(const struct wmat *W, int64_t r, const float *prep);
 
 /* The grid formats IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS and IQ3_S from the
  * VNNI preparation in Q6_K's layout (planes, then quads): per 4 elements
