@@ -91,6 +91,7 @@ static int rows_avx512(enum mv_isa isa, float *y, const float *x, const float *p
     case GGML_Q5_1:
         ROWS(mx_row_legacy_avx512(W, r, x));
     case GGML_Q2_K:
+        if (ints) ROWS(mx_row_q2_k_vnni(W, r, prep));
         ROWS(mx_row_q2_k_avx512(W, r, x));
     case GGML_Q3_K:
         if (ints) ROWS(mx_row_q3_k_vnni(W, r, prep));

@@ -344,10 +344,11 @@ static inline int iq_vnni_grid(uint32_t type)
 }
 
 /* 1 for the types whose VNNI preparation exists in the avx512vnni set
- * only (their avx512 kernels read x): the iq_vnni_grid formats and Q3_K */
+ * only (their avx512 kernels read x): the iq_vnni_grid formats, Q2_K and
+ * Q3_K */
 static inline int vnni_only_prep(uint32_t type)
 {
-    return iq_vnni_grid(type) || type == GGML_Q3_K;
+    return iq_vnni_grid(type) || type == GGML_Q3_K || type == GGML_Q2_K;
 }
 
 /* 1 for the types whose VNNI preparation keeps 32 times the sums of n
@@ -374,6 +375,11 @@ AVX512VNNI static inline __attribute__((always_inline)) __m512i q3k_scales16(con
     return _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_or_si128(lo, _mm_slli_epi32(hi, 4))),
                             _mm512_set1_epi32(32));
 }
+
+/* Q2_K from the VNNI preparation (quads): per 4 elements the exact sum of
+ * q n (q below 4), scaled by d sc_j 2^(e - 22); less dmin m_j 2^(e - 22)
+ * times the quads / 32 (sum n), in floats */
+AVX512VNNI float mx_row_q2_k_vnni(const struct wmat *W, int64_t r, const float *prep);
 
 /* Q3_K from the VNNI preparation (quads): per 4 elements the exact sum of
  * (v - 4) n, v = the 2 low bits + 4 h (below 8), as sum v n less 4 sum n
