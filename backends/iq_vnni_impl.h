@@ -244,6 +244,35 @@ iq_blk_read(uint32_t type, const uint8_t *b, const struct iq_tabs *t, struct iq_
     }
 }
 
+/* 1 for the formats with a scale per 16 values (IQ2_XS, IQ2_S), 0 for
+ * those with one per sub-block of 32 */
+static inline int iq_scales16(uint32_t type)
+{
+    return type == GGML_IQ2_XS || type == GGML_IQ2_S;
+}
+
+/* the block's odd scales in order, one a lane: lane i sub-block i's (8
+ * lanes), or (iq_scales16) lane n that of values 16 n .. 16 n + 15 */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i
+iq_blk_scales(uint32_t type, const struct iq_blk *o)
+{
+    if (type == GGML_IQ2_XXS || type == GGML_IQ3_XXS) /* in dwords 2 i + 1, 2 i */
+        return _mm512_permutexvar_epi32(
+            _mm512_add_epi32(_mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0),
+                             _mm512_set1_epi32(type == GGML_IQ2_XXS)),
+            o->ls);
+    return o->ls;
+}
+
+/* pair p's lanes' indices into iq_blk_scales */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i iq_pair_at(uint32_t type, int p)
+{
+    if (iq_scales16(type))
+        return _mm512_add_epi32(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                                _mm512_set1_epi32(4 * p));
+    return _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32(2 * p), _mm512_set1_epi32(2 * p + 1));
+}
+
 /* pair p of the block (values 64 p .. 64 p + 63): their grid magnitudes,
  * *neg their negation mask, *ls their scales a lane */
 AVX512VNNI static inline __attribute__((always_inline)) __m512i

@@ -8,10 +8,12 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 
 /* Per pair of sub-blocks (64 values, x's groups 2j and 2j + 1): v = 64 +-
- * g (2..126, where ggml's grids end at 62), whose sum with n over each 4
- * values less 64 sum n is sum (+-g) n exactly (every step wraps modulo
- * 2^32 and the result is below 2^31 in magnitude); converted once per 4
- * values and times d ls / m 2^(e_group - 22), with m ggml's 8, 4 or 1. */
+ * g (2..126, where ggml's grids end at 62; the level table gives 64 + g
+ * and 128 less it 64 - g), whose sum with n over each 4 values less 64
+ * sum n is sum (+-g) n exactly (every step wraps modulo 2^32 and the
+ * result is below 2^31 in magnitude); converted once per 4 values and
+ * times ls d / m 2^(e_group - 22), with m ggml's 8, 4 or 1, the block's 8
+ * or 16 such factors computed once. */
 AVX512VNNI static inline __attribute__((always_inline)) float
 grid_planes_row(uint32_t type, const struct wmat *W, int64_t r, const float *prep)
 {
@@ -19,29 +21,33 @@ grid_planes_row(uint32_t type, const struct wmat *W, int64_t r, const float *pre
     const float *xs = prep + 3 * W->in / 4;
     const int32_t *quads = (const int32_t *)(const void *)(xs + W->in / 32);
     const size_t bytes = (size_t)iq_block_bytes(type);
-    const __m512i c64 = _mm512_set1_epi8(64);
+    const __m512i c128 = _mm512_set1_epi8((char)128);
     struct iq_tabs t;
     iq_tabs_load(type, &t);
+    t.lv = _mm512_add_epi8(t.lv, _mm512_set1_epi8(64));
     __m512 acc = _mm512_setzero_ps();
     for (int64_t k = 0; k < W->in; k += 256, b += bytes) {
         _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
         _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
         struct iq_blk o;
         iq_blk_read(type, b, &t, &o);
-        const float dm = h2f_f16c(b) * iq_m_inv(type);
+        /* 2^(e - 22) d / m of the block's 8 groups, then each scale's factor */
+        __m512 f = _mm512_castps256_ps512(_mm256_mul_ps(
+            _mm256_loadu_ps(xs + k / 32), _mm256_set1_ps(h2f_f16c(b) * iq_m_inv(type))));
+        if (iq_scales16(type))
+            f = _mm512_permutexvar_ps(
+                _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7), f);
+        f = _mm512_mul_ps(f, _mm512_cvtepi32_ps(iq_blk_scales(type, &o)));
         for (int p = 0; p < 4; p++) {
             __mmask64 neg;
             __m512i ls;
-            const __m512i g = iq_pair(type, b, &t, &o, p, &neg, &ls);
+            const __m512i g = iq_pair(type, b, &t, &o, p, &neg, &ls); /* 64 + g */
             const int64_t e0 = k + 64 * p;
-            const __m512i v = _mm512_mask_sub_epi8(_mm512_add_epi8(g, c64), neg, c64, g);
             const __m512i s = planes_dot(
-                v, planes + e0 / 64 * VNNI_PAIR_BYTES,
+                _mm512_mask_sub_epi8(g, neg, c128, g), planes + e0 / 64 * VNNI_PAIR_BYTES,
                 _mm512_slli_epi32(_mm512_loadu_si512((const void *)(quads + e0 / 4)), 1));
-            const __m512 xd = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(xs[e0 / 32] * dm),
-                                                   _mm512_set1_ps(xs[e0 / 32 + 1] * dm));
-            acc = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ls), xd), _mm512_cvtepi32_ps(s),
-                                  acc);
+            acc = _mm512_fmadd_ps(_mm512_permutexvar_ps(iq_pair_at(type, p), f),
+                                  _mm512_cvtepi32_ps(s), acc);
         }
     }
     return _mm512_reduce_add_ps(acc);
