@@ -222,6 +222,15 @@ AVX512VNNI float mx_row_q5_k_vnni(const struct wmat *W, int64_t r, const float *
  * role in planes_dot) less 32 sum n (the preparation's quads), below
  * 2^30; scaled by d sc_j 2^(e - 22), scale j over 16 elements, x's group
  * j / 2. The 6-bit values by q6_values, in element order, 64 a vector. */
+/* lane n: xs[n / 2] d (the factor of values 16 n .. 16 n + 15 of a block
+ * whose 8 groups' 2^(e - 22) are at xs) */
+AVX512VNNI static inline __attribute__((always_inline)) __m512 xs16(const float *xs, float d)
+{
+    return _mm512_permutexvar_ps(
+        _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7),
+        _mm512_castps256_ps512(_mm256_mul_ps(_mm256_loadu_ps(xs), _mm256_set1_ps(d))));
+}
+
 AVX512VNNI float mx_row_q2_k_vnni(const struct wmat *W, int64_t r, const float *prep)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes, *planes = (const uint8_t *)prep;
@@ -236,11 +245,11 @@ AVX512VNNI float mx_row_q2_k_vnni(const struct wmat *W, int64_t r, const float *
         const __m128i ms = _mm_loadu_si128((const __m128i *)b); /* scale, minimum per 16 */
         const __m512 ds = _mm512_mul_ps(
             _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(ms, _mm_set1_epi8(0xF)))),
-            _mm512_set1_ps(h2f_f16c(b + 80)));
+            xs16(xs + k / 32, h2f_f16c(b + 80)));
         /* dmin m_j / 32: the quads hold 32 sum n */
         const __m512 dm = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(
                                             _mm_srli_epi16(ms, 4), _mm_set1_epi8(0xF)))),
-                                        _mm512_set1_ps(h2f_f16c(b + 82) * 0x1p-5f));
+                                        xs16(xs + k / 32, h2f_f16c(b + 82) * 0x1p-5f));
         for (int j = 0; j < 2; j++) {
             const __m256i q2 = _mm256_loadu_si256((const __m256i *)(b + 16 + 32 * j));
             for (int h = 0; h < 2; h++) {
@@ -250,13 +259,10 @@ AVX512VNNI float mx_row_q2_k_vnni(const struct wmat *W, int64_t r, const float *
                 const int64_t e0 = k + 128 * j + 64 * h;
                 const __m512i t =
                     planes_dot(v, planes + e0 / 64 * VNNI_PAIR_BYTES, _mm512_setzero_si512());
-                const __m512 xd = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(xs[e0 / 32]),
-                                                       _mm512_set1_ps(xs[e0 / 32 + 1]));
                 const __m512i at = _mm512_add_epi32(quad, _mm512_set1_epi32(8 * j + 4 * h));
-                acc = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_permutexvar_ps(at, ds), xd),
-                                      _mm512_cvtepi32_ps(t), acc);
+                acc = _mm512_fmadd_ps(_mm512_permutexvar_ps(at, ds), _mm512_cvtepi32_ps(t), acc);
                 acc = _mm512_fnmadd_ps(
-                    _mm512_mul_ps(_mm512_permutexvar_ps(at, dm), xd),
+                    _mm512_permutexvar_ps(at, dm),
                     _mm512_cvtepi32_ps(_mm512_loadu_si512((const void *)(quads + e0 / 4))), acc);
             }
         }
@@ -276,7 +282,7 @@ AVX512VNNI float mx_row_q3_k_vnni(const struct wmat *W, int64_t r, const float *
         _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
         _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
         const __m512 ds = _mm512_mul_ps(_mm512_cvtepi32_ps(q3k_scales16(b + 96)),
-                                        _mm512_set1_ps(h2f_f16c(b + 108)));
+                                        xs16(xs + k / 32, h2f_f16c(b + 108)));
         const __m256i hm = _mm256_loadu_si256((const __m256i *)b);
         for (int j = 0; j < 2; j++) {
             const __m256i q3 = _mm256_loadu_si256((const __m256i *)(b + 32 + 32 * j));
@@ -293,11 +299,9 @@ AVX512VNNI float mx_row_q3_k_vnni(const struct wmat *W, int64_t r, const float *
                     _mm512_inserti64x4(_mm512_castsi256_si512(v0), v1, 1),
                     planes + e0 / 64 * VNNI_PAIR_BYTES,
                     _mm512_srai_epi32(_mm512_loadu_si512((const void *)(quads + e0 / 4)), 3));
-                const __m512 xd = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(xs[e0 / 32]),
-                                                       _mm512_set1_ps(xs[e0 / 32 + 1]));
                 const __m512 sc = _mm512_permutexvar_ps(
                     _mm512_add_epi32(quad, _mm512_set1_epi32(8 * j + 4 * h)), ds);
-                acc = _mm512_fmadd_ps(_mm512_mul_ps(sc, xd), _mm512_cvtepi32_ps(t), acc);
+                acc = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(t), acc);
             }
         }
     }
