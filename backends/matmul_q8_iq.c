@@ -4,6 +4,7 @@
  * integer lanes and its order of float operations, format by format as
  * ggml's AVX2 kernels with VNNI have them, to the bit. */
 #include "backends/iq_vnni_impl.h"
+#include "backends/tq_vnni_impl.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 
@@ -14,80 +15,28 @@
 AVX512VNNI float mx_q8_tq2_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
-    const __m256i m3 = _mm256_set1_epi8(3);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t k = 0, blk = 0; k < W->in; k += 256, blk++, b += 66) {
         _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
         __m512i isum = _mm512_setzero_si512();
-        for (int c = 0; c < 2; c++) {
-            const __m256i v = _mm256_loadu_si256((const __m256i *)(b + 32 * c));
-            for (int h = 0; h < 2; h++) {
-                const __m512i w = _mm512_inserti64x4(
-                    _mm512_castsi256_si512(_mm256_and_si256(_mm256_srli_epi16(v, 4 * h), m3)),
-                    _mm256_and_si256(_mm256_srli_epi16(v, 4 * h + 2), m3), 1);
-                isum = _mm512_dpbusd_epi32(
-                    isum, w, _mm512_loadu_si512((const void *)(a->q + k + 128 * c + 64 * h)));
-            }
-        }
+        for (int i = 0; i < 4; i++)
+            isum = _mm512_dpbusd_epi32(isum, tq2_values(b, i),
+                                       _mm512_loadu_si512((const void *)(a->q + k + 64 * i)));
         const __m256 f = _mm256_cvtepi32_ps(_mm256_sub_epi32(fold16(isum), run_sums(a, k)));
         acc = _mm256_add_ps(_mm256_mul_ps(f, _mm256_set1_ps(a->d[blk] * h2f_f16c(b + 64))), acc);
     }
     return hsum8(acc);
 }
 
-/* x times 3 in bytes (x + x + x) and x times 9 ((x << 3) + x), wrapping
- * as ggml's TQ1_0 kernel computes them */
-AVX512VNNI static inline __attribute__((always_inline)) __m256i times3(__m256i x)
-{
-    return _mm256_add_epi8(x, _mm256_add_epi8(x, x));
-}
-
-AVX512VNNI static inline __attribute__((always_inline)) __m256i times9(__m256i x)
-{
-    return _mm256_add_epi8(_mm256_and_si256(_mm256_slli_epi16(x, 3), _mm256_set1_epi8(-8)), x);
-}
-
-/* the top trit of each byte (the digit (x 3) >> 8) by ggml's halving adds */
-AVX512VNNI static inline __attribute__((always_inline)) __m256i trits(__m256i x)
-{
-    x = _mm256_subs_epu8(x, _mm256_set1_epi8(1));
-    x = _mm256_avg_epu8(x, _mm256_avg_epu8(x, _mm256_setzero_si256()));
-    return _mm256_and_si256(_mm256_srli_epi16(x, 6), _mm256_set1_epi8(3));
-}
-
-AVX512VNNI static inline __attribute__((always_inline)) __m512i join(__m256i lo, __m256i hi)
-{
-    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-}
-
-/* TQ1_0 x Q8_K: TQ2_0's lanes with the trits of 48 bytes of five (32:
- * values 32n + m, then 16: 160 + 16n + m) and 4 of four (240 + 4n + m),
- * unpacked as ggml unpacks them */
+/* TQ1_0 x Q8_K: TQ2_0's lanes with tq1_values' codes */
 AVX512VNNI float mx_q8_tq1_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
-    const __m256i p3 = _mm256_setr_epi16(1, 1, 1, 1, 3, 3, 3, 3, 9, 9, 9, 9, 27, 27, 27, 27);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t k = 0, blk = 0; k < W->in; k += 256, blk++, b += 54) {
         _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
-        const __m256i q0 = _mm256_loadu_si256((const __m256i *)b);
-        const __m256i q0x3 = times3(q0), q0x9 = times9(q0), q0x27 = times9(q0x3),
-                      q0x81 = times9(q0x9);
-        const __m128i q1 = _mm_loadu_si128((const __m128i *)(b + 32));
-        const __m256i q1a = _mm256_set_m128i(q1, q1);
-        const __m256i q1x = _mm256_blend_epi32(q1a, times3(q1a), 0xF0); /* q1, q1 3 */
-        const __m256i q1y = times9(q1x);                                /* q1 9, q1 27 */
-        uint32_t qh;
-        memcpy(&qh, b + 48, 4);
-        const __m256i h16 =
-            _mm256_and_si256(_mm256_mullo_epi16(_mm256_cvtepu8_epi16(_mm_set1_epi32((int)qh)), p3),
-                             _mm256_set1_epi16(0xFF));
-        const __m128i h8 =
-            _mm_packus_epi16(_mm256_castsi256_si128(h16), _mm256_extracti128_si256(h16, 1));
-        const __m256i q1z =
-            _mm256_set_m128i(h8, _mm256_castsi256_si128(times9(q1y))); /* q1 81, qh */
-        const __m512i u[4] = {join(trits(q0), trits(q0x3)), join(trits(q0x9), trits(q0x27)),
-                              join(trits(q0x81), trits(q1x)), join(trits(q1y), trits(q1z))};
+        __m512i u[4];
+        tq1_values(b, u);
         __m512i isum = _mm512_setzero_si512();
         for (int i = 0; i < 4; i++)
             isum = _mm512_dpbusd_epi32(isum, u[i],

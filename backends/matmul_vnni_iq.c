@@ -1,9 +1,11 @@
 /* matmul_vnni_iq — plain mode's integer decode kernels of the grid
- * formats with signs (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S) in the
- * avx512vnni set: x held as 24-bit integers in three byte planes (the
- * K-quants' preparation, matmul_vnni.c, in Q6_K's layout with the sums of
- * each 4), the weights decoded by iq_vnni_impl.h. */
+ * formats with signs (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S) and the
+ * ternary ones (TQ1_0, TQ2_0) in the avx512vnni set: x held as 24-bit
+ * integers in three byte planes (the K-quants' preparation, matmul_vnni.c,
+ * in Q6_K's layout with the sums of each 4), the weights decoded by
+ * iq_vnni_impl.h and tq_vnni_impl.h. */
 #include "backends/iq_vnni_impl.h"
+#include "backends/tq_vnni_impl.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 
@@ -53,6 +55,42 @@ grid_planes_row(uint32_t type, const struct wmat *W, int64_t r, const float *pre
     return _mm512_reduce_add_ps(acc);
 }
 
+/* TQ1_0, TQ2_0: the codes u = value + 1 (0..2) against the planes less
+ * sum n (the quads / 32), sum (u - 1) n exactly per 4 values; times d
+ * 2^(e_group - 22) */
+AVX512VNNI static inline __attribute__((always_inline)) float
+tq_planes_row(uint32_t type, const struct wmat *W, int64_t r, const float *prep)
+{
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes, *planes = (const uint8_t *)prep;
+    const float *xs = prep + 3 * W->in / 4;
+    const int32_t *quads = (const int32_t *)(const void *)(xs + W->in / 32);
+    const int bytes = type == GGML_TQ2_0 ? 66 : 54, dat = bytes - 2;
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t k = 0; k < W->in; k += 256, b += bytes) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        __m512i u[4];
+        if (type == GGML_TQ2_0)
+            for (int i = 0; i < 4; i++)
+                u[i] = tq2_values(b, i);
+        else
+            tq1_values(b, u);
+        const __m512 f = _mm512_castps256_ps512(
+            _mm256_mul_ps(_mm256_loadu_ps(xs + k / 32), _mm256_set1_ps(h2f_f16c(b + dat))));
+        for (int i = 0; i < 4; i++) {
+            const int64_t e0 = k + 64 * i;
+            const __m512i s = planes_dot(
+                u[i], planes + e0 / 64 * VNNI_PAIR_BYTES,
+                _mm512_srai_epi32(_mm512_loadu_si512((const void *)(quads + e0 / 4)), 5));
+            acc = _mm512_fmadd_ps(
+                _mm512_permutexvar_ps(_mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32(2 * i),
+                                                              _mm512_set1_epi32(2 * i + 1)),
+                                      f),
+                _mm512_cvtepi32_ps(s), acc);
+        }
+    }
+    return _mm512_reduce_add_ps(acc);
+}
+
 AVX512VNNI float mx_row_iq_vnni(const struct wmat *W, int64_t r, const float *prep)
 {
     switch (W->type) {
@@ -64,8 +102,12 @@ AVX512VNNI float mx_row_iq_vnni(const struct wmat *W, int64_t r, const float *pr
         return grid_planes_row(GGML_IQ2_S, W, r, prep);
     case GGML_IQ3_XXS:
         return grid_planes_row(GGML_IQ3_XXS, W, r, prep);
-    default:
+    case GGML_IQ3_S:
         return grid_planes_row(GGML_IQ3_S, W, r, prep);
+    case GGML_TQ2_0:
+        return tq_planes_row(GGML_TQ2_0, W, r, prep);
+    default:
+        return tq_planes_row(GGML_TQ1_0, W, r, prep);
     }
 }
 

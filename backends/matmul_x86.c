@@ -97,8 +97,10 @@ static int rows_avx512(enum mv_isa isa, float *y, const float *x, const float *p
         if (ints) ROWS(mx_row_q3_k_vnni(W, r, prep));
         ROWS(mx_row_q3_k_avx512(W, r, x));
     case GGML_TQ1_0:
+        if (ints) ROWS(mx_row_iq_vnni(W, r, prep));
         ROWS(mx_row_tq1_0_avx512(W, r, x));
     case GGML_TQ2_0:
+        if (ints) ROWS(mx_row_iq_vnni(W, r, prep));
         ROWS(mx_row_tq2_0_avx512(W, r, x));
     case GGML_MXFP4:
         ROWS(mx_row_mxfp4_avx512(W, r, x));

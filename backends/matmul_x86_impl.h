@@ -344,11 +344,12 @@ static inline int iq_vnni_grid(uint32_t type)
 }
 
 /* 1 for the types whose VNNI preparation exists in the avx512vnni set
- * only (their avx512 kernels read x): the iq_vnni_grid formats, Q2_K and
- * Q3_K */
+ * only (their avx512 kernels read x): the iq_vnni_grid formats, Q2_K,
+ * Q3_K, TQ1_0 and TQ2_0 */
 static inline int vnni_only_prep(uint32_t type)
 {
-    return iq_vnni_grid(type) || type == GGML_Q3_K || type == GGML_Q2_K;
+    return iq_vnni_grid(type) || type == GGML_Q3_K || type == GGML_Q2_K || type == GGML_TQ1_0 ||
+           type == GGML_TQ2_0;
 }
 
 /* 1 for the types whose VNNI preparation keeps 32 times the sums of n
@@ -390,7 +391,8 @@ AVX512VNNI float mx_row_q3_k_vnni(const struct wmat *W, int64_t r, const float *
  * VNNI preparation in Q6_K's layout (planes, then quads): per 4 elements
  * the exact integer sum of (+-g) n, as sum (64 +- g) n (below 128: the
  * nibbles' role in planes_dot) less 64 sum n (twice the quads), below 2^31
- * (|g| <= 62); scaled by d ls / m 2^(e - 22) per lane (matmul_vnni_iq.c) */
+ * (|g| <= 62); scaled by d ls / m 2^(e - 22) per lane; and TQ1_0, TQ2_0:
+ * sum (u - 1) n as sum u n less the quads / 32 (matmul_vnni_iq.c) */
 AVX512VNNI float mx_row_iq_vnni(const struct wmat *W, int64_t r, const float *prep);
 
 /* a=llamacpp's integer products (matmul_q8.c, matmul_q8_iq.c): helpers

@@ -1368,7 +1368,8 @@ TEST(decode_vnni_edges, unit)
 {
     /* the integer Q4_K, Q5_K, Q6_K, Q3_K and Q2_K kernels (avx512vnni), and the grid
      * formats' (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S: 64 +- g against
-     * the planes, less 64 sum n; issue 33), against a
+     * the planes, less 64 sum n) and the ternary ones' (TQ1_0, TQ2_0;
+     * issue 33), against a
      * double product of the decoded rows: rows leaving 1 to 3 blocks after
      * the Q4_K and Q5_K kernels' 4-block scale decoding, and spanning two of its 64-block
      * segments; x whose groups
@@ -1382,8 +1383,9 @@ TEST(decode_vnni_edges, unit)
     uint64_t st = 7;
     const int64_t ins[] = {256, 512, 768, 1536, 64 * 256, 67 * 256};
     int rc = 0;
-    const uint32_t types[] = {GGML_Q4_K,    GGML_Q5_K,   GGML_Q6_K,  GGML_Q3_K,    GGML_Q2_K,
-                              GGML_IQ2_XXS, GGML_IQ2_XS, GGML_IQ2_S, GGML_IQ3_XXS, GGML_IQ3_S};
+    const uint32_t types[] = {GGML_Q4_K,    GGML_Q5_K,    GGML_Q6_K,   GGML_Q3_K,
+                              GGML_Q2_K,    GGML_IQ2_XXS, GGML_IQ2_XS, GGML_IQ2_S,
+                              GGML_IQ3_XXS, GGML_IQ3_S,   GGML_TQ1_0,  GGML_TQ2_0};
     for (size_t c = 0; c < sizeof ins / sizeof *ins && !rc; c++)
         for (size_t t = 0; t < sizeof types / sizeof *types && !rc; t++)
             rc = vnni_edges(types[t], ins[c], &st);
