@@ -418,28 +418,17 @@ AVX512VNNI float mx_q8_q2_k_vnni(const struct wmat *W, int64_t r, const struct m
 AVX512VNNI float mx_q8_q3_k_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
-    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t k = 0, blk = 0; k < W->in; k += 256, blk++, b += 110) {
         _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
         _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
         const __m512i sc = q3k_scales16(b + 96);
-        const __m256i hm = _mm256_loadu_si256((const __m256i *)b);
         __m512i isum = _mm512_setzero_si512();
         for (int j = 0; j < 2; j++) {
-            const __m256i q3 = _mm256_loadu_si256((const __m256i *)(b + 32 + 32 * j));
             for (int h = 0; h < 2; h++) {
-                const int l = 2 * h, bit = 4 * j + l; /* runs l, l + 1 of this half */
-                const __m256i v0 = _mm256_add_epi8(
-                    _mm256_and_si256(_mm256_srli_epi16(q3, 2 * l), m3),
-                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, bit), one), 2));
-                const __m256i v1 = _mm256_add_epi8(
-                    _mm256_and_si256(_mm256_srli_epi16(q3, 2 * l + 2), m3),
-                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, bit + 1), one), 2));
                 const __m512i q = _mm512_loadu_si512((const void *)(a->q + k + 128 * j + 64 * h));
                 const __m512i s = _mm512_sub_epi32(
-                    _mm512_dpbusd_epi32(_mm512_setzero_si512(),
-                                        _mm512_inserti64x4(_mm512_castsi256_si512(v0), v1, 1), q),
+                    _mm512_dpbusd_epi32(_mm512_setzero_si512(), q3k_values(b, j, h), q),
                     _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(4), q));
                 isum =
                     _mm512_add_epi32(isum, _mm512_mullo_epi32(s, quad_scales(sc, 8 * j + 4 * h)));

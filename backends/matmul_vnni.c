@@ -276,28 +276,17 @@ AVX512VNNI float mx_row_q3_k_vnni(const struct wmat *W, int64_t r, const float *
     const float *xs = prep + 3 * W->in / 4;
     const int32_t *quads = (const int32_t *)(const void *)(xs + W->in / 32);
     const __m512i quad = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
     __m512 acc = _mm512_setzero_ps();
     for (int64_t k = 0; k < W->in; k += 256, b += 110) {
         _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
         _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
         const __m512 ds = _mm512_mul_ps(_mm512_cvtepi32_ps(q3k_scales16(b + 96)),
                                         xs16(xs + k / 32, h2f_f16c(b + 108)));
-        const __m256i hm = _mm256_loadu_si256((const __m256i *)b);
         for (int j = 0; j < 2; j++) {
-            const __m256i q3 = _mm256_loadu_si256((const __m256i *)(b + 32 + 32 * j));
             for (int h = 0; h < 2; h++) {
-                const int l = 2 * h, bit = 4 * j + l; /* runs l, l + 1 of this half */
-                const __m256i v0 = _mm256_add_epi8(
-                    _mm256_and_si256(_mm256_srli_epi16(q3, 2 * l), m3),
-                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, bit), one), 2));
-                const __m256i v1 = _mm256_add_epi8(
-                    _mm256_and_si256(_mm256_srli_epi16(q3, 2 * l + 2), m3),
-                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, bit + 1), one), 2));
                 const int64_t e0 = k + 128 * j + 64 * h;
                 const __m512i t = planes_dot(
-                    _mm512_inserti64x4(_mm512_castsi256_si512(v0), v1, 1),
-                    planes + e0 / 64 * VNNI_PAIR_BYTES,
+                    q3k_values(b, j, h), planes + e0 / 64 * VNNI_PAIR_BYTES,
                     _mm512_srai_epi32(_mm512_loadu_si512((const void *)(quads + e0 / 4)), 3));
                 const __m512 sc = _mm512_permutexvar_ps(
                     _mm512_add_epi32(quad, _mm512_set1_epi32(8 * j + 4 * h)), ds);

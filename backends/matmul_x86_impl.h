@@ -382,6 +382,25 @@ AVX512VNNI static inline __attribute__((always_inline)) __m512i q3k_scales16(con
  * times the quads / 32 (sum n), in floats */
 AVX512VNNI float mx_row_q2_k_vnni(const struct wmat *W, int64_t r, const float *prep);
 
+/* Q3_K block b's values 128 j + 64 h .. 128 j + 64 h + 63 (runs 2 h and
+ * 2 h + 1 of its half j) as v = the 2 low bits + 4 h (h the hmask bit),
+ * below 8: the value is v - 4 */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i q3k_values(const uint8_t *b, int j,
+                                                                           int h)
+{
+    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+    const __m256i hm = _mm256_loadu_si256((const __m256i *)b),
+                  q3 = _mm256_loadu_si256((const __m256i *)(b + 32 + 32 * j));
+    const int l = 2 * h, bit = 4 * j + l;
+    const __m256i v0 =
+        _mm256_add_epi8(_mm256_and_si256(_mm256_srli_epi16(q3, 2 * l), m3),
+                        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, bit), one), 2));
+    const __m256i v1 = _mm256_add_epi8(
+        _mm256_and_si256(_mm256_srli_epi16(q3, 2 * l + 2), m3),
+        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, bit + 1), one), 2));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(v0), v1, 1);
+}
+
 /* Q3_K from the VNNI preparation (quads): per 4 elements the exact sum of
  * (v - 4) n, v = the 2 low bits + 4 h (below 8), as sum v n less 4 sum n
  * (the quads / 8); scaled by d sc_j 2^(e - 22), scale j over 16 elements */
