@@ -1,6 +1,7 @@
 /* matmul_vnni — the integer K-quant kernels of the avx512vnni set (VNNI,
- * VBMI, GFNI): Q4_K, Q5_K and Q6_K against x held as 24-bit integers in
- * three byte planes (docs/engine.md, "The integer K-quant kernels"). */
+ * VBMI, GFNI): Q2_K, Q3_K, Q4_K, Q5_K and Q6_K against x held as 24-bit
+ * integers in three byte planes, and that preparation of x
+ * (docs/engine.md, "The integer K-quant kernels"). */
 #include "backends/matmul_impl.h"
 #include "backends/matmul_x86_impl.h"
 #include "backends/dequant.h"
@@ -50,11 +51,11 @@ AVX512VNNI static int vnni_group(const float *x, uint8_t *planes, float *xs, int
     return 0;
 }
 
-/* The VNNI preparation of x[0..n) (n % 256 == 0) for Q4_K and Q5_K (the
- * planes, then the group sums at prep + n) or Q6_K (the planes, then 32
- * times the sum of n over each 4 elements: int32 at prep + 3n/4 + n/32);
- * or, with the flag 0, the float kernel's layout (prep_avx512, masked for
- * Q4_K) */
+/* The VNNI preparation of x[0..n) (n % 64 == 0) for Q4_K and Q5_K (the
+ * planes, then the group sums at prep + n) or the vnni_quads types (the
+ * planes, then 32 times the sum of n over each 4 elements: int32 at prep
+ * + 3n/4 + n/32); or, with the flag 0, the float kernel's layout
+ * (prep_avx512, masked for Q4_K) */
 AVX512VNNI void mx_prep_vnni(uint32_t type, const float *x, int64_t n, float *prep)
 {
     uint8_t *planes = (uint8_t *)prep;
@@ -217,18 +218,13 @@ AVX512VNNI float mx_row_q5_k_vnni(const struct wmat *W, int64_t r, const float *
     return row_k45_vnni(W, r, prep, 1);
 }
 
-/* Q6_K from the VNNI preparation: per 4 elements the exact integer sum of
- * (q - 32) n, as sum q n (q, the stored 6 bits, below 64: the nibbles'
- * role in planes_dot) less 32 sum n (the preparation's quads), below
- * 2^30; scaled by d sc_j 2^(e - 22), scale j over 16 elements, x's group
- * j / 2. The 6-bit values by q6_values, in element order, 64 a vector. */
 /* lane n: xs[n / 2] d (the factor of values 16 n .. 16 n + 15 of a block
  * whose 8 groups' 2^(e - 22) are at xs) */
 AVX512VNNI static inline __attribute__((always_inline)) __m512 xs16(const float *xs, float d)
 {
     return _mm512_permutexvar_ps(
         _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7),
-        _mm512_castps256_ps512(_mm256_mul_ps(_mm256_loadu_ps(xs), _mm256_set1_ps(d))));
+        _mm512_zextps256_ps512(_mm256_mul_ps(_mm256_loadu_ps(xs), _mm256_set1_ps(d))));
 }
 
 AVX512VNNI float mx_row_q2_k_vnni(const struct wmat *W, int64_t r, const float *prep)
@@ -297,6 +293,11 @@ AVX512VNNI float mx_row_q3_k_vnni(const struct wmat *W, int64_t r, const float *
     return _mm512_reduce_add_ps(acc);
 }
 
+/* Q6_K from the VNNI preparation: per 4 elements the exact integer sum of
+ * (q - 32) n, as sum q n (q, the stored 6 bits, below 64: the nibbles'
+ * role in planes_dot) less 32 sum n (the preparation's quads), below
+ * 2^30; scaled by d sc_j 2^(e - 22), scale j over 16 elements, x's group
+ * j / 2. The 6-bit values by q6_values, in element order, 64 a vector. */
 AVX512VNNI float mx_row_q6_k_vnni(const struct wmat *W, int64_t r, const float *prep)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes, *planes = (const uint8_t *)prep;

@@ -55,7 +55,7 @@ size_t mv_x86_prep_floats(enum mv_isa isa, uint32_t type, int64_t in)
 void mv_x86_prep(enum mv_isa isa, uint32_t type, const float *x, int64_t n, float *prep)
 {
     float *lanes = prep, *sums = prep + n;
-    if (isa == MV_AVX512_VNNI) { /* the K-quants and iq_vnni_grid's */
+    if (isa == MV_AVX512_VNNI) { /* the K-quants and vnni_only_prep's */
         mx_prep_vnni(type, x, n, prep);
         return;
     }

@@ -316,7 +316,7 @@ AVX512VNNI static inline __attribute__((always_inline)) __m512i
 planes_dot(__m512i v, const uint8_t *p, __m512i less)
 {
     /* the top plane is signed: the values as the unsigned operand; the mid
-     * and low planes are unsigned: the values (below 64) as the signed one */
+     * and low planes are unsigned: the values (below 128) as the signed one */
     __m512i t = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v, _mm512_loadu_si512(p));
     t = _mm512_dpbusd_epi32(_mm512_slli_epi32(t, 8), _mm512_loadu_si512(p + 64), v);
     t = _mm512_sub_epi32(_mm512_slli_epi32(t, 8), less);

@@ -1067,17 +1067,10 @@ static void decode_errors(const struct wmat *W, const float *x, int64_t rows, do
     free(yp);
 }
 
-TEST(matmul_group_matches_single_products, unit)
+/* matmul_group_matches_single_products for parts of types[0..2] */
+static int group_case(const uint32_t types[3])
 {
-    /* Q, K and V as one group (Q4_K, Q6_K and Q4_K again: the third part
-     * shares the first's preparation of x, which the second must not, as
-     * Q4_K's is pre-scaled for its kernel), with a bias and a beta, give the
-     * bits of three matmul_w calls: in a decode step (one fork-join over all
-     * rows, enough work for the pool) on 1 and 2 threads, and in prefill
-     * (the products one after another); and each decode row is the fused
-     * kernel's for that row alone */
     enum { IN = 512, N = 3, OUT0 = 400 };
-    const uint32_t types[] = {GGML_Q4_K, GGML_Q6_K, GGML_Q4_K};
     const int64_t outs[] = {OUT0, 40, 24}; /* 40: a last unit of 8 rows */
     uint64_t st = 9;
     struct wmat W[3];
@@ -1096,7 +1089,7 @@ TEST(matmul_group_matches_single_products, unit)
         for (int64_t r = 0; r < outs[p]; r++) {
             for (int i = 0; i < IN; i++)
                 w[i] = (float)(rng_unit(&st) - 0.5);
-            if (types[p] == GGML_Q6_K) /* quant_row makes no Q6_K */
+            if (types[p] != GGML_Q4_K) /* random blocks of the others */
                 synth_random_blocks(types[p], q + r * rb, IN, 0.5f, &st);
             else
                 ASSERT_OK(quant_row(types[p], w, q + r * rb, IN));
@@ -1147,7 +1140,31 @@ TEST(matmul_group_matches_single_products, unit)
     free(scratch);
     free(x);
     free(w);
+    if (rc)
+        fprintf(stderr, "parts %s, %s, %s\n", ggml_type_get(types[0])->name,
+                ggml_type_get(types[1])->name, ggml_type_get(types[2])->name);
     return rc ? 1 : 0;
+}
+
+TEST(matmul_group_matches_single_products, unit)
+{
+    /* Q, K and V as one group (Q4_K, Q6_K and Q4_K again: the third part
+     * shares the first's preparation of x, which the second must not, as
+     * Q4_K's is pre-scaled for its kernel), with a bias and a beta, give the
+     * bits of three matmul_w calls: in a decode step (one fork-join over all
+     * rows, enough work for the pool) on 1 and 2 threads, and in prefill
+     * (the products one after another); and each decode row is the fused
+     * kernel's for that row alone. The same for groups of the types whose
+     * avx512vnni kernels read the preparation with the sums of each 4
+     * (issue 33: Q2_K, Q3_K, the grid and ternary formats) beside others */
+    static const uint32_t cases[][3] = {{GGML_Q4_K, GGML_Q6_K, GGML_Q4_K},
+                                        {GGML_Q3_K, GGML_IQ2_XS, GGML_Q3_K},
+                                        {GGML_Q2_K, GGML_Q4_K, GGML_Q6_K},
+                                        {GGML_TQ1_0, GGML_IQ3_S, GGML_IQ2_S},
+                                        {GGML_IQ2_XXS, GGML_IQ3_XXS, GGML_TQ2_0}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+        if (group_case(cases[c])) return 1;
+    return 0;
 }
 
 /* the checks of decode_kernels_match_portable with the kernel set in use */

@@ -69,7 +69,7 @@ head = f"""/* iq_grids — codebooks of ggml's grid-based formats (IQ1_S, IQ1_M,
 # distinct byte values (its levels, ascending), `bits` bits a byte, element
 # 0 lowest; stored as two byte tables, the code's low bytes then its high
 # bytes, so that vector code can look a block's 32 or 64 indices up in
-# registers (matmul_q8_iq.c).
+# registers (iq_vnni_impl.h).
 derived = []  # (name, count, levels, lo, hi)
 for name, ctype, count, vals in list(tables):
     if name not in ('iq2xxs_grid', 'iq2xs_grid', 'iq2s_grid', 'iq3xxs_grid', 'iq3s_grid'):
