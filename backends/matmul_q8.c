@@ -26,6 +26,22 @@ AVX512VNNI static inline __attribute__((always_inline)) __m512i nib_pair(const u
                                     _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
 }
 
+/* isum + s sc per 32-bit lane, exactly, by one vpdpwssd: for s within
+ * int16 (a lane of 4 products of a weight below 64 in magnitude and a
+ * code of at most 127: 4 x 63 x 127 = 32004) and sc's upper 16 bits zero
+ * (a scale from 0 to 32767, or a signed one through low16) */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i scaled_add(__m512i isum, __m512i s,
+                                                                           __m512i sc)
+{
+    return _mm512_dpwssd_epi32(isum, s, sc);
+}
+
+/* a lane's low 16 bits (a signed scale as scaled_add takes it) */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i low16(__m512i v)
+{
+    return _mm512_and_si512(v, _mm512_set1_epi32(0xFFFF));
+}
+
 /* acc += d0 lo(s) then += d1 hi(s): two blocks' lane sums in ggml's order */
 AVX512VNNI static inline __attribute__((always_inline)) __m256 two_blocks(__m256 acc, __m512i s,
                                                                           float d0, float d1)
@@ -304,7 +320,7 @@ k4_lanes(const uint8_t *qs, const __m512i *hi, __m512i sm, const struct matmul_q
             _mm512_setzero_si512(), w, _mm512_loadu_si512((const void *)(a->q + k + 64 * p)));
         const __m512i sc =
             _mm512_permutexvar_epi32(_mm512_add_epi32(half, _mm512_set1_epi32(2 * p)), sm);
-        isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(s, sc));
+        isum = scaled_add(isum, s, sc);
     }
     return isum;
 }
@@ -403,8 +419,7 @@ AVX512VNNI float mx_q8_q2_k_vnni(const struct wmat *W, int64_t r, const struct m
                 const __m512i s = _mm512_dpbusd_epi32(
                     _mm512_setzero_si512(), w,
                     _mm512_loadu_si512((const void *)(a->q + k + 128 * j + 64 * h)));
-                isum =
-                    _mm512_add_epi32(isum, _mm512_mullo_epi32(s, quad_scales(sc, 8 * j + 4 * h)));
+                isum = scaled_add(isum, s, quad_scales(sc, 8 * j + 4 * h));
             }
         }
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold16(isum)), acc);
@@ -454,7 +469,7 @@ AVX512VNNI float mx_q8_q6_k_vnni(const struct wmat *W, int64_t r, const struct m
         _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
         _mm_prefetch((const char *)b + AHEAD + 128, _MM_HINT_T0);
         const __m128i sc8 = _mm_loadu_si128((const __m128i *)(b + 192));
-        const __m512i sc = _mm512_cvtepi8_epi32(sc8);
+        const __m512i sc = low16(_mm512_cvtepi8_epi32(sc8));
         __m512i isum = _mm512_setzero_si512();
         for (int n = 0; n < 2; n++) {
             const __m512i ql = _mm512_loadu_si512((const void *)(b + 64 * n));
@@ -467,7 +482,7 @@ AVX512VNNI float mx_q8_q6_k_vnni(const struct wmat *W, int64_t r, const struct m
                                         _mm512_loadu_si512((const void *)(a->q + k + e0)));
                 const __m512i scj = _mm512_permutexvar_epi32(
                     _mm512_add_epi32(quad, _mm512_set1_epi32(8 * n + 4 * h)), sc);
-                isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(s, scj));
+                isum = scaled_add(isum, s, scj);
             }
         }
         const __m256i s16 =
