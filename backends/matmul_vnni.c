@@ -218,15 +218,6 @@ AVX512VNNI float mx_row_q5_k_vnni(const struct wmat *W, int64_t r, const float *
     return row_k45_vnni(W, r, prep, 1);
 }
 
-/* lane n: xs[n / 2] d (the factor of values 16 n .. 16 n + 15 of a block
- * whose 8 groups' 2^(e - 22) are at xs) */
-AVX512VNNI static inline __attribute__((always_inline)) __m512 xs16(const float *xs, float d)
-{
-    return _mm512_permutexvar_ps(
-        _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7),
-        _mm512_zextps256_ps512(_mm256_mul_ps(_mm256_loadu_ps(xs), _mm256_set1_ps(d))));
-}
-
 AVX512VNNI float mx_row_q2_k_vnni(const struct wmat *W, int64_t r, const float *prep)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes, *planes = (const uint8_t *)prep;
@@ -310,13 +301,13 @@ AVX512VNNI float mx_row_q6_k_vnni(const struct wmat *W, int64_t r, const float *
         _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
         _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
         _mm_prefetch((const char *)b + AHEAD + 128, _MM_HINT_T0);
-        const __m512 xs16 =
+        const __m512 xs_q6 =
             _mm512_permutexvar_ps(halves, _mm512_castps256_ps512(_mm256_loadu_ps(xs + k / 32)));
         const __m512 ds =
             _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(h2f_f16c(b + 208)),
                                         _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
                                             _mm_loadu_si128((const __m128i *)(b + 192))))),
-                          xs16);
+                          xs_q6);
         for (int n = 0; n < 2; n++) {
             const __m512i ql = _mm512_loadu_si512((const void *)(b + 64 * n));
             const __m512i qh =

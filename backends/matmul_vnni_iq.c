@@ -34,8 +34,7 @@ grid_planes_row(uint32_t type, const struct wmat *W, int64_t r, const float *pre
         struct iq_blk o;
         iq_blk_read(type, b, &t, &o);
         /* 2^(e - 22) d / m of the block's 8 groups, then each scale's factor */
-        __m512 f = _mm512_zextps256_ps512(_mm256_mul_ps(
-            _mm256_loadu_ps(xs + k / 32), _mm256_set1_ps(h2f_f16c(b) * iq_m_inv(type))));
+        __m512 f = xs8(xs + k / 32, h2f_f16c(b) * iq_m_inv(type));
         if (iq_scales16(type))
             f = _mm512_permutexvar_ps(
                 _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7), f);
@@ -74,8 +73,7 @@ tq_planes_row(uint32_t type, const struct wmat *W, int64_t r, const float *prep)
                 u[i] = tq2_values(b, i);
         else
             tq1_values(b, u);
-        const __m512 f = _mm512_zextps256_ps512(
-            _mm256_mul_ps(_mm256_loadu_ps(xs + k / 32), _mm256_set1_ps(h2f_f16c(b + dat))));
+        const __m512 f = xs8(xs + k / 32, h2f_f16c(b + dat));
         for (int i = 0; i < 4; i++) {
             const int64_t e0 = k + 64 * i;
             const __m512i s = planes_dot(

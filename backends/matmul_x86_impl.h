@@ -382,6 +382,20 @@ AVX512VNNI static inline __attribute__((always_inline)) __m512i q3k_scales16(con
  * times the quads / 32 (sum n), in floats */
 AVX512VNNI float mx_row_q2_k_vnni(const struct wmat *W, int64_t r, const float *prep);
 
+/* lanes 0-7: d 2^(e_g - 22) of a block's 8 groups (xs: their 2^(e - 22)
+ * in the VNNI preparation), lanes 8-15 zero */
+AVX512VNNI static inline __attribute__((always_inline)) __m512 xs8(const float *xs, float d)
+{
+    return _mm512_zextps256_ps512(_mm256_mul_ps(_mm256_loadu_ps(xs), _mm256_set1_ps(d)));
+}
+
+/* lane n: xs[n / 2] d (the factor of values 16 n .. 16 n + 15) */
+AVX512VNNI static inline __attribute__((always_inline)) __m512 xs16(const float *xs, float d)
+{
+    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7),
+                                 xs8(xs, d));
+}
+
 /* Q3_K block b's values 128 j + 64 h .. 128 j + 64 h + 63 (runs 2 h and
  * 2 h + 1 of its half j) as v = the 2 low bits + 4 h (h the hmask bit),
  * below 8: the value is v - 4 */
