@@ -13,6 +13,7 @@
 #include "core/status.h"
 #include "core/util.h"
 #include "backends/matmul.h"
+#include "backends/gemm_q8.h"
 #include "backends/parallel.h"
 #include "backends/vecmath.h"
 
@@ -82,6 +83,7 @@ void llama_ctx_free(struct llama_ctx *c)
     free(c->aq);
     free(c->a8);
     free(c->a8_figs);
+    free(c->a8_rows);
     free(c->k);
     free(c->v);
     free(c->x);
@@ -239,6 +241,66 @@ static const float *act_round(const struct llama_ctx *c, const struct wmat *W, c
     return c->aq;
 }
 
+/* row t's codes and figures in c->a8 and c->a8_figs (simfmt_codes) */
+static struct simfmt_codes row_codes(const struct llama_ctx *c, int64_t in, int t)
+{
+    int8_t *q = c->a8 + (size_t)t * (size_t)in;
+    float *figs = (float *)c->a8_figs + (size_t)t * A8_FIGS((size_t)in);
+    return (struct simfmt_codes){q, figs, (int32_t *)(void *)(figs + in / 32),
+                                 figs + in / 32 + in / 16};
+}
+
+struct codes_job {
+    const struct llama_ctx *c;
+    const struct wmat *W;
+    const float *x;
+    int bad;
+};
+
+/* rows [t0, t1) of x rounded into c->aq and their codes into c->a8_rows */
+static void codes_rows(void *arg, int64_t t0, int64_t t1, int thread)
+{
+    (void)thread;
+    struct codes_job *j = arg;
+    const int64_t in = j->W->in;
+    const uint32_t kind = simfmt_llamacpp_act_class(j->W->type);
+    for (int64_t t = t0; t < t1; t++) {
+        float *aq = j->c->aq + (size_t)t * (size_t)in;
+        struct simfmt_codes cd = row_codes(j->c, in, (int)t);
+        memcpy(aq, j->x + (size_t)t * (size_t)in, (size_t)in * sizeof *aq);
+        if (simfmt_llamacpp_codes(j->W->type, aq, in, &cd))
+            __atomic_store_n(&j->bad, 1, __ATOMIC_RELAXED); /* not finite */
+        j->c->a8_rows[t] = (struct matmul_q8){kind, cd.q, cd.d, cd.sum16, cd.s};
+    }
+}
+
+/* a=llamacpp's prefill (n > 1) through the int8 product (gemm_q8) where
+ * the kernel set runs it for every part: 0 when done, -1 when nothing was
+ * written (the float path then runs: a row that is not finite, or no
+ * memory; a part that fails after others is computed by the float path
+ * on its own, so that each part is computed once) */
+static int gemm_products(const struct llama_ctx *c, const struct matmul_part *parts, int k,
+                         const float *x, int n)
+{
+    if (c->act != LLAMA_ACT_LLAMACPP || n < 2 || !c->a8_rows || n > c->a8_n) return -1;
+    for (int i = 0; i < k; i++)
+        if (!gemm_q8_fast(parts[i].W) || parts[i].W->in != parts[0].W->in ||
+            act_key(c, parts[i].W) != act_key(c, parts[0].W))
+            return -1;
+    struct codes_job j = {c, parts[0].W, x, 0};
+    parallel_for(c->n_threads, n, codes_rows, &j);
+    if (j.bad) return -1;
+    for (int i = 0; i < k; i++) {
+        const struct matmul_part *p = &parts[i];
+        if (gemm_q8(p->y, p->W, p->bias, p->beta, c->a8_rows, n, c->n_threads, c->scratch)) {
+            matmul_w(p->y, act_round(c, p->W, x, n), p->W, p->bias, n, p->beta, c->n_threads,
+                     c->scratch);
+            lm_q81_correct(c, p->y, x, p->W, n);
+        }
+    }
+    return 0;
+}
+
 /* y[n][out] = x[n][in] . W^T (+ bias) (+ beta y), weights as stored */
 void lm_matmul(const struct llama_ctx *c, float *y, const float *x, const struct wmat *W,
                const float *bias, float beta, int n)
@@ -248,6 +310,7 @@ void lm_matmul(const struct llama_ctx *c, float *y, const float *x, const struct
         lm_matmul_group(c, &p, 1, x, n);
         return;
     }
+    if (!gemm_products(c, &p, 1, x, n)) return;
     if (lm_q81_products(c, &p, 1, x, n)) return; /* Q4_1/Q5_1 under a=llamacpp: one sgemm */
     const float *xr = c->act != LLAMA_ACT_NONE ? act_round(c, W, x, n) : x;
     matmul_w(y, xr, W, bias, n, beta, c->n_threads, c->scratch);
@@ -268,9 +331,7 @@ static int act_codes(const struct llama_ctx *c, const struct matmul_part *parts,
         any |= matmul_has_q8(parts[i].W->type, kind);
     if (!any || !c->a8) return -1;
     const size_t in = (size_t)W->in;
-    float *figs = c->a8_figs;
-    struct simfmt_codes codes = {c->a8, figs, (int32_t *)(void *)(figs + in / 32),
-                                 figs + in / 32 + in / 16};
+    struct simfmt_codes codes = row_codes(c, W->in, 0);
     memcpy(c->aq, x, in * sizeof *x);
     if (simfmt_llamacpp_codes(W->type, c->aq, W->in, &codes)) return -1; /* not finite */
     *a =
@@ -296,6 +357,7 @@ void lm_matmul_group(const struct llama_ctx *c, const struct matmul_part *parts,
                 lm_matmul(c, parts[i].y, x, parts[i].W, parts[i].bias, parts[i].beta, n);
             return;
         }
+        if (!gemm_products(c, parts, k, x, n)) return;
         if (lm_q81_products(c, parts, k, x, n)) return;
         struct matmul_q8 a;
         if (c->act == LLAMA_ACT_LLAMACPP && n == 1 && !act_codes(c, parts, k, x, &a)) {
@@ -335,16 +397,20 @@ int llama_ctx_set_act(struct llama_ctx *c, int mode, const struct simfmt *f)
         c->aq = malloc((size_t)rows * (size_t)(c->m->max_in + c->m->max_in / 32) * sizeof *c->aq);
         if (!c->aq) return QG_ERR_NOMEM;
     }
-    if (mode == LLAMA_ACT_LLAMACPP && !c->a8) { /* a decode step's codes */
-        size_t in = (size_t)c->m->max_in;
-        c->a8 = malloc(in);
-        c->a8_figs = malloc((in / 32 * 2 + in / 16) * sizeof(float));
-        if (!c->a8 || !c->a8_figs) { /* both or neither: a retry allocates again */
+    if (mode == LLAMA_ACT_LLAMACPP && !c->a8) { /* the codes of a product's rows */
+        size_t in = (size_t)c->m->max_in,
+               rows = (size_t)(c->n_ctx > LLAMA_MAX_ROWS_HINT ? c->n_ctx : LLAMA_MAX_ROWS_HINT);
+        c->a8 = malloc(rows * in);
+        c->a8_figs = malloc(rows * A8_FIGS(in) * sizeof(float));
+        c->a8_rows = malloc(rows * sizeof *c->a8_rows);
+        if (!c->a8 || !c->a8_figs || !c->a8_rows) { /* all or none: a retry allocates again */
             free(c->a8);
             free(c->a8_figs);
-            c->a8 = NULL, c->a8_figs = NULL;
+            free(c->a8_rows);
+            c->a8 = NULL, c->a8_figs = NULL, c->a8_rows = NULL;
             return QG_ERR_NOMEM;
         }
+        c->a8_n = (int)rows;
     }
     c->act = mode;
     if (f) c->act_fmt = *f;

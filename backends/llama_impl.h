@@ -71,11 +71,18 @@ struct llama_ctx {
     int act_output;        /* 1: the output head's input is rounded as the others */
     int act_static;        /* 1: matrices' calibrated input scales (llama_ctx_set_act_static) */
     struct simfmt act_fmt;
-    struct simfmt kv_fmt; /* K and V as written to the cache (SIMFMT_NONE: f32) */
-    float *aq;            /* [n_ctx][max_in (+ max_in / 32)]: a matrix input after rounding */
-    int8_t *a8;           /* a=llamacpp, one row: the codes of aq (max_in), then */
-    void *a8_figs;        /* their scales, sums of 16 and Q8_1 sums (simfmt_codes) */
+    struct simfmt kv_fmt;      /* K and V as written to the cache (SIMFMT_NONE: f32) */
+    float *aq;                 /* [n_ctx][max_in (+ max_in / 32)]: a matrix input after rounding */
+    int8_t *a8;                /* a=llamacpp, [rows][max_in]: the codes of aq's rows, */
+    void *a8_figs;             /* [rows][max_in / 8]: their scales, sums of 16 and Q8_1 sums
+                                * (simfmt_codes) */
+    struct matmul_q8 *a8_rows; /* [rows]: each row's codes as gemm_q8 takes them */
+    int a8_n;                  /* rows of a8, a8_figs and a8_rows */
 };
+
+/* floats of a8_figs a row of `in` codes takes: scales per 32, sums of 16,
+ * Q8_1 sums per 32 */
+#define A8_FIGS(in) ((in) / 32 * 2 + (in) / 16)
 
 /* Reads the hyperparameters of any family qgate runs (llama_arch.c):
  * QG_OK or QG_ERR_DATA with err naming the file and key. */

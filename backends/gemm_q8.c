@@ -1,0 +1,311 @@
+/* gemm_q8 — the int8 prefill product of a=llamacpp (gemm_q8.h).
+ *
+ * Work is cut by panels of output rows (up to 4 tiles of 16); a thread
+ * writes a panel's codes into its scratch, as unsigned bytes code + 128
+ * (vpdpbusd multiplies unsigned by signed bytes; the input's codes stay
+ * signed and the 128s come off through the inputs' chunk sums), four
+ * consecutive codes of each of the 16 rows side by side:
+ *     word[k][r] = bytes 4k .. 4k + 3 of row r, k < in / 4
+ * then multiplies it with every input, 64 inputs at a time (their codes
+ * stay in L2), 8 inputs per pass over the tile's words. */
+#include "backends/gemm_q8.h"
+#include "backends/ggml_types.h"
+#include "backends/matmul_impl.h"
+#include "backends/parallel.h"
+#include "backends/qcodes.h"
+#include "backends/simfmt.h"
+#include "core/status.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include "backends/matmul_x86_impl.h"
+#define GEMM_VNNI 1
+#endif
+
+enum { TILE = 16, NT = 8, TOKEN_BLOCK = 64, MAX_TILES = 4 };
+
+/* the inputs, per input t and chunk c (nch of them a row) */
+struct gx {
+    const struct matmul_q8 *a;
+    int32_t *xo; /* -128 times the chunk's sum of codes */
+    float *dx;   /* the scale of the input block holding the chunk */
+    float *mx;   /* what the chunk's minimum multiplies (gemm_q8.h) */
+};
+
+struct gjob {
+    float *y;
+    const struct wmat *W;
+    const float *bias;
+    float beta;
+    int n, chunk, has_min, tiles;
+    int64_t nch;
+    struct gx x;
+    uint8_t *scratch;
+    size_t per_thread; /* bytes */
+    enum mv_isa isa;
+};
+
+static size_t up64(size_t b)
+{
+    return (b + 63) / 64 * 64;
+}
+
+/* bytes of one packed tile: the words, then s and m per chunk and row */
+static size_t tile_bytes(int64_t in, int64_t nch)
+{
+    return up64((size_t)TILE * (size_t)in) + 2 * up64((size_t)TILE * (size_t)nch * sizeof(float));
+}
+
+/* bytes of a row's codes, scales and minima before they are packed */
+static size_t row_bytes(int64_t in, int64_t nch)
+{
+    return up64((size_t)in) + 2 * up64((size_t)nch * sizeof(float));
+}
+
+static int prep_inputs(struct gjob *j)
+{
+    const int64_t nch = j->nch, C = j->chunk;
+    const size_t cells = (size_t)j->n * (size_t)nch;
+    j->x.xo = malloc(cells * sizeof *j->x.xo);
+    j->x.dx = malloc(cells * sizeof *j->x.dx);
+    j->x.mx = malloc(cells * sizeof *j->x.mx);
+    if (!j->x.xo || !j->x.dx || !j->x.mx) return QG_ERR_NOMEM;
+    for (int t = 0; t < j->n; t++) {
+        const struct matmul_q8 *a = &j->x.a[t];
+        const int64_t B = a->kind == GGML_Q8_K ? 256 : 32;
+        const int q81 = j->has_min && a->kind == GGML_Q8_0;
+        for (int64_t c = 0; c < nch; c++) {
+            const int64_t e = c * C, cell = (int64_t)t * nch + c;
+            int32_t sum = a->sum16[e / 16] + (C == 32 ? a->sum16[e / 16 + 1] : 0);
+            float d = a->d[e / B];
+            j->x.xo[cell] = -128 * sum;
+            j->x.dx[cell] = d;
+            j->x.mx[cell] = q81 ? a->s[e / 32] : d * (float)sum;
+        }
+    }
+    return QG_OK;
+}
+
+/* rows [r0, r0 + nr) of W (nr <= TILE; the rest zero codes, factors 0)
+ * packed into tile at p: words, then s[c][16], then m[c][16] */
+static void pack_tile(const struct gjob *j, int64_t r0, int nr, uint8_t *p, uint8_t *row)
+{
+    const struct wmat *W = j->W;
+    const int64_t in = W->in, nch = j->nch;
+    uint32_t *words = (uint32_t *)(void *)p;
+    float *ts = (float *)(void *)(p + up64((size_t)TILE * (size_t)in));
+    float *tm = (float *)(void *)((uint8_t *)ts + up64((size_t)TILE * (size_t)nch * sizeof(float)));
+    int8_t *code = (int8_t *)row;
+    float *s = (float *)(void *)(row + up64((size_t)in));
+    float *m = (float *)(void *)((uint8_t *)s + up64((size_t)nch * sizeof(float)));
+    for (int r = 0; r < TILE; r++) {
+        if (r < nr) {
+            qcodes_row(W->type, W->data + (size_t)(r0 + r) * W->row_bytes, in, code, s, m);
+        } else {
+            memset(code, 0, (size_t)in);
+            memset(s, 0, (size_t)nch * sizeof *s);
+            memset(m, 0, (size_t)nch * sizeof *m);
+        }
+        for (int64_t k = 0; k < in / 4; k++) {
+            uint32_t w;
+            memcpy(&w, code + 4 * k, 4);
+            words[k * TILE + r] = w ^ 0x80808080u;
+        }
+        for (int64_t c = 0; c < nch; c++) {
+            ts[c * TILE + r] = s[c];
+            tm[c * TILE + r] = m[c];
+        }
+    }
+}
+
+/* y for output row r, input t, from acc (gemm_q8.h's last step) */
+static float finish(const struct gjob *j, float acc, int64_t r, int t)
+{
+    float *y = j->y + (size_t)t * (size_t)j->W->out + (size_t)r;
+    float v = j->beta == 0.0f ? acc : j->beta * *y + acc;
+    return j->bias ? v + j->bias[r] : v;
+}
+
+/* the plain C product of a packed tile with inputs [t0, t1): the
+ * reference, operation for operation what the vector kernel does */
+static void tile_c(const struct gjob *j, const uint8_t *p, int64_t r0, int nr, int t0, int t1)
+{
+    const int64_t in = j->W->in, nch = j->nch, C = j->chunk;
+    const float *ts = (const float *)(const void *)(p + up64((size_t)TILE * (size_t)in));
+    const float *tm =
+        (const float *)(const void *)((const uint8_t *)ts +
+                                      up64((size_t)TILE * (size_t)nch * sizeof(float)));
+    for (int t = t0; t < t1; t++) {
+        const int8_t *q = j->x.a[t].q;
+        const size_t cell = (size_t)t * (size_t)nch;
+        for (int r = 0; r < nr; r++) {
+            float acc = 0.0f;
+            for (int64_t c = 0; c < nch; c++) {
+                int32_t I = j->x.xo[cell + (size_t)c];
+                for (int64_t e = c * C; e < c * C + C; e++)
+                    I += (int32_t)p[(e / 4 * TILE + r) * 4 + e % 4] * q[e];
+                acc = fmaf((float)I, ts[c * TILE + r] * j->x.dx[cell + (size_t)c], acc);
+                if (j->has_min) acc = fmaf(tm[c * TILE + r], j->x.mx[cell + (size_t)c], acc);
+            }
+            j->y[(size_t)t * (size_t)j->W->out + (size_t)(r0 + r)] = finish(j, acc, r0 + r, t);
+        }
+    }
+}
+
+#ifdef GEMM_VNNI
+/* 16 rows times 8 inputs (t0 ..; a shorter tail repeats its last input
+ * and stores only its own), C and HM constants where inlined */
+AVX512VNNI static inline __attribute__((always_inline)) void
+tile_vnni_t(const struct gjob *j, const uint8_t *p, int64_t r0, int nr, int t0, int t1, const int C,
+            const int HM)
+{
+    const int64_t in = j->W->in, nch = j->nch;
+    const __m512i *w = (const __m512i *)(const void *)p;
+    const float *ts = (const float *)(const void *)(p + up64((size_t)TILE * (size_t)in));
+    const float *tm =
+        (const float *)(const void *)((const uint8_t *)ts +
+                                      up64((size_t)TILE * (size_t)nch * sizeof(float)));
+    const int8_t *q[NT];
+    const int32_t *xo[NT];
+    const float *dx[NT], *mx[NT];
+    for (int i = 0; i < NT; i++) {
+        const int t = t0 + i < t1 ? t0 + i : t1 - 1;
+        q[i] = j->x.a[t].q;
+        xo[i] = j->x.xo + (size_t)t * (size_t)nch;
+        dx[i] = j->x.dx + (size_t)t * (size_t)nch;
+        mx[i] = j->x.mx + (size_t)t * (size_t)nch;
+    }
+    __m512 acc[NT];
+    for (int i = 0; i < NT; i++)
+        acc[i] = _mm512_setzero_ps();
+    for (int64_t c = 0; c < nch; c++) {
+        __m512i I[NT];
+        for (int i = 0; i < NT; i++)
+            I[i] = _mm512_set1_epi32(xo[i][c]);
+        for (int g = 0; g < C / 4; g++) {
+            const __m512i wv = _mm512_load_si512(w + c * (C / 4) + g);
+            for (int i = 0; i < NT; i++) {
+                int32_t b;
+                memcpy(&b, q[i] + c * C + 4 * g, 4);
+                I[i] = _mm512_dpbusd_epi32(I[i], wv, _mm512_set1_epi32(b));
+            }
+        }
+        const __m512 sv = _mm512_load_ps(ts + c * TILE);
+        for (int i = 0; i < NT; i++)
+            acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[i]),
+                                     _mm512_mul_ps(sv, _mm512_set1_ps(dx[i][c])), acc[i]);
+        if (HM) {
+            const __m512 mv = _mm512_load_ps(tm + c * TILE);
+            for (int i = 0; i < NT; i++)
+                acc[i] = _mm512_fmadd_ps(mv, _mm512_set1_ps(mx[i][c]), acc[i]);
+        }
+    }
+    const __mmask16 k = (__mmask16)((1u << nr) - 1);
+    for (int i = 0; i < NT && t0 + i < t1; i++) {
+        float *y = j->y + (size_t)(t0 + i) * (size_t)j->W->out + (size_t)r0;
+        __m512 v = acc[i];
+        if (j->beta != 0.0f)
+            v = _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(j->beta), _mm512_maskz_loadu_ps(k, y)),
+                              v);
+        if (j->bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, j->bias + r0));
+        _mm512_mask_storeu_ps(y, k, v);
+    }
+}
+
+AVX512VNNI static void tile_vnni(const struct gjob *j, const uint8_t *p, int64_t r0, int nr, int t0,
+                                 int t1)
+{
+    for (int t = t0; t < t1; t += NT) {
+        const int te = t + NT < t1 ? t + NT : t1;
+        if (j->chunk == 32)
+            j->has_min ? tile_vnni_t(j, p, r0, nr, t, te, 32, 1)
+                       : tile_vnni_t(j, p, r0, nr, t, te, 32, 0);
+        else
+            j->has_min ? tile_vnni_t(j, p, r0, nr, t, te, 16, 1)
+                       : tile_vnni_t(j, p, r0, nr, t, te, 16, 0);
+    }
+}
+#endif
+
+/* panels [p0, p1): each up to j->tiles tiles of 16 rows */
+static void run_panels(void *arg, int64_t p0, int64_t p1, int thread)
+{
+    const struct gjob *j = arg;
+    const int64_t in = j->W->in, out = j->W->out, R = (int64_t)TILE * j->tiles;
+    uint8_t *base = j->scratch + (size_t)thread * j->per_thread;
+    uint8_t *row = base, *tiles = base + row_bytes(in, j->nch);
+    const size_t tb = tile_bytes(in, j->nch);
+    for (int64_t p = p0; p < p1; p++) {
+        const int64_t r0 = p * R, r1 = r0 + R < out ? r0 + R : out;
+        const int nt = (int)((r1 - r0 + TILE - 1) / TILE);
+        for (int i = 0; i < nt; i++) {
+            int64_t a = r0 + (int64_t)i * TILE;
+            pack_tile(j, a, (int)(r1 - a < TILE ? r1 - a : TILE), tiles + (size_t)i * tb, row);
+        }
+        for (int t0 = 0; t0 < j->n; t0 += TOKEN_BLOCK) {
+            const int t1 = t0 + TOKEN_BLOCK < j->n ? t0 + TOKEN_BLOCK : j->n;
+            for (int i = 0; i < nt; i++) {
+                const int64_t a = r0 + (int64_t)i * TILE;
+                const int nr = (int)(r1 - a < TILE ? r1 - a : TILE);
+#ifdef GEMM_VNNI
+                if (j->isa == MV_AVX512_VNNI) {
+                    tile_vnni(j, tiles + (size_t)i * tb, a, nr, t0, t1);
+                    continue;
+                }
+#endif
+                tile_c(j, tiles + (size_t)i * tb, a, nr, t0, t1);
+            }
+        }
+    }
+}
+
+/* 1 when W's type has codes and its rows are whole blocks and chunks */
+static int takes(const struct wmat *W)
+{
+    const int C = qcodes_chunk(W->type);
+    const struct ggml_type_info *ti = ggml_type_get(W->type);
+    return C && ti && W->in > 0 && W->in % C == 0 && W->in % ti->block == 0 && W->in % 32 == 0;
+}
+
+int gemm_q8_fast(const struct wmat *W)
+{
+    return takes(W) && mv_isa_current() == MV_AVX512_VNNI;
+}
+
+int gemm_q8(float *y, const struct wmat *W, const float *bias, float beta,
+            const struct matmul_q8 *a, int n, int n_threads, float *scratch)
+{
+    if (!takes(W)) return QG_ERR_UNSUPPORTED;
+    const int C = qcodes_chunk(W->type);
+    for (int t = 0; t < n; t++) /* Q8_K's 256 come with the types that need them */
+        if (a[t].kind != simfmt_llamacpp_act_class(W->type)) return QG_ERR_UNSUPPORTED;
+    if (n <= 0) return QG_OK;
+    struct gjob j = {.y = y,
+                     .W = W,
+                     .bias = bias,
+                     .beta = beta,
+                     .n = n,
+                     .chunk = C,
+                     .has_min = qcodes_has_min(W->type),
+                     .nch = W->in / C,
+                     .x = {.a = a},
+                     .scratch = (uint8_t *)scratch,
+                     .isa = mv_isa_current()};
+    j.per_thread = matmul_scratch_floats(W->in) * sizeof(float);
+    const size_t rb = row_bytes(W->in, j.nch), tb = tile_bytes(W->in, j.nch);
+    j.tiles = j.per_thread < rb + tb ? 0 : (int)((j.per_thread - rb) / tb);
+    if (j.tiles > MAX_TILES) j.tiles = MAX_TILES;
+    int rc = j.tiles ? prep_inputs(&j) : QG_ERR_UNSUPPORTED;
+    if (rc == QG_OK) {
+        const int64_t R = (int64_t)TILE * j.tiles;
+        parallel_for(parallel_threads_for(n_threads, 2.0 * n * (double)W->in * (double)W->out),
+                     (W->out + R - 1) / R, run_panels, &j);
+    }
+    free(j.x.xo);
+    free(j.x.dx);
+    free(j.x.mx);
+    return rc;
+}

@@ -1,0 +1,363 @@
+/* qcodes — block formats as 8-bit codes and chunk factors (qcodes.h). Each
+ * block function reads one stored block as dequant.c does and writes its
+ * codes, and a scale and a minimum per chunk. */
+#include "backends/qcodes.h"
+#include "backends/dequant.h"
+#include "backends/ggml_types.h"
+#include "backends/iq_blocks_impl.h"
+#include "backends/quant.h"
+
+#include <math.h>
+#include <string.h>
+
+static float h2f(const uint8_t *p)
+{
+    return quant_f16_to_f32((uint16_t)(p[0] | p[1] << 8));
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static const int8_t kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                         1,    13,   25,  38,  53,  69,  89,  113};
+/* MXFP4's E2M1 values times 2 (-0 as 0, as dequant reads it) */
+static const int8_t mxfp4_x2[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+/* 32-element blocks: codes c[32], one scale, one minimum */
+static void b_q4_0(const uint8_t *b, int8_t *c, float *s, float *m)
+{
+    (void)m;
+    s[0] = h2f(b);
+    for (int j = 0; j < 16; j++) {
+        c[j] = (int8_t)((b[2 + j] & 0x0F) - 8);
+        c[j + 16] = (int8_t)((b[2 + j] >> 4) - 8);
+    }
+}
+
+static void b_q4_1(const uint8_t *b, int8_t *c, float *s, float *m)
+{
+    s[0] = h2f(b), m[0] = h2f(b + 2);
+    for (int j = 0; j < 16; j++) {
+        c[j] = (int8_t)(b[4 + j] & 0x0F);
+        c[j + 16] = (int8_t)(b[4 + j] >> 4);
+    }
+}
+
+/* Q5_0 (off 16) and Q5_1 (off 0): 4 bytes of fifth bits, then the nibbles */
+static void q5_codes(const uint8_t *qhp, const uint8_t *qs, int off, int8_t *c)
+{
+    uint32_t qh = rd32(qhp);
+    for (int j = 0; j < 16; j++) {
+        int h0 = ((qh >> j) << 4) & 0x10, h1 = (qh >> (j + 12)) & 0x10;
+        c[j] = (int8_t)(((qs[j] & 0x0F) | h0) - off);
+        c[j + 16] = (int8_t)(((qs[j] >> 4) | h1) - off);
+    }
+}
+
+static void b_q5_0(const uint8_t *b, int8_t *c, float *s, float *m)
+{
+    (void)m;
+    s[0] = h2f(b);
+    q5_codes(b + 2, b + 6, 16, c);
+}
+
+static void b_q5_1(const uint8_t *b, int8_t *c, float *s, float *m)
+{
+    s[0] = h2f(b), m[0] = h2f(b + 2);
+    q5_codes(b + 4, b + 8, 0, c);
+}
+
+static void b_q8_0(const uint8_t *b, int8_t *c, float *s, float *m)
+{
+    (void)m;
+    s[0] = h2f(b);
+    memcpy(c, b + 2, 32);
+}
+
+static void b_iq4_nl(const uint8_t *b, int8_t *c, float *s, float *m)
+{
+    (void)m;
+    s[0] = h2f(b);
+    for (int j = 0; j < 16; j++) {
+        c[j] = kvalues_iq4nl[b[2 + j] & 0xF];
+        c[j + 16] = kvalues_iq4nl[b[2 + j] >> 4];
+    }
+}
+
+static void b_mxfp4(const uint8_t *b, int8_t *c, float *s, float *m)
+{
+    (void)m;
+    /* E8M0 2^(e - 127) times E2M1 = 2^(e - 128) times twice E2M1 */
+    s[0] = b[0] == 0xFF ? NAN : ldexpf(1.0f, (int)b[0] - 128);
+    for (int j = 0; j < 16; j++) {
+        c[j] = mxfp4_x2[b[1 + j] & 0xF];
+        c[j + 16] = mxfp4_x2[b[1 + j] >> 4];
+    }
+}
+
+/* 256-element blocks: codes c[256], 8 (chunks of 32) or 16 (of 16) scales */
+
+static void b_q2_k(const uint8_t *b, int8_t *c, float *s, float *m)
+{
+    const uint8_t *sc = b, *q = b + 16;
+    float d = h2f(b + 80), dmin = h2f(b + 82);
+    for (int r = 0; r < 16; r++, c += 16) { /* as dequant.c's runs of 16 */
+        const uint8_t *qr = q + 32 * (r / 8) + 16 * (r % 2);
+        const int shift = 2 * (r / 2 % 4);
+        s[r] = d * (float)(sc[r] & 0xF);
+        m[r] = -(dmin * (float)(sc[r] >> 4));
+        for (int l = 0; l < 16; l++)
+            c[l] = (int8_t)((qr[l] >> shift) & 3);
+    }
+}
+
+static void b_q3_k(const uint8_t *b, int8_t *c, float *s, float *m)
+{
+    (void)m;
+    const uint8_t *hm = b, *q = b + 32, *sc = b + 96;
+    float d = h2f(b + 108);
+    for (int r = 0; r < 16; r++, c += 16) {
+        const int off = 16 * (r % 2), shift = 2 * (r / 2 % 4), hb = r / 2;
+        const uint8_t *qr = q + 32 * (r / 8) + off, *hr = hm + off;
+        s[r] = d * (float)dequant_q3k_scale(sc, r);
+        for (int l = 0; l < 16; l++)
+            c[l] = (int8_t)(((qr[l] >> shift) & 3) - (((hr[l] >> hb) & 1) ? 0 : 4));
+    }
+}
+
+/* 6-bit scale and min j of the 12-byte packing shared by Q4_K and Q5_K */
+static void scale_min_k4(int j, const uint8_t *q, int *d, int *m)
+{
+    if (j < 4) {
+        *d = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+/* Q4_K (qh NULL) and Q5_K: chunk 2i the low nibbles of q[32 i ..], chunk
+ * 2i + 1 the high ones; Q5_K's fifth bits are bits 2i, 2i + 1 of qh */
+static void k4_codes(const uint8_t *b, const uint8_t *qh, const uint8_t *q, int8_t *c, float *s,
+                     float *m)
+{
+    float d = h2f(b), dmin = h2f(b + 2);
+    for (int i = 0; i < 4; i++, q += 32) {
+        for (int h = 0; h < 2; h++) {
+            int sc, mn;
+            scale_min_k4(2 * i + h, b + 4, &sc, &mn);
+            s[2 * i + h] = d * (float)sc;
+            m[2 * i + h] = -(dmin * (float)mn);
+            int8_t *o = c + 64 * i + 32 * h;
+            for (int l = 0; l < 32; l++)
+                o[l] = (int8_t)(((q[l] >> (4 * h)) & 0xF) |
+                                (qh ? ((qh[l] >> (2 * i + h)) & 1) << 4 : 0));
+        }
+    }
+}
+
+static void b_q4_k(const uint8_t *b, int8_t *c, float *s, float *m)
+{
+    k4_codes(b, NULL, b + 16, c, s, m);
+}
+
+static void b_q5_k(const uint8_t *b, int8_t *c, float *s, float *m)
+{
+    k4_codes(b, b + 16, b + 48, c, s, m);
+}
+
+static void b_q6_k(const uint8_t *b, int8_t *c, float *s, float *m)
+{
+    (void)m;
+    const uint8_t *ql = b, *qh = b + 128;
+    const int8_t *sc = (const int8_t *)(b + 192);
+    float d = h2f(b + 208);
+    for (int n = 0; n < 2; n++, c += 128, ql += 64, qh += 32)
+        for (int k = 0; k < 4; k++) /* as dequant.c: quarter k of each 128 */
+            for (int h = 0; h < 2; h++) {
+                const uint8_t *lo = ql + 32 * (k % 2);
+                const int ns = 4 * (k / 2), hs = 2 * k;
+                s[8 * n + 2 * k + h] = d * (float)sc[8 * n + h + 2 * k];
+                for (int l = 16 * h; l < 16 * h + 16; l++)
+                    c[32 * k + l] =
+                        (int8_t)((((lo[l] >> ns) & 0xF) | ((qh[l] >> hs) & 3) << 4) - 32);
+            }
+}
+
+static void b_iq4_xs(const uint8_t *b, int8_t *c, float *s, float *m)
+{
+    (void)m;
+    float d = h2f(b);
+    unsigned scales_h = (unsigned)(b[2] | b[3] << 8);
+    const uint8_t *scales_l = b + 4, *qs = b + 8;
+    for (int ib = 0; ib < 8; ib++, c += 32, qs += 16) {
+        int ls = ((scales_l[ib / 2] >> 4 * (ib % 2)) & 0xF) | (((scales_h >> 2 * ib) & 3) << 4);
+        s[ib] = d * (float)(ls - 32);
+        for (int j = 0; j < 16; j++) {
+            c[j] = kvalues_iq4nl[qs[j] & 0xF];
+            c[j + 16] = kvalues_iq4nl[qs[j] >> 4];
+        }
+    }
+}
+
+/* ternary digit n of a base-3 fixed-point byte (TQ1_0 packing), -1..1 */
+static int8_t trit(uint8_t byte, int n)
+{
+    static const uint8_t pow3[6] = {1, 3, 9, 27, 81, 243};
+    uint8_t q = (uint8_t)(byte * pow3[n]);
+    return (int8_t)((((uint16_t)q * 3) >> 8) - 1);
+}
+
+static void b_tq1_0(const uint8_t *b, int8_t *c, float *s, float *m)
+{
+    (void)m;
+    const uint8_t *qs = b, *qh = b + 48;
+    for (int i = 0; i < 8; i++)
+        s[i] = h2f(b + 52);
+    for (int n = 0; n < 5; n++)
+        for (int j = 0; j < 32; j++)
+            *c++ = trit(qs[j], n);
+    for (int n = 0; n < 5; n++)
+        for (int j = 0; j < 16; j++)
+            *c++ = trit(qs[32 + j], n);
+    for (int n = 0; n < 4; n++)
+        for (int j = 0; j < 4; j++)
+            *c++ = trit(qh[j], n);
+}
+
+static void b_tq2_0(const uint8_t *b, int8_t *c, float *s, float *m)
+{
+    (void)m;
+    for (int i = 0; i < 8; i++)
+        s[i] = h2f(b + 64);
+    for (int j = 0; j < 64; j += 32)
+        for (int l = 0; l < 4; l++)
+            for (int k = 0; k < 32; k++)
+                *c++ = (int8_t)(((b[j + k] >> (l * 2)) & 3) - 1);
+}
+
+/* the grid formats, through iq_blocks_impl.h's sub-block reader: per 32,
+ * runs of 8 grid bytes with their signs (IQ1: signed grid bytes and a
+ * delta of +-1/8, as 8 g +- 1 with the scale over 8); chunk 16 or 32 */
+static void b_grid(uint32_t type, const uint8_t *b, int8_t *c, float *s, int chunk)
+{
+    const float d = iq_block_d(type, b);
+    const int iq1 = type == GGML_IQ1_S || type == GGML_IQ1_M;
+    for (int ib = 0; ib < 8; ib++) {
+        struct iq_sub o;
+        iq_sub(type, b, d, ib, &o);
+        for (int l = 0; l < 4; l++, c += 8)
+            for (int j = 0; j < 8; j++) {
+                int g = (int)(int8_t)(uint8_t)(o.g[l] >> (8 * j));
+                if (iq1)
+                    c[j] = (int8_t)(8 * g + (o.delta[l] > 0 ? 1 : -1));
+                else
+                    c[j] = (int8_t)((o.s[l] >> j) & 1 ? -g : g);
+            }
+        const float f = iq1 ? 0.125f : 1.0f;
+        if (chunk == 16) {
+            s[2 * ib] = o.db[0] * f;
+            s[2 * ib + 1] = o.db[1] * f;
+        } else {
+            s[ib] = o.db[0] * f;
+        }
+    }
+}
+
+#define GRID_BLOCK(fn, T, C)                                                                       \
+    static void fn(const uint8_t *b, int8_t *c, float *s, float *m)                                \
+    {                                                                                              \
+        (void)m;                                                                                   \
+        b_grid(T, b, c, s, C);                                                                     \
+    }
+GRID_BLOCK(b_iq2_xxs, GGML_IQ2_XXS, 32)
+GRID_BLOCK(b_iq2_xs, GGML_IQ2_XS, 16)
+GRID_BLOCK(b_iq2_s, GGML_IQ2_S, 16)
+GRID_BLOCK(b_iq3_xxs, GGML_IQ3_XXS, 32)
+GRID_BLOCK(b_iq3_s, GGML_IQ3_S, 32)
+GRID_BLOCK(b_iq1_s, GGML_IQ1_S, 32)
+GRID_BLOCK(b_iq1_m, GGML_IQ1_M, 16)
+
+typedef void (*block_fn)(const uint8_t *b, int8_t *c, float *s, float *m);
+
+struct qc_type {
+    block_fn fn;
+    int chunk, has_min;
+};
+
+static struct qc_type qc_of(uint32_t type)
+{
+    switch (type) {
+    case GGML_Q4_0:
+        return (struct qc_type){b_q4_0, 32, 0};
+    case GGML_Q4_1:
+        return (struct qc_type){b_q4_1, 32, 1};
+    case GGML_Q5_0:
+        return (struct qc_type){b_q5_0, 32, 0};
+    case GGML_Q5_1:
+        return (struct qc_type){b_q5_1, 32, 1};
+    case GGML_Q8_0:
+        return (struct qc_type){b_q8_0, 32, 0};
+    case GGML_IQ4_NL:
+        return (struct qc_type){b_iq4_nl, 32, 0};
+    case GGML_MXFP4:
+        return (struct qc_type){b_mxfp4, 32, 0};
+    case GGML_Q2_K:
+        return (struct qc_type){b_q2_k, 16, 1};
+    case GGML_Q3_K:
+        return (struct qc_type){b_q3_k, 16, 0};
+    case GGML_Q4_K:
+        return (struct qc_type){b_q4_k, 32, 1};
+    case GGML_Q5_K:
+        return (struct qc_type){b_q5_k, 32, 1};
+    case GGML_Q6_K:
+        return (struct qc_type){b_q6_k, 16, 0};
+    case GGML_IQ4_XS:
+        return (struct qc_type){b_iq4_xs, 32, 0};
+    case GGML_TQ1_0:
+        return (struct qc_type){b_tq1_0, 32, 0};
+    case GGML_TQ2_0:
+        return (struct qc_type){b_tq2_0, 32, 0};
+    case GGML_IQ2_XXS:
+        return (struct qc_type){b_iq2_xxs, 32, 0};
+    case GGML_IQ2_XS:
+        return (struct qc_type){b_iq2_xs, 16, 0};
+    case GGML_IQ2_S:
+        return (struct qc_type){b_iq2_s, 16, 0};
+    case GGML_IQ3_XXS:
+        return (struct qc_type){b_iq3_xxs, 32, 0};
+    case GGML_IQ3_S:
+        return (struct qc_type){b_iq3_s, 32, 0};
+    case GGML_IQ1_S:
+        return (struct qc_type){b_iq1_s, 32, 0};
+    case GGML_IQ1_M:
+        return (struct qc_type){b_iq1_m, 16, 0};
+    default:
+        return (struct qc_type){NULL, 0, 0};
+    }
+}
+
+int qcodes_chunk(uint32_t type)
+{
+    return qc_of(type).chunk;
+}
+
+int qcodes_has_min(uint32_t type)
+{
+    return qc_of(type).has_min;
+}
+
+int qcodes_row(uint32_t type, const uint8_t *row, int64_t in, int8_t *code, float *s, float *m)
+{
+    const struct qc_type t = qc_of(type);
+    const struct ggml_type_info *ti = ggml_type_get(type);
+    if (!t.fn || !ti || in % ti->block) return -1;
+    const int64_t nb = in / ti->block, per = ti->block / t.chunk;
+    memset(m, 0, (size_t)(in / t.chunk) * sizeof *m);
+    for (int64_t i = 0; i < nb; i++)
+        t.fn(row + (size_t)i * ti->type_size, code + i * ti->block, s + i * per, m + i * per);
+    return 0;
+}

@@ -1,0 +1,258 @@
+/* test_gemm — a=llamacpp's int8 prefill product: the weights' 8-bit codes
+ * (qcodes.h) against dequant's values, and gemm_q8 against its plain C
+ * reference (to the bit, every kernel set, thread count and tiling) and
+ * against the double product of the decoded weights and rounded inputs. */
+#include "backends/dequant.h"
+#include "backends/gemm_q8.h"
+#include "backends/ggml_types.h"
+#include "backends/matmul.h"
+#include "backends/qcodes.h"
+#include "backends/simfmt.h"
+#include "backends/synth.h"
+#include "core/rng.h"
+#include "core/status.h"
+#include "core/util.h"
+#include "tests/test.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* every type with codes is a GGUF block format whose a=llamacpp inputs
+ * are 8-bit blocks; its rows decode as s * code + m to dequant's value,
+ * to the bit (each format's factors are the ones dequant multiplies) */
+TEST(qcodes_match_dequant, unit)
+{
+    enum { IN = 512, ROWS = 5 };
+    uint64_t st = 7;
+    int types = 0;
+    for (uint32_t type = 0; type < QG_F8_E4M3_S32; type++) {
+        const struct ggml_type_info *ti = ggml_type_get(type);
+        const int C = qcodes_chunk(type);
+        const uint32_t kind = simfmt_llamacpp_act_class(type);
+        const int eightbit =
+            ti && dequant_supported(type) && (kind == GGML_Q8_0 || kind == GGML_Q8_K);
+        if (!C) {
+            if (eightbit) T_FAIL_("%s: 8-bit inputs but no codes", ti->name);
+            continue;
+        }
+        ASSERT(eightbit);
+        ASSERT(C == 16 || C == 32);
+        const size_t rb = (size_t)(IN / ti->block) * ti->type_size;
+        uint8_t *q = malloc(rb * ROWS);
+        int8_t code[IN];
+        float s[IN / 16], m[IN / 16], w[IN];
+        synth_random_blocks(type, q, (int64_t)IN * ROWS, 0.5f, &st);
+        for (size_t o = 0; type == GGML_MXFP4 && o < rb * ROWS; o += 17)
+            q[o] = (uint8_t)(120 + q[o] % 12); /* scales near 1 (E8M0 255 is NaN) */
+        int nonzero_min = 0;
+        for (int r = 0; r < ROWS; r++) {
+            ASSERT_OK(qcodes_row(type, q + r * rb, IN, code, s, m));
+            ASSERT_OK(dequant_row(type, q + r * rb, w, IN));
+            for (int j = 0; j < IN; j++) {
+                const float v = s[j / C] * (float)code[j] + m[j / C];
+                if (v != w[j])
+                    T_FAIL_("%s row %d element %d: s %g * code %d + m %g = %.9g, dequant %.9g",
+                            ti->name, r, j, s[j / C], code[j], m[j / C], v, w[j]);
+                nonzero_min |= m[j / C] != 0.0f;
+            }
+        }
+        ASSERT_EQ(nonzero_min, qcodes_has_min(type));
+        free(q);
+        types++;
+    }
+    printf("%d types: codes times scales plus minima are dequant's values\n", types);
+    ASSERT_EQ(types, 22);
+    int8_t c[32];
+    float s[2], m[2];
+    ASSERT_EQ(qcodes_row(GGML_F16, (const uint8_t *)c, 32, c, s, m), -1);
+    ASSERT_EQ(qcodes_row(GGML_Q4_K, (const uint8_t *)c, 32, c, s, m), -1); /* not a block */
+    return 0;
+}
+
+/* n inputs of `in` values in llama.cpp's 8-bit blocks for weights of
+ * `type`: x rounded in place, the codes into bufs, one matmul_q8 each */
+struct q8_inputs {
+    int8_t *q;
+    float *figs;
+    struct matmul_q8 *a;
+};
+
+static int make_inputs(uint32_t type, float *x, int n, int64_t in, struct q8_inputs *b)
+{
+    const size_t F = (size_t)(in / 32 * 2 + in / 16);
+    b->q = malloc((size_t)n * (size_t)in);
+    b->figs = malloc((size_t)n * F * sizeof(float));
+    b->a = malloc((size_t)n * sizeof *b->a);
+    ASSERT(b->q && b->figs && b->a);
+    for (int t = 0; t < n; t++) {
+        float *f = b->figs + (size_t)t * F;
+        struct simfmt_codes c = {b->q + (size_t)t * (size_t)in, f, (int32_t *)(void *)(f + in / 32),
+                                 f + in / 32 + in / 16};
+        ASSERT_OK(simfmt_llamacpp_codes(type, x + (size_t)t * (size_t)in, in, &c));
+        b->a[t] = (struct matmul_q8){simfmt_llamacpp_act_class(type), c.q, c.d, c.sum16, c.s};
+    }
+    return 0;
+}
+
+static void free_inputs(struct q8_inputs *b)
+{
+    free(b->q), free(b->figs), free(b->a);
+}
+
+struct gemm_case {
+    uint32_t type;
+    int64_t in;
+};
+
+/* y for one case under the kernel set in use, threads 1 and 2 equal */
+static int gemm_run(const struct wmat *W, const struct q8_inputs *b, int n, const float *bias,
+                    float beta, const float *y0, float *y)
+{
+    float *scratch = qg_alloc_aligned(2 * matmul_scratch_floats(W->in) * sizeof(float));
+    float *y2 = malloc((size_t)n * (size_t)W->out * sizeof *y2);
+    ASSERT(scratch && y2);
+    const size_t ny = (size_t)n * (size_t)W->out * sizeof *y;
+    memcpy(y, y0, ny), memcpy(y2, y0, ny);
+    ASSERT_OK(gemm_q8(y, W, bias, beta, b->a, n, 1, scratch));
+    ASSERT_OK(gemm_q8(y2, W, bias, beta, b->a, n, 2, scratch));
+    if (memcmp(y, y2, ny)) T_FAIL_("%s: 1 and 2 threads differ", matmul_kernel_name());
+    free(scratch), free(y2);
+    return 0;
+}
+
+/* the double product of dequant's weights and the rounded inputs, Q4_1's
+ * and Q5_1's minima times Q8_1's sums instead of the codes' sums; and the
+ * bound of its terms (sum of |w x|) */
+static void gemm_double(const struct wmat *W, const struct q8_inputs *b, const float *xr, int64_t r,
+                        int t, double *ref, double *mag)
+{
+    const int64_t in = W->in;
+    float *w = malloc((size_t)in * sizeof *w);
+    int8_t *code = malloc((size_t)in);
+    float *s = malloc((size_t)in / 16 * sizeof *s), *m = malloc((size_t)in / 16 * sizeof *m);
+    dequant_row(W->type, W->data + (size_t)r * W->row_bytes, w, in);
+    qcodes_row(W->type, W->data + (size_t)r * W->row_bytes, in, code, s, m);
+    double acc = 0, abs = 0;
+    for (int64_t k = 0; k < in; k++) {
+        acc += (double)w[k] * xr[(size_t)t * (size_t)in + (size_t)k];
+        abs += fabs((double)w[k] * xr[(size_t)t * (size_t)in + (size_t)k]);
+    }
+    const int C = qcodes_chunk(W->type);
+    if (b->a[t].kind == GGML_Q8_0 && qcodes_has_min(W->type))
+        for (int64_t c = 0; c < in / C; c++) {
+            const int32_t sum = b->a[t].sum16[2 * c] + b->a[t].sum16[2 * c + 1];
+            acc += (double)m[c] * ((double)b->a[t].s[c] - (double)b->a[t].d[c] * sum);
+        }
+    *ref = acc, *mag = abs;
+    free(w), free(code), free(s), free(m);
+}
+
+static int gemm_case_check(const struct gemm_case *gc, uint64_t *st)
+{
+    enum { ROWS = 37, N = 11 }; /* a tile of 5 rows and a pass of 3 inputs left over */
+    const struct ggml_type_info *ti = ggml_type_get(gc->type);
+    const int64_t in = gc->in;
+    const size_t rb = (size_t)(in / ti->block) * ti->type_size;
+    uint8_t *q = malloc(rb * ROWS);
+    float *x = malloc((size_t)N * (size_t)in * sizeof *x), bias[ROWS];
+    float *y0 = malloc((size_t)N * ROWS * sizeof *y0);
+    float *ya = malloc((size_t)N * ROWS * sizeof *ya), *yb = malloc((size_t)N * ROWS * sizeof *yb);
+    ASSERT(q && x && y0 && ya && yb);
+    synth_random_blocks(gc->type, q, in * ROWS, 0.5f, st);
+    for (size_t o = 0; gc->type == GGML_MXFP4 && o < rb * ROWS; o += 17)
+        q[o] = (uint8_t)(120 + q[o] % 12);
+    for (int64_t k = 0; k < N * in; k++)
+        x[k] = (float)(rng_unit(st) * 2 - 1) * (k % 7 == 0 ? 8.0f : 1.0f);
+    for (int r = 0; r < ROWS; r++)
+        bias[r] = (float)(rng_unit(st) - 0.5);
+    for (int k = 0; k < N * ROWS; k++)
+        y0[k] = (float)(rng_unit(st) - 0.5);
+    struct q8_inputs b;
+    if (make_inputs(gc->type, x, N, in, &b)) return 1;
+    struct wmat W = {"w", gc->type, q, in, ROWS, rb, 0};
+    const char *const sets[] = {"avx2", "avx512", "avx512vnni"};
+    char was[16];
+    snprintf(was, sizeof was, "%s", matmul_kernel_name());
+    for (int v = 0; v < 2; v++) { /* plain; then beta 0.5 over y0, with a bias */
+        const float *bs = v ? bias : NULL;
+        const float beta = v ? 0.5f : 0.0f;
+        ASSERT_OK(matmul_use_kernel("portable"));
+        ASSERT_EQ(gemm_q8_fast(&W), 0);
+        if (gemm_run(&W, &b, N, bs, beta, y0, ya)) return 1;
+        double worst = 0;
+        for (int t = 0; t < N; t++)
+            for (int r = 0; r < ROWS; r++) {
+                double ref, mag;
+                gemm_double(&W, &b, x, r, t, &ref, &mag);
+                if (v) ref += 0.5 * (double)y0[t * ROWS + r] + (double)bias[r];
+                double e = fabs(ya[t * ROWS + r] - ref) / (mag > 0 ? mag : 1);
+                if (e > worst) worst = e;
+            }
+        if (!(worst < 1e-5))
+            T_FAIL_("%s in %lld: %.2e from the double product", ti->name, (long long)in, worst);
+        int sets_run = 0;
+        for (size_t k = 0; k < sizeof sets / sizeof *sets; k++) {
+            if (matmul_use_kernel(sets[k]) != QG_OK) continue;
+            ASSERT_EQ(gemm_q8_fast(&W), !strcmp(sets[k], "avx512vnni"));
+            if (gemm_run(&W, &b, N, bs, beta, y0, yb)) return 1;
+            if (memcmp(ya, yb, (size_t)N * ROWS * sizeof *ya))
+                T_FAIL_("%s in %lld: %s differs from the portable set's bits", ti->name,
+                        (long long)in, sets[k]);
+            sets_run++;
+        }
+        if (v == 0)
+            printf("%s in %lld: within %.2e of the double product; %d other sets, the same bits\n",
+                   ti->name, (long long)in, worst, sets_run);
+    }
+    ASSERT_OK(matmul_use_kernel(was));
+    free_inputs(&b);
+    free(q), free(x), free(y0), free(ya), free(yb);
+    return 0;
+}
+
+/* gemm_q8 for every type with codes, at one block and at odd chunk counts,
+ * against the double product (within 1e-5 of the sum of |w x|) and every
+ * kernel set against the portable set's bits (1 and 2 threads; rows and
+ * inputs that leave partial tiles) */
+TEST(gemm_q8_matches_reference, unit)
+{
+    static const struct gemm_case cases[] = {
+        {GGML_Q4_0, 32},    {GGML_Q4_0, 1056},   {GGML_Q4_1, 96},     {GGML_Q5_0, 160},
+        {GGML_Q5_1, 1024},  {GGML_Q8_0, 96},     {GGML_Q8_0, 1024},   {GGML_IQ4_NL, 224},
+        {GGML_MXFP4, 1024}, {GGML_Q2_K, 256},    {GGML_Q3_K, 768},    {GGML_Q4_K, 512},
+        {GGML_Q5_K, 768},   {GGML_Q6_K, 256},    {GGML_Q6_K, 1280},   {GGML_IQ4_XS, 768},
+        {GGML_TQ1_0, 512},  {GGML_TQ2_0, 256},   {GGML_IQ2_XXS, 512}, {GGML_IQ2_XS, 256},
+        {GGML_IQ2_S, 768},  {GGML_IQ3_XXS, 256}, {GGML_IQ3_S, 512},   {GGML_IQ1_S, 768},
+        {GGML_IQ1_M, 512}};
+    uint64_t st = 11;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        if (gemm_case_check(&cases[i], &st)) return 1;
+    return 0;
+}
+
+/* what gemm_q8 refuses, writing nothing: a type without codes, inputs of
+ * another kind, a width that is not a whole block */
+TEST(gemm_q8_refuses, unit)
+{
+    uint8_t q[2 * 34] = {0};
+    int8_t codes[64] = {0};
+    float d[2] = {1, 1}, s[2] = {0, 0}, y[2] = {7, 7};
+    int32_t sum16[4] = {0};
+    float *scratch = qg_alloc_aligned(matmul_scratch_floats(256) * sizeof(float));
+    ASSERT(scratch);
+    struct matmul_q8 a = {GGML_Q8_0, codes, d, sum16, s};
+    struct wmat f16 = {"w", GGML_F16, q, 32, 1, 64, 0}, q80 = {"w", GGML_Q8_0, q, 64, 1, 68, 0},
+                q4k = {"w", GGML_Q4_K, q, 64, 1, 68, 0};
+    ASSERT_EQ(gemm_q8(y, &f16, NULL, 0, &a, 1, 1, scratch), QG_ERR_UNSUPPORTED);
+    ASSERT_EQ(gemm_q8(y, &q4k, NULL, 0, &a, 1, 1, scratch), QG_ERR_UNSUPPORTED);
+    a.kind = GGML_Q8_K;
+    ASSERT_EQ(gemm_q8(y, &q80, NULL, 0, &a, 1, 1, scratch), QG_ERR_UNSUPPORTED);
+    ASSERT(y[0] == 7 && y[1] == 7);
+    ASSERT_EQ(gemm_q8_fast(&f16), 0);
+    a.kind = GGML_Q8_0;
+    ASSERT_OK(gemm_q8(y, &q80, NULL, 0, &a, 1, 1, scratch)); /* zero weights: 0 */
+    ASSERT(y[0] == 0 && y[1] == 7);
+    free(scratch);
+    return 0;
+}
