@@ -15,6 +15,7 @@
 #include "backends/qcodes.h"
 #include "backends/simfmt.h"
 #include "core/status.h"
+#include "core/util.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -27,12 +28,16 @@
 
 enum { TILE = 16, NT = 8, TOKEN_BLOCK = 64, MAX_TILES = 4 };
 
-/* the inputs, per input t and chunk c (nch of them a row) */
+/* the inputs, prepared in tiles of NT (the last one padded with copies of
+ * the last input): tile i at base + i * tile_words 32-bit words,
+ *     codes[k][NT]   4 codes of each input side by side, k < in / 4
+ *     xo[c][NT]      -128 times the chunk's sum of codes (int32)
+ *     dx[c][NT]      the scale of the input block holding the chunk
+ *     mx[c][NT]      what the chunk's minimum multiplies (gemm_q8.h) */
 struct gx {
     const struct matmul_q8 *a;
-    int32_t *xo; /* -128 times the chunk's sum of codes */
-    float *dx;   /* the scale of the input block holding the chunk */
-    float *mx;   /* what the chunk's minimum multiplies (gemm_q8.h) */
+    uint32_t *base;
+    size_t tile_words;
 };
 
 struct gjob {
@@ -65,27 +70,42 @@ static size_t row_bytes(int64_t in, int64_t nch)
     return up64((size_t)in) + 2 * up64((size_t)nch * sizeof(float));
 }
 
+/* input tile i's parts (struct gx) */
+static uint32_t *x_codes(const struct gjob *j, int64_t i)
+{
+    return j->x.base + (size_t)i * j->x.tile_words;
+}
+
+static uint32_t *x_part(const struct gjob *j, int64_t i, int part) /* 0 xo, 1 dx, 2 mx */
+{
+    return x_codes(j, i) + (size_t)(j->W->in / 4) * NT + (size_t)part * (size_t)j->nch * NT;
+}
+
 static int prep_inputs(struct gjob *j)
 {
-    const int64_t nch = j->nch, C = j->chunk;
-    const size_t cells = (size_t)j->n * (size_t)nch;
-    j->x.xo = malloc(cells * sizeof *j->x.xo);
-    j->x.dx = malloc(cells * sizeof *j->x.dx);
-    j->x.mx = malloc(cells * sizeof *j->x.mx);
-    if (!j->x.xo || !j->x.dx || !j->x.mx) return QG_ERR_NOMEM;
-    for (int t = 0; t < j->n; t++) {
-        const struct matmul_q8 *a = &j->x.a[t];
-        const int64_t B = a->kind == GGML_Q8_K ? 256 : 32;
-        const int q81 = j->has_min && a->kind == GGML_Q8_0;
-        for (int64_t c = 0; c < nch; c++) {
-            const int64_t e = c * C, cell = (int64_t)t * nch + c;
-            int32_t sum = a->sum16[e / 16] + (C == 32 ? a->sum16[e / 16 + 1] : 0);
-            float d = a->d[e / B];
-            j->x.xo[cell] = -128 * sum;
-            j->x.dx[cell] = d;
-            j->x.mx[cell] = q81 ? a->s[e / 32] : d * (float)sum;
+    const int64_t nch = j->nch, C = j->chunk, in = j->W->in, tiles = (j->n + NT - 1) / NT;
+    j->x.tile_words = (size_t)(in / 4 + 3 * nch) * NT;
+    j->x.base = qg_alloc_aligned((size_t)tiles * j->x.tile_words * sizeof *j->x.base);
+    if (!j->x.base) return QG_ERR_NOMEM;
+    for (int64_t ti = 0; ti < tiles; ti++)
+        for (int i = 0; i < NT; i++) {
+            const int t = (int)(ti * NT + i < j->n ? ti * NT + i : j->n - 1);
+            const struct matmul_q8 *a = &j->x.a[t];
+            const int64_t B = a->kind == GGML_Q8_K ? 256 : 32;
+            const int q81 = j->has_min && a->kind == GGML_Q8_0;
+            uint32_t *codes = x_codes(j, ti), *xo = x_part(j, ti, 0), *dx = x_part(j, ti, 1),
+                     *mx = x_part(j, ti, 2);
+            for (int64_t k = 0; k < in / 4; k++)
+                memcpy(codes + k * NT + i, a->q + 4 * k, 4);
+            for (int64_t c = 0; c < nch; c++) {
+                const int64_t e = c * C;
+                int32_t sum = a->sum16[e / 16] + (C == 32 ? a->sum16[e / 16 + 1] : 0), o = -128 * sum;
+                float d = a->d[e / B], f = q81 ? a->s[e / 32] : d * (float)sum;
+                memcpy(xo + c * NT + i, &o, 4);
+                memcpy(dx + c * NT + i, &d, 4);
+                memcpy(mx + c * NT + i, &f, 4);
+            }
         }
-    }
     return QG_OK;
 }
 
@@ -129,8 +149,9 @@ static float finish(const struct gjob *j, float acc, int64_t r, int t)
     return j->bias ? v + j->bias[r] : v;
 }
 
-/* the plain C product of a packed tile with inputs [t0, t1): the
- * reference, operation for operation what the vector kernel does */
+/* the plain C product of a packed tile with inputs [t0, t1) (t0 a
+ * multiple of NT): the reference, operation for operation what the
+ * vector kernel does */
 static void tile_c(const struct gjob *j, const uint8_t *p, int64_t r0, int nr, int t0, int t1)
 {
     const int64_t in = j->W->in, nch = j->nch, C = j->chunk;
@@ -139,16 +160,20 @@ static void tile_c(const struct gjob *j, const uint8_t *p, int64_t r0, int nr, i
         (const float *)(const void *)((const uint8_t *)ts +
                                       up64((size_t)TILE * (size_t)nch * sizeof(float)));
     for (int t = t0; t < t1; t++) {
-        const int8_t *q = j->x.a[t].q;
-        const size_t cell = (size_t)t * (size_t)nch;
+        const int64_t ti = t / NT;
+        const int i = t % NT;
+        const int8_t *q = (const int8_t *)x_codes(j, ti);
+        const int32_t *xo = (const int32_t *)x_part(j, ti, 0);
+        const float *dx = (const float *)x_part(j, ti, 1), *mx = (const float *)x_part(j, ti, 2);
         for (int r = 0; r < nr; r++) {
             float acc = 0.0f;
             for (int64_t c = 0; c < nch; c++) {
-                int32_t I = j->x.xo[cell + (size_t)c];
+                int32_t I = xo[c * NT + i];
                 for (int64_t e = c * C; e < c * C + C; e++)
-                    I += (int32_t)p[(e / 4 * TILE + r) * 4 + e % 4] * q[e];
-                acc = fmaf((float)I, ts[c * TILE + r] * j->x.dx[cell + (size_t)c], acc);
-                if (j->has_min) acc = fmaf(tm[c * TILE + r], j->x.mx[cell + (size_t)c], acc);
+                    I += (int32_t)p[(e / 4 * TILE + r) * 4 + e % 4] *
+                         q[(e / 4 * NT + i) * 4 + e % 4];
+                acc = fmaf((float)I, ts[c * TILE + r] * dx[c * NT + i], acc);
+                if (j->has_min) acc = fmaf(tm[c * TILE + r], mx[c * NT + i], acc);
             }
             j->y[(size_t)t * (size_t)j->W->out + (size_t)(r0 + r)] = finish(j, acc, r0 + r, t);
         }
@@ -156,11 +181,11 @@ static void tile_c(const struct gjob *j, const uint8_t *p, int64_t r0, int nr, i
 }
 
 #ifdef GEMM_VNNI
-/* 16 rows times 8 inputs (t0 ..; a shorter tail repeats its last input
- * and stores only its own), C and HM constants where inlined */
+/* 16 rows times the NT inputs of tile t0 / NT (stores those below t1),
+ * C and HM constants where inlined */
 AVX512VNNI static inline __attribute__((always_inline)) void
-tile_vnni_t(const struct gjob *j, const uint8_t *p, int64_t r0, int nr, int t0, int t1, const int C,
-            const int HM)
+tile_vnni_t(const struct gjob *j, const uint8_t *p, int64_t r0, int nr, int t0, int t1,
+            const int C, const int HM)
 {
     const int64_t in = j->W->in, nch = j->nch;
     const __m512i *w = (const __m512i *)(const void *)p;
@@ -168,39 +193,30 @@ tile_vnni_t(const struct gjob *j, const uint8_t *p, int64_t r0, int nr, int t0, 
     const float *tm =
         (const float *)(const void *)((const uint8_t *)ts +
                                       up64((size_t)TILE * (size_t)nch * sizeof(float)));
-    const int8_t *q[NT];
-    const int32_t *xo[NT];
-    const float *dx[NT], *mx[NT];
-    for (int i = 0; i < NT; i++) {
-        const int t = t0 + i < t1 ? t0 + i : t1 - 1;
-        q[i] = j->x.a[t].q;
-        xo[i] = j->x.xo + (size_t)t * (size_t)nch;
-        dx[i] = j->x.dx + (size_t)t * (size_t)nch;
-        mx[i] = j->x.mx + (size_t)t * (size_t)nch;
-    }
+    const int32_t *q = (const int32_t *)x_codes(j, t0 / NT),
+                  *xo = (const int32_t *)x_part(j, t0 / NT, 0);
+    const float *dx = (const float *)x_part(j, t0 / NT, 1),
+                *mx = (const float *)x_part(j, t0 / NT, 2);
     __m512 acc[NT];
     for (int i = 0; i < NT; i++)
         acc[i] = _mm512_setzero_ps();
-    for (int64_t c = 0; c < nch; c++) {
+    for (int64_t c = 0; c < nch; c++, q += C / 4 * NT) {
         __m512i I[NT];
         for (int i = 0; i < NT; i++)
-            I[i] = _mm512_set1_epi32(xo[i][c]);
+            I[i] = _mm512_set1_epi32(xo[c * NT + i]);
         for (int g = 0; g < C / 4; g++) {
             const __m512i wv = _mm512_load_si512(w + c * (C / 4) + g);
-            for (int i = 0; i < NT; i++) {
-                int32_t b;
-                memcpy(&b, q[i] + c * C + 4 * g, 4);
-                I[i] = _mm512_dpbusd_epi32(I[i], wv, _mm512_set1_epi32(b));
-            }
+            for (int i = 0; i < NT; i++)
+                I[i] = _mm512_dpbusd_epi32(I[i], wv, _mm512_set1_epi32(q[g * NT + i]));
         }
         const __m512 sv = _mm512_load_ps(ts + c * TILE);
         for (int i = 0; i < NT; i++)
             acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[i]),
-                                     _mm512_mul_ps(sv, _mm512_set1_ps(dx[i][c])), acc[i]);
+                                     _mm512_mul_ps(sv, _mm512_set1_ps(dx[c * NT + i])), acc[i]);
         if (HM) {
             const __m512 mv = _mm512_load_ps(tm + c * TILE);
             for (int i = 0; i < NT; i++)
-                acc[i] = _mm512_fmadd_ps(mv, _mm512_set1_ps(mx[i][c]), acc[i]);
+                acc[i] = _mm512_fmadd_ps(mv, _mm512_set1_ps(mx[c * NT + i]), acc[i]);
         }
     }
     const __mmask16 k = (__mmask16)((1u << nr) - 1);
@@ -304,8 +320,6 @@ int gemm_q8(float *y, const struct wmat *W, const float *bias, float beta,
         parallel_for(parallel_threads_for(n_threads, 2.0 * n * (double)W->in * (double)W->out),
                      (W->out + R - 1) / R, run_panels, &j);
     }
-    free(j.x.xo);
-    free(j.x.dx);
-    free(j.x.mx);
+    free(j.x.base);
     return rc;
 }
