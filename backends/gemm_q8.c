@@ -46,6 +46,7 @@ struct gjob {
     const float *bias;
     float beta;
     int n, chunk, has_min, tiles;
+    int sb; /* Q8_K inputs: chunks per 256 (the two-level sum); Q8_0: 0 */
     int64_t nch;
     struct gx x;
     uint8_t *scratch;
@@ -99,8 +100,11 @@ static int prep_inputs(struct gjob *j)
                 memcpy(codes + k * NT + i, a->q + 4 * k, 4);
             for (int64_t c = 0; c < nch; c++) {
                 const int64_t e = c * C;
-                int32_t sum = a->sum16[e / 16] + (C == 32 ? a->sum16[e / 16 + 1] : 0), o = -128 * sum;
-                float d = a->d[e / B], f = q81 ? a->s[e / 32] : d * (float)sum;
+                int32_t sum = a->sum16[e / 16] + (C == 32 ? a->sum16[e / 16 + 1] : 0),
+                        o = -128 * sum;
+                float d = a->d[e / B], f = q81        ? a->s[e / 32]
+                                           : B == 256 ? (float)sum
+                                                      : d * (float)sum;
                 memcpy(xo + c * NT + i, &o, 4);
                 memcpy(dx + c * NT + i, &d, 4);
                 memcpy(mx + c * NT + i, &f, 4);
@@ -166,14 +170,20 @@ static void tile_c(const struct gjob *j, const uint8_t *p, int64_t r0, int nr, i
         const int32_t *xo = (const int32_t *)x_part(j, ti, 0);
         const float *dx = (const float *)x_part(j, ti, 1), *mx = (const float *)x_part(j, ti, 2);
         for (int r = 0; r < nr; r++) {
-            float acc = 0.0f;
+            float acc = 0.0f, z = 0.0f;
             for (int64_t c = 0; c < nch; c++) {
                 int32_t I = xo[c * NT + i];
                 for (int64_t e = c * C; e < c * C + C; e++)
                     I += (int32_t)p[(e / 4 * TILE + r) * 4 + e % 4] *
                          q[(e / 4 * NT + i) * 4 + e % 4];
-                acc = fmaf((float)I, ts[c * TILE + r] * dx[c * NT + i], acc);
-                if (j->has_min) acc = fmaf(tm[c * TILE + r], mx[c * NT + i], acc);
+                if (!j->sb) { /* Q8_0 inputs: a scale per 32 */
+                    acc = fmaf((float)I, ts[c * TILE + r] * dx[c * NT + i], acc);
+                    if (j->has_min) acc = fmaf(tm[c * TILE + r], mx[c * NT + i], acc);
+                    continue;
+                }
+                z = fmaf((float)I, ts[c * TILE + r], z); /* Q8_K: one scale per 256 */
+                if (j->has_min) z = fmaf(tm[c * TILE + r], mx[c * NT + i], z);
+                if ((c + 1) % j->sb == 0) acc = fmaf(z, dx[c * NT + i], acc), z = 0.0f;
             }
             j->y[(size_t)t * (size_t)j->W->out + (size_t)(r0 + r)] = finish(j, acc, r0 + r, t);
         }
@@ -184,8 +194,8 @@ static void tile_c(const struct gjob *j, const uint8_t *p, int64_t r0, int nr, i
 /* 16 rows times the NT inputs of tile t0 / NT (stores those below t1),
  * C and HM constants where inlined */
 AVX512VNNI static inline __attribute__((always_inline)) void
-tile_vnni_t(const struct gjob *j, const uint8_t *p, int64_t r0, int nr, int t0, int t1,
-            const int C, const int HM)
+tile_vnni_t(const struct gjob *j, const uint8_t *p, int64_t r0, int nr, int t0, int t1, const int C,
+            const int HM, const int SB)
 {
     const int64_t in = j->W->in, nch = j->nch;
     const __m512i *w = (const __m512i *)(const void *)p;
@@ -197,9 +207,9 @@ tile_vnni_t(const struct gjob *j, const uint8_t *p, int64_t r0, int nr, int t0, 
                   *xo = (const int32_t *)x_part(j, t0 / NT, 0);
     const float *dx = (const float *)x_part(j, t0 / NT, 1),
                 *mx = (const float *)x_part(j, t0 / NT, 2);
-    __m512 acc[NT];
+    __m512 acc[NT], z[NT];
     for (int i = 0; i < NT; i++)
-        acc[i] = _mm512_setzero_ps();
+        acc[i] = z[i] = _mm512_setzero_ps();
     for (int64_t c = 0; c < nch; c++, q += C / 4 * NT) {
         __m512i I[NT];
         for (int i = 0; i < NT; i++)
@@ -210,14 +220,29 @@ tile_vnni_t(const struct gjob *j, const uint8_t *p, int64_t r0, int nr, int t0, 
                 I[i] = _mm512_dpbusd_epi32(I[i], wv, _mm512_set1_epi32(q[g * NT + i]));
         }
         const __m512 sv = _mm512_load_ps(ts + c * TILE);
-        for (int i = 0; i < NT; i++)
-            acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[i]),
-                                     _mm512_mul_ps(sv, _mm512_set1_ps(dx[c * NT + i])), acc[i]);
+        if (!SB) { /* Q8_0 inputs: a scale per 32 */
+            for (int i = 0; i < NT; i++)
+                acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[i]),
+                                         _mm512_mul_ps(sv, _mm512_set1_ps(dx[c * NT + i])), acc[i]);
+            if (HM) {
+                const __m512 mv = _mm512_load_ps(tm + c * TILE);
+                for (int i = 0; i < NT; i++)
+                    acc[i] = _mm512_fmadd_ps(mv, _mm512_set1_ps(mx[c * NT + i]), acc[i]);
+            }
+            continue;
+        }
+        for (int i = 0; i < NT; i++) /* Q8_K: one scale per 256 */
+            z[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[i]), sv, z[i]);
         if (HM) {
             const __m512 mv = _mm512_load_ps(tm + c * TILE);
             for (int i = 0; i < NT; i++)
-                acc[i] = _mm512_fmadd_ps(mv, _mm512_set1_ps(mx[c * NT + i]), acc[i]);
+                z[i] = _mm512_fmadd_ps(mv, _mm512_set1_ps(mx[c * NT + i]), z[i]);
         }
+        if ((c + 1) % SB == 0)
+            for (int i = 0; i < NT; i++) {
+                acc[i] = _mm512_fmadd_ps(z[i], _mm512_set1_ps(dx[c * NT + i]), acc[i]);
+                z[i] = _mm512_setzero_ps();
+            }
     }
     const __mmask16 k = (__mmask16)((1u << nr) - 1);
     for (int i = 0; i < NT && t0 + i < t1; i++) {
@@ -236,12 +261,15 @@ AVX512VNNI static void tile_vnni(const struct gjob *j, const uint8_t *p, int64_t
 {
     for (int t = t0; t < t1; t += NT) {
         const int te = t + NT < t1 ? t + NT : t1;
-        if (j->chunk == 32)
-            j->has_min ? tile_vnni_t(j, p, r0, nr, t, te, 32, 1)
-                       : tile_vnni_t(j, p, r0, nr, t, te, 32, 0);
+        if (!j->sb) /* Q8_0 inputs: the 32-element formats */
+            j->has_min ? tile_vnni_t(j, p, r0, nr, t, te, 32, 1, 0)
+                       : tile_vnni_t(j, p, r0, nr, t, te, 32, 0, 0);
+        else if (j->chunk == 32)
+            j->has_min ? tile_vnni_t(j, p, r0, nr, t, te, 32, 1, 8)
+                       : tile_vnni_t(j, p, r0, nr, t, te, 32, 0, 8);
         else
-            j->has_min ? tile_vnni_t(j, p, r0, nr, t, te, 16, 1)
-                       : tile_vnni_t(j, p, r0, nr, t, te, 16, 0);
+            j->has_min ? tile_vnni_t(j, p, r0, nr, t, te, 16, 1, 16)
+                       : tile_vnni_t(j, p, r0, nr, t, te, 16, 0, 16);
     }
 }
 #endif
@@ -309,7 +337,8 @@ int gemm_q8(float *y, const struct wmat *W, const float *bias, float beta,
                      .nch = W->in / C,
                      .x = {.a = a},
                      .scratch = (uint8_t *)scratch,
-                     .isa = mv_isa_current()};
+                     .isa = mv_isa_current(),
+                     .sb = simfmt_llamacpp_act_class(W->type) == GGML_Q8_K ? 256 / C : 0};
     j.per_thread = matmul_scratch_floats(W->in) * sizeof(float);
     const size_t rb = row_bytes(W->in, j.nch), tb = tile_bytes(W->in, j.nch);
     j.tiles = j.per_thread < rb + tb ? 0 : (int)((j.per_thread - rb) / tb);
