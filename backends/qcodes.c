@@ -10,6 +10,12 @@
 #include <math.h>
 #include <string.h>
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(QG_NO_IFUNC)
+#define HOT __attribute__((target_clones("avx2", "default")))
+#else
+#define HOT
+#endif
+
 static float h2f(const uint8_t *p)
 {
     return quant_f16_to_f32((uint16_t)(p[0] | p[1] << 8));
@@ -25,8 +31,32 @@ static const int8_t kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -1
 /* MXFP4's E2M1 values times 2 (-0 as 0, as dequant reads it) */
 static const int8_t mxfp4_x2[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
+/* Eight codes at a time in a 64-bit word (SWAR), so that the decoders
+ * run without vector units too: B1 has 1 in every byte. */
+#define B1 0x0101010101010101ull
+
+static inline uint64_t ld64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+static inline void st64(int8_t *p, uint64_t v)
+{
+    memcpy(p, &v, 8);
+}
+
+/* u - k in each byte, for bytes u < 128 and k <= 128 (no borrow crosses
+ * a byte: each byte is first raised by 128) */
+static inline uint64_t sub_bytes(uint64_t u, uint64_t k)
+{
+    return ((u | 0x80 * B1) - k) ^ 0x80 * B1;
+}
+
 /* 32-element blocks: codes c[32], one scale, one minimum */
-static void b_q4_0(const uint8_t *b, int8_t *c, float *s, float *m)
+static inline __attribute__((always_inline)) void b_q4_0(const uint8_t *b, int8_t *c, float *s,
+                                                         float *m)
 {
     (void)m;
     s[0] = h2f(b);
@@ -36,7 +66,8 @@ static void b_q4_0(const uint8_t *b, int8_t *c, float *s, float *m)
     }
 }
 
-static void b_q4_1(const uint8_t *b, int8_t *c, float *s, float *m)
+static inline __attribute__((always_inline)) void b_q4_1(const uint8_t *b, int8_t *c, float *s,
+                                                         float *m)
 {
     s[0] = h2f(b), m[0] = h2f(b + 2);
     for (int j = 0; j < 16; j++) {
@@ -46,7 +77,8 @@ static void b_q4_1(const uint8_t *b, int8_t *c, float *s, float *m)
 }
 
 /* Q5_0 (off 16) and Q5_1 (off 0): 4 bytes of fifth bits, then the nibbles */
-static void q5_codes(const uint8_t *qhp, const uint8_t *qs, int off, int8_t *c)
+static inline __attribute__((always_inline)) void q5_codes(const uint8_t *qhp, const uint8_t *qs,
+                                                           int off, int8_t *c)
 {
     uint32_t qh = rd32(qhp);
     for (int j = 0; j < 16; j++) {
@@ -56,27 +88,31 @@ static void q5_codes(const uint8_t *qhp, const uint8_t *qs, int off, int8_t *c)
     }
 }
 
-static void b_q5_0(const uint8_t *b, int8_t *c, float *s, float *m)
+static inline __attribute__((always_inline)) void b_q5_0(const uint8_t *b, int8_t *c, float *s,
+                                                         float *m)
 {
     (void)m;
     s[0] = h2f(b);
     q5_codes(b + 2, b + 6, 16, c);
 }
 
-static void b_q5_1(const uint8_t *b, int8_t *c, float *s, float *m)
+static inline __attribute__((always_inline)) void b_q5_1(const uint8_t *b, int8_t *c, float *s,
+                                                         float *m)
 {
     s[0] = h2f(b), m[0] = h2f(b + 2);
     q5_codes(b + 4, b + 8, 0, c);
 }
 
-static void b_q8_0(const uint8_t *b, int8_t *c, float *s, float *m)
+static inline __attribute__((always_inline)) void b_q8_0(const uint8_t *b, int8_t *c, float *s,
+                                                         float *m)
 {
     (void)m;
     s[0] = h2f(b);
     memcpy(c, b + 2, 32);
 }
 
-static void b_iq4_nl(const uint8_t *b, int8_t *c, float *s, float *m)
+static inline __attribute__((always_inline)) void b_iq4_nl(const uint8_t *b, int8_t *c, float *s,
+                                                           float *m)
 {
     (void)m;
     s[0] = h2f(b);
@@ -86,7 +122,8 @@ static void b_iq4_nl(const uint8_t *b, int8_t *c, float *s, float *m)
     }
 }
 
-static void b_mxfp4(const uint8_t *b, int8_t *c, float *s, float *m)
+static inline __attribute__((always_inline)) void b_mxfp4(const uint8_t *b, int8_t *c, float *s,
+                                                          float *m)
 {
     (void)m;
     /* E8M0 2^(e - 127) times E2M1 = 2^(e - 128) times twice E2M1 */
@@ -99,7 +136,8 @@ static void b_mxfp4(const uint8_t *b, int8_t *c, float *s, float *m)
 
 /* 256-element blocks: codes c[256], 8 (chunks of 32) or 16 (of 16) scales */
 
-static void b_q2_k(const uint8_t *b, int8_t *c, float *s, float *m)
+static inline __attribute__((always_inline)) void b_q2_k(const uint8_t *b, int8_t *c, float *s,
+                                                         float *m)
 {
     const uint8_t *sc = b, *q = b + 16;
     float d = h2f(b + 80), dmin = h2f(b + 82);
@@ -108,12 +146,13 @@ static void b_q2_k(const uint8_t *b, int8_t *c, float *s, float *m)
         const int shift = 2 * (r / 2 % 4);
         s[r] = d * (float)(sc[r] & 0xF);
         m[r] = -(dmin * (float)(sc[r] >> 4));
-        for (int l = 0; l < 16; l++)
-            c[l] = (int8_t)((qr[l] >> shift) & 3);
+        for (int l = 0; l < 16; l += 8)
+            st64(c + l, (ld64(qr + l) >> shift) & 3 * B1);
     }
 }
 
-static void b_q3_k(const uint8_t *b, int8_t *c, float *s, float *m)
+static inline __attribute__((always_inline)) void b_q3_k(const uint8_t *b, int8_t *c, float *s,
+                                                         float *m)
 {
     (void)m;
     const uint8_t *hm = b, *q = b + 32, *sc = b + 96;
@@ -122,13 +161,15 @@ static void b_q3_k(const uint8_t *b, int8_t *c, float *s, float *m)
         const int off = 16 * (r % 2), shift = 2 * (r / 2 % 4), hb = r / 2;
         const uint8_t *qr = q + 32 * (r / 8) + off, *hr = hm + off;
         s[r] = d * (float)dequant_q3k_scale(sc, r);
-        for (int l = 0; l < 16; l++)
-            c[l] = (int8_t)(((qr[l] >> shift) & 3) - (((hr[l] >> hb) & 1) ? 0 : 4));
+        for (int l = 0; l < 16; l += 8) /* low bits + 4 high bit, less 4 */
+            st64(c + l,
+                 sub_bytes(((ld64(qr + l) >> shift) & 3 * B1) | ((ld64(hr + l) >> hb) & B1) << 2,
+                           4 * B1));
     }
 }
 
 /* 6-bit scale and min j of the 12-byte packing shared by Q4_K and Q5_K */
-static void scale_min_k4(int j, const uint8_t *q, int *d, int *m)
+static inline void scale_min_k4(int j, const uint8_t *q, int *d, int *m)
 {
     if (j < 4) {
         *d = q[j] & 63;
@@ -141,8 +182,8 @@ static void scale_min_k4(int j, const uint8_t *q, int *d, int *m)
 
 /* Q4_K (qh NULL) and Q5_K: chunk 2i the low nibbles of q[32 i ..], chunk
  * 2i + 1 the high ones; Q5_K's fifth bits are bits 2i, 2i + 1 of qh */
-static void k4_codes(const uint8_t *b, const uint8_t *qh, const uint8_t *q, int8_t *c, float *s,
-                     float *m)
+static inline __attribute__((always_inline)) void
+k4_codes(const uint8_t *b, const uint8_t *qh, const uint8_t *q, int8_t *c, float *s, float *m)
 {
     float d = h2f(b), dmin = h2f(b + 2);
     for (int i = 0; i < 4; i++, q += 32) {
@@ -152,24 +193,27 @@ static void k4_codes(const uint8_t *b, const uint8_t *qh, const uint8_t *q, int8
             s[2 * i + h] = d * (float)sc;
             m[2 * i + h] = -(dmin * (float)mn);
             int8_t *o = c + 64 * i + 32 * h;
-            for (int l = 0; l < 32; l++)
-                o[l] = (int8_t)(((q[l] >> (4 * h)) & 0xF) |
-                                (qh ? ((qh[l] >> (2 * i + h)) & 1) << 4 : 0));
+            for (int l = 0; l < 32; l += 8)
+                st64(o + l, ((ld64(q + l) >> (4 * h)) & 0xF * B1) |
+                                (qh ? ((ld64(qh + l) >> (2 * i + h)) & B1) << 4 : 0));
         }
     }
 }
 
-static void b_q4_k(const uint8_t *b, int8_t *c, float *s, float *m)
+static inline __attribute__((always_inline)) void b_q4_k(const uint8_t *b, int8_t *c, float *s,
+                                                         float *m)
 {
     k4_codes(b, NULL, b + 16, c, s, m);
 }
 
-static void b_q5_k(const uint8_t *b, int8_t *c, float *s, float *m)
+static inline __attribute__((always_inline)) void b_q5_k(const uint8_t *b, int8_t *c, float *s,
+                                                         float *m)
 {
     k4_codes(b, b + 16, b + 48, c, s, m);
 }
 
-static void b_q6_k(const uint8_t *b, int8_t *c, float *s, float *m)
+static inline __attribute__((always_inline)) void b_q6_k(const uint8_t *b, int8_t *c, float *s,
+                                                         float *m)
 {
     (void)m;
     const uint8_t *ql = b, *qh = b + 128;
@@ -181,13 +225,15 @@ static void b_q6_k(const uint8_t *b, int8_t *c, float *s, float *m)
                 const uint8_t *lo = ql + 32 * (k % 2);
                 const int ns = 4 * (k / 2), hs = 2 * k;
                 s[8 * n + 2 * k + h] = d * (float)sc[8 * n + h + 2 * k];
-                for (int l = 16 * h; l < 16 * h + 16; l++)
-                    c[32 * k + l] =
-                        (int8_t)((((lo[l] >> ns) & 0xF) | ((qh[l] >> hs) & 3) << 4) - 32);
+                for (int l = 16 * h; l < 16 * h + 16; l += 8)
+                    st64(c + 32 * k + l, sub_bytes(((ld64(lo + l) >> ns) & 0xF * B1) |
+                                                       ((ld64(qh + l) >> hs) & 3 * B1) << 4,
+                                                   32 * B1));
             }
 }
 
-static void b_iq4_xs(const uint8_t *b, int8_t *c, float *s, float *m)
+static inline __attribute__((always_inline)) void b_iq4_xs(const uint8_t *b, int8_t *c, float *s,
+                                                           float *m)
 {
     (void)m;
     float d = h2f(b);
@@ -204,14 +250,15 @@ static void b_iq4_xs(const uint8_t *b, int8_t *c, float *s, float *m)
 }
 
 /* ternary digit n of a base-3 fixed-point byte (TQ1_0 packing), -1..1 */
-static int8_t trit(uint8_t byte, int n)
+static inline int8_t trit(uint8_t byte, int n)
 {
     static const uint8_t pow3[6] = {1, 3, 9, 27, 81, 243};
     uint8_t q = (uint8_t)(byte * pow3[n]);
     return (int8_t)((((uint16_t)q * 3) >> 8) - 1);
 }
 
-static void b_tq1_0(const uint8_t *b, int8_t *c, float *s, float *m)
+static inline __attribute__((always_inline)) void b_tq1_0(const uint8_t *b, int8_t *c, float *s,
+                                                          float *m)
 {
     (void)m;
     const uint8_t *qs = b, *qh = b + 48;
@@ -228,7 +275,8 @@ static void b_tq1_0(const uint8_t *b, int8_t *c, float *s, float *m)
             *c++ = trit(qh[j], n);
 }
 
-static void b_tq2_0(const uint8_t *b, int8_t *c, float *s, float *m)
+static inline __attribute__((always_inline)) void b_tq2_0(const uint8_t *b, int8_t *c, float *s,
+                                                          float *m)
 {
     (void)m;
     for (int i = 0; i < 8; i++)
@@ -242,7 +290,29 @@ static void b_tq2_0(const uint8_t *b, int8_t *c, float *s, float *m)
 /* the grid formats, through iq_blocks_impl.h's sub-block reader: per 32,
  * runs of 8 grid bytes with their signs (IQ1: signed grid bytes and a
  * delta of +-1/8, as 8 g +- 1 with the scale over 8); chunk 16 or 32 */
-static void b_grid(uint32_t type, const uint8_t *b, int8_t *c, float *s, int chunk)
+/* a run of 8 grid bytes g (each below 128) with sign bit j negating byte
+ * j: each code as 128 + g or 128 - g (no carry or borrow crosses a
+ * byte), then less 128 */
+static inline uint64_t signed_run(uint64_t g, unsigned signs)
+{
+    /* bit j of signs to bit j of byte j, then to 0x80, then 0xFF */
+    uint64_t x = ((uint64_t)(signs & 0xFF) * B1) & 0x8040201008040201ull;
+    uint64_t neg = ((((x + 0x7F * B1) | x) & 0x80 * B1) >> 7) * 0xFF;
+    uint64_t plus = 0x80 * B1 + g, minus = 0x80 * B1 - g;
+    return ((plus & ~neg) | (minus & neg)) ^ 0x80 * B1;
+}
+
+/* IQ1's run: signed grid bytes g in -1..1, codes 8 g + 1 (delta up) or
+ * 8 g - 1: 8 (g + 1) + 120 +- 1 in each byte (g + 1 added without carries
+ * across bytes), then less 128 */
+static inline uint64_t iq1_run(uint64_t g, int up)
+{
+    uint64_t g1 = ((g & 0x7F * B1) + B1) ^ (g & 0x80 * B1);
+    return ((g1 << 3) + (uint64_t)(up ? 121 : 119) * B1) ^ 0x80 * B1;
+}
+
+static inline __attribute__((always_inline)) void b_grid(uint32_t type, const uint8_t *b, int8_t *c,
+                                                         float *s, int chunk)
 {
     const float d = iq_block_d(type, b);
     const int iq1 = type == GGML_IQ1_S || type == GGML_IQ1_M;
@@ -250,13 +320,7 @@ static void b_grid(uint32_t type, const uint8_t *b, int8_t *c, float *s, int chu
         struct iq_sub o;
         iq_sub(type, b, d, ib, &o);
         for (int l = 0; l < 4; l++, c += 8)
-            for (int j = 0; j < 8; j++) {
-                int g = (int)(int8_t)(uint8_t)(o.g[l] >> (8 * j));
-                if (iq1)
-                    c[j] = (int8_t)(8 * g + (o.delta[l] > 0 ? 1 : -1));
-                else
-                    c[j] = (int8_t)((o.s[l] >> j) & 1 ? -g : g);
-            }
+            st64(c, iq1 ? iq1_run(o.g[l], o.delta[l] > 0) : signed_run(o.g[l], o.s[l]));
         const float f = iq1 ? 0.125f : 1.0f;
         if (chunk == 16) {
             s[2 * ib] = o.db[0] * f;
@@ -268,7 +332,8 @@ static void b_grid(uint32_t type, const uint8_t *b, int8_t *c, float *s, int chu
 }
 
 #define GRID_BLOCK(fn, T, C)                                                                       \
-    static void fn(const uint8_t *b, int8_t *c, float *s, float *m)                                \
+    static inline __attribute__((always_inline)) void fn(const uint8_t *b, int8_t *c, float *s,    \
+                                                         float *m)                                 \
     {                                                                                              \
         (void)m;                                                                                   \
         b_grid(T, b, c, s, C);                                                                     \
@@ -281,83 +346,124 @@ GRID_BLOCK(b_iq3_s, GGML_IQ3_S, 32)
 GRID_BLOCK(b_iq1_s, GGML_IQ1_S, 32)
 GRID_BLOCK(b_iq1_m, GGML_IQ1_M, 16)
 
-typedef void (*block_fn)(const uint8_t *b, int8_t *c, float *s, float *m);
-
-struct qc_type {
-    block_fn fn;
-    int chunk, has_min;
-};
-
-static struct qc_type qc_of(uint32_t type)
+/* the chunk length and minima of each type with codes (0: none) */
+static void qc_of(uint32_t type, int *chunk, int *has_min)
 {
+    *has_min = type == GGML_Q4_1 || type == GGML_Q5_1 || type == GGML_Q2_K || type == GGML_Q4_K ||
+               type == GGML_Q5_K;
     switch (type) {
     case GGML_Q4_0:
-        return (struct qc_type){b_q4_0, 32, 0};
     case GGML_Q4_1:
-        return (struct qc_type){b_q4_1, 32, 1};
     case GGML_Q5_0:
-        return (struct qc_type){b_q5_0, 32, 0};
     case GGML_Q5_1:
-        return (struct qc_type){b_q5_1, 32, 1};
     case GGML_Q8_0:
-        return (struct qc_type){b_q8_0, 32, 0};
     case GGML_IQ4_NL:
-        return (struct qc_type){b_iq4_nl, 32, 0};
     case GGML_MXFP4:
-        return (struct qc_type){b_mxfp4, 32, 0};
-    case GGML_Q2_K:
-        return (struct qc_type){b_q2_k, 16, 1};
-    case GGML_Q3_K:
-        return (struct qc_type){b_q3_k, 16, 0};
     case GGML_Q4_K:
-        return (struct qc_type){b_q4_k, 32, 1};
     case GGML_Q5_K:
-        return (struct qc_type){b_q5_k, 32, 1};
-    case GGML_Q6_K:
-        return (struct qc_type){b_q6_k, 16, 0};
     case GGML_IQ4_XS:
-        return (struct qc_type){b_iq4_xs, 32, 0};
     case GGML_TQ1_0:
-        return (struct qc_type){b_tq1_0, 32, 0};
     case GGML_TQ2_0:
-        return (struct qc_type){b_tq2_0, 32, 0};
     case GGML_IQ2_XXS:
-        return (struct qc_type){b_iq2_xxs, 32, 0};
-    case GGML_IQ2_XS:
-        return (struct qc_type){b_iq2_xs, 16, 0};
-    case GGML_IQ2_S:
-        return (struct qc_type){b_iq2_s, 16, 0};
     case GGML_IQ3_XXS:
-        return (struct qc_type){b_iq3_xxs, 32, 0};
     case GGML_IQ3_S:
-        return (struct qc_type){b_iq3_s, 32, 0};
     case GGML_IQ1_S:
-        return (struct qc_type){b_iq1_s, 32, 0};
+        *chunk = 32;
+        return;
+    case GGML_Q2_K:
+    case GGML_Q3_K:
+    case GGML_Q6_K:
+    case GGML_IQ2_XS:
+    case GGML_IQ2_S:
     case GGML_IQ1_M:
-        return (struct qc_type){b_iq1_m, 16, 0};
+        *chunk = 16;
+        return;
     default:
-        return (struct qc_type){NULL, 0, 0};
+        *chunk = 0;
     }
 }
 
 int qcodes_chunk(uint32_t type)
 {
-    return qc_of(type).chunk;
+    int c, m;
+    qc_of(type, &c, &m);
+    return c;
 }
 
 int qcodes_has_min(uint32_t type)
 {
-    return qc_of(type).has_min;
+    int c, m;
+    qc_of(type, &c, &m);
+    return c ? m : 0;
+}
+
+/* nb blocks of bytes B, elements E, chunk C through block function fn */
+#define ROW(fn, B, E, C)                                                                           \
+    for (int64_t i = 0; i < nb; i++)                                                               \
+        fn(row + (size_t)i * (B), code + i * (E), s + i * ((E) / (C)), m + i * ((E) / (C)));       \
+    return
+
+/* every block of a row: the whole loop built for AVX2 and for the
+ * baseline (picked at load), each block function inlined into it */
+HOT static void row_blocks(uint32_t type, const uint8_t *row, int64_t nb, int8_t *code, float *s,
+                           float *m)
+{
+    switch (type) {
+    case GGML_Q4_0:
+        ROW(b_q4_0, 18, 32, 32);
+    case GGML_Q4_1:
+        ROW(b_q4_1, 20, 32, 32);
+    case GGML_Q5_0:
+        ROW(b_q5_0, 22, 32, 32);
+    case GGML_Q5_1:
+        ROW(b_q5_1, 24, 32, 32);
+    case GGML_Q8_0:
+        ROW(b_q8_0, 34, 32, 32);
+    case GGML_IQ4_NL:
+        ROW(b_iq4_nl, 18, 32, 32);
+    case GGML_MXFP4:
+        ROW(b_mxfp4, 17, 32, 32);
+    case GGML_Q2_K:
+        ROW(b_q2_k, 84, 256, 16);
+    case GGML_Q3_K:
+        ROW(b_q3_k, 110, 256, 16);
+    case GGML_Q4_K:
+        ROW(b_q4_k, 144, 256, 32);
+    case GGML_Q5_K:
+        ROW(b_q5_k, 176, 256, 32);
+    case GGML_Q6_K:
+        ROW(b_q6_k, 210, 256, 16);
+    case GGML_IQ4_XS:
+        ROW(b_iq4_xs, 136, 256, 32);
+    case GGML_TQ1_0:
+        ROW(b_tq1_0, 54, 256, 32);
+    case GGML_TQ2_0:
+        ROW(b_tq2_0, 66, 256, 32);
+    case GGML_IQ2_XXS:
+        ROW(b_iq2_xxs, 66, 256, 32);
+    case GGML_IQ2_XS:
+        ROW(b_iq2_xs, 74, 256, 16);
+    case GGML_IQ2_S:
+        ROW(b_iq2_s, 82, 256, 16);
+    case GGML_IQ3_XXS:
+        ROW(b_iq3_xxs, 98, 256, 32);
+    case GGML_IQ3_S:
+        ROW(b_iq3_s, 110, 256, 32);
+    case GGML_IQ1_S:
+        ROW(b_iq1_s, 50, 256, 32);
+    case GGML_IQ1_M:
+        ROW(b_iq1_m, 56, 256, 16);
+    default:
+        return;
+    }
 }
 
 int qcodes_row(uint32_t type, const uint8_t *row, int64_t in, int8_t *code, float *s, float *m)
 {
-    const struct qc_type t = qc_of(type);
+    const int C = qcodes_chunk(type);
     const struct ggml_type_info *ti = ggml_type_get(type);
-    if (!t.fn || !ti || in % ti->block) return -1;
-    const int64_t nb = in / ti->block, per = ti->block / t.chunk;
-    memset(m, 0, (size_t)(in / t.chunk) * sizeof *m);
-    for (int64_t i = 0; i < nb; i++)
-        t.fn(row + (size_t)i * ti->type_size, code + i * ti->block, s + i * per, m + i * per);
+    if (!C || !ti || in % ti->block) return -1;
+    memset(m, 0, (size_t)(in / C) * sizeof *m);
+    row_blocks(type, row, in / ti->block, code, s, m);
     return 0;
 }
