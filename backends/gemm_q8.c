@@ -82,13 +82,13 @@ static uint32_t *x_part(const struct gjob *j, int64_t i, int part) /* 0 xo, 1 dx
     return x_codes(j, i) + (size_t)(j->W->in / 4) * NT + (size_t)part * (size_t)j->nch * NT;
 }
 
-static int prep_inputs(struct gjob *j)
+/* input tiles [t0, t1) written (struct gx) */
+static void prep_tiles(void *arg, int64_t t0, int64_t t1, int thread)
 {
-    const int64_t nch = j->nch, C = j->chunk, in = j->W->in, tiles = (j->n + NT - 1) / NT;
-    j->x.tile_words = (size_t)(in / 4 + 3 * nch) * NT;
-    j->x.base = qg_alloc_aligned((size_t)tiles * j->x.tile_words * sizeof *j->x.base);
-    if (!j->x.base) return QG_ERR_NOMEM;
-    for (int64_t ti = 0; ti < tiles; ti++)
+    (void)thread;
+    const struct gjob *j = arg;
+    const int64_t nch = j->nch, C = j->chunk, in = j->W->in;
+    for (int64_t ti = t0; ti < t1; ti++)
         for (int i = 0; i < NT; i++) {
             const int t = (int)(ti * NT + i < j->n ? ti * NT + i : j->n - 1);
             const struct matmul_q8 *a = &j->x.a[t];
@@ -110,6 +110,17 @@ static int prep_inputs(struct gjob *j)
                 memcpy(mx + c * NT + i, &f, 4);
             }
         }
+}
+
+/* the inputs in tiles (struct gx), across the pool */
+static int prep_inputs(struct gjob *j, int n_threads)
+{
+    const int64_t tiles = (j->n + NT - 1) / NT;
+    j->x.tile_words = (size_t)(j->W->in / 4 + 3 * j->nch) * NT;
+    j->x.base = qg_alloc_aligned((size_t)tiles * j->x.tile_words * sizeof *j->x.base);
+    if (!j->x.base) return QG_ERR_NOMEM;
+    parallel_for(parallel_threads_for(n_threads, (double)j->n * (double)j->W->in), tiles,
+                 prep_tiles, j);
     return QG_OK;
 }
 
@@ -343,7 +354,7 @@ int gemm_q8(float *y, const struct wmat *W, const float *bias, float beta,
     const size_t rb = row_bytes(W->in, j.nch), tb = tile_bytes(W->in, j.nch);
     j.tiles = j.per_thread < rb + tb ? 0 : (int)((j.per_thread - rb) / tb);
     if (j.tiles > MAX_TILES) j.tiles = MAX_TILES;
-    int rc = j.tiles ? prep_inputs(&j) : QG_ERR_UNSUPPORTED;
+    int rc = j.tiles ? prep_inputs(&j, n_threads) : QG_ERR_UNSUPPORTED;
     if (rc == QG_OK) {
         const int64_t R = (int64_t)TILE * j.tiles;
         parallel_for(parallel_threads_for(n_threads, 2.0 * n * (double)W->in * (double)W->out),
