@@ -124,19 +124,71 @@ static int prep_inputs(struct gjob *j, int n_threads)
     return QG_OK;
 }
 
+#ifdef GEMM_VNNI
+/* r[i] holds words 0..15 of row i; afterwards r[k] holds word k of rows
+ * 0..15 (a 16 x 16 transpose of 32-bit words: pairs, quads, then 128-bit
+ * lanes twice) */
+AVX512VNNI static inline void transpose16(__m512i r[16])
+{
+    __m512i t[16], u[16], v[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) { /* u[i + c], lane L: rows i .. i + 3 of word 4 L + c */
+        u[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+        u[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+        u[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+        u[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    for (int c = 0; c < 4; c++) {
+        v[c] = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x88);
+        v[4 + c] = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xdd);
+        v[8 + c] = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x88);
+        v[12 + c] = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xdd);
+    }
+    for (int c = 0; c < 4; c++) {
+        r[c] = _mm512_shuffle_i32x4(v[c], v[8 + c], 0x88);
+        r[8 + c] = _mm512_shuffle_i32x4(v[c], v[8 + c], 0xdd);
+        r[4 + c] = _mm512_shuffle_i32x4(v[4 + c], v[12 + c], 0x88);
+        r[12 + c] = _mm512_shuffle_i32x4(v[4 + c], v[12 + c], 0xdd);
+    }
+}
+
+/* the words of 16 decoded rows (rows + i rb), plus 128 a byte, 16 words
+ * of each row at a time */
+AVX512VNNI static void interleave_vnni(const uint8_t *rows, size_t rb, int64_t in, uint32_t *words)
+{
+    const __m512i flip = _mm512_set1_epi32((int)0x80808080u);
+    for (int64_t k0 = 0; k0 < in / 4; k0 += 16) {
+        const int cnt = in / 4 - k0 < 16 ? (int)(in / 4 - k0) : 16;
+        const __mmask16 mk = (__mmask16)((1u << cnt) - 1);
+        __m512i r[16];
+        for (int i = 0; i < 16; i++)
+            r[i] = _mm512_xor_si512(
+                _mm512_maskz_loadu_epi32(mk, rows + (size_t)i * rb + 4 * (size_t)k0), flip);
+        transpose16(r);
+        for (int k = 0; k < cnt; k++)
+            _mm512_store_si512(words + (size_t)(k0 + k) * TILE, r[k]);
+    }
+}
+#endif
+
 /* rows [r0, r0 + nr) of W (nr <= TILE; the rest zero codes, factors 0)
- * packed into tile at p: words, then s[c][16], then m[c][16] */
-static void pack_tile(const struct gjob *j, int64_t r0, int nr, uint8_t *p, uint8_t *row)
+ * packed into tile at p: words, then s[c][16], then m[c][16]; rows holds
+ * TILE rows of row_bytes each, where they are decoded first */
+static void pack_tile(const struct gjob *j, int64_t r0, int nr, uint8_t *p, uint8_t *rows)
 {
     const struct wmat *W = j->W;
     const int64_t in = W->in, nch = j->nch;
+    const size_t rb = row_bytes(in, nch);
     uint32_t *words = (uint32_t *)(void *)p;
     float *ts = (float *)(void *)(p + up64((size_t)TILE * (size_t)in));
     float *tm = (float *)(void *)((uint8_t *)ts + up64((size_t)TILE * (size_t)nch * sizeof(float)));
-    int8_t *code = (int8_t *)row;
-    float *s = (float *)(void *)(row + up64((size_t)in));
-    float *m = (float *)(void *)((uint8_t *)s + up64((size_t)nch * sizeof(float)));
     for (int r = 0; r < TILE; r++) {
+        int8_t *code = (int8_t *)(rows + (size_t)r * rb);
+        float *s = (float *)(void *)((uint8_t *)code + up64((size_t)in));
+        float *m = (float *)(void *)((uint8_t *)s + up64((size_t)nch * sizeof(float)));
         if (r < nr) {
             qcodes_row(W->type, W->data + (size_t)(r0 + r) * W->row_bytes, in, code, s, m);
         } else {
@@ -144,16 +196,23 @@ static void pack_tile(const struct gjob *j, int64_t r0, int nr, uint8_t *p, uint
             memset(s, 0, (size_t)nch * sizeof *s);
             memset(m, 0, (size_t)nch * sizeof *m);
         }
-        for (int64_t k = 0; k < in / 4; k++) {
-            uint32_t w;
-            memcpy(&w, code + 4 * k, 4);
-            words[k * TILE + r] = w ^ 0x80808080u;
-        }
         for (int64_t c = 0; c < nch; c++) {
             ts[c * TILE + r] = s[c];
             tm[c * TILE + r] = m[c];
         }
     }
+#ifdef GEMM_VNNI
+    if (j->isa == MV_AVX512_VNNI) {
+        interleave_vnni(rows, rb, in, words);
+        return;
+    }
+#endif
+    for (int r = 0; r < TILE; r++)
+        for (int64_t k = 0; k < in / 4; k++) {
+            uint32_t w;
+            memcpy(&w, rows + (size_t)r * rb + 4 * (size_t)k, 4);
+            words[k * TILE + r] = w ^ 0x80808080u;
+        }
 }
 
 /* y for output row r, input t, from acc (gemm_q8.h's last step) */
@@ -291,7 +350,7 @@ static void run_panels(void *arg, int64_t p0, int64_t p1, int thread)
     const struct gjob *j = arg;
     const int64_t in = j->W->in, out = j->W->out, R = (int64_t)TILE * j->tiles;
     uint8_t *base = j->scratch + (size_t)thread * j->per_thread;
-    uint8_t *row = base, *tiles = base + row_bytes(in, j->nch);
+    uint8_t *row = base, *tiles = base + TILE * row_bytes(in, j->nch);
     const size_t tb = tile_bytes(in, j->nch);
     for (int64_t p = p0; p < p1; p++) {
         const int64_t r0 = p * R, r1 = r0 + R < out ? r0 + R : out;
@@ -352,7 +411,7 @@ int gemm_q8(float *y, const struct wmat *W, const float *bias, float beta,
                      .sb = simfmt_llamacpp_act_class(W->type) == GGML_Q8_K ? 256 / C : 0};
     j.per_thread = matmul_scratch_floats(W->in) * sizeof(float);
     const size_t rb = row_bytes(W->in, j.nch), tb = tile_bytes(W->in, j.nch);
-    j.tiles = j.per_thread < rb + tb ? 0 : (int)((j.per_thread - rb) / tb);
+    j.tiles = j.per_thread < TILE * rb + tb ? 0 : (int)((j.per_thread - TILE * rb) / tb);
     if (j.tiles > MAX_TILES) j.tiles = MAX_TILES;
     int rc = j.tiles ? prep_inputs(&j, n_threads) : QG_ERR_UNSUPPORTED;
     if (rc == QG_OK) {

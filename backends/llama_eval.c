@@ -276,9 +276,11 @@ static void codes_rows(void *arg, int64_t t0, int64_t t1, int thread)
 
 /* a=llamacpp's prefill (n > 1) through the int8 product (gemm_q8) where
  * the kernel set runs it for every part: 0 when done, -1 when nothing was
- * written (the float path then runs: a row that is not finite, or no
- * memory; a part that fails after others is computed by the float path
- * on its own, so that each part is computed once) */
+ * written (the caller's float path then runs: another kernel set or type,
+ * more rows than a8 holds, or a row without codes, an Inf in it or a NaN
+ * under Q8_0). A part gemm_q8 refuses (no memory; it writes nothing) is
+ * computed by the float path on its own, so that each part is computed
+ * once. */
 static int gemm_products(const struct llama_ctx *c, const struct matmul_part *parts, int k,
                          const float *x, int n)
 {

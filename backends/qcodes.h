@@ -3,7 +3,7 @@
  *
  * For a type qcodes_chunk() accepts, every element j of a row is
  *     w_j = s[c] * code_j + m[c],   c = j / chunk,
- * with code_j a small integer (|code| <= 127) and m[c] = 0 for the types
+ * with code_j an 8-bit integer (-128 only where a file's Q8_0 byte is) and m[c] = 0 for the types
  * without minima (qcodes_has_min() is 0). The codes are the format's own
  * integers (Q4_0's q - 8, Q4_K's q, IQ4_NL's table values, the grid
  * formats' signed grid bytes; IQ1's grid value times 8 plus its delta's

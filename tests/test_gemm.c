@@ -5,7 +5,10 @@
 #include "backends/dequant.h"
 #include "backends/gemm_q8.h"
 #include "backends/ggml_types.h"
+#include "backends/gguf.h"
+#include "backends/llama.h"
 #include "backends/matmul.h"
+#include "backends/parallel.h"
 #include "backends/qcodes.h"
 #include "backends/simfmt.h"
 #include "backends/synth.h"
@@ -150,7 +153,9 @@ static void gemm_double(const struct wmat *W, const struct q8_inputs *b, const f
 
 static int gemm_case_check(const struct gemm_case *gc, uint64_t *st)
 {
-    enum { ROWS = 37, N = 11 }; /* a tile of 5 rows and a pass of 3 inputs left over */
+    /* two panels (64 + 16 rows, the last tile 4 rows short... of 16), two
+     * blocks of inputs (64 + 6, the last pass 2 short of 8) */
+    enum { ROWS = 76, N = 70 };
     const struct ggml_type_info *ti = ggml_type_get(gc->type);
     const int64_t in = gc->in;
     const size_t rb = (size_t)(in / ti->block) * ti->type_size;
@@ -213,21 +218,23 @@ static int gemm_case_check(const struct gemm_case *gc, uint64_t *st)
 
 /* gemm_q8 for every type with codes, at one block and at odd chunk counts,
  * against the double product (within 1e-5 of the sum of |w x|) and every
- * kernel set against the portable set's bits (1 and 2 threads; rows and
- * inputs that leave partial tiles) */
+ * kernel set against the portable set's bits (1 and 2 threads with a
+ * panel each; rows and inputs that leave partial tiles and passes) */
 TEST(gemm_q8_matches_reference, unit)
 {
     static const struct gemm_case cases[] = {
-        {GGML_Q4_0, 32},    {GGML_Q4_0, 1056},   {GGML_Q4_1, 96},     {GGML_Q5_0, 160},
-        {GGML_Q5_1, 1024},  {GGML_Q8_0, 96},     {GGML_Q8_0, 1024},   {GGML_IQ4_NL, 224},
-        {GGML_MXFP4, 1024}, {GGML_Q2_K, 256},    {GGML_Q3_K, 768},    {GGML_Q4_K, 512},
-        {GGML_Q5_K, 768},   {GGML_Q6_K, 256},    {GGML_Q6_K, 1280},   {GGML_IQ4_XS, 768},
-        {GGML_TQ1_0, 512},  {GGML_TQ2_0, 256},   {GGML_IQ2_XXS, 512}, {GGML_IQ2_XS, 256},
-        {GGML_IQ2_S, 768},  {GGML_IQ3_XXS, 256}, {GGML_IQ3_S, 512},   {GGML_IQ1_S, 768},
-        {GGML_IQ1_M, 512}};
+        {GGML_Q4_0, 32},    {GGML_Q4_0, 1056},  {GGML_Q4_1, 96},     {GGML_Q5_0, 160},
+        {GGML_Q5_1, 1024},  {GGML_Q8_0, 96},    {GGML_Q8_0, 1024},   {GGML_IQ4_NL, 224},
+        {GGML_IQ4_NL, 512}, {GGML_MXFP4, 1024}, {GGML_Q2_K, 256},    {GGML_Q3_K, 768},
+        {GGML_Q4_K, 512},   {GGML_Q5_K, 768},   {GGML_Q6_K, 256},    {GGML_Q6_K, 1280},
+        {GGML_IQ4_XS, 768}, {GGML_TQ1_0, 512},  {GGML_TQ2_0, 256},   {GGML_IQ2_XXS, 512},
+        {GGML_IQ2_XS, 256}, {GGML_IQ2_S, 768},  {GGML_IQ3_XXS, 256}, {GGML_IQ3_S, 512},
+        {GGML_IQ1_S, 768},  {GGML_IQ1_M, 512}};
     uint64_t st = 11;
+    parallel_set_adaptive(0); /* 2 threads take a panel each, whatever the load */
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         if (gemm_case_check(&cases[i], &st)) return 1;
+    parallel_set_adaptive(1);
     return 0;
 }
 
@@ -254,5 +261,95 @@ TEST(gemm_q8_refuses, unit)
     ASSERT_OK(gemm_q8(y, &q80, NULL, 0, &a, 1, 1, scratch)); /* zero weights: 0 */
     ASSERT(y[0] == 0 && y[1] == 7);
     free(scratch);
+    return 0;
+}
+
+/* the logits of n tokens of the model at path on `threads` threads, under
+ * a=llamacpp (llamacpp 1) or in plain mode */
+static int model_logits(const char *path, int llamacpp, int threads, int n, float *lg)
+{
+    char err[QG_ERRMSG_MAX];
+    struct gguf *g;
+    struct llama_model *m;
+    struct llama_ctx *c;
+    ASSERT_OK(gguf_open(path, &g, err, sizeof err));
+    ASSERT_OK(llama_load(g, path, &m, err, sizeof err));
+    ASSERT_OK(llama_ctx_new(m, n, &c));
+    llama_ctx_set_threads(c, threads);
+    if (llamacpp) ASSERT_OK(llama_ctx_set_act(c, LLAMA_ACT_LLAMACPP, NULL));
+    int32_t *ids = malloc((size_t)n * sizeof *ids);
+    for (int i = 0; i < n; i++)
+        ids[i] = 3 + (i * 37) % 200;
+    ASSERT_OK(llama_eval(c, ids, n, 0, lg));
+    free(ids);
+    llama_ctx_free(c);
+    llama_free(m);
+    return 0;
+}
+
+/* the mean over n positions of the total variation distance between the
+ * softmaxes of two logit rows of V */
+static double mean_tv(const float *a, const float *b, int n, int V)
+{
+    double sum = 0;
+    for (int t = 0; t < n; t++) {
+        double ma = -INFINITY, mb = -INFINITY, za = 0, zb = 0, tv = 0;
+        for (int v = 0; v < V; v++) {
+            ma = fmax(ma, a[t * V + v]);
+            mb = fmax(mb, b[t * V + v]);
+        }
+        for (int v = 0; v < V; v++) {
+            za += exp(a[t * V + v] - ma);
+            zb += exp(b[t * V + v] - mb);
+        }
+        for (int v = 0; v < V; v++)
+            tv += fabs(exp(a[t * V + v] - ma) / za - exp(b[t * V + v] - mb) / zb);
+        sum += tv / 2;
+    }
+    return sum / n;
+}
+
+/* the model's prompt products under a=llamacpp through gemm_q8 (the
+ * avx512vnni set): the same bits on 1 and 2 threads, and as near plain
+ * mode's f32 logits as the float path is (sgemm on the same rounded
+ * input, the avx512 set): the mean total variation distance of the
+ * softmaxes from plain mode's within 1.5 times the float path's plus
+ * 1e-4. Both stand apart from plain mode by the 8-bit rounding of every
+ * product's input, which also turns any last-bit difference between the
+ * two into whole steps, so they are not compared with each other. */
+TEST(gemm_q8_in_the_forward_pass, unit)
+{
+    if (matmul_use_kernel("avx512vnni") != QG_OK) SKIP("this CPU lacks the avx512vnni set");
+    static const uint32_t types[] = {GGML_Q4_K, GGML_Q6_K, GGML_Q4_1, GGML_IQ4_NL, GGML_Q3_K};
+    enum { N = 40 };
+    struct synth_params p = synth_default_params();
+    p.dim = 256, p.ffn = 512; /* whole 256-blocks; two widths of input */
+    const int V = p.n_vocab;
+    char err[QG_ERRMSG_MAX];
+    const size_t nl = (size_t)N * (size_t)V;
+    float *a = malloc(sizeof(float) * nl), *b = malloc(sizeof(float) * nl),
+          *f = malloc(sizeof(float) * nl), *pl = malloc(sizeof(float) * nl);
+    ASSERT(a && b && f && pl);
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+        p.wtype = types[i], p.seed = 5;
+        ASSERT_OK(synth_write(&p, t_path("g.gguf"), err, sizeof err));
+        ASSERT_OK(matmul_use_kernel("avx512vnni"));
+        const struct wmat W = {"w", types[i], NULL, p.dim, p.dim, 0, 0};
+        ASSERT(gemm_q8_fast(&W));
+        ASSERT_OK(model_logits(t_path("g.gguf"), 1, 1, N, a));
+        ASSERT_OK(model_logits(t_path("g.gguf"), 1, 2, N, b));
+        ASSERT(!memcmp(a, b, sizeof(float) * nl));
+        ASSERT_OK(model_logits(t_path("g.gguf"), 0, 1, N, pl));
+        ASSERT_OK(matmul_use_kernel("avx512"));
+        ASSERT_OK(model_logits(t_path("g.gguf"), 1, 1, N, f));
+        const double dg = mean_tv(a, pl, N, V), df = mean_tv(f, pl, N, V);
+        printf("%s: from plain mode's softmax, mean TV: int8 prefill %.2e, float path %.2e\n",
+               ggml_type_get(types[i])->name, dg, df);
+        if (!(dg <= 1.5 * df + 1e-4))
+            T_FAIL_("%s: the int8 prefill is %.2e from plain mode, the float path %.2e",
+                    ggml_type_get(types[i])->name, dg, df);
+    }
+    ASSERT_OK(matmul_use_kernel("avx512vnni"));
+    free(a), free(b), free(f), free(pl);
     return 0;
 }
