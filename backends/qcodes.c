@@ -111,27 +111,45 @@ static inline __attribute__((always_inline)) void b_q8_0(const uint8_t *b, int8_
     memcpy(c, b + 2, 32);
 }
 
+/* the codes of 16 bytes of nibbles through a 16-entry table: the low
+ * nibbles first, then the high ones (IQ4_NL, IQ4_XS, MXFP4) */
+static inline void nibbles(const uint8_t *qs, const int8_t *tab, int8_t *c)
+{
+    for (int j = 0; j < 16; j++) {
+        c[j] = tab[qs[j] & 0xF];
+        c[j + 16] = tab[qs[j] >> 4];
+    }
+}
+
+/* MXFP4's scale: E8M0 2^(e - 127) times E2M1 = 2^(e - 128) times twice
+ * E2M1 */
+static inline float mxfp4_scale(uint8_t e)
+{
+    return e == 0xFF ? NAN : ldexpf(1.0f, (int)e - 128);
+}
+
+/* IQ4_XS's scale of sub-block ib (d times its 6-bit scale less 32) */
+static inline float iq4xs_scale(const uint8_t *b, int ib)
+{
+    unsigned scales_h = (unsigned)(b[2] | b[3] << 8);
+    int ls = ((b[4 + ib / 2] >> 4 * (ib % 2)) & 0xF) | (((scales_h >> 2 * ib) & 3) << 4);
+    return h2f(b) * (float)(ls - 32);
+}
+
 static inline __attribute__((always_inline)) void b_iq4_nl(const uint8_t *b, int8_t *c, float *s,
                                                            float *m)
 {
     (void)m;
     s[0] = h2f(b);
-    for (int j = 0; j < 16; j++) {
-        c[j] = kvalues_iq4nl[b[2 + j] & 0xF];
-        c[j + 16] = kvalues_iq4nl[b[2 + j] >> 4];
-    }
+    nibbles(b + 2, kvalues_iq4nl, c);
 }
 
 static inline __attribute__((always_inline)) void b_mxfp4(const uint8_t *b, int8_t *c, float *s,
                                                           float *m)
 {
     (void)m;
-    /* E8M0 2^(e - 127) times E2M1 = 2^(e - 128) times twice E2M1 */
-    s[0] = b[0] == 0xFF ? NAN : ldexpf(1.0f, (int)b[0] - 128);
-    for (int j = 0; j < 16; j++) {
-        c[j] = mxfp4_x2[b[1 + j] & 0xF];
-        c[j + 16] = mxfp4_x2[b[1 + j] >> 4];
-    }
+    s[0] = mxfp4_scale(b[0]);
+    nibbles(b + 1, mxfp4_x2, c);
 }
 
 /* 256-element blocks: codes c[256], 8 (chunks of 32) or 16 (of 16) scales */
@@ -236,16 +254,9 @@ static inline __attribute__((always_inline)) void b_iq4_xs(const uint8_t *b, int
                                                            float *m)
 {
     (void)m;
-    float d = h2f(b);
-    unsigned scales_h = (unsigned)(b[2] | b[3] << 8);
-    const uint8_t *scales_l = b + 4, *qs = b + 8;
-    for (int ib = 0; ib < 8; ib++, c += 32, qs += 16) {
-        int ls = ((scales_l[ib / 2] >> 4 * (ib % 2)) & 0xF) | (((scales_h >> 2 * ib) & 3) << 4);
-        s[ib] = d * (float)(ls - 32);
-        for (int j = 0; j < 16; j++) {
-            c[j] = kvalues_iq4nl[qs[j] & 0xF];
-            c[j + 16] = kvalues_iq4nl[qs[j] >> 4];
-        }
+    for (int ib = 0; ib < 8; ib++) {
+        s[ib] = iq4xs_scale(b, ib);
+        nibbles(b + 8 + 16 * ib, kvalues_iq4nl, c + 32 * ib);
     }
 }
 
@@ -458,12 +469,73 @@ HOT static void row_blocks(uint32_t type, const uint8_t *row, int64_t nb, int8_t
     }
 }
 
-int qcodes_row(uint32_t type, const uint8_t *row, int64_t in, int8_t *code, float *s, float *m)
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define QC_SSSE3 1
+/* nibbles() 16 bytes at a time (pshufb: the table in a register) */
+__attribute__((target("ssse3"))) static inline void nibbles_ssse3(const uint8_t *qs, __m128i tab,
+                                                                  int8_t *c)
+{
+    const __m128i b = _mm_loadu_si128((const __m128i *)(const void *)qs), f = _mm_set1_epi8(0xF);
+    _mm_storeu_si128((__m128i *)(void *)c, _mm_shuffle_epi8(tab, _mm_and_si128(b, f)));
+    _mm_storeu_si128((__m128i *)(void *)(c + 16),
+                     _mm_shuffle_epi8(tab, _mm_and_si128(_mm_srli_epi16(b, 4), f)));
+}
+
+/* the rows of the table formats (IQ4_NL, IQ4_XS, MXFP4): row_blocks'
+ * codes and scales, the table looked up by pshufb */
+__attribute__((target("ssse3"))) static void table_row_ssse3(uint32_t type, const uint8_t *row,
+                                                             int64_t nb, int8_t *code, float *s)
+{
+    const __m128i tab = _mm_loadu_si128(
+        (const __m128i *)(const void *)(type == GGML_MXFP4 ? mxfp4_x2 : kvalues_iq4nl));
+    for (int64_t i = 0; i < nb; i++) {
+        if (type == GGML_IQ4_NL) {
+            const uint8_t *b = row + (size_t)i * 18;
+            s[i] = h2f(b);
+            nibbles_ssse3(b + 2, tab, code + 32 * i);
+        } else if (type == GGML_MXFP4) {
+            const uint8_t *b = row + (size_t)i * 17;
+            s[i] = mxfp4_scale(b[0]);
+            nibbles_ssse3(b + 1, tab, code + 32 * i);
+        } else { /* IQ4_XS */
+            const uint8_t *b = row + (size_t)i * 136;
+            for (int ib = 0; ib < 8; ib++) {
+                s[8 * i + ib] = iq4xs_scale(b, ib);
+                nibbles_ssse3(b + 8 + 16 * ib, tab, code + 256 * i + 32 * ib);
+            }
+        }
+    }
+}
+#endif
+
+/* qcodes_row, with the SSSE3 table lookups where simd and the CPU has
+ * them */
+static int row_codes(uint32_t type, const uint8_t *row, int64_t in, int8_t *code, float *s,
+                     float *m, int simd)
 {
     const int C = qcodes_chunk(type);
     const struct ggml_type_info *ti = ggml_type_get(type);
     if (!C || !ti || in % ti->block) return -1;
     memset(m, 0, (size_t)(in / C) * sizeof *m);
+#ifdef QC_SSSE3
+    if (simd && (type == GGML_IQ4_NL || type == GGML_IQ4_XS || type == GGML_MXFP4) &&
+        __builtin_cpu_supports("ssse3")) {
+        table_row_ssse3(type, row, in / ti->block, code, s);
+        return 0;
+    }
+#endif
+    (void)simd;
     row_blocks(type, row, in / ti->block, code, s, m);
     return 0;
+}
+
+int qcodes_row(uint32_t type, const uint8_t *row, int64_t in, int8_t *code, float *s, float *m)
+{
+    return row_codes(type, row, in, code, s, m, 1);
+}
+
+int qcodes_row_c(uint32_t type, const uint8_t *row, int64_t in, int8_t *code, float *s, float *m)
+{
+    return row_codes(type, row, in, code, s, m, 0);
 }

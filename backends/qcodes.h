@@ -34,4 +34,9 @@ int qcodes_has_min(uint32_t type);
  * or in is not a multiple of the block. */
 int qcodes_row(uint32_t type, const uint8_t *row, int64_t in, int8_t *code, float *s, float *m);
 
+/* The same by the portable C decoders alone (qcodes_row looks the table
+ * formats' values up with SSSE3 where the CPU has it; the tests compare
+ * the two). */
+int qcodes_row_c(uint32_t type, const uint8_t *row, int64_t in, int8_t *code, float *s, float *m);
+
 #endif

@@ -43,15 +43,19 @@ TEST(qcodes_match_dequant, unit)
         ASSERT(C == 16 || C == 32);
         const size_t rb = (size_t)(IN / ti->block) * ti->type_size;
         uint8_t *q = malloc(rb * ROWS);
-        int8_t code[IN];
-        float s[IN / 16], m[IN / 16], w[IN];
+        int8_t code[IN], code2[IN];
+        float s[IN / 16], m[IN / 16], w[IN], s2[IN / 16], m2[IN / 16];
         synth_random_blocks(type, q, (int64_t)IN * ROWS, 0.5f, &st);
         for (size_t o = 0; type == GGML_MXFP4 && o < rb * ROWS; o += 17)
             q[o] = (uint8_t)(120 + q[o] % 12); /* scales near 1 (E8M0 255 is NaN) */
         int nonzero_min = 0;
         for (int r = 0; r < ROWS; r++) {
+            ASSERT_OK(qcodes_row_c(type, q + r * rb, IN, code2, s2, m2));
             ASSERT_OK(qcodes_row(type, q + r * rb, IN, code, s, m));
             ASSERT_OK(dequant_row(type, q + r * rb, w, IN));
+            if (memcmp(code, code2, IN) || memcmp(s, s2, sizeof(float) * (size_t)(IN / C)) ||
+                memcmp(m, m2, sizeof(float) * (size_t)(IN / C)))
+                T_FAIL_("%s row %d: qcodes_row and qcodes_row_c differ", ti->name, r);
             for (int j = 0; j < IN; j++) {
                 const float v = s[j / C] * (float)code[j] + m[j / C];
                 if (v != w[j])
