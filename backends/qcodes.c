@@ -55,14 +55,22 @@ static inline uint64_t sub_bytes(uint64_t u, uint64_t k)
 }
 
 /* 32-element blocks: codes c[32], one scale, one minimum */
+/* 1 in byte j of the result for bit j of b8 set, else 0 */
+static inline uint64_t bit_bytes(unsigned b8)
+{
+    uint64_t x = ((uint64_t)(b8 & 0xFF) * B1) & 0x8040201008040201ull;
+    return (((x + 0x7F * B1) | x) & 0x80 * B1) >> 7;
+}
+
 static inline __attribute__((always_inline)) void b_q4_0(const uint8_t *b, int8_t *c, float *s,
                                                          float *m)
 {
     (void)m;
     s[0] = h2f(b);
-    for (int j = 0; j < 16; j++) {
-        c[j] = (int8_t)((b[2 + j] & 0x0F) - 8);
-        c[j + 16] = (int8_t)((b[2 + j] >> 4) - 8);
+    for (int l = 0; l < 16; l += 8) { /* the low nibbles, then the high ones, less 8 */
+        const uint64_t v = ld64(b + 2 + l);
+        st64(c + l, sub_bytes(v & 0xF * B1, 8 * B1));
+        st64(c + 16 + l, sub_bytes((v >> 4) & 0xF * B1, 8 * B1));
     }
 }
 
@@ -70,9 +78,10 @@ static inline __attribute__((always_inline)) void b_q4_1(const uint8_t *b, int8_
                                                          float *m)
 {
     s[0] = h2f(b), m[0] = h2f(b + 2);
-    for (int j = 0; j < 16; j++) {
-        c[j] = (int8_t)(b[4 + j] & 0x0F);
-        c[j + 16] = (int8_t)(b[4 + j] >> 4);
+    for (int l = 0; l < 16; l += 8) {
+        const uint64_t v = ld64(b + 4 + l);
+        st64(c + l, v & 0xF * B1);
+        st64(c + 16 + l, (v >> 4) & 0xF * B1);
     }
 }
 
@@ -81,10 +90,11 @@ static inline __attribute__((always_inline)) void q5_codes(const uint8_t *qhp, c
                                                            int off, int8_t *c)
 {
     uint32_t qh = rd32(qhp);
-    for (int j = 0; j < 16; j++) {
-        int h0 = ((qh >> j) << 4) & 0x10, h1 = (qh >> (j + 12)) & 0x10;
-        c[j] = (int8_t)(((qs[j] & 0x0F) | h0) - off);
-        c[j + 16] = (int8_t)(((qs[j] >> 4) | h1) - off);
+    for (int l = 0; l < 16; l += 8) { /* element j's fifth bit is bit j of qh */
+        const uint64_t v = ld64(qs + l);
+        st64(c + l, sub_bytes((v & 0xF * B1) | bit_bytes(qh >> l) << 4, (uint64_t)off * B1));
+        st64(c + 16 + l,
+             sub_bytes(((v >> 4) & 0xF * B1) | bit_bytes(qh >> (16 + l)) << 4, (uint64_t)off * B1));
     }
 }
 
@@ -306,9 +316,7 @@ static inline __attribute__((always_inline)) void b_tq2_0(const uint8_t *b, int8
  * byte), then less 128 */
 static inline uint64_t signed_run(uint64_t g, unsigned signs)
 {
-    /* bit j of signs to bit j of byte j, then to 0x80, then 0xFF */
-    uint64_t x = ((uint64_t)(signs & 0xFF) * B1) & 0x8040201008040201ull;
-    uint64_t neg = ((((x + 0x7F * B1) | x) & 0x80 * B1) >> 7) * 0xFF;
+    const uint64_t neg = bit_bytes(signs) * 0xFF; /* 0xFF in the negated bytes */
     uint64_t plus = 0x80 * B1 + g, minus = 0x80 * B1 - g;
     return ((plus & ~neg) | (minus & neg)) ^ 0x80 * B1;
 }
