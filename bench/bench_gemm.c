@@ -129,19 +129,8 @@ int main(int argc, char **argv)
     char list[512];
     snprintf(list, sizeof list, "%s", types);
     for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        const int type = ggml_type_from_name(t);
-        const struct ggml_type_info *ti = type < 0 ? NULL : ggml_type_get((uint32_t)type);
-        if (!ti || in % ti->block) {
-            fprintf(stderr, "--types: '%s' is not a block format of --in %d's size\n", t, in);
-            return 64;
-        }
-        const size_t rb = (size_t)(in / ti->block) * ti->type_size;
-        uint8_t *q = malloc(rb * (size_t)rows);
-        if (!q) return 70;
-        synth_random_blocks((uint32_t)type, q, (int64_t)in * rows, 0.5f, &st);
-        for (size_t o = 0; type == GGML_MXFP4 && o < rb * (size_t)rows; o += 17)
-            q[o] = (uint8_t)(120 + q[o] % 12); /* scales near 1 (E8M0 255 is NaN) */
-        struct wmat W = {t, (uint32_t)type, q, in, rows, rb, 0};
+        struct wmat W;
+        bench_random_matrix(t, in, rows, &st, &W);
         void *mem = NULL;
         const int codes = qcodes_chunk(W.type) != 0;
         if (codes && round_inputs(W.type, x, n, in, a, &mem)) return 70;
@@ -155,7 +144,7 @@ int main(int argc, char **argv)
             printf(" %13s %7s\n", "-", "-");
         }
         free(mem);
-        free(q);
+        free((void *)W.data);
     }
     free(x), free(y), free(scratch), free(a);
     return 0;

@@ -120,19 +120,9 @@ int main(int argc, char **argv)
     char list[512];
     snprintf(list, sizeof list, "%s", types);
     for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        const int type = ggml_type_from_name(t);
-        const struct ggml_type_info *ti = type < 0 ? NULL : ggml_type_get((uint32_t)type);
-        if (!ti || in % ti->block) {
-            fprintf(stderr, "--types: '%s' is not a block format of --in %d's size\n", t, in);
-            return 64;
-        }
-        const size_t rb = (size_t)(in / ti->block) * ti->type_size;
-        uint8_t *q = malloc(rb * (size_t)rows);
-        if (!q) return 70;
-        synth_random_blocks((uint32_t)type, q, (int64_t)in * rows, 0.5f, &st);
-        for (size_t o = 0; type == GGML_MXFP4 && o < rb * (size_t)rows; o += 17)
-            q[o] = (uint8_t)(120 + q[o] % 12); /* scales near 1 (E8M0 255 is NaN) */
-        struct wmat W = {t, (uint32_t)type, q, in, rows, rb, 0};
+        struct wmat W;
+        bench_random_matrix(t, in, rows, &st, &W);
+        const struct ggml_type_info *ti = ggml_type_get(W.type);
         const double w = 10.0 * rows * in, bpw = (double)ti->type_size / ti->block;
         const double tp = time_plain(&W, x, y, row, reps), tq = time_q8(&W, x, y, reps);
         printf("%-8s %6s %10.2f %9.2f", t, matmul_has_fused(W.type, in) ? "yes" : "no",
@@ -141,7 +131,7 @@ int main(int argc, char **argv)
             printf(" %14.2f %9.2f\n", w / tq / 1e9, w / tq / 1e9 * bpw);
         else
             printf(" %14s %9s\n", "-", "-");
-        free(q);
+        free((void *)W.data);
     }
     free(x), free(y), free(row);
     return 0;

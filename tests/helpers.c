@@ -1,5 +1,7 @@
 /* helpers — temp dirs, files, running the qgate binary, byte builders. */
 #include "tests/test.h"
+#include "backends/gguf.h"
+#include "backends/llama.h"
 #include "backends/synth.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -188,6 +190,28 @@ int t_synth(const char *name, uint32_t type, uint64_t seed)
     p.seed = seed;
     char err[QG_ERRMSG_MAX];
     return synth_write(&p, t_path(name), err, sizeof err);
+}
+
+int t_logits(const char *path, int act, const struct simfmt *f, int threads, int n, float *lg)
+{
+    char err[QG_ERRMSG_MAX];
+    struct gguf *g;
+    struct llama_model *m;
+    struct llama_ctx *c;
+    ASSERT_OK(gguf_open(path, &g, err, sizeof err));
+    ASSERT_OK(llama_load(g, path, &m, err, sizeof err));
+    ASSERT_OK(llama_ctx_new(m, n, &c));
+    llama_ctx_set_threads(c, threads);
+    if (act != LLAMA_ACT_NONE) ASSERT_OK(llama_ctx_set_act(c, act, f));
+    int32_t *ids = malloc((size_t)n * sizeof *ids);
+    ASSERT(ids);
+    for (int i = 0; i < n; i++)
+        ids[i] = 3 + (i * 37) % 200;
+    ASSERT_OK(llama_eval(c, ids, n, 0, lg));
+    free(ids);
+    llama_ctx_free(c);
+    llama_free(m);
+    return 0;
 }
 
 long long t_sql_int(const char *path, const char *sql)

@@ -134,6 +134,12 @@ long long t_sql_int(const char *path, const char *sql);
  * `type`, with weights seeded by seed. QG_OK or a status. */
 int t_synth(const char *name, uint32_t type, uint64_t seed);
 
+struct simfmt;
+/* The logits of n tokens (ids 3 + 37 i mod 200) of the model at path on
+ * `threads` threads, activations as llama_ctx_set_act(act, f) says (act
+ * LLAMA_ACT_NONE: plain mode), into lg[n][vocab]: 0, or a failed test. */
+int t_logits(const char *path, int act, const struct simfmt *f, int threads, int n, float *lg);
+
 /* Byte builder for hand-made (often malformed) files. */
 struct bb {
     unsigned char *p;

@@ -268,29 +268,6 @@ TEST(gemm_q8_refuses, unit)
     return 0;
 }
 
-/* the logits of n tokens of the model at path on `threads` threads, under
- * a=llamacpp (llamacpp 1) or in plain mode */
-static int model_logits(const char *path, int llamacpp, int threads, int n, float *lg)
-{
-    char err[QG_ERRMSG_MAX];
-    struct gguf *g;
-    struct llama_model *m;
-    struct llama_ctx *c;
-    ASSERT_OK(gguf_open(path, &g, err, sizeof err));
-    ASSERT_OK(llama_load(g, path, &m, err, sizeof err));
-    ASSERT_OK(llama_ctx_new(m, n, &c));
-    llama_ctx_set_threads(c, threads);
-    if (llamacpp) ASSERT_OK(llama_ctx_set_act(c, LLAMA_ACT_LLAMACPP, NULL));
-    int32_t *ids = malloc((size_t)n * sizeof *ids);
-    for (int i = 0; i < n; i++)
-        ids[i] = 3 + (i * 37) % 200;
-    ASSERT_OK(llama_eval(c, ids, n, 0, lg));
-    free(ids);
-    llama_ctx_free(c);
-    llama_free(m);
-    return 0;
-}
-
 /* the mean over n positions of the total variation distance between the
  * softmaxes of two logit rows of V */
 static double mean_tv(const float *a, const float *b, int n, int V)
@@ -340,12 +317,12 @@ TEST(gemm_q8_in_the_forward_pass, unit)
         ASSERT_OK(matmul_use_kernel("avx512vnni"));
         const struct wmat W = {"w", types[i], NULL, p.dim, p.dim, 0, 0};
         ASSERT(gemm_q8_fast(&W));
-        ASSERT_OK(model_logits(t_path("g.gguf"), 1, 1, N, a));
-        ASSERT_OK(model_logits(t_path("g.gguf"), 1, 2, N, b));
+        ASSERT_OK(t_logits(t_path("g.gguf"), LLAMA_ACT_LLAMACPP, NULL, 1, N, a));
+        ASSERT_OK(t_logits(t_path("g.gguf"), LLAMA_ACT_LLAMACPP, NULL, 2, N, b));
         ASSERT(!memcmp(a, b, sizeof(float) * nl));
-        ASSERT_OK(model_logits(t_path("g.gguf"), 0, 1, N, pl));
+        ASSERT_OK(t_logits(t_path("g.gguf"), LLAMA_ACT_NONE, NULL, 1, N, pl));
         ASSERT_OK(matmul_use_kernel("avx512"));
-        ASSERT_OK(model_logits(t_path("g.gguf"), 1, 1, N, f));
+        ASSERT_OK(t_logits(t_path("g.gguf"), LLAMA_ACT_LLAMACPP, NULL, 1, N, f));
         const double dg = mean_tv(a, pl, N, V), df = mean_tv(f, pl, N, V);
         printf("%s: from plain mode's softmax, mean TV: int8 prefill %.2e, float path %.2e\n",
                ggml_type_get(types[i])->name, dg, df);

@@ -1847,29 +1847,6 @@ TEST(decode_q8_kernels_exact, unit)
     return each_kernel_set(q8_check, NULL);
 }
 
-/* the logits of n tokens of the default synthetic model under simulated
- * activations f on `threads` threads */
-static int sim_logits(const char *path, const struct simfmt *f, int threads, int n, float *lg)
-{
-    char err[QG_ERRMSG_MAX];
-    struct gguf *g;
-    struct llama_model *m;
-    struct llama_ctx *c;
-    ASSERT_OK(gguf_open(path, &g, err, sizeof err));
-    ASSERT_OK(llama_load(g, path, &m, err, sizeof err));
-    ASSERT_OK(llama_ctx_new(m, n, &c));
-    llama_ctx_set_threads(c, threads);
-    ASSERT_OK(llama_ctx_set_act(c, LLAMA_ACT_FORMAT, f));
-    int32_t *ids = malloc((size_t)n * sizeof *ids);
-    for (int i = 0; i < n; i++)
-        ids[i] = 3 + (i * 37) % 200;
-    ASSERT_OK(llama_eval(c, ids, n, 0, lg));
-    free(ids);
-    llama_ctx_free(c);
-    llama_free(m);
-    return 0;
-}
-
 TEST(sim_act_rounding_thread_independent, unit)
 {
     /* simulated activations round a prompt's rows across the thread pool
@@ -1887,8 +1864,8 @@ TEST(sim_act_rounding_thread_independent, unit)
     for (size_t i = 0; i < sizeof fmts / sizeof *fmts; i++) {
         struct simfmt f;
         ASSERT_OK(simfmt_parse(fmts[i], &f, err, sizeof err));
-        ASSERT_OK(sim_logits(t_path("m.gguf"), &f, 1, N, a));
-        ASSERT_OK(sim_logits(t_path("m.gguf"), &f, 2, N, b));
+        ASSERT_OK(t_logits(t_path("m.gguf"), LLAMA_ACT_FORMAT, &f, 1, N, a));
+        ASSERT_OK(t_logits(t_path("m.gguf"), LLAMA_ACT_FORMAT, &f, 2, N, b));
         size_t diff = 0;
         for (size_t k = 0; k < (size_t)N * (size_t)V; k++)
             diff += memcmp(&a[k], &b[k], sizeof *a) != 0;
