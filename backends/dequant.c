@@ -23,9 +23,6 @@ static float h2f(const uint8_t *p)
     return quant_f16_to_f32((uint16_t)(p[0] | p[1] << 8));
 }
 
-static const int8_t kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                         1,    13,   25,  38,  53,  69,  89,  113};
-
 HOT static void q4_0(const uint8_t *b, float *y, int64_t nb)
 {
     for (int64_t i = 0; i < nb; i++, b += 18, y += 32) {
@@ -132,18 +129,6 @@ HOT static void q3_k(const uint8_t *b, float *y, int64_t nb)
     }
 }
 
-/* 6-bit scale and min j of the 12-byte packing shared by Q4_K and Q5_K */
-static void scale_min_k4(int j, const uint8_t *q, int *d, int *m)
-{
-    if (j < 4) {
-        *d = q[j] & 63;
-        *m = q[j + 4] & 63;
-    } else {
-        *d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-    }
-}
-
 HOT static void q4_k(const uint8_t *b, float *y, int64_t nb)
 {
     for (int64_t i = 0; i < nb; i++, b += 144) {
@@ -151,8 +136,8 @@ HOT static void q4_k(const uint8_t *b, float *y, int64_t nb)
         const uint8_t *sc = b + 4, *q = b + 16;
         for (int j = 0, is = 0; j < 256; j += 64, q += 32, is += 2) {
             int s1, m1, s2, m2;
-            scale_min_k4(is, sc, &s1, &m1);
-            scale_min_k4(is + 1, sc, &s2, &m2);
+            dequant_k4_scale_min(is, sc, &s1, &m1);
+            dequant_k4_scale_min(is + 1, sc, &s2, &m2);
             float d1 = d * (float)s1, mm1 = dmin * (float)m1, d2 = d * (float)s2,
                   mm2 = dmin * (float)m2;
             for (int l = 0; l < 32; l++)
@@ -171,8 +156,8 @@ HOT static void q5_k(const uint8_t *b, float *y, int64_t nb)
         uint8_t u1 = 1, u2 = 2;
         for (int j = 0, is = 0; j < 256; j += 64, ql += 32, is += 2, u1 <<= 2, u2 <<= 2) {
             int s1, m1, s2, m2;
-            scale_min_k4(is, sc, &s1, &m1);
-            scale_min_k4(is + 1, sc, &s2, &m2);
+            dequant_k4_scale_min(is, sc, &s1, &m1);
+            dequant_k4_scale_min(is + 1, sc, &s2, &m2);
             float d1 = d * (float)s1, mm1 = dmin * (float)m1, d2 = d * (float)s2,
                   mm2 = dmin * (float)m2;
             for (int l = 0; l < 32; l++)
@@ -210,8 +195,8 @@ HOT static void iq4_nl(const uint8_t *b, float *y, int64_t nb)
     for (int64_t i = 0; i < nb; i++, b += 18, y += 32) {
         float d = h2f(b);
         for (int j = 0; j < 16; j++) {
-            y[j] = d * (float)kvalues_iq4nl[b[2 + j] & 0xF];
-            y[j + 16] = d * (float)kvalues_iq4nl[b[2 + j] >> 4];
+            y[j] = d * (float)dequant_iq4nl_values[b[2 + j] & 0xF];
+            y[j + 16] = d * (float)dequant_iq4nl_values[b[2 + j] >> 4];
         }
     }
 }
@@ -226,20 +211,17 @@ HOT static void iq4_xs(const uint8_t *b, float *y, int64_t nb)
             int ls = ((scales_l[ib / 2] >> 4 * (ib % 2)) & 0xF) | (((scales_h >> 2 * ib) & 3) << 4);
             float dl = d * (float)(ls - 32);
             for (int j = 0; j < 16; j++) {
-                y[j] = dl * (float)kvalues_iq4nl[qs[j] & 0xF];
-                y[j + 16] = dl * (float)kvalues_iq4nl[qs[j] >> 4];
+                y[j] = dl * (float)dequant_iq4nl_values[qs[j] & 0xF];
+                y[j + 16] = dl * (float)dequant_iq4nl_values[qs[j] >> 4];
             }
         }
     }
 }
 
-/* ternary digit n of a base-3 fixed-point byte (TQ1_0 packing) */
+/* ternary digit n of a base-3 fixed-point byte, times d */
 static float trit(uint8_t byte, int n, float d)
 {
-    static const uint8_t pow3[6] = {1, 3, 9, 27, 81, 243};
-    uint8_t q = (uint8_t)(byte * pow3[n]);
-    int xi = ((uint16_t)q * 3) >> 8;
-    return (float)(xi - 1) * d;
+    return (float)dequant_trit(byte, n) * d;
 }
 
 HOT static void tq1_0(const uint8_t *b, float *y, int64_t nb)

@@ -27,6 +27,36 @@ int dequant_supported(uint32_t type);
  * into dst. QG_OK, or QG_ERR_UNSUPPORTED for types not listed above. */
 int dequant_row(uint32_t type, const void *src, float *dst, int64_t n);
 
+/* The 16 values of IQ4_NL's and IQ4_XS's 4-bit codes (ggml's kvalues_iq4nl). */
+static const int8_t dequant_iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                                1,    13,   25,  38,  53,  69,  89,  113};
+
+/* MXFP4's E2M1 values times 2 (integers); code 8, -0, is 0 as in ggml. */
+static const int8_t dequant_mxfp4_x2[16] = {0, 1,  2,  3,  4,  6,  8,  12,
+                                            0, -1, -2, -3, -4, -6, -8, -12};
+
+/* 6-bit scale and min j (0..7) of the 12-byte packing shared by Q4_K and
+ * Q5_K at q */
+static inline void dequant_k4_scale_min(int j, const uint8_t *q, int *d, int *m)
+{
+    if (j < 4) {
+        *d = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+/* Ternary digit n (0..4) of a base-3 fixed-point byte (TQ1_0's packing):
+ * -1, 0 or 1 */
+static inline int dequant_trit(uint8_t byte, int n)
+{
+    static const uint8_t pow3[6] = {1, 3, 9, 27, 81, 243};
+    uint8_t q = (uint8_t)(byte * pow3[n]);
+    return (((uint16_t)q * 3) >> 8) - 1;
+}
+
 /* Scale j (0..15) of a Q3_K block whose 12 scale bytes are at sc: 6 bits
  * (the low 4 in sc[0..7], two per byte; the high 2 in sc[8..11]) less 32 */
 static inline int dequant_q3k_scale(const uint8_t *sc, int j)

@@ -274,8 +274,9 @@ static void codes_rows(void *arg, int64_t t0, int64_t t1, int thread)
     }
 }
 
-/* a=llamacpp's prefill (n > 1) through the int8 product (gemm_q8) where
- * the kernel set runs it for every part: 0 when done, -1 when nothing was
+/* a=llamacpp's prefill (n > 1) of k parts whose inputs round alike (the
+ * same `in` and act_key: the callers check) through the int8 product
+ * (gemm_q8) where the kernel set runs it for every part: 0 when done, -1 when nothing was
  * written (the caller's float path then runs: another kernel set or type,
  * more rows than a8 holds, or a row without codes, an Inf in it or a NaN
  * under Q8_0). A part gemm_q8 refuses (no memory; it writes nothing) is
@@ -286,9 +287,7 @@ static int gemm_products(const struct llama_ctx *c, const struct matmul_part *pa
 {
     if (c->act != LLAMA_ACT_LLAMACPP || n < 2 || !c->a8_rows || n > c->a8_n) return -1;
     for (int i = 0; i < k; i++)
-        if (!gemm_q8_fast(parts[i].W) || parts[i].W->in != parts[0].W->in ||
-            act_key(c, parts[i].W) != act_key(c, parts[0].W))
-            return -1;
+        if (!gemm_q8_fast(parts[i].W)) return -1;
     struct codes_job j = {c, parts[0].W, x, 0};
     parallel_for(c->n_threads, n, codes_rows, &j);
     if (j.bad) return -1;

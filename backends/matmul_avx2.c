@@ -291,8 +291,8 @@ AVX2 float mx_row_iq4_nl_avx2(const struct wmat *W, int64_t r, const float *x)
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t k = 0; k < W->in; k += 32, b += 18)
-        acc =
-            _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(b)), nib_tab32(b + 2, x + k, kvalues_iq4), acc);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f_f16c(b)),
+                              nib_tab32(b + 2, x + k, dequant_iq4nl_values), acc);
     return hsum256(acc);
 }
 
@@ -304,7 +304,7 @@ AVX2 float mx_row_mxfp4_avx2(const struct wmat *W, int64_t r, const float *x)
     __m256 acc = _mm256_setzero_ps();
     for (int64_t k = 0; k < W->in; k += 32, b += 17)
         acc = _mm256_fmadd_ps(_mm256_set1_ps(0.5f * e8m0_scale(b[0])),
-                              nib_tab32(b + 1, x + k, kvalues_e2m1x2), acc);
+                              nib_tab32(b + 1, x + k, dequant_mxfp4_x2), acc);
     return hsum256(acc);
 }
 
@@ -321,11 +321,12 @@ AVX2 float mx_row_iq4_xs_avx2(const struct wmat *W, int64_t r, const float *x)
         const uint8_t *sl = b + 4, *qs = b + 8;
         for (int ib = 0; ib < 8; ib += 2) {
             int ls0 = iq4xs_scale(sl, sh, ib), ls1 = iq4xs_scale(sl, sh, ib + 1);
-            a0 = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)(ls0 - 32)),
-                                 nib_tab32(qs + 16 * ib, x + k + 32 * ib, kvalues_iq4), a0);
-            a1 = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)(ls1 - 32)),
-                                 nib_tab32(qs + 16 * ib + 16, x + k + 32 * ib + 32, kvalues_iq4),
-                                 a1);
+            a0 =
+                _mm256_fmadd_ps(_mm256_set1_ps(d * (float)(ls0 - 32)),
+                                nib_tab32(qs + 16 * ib, x + k + 32 * ib, dequant_iq4nl_values), a0);
+            a1 = _mm256_fmadd_ps(
+                _mm256_set1_ps(d * (float)(ls1 - 32)),
+                nib_tab32(qs + 16 * ib + 16, x + k + 32 * ib + 32, dequant_iq4nl_values), a1);
         }
     }
     return hsum256(_mm256_add_ps(a0, a1));

@@ -251,7 +251,8 @@ AVX512 static inline __attribute__((always_inline)) __m512 nib32_dot(const uint8
 /* the IQ4 values as a table */
 AVX512 static inline __attribute__((always_inline)) __m512 iq4_table(void)
 {
-    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)kvalues_iq4)));
+    return _mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)dequant_iq4nl_values)));
 }
 
 /* Q4_0 and IQ4_NL (iq4), blocks of 32 (an fp16 scale and 16 bytes of
@@ -273,9 +274,9 @@ AVX512 float mx_row_nib32_avx512(const struct wmat *W, int64_t r, const float *x
 AVX512 float mx_row_mxfp4_avx512(const struct wmat *W, int64_t r, const float *x)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
-    const __m512 t = _mm512_mul_ps(
-        _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)kvalues_e2m1x2))),
-        _mm512_set1_ps(0.5f));
+    const __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                                       _mm_loadu_si128((const __m128i *)dequant_mxfp4_x2))),
+                                   _mm512_set1_ps(0.5f));
     __m512 acc = _mm512_setzero_ps();
     for (int64_t k = 0; k < W->in; k += 32, b += 17) {
         _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);

@@ -265,12 +265,12 @@ lookup_row(const struct wmat *W, int64_t r, const struct matmul_q8 *a, const int
 
 AVX512VNNI float mx_q8_iq4_nl_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
 {
-    return lookup_row(W, r, a, kvalues_iq4, 0);
+    return lookup_row(W, r, a, dequant_iq4nl_values, 0);
 }
 
 AVX512VNNI float mx_q8_mxfp4_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
 {
-    return lookup_row(W, r, a, kvalues_e2m1x2, 1);
+    return lookup_row(W, r, a, dequant_mxfp4_x2, 1);
 }
 
 /* IQ4_XS x Q8_K: per block eight lanes sum_j ls_j (v . q) over lanes of
@@ -279,7 +279,7 @@ AVX512VNNI float mx_q8_mxfp4_vnni(const struct wmat *W, int64_t r, const struct 
 AVX512VNNI float mx_q8_iq4_xs_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
-    const __m512i table = table16(kvalues_iq4);
+    const __m512i table = table16(dequant_iq4nl_values);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t k = 0, blk = 0; k < W->in; k += 256, blk++, b += 136) {
         _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);

@@ -66,13 +66,6 @@ static inline int iq4xs_scale(const uint8_t *sl, unsigned sh, int ib)
     return ((sl[ib / 2] >> 4 * (ib % 2)) & 0xF) | (int)(((sh >> (2 * ib)) & 3) << 4);
 }
 
-/* the 16 IQ4 (non-linear 4-bit) values ggml uses */
-static const int8_t kvalues_iq4[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                       1,    13,   25,  38,  53,  69,  89,  113};
-
-/* MXFP4's E2M1 values times 2 (integers); code 8, -0, is 0 as in ggml */
-static const int8_t kvalues_e2m1x2[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
-
 /* MXFP4's E8M0 scale 2^(e - 127) (e = 0: the subnormal 2^-127), NaN for
  * e = 255, built from its bits as dequant's ldexpf gives it */
 static inline float e8m0_scale(uint8_t e)

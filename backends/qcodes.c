@@ -26,11 +26,6 @@ static uint32_t rd32(const uint8_t *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static const int8_t kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                         1,    13,   25,  38,  53,  69,  89,  113};
-/* MXFP4's E2M1 values times 2 (-0 as 0, as dequant reads it) */
-static const int8_t mxfp4_x2[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
-
 /* Eight codes at a time in a 64-bit word (SWAR), so that the decoders
  * run without vector units too: B1 has 1 in every byte. */
 #define B1 0x0101010101010101ull
@@ -151,7 +146,7 @@ static inline __attribute__((always_inline)) void b_iq4_nl(const uint8_t *b, int
 {
     (void)m;
     s[0] = h2f(b);
-    nibbles(b + 2, kvalues_iq4nl, c);
+    nibbles(b + 2, dequant_iq4nl_values, c);
 }
 
 static inline __attribute__((always_inline)) void b_mxfp4(const uint8_t *b, int8_t *c, float *s,
@@ -159,7 +154,7 @@ static inline __attribute__((always_inline)) void b_mxfp4(const uint8_t *b, int8
 {
     (void)m;
     s[0] = mxfp4_scale(b[0]);
-    nibbles(b + 1, mxfp4_x2, c);
+    nibbles(b + 1, dequant_mxfp4_x2, c);
 }
 
 /* 256-element blocks: codes c[256], 8 (chunks of 32) or 16 (of 16) scales */
@@ -196,18 +191,6 @@ static inline __attribute__((always_inline)) void b_q3_k(const uint8_t *b, int8_
     }
 }
 
-/* 6-bit scale and min j of the 12-byte packing shared by Q4_K and Q5_K */
-static inline void scale_min_k4(int j, const uint8_t *q, int *d, int *m)
-{
-    if (j < 4) {
-        *d = q[j] & 63;
-        *m = q[j + 4] & 63;
-    } else {
-        *d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-    }
-}
-
 /* Q4_K (qh NULL) and Q5_K: chunk 2i the low nibbles of q[32 i ..], chunk
  * 2i + 1 the high ones; Q5_K's fifth bits are bits 2i, 2i + 1 of qh */
 static inline __attribute__((always_inline)) void
@@ -217,7 +200,7 @@ k4_codes(const uint8_t *b, const uint8_t *qh, const uint8_t *q, int8_t *c, float
     for (int i = 0; i < 4; i++, q += 32) {
         for (int h = 0; h < 2; h++) {
             int sc, mn;
-            scale_min_k4(2 * i + h, b + 4, &sc, &mn);
+            dequant_k4_scale_min(2 * i + h, b + 4, &sc, &mn);
             s[2 * i + h] = d * (float)sc;
             m[2 * i + h] = -(dmin * (float)mn);
             int8_t *o = c + 64 * i + 32 * h;
@@ -266,16 +249,8 @@ static inline __attribute__((always_inline)) void b_iq4_xs(const uint8_t *b, int
     (void)m;
     for (int ib = 0; ib < 8; ib++) {
         s[ib] = iq4xs_scale(b, ib);
-        nibbles(b + 8 + 16 * ib, kvalues_iq4nl, c + 32 * ib);
+        nibbles(b + 8 + 16 * ib, dequant_iq4nl_values, c + 32 * ib);
     }
-}
-
-/* ternary digit n of a base-3 fixed-point byte (TQ1_0 packing), -1..1 */
-static inline int8_t trit(uint8_t byte, int n)
-{
-    static const uint8_t pow3[6] = {1, 3, 9, 27, 81, 243};
-    uint8_t q = (uint8_t)(byte * pow3[n]);
-    return (int8_t)((((uint16_t)q * 3) >> 8) - 1);
 }
 
 static inline __attribute__((always_inline)) void b_tq1_0(const uint8_t *b, int8_t *c, float *s,
@@ -287,13 +262,13 @@ static inline __attribute__((always_inline)) void b_tq1_0(const uint8_t *b, int8
         s[i] = h2f(b + 52);
     for (int n = 0; n < 5; n++)
         for (int j = 0; j < 32; j++)
-            *c++ = trit(qs[j], n);
+            *c++ = (int8_t)dequant_trit(qs[j], n);
     for (int n = 0; n < 5; n++)
         for (int j = 0; j < 16; j++)
-            *c++ = trit(qs[32 + j], n);
+            *c++ = (int8_t)dequant_trit(qs[32 + j], n);
     for (int n = 0; n < 4; n++)
         for (int j = 0; j < 4; j++)
-            *c++ = trit(qh[j], n);
+            *c++ = (int8_t)dequant_trit(qh[j], n);
 }
 
 static inline __attribute__((always_inline)) void b_tq2_0(const uint8_t *b, int8_t *c, float *s,
@@ -495,8 +470,9 @@ __attribute__((target("ssse3"))) static inline void nibbles_ssse3(const uint8_t 
 __attribute__((target("ssse3"))) static void table_row_ssse3(uint32_t type, const uint8_t *row,
                                                              int64_t nb, int8_t *code, float *s)
 {
-    const __m128i tab = _mm_loadu_si128(
-        (const __m128i *)(const void *)(type == GGML_MXFP4 ? mxfp4_x2 : kvalues_iq4nl));
+    const __m128i tab =
+        _mm_loadu_si128((const __m128i *)(const void *)(type == GGML_MXFP4 ? dequant_mxfp4_x2
+                                                                           : dequant_iq4nl_values));
     for (int64_t i = 0; i < nb; i++) {
         if (type == GGML_IQ4_NL) {
             const uint8_t *b = row + (size_t)i * 18;
