@@ -1771,19 +1771,20 @@ static int q8_check(void *ctx)
     static const struct {
         uint32_t type;
         int64_t in;
-    } cases[] = {{GGML_Q4_1, 32},     {GGML_Q4_1, 96},     {GGML_Q4_1, 1024},   {GGML_Q5_0, 32},
-                 {GGML_Q5_0, 160},    {GGML_Q5_1, 64},     {GGML_Q5_1, 96},     {GGML_Q5_1, 1024},
-                 {GGML_Q4_0, 32},     {GGML_Q4_0, 64},     {GGML_Q4_0, 96},     {GGML_Q4_0, 128},
-                 {GGML_Q4_0, 160},    {GGML_Q4_0, 224},    {GGML_Q4_0, 1024},   {GGML_Q8_0, 32},
-                 {GGML_Q8_0, 96},     {GGML_Q8_0, 128},    {GGML_Q8_0, 160},    {GGML_Q8_0, 1056},
-                 {GGML_Q4_K, 256},    {GGML_Q4_K, 512},    {GGML_Q6_K, 256},    {GGML_Q6_K, 768},
-                 {GGML_Q5_K, 256},    {GGML_Q5_K, 1024},   {GGML_IQ4_NL, 32},   {GGML_IQ4_NL, 96},
-                 {GGML_IQ4_NL, 1024}, {GGML_IQ4_XS, 256},  {GGML_IQ4_XS, 768},  {GGML_Q2_K, 256},
-                 {GGML_Q2_K, 512},    {GGML_Q3_K, 256},    {GGML_Q3_K, 768},    {GGML_MXFP4, 32},
-                 {GGML_MXFP4, 96},    {GGML_MXFP4, 1024},  {GGML_TQ1_0, 256},   {GGML_TQ1_0, 768},
-                 {GGML_TQ2_0, 256},   {GGML_TQ2_0, 512},   {GGML_IQ2_XXS, 256}, {GGML_IQ2_XS, 512},
-                 {GGML_IQ2_S, 256},   {GGML_IQ3_XXS, 512}, {GGML_IQ3_S, 256},   {GGML_IQ1_S, 256},
-                 {GGML_IQ1_S, 512},   {GGML_IQ1_M, 256},   {GGML_IQ1_M, 768}};
+    } cases[] = {{GGML_Q4_1, 32},     {GGML_Q4_1, 96},     {GGML_Q4_1, 1024},  {GGML_Q5_0, 32},
+                 {GGML_Q5_0, 160},    {GGML_Q5_1, 64},     {GGML_Q5_1, 96},    {GGML_Q5_1, 1024},
+                 {GGML_Q4_0, 32},     {GGML_Q4_0, 64},     {GGML_Q4_0, 96},    {GGML_Q4_0, 128},
+                 {GGML_Q4_0, 160},    {GGML_Q4_0, 224},    {GGML_Q4_0, 1024},  {GGML_Q8_0, 32},
+                 {GGML_Q8_0, 96},     {GGML_Q8_0, 128},    {GGML_Q8_0, 160},   {GGML_Q8_0, 1056},
+                 {GGML_Q4_K, 256},    {GGML_Q4_K, 512},    {GGML_Q6_K, 256},   {GGML_Q6_K, 768},
+                 {GGML_Q5_K, 256},    {GGML_Q5_K, 1024},   {GGML_IQ4_NL, 32},  {GGML_IQ4_NL, 96},
+                 {GGML_IQ4_NL, 1024}, {GGML_IQ4_NL, 224},  {GGML_IQ4_NL, 192}, {GGML_IQ4_XS, 256},
+                 {GGML_IQ4_XS, 768},  {GGML_Q2_K, 256},    {GGML_Q2_K, 512},   {GGML_Q3_K, 256},
+                 {GGML_Q3_K, 768},    {GGML_MXFP4, 32},    {GGML_MXFP4, 96},   {GGML_MXFP4, 1024},
+                 {GGML_MXFP4, 224},   {GGML_TQ1_0, 256},   {GGML_TQ1_0, 768},  {GGML_TQ2_0, 256},
+                 {GGML_TQ2_0, 512},   {GGML_IQ2_XXS, 256}, {GGML_IQ2_XS, 512}, {GGML_IQ2_S, 256},
+                 {GGML_IQ3_XXS, 512}, {GGML_IQ3_S, 256},   {GGML_IQ1_S, 256},  {GGML_IQ1_S, 512},
+                 {GGML_IQ1_M, 256},   {GGML_IQ1_M, 768}};
     const int vnni = !strcmp(matmul_kernel_name(), "avx512vnni");
     for (uint32_t type = 0; type < QG_F8_E4M3_S32; type++) { /* every GGUF block format */
         const uint32_t kind = simfmt_llamacpp_act_class(type);
@@ -1804,7 +1805,14 @@ static int q8_check(void *ctx)
         float *x = malloc(sizeof(float) * (size_t)in);
         synth_random_blocks(cases[i].type, q, in * ROWS, 0.5f, &st);
         for (size_t o = 0; cases[i].type == GGML_MXFP4 && o < rb * ROWS; o += 17)
-            q[o] = (uint8_t)(120 + q[o] % 12); /* scales near 1 (E8M0 255 is NaN to dequant) */
+            q[o] = (uint8_t)(o / rb % 3 ? 120 + rng_next(&st) % 12 : rng_next(&st) % 2);
+        /* MXFP4: scales near 1 (E8M0 255 is NaN to dequant); every third row subnormal (0, 1) */
+        if (ti->block == 32 && cases[i].type != GGML_MXFP4) /* each block its own fp16 d */
+            for (size_t o = 0; o < rb * ROWS; o += ti->type_size) {
+                float d = quant_f16_to_f32((uint16_t)(q[o] | q[o + 1] << 8));
+                uint16_t h = quant_f32_to_f16(d * (1.0f + (float)(o / ti->type_size % 7) / 8));
+                q[o] = (uint8_t)h, q[o + 1] = (uint8_t)(h >> 8);
+            }
         for (int64_t k = 0; k < in; k++)
             x[k] = (float)(rng_unit(&st) * 2 - 1) * (k % 7 == 0 ? 8.0f : 1.0f);
         struct wmat W = {"w", cases[i].type, q, in, ROWS, rb, 0};
