@@ -348,7 +348,6 @@ AVX2 float mx_row_half_avx2(const struct wmat *W, int64_t r, const float *x, int
     __m256 s0 = _mm256_setzero_ps(), s1 = s0;
     int64_t k = 0;
     for (; k + 16 <= W->in; k += 16) {
-        _mm_prefetch((const char *)(b + 2 * k) + AHEAD, _MM_HINT_T0);
         s0 = _mm256_fmadd_ps(half8(b + 2 * k, bf16), _mm256_loadu_ps(x + k), s0);
         s1 = _mm256_fmadd_ps(half8(b + 2 * k + 16, bf16), _mm256_loadu_ps(x + k + 8), s1);
     }

@@ -434,7 +434,6 @@ AVX512 float mx_row_half_avx512(const struct wmat *W, int64_t r, const float *x,
     __m512 s0 = _mm512_setzero_ps(), s1 = s0;
     int64_t k = 0;
     for (; k + 32 <= W->in; k += 32) {
-        _mm_prefetch((const char *)(b + 2 * k) + AHEAD, _MM_HINT_T0);
         s0 = _mm512_fmadd_ps(half16(b + 2 * k, bf16), _mm512_loadu_ps(x + k), s0);
         s1 = _mm512_fmadd_ps(half16(b + 2 * k + 32, bf16), _mm512_loadu_ps(x + k + 16), s1);
     }

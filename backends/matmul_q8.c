@@ -120,12 +120,11 @@ AVX512VNNI static inline __attribute__((always_inline)) struct quad quad_of(int 
     /* a nibble matrix maps bit 7 - i of its row bytes to bit i: the low
      * four bits in place, or the high four down */
     const long long lo = 0x0102040800000000LL, hi = 0x1020408000000000LL;
-    struct quad x = {
-        _mm512_add_epi8(t, _mm512_setr_epi32(o0, o0, o0, o0, o0, o0, o0, o0, o1, o1, o1, o1, o1,
-                                             o1, o1, o1)),
-        _mm512_add_epi8(t, _mm512_setr_epi32(o2, o2, o2, o2, o2, o2, o2, o2, o3, o3, o3, o3, o3,
-                                             o3, o3, o3)),
-        _mm512_setr_epi64(lo, lo, hi, hi, lo, lo, hi, hi), ~0ULL >> (128 - 4 * bsize)};
+    struct quad x = {_mm512_add_epi8(t, _mm512_setr_epi32(o0, o0, o0, o0, o0, o0, o0, o0, o1, o1,
+                                                          o1, o1, o1, o1, o1, o1)),
+                     _mm512_add_epi8(t, _mm512_setr_epi32(o2, o2, o2, o2, o2, o2, o2, o2, o3, o3,
+                                                          o3, o3, o3, o3, o3, o3)),
+                     _mm512_setr_epi64(lo, lo, hi, hi, lo, lo, hi, hi), ~0ULL >> (128 - 4 * bsize)};
     return x;
 }
 

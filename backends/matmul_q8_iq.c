@@ -123,18 +123,37 @@ AVX512VNNI float mx_q8_iq3_s_vnni(const struct wmat *W, int64_t r, const struct 
     return grid_row(GGML_IQ3_S, W, r, a);
 }
 
+/* the eight grid entries (iq1s_grid) of a run of 64 values: index j is
+ * qs[j] with 3 more bits of qh (from bit st j, j < 4, else 16 + st (j -
+ * 4); IQ1_S st 3, IQ1_M 4), by scalar loads: a vpgatherqq is slower here
+ * (bench_kernels, a=llamacpp: IQ1_M 9.0 G weights/s gathered, 12.7 so;
+ * the indices computed in a vector and read back from the stack: 9.4) */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i iq1_grid8(const uint8_t *qs,
+                                                                          uint32_t qh, int st)
+{
+    uint64_t e[8];
+    for (int j = 0; j < 8; j++)
+        e[j] = iq1s_grid[qs[j] | ((qh >> (j < 4 ? st * j : 16 + st * (j - 4))) & 7) << 8];
+    const __m128i a = _mm_insert_epi64(_mm_cvtsi64_si128((long long)e[0]), (long long)e[1], 1),
+                  b = _mm_insert_epi64(_mm_cvtsi64_si128((long long)e[2]), (long long)e[3], 1),
+                  c = _mm_insert_epi64(_mm_cvtsi64_si128((long long)e[4]), (long long)e[5], 1),
+                  d = _mm_insert_epi64(_mm_cvtsi64_si128((long long)e[6]), (long long)e[7], 1);
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(b, a)),
+                              _mm256_set_m128i(d, c), 1);
+}
+
 /* IQ1_S, IQ1_M x Q8_K, llama.cpp's way: the grid values (-1, 0, 1) per
  * lane as (g + 1) q - q, times the integer scales, d_w d_x into eight
  * running sums; the deltas' signs against the codes: IQ1_S as one integer
  * per block (the code sums, ggml's bsums, times sign and scale) times d
  * into a scalar, IQ1_M per lane into eight more running sums; the deltas'
- * sum times 1/8 added last. The 11-bit grid indices gathered. */
+ * sum times 1/8 added last. The 11-bit grid indices looked up one by one (iq1_grid8). */
 AVX512VNNI static inline __attribute__((always_inline)) float
 iq1_row(const struct wmat *W, int64_t r, const struct matmul_q8 *a, const uint32_t type)
 {
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
     const size_t bsize = (size_t)iq_block_bytes(type);
-    const __m512i one = _mm512_set1_epi8(1), seven = _mm512_set1_epi64(7);
+    const __m512i one = _mm512_set1_epi8(1);
     __m256 acc = _mm256_setzero_ps(), acc2 = acc;
     float acc1 = 0;
     for (int64_t k = 0, blk = 0; k < W->in; k += 256, blk++, b += bsize) {
@@ -146,13 +165,7 @@ iq1_row(const struct wmat *W, int64_t r, const struct matmul_q8 *a, const uint32
             const uint8_t *qs = type == GGML_IQ1_S ? b + 2 + 8 * p : b + 8 * p;
             const uint32_t qh =
                 type == GGML_IQ1_S ? iqb_rd32(b + 34 + 4 * p) : iqb_rd32(b + 32 + 4 * p);
-            const __m512i sh = type == GGML_IQ1_S ? _mm512_setr_epi64(0, 3, 6, 9, 16, 19, 22, 25)
-                                                  : _mm512_setr_epi64(0, 4, 8, 12, 16, 20, 24, 28);
-            const __m512i hb = _mm512_srlv_epi64(_mm512_set1_epi64(qh), sh);
-            const __m512i idx =
-                _mm512_or_si512(_mm512_cvtepu8_epi64(_mm_loadl_epi64((const __m128i *)qs)),
-                                _mm512_slli_epi64(_mm512_and_si512(hb, seven), 8));
-            const __m512i g = _mm512_i64gather_epi64(idx, (const void *)iq1s_grid, 8);
+            const __m512i g = iq1_grid8(qs, qh, type == GGML_IQ1_S ? 3 : 4);
             const __m512i q = _mm512_loadu_si512((const void *)(a->q + k + 32 * ib));
             const __m512i s4 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), one, q);
             const __m512i s = _mm512_sub_epi32(
