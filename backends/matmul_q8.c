@@ -111,15 +111,25 @@ struct quad {
     __mmask64 tail;       /* the bytes of the second load that are the blocks' */
 };
 
+/* per 64-bit lane a GFNI bit matrix that maps bit 7 - i of its row
+ * bytes to bit i: NIB_LO keeps a byte's low four bits, NIB_HI moves its
+ * high four down (gf2p8affine with either: a nibble split in one op) */
+#define NIB_LO 0x0102040800000000LL
+#define NIB_HI 0x1020408000000000LL
+
+/* low nibbles in the low 256 bits, high nibbles in the high 256 */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i nib_halves(void)
+{
+    return _mm512_setr_epi64(NIB_LO, NIB_LO, NIB_LO, NIB_LO, NIB_HI, NIB_HI, NIB_HI, NIB_HI);
+}
+
 /* the permutations for blocks of bsize bytes with 16 nibble bytes at qs */
 AVX512VNNI static inline __attribute__((always_inline)) struct quad quad_of(int bsize, int qs)
 {
     const __m512i t = _mm512_set4_epi32(0x0F0E0D0C, 0x0B0A0908, 0x07060504, 0x03020100);
     const int o0 = qs * 0x01010101, o1 = (bsize + qs) * 0x01010101,
               o2 = (2 * bsize + qs) * 0x01010101, o3 = (3 * bsize + qs) * 0x01010101;
-    /* a nibble matrix maps bit 7 - i of its row bytes to bit i: the low
-     * four bits in place, or the high four down */
-    const long long lo = 0x0102040800000000LL, hi = 0x1020408000000000LL;
+    const long long lo = NIB_LO, hi = NIB_HI;
     struct quad x = {_mm512_add_epi8(t, _mm512_setr_epi32(o0, o0, o0, o0, o0, o0, o0, o0, o1, o1,
                                                           o1, o1, o1, o1, o1, o1)),
                      _mm512_add_epi8(t, _mm512_setr_epi32(o2, o2, o2, o2, o2, o2, o2, o2, o3, o3,
@@ -428,13 +438,14 @@ AVX512VNNI float mx_q8_iq4_xs_vnni(const struct wmat *W, int64_t r, const struct
 AVX512VNNI static inline __attribute__((always_inline)) __m512i
 k4_lanes(const uint8_t *qs, const __m512i *hi, __m512i sm, const struct matmul_q8 *a, int64_t k)
 {
-    const __m256i m4 = _mm256_set1_epi8(0xF);
     const __m512i half = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
     __m512i isum = _mm512_setzero_si512();
     for (int p = 0; p < 4; p++) {
-        const __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * p));
-        __m512i w = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(v, m4)),
-                                       _mm256_and_si256(_mm256_srli_epi16(v, 4), m4), 1);
+        /* the 32 bytes twice, low nibbles kept in the low half, high ones
+         * moved down in the high half (one GFNI affine, nib_matrices) */
+        __m512i w = _mm512_gf2p8affine_epi64_epi8(
+            _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(qs + 32 * p))),
+            nib_halves(), 0);
         if (hi) w = _mm512_or_si512(w, hi[p]);
         const __m512i s = _mm512_dpbusd_epi32(
             _mm512_setzero_si512(), w, _mm512_loadu_si512((const void *)(a->q + k + 64 * p)));
