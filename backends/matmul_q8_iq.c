@@ -186,13 +186,7 @@ iq1_row(const struct wmat *W, int64_t r, const struct matmul_q8 *a, const uint32
             }
             lsv = _mm512_add_epi32(_mm512_add_epi32(lsv, lsv), _mm512_set1_epi32(1));
             isum = _mm512_dpwssd_epi32(isum, s, lsv);
-            if (type == GGML_IQ1_S) {
-                const int ls0 = 2 * ((qh >> 12) & 7) + 1, ls1 = 2 * ((qh >> 28) & 7) + 1;
-                si1 += (a->sum16[k / 16 + 2 * ib] + a->sum16[k / 16 + 2 * ib + 1]) *
-                           ((qh >> 15) & 1 ? -1 : 1) * ls0 +
-                       (a->sum16[k / 16 + 2 * ib + 2] + a->sum16[k / 16 + 2 * ib + 3]) *
-                           ((qh >> 31) & 1 ? -1 : 1) * ls1;
-            } else { /* IQ1_M: a delta sign per run of 8 (bit 3 of its nibble) */
+            if (type == GGML_IQ1_M) { /* a delta sign per run of 8 (bit 3 of its nibble) */
                 const __mmask16 neg = _mm512_test_epi32_mask(
                     _mm512_srlv_epi32(_mm512_set1_epi32((int)qh),
                                       _mm512_setr_epi32(3, 3, 7, 7, 11, 11, 15, 15, 19, 19, 23, 23,
@@ -201,6 +195,17 @@ iq1_row(const struct wmat *W, int64_t r, const struct matmul_q8 *a, const uint32
                 isum2 = _mm512_dpwssd_epi32(
                     isum2, _mm512_mask_sub_epi32(s4, neg, _mm512_setzero_si512(), s4), lsv);
             }
+        }
+        if (type == GGML_IQ1_S) { /* run j's code sum times its scale, less where bit 15 */
+            const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(b + 34)));
+            const __m256i ls = _mm256_add_epi32(
+                _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(h, 12), _mm256_set1_epi32(7)),
+                                  1),
+                _mm256_set1_epi32(1));
+            const __m256i t = _mm256_mullo_epi32(run_sums(a, k), ls);
+            si1 = _mm512_reduce_add_epi32(_mm512_zextsi256_si512(
+                _mm256_mask_sub_epi32(t, _mm256_test_epi32_mask(h, _mm256_set1_epi32(0x8000)),
+                                      _mm256_setzero_si256(), t)));
         }
         const float d = a->d[blk] * iq_block_d(type, b);
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold16(isum)), acc);

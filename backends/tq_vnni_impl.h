@@ -36,17 +36,14 @@ AVX512VNNI static inline __attribute__((always_inline)) __m256i tq_times9(__m256
     return _mm256_add_epi8(_mm256_and_si256(_mm256_slli_epi16(x, 3), _mm256_set1_epi8(-8)), x);
 }
 
-/* the top trit of each byte (the digit (x 3) >> 8) by ggml's halving adds */
-AVX512VNNI static inline __attribute__((always_inline)) __m256i tq_trits(__m256i x)
+/* the top trit of each byte (the digit (x 3) >> 8) by ggml's halving
+ * adds: lo's 32 bytes, then hi's, 64 at once */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i tq_trits(__m256i lo, __m256i hi)
 {
-    x = _mm256_subs_epu8(x, _mm256_set1_epi8(1));
-    x = _mm256_avg_epu8(x, _mm256_avg_epu8(x, _mm256_setzero_si256()));
-    return _mm256_and_si256(_mm256_srli_epi16(x, 6), _mm256_set1_epi8(3));
-}
-
-AVX512VNNI static inline __attribute__((always_inline)) __m512i tq_join(__m256i lo, __m256i hi)
-{
-    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+    __m512i x = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+    x = _mm512_subs_epu8(x, _mm512_set1_epi8(1));
+    x = _mm512_avg_epu8(x, _mm512_avg_epu8(x, _mm512_setzero_si512()));
+    return _mm512_and_si512(_mm512_srli_epi16(x, 6), _mm512_set1_epi8(3));
 }
 
 /* TQ1_0 block b's codes, u[i] those of values 64 i .. 64 i + 63: the
@@ -72,10 +69,10 @@ AVX512VNNI static inline __attribute__((always_inline)) void tq1_values(const ui
         _mm_packus_epi16(_mm256_castsi256_si128(h16), _mm256_extracti128_si256(h16, 1));
     const __m256i q1z =
         _mm256_set_m128i(h8, _mm256_castsi256_si128(tq_times9(q1y))); /* q1 81, qh */
-    u[0] = tq_join(tq_trits(q0), tq_trits(q0x3));
-    u[1] = tq_join(tq_trits(q0x9), tq_trits(q0x27));
-    u[2] = tq_join(tq_trits(q0x81), tq_trits(q1x));
-    u[3] = tq_join(tq_trits(q1y), tq_trits(q1z));
+    u[0] = tq_trits(q0, q0x3);
+    u[1] = tq_trits(q0x9, q0x27);
+    u[2] = tq_trits(q0x81, q1x);
+    u[3] = tq_trits(q1y, q1z);
 }
 
 #endif
