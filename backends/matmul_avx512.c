@@ -12,6 +12,18 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
+/* the sum of v's lanes as GCC's _mm512_reduce_add_ps sums them (lanes i
+ * and i + 8, then i and i + 4, then 0 and 2 with 1 and 3, then those two),
+ * written out so that reduce16 below can promise the same bits under any
+ * compiler */
+AVX512 static inline __attribute__((always_inline)) float hsum512(__m512 v)
+{
+    const __m256 h = _mm256_add_ps(_mm512_extractf32x8_ps(v, 1), _mm512_castps512_ps256(v));
+    const __m128 q = _mm_add_ps(_mm256_extractf128_ps(h, 1), _mm256_castps256_ps128(h));
+    const __m128 p = _mm_add_ps(q, _mm_permute_ps(q, 0x4E));
+    return _mm_cvtss_f32(_mm_add_ss(p, _mm_movehdup_ps(p)));
+}
+
 AVX512 static inline __attribute__((always_inline)) float dot512(const float *a, const float *b,
                                                                  int64_t n)
 {
@@ -21,7 +33,7 @@ AVX512 static inline __attribute__((always_inline)) float dot512(const float *a,
         s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + k), _mm512_loadu_ps(b + k), s0);
         s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + k + 16), _mm512_loadu_ps(b + k + 16), s1);
     }
-    float s = _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+    float s = hsum512(_mm512_add_ps(s0, s1));
     for (; k < n; k++)
         s += a[k] * b[k];
     return s;
@@ -32,10 +44,51 @@ AVX512 float mx_dot_avx512(const float *a, const float *b, int64_t n)
     return dot512(a, b, n);
 }
 
+/* dot512's lane sums s0 + s1 (before its horizontal sum) for n % 32 == 0 */
+AVX512 static inline __attribute__((always_inline)) __m512 lanes512(const float *a, const float *b,
+                                                                    int64_t n)
+{
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+    for (int64_t k = 0; k < n; k += 32) {
+        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + k), _mm512_loadu_ps(b + k), s0);
+        s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + k + 16), _mm512_loadu_ps(b + k + 16), s1);
+    }
+    return _mm512_add_ps(s0, s1);
+}
+
+/* v[0..15] each summed as hsum512 sums one register (each add pairs the
+ * same values, so the same bits), v[t]'s sum in lane t */
+AVX512 static inline __attribute__((always_inline)) __m512 reduce16(const __m512 v[16])
+{
+    __m512 p[8], q[4], r[4];
+    for (int k = 0; k < 8; k++) /* [v2k's 8 sums | v2k+1's] */
+        p[k] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0xEE),
+                             _mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0x44));
+    for (int m = 0; m < 4; m++) /* four keys' 4 sums, one key a 128-bit lane */
+        q[m] = _mm512_add_ps(_mm512_shuffle_f32x4(p[2 * m], p[2 * m + 1], 0xDD),
+                             _mm512_shuffle_f32x4(p[2 * m], p[2 * m + 1], 0x88));
+    for (int m = 0; m < 4; m++) { /* (x0 + x2) + (x1 + x3) in each lane's first element */
+        const __m512 h = _mm512_add_ps(q[m], _mm512_permute_ps(q[m], 0x4E));
+        r[m] = _mm512_add_ps(h, _mm512_permute_ps(h, 0xB1));
+    }
+    const __m512i i01 = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512 r01 = _mm512_permutex2var_ps(r[0], i01, r[1]),
+                 r23 = _mm512_permutex2var_ps(r[2], i01, r[3]);
+    return _mm512_shuffle_f32x4(r01, r23, 0x44);
+}
+
 AVX512 void mx_dots_avx512(float *out, const float *a, const float *b, int64_t T, int64_t stride,
                            int64_t n, float scale)
 {
-    for (int64_t t = 0; t < T; t++)
+    int64_t t = 0;
+    if (n % 32 == 0)
+        for (; t + 16 <= T; t += 16) { /* 16 keys' horizontal sums together */
+            __m512 v[16];
+            for (int k = 0; k < 16; k++)
+                v[k] = lanes512(a, b + (t + k) * stride, n);
+            _mm512_storeu_ps(out + t, _mm512_mul_ps(reduce16(v), _mm512_set1_ps(scale)));
+        }
+    for (; t < T; t++)
         out[t] = dot512(a, b + t * stride, n) * scale;
 }
 

@@ -905,6 +905,41 @@ TEST(vecmath_sets_match_scalar_bits, unit)
     return 0;
 }
 
+/* matmul_dots against matmul_dot times the scale, bit for bit, under the
+ * set in use: row sizes with and without a whole number of 32, key counts
+ * around the AVX-512 set's batches of 16 */
+static int dots_check(void *ctx)
+{
+    (void)ctx;
+    enum { MAXN = 256, MAXT = 40, STRIDE = 264 };
+    static float a[MAXN], b[MAXT * STRIDE], out[MAXT];
+    uint64_t r = 5;
+    for (int i = 0; i < MAXN; i++)
+        a[i] = (float)(rng_unit(&r) * 2 - 1);
+    for (int i = 0; i < MAXT * STRIDE; i++)
+        b[i] = (float)(rng_unit(&r) * 2 - 1) * (i % 13 == 0 ? 100.0f : 1.0f);
+    static const int ns[] = {64, 128, 80, 32, 256, 16}, Ts[] = {1, 15, 16, 17, 33, 40};
+    for (size_t i = 0; i < sizeof ns / sizeof *ns; i++)
+        for (size_t j = 0; j < sizeof Ts / sizeof *Ts; j++) {
+            matmul_dots(out, a, b, Ts[j], STRIDE, ns[i], 0.125f);
+            for (int t = 0; t < Ts[j]; t++) {
+                const float want = matmul_dot(a, b + (size_t)t * STRIDE, ns[i]) * 0.125f;
+                if (memcmp(&out[t], &want, sizeof want))
+                    T_FAIL_("%s: n %d T %d key %d: %a, one by one %a", matmul_kernel_name(), ns[i],
+                            Ts[j], t, (double)out[t], (double)want);
+            }
+        }
+    return 0;
+}
+
+TEST(dots_match_dot_bits, unit)
+{
+    /* attention's scores (matmul_dots, 16 keys' sums at once under
+     * AVX-512) are each key's matmul_dot times the scale, to the bit, in
+     * every kernel set */
+    return each_kernel_set(dots_check, NULL);
+}
+
 /* flash_f16_sets_agree's inputs and the portable set's outputs, per case */
 struct flash_case {
     int hd, T;
