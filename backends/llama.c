@@ -180,6 +180,35 @@ int llama_simulate_weights(struct llama_model *m, const struct simfmt *f, const 
     return rc;
 }
 
+int llama_pack_decode(struct llama_model *m, size_t *bytes)
+{
+    if (bytes) *bytes = 0;
+    int n;
+    struct wmat **all = all_matrices(m, &n);
+    if (!all) return QG_ERR_NOMEM;
+    int rc = QG_OK;
+    for (int i = 0; i < n && !rc; i++) {
+        struct wmat *w = all[i];
+        const size_t size = matmul_pack4_bytes(w);
+        if (!size || w->rows4 || (w == &m->tok_embd && !m->hp.tied_output))
+            continue; /* an untied embedding is looked up, never multiplied */
+        uint8_t **grow = realloc(m->packed, (size_t)(m->n_packed + 1) * sizeof *grow);
+        if (grow) m->packed = grow;
+        uint8_t *copy = grow ? qg_alloc_aligned(size) : NULL;
+        if (!copy) {
+            rc = QG_ERR_NOMEM;
+            break;
+        }
+        m->packed[m->n_packed++] = copy;
+        matmul_pack4(w, copy);
+        w->rows4 = copy;
+        if (bytes) *bytes += size;
+    }
+    if (m->hp.tied_output) m->output = m->tok_embd; /* the same matrix, the same copy */
+    free(all);
+    return rc;
+}
+
 size_t llama_decode_bytes(const struct llama_model *m)
 {
     const struct llama_hparams *h = &m->hp;

@@ -441,6 +441,9 @@ void llama_free(struct llama_model *m)
     for (int i = 0; i < m->n_sim; i++)
         free(m->sim[i]);
     free(m->sim);
+    for (int i = 0; i < m->n_packed; i++)
+        free(m->packed[i]);
+    free(m->packed);
     gguf_close(m->g);
     free(m);
 }

@@ -254,7 +254,7 @@ void matmul_rows_fused(float *y, const float *x, const struct wmat *W, int64_t r
 int matmul_has_q8(uint32_t type, uint32_t kind)
 {
     struct matmul_q8 a = {.kind = kind};
-    struct wmat W = {"probe", type, NULL, 256, 0, 0, 0};
+    struct wmat W = {"probe", type, NULL, 256, 0, 0, 0, NULL};
     return mv_x86_q8_rows(mv_isa_current(), NULL, &a, &W, 0, 0);
 }
 
@@ -266,7 +266,7 @@ int matmul_has_fused(uint32_t type, int64_t in)
      * kernels that read a preparation see a zeroed one (its flag: floats) */
     size_t n = mv_x86_prep_floats(isa, type, in);
     float *prep = n ? calloc(n, sizeof *prep) : NULL;
-    struct wmat W = {"probe", type, NULL, in, 0, 0, 0};
+    struct wmat W = {"probe", type, NULL, in, 0, 0, 0, NULL};
     int has = (!n || prep) && mv_x86_rows(isa, NULL, NULL, prep, &W, 0, 0);
     free(prep);
     return has;
@@ -396,4 +396,21 @@ int matmul_w_minima(float *y, const float *x, const struct wmat *W, const float 
     struct mm_job j = {y, x, bias, W, n, beta, scratch, 0, (int)(W->in / 32)};
     run_panels(&j, n_threads);
     return QG_OK;
+}
+
+size_t matmul_pack4_bytes(const struct wmat *W)
+{
+    const int typed = W->type == GGML_Q4_0 || W->type == GGML_IQ4_NL || W->type == GGML_MXFP4;
+    if (!typed || mv_isa_current() != MV_AVX512_VNNI || W->out < 4) return 0;
+    return (size_t)(W->out / 4) * 4 * W->row_bytes;
+}
+
+void matmul_pack4(const struct wmat *W, uint8_t *dst)
+{
+    const size_t bs = ggml_type_get(W->type)->type_size;
+    const int64_t nb = W->in / ggml_type_get(W->type)->block;
+    for (int64_t g = 0; g < W->out / 4; g++)
+        for (int64_t i = 0; i < nb; i++)
+            for (int r = 0; r < 4; r++, dst += bs)
+                memcpy(dst, W->data + (size_t)(4 * g + r) * W->row_bytes + (size_t)i * bs, bs);
 }

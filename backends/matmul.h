@@ -39,8 +39,21 @@ struct wmat {
     const uint8_t *data;
     int64_t in, out; /* ne0, ne1 */
     size_t row_bytes;
-    float in_scale; /* a checkpoint's static input scale (ModelOpt), 0: none; not used here */
+    float in_scale;       /* a checkpoint's static input scale (ModelOpt), 0: none; not used here */
+    const uint8_t *rows4; /* NULL, or decode's interleaved copy (matmul_pack4), borrowed */
 };
+
+/* Decode's interleaved copy of W: rows in groups of four, block i of the
+ * group's four rows side by side, then block i + 1 (so one stream feeds
+ * four independent sums, as llama.cpp's repacked weights do). Where a
+ * decode product's W has one (W->rows4), a=llamacpp's integer kernels
+ * read its whole groups from it, the same bits as from W->data; the rows
+ * past the last whole group, prefill and the other kernels read W->data.
+ * matmul_pack4_bytes: the copy's size, 0 when the kernel set in use has
+ * no kernel for it or the type none (kernels: Q4_0, IQ4_NL, MXFP4 under
+ * avx512vnni). matmul_pack4 writes it (dst: that many bytes). */
+size_t matmul_pack4_bytes(const struct wmat *W);
+void matmul_pack4(const struct wmat *W, uint8_t *dst);
 
 /* Floats of scratch one thread needs for matrices of up to max_in inputs. */
 size_t matmul_scratch_floats(int64_t max_in);

@@ -203,6 +203,40 @@ q4_0_row(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
     return hsum8(acc);
 }
 
+/* Q4_0 x Q8_0, rows r to r + 3 (r % 4 == 0) from W->rows4: each step
+ * block i of the four rows, one chain per row, each row's operations as
+ * q4_0_row's in its order (the same bits); one stream, four chains */
+AVX512VNNI void mx_q8_q4_0_rows4_vnni(float *y, const struct wmat *W, int64_t r,
+                                      const struct matmul_q8 *a)
+{
+    const int64_t nb = W->in / 32;
+    const uint8_t *b = W->rows4 + (size_t)(r / 4) * 4 * W->row_bytes;
+    const struct quad x = quad_of(18, 2);
+    const __m512i eight = _mm512_set1_epi8(8);
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                     _mm256_setzero_ps()};
+    for (int64_t i = 0; i < nb; i++, b += 4 * 18) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
+        const __m512i q = _mm512_broadcast_i64x4(
+            _mm256_loadu_si256((const __m256i *)(const void *)(a->q + 32 * i)));
+        const __m512i e = _mm512_dpbusd_epi32(_mm512_setzero_si512(), eight, q);
+        __m512i raw, w01, w23;
+        nib_quad(&x, b, &raw, &w01, &w23);
+        const __m512 f01 = _mm512_cvtepi32_ps(
+            _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w01, q), e));
+        const __m512 f23 = _mm512_cvtepi32_ps(
+            _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w23, q), e));
+        const __m128 d = _mm_mul_ps(f16_quad(raw), _mm_set1_ps(a->d[i]));
+        acc[0] = _mm256_fmadd_ps(lane(d, 0), _mm512_castps512_ps256(f01), acc[0]);
+        acc[1] = _mm256_fmadd_ps(lane(d, 1), _mm512_extractf32x8_ps(f01, 1), acc[1]);
+        acc[2] = _mm256_fmadd_ps(lane(d, 2), _mm512_castps512_ps256(f23), acc[2]);
+        acc[3] = _mm256_fmadd_ps(lane(d, 3), _mm512_extractf32x8_ps(f23, 1), acc[3]);
+    }
+    for (int j = 0; j < 4; j++)
+        y[j] = hsum8(acc[j]);
+}
+
 /* Q8_0 x Q8_0, one row: two blocks at a time, an odd last one alone */
 AVX512VNNI static inline __attribute__((always_inline)) float
 q8_0_row(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
@@ -391,6 +425,75 @@ lookup_row(const struct wmat *W, int64_t r, const struct matmul_q8 *a, const int
         y += a->d[i] * (mx ? e8m0_half(b[0]) : h2f_f16c(b)) * (float)t;
     }
     return y;
+}
+
+/* one step of lookup_rows4: block i of the four rows at b, into acc[0..3] */
+AVX512VNNI static inline __attribute__((always_inline)) void
+lookup4_block(__m256 acc[4], const uint8_t *b, const struct quad *x, __m512i table,
+              const struct matmul_q8 *a, int64_t i, const int mx)
+{
+    const __m512i q =
+        _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)(a->q + 32 * i)));
+    const __m512i e = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)0x80), q);
+    __m512i raw, w01, w23;
+    nib_quad(x, b, &raw, &w01, &w23);
+    const __m512 f01 = _mm512_cvtepi32_ps(_mm512_sub_epi32(
+        _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_shuffle_epi8(table, w01), q), e));
+    const __m512 f23 = _mm512_cvtepi32_ps(_mm512_sub_epi32(
+        _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_shuffle_epi8(table, w23), q), e));
+    const __m128 d = _mm_mul_ps(_mm_set1_ps(a->d[i]), mx ? e8m0_quad(raw) : f16_quad(raw));
+    acc[0] = _mm256_fmadd_ps(lane(d, 0), _mm512_castps512_ps256(f01), acc[0]);
+    acc[1] = _mm256_fmadd_ps(lane(d, 1), _mm512_extractf32x8_ps(f01, 1), acc[1]);
+    acc[2] = _mm256_fmadd_ps(lane(d, 2), _mm512_castps512_ps256(f23), acc[2]);
+    acc[3] = _mm256_fmadd_ps(lane(d, 3), _mm512_extractf32x8_ps(f23, 1), acc[3]);
+}
+
+/* lookup_row for rows r to r + 3 (r % 4 == 0) from W->rows4: block i of
+ * the four rows a step, even blocks into each row's even sums, odd ones
+ * into its odd sums, an odd last block's integer total after, as
+ * lookup_row (the same bits) */
+AVX512VNNI static inline __attribute__((always_inline)) void
+lookup_rows4(float *y, const struct wmat *W, int64_t r, const struct matmul_q8 *a,
+             const int8_t *values, const int mx)
+{
+    const int bsize = mx ? 17 : 18, qs = mx ? 1 : 2;
+    const int64_t nb = W->in / 32, even = nb / 2 * 2;
+    const uint8_t *b = W->rows4 + (size_t)(r / 4) * 4 * W->row_bytes;
+    const __m512i table = table16(values);
+    const struct quad x = quad_of(bsize, qs);
+    __m256 ev[4], od[4];
+    for (int j = 0; j < 4; j++)
+        ev[j] = od[j] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < even; i += 2, b += 8 * bsize) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + AHEAD + 128, _MM_HINT_T0);
+        lookup4_block(ev, b, &x, table, a, i, mx);
+        lookup4_block(od, b + 4 * bsize, &x, table, a, i + 1, mx);
+    }
+    for (int j = 0; j < 4; j++) {
+        y[j] = hsum8(_mm256_add_ps(ev[j], od[j]));
+        if (even < nb) { /* the odd last block: b points at the group's */
+            const uint8_t *c = b + (size_t)j * (size_t)bsize;
+            int32_t t = 0;
+            for (int m = 0; m < 16; m++)
+                t += a->q[32 * even + m] * values[c[qs + m] & 0xF] +
+                     a->q[32 * even + 16 + m] * values[c[qs + m] >> 4];
+            y[j] += a->d[even] * (mx ? e8m0_half(c[0]) : h2f_f16c(c)) * (float)t;
+        }
+    }
+}
+
+AVX512VNNI void mx_q8_iq4_nl_rows4_vnni(float *y, const struct wmat *W, int64_t r,
+                                        const struct matmul_q8 *a)
+{
+    lookup_rows4(y, W, r, a, dequant_iq4nl_values, 0);
+}
+
+AVX512VNNI void mx_q8_mxfp4_rows4_vnni(float *y, const struct wmat *W, int64_t r,
+                                       const struct matmul_q8 *a)
+{
+    lookup_rows4(y, W, r, a, dequant_mxfp4_x2, 1);
 }
 
 AVX512VNNI float mx_q8_iq4_nl_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)

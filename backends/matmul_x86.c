@@ -66,6 +66,21 @@ void mv_x86_prep(enum mv_isa isa, uint32_t type, const float *x, int64_t n, floa
     mx_prep_avx2(x, n, lanes, sums);
 }
 
+/* with W->rows4: whole groups of four by fn4(y, W, r, a), the other rows
+ * by expr */
+#define ROWS4(fn4, expr)                                                                           \
+    do {                                                                                           \
+        const int64_t full = W->out / 4 * 4;                                                       \
+        int64_t r = r0;                                                                            \
+        for (; r < r1 && (r % 4 || r + 4 > full || r + 4 > r1); r++)                               \
+            y[r - r0] = (expr);                                                                    \
+        for (; r + 4 <= r1 && r + 4 <= full; r += 4)                                               \
+            fn4(y + (r - r0), W, r, a);                                                            \
+        for (; r < r1; r++)                                                                        \
+            y[r - r0] = (expr);                                                                    \
+        return 1;                                                                                  \
+    } while (0)
+
 #define ROWS(expr)                                                                                 \
     do {                                                                                           \
         for (int64_t r = r0; r < r1; r++)                                                          \
@@ -203,6 +218,7 @@ int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const s
     if (a->kind == GGML_Q8_0) {
         switch (W->type) {
         case GGML_Q4_0:
+            if (W->rows4) ROWS4(mx_q8_q4_0_rows4_vnni, mx_q8_q4_0_vnni(W, r, a));
             ROWS(mx_q8_q4_0_vnni(W, r, a));
         case GGML_Q8_0:
             ROWS(mx_q8_q8_0_vnni(W, r, a));
@@ -213,8 +229,10 @@ int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const s
         case GGML_Q5_1:
             ROWS(mx_q8_q5_1_vnni(W, r, a));
         case GGML_IQ4_NL:
+            if (W->rows4) ROWS4(mx_q8_iq4_nl_rows4_vnni, mx_q8_iq4_nl_vnni(W, r, a));
             ROWS(mx_q8_iq4_nl_vnni(W, r, a));
         case GGML_MXFP4:
+            if (W->rows4) ROWS4(mx_q8_mxfp4_rows4_vnni, mx_q8_mxfp4_vnni(W, r, a));
             ROWS(mx_q8_mxfp4_vnni(W, r, a));
         default:
             return 0;

@@ -9,7 +9,8 @@
  * multiplied by one random x, REPS times ten passes, the fastest kept:
  * plain mode (matmul_rows_fused: the kernel set's fused kernel with its
  * preparation of x) and, where the set has one, a=llamacpp's integer
- * kernel (matmul_w_group_q8 against x rounded to llama.cpp's 8-bit blocks).
+ * kernel (matmul_w_group_q8 against x rounded to llama.cpp's 8-bit blocks,
+ * reading decode's interleaved copy where the type has one, matmul_pack4).
  * Reported: G weights/s and the weight bytes that is per second, and
  * whether the set has a fused kernel for the type (else the generic
  * decode-then-dot path). Two threads streaming from memory need about
@@ -65,7 +66,12 @@ static double time_q8(const struct wmat *W, const float *x, float *y, int reps)
         struct simfmt_codes c = {q, d, s16, kind == GGML_Q8_0 ? s : NULL};
         if (!simfmt_llamacpp_codes(W->type, xr, W->in, &c)) {
             struct matmul_q8 a = {kind, q, d, s16, c.s};
-            struct matmul_part part = {y, W, NULL, 0.0f};
+            struct wmat Wp = *W; /* with decode's interleaved copy, where it has one */
+            const size_t packed = matmul_pack4_bytes(W);
+            uint8_t *copy = packed ? qg_alloc_aligned(packed) : NULL;
+            if (copy) matmul_pack4(W, copy);
+            Wp.rows4 = copy;
+            struct matmul_part part = {y, &Wp, NULL, 0.0f};
             best = 1e30;
             for (int i = 0; i < reps; i++) {
                 double t0 = now();
@@ -74,6 +80,7 @@ static double time_q8(const struct wmat *W, const float *x, float *y, int reps)
                 double t = now() - t0;
                 if (t < best) best = t;
             }
+            free(copy);
         }
     }
     free(xr), free(d), free(s), free(scratch), free(q), free(s16);

@@ -1027,7 +1027,7 @@ static int minima_check(uint32_t type, const float *x, int in, int out, int n, u
         uint16_t m = quant_f32_to_f16((float)(rng_unit(st) * 0.2 - 0.1));
         memcpy(q + b * ti->type_size + 2, &m, 2);
     }
-    struct wmat W = {"w", type, q, in, out, rb, 0};
+    struct wmat W = {"w", type, q, in, out, rb, 0, NULL};
     ASSERT_OK(matmul_w_minima(y, x, &W, NULL, n, 0.0f, 1, scratch));
     double worst = 0;
     for (int o = 0; o < out; o++) {
@@ -1129,7 +1129,7 @@ static int group_case(const uint32_t types[3])
             else
                 ASSERT_OK(quant_row(types[p], w, q + r * rb, IN));
         }
-        W[p] = (struct wmat){"w", types[p], q, IN, outs[p], rb, 0};
+        W[p] = (struct wmat){"w", types[p], q, IN, outs[p], rb, 0, NULL};
         y1[p] = malloc(sizeof(float) * N * (size_t)outs[p]);
         y2[p] = malloc(sizeof(float) * N * (size_t)outs[p]);
         ASSERT(y1[p] && y2[p]);
@@ -1220,7 +1220,7 @@ static int decode_kernels_check(void)
         uint8_t *q = malloc(rb * ROWS);
         for (int r = 0; r < ROWS; r++)
             ASSERT_OK(quant_row(types[t], w + r * IN, q + r * rb, IN));
-        struct wmat W = {"w", types[t], q, IN, ROWS, rb, 0};
+        struct wmat W = {"w", types[t], q, IN, ROWS, rb, 0, NULL};
         double ef, ep;
         decode_errors(&W, x, ROWS, &ef, &ep);
         printf("%-8s fused %.2e portable %.2e\n", ti->name, ef, ep);
@@ -1235,7 +1235,7 @@ static int decode_kernels_check(void)
         size_t rb = IN / ti->block * ti->type_size;
         uint8_t *q = malloc(rb * ROWS);
         synth_random_blocks(type, q, (int64_t)IN * ROWS, 0.5f, &st);
-        struct wmat W = {"w", type, q, IN, ROWS, rb, 0};
+        struct wmat W = {"w", type, q, IN, ROWS, rb, 0, NULL};
         double ef, ep;
         decode_errors(&W, x, ROWS, &ef, &ep);
         printf("%-8s fused %.2e portable %.2e (random blocks)\n", ti->name, ef, ep);
@@ -1262,7 +1262,7 @@ static int decode_kernels_check(void)
             else
                 ASSERT_OK(quant_row(odd[o].type, f, q + r * rb, odd[o].in));
         }
-        struct wmat W = {"w", odd[o].type, q, odd[o].in, ROWS, rb, 0};
+        struct wmat W = {"w", odd[o].type, q, odd[o].in, ROWS, rb, 0, NULL};
         double ef, ep;
         decode_errors(&W, x, ROWS, &ef, &ep);
         printf("%-8s fused %.2e portable %.2e (rows of %lld)\n", ti->name, ef, ep,
@@ -1290,7 +1290,7 @@ static int decode_kernels_check(void)
             const struct ggml_type_info *ti = ggml_type_get(t->type);
             struct wmat W = {t->name,  t->type,  t->data,
                              t->ne[0], t->ne[1], (size_t)(t->ne[0] / ti->block) * ti->type_size,
-                             0};
+                             0,        NULL};
             double ef, ep;
             decode_errors(&W, x, W.out < ROWS ? W.out : ROWS, &ef, &ep);
             printf("%-8s fused %.2e portable %.2e (%s)\n", ti->name, ef, ep, t->name);
@@ -1376,7 +1376,7 @@ static int vnni_edges(uint32_t type, int64_t in, uint64_t *st)
         rc = quant_row(GGML_Q4_K, w, q + (size_t)r * rb, in);
     }
     if (type != GGML_Q4_K) synth_random_blocks(type, q, in * ROWS, 0.5f, st);
-    struct wmat W = {"w", type, q, in, ROWS, rb, 0};
+    struct wmat W = {"w", type, q, in, ROWS, rb, 0, NULL};
     for (int64_t i = 0; i < in; i++)
         x[i] = (float)(rng_unit(st) * 2 - 1);
     /* groups it holds: zeros, a max of 2^-60 and just under 2^60, one
@@ -1850,7 +1850,7 @@ static int q8_check(void *ctx)
             }
         for (int64_t k = 0; k < in; k++)
             x[k] = (float)(rng_unit(&st) * 2 - 1) * (k % 7 == 0 ? 8.0f : 1.0f);
-        struct wmat W = {"w", cases[i].type, q, in, ROWS, rb, 0};
+        struct wmat W = {"w", cases[i].type, q, in, ROWS, rb, 0, NULL};
         const uint32_t kind = simfmt_llamacpp_act_class(cases[i].type);
         const int has = matmul_has_q8(cases[i].type, kind);
         int unlike = 0;
@@ -1875,6 +1875,88 @@ static int q8_check(void *ctx)
             T_FAIL_("%s: a NaN input gave %g", ti->name, en);
     }
     return 0;
+}
+
+/* decode products of W through matmul_w_group_q8 (2 threads, the pool
+ * forced on) with W's interleaved copy and without: the same bits, under
+ * the set in use; the copy only where the set has kernels for it */
+static int rows4_check(void *ctx)
+{
+    (void)ctx;
+    static const struct {
+        uint32_t type;
+        int64_t in;
+    } cases[] = {{GGML_Q4_0, 32},   {GGML_Q4_0, 96},   {GGML_Q4_0, 224},   {GGML_Q4_0, 2048},
+                 {GGML_IQ4_NL, 32}, {GGML_IQ4_NL, 96}, {GGML_IQ4_NL, 224}, {GGML_IQ4_NL, 1024},
+                 {GGML_MXFP4, 64},  {GGML_MXFP4, 160}, {GGML_MXFP4, 1024}, {GGML_Q4_K, 256},
+                 {GGML_Q8_0, 64}};
+    const int vnni = !strcmp(matmul_kernel_name(), "avx512vnni");
+    uint64_t st = 71;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        enum { ROWS = 103 }; /* 25 groups of 4 and 3 rows more */
+        const struct ggml_type_info *ti = ggml_type_get(cases[i].type);
+        const int64_t in = cases[i].in;
+        const size_t rb = (size_t)(in / ti->block) * ti->type_size;
+        uint8_t *q = malloc(rb * ROWS);
+        float *x = malloc(sizeof(float) * (size_t)in), *y = malloc(sizeof(float) * 2 * ROWS),
+              *figs = malloc(sizeof(float) * (size_t)(in / 32 * 2 + in / 16));
+        int8_t *codes = malloc((size_t)in);
+        ASSERT(q && x && y && figs && codes);
+        synth_random_blocks(cases[i].type, q, in * ROWS, 0.5f, &st);
+        for (size_t o = 0; o < rb * ROWS; o += ti->type_size) /* each block its own scale */
+            if (cases[i].type == GGML_MXFP4)
+                q[o] = (uint8_t)(118 + rng_next(&st) % 16);
+            else {
+                float d = quant_f16_to_f32((uint16_t)(q[o] | q[o + 1] << 8));
+                uint16_t h = quant_f32_to_f16(d * (float)(1 + rng_next(&st) % 8) / 4);
+                q[o] = (uint8_t)h, q[o + 1] = (uint8_t)(h >> 8);
+            }
+        for (int64_t k = 0; k < in; k++)
+            x[k] = (float)(rng_unit(&st) * 2 - 1);
+        struct wmat W = {"w", cases[i].type, q, in, ROWS, rb, 0, NULL};
+        const size_t size = matmul_pack4_bytes(&W);
+        const int wants = vnni && (cases[i].type == GGML_Q4_0 || cases[i].type == GGML_IQ4_NL ||
+                                   cases[i].type == GGML_MXFP4);
+        if ((size != 0) != wants || (size && size != (size_t)(ROWS / 4) * 4 * rb))
+            T_FAIL_("%s %s: matmul_pack4_bytes %zu", matmul_kernel_name(), ti->name, size);
+        uint8_t *copy = size ? qg_alloc_aligned(size) : NULL;
+        if (size) {
+            ASSERT(copy);
+            matmul_pack4(&W, copy);
+        }
+        struct simfmt_codes c = {codes, figs, (int32_t *)(void *)(figs + in / 32),
+                                 figs + in / 32 + in / 16};
+        ASSERT_OK(simfmt_llamacpp_codes(cases[i].type, x, in, &c));
+        const uint32_t kind = simfmt_llamacpp_act_class(cases[i].type);
+        struct matmul_q8 a = {kind, codes, figs, c.sum16, kind == GGML_Q8_0 ? c.s : NULL};
+        float *scratch = qg_alloc_aligned(2 * matmul_scratch_floats(in) * sizeof(float));
+        ASSERT(scratch);
+        for (int packed = 0; packed < 2; packed++) {
+            W.rows4 = packed ? copy : NULL;
+            struct matmul_part part = {y + packed * ROWS, &W, NULL, 0.0f};
+            matmul_w_group_q8(&part, 1, x, &a, 2, scratch);
+        }
+        for (int r = 0; r < ROWS; r++)
+            if (memcmp(&y[r], &y[ROWS + r], sizeof *y))
+                T_FAIL_("%s %s in %lld, row %d: %a from the copy, %a from the file",
+                        matmul_kernel_name(), ti->name, (long long)in, r, (double)y[ROWS + r],
+                        (double)y[r]);
+        free(q), free(x), free(y), free(figs), free(codes), free(copy), free(scratch);
+    }
+    return 0;
+}
+
+TEST(decode_rows4_same_bits, unit)
+{
+    /* issue 33: a=llamacpp's decode kernels on the interleaved copy
+     * (matmul_pack4: four rows' blocks side by side, llama.cpp's repacking
+     * idea) give each row's bits as from the file, on 2 threads, with odd
+     * block counts (IQ4_NL and MXFP4's odd last block), rows past the last
+     * group of 4; and a copy only for the types and set with kernels */
+    parallel_set_adaptive(0);
+    const int rc = each_kernel_set(rows4_check, NULL);
+    parallel_set_adaptive(1);
+    return rc;
 }
 
 TEST(decode_q8_kernels_exact, unit)
