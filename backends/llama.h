@@ -114,7 +114,7 @@ void llama_ctx_set_kv(struct llama_ctx *c, const struct simfmt *f);
  * nearest per the format's scales). *n_done counts them. QG_OK or
  * QG_ERR_NOMEM. Call before any context is made. */
 /* Gives every matrix that a=llamacpp's decode kernels read faster
- * interleaved (matmul_pack4: Q4_0, IQ4_NL, MXFP4 under avx512vnni) its
+ * interleaved (matmul_pack4: Q4_0 under avx512vnni) its
  * interleaved copy, owned by m: decode steps then read that copy, prefill
  * the mapped file. Costs those matrices' size again in memory (as
  * llama.cpp's repacked buffers do); *bytes (may be NULL) gets the total.

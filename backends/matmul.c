@@ -400,8 +400,7 @@ int matmul_w_minima(float *y, const float *x, const struct wmat *W, const float 
 
 size_t matmul_pack4_bytes(const struct wmat *W)
 {
-    const int typed = W->type == GGML_Q4_0 || W->type == GGML_IQ4_NL || W->type == GGML_MXFP4;
-    if (!typed || mv_isa_current() != MV_AVX512_VNNI || W->out < 4) return 0;
+    if (W->type != GGML_Q4_0 || mv_isa_current() != MV_AVX512_VNNI || W->out < 4) return 0;
     return (size_t)(W->out / 4) * 4 * W->row_bytes;
 }
 

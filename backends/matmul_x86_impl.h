@@ -459,13 +459,9 @@ AVX512VNNI static inline __attribute__((always_inline)) __m256i run_sums(const s
 AVX512VNNI float mx_q8_q4_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_q8_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 /* rows r to r + 3 (r % 4 == 0) into y[0..3] from W->rows4 (matmul_pack4),
- * each as the one-row kernel gives it */
+ * each as mx_q8_q4_0_vnni gives it */
 AVX512VNNI void mx_q8_q4_0_rows4_vnni(float *y, const struct wmat *W, int64_t r,
                                       const struct matmul_q8 *a);
-AVX512VNNI void mx_q8_iq4_nl_rows4_vnni(float *y, const struct wmat *W, int64_t r,
-                                        const struct matmul_q8 *a);
-AVX512VNNI void mx_q8_mxfp4_rows4_vnni(float *y, const struct wmat *W, int64_t r,
-                                       const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_q4_1_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_q5_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_q5_1_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
