@@ -150,6 +150,19 @@ nib_quad(const struct quad *x, const uint8_t *b, __m512i *raw, __m512i *w01, __m
     *w23 = _mm512_gf2p8affine_epi64_epi8(_mm512_permutex2var_epi8(l0, x->idx23, l1), x->nib, 0);
 }
 
+/* a one-row four-block step's reads: the blocks at b prefetched ahead and
+ * read (nib_quad), the input's 128 codes from q as two registers */
+AVX512VNNI static inline __attribute__((always_inline)) void
+quad_step(const struct quad *x, const uint8_t *b, const int8_t *q, __m512i *raw, __m512i *w01,
+          __m512i *w23, __m512i *q01, __m512i *q23)
+{
+    _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+    _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
+    *q01 = _mm512_loadu_si512((const void *)q);
+    *q23 = _mm512_loadu_si512((const void *)(q + 64));
+    nib_quad(x, b, raw, w01, w23);
+}
+
 /* the fp16 scales of four 18-byte blocks (raw: their first 64 bytes) */
 AVX512VNNI static inline __attribute__((always_inline)) __m128 f16_quad(__m512i raw)
 {
@@ -177,12 +190,8 @@ q4_0_row(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
     __m256 acc = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 4 <= nb; i += 4, b += 4 * 18) {
-        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
-        _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
-        const __m512i q01 = _mm512_loadu_si512((const void *)(a->q + 32 * i)),
-                      q23 = _mm512_loadu_si512((const void *)(a->q + 32 * i + 64));
-        __m512i raw, w01, w23;
-        nib_quad(&x, b, &raw, &w01, &w23);
+        __m512i raw, w01, w23, q01, q23;
+        quad_step(&x, b, a->q + 32 * i, &raw, &w01, &w23, &q01, &q23);
         const __m512i s01 =
             _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w01, q01),
                              _mm512_dpbusd_epi32(_mm512_setzero_si512(), eight, q01));
@@ -389,12 +398,8 @@ lookup_row(const struct wmat *W, int64_t r, const struct matmul_q8 *a, const int
     __m256 acc1 = _mm256_setzero_ps(), acc2 = acc1;
     int64_t i = 0;
     for (; i + 4 <= nb; i += 4, b += 4 * bsize) {
-        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
-        _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
-        const __m512i q01 = _mm512_loadu_si512((const void *)(a->q + 32 * i)),
-                      q23 = _mm512_loadu_si512((const void *)(a->q + 32 * i + 64));
-        __m512i raw, w01, w23;
-        nib_quad(&x, b, &raw, &w01, &w23);
+        __m512i raw, w01, w23, q01, q23;
+        quad_step(&x, b, a->q + 32 * i, &raw, &w01, &w23, &q01, &q23);
         const __m512i s01 = _mm512_sub_epi32(
             _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_shuffle_epi8(table, w01), q01),
             _mm512_dpbusd_epi32(_mm512_setzero_si512(), off, q01));
