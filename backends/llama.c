@@ -180,9 +180,8 @@ int llama_simulate_weights(struct llama_model *m, const struct simfmt *f, const 
     return rc;
 }
 
-int llama_pack_decode(struct llama_model *m, size_t *bytes)
+int llama_pack_decode(struct llama_model *m)
 {
-    if (bytes) *bytes = 0;
     int n;
     struct wmat **all = all_matrices(m, &n);
     if (!all) return QG_ERR_NOMEM;
@@ -202,7 +201,6 @@ int llama_pack_decode(struct llama_model *m, size_t *bytes)
         m->packed[m->n_packed++] = copy;
         matmul_pack4(w, copy);
         w->rows4 = copy;
-        if (bytes) *bytes += size;
     }
     if (m->hp.tied_output) m->output = m->tok_embd; /* the same matrix, the same copy */
     free(all);

@@ -117,9 +117,9 @@ void llama_ctx_set_kv(struct llama_ctx *c, const struct simfmt *f);
  * interleaved (matmul_pack4: Q4_0 under avx512vnni) its
  * interleaved copy, owned by m: decode steps then read that copy, prefill
  * the mapped file. Costs those matrices' size again in memory (as
- * llama.cpp's repacked buffers do); *bytes (may be NULL) gets the total.
- * QG_OK, or QG_ERR_NOMEM with the matrices done so far kept. */
-int llama_pack_decode(struct llama_model *m, size_t *bytes);
+ * llama.cpp's repacked buffers do). QG_OK, or QG_ERR_NOMEM with the
+ * matrices done so far kept. */
+int llama_pack_decode(struct llama_model *m);
 
 int llama_simulate_weights(struct llama_model *m, const struct simfmt *f, const char *keep,
                            int *n_done, char *err, size_t errlen);

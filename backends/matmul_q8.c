@@ -176,6 +176,26 @@ AVX512VNNI static inline __attribute__((always_inline)) __m256 lane(__m128 v, in
     return _mm256_permutexvar_ps(_mm256_set1_epi32(k), _mm256_castps128_ps256(v));
 }
 
+/* per lane sum w q less e (the same lanes' offset times q), as floats */
+AVX512VNNI static inline __attribute__((always_inline)) __m512 lanes_less(__m512i w, __m512i q,
+                                                                          __m512i e)
+{
+    return _mm512_cvtepi32_ps(
+        _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w, q), e));
+}
+
+/* four blocks' lanes (f01: blocks 0, 1; f23: 2, 3) times their scales d
+ * into *a0 .. *a3 in that order (the same sums where they alias: one
+ * row's chain) */
+AVX512VNNI static inline __attribute__((always_inline)) void
+quad_fma(__m256 *a0, __m256 *a1, __m256 *a2, __m256 *a3, __m128 d, __m512 f01, __m512 f23)
+{
+    *a0 = _mm256_fmadd_ps(lane(d, 0), _mm512_castps512_ps256(f01), *a0);
+    *a1 = _mm256_fmadd_ps(lane(d, 1), _mm512_extractf32x8_ps(f01, 1), *a1);
+    *a2 = _mm256_fmadd_ps(lane(d, 2), _mm512_castps512_ps256(f23), *a2);
+    *a3 = _mm256_fmadd_ps(lane(d, 3), _mm512_extractf32x8_ps(f23, 1), *a3);
+}
+
 /* Q4_0 x Q8_0, one row: four blocks at a time, then two, then an odd
  * last one, in ggml's order (the row's chain of fused multiply-adds
  * bounds it; two rows side by side would overlap two chains but, read
@@ -192,18 +212,12 @@ q4_0_row(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
     for (; i + 4 <= nb; i += 4, b += 4 * 18) {
         __m512i raw, w01, w23, q01, q23;
         quad_step(&x, b, a->q + 32 * i, &raw, &w01, &w23, &q01, &q23);
-        const __m512i s01 =
-            _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w01, q01),
-                             _mm512_dpbusd_epi32(_mm512_setzero_si512(), eight, q01));
-        const __m512i s23 =
-            _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w23, q23),
-                             _mm512_dpbusd_epi32(_mm512_setzero_si512(), eight, q23));
-        const __m128 d = _mm_mul_ps(f16_quad(raw), _mm_loadu_ps(a->d + i));
-        const __m512 f01 = _mm512_cvtepi32_ps(s01), f23 = _mm512_cvtepi32_ps(s23);
-        acc = _mm256_fmadd_ps(lane(d, 0), _mm512_castps512_ps256(f01), acc);
-        acc = _mm256_fmadd_ps(lane(d, 1), _mm512_extractf32x8_ps(f01, 1), acc);
-        acc = _mm256_fmadd_ps(lane(d, 2), _mm512_castps512_ps256(f23), acc);
-        acc = _mm256_fmadd_ps(lane(d, 3), _mm512_extractf32x8_ps(f23, 1), acc);
+        const __m512 f01 =
+            lanes_less(w01, q01, _mm512_dpbusd_epi32(_mm512_setzero_si512(), eight, q01));
+        const __m512 f23 =
+            lanes_less(w23, q23, _mm512_dpbusd_epi32(_mm512_setzero_si512(), eight, q23));
+        quad_fma(&acc, &acc, &acc, &acc, _mm_mul_ps(f16_quad(raw), _mm_loadu_ps(a->d + i)), f01,
+                 f23);
     }
     for (; i + 2 <= nb; i += 2, b += 36)
         acc = q4_0_two(acc, b, _mm512_loadu_si512((const void *)(a->q + 32 * i)), a->d[i],
@@ -232,15 +246,9 @@ AVX512VNNI void mx_q8_q4_0_rows4_vnni(float *y, const struct wmat *W, int64_t r,
         const __m512i e = _mm512_dpbusd_epi32(_mm512_setzero_si512(), eight, q);
         __m512i raw, w01, w23;
         nib_quad(&x, b, &raw, &w01, &w23);
-        const __m512 f01 = _mm512_cvtepi32_ps(
-            _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w01, q), e));
-        const __m512 f23 = _mm512_cvtepi32_ps(
-            _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w23, q), e));
-        const __m128 d = _mm_mul_ps(f16_quad(raw), _mm_set1_ps(a->d[i]));
-        acc[0] = _mm256_fmadd_ps(lane(d, 0), _mm512_castps512_ps256(f01), acc[0]);
-        acc[1] = _mm256_fmadd_ps(lane(d, 1), _mm512_extractf32x8_ps(f01, 1), acc[1]);
-        acc[2] = _mm256_fmadd_ps(lane(d, 2), _mm512_castps512_ps256(f23), acc[2]);
-        acc[3] = _mm256_fmadd_ps(lane(d, 3), _mm512_extractf32x8_ps(f23, 1), acc[3]);
+        quad_fma(&acc[0], &acc[1], &acc[2], &acc[3],
+                 _mm_mul_ps(f16_quad(raw), _mm_set1_ps(a->d[i])), lanes_less(w01, q, e),
+                 lanes_less(w23, q, e));
     }
     for (int j = 0; j < 4; j++)
         y[j] = hsum8(acc[j]);
@@ -400,18 +408,12 @@ lookup_row(const struct wmat *W, int64_t r, const struct matmul_q8 *a, const int
     for (; i + 4 <= nb; i += 4, b += 4 * bsize) {
         __m512i raw, w01, w23, q01, q23;
         quad_step(&x, b, a->q + 32 * i, &raw, &w01, &w23, &q01, &q23);
-        const __m512i s01 = _mm512_sub_epi32(
-            _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_shuffle_epi8(table, w01), q01),
-            _mm512_dpbusd_epi32(_mm512_setzero_si512(), off, q01));
-        const __m512i s23 = _mm512_sub_epi32(
-            _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_shuffle_epi8(table, w23), q23),
-            _mm512_dpbusd_epi32(_mm512_setzero_si512(), off, q23));
-        const __m128 d = _mm_mul_ps(_mm_loadu_ps(a->d + i), mx ? e8m0_quad(raw) : f16_quad(raw));
-        const __m512 f01 = _mm512_cvtepi32_ps(s01), f23 = _mm512_cvtepi32_ps(s23);
-        acc1 = _mm256_fmadd_ps(lane(d, 0), _mm512_castps512_ps256(f01), acc1);
-        acc2 = _mm256_fmadd_ps(lane(d, 1), _mm512_extractf32x8_ps(f01, 1), acc2);
-        acc1 = _mm256_fmadd_ps(lane(d, 2), _mm512_castps512_ps256(f23), acc1);
-        acc2 = _mm256_fmadd_ps(lane(d, 3), _mm512_extractf32x8_ps(f23, 1), acc2);
+        const __m512 f01 = lanes_less(_mm512_shuffle_epi8(table, w01), q01,
+                                      _mm512_dpbusd_epi32(_mm512_setzero_si512(), off, q01));
+        const __m512 f23 = lanes_less(_mm512_shuffle_epi8(table, w23), q23,
+                                      _mm512_dpbusd_epi32(_mm512_setzero_si512(), off, q23));
+        quad_fma(&acc1, &acc2, &acc1, &acc2,
+                 _mm_mul_ps(_mm_loadu_ps(a->d + i), mx ? e8m0_quad(raw) : f16_quad(raw)), f01, f23);
     }
     for (; i + 2 <= nb; i += 2, b += 2 * bsize) {
         const __m512 f = _mm512_cvtepi32_ps(iq4_pair(

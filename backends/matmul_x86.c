@@ -72,7 +72,7 @@ void mv_x86_prep(enum mv_isa isa, uint32_t type, const float *x, int64_t n, floa
     do {                                                                                           \
         const int64_t full = W->out / 4 * 4;                                                       \
         int64_t r = r0;                                                                            \
-        for (; r < r1 && (r % 4 || r + 4 > full || r + 4 > r1); r++)                               \
+        for (; r < r1 && r % 4; r++)                                                               \
             y[r - r0] = (expr);                                                                    \
         for (; r + 4 <= r1 && r + 4 <= full; r += 4)                                               \
             fn4(y + (r - r0), W, r, a);                                                            \

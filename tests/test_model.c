@@ -1797,6 +1797,25 @@ static double q8_product_error(const struct wmat *W, const float *x0, int group,
     return worst;
 }
 
+/* rows of synth_random_blocks (one scale everywhere) given a scale per
+ * block, for the 32-value block formats (the others as they are): the
+ * fp16 d times 1 + (block % 7) / 8; MXFP4's E8M0 near 1 (255 is NaN to
+ * dequant), every third row subnormal (0 or 1) */
+static void vary_block32_scales(uint32_t type, uint8_t *q, size_t rb, int rows, uint64_t *st)
+{
+    const struct ggml_type_info *ti = ggml_type_get(type);
+    if (ti->block != 32) return;
+    for (size_t o = 0; o < rb * (size_t)rows; o += ti->type_size) {
+        if (type == GGML_MXFP4) {
+            q[o] = (uint8_t)(o / rb % 3 ? 120 + rng_next(st) % 12 : rng_next(st) % 2);
+            continue;
+        }
+        float d = quant_f16_to_f32((uint16_t)(q[o] | q[o + 1] << 8));
+        uint16_t h = quant_f32_to_f16(d * (1.0f + (float)(o / ti->type_size % 7) / 8));
+        q[o] = (uint8_t)h, q[o + 1] = (uint8_t)(h >> 8);
+    }
+}
+
 /* matmul_has_q8's verdict and q8_product_error for each case under the set
  * in use: integer kernels on avx512vnni only, the same products (the float
  * kernels with the rounded input) elsewhere */
@@ -1839,15 +1858,7 @@ static int q8_check(void *ctx)
         uint8_t *q = malloc(rb * ROWS);
         float *x = malloc(sizeof(float) * (size_t)in);
         synth_random_blocks(cases[i].type, q, in * ROWS, 0.5f, &st);
-        for (size_t o = 0; cases[i].type == GGML_MXFP4 && o < rb * ROWS; o += 17)
-            q[o] = (uint8_t)(o / rb % 3 ? 120 + rng_next(&st) % 12 : rng_next(&st) % 2);
-        /* MXFP4: scales near 1 (E8M0 255 is NaN to dequant); every third row subnormal (0, 1) */
-        if (ti->block == 32 && cases[i].type != GGML_MXFP4) /* each block its own fp16 d */
-            for (size_t o = 0; o < rb * ROWS; o += ti->type_size) {
-                float d = quant_f16_to_f32((uint16_t)(q[o] | q[o + 1] << 8));
-                uint16_t h = quant_f32_to_f16(d * (1.0f + (float)(o / ti->type_size % 7) / 8));
-                q[o] = (uint8_t)h, q[o + 1] = (uint8_t)(h >> 8);
-            }
+        vary_block32_scales(cases[i].type, q, rb, ROWS, &st);
         for (int64_t k = 0; k < in; k++)
             x[k] = (float)(rng_unit(&st) * 2 - 1) * (k % 7 == 0 ? 8.0f : 1.0f);
         struct wmat W = {"w", cases[i].type, q, in, ROWS, rb, 0, NULL};
@@ -1903,14 +1914,7 @@ static int rows4_check(void *ctx)
         int8_t *codes = malloc((size_t)in);
         ASSERT(q && x && y && figs && codes);
         synth_random_blocks(cases[i].type, q, in * ROWS, 0.5f, &st);
-        for (size_t o = 0; o < rb * ROWS; o += ti->type_size) /* each block its own scale */
-            if (cases[i].type == GGML_MXFP4)
-                q[o] = (uint8_t)(118 + rng_next(&st) % 16);
-            else {
-                float d = quant_f16_to_f32((uint16_t)(q[o] | q[o + 1] << 8));
-                uint16_t h = quant_f32_to_f16(d * (float)(1 + rng_next(&st) % 8) / 4);
-                q[o] = (uint8_t)h, q[o + 1] = (uint8_t)(h >> 8);
-            }
+        vary_block32_scales(cases[i].type, q, rb, ROWS, &st);
         for (int64_t k = 0; k < in; k++)
             x[k] = (float)(rng_unit(&st) * 2 - 1);
         struct wmat W = {"w", cases[i].type, q, in, ROWS, rb, 0, NULL};
