@@ -6,6 +6,7 @@
 #include "core/util.h"
 
 #include <cblas.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -70,6 +71,25 @@ const char *kernel_set_blas_in_use(void)
 {
     const char *c = openblas_get_corename();
     return c && *c ? c : "unknown";
+}
+
+/* OpenBLAS's own (driver/others/blas_server.c), not in its headers: weak,
+ * for a BLAS without it */
+extern int blas_thread_shutdown_(void) __attribute__((weak));
+
+/* once per process: OpenBLAS 0.3's openblas_set_num_threads starts the
+ * threads again after a shutdown (its lazy start after a fork), so the
+ * order is set, then stop, and neither again */
+static void blas_one_thread_once(void)
+{
+    openblas_set_num_threads(1);
+    if (blas_thread_shutdown_) blas_thread_shutdown_();
+}
+
+void kernel_set_blas_one_thread(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, blas_one_thread_once);
 }
 
 void kernel_set_describe(char *out, size_t n)

@@ -62,4 +62,16 @@ const char *kernel_set_blas_in_use(void);
  * Prescott: this OpenBLAS picks its own)". */
 void kernel_set_describe(char *out, size_t n);
 
+/* OpenBLAS runs single-threaded from here on and its worker threads stop.
+ * It starts them as it loads, before main, and each spins on sched_yield
+ * for some 0.1 s waiting for work that never comes: qgate's own pool does
+ * the threading and every BLAS call is single-threaded (llama_ctx_new).
+ * On two cores that spin took a share of the CPU from every short run.
+ * Uses OpenBLAS's blas_thread_shutdown_ (what it calls itself before a
+ * fork; a later threaded call would start them again) where the library
+ * has it. Once per process (later calls do nothing), before the first
+ * product; thread-safe. Nothing else may set OpenBLAS's thread count:
+ * OpenBLAS 0.3 starts the threads again when it is set after a stop. */
+void kernel_set_blas_one_thread(void);
+
 #endif

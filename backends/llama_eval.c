@@ -16,6 +16,7 @@
 #include "backends/gemm_q8.h"
 #include "backends/parallel.h"
 #include "backends/vecmath.h"
+#include "backends/kernel_set.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -63,7 +64,7 @@ int llama_ctx_new(const struct llama_model *m, int n_ctx, struct llama_ctx **out
     c->n_threads = parallel_cpus();
     /* buffers 64-byte aligned: the kernels' 64-byte loads of x then never
      * straddle two cache lines; all threading is ours (see matmul): BLAS runs single-threaded */
-    openblas_set_num_threads(1);
+    kernel_set_blas_one_thread();
     c->scores = qg_alloc_aligned((size_t)c->n_threads * ATT_BLOCK * N * sizeof(float));
     c->scratch =
         qg_alloc_aligned((size_t)c->n_threads * /* with room for matmul_w_minima's columns */

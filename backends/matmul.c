@@ -300,9 +300,16 @@ static void mv_part_rows(const struct mv_job *j, const struct mv_part *q, int64_
         int64_t b = a + 256 < r1 ? a + 256 : r1;
         if (!j->a || !mv_x86_q8_rows(j->isa, tmp, j->a, p->W, a, b))
             rows_fused(j->isa, tmp, j->x, p->W, a, b, buf, q->prep);
+        /* y is read only where beta asks: a first read of a fresh page (the
+         * KV cache's next row) maps the zero page, and the write after it
+         * then pays a copy-on-write fault and a TLB shootdown */
+        if (p->beta != 0.0f)
+            for (int64_t r = a; r < b; r++) {
+                float by = p->beta * p->y[r]; /* no fused multiply-add, as before */
+                tmp[r - a] = tmp[r - a] + by;
+            }
         for (int64_t r = a; r < b; r++)
-            p->y[r] = tmp[r - a] + (p->beta != 0.0f ? p->beta * p->y[r] : 0.0f) +
-                      (p->bias ? p->bias[r] : 0.0f);
+            p->y[r] = tmp[r - a] + (p->bias ? p->bias[r] : 0.0f);
     }
 }
 

@@ -9,6 +9,7 @@
 #include "core/closest.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int unknown_command(const char *name)
@@ -38,6 +39,22 @@ static int help(int argc, char **argv)
     return 0;
 }
 
+/* the process's threads now (/proc/self/status), or -1 */
+static int threads_now(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return -1;
+    char line[256];
+    int n = -1;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "Threads:", 8)) {
+            n = (int)strtol(line + 8, NULL, 10);
+            break;
+        }
+    fclose(f);
+    return n;
+}
+
 static void print_version(void)
 {
     char k[128];
@@ -49,7 +66,8 @@ static void print_version(void)
         printf(" %s", kernel_set_nth(i));
         if (!strcmp(kernel_set_nth(i), best)) break;
     }
-    printf("\n");
+    /* 1: OpenBLAS's idle threads are gone (kernel_set_blas_one_thread) */
+    printf("\nthreads at start: %d (qgate's pool starts with the work)\n", threads_now());
 }
 
 /* QG_CPU, or the command's --cpu (which wins): may start the program again */
@@ -64,6 +82,7 @@ static int select_cpu(const char *value, char **argv)
 int main(int argc, char **argv)
 {
     int rc;
+    kernel_set_blas_one_thread();
     if (argc < 2) {
         cli_print_usage(stderr);
         return QG_EX_USAGE;

@@ -784,6 +784,32 @@ TEST(sweep_ladder_and_recommendation, shared)
     return 0;
 }
 
+TEST(blas_threads_stopped_at_start, e2e)
+{
+    /* OpenBLAS starts its threads as it loads and they spin on sched_yield
+     * for some 0.1 s; qgate stops them first thing (kernel_set.h), so a
+     * process has one thread until its pool starts, whatever
+     * OPENBLAS_NUM_THREADS asks. TSan runs a thread of its own */
+#if defined(__SANITIZE_THREAD__)
+    SKIP("ThreadSanitizer runs a thread of its own");
+#else
+    char was[64] = "";
+    if (getenv("OPENBLAS_NUM_THREADS"))
+        snprintf(was, sizeof was, "%s", getenv("OPENBLAS_NUM_THREADS"));
+    setenv("OPENBLAS_NUM_THREADS", "2", 1);
+    struct t_out o;
+    ASSERT_OK(t_qgate(&o, "--version", NULL));
+    if (*was)
+        setenv("OPENBLAS_NUM_THREADS", was, 1);
+    else
+        unsetenv("OPENBLAS_NUM_THREADS");
+    ASSERT_EQ(o.code, 0);
+    ASSERT_CONTAINS(o.out, "\nthreads at start: 1 ");
+    t_out_free(&o);
+    return 0;
+#endif
+}
+
 /* QG_CPU and --cpu force a kernel set with the OpenBLAS core such a CPU
  * gets (--cpu wins over QG_CPU); --version prints it, a run records it in
  * its provenance; a name that is not a set, or a set above the one the
