@@ -11,6 +11,8 @@
 #ifndef QG_FLASH_F16_H
 #define QG_FLASH_F16_H
 
+#include <stdint.h>
+
 /* o[0..hd) = the softmax of scores[0..T) (already scaled; with cap > 0
  * first capped as cap tanh(s / cap)) times V's rows V + t stride, t < T,
  * in ggml's order: per key, a new maximum rescales the sum (o = f16(o ms)),
@@ -18,5 +20,10 @@
  * divided by the sum of the weights at the end (0 when that sum is 0). */
 void flash_f16_row(float *o, const float *scores, const float *V, int T, int stride, int hd,
                    float cap);
+
+/* The same with V's rows held as fp16 (llama.cpp's cache): the bits of
+ * flash_f16_row on their f32 values, reading half the bytes. */
+void flash_f16_row_h(float *o, const float *scores, const uint16_t *V, int T, int stride, int hd,
+                     float cap);
 
 #endif

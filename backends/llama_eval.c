@@ -87,6 +87,8 @@ void llama_ctx_free(struct llama_ctx *c)
     free(c->a8_rows);
     free(c->k);
     free(c->v);
+    free(c->k16);
+    free(c->v16);
     free(c->x);
     free(c->xn);
     free(c->q);
@@ -414,9 +416,28 @@ int llama_ctx_set_act(struct llama_ctx *c, int mode, const struct simfmt *f)
         }
         c->a8_n = (int)rows;
     }
+    if (mode == LLAMA_ACT_LLAMACPP && !c->k16) { /* optional: without it decode reads f32 */
+        const struct llama_hparams *h = &c->m->hp;
+        size_t halves =
+            (size_t)h->n_layers * (size_t)c->n_ctx * (size_t)h->n_kv_heads * (size_t)h->head_dim;
+        c->k16 = qg_alloc_aligned(halves * sizeof *c->k16);
+        c->v16 = qg_alloc_aligned(halves * sizeof *c->v16);
+        if (!c->k16 || !c->v16) {
+            free(c->k16);
+            free(c->v16);
+            c->k16 = c->v16 = NULL;
+        }
+    }
     c->act = mode;
     if (f) c->act_fmt = *f;
     return QG_OK;
+}
+
+/* whether K and V are written to, and decode reads, the fp16 cache: under
+ * a=llamacpp, where every value is an f16 (no simulated cache format) */
+static int kv16_on(const struct llama_ctx *c)
+{
+    return c->k16 && c->act == LLAMA_ACT_LLAMACPP && c->kv_fmt.kind == SIMFMT_NONE;
 }
 
 /* Rotates n rows of `heads` heads (row stride `stride`) at positions pos0..;
@@ -486,13 +507,18 @@ static void softmax_causal(const struct llama_ctx *c, float *scores, int rows, i
 /* one query row as ggml's CPU flash attention computes a batch of fewer than
  * FA_TILE_ROWS queries (flash_f16.h): Q (already rounded to f16) against
  * keys first..last in order */
-static void attn_row_f16(const struct llama_ctx *c, float *o, const float *q, const float *K,
-                         const float *V, int first, int last, int kvd, float scale, float *scores)
+static void attn_row_f16(const struct llama_ctx *c, float *o, const float *q, size_t at, int first,
+                         int last, int kvd, float scale, float *scores)
 {
-    matmul_dots(scores, q, K + (size_t)first * kvd, last - first + 1, kvd, c->m->hp.head_dim,
-                scale);
-    flash_f16_row(o, scores, V + (size_t)first * kvd, last - first + 1, kvd, c->m->hp.head_dim,
-                  c->m->hp.attn_softcap);
+    const int hd = c->m->hp.head_dim, T = last - first + 1;
+    const size_t from = at + (size_t)first * kvd;
+    if (kv16_on(c)) { /* the same bits from half the bytes */
+        matmul_dots_f16(scores, q, c->k16 + from, T, kvd, hd, scale);
+        flash_f16_row_h(o, scores, c->v16 + from, T, kvd, hd, c->m->hp.attn_softcap);
+        return;
+    }
+    matmul_dots(scores, q, c->k + from, T, kvd, hd, scale);
+    flash_f16_row(o, scores, c->v + from, T, kvd, hd, c->m->hp.attn_softcap);
 }
 
 /* heads [h0, h1) of one layer; `thread` picks the scores buffer. One query
@@ -518,8 +544,9 @@ static void attention_heads(void *arg, int64_t h0, int64_t h1, int thread)
                 int last = pos0 + i,
                     first = window && last - window + 1 > 0 ? last - window + 1 : 0;
                 attn_row_f16(c, c->att + (size_t)i * qd + (size_t)hh * hd,
-                             c->q + (size_t)i * qd + (size_t)hh * hd, K + (size_t)kh * hd,
-                             V + (size_t)kh * hd, first, last, kvd, scale, scores);
+                             c->q + (size_t)i * qd + (size_t)hh * hd,
+                             (size_t)j->l * c->n_ctx * kvd + (size_t)kh * hd, first, last, kvd,
+                             scale, scores);
             }
             continue;
         }
@@ -595,6 +622,11 @@ static void attention_sublayer(struct llama_ctx *c, int l, int n, int pos0)
     if (c->kv_fmt.kind != SIMFMT_NONE) { /* K and V as a simulated cache stores them */
         simfmt_apply_kv(&c->kv_fmt, Kl, n, kvd, hd);
         simfmt_apply_kv(&c->kv_fmt, Vl, n, kvd, hd);
+    }
+    if (kv16_on(c)) {
+        const size_t at = ((size_t)l * c->n_ctx + pos0) * kvd;
+        quant_f32_to_f16_row(Kl, c->k16 + at, (int64_t)n * kvd);
+        quant_f32_to_f16_row(Vl, c->v16 + at, (int64_t)n * kvd);
     }
     attention(c, l, n, pos0, scale);
     if (!h->post_norms) {

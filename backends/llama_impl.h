@@ -56,9 +56,11 @@ struct llama_model {
 struct llama_ctx {
     const struct llama_model *m;
     int n_ctx, pos;
-    int n_threads; /* threads for attention heads and elementwise loops */
-    int last_n;    /* rows of the last batch (their hidden states are in x) */
-    float *k, *v;  /* [n_layers][n_ctx][kv_dim] */
+    int n_threads;       /* threads for attention heads and elementwise loops */
+    int last_n;          /* rows of the last batch (their hidden states are in x) */
+    float *k, *v;        /* [n_layers][n_ctx][kv_dim] */
+    uint16_t *k16, *v16; /* a=llamacpp: the same cache in fp16, as llama.cpp holds it, which
+                          * decode reads (half the bytes); NULL where it could not be had */
     float *x, *xn, *q, *att, *gate, *up, *scores; /* batch buffers, n_ctx rows */
     float *tmp;            /* [n_ctx][dim]: a sublayer's output before its norm or sum */
     float *moe_x, *moe_y;  /* MoE: gathered rows [n_ctx][dim] and their expert outputs */

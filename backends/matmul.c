@@ -222,6 +222,21 @@ void matmul_dots(float *out, const float *a, const float *b, int64_t T, int64_t 
         out[t] = dot_portable(a, b + t * stride, n) * scale;
 }
 
+void matmul_dots_f16(float *out, const float *a, const uint16_t *b, int64_t T, int64_t stride,
+                     int64_t n, float scale)
+{
+    mv_dots_f16_fn dots = mv_x86_dots_f16(mv_isa_current());
+    if (dots) {
+        dots(out, a, b, T, stride, n, scale);
+        return;
+    }
+    float row[4096]; /* portable: each key widened, then its dot product */
+    for (int64_t t = 0; t < T && n <= 4096; t++) {
+        quant_f16_to_f32_row(b + t * stride, row, n);
+        out[t] = dot_portable(a, row, n) * scale;
+    }
+}
+
 /* rows [r0, r1) of W . x: the kernel set's kernel for W's type, or decoded
  * rows and a dot product; prep: x's preparation, or NULL */
 static void rows_fused(enum mv_isa isa, float *y, const float *x, const struct wmat *W, int64_t r0,

@@ -151,6 +151,11 @@ float matmul_dot(const float *a, const float *b, int64_t n);
 void matmul_dots(float *out, const float *a, const float *b, int64_t T, int64_t stride, int64_t n,
                  float scale);
 
+/* The same with b's rows held as fp16 (llama.cpp's K cache): the bits of
+ * matmul_dots on their f32 values, reading half the bytes; n <= 4096. */
+void matmul_dots_f16(float *out, const float *a, const uint16_t *b, int64_t T, int64_t stride,
+                     int64_t n, float scale);
+
 /* "avx512vnni", "avx512", "avx2" or "portable": the decode kernel set in use (by
  * default the best this CPU runs). */
 const char *matmul_kernel_name(void);

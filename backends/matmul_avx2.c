@@ -12,32 +12,47 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
-__attribute__((target("avx2,fma"))) static inline __attribute__((always_inline)) float
-dot256(const float *a, const float *b, int64_t n)
+/* 8 floats of b at k: f32, or fp16 widened (half a constant where it is
+ * inlined: the same values, so the same sums) */
+AVX2 static inline __attribute__((always_inline)) __m256 b8(const float *b, const uint16_t *bh,
+                                                            int64_t k, int half)
+{
+    return half ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(bh + k)))
+                : _mm256_loadu_ps(b + k);
+}
+
+AVX2 static inline __attribute__((always_inline)) float
+dot256_any(const float *a, const float *b, const uint16_t *bh, int64_t n, int half)
 {
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
     int64_t k = 0;
     for (; k + 16 <= n; k += 16) {
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k), _mm256_loadu_ps(b + k), s0);
-        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k + 8), _mm256_loadu_ps(b + k + 8), s1);
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k), b8(b, bh, k, half), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k + 8), b8(b, bh, k + 8, half), s1);
     }
     float s = hsum256(_mm256_add_ps(s0, s1));
     for (; k < n; k++)
-        s += a[k] * b[k];
+        s += a[k] * (half ? quant_f16_to_f32(bh[k]) : b[k]);
     return s;
 }
 
-__attribute__((target("avx2,fma"))) float mx_dot_avx2(const float *a, const float *b, int64_t n)
+AVX2 float mx_dot_avx2(const float *a, const float *b, int64_t n)
 {
-    return dot256(a, b, n);
+    return dot256_any(a, b, NULL, n, 0);
 }
 
-__attribute__((target("avx2,fma"))) void mx_dots_avx2(float *out, const float *a, const float *b,
-                                                      int64_t T, int64_t stride, int64_t n,
-                                                      float scale)
+AVX2 void mx_dots_avx2(float *out, const float *a, const float *b, int64_t T, int64_t stride,
+                       int64_t n, float scale)
 {
     for (int64_t t = 0; t < T; t++)
-        out[t] = dot256(a, b + t * stride, n) * scale;
+        out[t] = dot256_any(a, b + t * stride, NULL, n, 0) * scale;
+}
+
+AVX2 void mx_dots_f16_avx2(float *out, const float *a, const uint16_t *b, int64_t T, int64_t stride,
+                           int64_t n, float scale)
+{
+    for (int64_t t = 0; t < T; t++)
+        out[t] = dot256_any(a, NULL, b + t * stride, n, 1) * scale;
 }
 
 /* 8 int8 -> 8 floats */

@@ -24,19 +24,34 @@ AVX512 static inline __attribute__((always_inline)) float hsum512(__m512 v)
     return _mm_cvtss_f32(_mm_add_ss(p, _mm_movehdup_ps(p)));
 }
 
-AVX512 static inline __attribute__((always_inline)) float dot512(const float *a, const float *b,
-                                                                 int64_t n)
+/* 16 floats of b at k: f32, or fp16 widened (half a constant where it is
+ * inlined: the same values, so the same sums) */
+AVX512 static inline __attribute__((always_inline)) __m512 b16(const float *b, const uint16_t *bh,
+                                                               int64_t k, int half)
+{
+    return half ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(bh + k)))
+                : _mm512_loadu_ps(b + k);
+}
+
+AVX512 static inline __attribute__((always_inline)) float
+dot512_any(const float *a, const float *b, const uint16_t *bh, int64_t n, int half)
 {
     __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
     int64_t k = 0;
     for (; k + 32 <= n; k += 32) {
-        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + k), _mm512_loadu_ps(b + k), s0);
-        s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + k + 16), _mm512_loadu_ps(b + k + 16), s1);
+        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + k), b16(b, bh, k, half), s0);
+        s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + k + 16), b16(b, bh, k + 16, half), s1);
     }
     float s = hsum512(_mm512_add_ps(s0, s1));
     for (; k < n; k++)
-        s += a[k] * b[k];
+        s += a[k] * (half ? quant_f16_to_f32(bh[k]) : b[k]);
     return s;
+}
+
+AVX512 static inline __attribute__((always_inline)) float dot512(const float *a, const float *b,
+                                                                 int64_t n)
+{
+    return dot512_any(a, b, NULL, n, 0);
 }
 
 AVX512 float mx_dot_avx512(const float *a, const float *b, int64_t n)
@@ -44,14 +59,14 @@ AVX512 float mx_dot_avx512(const float *a, const float *b, int64_t n)
     return dot512(a, b, n);
 }
 
-/* dot512's lane sums s0 + s1 (before its horizontal sum) for n % 32 == 0 */
-AVX512 static inline __attribute__((always_inline)) __m512 lanes512(const float *a, const float *b,
-                                                                    int64_t n)
+/* dot512_any's lane sums s0 + s1 (before its horizontal sum) for n % 32 == 0 */
+AVX512 static inline __attribute__((always_inline)) __m512
+lanes512(const float *a, const float *b, const uint16_t *bh, int64_t n, int half)
 {
     __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
     for (int64_t k = 0; k < n; k += 32) {
-        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + k), _mm512_loadu_ps(b + k), s0);
-        s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + k + 16), _mm512_loadu_ps(b + k + 16), s1);
+        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + k), b16(b, bh, k, half), s0);
+        s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + k + 16), b16(b, bh, k + 16, half), s1);
     }
     return _mm512_add_ps(s0, s1);
 }
@@ -77,19 +92,44 @@ AVX512 static inline __attribute__((always_inline)) __m512 reduce16(const __m512
     return _mm512_shuffle_f32x4(r01, r23, 0x44);
 }
 
-AVX512 void mx_dots_avx512(float *out, const float *a, const float *b, int64_t T, int64_t stride,
-                           int64_t n, float scale)
+/* the keys b + t stride, f32 (b) or fp16 (bh, half 1) */
+AVX512 static inline __attribute__((always_inline)) void dots512(float *out, const float *a,
+                                                                 const float *b, const uint16_t *bh,
+                                                                 int64_t T, int64_t stride,
+                                                                 int64_t n, float scale, int half)
 {
     int64_t t = 0;
     if (n % 32 == 0)
         for (; t + 16 <= T; t += 16) { /* 16 keys' horizontal sums together */
             __m512 v[16];
-            for (int k = 0; k < 16; k++)
-                v[k] = lanes512(a, b + (t + k) * stride, n);
+            for (int k = 0; k < 16; k++) {
+                if (t + 16 + k < T) { /* the next 16 keys' rows, one stride apart */
+                    const char *next = half ? (const char *)(bh + (t + 16 + k) * stride)
+                                            : (const char *)(b + (t + 16 + k) * stride);
+                    for (int64_t off = 0; off < n * (half ? 2 : 4); off += 64)
+                        _mm_prefetch(next + off, _MM_HINT_T0);
+                }
+                v[k] = lanes512(a, half ? NULL : b + (t + k) * stride,
+                                half ? bh + (t + k) * stride : NULL, n, half);
+            }
             _mm512_storeu_ps(out + t, _mm512_mul_ps(reduce16(v), _mm512_set1_ps(scale)));
         }
     for (; t < T; t++)
-        out[t] = dot512(a, b + t * stride, n) * scale;
+        out[t] =
+            dot512_any(a, half ? NULL : b + t * stride, half ? bh + t * stride : NULL, n, half) *
+            scale;
+}
+
+AVX512 void mx_dots_avx512(float *out, const float *a, const float *b, int64_t T, int64_t stride,
+                           int64_t n, float scale)
+{
+    dots512(out, a, b, NULL, T, stride, n, scale, 0);
+}
+
+AVX512 void mx_dots_f16_avx512(float *out, const float *a, const uint16_t *b, int64_t T,
+                               int64_t stride, int64_t n, float scale)
+{
+    dots512(out, a, NULL, b, T, stride, n, scale, 1);
 }
 
 /* 16 x 32-bit lanes of 32 bytes at p loaded twice, the upper copy shifted

@@ -38,6 +38,12 @@ typedef void (*mv_dots_fn)(float *out, const float *a, const float *b, int64_t T
 /* the set's mv_dots_fn, or NULL (portable: the caller loops) */
 mv_dots_fn mv_x86_dots(enum mv_isa isa);
 
+/* mv_dots_fn with b's rows in fp16, the bits of the set's mv_dots_fn on
+ * their f32 values; NULL for MV_PORTABLE */
+typedef void (*mv_dots_f16_fn)(float *out, const float *a, const uint16_t *b, int64_t T,
+                               int64_t stride, int64_t n, float scale);
+mv_dots_f16_fn mv_x86_dots_f16(enum mv_isa isa);
+
 /* Floats of x's preparation the kernel of `type` reads in a product over
  * `in` inputs (x re-laid for the kernel set, then its sums over groups of
  * 32); 0 when it reads none. Best 64-byte aligned. */

@@ -42,6 +42,11 @@ mv_dots_fn mv_x86_dots(enum mv_isa isa)
     return isa >= MV_AVX512 ? mx_dots_avx512 : isa == MV_AVX2 ? mx_dots_avx2 : NULL;
 }
 
+mv_dots_f16_fn mv_x86_dots_f16(enum mv_isa isa)
+{
+    return isa >= MV_AVX512 ? mx_dots_f16_avx512 : isa == MV_AVX2 ? mx_dots_f16_avx2 : NULL;
+}
+
 size_t mv_x86_prep_floats(enum mv_isa isa, uint32_t type, int64_t in)
 {
     int k = type == GGML_Q4_K || type == GGML_Q5_K || type == GGML_Q6_K ||
@@ -286,6 +291,12 @@ mv_dot_fn mv_x86_dot(enum mv_isa isa)
 }
 
 mv_dots_fn mv_x86_dots(enum mv_isa isa)
+{
+    (void)isa;
+    return NULL;
+}
+
+mv_dots_f16_fn mv_x86_dots_f16(enum mv_isa isa)
 {
     (void)isa;
     return NULL;

@@ -155,10 +155,12 @@ static inline int64_t vnni_flag_at(int64_t in)
  * each in element order; then per group 2^(e_g - 22) */
 enum { VNNI_PAIR_BYTES = 192 };
 
-__attribute__((target("avx2,fma"))) float mx_dot_avx2(const float *a, const float *b, int64_t n);
-__attribute__((target("avx2,fma"))) void mx_dots_avx2(float *out, const float *a, const float *b,
-                                                      int64_t T, int64_t stride, int64_t n,
-                                                      float scale);
+AVX2 float mx_dot_avx2(const float *a, const float *b, int64_t n);
+AVX2 void mx_dots_avx2(float *out, const float *a, const float *b, int64_t T, int64_t stride,
+                       int64_t n, float scale);
+/* mx_dots_avx2 with b's rows in fp16: the bits of their f32 values */
+AVX2 void mx_dots_f16_avx2(float *out, const float *a, const uint16_t *b, int64_t T, int64_t stride,
+                           int64_t n, float scale);
 
 /* Q8_0: 32 int8 and an fp16 scale per block */
 AVX2 float mx_row_q8_0_avx2(const struct wmat *W, int64_t r, const float *x);
@@ -227,6 +229,9 @@ AVX512 float mx_dot_avx512(const float *a, const float *b, int64_t n);
 /* out[t] = mx_dot_avx512(a, b + t stride, n) * scale, t < T, to the bit */
 AVX512 void mx_dots_avx512(float *out, const float *a, const float *b, int64_t T, int64_t stride,
                            int64_t n, float scale);
+/* mx_dots_avx512 with b's rows in fp16: the bits of their f32 values */
+AVX512 void mx_dots_f16_avx512(float *out, const float *a, const uint16_t *b, int64_t T,
+                               int64_t stride, int64_t n, float scale);
 
 /* Q4_K (see row_q4_k_avx2): a pair of groups per 32 bytes of nibbles */
 AVX512 float mx_row_q4_k_avx512(const struct wmat *W, int64_t r, const float *xg);

@@ -88,6 +88,27 @@ __attribute__((target("avx2,f16c"))) static int64_t round_f16_f16c(float *x, int
 #endif
 
 #ifdef QG_X86
+/* the rows' first elements, 8 at a time; return how many */
+__attribute__((target("avx2,f16c"))) static int64_t to_f16_f16c(const float *x, uint16_t *h,
+                                                                int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(void *)(h + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    return i;
+}
+
+__attribute__((target("avx2,f16c"))) static int64_t from_f16_f16c(const uint16_t *h, float *y,
+                                                                  int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i,
+                         _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(h + i))));
+    return i;
+}
+
 /* quant_f16_gather's first elements, 8 at a time; returns how many */
 __attribute__((target("avx2,f16c"))) static int64_t
 f16_gather_f16c(const uint8_t *base, size_t stride, int64_t n, float *y)
@@ -132,6 +153,26 @@ void quant_f16_gather(const uint8_t *base, size_t stride, int64_t n, float *y)
     for (; i < n; i++)
         y[i] = quant_f16_to_f32(
             (uint16_t)(base[(size_t)i * stride] | base[(size_t)i * stride + 1] << 8));
+}
+
+void quant_f32_to_f16_row(const float *x, uint16_t *h, int64_t n)
+{
+    int64_t i = 0;
+#ifdef QG_X86
+    if (quant_has_f16c()) i = to_f16_f16c(x, h, n);
+#endif
+    for (; i < n; i++)
+        h[i] = quant_f32_to_f16(x[i]);
+}
+
+void quant_f16_to_f32_row(const uint16_t *h, float *y, int64_t n)
+{
+    int64_t i = 0;
+#ifdef QG_X86
+    if (quant_has_f16c()) i = from_f16_f16c(h, y, n);
+#endif
+    for (; i < n; i++)
+        y[i] = quant_f16_to_f32(h[i]);
 }
 
 void quant_round_f16(float *x, int64_t n)

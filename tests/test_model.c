@@ -914,12 +914,16 @@ static int dots_check(void *ctx)
 {
     (void)ctx;
     enum { MAXN = 256, MAXT = 40, STRIDE = 264 };
-    static float a[MAXN], b[MAXT * STRIDE], out[MAXT];
+    static float a[MAXN], b[MAXT * STRIDE], bh[MAXT * STRIDE], out[MAXT], outh[MAXT];
+    static uint16_t h[MAXT * STRIDE];
     uint64_t r = 5;
     for (int i = 0; i < MAXN; i++)
         a[i] = (float)(rng_unit(&r) * 2 - 1);
-    for (int i = 0; i < MAXT * STRIDE; i++)
+    for (int i = 0; i < MAXT * STRIDE; i++) {
         b[i] = (float)(rng_unit(&r) * 2 - 1) * (i % 13 == 0 ? 100.0f : 1.0f);
+        h[i] = quant_f32_to_f16(b[i]);
+        bh[i] = quant_f16_to_f32(h[i]);
+    }
     static const int ns[] = {64, 128, 80, 32, 256, 16}, Ts[] = {1, 15, 16, 17, 33, 40};
     for (size_t i = 0; i < sizeof ns / sizeof *ns; i++)
         for (size_t j = 0; j < sizeof Ts / sizeof *Ts; j++) {
@@ -930,6 +934,12 @@ static int dots_check(void *ctx)
                     T_FAIL_("%s: n %d T %d key %d: %a, one by one %a", matmul_kernel_name(), ns[i],
                             Ts[j], t, (double)out[t], (double)want);
             }
+            /* fp16 keys: the bits of their f32 values */
+            matmul_dots(out, a, bh, Ts[j], STRIDE, ns[i], 0.125f);
+            matmul_dots_f16(outh, a, h, Ts[j], STRIDE, ns[i], 0.125f);
+            if (memcmp(out, outh, sizeof *out * (size_t)Ts[j]))
+                T_FAIL_("%s: n %d T %d: fp16 keys differ from their f32 values",
+                        matmul_kernel_name(), ns[i], Ts[j]);
         }
     return 0;
 }
@@ -938,7 +948,8 @@ TEST(dots_match_dot_bits, unit)
 {
     /* attention's scores (matmul_dots, 16 keys' sums at once under
      * AVX-512) are each key's matmul_dot times the scale, to the bit, in
-     * every kernel set */
+     * every kernel set; and with the keys in fp16 (matmul_dots_f16,
+     * a=llamacpp's cache) the bits of their f32 values */
     return each_kernel_set(dots_check, NULL);
 }
 
@@ -953,6 +964,8 @@ static const struct flash_case flash_cases[] = {
 enum { FLASH_T = 130, FLASH_HD = 264, FLASH_N = sizeof flash_cases / sizeof *flash_cases };
 struct flash_data {
     float scores[FLASH_T], V[FLASH_T * FLASH_HD], want[FLASH_N][FLASH_HD];
+    float Vh[FLASH_T * FLASH_HD];   /* V rounded to fp16, */
+    uint16_t H[FLASH_T * FLASH_HD]; /* and as fp16 */
 };
 
 static int flash_check(void *ctx)
@@ -966,6 +979,12 @@ static int flash_check(void *ctx)
             if (memcmp(&o[d], &f->want[k][d], sizeof *o))
                 T_FAIL_("%s, hd %d T %d: o[%d] = %a, portable %a", matmul_kernel_name(), c->hd,
                         c->T, d, (double)o[d], (double)f->want[k][d]);
+        float oh[FLASH_HD]; /* V's rows in fp16: the bits of their f32 values */
+        flash_f16_row(o, f->scores, f->Vh, c->T, FLASH_HD, c->hd, c->cap);
+        flash_f16_row_h(oh, f->scores, f->H, c->T, FLASH_HD, c->hd, c->cap);
+        if (memcmp(o, oh, sizeof *o * (size_t)c->hd))
+            T_FAIL_("%s, hd %d T %d: fp16 V differs from its f32 values", matmul_kernel_name(),
+                    c->hd, c->T);
     }
     return 0;
 }
@@ -976,16 +995,20 @@ TEST(flash_f16_sets_agree, unit)
      * kernel set against the portable set's bits, head sizes in and out
      * of the AVX-512 register path (and sizes not a multiple of 8),
      * softcaps, scores that underflow exp, a new maximum 128 above the
-     * last (the sum so far rescaled to 0);
-     * and the portable set against the softmax-weighted sum in double,
+     * last (the sum so far rescaled to 0); V's rows held in fp16
+     * (flash_f16_row_h, a=llamacpp's cache) give the bits of their f32
+     * values; and the portable set against the softmax-weighted sum in double,
      * within the f16 running sum's rounding */
     static struct flash_data f;
     uint64_t r = 11;
     for (int t = 0; t < FLASH_T; t++)
         f.scores[t] = t % 9 == 4 ? -300.0f : (float)(rng_unit(&r) * 16.0 - 8.0);
     f.scores[25] = 120.0f;
-    for (int i = 0; i < FLASH_T * FLASH_HD; i++)
+    for (int i = 0; i < FLASH_T * FLASH_HD; i++) {
         f.V[i] = (float)(rng_unit(&r) * 4.0 - 2.0);
+        f.H[i] = quant_f32_to_f16(f.V[i]);
+        f.Vh[i] = quant_f16_to_f32(f.H[i]);
+    }
     char was[16];
     snprintf(was, sizeof was, "%s", matmul_kernel_name());
     ASSERT_OK(matmul_use_kernel("portable"));
