@@ -176,8 +176,10 @@ AVX512VNNI static void interleave_vnni(const uint8_t *rows, size_t rb, int64_t i
 
 /* rows [r0, r0 + nr) of W (nr <= TILE; the rest zero codes, factors 0)
  * packed into tile at p: words, then s[c][16], then m[c][16]; rows holds
- * TILE rows of row_bytes each, where they are decoded first */
-static void pack_tile(const struct gjob *j, int64_t r0, int nr, uint8_t *p, uint8_t *rows)
+ * TILE rows of row_bytes each, where they are decoded first; gather, a
+ * row as stored where W has decode's copy (matmul_row) */
+static void pack_tile(const struct gjob *j, int64_t r0, int nr, uint8_t *p, uint8_t *rows,
+                      uint8_t *gather)
 {
     const struct wmat *W = j->W;
     const int64_t in = W->in, nch = j->nch;
@@ -190,7 +192,7 @@ static void pack_tile(const struct gjob *j, int64_t r0, int nr, uint8_t *p, uint
         float *s = (float *)(void *)((uint8_t *)code + up64((size_t)in));
         float *m = (float *)(void *)((uint8_t *)s + up64((size_t)nch * sizeof(float)));
         if (r < nr) {
-            qcodes_row(W->type, W->data + (size_t)(r0 + r) * W->row_bytes, in, code, s, m);
+            qcodes_row(W->type, matmul_row(W, r0 + r, gather), in, code, s, m);
         } else {
             memset(code, 0, (size_t)in);
             memset(s, 0, (size_t)nch * sizeof *s);
@@ -352,12 +354,14 @@ static void run_panels(void *arg, int64_t p0, int64_t p1, int thread)
     uint8_t *base = j->scratch + (size_t)thread * j->per_thread;
     uint8_t *row = base, *tiles = base + TILE * row_bytes(in, j->nch);
     const size_t tb = tile_bytes(in, j->nch);
+    uint8_t *gather = tiles + (size_t)j->tiles * tb; /* up64(W->row_bytes) where W has a copy */
     for (int64_t p = p0; p < p1; p++) {
         const int64_t r0 = p * R, r1 = r0 + R < out ? r0 + R : out;
         const int nt = (int)((r1 - r0 + TILE - 1) / TILE);
         for (int i = 0; i < nt; i++) {
             int64_t a = r0 + (int64_t)i * TILE;
-            pack_tile(j, a, (int)(r1 - a < TILE ? r1 - a : TILE), tiles + (size_t)i * tb, row);
+            pack_tile(j, a, (int)(r1 - a < TILE ? r1 - a : TILE), tiles + (size_t)i * tb, row,
+                      gather);
         }
         for (int t0 = 0; t0 < j->n; t0 += TOKEN_BLOCK) {
             const int t1 = t0 + TOKEN_BLOCK < j->n ? t0 + TOKEN_BLOCK : j->n;
@@ -410,8 +414,9 @@ int gemm_q8(float *y, const struct wmat *W, const float *bias, float beta,
                      .isa = mv_isa_current(),
                      .sb = simfmt_llamacpp_act_class(W->type) == GGML_Q8_K ? 256 / C : 0};
     j.per_thread = matmul_scratch_floats(W->in) * sizeof(float);
-    const size_t rb = row_bytes(W->in, j.nch), tb = tile_bytes(W->in, j.nch);
-    j.tiles = j.per_thread < TILE * rb + tb ? 0 : (int)((j.per_thread - TILE * rb) / tb);
+    const size_t rb = row_bytes(W->in, j.nch), tb = tile_bytes(W->in, j.nch),
+                 fixed = TILE * rb + (W->rows4 ? up64(W->row_bytes) : 0);
+    j.tiles = j.per_thread < fixed + tb ? 0 : (int)((j.per_thread - fixed) / tb);
     if (j.tiles > MAX_TILES) j.tiles = MAX_TILES;
     int rc = j.tiles ? prep_inputs(&j, n_threads) : QG_ERR_UNSUPPORTED;
     if (rc == QG_OK) {

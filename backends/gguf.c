@@ -705,10 +705,21 @@ int gguf_get_str(const struct gguf *g, const char *key, const char **s, size_t *
 
 void gguf_drop_pages(const struct gguf *g, const struct gguf_tensor *t)
 {
-    if (!g->mapped || t->nbytes == 0) return;
+    gguf_drop_range(g, t->data, t->nbytes);
+}
+
+void gguf_drop_range(const struct gguf *g, const void *p, size_t n)
+{
+    uintptr_t lo = (uintptr_t)p, base = (uintptr_t)g->base;
+    if (!g->mapped || n == 0 || lo < base || lo - base > g->size || n > g->size - (lo - base))
+        return;
     long page = sysconf(_SC_PAGESIZE);
-    uintptr_t lo = (uintptr_t)t->data, hi = lo + (uintptr_t)t->nbytes;
+    uintptr_t hi = lo + (uintptr_t)n;
     uintptr_t a = (lo + (uintptr_t)page - 1) / (uintptr_t)page * (uintptr_t)page;
     uintptr_t b = hi / (uintptr_t)page * (uintptr_t)page;
-    if (b > a) madvise((void *)a, (size_t)(b - a), MADV_DONTNEED);
+    if (b <= a) return;
+    /* random access first: a fault on a page beside the range then maps no
+     * page of it back in (the kernel's fault-around stays in one area) */
+    madvise((void *)a, (size_t)(b - a), MADV_RANDOM);
+    madvise((void *)a, (size_t)(b - a), MADV_DONTNEED);
 }

@@ -125,6 +125,11 @@ int64_t gguf_tensor_nelements(const struct gguf_tensor *t);
  * resident as well. No effect for gguf_open_memory objects. The data stays
  * readable (pages are re-read from the file on access). */
 void gguf_drop_pages(const struct gguf *g, const struct gguf_tensor *t);
+/* The same for the whole pages of bytes [p, p + n) of g's data (a part
+ * of a tensor); nothing where g is not mapped or the range is not in it.
+ * Both mark the pages for random access, so that a read beside them maps
+ * none of them back in (the kernel's fault-around). */
+void gguf_drop_range(const struct gguf *g, const void *p, size_t n);
 
 /* "u32", "string", "array", ...; "unknown" for invalid values. */
 const char *gguf_vtype_name(uint32_t t);

@@ -201,6 +201,12 @@ int llama_pack_decode(struct llama_model *m)
         m->packed[m->n_packed++] = copy;
         matmul_pack4(w, copy);
         w->rows4 = copy;
+        /* what reads these rows under a=llamacpp reads the copy now (decode,
+         * prefill's packing, a tied embedding's lookup: matmul_row), so the
+         * file's pages of them go, matrix by matrix, and the copy costs no
+         * memory in all; a reader of the file (another kernel set, the
+         * float path) has them read back in */
+        gguf_drop_range(m->g, w->data, size);
     }
     if (m->hp.tied_output) m->output = m->tok_embd; /* the same matrix, the same copy */
     free(all);

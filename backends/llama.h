@@ -115,10 +115,13 @@ void llama_ctx_set_kv(struct llama_ctx *c, const struct simfmt *f);
  * QG_ERR_NOMEM. Call before any context is made. */
 /* Gives every matrix that a=llamacpp's decode kernels read faster
  * interleaved (matmul_pack4: Q4_0 under avx512vnni) its
- * interleaved copy, owned by m: decode steps then read that copy, prefill
- * the mapped file. Costs those matrices' size again in memory (as
- * llama.cpp's repacked buffers do). QG_OK, or QG_ERR_NOMEM with the
- * matrices done so far kept. */
+ * interleaved copy, owned by m: decode steps, prefill's packing and a
+ * tied embedding's lookup then read that copy (matmul_row), and the
+ * mapped file's pages of those rows are let go (gguf_drop_range) as each
+ * matrix is copied, so the copy takes the place of the file's pages in
+ * memory, as llama.cpp's repacked buffers do; a reader of the file (the
+ * float path, another kernel set) has them read back in. QG_OK, or
+ * QG_ERR_NOMEM with the matrices done so far kept. */
 int llama_pack_decode(struct llama_model *m);
 
 int llama_simulate_weights(struct llama_model *m, const struct simfmt *f, const char *keep,
@@ -164,7 +167,8 @@ int llama_ctx_new(const struct llama_model *m, int n_ctx, struct llama_ctx **out
 void llama_ctx_free(struct llama_ctx *c);
 /* Threads of the forward pass (default: all cores; at most that). Every
  * sgemm is split across these threads with single-threaded BLAS calls, so
- * llama_ctx_new sets OpenBLAS to one thread for the whole process. */
+ * llama_ctx_new sets OpenBLAS to one thread for the whole process and
+ * stops its own threads (kernel_set_blas_one_thread). */
 void llama_ctx_set_threads(struct llama_ctx *c, int n);
 /* seed != 0: after every layer each residual value moves one ulp up or
  * down (a seeded hash decides), a benign perturbation of the size a GPU's

@@ -579,6 +579,11 @@ static void attention(struct llama_ctx *c, int l, int n, int pos0, float scale)
     struct att_job j = {c, l, n, pos0, scale};
     const struct llama_hparams *h = &c->m->hp;
     double work = 4.0 * h->n_heads * h->head_dim * (double)n * (pos0 + n);
+    /* a=llamacpp's short batches: each key also costs an exp and a chain
+     * of fp16 roundings per head (flash_f16_row), some 4x the time of its
+     * flops; so a decode step splits its heads from ~20 keys on, not ~85
+     * (134M, 128 tokens: 1-3 % more tokens/s) */
+    if (c->act == LLAMA_ACT_LLAMACPP && n < FA_TILE_ROWS) work *= 4.0;
     parallel_for(parallel_threads_for(c->n_threads, work), h->n_heads, attention_heads, &j);
 }
 
@@ -665,7 +670,9 @@ int llama_eval(struct llama_ctx *c, const int32_t *tokens, int n, int logits_fro
     const int pos0 = c->pos;
     for (int i = 0; i < n; i++) {
         float *xi = c->x + (size_t)i * dim;
-        dequant_row(m->tok_embd.type, m->tok_embd.data + (size_t)tokens[i] * m->tok_embd.row_bytes,
+        /* a tied embedding with decode's copy: the row from the copy (its
+         * file pages were let go), gathered in scratch, free before the products */
+        dequant_row(m->tok_embd.type, matmul_row(&m->tok_embd, tokens[i], (uint8_t *)c->scratch),
                     xi, dim);
         if (h->embd_scale != 1.0f) vm_scale(xi, h->embd_scale, dim);
     }

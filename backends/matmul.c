@@ -426,6 +426,17 @@ size_t matmul_pack4_bytes(const struct wmat *W)
     return (size_t)(W->out / 4) * 4 * W->row_bytes;
 }
 
+const uint8_t *matmul_row(const struct wmat *W, int64_t r, uint8_t *buf)
+{
+    if (!W->rows4 || r >= W->out / 4 * 4) return W->data + (size_t)r * W->row_bytes;
+    const size_t bs = ggml_type_get(W->type)->type_size;
+    const int64_t nb = W->in / ggml_type_get(W->type)->block;
+    const uint8_t *src = W->rows4 + (size_t)(r / 4) * 4 * W->row_bytes + (size_t)(r % 4) * bs;
+    for (int64_t i = 0; i < nb; i++)
+        memcpy(buf + (size_t)i * bs, src + (size_t)i * 4 * bs, bs);
+    return buf;
+}
+
 void matmul_pack4(const struct wmat *W, uint8_t *dst)
 {
     const size_t bs = ggml_type_get(W->type)->type_size;

@@ -57,6 +57,14 @@ struct wmat {
 size_t matmul_pack4_bytes(const struct wmat *W);
 void matmul_pack4(const struct wmat *W, uint8_t *dst);
 
+/* Row r of W as stored (W->row_bytes bytes): at W->data, or, where W has
+ * the copy above and row r lies in its whole groups, gathered from the
+ * copy into buf (W->row_bytes bytes) and returned there. Prefill's
+ * packing and the embedding's lookup read rows this way, so that once the
+ * copy is made the file's pages of those rows are read no more
+ * (llama_pack_decode lets them go). */
+const uint8_t *matmul_row(const struct wmat *W, int64_t r, uint8_t *buf);
+
 /* Floats of scratch one thread needs for matrices of up to max_in inputs. */
 size_t matmul_scratch_floats(int64_t max_in);
 
