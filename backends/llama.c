@@ -180,27 +180,34 @@ int llama_simulate_weights(struct llama_model *m, const struct simfmt *f, const 
     return rc;
 }
 
+/* 1 when w gets decode's copy: a type with a kernel on one, not done yet,
+ * and multiplied (an untied embedding is looked up, never multiplied) */
+static int gets_copy(const struct llama_model *m, const struct wmat *w)
+{
+    return matmul_pack4_bytes(w) && !w->rows4 && (w != &m->tok_embd || m->hp.tied_output);
+}
+
 int llama_pack_decode(struct llama_model *m)
 {
     int n;
     struct wmat **all = all_matrices(m, &n);
     if (!all) return QG_ERR_NOMEM;
+    size_t total = 0;
+    for (int i = 0; i < n; i++)
+        if (gets_copy(m, all[i])) total += (matmul_pack4_bytes(all[i]) + 63) / 64 * 64;
     int rc = QG_OK;
-    for (int i = 0; i < n && !rc; i++) {
+    uint8_t **grow = total ? realloc(m->packed, (size_t)(m->n_packed + 1) * sizeof *grow) : NULL;
+    if (grow) m->packed = grow;
+    uint8_t *at = grow ? qg_alloc_aligned(total) : NULL;
+    if (total && !at) rc = QG_ERR_NOMEM;
+    if (at) m->packed[m->n_packed++] = at;
+    for (int i = 0; at && i < n; i++) {
         struct wmat *w = all[i];
+        if (!gets_copy(m, w)) continue;
         const size_t size = matmul_pack4_bytes(w);
-        if (!size || w->rows4 || (w == &m->tok_embd && !m->hp.tied_output))
-            continue; /* an untied embedding is looked up, never multiplied */
-        uint8_t **grow = realloc(m->packed, (size_t)(m->n_packed + 1) * sizeof *grow);
-        if (grow) m->packed = grow;
-        uint8_t *copy = grow ? qg_alloc_aligned(size) : NULL;
-        if (!copy) {
-            rc = QG_ERR_NOMEM;
-            break;
-        }
-        m->packed[m->n_packed++] = copy;
-        matmul_pack4(w, copy);
-        w->rows4 = copy;
+        matmul_pack4(w, at);
+        w->rows4 = at;
+        at += (size + 63) / 64 * 64;
         /* what reads these rows under a=llamacpp reads the copy now (decode,
          * prefill's packing, a tied embedding's lookup: matmul_row), so the
          * file's pages of them go, matrix by matrix, and the copy costs no

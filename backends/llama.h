@@ -120,8 +120,9 @@ void llama_ctx_set_kv(struct llama_ctx *c, const struct simfmt *f);
  * mapped file's pages of those rows are let go (gguf_drop_range) as each
  * matrix is copied, so the copy takes the place of the file's pages in
  * memory, as llama.cpp's repacked buffers do; a reader of the file (the
- * float path, another kernel set) has them read back in. QG_OK, or
- * QG_ERR_NOMEM with the matrices done so far kept. */
+ * float path, another kernel set) has them read back in. The copies are
+ * one block. QG_OK, or QG_ERR_NOMEM with nothing done (decode then reads
+ * the file). */
 int llama_pack_decode(struct llama_model *m);
 
 int llama_simulate_weights(struct llama_model *m, const struct simfmt *f, const char *keep,

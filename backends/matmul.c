@@ -422,7 +422,9 @@ int matmul_w_minima(float *y, const float *x, const struct wmat *W, const float 
 
 size_t matmul_pack4_bytes(const struct wmat *W)
 {
-    if (W->type != GGML_Q4_0 || mv_isa_current() != MV_AVX512_VNNI || W->out < 4) return 0;
+    if ((W->type != GGML_Q4_0 && W->type != GGML_IQ4_NL && W->type != GGML_MXFP4) ||
+        mv_isa_current() != MV_AVX512_VNNI || W->out < 4)
+        return 0;
     return (size_t)(W->out / 4) * 4 * W->row_bytes;
 }
 
@@ -432,8 +434,15 @@ const uint8_t *matmul_row(const struct wmat *W, int64_t r, uint8_t *buf)
     const size_t bs = ggml_type_get(W->type)->type_size;
     const int64_t nb = W->in / ggml_type_get(W->type)->block;
     const uint8_t *src = W->rows4 + (size_t)(r / 4) * 4 * W->row_bytes + (size_t)(r % 4) * bs;
-    for (int64_t i = 0; i < nb; i++)
-        memcpy(buf + (size_t)i * bs, src + (size_t)i * 4 * bs, bs);
+    if (bs == 18) /* Q4_0, IQ4_NL: copies of a constant size, inlined */
+        for (int64_t i = 0; i < nb; i++)
+            memcpy(buf + (size_t)i * 18, src + (size_t)i * 72, 18);
+    else if (bs == 17) /* MXFP4 */
+        for (int64_t i = 0; i < nb; i++)
+            memcpy(buf + (size_t)i * 17, src + (size_t)i * 68, 17);
+    else
+        for (int64_t i = 0; i < nb; i++)
+            memcpy(buf + (size_t)i * bs, src + (size_t)i * 4 * bs, bs);
     return buf;
 }
 
@@ -441,8 +450,19 @@ void matmul_pack4(const struct wmat *W, uint8_t *dst)
 {
     const size_t bs = ggml_type_get(W->type)->type_size;
     const int64_t nb = W->in / ggml_type_get(W->type)->block;
-    for (int64_t g = 0; g < W->out / 4; g++)
-        for (int64_t i = 0; i < nb; i++)
-            for (int r = 0; r < 4; r++, dst += bs)
-                memcpy(dst, W->data + (size_t)(4 * g + r) * W->row_bytes + (size_t)i * bs, bs);
+    for (int64_t g = 0; g < W->out / 4; g++) {
+        const uint8_t *row = W->data + (size_t)(4 * g) * W->row_bytes;
+        if (bs == 18) /* copies of a constant size, inlined */
+            for (int64_t i = 0; i < nb; i++)
+                for (int r = 0; r < 4; r++, dst += 18)
+                    memcpy(dst, row + (size_t)r * W->row_bytes + (size_t)i * 18, 18);
+        else if (bs == 17)
+            for (int64_t i = 0; i < nb; i++)
+                for (int r = 0; r < 4; r++, dst += 17)
+                    memcpy(dst, row + (size_t)r * W->row_bytes + (size_t)i * 17, 17);
+        else
+            for (int64_t i = 0; i < nb; i++)
+                for (int r = 0; r < 4; r++, dst += bs)
+                    memcpy(dst, row + (size_t)r * W->row_bytes + (size_t)i * bs, bs);
+    }
 }

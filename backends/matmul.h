@@ -50,10 +50,8 @@ struct wmat {
  * read its whole groups from it, the same bits as from W->data; the rows
  * past the last whole group, prefill and the other kernels read W->data.
  * matmul_pack4_bytes: the copy's size, 0 when the kernel set in use has
- * no kernel for it or the type none (a kernel: Q4_0 under avx512vnni;
- * IQ4_NL and MXFP4 were tried and gained nothing, their one-row kernels
- * not being bound by one chain). matmul_pack4 writes it (dst: that many
- * bytes). */
+ * no kernel for it or the type none (kernels: Q4_0, IQ4_NL and MXFP4
+ * under avx512vnni). matmul_pack4 writes it (dst: that many bytes). */
 size_t matmul_pack4_bytes(const struct wmat *W);
 void matmul_pack4(const struct wmat *W, uint8_t *dst);
 

@@ -434,6 +434,75 @@ lookup_row(const struct wmat *W, int64_t r, const struct matmul_q8 *a, const int
     return y;
 }
 
+/* one step of lookup_rows4: block i of four rows at b, its scales d
+ * (d_x times the rows' d_w) and lanes f01 (rows 0, 1), f23 (rows 2, 3) */
+AVX512VNNI static inline __attribute__((always_inline)) void
+lookup_step4(const struct quad *x, const uint8_t *b, const struct matmul_q8 *a, int64_t i,
+             __m512i table, const int mx, __m128 *d, __m512 *f01, __m512 *f23)
+{
+    _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+    _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
+    const __m512i q =
+        _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)(a->q + 32 * i)));
+    const __m512i e = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)0x80), q);
+    __m512i raw, w01, w23;
+    nib_quad(x, b, &raw, &w01, &w23);
+    *d = _mm_mul_ps(_mm_set1_ps(a->d[i]), mx ? e8m0_quad(raw) : f16_quad(raw));
+    *f01 = lanes_less(_mm512_shuffle_epi8(table, w01), q, e);
+    *f23 = lanes_less(_mm512_shuffle_epi8(table, w23), q, e);
+}
+
+/* lookup_row for rows r to r + 3 (r % 4 == 0) from W->rows4: each step
+ * block i of the four rows against the input's block broadcast, the
+ * offset's lanes once for the four; row j's even and odd blocks into
+ * ev[j] and od[j] in order (two blocks a turn, so that the eight sums stay
+ * in registers) and an odd last block after, as lookup_row (the same
+ * bits) */
+AVX512VNNI static inline __attribute__((always_inline)) void
+lookup_rows4(float *y, const struct wmat *W, int64_t r, const struct matmul_q8 *a,
+             const int8_t *values, const int mx)
+{
+    const int bsize = mx ? 17 : 18, qs = mx ? 1 : 2;
+    const int64_t nb = W->in / 32, whole = nb / 2 * 2;
+    const uint8_t *b = W->rows4 + (size_t)(r / 4) * 4 * W->row_bytes;
+    const __m512i table = table16(values);
+    const struct quad x = quad_of(bsize, qs);
+    __m256 ev0 = _mm256_setzero_ps(), ev1 = ev0, ev2 = ev0, ev3 = ev0, od0 = ev0, od1 = ev0,
+           od2 = ev0, od3 = ev0;
+    for (int64_t i = 0; i < whole; i += 2, b += 8 * bsize) {
+        __m128 d;
+        __m512 f01, f23;
+        lookup_step4(&x, b, a, i, table, mx, &d, &f01, &f23);
+        quad_fma(&ev0, &ev1, &ev2, &ev3, d, f01, f23);
+        lookup_step4(&x, b + 4 * bsize, a, i + 1, table, mx, &d, &f01, &f23);
+        quad_fma(&od0, &od1, &od2, &od3, d, f01, f23);
+    }
+    y[0] = hsum8(_mm256_add_ps(ev0, od0));
+    y[1] = hsum8(_mm256_add_ps(ev1, od1));
+    y[2] = hsum8(_mm256_add_ps(ev2, od2));
+    y[3] = hsum8(_mm256_add_ps(ev3, od3));
+    for (int j = 0; j < 4 && whole < nb; j++) {
+        const uint8_t *c = b + (size_t)j * bsize; /* row j's odd last block */
+        int32_t t = 0;
+        for (int k = 0; k < 16; k++)
+            t += a->q[32 * whole + k] * values[c[qs + k] & 0xF] +
+                 a->q[32 * whole + 16 + k] * values[c[qs + k] >> 4];
+        y[j] += a->d[whole] * (mx ? e8m0_half(c[0]) : h2f_f16c(c)) * (float)t;
+    }
+}
+
+AVX512VNNI void mx_q8_iq4_nl_rows4_vnni(float *y, const struct wmat *W, int64_t r,
+                                        const struct matmul_q8 *a)
+{
+    lookup_rows4(y, W, r, a, dequant_iq4nl_values, 0);
+}
+
+AVX512VNNI void mx_q8_mxfp4_rows4_vnni(float *y, const struct wmat *W, int64_t r,
+                                       const struct matmul_q8 *a)
+{
+    lookup_rows4(y, W, r, a, dequant_mxfp4_x2, 1);
+}
+
 AVX512VNNI float mx_q8_iq4_nl_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
 {
     return lookup_row(W, r, a, dequant_iq4nl_values, 0);

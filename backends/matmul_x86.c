@@ -234,8 +234,10 @@ int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const s
         case GGML_Q5_1:
             ROWS(mx_q8_q5_1_vnni(W, r, a));
         case GGML_IQ4_NL:
+            if (W->rows4) ROWS4(mx_q8_iq4_nl_rows4_vnni, mx_q8_iq4_nl_vnni(W, r, a));
             ROWS(mx_q8_iq4_nl_vnni(W, r, a));
         case GGML_MXFP4:
+            if (W->rows4) ROWS4(mx_q8_mxfp4_rows4_vnni, mx_q8_mxfp4_vnni(W, r, a));
             ROWS(mx_q8_mxfp4_vnni(W, r, a));
         default:
             return 0;

@@ -467,6 +467,12 @@ AVX512VNNI float mx_q8_q8_0_vnni(const struct wmat *W, int64_t r, const struct m
  * each as mx_q8_q4_0_vnni gives it */
 AVX512VNNI void mx_q8_q4_0_rows4_vnni(float *y, const struct wmat *W, int64_t r,
                                       const struct matmul_q8 *a);
+/* the same for IQ4_NL and MXFP4, each row as mx_q8_iq4_nl_vnni and
+ * mx_q8_mxfp4_vnni give it */
+AVX512VNNI void mx_q8_iq4_nl_rows4_vnni(float *y, const struct wmat *W, int64_t r,
+                                        const struct matmul_q8 *a);
+AVX512VNNI void mx_q8_mxfp4_rows4_vnni(float *y, const struct wmat *W, int64_t r,
+                                       const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_q4_1_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_q5_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_q5_1_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);

@@ -348,26 +348,21 @@ TEST(gemm_q8_in_the_forward_pass, unit)
     return 0;
 }
 
-TEST(rows4_copy_alone_suffices, unit)
+/* rows4_copy_alone_suffices for one type */
+static int copy_alone_case(uint32_t type)
 {
-    /* issue 33: with decode's interleaved copy made (Q4_0, avx512vnni),
-     * a=llamacpp reads W's rows from it alone, so that the file's pages
-     * can go (llama_pack_decode): decode, prefill's packing (gemm_q8) and
-     * matmul_row give the bits they gave from the file while every whole
-     * page of the copied rows is unreadable (PROT_NONE: a read would
-     * crash); the rows past the last group of 4 still come from the file */
-    if (strcmp(matmul_kernel_name(), "avx512vnni")) SKIP("the copy is made under avx512vnni only");
     enum { IN = 2048, ROWS = 4 * 150 + 3, N = 5 };
-    const size_t rb = IN / 32 * 18, bytes = rb * ROWS;
+    const struct ggml_type_info *ti = ggml_type_get(type);
+    const size_t rb = IN / 32 * ti->type_size, bytes = rb * ROWS;
     const long page = sysconf(_SC_PAGESIZE);
     const size_t mapped = (bytes + (size_t)page - 1) / (size_t)page * (size_t)page;
     uint8_t *q = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ASSERT(q != MAP_FAILED);
     uint64_t st = 41;
-    synth_random_blocks(GGML_Q4_0, q, (int64_t)IN * ROWS, 0.5f, &st);
-    for (size_t b = 0; b < (size_t)ROWS * IN / 32; b++) { /* each block its own scale */
-        uint16_t d = quant_f32_to_f16((float)(rng_unit(&st) * 0.1 + 0.01));
-        memcpy(q + b * 18, &d, 2);
+    synth_random_blocks(type, q, (int64_t)IN * ROWS, 0.5f, &st);
+    for (size_t b = 0; type != GGML_MXFP4 && b < (size_t)ROWS * IN / 32; b++) {
+        uint16_t d = quant_f32_to_f16((float)(rng_unit(&st) * 0.1 + 0.01)); /* each its own */
+        memcpy(q + b * ti->type_size, &d, 2);
     }
     float *x = malloc(sizeof(float) * N * IN), *want = malloc(sizeof(float) * (N + 1) * ROWS),
           *got = malloc(sizeof(float) * (N + 1) * ROWS);
@@ -378,38 +373,57 @@ TEST(rows4_copy_alone_suffices, unit)
     for (int i = 0; i < N * IN; i++)
         x[i] = (float)(rng_unit(&st) * 2 - 1);
     struct q8_inputs b;
-    ASSERT_OK(make_inputs(GGML_Q4_0, x, N, IN, &b));
-    struct wmat W = {"w", GGML_Q4_0, q, IN, ROWS, rb, 0, NULL};
-    ASSERT(gemm_q8_fast(&W));
-    parallel_set_adaptive(0);
+    ASSERT_OK(make_inputs(type, x, N, IN, &b));
+    struct wmat W = {"w", type, q, IN, ROWS, rb, 0, NULL};
+    ASSERT(gemm_q8_fast(&W) && matmul_pack4_bytes(&W) > 0);
     for (int copy = 0; copy < 2; copy++) {
         float *y = copy ? got : want;
         uint8_t *packed = NULL;
-        size_t lo = 0, hi = 0; /* the whole pages of the copied rows */
+        size_t whole = 0; /* the whole pages of the copied rows */
         if (copy) {
             ASSERT((packed = qg_alloc_aligned(matmul_pack4_bytes(&W))));
             matmul_pack4(&W, packed);
             W.rows4 = packed;
-            lo = 0, hi = matmul_pack4_bytes(&W) / (size_t)page * (size_t)page;
-            ASSERT(hi > 0 && mprotect(q + lo, hi - lo, PROT_NONE) == 0);
+            whole = matmul_pack4_bytes(&W) / (size_t)page * (size_t)page;
+            ASSERT(whole > 0 && mprotect(q, whole, PROT_NONE) == 0);
         }
         struct matmul_part part = {y, &W, NULL, 0.0f};
-        matmul_w_group_q8(&part, 1, x, &b.a[0], 2, scratch);              /* decode: row 0 */
+        matmul_w_group_q8(&part, 1, x, &b.a[0], 2, scratch);              /* decode: input 0 */
         ASSERT_OK(gemm_q8(y + ROWS, &W, NULL, 0.0f, b.a, N, 2, scratch)); /* prefill */
         for (int64_t r = 0; copy && r < ROWS; r++)
             if (memcmp(matmul_row(&W, r, buf), saved + (size_t)r * rb, rb))
-                T_FAIL_("row %lld: matmul_row differs from the stored row", (long long)r);
+                T_FAIL_("%s row %lld: matmul_row differs from the stored row", ti->name,
+                        (long long)r);
         if (copy) {
-            ASSERT(mprotect(q + lo, hi - lo, PROT_READ | PROT_WRITE) == 0);
+            ASSERT(mprotect(q, whole, PROT_READ | PROT_WRITE) == 0);
             free(packed);
         }
     }
-    parallel_set_adaptive(1);
     if (memcmp(want, got, sizeof(float) * (N + 1) * ROWS))
-        T_FAIL_("products from the copy alone differ from those from the file");
-    printf("decode and prefill of %d rows from the copy alone: the file's bits\n", ROWS);
+        T_FAIL_("%s: products from the copy alone differ from those from the file", ti->name);
+    printf("%s: decode and prefill of %d rows from the copy alone: the file's bits\n", ti->name,
+           ROWS);
     free_inputs(&b);
     munmap(q, mapped);
     free(x), free(want), free(got), free(scratch), free(saved), free(buf);
     return 0;
+}
+
+TEST(rows4_copy_alone_suffices, unit)
+{
+    /* issue 33: with decode's interleaved copy made (Q4_0, IQ4_NL, MXFP4
+     * under avx512vnni), a=llamacpp reads W's rows from it alone, so that
+     * the file's pages can go (llama_pack_decode): decode, prefill's
+     * packing (gemm_q8) and matmul_row give the bits they gave from the
+     * file while every whole page of the copied rows is unreadable
+     * (PROT_NONE: a read would crash); the rows past the last group of 4
+     * still come from the file */
+    if (strcmp(matmul_kernel_name(), "avx512vnni")) SKIP("the copy is made under avx512vnni only");
+    static const uint32_t types[] = {GGML_Q4_0, GGML_IQ4_NL, GGML_MXFP4};
+    parallel_set_adaptive(0);
+    int rc = 0;
+    for (size_t i = 0; i < sizeof types / sizeof *types && !rc; i++)
+        rc = copy_alone_case(types[i]);
+    parallel_set_adaptive(1);
+    return rc;
 }

@@ -1994,7 +1994,8 @@ static int rows4_check(void *ctx)
             x[k] = (float)(rng_unit(&st) * 2 - 1);
         struct wmat W = {"w", cases[i].type, q, in, ROWS, rb, 0, NULL};
         const size_t size = matmul_pack4_bytes(&W);
-        const int wants = vnni && cases[i].type == GGML_Q4_0;
+        const int wants = vnni && (cases[i].type == GGML_Q4_0 || cases[i].type == GGML_IQ4_NL ||
+                                   cases[i].type == GGML_MXFP4);
         if ((size != 0) != wants || (size && size != (size_t)(ROWS / 4) * 4 * rb))
             T_FAIL_("%s %s: matmul_pack4_bytes %zu", matmul_kernel_name(), ti->name, size);
         uint8_t *copy = size ? qg_alloc_aligned(size) : NULL;
@@ -2030,7 +2031,7 @@ TEST(decode_rows4_same_bits, unit)
      * (matmul_pack4: four rows' blocks side by side, llama.cpp's repacking
      * idea) give each row's bits as from the file, on 2 threads, with odd
      * block counts, rows past the last group of 4; and a copy only for the
-     * type and set with a kernel (Q4_0, avx512vnni) */
+     * types and set with a kernel (Q4_0, IQ4_NL, MXFP4 under avx512vnni) */
     parallel_set_adaptive(0);
     const int rc = each_kernel_set(rows4_check, NULL);
     parallel_set_adaptive(1);
