@@ -19,6 +19,11 @@ static float max_base(const float *x, int64_t n, float m)
     return m;
 }
 
+/* rows ahead whose lines weighted_ prefetches: attention's V rows lie a
+ * whole cache row apart (all heads of a position), which the hardware's
+ * streams follow late */
+enum { VM_AHEAD = 16 };
+
 /* The loops, written once; VM_SET stamps them out under a target. */
 #define VM_SET(sfx, attr)                                                                          \
     attr static void exp_##sfx(float *y, const float *x, float shift, int64_t n)                   \
@@ -41,9 +46,12 @@ static float max_base(const float *x, int64_t n, float m)
     {                                                                                              \
         for (int64_t d = 0; d < n; d++)                                                            \
             o[d] = 0.0f;                                                                           \
-        for (int64_t t = 0; t < T; t++)                                                            \
+        for (int64_t t = 0; t < T; t++) {                                                          \
+            for (int64_t d = 0; t + VM_AHEAD < T && d < n; d += 16) /* rows a stride apart */      \
+                __builtin_prefetch(v + (t + VM_AHEAD) * stride + d);                               \
             for (int64_t d = 0; d < n; d++)                                                        \
                 o[d] += w[t] * v[t * stride + d];                                                  \
+        }                                                                                          \
     }
 
 VM_SET(base, )
@@ -102,9 +110,52 @@ VM_AVX512 static float max_avx512(const float *x, int64_t n, float m)
     _mm512_storeu_ps(l + 16, b);
     return max_base(x + i, n - i, max_base(l, 32, m));
 }
+/* weighted_'s sums held in nv registers of 16 (nv a constant where it is
+ * inlined): the same operations on each element in the same order (0,
+ * then + w[t] v[t][d] for t in order, unfused), without the store and
+ * reload of o per key that the C loop makes (o might alias v there) */
+VM_AVX512 static inline __attribute__((always_inline)) void
+weighted_regs(float *o, const float *w, const float *v, int64_t T, int64_t stride, int nv)
+{
+    __m512 acc[16];
+    for (int i = 0; i < nv; i++)
+        acc[i] = _mm512_setzero_ps();
+    for (int64_t t = 0; t < T; t++) {
+        const float *row = v + t * stride;
+        for (int i = 0; t + VM_AHEAD < T && i < nv; i++)
+            _mm_prefetch((const char *)(row + VM_AHEAD * stride + 16 * i), _MM_HINT_T0);
+        const __m512 wt = _mm512_set1_ps(w[t]);
+        for (int i = 0; i < nv; i++)
+            acc[i] = _mm512_add_ps(acc[i], _mm512_mul_ps(wt, _mm512_loadu_ps(row + 16 * i)));
+    }
+    for (int i = 0; i < nv; i++)
+        _mm512_storeu_ps(o + 16 * i, acc[i]);
+}
+
+VM_AVX512 static void weighted512(float *o, const float *w, const float *v, int64_t T,
+                                  int64_t stride, int64_t n)
+{
+    switch (n) {
+    case 64:
+        weighted_regs(o, w, v, T, stride, 4);
+        return;
+    case 128:
+        weighted_regs(o, w, v, T, stride, 8);
+        return;
+    default:
+        if (n % 16 || n > 256)
+            weighted_avx512(o, w, v, T, stride, n);
+        else
+            weighted_regs(o, w, v, T, stride, (int)(n / 16));
+    }
+}
+
 /* indexed by enum mv_isa */
-static const struct vm_set sets[] = {VM_ENTRY(base), VM_ENTRY(avx2), VM_ENTRY(avx512),
-                                     VM_ENTRY(avx512)};
+static const struct vm_set sets[] = {
+    VM_ENTRY(base),
+    VM_ENTRY(avx2),
+    {max_avx512, exp_avx512, swiglu_avx512, scale_avx512, weighted512},
+    {max_avx512, exp_avx512, swiglu_avx512, scale_avx512, weighted512}};
 #else
 static const struct vm_set sets[] = {VM_ENTRY(base), VM_ENTRY(base), VM_ENTRY(base),
                                      VM_ENTRY(base)};
