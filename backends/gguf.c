@@ -708,18 +708,28 @@ void gguf_drop_pages(const struct gguf *g, const struct gguf_tensor *t)
     gguf_drop_range(g, t->data, t->nbytes);
 }
 
-void gguf_drop_range(const struct gguf *g, const void *p, size_t n)
+/* the whole pages of bytes [p, p + n) of g's mapping, or 0 */
+static size_t whole_pages(const struct gguf *g, const void *p, size_t n, uintptr_t *a)
 {
     uintptr_t lo = (uintptr_t)p, base = (uintptr_t)g->base;
     if (!g->mapped || n == 0 || lo < base || lo - base > g->size || n > g->size - (lo - base))
-        return;
-    long page = sysconf(_SC_PAGESIZE);
-    uintptr_t hi = lo + (uintptr_t)n;
-    uintptr_t a = (lo + (uintptr_t)page - 1) / (uintptr_t)page * (uintptr_t)page;
-    uintptr_t b = hi / (uintptr_t)page * (uintptr_t)page;
-    if (b <= a) return;
-    /* random access first: a fault on a page beside the range then maps no
-     * page of it back in (the kernel's fault-around stays in one area) */
-    madvise((void *)a, (size_t)(b - a), MADV_RANDOM);
-    madvise((void *)a, (size_t)(b - a), MADV_DONTNEED);
+        return 0;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), hi = lo + (uintptr_t)n;
+    *a = (lo + page - 1) / page * page;
+    const uintptr_t b = hi / page * page;
+    return b > *a ? (size_t)(b - *a) : 0;
+}
+
+void gguf_drop_range(const struct gguf *g, const void *p, size_t n)
+{
+    uintptr_t a;
+    size_t len = whole_pages(g, p, n, &a);
+    if (len) madvise((void *)a, len, MADV_DONTNEED);
+}
+
+void gguf_random_range(const struct gguf *g, const void *p, size_t n)
+{
+    uintptr_t a;
+    size_t len = whole_pages(g, p, n, &a);
+    if (len) madvise((void *)a, len, MADV_RANDOM);
 }

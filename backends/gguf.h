@@ -126,10 +126,14 @@ int64_t gguf_tensor_nelements(const struct gguf_tensor *t);
  * readable (pages are re-read from the file on access). */
 void gguf_drop_pages(const struct gguf *g, const struct gguf_tensor *t);
 /* The same for the whole pages of bytes [p, p + n) of g's data (a part
- * of a tensor); nothing where g is not mapped or the range is not in it.
- * Both mark the pages for random access, so that a read beside them maps
- * none of them back in (the kernel's fault-around). */
+ * of a tensor); nothing where g is not mapped or the range is not in it. */
 void gguf_drop_range(const struct gguf *g, const void *p, size_t n);
+/* Marks the whole pages of [p, p + n) for random access (MADV_RANDOM), so
+ * that a read beside them maps none of them in (the kernel's fault-around
+ * maps up to 64 KiB around a faulting page) and none is read ahead. Each
+ * call may split the mapping's area (the kernel's map count is limited):
+ * for a few large ranges. Nothing where g is not mapped. */
+void gguf_random_range(const struct gguf *g, const void *p, size_t n);
 
 /* "u32", "string", "array", ...; "unknown" for invalid values. */
 const char *gguf_vtype_name(uint32_t t);

@@ -69,9 +69,13 @@ void kernel_set_describe(char *out, size_t n);
  * On two cores that spin took a share of the CPU from every short run.
  * Uses OpenBLAS's blas_thread_shutdown_ (what it calls itself before a
  * fork; a later threaded call would start them again) where the library
- * has it. Once per process (later calls do nothing), before the first
- * product; thread-safe. Nothing else may set OpenBLAS's thread count:
- * OpenBLAS 0.3 starts the threads again when it is set after a stop. */
+ * has it. Once per process (later calls do nothing; concurrent first
+ * calls are safe), before any thread makes a BLAS call (the stop must not
+ * meet one in flight): qgate's main calls it first thing, llama_ctx_new
+ * again for programs that embed the engine. Nothing else may set
+ * OpenBLAS's thread count afterwards: OpenBLAS 0.3 starts the threads
+ * again when it is set after a stop (bench_ppl does so on purpose, in a
+ * child that measures plain OpenBLAS). */
 void kernel_set_blas_one_thread(void);
 
 #endif

@@ -155,6 +155,7 @@ static int simulate_mat(struct llama_model *m, struct wmat *w, const struct simf
     w->data = (const uint8_t *)x;
     w->type = GGML_F32;
     w->row_bytes = (size_t)w->in * sizeof *x;
+    w->rows4 = NULL; /* a copy of the stored rows would be stale (its block stays owned) */
     return QG_OK;
 }
 
@@ -187,15 +188,54 @@ static int gets_copy(const struct llama_model *m, const struct wmat *w)
     return matmul_pack4_bytes(w) && !w->rows4 && (w != &m->tok_embd || m->hp.tied_output);
 }
 
+struct span {
+    const uint8_t *lo;
+    size_t n;
+};
+
+static int span_cmp(const void *a, const void *b)
+{
+    const struct span *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* The copied rows' file pages, let go (gguf_drop_range) as each matrix
+ * was copied, kept from coming back: the spans, sorted and joined across
+ * gaps under 64 KiB (norms and biases, read at load), are marked for
+ * random access, so that a read beside them (an embedding's row, a
+ * matrix of another type) maps none of them back in (the kernel's
+ * fault-around: 2 of a test model's 3 MB came back so); joined, so that
+ * the marks split the mapping's area some times a layer, not a matrix
+ * (the kernel's map count is limited: a 128-expert model has some 10^4
+ * matrices); then let go again, as the copying's own reads may have
+ * brought some back */
+static void keep_dropped(const struct gguf *g, struct span *sp, int n)
+{
+    qsort(sp, (size_t)n, sizeof *sp, span_cmp);
+    for (int i = 0; i < n;) {
+        const uint8_t *lo = sp[i].lo, *hi = sp[i].lo + sp[i].n;
+        int j = i + 1;
+        for (; j < n && sp[j].lo <= hi + (64 << 10); j++)
+            if (sp[j].lo + sp[j].n > hi) hi = sp[j].lo + sp[j].n;
+        gguf_random_range(g, lo, (size_t)(hi - lo));
+        for (; i < j; i++)
+            gguf_drop_range(g, sp[i].lo, sp[i].n);
+    }
+}
+
 int llama_pack_decode(struct llama_model *m)
 {
     int n;
     struct wmat **all = all_matrices(m, &n);
-    if (!all) return QG_ERR_NOMEM;
+    struct span *sp = all ? malloc((size_t)(n + 1) * sizeof *sp) : NULL;
+    if (!sp) {
+        free(all);
+        return QG_ERR_NOMEM;
+    }
     size_t total = 0;
     for (int i = 0; i < n; i++)
         if (gets_copy(m, all[i])) total += (matmul_pack4_bytes(all[i]) + 63) / 64 * 64;
-    int rc = QG_OK;
+    int rc = QG_OK, k = 0;
     uint8_t **grow = total ? realloc(m->packed, (size_t)(m->n_packed + 1) * sizeof *grow) : NULL;
     if (grow) m->packed = grow;
     uint8_t *at = grow ? qg_alloc_aligned(total) : NULL;
@@ -210,12 +250,16 @@ int llama_pack_decode(struct llama_model *m)
         at += (size + 63) / 64 * 64;
         /* what reads these rows under a=llamacpp reads the copy now (decode,
          * prefill's packing, a tied embedding's lookup: matmul_row), so the
-         * file's pages of them go, matrix by matrix, and the copy costs no
-         * memory in all; a reader of the file (another kernel set, the
-         * float path) has them read back in */
+         * file's pages of them go, matrix by matrix (the peak is the file
+         * and one matrix), and the copy costs no memory in all; a reader
+         * of the file (another kernel set, the float path) has them read
+         * back in */
         gguf_drop_range(m->g, w->data, size);
+        sp[k++] = (struct span){w->data, size};
     }
+    keep_dropped(m->g, sp, k);
     if (m->hp.tied_output) m->output = m->tok_embd; /* the same matrix, the same copy */
+    free(sp);
     free(all);
     return rc;
 }

@@ -106,6 +106,12 @@ const char *llama_declared_act(const struct llama_model *m);
 /* K and V rounded in f as they are written to the cache (simfmt_apply_kv);
  * attention scores and softmax stay f32. */
 void llama_ctx_set_kv(struct llama_ctx *c, const struct simfmt *f);
+/* Under a=llamacpp without a simulated cache format the context keeps K
+ * and V in fp16 as well, as llama.cpp does, and decode reads those (half
+ * the bytes, the same values); positions written while that was not so
+ * (another mode, a format, on 0) are read from the f32 cache. 1: so (the
+ * default); 0: the f32 cache alone (tests compare the two). */
+void llama_ctx_set_kv16(struct llama_ctx *c, int on);
 /* Simulates a deployment format on the weights: every matrix (the
  * embedding, the output head and each layer's seven) whose tensor name
  * matches none of keep's comma-separated glob patterns ("output",

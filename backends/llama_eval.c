@@ -437,7 +437,12 @@ int llama_ctx_set_act(struct llama_ctx *c, int mode, const struct simfmt *f)
  * a=llamacpp, where every value is an f16 (no simulated cache format) */
 static int kv16_on(const struct llama_ctx *c)
 {
-    return c->k16 && c->act == LLAMA_ACT_LLAMACPP && c->kv_fmt.kind == SIMFMT_NONE;
+    return c->k16 && !c->kv16_off && c->act == LLAMA_ACT_LLAMACPP && c->kv_fmt.kind == SIMFMT_NONE;
+}
+
+void llama_ctx_set_kv16(struct llama_ctx *c, int on)
+{
+    c->kv16_off = !on;
 }
 
 /* Rotates n rows of `heads` heads (row stride `stride`) at positions pos0..;
@@ -512,7 +517,7 @@ static void attn_row_f16(const struct llama_ctx *c, float *o, const float *q, si
 {
     const int hd = c->m->hp.head_dim, T = last - first + 1;
     const size_t from = at + (size_t)first * kvd;
-    if (kv16_on(c)) { /* the same bits from half the bytes */
+    if (kv16_on(c) && last < c->kv16_upto) { /* the same bits from half the bytes */
         matmul_dots_f16(scores, q, c->k16 + from, T, kvd, hd, scale);
         flash_f16_row_h(o, scores, c->v16 + from, T, kvd, hd, c->m->hp.attn_softcap);
         return;
@@ -633,6 +638,13 @@ static void attention_sublayer(struct llama_ctx *c, int l, int n, int pos0)
         quant_f32_to_f16_row(Kl, c->k16 + at, (int64_t)n * kvd);
         quant_f32_to_f16_row(Vl, c->v16 + at, (int64_t)n * kvd);
     }
+    /* what the fp16 cache holds once every layer has written this batch's
+     * rows, each before its attention reads them (the mode or the cache's
+     * format may have changed since earlier positions were written) */
+    if (l == 0)
+        c->kv16_upto = kv16_on(c) && pos0 <= c->kv16_upto ? pos0 + n
+                       : pos0 < c->kv16_upto              ? pos0
+                                                          : c->kv16_upto;
     attention(c, l, n, pos0, scale);
     if (!h->post_norms) {
         lm_matmul(c, c->x, c->att, &L->wo, L->bo, 1.0f, n); /* x += att . Wo^T */

@@ -61,6 +61,8 @@ struct llama_ctx {
     float *k, *v;        /* [n_layers][n_ctx][kv_dim] */
     uint16_t *k16, *v16; /* a=llamacpp: the same cache in fp16, as llama.cpp holds it, which
                           * decode reads (half the bytes); NULL where it could not be had */
+    int kv16_upto;       /* k16 and v16 hold positions [0, kv16_upto) as k and v do */
+    int kv16_off;        /* llama_ctx_set_kv16(c, 0): neither written nor read */
     float *x, *xn, *q, *att, *gate, *up, *scores; /* batch buffers, n_ctx rows */
     float *tmp;            /* [n_ctx][dim]: a sublayer's output before its norm or sum */
     float *moe_x, *moe_y;  /* MoE: gathered rows [n_ctx][dim] and their expert outputs */

@@ -129,6 +129,20 @@ static float dot_portable(const float *a, const float *b, int64_t n)
     return s;
 }
 
+/* dot_portable with b in fp16: the same operations on b's f32 values */
+static float dot_portable_f16(const float *a, const uint16_t *b, int64_t n)
+{
+    float acc[8] = {0};
+    int64_t k = 0;
+    for (; k + 8 <= n; k += 8)
+        for (int j = 0; j < 8; j++)
+            acc[j] += a[k + j] * quant_f16_to_f32(b[k + j]);
+    float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (; k < n; k++)
+        s += a[k] * quant_f16_to_f32(b[k]);
+    return s;
+}
+
 /* a row through chunks of up to ROW_CHUNK decoded elements (L1/L2-resident) */
 enum { ROW_CHUNK = 2048 };
 static float row_generic(const struct wmat *W, int64_t r, const float *x, float *buf, mv_dot_fn dot)
@@ -230,11 +244,8 @@ void matmul_dots_f16(float *out, const float *a, const uint16_t *b, int64_t T, i
         dots(out, a, b, T, stride, n, scale);
         return;
     }
-    float row[4096]; /* portable: each key widened, then its dot product */
-    for (int64_t t = 0; t < T && n <= 4096; t++) {
-        quant_f16_to_f32_row(b + t * stride, row, n);
-        out[t] = dot_portable(a, row, n) * scale;
-    }
+    for (int64_t t = 0; t < T; t++) /* portable: dot_portable's order, each value widened */
+        out[t] = dot_portable_f16(a, b + t * stride, n) * scale;
 }
 
 /* rows [r0, r1) of W . x: the kernel set's kernel for W's type, or decoded

@@ -158,7 +158,7 @@ void matmul_dots(float *out, const float *a, const float *b, int64_t T, int64_t 
                  float scale);
 
 /* The same with b's rows held as fp16 (llama.cpp's K cache): the bits of
- * matmul_dots on their f32 values, reading half the bytes; n <= 4096. */
+ * matmul_dots on their f32 values, reading half the bytes. */
 void matmul_dots_f16(float *out, const float *a, const uint16_t *b, int64_t T, int64_t stride,
                      int64_t n, float scale);
 

@@ -39,7 +39,9 @@
  * traffic, not one matrix kept warm in cache) */
 static double sgemm_gflops(const struct llama_hparams *h, int n, int threads)
 {
-    openblas_set_num_threads(threads); /* plain OpenBLAS at its best: its own threads */
+    /* plain OpenBLAS at its best: its own threads (started again after
+     * kernel_set_blas_one_thread stopped them; this child ends after it) */
+    openblas_set_num_threads(threads);
     int kvd = h->n_kv_heads * h->head_dim;
     int shapes[][2] = {{h->dim, h->dim}, {h->dim, kvd},    {h->dim, kvd},   {h->dim, h->dim},
                        {h->dim, h->ffn}, {h->dim, h->ffn}, {h->ffn, h->dim}};

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int unknown_command(const char *name)
 {
@@ -66,8 +67,14 @@ static void print_version(void)
         printf(" %s", kernel_set_nth(i));
         if (!strcmp(kernel_set_nth(i), best)) break;
     }
-    /* 1: OpenBLAS's idle threads are gone (kernel_set_blas_one_thread) */
-    printf("\nthreads at start: %d (qgate's pool starts with the work)\n", threads_now());
+    /* 1: OpenBLAS's idle threads are gone (kernel_set_blas_one_thread);
+     * their count drops a moment after the joins return, hence the wait */
+    int threads = threads_now();
+    for (int i = 0; i < 100 && threads > 1; i++) {
+        usleep(1000);
+        threads = threads_now();
+    }
+    printf("\nthreads at start: %d (qgate's pool starts with the work)\n", threads);
 }
 
 /* QG_CPU, or the command's --cpu (which wins): may start the program again */

@@ -22,6 +22,16 @@
 #include <string.h>
 
 #define TEST_SKIP 77
+
+/* T_TSAN: built with ThreadSanitizer (GCC says so by __SANITIZE_THREAD__,
+ * clang by __has_feature) */
+#if defined(__SANITIZE_THREAD__)
+#define T_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define T_TSAN 1
+#endif
+#endif
 #define TEST(name, label)                                                                          \
     int test_##name(void);                                                                         \
     int test_##name(void)

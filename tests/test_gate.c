@@ -790,7 +790,7 @@ TEST(blas_threads_stopped_at_start, e2e)
      * for some 0.1 s; qgate stops them first thing (kernel_set.h), so a
      * process has one thread until its pool starts, whatever
      * OPENBLAS_NUM_THREADS asks. TSan runs a thread of its own */
-#if defined(__SANITIZE_THREAD__)
+#ifdef T_TSAN
     SKIP("ThreadSanitizer runs a thread of its own");
 #else
     char was[64] = "";

@@ -21,6 +21,7 @@
 #include "tests/test.h"
 
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -1218,7 +1219,7 @@ static int group_case(const uint32_t types[3])
     return rc ? 1 : 0;
 }
 
-#if !defined(__SANITIZE_THREAD__)
+#ifndef T_TSAN
 /* minor page faults of this process so far */
 static long minor_faults(void)
 {
@@ -1236,13 +1237,15 @@ TEST(decode_output_written_not_read, unit)
      * step (perf: do_wp_page, flush_tlb_mm_range). Counted as faults on a
      * fresh mapping of PAGES pages: one each, not two. TSan maps shadow
      * pages for every page the program touches, so it would count those */
-#if defined(__SANITIZE_THREAD__)
+#ifdef T_TSAN
     SKIP("ThreadSanitizer faults in shadow pages of its own");
 #else
-    enum { IN = 64, PAGES = 64, OUT = PAGES * 4096 / 4 };
+    enum { IN = 64, PAGES = 64 };
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = PAGES * page;
+    const int64_t OUT = (int64_t)(bytes / sizeof(float));
     const size_t rb = IN / 32 * 34; /* Q8_0 */
-    uint8_t *q = malloc(rb * OUT);
-    float *x = qg_alloc_aligned(sizeof(float) * IN), *warm = malloc(sizeof(float) * OUT),
+    uint8_t *q = malloc(rb * (size_t)OUT);
+    float *x = qg_alloc_aligned(sizeof(float) * IN), *warm = malloc(bytes),
           *scratch = qg_alloc_aligned(matmul_scratch_floats(IN) * sizeof(float));
     ASSERT(q && x && warm && scratch);
     uint64_t st = 5;
@@ -1250,19 +1253,18 @@ TEST(decode_output_written_not_read, unit)
     for (int i = 0; i < IN; i++)
         x[i] = (float)(rng_unit(&st) - 0.5);
     struct wmat W = {"w", GGML_Q8_0, q, IN, OUT, rb, 0, NULL};
-    memset(warm, 0, sizeof(float) * OUT);
+    memset(warm, 0, bytes);
     matmul_w(warm, x, &W, NULL, 1, 0.0f, 1, scratch); /* scratch's pages are in */
-    float *y = mmap(NULL, (size_t)PAGES * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                    -1, 0);
+    float *y = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ASSERT(y != MAP_FAILED);
-    madvise(y, (size_t)PAGES * 4096, MADV_NOHUGEPAGE); /* a page a fault */
+    madvise(y, bytes, MADV_NOHUGEPAGE); /* a page a fault */
     long f0 = minor_faults();
     matmul_w(y, x, &W, NULL, 1, 0.0f, 1, scratch);
     long faults = minor_faults() - f0;
-    int same = !memcmp(y, warm, sizeof(float) * OUT);
-    munmap(y, (size_t)PAGES * 4096);
+    int same = !memcmp(y, warm, bytes);
+    munmap(y, bytes);
     free(q), free(x), free(warm), free(scratch);
-    printf("%ld minor faults writing %d fresh pages\n", faults, PAGES);
+    printf("%ld minor faults writing %d fresh pages of %zu bytes\n", faults, PAGES, page);
     ASSERT(same);
     ASSERT(f0 >= 0 && faults >= PAGES);
     if (faults >= PAGES + PAGES / 2) T_FAIL_("%ld faults for %d pages: y was read", faults, PAGES);
@@ -2054,8 +2056,10 @@ TEST(decode_rows4_same_bits, unit)
 
 /* kB of this process's pages of the file at path that are in memory
  * (the Rss of its mappings in /proc/self/smaps), or -1 */
-static long file_rss_kb(const char *path)
+static long file_rss_kb(const char *name)
 {
+    char path[PATH_MAX]; /* as the maps name it: no symlinks, no double slashes */
+    if (!realpath(name, path)) return -1;
     FILE *f = fopen("/proc/self/smaps", "r");
     if (!f) return -1;
     char line[4352];
@@ -2123,6 +2127,64 @@ TEST(pack_decode_lets_file_pages_go, unit)
     llama_ctx_free(c);
     llama_free(m);
     free(lg), free(lg2);
+    return 0;
+}
+
+/* logits of a context over ids: `plain` tokens without rounding first
+ * (then a=llamacpp), `prompt` of them as one batch, the rest one at a
+ * time; the fp16 cache on or off */
+static int kv16_run(const struct llama_model *m, const int32_t *ids, int n, int prompt, int plain,
+                    int kv16, int V, float *lg)
+{
+    struct llama_ctx *c;
+    ASSERT_OK(llama_ctx_new(m, n, &c));
+    llama_ctx_set_kv16(c, kv16);
+    for (int i = 0; i < n;) {
+        if (i == plain) ASSERT_OK(llama_ctx_set_act(c, LLAMA_ACT_LLAMACPP, NULL));
+        const int k = i == 0 ? (plain ? plain : prompt) : 1;
+        ASSERT_OK(llama_eval(c, ids + i, k, 0, lg + (size_t)i * V));
+        i += k;
+    }
+    llama_ctx_free(c);
+    return 0;
+}
+
+TEST(kv16_cache_same_bits, unit)
+{
+    /* issue 33: a=llamacpp's decode reads K and V from the fp16 copy of
+     * the cache; the logits of a prompt (short of FA_TILE_ROWS and past
+     * it) and the decode steps after it are those of the f32 cache, bit
+     * for bit; and positions written before the mode was set (plain, not
+     * rounded, never copied) are read from the f32 cache, so a context
+     * that switches mode mid-way gives the f32 cache's logits too */
+    struct synth_params p = synth_default_params();
+    char err[QG_ERRMSG_MAX];
+    ASSERT_OK(synth_write(&p, t_path("m.gguf"), err, sizeof err));
+    struct gguf *g;
+    struct llama_model *m;
+    ASSERT_OK(gguf_open(t_path("m.gguf"), &g, err, sizeof err));
+    ASSERT_OK(llama_load(g, t_path("m.gguf"), &m, err, sizeof err));
+    enum { N = 90 };
+    const int V = p.n_vocab;
+    int32_t ids[N];
+    for (int i = 0; i < N; i++)
+        ids[i] = 3 + (i * 37) % 200;
+    float *a = malloc(sizeof(float) * N * (size_t)V), *b = malloc(sizeof(float) * N * (size_t)V);
+    ASSERT(a && b);
+    static const int cases[][2] = {{5, 0}, {70, 0}, {5, 8}}; /* prompt, plain tokens first */
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        ASSERT_OK(kv16_run(m, ids, N, cases[k][0], cases[k][1], 1, V, a));
+        ASSERT_OK(kv16_run(m, ids, N, cases[k][0], cases[k][1], 0, V, b));
+        size_t diff = 0;
+        for (size_t i = 0; i < (size_t)N * (size_t)V; i++)
+            diff += memcmp(&a[i], &b[i], sizeof *a) != 0;
+        printf("prompt %d, %d plain first: %zu of %d logits differ between the fp16 cache and "
+               "the f32 one\n",
+               cases[k][0], cases[k][1], diff, N * V);
+        if (diff) T_FAIL_("the fp16 cache changed the logits");
+    }
+    llama_free(m);
+    free(a), free(b);
     return 0;
 }
 
