@@ -433,6 +433,13 @@ int llama_ctx_set_act(struct llama_ctx *c, int mode, const struct simfmt *f)
     return QG_OK;
 }
 
+/* whether a batch of n rows attends as ggml's flash attention computes
+ * short batches (attn_row_f16): a=llamacpp, fewer than FA_TILE_ROWS */
+static int flash_rows(const struct llama_ctx *c, int n)
+{
+    return c->act == LLAMA_ACT_LLAMACPP && n < FA_TILE_ROWS;
+}
+
 /* whether K and V are written to, and decode reads, the fp16 cache: under
  * a=llamacpp, where every value is an f16 (no simulated cache format) */
 static int kv16_on(const struct llama_ctx *c)
@@ -544,7 +551,7 @@ static void attention_heads(void *arg, int64_t h0, int64_t h1, int thread)
     float *scores = c->scores + (size_t)thread * ATT_BLOCK * c->n_ctx;
     for (int64_t hh = h0; hh < h1; hh++) {
         int kh = (int)hh / group;
-        if (c->act == LLAMA_ACT_LLAMACPP && n < FA_TILE_ROWS) {
+        if (flash_rows(c, n)) {
             for (int i = 0; i < n; i++) {
                 int last = pos0 + i,
                     first = window && last - window + 1 > 0 ? last - window + 1 : 0;
@@ -588,7 +595,7 @@ static void attention(struct llama_ctx *c, int l, int n, int pos0, float scale)
      * of fp16 roundings per head (flash_f16_row), some 4x the time of its
      * flops; so a decode step splits its heads from ~20 keys on, not ~85
      * (134M, 128 tokens: 1-3 % more tokens/s) */
-    if (c->act == LLAMA_ACT_LLAMACPP && n < FA_TILE_ROWS) work *= 4.0;
+    if (flash_rows(c, n)) work *= 4.0;
     parallel_for(parallel_threads_for(c->n_threads, work), h->n_heads, attention_heads, &j);
 }
 
@@ -625,7 +632,7 @@ static void attention_sublayer(struct llama_ctx *c, int l, int n, int pos0)
             scale = 1.0f;
         }
         /* short batches: Q meets K in f16 (larger ones keep it in f32) */
-        if (n < FA_TILE_ROWS) quant_round_f16(c->q, (int64_t)n * qd);
+        if (flash_rows(c, n)) quant_round_f16(c->q, (int64_t)n * qd);
         quant_round_f16(Kl, (int64_t)n * kvd);
         quant_round_f16(Vl, (int64_t)n * kvd);
     }
@@ -638,13 +645,6 @@ static void attention_sublayer(struct llama_ctx *c, int l, int n, int pos0)
         quant_f32_to_f16_row(Kl, c->k16 + at, (int64_t)n * kvd);
         quant_f32_to_f16_row(Vl, c->v16 + at, (int64_t)n * kvd);
     }
-    /* what the fp16 cache holds once every layer has written this batch's
-     * rows, each before its attention reads them (the mode or the cache's
-     * format may have changed since earlier positions were written) */
-    if (l == 0)
-        c->kv16_upto = kv16_on(c) && pos0 <= c->kv16_upto ? pos0 + n
-                       : pos0 < c->kv16_upto              ? pos0
-                                                          : c->kv16_upto;
     attention(c, l, n, pos0, scale);
     if (!h->post_norms) {
         lm_matmul(c, c->x, c->att, &L->wo, L->bo, 1.0f, n); /* x += att . Wo^T */
@@ -687,6 +687,14 @@ int llama_eval(struct llama_ctx *c, const int32_t *tokens, int n, int logits_fro
         dequant_row(m->tok_embd.type, matmul_row(&m->tok_embd, tokens[i], (uint8_t *)c->scratch),
                     xi, dim);
         if (h->embd_scale != 1.0f) vm_scale(xi, h->embd_scale, dim);
+    }
+    /* what the fp16 cache holds after this batch: each layer writes the
+     * batch's rows before its attention reads them; positions written
+     * while it was not kept (another mode, a cache format) end it there */
+    if (kv16_on(c)) {
+        if (pos0 <= c->kv16_upto) c->kv16_upto = pos0 + n;
+    } else if (pos0 < c->kv16_upto) {
+        c->kv16_upto = pos0;
     }
     for (int l = 0; l < h->n_layers; l++) {
         attention_sublayer(c, l, n, pos0);

@@ -226,34 +226,6 @@ q4_0_row(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
     return hsum8(acc);
 }
 
-/* Q4_0 x Q8_0, rows r to r + 3 (r % 4 == 0) from W->rows4: each step
- * block i of the four rows, one chain per row, each row's operations as
- * q4_0_row's in its order (the same bits); one stream, four chains */
-AVX512VNNI void mx_q8_q4_0_rows4_vnni(float *y, const struct wmat *W, int64_t r,
-                                      const struct matmul_q8 *a)
-{
-    const int64_t nb = W->in / 32;
-    const uint8_t *b = W->rows4 + (size_t)(r / 4) * 4 * W->row_bytes;
-    const struct quad x = quad_of(18, 2);
-    const __m512i eight = _mm512_set1_epi8(8);
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-                     _mm256_setzero_ps()};
-    for (int64_t i = 0; i < nb; i++, b += 4 * 18) {
-        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
-        _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
-        const __m512i q = _mm512_broadcast_i64x4(
-            _mm256_loadu_si256((const __m256i *)(const void *)(a->q + 32 * i)));
-        const __m512i e = _mm512_dpbusd_epi32(_mm512_setzero_si512(), eight, q);
-        __m512i raw, w01, w23;
-        nib_quad(&x, b, &raw, &w01, &w23);
-        quad_fma(&acc[0], &acc[1], &acc[2], &acc[3],
-                 _mm_mul_ps(f16_quad(raw), _mm_set1_ps(a->d[i])), lanes_less(w01, q, e),
-                 lanes_less(w23, q, e));
-    }
-    for (int j = 0; j < 4; j++)
-        y[j] = hsum8(acc[j]);
-}
-
 /* Q8_0 x Q8_0, one row: two blocks at a time, an odd last one alone */
 AVX512VNNI static inline __attribute__((always_inline)) float
 q8_0_row(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
@@ -434,22 +406,44 @@ lookup_row(const struct wmat *W, int64_t r, const struct matmul_q8 *a, const int
     return y;
 }
 
-/* one step of lookup_rows4: block i of four rows at b, its scales d
- * (d_x times the rows' d_w) and lanes f01 (rows 0, 1), f23 (rows 2, 3) */
+/* one step of the four-row kernels (Q4_0's, lookup_rows4): block i of
+ * four rows at b against the input's block broadcast, the offset's lanes
+ * (off q) once for the four; its scales d (d_x times the rows' d_w) and
+ * lanes f01 (rows 0, 1), f23 (rows 2, 3); the 4-bit values looked up in
+ * table where lut (a constant where inlined), else as they are */
 AVX512VNNI static inline __attribute__((always_inline)) void
-lookup_step4(const struct quad *x, const uint8_t *b, const struct matmul_q8 *a, int64_t i,
-             __m512i table, const int mx, __m128 *d, __m512 *f01, __m512 *f23)
+step4(const struct quad *x, const uint8_t *b, const struct matmul_q8 *a, int64_t i, const int lut,
+      __m512i table, __m512i off, const int mx, __m128 *d, __m512 *f01, __m512 *f23)
 {
     _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
     _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
     const __m512i q =
         _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)(a->q + 32 * i)));
-    const __m512i e = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)0x80), q);
+    const __m512i e = _mm512_dpbusd_epi32(_mm512_setzero_si512(), off, q);
     __m512i raw, w01, w23;
     nib_quad(x, b, &raw, &w01, &w23);
     *d = _mm_mul_ps(_mm_set1_ps(a->d[i]), mx ? e8m0_quad(raw) : f16_quad(raw));
-    *f01 = lanes_less(_mm512_shuffle_epi8(table, w01), q, e);
-    *f23 = lanes_less(_mm512_shuffle_epi8(table, w23), q, e);
+    *f01 = lanes_less(lut ? _mm512_shuffle_epi8(table, w01) : w01, q, e);
+    *f23 = lanes_less(lut ? _mm512_shuffle_epi8(table, w23) : w23, q, e);
+}
+
+/* Q4_0 x Q8_0, rows r to r + 3 (r % 4 == 0) from W->rows4: each step
+ * block i of the four rows, one chain per row, each row's operations as
+ * q4_0_row's in its order (the same bits); one stream, four chains */
+AVX512VNNI void mx_q8_q4_0_rows4_vnni(float *y, const struct wmat *W, int64_t r,
+                                      const struct matmul_q8 *a)
+{
+    const int64_t nb = W->in / 32;
+    const uint8_t *b = W->rows4 + (size_t)(r / 4) * 4 * W->row_bytes;
+    const struct quad x = quad_of(18, 2);
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t i = 0; i < nb; i++, b += 4 * 18) {
+        __m128 d;
+        __m512 f01, f23;
+        step4(&x, b, a, i, 0, _mm512_setzero_si512(), _mm512_set1_epi8(8), 0, &d, &f01, &f23);
+        quad_fma(&a0, &a1, &a2, &a3, d, f01, f23);
+    }
+    y[0] = hsum8(a0), y[1] = hsum8(a1), y[2] = hsum8(a2), y[3] = hsum8(a3);
 }
 
 /* lookup_row for rows r to r + 3 (r % 4 == 0) from W->rows4: each step
@@ -465,16 +459,16 @@ lookup_rows4(float *y, const struct wmat *W, int64_t r, const struct matmul_q8 *
     const int bsize = mx ? 17 : 18, qs = mx ? 1 : 2;
     const int64_t nb = W->in / 32, whole = nb / 2 * 2;
     const uint8_t *b = W->rows4 + (size_t)(r / 4) * 4 * W->row_bytes;
-    const __m512i table = table16(values);
+    const __m512i table = table16(values), off = _mm512_set1_epi8((char)0x80);
     const struct quad x = quad_of(bsize, qs);
     __m256 ev0 = _mm256_setzero_ps(), ev1 = ev0, ev2 = ev0, ev3 = ev0, od0 = ev0, od1 = ev0,
            od2 = ev0, od3 = ev0;
     for (int64_t i = 0; i < whole; i += 2, b += 8 * bsize) {
         __m128 d;
         __m512 f01, f23;
-        lookup_step4(&x, b, a, i, table, mx, &d, &f01, &f23);
+        step4(&x, b, a, i, 1, table, off, mx, &d, &f01, &f23);
         quad_fma(&ev0, &ev1, &ev2, &ev3, d, f01, f23);
-        lookup_step4(&x, b + 4 * bsize, a, i + 1, table, mx, &d, &f01, &f23);
+        step4(&x, b + 4 * bsize, a, i + 1, 1, table, off, mx, &d, &f01, &f23);
         quad_fma(&od0, &od1, &od2, &od3, d, f01, f23);
     }
     y[0] = hsum8(_mm256_add_ps(ev0, od0));
