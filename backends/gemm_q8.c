@@ -415,7 +415,7 @@ int gemm_q8(float *y, const struct wmat *W, const float *bias, float beta,
                      .sb = simfmt_llamacpp_act_class(W->type) == GGML_Q8_K ? 256 / C : 0};
     j.per_thread = matmul_scratch_floats(W->in) * sizeof(float);
     const size_t rb = row_bytes(W->in, j.nch), tb = tile_bytes(W->in, j.nch),
-                 fixed = TILE * rb + (W->rows4 ? up64(W->row_bytes) : 0);
+                 fixed = TILE * rb + (W->copy ? up64(W->row_bytes) : 0);
     j.tiles = j.per_thread < fixed + tb ? 0 : (int)((j.per_thread - fixed) / tb);
     if (j.tiles > MAX_TILES) j.tiles = MAX_TILES;
     int rc = j.tiles ? prep_inputs(&j, n_threads) : QG_ERR_UNSUPPORTED;

@@ -62,15 +62,24 @@ static inline int iq_block_bytes(uint32_t type)
     }
 }
 
-/* the block scale d of block b (IQ1_M: from the top nibbles of its four
- * scale words) */
-static inline __attribute__((always_inline)) float iq_block_d(uint32_t type, const uint8_t *b)
+static inline uint64_t iqb_rd64(const uint8_t *p)
 {
-    if (type != GGML_IQ1_M) return quant_f16_to_f32(iqb_rd16(b));
-    const uint8_t *scp = b + 48;
+    return (uint64_t)iqb_rd32(p) | (uint64_t)iqb_rd32(p + 4) << 32;
+}
+
+/* IQ1_M's block scale d from the top nibbles of its four scale words at
+ * scp */
+static inline __attribute__((always_inline)) float iq1m_d(const uint8_t *scp)
+{
     uint16_t s16 = (uint16_t)((iqb_rd16(scp) >> 12) | ((iqb_rd16(scp + 2) >> 8) & 0x00F0) |
                               ((iqb_rd16(scp + 4) >> 4) & 0x0F00) | (iqb_rd16(scp + 6) & 0xF000));
     return quant_f16_to_f32(s16);
+}
+
+/* the block scale d of block b (IQ1_M: iq1m_d of its scale words) */
+static inline __attribute__((always_inline)) float iq_block_d(uint32_t type, const uint8_t *b)
+{
+    return type != GGML_IQ1_M ? quant_f16_to_f32(iqb_rd16(b)) : iq1m_d(b + 48);
 }
 
 static inline __attribute__((always_inline)) void iq_sub_iq2(uint32_t type, const uint8_t *b,

@@ -155,7 +155,7 @@ static int simulate_mat(struct llama_model *m, struct wmat *w, const struct simf
     w->data = (const uint8_t *)x;
     w->type = GGML_F32;
     w->row_bytes = (size_t)w->in * sizeof *x;
-    w->rows4 = NULL; /* a copy of the stored rows would be stale (its block stays owned) */
+    w->copy = NULL; /* a copy of the stored rows would be stale (its block stays owned) */
     return QG_OK;
 }
 
@@ -185,7 +185,7 @@ int llama_simulate_weights(struct llama_model *m, const struct simfmt *f, const 
  * and multiplied (an untied embedding is looked up, never multiplied) */
 static int gets_copy(const struct llama_model *m, const struct wmat *w)
 {
-    return matmul_pack4_bytes(w) && !w->rows4 && (w != &m->tok_embd || m->hp.tied_output);
+    return matmul_copy_bytes(w) && !w->copy && (w != &m->tok_embd || m->hp.tied_output);
 }
 
 struct span {
@@ -234,7 +234,7 @@ int llama_pack_decode(struct llama_model *m)
     }
     size_t total = 0;
     for (int i = 0; i < n; i++)
-        if (gets_copy(m, all[i])) total += (matmul_pack4_bytes(all[i]) + 63) / 64 * 64;
+        if (gets_copy(m, all[i])) total += (matmul_copy_bytes(all[i]) + 63) / 64 * 64;
     int rc = QG_OK, k = 0;
     uint8_t **grow = total ? realloc(m->packed, (size_t)(m->n_packed + 1) * sizeof *grow) : NULL;
     if (grow) m->packed = grow;
@@ -244,9 +244,9 @@ int llama_pack_decode(struct llama_model *m)
     for (int i = 0; at && i < n; i++) {
         struct wmat *w = all[i];
         if (!gets_copy(m, w)) continue;
-        const size_t size = matmul_pack4_bytes(w);
-        matmul_pack4(w, at);
-        w->rows4 = at;
+        const size_t size = matmul_copy_bytes(w);
+        matmul_copy(w, at);
+        w->copy = at;
         at += (size + 63) / 64 * 64;
         /* what reads these rows under a=llamacpp reads the copy now (decode,
          * prefill's packing, a tied embedding's lookup: matmul_row), so the
@@ -254,8 +254,9 @@ int llama_pack_decode(struct llama_model *m)
          * and one matrix), and the copy costs no memory in all; a reader
          * of the file (another kernel set, the float path) has them read
          * back in */
-        gguf_drop_range(m->g, w->data, size);
-        sp[k++] = (struct span){w->data, size};
+        const size_t held = (size_t)matmul_copy_rows(w) * w->row_bytes; /* of the file */
+        gguf_drop_range(m->g, w->data, held);
+        sp[k++] = (struct span){w->data, held};
     }
     keep_dropped(m->g, sp, k);
     if (m->hp.tied_output) m->output = m->tok_embd; /* the same matrix, the same copy */

@@ -119,15 +119,16 @@ void llama_ctx_set_kv16(struct llama_ctx *c, int on);
  * f32 copy the model owns, then quantized and dequantized in f (round to
  * nearest per the format's scales). *n_done counts them. QG_OK or
  * QG_ERR_NOMEM. Call before any context is made. */
-/* Gives every matrix that a=llamacpp's decode kernels read faster
- * interleaved (matmul_pack4: Q4_0 under avx512vnni) its
- * interleaved copy, owned by m: decode steps, prefill's packing and a
+/* Gives every matrix that a=llamacpp's decode kernels read faster from
+ * decode's copy (matmul_copy: Q4_0, IQ4_NL, MXFP4 interleaved, IQ1_S,
+ * IQ1_M decoded, under avx512vnni) that copy, owned by m: decode steps, prefill's packing and a
  * tied embedding's lookup then read that copy (matmul_row), and the
  * mapped file's pages of those rows are let go (gguf_drop_range) as each
  * matrix is copied, so the copy takes the place of the file's pages in
  * memory, as llama.cpp's repacked buffers do; a reader of the file (the
  * float path, another kernel set) has them read back in. The copies are
- * one block. QG_OK, or QG_ERR_NOMEM with nothing done (decode then reads
+ * one block; a decoded copy is larger than the rows it holds (IQ1_S 1.4x,
+ * IQ1_M 1.36x). QG_OK, or QG_ERR_NOMEM with nothing done (decode then reads
  * the file). */
 int llama_pack_decode(struct llama_model *m);
 

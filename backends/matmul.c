@@ -1,5 +1,6 @@
 /* matmul — tiled prefill over stored weights, fused decode kernels. */
 #include "backends/matmul.h"
+#include "backends/iq1_copy.h"
 #include "backends/dequant.h"
 #include "backends/matmul_impl.h"
 #include "backends/ggml_types.h"
@@ -426,12 +427,32 @@ int matmul_w_minima(float *y, const float *x, const struct wmat *W, const float 
     return QG_OK;
 }
 
-size_t matmul_pack4_bytes(const struct wmat *W)
+/* 1 for the types with an interleaved copy, 2 with a decoded one, 0 for
+ * none (the kernel set in use has kernels for them: avx512vnni) */
+static int copy_kind(const struct wmat *W)
 {
-    if ((W->type != GGML_Q4_0 && W->type != GGML_IQ4_NL && W->type != GGML_MXFP4) ||
-        mv_isa_current() != MV_AVX512_VNNI || W->out < 4)
-        return 0;
-    return (size_t)(W->out / 4) * 4 * W->row_bytes;
+    if (mv_isa_current() != MV_AVX512_VNNI) return 0;
+    if (W->type == GGML_Q4_0 || W->type == GGML_IQ4_NL || W->type == GGML_MXFP4) return 1;
+    return iq1_copy_block_bytes(W->type) ? 2 : 0;
+}
+
+int64_t matmul_copy_rows(const struct wmat *W)
+{
+    const int kind = copy_kind(W);
+    return kind == 1 ? W->out / 4 * 4 : kind == 2 ? W->out : 0;
+}
+
+/* the bytes of a decoded copy's row */
+static size_t decoded_row_bytes(const struct wmat *W)
+{
+    return (size_t)(W->in / 256) * iq1_copy_block_bytes(W->type);
+}
+
+size_t matmul_copy_bytes(const struct wmat *W)
+{
+    const int kind = copy_kind(W);
+    if (kind == 2) return (size_t)W->out * decoded_row_bytes(W);
+    return (size_t)matmul_copy_rows(W) * W->row_bytes;
 }
 
 /* nb blocks of bs bytes, src's a block every ss bytes, into dst every ds
@@ -458,15 +479,25 @@ static void copy_blocks(uint8_t *dst, size_t ds, const uint8_t *src, size_t ss, 
 
 const uint8_t *matmul_row(const struct wmat *W, int64_t r, uint8_t *buf)
 {
-    if (!W->rows4 || r >= W->out / 4 * 4) return W->data + (size_t)r * W->row_bytes;
+    if (!W->copy || r >= matmul_copy_rows(W)) return W->data + (size_t)r * W->row_bytes;
+    if (copy_kind(W) == 2) {
+        iq1_stored_blocks(W->type, W->copy + (size_t)r * decoded_row_bytes(W), buf, W->in / 256);
+        return buf;
+    }
     const size_t bs = ggml_type_get(W->type)->type_size;
-    const uint8_t *src = W->rows4 + (size_t)(r / 4) * 4 * W->row_bytes + (size_t)(r % 4) * bs;
+    const uint8_t *src = W->copy + (size_t)(r / 4) * 4 * W->row_bytes + (size_t)(r % 4) * bs;
     copy_blocks(buf, bs, src, 4 * bs, W->in / ggml_type_get(W->type)->block, bs);
     return buf;
 }
 
-void matmul_pack4(const struct wmat *W, uint8_t *dst)
+void matmul_copy(const struct wmat *W, uint8_t *dst)
 {
+    if (copy_kind(W) == 2) {
+        for (int64_t r = 0; r < W->out; r++)
+            iq1_copy_blocks(W->type, W->data + (size_t)r * W->row_bytes,
+                            dst + (size_t)r * decoded_row_bytes(W), W->in / 256);
+        return;
+    }
     const size_t bs = ggml_type_get(W->type)->type_size;
     const int64_t nb = W->in / ggml_type_get(W->type)->block;
     for (int64_t r = 0; r < W->out / 4 * 4; r++) /* row r's block i at group r/4, slot r%4 */

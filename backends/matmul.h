@@ -39,28 +39,34 @@ struct wmat {
     const uint8_t *data;
     int64_t in, out; /* ne0, ne1 */
     size_t row_bytes;
-    float in_scale;       /* a checkpoint's static input scale (ModelOpt), 0: none; not used here */
-    const uint8_t *rows4; /* NULL, or decode's interleaved copy (matmul_pack4), borrowed */
+    float in_scale;      /* a checkpoint's static input scale (ModelOpt), 0: none; not used here */
+    const uint8_t *copy; /* NULL, or decode's copy (matmul_copy), borrowed */
 };
 
-/* Decode's interleaved copy of W: rows in groups of four, block i of the
- * group's four rows side by side, then block i + 1 (so one stream feeds
- * four independent sums, as llama.cpp's repacked weights do). Where a
- * decode product's W has one (W->rows4), a=llamacpp's integer kernels
- * read its whole groups from it, the same bits as from W->data; the rows
- * past the last whole group, prefill and the other kernels read W->data.
- * matmul_pack4_bytes: the copy's size, 0 when the kernel set in use has
- * no kernel for it or the type none (kernels: Q4_0, IQ4_NL and MXFP4
- * under avx512vnni). matmul_pack4 writes it (dst: that many bytes). */
-size_t matmul_pack4_bytes(const struct wmat *W);
-void matmul_pack4(const struct wmat *W, uint8_t *dst);
+/* Decode's copy of W, in one of two layouts by type, made under
+ * avx512vnni, where a=llamacpp's integer kernels read it:
+ * - interleaved (Q4_0, IQ4_NL, MXFP4): rows in groups of four, block i of
+ *   the group's four rows side by side, then block i + 1 (one stream
+ *   feeds four independent sums, as llama.cpp's repacked weights do); the
+ *   rows past the last whole group are not in it;
+ * - decoded (IQ1_S, IQ1_M: iq1_copy.h): every row, its grid indices
+ *   looked up once, as 2-bit codes (a table lookup per 8 weights was what
+ *   held these kernels to a sixth of the memory's speed).
+ * The kernels read the copy's rows with the same bits as from W->data;
+ * the rows it lacks, and the other kernels, read W->data.
+ * matmul_copy_bytes: the copy's size, 0 when the kernel set in use has no
+ * kernel for it or the type none; matmul_copy_rows: the rows it holds
+ * (rows 0 .. that - 1); matmul_copy writes it (dst: that many bytes). */
+size_t matmul_copy_bytes(const struct wmat *W);
+int64_t matmul_copy_rows(const struct wmat *W);
+void matmul_copy(const struct wmat *W, uint8_t *dst);
 
 /* Row r of W as stored (W->row_bytes bytes): at W->data, or, where W has
- * the copy above and row r lies in its whole groups, gathered from the
- * copy into buf (W->row_bytes bytes) and returned there. Prefill's
- * packing and the embedding's lookup read rows this way, so that once the
- * copy is made the file's pages of those rows are read no more
- * (llama_pack_decode lets them go). */
+ * the copy above and it holds row r, rebuilt from the copy into buf
+ * (W->row_bytes bytes, the stored bytes exactly) and returned there.
+ * Prefill's packing and the embedding's lookup read rows this way, so
+ * that once the copy is made the file's pages of those rows are read no
+ * more (llama_pack_decode lets them go). */
 const uint8_t *matmul_row(const struct wmat *W, int64_t r, uint8_t *buf);
 
 /* Floats of scratch one thread needs for matrices of up to max_in inputs. */

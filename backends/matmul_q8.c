@@ -427,14 +427,14 @@ step4(const struct quad *x, const uint8_t *b, const struct matmul_q8 *a, int64_t
     *f23 = lanes_less(lut ? _mm512_shuffle_epi8(table, w23) : w23, q, e);
 }
 
-/* Q4_0 x Q8_0, rows r to r + 3 (r % 4 == 0) from W->rows4: each step
+/* Q4_0 x Q8_0, rows r to r + 3 (r % 4 == 0) from W->copy: each step
  * block i of the four rows, one chain per row, each row's operations as
  * q4_0_row's in its order (the same bits); one stream, four chains */
 AVX512VNNI void mx_q8_q4_0_rows4_vnni(float *y, const struct wmat *W, int64_t r,
                                       const struct matmul_q8 *a)
 {
     const int64_t nb = W->in / 32;
-    const uint8_t *b = W->rows4 + (size_t)(r / 4) * 4 * W->row_bytes;
+    const uint8_t *b = W->copy + (size_t)(r / 4) * 4 * W->row_bytes;
     const struct quad x = quad_of(18, 2);
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     for (int64_t i = 0; i < nb; i++, b += 4 * 18) {
@@ -446,7 +446,7 @@ AVX512VNNI void mx_q8_q4_0_rows4_vnni(float *y, const struct wmat *W, int64_t r,
     y[0] = hsum8(a0), y[1] = hsum8(a1), y[2] = hsum8(a2), y[3] = hsum8(a3);
 }
 
-/* lookup_row for rows r to r + 3 (r % 4 == 0) from W->rows4: each step
+/* lookup_row for rows r to r + 3 (r % 4 == 0) from W->copy: each step
  * block i of the four rows against the input's block broadcast, the
  * offset's lanes once for the four; row j's even and odd blocks into
  * ev[j] and od[j] in order (two blocks a turn, so that the eight sums stay
@@ -458,7 +458,7 @@ lookup_rows4(float *y, const struct wmat *W, int64_t r, const struct matmul_q8 *
 {
     const int bsize = mx ? 17 : 18, qs = mx ? 1 : 2;
     const int64_t nb = W->in / 32, whole = nb / 2 * 2;
-    const uint8_t *b = W->rows4 + (size_t)(r / 4) * 4 * W->row_bytes;
+    const uint8_t *b = W->copy + (size_t)(r / 4) * 4 * W->row_bytes;
     const __m512i table = table16(values), off = _mm512_set1_epi8((char)0x80);
     const struct quad x = quad_of(bsize, qs);
     __m256 ev0 = _mm256_setzero_ps(), ev1 = ev0, ev2 = ev0, ev3 = ev0, od0 = ev0, od1 = ev0,

@@ -3,6 +3,7 @@
  * IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S), as matmul_q8.c's: llama.cpp's
  * integer lanes and its order of float operations, format by format as
  * ggml's AVX2 kernels with VNNI have them, to the bit. */
+#include "backends/iq1_copy.h"
 #include "backends/iq_vnni_impl.h"
 #include "backends/tq_vnni_impl.h"
 
@@ -225,6 +226,115 @@ AVX512VNNI float mx_q8_iq1_s_vnni(const struct wmat *W, int64_t r, const struct 
 AVX512VNNI float mx_q8_iq1_m_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
 {
     return iq1_row(W, r, a, GGML_IQ1_M);
+}
+
+/* From decode's decoded copy (iq1_copy.h) the same integers in the same
+ * lanes as iq1_row, so the same bits, with the lookups gone: a 64-value
+ * run's codes g + 1 are its 16 bytes shifted per quarter (one GFNI affine
+ * per 128-bit lane: bits 2l, 2l + 1 of each byte to bits 0, 1), and a
+ * block's scales and delta signs are spread to lanes once (VBMI
+ * multishifts), each run's taken by one permutation. */
+
+/* per 128-bit lane l a GFNI bit matrix taking bits 2l and 2l + 1 of each
+ * byte to bits 0 and 1 (bit i of the result: row byte 7 - i) */
+#define IQ1_Q(s) ((long long)(1ULL << (s) << 56 | 1ULL << ((s) + 1) << 48))
+
+AVX512VNNI static inline __attribute__((always_inline)) __m512i iq1_codes64(const uint8_t *c)
+{
+    const __m512i quarters = _mm512_setr_epi64(IQ1_Q(0), IQ1_Q(0), IQ1_Q(2), IQ1_Q(2), IQ1_Q(4),
+                                               IQ1_Q(4), IQ1_Q(6), IQ1_Q(6));
+    return _mm512_gf2p8affine_epi64_epi8(
+        _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)c)), quarters, 0);
+}
+
+/* 2 s + 1 for the 3-bit fields s of the bytes of v, as 32-bit lanes */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i iq1_odd_scales(__m128i v)
+{
+    const __m128i s = _mm_and_si128(v, _mm_set1_epi8(7));
+    return _mm512_cvtepu8_epi32(_mm_add_epi8(_mm_add_epi8(s, s), _mm_set1_epi8(1)));
+}
+
+/* the low 32 bits of v's eight lanes added */
+AVX512VNNI static inline __attribute__((always_inline)) int32_t sum8_epi32(__m256i v)
+{
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+    return _mm_cvtsi128_si32(s);
+}
+
+AVX512VNNI static inline __attribute__((always_inline)) float
+iq1_copy_row(const struct wmat *W, int64_t r, const struct matmul_q8 *a, const uint32_t type)
+{
+    const size_t bsize = type == GGML_IQ1_S ? IQ1_COPY_S_BYTES : IQ1_COPY_M_BYTES;
+    const uint8_t *b = W->copy + (size_t)r * (size_t)(W->in / 256) * bsize;
+    const __m512i one = _mm512_set1_epi8(1);
+    /* IQ1_S: scale and sign of run j in the tail's nibble j; IQ1_M: scale i
+     * of pair p at bit 16 p + 3 i of the scale bytes */
+    const __m128i at =
+        type == GGML_IQ1_S
+            ? _mm_setr_epi8(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0)
+            : _mm_setr_epi8(0, 3, 6, 9, 16, 19, 22, 25, 32, 35, 38, 41, 48, 51, 54, 57);
+    /* delta sign bit i / 2 for byte i (IQ1_M: the 16 lanes of pair p at
+     * mask bits 16 p ..) */
+    const __m512i halves = _mm512_setr_epi64(
+        0x0303020201010000LL, 0x0707060605050404LL, 0x0B0B0A0A09090808LL, 0x0F0F0E0E0D0D0C0CLL,
+        0x1313121211111010LL, 0x1717161615151414LL, 0x1B1B1A1A19191818LL, 0x1F1F1E1E1D1D1C1CLL);
+    __m256 acc = _mm256_setzero_ps(), acc2 = acc;
+    float acc1 = 0;
+    for (int64_t k = 0, blk = 0; k < W->in; k += 256, blk++, b += bsize) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
+        const __m128i f = _mm_multishift_epi64_epi8(
+            at,
+            _mm_set1_epi64x((long long)(type == GGML_IQ1_S ? iqb_rd32(b + 66) : iqb_rd64(b + 64))));
+        const __m512i ls = iq1_odd_scales(f); /* IQ1_S: run j's; IQ1_M: each 16 values' */
+        const __mmask64 neg =
+            type == GGML_IQ1_M
+                ? _mm512_test_epi8_mask(_mm512_multishift_epi64_epi8(
+                                            halves, _mm512_set1_epi64((long long)iqb_rd32(b + 72))),
+                                        one)
+                : 0;
+        __m512i isum = _mm512_setzero_si512(), isum2 = isum;
+        for (int p = 0; p < 4; p++) {
+            const __m512i q = _mm512_loadu_si512((const void *)(a->q + k + 64 * p));
+            const __m512i s4 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), one, q);
+            const __m512i s = _mm512_sub_epi32(
+                _mm512_dpbusd_epi32(_mm512_setzero_si512(), iq1_codes64(b + 16 * p), q), s4);
+            const __m512i lsv = type == GGML_IQ1_S
+                                    ? _mm512_permutexvar_epi32(
+                                          _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32(2 * p),
+                                                                  _mm512_set1_epi32(2 * p + 1)),
+                                          ls)
+                                    : quad_scales(ls, 4 * p);
+            isum = _mm512_dpwssd_epi32(isum, s, lsv);
+            if (type == GGML_IQ1_M)
+                isum2 = _mm512_dpwssd_epi32(isum2,
+                                            _mm512_mask_sub_epi32(s4, (__mmask16)(neg >> 16 * p),
+                                                                  _mm512_setzero_si512(), s4),
+                                            lsv);
+        }
+        const float d = a->d[blk] * (type == GGML_IQ1_S ? h2f_f16c(b + 64) : iq1m_d(b + 64));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold16(isum)), acc);
+        if (type == GGML_IQ1_S) { /* run j's code sum times its scale, less where its sign */
+            const __m256i t = _mm256_mullo_epi32(run_sums(a, k), _mm512_castsi512_si256(ls));
+            acc1 += d * (float)sum8_epi32(_mm256_mask_sub_epi32(
+                            t, _mm_test_epi8_mask(f, _mm_set1_epi8(8)), _mm256_setzero_si256(), t));
+        } else {
+            acc2 = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(fold16(isum2)), acc2);
+        }
+    }
+    return hsum8(acc) + IQ1_DELTA * (type == GGML_IQ1_S ? acc1 : hsum8(acc2));
+}
+
+AVX512VNNI float mx_q8_iq1_s_copy_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    return iq1_copy_row(W, r, a, GGML_IQ1_S);
+}
+
+AVX512VNNI float mx_q8_iq1_m_copy_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    return iq1_copy_row(W, r, a, GGML_IQ1_M);
 }
 
 #endif

@@ -71,7 +71,7 @@ void mv_x86_prep(enum mv_isa isa, uint32_t type, const float *x, int64_t n, floa
     mx_prep_avx2(x, n, lanes, sums);
 }
 
-/* with W->rows4: whole groups of four by fn4(y, W, r, a), the other rows
+/* with W->copy: whole groups of four by fn4(y, W, r, a), the other rows
  * by expr */
 #define ROWS4(fn4, expr)                                                                           \
     do {                                                                                           \
@@ -223,7 +223,7 @@ int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const s
     if (a->kind == GGML_Q8_0) {
         switch (W->type) {
         case GGML_Q4_0:
-            if (W->rows4) ROWS4(mx_q8_q4_0_rows4_vnni, mx_q8_q4_0_vnni(W, r, a));
+            if (W->copy) ROWS4(mx_q8_q4_0_rows4_vnni, mx_q8_q4_0_vnni(W, r, a));
             ROWS(mx_q8_q4_0_vnni(W, r, a));
         case GGML_Q8_0:
             ROWS(mx_q8_q8_0_vnni(W, r, a));
@@ -234,10 +234,10 @@ int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const s
         case GGML_Q5_1:
             ROWS(mx_q8_q5_1_vnni(W, r, a));
         case GGML_IQ4_NL:
-            if (W->rows4) ROWS4(mx_q8_iq4_nl_rows4_vnni, mx_q8_iq4_nl_vnni(W, r, a));
+            if (W->copy) ROWS4(mx_q8_iq4_nl_rows4_vnni, mx_q8_iq4_nl_vnni(W, r, a));
             ROWS(mx_q8_iq4_nl_vnni(W, r, a));
         case GGML_MXFP4:
-            if (W->rows4) ROWS4(mx_q8_mxfp4_rows4_vnni, mx_q8_mxfp4_vnni(W, r, a));
+            if (W->copy) ROWS4(mx_q8_mxfp4_rows4_vnni, mx_q8_mxfp4_vnni(W, r, a));
             ROWS(mx_q8_mxfp4_vnni(W, r, a));
         default:
             return 0;
@@ -249,8 +249,10 @@ int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const s
     case GGML_Q2_K:
         ROWS(mx_q8_q2_k_vnni(W, r, a));
     case GGML_IQ1_S:
+        if (W->copy) ROWS(mx_q8_iq1_s_copy_vnni(W, r, a));
         ROWS(mx_q8_iq1_s_vnni(W, r, a));
     case GGML_IQ1_M:
+        if (W->copy) ROWS(mx_q8_iq1_m_copy_vnni(W, r, a));
         ROWS(mx_q8_iq1_m_vnni(W, r, a));
     case GGML_IQ2_XXS:
         ROWS(mx_q8_iq2_xxs_vnni(W, r, a));

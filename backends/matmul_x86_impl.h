@@ -463,7 +463,7 @@ AVX512VNNI static inline __attribute__((always_inline)) __m256i run_sums(const s
 
 AVX512VNNI float mx_q8_q4_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_q8_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
-/* rows r to r + 3 (r % 4 == 0) into y[0..3] from W->rows4 (matmul_pack4),
+/* rows r to r + 3 (r % 4 == 0) into y[0..3] from W->copy (matmul_copy),
  * each as mx_q8_q4_0_vnni gives it */
 AVX512VNNI void mx_q8_q4_0_rows4_vnni(float *y, const struct wmat *W, int64_t r,
                                       const struct matmul_q8 *a);
@@ -485,6 +485,9 @@ AVX512VNNI float mx_q8_tq2_0_vnni(const struct wmat *W, int64_t r, const struct 
 AVX512VNNI float mx_q8_tq1_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_iq1_s_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_iq1_m_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
+/* the same from W->copy, decode's decoded copy (iq1_copy.h): every row */
+AVX512VNNI float mx_q8_iq1_s_copy_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
+AVX512VNNI float mx_q8_iq1_m_copy_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_iq2_xxs_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_iq2_xs_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_iq2_s_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);

@@ -353,14 +353,14 @@ static int copy_alone_case(uint32_t type)
 {
     enum { IN = 2048, ROWS = 4 * 150 + 3, N = 5 };
     const struct ggml_type_info *ti = ggml_type_get(type);
-    const size_t rb = IN / 32 * ti->type_size, bytes = rb * ROWS;
+    const size_t rb = IN / ti->block * ti->type_size, bytes = rb * ROWS;
     const long page = sysconf(_SC_PAGESIZE);
     const size_t mapped = (bytes + (size_t)page - 1) / (size_t)page * (size_t)page;
     uint8_t *q = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ASSERT(q != MAP_FAILED);
     uint64_t st = 41;
     synth_random_blocks(type, q, (int64_t)IN * ROWS, 0.5f, &st);
-    for (size_t b = 0; type != GGML_MXFP4 && b < (size_t)ROWS * IN / 32; b++) {
+    for (size_t b = 0; type != GGML_MXFP4 && b < (size_t)ROWS * IN / ti->block; b++) {
         uint16_t d = quant_f32_to_f16((float)(rng_unit(&st) * 0.1 + 0.01)); /* each its own */
         memcpy(q + b * ti->type_size, &d, 2);
     }
@@ -375,16 +375,16 @@ static int copy_alone_case(uint32_t type)
     struct q8_inputs b;
     ASSERT_OK(make_inputs(type, x, N, IN, &b));
     struct wmat W = {"w", type, q, IN, ROWS, rb, 0, NULL};
-    ASSERT(gemm_q8_fast(&W) && matmul_pack4_bytes(&W) > 0);
+    ASSERT(gemm_q8_fast(&W) && matmul_copy_bytes(&W) > 0);
     for (int copy = 0; copy < 2; copy++) {
         float *y = copy ? got : want;
         uint8_t *packed = NULL;
         size_t whole = 0; /* the whole pages of the copied rows */
         if (copy) {
-            ASSERT((packed = qg_alloc_aligned(matmul_pack4_bytes(&W))));
-            matmul_pack4(&W, packed);
-            W.rows4 = packed;
-            whole = matmul_pack4_bytes(&W) / (size_t)page * (size_t)page;
+            ASSERT((packed = qg_alloc_aligned(matmul_copy_bytes(&W))));
+            matmul_copy(&W, packed);
+            W.copy = packed;
+            whole = (size_t)matmul_copy_rows(&W) * rb / (size_t)page * (size_t)page;
             ASSERT(whole > 0 && mprotect(q, whole, PROT_NONE) == 0);
         }
         struct matmul_part part = {y, &W, NULL, 0.0f};
@@ -411,15 +411,16 @@ static int copy_alone_case(uint32_t type)
 
 TEST(rows4_copy_alone_suffices, unit)
 {
-    /* issue 33: with decode's interleaved copy made (Q4_0, IQ4_NL, MXFP4
-     * under avx512vnni), a=llamacpp reads W's rows from it alone, so that
-     * the file's pages can go (llama_pack_decode): decode, prefill's
-     * packing (gemm_q8) and matmul_row give the bits they gave from the
-     * file while every whole page of the copied rows is unreadable
-     * (PROT_NONE: a read would crash); the rows past the last group of 4
-     * still come from the file */
+    /* issue 33: with decode's copy made (interleaved: Q4_0, IQ4_NL, MXFP4;
+     * decoded: IQ1_S, IQ1_M; under avx512vnni), a=llamacpp reads W's rows
+     * from it alone, so that the file's pages can go (llama_pack_decode):
+     * decode, prefill's packing (gemm_q8) and matmul_row (the stored bytes,
+     * rebuilt from the decoded copy) give the bits they gave from the file
+     * while every whole page of the copied rows is unreadable (PROT_NONE:
+     * a read would crash); the rows past the last group of 4 of an
+     * interleaved copy still come from the file */
     if (strcmp(matmul_kernel_name(), "avx512vnni")) SKIP("the copy is made under avx512vnni only");
-    static const uint32_t types[] = {GGML_Q4_0, GGML_IQ4_NL, GGML_MXFP4};
+    static const uint32_t types[] = {GGML_Q4_0, GGML_IQ4_NL, GGML_MXFP4, GGML_IQ1_S, GGML_IQ1_M};
     parallel_set_adaptive(0);
     int rc = 0;
     for (size_t i = 0; i < sizeof types / sizeof *types && !rc; i++)

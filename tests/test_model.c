@@ -1980,8 +1980,9 @@ static int q8_check(void *ctx)
 }
 
 /* decode products of W through matmul_w_group_q8 (2 threads, the pool
- * forced on) with W's interleaved copy and without: the same bits, under
- * the set in use; the copy only where the set has kernels for it */
+ * forced on) with W's copy (interleaved or decoded) and without: the same
+ * bits, under the set in use; the copy only where the set has kernels for
+ * it */
 static int rows4_check(void *ctx)
 {
     (void)ctx;
@@ -1991,7 +1992,8 @@ static int rows4_check(void *ctx)
     } cases[] = {{GGML_Q4_0, 32},   {GGML_Q4_0, 96},   {GGML_Q4_0, 224},   {GGML_Q4_0, 2048},
                  {GGML_IQ4_NL, 32}, {GGML_IQ4_NL, 96}, {GGML_IQ4_NL, 224}, {GGML_IQ4_NL, 1024},
                  {GGML_MXFP4, 64},  {GGML_MXFP4, 160}, {GGML_MXFP4, 1024}, {GGML_Q4_K, 256},
-                 {GGML_Q8_0, 64}};
+                 {GGML_Q8_0, 64},   {GGML_IQ1_S, 256}, {GGML_IQ1_S, 768},  {GGML_IQ1_M, 256},
+                 {GGML_IQ1_M, 2048}};
     const int vnni = !strcmp(matmul_kernel_name(), "avx512vnni");
     uint64_t st = 71;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -2009,15 +2011,20 @@ static int rows4_check(void *ctx)
         for (int64_t k = 0; k < in; k++)
             x[k] = (float)(rng_unit(&st) * 2 - 1);
         struct wmat W = {"w", cases[i].type, q, in, ROWS, rb, 0, NULL};
-        const size_t size = matmul_pack4_bytes(&W);
-        const int wants = vnni && (cases[i].type == GGML_Q4_0 || cases[i].type == GGML_IQ4_NL ||
-                                   cases[i].type == GGML_MXFP4);
-        if ((size != 0) != wants || (size && size != (size_t)(ROWS / 4) * 4 * rb))
-            T_FAIL_("%s %s: matmul_pack4_bytes %zu", matmul_kernel_name(), ti->name, size);
+        const size_t size = matmul_copy_bytes(&W);
+        const uint32_t ty = cases[i].type;
+        const int decoded = ty == GGML_IQ1_S || ty == GGML_IQ1_M,
+                  wants =
+                      vnni && (ty == GGML_Q4_0 || ty == GGML_IQ4_NL || ty == GGML_MXFP4 || decoded);
+        const size_t expect = decoded
+                                  ? (size_t)ROWS * (size_t)(in / 256) * (ty == GGML_IQ1_S ? 70 : 76)
+                                  : (size_t)(ROWS / 4) * 4 * rb;
+        if ((size != 0) != wants || (size && size != expect))
+            T_FAIL_("%s %s: matmul_copy_bytes %zu", matmul_kernel_name(), ti->name, size);
         uint8_t *copy = size ? qg_alloc_aligned(size) : NULL;
         if (size) {
             ASSERT(copy);
-            matmul_pack4(&W, copy);
+            matmul_copy(&W, copy);
         }
         struct simfmt_codes c = {codes, figs, (int32_t *)(void *)(figs + in / 32),
                                  figs + in / 32 + in / 16};
@@ -2027,7 +2034,7 @@ static int rows4_check(void *ctx)
         float *scratch = qg_alloc_aligned(2 * matmul_scratch_floats(in) * sizeof(float));
         ASSERT(scratch);
         for (int packed = 0; packed < 2; packed++) {
-            W.rows4 = packed ? copy : NULL;
+            W.copy = packed ? copy : NULL;
             struct matmul_part part = {y + packed * ROWS, &W, NULL, 0.0f};
             matmul_w_group_q8(&part, 1, x, &a, 2, scratch);
         }
@@ -2043,11 +2050,12 @@ static int rows4_check(void *ctx)
 
 TEST(decode_rows4_same_bits, unit)
 {
-    /* issue 33: a=llamacpp's decode kernels on the interleaved copy
-     * (matmul_pack4: four rows' blocks side by side, llama.cpp's repacking
-     * idea) give each row's bits as from the file, on 2 threads, with odd
-     * block counts, rows past the last group of 4; and a copy only for the
-     * types and set with a kernel (Q4_0, IQ4_NL, MXFP4 under avx512vnni) */
+    /* issue 33: a=llamacpp's decode kernels on decode's copy (matmul_copy:
+     * four rows' blocks side by side, llama.cpp's repacking idea, or IQ1's
+     * grid indices decoded to 2-bit codes) give each row's bits as from the
+     * file, on 2 threads, with odd block counts, rows past the last group
+     * of 4; and a copy only for the types and set with a kernel (Q4_0,
+     * IQ4_NL, MXFP4, IQ1_S, IQ1_M under avx512vnni) */
     parallel_set_adaptive(0);
     const int rc = each_kernel_set(rows4_check, NULL);
     parallel_set_adaptive(1);

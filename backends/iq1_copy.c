@@ -1,0 +1,157 @@
+/* iq1_copy — decoded copies of IQ1_S and IQ1_M blocks (iq1_copy.h). */
+#include "backends/iq1_copy.h"
+#include "backends/ggml_types.h"
+#include "backends/iq_grids.h"
+
+#include <pthread.h>
+#include <string.h>
+
+enum { S_BYTES = 50, M_BYTES = 56, CODES = 64 };
+
+size_t iq1_copy_block_bytes(uint32_t type)
+{
+    return type == GGML_IQ1_S ? IQ1_COPY_S_BYTES : type == GGML_IQ1_M ? IQ1_COPY_M_BYTES : 0;
+}
+
+/* grid index of each pattern of 8 codes, by the codes read as base-3 digits
+ * (code of value i times 3^i) */
+static uint16_t index_of[6561];
+static pthread_once_t index_once = PTHREAD_ONCE_INIT;
+
+static void index_build(void)
+{
+    for (int i = 2047; i >= 0; i--) { /* duplicates, were there any: the lowest index */
+        int key = 0;
+        for (int v = 7; v >= 0; v--)
+            key = 3 * key + (int8_t)(iq1s_grid[i] >> 8 * v) + 1;
+        index_of[key] = (uint16_t)i;
+    }
+}
+
+/* where value e of a block lies among the codes: byte, shift */
+static size_t code_byte(int e)
+{
+    return (size_t)(16 * (e / 64) + e % 16);
+}
+
+static int code_shift(int e)
+{
+    return 2 * ((e % 64) / 16);
+}
+
+/* run t of 8 values (grid index idx) into the codes */
+static void put_run(uint8_t *codes, int t, int idx)
+{
+    for (int v = 0; v < 8; v++) {
+        const int e = 8 * t + v;
+        codes[code_byte(e)] |= (uint8_t)(((int8_t)(iq1s_grid[idx] >> 8 * v) + 1) << code_shift(e));
+    }
+}
+
+/* the grid index of run t from the codes */
+static int get_run(const uint8_t *codes, int t)
+{
+    int key = 0;
+    for (int v = 7; v >= 0; v--) {
+        const int e = 8 * t + v;
+        key = 3 * key + (codes[code_byte(e)] >> code_shift(e) & 3);
+    }
+    return index_of[key];
+}
+
+static void wr32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> 8 * i);
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint16_t rd16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | p[1] << 8);
+}
+
+/* IQ1_S: d, qs[32], qh[8] (16 bits: 3 index bits per run of its 32
+ * values, then the scale and the delta's sign) */
+static void copy_s(const uint8_t *b, uint8_t *c)
+{
+    uint32_t nib = 0;
+    for (int j = 0; j < 8; j++) {
+        const uint16_t qh = rd16(b + 34 + 2 * j);
+        for (int l = 0; l < 4; l++)
+            put_run(c, 4 * j + l, b[2 + 4 * j + l] | ((qh >> 3 * l) & 7) << 8);
+        nib |= (uint32_t)(qh >> 12) << 4 * j;
+    }
+    memcpy(c + CODES, b, 2);
+    wr32(c + CODES + 2, nib);
+}
+
+static void stored_s(const uint8_t *c, uint8_t *b)
+{
+    const uint32_t nib = rd32(c + CODES + 2);
+    memcpy(b, c + CODES, 2);
+    for (int j = 0; j < 8; j++) {
+        uint32_t qh = (nib >> 4 * j & 0xF) << 12;
+        for (int l = 0; l < 4; l++) {
+            const int idx = get_run(c, 4 * j + l);
+            b[2 + 4 * j + l] = (uint8_t)idx;
+            qh |= (uint32_t)(idx >> 8) << 3 * l;
+        }
+        b[34 + 2 * j] = (uint8_t)qh;
+        b[35 + 2 * j] = (uint8_t)(qh >> 8);
+    }
+}
+
+/* IQ1_M: qs[32], qh[16] (a nibble per run: 3 index bits, the delta's
+ * sign), scales[8] */
+static void copy_m(const uint8_t *b, uint8_t *c)
+{
+    uint32_t signs = 0;
+    for (int t = 0; t < 32; t++) {
+        const int h = b[32 + t / 2] >> 4 * (t % 2) & 0xF;
+        put_run(c, t, b[t] | (h & 7) << 8);
+        signs |= (uint32_t)(h >> 3) << t;
+    }
+    memcpy(c + CODES, b + 48, 8);
+    wr32(c + CODES + 8, signs);
+}
+
+static void stored_m(const uint8_t *c, uint8_t *b)
+{
+    const uint32_t signs = rd32(c + CODES + 8);
+    memset(b + 32, 0, 16);
+    for (int t = 0; t < 32; t++) {
+        const int idx = get_run(c, t);
+        b[t] = (uint8_t)idx;
+        b[32 + t / 2] |= (uint8_t)(((idx >> 8) | (int)(signs >> t & 1) << 3) << 4 * (t % 2));
+    }
+    memcpy(b + 48, c + CODES, 8);
+}
+
+void iq1_copy_blocks(uint32_t type, const uint8_t *src, uint8_t *dst, int64_t nb)
+{
+    const size_t cb = iq1_copy_block_bytes(type), sb = type == GGML_IQ1_S ? S_BYTES : M_BYTES;
+    for (int64_t i = 0; i < nb; i++, src += sb, dst += cb) {
+        memset(dst, 0, CODES);
+        if (type == GGML_IQ1_S)
+            copy_s(src, dst);
+        else
+            copy_m(src, dst);
+    }
+}
+
+void iq1_stored_blocks(uint32_t type, const uint8_t *src, uint8_t *dst, int64_t nb)
+{
+    pthread_once(&index_once, index_build);
+    const size_t cb = iq1_copy_block_bytes(type), sb = type == GGML_IQ1_S ? S_BYTES : M_BYTES;
+    for (int64_t i = 0; i < nb; i++, src += cb, dst += sb) {
+        if (type == GGML_IQ1_S)
+            stored_s(src, dst);
+        else
+            stored_m(src, dst);
+    }
+}
