@@ -177,7 +177,7 @@ AVX512VNNI static void interleave_vnni(const uint8_t *rows, size_t rb, int64_t i
 /* rows [r0, r0 + nr) of W (nr <= TILE; the rest zero codes, factors 0)
  * packed into tile at p: words, then s[c][16], then m[c][16]; rows holds
  * TILE rows of row_bytes each, where they are decoded first; gather, a
- * row as stored where W has decode's copy (matmul_row) */
+ * row as stored where W has decode's copy (matmul_row_codes) */
 static void pack_tile(const struct gjob *j, int64_t r0, int nr, uint8_t *p, uint8_t *rows,
                       uint8_t *gather)
 {
@@ -192,7 +192,7 @@ static void pack_tile(const struct gjob *j, int64_t r0, int nr, uint8_t *p, uint
         float *s = (float *)(void *)((uint8_t *)code + up64((size_t)in));
         float *m = (float *)(void *)((uint8_t *)s + up64((size_t)nch * sizeof(float)));
         if (r < nr) {
-            qcodes_row(W->type, matmul_row(W, r0 + r, gather), in, code, s, m);
+            matmul_row_codes(W, r0 + r, gather, code, s, m);
         } else {
             memset(code, 0, (size_t)in);
             memset(s, 0, (size_t)nch * sizeof *s);

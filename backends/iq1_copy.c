@@ -1,6 +1,7 @@
 /* iq1_copy — decoded copies of IQ1_S and IQ1_M blocks (iq1_copy.h). */
 #include "backends/iq1_copy.h"
 #include "backends/ggml_types.h"
+#include "backends/iq_blocks_impl.h"
 #include "backends/iq_grids.h"
 
 #include <pthread.h>
@@ -28,35 +29,52 @@ static void index_build(void)
     }
 }
 
-/* where value e of a block lies among the codes: byte, shift */
-static size_t code_byte(int e)
+/* Run t's 8 values (elements 8t .. 8t + 7) share a shift among the codes
+ * and lie in 8 consecutive bytes: those of the run of 64 (t / 8) from
+ * byte 8 (t % 2) of its 16, quarter (t % 8) / 2. */
+static size_t run_byte(int t)
 {
-    return (size_t)(16 * (e / 64) + e % 16);
+    return (size_t)(16 * (t / 8) + 8 * (t % 2));
 }
 
-static int code_shift(int e)
+static int run_shift(int t)
 {
-    return 2 * ((e % 64) / 16);
+    return 2 * ((t % 8) / 2);
 }
 
-/* run t of 8 values (grid index idx) into the codes */
+#define ONES 0x0101010101010101ULL
+
+static uint64_t rd64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v; /* little-endian, as x86 (the only set with a copy) */
+}
+
+static void wr64(uint8_t *p, uint64_t v)
+{
+    memcpy(p, &v, 8);
+}
+
+/* run t of 8 values (grid index idx) into the codes: g + 1 per byte, added
+ * without carries between bytes (-1 is 0xFF: its low 7 bits plus 1 is
+ * 0x80, less its top bit 0) */
 static void put_run(uint8_t *codes, int t, int idx)
 {
-    for (int v = 0; v < 8; v++) {
-        const int e = 8 * t + v;
-        codes[code_byte(e)] |= (uint8_t)(((int8_t)(iq1s_grid[idx] >> 8 * v) + 1) << code_shift(e));
-    }
+    const uint64_t g = iq1s_grid[idx], top = 0x80 * ONES;
+    uint8_t *at = codes + run_byte(t);
+    wr64(at, rd64(at) | (((g & ~top) + ONES) ^ (g & top)) << run_shift(t));
 }
 
-/* the grid index of run t from the codes */
+/* the grid index of run t from the codes: its 8 codes read as base-3
+ * digits, value v's the digit of 3^v, added pairwise */
 static int get_run(const uint8_t *codes, int t)
 {
-    int key = 0;
-    for (int v = 7; v >= 0; v--) {
-        const int e = 8 * t + v;
-        key = 3 * key + (codes[code_byte(e)] >> code_shift(e) & 3);
-    }
-    return index_of[key];
+    const uint64_t c = rd64(codes + run_byte(t)) >> run_shift(t) & 3 * ONES;
+    const uint64_t m16 = 0x00FF00FF00FF00FFULL, m32 = 0x0000FFFF0000FFFFULL;
+    const uint64_t pairs = (c & m16) + 3 * (c >> 8 & m16);
+    const uint64_t quads = (pairs & m32) + 9 * (pairs >> 16 & m32);
+    return index_of[(quads & 0xFFFFFFFFu) + 81 * (quads >> 32)];
 }
 
 static void wr32(uint8_t *p, uint32_t v)
@@ -153,5 +171,38 @@ void iq1_stored_blocks(uint32_t type, const uint8_t *src, uint8_t *dst, int64_t 
             stored_s(src, dst);
         else
             stored_m(src, dst);
+    }
+}
+
+/* run t's codes 8 g + 1 (up) or 8 g - 1: 8 (g + 1) + 120 +- 1 per byte,
+ * then less 128 (no byte carries: at most 137) */
+static void run_codes(const uint8_t *codes, int t, int up, int8_t *c)
+{
+    const uint64_t g1 = rd64(codes + run_byte(t)) >> run_shift(t) & 3 * ONES;
+    wr64((uint8_t *)c, ((g1 << 3) + (uint64_t)(up ? 121 : 119) * ONES) ^ 0x80 * ONES);
+}
+
+void iq1_copy_codes(uint32_t type, const uint8_t *src, int64_t nb, int8_t *code, float *s)
+{
+    const size_t cb = iq1_copy_block_bytes(type);
+    for (int64_t i = 0; i < nb; i++, src += cb, code += 256) {
+        const uint8_t *tail = src + CODES;
+        if (type == GGML_IQ1_S) {
+            const float d = quant_f16_to_f32(rd16(tail));
+            const uint32_t nib = rd32(tail + 2);
+            for (int j = 0; j < 8; j++) {
+                const uint32_t h = nib >> 4 * j;
+                for (int l = 0; l < 4; l++)
+                    run_codes(src, 4 * j + l, !(h & 8), code + 32 * j + 8 * l);
+                *s++ = d * (float)(2 * (h & 7) + 1) * 0.125f;
+            }
+        } else {
+            const float d = iq1m_d(tail);
+            const uint32_t signs = rd32(tail + 8);
+            for (int t = 0; t < 32; t++)
+                run_codes(src, t, !(signs >> t & 1), code + 8 * t);
+            for (int j = 0; j < 16; j++) /* scale j of 16 values: word j / 4, field j % 4 */
+                *s++ = d * (float)(2 * (rd16(tail + 2 * (j / 4)) >> 3 * (j % 4) & 7) + 1) * 0.125f;
+        }
     }
 }

@@ -37,4 +37,11 @@ void iq1_copy_blocks(uint32_t type, const uint8_t *src, uint8_t *dst, int64_t nb
  * made from (the same bytes) at dst. */
 void iq1_stored_blocks(uint32_t type, const uint8_t *src, uint8_t *dst, int64_t nb);
 
+/* The int8 codes and scales of nb copy blocks of type at src, as
+ * qcodes_row gives them from the stored blocks (qcodes.h: codes 8 g +- 1,
+ * the delta's sign; scales per 32 values for IQ1_S, 16 for IQ1_M), into
+ * code[256 nb] and s[8 nb or 16 nb]: prefill's packing reads the copy so,
+ * not rebuilding the stored rows. */
+void iq1_copy_codes(uint32_t type, const uint8_t *src, int64_t nb, int8_t *code, float *s);
+
 #endif

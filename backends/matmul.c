@@ -5,6 +5,7 @@
 #include "backends/matmul_impl.h"
 #include "backends/ggml_types.h"
 #include "backends/parallel.h"
+#include "backends/qcodes.h"
 #include "backends/quant.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -488,6 +489,17 @@ const uint8_t *matmul_row(const struct wmat *W, int64_t r, uint8_t *buf)
     const uint8_t *src = W->copy + (size_t)(r / 4) * 4 * W->row_bytes + (size_t)(r % 4) * bs;
     copy_blocks(buf, bs, src, 4 * bs, W->in / ggml_type_get(W->type)->block, bs);
     return buf;
+}
+
+void matmul_row_codes(const struct wmat *W, int64_t r, uint8_t *buf, int8_t *code, float *s,
+                      float *m)
+{
+    if (W->copy && copy_kind(W) == 2) {
+        iq1_copy_codes(W->type, W->copy + (size_t)r * decoded_row_bytes(W), W->in / 256, code, s);
+        memset(m, 0, (size_t)(W->in / qcodes_chunk(W->type)) * sizeof *m);
+        return;
+    }
+    qcodes_row(W->type, matmul_row(W, r, buf), W->in, code, s, m);
 }
 
 void matmul_copy(const struct wmat *W, uint8_t *dst)

@@ -69,6 +69,12 @@ void matmul_copy(const struct wmat *W, uint8_t *dst);
  * more (llama_pack_decode lets them go). */
 const uint8_t *matmul_row(const struct wmat *W, int64_t r, uint8_t *buf);
 
+/* Row r of W as qcodes_row (qcodes.h) gives it from the stored row:
+ * through matmul_row, or, from a decoded copy, read from the copy as
+ * such (the same codes, scales and minima); buf as matmul_row's. */
+void matmul_row_codes(const struct wmat *W, int64_t r, uint8_t *buf, int8_t *code, float *s,
+                      float *m);
+
 /* Floats of scratch one thread needs for matrices of up to max_in inputs. */
 size_t matmul_scratch_floats(int64_t max_in);
 
