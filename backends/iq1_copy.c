@@ -6,6 +6,9 @@
 
 #include <pthread.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 enum { S_BYTES = 50, M_BYTES = 56, CODES = 64 };
 
@@ -174,12 +177,26 @@ void iq1_stored_blocks(uint32_t type, const uint8_t *src, uint8_t *dst, int64_t 
     }
 }
 
-/* run t's codes 8 g + 1 (up) or 8 g - 1: 8 (g + 1) + 120 +- 1 per byte,
- * then less 128 (no byte carries: at most 137) */
-static void run_codes(const uint8_t *codes, int t, int up, int8_t *c)
+/* runs t and t + 1 (t even: the 16 bytes of a run of 64 at one shift)
+ * as codes 8 g + 1 where up (bit 0: run t, bit 1: run t + 1), else
+ * 8 g - 1: 8 (g + 1) + 120 +- 1 per byte, then less 128 (no byte carries:
+ * at most 137) */
+static void run_codes2(const uint8_t *codes, int t, int up, int8_t *c)
 {
-    const uint64_t g1 = rd64(codes + run_byte(t)) >> run_shift(t) & 3 * ONES;
-    wr64((uint8_t *)c, ((g1 << 3) + (uint64_t)(up ? 121 : 119) * ONES) ^ 0x80 * ONES);
+    const uint64_t b0 = (up & 1 ? 121 : 119) * ONES, b1 = (up & 2 ? 121 : 119) * ONES;
+#if defined(__SSE2__)
+    const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(codes + run_byte(t)));
+    const __m128i g1 = _mm_and_si128(_mm_srli_epi64(v, run_shift(t)), _mm_set1_epi8(3));
+    _mm_storeu_si128((__m128i *)(void *)c,
+                     _mm_xor_si128(_mm_add_epi8(_mm_slli_epi64(g1, 3),
+                                                _mm_set_epi64x((long long)b1, (long long)b0)),
+                                   _mm_set1_epi8((char)0x80)));
+#else
+    const uint64_t g0 = rd64(codes + run_byte(t)) >> run_shift(t) & 3 * ONES,
+                   g1 = rd64(codes + run_byte(t) + 8) >> run_shift(t) & 3 * ONES;
+    wr64((uint8_t *)c, ((g0 << 3) + b0) ^ 0x80 * ONES);
+    wr64((uint8_t *)c + 8, ((g1 << 3) + b1) ^ 0x80 * ONES);
+#endif
 }
 
 void iq1_copy_codes(uint32_t type, const uint8_t *src, int64_t nb, int8_t *code, float *s)
@@ -192,15 +209,15 @@ void iq1_copy_codes(uint32_t type, const uint8_t *src, int64_t nb, int8_t *code,
             const uint32_t nib = rd32(tail + 2);
             for (int j = 0; j < 8; j++) {
                 const uint32_t h = nib >> 4 * j;
-                for (int l = 0; l < 4; l++)
-                    run_codes(src, 4 * j + l, !(h & 8), code + 32 * j + 8 * l);
+                for (int l = 0; l < 4; l += 2)
+                    run_codes2(src, 4 * j + l, h & 8 ? 0 : 3, code + 32 * j + 8 * l);
                 *s++ = d * (float)(2 * (h & 7) + 1) * 0.125f;
             }
         } else {
             const float d = iq1m_d(tail);
             const uint32_t signs = rd32(tail + 8);
-            for (int t = 0; t < 32; t++)
-                run_codes(src, t, !(signs >> t & 1), code + 8 * t);
+            for (int t = 0; t < 32; t += 2)
+                run_codes2(src, t, (int)(~signs >> t & 3), code + 8 * t);
             for (int j = 0; j < 16; j++) /* scale j of 16 values: word j / 4, field j % 4 */
                 *s++ = d * (float)(2 * (rd16(tail + 2 * (j / 4)) >> 3 * (j % 4) & 7) + 1) * 0.125f;
         }

@@ -428,32 +428,64 @@ int matmul_w_minima(float *y, const float *x, const struct wmat *W, const float 
     return QG_OK;
 }
 
-/* 1 for the types with an interleaved copy, 2 with a decoded one, 0 for
- * none (the kernel set in use has kernels for them: avx512vnni) */
+/* the kinds of decode's copy (the kernel set in use has kernels for them:
+ * avx512vnni) */
+enum { COPY_NONE, COPY_INTERLEAVED, COPY_IQ1, COPY_TQ1 };
+
 static int copy_kind(const struct wmat *W)
 {
-    if (mv_isa_current() != MV_AVX512_VNNI) return 0;
-    if (W->type == GGML_Q4_0 || W->type == GGML_IQ4_NL || W->type == GGML_MXFP4) return 1;
-    return iq1_copy_block_bytes(W->type) ? 2 : 0;
+    if (mv_isa_current() != MV_AVX512_VNNI) return COPY_NONE;
+    if (W->type == GGML_Q4_0 || W->type == GGML_IQ4_NL || W->type == GGML_MXFP4)
+        return COPY_INTERLEAVED;
+    if (W->type == GGML_TQ1_0) return COPY_TQ1;
+    return iq1_copy_block_bytes(W->type) ? COPY_IQ1 : COPY_NONE;
 }
 
 int64_t matmul_copy_rows(const struct wmat *W)
 {
     const int kind = copy_kind(W);
-    return kind == 1 ? W->out / 4 * 4 : kind == 2 ? W->out : 0;
+    return kind == COPY_INTERLEAVED ? W->out / 4 * 4 : kind != COPY_NONE ? W->out : 0;
 }
 
-/* the bytes of a decoded copy's row */
-static size_t decoded_row_bytes(const struct wmat *W)
+/* the bytes of a decoded copy's row (a group of four's a fourth) */
+static size_t copy_row_bytes(const struct wmat *W)
 {
-    return (size_t)(W->in / 256) * iq1_copy_block_bytes(W->type);
+    const int kind = copy_kind(W);
+    if (kind == COPY_IQ1) return (size_t)(W->in / 256) * iq1_copy_block_bytes(W->type);
+    if (kind == COPY_TQ1) return (size_t)(W->in / 256) * 66; /* TQ2_0 */
+    return W->row_bytes;
 }
 
 size_t matmul_copy_bytes(const struct wmat *W)
 {
-    const int kind = copy_kind(W);
-    if (kind == 2) return (size_t)W->out * decoded_row_bytes(W);
-    return (size_t)matmul_copy_rows(W) * W->row_bytes;
+    return (size_t)matmul_copy_rows(W) * copy_row_bytes(W);
+}
+
+/* TQ1_0's nb blocks at src as TQ2_0 blocks at dst: its trits
+ * (dequant_trit's, plus 1) as 2-bit codes, value e of a block in byte
+ * 32 (e / 128) + e % 32 at bit 2 ((e % 128) / 32), and d as stored; loops
+ * over bytes side by side, which the compiler vectorises (a call per
+ * block of qcodes_row took 0.8 s on the 1.1B model) */
+static void tq1_as_tq2(const uint8_t *src, uint8_t *dst, int64_t nb)
+{
+    static const uint8_t pow3[5] = {1, 3, 9, 27, 81};
+    uint8_t t[256];
+    for (int64_t i = 0; i < nb; i++, src += 54, dst += 66) {
+        for (int n = 0; n < 5; n++) /* qs[0..31]: values 32 n + j */
+            for (int j = 0; j < 32; j++)
+                t[32 * n + j] = (uint8_t)((uint8_t)(src[j] * pow3[n]) * 3 >> 8);
+        for (int n = 0; n < 5; n++) /* qs[32..47]: values 160 + 16 n + j */
+            for (int j = 0; j < 16; j++)
+                t[160 + 16 * n + j] = (uint8_t)((uint8_t)(src[32 + j] * pow3[n]) * 3 >> 8);
+        for (int n = 0; n < 4; n++) /* qh[0..3]: values 240 + 4 n + j */
+            for (int j = 0; j < 4; j++)
+                t[240 + 4 * n + j] = (uint8_t)((uint8_t)(src[48 + j] * pow3[n]) * 3 >> 8);
+        for (int h = 0; h < 2; h++)
+            for (int k = 0; k < 32; k++)
+                dst[32 * h + k] = (uint8_t)(t[128 * h + k] | t[128 * h + 32 + k] << 2 |
+                                            t[128 * h + 64 + k] << 4 | t[128 * h + 96 + k] << 6);
+        memcpy(dst + 64, src + 52, 2);
+    }
 }
 
 /* nb blocks of bs bytes, src's a block every ss bytes, into dst every ds
@@ -480,9 +512,12 @@ static void copy_blocks(uint8_t *dst, size_t ds, const uint8_t *src, size_t ss, 
 
 const uint8_t *matmul_row(const struct wmat *W, int64_t r, uint8_t *buf)
 {
-    if (!W->copy || r >= matmul_copy_rows(W)) return W->data + (size_t)r * W->row_bytes;
-    if (copy_kind(W) == 2) {
-        iq1_stored_blocks(W->type, W->copy + (size_t)r * decoded_row_bytes(W), buf, W->in / 256);
+    const int kind = W->copy ? copy_kind(W) : COPY_NONE;
+    /* TQ1_0's copy is read as TQ2_0 (codes and decode), the stored row from the file */
+    if (kind == COPY_NONE || kind == COPY_TQ1 || r >= matmul_copy_rows(W))
+        return W->data + (size_t)r * W->row_bytes;
+    if (kind == COPY_IQ1) {
+        iq1_stored_blocks(W->type, W->copy + (size_t)r * copy_row_bytes(W), buf, W->in / 256);
         return buf;
     }
     const size_t bs = ggml_type_get(W->type)->type_size;
@@ -494,22 +529,27 @@ const uint8_t *matmul_row(const struct wmat *W, int64_t r, uint8_t *buf)
 void matmul_row_codes(const struct wmat *W, int64_t r, uint8_t *buf, int8_t *code, float *s,
                       float *m)
 {
-    if (W->copy && copy_kind(W) == 2) {
-        iq1_copy_codes(W->type, W->copy + (size_t)r * decoded_row_bytes(W), W->in / 256, code, s);
+    const int kind = W->copy ? copy_kind(W) : COPY_NONE;
+    if (kind == COPY_IQ1) {
+        iq1_copy_codes(W->type, W->copy + (size_t)r * copy_row_bytes(W), W->in / 256, code, s);
         memset(m, 0, (size_t)(W->in / qcodes_chunk(W->type)) * sizeof *m);
-        return;
+    } else if (kind == COPY_TQ1) { /* TQ2_0's codes and scales are TQ1_0's */
+        qcodes_row(GGML_TQ2_0, W->copy + (size_t)r * copy_row_bytes(W), W->in, code, s, m);
+    } else {
+        qcodes_row(W->type, matmul_row(W, r, buf), W->in, code, s, m);
     }
-    qcodes_row(W->type, matmul_row(W, r, buf), W->in, code, s, m);
 }
 
 void matmul_copy(const struct wmat *W, uint8_t *dst)
 {
-    if (copy_kind(W) == 2) {
-        for (int64_t r = 0; r < W->out; r++)
-            iq1_copy_blocks(W->type, W->data + (size_t)r * W->row_bytes,
-                            dst + (size_t)r * decoded_row_bytes(W), W->in / 256);
-        return;
-    }
+    const int kind = copy_kind(W);
+    for (int64_t r = 0; kind == COPY_IQ1 && r < W->out; r++)
+        iq1_copy_blocks(W->type, W->data + (size_t)r * W->row_bytes,
+                        dst + (size_t)r * copy_row_bytes(W), W->in / 256);
+    for (int64_t r = 0; kind == COPY_TQ1 && r < W->out; r++)
+        tq1_as_tq2(W->data + (size_t)r * W->row_bytes, dst + (size_t)r * copy_row_bytes(W),
+                   W->in / 256);
+    if (kind != COPY_INTERLEAVED) return;
     const size_t bs = ggml_type_get(W->type)->type_size;
     const int64_t nb = W->in / ggml_type_get(W->type)->block;
     for (int64_t r = 0; r < W->out / 4 * 4; r++) /* row r's block i at group r/4, slot r%4 */

@@ -51,7 +51,9 @@ struct wmat {
  *   rows past the last whole group are not in it;
  * - decoded (IQ1_S, IQ1_M: iq1_copy.h): every row, its grid indices
  *   looked up once, as 2-bit codes (a table lookup per 8 weights was what
- *   held these kernels to a sixth of the memory's speed).
+ *   held these kernels to a sixth of the memory's speed);
+ * - TQ1_0 as TQ2_0 (every row): the same values and d as 2-bit codes, not
+ *   five trits a byte (TQ2_0's kernel runs twice TQ1_0's speed).
  * The kernels read the copy's rows with the same bits as from W->data;
  * the rows it lacks, and the other kernels, read W->data.
  * matmul_copy_bytes: the copy's size, 0 when the kernel set in use has no
@@ -63,7 +65,8 @@ void matmul_copy(const struct wmat *W, uint8_t *dst);
 
 /* Row r of W as stored (W->row_bytes bytes): at W->data, or, where W has
  * the copy above and it holds row r, rebuilt from the copy into buf
- * (W->row_bytes bytes, the stored bytes exactly) and returned there.
+ * (W->row_bytes bytes, the stored bytes exactly) and returned there
+ * (TQ1_0: from W->data, its copy's blocks are TQ2_0's).
  * Prefill's packing and the embedding's lookup read rows this way, so
  * that once the copy is made the file's pages of those rows are read no
  * more (llama_pack_decode lets them go). */

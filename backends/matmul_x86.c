@@ -265,6 +265,7 @@ int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const s
     case GGML_IQ3_S:
         ROWS(mx_q8_iq3_s_vnni(W, r, a));
     case GGML_TQ1_0:
+        if (W->copy) ROWS(mx_q8_tq1_0_copy_vnni(W, r, a));
         ROWS(mx_q8_tq1_0_vnni(W, r, a));
     case GGML_TQ2_0:
         ROWS(mx_q8_tq2_0_vnni(W, r, a));
