@@ -223,7 +223,7 @@ static void keep_dropped(const struct gguf *g, struct span *sp, int n)
     }
 }
 
-int llama_pack_decode(struct llama_model *m)
+int llama_pack_decode(struct llama_model *m, int n_threads)
 {
     int n;
     struct wmat **all = all_matrices(m, &n);
@@ -245,7 +245,7 @@ int llama_pack_decode(struct llama_model *m)
         struct wmat *w = all[i];
         if (!gets_copy(m, w)) continue;
         const size_t size = matmul_copy_bytes(w);
-        matmul_copy(w, at);
+        matmul_copy(w, at, n_threads);
         w->copy = at;
         at += (size + 63) / 64 * 64;
         /* what reads these rows under a=llamacpp reads the copy now (decode,

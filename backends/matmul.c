@@ -1,6 +1,6 @@
 /* matmul — tiled prefill over stored weights, fused decode kernels. */
 #include "backends/matmul.h"
-#include "backends/iq1_copy.h"
+#include "backends/iq_copy.h"
 #include "backends/dequant.h"
 #include "backends/matmul_impl.h"
 #include "backends/ggml_types.h"
@@ -430,7 +430,7 @@ int matmul_w_minima(float *y, const float *x, const struct wmat *W, const float 
 
 /* the kinds of decode's copy (the kernel set in use has kernels for them:
  * avx512vnni) */
-enum { COPY_NONE, COPY_INTERLEAVED, COPY_IQ1, COPY_TQ1 };
+enum { COPY_NONE, COPY_INTERLEAVED, COPY_GRID, COPY_TQ1 };
 
 static int copy_kind(const struct wmat *W)
 {
@@ -438,7 +438,7 @@ static int copy_kind(const struct wmat *W)
     if (W->type == GGML_Q4_0 || W->type == GGML_IQ4_NL || W->type == GGML_MXFP4)
         return COPY_INTERLEAVED;
     if (W->type == GGML_TQ1_0) return COPY_TQ1;
-    return iq1_copy_block_bytes(W->type) ? COPY_IQ1 : COPY_NONE;
+    return iq_copy_block_bytes(W->type) ? COPY_GRID : COPY_NONE;
 }
 
 int64_t matmul_copy_rows(const struct wmat *W)
@@ -451,7 +451,7 @@ int64_t matmul_copy_rows(const struct wmat *W)
 static size_t copy_row_bytes(const struct wmat *W)
 {
     const int kind = copy_kind(W);
-    if (kind == COPY_IQ1) return (size_t)(W->in / 256) * iq1_copy_block_bytes(W->type);
+    if (kind == COPY_GRID) return (size_t)(W->in / 256) * iq_copy_block_bytes(W->type);
     if (kind == COPY_TQ1) return (size_t)(W->in / 256) * 66; /* TQ2_0 */
     return W->row_bytes;
 }
@@ -513,11 +513,12 @@ static void copy_blocks(uint8_t *dst, size_t ds, const uint8_t *src, size_t ss, 
 const uint8_t *matmul_row(const struct wmat *W, int64_t r, uint8_t *buf)
 {
     const int kind = W->copy ? copy_kind(W) : COPY_NONE;
-    /* TQ1_0's copy is read as TQ2_0 (codes and decode), the stored row from the file */
-    if (kind == COPY_NONE || kind == COPY_TQ1 || r >= matmul_copy_rows(W))
+    /* TQ1_0's and IQ2's copies give codes and decode, the stored row is the file's */
+    if (kind == COPY_NONE || kind == COPY_TQ1 || r >= matmul_copy_rows(W) ||
+        (kind == COPY_GRID && W->type != GGML_IQ1_S && W->type != GGML_IQ1_M))
         return W->data + (size_t)r * W->row_bytes;
-    if (kind == COPY_IQ1) {
-        iq1_stored_blocks(W->type, W->copy + (size_t)r * copy_row_bytes(W), buf, W->in / 256);
+    if (kind == COPY_GRID) {
+        iq_stored_blocks(W->type, W->copy + (size_t)r * copy_row_bytes(W), buf, W->in / 256);
         return buf;
     }
     const size_t bs = ggml_type_get(W->type)->type_size;
@@ -530,8 +531,8 @@ void matmul_row_codes(const struct wmat *W, int64_t r, uint8_t *buf, int8_t *cod
                       float *m)
 {
     const int kind = W->copy ? copy_kind(W) : COPY_NONE;
-    if (kind == COPY_IQ1) {
-        iq1_copy_codes(W->type, W->copy + (size_t)r * copy_row_bytes(W), W->in / 256, code, s);
+    if (kind == COPY_GRID) {
+        iq_copy_codes(W->type, W->copy + (size_t)r * copy_row_bytes(W), W->in / 256, code, s);
         memset(m, 0, (size_t)(W->in / qcodes_chunk(W->type)) * sizeof *m);
     } else if (kind == COPY_TQ1) { /* TQ2_0's codes and scales are TQ1_0's */
         qcodes_row(GGML_TQ2_0, W->copy + (size_t)r * copy_row_bytes(W), W->in, code, s, m);
@@ -540,19 +541,36 @@ void matmul_row_codes(const struct wmat *W, int64_t r, uint8_t *buf, int8_t *cod
     }
 }
 
-void matmul_copy(const struct wmat *W, uint8_t *dst)
+struct copy_job {
+    const struct wmat *W;
+    uint8_t *dst;
+    int kind;
+};
+
+/* units [u0, u1) of W's copy: rows, or groups of four rows (interleaved) */
+static void copy_units(void *arg, int64_t u0, int64_t u1, int thread)
 {
-    const int kind = copy_kind(W);
-    for (int64_t r = 0; kind == COPY_IQ1 && r < W->out; r++)
-        iq1_copy_blocks(W->type, W->data + (size_t)r * W->row_bytes,
-                        dst + (size_t)r * copy_row_bytes(W), W->in / 256);
-    for (int64_t r = 0; kind == COPY_TQ1 && r < W->out; r++)
-        tq1_as_tq2(W->data + (size_t)r * W->row_bytes, dst + (size_t)r * copy_row_bytes(W),
-                   W->in / 256);
-    if (kind != COPY_INTERLEAVED) return;
+    (void)thread;
+    const struct copy_job *j = arg;
+    const struct wmat *W = j->W;
+    const size_t crb = copy_row_bytes(W);
+    for (int64_t r = u0; j->kind == COPY_GRID && r < u1; r++)
+        iq_copy_blocks(W->type, W->data + (size_t)r * W->row_bytes, j->dst + (size_t)r * crb,
+                       W->in / 256);
+    for (int64_t r = u0; j->kind == COPY_TQ1 && r < u1; r++)
+        tq1_as_tq2(W->data + (size_t)r * W->row_bytes, j->dst + (size_t)r * crb, W->in / 256);
+    if (j->kind != COPY_INTERLEAVED) return;
     const size_t bs = ggml_type_get(W->type)->type_size;
     const int64_t nb = W->in / ggml_type_get(W->type)->block;
-    for (int64_t r = 0; r < W->out / 4 * 4; r++) /* row r's block i at group r/4, slot r%4 */
-        copy_blocks(dst + (size_t)(r / 4) * 4 * W->row_bytes + (size_t)(r % 4) * bs, 4 * bs,
+    for (int64_t r = 4 * u0; r < 4 * u1; r++) /* row r's block i at group r/4, slot r%4 */
+        copy_blocks(j->dst + (size_t)(r / 4) * 4 * W->row_bytes + (size_t)(r % 4) * bs, 4 * bs,
                     W->data + (size_t)r * W->row_bytes, bs, nb, bs);
+}
+
+void matmul_copy(const struct wmat *W, uint8_t *dst, int n_threads)
+{
+    struct copy_job j = {W, dst, copy_kind(W)};
+    const int64_t units = j.kind == COPY_INTERLEAVED ? W->out / 4 : matmul_copy_rows(W);
+    parallel_for(parallel_threads_for(n_threads, (double)units * (double)W->row_bytes * 64), units,
+                 copy_units, &j);
 }

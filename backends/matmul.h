@@ -49,7 +49,7 @@ struct wmat {
  *   the group's four rows side by side, then block i + 1 (one stream
  *   feeds four independent sums, as llama.cpp's repacked weights do); the
  *   rows past the last whole group are not in it;
- * - decoded (IQ1_S, IQ1_M: iq1_copy.h): every row, its grid indices
+ * - decoded (IQ1_S, IQ1_M: iq_copy.h): every row, its grid indices
  *   looked up once, as 2-bit codes (a table lookup per 8 weights was what
  *   held these kernels to a sixth of the memory's speed);
  * - TQ1_0 as TQ2_0 (every row): the same values and d as 2-bit codes, not
@@ -58,10 +58,11 @@ struct wmat {
  * the rows it lacks, and the other kernels, read W->data.
  * matmul_copy_bytes: the copy's size, 0 when the kernel set in use has no
  * kernel for it or the type none; matmul_copy_rows: the rows it holds
- * (rows 0 .. that - 1); matmul_copy writes it (dst: that many bytes). */
+ * (rows 0 .. that - 1); matmul_copy writes it (dst: that many bytes) on
+ * up to n_threads threads. */
 size_t matmul_copy_bytes(const struct wmat *W);
 int64_t matmul_copy_rows(const struct wmat *W);
-void matmul_copy(const struct wmat *W, uint8_t *dst);
+void matmul_copy(const struct wmat *W, uint8_t *dst, int n_threads);
 
 /* Row r of W as stored (W->row_bytes bytes): at W->data, or, where W has
  * the copy above and it holds row r, rebuilt from the copy into buf

@@ -3,7 +3,7 @@
  * IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S), as matmul_q8.c's: llama.cpp's
  * integer lanes and its order of float operations, format by format as
  * ggml's AVX2 kernels with VNNI have them, to the bit. */
-#include "backends/iq1_copy.h"
+#include "backends/iq_copy.h"
 #include "backends/iq_vnni_impl.h"
 #include "backends/tq_vnni_impl.h"
 
@@ -237,7 +237,7 @@ AVX512VNNI float mx_q8_iq1_m_vnni(const struct wmat *W, int64_t r, const struct 
     return iq1_row(W, r, a, GGML_IQ1_M);
 }
 
-/* From decode's decoded copy (iq1_copy.h) the same integers in the same
+/* From decode's decoded copy (iq_copy.h) the same integers in the same
  * lanes as iq1_row, so the same bits, with the lookups gone: a 64-value
  * run's codes g + 1 are its 16 bytes shifted per quarter (one GFNI affine
  * per 128-bit lane: bits 2l, 2l + 1 of each byte to bits 0, 1), and a
@@ -344,6 +344,52 @@ AVX512VNNI float mx_q8_iq1_s_copy_vnni(const struct wmat *W, int64_t r, const st
 AVX512VNNI float mx_q8_iq1_m_copy_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
 {
     return iq1_copy_row(W, r, a, GGML_IQ1_M);
+}
+
+/* IQ2_XXS, IQ2_XS, IQ2_S from decode's decoded copy (iq_copy.h): grid_row's
+ * integers in its lanes, so the same bits, each pair's magnitudes its
+ * levels' codes (iq1_codes64) looked up by one vpshufb, its negation mask
+ * loaded as it is, the block's scales spread to lanes once */
+AVX512VNNI static inline __attribute__((always_inline)) float
+iq2_copy_row(const struct wmat *W, int64_t r, const struct matmul_q8 *a, const uint32_t type)
+{
+    const size_t bsize = type == GGML_IQ2_XXS ? IQ2_COPY_XXS_BYTES : IQ2_COPY_XS_BYTES;
+    const uint8_t *b = W->copy + (size_t)r * (size_t)(W->in / 256) * bsize;
+    const __m512i lv =
+        _mm512_broadcast_i32x4(_mm_setr_epi8(8, 25, 43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0));
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t k = 0, blk = 0; k < W->in; k += 256, blk++, b += bsize) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
+        /* lane i: sub-block i's odd scale (IQ2_XXS), or that of values 16 i .. */
+        const __m512i ls =
+            type == GGML_IQ2_XXS ? odd_nibbles(iqb_rd32(b + 98)) : odd_nibbles(iqb_rd64(b + 98));
+        __m512i isum = _mm512_setzero_si512();
+        for (int p = 0; p < 4; p++) {
+            const __m512i g = _mm512_shuffle_epi8(lv, iq1_codes64(b + 16 * p));
+            const __mmask64 neg = _cvtu64_mask64(iqb_rd64(b + 64 + 8 * p));
+            const __m512i lsv =
+                type == GGML_IQ2_XXS ? halves(ls, 2 * p, 2 * p + 1) : quad_scales(ls, 4 * p);
+            isum = pair_dot(isum, g, a->q + k + 64 * p, neg, lsv);
+        }
+        acc = block_acc(acc, h2f_f16c(b + 96) * a->d[blk], isum);
+    }
+    return iq_m_inv(type) * hsum8(acc);
+}
+
+AVX512VNNI float mx_q8_iq2_xxs_copy_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    return iq2_copy_row(W, r, a, GGML_IQ2_XXS);
+}
+
+AVX512VNNI float mx_q8_iq2_xs_copy_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    return iq2_copy_row(W, r, a, GGML_IQ2_XS);
+}
+
+AVX512VNNI float mx_q8_iq2_s_copy_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    return iq2_copy_row(W, r, a, GGML_IQ2_S);
 }
 
 #endif

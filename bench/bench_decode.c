@@ -134,7 +134,8 @@ static int decode_row(const char *path, const char *t, int threads, int tokens, 
         return fprintf(stderr, "%s\n", err), 1;
     if (llama_ctx_new(m, tokens + 2, &c)) return fprintf(stderr, "out of memory\n"), 1;
     llama_ctx_set_threads(c, threads);
-    if (llamacpp && (llama_pack_decode(m) || llama_ctx_set_act(c, LLAMA_ACT_LLAMACPP, NULL))) {
+    if (llamacpp &&
+        (llama_pack_decode(m, threads) || llama_ctx_set_act(c, LLAMA_ACT_LLAMACPP, NULL))) {
         llama_ctx_free(c);
         llama_free(m);
         return fprintf(stderr, "out of memory\n"), 1;

@@ -69,7 +69,7 @@ static double time_q8(const struct wmat *W, const float *x, float *y, int reps)
             struct wmat Wp = *W; /* with decode's interleaved copy, where it has one */
             const size_t packed = matmul_copy_bytes(W);
             uint8_t *copy = packed ? qg_alloc_aligned(packed) : NULL;
-            if (copy) matmul_copy(W, copy);
+            if (copy) matmul_copy(W, copy, 1);
             Wp.copy = copy;
             struct matmul_part part = {y, &Wp, NULL, 0.0f};
             best = 1e30;

@@ -117,7 +117,9 @@ static int cpu_open(const char *spec, const struct backend_open_params *p, void 
     int n_sim = 0;
     if (!rc && sim.w.kind != SIMFMT_NONE)
         rc = llama_simulate_weights(c->model, &sim.w, sim.keep, &n_sim, err, errlen);
-    if (!rc && sim.act == LLAMA_ACT_LLAMACPP) rc = llama_pack_decode(c->model);
+    if (!rc && sim.act == LLAMA_ACT_LLAMACPP) /* without memory for the copies, none is made
+                                               * and decode reads the file: the same bits */
+        (void)llama_pack_decode(c->model, p && p->n_threads > 0 ? p->n_threads : parallel_cpus());
     if (!rc) rc = llama_ctx_new(c->model, c->n_ctx, &c->ctx);
     const char *declared = rc ? NULL : llama_declared_act(c->model);
     if (!rc && !sim.act && !sim.act_none && declared) { /* as the checkpoint is deployed */

@@ -1,5 +1,6 @@
-/* iq1_copy — decoded copies of IQ1_S and IQ1_M blocks (iq1_copy.h). */
-#include "backends/iq1_copy.h"
+/* iq_copy — decoded copies of the IQ1 and IQ2 grid formats' blocks
+ * (iq_copy.h). */
+#include "backends/iq_copy.h"
 #include "backends/ggml_types.h"
 #include "backends/iq_blocks_impl.h"
 #include "backends/iq_grids.h"
@@ -12,9 +13,21 @@
 
 enum { S_BYTES = 50, M_BYTES = 56, CODES = 64 };
 
-size_t iq1_copy_block_bytes(uint32_t type)
+size_t iq_copy_block_bytes(uint32_t type)
 {
-    return type == GGML_IQ1_S ? IQ1_COPY_S_BYTES : type == GGML_IQ1_M ? IQ1_COPY_M_BYTES : 0;
+    switch (type) {
+    case GGML_IQ1_S:
+        return IQ1_COPY_S_BYTES;
+    case GGML_IQ1_M:
+        return IQ1_COPY_M_BYTES;
+    case GGML_IQ2_XXS:
+        return IQ2_COPY_XXS_BYTES;
+    case GGML_IQ2_XS:
+    case GGML_IQ2_S:
+        return IQ2_COPY_XS_BYTES;
+    default:
+        return 0;
+    }
 }
 
 /* grid index of each pattern of 8 codes, by the codes read as base-3 digits
@@ -153,22 +166,49 @@ static void stored_m(const uint8_t *c, uint8_t *b)
     memcpy(b + 48, c + CODES, 8);
 }
 
-void iq1_copy_blocks(uint32_t type, const uint8_t *src, uint8_t *dst, int64_t nb)
+/* IQ2: each run's 8 magnitudes (iq_sub's grid bytes, 8, 25 or 43) as
+ * their levels (magnitude / 16) and its sign byte; d; the scales */
+static void copy_iq2(uint32_t type, const uint8_t *b, uint8_t *c)
 {
-    const size_t cb = iq1_copy_block_bytes(type), sb = type == GGML_IQ1_S ? S_BYTES : M_BYTES;
+    for (int ib = 0; ib < 8; ib++) {
+        struct iq_sub o;
+        iq_sub(type, b, 0.0f, ib, &o);
+        for (int l = 0; l < 4; l++) {
+            const int t = 4 * ib + l;
+            uint8_t *at = c + run_byte(t);
+            wr64(at, rd64(at) | (o.g[l] >> 4 & 3 * ONES) << run_shift(t));
+            c[CODES + t] = (uint8_t)o.s[l];
+        }
+    }
+    memcpy(c + CODES + 32, b, 2);
+    if (type == GGML_IQ2_XXS) {
+        uint32_t nib = 0;
+        for (int ib = 0; ib < 8; ib++) /* the top nibble of each sub-block's second word */
+            nib |= (rd32(b + 2 + 8 * ib + 4) >> 28) << 4 * ib;
+        wr32(c + CODES + 34, nib);
+    } else {
+        memcpy(c + CODES + 34, b + (type == GGML_IQ2_XS ? 66 : 74), 8);
+    }
+}
+
+void iq_copy_blocks(uint32_t type, const uint8_t *src, uint8_t *dst, int64_t nb)
+{
+    const size_t cb = iq_copy_block_bytes(type), sb = (size_t)iq_block_bytes(type);
     for (int64_t i = 0; i < nb; i++, src += sb, dst += cb) {
         memset(dst, 0, CODES);
         if (type == GGML_IQ1_S)
             copy_s(src, dst);
-        else
+        else if (type == GGML_IQ1_M)
             copy_m(src, dst);
+        else
+            copy_iq2(type, src, dst);
     }
 }
 
-void iq1_stored_blocks(uint32_t type, const uint8_t *src, uint8_t *dst, int64_t nb)
+void iq_stored_blocks(uint32_t type, const uint8_t *src, uint8_t *dst, int64_t nb)
 {
     pthread_once(&index_once, index_build);
-    const size_t cb = iq1_copy_block_bytes(type), sb = type == GGML_IQ1_S ? S_BYTES : M_BYTES;
+    const size_t cb = iq_copy_block_bytes(type), sb = type == GGML_IQ1_S ? S_BYTES : M_BYTES;
     for (int64_t i = 0; i < nb; i++, src += cb, dst += sb) {
         if (type == GGML_IQ1_S)
             stored_s(src, dst);
@@ -199,12 +239,64 @@ static void run_codes2(const uint8_t *codes, int t, int up, int8_t *c)
 #endif
 }
 
-void iq1_copy_codes(uint32_t type, const uint8_t *src, int64_t nb, int8_t *code, float *s)
+#if !defined(__SSE2__)
+/* 1 in byte j for bit j of b8 */
+static uint64_t bit_bytes(unsigned b8)
 {
-    const size_t cb = iq1_copy_block_bytes(type);
+    const uint64_t x = ((uint64_t)(b8 & 0xFF) * ONES) & 0x8040201008040201ULL;
+    return (((x + 0x7F * ONES) | x) & 0x80 * ONES) >> 7;
+}
+#endif
+
+/* IQ2's codes of a block: each run's magnitudes from its levels c (8 +
+ * 17 c + c / 2: 8, 25, 43), negated where its sign byte says (128 + v or
+ * 128 - v, no byte carrying, then less 128); its scales d (0.5 + n) / 4
+ * as dequant's */
+static void codes_iq2(uint32_t type, const uint8_t *src, int8_t *code, float *s)
+{
+#if defined(__SSE2__) /* two runs at a time: v, then (v ^ neg) - neg */
+    const __m128i bits = _mm_set1_epi64x((long long)0x8040201008040201ULL);
+    for (int t = 0; t < 32; t += 2) {
+        const __m128i c = _mm_and_si128(
+            _mm_srli_epi64(_mm_loadu_si128((const __m128i *)(const void *)(src + run_byte(t))),
+                           run_shift(t)),
+            _mm_set1_epi8(3));
+        const __m128i v =
+            _mm_add_epi8(_mm_add_epi8(_mm_set1_epi8(8), _mm_add_epi8(_mm_slli_epi64(c, 4), c)),
+                         _mm_and_si128(_mm_srli_epi64(c, 1), _mm_set1_epi8(1)));
+        const __m128i sg = _mm_set_epi64x((long long)(src[CODES + t + 1] * ONES),
+                                          (long long)(src[CODES + t] * ONES));
+        const __m128i neg = _mm_cmpeq_epi8(_mm_and_si128(sg, bits), bits);
+        _mm_storeu_si128((__m128i *)(void *)(code + 8 * t),
+                         _mm_sub_epi8(_mm_xor_si128(v, neg), neg));
+    }
+#else
+    for (int t = 0; t < 32; t++) {
+        const uint64_t c = rd64(src + run_byte(t)) >> run_shift(t) & 3 * ONES;
+        const uint64_t v = 8 * ONES + (c << 4) + c + (c >> 1 & ONES);
+        const uint64_t neg = bit_bytes(src[CODES + t]) * 0xFF, mid = 0x80 * ONES;
+        wr64((uint8_t *)code + 8 * t, (((mid + v) & ~neg) | ((mid - v) & neg)) ^ mid);
+    }
+#endif
+    const float d = quant_f16_to_f32(rd16(src + CODES + 32));
+    const uint8_t *sc = src + CODES + 34;
+    if (type == GGML_IQ2_XXS)
+        for (int j = 0; j < 8; j++)
+            s[j] = d * (0.5f + (float)(rd32(sc) >> 4 * j & 0xF)) * 0.25f;
+    else
+        for (int j = 0; j < 16; j++)
+            s[j] = d * (0.5f + (float)(sc[j / 2] >> 4 * (j % 2) & 0xF)) * 0.25f;
+}
+
+void iq_copy_codes(uint32_t type, const uint8_t *src, int64_t nb, int8_t *code, float *s)
+{
+    const size_t cb = iq_copy_block_bytes(type);
     for (int64_t i = 0; i < nb; i++, src += cb, code += 256) {
         const uint8_t *tail = src + CODES;
-        if (type == GGML_IQ1_S) {
+        if (type != GGML_IQ1_S && type != GGML_IQ1_M) {
+            codes_iq2(type, src, code, s);
+            s += type == GGML_IQ2_XXS ? 8 : 16;
+        } else if (type == GGML_IQ1_S) {
             const float d = quant_f16_to_f32(rd16(tail));
             const uint32_t nib = rd32(tail + 2);
             for (int j = 0; j < 8; j++) {
