@@ -25,6 +25,9 @@ size_t iq_copy_block_bytes(uint32_t type)
     case GGML_IQ2_XS:
     case GGML_IQ2_S:
         return IQ2_COPY_XS_BYTES;
+    case GGML_IQ3_XXS:
+    case GGML_IQ3_S:
+        return IQ3_COPY_BYTES;
     default:
         return 0;
     }
@@ -191,6 +194,34 @@ static void copy_iq2(uint32_t type, const uint8_t *b, uint8_t *c)
     }
 }
 
+/* IQ3: each run's 8 magnitudes as levels (IQ3_XXS magnitude / 8, IQ3_S
+ * magnitude / 2), their low 2 bits among the codes, bit 2 packed a bit a
+ * value (bytes of 0 or 1 times 0x0102040810204080: byte j's bit to bit
+ * 56 + j), its sign byte; d; the scales */
+static void copy_iq3(uint32_t type, const uint8_t *b, uint8_t *c)
+{
+    for (int ib = 0; ib < 8; ib++) {
+        struct iq_sub o;
+        iq_sub(type, b, 0.0f, ib, &o);
+        for (int l = 0; l < 4; l++) {
+            const int t = 4 * ib + l;
+            const uint64_t lev = o.g[l] >> (type == GGML_IQ3_XXS ? 3 : 1) &
+                                 (type == GGML_IQ3_XXS ? 0x1F : 0x7F) * ONES;
+            uint8_t *at = c + run_byte(t);
+            wr64(at, rd64(at) | (lev & 3 * ONES) << run_shift(t));
+            c[CODES + t] = (uint8_t)((lev >> 2 & ONES) * 0x0102040810204080ULL >> 56);
+            c[CODES + 32 + t] = (uint8_t)o.s[l];
+        }
+    }
+    memcpy(c + CODES + 64, b, 2);
+    uint32_t nib = 0;
+    for (int ib = 0; ib < 8; ib++)
+        nib |= (type == GGML_IQ3_XXS ? rd32(b + 66 + 4 * ib) >> 28
+                                     : (uint32_t)(b[106 + ib / 2] >> 4 * (ib % 2) & 0xF))
+               << 4 * ib;
+    wr32(c + CODES + 66, nib);
+}
+
 void iq_copy_blocks(uint32_t type, const uint8_t *src, uint8_t *dst, int64_t nb)
 {
     const size_t cb = iq_copy_block_bytes(type), sb = (size_t)iq_block_bytes(type);
@@ -200,6 +231,8 @@ void iq_copy_blocks(uint32_t type, const uint8_t *src, uint8_t *dst, int64_t nb)
             copy_s(src, dst);
         else if (type == GGML_IQ1_M)
             copy_m(src, dst);
+        else if (type == GGML_IQ3_XXS || type == GGML_IQ3_S)
+            copy_iq3(type, src, dst);
         else
             copy_iq2(type, src, dst);
     }
@@ -288,12 +321,64 @@ static void codes_iq2(uint32_t type, const uint8_t *src, int8_t *code, float *s)
             s[j] = d * (0.5f + (float)(sc[j / 2] >> 4 * (j % 2) & 0xF)) * 0.25f;
 }
 
+/* IQ3's codes of a block: each run's levels (2 low bits and bit 2) to
+ * magnitudes (IQ3_XXS 4 + 8 n, and 2 more for level 7: 62; IQ3_S 2 n +
+ * 1), negated where its sign byte says; its scales as dequant's (IQ3_XXS
+ * d (0.5 + n) / 2, IQ3_S d (1 + 2 n)) */
+static void codes_iq3(uint32_t type, const uint8_t *src, int8_t *code, float *s)
+{
+#if defined(__SSE2__) /* two runs at a time, as codes_iq2 */
+    const __m128i bits = _mm_set1_epi64x((long long)0x8040201008040201ULL), one = _mm_set1_epi8(1);
+    for (int t = 0; t < 32; t += 2) {
+        const __m128i lo = _mm_and_si128(
+            _mm_srli_epi64(_mm_loadu_si128((const __m128i *)(const void *)(src + run_byte(t))),
+                           run_shift(t)),
+            _mm_set1_epi8(3));
+        const __m128i hb = _mm_set_epi64x((long long)(src[CODES + t + 1] * ONES),
+                                          (long long)(src[CODES + t] * ONES));
+        const __m128i lev = _mm_or_si128(
+            lo, _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(hb, bits), bits), _mm_set1_epi8(4)));
+        __m128i v;
+        if (type == GGML_IQ3_XXS) { /* 4 + 8 n, 2 more where n + 1 is 8 */
+            const __m128i top = _mm_and_si128(_mm_srli_epi64(_mm_add_epi8(lev, one), 3), one);
+            v = _mm_add_epi8(_mm_add_epi8(_mm_set1_epi8(4), _mm_slli_epi64(lev, 3)),
+                             _mm_add_epi8(top, top));
+        } else {
+            v = _mm_add_epi8(_mm_slli_epi64(lev, 1), one);
+        }
+        const __m128i sg = _mm_set_epi64x((long long)(src[CODES + 33 + t] * ONES),
+                                          (long long)(src[CODES + 32 + t] * ONES));
+        const __m128i neg = _mm_cmpeq_epi8(_mm_and_si128(sg, bits), bits);
+        _mm_storeu_si128((__m128i *)(void *)(code + 8 * t),
+                         _mm_sub_epi8(_mm_xor_si128(v, neg), neg));
+    }
+#else
+    for (int t = 0; t < 32; t++) {
+        const uint64_t lev =
+            (rd64(src + run_byte(t)) >> run_shift(t) & 3 * ONES) | bit_bytes(src[CODES + t]) << 2;
+        const uint64_t v = type == GGML_IQ3_XXS
+                               ? 4 * ONES + (lev << 3) + ((lev + ONES) >> 3 & ONES) * 2
+                               : (lev << 1) + ONES;
+        const uint64_t neg = bit_bytes(src[CODES + 32 + t]) * 0xFF, mid = 0x80 * ONES;
+        wr64((uint8_t *)code + 8 * t, (((mid + v) & ~neg) | ((mid - v) & neg)) ^ mid);
+    }
+#endif
+    const float d = quant_f16_to_f32(rd16(src + CODES + 64));
+    const uint32_t nib = rd32(src + CODES + 66);
+    for (int j = 0; j < 8; j++)
+        s[j] = type == GGML_IQ3_XXS ? d * (0.5f + (float)(nib >> 4 * j & 0xF)) * 0.5f
+                                    : d * (float)(1 + 2 * (nib >> 4 * j & 0xF));
+}
+
 void iq_copy_codes(uint32_t type, const uint8_t *src, int64_t nb, int8_t *code, float *s)
 {
     const size_t cb = iq_copy_block_bytes(type);
     for (int64_t i = 0; i < nb; i++, src += cb, code += 256) {
         const uint8_t *tail = src + CODES;
-        if (type != GGML_IQ1_S && type != GGML_IQ1_M) {
+        if (type == GGML_IQ3_XXS || type == GGML_IQ3_S) {
+            codes_iq3(type, src, code, s);
+            s += 8;
+        } else if (type != GGML_IQ1_S && type != GGML_IQ1_M) {
             codes_iq2(type, src, code, s);
             s += type == GGML_IQ2_XXS ? 8 : 16;
         } else if (type == GGML_IQ1_S) {

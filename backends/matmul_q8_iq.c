@@ -392,4 +392,46 @@ AVX512VNNI float mx_q8_iq2_s_copy_vnni(const struct wmat *W, int64_t r, const st
     return iq2_copy_row(W, r, a, GGML_IQ2_S);
 }
 
+/* IQ3_XXS, IQ3_S from decode's decoded copy (iq_copy.h): grid_row's
+ * integers in its lanes, so the same bits; each pair's levels its 2-bit
+ * codes (iq1_codes64) with 4 added where the level's bit 2 is set (a mask
+ * loaded as it is), looked up by one vpshufb; the negation mask loaded as
+ * it is; the block's scales spread to lanes once */
+AVX512VNNI static inline __attribute__((always_inline)) float
+iq3_copy_row(const struct wmat *W, int64_t r, const struct matmul_q8 *a, const uint32_t type)
+{
+    const uint8_t *b = W->copy + (size_t)r * (size_t)(W->in / 256) * IQ3_COPY_BYTES;
+    const __m512i lv = _mm512_broadcast_i32x4(
+        type == GGML_IQ3_XXS ? _mm_setr_epi8(4, 12, 20, 28, 36, 44, 52, 62, 0, 0, 0, 0, 0, 0, 0, 0)
+                             : _mm_setr_epi8(1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0, 0));
+    const __m512i four = _mm512_set1_epi8(4);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t k = 0, blk = 0; k < W->in; k += 256, blk++, b += IQ3_COPY_BYTES) {
+        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)b + AHEAD + 128, _MM_HINT_T0);
+        const __m512i ls = odd_nibbles(iqb_rd32(b + 130)); /* lane i: sub-block i's */
+        __m512i isum = _mm512_setzero_si512();
+        for (int p = 0; p < 4; p++) {
+            const __m512i c = iq1_codes64(b + 16 * p);
+            const __m512i g = _mm512_shuffle_epi8(
+                lv, _mm512_mask_add_epi8(c, _cvtu64_mask64(iqb_rd64(b + 64 + 8 * p)), c, four));
+            const __mmask64 neg = _cvtu64_mask64(iqb_rd64(b + 96 + 8 * p));
+            isum = pair_dot(isum, g, a->q + k + 64 * p, neg, halves(ls, 2 * p, 2 * p + 1));
+        }
+        acc = block_acc(acc, h2f_f16c(b + 128) * a->d[blk], isum);
+    }
+    return iq_m_inv(type) * hsum8(acc);
+}
+
+AVX512VNNI float mx_q8_iq3_xxs_copy_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    return iq3_copy_row(W, r, a, GGML_IQ3_XXS);
+}
+
+AVX512VNNI float mx_q8_iq3_s_copy_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    return iq3_copy_row(W, r, a, GGML_IQ3_S);
+}
+
 #endif

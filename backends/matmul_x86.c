@@ -264,8 +264,10 @@ int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const s
         if (W->copy) ROWS(mx_q8_iq2_s_copy_vnni(W, r, a));
         ROWS(mx_q8_iq2_s_vnni(W, r, a));
     case GGML_IQ3_XXS:
+        if (W->copy) ROWS(mx_q8_iq3_xxs_copy_vnni(W, r, a));
         ROWS(mx_q8_iq3_xxs_vnni(W, r, a));
     case GGML_IQ3_S:
+        if (W->copy) ROWS(mx_q8_iq3_s_copy_vnni(W, r, a));
         ROWS(mx_q8_iq3_s_vnni(W, r, a));
     case GGML_TQ1_0:
         if (W->copy) ROWS(mx_q8_tq1_0_copy_vnni(W, r, a));

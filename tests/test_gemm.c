@@ -390,8 +390,9 @@ static int copy_alone_case(uint32_t type)
         struct matmul_part part = {y, &W, NULL, 0.0f};
         matmul_w_group_q8(&part, 1, x, &b.a[0], 2, scratch);              /* decode: input 0 */
         ASSERT_OK(gemm_q8(y + ROWS, &W, NULL, 0.0f, b.a, N, 2, scratch)); /* prefill */
-        const int stored = type != GGML_TQ1_0 && type != GGML_IQ2_XXS && type != GGML_IQ2_XS &&
-                           type != GGML_IQ2_S; /* matmul_row rebuilds from the copy */
+        /* matmul_row rebuilds IQ1's rows from the copy, reads the others' from the file */
+        const int stored = type == GGML_Q4_0 || type == GGML_IQ4_NL || type == GGML_MXFP4 ||
+                           type == GGML_IQ1_S || type == GGML_IQ1_M;
         for (int64_t r = 0; copy && stored && r < ROWS; r++)
             if (memcmp(matmul_row(&W, r, buf), saved + (size_t)r * rb, rb))
                 T_FAIL_("%s row %lld: matmul_row differs from the stored row", ti->name,
@@ -414,18 +415,19 @@ static int copy_alone_case(uint32_t type)
 TEST(rows4_copy_alone_suffices, unit)
 {
     /* issue 33: with decode's copy made (interleaved: Q4_0, IQ4_NL, MXFP4;
-     * decoded: IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, TQ1_0; under
+     * decoded: IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, TQ1_0; under
      * avx512vnni), a=llamacpp reads W's rows from it alone, so that the
      * file's pages can go (llama_pack_decode): decode, prefill's packing
      * (gemm_q8) and matmul_row (the stored bytes, rebuilt from IQ1's
-     * decoded copy; not IQ2's or TQ1_0's, read from the file) give the bits
+     * decoded copy; not IQ2's, IQ3's or TQ1_0's, read from the file) give the bits
      * they gave from the file
      * while every whole page of the copied rows is unreadable (PROT_NONE:
      * a read would crash); the rows past the last group of 4 of an
      * interleaved copy still come from the file */
     if (strcmp(matmul_kernel_name(), "avx512vnni")) SKIP("the copy is made under avx512vnni only");
-    static const uint32_t types[] = {GGML_Q4_0,  GGML_IQ4_NL,  GGML_MXFP4,  GGML_IQ1_S, GGML_IQ1_M,
-                                     GGML_TQ1_0, GGML_IQ2_XXS, GGML_IQ2_XS, GGML_IQ2_S};
+    static const uint32_t types[] = {GGML_Q4_0,  GGML_IQ4_NL,  GGML_MXFP4,   GGML_IQ1_S,
+                                     GGML_IQ1_M, GGML_TQ1_0,   GGML_IQ2_XXS, GGML_IQ2_XS,
+                                     GGML_IQ2_S, GGML_IQ3_XXS, GGML_IQ3_S};
     parallel_set_adaptive(0);
     int rc = 0;
     for (size_t i = 0; i < sizeof types / sizeof *types && !rc; i++)

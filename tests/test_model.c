@@ -1989,12 +1989,13 @@ static int rows4_check(void *ctx)
     static const struct {
         uint32_t type;
         int64_t in;
-    } cases[] = {{GGML_Q4_0, 32},     {GGML_Q4_0, 96},    {GGML_Q4_0, 224},   {GGML_Q4_0, 2048},
-                 {GGML_IQ4_NL, 32},   {GGML_IQ4_NL, 96},  {GGML_IQ4_NL, 224}, {GGML_IQ4_NL, 1024},
-                 {GGML_MXFP4, 64},    {GGML_MXFP4, 160},  {GGML_MXFP4, 1024}, {GGML_Q4_K, 256},
-                 {GGML_Q8_0, 64},     {GGML_IQ1_S, 256},  {GGML_IQ1_S, 768},  {GGML_IQ1_M, 256},
-                 {GGML_IQ1_M, 2048},  {GGML_TQ1_0, 256},  {GGML_TQ1_0, 1280}, {GGML_IQ2_XXS, 256},
-                 {GGML_IQ2_XXS, 768}, {GGML_IQ2_XS, 512}, {GGML_IQ2_S, 256},  {GGML_IQ2_S, 1024}};
+    } cases[] = {{GGML_Q4_0, 32},     {GGML_Q4_0, 96},      {GGML_Q4_0, 224},   {GGML_Q4_0, 2048},
+                 {GGML_IQ4_NL, 32},   {GGML_IQ4_NL, 96},    {GGML_IQ4_NL, 224}, {GGML_IQ4_NL, 1024},
+                 {GGML_MXFP4, 64},    {GGML_MXFP4, 160},    {GGML_MXFP4, 1024}, {GGML_Q4_K, 256},
+                 {GGML_Q8_0, 64},     {GGML_IQ1_S, 256},    {GGML_IQ1_S, 768},  {GGML_IQ1_M, 256},
+                 {GGML_IQ1_M, 2048},  {GGML_TQ1_0, 256},    {GGML_TQ1_0, 1280}, {GGML_IQ2_XXS, 256},
+                 {GGML_IQ2_XXS, 768}, {GGML_IQ2_XS, 512},   {GGML_IQ2_S, 256},  {GGML_IQ2_S, 1024},
+                 {GGML_IQ3_XXS, 256}, {GGML_IQ3_XXS, 1280}, {GGML_IQ3_S, 512}};
     const int vnni = !strcmp(matmul_kernel_name(), "avx512vnni");
     uint64_t st = 71;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -2015,12 +2016,13 @@ static int rows4_check(void *ctx)
         const size_t size = matmul_copy_bytes(&W);
         const uint32_t ty = cases[i].type;
         /* the decoded copies' block bytes (iq_copy.h; TQ1_0 as TQ2_0) */
-        const size_t cb = ty == GGML_IQ1_S                        ? 70
-                          : ty == GGML_IQ1_M                      ? 76
-                          : ty == GGML_TQ1_0                      ? 66
-                          : ty == GGML_IQ2_XXS                    ? 102
-                          : ty == GGML_IQ2_XS || ty == GGML_IQ2_S ? 106
-                                                                  : 0;
+        const size_t cb = ty == GGML_IQ1_S                         ? 70
+                          : ty == GGML_IQ1_M                       ? 76
+                          : ty == GGML_TQ1_0                       ? 66
+                          : ty == GGML_IQ2_XXS                     ? 102
+                          : ty == GGML_IQ2_XS || ty == GGML_IQ2_S  ? 106
+                          : ty == GGML_IQ3_XXS || ty == GGML_IQ3_S ? 134
+                                                                   : 0;
         const int wants = vnni && (ty == GGML_Q4_0 || ty == GGML_IQ4_NL || ty == GGML_MXFP4 || cb);
         const size_t expect =
             cb ? (size_t)ROWS * (size_t)(in / 256) * cb : (size_t)(ROWS / 4) * 4 * rb;
