@@ -183,12 +183,16 @@ static void *worker(void *arg)
  * units; the default thread count must not then be slower than one
  * thread. Over each window of calls (those the caller ran units of), the time one thread would have
  * taken is estimated from the caller's own units (its time x units / its units); when the pool
- * saved under 10% of it, the next SOLO_CALLS calls run on the caller alone, then the pool is tried
- * again; each window in a row that does not pay doubles that (up to SOLO_MAX), so that trying costs
- * little under a lasting load. The split of the work, and so every result, is the same either way.
- * Touched only by the holder of `busy`. */
+ * saved under 10% of it in two windows in a row, the next SOLO_CALLS calls run on the caller
+ * alone, then the pool is tried again; each further window in a row that does not pay doubles that
+ * (up to SOLO_MAX), so that trying costs little under a lasting load. One window is not enough: on
+ * a virtual machine a window of 32 calls (12 ms of a 1.1B model's decode) sometimes loses the
+ * other core for a while, and 1024 calls alone then cost compute-bound kernels half their speed
+ * (bench_decode --1b under a=llamacpp: about one run in ten at half speed, IQ1_S and IQ2_S).
+ * The split of the work, and so every result, is the same either way. Touched only by the holder
+ * of `busy`. */
 static struct {
-    int off, calls, solo_left, solo_len;
+    int off, calls, solo_left, solo_len, strikes;
     double t_pool, t_one;
 } adapt = {.solo_len = SOLO_CALLS};
 
@@ -205,7 +209,7 @@ void parallel_set_adaptive(int on)
 {
     pthread_mutex_lock(&pool.busy);
     adapt.off = !on;
-    adapt.calls = adapt.solo_left = 0;
+    adapt.calls = adapt.solo_left = adapt.strikes = 0;
     adapt.solo_len = SOLO_CALLS;
     adapt.t_pool = adapt.t_one = 0;
     pthread_mutex_unlock(&pool.busy);
@@ -223,10 +227,13 @@ static void adapt_note(double wall, double own, int64_t ran, int64_t n_units)
     adapt.t_one += own * (double)n_units / (double)ran;
     if (adapt.off || ++adapt.calls < WINDOW) return;
     if (adapt.t_one > 0 && adapt.t_pool > 0.9 * adapt.t_one) {
-        adapt.solo_left = adapt.solo_len;
-        adapt.solo_len = adapt.solo_len < SOLO_MAX / 2 ? 2 * adapt.solo_len : SOLO_MAX;
+        if (++adapt.strikes >= 2) {
+            adapt.solo_left = adapt.solo_len;
+            adapt.solo_len = adapt.solo_len < SOLO_MAX / 2 ? 2 * adapt.solo_len : SOLO_MAX;
+        }
     } else {
         adapt.solo_len = SOLO_CALLS;
+        adapt.strikes = 0;
     }
     adapt.calls = 0;
     adapt.t_pool = adapt.t_one = 0;

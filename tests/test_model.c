@@ -603,15 +603,16 @@ static void late_part(void *ctx, int64_t begin, int64_t end, int thread)
 
 TEST(parallel_pool_steps_aside_when_it_does_not_pay, unit)
 {
-    /* when over a window of 32 pooled calls the pool saved nothing (its
-     * clock says so, see late_clock), the next 1024 calls run on the caller
-     * alone; then the pool is tried again, and a second window that does
-     * not pay doubles that to 2048. Counted in calls, not timed. */
+    /* when over two windows of 32 pooled calls in a row the pool saved
+     * nothing (its clock says so, see late_clock), the next 1024 calls run
+     * on the caller alone; then the pool is tried again, and a further
+     * window that does not pay doubles that to 2048. Counted in calls, not
+     * timed. */
     parallel_set_adaptive(1);
     parallel_set_clock(late_clock);
     struct late l = {.n = 8};
     int solo_runs[3] = {0}, pooled_runs[3] = {0}, k = 0, was_solo = 0, pooled = 0;
-    for (int i = 0; i < 32 + 1024 + 32 + 2048 + 32 && k < 3; i++) {
+    for (int i = 0; i < 64 + 1024 + 32 + 2048 + 32 && k < 3; i++) {
         int s0 = l.solo;
         l.worker_before = __atomic_load_n(&l.by_worker, __ATOMIC_RELAXED);
         __atomic_store_n(&l.caller_in, 0, __ATOMIC_RELEASE);
@@ -626,7 +627,7 @@ TEST(parallel_pool_steps_aside_when_it_does_not_pay, unit)
     parallel_set_clock(NULL);
     printf("pooled %d, alone %d, pooled %d, alone %d, pooled %d; worker parts %d\n", pooled_runs[0],
            solo_runs[0], pooled_runs[1], solo_runs[1], pooled_runs[2], l.by_worker);
-    ASSERT_EQ(pooled_runs[0], 32);
+    ASSERT_EQ(pooled_runs[0], 64);
     ASSERT_EQ(solo_runs[0], 1024);
     ASSERT_EQ(pooled_runs[1], 32);
     ASSERT_EQ(solo_runs[1], 2048);
