@@ -10,7 +10,7 @@
  * plain mode (matmul_rows_fused: the kernel set's fused kernel with its
  * preparation of x) and, where the set has one, a=llamacpp's integer
  * kernel (matmul_w_group_q8 against x rounded to llama.cpp's 8-bit blocks,
- * reading decode's interleaved copy where the type has one, matmul_copy).
+ * reading decode's copy where the type has one, matmul_copy).
  * Reported: G weights/s and the weight bytes that is per second, and
  * whether the set has a fused kernel for the type (else the generic
  * decode-then-dot path). Two threads streaming from memory need about
@@ -66,7 +66,7 @@ static double time_q8(const struct wmat *W, const float *x, float *y, int reps)
         struct simfmt_codes c = {q, d, s16, kind == GGML_Q8_0 ? s : NULL};
         if (!simfmt_llamacpp_codes(W->type, xr, W->in, &c)) {
             struct matmul_q8 a = {kind, q, d, s16, c.s};
-            struct wmat Wp = *W; /* with decode's interleaved copy, where it has one */
+            struct wmat Wp = *W; /* with decode's copy, where it has one */
             const size_t packed = matmul_copy_bytes(W);
             uint8_t *copy = packed ? qg_alloc_aligned(packed) : NULL;
             if (copy) matmul_copy(W, copy, 1);
