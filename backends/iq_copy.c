@@ -1,4 +1,4 @@
-/* iq_copy — decoded copies of the IQ1 and IQ2 grid formats' blocks
+/* iq_copy — decoded copies of the IQ1, IQ2 and IQ3 grid formats' blocks
  * (iq_copy.h). */
 #include "backends/iq_copy.h"
 #include "backends/ggml_types.h"

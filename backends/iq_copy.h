@@ -49,7 +49,7 @@ enum {
     IQ3_COPY_BYTES = 134     /* IQ3_XXS, IQ3_S */
 };
 
-/* The bytes of a copy block for type (the five above), else 0. */
+/* The bytes of a copy block for type (the seven above), else 0. */
 size_t iq_copy_block_bytes(uint32_t type);
 
 /* nb stored blocks of type at src into nb copy blocks at dst. */

@@ -249,11 +249,13 @@ int llama_pack_decode(struct llama_model *m, int n_threads)
         w->copy = at;
         at += (size + 63) / 64 * 64;
         /* what reads these rows under a=llamacpp reads the copy now (decode,
-         * prefill's packing, a tied embedding's lookup: matmul_row), so the
-         * file's pages of them go, matrix by matrix (the peak is the file
-         * and one matrix), and the copy costs no memory in all; a reader
-         * of the file (another kernel set, the float path) has them read
-         * back in */
+         * prefill's packing: matmul_row_codes; a tied embedding's lookup:
+         * matmul_row, which reads the file for the decoded types but IQ1),
+         * so the file's pages of them go, matrix by matrix (the peak is the
+         * file and one matrix), and the copy takes their place (an
+         * interleaved copy costs no memory in all, a decoded one its excess
+         * over the rows); a reader of the file (another kernel set, the
+         * float path, that lookup) has them read back in */
         const size_t held = (size_t)matmul_copy_rows(w) * w->row_bytes; /* of the file */
         gguf_drop_range(m->g, w->data, held);
         sp[k++] = (struct span){w->data, held};

@@ -513,7 +513,7 @@ static void copy_blocks(uint8_t *dst, size_t ds, const uint8_t *src, size_t ss, 
 const uint8_t *matmul_row(const struct wmat *W, int64_t r, uint8_t *buf)
 {
     const int kind = W->copy ? copy_kind(W) : COPY_NONE;
-    /* TQ1_0's and IQ2's copies give codes and decode, the stored row is the file's */
+    /* IQ2's, IQ3's and TQ1_0's copies give codes and decode; the stored row is the file's */
     if (kind == COPY_NONE || kind == COPY_TQ1 || r >= matmul_copy_rows(W) ||
         (kind == COPY_GRID && W->type != GGML_IQ1_S && W->type != GGML_IQ1_M))
         return W->data + (size_t)r * W->row_bytes;

@@ -49,9 +49,11 @@ struct wmat {
  *   the group's four rows side by side, then block i + 1 (one stream
  *   feeds four independent sums, as llama.cpp's repacked weights do); the
  *   rows past the last whole group are not in it;
- * - decoded (IQ1_S, IQ1_M: iq_copy.h): every row, its grid indices
- *   looked up once, as 2-bit codes (a table lookup per 8 weights was what
- *   held these kernels to a sixth of the memory's speed);
+ * - decoded (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S:
+ *   iq_copy.h): every row, its grid entries looked up once, as 2-bit
+ *   codes (and IQ3's third bit, the signs, the scales): the grid lookups
+ *   were what held these kernels to a sixth (IQ1) to a half (IQ3) of the
+ *   memory's speed;
  * - TQ1_0 as TQ2_0 (every row): the same values and d as 2-bit codes, not
  *   five trits a byte (TQ2_0's kernel runs twice TQ1_0's speed).
  * The kernels read the copy's rows with the same bits as from W->data;
@@ -65,12 +67,12 @@ int64_t matmul_copy_rows(const struct wmat *W);
 void matmul_copy(const struct wmat *W, uint8_t *dst, int n_threads);
 
 /* Row r of W as stored (W->row_bytes bytes): at W->data, or, where W has
- * the copy above and it holds row r, rebuilt from the copy into buf
- * (W->row_bytes bytes, the stored bytes exactly) and returned there
- * (TQ1_0: from W->data, its copy's blocks are TQ2_0's).
- * Prefill's packing and the embedding's lookup read rows this way, so
- * that once the copy is made the file's pages of those rows are read no
- * more (llama_pack_decode lets them go). */
+ * an interleaved copy or IQ1's decoded one and it holds row r, rebuilt
+ * from the copy into buf (W->row_bytes bytes, the stored bytes exactly)
+ * and returned there (the other decoded types: from W->data, whose
+ * pages are then read back in). The embedding's lookup reads rows this
+ * way, so that once the copy is made the file's pages of those rows are
+ * read no more where it can be (llama_pack_decode lets them go). */
 const uint8_t *matmul_row(const struct wmat *W, int64_t r, uint8_t *buf);
 
 /* Row r of W as qcodes_row (qcodes.h) gives it from the stored row:

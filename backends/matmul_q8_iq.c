@@ -286,7 +286,7 @@ iq1_copy_row(const struct wmat *W, int64_t r, const struct matmul_q8 *a, const u
             : _mm_setr_epi8(0, 3, 6, 9, 16, 19, 22, 25, 32, 35, 38, 41, 48, 51, 54, 57);
     /* delta sign bit i / 2 for byte i (IQ1_M: the 16 lanes of pair p at
      * mask bits 16 p ..) */
-    const __m512i halves = _mm512_setr_epi64(
+    const __m512i pair_bits = _mm512_setr_epi64(
         0x0303020201010000LL, 0x0707060605050404LL, 0x0B0B0A0A09090808LL, 0x0F0F0E0E0D0D0C0CLL,
         0x1313121211111010LL, 0x1717161615151414LL, 0x1B1B1A1A19191818LL, 0x1F1F1E1E1D1D1C1CLL);
     __m256 acc = _mm256_setzero_ps(), acc2 = acc;
@@ -299,11 +299,11 @@ iq1_copy_row(const struct wmat *W, int64_t r, const struct matmul_q8 *a, const u
             _mm_set1_epi64x((long long)(type == GGML_IQ1_S ? iqb_rd32(b + 66) : iqb_rd64(b + 64))));
         const __m512i ls = iq1_odd_scales(f); /* IQ1_S: run j's; IQ1_M: each 16 values' */
         const __mmask64 neg =
-            type == GGML_IQ1_M
-                ? _mm512_test_epi8_mask(_mm512_multishift_epi64_epi8(
-                                            halves, _mm512_set1_epi64((long long)iqb_rd32(b + 72))),
-                                        one)
-                : 0;
+            type == GGML_IQ1_M ? _mm512_test_epi8_mask(
+                                     _mm512_multishift_epi64_epi8(
+                                         pair_bits, _mm512_set1_epi64((long long)iqb_rd32(b + 72))),
+                                     one)
+                               : 0;
         __m512i isum = _mm512_setzero_si512(), isum2 = isum;
         for (int p = 0; p < 4; p++) {
             const __m512i q = _mm512_loadu_si512((const void *)(a->q + k + 64 * p));

@@ -1,5 +1,6 @@
 /* helpers — temp dirs, files, running the qgate binary, byte builders. */
 #include "tests/test.h"
+#include "backends/ggml_types.h"
 #include "backends/gguf.h"
 #include "backends/llama.h"
 #include "backends/synth.h"
@@ -264,4 +265,26 @@ double t_logprob(const float *row, int V, int tok)
     for (int v = 0; v < V; v++)
         z += exp(row[v] - mx);
     return row[tok] - mx - log(z);
+}
+
+/* the fp16 bits of block b's d, where its type keeps it (IQ1_M: the top
+ * nibbles of its four scale words; TQ1_0, TQ2_0 after their codes; the
+ * others first) */
+uint16_t t_block_d(uint32_t type, const uint8_t *b)
+{
+    if (type == GGML_IQ1_M)
+        return (uint16_t)(b[49] >> 4 | (b[51] & 0xF0) | (b[53] >> 4) << 8 | (b[55] & 0xF0) << 8);
+    const size_t at = type == GGML_TQ1_0 ? 52 : type == GGML_TQ2_0 ? 64 : 0;
+    return (uint16_t)(b[at] | b[at + 1] << 8);
+}
+
+void t_set_block_d(uint32_t type, uint8_t *b, uint16_t h)
+{
+    if (type == GGML_IQ1_M) {
+        for (int k = 0; k < 4; k++) /* nibble k of d in the top of scale word k */
+            b[49 + 2 * k] = (uint8_t)((b[49 + 2 * k] & 0x0F) | ((h >> 4 * k) & 0xF) << 4);
+        return;
+    }
+    const size_t at = type == GGML_TQ1_0 ? 52 : type == GGML_TQ2_0 ? 64 : 0;
+    b[at] = (uint8_t)h, b[at + 1] = (uint8_t)(h >> 8);
 }

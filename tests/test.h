@@ -129,6 +129,13 @@ double t_ppl(const char *model, const char *text, const char *chunks);
 /* sum (a-b)^2 / sum b^2 over n values, in double */
 double t_nmse(const float *a, const float *b, size_t n);
 
+/* The fp16 bits of the block scale d of a quantized block b of type
+ * (where the type keeps it: IQ1_M in the top nibbles of its four scale
+ * words, TQ1_0 and TQ2_0 after their codes, the others first), and the
+ * same set to h. */
+uint16_t t_block_d(uint32_t type, const uint8_t *b);
+void t_set_block_d(uint32_t type, uint8_t *b, uint16_t h);
+
 /* log softmax(row)[tok] of a row of V logits, in double. */
 double t_logprob(const float *row, int V, int tok);
 /* Runs argv[0] (looked up on PATH) with argv (NULL-terminated) and

@@ -360,10 +360,9 @@ static int copy_alone_case(uint32_t type)
     ASSERT(q != MAP_FAILED);
     uint64_t st = 41;
     synth_random_blocks(type, q, (int64_t)IN * ROWS, 0.5f, &st);
-    for (size_t b = 0; type != GGML_MXFP4 && b < (size_t)ROWS * IN / ti->block; b++) {
-        uint16_t d = quant_f32_to_f16((float)(rng_unit(&st) * 0.1 + 0.01)); /* each its own */
-        memcpy(q + b * ti->type_size, &d, 2);
-    }
+    for (size_t b = 0; type != GGML_MXFP4 && b < (size_t)ROWS * IN / ti->block; b++)
+        t_set_block_d(type, q + b * ti->type_size, /* each its own */
+                      quant_f32_to_f16((float)(rng_unit(&st) * 0.1 + 0.01)));
     float *x = malloc(sizeof(float) * N * IN), *want = malloc(sizeof(float) * (N + 1) * ROWS),
           *got = malloc(sizeof(float) * (N + 1) * ROWS);
     float *scratch = qg_alloc_aligned(2 * matmul_scratch_floats(IN) * sizeof(float));

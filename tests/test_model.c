@@ -1893,9 +1893,24 @@ static double q8_product_error(const struct wmat *W, const float *x0, int group,
  * block, for the 32-value block formats (the others as they are): the
  * fp16 d times 1 + (block % 7) / 8; MXFP4's E8M0 near 1 (255 is NaN to
  * dequant), every third row subnormal (0 or 1) */
-static void vary_block32_scales(uint32_t type, uint8_t *q, size_t rb, int rows, uint64_t *st)
+/* the 256-value blocks' d varied from block to block (times 1 .. 1 + 6/8),
+ * where the type has one fp16 d a block (the K-quants too) */
+static void vary_block256_scales(uint32_t type, uint8_t *q, size_t rb, int rows)
 {
     const struct ggml_type_info *ti = ggml_type_get(type);
+    if (ti->block != 256) return;
+    for (size_t o = 0, i = 0; o < rb * (size_t)rows; o += ti->type_size, i++) {
+        const float d = quant_f16_to_f32(t_block_d(type, q + o));
+        t_set_block_d(type, q + o, quant_f32_to_f16(d * (1.0f + (float)(i % 7) / 8)));
+    }
+}
+
+static void vary_block_scales(uint32_t type, uint8_t *q, size_t rb, int rows, uint64_t *st)
+{
+    const struct ggml_type_info *ti = ggml_type_get(type);
+    if (ti->block == 256 && type != GGML_Q4_K && type != GGML_Q5_K && type != GGML_Q2_K &&
+        type != GGML_Q3_K && type != GGML_Q6_K && type != GGML_IQ4_XS)
+        vary_block256_scales(type, q, rb, rows);
     if (ti->block != 32) return;
     for (size_t o = 0; o < rb * (size_t)rows; o += ti->type_size) {
         if (type == GGML_MXFP4) {
@@ -1950,7 +1965,7 @@ static int q8_check(void *ctx)
         uint8_t *q = malloc(rb * ROWS);
         float *x = malloc(sizeof(float) * (size_t)in);
         synth_random_blocks(cases[i].type, q, in * ROWS, 0.5f, &st);
-        vary_block32_scales(cases[i].type, q, rb, ROWS, &st);
+        vary_block_scales(cases[i].type, q, rb, ROWS, &st);
         for (int64_t k = 0; k < in; k++)
             x[k] = (float)(rng_unit(&st) * 2 - 1) * (k % 7 == 0 ? 8.0f : 1.0f);
         struct wmat W = {"w", cases[i].type, q, in, ROWS, rb, 0, NULL};
@@ -2010,7 +2025,7 @@ static int rows4_check(void *ctx)
         int8_t *codes = malloc((size_t)in);
         ASSERT(q && x && y && figs && codes);
         synth_random_blocks(cases[i].type, q, in * ROWS, 0.5f, &st);
-        vary_block32_scales(cases[i].type, q, rb, ROWS, &st);
+        vary_block_scales(cases[i].type, q, rb, ROWS, &st);
         for (int64_t k = 0; k < in; k++)
             x[k] = (float)(rng_unit(&st) * 2 - 1);
         struct wmat W = {"w", cases[i].type, q, in, ROWS, rb, 0, NULL};
@@ -2059,11 +2074,13 @@ static int rows4_check(void *ctx)
 TEST(decode_rows4_same_bits, unit)
 {
     /* issue 33: a=llamacpp's decode kernels on decode's copy (matmul_copy:
-     * four rows' blocks side by side, llama.cpp's repacking idea, or IQ1's
-     * grid indices decoded to 2-bit codes) give each row's bits as from the
-     * file, on 2 threads, with odd block counts, rows past the last group
-     * of 4; and a copy only for the types and set with a kernel (Q4_0,
-     * IQ4_NL, MXFP4, IQ1_S, IQ1_M under avx512vnni) */
+     * four rows' blocks side by side, llama.cpp's repacking idea; or the
+     * grid formats' entries decoded to 2-bit codes; or TQ1_0 as TQ2_0) give
+     * each row's bits as from the file, on 2 threads, with odd block counts,
+     * rows past the last group of 4, each block its own d; and a copy only
+     * for the types and set with a kernel (Q4_0, IQ4_NL, MXFP4, IQ1_S,
+     * IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, TQ1_0 under
+     * avx512vnni) */
     parallel_set_adaptive(0);
     const int rc = each_kernel_set(rows4_check, NULL);
     parallel_set_adaptive(1);
@@ -2092,16 +2109,14 @@ static long file_rss_kb(const char *name)
     return kb;
 }
 
-TEST(pack_decode_lets_file_pages_go, unit)
+/* pack_decode_lets_file_pages_go for one type: logits of a prefill and
+ * decode steps from the file, then from the copy, and the file's resident
+ * kB before the copy, after it and after those steps */
+static int pack_case(uint32_t type, int tied)
 {
-    /* issue 33: a Q4_0 model opened for a=llamacpp under avx512vnni gets
-     * decode's interleaved copy, and the mapped file's pages of the copied
-     * rows go (llama_pack_decode), so the copy costs no memory in all
-     * (1.1B Q4_0 generate: 1168 -> 600 MB peak); a prefill and decode steps
-     * afterwards read the copy and do not bring them back */
-    if (strcmp(matmul_kernel_name(), "avx512vnni")) SKIP("the copy is made under avx512vnni only");
     struct synth_params p = synth_default_params();
-    p.dim = 512, p.ffn = 1024, p.n_heads = 8, p.n_kv_heads = 8, p.wtype = GGML_Q4_0;
+    p.dim = 512, p.ffn = 1024, p.n_heads = 8, p.n_kv_heads = 8, p.wtype = type;
+    p.n_layers = type == GGML_Q4_0 ? p.n_layers : 4, p.tied_output = tied;
     char err[QG_ERRMSG_MAX];
     ASSERT_OK(synth_write(&p, t_path("m.gguf"), err, sizeof err));
     enum { N = 24 };
@@ -2132,17 +2147,38 @@ TEST(pack_decode_lets_file_pages_go, unit)
             ASSERT_OK(llama_eval(c, ids + i, 1, 0, out + (size_t)i * p.n_vocab));
     }
     const long after = file_rss_kb(t_path("m.gguf"));
-    printf("file pages in memory: %ld kB read, %ld kB after the copy, %ld kB after 20 + 4 "
+    printf("%s%s: file pages in memory: %ld kB read, %ld kB after the copy, %ld kB after 20 + 4 "
            "tokens\n",
-           before, packed, after);
+           ggml_type_get(type)->name, tied ? " (tied)" : "", before, packed, after);
     ASSERT(before > 1000);
     if (packed > before / 10 || after > before / 10)
-        T_FAIL_("the copied rows' file pages stayed or came back");
+        T_FAIL_("%s: the copied rows' file pages stayed or came back", ggml_type_get(type)->name);
     if (memcmp(lg, lg2, sizeof(float) * N * (size_t)p.n_vocab))
-        T_FAIL_("logits from the copy differ from those from the file");
+        T_FAIL_("%s: logits from the copy differ from those from the file",
+                ggml_type_get(type)->name);
     llama_ctx_free(c);
     llama_free(m);
     free(lg), free(lg2);
+    return 0;
+}
+
+TEST(pack_decode_lets_file_pages_go, unit)
+{
+    /* issue 33: a model opened for a=llamacpp under avx512vnni gets
+     * decode's copy (interleaved Q4_0; decoded IQ1, IQ2, IQ3, TQ1_0), and
+     * the mapped file's pages of the copied rows go (llama_pack_decode), so
+     * the copy takes their place (1.1B Q4_0 generate: 1168 -> 600 MB peak);
+     * a prefill and decode steps afterwards read the copy, give the file's
+     * logits, and do not bring the pages back (a tied embedding's lookup of
+     * an IQ2, IQ3 or TQ1_0 model reads its few rows from the file) */
+    if (strcmp(matmul_kernel_name(), "avx512vnni")) SKIP("the copy is made under avx512vnni only");
+    static const struct {
+        uint32_t type;
+        int tied;
+    } cases[] = {{GGML_Q4_0, 0},    {GGML_IQ1_S, 1}, {GGML_IQ1_M, 0},
+                 {GGML_IQ2_XXS, 1}, {GGML_IQ3_S, 0}, {GGML_TQ1_0, 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        if (pack_case(cases[i].type, cases[i].tied)) return 1;
     return 0;
 }
 
