@@ -566,10 +566,10 @@ TEST(gate_simulated_formats, shared)
     ASSERT_OK(t_qgate(&o, "report", "--db", db, "--comparison", "1", "-f", "json", NULL));
     ASSERT_CONTAINS(o.out, "\"candidate_simulated\":\t\"w=int8:channel\"");
     t_out_free(&o);
-    static const char *const bad[][2] = {{"?w=fp7", "unknown format 'fp7'"},
-                                         {"?x=1", "unknown key 'x'"},
-                                         {"?kv=e4m3", "kv=: unknown format 'e4m3'"},
-                                         {"?keep=output", "keep= needs w=FORMAT"}};
+    static const char *const bad[][2] = {
+        {"?w=fp7", "unknown format 'fp7'"},         {"?x=1", "unknown key 'x'"},
+        {"?kv=e4m3", "kv=: unknown format 'e4m3'"}, {"?keep=output", "keep= needs w=FORMAT"},
+        {"?repack=0", "repack= needs a=llamacpp"},  {"?a=llamacpp&repack=no", "repack= takes 0"}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char spec[4300];
         snprintf(spec, sizeof spec, "%s%s", f32, bad[i][0]);
@@ -594,6 +594,30 @@ static double ppl_of(const char *spec, const char *chunks, const char *threads)
     cJSON_Delete(j);
     t_out_free(&o);
     return v;
+}
+
+TEST(ppl_llamacpp_repack_off_same_numbers, shared)
+{
+    /* issue 33: `repack=0` opens an a=llamacpp model without decode's copies
+     * (interleaved Q4_0, decoded IQ2_XS and TQ1_0 here): decode and prefill
+     * then read the file as stored, with the same numbers, in less memory */
+    const char *d = t_shared("models/stories260K-pad256");
+    if (!d || !t_shared("data/tinystories_valid_head.txt")) SKIP("../shared is absent");
+    char dir[4096], spec[4400];
+    snprintf(dir, sizeof dir, "%s", d);
+    static const char *const types[] = {"Q4_0", "IQ2_XS", "TQ1_0"};
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+        double v[2];
+        for (int off = 0; off < 2; off++) {
+            snprintf(spec, sizeof spec, "%s/stories260K-pad256-%s.gguf?a=llamacpp%s", dir, types[i],
+                     off ? "&repack=0" : "");
+            v[off] = ppl_of(spec, "20", "2");
+        }
+        printf("%-6s a=llamacpp PPL %.10f, repack=0 %.10f\n", types[i], v[0], v[1]);
+        ASSERT(v[0] > 0);
+        if (v[0] != v[1]) T_FAIL_("%s: repack=0 changed the PPL", types[i]);
+    }
+    return 0;
 }
 
 /* a= rounds every matrix input: a format per token (fp8, int8) or per

@@ -47,7 +47,9 @@ struct sim_spec {
     int act;      /* enum llama_act */
     int act_none; /* a=none: not even a checkpoint's declared activations */
     char keep[1024];
-    int64_t ctx; /* > 0: ctx=N, the context window instead of the file's */
+    int64_t ctx;   /* > 0: ctx=N, the context window instead of the file's */
+    int no_repack; /* repack=0: a=llamacpp without decode's copies (matmul_copy) */
+    int repack_set;
 };
 
 static int parse_query(const char *spec, const char *q, struct sim_spec *s, char *err,
@@ -74,18 +76,27 @@ static int parse_query(const char *spec, const char *q, struct sim_spec *s, char
             if (qg_parse_i64(val, 8, 1 << 20, &s->ctx))
                 return qg_errf(err, errlen, QG_ERR_USAGE,
                                "%s: ctx= takes a window of 8..1048576 tokens, got '%s'", spec, val);
+        } else if (!strcmp(key, "repack")) {
+            if (strcmp(val, "0") && strcmp(val, "1"))
+                return qg_errf(err, errlen, QG_ERR_USAGE,
+                               "%s: repack= takes 0 (decode reads the file as stored) or 1 (the "
+                               "default: decode's copies), got '%s'",
+                               spec, val);
+            s->no_repack = !strcmp(val, "0"), s->repack_set = 1;
         } else if (!strcmp(key, "kv")) {
             if (simfmt_parse(val, &s->kv, e2, sizeof e2))
                 return qg_errf(err, errlen, QG_ERR_USAGE, "%s: kv=: %s", spec, e2);
         } else {
             return qg_errf(err, errlen, QG_ERR_USAGE,
                            "%s: unknown key '%s' in the model spec (known: w=FORMAT, "
-                           "a=FORMAT|llamacpp|none, kv=FORMAT, keep=GLOB,..., ctx=N)",
+                           "a=FORMAT|llamacpp|none, kv=FORMAT, keep=GLOB,..., ctx=N, repack=0|1)",
                            spec, key);
         }
     }
     if (s->keep[0] && s->w.kind == SIMFMT_NONE)
         return qg_errf(err, errlen, QG_ERR_USAGE, "%s: keep= needs w=FORMAT", spec);
+    if (s->repack_set && s->act != LLAMA_ACT_LLAMACPP)
+        return qg_errf(err, errlen, QG_ERR_USAGE, "%s: repack= needs a=llamacpp", spec);
     return QG_OK;
 }
 
@@ -117,8 +128,9 @@ static int cpu_open(const char *spec, const struct backend_open_params *p, void 
     int n_sim = 0;
     if (!rc && sim.w.kind != SIMFMT_NONE)
         rc = llama_simulate_weights(c->model, &sim.w, sim.keep, &n_sim, err, errlen);
-    if (!rc && sim.act == LLAMA_ACT_LLAMACPP) /* without memory for the copies, none is made
-                                               * and decode reads the file: the same bits */
+    /* without memory for the copies (or with repack=0) none is made and
+     * decode reads the file: the same bits */
+    if (!rc && sim.act == LLAMA_ACT_LLAMACPP && !sim.no_repack)
         (void)llama_pack_decode(c->model, p && p->n_threads > 0 ? p->n_threads : parallel_cpus());
     if (!rc) rc = llama_ctx_new(c->model, c->n_ctx, &c->ctx);
     const char *declared = rc ? NULL : llama_declared_act(c->model);
