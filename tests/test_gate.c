@@ -596,11 +596,12 @@ static double ppl_of(const char *spec, const char *chunks, const char *threads)
     return v;
 }
 
-TEST(ppl_llamacpp_repack_off_same_numbers, shared)
+TEST(llamacpp_repack_off_same_outputs, shared)
 {
-    /* issue 33: `repack=0` opens an a=llamacpp model without decode's copies
-     * (interleaved Q4_0, decoded IQ2_XS and TQ1_0 here): decode and prefill
-     * then read the file as stored, with the same numbers, in less memory */
+    /* issue 33: an a=llamacpp model makes decode's copies (interleaved Q4_0,
+     * decoded IQ2_XS and TQ1_0 here) at its first generation; `repack=0`
+     * never makes them, and decode and prefill read the file as stored:
+     * the same text and the same PPL, in less memory */
     const char *d = t_shared("models/stories260K-pad256");
     if (!d || !t_shared("data/tinystories_valid_head.txt")) SKIP("../shared is absent");
     char dir[4096], spec[4400];
@@ -608,14 +609,23 @@ TEST(ppl_llamacpp_repack_off_same_numbers, shared)
     static const char *const types[] = {"Q4_0", "IQ2_XS", "TQ1_0"};
     for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
         double v[2];
+        char *text[2];
         for (int off = 0; off < 2; off++) {
             snprintf(spec, sizeof spec, "%s/stories260K-pad256-%s.gguf?a=llamacpp%s", dir, types[i],
                      off ? "&repack=0" : "");
+            struct t_out o;
+            ASSERT_OK(t_qgate(&o, "generate", spec, "-p", "Once upon a time", "-n", "40", NULL));
+            ASSERT_EQ(o.code, 0);
+            text[off] = strdup(o.out);
+            t_out_free(&o);
             v[off] = ppl_of(spec, "20", "2");
         }
-        printf("%-6s a=llamacpp PPL %.10f, repack=0 %.10f\n", types[i], v[0], v[1]);
-        ASSERT(v[0] > 0);
+        printf("%-6s a=llamacpp PPL %.10f, repack=0 %.10f; text: %.60s\n", types[i], v[0], v[1],
+               text[0]);
+        ASSERT(v[0] > 0 && text[0] && text[1] && strlen(text[0]) > 20);
         if (v[0] != v[1]) T_FAIL_("%s: repack=0 changed the PPL", types[i]);
+        if (strcmp(text[0], text[1])) T_FAIL_("%s: repack=0 changed the generated text", types[i]);
+        free(text[0]), free(text[1]);
     }
     return 0;
 }

@@ -26,6 +26,7 @@ struct cpu {
     struct llama_ctx *ctx;
     int n_ctx, n_threads, perturb;
     int ctx_set;   /* 1: ctx=N in the spec: n_ctx is the window reported */
+    int pack;      /* 1: decode's copies are to be made at the first generation */
     float *logits; /* [LOGIT_ROWS][n_vocab]: output rows are computed in chunks */
     char err[QG_ERRMSG_MAX];
 };
@@ -128,10 +129,10 @@ static int cpu_open(const char *spec, const struct backend_open_params *p, void 
     int n_sim = 0;
     if (!rc && sim.w.kind != SIMFMT_NONE)
         rc = llama_simulate_weights(c->model, &sim.w, sim.keep, &n_sim, err, errlen);
-    /* without memory for the copies (or with repack=0) none is made and
-     * decode reads the file: the same bits */
-    if (!rc && sim.act == LLAMA_ACT_LLAMACPP && !sim.no_repack)
-        (void)llama_pack_decode(c->model, p && p->n_threads > 0 ? p->n_threads : parallel_cpus());
+    /* decode's copies (llama_pack_decode) pay only where there is decode:
+     * they are made at the first generation, not for scoring, which reads
+     * the file as fast (repack=0: never) */
+    c->pack = sim.act == LLAMA_ACT_LLAMACPP && !sim.no_repack;
     if (!rc) rc = llama_ctx_new(c->model, c->n_ctx, &c->ctx);
     const char *declared = rc ? NULL : llama_declared_act(c->model);
     if (!rc && !sim.act && !sim.act_none && declared) { /* as the checkpoint is deployed */
@@ -328,6 +329,11 @@ static int cpu_generate(void *impl, const int32_t *prompt, int64_t np,
 {
     struct cpu *c = impl;
     if (need_model(c, "generate")) return QG_ERR_UNSUPPORTED;
+    if (c->pack) { /* without memory for the copies none is made and decode reads the
+                    * file: the same bits */
+        c->pack = 0;
+        (void)llama_pack_decode(c->model, c->n_threads);
+    }
     struct gen_engine e = {c,        cpu_gen_eval, c->tok, llama_hparams(c->model)->n_vocab,
                            c->n_ctx, c->logits,    c->err, sizeof c->err};
     return generate_loop(&e, prompt, np, p, text, ids_out, n_out);
