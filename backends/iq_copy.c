@@ -75,14 +75,20 @@ static void wr64(uint8_t *p, uint64_t v)
     memcpy(p, &v, 8);
 }
 
+/* 8 codes (a byte each, below 4) into run t's place among the codes */
+static void or_run(uint8_t *codes, int t, uint64_t c8)
+{
+    uint8_t *at = codes + run_byte(t);
+    wr64(at, rd64(at) | c8 << run_shift(t));
+}
+
 /* run t of 8 values (grid index idx) into the codes: g + 1 per byte, added
  * without carries between bytes (-1 is 0xFF: its low 7 bits plus 1 is
  * 0x80, less its top bit 0) */
 static void put_run(uint8_t *codes, int t, int idx)
 {
     const uint64_t g = iq1s_grid[idx], top = 0x80 * ONES;
-    uint8_t *at = codes + run_byte(t);
-    wr64(at, rd64(at) | (((g & ~top) + ONES) ^ (g & top)) << run_shift(t));
+    or_run(codes, t, ((g & ~top) + ONES) ^ (g & top));
 }
 
 /* the grid index of run t from the codes: its 8 codes read as base-3
@@ -178,8 +184,7 @@ static void copy_iq2(uint32_t type, const uint8_t *b, uint8_t *c)
         iq_sub(type, b, 0.0f, ib, &o);
         for (int l = 0; l < 4; l++) {
             const int t = 4 * ib + l;
-            uint8_t *at = c + run_byte(t);
-            wr64(at, rd64(at) | (o.g[l] >> 4 & 3 * ONES) << run_shift(t));
+            or_run(c, t, o.g[l] >> 4 & 3 * ONES);
             c[CODES + t] = (uint8_t)o.s[l];
         }
     }
@@ -207,8 +212,7 @@ static void copy_iq3(uint32_t type, const uint8_t *b, uint8_t *c)
             const int t = 4 * ib + l;
             const uint64_t lev = o.g[l] >> (type == GGML_IQ3_XXS ? 3 : 1) &
                                  (type == GGML_IQ3_XXS ? 0x1F : 0x7F) * ONES;
-            uint8_t *at = c + run_byte(t);
-            wr64(at, rd64(at) | (lev & 3 * ONES) << run_shift(t));
+            or_run(c, t, lev & 3 * ONES);
             c[CODES + t] = (uint8_t)((lev >> 2 & ONES) * 0x0102040810204080ULL >> 56);
             c[CODES + 32 + t] = (uint8_t)o.s[l];
         }
@@ -250,6 +254,25 @@ void iq_stored_blocks(uint32_t type, const uint8_t *src, uint8_t *dst, int64_t n
     }
 }
 
+#if defined(__SSE2__)
+/* the 16 codes of runs t and t + 1 (t even: 16 bytes of a run of 64 at
+ * one shift), a byte each */
+static __m128i codes2(const uint8_t *codes, int t)
+{
+    const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(codes + run_byte(t)));
+    return _mm_and_si128(_mm_srli_epi64(v, run_shift(t)), _mm_set1_epi8(3));
+}
+
+/* 0xFF in byte j (j < 8) where bit j of b0 is set, in byte 8 + j where
+ * bit j of b1 is, else 0 */
+static __m128i bit_masks2(uint8_t b0, uint8_t b1)
+{
+    const __m128i bits = _mm_set1_epi64x((long long)0x8040201008040201ULL);
+    const __m128i v = _mm_set_epi64x((long long)(b1 * ONES), (long long)(b0 * ONES));
+    return _mm_cmpeq_epi8(_mm_and_si128(v, bits), bits);
+}
+#endif
+
 /* runs t and t + 1 (t even: the 16 bytes of a run of 64 at one shift)
  * as codes 8 g + 1 where up (bit 0: run t, bit 1: run t + 1), else
  * 8 g - 1: 8 (g + 1) + 120 +- 1 per byte, then less 128 (no byte carries:
@@ -258,8 +281,7 @@ static void run_codes2(const uint8_t *codes, int t, int up, int8_t *c)
 {
     const uint64_t b0 = (up & 1 ? 121 : 119) * ONES, b1 = (up & 2 ? 121 : 119) * ONES;
 #if defined(__SSE2__)
-    const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(codes + run_byte(t)));
-    const __m128i g1 = _mm_and_si128(_mm_srli_epi64(v, run_shift(t)), _mm_set1_epi8(3));
+    const __m128i g1 = codes2(codes, t);
     _mm_storeu_si128((__m128i *)(void *)c,
                      _mm_xor_si128(_mm_add_epi8(_mm_slli_epi64(g1, 3),
                                                 _mm_set_epi64x((long long)b1, (long long)b0)),
@@ -288,18 +310,12 @@ static uint64_t bit_bytes(unsigned b8)
 static void codes_iq2(uint32_t type, const uint8_t *src, int8_t *code, float *s)
 {
 #if defined(__SSE2__) /* two runs at a time: v, then (v ^ neg) - neg */
-    const __m128i bits = _mm_set1_epi64x((long long)0x8040201008040201ULL);
     for (int t = 0; t < 32; t += 2) {
-        const __m128i c = _mm_and_si128(
-            _mm_srli_epi64(_mm_loadu_si128((const __m128i *)(const void *)(src + run_byte(t))),
-                           run_shift(t)),
-            _mm_set1_epi8(3));
+        const __m128i c = codes2(src, t);
         const __m128i v =
             _mm_add_epi8(_mm_add_epi8(_mm_set1_epi8(8), _mm_add_epi8(_mm_slli_epi64(c, 4), c)),
                          _mm_and_si128(_mm_srli_epi64(c, 1), _mm_set1_epi8(1)));
-        const __m128i sg = _mm_set_epi64x((long long)(src[CODES + t + 1] * ONES),
-                                          (long long)(src[CODES + t] * ONES));
-        const __m128i neg = _mm_cmpeq_epi8(_mm_and_si128(sg, bits), bits);
+        const __m128i neg = bit_masks2(src[CODES + t], src[CODES + t + 1]);
         _mm_storeu_si128((__m128i *)(void *)(code + 8 * t),
                          _mm_sub_epi8(_mm_xor_si128(v, neg), neg));
     }
@@ -328,16 +344,11 @@ static void codes_iq2(uint32_t type, const uint8_t *src, int8_t *code, float *s)
 static void codes_iq3(uint32_t type, const uint8_t *src, int8_t *code, float *s)
 {
 #if defined(__SSE2__) /* two runs at a time, as codes_iq2 */
-    const __m128i bits = _mm_set1_epi64x((long long)0x8040201008040201ULL), one = _mm_set1_epi8(1);
+    const __m128i one = _mm_set1_epi8(1);
     for (int t = 0; t < 32; t += 2) {
-        const __m128i lo = _mm_and_si128(
-            _mm_srli_epi64(_mm_loadu_si128((const __m128i *)(const void *)(src + run_byte(t))),
-                           run_shift(t)),
-            _mm_set1_epi8(3));
-        const __m128i hb = _mm_set_epi64x((long long)(src[CODES + t + 1] * ONES),
-                                          (long long)(src[CODES + t] * ONES));
         const __m128i lev = _mm_or_si128(
-            lo, _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(hb, bits), bits), _mm_set1_epi8(4)));
+            codes2(src, t),
+            _mm_and_si128(bit_masks2(src[CODES + t], src[CODES + t + 1]), _mm_set1_epi8(4)));
         __m128i v;
         if (type == GGML_IQ3_XXS) { /* 4 + 8 n, 2 more where n + 1 is 8 */
             const __m128i top = _mm_and_si128(_mm_srli_epi64(_mm_add_epi8(lev, one), 3), one);
@@ -346,9 +357,7 @@ static void codes_iq3(uint32_t type, const uint8_t *src, int8_t *code, float *s)
         } else {
             v = _mm_add_epi8(_mm_slli_epi64(lev, 1), one);
         }
-        const __m128i sg = _mm_set_epi64x((long long)(src[CODES + 33 + t] * ONES),
-                                          (long long)(src[CODES + 32 + t] * ONES));
-        const __m128i neg = _mm_cmpeq_epi8(_mm_and_si128(sg, bits), bits);
+        const __m128i neg = bit_masks2(src[CODES + 32 + t], src[CODES + 33 + t]);
         _mm_storeu_si128((__m128i *)(void *)(code + 8 * t),
                          _mm_sub_epi8(_mm_xor_si128(v, neg), neg));
     }
