@@ -43,12 +43,26 @@ struct wmat {
     const uint8_t *copy; /* NULL, or decode's copy (matmul_copy), borrowed */
 };
 
-/* Decode's copy of W, in one of two layouts by type, made under
+/* 1 when W is Q4_0, IQ4_NL or MXFP4 with a multiple of 8 rows: the
+ * matrices llama.cpp repacks at load on an AVX2 machine (CPU_REPACK) and
+ * multiplies a token by with its repacked kernels (ggml_gemv_*_8x8_q8_0),
+ * whose order a=llamacpp's integer decode then follows: per row, from
+ * acc = 0, block after block acc = fmaf((float)I, d_w * d_x, acc), I the
+ * block's exact integer sum of products (gemm_q8's order for prefill);
+ * 0 for the others, whose products follow ggml's vec_dot. */
+int matmul_q8_blockwise(const struct wmat *W);
+
+/* Decode's copy of W, in one of three layouts by type, made under
  * avx512vnni, where a=llamacpp's integer kernels read it:
- * - interleaved (Q4_0, IQ4_NL, MXFP4): rows in groups of four, block i of
- *   the group's four rows side by side, then block i + 1 (one stream
- *   feeds four independent sums, as llama.cpp's repacked weights do); the
- *   rows past the last whole group are not in it;
+ * - columns (Q4_0, IQ4_NL, MXFP4 where matmul_q8_blockwise): rows in
+ *   groups of 16, block i of the group's 16 rows together, their 4-byte
+ *   runs of nibbles side by side, then their scales (one vpdpbusd adds
+ *   four products to each of 16 rows' sums); the rows past the last whole
+ *   group are not in it. The same bytes as the rows it replaces;
+ * - interleaved (the same types otherwise): rows in groups of four,
+ *   block i of the group's four rows side by side, then block i + 1 (one
+ *   stream feeds four independent sums); the rows past the last whole
+ *   group are not in it;
  * - decoded (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S:
  *   iq_copy.h): every row, its grid entries looked up once, as 2-bit
  *   codes (and IQ3's third bit, the signs, the scales): the grid lookups

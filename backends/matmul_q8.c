@@ -12,20 +12,6 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 
-/* two 16-byte runs of nibbles (a, b) as 64 unsigned bytes in element
- * order: a's low nibbles (elements 0..15), a's high (16..31), then b's */
-AVX512VNNI static inline __attribute__((always_inline)) __m512i nib_pair(const uint8_t *a,
-                                                                         const uint8_t *b)
-{
-    const __m256i v =
-        _mm256_set_m128i(_mm_loadu_si128((const __m128i *)b), _mm_loadu_si128((const __m128i *)a));
-    const __m256i m4 = _mm256_set1_epi8(0xF);
-    const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-    /* [a lo, b lo, a hi, b hi] to [a lo, a hi, b lo, b hi] */
-    return _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 4, 5, 2, 3, 6, 7),
-                                    _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
-}
-
 /* isum + s sc per 32-bit lane, exactly, by one vpdpwssd: for s within
  * int16 (a lane of 4 products of a weight below 64 in magnitude and a
  * code of at most 127: 4 x 63 x 127 = 32004) and sc's upper 16 bits zero
@@ -319,15 +305,6 @@ AVX512VNNI float mx_q8_q5_1_vnni(const struct wmat *W, int64_t r, const struct m
     return legacy_row(W, r, a, 24, 1, 1);
 }
 
-/* a 16-value table (IQ4_NL's, MXFP4's) offset by 128 to unsigned bytes,
- * in each 128-bit lane */
-AVX512VNNI static inline __attribute__((always_inline)) __m512i table16(const int8_t *values)
-{
-    return _mm512_xor_si512(
-        _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)values)),
-        _mm512_set1_epi8((char)0x80));
-}
-
 /* per lane sum v q of two runs of 4-bit indices into table (qs0, qs1: 16
  * bytes of nibbles each) against 64 codes q: (v + 128) q - 128 q, exactly */
 AVX512VNNI static inline __attribute__((always_inline)) __m512i
@@ -337,16 +314,6 @@ iq4_pair(__m512i table, const uint8_t *qs0, const uint8_t *qs1, __m512i q)
     return _mm512_sub_epi32(
         _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, q),
         _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)0x80), q));
-}
-
-/* ggml's E8M0 scale halved (its MXFP4 values are twice E2M1's): 2^(e - 128),
- * e = 0, 1 subnormal, e = 255 2^127 (no NaN, as ggml) */
-static inline float e8m0_half(uint8_t e)
-{
-    uint32_t u = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
 }
 
 /* the E8M0 scales of four 17-byte blocks (raw: their first 64 bytes),

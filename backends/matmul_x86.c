@@ -86,6 +86,21 @@ void mv_x86_prep(enum mv_isa isa, uint32_t type, const float *x, int64_t n, floa
         return 1;                                                                                  \
     } while (0)
 
+/* llama.cpp's repacked order: whole groups of 16 of W->copy by fn16(y,
+ * W, r, a), the other rows (and all without the copy) by expr */
+#define ROWS16(fn16, expr)                                                                         \
+    do {                                                                                           \
+        const int64_t full = W->copy ? W->out / 16 * 16 : 0;                                       \
+        int64_t r = r0;                                                                            \
+        for (; r < r1 && (r % 16 || r >= full); r++)                                               \
+            y[r - r0] = (expr);                                                                    \
+        for (; r + 16 <= r1 && r + 16 <= full; r += 16)                                            \
+            fn16(y + (r - r0), W, r, a);                                                           \
+        for (; r < r1; r++)                                                                        \
+            y[r - r0] = (expr);                                                                    \
+        return 1;                                                                                  \
+    } while (0)
+
 #define ROWS(expr)                                                                                 \
     do {                                                                                           \
         for (int64_t r = r0; r < r1; r++)                                                          \
@@ -221,8 +236,10 @@ int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const s
 {
     if (isa != MV_AVX512_VNNI || (a->kind != GGML_Q8_0 && a->kind != GGML_Q8_K)) return 0;
     if (a->kind == GGML_Q8_0) {
+        const int blockwise = matmul_q8_blockwise(W);
         switch (W->type) {
         case GGML_Q4_0:
+            if (blockwise) ROWS16(mx_q8_q4_0_cols16_vnni, mx_q8_q4_0_seq_vnni(W, r, a));
             if (W->copy) ROWS4(mx_q8_q4_0_rows4_vnni, mx_q8_q4_0_vnni(W, r, a));
             ROWS(mx_q8_q4_0_vnni(W, r, a));
         case GGML_Q8_0:
@@ -234,9 +251,11 @@ int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const s
         case GGML_Q5_1:
             ROWS(mx_q8_q5_1_vnni(W, r, a));
         case GGML_IQ4_NL:
+            if (blockwise) ROWS16(mx_q8_iq4_nl_cols16_vnni, mx_q8_iq4_nl_seq_vnni(W, r, a));
             if (W->copy) ROWS4(mx_q8_iq4_nl_rows4_vnni, mx_q8_iq4_nl_vnni(W, r, a));
             ROWS(mx_q8_iq4_nl_vnni(W, r, a));
         case GGML_MXFP4:
+            if (blockwise) ROWS16(mx_q8_mxfp4_cols16_vnni, mx_q8_mxfp4_seq_vnni(W, r, a));
             if (W->copy) ROWS4(mx_q8_mxfp4_rows4_vnni, mx_q8_mxfp4_vnni(W, r, a));
             ROWS(mx_q8_mxfp4_vnni(W, r, a));
         default:

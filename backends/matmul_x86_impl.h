@@ -438,6 +438,39 @@ AVX512VNNI static inline __attribute__((always_inline)) float hsum8(__m256 v)
     return _mm_cvtss_f32(_mm_add_ss(r, _mm_movehdup_ps(r)));
 }
 
+/* two 16-byte runs of nibbles (a, b) as 64 unsigned bytes in element
+ * order: a's low nibbles (elements 0..15), a's high (16..31), then b's */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i nib_pair(const uint8_t *a,
+                                                                         const uint8_t *b)
+{
+    const __m256i v =
+        _mm256_set_m128i(_mm_loadu_si128((const __m128i *)b), _mm_loadu_si128((const __m128i *)a));
+    const __m256i m4 = _mm256_set1_epi8(0xF);
+    const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+    /* [a lo, b lo, a hi, b hi] to [a lo, a hi, b lo, b hi] */
+    return _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 4, 5, 2, 3, 6, 7),
+                                    _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+}
+
+/* a 16-value table (IQ4_NL's, MXFP4's) offset by 128 to unsigned bytes,
+ * in each 128-bit lane */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i table16(const int8_t *values)
+{
+    return _mm512_xor_si512(
+        _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)values)),
+        _mm512_set1_epi8((char)0x80));
+}
+
+/* ggml's E8M0 scale halved (its MXFP4 values are twice E2M1's): 2^(e - 128),
+ * e = 0, 1 subnormal, e = 255 2^127 (no NaN, as ggml) */
+static inline float e8m0_half(uint8_t e)
+{
+    uint32_t u = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
 /* sixteen int32 lanes to eight: lanes k and k + 8 added */
 AVX512VNNI static inline __attribute__((always_inline)) __m256i fold16(__m512i v)
 {
@@ -473,6 +506,18 @@ AVX512VNNI void mx_q8_iq4_nl_rows4_vnni(float *y, const struct wmat *W, int64_t 
                                         const struct matmul_q8 *a);
 AVX512VNNI void mx_q8_mxfp4_rows4_vnni(float *y, const struct wmat *W, int64_t r,
                                        const struct matmul_q8 *a);
+/* Q4_0, IQ4_NL, MXFP4 in llama.cpp's repacked order (matmul_q8_cols.c,
+ * matmul_q8_blockwise): rows r .. r + 15 (r % 16 == 0) into y[0..16)
+ * from W->copy's columns, or row r from W->data */
+AVX512VNNI void mx_q8_q4_0_cols16_vnni(float *y, const struct wmat *W, int64_t r,
+                                       const struct matmul_q8 *a);
+AVX512VNNI void mx_q8_iq4_nl_cols16_vnni(float *y, const struct wmat *W, int64_t r,
+                                         const struct matmul_q8 *a);
+AVX512VNNI void mx_q8_mxfp4_cols16_vnni(float *y, const struct wmat *W, int64_t r,
+                                        const struct matmul_q8 *a);
+AVX512VNNI float mx_q8_q4_0_seq_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
+AVX512VNNI float mx_q8_iq4_nl_seq_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
+AVX512VNNI float mx_q8_mxfp4_seq_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_q4_1_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_q5_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_q5_1_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);

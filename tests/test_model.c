@@ -1646,6 +1646,34 @@ static void iq1_block(uint32_t type, const uint8_t *b, const int8_t *q, float dx
     if (!m) *acc1 += d * (float)si1;
 }
 
+/* the 8-bit codes' product with row r of a matrix llama.cpp repacks
+ * (Q4_0, IQ4_NL, MXFP4 with a multiple of 8 rows) as its repacked gemv
+ * orders it: block after block acc = fmaf(I, d_w d_x, acc), I the block's
+ * integer sum (ggml_gemv_q4_0_8x8_q8_0 and kin, llama.cpp 0c1e570) */
+static float repacked_order_dot(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    static const int8_t nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                  1,    13,   25,  38,  53,  69,  89,  113}; /* IQ4_NL's */
+    static const int8_t fp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+    const int mx = W->type == GGML_MXFP4, bs = mx ? 17 : 18;
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    float acc = 0;
+    for (int64_t i = 0; i < W->in / 32; i++, b += bs) {
+        int32_t sum = 0;
+        for (int e = 0; e < 32; e++) {
+            const int nib = e < 16 ? b[bs - 16 + e] & 0xF : b[bs - 16 + e - 16] >> 4;
+            sum += (W->type == GGML_Q4_0 ? nib - 8 : mx ? fp4[nib] : nl[nib]) * a->q[32 * i + e];
+        }
+        float dw = quant_f16_to_f32((uint16_t)(b[0] | b[1] << 8));
+        if (mx) { /* ggml's E8M0 scale halved: 2^(e - 128) */
+            uint32_t bits = b[0] < 2 ? 0x00200000u << b[0] : (uint32_t)(b[0] - 1) << 23;
+            memcpy(&dw, &bits, 4);
+        }
+        acc = fmaf((float)sum, dw * a->d[i], acc);
+    }
+    return acc;
+}
+
 /* the 8-bit codes' product with row r as llama.cpp's AVX2 kernels order it
  * (per block eight lane sums of four consecutive codes in each 32-byte
  * run, fused into eight running sums, ggml's horizontal sum; Q4_1 and
@@ -1657,6 +1685,7 @@ static void iq1_block(uint32_t type, const uint8_t *b, const int8_t *q, float dx
  * times 1 / grid_m), IQ1_S and IQ1_M (iq1_block) */
 static float ggml_order_dot(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
 {
+    if (matmul_q8_blockwise(W)) return repacked_order_dot(W, r, a);
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
     static const int8_t nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                   1,    13,   25,  38,  53,  69,  89,  113}; /* IQ4_NL's */
@@ -1926,6 +1955,44 @@ static void vary_block_scales(uint32_t type, uint8_t *q, size_t rb, int rows, ui
 /* matmul_has_q8's verdict and q8_product_error for each case under the set
  * in use: integer kernels on avx512vnni only, the same products (the float
  * kernels with the rounded input) elsewhere */
+/* q8_check's case: `rows` rows of `type`, `in` inputs */
+static int q8_case(uint32_t type, int64_t in, int rows, int vnni, uint64_t *stp)
+{
+    uint64_t st = *stp;
+    const struct ggml_type_info *ti = ggml_type_get(type);
+    size_t rb = (size_t)(in / ti->block) * ti->type_size;
+    uint8_t *q = malloc(rb * rows);
+    float *x = malloc(sizeof(float) * (size_t)in);
+    synth_random_blocks(type, q, in * rows, 0.5f, &st);
+    vary_block_scales(type, q, rb, rows, &st);
+    for (int64_t k = 0; k < in; k++)
+        x[k] = (float)(rng_unit(&st) * 2 - 1) * (k % 7 == 0 ? 8.0f : 1.0f);
+    struct wmat W = {"w", type, q, in, rows, rb, 0, NULL};
+    const uint32_t kind = simfmt_llamacpp_act_class(type);
+    const int has = matmul_has_q8(type, kind);
+    int unlike = 0;
+    double e1 = q8_product_error(&W, x, 1, &unlike), e2 = q8_product_error(&W, x, 2, NULL);
+    x[in / 2] = NAN; /* a NaN: no Q8_0 codes; Q8_K's code 127 (fminf) */
+    double en = q8_product_error(&W, x, 1, NULL);
+    for (int64_t k = 0; k < in && k < 256; k++) /* a first block below 127 / FLT_MAX */
+        x[k] = (k % 2 ? 1e-38f : -3e-39f);
+    if (q8_product_error(&W, x, 1, NULL) != -1)
+        T_FAIL_("%s: codes of a block whose scale's inverse overflows", ti->name);
+    free(q), free(x);
+    printf("%s %s in %lld: %s, error %.2e (group of 2: %.2e), %d of %d rows unlike "
+           "llama.cpp's order\n",
+           matmul_kernel_name(), ti->name, (long long)in, has ? "integer" : "float", e1, e2, unlike,
+           rows);
+    if (has && unlike) T_FAIL_("%s in %lld: not llama.cpp's bits", ti->name, (long long)in);
+    if (has != vnni) T_FAIL_("%s: matmul_has_q8 %d under %s", ti->name, has, matmul_kernel_name());
+    if (!(e1 >= 0 && e1 < 2e-6 && e2 >= 0 && e2 < 2e-6))
+        T_FAIL_("%s in %lld: error %g, %g", ti->name, (long long)in, e1, e2);
+    if (kind == GGML_Q8_0 ? en != -1 : !(en >= 0 && en < 2e-6))
+        T_FAIL_("%s: a NaN input gave %g", ti->name, en);
+    *stp = st;
+    return 0;
+}
+
 static int q8_check(void *ctx)
 {
     (void)ctx;
@@ -1958,39 +2025,13 @@ static int q8_check(void *ctx)
     }
     uint64_t st = 33;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        enum { ROWS = 37 };
-        const struct ggml_type_info *ti = ggml_type_get(cases[i].type);
-        const int64_t in = cases[i].in;
-        size_t rb = (size_t)(in / ti->block) * ti->type_size;
-        uint8_t *q = malloc(rb * ROWS);
-        float *x = malloc(sizeof(float) * (size_t)in);
-        synth_random_blocks(cases[i].type, q, in * ROWS, 0.5f, &st);
-        vary_block_scales(cases[i].type, q, rb, ROWS, &st);
-        for (int64_t k = 0; k < in; k++)
-            x[k] = (float)(rng_unit(&st) * 2 - 1) * (k % 7 == 0 ? 8.0f : 1.0f);
-        struct wmat W = {"w", cases[i].type, q, in, ROWS, rb, 0, NULL};
-        const uint32_t kind = simfmt_llamacpp_act_class(cases[i].type);
-        const int has = matmul_has_q8(cases[i].type, kind);
-        int unlike = 0;
-        double e1 = q8_product_error(&W, x, 1, &unlike), e2 = q8_product_error(&W, x, 2, NULL);
-        x[in / 2] = NAN; /* a NaN: no Q8_0 codes; Q8_K's code 127 (fminf) */
-        double en = q8_product_error(&W, x, 1, NULL);
-        for (int64_t k = 0; k < in && k < 256; k++) /* a first block below 127 / FLT_MAX */
-            x[k] = (k % 2 ? 1e-38f : -3e-39f);
-        if (q8_product_error(&W, x, 1, NULL) != -1)
-            T_FAIL_("%s: codes of a block whose scale's inverse overflows", ti->name);
-        free(q), free(x);
-        printf("%s %s in %lld: %s, error %.2e (group of 2: %.2e), %d of %d rows unlike "
-               "llama.cpp's order\n",
-               matmul_kernel_name(), ti->name, (long long)in, has ? "integer" : "float", e1, e2,
-               unlike, ROWS);
-        if (has && unlike) T_FAIL_("%s in %lld: not llama.cpp's bits", ti->name, (long long)in);
-        if (has != vnni)
-            T_FAIL_("%s: matmul_has_q8 %d under %s", ti->name, has, matmul_kernel_name());
-        if (!(e1 >= 0 && e1 < 2e-6 && e2 >= 0 && e2 < 2e-6))
-            T_FAIL_("%s in %lld: error %g, %g", ti->name, (long long)in, e1, e2);
-        if (kind == GGML_Q8_0 ? en != -1 : !(en >= 0 && en < 2e-6))
-            T_FAIL_("%s: a NaN input gave %g", ti->name, en);
+        /* 37 rows: ggml's vec_dot order; 40 (2 groups of 16 and 8 more): the
+         * repacked order where llama.cpp repacks (matmul_q8_blockwise) */
+        if (q8_case(cases[i].type, cases[i].in, 37, vnni, &st)) return 1;
+        const uint32_t t = cases[i].type;
+        if ((t == GGML_Q4_0 || t == GGML_IQ4_NL || t == GGML_MXFP4) &&
+            q8_case(t, cases[i].in, 40, vnni, &st))
+            return 1;
     }
     return 0;
 }
@@ -1999,6 +2040,72 @@ static int q8_check(void *ctx)
  * forced on) with W's copy (interleaved or decoded) and without: the same
  * bits, under the set in use; the copy only where the set has kernels for
  * it */
+/* rows4_check's case: `rows` rows of `type`, `in` inputs */
+static int rows4_case(uint32_t type, int64_t in, int rows, int vnni, uint64_t *stp)
+{
+    uint64_t st = *stp;
+    const struct ggml_type_info *ti = ggml_type_get(type);
+    const size_t rb = (size_t)(in / ti->block) * ti->type_size;
+    uint8_t *q = malloc(rb * rows);
+    float *x = malloc(sizeof(float) * (size_t)in), *y = malloc(sizeof(float) * 2 * rows),
+          *figs = malloc(sizeof(float) * (size_t)(in / 32 * 2 + in / 16));
+    int8_t *codes = malloc((size_t)in);
+    ASSERT(q && x && y && figs && codes);
+    synth_random_blocks(type, q, in * rows, 0.5f, &st);
+    vary_block_scales(type, q, rb, rows, &st);
+    for (int64_t k = 0; k < in; k++)
+        x[k] = (float)(rng_unit(&st) * 2 - 1);
+    struct wmat W = {"w", type, q, in, rows, rb, 0, NULL};
+    const size_t size = matmul_copy_bytes(&W);
+    /* the decoded copies' block bytes (iq_copy.h; TQ1_0 as TQ2_0) */
+    const size_t cb = type == GGML_IQ1_S                           ? 70
+                      : type == GGML_IQ1_M                         ? 76
+                      : type == GGML_TQ1_0                         ? 66
+                      : type == GGML_IQ2_XXS                       ? 102
+                      : type == GGML_IQ2_XS || type == GGML_IQ2_S  ? 106
+                      : type == GGML_IQ3_XXS || type == GGML_IQ3_S ? 134
+                                                                   : 0;
+    const int wants =
+        vnni && (type == GGML_Q4_0 || type == GGML_IQ4_NL || type == GGML_MXFP4 || cb);
+    const size_t expect = cb                        ? (size_t)rows * (size_t)(in / 256) * cb
+                          : matmul_q8_blockwise(&W) ? (size_t)(rows / 16) * 16 * rb
+                                                    : (size_t)(rows / 4) * 4 * rb;
+    if ((size != 0) != wants || (size && size != expect))
+        T_FAIL_("%s %s: matmul_copy_bytes %zu", matmul_kernel_name(), ti->name, size);
+    uint8_t *copy = size ? qg_alloc_aligned(size) : NULL;
+    if (size) {
+        ASSERT(copy);
+        matmul_copy(&W, copy, 2);
+    }
+    struct simfmt_codes c = {codes, figs, (int32_t *)(void *)(figs + in / 32),
+                             figs + in / 32 + in / 16};
+    ASSERT_OK(simfmt_llamacpp_codes(type, x, in, &c));
+    const uint32_t kind = simfmt_llamacpp_act_class(type);
+    struct matmul_q8 a = {kind, codes, figs, c.sum16, kind == GGML_Q8_0 ? c.s : NULL};
+    float *scratch = qg_alloc_aligned(2 * matmul_scratch_floats(in) * sizeof(float));
+    ASSERT(scratch);
+    for (int packed = 0; packed < 2; packed++) {
+        W.copy = packed ? copy : NULL;
+        struct matmul_part part = {y + packed * rows, &W, NULL, 0.0f};
+        matmul_w_group_q8(&part, 1, x, &a, 2, scratch);
+    }
+    uint8_t *buf = malloc(rb); /* the interleaved and columns copies give the stored rows */
+    ASSERT(buf);
+    for (int r = 0; size && !cb && r < rows; r++)
+        if (memcmp(matmul_row(&W, r, buf), q + (size_t)r * rb, rb))
+            T_FAIL_("%s %d rows, row %d: matmul_row differs from the stored row", ti->name, rows,
+                    r);
+    free(buf);
+    for (int r = 0; r < rows; r++)
+        if (memcmp(&y[r], &y[rows + r], sizeof *y))
+            T_FAIL_("%s %s in %lld, row %d: %a from the copy, %a from the file",
+                    matmul_kernel_name(), ti->name, (long long)in, r, (double)y[rows + r],
+                    (double)y[r]);
+    free(q), free(x), free(y), free(figs), free(codes), free(copy), free(scratch);
+    *stp = st;
+    return 0;
+}
+
 static int rows4_check(void *ctx)
 {
     (void)ctx;
@@ -2015,58 +2122,13 @@ static int rows4_check(void *ctx)
     const int vnni = !strcmp(matmul_kernel_name(), "avx512vnni");
     uint64_t st = 71;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        enum { ROWS = 103 }; /* 25 groups of 4 and 3 rows more */
-        const struct ggml_type_info *ti = ggml_type_get(cases[i].type);
-        const int64_t in = cases[i].in;
-        const size_t rb = (size_t)(in / ti->block) * ti->type_size;
-        uint8_t *q = malloc(rb * ROWS);
-        float *x = malloc(sizeof(float) * (size_t)in), *y = malloc(sizeof(float) * 2 * ROWS),
-              *figs = malloc(sizeof(float) * (size_t)(in / 32 * 2 + in / 16));
-        int8_t *codes = malloc((size_t)in);
-        ASSERT(q && x && y && figs && codes);
-        synth_random_blocks(cases[i].type, q, in * ROWS, 0.5f, &st);
-        vary_block_scales(cases[i].type, q, rb, ROWS, &st);
-        for (int64_t k = 0; k < in; k++)
-            x[k] = (float)(rng_unit(&st) * 2 - 1);
-        struct wmat W = {"w", cases[i].type, q, in, ROWS, rb, 0, NULL};
-        const size_t size = matmul_copy_bytes(&W);
-        const uint32_t ty = cases[i].type;
-        /* the decoded copies' block bytes (iq_copy.h; TQ1_0 as TQ2_0) */
-        const size_t cb = ty == GGML_IQ1_S                         ? 70
-                          : ty == GGML_IQ1_M                       ? 76
-                          : ty == GGML_TQ1_0                       ? 66
-                          : ty == GGML_IQ2_XXS                     ? 102
-                          : ty == GGML_IQ2_XS || ty == GGML_IQ2_S  ? 106
-                          : ty == GGML_IQ3_XXS || ty == GGML_IQ3_S ? 134
-                                                                   : 0;
-        const int wants = vnni && (ty == GGML_Q4_0 || ty == GGML_IQ4_NL || ty == GGML_MXFP4 || cb);
-        const size_t expect =
-            cb ? (size_t)ROWS * (size_t)(in / 256) * cb : (size_t)(ROWS / 4) * 4 * rb;
-        if ((size != 0) != wants || (size && size != expect))
-            T_FAIL_("%s %s: matmul_copy_bytes %zu", matmul_kernel_name(), ti->name, size);
-        uint8_t *copy = size ? qg_alloc_aligned(size) : NULL;
-        if (size) {
-            ASSERT(copy);
-            matmul_copy(&W, copy, 2);
-        }
-        struct simfmt_codes c = {codes, figs, (int32_t *)(void *)(figs + in / 32),
-                                 figs + in / 32 + in / 16};
-        ASSERT_OK(simfmt_llamacpp_codes(cases[i].type, x, in, &c));
-        const uint32_t kind = simfmt_llamacpp_act_class(cases[i].type);
-        struct matmul_q8 a = {kind, codes, figs, c.sum16, kind == GGML_Q8_0 ? c.s : NULL};
-        float *scratch = qg_alloc_aligned(2 * matmul_scratch_floats(in) * sizeof(float));
-        ASSERT(scratch);
-        for (int packed = 0; packed < 2; packed++) {
-            W.copy = packed ? copy : NULL;
-            struct matmul_part part = {y + packed * ROWS, &W, NULL, 0.0f};
-            matmul_w_group_q8(&part, 1, x, &a, 2, scratch);
-        }
-        for (int r = 0; r < ROWS; r++)
-            if (memcmp(&y[r], &y[ROWS + r], sizeof *y))
-                T_FAIL_("%s %s in %lld, row %d: %a from the copy, %a from the file",
-                        matmul_kernel_name(), ti->name, (long long)in, r, (double)y[ROWS + r],
-                        (double)y[r]);
-        free(q), free(x), free(y), free(figs), free(codes), free(copy), free(scratch);
+        /* 103 rows: 25 groups of 4 and 3 more (the interleaved copy); 104
+         * (a multiple of 8: the columns copy, 6 groups of 16 and 8 more) */
+        if (rows4_case(cases[i].type, cases[i].in, 103, vnni, &st)) return 1;
+        const uint32_t t = cases[i].type;
+        if ((t == GGML_Q4_0 || t == GGML_IQ4_NL || t == GGML_MXFP4) &&
+            rows4_case(t, cases[i].in, 104, vnni, &st))
+            return 1;
     }
     return 0;
 }
