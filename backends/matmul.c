@@ -1,5 +1,6 @@
 /* matmul — tiled prefill over stored weights, fused decode kernels. */
 #include "backends/matmul.h"
+#include "backends/cols_copy.h"
 #include "backends/iq_copy.h"
 #include "backends/dequant.h"
 #include "backends/matmul_impl.h"
@@ -434,15 +435,16 @@ enum { COPY_NONE, COPY_INTERLEAVED, COPY_COLUMNS, COPY_GRID, COPY_TQ1 };
 
 int matmul_q8_blockwise(const struct wmat *W)
 {
-    return (W->type == GGML_Q4_0 || W->type == GGML_IQ4_NL || W->type == GGML_MXFP4) &&
-           W->out % 8 == 0 && W->in % 32 == 0;
+    const int per = cols_block_values(W->type);
+    return per && W->out % 8 == 0 && W->in % per == 0;
 }
 
 static int copy_kind(const struct wmat *W)
 {
     if (mv_isa_current() != MV_AVX512_VNNI) return COPY_NONE;
+    if (matmul_q8_blockwise(W)) return COPY_COLUMNS;
     if (W->type == GGML_Q4_0 || W->type == GGML_IQ4_NL || W->type == GGML_MXFP4)
-        return matmul_q8_blockwise(W) ? COPY_COLUMNS : COPY_INTERLEAVED;
+        return COPY_INTERLEAVED;
     if (W->type == GGML_TQ1_0) return COPY_TQ1;
     return iq_copy_block_bytes(W->type) ? COPY_GRID : COPY_NONE;
 }
@@ -462,6 +464,8 @@ static size_t copy_row_bytes(const struct wmat *W)
     const int kind = copy_kind(W);
     if (kind == COPY_GRID) return (size_t)(W->in / 256) * iq_copy_block_bytes(W->type);
     if (kind == COPY_TQ1) return (size_t)(W->in / 256) * 66; /* TQ2_0 */
+    if (kind == COPY_COLUMNS)
+        return (size_t)(W->in / cols_block_values(W->type)) * cols_block_bytes(W->type) / 16;
     return W->row_bytes;
 }
 
@@ -519,39 +523,6 @@ static void copy_blocks(uint8_t *dst, size_t ds, const uint8_t *src, size_t ss, 
         blocks(dst, ds, src, ss, nb, bs);
 }
 
-/* A 32-block (bs bytes: Q4_0, IQ4_NL 18, MXFP4 17: its scale, sc bytes,
- * then 16 bytes of nibbles) at place j of a block of the columns copy
- * (mx_q8_*_cols16_vnni: 4 slices of 64 bytes, row j's nibble bytes
- * 4 k .. 4 k + 3 at 64 k + 4 j, then the 16 rows' scales) */
-static inline __attribute__((always_inline)) void to_column(uint8_t *col, const uint8_t *blk, int j,
-                                                            size_t bs)
-{
-    const size_t sc = bs - 16;
-    for (int k = 0; k < 4; k++)
-        memcpy(col + 64 * k + 4 * j, blk + sc + 4 * k, 4);
-    memcpy(col + 256 + sc * (size_t)j, blk, sc);
-}
-
-/* the stored block back from place j of the columns copy's block */
-static inline void from_column(uint8_t *blk, const uint8_t *col, int j, size_t bs)
-{
-    const size_t sc = bs - 16;
-    for (int k = 0; k < 4; k++)
-        memcpy(blk + sc + 4 * k, col + 64 * k + 4 * j, 4);
-    memcpy(blk, col + 256 + sc * (size_t)j, sc);
-}
-
-/* rows 16 g .. 16 g + 15 of W into the columns copy at copy */
-static void columns_group(const struct wmat *W, uint8_t *copy, int64_t g)
-{
-    const size_t bs = ggml_type_get(W->type)->type_size;
-    uint8_t *col = copy + (size_t)g * 16 * W->row_bytes;
-    const uint8_t *row = W->data + (size_t)g * 16 * W->row_bytes;
-    for (int64_t i = 0; i < W->in / 32; i++, col += 16 * bs)
-        for (int j = 0; j < 16; j++)
-            to_column(col, row + (size_t)j * W->row_bytes + (size_t)i * bs, j, bs);
-}
-
 const uint8_t *matmul_row(const struct wmat *W, int64_t r, uint8_t *buf)
 {
     const int kind = W->copy ? copy_kind(W) : COPY_NONE;
@@ -564,10 +535,8 @@ const uint8_t *matmul_row(const struct wmat *W, int64_t r, uint8_t *buf)
         return buf;
     }
     if (kind == COPY_COLUMNS) {
-        const size_t bs = ggml_type_get(W->type)->type_size;
-        const uint8_t *col = W->copy + (size_t)(r / 16) * 16 * W->row_bytes;
-        for (int64_t i = 0; i < W->in / 32; i++)
-            from_column(buf + (size_t)i * bs, col + (size_t)i * 16 * bs, (int)(r % 16), bs);
+        cols_stored_row(W->type, W->copy + (size_t)(r / 16) * 16 * copy_row_bytes(W), W->in,
+                        (int)(r % 16), buf);
         return buf;
     }
     const size_t bs = ggml_type_get(W->type)->type_size;
@@ -610,7 +579,8 @@ static void copy_units(void *arg, int64_t u0, int64_t u1, int thread)
     for (int64_t r = u0; j->kind == COPY_TQ1 && r < u1; r++)
         tq1_as_tq2(W->data + (size_t)r * W->row_bytes, j->dst + (size_t)r * crb, W->in / 256);
     for (int64_t g = u0; j->kind == COPY_COLUMNS && g < u1; g++)
-        columns_group(W, j->dst, g);
+        cols_copy_group(W->type, W->data + (size_t)g * 16 * W->row_bytes, W->row_bytes, W->in,
+                        j->dst + (size_t)g * 16 * crb);
     if (j->kind != COPY_INTERLEAVED) return;
     const size_t bs = ggml_type_get(W->type)->type_size;
     const int64_t nb = W->in / ggml_type_get(W->type)->block;

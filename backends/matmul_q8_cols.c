@@ -111,6 +111,98 @@ seq_row(const struct wmat *W, int64_t r, const struct matmul_q8 *a, const int8_t
     return acc;
 }
 
+/* Q4_K, rows r .. r + 15 from W->copy (cols_copy.h): per super-block
+ * the exact integers of llama.cpp's ggml_gemv_q4_K_8x8_q8_K, I = sum over
+ * the 8 sub-blocks of scale x (sum of nibble x code) and M = sum of
+ * minimum x (sum of the sub-block's 32 codes), then
+ *     acc  = fma((float)I, d_w * d_x, acc)
+ *     accm = fma((float)M, dmin_w * d_x, accm)
+ * and the row's product acc - accm. Slice k of a block: 64-value chunk
+ * c = k / 8, its low nibbles values 64 c + 4 (k % 8) .. (sub-block 2 c),
+ * its high ones 32 further (sub-block 2 c + 1). */
+AVX512VNNI void mx_q8_q4_k_cols16_vnni(float *y, const struct wmat *W, int64_t r,
+                                       const struct matmul_q8 *a)
+{
+    const int64_t nb = W->in / 256;
+    const uint8_t *b = W->copy + (size_t)r * (size_t)nb * 148;
+    const __m512i m4 = _mm512_set1_epi8(0xF);
+    __m512 acc = _mm512_setzero_ps(), accm = acc;
+    for (int64_t i = 0; i < nb; i++, b += 16 * 148) {
+        const int8_t *q = a->q + 256 * i;
+        __m512i isum = _mm512_setzero_si512(), msum = isum;
+        for (int c = 0; c < 4; c++) {
+            __m512i lo = _mm512_setzero_si512(), hi = lo;
+            for (int k = 0; k < 8; k++) {
+                const uint8_t *p = b + 64 * (8 * c + k);
+                _mm_prefetch((const char *)p + AHEAD, _MM_HINT_T0);
+                const __m512i raw = _mm512_loadu_si512((const void *)p);
+                int32_t q0, q1;
+                memcpy(&q0, q + 64 * c + 4 * k, 4), memcpy(&q1, q + 64 * c + 32 + 4 * k, 4);
+                lo = _mm512_dpbusd_epi32(lo, _mm512_and_si512(raw, m4), _mm512_set1_epi32(q0));
+                hi = _mm512_dpbusd_epi32(hi, _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4),
+                                         _mm512_set1_epi32(q1));
+            }
+            const __m512i s0 = _mm512_cvtepu8_epi32(
+                              _mm_loadu_si128((const __m128i *)(const void *)(b + 2048 + 32 * c))),
+                          s1 = _mm512_cvtepu8_epi32(_mm_loadu_si128(
+                              (const __m128i *)(const void *)(b + 2048 + 32 * c + 16)));
+            isum = _mm512_add_epi32(
+                isum, _mm512_add_epi32(_mm512_mullo_epi32(lo, s0), _mm512_mullo_epi32(hi, s1)));
+        }
+        for (int sb = 0; sb < 8; sb++) {
+            const __m512i mn = _mm512_cvtepu8_epi32(
+                _mm_loadu_si128((const __m128i *)(const void *)(b + 2176 + 16 * sb)));
+            const int32_t bsum = a->sum16[16 * i + 2 * sb] + a->sum16[16 * i + 2 * sb + 1];
+            msum = _mm512_add_epi32(msum, _mm512_mullo_epi32(mn, _mm512_set1_epi32(bsum)));
+        }
+        const __m512 dx = _mm512_set1_ps(a->d[i]);
+        const __m512 d =
+            _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(b + 2304)));
+        const __m512 dmin =
+            _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(b + 2336)));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, dx), acc);
+        accm = _mm512_fmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, dx), accm);
+    }
+    _mm512_storeu_ps(y, _mm512_sub_ps(acc, accm));
+}
+
+/* Q4_K, row r from the file in that order: a 64-value chunk a step (its
+ * low nibbles and high ones against 64 codes, lanes 0-7 one sub-block,
+ * 8-15 the next), times the lanes' scales */
+AVX512VNNI float mx_q8_q4_k_seq_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    const int64_t nb = W->in / 256;
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const __m256i m4 = _mm256_set1_epi8(0xF);
+    float acc = 0.0f, accm = 0.0f;
+    for (int64_t i = 0; i < nb; i++, b += 144) {
+        int sc[8], mn[8];
+        for (int s = 0; s < 8; s++)
+            dequant_k4_scale_min(s, b + 4, &sc[s], &mn[s]);
+        __m512i isum = _mm512_setzero_si512();
+        for (int c = 0; c < 4; c++) {
+            const __m256i raw =
+                _mm256_loadu_si256((const __m256i *)(const void *)(b + 16 + 32 * c));
+            const __m512i w =
+                _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(raw, m4)),
+                                   _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4), 1);
+            const __m512i s =
+                _mm512_dpbusd_epi32(_mm512_setzero_si512(), w,
+                                    _mm512_loadu_si512((const void *)(a->q + 256 * i + 64 * c)));
+            const __m512i scale = _mm512_inserti64x4(_mm512_set1_epi32(sc[2 * c]),
+                                                     _mm256_set1_epi32(sc[2 * c + 1]), 1);
+            isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(s, scale));
+        }
+        int32_t msum = 0;
+        for (int s = 0; s < 8; s++)
+            msum += mn[s] * (a->sum16[16 * i + 2 * s] + a->sum16[16 * i + 2 * s + 1]);
+        const float dx = a->d[i];
+        acc = fmaf((float)_mm512_reduce_add_epi32(isum), h2f_f16c(b) * dx, acc);
+        accm = fmaf((float)msum, h2f_f16c(b + 2) * dx, accm);
+    }
+    return acc - accm;
+}
+
 AVX512VNNI void mx_q8_q4_0_cols16_vnni(float *y, const struct wmat *W, int64_t r,
                                        const struct matmul_q8 *a)
 {

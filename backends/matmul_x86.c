@@ -264,6 +264,7 @@ int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const s
     }
     switch (W->type) {
     case GGML_Q4_K:
+        if (matmul_q8_blockwise(W)) ROWS16(mx_q8_q4_k_cols16_vnni, mx_q8_q4_k_seq_vnni(W, r, a));
         ROWS(mx_q8_q4_k_vnni(W, r, a));
     case GGML_Q2_K:
         ROWS(mx_q8_q2_k_vnni(W, r, a));

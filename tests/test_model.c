@@ -1647,11 +1647,31 @@ static void iq1_block(uint32_t type, const uint8_t *b, const int8_t *q, float dx
 }
 
 /* the 8-bit codes' product with row r of a matrix llama.cpp repacks
- * (Q4_0, IQ4_NL, MXFP4 with a multiple of 8 rows) as its repacked gemv
- * orders it: block after block acc = fmaf(I, d_w d_x, acc), I the block's
- * integer sum (ggml_gemv_q4_0_8x8_q8_0 and kin, llama.cpp 0c1e570) */
+ * (Q4_0, IQ4_NL, MXFP4, Q4_K with a multiple of 8 rows) as its repacked
+ * gemv orders it: block after block acc = fmaf(I, d_w d_x, acc), I the
+ * block's integer sum; Q4_K with its minima's integer M in a second sum,
+ * fmaf(M, dmin_w d_x, accm), and acc - accm at the end
+ * (ggml_gemv_q4_0_8x8_q8_0, ggml_gemv_q4_K_8x8_q8_K and kin, llama.cpp
+ * 0c1e570) */
 static float repacked_order_dot(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
 {
+    if (W->type == GGML_Q4_K) { /* per super-block the scaled sums and the minima's */
+        const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+        float acc = 0, accm = 0;
+        for (int64_t i = 0; i < W->in / 256; i++, b += 144) {
+            int32_t sum = 0, msum = 0;
+            for (int e = 0; e < 256; e++) {
+                const uint8_t byte = b[16 + 32 * (e / 64) + e % 32];
+                sum += k4_scale(b + 4, e / 32) * (e % 64 < 32 ? byte & 0xF : byte >> 4) *
+                       a->q[256 * i + e];
+                msum += k4_scale(b + 4, 8 + e / 32) * a->q[256 * i + e];
+            }
+            const float dx = a->d[i];
+            acc = fmaf((float)sum, quant_f16_to_f32((uint16_t)(b[0] | b[1] << 8)) * dx, acc);
+            accm = fmaf((float)msum, quant_f16_to_f32((uint16_t)(b[2] | b[3] << 8)) * dx, accm);
+        }
+        return acc - accm;
+    }
     static const int8_t nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                   1,    13,   25,  38,  53,  69,  89,  113}; /* IQ4_NL's */
     static const int8_t fp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
@@ -2029,7 +2049,7 @@ static int q8_check(void *ctx)
          * repacked order where llama.cpp repacks (matmul_q8_blockwise) */
         if (q8_case(cases[i].type, cases[i].in, 37, vnni, &st)) return 1;
         const uint32_t t = cases[i].type;
-        if ((t == GGML_Q4_0 || t == GGML_IQ4_NL || t == GGML_MXFP4) &&
+        if ((t == GGML_Q4_0 || t == GGML_IQ4_NL || t == GGML_MXFP4 || t == GGML_Q4_K) &&
             q8_case(t, cases[i].in, 40, vnni, &st))
             return 1;
     }
@@ -2065,11 +2085,13 @@ static int rows4_case(uint32_t type, int64_t in, int rows, int vnni, uint64_t *s
                       : type == GGML_IQ2_XS || type == GGML_IQ2_S  ? 106
                       : type == GGML_IQ3_XXS || type == GGML_IQ3_S ? 134
                                                                    : 0;
+    const int cols = matmul_q8_blockwise(&W); /* Q4_K's block 148 bytes a row there */
     const int wants =
-        vnni && (type == GGML_Q4_0 || type == GGML_IQ4_NL || type == GGML_MXFP4 || cb);
-    const size_t expect = cb                        ? (size_t)rows * (size_t)(in / 256) * cb
-                          : matmul_q8_blockwise(&W) ? (size_t)(rows / 16) * 16 * rb
-                                                    : (size_t)(rows / 4) * 4 * rb;
+        vnni && (type == GGML_Q4_0 || type == GGML_IQ4_NL || type == GGML_MXFP4 || cb || cols);
+    const size_t expect =
+        cb     ? (size_t)rows * (size_t)(in / 256) * cb
+        : cols ? (size_t)(rows / 16) * 16 * (type == GGML_Q4_K ? (size_t)(in / 256) * 148 : rb)
+               : (size_t)(rows / 4) * 4 * rb;
     if ((size != 0) != wants || (size && size != expect))
         T_FAIL_("%s %s: matmul_copy_bytes %zu", matmul_kernel_name(), ti->name, size);
     uint8_t *copy = size ? qg_alloc_aligned(size) : NULL;
@@ -2112,13 +2134,14 @@ static int rows4_check(void *ctx)
     static const struct {
         uint32_t type;
         int64_t in;
-    } cases[] = {{GGML_Q4_0, 32},     {GGML_Q4_0, 96},      {GGML_Q4_0, 224},   {GGML_Q4_0, 2048},
-                 {GGML_IQ4_NL, 32},   {GGML_IQ4_NL, 96},    {GGML_IQ4_NL, 224}, {GGML_IQ4_NL, 1024},
-                 {GGML_MXFP4, 64},    {GGML_MXFP4, 160},    {GGML_MXFP4, 1024}, {GGML_Q4_K, 256},
-                 {GGML_Q8_0, 64},     {GGML_IQ1_S, 256},    {GGML_IQ1_S, 768},  {GGML_IQ1_M, 256},
-                 {GGML_IQ1_M, 2048},  {GGML_TQ1_0, 256},    {GGML_TQ1_0, 1280}, {GGML_IQ2_XXS, 256},
-                 {GGML_IQ2_XXS, 768}, {GGML_IQ2_XS, 512},   {GGML_IQ2_S, 256},  {GGML_IQ2_S, 1024},
-                 {GGML_IQ3_XXS, 256}, {GGML_IQ3_XXS, 1280}, {GGML_IQ3_S, 512}};
+    } cases[] = {
+        {GGML_Q4_0, 32},     {GGML_Q4_0, 96},     {GGML_Q4_0, 224},     {GGML_Q4_0, 2048},
+        {GGML_IQ4_NL, 32},   {GGML_IQ4_NL, 96},   {GGML_IQ4_NL, 224},   {GGML_IQ4_NL, 1024},
+        {GGML_MXFP4, 64},    {GGML_MXFP4, 160},   {GGML_MXFP4, 1024},   {GGML_Q4_K, 256},
+        {GGML_Q4_K, 1280},   {GGML_Q8_0, 64},     {GGML_IQ1_S, 256},    {GGML_IQ1_S, 768},
+        {GGML_IQ1_M, 256},   {GGML_IQ1_M, 2048},  {GGML_TQ1_0, 256},    {GGML_TQ1_0, 1280},
+        {GGML_IQ2_XXS, 256}, {GGML_IQ2_XXS, 768}, {GGML_IQ2_XS, 512},   {GGML_IQ2_S, 256},
+        {GGML_IQ2_S, 1024},  {GGML_IQ3_XXS, 256}, {GGML_IQ3_XXS, 1280}, {GGML_IQ3_S, 512}};
     const int vnni = !strcmp(matmul_kernel_name(), "avx512vnni");
     uint64_t st = 71;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -2126,7 +2149,7 @@ static int rows4_check(void *ctx)
          * (a multiple of 8: the columns copy, 6 groups of 16 and 8 more) */
         if (rows4_case(cases[i].type, cases[i].in, 103, vnni, &st)) return 1;
         const uint32_t t = cases[i].type;
-        if ((t == GGML_Q4_0 || t == GGML_IQ4_NL || t == GGML_MXFP4) &&
+        if ((t == GGML_Q4_0 || t == GGML_IQ4_NL || t == GGML_MXFP4 || t == GGML_Q4_K) &&
             rows4_case(t, cases[i].in, 104, vnni, &st))
             return 1;
     }

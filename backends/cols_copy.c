@@ -1,0 +1,94 @@
+/* cols_copy — see cols_copy.h */
+#include "backends/cols_copy.h"
+
+#include "backends/dequant.h"
+#include "backends/ggml_types.h"
+
+#include <string.h>
+
+int cols_block_values(uint32_t type)
+{
+    return type == GGML_Q4_K ? 256 : cols_block_bytes(type) ? 32 : 0;
+}
+
+size_t cols_block_bytes(uint32_t type)
+{
+    switch (type) {
+    case GGML_Q4_0:
+    case GGML_IQ4_NL:
+        return 16 * 18;
+    case GGML_MXFP4:
+        return 16 * 17;
+    case GGML_Q4_K:
+        return 16 * 148;
+    default:
+        return 0;
+    }
+}
+
+/* the stored block's nibble bytes (n of them, at qs) and place j of the
+ * copy's slices at col: to the copy where to_copy, else back */
+static inline __attribute__((always_inline)) void slices(uint8_t *col, uint8_t *qs, int n, int j,
+                                                         int to_copy)
+{
+    for (int k = 0; k < n / 4; k++) {
+        uint8_t *c = col + 64 * k + 4 * j, *s = qs + 4 * k;
+        memcpy(to_copy ? c : s, to_copy ? s : c, 4);
+    }
+}
+
+/* the 12-byte packing of Q4_K's 6-bit scales sc and minima mn
+ * (dequant_k4_scale_min's inverse) */
+static void k4_pack(const uint8_t *sc, const uint8_t *mn, uint8_t *q)
+{
+    for (int j = 0; j < 4; j++) {
+        q[j] = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
+        q[j + 4] = (uint8_t)(mn[j] | (mn[j + 4] >> 4) << 6);
+        q[j + 8] = (uint8_t)((sc[j + 4] & 0xF) | (mn[j + 4] & 0xF) << 4);
+    }
+}
+
+/* block i of row j between its stored bytes blk and the group's block col */
+static void one_block(uint32_t type, uint8_t *col, uint8_t *blk, int j, int to_copy)
+{
+    if (type != GGML_Q4_K) {
+        const size_t sc = type == GGML_MXFP4 ? 1 : 2; /* the scale's bytes */
+        slices(col, blk + sc, 16, j, to_copy);
+        uint8_t *c = col + 256 + sc * (size_t)j;
+        memcpy(to_copy ? c : blk, to_copy ? blk : c, sc);
+        return;
+    }
+    slices(col, blk + 16, 128, j, to_copy);
+    for (int h = 0; h < 2; h++) { /* d, dmin */
+        uint8_t *c = col + 2304 + 32 * h + 2 * j;
+        memcpy(to_copy ? c : blk + 2 * h, to_copy ? blk + 2 * h : c, 2);
+    }
+    uint8_t sc[8], mn[8];
+    for (int s = 0; s < 8 && to_copy; s++) {
+        int d, m;
+        dequant_k4_scale_min(s, blk + 4, &d, &m);
+        col[2048 + 16 * s + j] = (uint8_t)d, col[2176 + 16 * s + j] = (uint8_t)m;
+    }
+    for (int s = 0; s < 8 && !to_copy; s++)
+        sc[s] = col[2048 + 16 * s + j], mn[s] = col[2176 + 16 * s + j];
+    if (!to_copy) k4_pack(sc, mn, blk + 4);
+}
+
+void cols_copy_group(uint32_t type, const uint8_t *rows, size_t row_bytes, int64_t in, uint8_t *dst)
+{
+    const size_t bs = ggml_type_get(type)->type_size, gb = cols_block_bytes(type);
+    uint8_t blk[148];
+    for (int64_t i = 0; i < in / cols_block_values(type); i++)
+        for (int j = 0; j < 16; j++) { /* a copy of the block: the rows are read only */
+            memcpy(blk, rows + (size_t)j * row_bytes + (size_t)i * bs, bs);
+            one_block(type, dst + (size_t)i * gb, blk, j, 1);
+        }
+}
+
+void cols_stored_row(uint32_t type, const uint8_t *group, int64_t in, int j, uint8_t *buf)
+{
+    const size_t bs = ggml_type_get(type)->type_size, gb = cols_block_bytes(type);
+    for (int64_t i = 0; i < in / cols_block_values(type); i++)
+        one_block(type, (uint8_t *)(uintptr_t)(group + (size_t)i * gb), buf + (size_t)i * bs, j,
+                  0); /* read only when !to_copy */
+}

@@ -1,0 +1,39 @@
+/* cols_copy — decode's "columns" copy (matmul.h's copy, first layout):
+ * the matrices llama.cpp repacks (matmul_q8_blockwise: Q4_0, IQ4_NL,
+ * MXFP4, Q4_K with a multiple of 8 rows) kept as groups of 16 rows, block
+ * i of the 16 rows together, so that a=llamacpp's decode kernels
+ * (matmul_q8_cols.c) add four products to 16 rows' sums with one
+ * vpdpbusd and one broadcast of the input's codes.
+ *
+ * A group's block i (cols_block_bytes: 16 rows x 18 bytes for Q4_0 and
+ * IQ4_NL, x 17 for MXFP4, x 148 for Q4_K):
+ * - the nibble bytes in slices of 64: slice k holds the stored bytes
+ *   qs[4 k .. 4 k + 3] of each row j at 64 k + 4 j (16 bytes of qs, 4
+ *   slices, for the 32-blocks; 128 bytes, 32 slices, for Q4_K);
+ * - Q4_0, IQ4_NL: then the 16 rows' fp16 d; MXFP4: their E8M0 bytes;
+ * - Q4_K: then the 8 six-bit scales as bytes, sub-block s of row j at
+ *   2048 + 16 s + j, the 8 minima likewise at 2176, the 16 rows' fp16 d
+ *   at 2304 and fp16 dmin at 2336 (4 bytes a row more than stored: the
+ *   scales unpacked).
+ * The stored rows are rebuilt from it bit for bit (the 12-byte packing
+ * of Q4_K's scales is one-to-one). */
+#ifndef QG_COLS_COPY_H
+#define QG_COLS_COPY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* the values a block holds (32, Q4_K 256) and the bytes a group of 16
+ * rows takes per block; 0 for a type without the layout */
+int cols_block_values(uint32_t type);
+size_t cols_block_bytes(uint32_t type);
+
+/* rows[j] (j < 16, row_bytes apart: `in` values each, stored as `type`)
+ * into one group of the copy at dst (in / cols_block_values blocks) */
+void cols_copy_group(uint32_t type, const uint8_t *rows, size_t row_bytes, int64_t in,
+                     uint8_t *dst);
+
+/* row j (j < 16) of the group at group, as stored, into buf */
+void cols_stored_row(uint32_t type, const uint8_t *group, int64_t in, int j, uint8_t *buf);
+
+#endif
