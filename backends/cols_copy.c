@@ -8,7 +8,7 @@
 
 int cols_block_values(uint32_t type)
 {
-    return type == GGML_Q4_K ? 256 : cols_block_bytes(type) ? 32 : 0;
+    return type == GGML_Q4_K || type == GGML_Q2_K ? 256 : cols_block_bytes(type) ? 32 : 0;
 }
 
 size_t cols_block_bytes(uint32_t type)
@@ -21,6 +21,8 @@ size_t cols_block_bytes(uint32_t type)
         return 16 * 17;
     case GGML_Q4_K:
         return 16 * 148;
+    case GGML_Q2_K:
+        return 16 * 84;
     default:
         return 0;
     }
@@ -51,6 +53,18 @@ static void k4_pack(const uint8_t *sc, const uint8_t *mn, uint8_t *q)
 /* block i of row j between its stored bytes blk and the group's block col */
 static void one_block(uint32_t type, uint8_t *col, uint8_t *blk, int j, int to_copy)
 {
+    if (type == GGML_Q2_K) { /* scales 0..15, qs 16..79, d 80, dmin 82 */
+        slices(col, blk + 16, 64, j, to_copy);
+        for (int g = 0; g < 16; g++) {
+            uint8_t *c = col + 1024 + 16 * g + j;
+            *(to_copy ? c : blk + g) = *(to_copy ? blk + g : c);
+        }
+        for (int h = 0; h < 2; h++) {
+            uint8_t *c = col + 1280 + 32 * h + 2 * j;
+            memcpy(to_copy ? c : blk + 80 + 2 * h, to_copy ? blk + 80 + 2 * h : c, 2);
+        }
+        return;
+    }
     if (type != GGML_Q4_K) {
         const size_t sc = type == GGML_MXFP4 ? 1 : 2; /* the scale's bytes */
         slices(col, blk + sc, 16, j, to_copy);
@@ -77,7 +91,7 @@ static void one_block(uint32_t type, uint8_t *col, uint8_t *blk, int j, int to_c
 void cols_copy_group(uint32_t type, const uint8_t *rows, size_t row_bytes, int64_t in, uint8_t *dst)
 {
     const size_t bs = ggml_type_get(type)->type_size, gb = cols_block_bytes(type);
-    uint8_t blk[148];
+    uint8_t blk[148]; /* the largest block: Q4_K 144 */
     for (int64_t i = 0; i < in / cols_block_values(type); i++)
         for (int j = 0; j < 16; j++) { /* a copy of the block: the rows are read only */
             memcpy(blk, rows + (size_t)j * row_bytes + (size_t)i * bs, bs);

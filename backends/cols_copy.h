@@ -1,16 +1,20 @@
 /* cols_copy — decode's "columns" copy (matmul.h's copy, first layout):
  * the matrices llama.cpp repacks (matmul_q8_blockwise: Q4_0, IQ4_NL,
- * MXFP4, Q4_K with a multiple of 8 rows) kept as groups of 16 rows, block
+ * MXFP4, Q4_K, Q2_K with a multiple of 8 rows) kept as groups of 16 rows, block
  * i of the 16 rows together, so that a=llamacpp's decode kernels
  * (matmul_q8_cols.c) add four products to 16 rows' sums with one
  * vpdpbusd and one broadcast of the input's codes.
  *
  * A group's block i (cols_block_bytes: 16 rows x 18 bytes for Q4_0 and
- * IQ4_NL, x 17 for MXFP4, x 148 for Q4_K):
+ * IQ4_NL, x 17 for MXFP4, x 84 for Q2_K, x 148 for Q4_K):
  * - the nibble bytes in slices of 64: slice k holds the stored bytes
  *   qs[4 k .. 4 k + 3] of each row j at 64 k + 4 j (16 bytes of qs, 4
- *   slices, for the 32-blocks; 128 bytes, 32 slices, for Q4_K);
+ *   slices, for the 32-blocks; Q2_K 64 bytes, 16 slices; Q4_K 128
+ *   bytes, 32 slices);
  * - Q4_0, IQ4_NL: then the 16 rows' fp16 d; MXFP4: their E8M0 bytes;
+ * - Q2_K: then the 16 rows' scale bytes as stored (scale and minimum
+ *   nibbles), group g of row j at 1024 + 16 g + j, fp16 d at 1280 and
+ *   fp16 dmin at 1312 (the stored bytes, moved);
  * - Q4_K: then the 8 six-bit scales as bytes, sub-block s of row j at
  *   2048 + 16 s + j, the 8 minima likewise at 2176, the 16 rows' fp16 d
  *   at 2304 and fp16 dmin at 2336 (4 bytes a row more than stored: the

@@ -203,6 +203,98 @@ AVX512VNNI float mx_q8_q4_k_seq_vnni(const struct wmat *W, int64_t r, const stru
     return acc - accm;
 }
 
+/* Q2_K, rows r .. r + 15 from W->copy (cols_copy.h): as Q4_K's, with
+ * llama.cpp's ggml_gemv_q2_K_8x8_q8_K integers, I = sum over the 16
+ * groups of 16 of scale x (sum of 2-bit code x input code) and M = sum
+ * of minimum x (sum of the group's 16 input codes). Slice k of a block:
+ * half h = k / 8 of the codes, its bytes 4 (k % 8) .. at shift 2 l
+ * values 128 h + 32 l + 4 (k % 8) .., group 8 h + 2 l + (k % 8) / 4. */
+AVX512VNNI void mx_q8_q2_k_cols16_vnni(float *y, const struct wmat *W, int64_t r,
+                                       const struct matmul_q8 *a)
+{
+    const int64_t nb = W->in / 256;
+    const uint8_t *b = W->copy + (size_t)r * W->row_bytes;
+    const __m512i m2 = _mm512_set1_epi8(3), m4 = _mm512_set1_epi32(0xF);
+    __m512 acc = _mm512_setzero_ps(), accm = acc;
+    for (int64_t i = 0; i < nb; i++, b += 16 * 84) {
+        const int8_t *q = a->q + 256 * i;
+        __m512i isum = _mm512_setzero_si512(), msum = isum;
+        for (int hg = 0; hg < 4; hg++) { /* half hg / 2, slices' second four where hg odd */
+            __m512i s[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
+                            _mm512_setzero_si512()};
+            for (int k4 = 0; k4 < 4; k4++) {
+                const uint8_t *p = b + 64 * (4 * hg + k4);
+                _mm_prefetch((const char *)p + AHEAD, _MM_HINT_T0);
+                const __m512i raw = _mm512_loadu_si512((const void *)p);
+                for (int l = 0; l < 4; l++) {
+                    int32_t c;
+                    memcpy(&c, q + 128 * (hg / 2) + 32 * l + 16 * (hg % 2) + 4 * k4, 4);
+                    s[l] = _mm512_dpbusd_epi32(s[l],
+                                               _mm512_and_si512(_mm512_srli_epi16(raw, 2 * l), m2),
+                                               _mm512_set1_epi32(c));
+                }
+            }
+            for (int l = 0; l < 4; l++) {
+                const int g = 8 * (hg / 2) + 2 * l + hg % 2;
+                const __m512i sc = _mm512_cvtepu8_epi32(
+                    _mm_loadu_si128((const __m128i *)(const void *)(b + 1024 + 16 * g)));
+                const int32_t bsum = a->sum16[16 * i + g];
+                isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(s[l], _mm512_and_si512(sc, m4)));
+                msum = _mm512_add_epi32(
+                    msum, _mm512_mullo_epi32(_mm512_srli_epi32(sc, 4), _mm512_set1_epi32(bsum)));
+            }
+        }
+        const __m512 dx = _mm512_set1_ps(a->d[i]);
+        const __m512 d =
+            _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(b + 1280)));
+        const __m512 dmin =
+            _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(b + 1312)));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, dx), acc);
+        accm = _mm512_fmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, dx), accm);
+    }
+    _mm512_storeu_ps(y, _mm512_sub_ps(acc, accm));
+}
+
+/* Q2_K, row r from the file in that order: two 32-value runs a step
+ * (shifts 2 l and 2 l + 2 of a half's 32 bytes against 64 codes: lanes
+ * 4 t .. 4 t + 3 group 8 h + 2 l + t), times the lanes' scales */
+AVX512VNNI float mx_q8_q2_k_seq_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+{
+    const int64_t nb = W->in / 256;
+    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+    const __m256i m2 = _mm256_set1_epi8(3);
+    const __m512i quad = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    float acc = 0.0f, accm = 0.0f;
+    for (int64_t i = 0; i < nb; i++, b += 84) {
+        const __m512i sc = _mm512_and_si512(
+            _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)b)),
+            _mm512_set1_epi32(0xF));
+        __m512i isum = _mm512_setzero_si512();
+        for (int h = 0; h < 2; h++) {
+            const __m256i raw =
+                _mm256_loadu_si256((const __m256i *)(const void *)(b + 16 + 32 * h));
+            for (int l = 0; l < 4; l += 2) {
+                const __m512i w = _mm512_inserti64x4(
+                    _mm512_castsi256_si512(_mm256_and_si256(_mm256_srli_epi16(raw, 2 * l), m2)),
+                    _mm256_and_si256(_mm256_srli_epi16(raw, 2 * l + 2), m2), 1);
+                const __m512i s = _mm512_dpbusd_epi32(
+                    _mm512_setzero_si512(), w,
+                    _mm512_loadu_si512((const void *)(a->q + 256 * i + 128 * h + 32 * l)));
+                const __m512i lanes = _mm512_permutexvar_epi32(
+                    _mm512_add_epi32(quad, _mm512_set1_epi32(8 * h + 2 * l)), sc);
+                isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(s, lanes));
+            }
+        }
+        int32_t msum = 0;
+        for (int g = 0; g < 16; g++)
+            msum += (b[g] >> 4) * a->sum16[16 * i + g];
+        const float dx = a->d[i];
+        acc = fmaf((float)_mm512_reduce_add_epi32(isum), h2f_f16c(b + 80) * dx, acc);
+        accm = fmaf((float)msum, h2f_f16c(b + 82) * dx, accm);
+    }
+    return acc - accm;
+}
+
 AVX512VNNI void mx_q8_q4_0_cols16_vnni(float *y, const struct wmat *W, int64_t r,
                                        const struct matmul_q8 *a)
 {

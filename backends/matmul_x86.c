@@ -267,6 +267,7 @@ int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const s
         if (matmul_q8_blockwise(W)) ROWS16(mx_q8_q4_k_cols16_vnni, mx_q8_q4_k_seq_vnni(W, r, a));
         ROWS(mx_q8_q4_k_vnni(W, r, a));
     case GGML_Q2_K:
+        if (matmul_q8_blockwise(W)) ROWS16(mx_q8_q2_k_cols16_vnni, mx_q8_q2_k_seq_vnni(W, r, a));
         ROWS(mx_q8_q2_k_vnni(W, r, a));
     case GGML_IQ1_S:
         if (W->copy) ROWS(mx_q8_iq1_s_copy_vnni(W, r, a));

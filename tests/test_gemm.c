@@ -413,8 +413,9 @@ static int copy_alone_case(uint32_t type, int rows)
 
 TEST(rows4_copy_alone_suffices, unit)
 {
-    /* issue 33: with decode's copy made (interleaved: Q4_0, IQ4_NL, MXFP4;
-     * decoded: IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, TQ1_0; under
+    /* issue 33: with decode's copy made (columns: Q4_0, IQ4_NL, MXFP4,
+     * Q4_K, Q2_K with a multiple of 8 rows; interleaved: Q4_0, IQ4_NL,
+     * MXFP4 otherwise; decoded: IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, TQ1_0; under
      * avx512vnni), a=llamacpp reads W's rows from it alone, so that the
      * file's pages can go (llama_pack_decode): decode, prefill's packing
      * (gemm_q8) and matmul_row (the stored bytes, rebuilt from IQ1's
@@ -431,11 +432,12 @@ TEST(rows4_copy_alone_suffices, unit)
     parallel_set_adaptive(0);
     int rc = 0;
     for (size_t i = 0; i < sizeof types / sizeof *types && !rc; i++)
-        /* 603 rows: 150 groups of 4 and 3 more; 600 (a multiple of 8):
-         * Q4_0's, IQ4_NL's and MXFP4's columns copy, 37 groups of 16 and 8 */
+        /* 603 rows: 150 groups of 4 and 3 more; 600 (a multiple of 8): the
+         * columns copy, 37 groups of 16 and 8 more */
         rc = copy_alone_case(types[i], 603) || (i < 3 && copy_alone_case(types[i], 600));
-    if (!rc)
-        rc = copy_alone_case(GGML_Q4_K, 600); /* the columns copy only */ /* Q4_0, IQ4_NL, MXFP4 */
+    /* Q4_K and Q2_K have the columns copy only (a multiple of 8 rows) */
+    if (!rc) rc = copy_alone_case(GGML_Q4_K, 600);
+    if (!rc) rc = copy_alone_case(GGML_Q2_K, 600);
     parallel_set_adaptive(1);
     return rc;
 }

@@ -1647,7 +1647,7 @@ static void iq1_block(uint32_t type, const uint8_t *b, const int8_t *q, float dx
 }
 
 /* the 8-bit codes' product with row r of a matrix llama.cpp repacks
- * (Q4_0, IQ4_NL, MXFP4, Q4_K with a multiple of 8 rows) as its repacked
+ * (Q4_0, IQ4_NL, MXFP4, Q4_K, Q2_K with a multiple of 8 rows) as its repacked
  * gemv orders it: block after block acc = fmaf(I, d_w d_x, acc), I the
  * block's integer sum; Q4_K with its minima's integer M in a second sum,
  * fmaf(M, dmin_w d_x, accm), and acc - accm at the end
@@ -1655,6 +1655,22 @@ static void iq1_block(uint32_t type, const uint8_t *b, const int8_t *q, float dx
  * 0c1e570) */
 static float repacked_order_dot(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
 {
+    if (W->type == GGML_Q2_K) { /* 16 groups: scale nibble low, minimum high */
+        const uint8_t *b = W->data + (size_t)r * W->row_bytes;
+        float acc = 0, accm = 0;
+        for (int64_t i = 0; i < W->in / 256; i++, b += 84) {
+            int32_t sum = 0, msum = 0;
+            for (int e = 0; e < 256; e++) {
+                const int u = b[16 + 32 * (e / 128) + e % 32] >> (2 * (e % 128 / 32)) & 3;
+                sum += (b[e / 16] & 0xF) * u * a->q[256 * i + e];
+                msum += (b[e / 16] >> 4) * a->q[256 * i + e];
+            }
+            const float dx = a->d[i];
+            acc = fmaf((float)sum, quant_f16_to_f32((uint16_t)(b[80] | b[81] << 8)) * dx, acc);
+            accm = fmaf((float)msum, quant_f16_to_f32((uint16_t)(b[82] | b[83] << 8)) * dx, accm);
+        }
+        return acc - accm;
+    }
     if (W->type == GGML_Q4_K) { /* per super-block the scaled sums and the minima's */
         const uint8_t *b = W->data + (size_t)r * W->row_bytes;
         float acc = 0, accm = 0;
@@ -2049,7 +2065,8 @@ static int q8_check(void *ctx)
          * repacked order where llama.cpp repacks (matmul_q8_blockwise) */
         if (q8_case(cases[i].type, cases[i].in, 37, vnni, &st)) return 1;
         const uint32_t t = cases[i].type;
-        if ((t == GGML_Q4_0 || t == GGML_IQ4_NL || t == GGML_MXFP4 || t == GGML_Q4_K) &&
+        if ((t == GGML_Q4_0 || t == GGML_IQ4_NL || t == GGML_MXFP4 || t == GGML_Q4_K ||
+             t == GGML_Q2_K) &&
             q8_case(t, cases[i].in, 40, vnni, &st))
             return 1;
     }
@@ -2134,14 +2151,14 @@ static int rows4_check(void *ctx)
     static const struct {
         uint32_t type;
         int64_t in;
-    } cases[] = {
-        {GGML_Q4_0, 32},     {GGML_Q4_0, 96},     {GGML_Q4_0, 224},     {GGML_Q4_0, 2048},
-        {GGML_IQ4_NL, 32},   {GGML_IQ4_NL, 96},   {GGML_IQ4_NL, 224},   {GGML_IQ4_NL, 1024},
-        {GGML_MXFP4, 64},    {GGML_MXFP4, 160},   {GGML_MXFP4, 1024},   {GGML_Q4_K, 256},
-        {GGML_Q4_K, 1280},   {GGML_Q8_0, 64},     {GGML_IQ1_S, 256},    {GGML_IQ1_S, 768},
-        {GGML_IQ1_M, 256},   {GGML_IQ1_M, 2048},  {GGML_TQ1_0, 256},    {GGML_TQ1_0, 1280},
-        {GGML_IQ2_XXS, 256}, {GGML_IQ2_XXS, 768}, {GGML_IQ2_XS, 512},   {GGML_IQ2_S, 256},
-        {GGML_IQ2_S, 1024},  {GGML_IQ3_XXS, 256}, {GGML_IQ3_XXS, 1280}, {GGML_IQ3_S, 512}};
+    } cases[] = {{GGML_Q4_0, 32},      {GGML_Q4_0, 96},    {GGML_Q4_0, 224},    {GGML_Q4_0, 2048},
+                 {GGML_IQ4_NL, 32},    {GGML_IQ4_NL, 96},  {GGML_IQ4_NL, 224},  {GGML_IQ4_NL, 1024},
+                 {GGML_MXFP4, 64},     {GGML_MXFP4, 160},  {GGML_MXFP4, 1024},  {GGML_Q4_K, 256},
+                 {GGML_Q4_K, 1280},    {GGML_Q2_K, 256},   {GGML_Q2_K, 768},    {GGML_Q8_0, 64},
+                 {GGML_IQ1_S, 256},    {GGML_IQ1_S, 768},  {GGML_IQ1_M, 256},   {GGML_IQ1_M, 2048},
+                 {GGML_TQ1_0, 256},    {GGML_TQ1_0, 1280}, {GGML_IQ2_XXS, 256}, {GGML_IQ2_XXS, 768},
+                 {GGML_IQ2_XS, 512},   {GGML_IQ2_S, 256},  {GGML_IQ2_S, 1024},  {GGML_IQ3_XXS, 256},
+                 {GGML_IQ3_XXS, 1280}, {GGML_IQ3_S, 512}};
     const int vnni = !strcmp(matmul_kernel_name(), "avx512vnni");
     uint64_t st = 71;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -2149,7 +2166,8 @@ static int rows4_check(void *ctx)
          * (a multiple of 8: the columns copy, 6 groups of 16 and 8 more) */
         if (rows4_case(cases[i].type, cases[i].in, 103, vnni, &st)) return 1;
         const uint32_t t = cases[i].type;
-        if ((t == GGML_Q4_0 || t == GGML_IQ4_NL || t == GGML_MXFP4 || t == GGML_Q4_K) &&
+        if ((t == GGML_Q4_0 || t == GGML_IQ4_NL || t == GGML_MXFP4 || t == GGML_Q4_K ||
+             t == GGML_Q2_K) &&
             rows4_case(t, cases[i].in, 104, vnni, &st))
             return 1;
     }
@@ -2159,13 +2177,15 @@ static int rows4_check(void *ctx)
 TEST(decode_rows4_same_bits, unit)
 {
     /* issue 33: a=llamacpp's decode kernels on decode's copy (matmul_copy:
-     * four rows' blocks side by side, llama.cpp's repacking idea; or the
-     * grid formats' entries decoded to 2-bit codes; or TQ1_0 as TQ2_0) give
-     * each row's bits as from the file, on 2 threads, with odd block counts,
-     * rows past the last group of 4, each block its own d; and a copy only
-     * for the types and set with a kernel (Q4_0, IQ4_NL, MXFP4, IQ1_S,
-     * IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, TQ1_0 under
-     * avx512vnni) */
+     * 16 rows' blocks in columns where llama.cpp repacks, four rows'
+     * blocks side by side otherwise; or the grid formats' entries decoded
+     * to 2-bit codes; or TQ1_0 as TQ2_0) give each row's bits as from the
+     * file, on 2 threads, with odd block counts, rows past the last group
+     * of 4 or 16, each block its own d; matmul_row rebuilds the stored
+     * rows from the columns and interleaved copies; and a copy only for
+     * the types and set with a kernel (Q4_0, IQ4_NL, MXFP4, Q4_K and Q2_K
+     * with a multiple of 8 rows, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S,
+     * IQ3_XXS, IQ3_S, TQ1_0 under avx512vnni) */
     parallel_set_adaptive(0);
     const int rc = each_kernel_set(rows4_check, NULL);
     parallel_set_adaptive(1);
@@ -2250,7 +2270,8 @@ static int pack_case(uint32_t type, int tied)
 TEST(pack_decode_lets_file_pages_go, unit)
 {
     /* issue 33: a model opened for a=llamacpp under avx512vnni gets
-     * decode's copy (interleaved Q4_0; decoded IQ1, IQ2, IQ3, TQ1_0), and
+     * decode's copy (columns: Q4_0, Q4_K, Q2_K; decoded IQ1, IQ2, IQ3,
+     * TQ1_0), and
      * the mapped file's pages of the copied rows go (llama_pack_decode), so
      * the copy takes their place (1.1B Q4_0 generate: 1168 -> 600 MB peak);
      * a prefill and decode steps afterwards read the copy, give the file's
@@ -2260,8 +2281,8 @@ TEST(pack_decode_lets_file_pages_go, unit)
     static const struct {
         uint32_t type;
         int tied;
-    } cases[] = {{GGML_Q4_0, 0},    {GGML_IQ1_S, 1}, {GGML_IQ1_M, 0},
-                 {GGML_IQ2_XXS, 1}, {GGML_IQ3_S, 0}, {GGML_TQ1_0, 1}};
+    } cases[] = {{GGML_Q4_0, 0},  {GGML_Q4_K, 1},    {GGML_Q2_K, 0},  {GGML_IQ1_S, 1},
+                 {GGML_IQ1_M, 0}, {GGML_IQ2_XXS, 1}, {GGML_IQ3_S, 0}, {GGML_TQ1_0, 1}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         if (pack_case(cases[i].type, cases[i].tied)) return 1;
     return 0;
