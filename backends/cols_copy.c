@@ -50,8 +50,11 @@ static void k4_pack(const uint8_t *sc, const uint8_t *mn, uint8_t *q)
     }
 }
 
-/* block i of row j between its stored bytes blk and the group's block col */
-static void one_block(uint32_t type, uint8_t *col, uint8_t *blk, int j, int to_copy)
+/* block i of row j between its stored bytes blk and the group's block col
+ * (inlined with type and to_copy constants, so that each memcpy is a
+ * move; the side read is not written) */
+static inline __attribute__((always_inline)) void one_block(uint32_t type, uint8_t *col,
+                                                            uint8_t *blk, int j, int to_copy)
 {
     if (type == GGML_Q2_K) { /* scales 0..15, qs 16..79, d 80, dmin 82 */
         slices(col, blk + 16, 64, j, to_copy);
@@ -88,21 +91,54 @@ static void one_block(uint32_t type, uint8_t *col, uint8_t *blk, int j, int to_c
     if (!to_copy) k4_pack(sc, mn, blk + 4);
 }
 
-void cols_copy_group(uint32_t type, const uint8_t *rows, size_t row_bytes, int64_t in, uint8_t *dst)
+/* the nb blocks of rows[j] (j < 16) into or out of the group at col
+ * (to_copy), row j's stored blocks bs bytes apart from blk, for a
+ * constant type */
+static inline __attribute__((always_inline)) void group_blocks(uint32_t type, uint8_t *col,
+                                                               uint8_t *blk, size_t row_bytes,
+                                                               int64_t nb, int j0, int j1,
+                                                               int to_copy)
 {
     const size_t bs = ggml_type_get(type)->type_size, gb = cols_block_bytes(type);
-    uint8_t blk[148]; /* the largest block: Q4_K 144 */
-    for (int64_t i = 0; i < in / cols_block_values(type); i++)
-        for (int j = 0; j < 16; j++) { /* a copy of the block: the rows are read only */
-            memcpy(blk, rows + (size_t)j * row_bytes + (size_t)i * bs, bs);
-            one_block(type, dst + (size_t)i * gb, blk, j, 1);
-        }
+    for (int64_t i = 0; i < nb; i++)
+        for (int j = j0; j < j1; j++)
+            one_block(type, col + (size_t)i * gb, blk + (size_t)j * row_bytes + (size_t)i * bs, j,
+                      to_copy);
+}
+
+/* group_blocks with the type a constant in each case */
+static void group_any(uint32_t type, uint8_t *col, uint8_t *blk, size_t row_bytes, int64_t in,
+                      int j0, int j1, int to_copy)
+{
+    const int64_t nb = in / cols_block_values(type);
+    switch (type) {
+    case GGML_Q4_0:
+    case GGML_IQ4_NL: /* the same bytes' layout */
+        group_blocks(GGML_Q4_0, col, blk, row_bytes, nb, j0, j1, to_copy);
+        break;
+    case GGML_MXFP4:
+        group_blocks(GGML_MXFP4, col, blk, row_bytes, nb, j0, j1, to_copy);
+        break;
+    case GGML_Q2_K:
+        group_blocks(GGML_Q2_K, col, blk, row_bytes, nb, j0, j1, to_copy);
+        break;
+    case GGML_Q4_K:
+        group_blocks(GGML_Q4_K, col, blk, row_bytes, nb, j0, j1, to_copy);
+        break;
+    default:
+        break;
+    }
+}
+
+void cols_copy_group(uint32_t type, const uint8_t *rows, size_t row_bytes, int64_t in, uint8_t *dst)
+{
+    /* the rows are only read when to_copy */
+    group_any(type, dst, (uint8_t *)(uintptr_t)rows, row_bytes, in, 0, 16, 1);
 }
 
 void cols_stored_row(uint32_t type, const uint8_t *group, int64_t in, int j, uint8_t *buf)
 {
-    const size_t bs = ggml_type_get(type)->type_size, gb = cols_block_bytes(type);
-    for (int64_t i = 0; i < in / cols_block_values(type); i++)
-        one_block(type, (uint8_t *)(uintptr_t)(group + (size_t)i * gb), buf + (size_t)i * bs, j,
-                  0); /* read only when !to_copy */
+    /* the group is only read when !to_copy; row_bytes 0: buf holds row j's
+     * blocks alone */
+    group_any(type, (uint8_t *)(uintptr_t)group, buf, 0, in, j, j + 1, 0);
 }

@@ -267,6 +267,16 @@ int llama_pack_decode(struct llama_model *m, int n_threads)
     return rc;
 }
 
+void llama_no_repack(struct llama_model *m)
+{
+    int n;
+    struct wmat **all = all_matrices(m, &n);
+    for (int i = 0; all && i < n; i++)
+        all[i]->no_repack = 1;
+    m->tok_embd.no_repack = m->output.no_repack = 1; /* whether listed or not (tied) */
+    free(all);
+}
+
 size_t llama_decode_bytes(const struct llama_model *m)
 {
     const struct llama_hparams *h = &m->hp;

@@ -278,7 +278,7 @@ void matmul_rows_fused(float *y, const float *x, const struct wmat *W, int64_t r
 int matmul_has_q8(uint32_t type, uint32_t kind)
 {
     struct matmul_q8 a = {.kind = kind};
-    struct wmat W = {"probe", type, NULL, 256, 0, 0, 0, NULL};
+    struct wmat W = {"probe", type, NULL, 256, 0, 0, 0, NULL, 0};
     return mv_x86_q8_rows(mv_isa_current(), NULL, &a, &W, 0, 0);
 }
 
@@ -290,7 +290,7 @@ int matmul_has_fused(uint32_t type, int64_t in)
      * kernels that read a preparation see a zeroed one (its flag: floats) */
     size_t n = mv_x86_prep_floats(isa, type, in);
     float *prep = n ? calloc(n, sizeof *prep) : NULL;
-    struct wmat W = {"probe", type, NULL, in, 0, 0, 0, NULL};
+    struct wmat W = {"probe", type, NULL, in, 0, 0, 0, NULL, 0};
     int has = (!n || prep) && mv_x86_rows(isa, NULL, NULL, prep, &W, 0, 0);
     free(prep);
     return has;
@@ -436,7 +436,7 @@ enum { COPY_NONE, COPY_INTERLEAVED, COPY_COLUMNS, COPY_GRID, COPY_TQ1 };
 int matmul_q8_blockwise(const struct wmat *W)
 {
     const int per = cols_block_values(W->type);
-    return per && W->out % 8 == 0 && W->in % per == 0;
+    return per && !W->no_repack && W->out % 8 == 0 && W->in % per == 0;
 }
 
 static int copy_kind(const struct wmat *W)

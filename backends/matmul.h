@@ -41,15 +41,21 @@ struct wmat {
     size_t row_bytes;
     float in_scale;      /* a checkpoint's static input scale (ModelOpt), 0: none; not used here */
     const uint8_t *copy; /* NULL, or decode's copy (matmul_copy), borrowed */
+    int no_repack;       /* 1: as llama.cpp's --no-repack (matmul_q8_blockwise 0) */
 };
 
-/* 1 when W is Q4_0, IQ4_NL or MXFP4 with a multiple of 8 rows: the
- * matrices llama.cpp repacks at load on an AVX2 machine (CPU_REPACK) and
- * multiplies a token by with its repacked kernels (ggml_gemv_*_8x8_q8_0),
- * whose order a=llamacpp's integer decode then follows: per row, from
- * acc = 0, block after block acc = fmaf((float)I, d_w * d_x, acc), I the
- * block's exact integer sum of products (gemm_q8's order for prefill);
- * 0 for the others, whose products follow ggml's vec_dot. */
+/* 1 when W is Q4_0, IQ4_NL, MXFP4, Q4_K or Q2_K with a multiple of 8
+ * rows and not W->no_repack: the matrices llama.cpp repacks at load on an
+ * AVX2 machine (CPU_REPACK; Q2_K under AVX-512) and multiplies a token by
+ * with its repacked kernels (ggml_gemv_*_8x8_q8_0, _q8_K), whose order
+ * a=llamacpp's integer decode then follows: per row, from acc = 0, block
+ * after block acc = fmaf((float)I, d_w * d_x, acc), I the block's exact
+ * integer sum of products (the 32-blocks: gemm_q8's order for prefill);
+ * Q4_K and Q2_K with I their sub-blocks' sums times their integer scales
+ * and a second sum accm = fmaf((float)M, dmin_w * d_x, accm) of the
+ * minima times the input's sums, the product acc - accm. 0 for the
+ * others, whose products follow ggml's vec_dot, as llama.cpp's do without
+ * repacking (its --no-repack: W->no_repack, a model spec's repack=0). */
 int matmul_q8_blockwise(const struct wmat *W);
 
 /* Decode's copy of W, in one of three layouts by type, made under

@@ -1,331 +1,273 @@
-/* matmul_q8_cols — a=llamacpp's decode of Q4_0, IQ4_NL and MXFP4 in the
- * order of llama.cpp's repacked kernels (AVX-512 VNNI).
+/* matmul_q8_cols — a=llamacpp's decode of the formats llama.cpp repacks
+ * (Q4_0, IQ4_NL, MXFP4, Q4_K, Q2_K with a multiple of 8 rows:
+ * matmul_q8_blockwise), in the order of its repacked kernels (AVX-512
+ * VNNI).
  *
- * Where a matrix of these types has a multiple of 8 rows, llama.cpp on an
- * AVX2 machine repacks it at load (CPU_REPACK: block_q4_0x8 and kin) and
- * multiplies a token by ggml_gemv_*_8x8_q8_0: per row and block the
- * exact integer sum I of the block's 32 products, then
- *     acc = fma((float)I, d_w * d_x, acc)
- * block after block, one running sum per row and no horizontal sum
- * (matmul_q8_blockwise). Here sixteen rows a register: decode's copy of
- * such a matrix (matmul_copy, "columns") keeps each group of 16 rows'
- * block i together, the 16 rows' 4-byte runs of nibbles side by side, so
- * that one vpdpbusd with four of the input's codes broadcast adds four
- * products to each of the 16 rows' sums. The rows past the last whole
- * group, and a matrix without its copy, are read from the file, one row
- * at a time, with the same operations. */
+ * llama.cpp on an AVX2 machine (Q2_K: AVX-512) repacks such a matrix at
+ * load (CPU_REPACK: block_q4_0x8 and kin) and multiplies a token by
+ * ggml_gemv_*_8x8_q8_0 / _q8_K: per row and block the exact integer sum I
+ * of the block's products (the K-quants: their sub-blocks' sums times
+ * their integer scales, and M, their minima times the input's sums),
+ * then
+ *     acc  = fma((float)I, d_w * d_x, acc)        block after block
+ *     accm = fma((float)M, dmin_w * d_x, accm)    (the K-quants)
+ * one running sum per row, no horizontal sum, and acc - accm at the end.
+ *
+ * Here sixteen rows a register: four of a row's nibble (or 2-bit) bytes
+ * in each 32-bit lane, one vpdpbusd with four of the input's codes
+ * broadcast adds four products to each of the 16 rows' sums. The lanes
+ * come from decode's copy ("columns", cols_copy.h: a group of 16 rows'
+ * blocks side by side, one load a slice) or, for the rows past its last
+ * whole group and a matrix without it (repack=0), from the file, one
+ * gather a slice (the same integers, so the same bits). */
 #include "backends/matmul_x86_impl.h"
-
-#include <math.h>
+#include "backends/cols_copy.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 
-/* the input's codes 4 k .. 4 k + 3 of block i as one 32-bit lane */
-static inline int32_t codes4(const struct matmul_q8 *a, int64_t i, int k)
+/* Where a group's lanes come from: the copy's group (lane j row j's 4
+ * bytes, a slice of 64 at a time) or 16 rows of the file (lane j the 4
+ * bytes at the same place of row j: a gather), rows past m masked off */
+struct grp {
+    const uint8_t *b; /* the copy's group, or the first row in the file */
+    __m512i off;      /* file: lane j's row offset j x row_bytes */
+    __mmask16 m;
+    int file;
+};
+
+/* rows r .. r + n - 1 (n <= 16) of W: from the copy where they are one of
+ * its whole groups, else from the file */
+AVX512VNNI static inline __attribute__((always_inline)) struct grp grp_of(const struct wmat *W,
+                                                                          int64_t r, int n)
 {
-    int32_t v;
-    memcpy(&v, a->q + 32 * i + 4 * k, 4);
-    return v;
+    struct grp g;
+    const int64_t full = W->copy ? W->out / 16 * 16 : 0;
+    g.file = !(n == 16 && r % 16 == 0 && r + 16 <= full);
+    g.m = (__mmask16)(n >= 16 ? 0xFFFF : (1u << n) - 1);
+    g.off =
+        _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                           _mm512_set1_epi32((int)W->row_bytes));
+    if (g.file) {
+        g.b = W->data + (size_t)r * W->row_bytes;
+    } else {
+        const size_t crb = (size_t)(W->in / cols_block_values(W->type)) *
+                           cols_block_bytes(W->type) / 16; /* the copy's bytes a row */
+        g.b = W->copy + (size_t)r * crb;
+    }
+    return g;
 }
 
-/* what the unsigned weight codes (the nibble, or its value in the table
- * plus 128) add beyond the signed values, times the sum of the block's
- * input codes: 8 (Q4_0) or 128 (a table) per code */
-static inline int32_t offset_sum(const struct matmul_q8 *a, int64_t i, int lut)
+/* 16 lanes of 4 bytes: the copy's 64 bytes at c, or each row's 4 at f */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i lanes(const struct grp *g, size_t c,
+                                                                      size_t f)
 {
-    return (lut ? 128 : 8) * (a->sum16[2 * i] + a->sum16[2 * i + 1]);
+    if (g->file)
+        return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), g->m, g->off,
+                                           (const void *)(g->b + f), 1);
+    _mm_prefetch((const char *)g->b + c + AHEAD, _MM_HINT_T0);
+    return _mm512_loadu_si512((const void *)(g->b + c));
 }
 
-/* 16 E8M0 bytes as e8m0_half gives each */
-AVX512VNNI static inline __attribute__((always_inline)) __m512 e8m0_16(const uint8_t *p)
+/* 16 bytes as lanes: the copy's at c, or each row's byte at f */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i bytes16(const struct grp *g,
+                                                                        size_t c, size_t f)
 {
-    const __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)p));
+    if (g->file) return _mm512_and_si512(lanes(g, 0, f), _mm512_set1_epi32(0xFF));
+    return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(g->b + c)));
+}
+
+/* 16 fp16 values as floats: the copy's at c, or each row's at f (the
+ * high half of the 4 bytes there where hi) */
+AVX512VNNI static inline __attribute__((always_inline)) __m512 halves16(const struct grp *g,
+                                                                        size_t c, size_t f, int hi)
+{
+    if (g->file)
+        return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(lanes(g, 0, f), 16 * hi)));
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(g->b + c)));
+}
+
+/* E8M0 bytes (lanes) as e8m0_half gives each */
+AVX512VNNI static inline __attribute__((always_inline)) __m512 e8m0_lanes(__m512i e)
+{
     const __m512i small = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e),
                   big = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
     return _mm512_castsi512_ps(
         _mm512_mask_blend_epi32(_mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2)), big, small));
 }
 
-/* Rows r .. r + 15 (r % 16 == 0, a whole group of W->copy) into y[0..16):
- * the copy's group is block after block of 16 x bsize bytes, first 4
- * slices of 64 bytes (slice k: row j's nibble bytes 4 k .. 4 k + 3 at
- * 4 j: low nibbles values 4 k .., high ones 16 + 4 k ..), then the 16
- * rows' scales (fp16 d; MXFP4: E8M0 bytes). */
+/* the input's codes at q as one 32-bit lane, broadcast */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i codes4(const int8_t *q)
+{
+    int32_t v;
+    memcpy(&v, q, 4);
+    return _mm512_set1_epi32(v);
+}
+
+/* the 32-blocks (bs bytes: the scale, then 16 of nibbles, at qs): slice k
+ * of block i holds values 4 k .. (low nibbles) and 16 + 4 k .. (high);
+ * the unsigned weight codes (the nibble, or its table value plus 128)
+ * add 8 or 128 times the sum of the block's input codes, taken out */
 AVX512VNNI static inline __attribute__((always_inline)) void
-cols16(float *y, const struct wmat *W, int64_t r, const struct matmul_q8 *a, const int8_t *values,
+cols32(float *y, const struct grp *g, int64_t nb, const struct matmul_q8 *a, const int8_t *values,
        const int lut, const int mx)
 {
-    const size_t bsize = mx ? 17 : 18;
-    const int64_t nb = W->in / 32;
-    const uint8_t *b = W->copy + (size_t)r * W->row_bytes;
+    const size_t bs = mx ? 17 : 18, cb = 16 * bs, qs = mx ? 1 : 2;
     const __m512i m4 = _mm512_set1_epi8(0xF), table = lut ? table16(values) : m4;
     __m512 acc = _mm512_setzero_ps();
-    for (int64_t i = 0; i < nb; i++, b += 16 * bsize) {
-        for (int l = 0; l < 5; l++)
-            _mm_prefetch((const char *)b + AHEAD + 64 * l, _MM_HINT_T0);
+    for (int64_t i = 0; i < nb; i++) {
+        const int8_t *q = a->q + 32 * i;
         __m512i s0 = _mm512_setzero_si512(), s1 = s0;
-        for (int k = 0; k < 4; k++) {
-            const __m512i raw = _mm512_loadu_si512((const void *)(b + 64 * k));
+        for (size_t k = 0; k < 4; k++) {
+            const __m512i raw = lanes(g, i * cb + 64 * k, i * bs + qs + 4 * k);
             __m512i lo = _mm512_and_si512(raw, m4),
                     hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
             if (lut) lo = _mm512_shuffle_epi8(table, lo), hi = _mm512_shuffle_epi8(table, hi);
-            s0 = _mm512_dpbusd_epi32(s0, lo, _mm512_set1_epi32(codes4(a, i, k)));
-            s1 = _mm512_dpbusd_epi32(s1, hi, _mm512_set1_epi32(codes4(a, i, 4 + k)));
+            s0 = _mm512_dpbusd_epi32(s0, lo, codes4(q + 4 * k));
+            s1 = _mm512_dpbusd_epi32(s1, hi, codes4(q + 16 + 4 * k));
         }
-        const __m512i isum =
-            _mm512_sub_epi32(_mm512_add_epi32(s0, s1), _mm512_set1_epi32(offset_sum(a, i, lut)));
-        const __m512 dw =
-            mx ? e8m0_16(b + 256)
-               : _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(b + 256)));
+        const int32_t off = (lut ? 128 : 8) * (a->sum16[2 * i] + a->sum16[2 * i + 1]);
+        const __m512i isum = _mm512_sub_epi32(_mm512_add_epi32(s0, s1), _mm512_set1_epi32(off));
+        const __m512 dw = mx ? e8m0_lanes(bytes16(g, i * cb + 256, i * bs))
+                             : halves16(g, i * cb + 256, i * bs, 0);
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, _mm512_set1_ps(a->d[i])),
                               acc);
     }
-    _mm512_storeu_ps(y, acc);
+    _mm512_mask_storeu_ps(y, g->m, acc);
 }
 
-/* One row from the file in that order: two blocks' integers a step (16
- * lanes, each half one block's), each block's total then its fma. */
-AVX512VNNI static inline __attribute__((always_inline)) float
-seq_row(const struct wmat *W, int64_t r, const struct matmul_q8 *a, const int8_t *values,
-        const int lut, const int mx)
+/* Q4_K's 6-bit scales sc[8] and minima mn[8] of block i as lanes: the
+ * copy's bytes, or the 12 packed bytes of each row decoded
+ * (dequant_k4_scale_min) */
+AVX512VNNI static inline __attribute__((always_inline)) void
+k4_scales(const struct grp *g, int64_t i, __m512i *sc, __m512i *mn)
 {
-    const size_t bsize = mx ? 17 : 18, qs = mx ? 1 : 2;
-    const int64_t nb = W->in / 32;
-    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
-    const __m512i table = lut ? table16(values) : _mm512_setzero_si512();
-    float acc = 0.0f;
-    for (int64_t i = 0; i < nb; i += 2, b += 2 * bsize) {
-        const int two = i + 1 < nb;
-        __m512i w = nib_pair(b + qs, b + (two ? bsize : 0) + qs);
-        if (lut) w = _mm512_shuffle_epi8(table, w);
-        const __m512i q = _mm512_maskz_loadu_epi8(two ? ~0ull : 0xFFFFFFFFull, a->q + 32 * i);
-        const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, q);
-        for (int h = 0; h <= two; h++) {
-            const uint8_t *c = b + h * bsize;
-            const int32_t isum = _mm512_mask_reduce_add_epi32((__mmask16)(0xFF << 8 * h), s) -
-                                 offset_sum(a, i + h, lut);
-            const float dw = mx ? e8m0_half(c[0]) : h2f_f16c(c);
-            acc = fmaf((float)isum, dw * a->d[i + h], acc);
-        }
+    const size_t cb = 16 * 148;
+    if (!g->file) {
+        for (size_t s = 0; s < 8; s++)
+            sc[s] = bytes16(g, i * cb + 2048 + 16 * s, 0),
+            mn[s] = bytes16(g, i * cb + 2176 + 16 * s, 0);
+        return;
     }
-    return acc;
+    const __m512i q0 = lanes(g, 0, (size_t)i * 144 + 4), q1 = lanes(g, 0, (size_t)i * 144 + 8),
+                  q2 = lanes(g, 0, (size_t)i * 144 + 12);
+    const __m512i m6 = _mm512_set1_epi32(63), m4 = _mm512_set1_epi32(0xF),
+                  m2 = _mm512_set1_epi32(3);
+    for (unsigned t = 0; t < 4; t++) {
+        const __m512i b0 = _mm512_srli_epi32(q0, 8 * t), b1 = _mm512_srli_epi32(q1, 8 * t),
+                      b2 = _mm512_srli_epi32(q2, 8 * t);
+        sc[t] = _mm512_and_si512(b0, m6), mn[t] = _mm512_and_si512(b1, m6);
+        sc[t + 4] =
+            _mm512_or_si512(_mm512_and_si512(b2, m4),
+                            _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(b0, 6), m2), 4));
+        mn[t + 4] =
+            _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(b2, 4), m4),
+                            _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(b1, 6), m2), 4));
+    }
 }
 
-/* Q4_K, rows r .. r + 15 from W->copy (cols_copy.h): per super-block
- * the exact integers of llama.cpp's ggml_gemv_q4_K_8x8_q8_K, I = sum over
- * the 8 sub-blocks of scale x (sum of nibble x code) and M = sum of
- * minimum x (sum of the sub-block's 32 codes), then
- *     acc  = fma((float)I, d_w * d_x, acc)
- *     accm = fma((float)M, dmin_w * d_x, accm)
- * and the row's product acc - accm. Slice k of a block: 64-value chunk
- * c = k / 8, its low nibbles values 64 c + 4 (k % 8) .. (sub-block 2 c),
- * its high ones 32 further (sub-block 2 c + 1). */
-AVX512VNNI void mx_q8_q4_k_cols16_vnni(float *y, const struct wmat *W, int64_t r,
-                                       const struct matmul_q8 *a)
+/* Q4_K: llama.cpp's ggml_gemv_q4_K_8x8_q8_K integers. Slice k of a block
+ * (qs bytes 4 k ..): 64-value chunk c = k / 8, its low nibbles values
+ * 64 c + 4 (k % 8) .. (sub-block 2 c), its high ones 32 further */
+AVX512VNNI static inline __attribute__((always_inline)) void
+cols_q4_k(float *y, const struct grp *g, int64_t nb, const struct matmul_q8 *a)
 {
-    const int64_t nb = W->in / 256;
-    const uint8_t *b = W->copy + (size_t)r * (size_t)nb * 148;
+    const size_t cb = 16 * 148;
     const __m512i m4 = _mm512_set1_epi8(0xF);
     __m512 acc = _mm512_setzero_ps(), accm = acc;
-    for (int64_t i = 0; i < nb; i++, b += 16 * 148) {
+    for (int64_t i = 0; i < nb; i++) {
         const int8_t *q = a->q + 256 * i;
-        __m512i isum = _mm512_setzero_si512(), msum = isum;
-        for (int c = 0; c < 4; c++) {
+        __m512i sc[8], mn[8], isum = _mm512_setzero_si512(), msum = isum;
+        k4_scales(g, i, sc, mn);
+        for (size_t c = 0; c < 4; c++) {
             __m512i lo = _mm512_setzero_si512(), hi = lo;
-            for (int k = 0; k < 8; k++) {
-                const uint8_t *p = b + 64 * (8 * c + k);
-                _mm_prefetch((const char *)p + AHEAD, _MM_HINT_T0);
-                const __m512i raw = _mm512_loadu_si512((const void *)p);
-                int32_t q0, q1;
-                memcpy(&q0, q + 64 * c + 4 * k, 4), memcpy(&q1, q + 64 * c + 32 + 4 * k, 4);
-                lo = _mm512_dpbusd_epi32(lo, _mm512_and_si512(raw, m4), _mm512_set1_epi32(q0));
+            for (size_t k = 0; k < 8; k++) {
+                const size_t sl = 8 * c + k;
+                const __m512i raw = lanes(g, i * cb + 64 * sl, (size_t)i * 144 + 16 + 4 * sl);
+                lo = _mm512_dpbusd_epi32(lo, _mm512_and_si512(raw, m4), codes4(q + 64 * c + 4 * k));
                 hi = _mm512_dpbusd_epi32(hi, _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4),
-                                         _mm512_set1_epi32(q1));
+                                         codes4(q + 64 * c + 32 + 4 * k));
             }
-            const __m512i s0 = _mm512_cvtepu8_epi32(
-                              _mm_loadu_si128((const __m128i *)(const void *)(b + 2048 + 32 * c))),
-                          s1 = _mm512_cvtepu8_epi32(_mm_loadu_si128(
-                              (const __m128i *)(const void *)(b + 2048 + 32 * c + 16)));
-            isum = _mm512_add_epi32(
-                isum, _mm512_add_epi32(_mm512_mullo_epi32(lo, s0), _mm512_mullo_epi32(hi, s1)));
+            isum = _mm512_add_epi32(isum, _mm512_add_epi32(_mm512_mullo_epi32(lo, sc[2 * c]),
+                                                           _mm512_mullo_epi32(hi, sc[2 * c + 1])));
         }
-        for (int sb = 0; sb < 8; sb++) {
-            const __m512i mn = _mm512_cvtepu8_epi32(
-                _mm_loadu_si128((const __m128i *)(const void *)(b + 2176 + 16 * sb)));
-            const int32_t bsum = a->sum16[16 * i + 2 * sb] + a->sum16[16 * i + 2 * sb + 1];
-            msum = _mm512_add_epi32(msum, _mm512_mullo_epi32(mn, _mm512_set1_epi32(bsum)));
+        for (int s = 0; s < 8; s++) {
+            const int32_t bsum = a->sum16[16 * i + 2 * s] + a->sum16[16 * i + 2 * s + 1];
+            msum = _mm512_add_epi32(msum, _mm512_mullo_epi32(mn[s], _mm512_set1_epi32(bsum)));
         }
         const __m512 dx = _mm512_set1_ps(a->d[i]);
-        const __m512 d =
-            _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(b + 2304)));
-        const __m512 dmin =
-            _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(b + 2336)));
+        const __m512 d = halves16(g, i * cb + 2304, (size_t)i * 144, 0),
+                     dmin = halves16(g, i * cb + 2336, (size_t)i * 144, 1);
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, dx), acc);
         accm = _mm512_fmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, dx), accm);
     }
-    _mm512_storeu_ps(y, _mm512_sub_ps(acc, accm));
+    _mm512_mask_storeu_ps(y, g->m, _mm512_sub_ps(acc, accm));
 }
 
-/* Q4_K, row r from the file in that order: a 64-value chunk a step (its
- * low nibbles and high ones against 64 codes, lanes 0-7 one sub-block,
- * 8-15 the next), times the lanes' scales */
-AVX512VNNI float mx_q8_q4_k_seq_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+/* Q2_K: llama.cpp's ggml_gemv_q2_K_8x8_q8_K integers, 16 groups of 16
+ * with a scale (low nibble) and a minimum (high) each. Slice k of a block
+ * (qs bytes 4 k ..): half h = k / 8, its bytes at shift 2 l values
+ * 128 h + 32 l + 4 (k % 8) .., group 8 h + 2 l + (k % 8) / 4 */
+AVX512VNNI static inline __attribute__((always_inline)) void
+cols_q2_k(float *y, const struct grp *g, int64_t nb, const struct matmul_q8 *a)
 {
-    const int64_t nb = W->in / 256;
-    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
-    const __m256i m4 = _mm256_set1_epi8(0xF);
-    float acc = 0.0f, accm = 0.0f;
-    for (int64_t i = 0; i < nb; i++, b += 144) {
-        int sc[8], mn[8];
-        for (int s = 0; s < 8; s++)
-            dequant_k4_scale_min(s, b + 4, &sc[s], &mn[s]);
-        __m512i isum = _mm512_setzero_si512();
-        for (int c = 0; c < 4; c++) {
-            const __m256i raw =
-                _mm256_loadu_si256((const __m256i *)(const void *)(b + 16 + 32 * c));
-            const __m512i w =
-                _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(raw, m4)),
-                                   _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4), 1);
-            const __m512i s =
-                _mm512_dpbusd_epi32(_mm512_setzero_si512(), w,
-                                    _mm512_loadu_si512((const void *)(a->q + 256 * i + 64 * c)));
-            const __m512i scale = _mm512_inserti64x4(_mm512_set1_epi32(sc[2 * c]),
-                                                     _mm256_set1_epi32(sc[2 * c + 1]), 1);
-            isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(s, scale));
-        }
-        int32_t msum = 0;
-        for (int s = 0; s < 8; s++)
-            msum += mn[s] * (a->sum16[16 * i + 2 * s] + a->sum16[16 * i + 2 * s + 1]);
-        const float dx = a->d[i];
-        acc = fmaf((float)_mm512_reduce_add_epi32(isum), h2f_f16c(b) * dx, acc);
-        accm = fmaf((float)msum, h2f_f16c(b + 2) * dx, accm);
-    }
-    return acc - accm;
-}
-
-/* Q2_K, rows r .. r + 15 from W->copy (cols_copy.h): as Q4_K's, with
- * llama.cpp's ggml_gemv_q2_K_8x8_q8_K integers, I = sum over the 16
- * groups of 16 of scale x (sum of 2-bit code x input code) and M = sum
- * of minimum x (sum of the group's 16 input codes). Slice k of a block:
- * half h = k / 8 of the codes, its bytes 4 (k % 8) .. at shift 2 l
- * values 128 h + 32 l + 4 (k % 8) .., group 8 h + 2 l + (k % 8) / 4. */
-AVX512VNNI void mx_q8_q2_k_cols16_vnni(float *y, const struct wmat *W, int64_t r,
-                                       const struct matmul_q8 *a)
-{
-    const int64_t nb = W->in / 256;
-    const uint8_t *b = W->copy + (size_t)r * W->row_bytes;
+    const size_t cb = 16 * 84;
     const __m512i m2 = _mm512_set1_epi8(3), m4 = _mm512_set1_epi32(0xF);
     __m512 acc = _mm512_setzero_ps(), accm = acc;
-    for (int64_t i = 0; i < nb; i++, b += 16 * 84) {
+    for (int64_t i = 0; i < nb; i++) {
         const int8_t *q = a->q + 256 * i;
         __m512i isum = _mm512_setzero_si512(), msum = isum;
-        for (int hg = 0; hg < 4; hg++) { /* half hg / 2, slices' second four where hg odd */
+        for (size_t hg = 0; hg < 4; hg++) { /* half hg / 2, its slices' second four where hg odd */
             __m512i s[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
                             _mm512_setzero_si512()};
-            for (int k4 = 0; k4 < 4; k4++) {
-                const uint8_t *p = b + 64 * (4 * hg + k4);
-                _mm_prefetch((const char *)p + AHEAD, _MM_HINT_T0);
-                const __m512i raw = _mm512_loadu_si512((const void *)p);
-                for (int l = 0; l < 4; l++) {
-                    int32_t c;
-                    memcpy(&c, q + 128 * (hg / 2) + 32 * l + 16 * (hg % 2) + 4 * k4, 4);
-                    s[l] = _mm512_dpbusd_epi32(s[l],
-                                               _mm512_and_si512(_mm512_srli_epi16(raw, 2 * l), m2),
-                                               _mm512_set1_epi32(c));
-                }
+            for (size_t k = 0; k < 4; k++) {
+                const size_t sl = 4 * hg + k;
+                const __m512i raw = lanes(g, i * cb + 64 * sl, (size_t)i * 84 + 16 + 4 * sl);
+                for (unsigned l = 0; l < 4; l++)
+                    s[l] = _mm512_dpbusd_epi32(
+                        s[l], _mm512_and_si512(_mm512_srli_epi16(raw, 2 * l), m2),
+                        codes4(q + 128 * (hg / 2) + 32 * l + 16 * (hg % 2) + 4 * k));
             }
-            for (int l = 0; l < 4; l++) {
-                const int g = 8 * (hg / 2) + 2 * l + hg % 2;
-                const __m512i sc = _mm512_cvtepu8_epi32(
-                    _mm_loadu_si128((const __m128i *)(const void *)(b + 1024 + 16 * g)));
-                const int32_t bsum = a->sum16[16 * i + g];
-                isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(s[l], _mm512_and_si512(sc, m4)));
+            for (size_t l = 0; l < 4; l++) {
+                const size_t gr = 8 * (hg / 2) + 2 * l + hg % 2;
+                const __m512i sm = bytes16(g, i * cb + 1024 + 16 * gr, (size_t)i * 84 + gr);
+                isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(s[l], _mm512_and_si512(sm, m4)));
                 msum = _mm512_add_epi32(
-                    msum, _mm512_mullo_epi32(_mm512_srli_epi32(sc, 4), _mm512_set1_epi32(bsum)));
+                    msum, _mm512_mullo_epi32(_mm512_srli_epi32(sm, 4),
+                                             _mm512_set1_epi32(a->sum16[16 * i + (int64_t)gr])));
             }
         }
         const __m512 dx = _mm512_set1_ps(a->d[i]);
-        const __m512 d =
-            _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(b + 1280)));
-        const __m512 dmin =
-            _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(b + 1312)));
+        const __m512 d = halves16(g, i * cb + 1280, (size_t)i * 84 + 80, 0),
+                     dmin = halves16(g, i * cb + 1312, (size_t)i * 84 + 80, 1);
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, dx), acc);
         accm = _mm512_fmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, dx), accm);
     }
-    _mm512_storeu_ps(y, _mm512_sub_ps(acc, accm));
+    _mm512_mask_storeu_ps(y, g->m, _mm512_sub_ps(acc, accm));
 }
 
-/* Q2_K, row r from the file in that order: two 32-value runs a step
- * (shifts 2 l and 2 l + 2 of a half's 32 bytes against 64 codes: lanes
- * 4 t .. 4 t + 3 group 8 h + 2 l + t), times the lanes' scales */
-AVX512VNNI float mx_q8_q2_k_seq_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+AVX512VNNI void mx_q8_cols_vnni(float *y, const struct wmat *W, int64_t r, int n,
+                                const struct matmul_q8 *a)
 {
-    const int64_t nb = W->in / 256;
-    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
-    const __m256i m2 = _mm256_set1_epi8(3);
-    const __m512i quad = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-    float acc = 0.0f, accm = 0.0f;
-    for (int64_t i = 0; i < nb; i++, b += 84) {
-        const __m512i sc = _mm512_and_si512(
-            _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)b)),
-            _mm512_set1_epi32(0xF));
-        __m512i isum = _mm512_setzero_si512();
-        for (int h = 0; h < 2; h++) {
-            const __m256i raw =
-                _mm256_loadu_si256((const __m256i *)(const void *)(b + 16 + 32 * h));
-            for (int l = 0; l < 4; l += 2) {
-                const __m512i w = _mm512_inserti64x4(
-                    _mm512_castsi256_si512(_mm256_and_si256(_mm256_srli_epi16(raw, 2 * l), m2)),
-                    _mm256_and_si256(_mm256_srli_epi16(raw, 2 * l + 2), m2), 1);
-                const __m512i s = _mm512_dpbusd_epi32(
-                    _mm512_setzero_si512(), w,
-                    _mm512_loadu_si512((const void *)(a->q + 256 * i + 128 * h + 32 * l)));
-                const __m512i lanes = _mm512_permutexvar_epi32(
-                    _mm512_add_epi32(quad, _mm512_set1_epi32(8 * h + 2 * l)), sc);
-                isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(s, lanes));
-            }
-        }
-        int32_t msum = 0;
-        for (int g = 0; g < 16; g++)
-            msum += (b[g] >> 4) * a->sum16[16 * i + g];
-        const float dx = a->d[i];
-        acc = fmaf((float)_mm512_reduce_add_epi32(isum), h2f_f16c(b + 80) * dx, acc);
-        accm = fmaf((float)msum, h2f_f16c(b + 82) * dx, accm);
+    const struct grp g = grp_of(W, r, n);
+    switch (W->type) {
+    case GGML_Q4_0:
+        cols32(y, &g, W->in / 32, a, NULL, 0, 0);
+        break;
+    case GGML_IQ4_NL:
+        cols32(y, &g, W->in / 32, a, dequant_iq4nl_values, 1, 0);
+        break;
+    case GGML_MXFP4:
+        cols32(y, &g, W->in / 32, a, dequant_mxfp4_x2, 1, 1);
+        break;
+    case GGML_Q4_K:
+        cols_q4_k(y, &g, W->in / 256, a);
+        break;
+    case GGML_Q2_K:
+        cols_q2_k(y, &g, W->in / 256, a);
+        break;
+    default:
+        break;
     }
-    return acc - accm;
-}
-
-AVX512VNNI void mx_q8_q4_0_cols16_vnni(float *y, const struct wmat *W, int64_t r,
-                                       const struct matmul_q8 *a)
-{
-    cols16(y, W, r, a, NULL, 0, 0);
-}
-
-AVX512VNNI void mx_q8_iq4_nl_cols16_vnni(float *y, const struct wmat *W, int64_t r,
-                                         const struct matmul_q8 *a)
-{
-    cols16(y, W, r, a, dequant_iq4nl_values, 1, 0);
-}
-
-AVX512VNNI void mx_q8_mxfp4_cols16_vnni(float *y, const struct wmat *W, int64_t r,
-                                        const struct matmul_q8 *a)
-{
-    cols16(y, W, r, a, dequant_mxfp4_x2, 1, 1);
-}
-
-AVX512VNNI float mx_q8_q4_0_seq_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
-{
-    return seq_row(W, r, a, NULL, 0, 0);
-}
-
-AVX512VNNI float mx_q8_iq4_nl_seq_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
-{
-    return seq_row(W, r, a, dequant_iq4nl_values, 1, 0);
-}
-
-AVX512VNNI float mx_q8_mxfp4_seq_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
-{
-    return seq_row(W, r, a, dequant_mxfp4_x2, 1, 1);
 }
 
 #endif /* x86 */

@@ -34,7 +34,7 @@ AVX512VNNI float mx_q8_tq2_0_vnni(const struct wmat *W, int64_t r, const struct 
 AVX512VNNI float mx_q8_tq1_0_copy_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
 {
     const struct wmat v = {W->name, GGML_TQ2_0, W->copy, W->in, W->out, (size_t)(W->in / 256) * 66,
-                           0,       NULL};
+                           0,       NULL,       0};
     return mx_q8_tq2_0_vnni(&v, r, a);
 }
 

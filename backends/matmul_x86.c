@@ -86,18 +86,15 @@ void mv_x86_prep(enum mv_isa isa, uint32_t type, const float *x, int64_t n, floa
         return 1;                                                                                  \
     } while (0)
 
-/* llama.cpp's repacked order: whole groups of 16 of W->copy by fn16(y,
- * W, r, a), the other rows (and all without the copy) by expr */
-#define ROWS16(fn16, expr)                                                                         \
+/* llama.cpp's repacked order (matmul_q8_blockwise): 16 rows at a time,
+ * each group from W->copy where it is one of its whole groups, else from
+ * the file (mx_q8_cols_vnni) */
+#define COLS()                                                                                     \
     do {                                                                                           \
-        const int64_t full = W->copy ? W->out / 16 * 16 : 0;                                       \
-        int64_t r = r0;                                                                            \
-        for (; r < r1 && (r % 16 || r >= full); r++)                                               \
-            y[r - r0] = (expr);                                                                    \
-        for (; r + 16 <= r1 && r + 16 <= full; r += 16)                                            \
-            fn16(y + (r - r0), W, r, a);                                                           \
-        for (; r < r1; r++)                                                                        \
-            y[r - r0] = (expr);                                                                    \
+        for (int64_t r = r0, n; r < r1; r += n) {                                                  \
+            n = 16 - r % 16 < r1 - r ? 16 - r % 16 : r1 - r;                                       \
+            mx_q8_cols_vnni(y + (r - r0), W, r, (int)n, a);                                        \
+        }                                                                                          \
         return 1;                                                                                  \
     } while (0)
 
@@ -239,7 +236,7 @@ int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const s
         const int blockwise = matmul_q8_blockwise(W);
         switch (W->type) {
         case GGML_Q4_0:
-            if (blockwise) ROWS16(mx_q8_q4_0_cols16_vnni, mx_q8_q4_0_seq_vnni(W, r, a));
+            if (blockwise) COLS();
             if (W->copy) ROWS4(mx_q8_q4_0_rows4_vnni, mx_q8_q4_0_vnni(W, r, a));
             ROWS(mx_q8_q4_0_vnni(W, r, a));
         case GGML_Q8_0:
@@ -251,11 +248,11 @@ int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const s
         case GGML_Q5_1:
             ROWS(mx_q8_q5_1_vnni(W, r, a));
         case GGML_IQ4_NL:
-            if (blockwise) ROWS16(mx_q8_iq4_nl_cols16_vnni, mx_q8_iq4_nl_seq_vnni(W, r, a));
+            if (blockwise) COLS();
             if (W->copy) ROWS4(mx_q8_iq4_nl_rows4_vnni, mx_q8_iq4_nl_vnni(W, r, a));
             ROWS(mx_q8_iq4_nl_vnni(W, r, a));
         case GGML_MXFP4:
-            if (blockwise) ROWS16(mx_q8_mxfp4_cols16_vnni, mx_q8_mxfp4_seq_vnni(W, r, a));
+            if (blockwise) COLS();
             if (W->copy) ROWS4(mx_q8_mxfp4_rows4_vnni, mx_q8_mxfp4_vnni(W, r, a));
             ROWS(mx_q8_mxfp4_vnni(W, r, a));
         default:
@@ -264,10 +261,10 @@ int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const s
     }
     switch (W->type) {
     case GGML_Q4_K:
-        if (matmul_q8_blockwise(W)) ROWS16(mx_q8_q4_k_cols16_vnni, mx_q8_q4_k_seq_vnni(W, r, a));
+        if (matmul_q8_blockwise(W)) COLS();
         ROWS(mx_q8_q4_k_vnni(W, r, a));
     case GGML_Q2_K:
-        if (matmul_q8_blockwise(W)) ROWS16(mx_q8_q2_k_cols16_vnni, mx_q8_q2_k_seq_vnni(W, r, a));
+        if (matmul_q8_blockwise(W)) COLS();
         ROWS(mx_q8_q2_k_vnni(W, r, a));
     case GGML_IQ1_S:
         if (W->copy) ROWS(mx_q8_iq1_s_copy_vnni(W, r, a));

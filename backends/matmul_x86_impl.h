@@ -506,24 +506,12 @@ AVX512VNNI void mx_q8_iq4_nl_rows4_vnni(float *y, const struct wmat *W, int64_t 
                                         const struct matmul_q8 *a);
 AVX512VNNI void mx_q8_mxfp4_rows4_vnni(float *y, const struct wmat *W, int64_t r,
                                        const struct matmul_q8 *a);
-/* Q4_0, IQ4_NL, MXFP4, Q4_K, Q2_K in llama.cpp's repacked order (matmul_q8_cols.c,
- * matmul_q8_blockwise): rows r .. r + 15 (r % 16 == 0) into y[0..16)
- * from W->copy's columns, or row r from W->data */
-AVX512VNNI void mx_q8_q4_0_cols16_vnni(float *y, const struct wmat *W, int64_t r,
-                                       const struct matmul_q8 *a);
-AVX512VNNI void mx_q8_iq4_nl_cols16_vnni(float *y, const struct wmat *W, int64_t r,
-                                         const struct matmul_q8 *a);
-AVX512VNNI void mx_q8_mxfp4_cols16_vnni(float *y, const struct wmat *W, int64_t r,
-                                        const struct matmul_q8 *a);
-AVX512VNNI float mx_q8_q4_0_seq_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
-AVX512VNNI float mx_q8_iq4_nl_seq_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
-AVX512VNNI float mx_q8_mxfp4_seq_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
-AVX512VNNI void mx_q8_q4_k_cols16_vnni(float *y, const struct wmat *W, int64_t r,
-                                       const struct matmul_q8 *a);
-AVX512VNNI float mx_q8_q4_k_seq_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
-AVX512VNNI void mx_q8_q2_k_cols16_vnni(float *y, const struct wmat *W, int64_t r,
-                                       const struct matmul_q8 *a);
-AVX512VNNI float mx_q8_q2_k_seq_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
+/* Q4_0, IQ4_NL, MXFP4, Q4_K, Q2_K in llama.cpp's repacked order
+ * (matmul_q8_cols.c, matmul_q8_blockwise): rows r .. r + n - 1 (n <= 16)
+ * into y[0..n), from W->copy where they are one of its whole groups of
+ * 16, else from W->data */
+AVX512VNNI void mx_q8_cols_vnni(float *y, const struct wmat *W, int64_t r, int n,
+                                const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_q4_1_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_q5_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_q5_1_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);

@@ -68,7 +68,7 @@ static inline void bench_random_matrix(const char *name, int in, int rows, uint6
     synth_random_blocks((uint32_t)type, q, (int64_t)in * rows, 0.5f, st);
     for (size_t o = 0; type == GGML_MXFP4 && o < rb * (size_t)rows; o += 17)
         q[o] = (uint8_t)(120 + q[o] % 12);
-    *W = (struct wmat){name, (uint32_t)type, q, in, rows, rb, 0, NULL};
+    *W = (struct wmat){name, (uint32_t)type, q, in, rows, rb, 0, NULL, 0};
 }
 
 #endif

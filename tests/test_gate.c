@@ -598,13 +598,17 @@ static double ppl_of(const char *spec, const char *chunks, const char *threads)
 
 TEST(llamacpp_repack_off_same_outputs, shared)
 {
-    /* issue 33: an a=llamacpp model makes decode's copies (interleaved Q4_0,
+    /* issue 33: an a=llamacpp model makes decode's copies (columns Q4_0,
      * decoded IQ2_XS and TQ1_0 here) at its first generation; `repack=0`
      * never makes them, and decode and prefill read the file as stored:
-     * the same text and the same PPL. What this asserts is that sameness
-     * and that repack=0 is accepted; that no copy is made shows only in
-     * memory (docs/engine.md: peak RSS 423 -> 280 MB on the 1.1B IQ2_XXS
-     * model), which a test here cannot measure on any machine */
+     * the same PPL (prefill's order does not change) and here the same
+     * text. repack=0 also decodes Q4_0 in ggml's vec_dot order, as
+     * llama.cpp's --no-repack does, not the repacked kernels' (the bits
+     * of each are decode_q8_kernels_exact's); on this file both orders
+     * give the same 40 tokens. What this asserts is that sameness and that
+     * repack=0 is accepted; that no copy is made shows only in memory
+     * (docs/engine.md: peak RSS 423 -> 280 MB on the 1.1B IQ2_XXS model),
+     * which a test here cannot measure on any machine */
     const char *d = t_shared("models/stories260K-pad256");
     if (!d || !t_shared("data/tinystories_valid_head.txt")) SKIP("../shared is absent");
     char dir[4096], spec[4400];

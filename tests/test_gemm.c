@@ -188,7 +188,7 @@ static int gemm_case_check(const struct gemm_case *gc, uint64_t *st)
         y0[k] = (float)(rng_unit(st) - 0.5);
     struct q8_inputs b;
     if (make_inputs(gc->type, x, N, in, &b)) return 1;
-    struct wmat W = {"w", gc->type, q, in, ROWS, rb, 0, NULL};
+    struct wmat W = {"w", gc->type, q, in, ROWS, rb, 0, NULL, 0};
     const char *const sets[] = {"avx2", "avx512", "avx512vnni"};
     char was[16];
     snprintf(was, sizeof was, "%s", matmul_kernel_name());
@@ -265,9 +265,9 @@ TEST(gemm_q8_refuses, unit)
     float *scratch = qg_alloc_aligned(matmul_scratch_floats(256) * sizeof(float));
     ASSERT(scratch);
     struct matmul_q8 a = {GGML_Q8_0, codes, d, sum16, s};
-    struct wmat f16 = {"w", GGML_F16, q, 32, 1, 64, 0, NULL},
-                q80 = {"w", GGML_Q8_0, q, 64, 1, 68, 0, NULL},
-                q4k = {"w", GGML_Q4_K, q, 64, 1, 68, 0, NULL};
+    struct wmat f16 = {"w", GGML_F16, q, 32, 1, 64, 0, NULL, 0},
+                q80 = {"w", GGML_Q8_0, q, 64, 1, 68, 0, NULL, 0},
+                q4k = {"w", GGML_Q4_K, q, 64, 1, 68, 0, NULL, 0};
     ASSERT_EQ(gemm_q8(y, &f16, NULL, 0, &a, 1, 1, scratch), QG_ERR_UNSUPPORTED);
     ASSERT_EQ(gemm_q8(y, &q4k, NULL, 0, &a, 1, 1, scratch), QG_ERR_UNSUPPORTED);
     a.kind = GGML_Q8_K;
@@ -328,7 +328,7 @@ TEST(gemm_q8_in_the_forward_pass, unit)
         p.wtype = types[i], p.seed = 5;
         ASSERT_OK(synth_write(&p, t_path("g.gguf"), err, sizeof err));
         ASSERT_OK(matmul_use_kernel("avx512vnni"));
-        const struct wmat W = {"w", types[i], NULL, p.dim, p.dim, 0, 0, NULL};
+        const struct wmat W = {"w", types[i], NULL, p.dim, p.dim, 0, 0, NULL, 0};
         ASSERT(gemm_q8_fast(&W));
         ASSERT_OK(t_logits(t_path("g.gguf"), LLAMA_ACT_LLAMACPP, NULL, 1, N, a));
         ASSERT_OK(t_logits(t_path("g.gguf"), LLAMA_ACT_LLAMACPP, NULL, 2, N, b));
@@ -373,7 +373,7 @@ static int copy_alone_case(uint32_t type, int rows)
         x[i] = (float)(rng_unit(&st) * 2 - 1);
     struct q8_inputs b;
     ASSERT_OK(make_inputs(type, x, N, IN, &b));
-    struct wmat W = {"w", type, q, IN, rows, rb, 0, NULL};
+    struct wmat W = {"w", type, q, IN, rows, rb, 0, NULL, 0};
     ASSERT(gemm_q8_fast(&W) && matmul_copy_bytes(&W) > 0);
     for (int copy = 0; copy < 2; copy++) {
         float *y = copy ? got : want;

@@ -1066,7 +1066,7 @@ static int minima_check(uint32_t type, const float *x, int in, int out, int n, u
         uint16_t m = quant_f32_to_f16((float)(rng_unit(st) * 0.2 - 0.1));
         memcpy(q + b * ti->type_size + 2, &m, 2);
     }
-    struct wmat W = {"w", type, q, in, out, rb, 0, NULL};
+    struct wmat W = {"w", type, q, in, out, rb, 0, NULL, 0};
     ASSERT_OK(matmul_w_minima(y, x, &W, NULL, n, 0.0f, 1, scratch));
     double worst = 0;
     for (int o = 0; o < out; o++) {
@@ -1168,7 +1168,7 @@ static int group_case(const uint32_t types[3])
             else
                 ASSERT_OK(quant_row(types[p], w, q + r * rb, IN));
         }
-        W[p] = (struct wmat){"w", types[p], q, IN, outs[p], rb, 0, NULL};
+        W[p] = (struct wmat){"w", types[p], q, IN, outs[p], rb, 0, NULL, 0};
         y1[p] = malloc(sizeof(float) * N * (size_t)outs[p]);
         y2[p] = malloc(sizeof(float) * N * (size_t)outs[p]);
         ASSERT(y1[p] && y2[p]);
@@ -1253,7 +1253,7 @@ TEST(decode_output_written_not_read, unit)
     synth_random_blocks(GGML_Q8_0, q, (int64_t)IN * OUT, 0.5f, &st);
     for (int i = 0; i < IN; i++)
         x[i] = (float)(rng_unit(&st) - 0.5);
-    struct wmat W = {"w", GGML_Q8_0, q, IN, OUT, rb, 0, NULL};
+    struct wmat W = {"w", GGML_Q8_0, q, IN, OUT, rb, 0, NULL, 0};
     memset(warm, 0, bytes);
     matmul_w(warm, x, &W, NULL, 1, 0.0f, 1, scratch); /* scratch's pages are in */
     float *y = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -1312,7 +1312,7 @@ static int decode_kernels_check(void)
         uint8_t *q = malloc(rb * ROWS);
         for (int r = 0; r < ROWS; r++)
             ASSERT_OK(quant_row(types[t], w + r * IN, q + r * rb, IN));
-        struct wmat W = {"w", types[t], q, IN, ROWS, rb, 0, NULL};
+        struct wmat W = {"w", types[t], q, IN, ROWS, rb, 0, NULL, 0};
         double ef, ep;
         decode_errors(&W, x, ROWS, &ef, &ep);
         printf("%-8s fused %.2e portable %.2e\n", ti->name, ef, ep);
@@ -1327,7 +1327,7 @@ static int decode_kernels_check(void)
         size_t rb = IN / ti->block * ti->type_size;
         uint8_t *q = malloc(rb * ROWS);
         synth_random_blocks(type, q, (int64_t)IN * ROWS, 0.5f, &st);
-        struct wmat W = {"w", type, q, IN, ROWS, rb, 0, NULL};
+        struct wmat W = {"w", type, q, IN, ROWS, rb, 0, NULL, 0};
         double ef, ep;
         decode_errors(&W, x, ROWS, &ef, &ep);
         printf("%-8s fused %.2e portable %.2e (random blocks)\n", ti->name, ef, ep);
@@ -1354,7 +1354,7 @@ static int decode_kernels_check(void)
             else
                 ASSERT_OK(quant_row(odd[o].type, f, q + r * rb, odd[o].in));
         }
-        struct wmat W = {"w", odd[o].type, q, odd[o].in, ROWS, rb, 0, NULL};
+        struct wmat W = {"w", odd[o].type, q, odd[o].in, ROWS, rb, 0, NULL, 0};
         double ef, ep;
         decode_errors(&W, x, ROWS, &ef, &ep);
         printf("%-8s fused %.2e portable %.2e (rows of %lld)\n", ti->name, ef, ep,
@@ -1382,7 +1382,7 @@ static int decode_kernels_check(void)
             const struct ggml_type_info *ti = ggml_type_get(t->type);
             struct wmat W = {t->name,  t->type,  t->data,
                              t->ne[0], t->ne[1], (size_t)(t->ne[0] / ti->block) * ti->type_size,
-                             0,        NULL};
+                             0,        NULL,     0};
             double ef, ep;
             decode_errors(&W, x, W.out < ROWS ? W.out : ROWS, &ef, &ep);
             printf("%-8s fused %.2e portable %.2e (%s)\n", ti->name, ef, ep, t->name);
@@ -1468,7 +1468,7 @@ static int vnni_edges(uint32_t type, int64_t in, uint64_t *st)
         rc = quant_row(GGML_Q4_K, w, q + (size_t)r * rb, in);
     }
     if (type != GGML_Q4_K) synth_random_blocks(type, q, in * ROWS, 0.5f, st);
-    struct wmat W = {"w", type, q, in, ROWS, rb, 0, NULL};
+    struct wmat W = {"w", type, q, in, ROWS, rb, 0, NULL, 0};
     for (int64_t i = 0; i < in; i++)
         x[i] = (float)(rng_unit(st) * 2 - 1);
     /* groups it holds: zeros, a max of 2^-60 and just under 2^60, one
@@ -1992,7 +1992,7 @@ static void vary_block_scales(uint32_t type, uint8_t *q, size_t rb, int rows, ui
  * in use: integer kernels on avx512vnni only, the same products (the float
  * kernels with the rounded input) elsewhere */
 /* q8_check's case: `rows` rows of `type`, `in` inputs */
-static int q8_case(uint32_t type, int64_t in, int rows, int vnni, uint64_t *stp)
+static int q8_case(uint32_t type, int64_t in, int rows, int no_repack, int vnni, uint64_t *stp)
 {
     uint64_t st = *stp;
     const struct ggml_type_info *ti = ggml_type_get(type);
@@ -2003,7 +2003,7 @@ static int q8_case(uint32_t type, int64_t in, int rows, int vnni, uint64_t *stp)
     vary_block_scales(type, q, rb, rows, &st);
     for (int64_t k = 0; k < in; k++)
         x[k] = (float)(rng_unit(&st) * 2 - 1) * (k % 7 == 0 ? 8.0f : 1.0f);
-    struct wmat W = {"w", type, q, in, rows, rb, 0, NULL};
+    struct wmat W = {"w", type, q, in, rows, rb, 0, NULL, no_repack};
     const uint32_t kind = simfmt_llamacpp_act_class(type);
     const int has = matmul_has_q8(type, kind);
     int unlike = 0;
@@ -2016,9 +2016,9 @@ static int q8_case(uint32_t type, int64_t in, int rows, int vnni, uint64_t *stp)
         T_FAIL_("%s: codes of a block whose scale's inverse overflows", ti->name);
     free(q), free(x);
     printf("%s %s in %lld: %s, error %.2e (group of 2: %.2e), %d of %d rows unlike "
-           "llama.cpp's order\n",
+           "llama.cpp's order (%s)\n",
            matmul_kernel_name(), ti->name, (long long)in, has ? "integer" : "float", e1, e2, unlike,
-           rows);
+           rows, matmul_q8_blockwise(&W) ? "repacked" : "vec_dot");
     if (has && unlike) T_FAIL_("%s in %lld: not llama.cpp's bits", ti->name, (long long)in);
     if (has != vnni) T_FAIL_("%s: matmul_has_q8 %d under %s", ti->name, has, matmul_kernel_name());
     if (!(e1 >= 0 && e1 < 2e-6 && e2 >= 0 && e2 < 2e-6))
@@ -2062,12 +2062,14 @@ static int q8_check(void *ctx)
     uint64_t st = 33;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         /* 37 rows: ggml's vec_dot order; 40 (2 groups of 16 and 8 more): the
-         * repacked order where llama.cpp repacks (matmul_q8_blockwise) */
-        if (q8_case(cases[i].type, cases[i].in, 37, vnni, &st)) return 1;
+         * repacked order where llama.cpp repacks (matmul_q8_blockwise), and
+         * vec_dot's again under no_repack (repack=0, llama.cpp's --no-repack) */
+        if (q8_case(cases[i].type, cases[i].in, 37, 0, vnni, &st)) return 1;
         const uint32_t t = cases[i].type;
         if ((t == GGML_Q4_0 || t == GGML_IQ4_NL || t == GGML_MXFP4 || t == GGML_Q4_K ||
              t == GGML_Q2_K) &&
-            q8_case(t, cases[i].in, 40, vnni, &st))
+            (q8_case(t, cases[i].in, 40, 0, vnni, &st) ||
+             q8_case(t, cases[i].in, 40, 1, vnni, &st)))
             return 1;
     }
     return 0;
@@ -2092,7 +2094,7 @@ static int rows4_case(uint32_t type, int64_t in, int rows, int vnni, uint64_t *s
     vary_block_scales(type, q, rb, rows, &st);
     for (int64_t k = 0; k < in; k++)
         x[k] = (float)(rng_unit(&st) * 2 - 1);
-    struct wmat W = {"w", type, q, in, rows, rb, 0, NULL};
+    struct wmat W = {"w", type, q, in, rows, rb, 0, NULL, 0};
     const size_t size = matmul_copy_bytes(&W);
     /* the decoded copies' block bytes (iq_copy.h; TQ1_0 as TQ2_0) */
     const size_t cb = type == GGML_IQ1_S                           ? 70

@@ -133,6 +133,7 @@ static int cpu_open(const char *spec, const struct backend_open_params *p, void 
      * they are made at the first generation, not for scoring, which reads
      * the file as fast (repack=0: never) */
     c->pack = sim.act == LLAMA_ACT_LLAMACPP && !sim.no_repack;
+    if (!rc && sim.no_repack) llama_no_repack(c->model); /* vec_dot's order, as --no-repack */
     if (!rc) rc = llama_ctx_new(c->model, c->n_ctx, &c->ctx);
     const char *declared = rc ? NULL : llama_declared_act(c->model);
     if (!rc && !sim.act && !sim.act_none && declared) { /* as the checkpoint is deployed */
