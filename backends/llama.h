@@ -120,9 +120,10 @@ void llama_ctx_set_kv16(struct llama_ctx *c, int on);
  * nearest per the format's scales). *n_done counts them. QG_OK or
  * QG_ERR_NOMEM. Call before any context is made. */
 /* Gives every matrix that a=llamacpp's decode kernels read faster from
- * decode's copy (matmul_copy, under avx512vnni: Q4_0, IQ4_NL, MXFP4
- * interleaved; IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S
- * decoded; TQ1_0 as TQ2_0) that copy, owned by m, made on up to n_threads
+ * decode's copy (matmul_copy, under avx512vnni: Q4_0, IQ4_NL, MXFP4,
+ * Q4_K, Q2_K in columns where llama.cpp repacks, Q4_0, IQ4_NL, MXFP4
+ * interleaved elsewhere; IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS,
+ * IQ3_S decoded; TQ1_0 as TQ2_0) that copy, owned by m, made on up to n_threads
  * threads: decode steps, prefill's packing and a tied embedding's lookup
  * then read that copy (matmul_row_codes, matmul_row; the lookup of an
  * IQ2, IQ3 or TQ1_0 embedding reads the file), and the mapped file's pages of those rows are
@@ -130,7 +131,7 @@ void llama_ctx_set_kv16(struct llama_ctx *c, int on);
  * place of the file's pages in memory, as llama.cpp's repacked buffers do;
  * a reader of the file (the float path, another kernel set) has them read
  * back in. The copies are one block; a decoded copy is larger than the
- * rows it holds (IQ1_S 1.4x, IQ1_M 1.36x, IQ2_XXS 1.55x, IQ2_XS 1.43x,
+ * rows it holds (Q4_K's columns 1.03x, IQ1_S 1.4x, IQ1_M 1.36x, IQ2_XXS 1.55x, IQ2_XS 1.43x,
  * IQ2_S 1.29x, IQ3_XXS 1.37x, IQ3_S 1.22x, TQ1_0 1.22x). QG_OK, or QG_ERR_NOMEM with nothing done
  * (decode then reads the file). */
 int llama_pack_decode(struct llama_model *m, int n_threads);

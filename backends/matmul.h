@@ -60,12 +60,14 @@ int matmul_q8_blockwise(const struct wmat *W);
 
 /* Decode's copy of W, in one of three layouts by type, made under
  * avx512vnni, where a=llamacpp's integer kernels read it:
- * - columns (Q4_0, IQ4_NL, MXFP4 where matmul_q8_blockwise): rows in
- *   groups of 16, block i of the group's 16 rows together, their 4-byte
- *   runs of nibbles side by side, then their scales (one vpdpbusd adds
- *   four products to each of 16 rows' sums); the rows past the last whole
- *   group are not in it. The same bytes as the rows it replaces;
- * - interleaved (the same types otherwise): rows in groups of four,
+ * - columns (Q4_0, IQ4_NL, MXFP4, Q4_K, Q2_K where matmul_q8_blockwise:
+ *   cols_copy.h): rows in groups of 16, block i of the group's 16 rows
+ *   together, their 4-byte runs of nibbles (or 2-bit codes) side by side,
+ *   then their scales (one vpdpbusd adds four products to each of 16
+ *   rows' sums); the rows past the last whole group are not in it. The
+ *   stored bytes moved (Q4_K: its scales unpacked, 148 bytes a row per
+ *   block, not 144);
+ * - interleaved (Q4_0, IQ4_NL, MXFP4 otherwise): rows in groups of four,
  *   block i of the group's four rows side by side, then block i + 1 (one
  *   stream feeds four independent sums); the rows past the last whole
  *   group are not in it;

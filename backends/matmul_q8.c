@@ -7,7 +7,9 @@
  * multiplied by the block's two scales into eight running sums, block
  * after block (one fused multiply-add each), then summed as ggml's
  * hsum_float_8 sums them. Two blocks' integers at a time here (64 bytes,
- * vpdpbusd); the order of the float operations is ggml's. */
+ * vpdpbusd); the order of the float operations is ggml's. Where llama.cpp
+ * repacks (matmul_q8_blockwise) its repacked kernels' order is
+ * matmul_q8_cols.c's instead; these then serve repack=0 (--no-repack). */
 #include "backends/matmul_x86_impl.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
