@@ -13,6 +13,8 @@
 #include "backends/matmul_impl.h"
 #include "backends/parallel.h"
 #include "backends/qcodes.h"
+#include "backends/quant.h"
+#include "backends/dequant.h"
 #include "backends/simfmt.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -46,7 +48,10 @@ struct gjob {
     const float *bias;
     float beta;
     int n, chunk, has_min, tiles;
-    int sb; /* Q8_K inputs: chunks per 256 (the two-level sum); Q8_0: 0 */
+    int sb;      /* Q8_K inputs: chunks per 256 (the two-level sum); Q8_0: 0 */
+    int kq;      /* Q4_K, Q2_K where llama.cpp repacks (matmul_q8_blockwise): its order */
+    int kq_part; /* kq: chunks per fused multiply-add of its GEMM (Q4_K 2, Q2_K 8) */
+    int n4;      /* kq: the inputs in whole groups of 4 (its GEMM's), the rest its gemv's */
     int64_t nch;
     struct gx x;
     uint8_t *scratch;
@@ -59,10 +64,42 @@ static size_t up64(size_t b)
     return (b + 63) / 64 * 64;
 }
 
-/* bytes of one packed tile: the words, then s and m per chunk and row */
+/* bytes of one packed tile: the words, then s and m per chunk and row
+ * (kq: the integer scales and minima), then d and dmin per 256 and row
+ * (kq only) */
 static size_t tile_bytes(int64_t in, int64_t nch)
 {
-    return up64((size_t)TILE * (size_t)in) + 2 * up64((size_t)TILE * (size_t)nch * sizeof(float));
+    return up64((size_t)TILE * (size_t)in) + 2 * up64((size_t)TILE * (size_t)nch * sizeof(float)) +
+           2 * up64((size_t)TILE * (size_t)(in / 256) * sizeof(float));
+}
+
+/* a packed tile's parts after its words: 0 s, 1 m, 2 d, 3 dmin */
+static float *tile_part(uint8_t *p, int64_t in, int64_t nch, int part)
+{
+    const size_t w = up64((size_t)TILE * (size_t)in),
+                 c = up64((size_t)TILE * (size_t)nch * sizeof(float)),
+                 b = up64((size_t)TILE * (size_t)(in / 256) * sizeof(float));
+    const size_t at = w + (part < 2 ? (size_t)part * c : 2 * c + (size_t)(part - 2) * b);
+    return (float *)(void *)(p + at);
+}
+
+/* Q4_K's or Q2_K's stored row st: the integer scale and minimum of each
+ * chunk (Q4_K 32 values, Q2_K 16) into sc and mn, d and dmin of each 256
+ * into row r of the tile's parts d and dm */
+static void kq_factors(uint32_t type, const uint8_t *st, int64_t in, int32_t *sc, int32_t *mn,
+                       float *d, float *dm, int r)
+{
+    const int k4 = type == GGML_Q4_K, bs = k4 ? 144 : 84, per = k4 ? 8 : 16;
+    for (int64_t b = 0; b < in / 256; b++, st += bs) {
+        const int at = k4 ? 0 : 80; /* d, then dmin */
+        d[b * TILE + r] = quant_f16_to_f32((uint16_t)(st[at] | st[at + 1] << 8));
+        dm[b * TILE + r] = quant_f16_to_f32((uint16_t)(st[at + 2] | st[at + 3] << 8));
+        for (int g = 0; g < per; g++) {
+            int a = st[g] & 0xF, m = st[g] >> 4;
+            if (k4) dequant_k4_scale_min(g, st + 4, &a, &m);
+            sc[b * per + g] = a, mn[b * per + g] = m;
+        }
+    }
 }
 
 /* bytes of a row's codes, scales and minima before they are packed */
@@ -185,18 +222,24 @@ static void pack_tile(const struct gjob *j, int64_t r0, int nr, uint8_t *p, uint
     const int64_t in = W->in, nch = j->nch;
     const size_t rb = row_bytes(in, nch);
     uint32_t *words = (uint32_t *)(void *)p;
-    float *ts = (float *)(void *)(p + up64((size_t)TILE * (size_t)in));
-    float *tm = (float *)(void *)((uint8_t *)ts + up64((size_t)TILE * (size_t)nch * sizeof(float)));
+    float *ts = tile_part(p, in, nch, 0), *tm = tile_part(p, in, nch, 1);
+    float *td = tile_part(p, in, nch, 2), *tdm = tile_part(p, in, nch, 3);
     for (int r = 0; r < TILE; r++) {
         int8_t *code = (int8_t *)(rows + (size_t)r * rb);
         float *s = (float *)(void *)((uint8_t *)code + up64((size_t)in));
         float *m = (float *)(void *)((uint8_t *)s + up64((size_t)nch * sizeof(float)));
-        if (r < nr) {
+        if (r < nr && j->kq) { /* the codes, then the integer factors in s's and m's place */
+            const uint8_t *st = matmul_row(W, r0 + r, gather);
+            qcodes_row(W->type, st, in, code, s, m);
+            kq_factors(W->type, st, in, (int32_t *)(void *)s, (int32_t *)(void *)m, td, tdm, r);
+        } else if (r < nr) {
             matmul_row_codes(W, r0 + r, gather, code, s, m);
         } else {
             memset(code, 0, (size_t)in);
             memset(s, 0, (size_t)nch * sizeof *s);
             memset(m, 0, (size_t)nch * sizeof *m);
+            for (int64_t b = 0; j->kq && b < in / 256; b++)
+                td[b * TILE + r] = tdm[b * TILE + r] = 0.0f;
         }
         for (int64_t c = 0; c < nch; c++) {
             ts[c * TILE + r] = s[c];
@@ -225,16 +268,63 @@ static float finish(const struct gjob *j, float acc, int64_t r, int t)
     return j->bias ? v + j->bias[r] : v;
 }
 
+/* chunks per fused multiply-add of kq input t: llama.cpp's repacked GEMM
+ * (4 inputs at a time) adds each 64 (Q4_K) or 128 (Q2_K) values, its gemv
+ * (the n % 4 last) each 256 */
+static int kq_every(const struct gjob *j, int t)
+{
+    return t < j->n4 ? j->kq_part : j->sb;
+}
+
+/* tile_c for kq: per kq_every chunks the integer I = sum of scale x chunk
+ * sum and M = sum of minimum x the input's chunk sum, then
+ * acc = fmaf(I, d dx, acc), accm = fmaf(M, dmin dx, accm); acc - accm */
+static void kq_tile_c(const struct gjob *j, const uint8_t *p, const float *ts, const float *tm,
+                      const float *td, const float *tdm, int64_t r0, int nr, int t0, int t1)
+{
+    const int64_t nch = j->nch, C = j->chunk;
+    for (int t = t0; t < t1; t++) {
+        const int64_t ti = t / NT;
+        const int i = t % NT;
+        const int8_t *q = (const int8_t *)x_codes(j, ti);
+        const int32_t *xo = (const int32_t *)x_part(j, ti, 0);
+        const float *dx = (const float *)x_part(j, ti, 1), *mx = (const float *)x_part(j, ti, 2);
+        for (int r = 0; r < nr; r++) {
+            float acc = 0.0f, accm = 0.0f;
+            int32_t I = 0, M = 0;
+            for (int64_t c = 0; c < nch; c++) {
+                int32_t Ic = xo[c * NT + i], sc, mn;
+                for (int64_t e = c * C; e < c * C + C; e++)
+                    Ic += (int32_t)p[(e / 4 * TILE + r) * 4 + e % 4] *
+                          q[(e / 4 * NT + i) * 4 + e % 4];
+                memcpy(&sc, ts + c * TILE + r, 4), memcpy(&mn, tm + c * TILE + r, 4);
+                I += Ic * sc;
+                M += mn * (int32_t)mx[c * NT + i];
+                if ((c + 1) % kq_every(j, t)) continue;
+                const float d = dx[c * NT + i];
+                acc = fmaf((float)I, td[c / j->sb * TILE + r] * d, acc);
+                accm = fmaf((float)M, tdm[c / j->sb * TILE + r] * d, accm);
+                I = M = 0;
+            }
+            j->y[(size_t)t * (size_t)j->W->out + (size_t)(r0 + r)] =
+                finish(j, acc - accm, r0 + r, t);
+        }
+    }
+}
+
 /* the plain C product of a packed tile with inputs [t0, t1) (t0 a
  * multiple of NT): the reference, operation for operation what the
  * vector kernel does */
 static void tile_c(const struct gjob *j, const uint8_t *p, int64_t r0, int nr, int t0, int t1)
 {
     const int64_t in = j->W->in, nch = j->nch, C = j->chunk;
-    const float *ts = (const float *)(const void *)(p + up64((size_t)TILE * (size_t)in));
-    const float *tm =
-        (const float *)(const void *)((const uint8_t *)ts +
-                                      up64((size_t)TILE * (size_t)nch * sizeof(float)));
+    uint8_t *pp = (uint8_t *)(uintptr_t)p; /* read only */
+    const float *ts = tile_part(pp, in, nch, 0), *tm = tile_part(pp, in, nch, 1),
+                *td = tile_part(pp, in, nch, 2), *tdm = tile_part(pp, in, nch, 3);
+    if (j->kq) {
+        kq_tile_c(j, p, ts, tm, td, tdm, r0, nr, t0, t1);
+        return;
+    }
     for (int t = t0; t < t1; t++) {
         const int64_t ti = t / NT;
         const int i = t % NT;
@@ -267,21 +357,21 @@ static void tile_c(const struct gjob *j, const uint8_t *p, int64_t r0, int nr, i
  * C and HM constants where inlined */
 AVX512VNNI static inline __attribute__((always_inline)) void
 tile_vnni_t(const struct gjob *j, const uint8_t *p, int64_t r0, int nr, int t0, int t1, const int C,
-            const int HM, const int SB)
+            const int HM, const int SB, const int KQ)
 {
     const int64_t in = j->W->in, nch = j->nch;
     const __m512i *w = (const __m512i *)(const void *)p;
-    const float *ts = (const float *)(const void *)(p + up64((size_t)TILE * (size_t)in));
-    const float *tm =
-        (const float *)(const void *)((const uint8_t *)ts +
-                                      up64((size_t)TILE * (size_t)nch * sizeof(float)));
+    uint8_t *pp = (uint8_t *)(uintptr_t)p; /* read only */
+    const float *ts = tile_part(pp, in, nch, 0), *tm = tile_part(pp, in, nch, 1),
+                *td = tile_part(pp, in, nch, 2), *tdm = tile_part(pp, in, nch, 3);
     const int32_t *q = (const int32_t *)x_codes(j, t0 / NT),
                   *xo = (const int32_t *)x_part(j, t0 / NT, 0);
     const float *dx = (const float *)x_part(j, t0 / NT, 1),
                 *mx = (const float *)x_part(j, t0 / NT, 2);
-    __m512 acc[NT], z[NT];
+    __m512 acc[NT], z[NT]; /* KQ: z the minima's sum */
+    __m512i Ib[NT], Mb[NT];
     for (int i = 0; i < NT; i++)
-        acc[i] = z[i] = _mm512_setzero_ps();
+        acc[i] = z[i] = _mm512_setzero_ps(), Ib[i] = Mb[i] = _mm512_setzero_si512();
     for (int64_t c = 0; c < nch; c++, q += C / 4 * NT) {
         __m512i I[NT];
         for (int i = 0; i < NT; i++)
@@ -290,6 +380,26 @@ tile_vnni_t(const struct gjob *j, const uint8_t *p, int64_t r0, int nr, int t0, 
             const __m512i wv = _mm512_load_si512(w + c * (C / 4) + g);
             for (int i = 0; i < NT; i++)
                 I[i] = _mm512_dpbusd_epi32(I[i], wv, _mm512_set1_epi32(q[g * NT + i]));
+        }
+        if (KQ) { /* integer scales and minima; a fused multiply-add per 256 */
+            const __m512i scv = _mm512_load_si512(ts + c * TILE),
+                          mnv = _mm512_load_si512(tm + c * TILE);
+            for (int i = 0; i < NT; i++) {
+                Ib[i] = _mm512_add_epi32(Ib[i], _mm512_mullo_epi32(I[i], scv));
+                Mb[i] = _mm512_add_epi32(
+                    Mb[i], _mm512_mullo_epi32(mnv, _mm512_set1_epi32((int32_t)mx[c * NT + i])));
+            }
+            if ((c + 1) % j->kq_part) continue;
+            const __m512 dv = _mm512_load_ps(td + c / SB * TILE),
+                         dmv = _mm512_load_ps(tdm + c / SB * TILE);
+            for (int i = 0; i < NT; i++) {
+                if ((c + 1) % kq_every(j, t0 + i)) continue;
+                const __m512 d = _mm512_set1_ps(dx[c * NT + i]);
+                acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Ib[i]), _mm512_mul_ps(dv, d), acc[i]);
+                z[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Mb[i]), _mm512_mul_ps(dmv, d), z[i]);
+                Ib[i] = Mb[i] = _mm512_setzero_si512();
+            }
+            continue;
         }
         const __m512 sv = _mm512_load_ps(ts + c * TILE);
         if (!SB) { /* Q8_0 inputs: a scale per 32 */
@@ -319,7 +429,7 @@ tile_vnni_t(const struct gjob *j, const uint8_t *p, int64_t r0, int nr, int t0, 
     const __mmask16 k = (__mmask16)((1u << nr) - 1);
     for (int i = 0; i < NT && t0 + i < t1; i++) {
         float *y = j->y + (size_t)(t0 + i) * (size_t)j->W->out + (size_t)r0;
-        __m512 v = acc[i];
+        __m512 v = KQ ? _mm512_sub_ps(acc[i], z[i]) : acc[i];
         if (j->beta != 0.0f)
             v = _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(j->beta), _mm512_maskz_loadu_ps(k, y)),
                               v);
@@ -333,15 +443,18 @@ AVX512VNNI static void tile_vnni(const struct gjob *j, const uint8_t *p, int64_t
 {
     for (int t = t0; t < t1; t += NT) {
         const int te = t + NT < t1 ? t + NT : t1;
-        if (!j->sb) /* Q8_0 inputs: the 32-element formats */
-            j->has_min ? tile_vnni_t(j, p, r0, nr, t, te, 32, 1, 0)
-                       : tile_vnni_t(j, p, r0, nr, t, te, 32, 0, 0);
+        if (j->kq) /* Q4_K, Q2_K in llama.cpp's repacked order */
+            j->chunk == 32 ? tile_vnni_t(j, p, r0, nr, t, te, 32, 1, 8, 1)
+                           : tile_vnni_t(j, p, r0, nr, t, te, 16, 1, 16, 1);
+        else if (!j->sb) /* Q8_0 inputs: the 32-element formats */
+            j->has_min ? tile_vnni_t(j, p, r0, nr, t, te, 32, 1, 0, 0)
+                       : tile_vnni_t(j, p, r0, nr, t, te, 32, 0, 0, 0);
         else if (j->chunk == 32)
-            j->has_min ? tile_vnni_t(j, p, r0, nr, t, te, 32, 1, 8)
-                       : tile_vnni_t(j, p, r0, nr, t, te, 32, 0, 8);
+            j->has_min ? tile_vnni_t(j, p, r0, nr, t, te, 32, 1, 8, 0)
+                       : tile_vnni_t(j, p, r0, nr, t, te, 32, 0, 8, 0);
         else
-            j->has_min ? tile_vnni_t(j, p, r0, nr, t, te, 16, 1, 16)
-                       : tile_vnni_t(j, p, r0, nr, t, te, 16, 0, 16);
+            j->has_min ? tile_vnni_t(j, p, r0, nr, t, te, 16, 1, 16, 0)
+                       : tile_vnni_t(j, p, r0, nr, t, te, 16, 0, 16, 0);
     }
 }
 #endif
@@ -412,7 +525,10 @@ int gemm_q8(float *y, const struct wmat *W, const float *bias, float beta,
                      .x = {.a = a},
                      .scratch = (uint8_t *)scratch,
                      .isa = mv_isa_current(),
-                     .sb = simfmt_llamacpp_act_class(W->type) == GGML_Q8_K ? 256 / C : 0};
+                     .sb = simfmt_llamacpp_act_class(W->type) == GGML_Q8_K ? 256 / C : 0,
+                     .kq = (W->type == GGML_Q4_K || W->type == GGML_Q2_K) && matmul_q8_blockwise(W),
+                     .kq_part = W->type == GGML_Q4_K ? 2 : 8,
+                     .n4 = n / 4 * 4};
     j.per_thread = matmul_scratch_floats(W->in) * sizeof(float);
     const size_t rb = row_bytes(W->in, j.nch), tb = tile_bytes(W->in, j.nch),
                  fixed = TILE * rb + (W->copy ? up64(W->row_bytes) : 0);

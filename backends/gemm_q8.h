@@ -11,11 +11,22 @@
  *     acc = fmaf((float)I, s[r][c] * d[t][c], acc)
  *     acc = fmaf(m[r][c], mx[t][c], acc)      (Q4_1, Q5_1: mx = a->s, Q8_1's
  *                                              block sum)
+ *   (for Q4_0, IQ4_NL and MXFP4 the order of llama.cpp's repacked GEMM
+ *   and gemv as well: matmul_q8_blockwise)
  *   Q8_K inputs (the K-quants, IQ and TQ formats), once per 256 the
  *   input's one scale, as ggml's kernels scale once per super-block:
  *     z   = fmaf((float)I, s[r][c], z)
  *     z   = fmaf(m[r][c], (float)(sum of the chunk's q), z)   (Q2_K, Q4_K, Q5_K)
  *     acc = fmaf(z, d[t][256-block], acc), z = 0   after the 256's last chunk
+ *   Q4_K and Q2_K where llama.cpp repacks them (matmul_q8_blockwise), its
+ *   repacked kernels' order instead: the chunks' integer scales sc and
+ *   minima mn (the 6- or 4-bit fields), over each step of P values
+ *     I = sum of sc[c] I_c,  M = sum of mn[c] (sum of the chunk's q)   (int32)
+ *     acc  = fmaf((float)I, d_w[r] * d[t], acc)
+ *     accm = fmaf((float)M, dmin_w[r] * d[t], accm)
+ *   and acc - accm: P is its GEMM's (Q4_K 64, Q2_K 128) for the inputs
+ *   in whole groups of 4 (t < n - n % 4, as llama.cpp multiplies a batch)
+ *   and its gemv's, 256, for the rest.
  * Then y = acc (beta 0) or beta y + acc, plus bias[r]. Each (r, t) is
  * this sequence of f32 operations whatever the tiling, the thread count
  * or the kernel set: the avx512vnni set runs it with vpdpbusd 16 rows by

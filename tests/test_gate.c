@@ -596,19 +596,21 @@ static double ppl_of(const char *spec, const char *chunks, const char *threads)
     return v;
 }
 
-TEST(llamacpp_repack_off_same_outputs, shared)
+TEST(llamacpp_repack_off, shared)
 {
     /* issue 33: an a=llamacpp model makes decode's copies (columns Q4_0,
-     * decoded IQ2_XS and TQ1_0 here) at its first generation; `repack=0`
-     * never makes them, and decode and prefill read the file as stored:
-     * the same PPL (prefill's order does not change) and here the same
-     * text. repack=0 also decodes Q4_0 in ggml's vec_dot order, as
-     * llama.cpp's --no-repack does, not the repacked kernels' (the bits
-     * of each are decode_q8_kernels_exact's); on this file both orders
-     * give the same 40 tokens. What this asserts is that sameness and that
-     * repack=0 is accepted; that no copy is made shows only in memory
-     * (docs/engine.md: peak RSS 423 -> 280 MB on the 1.1B IQ2_XXS model),
-     * which a test here cannot measure on any machine */
+     * decoded IQ2_XS and TQ1_0 here) at its first generation and follows
+     * llama.cpp's repacked kernels where llama.cpp repacks; `repack=0` is
+     * llama.cpp's --no-repack: no copy, decode in ggml's vec_dot order,
+     * and the Q2_K and Q4_K matrices' prefill in gemm_q8's own order, not
+     * the repacked GEMM's (the bits of each order are
+     * decode_q8_kernels_exact's and gemm_q8_repacked_order's). So a file
+     * without Q2_K or Q4_K matrices (Q4_0: Q4_0 and Q6_K) keeps its PPL to
+     * the bit, and the others move by the order alone (IQ2_XS has Q2_K
+     * attn_v matrices, TQ1_0 Q4_K ones): within 0.5 %; both generate.
+     * That no copy is made shows only in memory (docs/engine.md: peak RSS
+     * 423 -> 280 MB on the 1.1B IQ2_XXS model), which a test here cannot
+     * measure on any machine */
     const char *d = t_shared("models/stories260K-pad256");
     if (!d || !t_shared("data/tinystories_valid_head.txt")) SKIP("../shared is absent");
     char dir[4096], spec[4400];
@@ -627,11 +629,13 @@ TEST(llamacpp_repack_off_same_outputs, shared)
             t_out_free(&o);
             v[off] = ppl_of(spec, "20", "2");
         }
-        printf("%-6s a=llamacpp PPL %.10f, repack=0 %.10f; text: %.60s\n", types[i], v[0], v[1],
-               text[0]);
-        ASSERT(v[0] > 0 && text[0] && text[1] && strlen(text[0]) > 20);
-        if (v[0] != v[1]) T_FAIL_("%s: repack=0 changed the PPL", types[i]);
-        if (strcmp(text[0], text[1])) T_FAIL_("%s: repack=0 changed the generated text", types[i]);
+        printf("%-6s a=llamacpp PPL %.10f, repack=0 %.10f; texts: %.50s | %.50s\n", types[i], v[0],
+               v[1], text[0], text[1]);
+        ASSERT(v[0] > 0 && v[1] > 0 && text[0] && text[1]);
+        ASSERT(strlen(text[0]) > 20 && strlen(text[1]) > 20);
+        if (i == 0 && v[0] != v[1]) T_FAIL_("%s: repack=0 changed the PPL", types[i]);
+        if (fabs(v[0] - v[1]) > 0.005 * v[0])
+            T_FAIL_("%s: repack=0 moved the PPL by more than the order can", types[i]);
         free(text[0]), free(text[1]);
     }
     return 0;

@@ -254,6 +254,138 @@ TEST(gemm_q8_matches_reference, unit)
     return 0;
 }
 
+/* The product of row r of W (Q4_0, IQ4_NL, MXFP4, Q4_K, Q2_K) with the
+ * codes a in llama.cpp's repacked order, one fused multiply-add each
+ * `per` values: per row, I the integer sum of weight codes times input
+ * codes over those values (the K-quants: each sub-block's sum times its
+ * integer scale) and M (the K-quants) the minima times the input's sums,
+ * acc = fmaf(I, d_w d_x, acc), accm = fmaf(M, dmin_w d_x, accm), and
+ * acc - accm. Its gemv adds each block (per 32 or 256), its GEMM each 32
+ * (the 32-blocks), 64 (Q4_K) or 128 (Q2_K) values (ggml-cpu/repack.cpp,
+ * llama.cpp 0c1e570) */
+static float repacked_ref(const struct wmat *W, int64_t r, const struct matmul_q8 *a, int per)
+{
+    static const int8_t nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                  1,    13,   25,  38,  53,  69,  89,  113};
+    static const int8_t fp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+    const uint32_t ty = W->type;
+    const struct ggml_type_info *ti = ggml_type_get(ty);
+    float acc = 0, accm = 0;
+    for (int64_t k0 = 0; k0 < W->in; k0 += per) {
+        const uint8_t *b =
+            W->data + (size_t)r * W->row_bytes + (size_t)(k0 / ti->block) * ti->type_size;
+        int32_t I = 0, M = 0;
+        float dw, dm = 0;
+        for (int64_t e = k0 % ti->block; e < k0 % ti->block + per; e++) {
+            const int q = a->q[k0 - k0 % ti->block + e];
+            int u, sc = 1, mn = 0;
+            if (ti->block == 32) {
+                const int mx = ty == GGML_MXFP4,
+                          n = e < 16 ? b[2 - mx + e] & 0xF : b[2 - mx + e - 16] >> 4;
+                u = ty == GGML_Q4_0 ? n - 8 : mx ? fp4[n] : nl[n];
+            } else if (ty == GGML_Q4_K) {
+                const uint8_t byte = b[16 + 32 * (e / 64) + e % 32];
+                u = e % 64 < 32 ? byte & 0xF : byte >> 4;
+                dequant_k4_scale_min((int)(e / 32), b + 4, &sc, &mn);
+            } else { /* Q2_K */
+                u = b[16 + 32 * (e / 128) + e % 32] >> (2 * (e % 128 / 32)) & 3;
+                sc = b[e / 16] & 0xF, mn = b[e / 16] >> 4;
+            }
+            I += sc * u * q, M += mn * q;
+        }
+        if (ti->block == 32) {
+            dw = quant_f16_to_f32((uint16_t)(b[0] | b[1] << 8));
+            if (ty == GGML_MXFP4) { /* ggml's E8M0 halved */
+                uint32_t bits = b[0] < 2 ? 0x00200000u << b[0] : (uint32_t)(b[0] - 1) << 23;
+                memcpy(&dw, &bits, 4);
+            }
+        } else {
+            const int at = ty == GGML_Q4_K ? 0 : 80;
+            dw = quant_f16_to_f32((uint16_t)(b[at] | b[at + 1] << 8));
+            dm = quant_f16_to_f32((uint16_t)(b[at + 2] | b[at + 3] << 8));
+        }
+        const float dx = a->d[k0 / (ti->block == 32 ? 32 : 256)];
+        acc = fmaf((float)I, dw * dx, acc);
+        if (ti->block == 256) accm = fmaf((float)M, dm * dx, accm);
+    }
+    return acc - accm;
+}
+
+/* Where llama.cpp repacks (matmul_q8_blockwise: Q4_0, IQ4_NL, MXFP4, Q4_K,
+ * Q2_K with a multiple of 8 rows), prefill (gemm_q8) follows its repacked
+ * GEMM for the inputs in whole groups of 4 and its gemv for the n % 4
+ * last, to the bit, under every kernel set: repacked_ref with the GEMM's
+ * and the gemv's step; decode (matmul_w_group_q8, the avx512vnni integer
+ * kernels) follows the gemv; 72 rows and 11 inputs (8 in groups, 3 not)
+ * leave a partial tile and a partial pass */
+TEST(gemm_q8_repacked_order, unit)
+{
+    if (strcmp(matmul_kernel_name(), "avx512vnni"))
+        SKIP("decode's integer kernels need avx512vnni");
+    static const struct gemm_case cases[] = {
+        {GGML_Q4_0, 1024}, {GGML_IQ4_NL, 224}, {GGML_MXFP4, 512}, {GGML_Q4_K, 512},
+        {GGML_Q4_K, 1280}, {GGML_Q2_K, 256},   {GGML_Q2_K, 768}};
+    enum { ROWS = 72, N = 11 };
+    const char *const sets[] = {"portable", "avx2", "avx512", "avx512vnni"};
+    uint64_t st = 23;
+    parallel_set_adaptive(0);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const uint32_t type = cases[i].type;
+        const struct ggml_type_info *ti = ggml_type_get(type);
+        const int64_t in = cases[i].in;
+        const size_t rb = (size_t)(in / ti->block) * ti->type_size;
+        uint8_t *q = malloc(rb * ROWS);
+        float *x = malloc((size_t)N * (size_t)in * sizeof *x),
+              *yd = malloc((size_t)N * ROWS * sizeof *yd),
+              *yg = malloc((size_t)N * ROWS * sizeof *yg),
+              *ref = malloc((size_t)N * ROWS * sizeof *ref),
+              *scratch = qg_alloc_aligned(2 * matmul_scratch_floats(in) * sizeof(float));
+        ASSERT(q && x && yd && yg && ref && scratch);
+        synth_random_blocks(type, q, in * ROWS, 0.5f, &st);
+        for (size_t o = 0; type == GGML_MXFP4 && o < rb * ROWS; o += 17)
+            q[o] = (uint8_t)(120 + q[o] % 12);
+        for (int64_t k = 0; k < N * in; k++)
+            x[k] = (float)(rng_unit(&st) * 2 - 1) * (k % 7 == 0 ? 8.0f : 1.0f);
+        struct q8_inputs b;
+        if (make_inputs(type, x, N, in, &b)) return 1;
+        struct wmat W = {"w", type, q, in, ROWS, rb, 0, NULL, 0};
+        ASSERT(matmul_q8_blockwise(&W));
+        for (int t = 0; t < N; t++) {
+            struct matmul_part part = {yd + (size_t)t * ROWS, &W, NULL, 0.0f};
+            matmul_w_group_q8(&part, 1, x + (size_t)t * (size_t)in, &b.a[t], 2, scratch);
+        }
+        const int gemm_per = ti->block == 32 ? 32 : type == GGML_Q4_K ? 64 : 128;
+        int sets_run = 0, unlike_gemv = 0;
+        for (int e = 0; e < N * ROWS; e++) {
+            const int t = e / ROWS;
+            const float gemv = repacked_ref(&W, e % ROWS, &b.a[t], ti->block);
+            if (memcmp(&yd[e], &gemv, sizeof gemv))
+                T_FAIL_("%s in %lld: decode of input %d row %d %a, the gemv's order %a", ti->name,
+                        (long long)in, t, e % ROWS, (double)yd[e], (double)gemv);
+            ref[e] = t < N / 4 * 4 ? repacked_ref(&W, e % ROWS, &b.a[t], gemm_per) : gemv;
+            unlike_gemv += memcmp(&ref[e], &gemv, sizeof gemv) != 0;
+        }
+        for (size_t k = 0; k < sizeof sets / sizeof *sets; k++) {
+            if (matmul_use_kernel(sets[k]) != QG_OK) continue;
+            ASSERT_OK(gemm_q8(yg, &W, NULL, 0.0f, b.a, N, 2, scratch));
+            for (int e = 0; e < N * ROWS; e++)
+                if (memcmp(&yg[e], &ref[e], sizeof *yg))
+                    T_FAIL_("%s in %lld, %s: input %d row %d: prefill %a, llama.cpp's order %a",
+                            ti->name, (long long)in, sets[k], e / ROWS, e % ROWS, (double)yg[e],
+                            (double)ref[e]);
+            sets_run++;
+        }
+        ASSERT_OK(matmul_use_kernel("avx512vnni"));
+        printf("%s in %lld: prefill under %d kernel sets in the repacked GEMM's and gemv's order "
+               "on %d x %d products (%d of them unlike the gemv's), decode in the gemv's\n",
+               ti->name, (long long)in, sets_run, N, ROWS, unlike_gemv);
+        free_inputs(&b);
+        free(q), free(x), free(yd), free(yg), free(ref), free(scratch);
+    }
+    parallel_set_adaptive(1);
+    return 0;
+}
+
 /* what gemm_q8 refuses, writing nothing: a type without codes, inputs of
  * another kind, a width that is not a whole block */
 TEST(gemm_q8_refuses, unit)
