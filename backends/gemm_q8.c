@@ -268,6 +268,32 @@ static float finish(const struct gjob *j, float acc, int64_t r, int t)
     return j->bias ? v + j->bias[r] : v;
 }
 
+/* input t's parts in its tile (struct gx) */
+struct xin {
+    const int8_t *q;
+    const int32_t *xo;
+    const float *dx, *mx;
+};
+
+static struct xin x_in(const struct gjob *j, int t)
+{
+    const int64_t ti = t / NT;
+    return (struct xin){(const int8_t *)x_codes(j, ti), (const int32_t *)x_part(j, ti, 0),
+                        (const float *)x_part(j, ti, 1), (const float *)x_part(j, ti, 2)};
+}
+
+/* the exact integer of chunk c (C codes) of tile row r and input i of
+ * an input tile (codes q, offsets xo): the weights' unsigned codes times
+ * the input's, less the 128s */
+static int32_t chunk_int(const uint8_t *p, const int8_t *q, const int32_t *xo, int64_t C, int64_t c,
+                         int r, int i)
+{
+    int32_t I = xo[c * NT + i];
+    for (int64_t e = c * C; e < c * C + C; e++)
+        I += (int32_t)p[(e / 4 * TILE + r) * 4 + e % 4] * q[(e / 4 * NT + i) * 4 + e % 4];
+    return I;
+}
+
 /* chunks per fused multiply-add of kq input t: llama.cpp's repacked GEMM
  * (4 inputs at a time) adds each 64 (Q4_K) or 128 (Q2_K) values, its gemv
  * (the n % 4 last) each 256 */
@@ -284,24 +310,19 @@ static void kq_tile_c(const struct gjob *j, const uint8_t *p, const float *ts, c
 {
     const int64_t nch = j->nch, C = j->chunk;
     for (int t = t0; t < t1; t++) {
-        const int64_t ti = t / NT;
+        const struct xin x = x_in(j, t);
         const int i = t % NT;
-        const int8_t *q = (const int8_t *)x_codes(j, ti);
-        const int32_t *xo = (const int32_t *)x_part(j, ti, 0);
-        const float *dx = (const float *)x_part(j, ti, 1), *mx = (const float *)x_part(j, ti, 2);
         for (int r = 0; r < nr; r++) {
             float acc = 0.0f, accm = 0.0f;
             int32_t I = 0, M = 0;
             for (int64_t c = 0; c < nch; c++) {
-                int32_t Ic = xo[c * NT + i], sc, mn;
-                for (int64_t e = c * C; e < c * C + C; e++)
-                    Ic += (int32_t)p[(e / 4 * TILE + r) * 4 + e % 4] *
-                          q[(e / 4 * NT + i) * 4 + e % 4];
+                const int32_t Ic = chunk_int(p, x.q, x.xo, C, c, r, i);
+                int32_t sc, mn;
                 memcpy(&sc, ts + c * TILE + r, 4), memcpy(&mn, tm + c * TILE + r, 4);
                 I += Ic * sc;
-                M += mn * (int32_t)mx[c * NT + i];
+                M += mn * (int32_t)x.mx[c * NT + i];
                 if ((c + 1) % kq_every(j, t)) continue;
-                const float d = dx[c * NT + i];
+                const float d = x.dx[c * NT + i];
                 acc = fmaf((float)I, td[c / j->sb * TILE + r] * d, acc);
                 accm = fmaf((float)M, tdm[c / j->sb * TILE + r] * d, accm);
                 I = M = 0;
@@ -326,26 +347,20 @@ static void tile_c(const struct gjob *j, const uint8_t *p, int64_t r0, int nr, i
         return;
     }
     for (int t = t0; t < t1; t++) {
-        const int64_t ti = t / NT;
+        const struct xin x = x_in(j, t);
         const int i = t % NT;
-        const int8_t *q = (const int8_t *)x_codes(j, ti);
-        const int32_t *xo = (const int32_t *)x_part(j, ti, 0);
-        const float *dx = (const float *)x_part(j, ti, 1), *mx = (const float *)x_part(j, ti, 2);
         for (int r = 0; r < nr; r++) {
             float acc = 0.0f, z = 0.0f;
             for (int64_t c = 0; c < nch; c++) {
-                int32_t I = xo[c * NT + i];
-                for (int64_t e = c * C; e < c * C + C; e++)
-                    I += (int32_t)p[(e / 4 * TILE + r) * 4 + e % 4] *
-                         q[(e / 4 * NT + i) * 4 + e % 4];
+                const int32_t I = chunk_int(p, x.q, x.xo, C, c, r, i);
                 if (!j->sb) { /* Q8_0 inputs: a scale per 32 */
-                    acc = fmaf((float)I, ts[c * TILE + r] * dx[c * NT + i], acc);
-                    if (j->has_min) acc = fmaf(tm[c * TILE + r], mx[c * NT + i], acc);
+                    acc = fmaf((float)I, ts[c * TILE + r] * x.dx[c * NT + i], acc);
+                    if (j->has_min) acc = fmaf(tm[c * TILE + r], x.mx[c * NT + i], acc);
                     continue;
                 }
                 z = fmaf((float)I, ts[c * TILE + r], z); /* Q8_K: one scale per 256 */
-                if (j->has_min) z = fmaf(tm[c * TILE + r], mx[c * NT + i], z);
-                if ((c + 1) % j->sb == 0) acc = fmaf(z, dx[c * NT + i], acc), z = 0.0f;
+                if (j->has_min) z = fmaf(tm[c * TILE + r], x.mx[c * NT + i], z);
+                if ((c + 1) % j->sb == 0) acc = fmaf(z, x.dx[c * NT + i], acc), z = 0.0f;
             }
             j->y[(size_t)t * (size_t)j->W->out + (size_t)(r0 + r)] = finish(j, acc, r0 + r, t);
         }
@@ -353,6 +368,31 @@ static void tile_c(const struct gjob *j, const uint8_t *p, int64_t r0, int nr, i
 }
 
 #ifdef GEMM_VNNI
+/* tile_vnni_t's kq step for chunk c: its integers I times the rows'
+ * integer scales into Ib, the minima times the inputs' chunk sums into
+ * Mb, and at each input's step (kq_every) the two fused multiply-adds */
+AVX512VNNI static inline __attribute__((always_inline)) void
+kq_chunk(const struct gjob *j, int64_t c, int t0, const int SB, const __m512i *I, const float *ts,
+         const float *tm, const float *td, const float *tdm, const float *dx, const float *mx,
+         __m512i *Ib, __m512i *Mb, __m512 *acc, __m512 *z)
+{
+    const __m512i scv = _mm512_load_si512(ts + c * TILE), mnv = _mm512_load_si512(tm + c * TILE);
+    for (int i = 0; i < NT; i++) {
+        Ib[i] = _mm512_add_epi32(Ib[i], _mm512_mullo_epi32(I[i], scv));
+        Mb[i] = _mm512_add_epi32(
+            Mb[i], _mm512_mullo_epi32(mnv, _mm512_set1_epi32((int32_t)mx[c * NT + i])));
+    }
+    if ((c + 1) % j->kq_part) return;
+    const __m512 dv = _mm512_load_ps(td + c / SB * TILE), dmv = _mm512_load_ps(tdm + c / SB * TILE);
+    for (int i = 0; i < NT; i++) {
+        if ((c + 1) % kq_every(j, t0 + i)) continue;
+        const __m512 d = _mm512_set1_ps(dx[c * NT + i]);
+        acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Ib[i]), _mm512_mul_ps(dv, d), acc[i]);
+        z[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Mb[i]), _mm512_mul_ps(dmv, d), z[i]);
+        Ib[i] = Mb[i] = _mm512_setzero_si512();
+    }
+}
+
 /* 16 rows times the NT inputs of tile t0 / NT (stores those below t1),
  * C and HM constants where inlined */
 AVX512VNNI static inline __attribute__((always_inline)) void
@@ -381,24 +421,8 @@ tile_vnni_t(const struct gjob *j, const uint8_t *p, int64_t r0, int nr, int t0, 
             for (int i = 0; i < NT; i++)
                 I[i] = _mm512_dpbusd_epi32(I[i], wv, _mm512_set1_epi32(q[g * NT + i]));
         }
-        if (KQ) { /* integer scales and minima; a fused multiply-add per 256 */
-            const __m512i scv = _mm512_load_si512(ts + c * TILE),
-                          mnv = _mm512_load_si512(tm + c * TILE);
-            for (int i = 0; i < NT; i++) {
-                Ib[i] = _mm512_add_epi32(Ib[i], _mm512_mullo_epi32(I[i], scv));
-                Mb[i] = _mm512_add_epi32(
-                    Mb[i], _mm512_mullo_epi32(mnv, _mm512_set1_epi32((int32_t)mx[c * NT + i])));
-            }
-            if ((c + 1) % j->kq_part) continue;
-            const __m512 dv = _mm512_load_ps(td + c / SB * TILE),
-                         dmv = _mm512_load_ps(tdm + c / SB * TILE);
-            for (int i = 0; i < NT; i++) {
-                if ((c + 1) % kq_every(j, t0 + i)) continue;
-                const __m512 d = _mm512_set1_ps(dx[c * NT + i]);
-                acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Ib[i]), _mm512_mul_ps(dv, d), acc[i]);
-                z[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Mb[i]), _mm512_mul_ps(dmv, d), z[i]);
-                Ib[i] = Mb[i] = _mm512_setzero_si512();
-            }
+        if (KQ) { /* integer scales and minima; a fused multiply-add per kq_every */
+            kq_chunk(j, c, t0, SB, I, ts, tm, td, tdm, dx, mx, Ib, Mb, acc, z);
             continue;
         }
         const __m512 sv = _mm512_load_ps(ts + c * TILE);
