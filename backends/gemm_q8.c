@@ -83,11 +83,12 @@ static float *tile_part(uint8_t *p, int64_t in, int64_t nch, int part)
     return (float *)(void *)(p + at);
 }
 
-/* Q4_K's or Q2_K's stored row st: the integer scale and minimum of each
- * chunk (Q4_K 32 values, Q2_K 16) into sc and mn, d and dmin of each 256
- * into row r of the tile's parts d and dm */
-static void kq_factors(uint32_t type, const uint8_t *st, int64_t in, int32_t *sc, int32_t *mn,
-                       float *d, float *dm, int r)
+/* Q4_K's or Q2_K's stored row st into row r of a tile's parts: the
+ * integer scale and minimum of each chunk (Q4_K 32 values, Q2_K 16) as
+ * int32 in the places of s and m (ts, tm), d and dmin of each 256 (d,
+ * dm) */
+static void kq_factors(uint32_t type, const uint8_t *st, int64_t in, float *ts, float *tm, float *d,
+                       float *dm, int r)
 {
     const int k4 = type == GGML_Q4_K, bs = k4 ? 144 : 84, per = k4 ? 8 : 16;
     for (int64_t b = 0; b < in / 256; b++, st += bs) {
@@ -97,7 +98,9 @@ static void kq_factors(uint32_t type, const uint8_t *st, int64_t in, int32_t *sc
         for (int g = 0; g < per; g++) {
             int a = st[g] & 0xF, m = st[g] >> 4;
             if (k4) dequant_k4_scale_min(g, st + 4, &a, &m);
-            sc[b * per + g] = a, mn[b * per + g] = m;
+            const int64_t c = b * per + g;
+            memcpy(ts + c * TILE + r, &(int32_t){a}, 4),
+                memcpy(tm + c * TILE + r, &(int32_t){m}, 4);
         }
     }
 }
@@ -228,11 +231,13 @@ static void pack_tile(const struct gjob *j, int64_t r0, int nr, uint8_t *p, uint
         int8_t *code = (int8_t *)(rows + (size_t)r * rb);
         float *s = (float *)(void *)((uint8_t *)code + up64((size_t)in));
         float *m = (float *)(void *)((uint8_t *)s + up64((size_t)nch * sizeof(float)));
-        if (r < nr && j->kq) { /* the codes, then the integer factors in s's and m's place */
+        if (r < nr && j->kq) { /* the codes, and the integer factors as they are */
             const uint8_t *st = matmul_row(W, r0 + r, gather);
             qcodes_row(W->type, st, in, code, s, m);
-            kq_factors(W->type, st, in, (int32_t *)(void *)s, (int32_t *)(void *)m, td, tdm, r);
-        } else if (r < nr) {
+            kq_factors(W->type, st, in, ts, tm, td, tdm, r);
+            continue;
+        }
+        if (r < nr) {
             matmul_row_codes(W, r0 + r, gather, code, s, m);
         } else {
             memset(code, 0, (size_t)in);
@@ -552,7 +557,7 @@ int gemm_q8(float *y, const struct wmat *W, const float *bias, float beta,
                      .sb = simfmt_llamacpp_act_class(W->type) == GGML_Q8_K ? 256 / C : 0,
                      .kq = (W->type == GGML_Q4_K || W->type == GGML_Q2_K) && matmul_q8_blockwise(W),
                      .kq_part = W->type == GGML_Q4_K ? 2 : 8,
-                     .n4 = n / 4 * 4};
+                     .n4 = W->flags & WMAT_EXPERT ? 0 : n / 4 * 4};
     j.per_thread = matmul_scratch_floats(W->in) * sizeof(float);
     const size_t rb = row_bytes(W->in, j.nch), tb = tile_bytes(W->in, j.nch),
                  fixed = TILE * rb + (W->copy ? up64(W->row_bytes) : 0);

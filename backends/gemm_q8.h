@@ -26,7 +26,8 @@
  *     accm = fmaf((float)M, dmin_w[r] * d[t], accm)
  *   and acc - accm: P is its GEMM's (Q4_K 64, Q2_K 128) for the inputs
  *   in whole groups of 4 (t < n - n % 4, as llama.cpp multiplies a batch)
- *   and its gemv's, 256, for the rest.
+ *   and its gemv's, 256, for the rest, and for every input of an expert
+ *   (WMAT_EXPERT: llama.cpp's MUL_MAT_ID runs its gemv input by input).
  * Then y = acc (beta 0) or beta y + acc, plus bias[r]. Each (r, t) is
  * this sequence of f32 operations whatever the tiling, the thread count
  * or the kernel set: the avx512vnni set runs it with vpdpbusd 16 rows by

@@ -252,10 +252,10 @@ int llama_pack_decode(struct llama_model *m, int n_threads)
          * prefill's packing: matmul_row_codes; a tied embedding's lookup:
          * matmul_row, which reads the file for the decoded types but IQ1),
          * so the file's pages of them go, matrix by matrix (the peak is the
-         * file and one matrix), and the copy takes their place (an
-         * interleaved copy costs no memory in all, a decoded one its excess
-         * over the rows); a reader of the file (another kernel set, the
-         * float path, that lookup) has them read back in */
+         * file and one matrix), and the copy takes their place (a
+         * columns or interleaved copy costs no memory in all, Q4_K's
+         * columns 3 %, a decoded one its excess over the rows); a reader of the file (another
+         * kernel set, the float path, that lookup) has them read back in */
         const size_t held = (size_t)matmul_copy_rows(w) * w->row_bytes; /* of the file */
         gguf_drop_range(m->g, w->data, held);
         sp[k++] = (struct span){w->data, held};
@@ -267,14 +267,17 @@ int llama_pack_decode(struct llama_model *m, int n_threads)
     return rc;
 }
 
-void llama_no_repack(struct llama_model *m)
+int llama_no_repack(struct llama_model *m)
 {
     int n;
     struct wmat **all = all_matrices(m, &n);
-    for (int i = 0; all && i < n; i++)
-        all[i]->no_repack = 1;
-    m->tok_embd.no_repack = m->output.no_repack = 1; /* whether listed or not (tied) */
+    if (!all) return QG_ERR_NOMEM;
+    for (int i = 0; i < n; i++)
+        all[i]->flags |= WMAT_NO_REPACK;
+    m->tok_embd.flags |= WMAT_NO_REPACK; /* whether listed or not (tied) */
+    m->output.flags |= WMAT_NO_REPACK;
     free(all);
+    return QG_OK;
 }
 
 size_t llama_decode_bytes(const struct llama_model *m)

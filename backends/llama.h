@@ -136,12 +136,13 @@ void llama_ctx_set_kv16(struct llama_ctx *c, int on);
  * (decode then reads the file). */
 int llama_pack_decode(struct llama_model *m, int n_threads);
 
-/* Marks every matrix of m as llama.cpp's --no-repack leaves it (struct
- * wmat's no_repack): a=llamacpp's decode then follows ggml's vec_dot on
- * them, as llama.cpp's does without its repacked buffers, not the
- * repacked kernels' order (matmul_q8_blockwise). For repack=0; before
- * llama_pack_decode, which then copies nothing in the columns layout. */
-void llama_no_repack(struct llama_model *m);
+/* Marks every matrix of m as llama.cpp's --no-repack leaves it
+ * (WMAT_NO_REPACK): a=llamacpp's decode then follows ggml's vec_dot on
+ * them and prefill gemm_q8's own order, not llama.cpp's repacked kernels'
+ * (matmul_q8_blockwise). For repack=0; before llama_pack_decode, which
+ * then copies nothing in the columns layout. QG_OK, or QG_ERR_NOMEM with
+ * nothing marked. */
+int llama_no_repack(struct llama_model *m);
 
 int llama_simulate_weights(struct llama_model *m, const struct simfmt *f, const char *keep,
                            int *n_done, char *err, size_t errlen);

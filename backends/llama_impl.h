@@ -47,7 +47,7 @@ struct llama_model {
     int64_t max_in;   /* widest matrix input */
     float **sim;      /* simulated matrices (llama_simulate_weights): owned f32 copies */
     int n_sim;
-    uint8_t **packed; /* decode's interleaved copies (llama_pack_decode): owned */
+    uint8_t **packed; /* decode's copies (llama_pack_decode, matmul_copy): owned */
     int n_packed;
     char name[256];        /* the file, for messages */
     char declared_act[32]; /* qgate.hf.act: a checkpoint's declared activations, or "" */

@@ -165,8 +165,10 @@ static int load_exps(struct loader *ld, const char *tname, int64_t ne0, int64_t 
     if (rc) return rc;
     if (!(*out = calloc((size_t)n, sizeof **out)))
         return qg_errf(ld->err, ld->errlen, QG_ERR_NOMEM, "%s: out of memory", ld->name);
-    for (int e = 0; e < n; e++)
+    for (int e = 0; e < n; e++) {
         mat_view(ld, t, e, 0, ne1, &(*out)[e]);
+        (*out)[e].flags |= WMAT_EXPERT; /* llama.cpp's MUL_MAT_ID: one input at a time */
+    }
     ld->m->exp_bytes += (size_t)t->nbytes;
     return QG_OK;
 }

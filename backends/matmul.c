@@ -436,7 +436,7 @@ enum { COPY_NONE, COPY_INTERLEAVED, COPY_COLUMNS, COPY_GRID, COPY_TQ1 };
 int matmul_q8_blockwise(const struct wmat *W)
 {
     const int per = cols_block_values(W->type);
-    return per && !W->no_repack && W->out % 8 == 0 && W->in % per == 0;
+    return per && !(W->flags & WMAT_NO_REPACK) && W->out % 8 == 0 && W->in % per == 0;
 }
 
 static int copy_kind(const struct wmat *W)
@@ -458,7 +458,7 @@ int64_t matmul_copy_rows(const struct wmat *W)
                                     : 0;
 }
 
-/* the bytes of a decoded copy's row (a group of four's a fourth) */
+/* the bytes a row takes in W's copy (of a group of 4 or 16, its share) */
 static size_t copy_row_bytes(const struct wmat *W)
 {
     const int kind = copy_kind(W);

@@ -41,11 +41,18 @@ struct wmat {
     size_t row_bytes;
     float in_scale;      /* a checkpoint's static input scale (ModelOpt), 0: none; not used here */
     const uint8_t *copy; /* NULL, or decode's copy (matmul_copy), borrowed */
-    int no_repack;       /* 1: as llama.cpp's --no-repack (matmul_q8_blockwise 0) */
+    int flags;           /* WMAT_NO_REPACK, WMAT_EXPERT */
 };
 
+/* struct wmat's flags: how llama.cpp would hold and multiply the matrix.
+ * WMAT_NO_REPACK: as its --no-repack leaves it (matmul_q8_blockwise 0).
+ * WMAT_EXPERT: one expert of a MoE tensor, which llama.cpp multiplies
+ * (MUL_MAT_ID) one routed input at a time: its repacked gemv's order
+ * for every input of a batch, never its GEMM's (gemm_q8). */
+enum { WMAT_NO_REPACK = 1, WMAT_EXPERT = 2 };
+
 /* 1 when W is Q4_0, IQ4_NL, MXFP4, Q4_K or Q2_K with a multiple of 8
- * rows and not W->no_repack: the matrices llama.cpp repacks at load on an
+ * rows and not WMAT_NO_REPACK: the matrices llama.cpp repacks at load on an
  * AVX2 machine (CPU_REPACK; Q2_K under AVX-512) and multiplies a token by
  * with its repacked kernels (ggml_gemv_*_8x8_q8_0, _q8_K), whose order
  * a=llamacpp's integer decode then follows: per row, from acc = 0, block
@@ -55,7 +62,7 @@ struct wmat {
  * and a second sum accm = fmaf((float)M, dmin_w * d_x, accm) of the
  * minima times the input's sums, the product acc - accm. 0 for the
  * others, whose products follow ggml's vec_dot, as llama.cpp's do without
- * repacking (its --no-repack: W->no_repack, a model spec's repack=0). */
+ * repacking (its --no-repack: WMAT_NO_REPACK, a model spec's repack=0). */
 int matmul_q8_blockwise(const struct wmat *W);
 
 /* Decode's copy of W, in one of three layouts by type, made under
@@ -89,7 +96,7 @@ int64_t matmul_copy_rows(const struct wmat *W);
 void matmul_copy(const struct wmat *W, uint8_t *dst, int n_threads);
 
 /* Row r of W as stored (W->row_bytes bytes): at W->data, or, where W has
- * an interleaved copy or IQ1's decoded one and it holds row r, rebuilt
+ * a columns or interleaved copy or IQ1's decoded one and it holds row r, rebuilt
  * from the copy into buf (W->row_bytes bytes, the stored bytes exactly)
  * and returned there (the other decoded types: from W->data, whose
  * pages are then read back in). The embedding's lookup reads rows this

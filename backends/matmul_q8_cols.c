@@ -18,7 +18,7 @@
  * broadcast adds four products to each of the 16 rows' sums. The lanes
  * come from decode's copy ("columns", cols_copy.h: a group of 16 rows'
  * blocks side by side, one load a slice) or, for the rows past its last
- * whole group and a matrix without it (repack=0), from the file, one
+ * whole group and a matrix without it (its allocation failed), from the file, one
  * gather a slice (the same integers, so the same bits). */
 #include "backends/matmul_x86_impl.h"
 #include "backends/cols_copy.h"

@@ -69,7 +69,7 @@ static double time_q8(const struct wmat *W, const float *x, float *y, int reps, 
         if (!simfmt_llamacpp_codes(W->type, xr, W->in, &c)) {
             struct matmul_q8 a = {kind, q, d, s16, c.s};
             struct wmat Wp = *W; /* with decode's copy, where it has one */
-            Wp.no_repack = !use_copy;
+            Wp.flags = use_copy ? 0 : WMAT_NO_REPACK;
             const size_t packed = use_copy ? matmul_copy_bytes(W) : 0;
             uint8_t *copy = packed ? qg_alloc_aligned(packed) : NULL;
             if (copy) matmul_copy(W, copy, 1);

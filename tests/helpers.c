@@ -270,11 +270,30 @@ double t_logprob(const float *row, int V, int tok)
 /* the fp16 bits of block b's d, where its type keeps it (IQ1_M: the top
  * nibbles of its four scale words; TQ1_0, TQ2_0 after their codes; the
  * others first) */
+/* where a block keeps its fp16 d (IQ1_M's is spread: t_block_d) */
+static size_t block_d_at(uint32_t type)
+{
+    switch (type) {
+    case GGML_TQ1_0:
+        return 52;
+    case GGML_TQ2_0:
+        return 64;
+    case GGML_Q2_K:
+        return 80;
+    case GGML_Q3_K:
+        return 108;
+    case GGML_Q6_K:
+        return 208;
+    default:
+        return 0;
+    }
+}
+
 uint16_t t_block_d(uint32_t type, const uint8_t *b)
 {
     if (type == GGML_IQ1_M)
         return (uint16_t)(b[49] >> 4 | (b[51] & 0xF0) | (b[53] >> 4) << 8 | (b[55] & 0xF0) << 8);
-    const size_t at = type == GGML_TQ1_0 ? 52 : type == GGML_TQ2_0 ? 64 : 0;
+    const size_t at = block_d_at(type);
     return (uint16_t)(b[at] | b[at + 1] << 8);
 }
 
@@ -285,6 +304,6 @@ void t_set_block_d(uint32_t type, uint8_t *b, uint16_t h)
             b[49 + 2 * k] = (uint8_t)((b[49 + 2 * k] & 0x0F) | ((h >> 4 * k) & 0xF) << 4);
         return;
     }
-    const size_t at = type == GGML_TQ1_0 ? 52 : type == GGML_TQ2_0 ? 64 : 0;
+    const size_t at = block_d_at(type);
     b[at] = (uint8_t)h, b[at + 1] = (uint8_t)(h >> 8);
 }

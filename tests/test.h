@@ -131,8 +131,8 @@ double t_nmse(const float *a, const float *b, size_t n);
 
 /* The fp16 bits of the block scale d of a quantized block b of type
  * (where the type keeps it: IQ1_M in the top nibbles of its four scale
- * words, TQ1_0 and TQ2_0 after their codes, the others first), and the
- * same set to h. */
+ * words; TQ1_0, TQ2_0, Q2_K, Q3_K and Q6_K after their codes and scales;
+ * the others first), and the same set to h. */
 uint16_t t_block_d(uint32_t type, const uint8_t *b);
 void t_set_block_d(uint32_t type, uint8_t *b, uint16_t h);
 

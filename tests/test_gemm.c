@@ -315,7 +315,8 @@ static float repacked_ref(const struct wmat *W, int64_t r, const struct matmul_q
  * Q2_K with a multiple of 8 rows), prefill (gemm_q8) follows its repacked
  * GEMM for the inputs in whole groups of 4 and its gemv for the n % 4
  * last, to the bit, under every kernel set: repacked_ref with the GEMM's
- * and the gemv's step; decode (matmul_w_group_q8, the avx512vnni integer
+ * and the gemv's step; an MoE expert's (WMAT_EXPERT: llama.cpp's
+ * MUL_MAT_ID) with the gemv's for every input; decode (matmul_w_group_q8, the avx512vnni integer
  * kernels) follows the gemv; 72 rows and 11 inputs (8 in groups, 3 not)
  * leave a partial tile and a partial pass */
 TEST(gemm_q8_repacked_order, unit)
@@ -324,7 +325,8 @@ TEST(gemm_q8_repacked_order, unit)
         SKIP("decode's integer kernels need avx512vnni");
     static const struct gemm_case cases[] = {
         {GGML_Q4_0, 1024}, {GGML_IQ4_NL, 224}, {GGML_MXFP4, 512}, {GGML_Q4_K, 512},
-        {GGML_Q4_K, 1280}, {GGML_Q2_K, 256},   {GGML_Q2_K, 768}};
+        {GGML_Q4_K, 1280}, {GGML_Q2_K, 256},   {GGML_Q2_K, 768},  {GGML_Q4_K, 512},
+        {GGML_Q2_K, 256}}; /* the last two as an MoE expert's (WMAT_EXPERT) */
     enum { ROWS = 72, N = 11 };
     const char *const sets[] = {"portable", "avx2", "avx512", "avx512vnni"};
     uint64_t st = 23;
@@ -348,7 +350,8 @@ TEST(gemm_q8_repacked_order, unit)
             x[k] = (float)(rng_unit(&st) * 2 - 1) * (k % 7 == 0 ? 8.0f : 1.0f);
         struct q8_inputs b;
         if (make_inputs(type, x, N, in, &b)) return 1;
-        struct wmat W = {"w", type, q, in, ROWS, rb, 0, NULL, 0};
+        const int expert = i + 2 >= sizeof cases / sizeof *cases;
+        struct wmat W = {"w", type, q, in, ROWS, rb, 0, NULL, expert ? WMAT_EXPERT : 0};
         ASSERT(matmul_q8_blockwise(&W));
         for (int t = 0; t < N; t++) {
             struct matmul_part part = {yd + (size_t)t * ROWS, &W, NULL, 0.0f};
@@ -362,7 +365,8 @@ TEST(gemm_q8_repacked_order, unit)
             if (memcmp(&yd[e], &gemv, sizeof gemv))
                 T_FAIL_("%s in %lld: decode of input %d row %d %a, the gemv's order %a", ti->name,
                         (long long)in, t, e % ROWS, (double)yd[e], (double)gemv);
-            ref[e] = t < N / 4 * 4 ? repacked_ref(&W, e % ROWS, &b.a[t], gemm_per) : gemv;
+            ref[e] =
+                t < N / 4 * 4 && !expert ? repacked_ref(&W, e % ROWS, &b.a[t], gemm_per) : gemv;
             unlike_gemv += memcmp(&ref[e], &gemv, sizeof gemv) != 0;
         }
         for (size_t k = 0; k < sizeof sets / sizeof *sets; k++) {
@@ -376,13 +380,70 @@ TEST(gemm_q8_repacked_order, unit)
             sets_run++;
         }
         ASSERT_OK(matmul_use_kernel("avx512vnni"));
-        printf("%s in %lld: prefill under %d kernel sets in the repacked GEMM's and gemv's order "
-               "on %d x %d products (%d of them unlike the gemv's), decode in the gemv's\n",
-               ti->name, (long long)in, sets_run, N, ROWS, unlike_gemv);
+        printf("%s in %lld%s: prefill under %d kernel sets in the repacked GEMM's and gemv's "
+               "order on %d x %d products (%d of them unlike the gemv's), decode in the gemv's\n",
+               ti->name, (long long)in, expert ? " (an expert: the gemv's alone)" : "", sets_run, N,
+               ROWS, unlike_gemv);
         free_inputs(&b);
         free(q), free(x), free(yd), free(yg), free(ref), free(scratch);
     }
     parallel_set_adaptive(1);
+    return 0;
+}
+
+/* The repacked-order decode of a matrix without its copy gathers each
+ * row's bytes from the file, 16 rows a step, the last group of 8 rows
+ * masked: with the matrix's last byte just before an unreadable page
+ * (PROT_NONE), no read passes it (a gather past the last row or block
+ * faults), and the products are those of the same bytes elsewhere */
+TEST(cols_file_reads_stay_in_the_matrix, unit)
+{
+    if (strcmp(matmul_kernel_name(), "avx512vnni")) SKIP("the integer kernels need avx512vnni");
+    static const uint32_t types[] = {GGML_Q4_0, GGML_IQ4_NL, GGML_MXFP4, GGML_Q4_K, GGML_Q2_K};
+    static const int ins[] = {256, 512}, rows_of[] = {8, 24, 40};
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uint64_t st = 29;
+    int cases = 0;
+    for (size_t ti_ = 0; ti_ < sizeof types / sizeof *types; ti_++)
+        for (size_t k = 0; k < 2; k++)
+            for (size_t m = 0; m < 3; m++) {
+                const uint32_t type = types[ti_];
+                const struct ggml_type_info *ti = ggml_type_get(type);
+                const int in = ins[k], rows = rows_of[m];
+                const size_t rb = (size_t)(in / ti->block) * ti->type_size, bytes = rb * rows;
+                const size_t span = (bytes + page - 1) / page * page;
+                uint8_t *map = mmap(NULL, span + page, PROT_READ | PROT_WRITE,
+                                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                ASSERT(map != MAP_FAILED);
+                uint8_t *q = map + span - bytes, *q2 = malloc(bytes); /* ends at the guard */
+                float *x = malloc(sizeof(float) * (size_t)in), *y = malloc(sizeof(float) * 2 * 40);
+                float *scratch = qg_alloc_aligned(2 * matmul_scratch_floats(in) * sizeof(float));
+                ASSERT(q2 && x && y && scratch);
+                synth_random_blocks(type, q, (int64_t)in * rows, 0.5f, &st);
+                for (size_t o = 0; type == GGML_MXFP4 && o < bytes; o += 17)
+                    q[o] = (uint8_t)(120 + q[o] % 12);
+                memcpy(q2, q, bytes);
+                ASSERT(mprotect(map + span, page, PROT_NONE) == 0);
+                for (int e = 0; e < in; e++)
+                    x[e] = (float)(rng_unit(&st) * 2 - 1);
+                struct q8_inputs b;
+                if (make_inputs(type, x, 1, in, &b)) return 1;
+                for (int v = 0; v < 2; v++) { /* at the guard, then elsewhere */
+                    struct wmat W = {"w", type, v ? q2 : q, in, rows, rb, 0, NULL, 0};
+                    ASSERT(matmul_q8_blockwise(&W));
+                    struct matmul_part part = {y + v * 40, &W, NULL, 0.0f};
+                    matmul_w_group_q8(&part, 1, x, &b.a[0], 2, scratch);
+                }
+                if (memcmp(y, y + 40, sizeof(float) * (size_t)rows))
+                    T_FAIL_("%s in %d, %d rows: the products at the guard differ", ti->name, in,
+                            rows);
+                free_inputs(&b);
+                munmap(map, span + page);
+                free(q2), free(x), free(y), free(scratch);
+                cases++;
+            }
+    printf("%d matrices read to their last byte before an unreadable page, nothing past it\n",
+           cases);
     return 0;
 }
 
@@ -521,9 +582,11 @@ static int copy_alone_case(uint32_t type, int rows)
         struct matmul_part part = {y, &W, NULL, 0.0f};
         matmul_w_group_q8(&part, 1, x, &b.a[0], 2, scratch);              /* decode: input 0 */
         ASSERT_OK(gemm_q8(y + rows, &W, NULL, 0.0f, b.a, N, 2, scratch)); /* prefill */
-        /* matmul_row rebuilds IQ1's rows from the copy, reads the others' from the file */
+        /* matmul_row rebuilds the stored rows from the columns, interleaved
+         * and IQ1 copies, reads the other decoded types' from the file */
         const int stored = type == GGML_Q4_0 || type == GGML_IQ4_NL || type == GGML_MXFP4 ||
-                           type == GGML_IQ1_S || type == GGML_IQ1_M;
+                           type == GGML_Q4_K || type == GGML_Q2_K || type == GGML_IQ1_S ||
+                           type == GGML_IQ1_M;
         for (int64_t r = 0; copy && stored && r < rows; r++)
             if (memcmp(matmul_row(&W, r, buf), saved + (size_t)r * rb, rb))
                 T_FAIL_("%s row %lld: matmul_row differs from the stored row", ti->name,

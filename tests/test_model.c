@@ -1646,6 +1646,18 @@ static void iq1_block(uint32_t type, const uint8_t *b, const int8_t *q, float dx
     if (!m) *acc1 += d * (float)si1;
 }
 
+/* whether llama.cpp 0c1e570 repacks W on an AVX-512 machine
+ * (ggml_repack_get_optimal_repack_type): Q4_0, IQ4_NL, MXFP4, Q4_K (AVX2)
+ * and Q2_K (AVX-512) with a multiple of 8 rows, unless --no-repack (the
+ * tests' statement of it, not matmul_q8_blockwise's) */
+static int llamacpp_repacks(const struct wmat *W)
+{
+    const uint32_t t = W->type;
+    return (t == GGML_Q4_0 || t == GGML_IQ4_NL || t == GGML_MXFP4 || t == GGML_Q4_K ||
+            t == GGML_Q2_K) &&
+           W->out % 8 == 0 && !(W->flags & WMAT_NO_REPACK);
+}
+
 /* the 8-bit codes' product with row r of a matrix llama.cpp repacks
  * (Q4_0, IQ4_NL, MXFP4, Q4_K, Q2_K with a multiple of 8 rows) as its repacked
  * gemv orders it: block after block acc = fmaf(I, d_w d_x, acc), I the
@@ -1721,7 +1733,7 @@ static float repacked_order_dot(const struct wmat *W, int64_t r, const struct ma
  * times 1 / grid_m), IQ1_S and IQ1_M (iq1_block) */
 static float ggml_order_dot(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
 {
-    if (matmul_q8_blockwise(W)) return repacked_order_dot(W, r, a);
+    if (llamacpp_repacks(W)) return repacked_order_dot(W, r, a);
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
     static const int8_t nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                   1,    13,   25,  38,  53,  69,  89,  113}; /* IQ4_NL's */
@@ -1967,14 +1979,19 @@ static void vary_block256_scales(uint32_t type, uint8_t *q, size_t rb, int rows)
     for (size_t o = 0, i = 0; o < rb * (size_t)rows; o += ti->type_size, i++) {
         const float d = quant_f16_to_f32(t_block_d(type, q + o));
         t_set_block_d(type, q + o, quant_f32_to_f16(d * (1.0f + (float)(i % 7) / 8)));
+        if (type != GGML_Q2_K && type != GGML_Q4_K) continue;
+        uint8_t *dm = q + o + (type == GGML_Q2_K ? 82 : 2); /* dmin, after d */
+        const float m = quant_f16_to_f32((uint16_t)(dm[0] | dm[1] << 8));
+        const uint16_t h = quant_f32_to_f16(m * (1.0f + (float)(i % 5) / 4));
+        dm[0] = (uint8_t)h, dm[1] = (uint8_t)(h >> 8);
     }
 }
 
 static void vary_block_scales(uint32_t type, uint8_t *q, size_t rb, int rows, uint64_t *st)
 {
     const struct ggml_type_info *ti = ggml_type_get(type);
-    if (ti->block == 256 && type != GGML_Q4_K && type != GGML_Q5_K && type != GGML_Q2_K &&
-        type != GGML_Q3_K && type != GGML_Q6_K && type != GGML_IQ4_XS)
+    if (ti->block == 256 && type != GGML_Q5_K && type != GGML_Q3_K && type != GGML_Q6_K &&
+        type != GGML_IQ4_XS)
         vary_block256_scales(type, q, rb, rows);
     if (ti->block != 32) return;
     for (size_t o = 0; o < rb * (size_t)rows; o += ti->type_size) {
@@ -2003,7 +2020,7 @@ static int q8_case(uint32_t type, int64_t in, int rows, int no_repack, int vnni,
     vary_block_scales(type, q, rb, rows, &st);
     for (int64_t k = 0; k < in; k++)
         x[k] = (float)(rng_unit(&st) * 2 - 1) * (k % 7 == 0 ? 8.0f : 1.0f);
-    struct wmat W = {"w", type, q, in, rows, rb, 0, NULL, no_repack};
+    struct wmat W = {"w", type, q, in, rows, rb, 0, NULL, no_repack ? WMAT_NO_REPACK : 0};
     const uint32_t kind = simfmt_llamacpp_act_class(type);
     const int has = matmul_has_q8(type, kind);
     int unlike = 0;
@@ -2018,7 +2035,7 @@ static int q8_case(uint32_t type, int64_t in, int rows, int no_repack, int vnni,
     printf("%s %s in %lld: %s, error %.2e (group of 2: %.2e), %d of %d rows unlike "
            "llama.cpp's order (%s)\n",
            matmul_kernel_name(), ti->name, (long long)in, has ? "integer" : "float", e1, e2, unlike,
-           rows, matmul_q8_blockwise(&W) ? "repacked" : "vec_dot");
+           rows, llamacpp_repacks(&W) ? "repacked" : "vec_dot");
     if (has && unlike) T_FAIL_("%s in %lld: not llama.cpp's bits", ti->name, (long long)in);
     if (has != vnni) T_FAIL_("%s: matmul_has_q8 %d under %s", ti->name, has, matmul_kernel_name());
     if (!(e1 >= 0 && e1 < 2e-6 && e2 >= 0 && e2 < 2e-6))
@@ -2062,14 +2079,16 @@ static int q8_check(void *ctx)
     uint64_t st = 33;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         /* 37 rows: ggml's vec_dot order; 40 (2 groups of 16 and 8 more): the
-         * repacked order where llama.cpp repacks (matmul_q8_blockwise), and
-         * vec_dot's again under no_repack (repack=0, llama.cpp's --no-repack) */
+         * repacked order where llama.cpp repacks (llamacpp_repacks), and
+         * vec_dot's again under no_repack (repack=0, llama.cpp's
+         * --no-repack) and at 36 rows (a multiple of 4, not of 8) */
         if (q8_case(cases[i].type, cases[i].in, 37, 0, vnni, &st)) return 1;
         const uint32_t t = cases[i].type;
         if ((t == GGML_Q4_0 || t == GGML_IQ4_NL || t == GGML_MXFP4 || t == GGML_Q4_K ||
              t == GGML_Q2_K) &&
             (q8_case(t, cases[i].in, 40, 0, vnni, &st) ||
-             q8_case(t, cases[i].in, 40, 1, vnni, &st)))
+             q8_case(t, cases[i].in, 40, 1, vnni, &st) ||
+             q8_case(t, cases[i].in, 36, 0, vnni, &st)))
             return 1;
     }
     return 0;
@@ -2104,7 +2123,7 @@ static int rows4_case(uint32_t type, int64_t in, int rows, int vnni, uint64_t *s
                       : type == GGML_IQ2_XS || type == GGML_IQ2_S  ? 106
                       : type == GGML_IQ3_XXS || type == GGML_IQ3_S ? 134
                                                                    : 0;
-    const int cols = matmul_q8_blockwise(&W); /* Q4_K's block 148 bytes a row there */
+    const int cols = llamacpp_repacks(&W); /* Q4_K's block 148 bytes a row there */
     const int wants =
         vnni && (type == GGML_Q4_0 || type == GGML_IQ4_NL || type == GGML_MXFP4 || cb || cols);
     const size_t expect =

@@ -49,7 +49,7 @@ struct sim_spec {
     int act_none; /* a=none: not even a checkpoint's declared activations */
     char keep[1024];
     int64_t ctx;   /* > 0: ctx=N, the context window instead of the file's */
-    int no_repack; /* repack=0: a=llamacpp without decode's copies (matmul_copy) */
+    int no_repack; /* repack=0: as llama.cpp's --no-repack (no decode copies, vec_dot's order) */
     int repack_set;
 };
 
@@ -80,8 +80,9 @@ static int parse_query(const char *spec, const char *q, struct sim_spec *s, char
         } else if (!strcmp(key, "repack")) {
             if (strcmp(val, "0") && strcmp(val, "1"))
                 return qg_errf(err, errlen, QG_ERR_USAGE,
-                               "%s: repack= takes 0 (decode reads the file as stored) or 1 (the "
-                               "default: decode's copies), got '%s'",
+                               "%s: repack= takes 0 (as llama.cpp's --no-repack: no decode "
+                               "copies, ggml's vec_dot order) or 1 (the default: as llama.cpp "
+                               "repacks), got '%s'",
                                spec, val);
             s->no_repack = !strcmp(val, "0"), s->repack_set = 1;
         } else if (!strcmp(key, "kv")) {
@@ -133,7 +134,8 @@ static int cpu_open(const char *spec, const struct backend_open_params *p, void 
      * they are made at the first generation, not for scoring, which reads
      * the file as fast (repack=0: never) */
     c->pack = sim.act == LLAMA_ACT_LLAMACPP && !sim.no_repack;
-    if (!rc && sim.no_repack) llama_no_repack(c->model); /* vec_dot's order, as --no-repack */
+    if (!rc && sim.no_repack && llama_no_repack(c->model)) /* as llama.cpp's --no-repack */
+        rc = qg_errf(err, errlen, QG_ERR_NOMEM, "%s: out of memory", path);
     if (!rc) rc = llama_ctx_new(c->model, c->n_ctx, &c->ctx);
     const char *declared = rc ? NULL : llama_declared_act(c->model);
     if (!rc && !sim.act && !sim.act_none && declared) { /* as the checkpoint is deployed */
