@@ -129,6 +129,19 @@ double t_ppl(const char *model, const char *text, const char *chunks);
 /* sum (a-b)^2 / sum b^2 over n values, in double */
 double t_nmse(const float *a, const float *b, size_t n);
 
+/* The product of row r of W (Q4_0, IQ4_NL, MXFP4, Q4_K, Q2_K) with the
+ * codes a in llama.cpp's repacked order, one fused multiply-add each
+ * `per` values: per row, I the integer sum of weight codes times input
+ * codes over those values (the K-quants: each sub-block's sum times its
+ * integer scale) and M (the K-quants) the minima times the input's sums,
+ * acc = fmaf(I, d_w d_x, acc), accm = fmaf(M, dmin_w d_x, accm), and
+ * acc - accm. Its gemv adds each block (per 32 or 256), its GEMM each 32
+ * (the 32-blocks), 64 (Q4_K) or 128 (Q2_K) values (ggml-cpu/repack.cpp,
+ * llama.cpp 0c1e570) */
+struct wmat;
+struct matmul_q8;
+float t_repacked_dot(const struct wmat *W, int64_t r, const struct matmul_q8 *a, int per);
+
 /* The fp16 bits of the block scale d of a quantized block b of type
  * (where the type keeps it: IQ1_M in the top nibbles of its four scale
  * words; TQ1_0, TQ2_0, Q2_K, Q3_K and Q6_K after their codes and scales;

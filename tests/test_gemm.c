@@ -254,63 +254,6 @@ TEST(gemm_q8_matches_reference, unit)
     return 0;
 }
 
-/* The product of row r of W (Q4_0, IQ4_NL, MXFP4, Q4_K, Q2_K) with the
- * codes a in llama.cpp's repacked order, one fused multiply-add each
- * `per` values: per row, I the integer sum of weight codes times input
- * codes over those values (the K-quants: each sub-block's sum times its
- * integer scale) and M (the K-quants) the minima times the input's sums,
- * acc = fmaf(I, d_w d_x, acc), accm = fmaf(M, dmin_w d_x, accm), and
- * acc - accm. Its gemv adds each block (per 32 or 256), its GEMM each 32
- * (the 32-blocks), 64 (Q4_K) or 128 (Q2_K) values (ggml-cpu/repack.cpp,
- * llama.cpp 0c1e570) */
-static float repacked_ref(const struct wmat *W, int64_t r, const struct matmul_q8 *a, int per)
-{
-    static const int8_t nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                  1,    13,   25,  38,  53,  69,  89,  113};
-    static const int8_t fp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
-    const uint32_t ty = W->type;
-    const struct ggml_type_info *ti = ggml_type_get(ty);
-    float acc = 0, accm = 0;
-    for (int64_t k0 = 0; k0 < W->in; k0 += per) {
-        const uint8_t *b =
-            W->data + (size_t)r * W->row_bytes + (size_t)(k0 / ti->block) * ti->type_size;
-        int32_t I = 0, M = 0;
-        float dw, dm = 0;
-        for (int64_t e = k0 % ti->block; e < k0 % ti->block + per; e++) {
-            const int q = a->q[k0 - k0 % ti->block + e];
-            int u, sc = 1, mn = 0;
-            if (ti->block == 32) {
-                const int mx = ty == GGML_MXFP4,
-                          n = e < 16 ? b[2 - mx + e] & 0xF : b[2 - mx + e - 16] >> 4;
-                u = ty == GGML_Q4_0 ? n - 8 : mx ? fp4[n] : nl[n];
-            } else if (ty == GGML_Q4_K) {
-                const uint8_t byte = b[16 + 32 * (e / 64) + e % 32];
-                u = e % 64 < 32 ? byte & 0xF : byte >> 4;
-                dequant_k4_scale_min((int)(e / 32), b + 4, &sc, &mn);
-            } else { /* Q2_K */
-                u = b[16 + 32 * (e / 128) + e % 32] >> (2 * (e % 128 / 32)) & 3;
-                sc = b[e / 16] & 0xF, mn = b[e / 16] >> 4;
-            }
-            I += sc * u * q, M += mn * q;
-        }
-        if (ti->block == 32) {
-            dw = quant_f16_to_f32((uint16_t)(b[0] | b[1] << 8));
-            if (ty == GGML_MXFP4) { /* ggml's E8M0 halved */
-                uint32_t bits = b[0] < 2 ? 0x00200000u << b[0] : (uint32_t)(b[0] - 1) << 23;
-                memcpy(&dw, &bits, 4);
-            }
-        } else {
-            const int at = ty == GGML_Q4_K ? 0 : 80;
-            dw = quant_f16_to_f32((uint16_t)(b[at] | b[at + 1] << 8));
-            dm = quant_f16_to_f32((uint16_t)(b[at + 2] | b[at + 3] << 8));
-        }
-        const float dx = a->d[k0 / (ti->block == 32 ? 32 : 256)];
-        acc = fmaf((float)I, dw * dx, acc);
-        if (ti->block == 256) accm = fmaf((float)M, dm * dx, accm);
-    }
-    return acc - accm;
-}
-
 /* Where llama.cpp repacks (matmul_q8_blockwise: Q4_0, IQ4_NL, MXFP4, Q4_K,
  * Q2_K with a multiple of 8 rows), prefill (gemm_q8) follows its repacked
  * GEMM for the inputs in whole groups of 4 and its gemv for the n % 4
@@ -361,12 +304,12 @@ TEST(gemm_q8_repacked_order, unit)
         int sets_run = 0, unlike_gemv = 0;
         for (int e = 0; e < N * ROWS; e++) {
             const int t = e / ROWS;
-            const float gemv = repacked_ref(&W, e % ROWS, &b.a[t], ti->block);
+            const float gemv = t_repacked_dot(&W, e % ROWS, &b.a[t], ti->block);
             if (memcmp(&yd[e], &gemv, sizeof gemv))
                 T_FAIL_("%s in %lld: decode of input %d row %d %a, the gemv's order %a", ti->name,
                         (long long)in, t, e % ROWS, (double)yd[e], (double)gemv);
             ref[e] =
-                t < N / 4 * 4 && !expert ? repacked_ref(&W, e % ROWS, &b.a[t], gemm_per) : gemv;
+                t < N / 4 * 4 && !expert ? t_repacked_dot(&W, e % ROWS, &b.a[t], gemm_per) : gemv;
             unlike_gemv += memcmp(&ref[e], &gemv, sizeof gemv) != 0;
         }
         for (size_t k = 0; k < sizeof sets / sizeof *sets; k++) {

@@ -1650,76 +1650,15 @@ static void iq1_block(uint32_t type, const uint8_t *b, const int8_t *q, float dx
  * (ggml_repack_get_optimal_repack_type): Q4_0, IQ4_NL, MXFP4, Q4_K (AVX2)
  * and Q2_K (AVX-512) with a multiple of 8 rows, unless --no-repack (the
  * tests' statement of it, not matmul_q8_blockwise's) */
-static int llamacpp_repacks(const struct wmat *W)
+static int repacked_type(uint32_t t)
 {
-    const uint32_t t = W->type;
-    return (t == GGML_Q4_0 || t == GGML_IQ4_NL || t == GGML_MXFP4 || t == GGML_Q4_K ||
-            t == GGML_Q2_K) &&
-           W->out % 8 == 0 && !(W->flags & WMAT_NO_REPACK);
+    return t == GGML_Q4_0 || t == GGML_IQ4_NL || t == GGML_MXFP4 || t == GGML_Q4_K ||
+           t == GGML_Q2_K;
 }
 
-/* the 8-bit codes' product with row r of a matrix llama.cpp repacks
- * (Q4_0, IQ4_NL, MXFP4, Q4_K, Q2_K with a multiple of 8 rows) as its repacked
- * gemv orders it: block after block acc = fmaf(I, d_w d_x, acc), I the
- * block's integer sum; Q4_K with its minima's integer M in a second sum,
- * fmaf(M, dmin_w d_x, accm), and acc - accm at the end
- * (ggml_gemv_q4_0_8x8_q8_0, ggml_gemv_q4_K_8x8_q8_K and kin, llama.cpp
- * 0c1e570) */
-static float repacked_order_dot(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
+static int llamacpp_repacks(const struct wmat *W)
 {
-    if (W->type == GGML_Q2_K) { /* 16 groups: scale nibble low, minimum high */
-        const uint8_t *b = W->data + (size_t)r * W->row_bytes;
-        float acc = 0, accm = 0;
-        for (int64_t i = 0; i < W->in / 256; i++, b += 84) {
-            int32_t sum = 0, msum = 0;
-            for (int e = 0; e < 256; e++) {
-                const int u = b[16 + 32 * (e / 128) + e % 32] >> (2 * (e % 128 / 32)) & 3;
-                sum += (b[e / 16] & 0xF) * u * a->q[256 * i + e];
-                msum += (b[e / 16] >> 4) * a->q[256 * i + e];
-            }
-            const float dx = a->d[i];
-            acc = fmaf((float)sum, quant_f16_to_f32((uint16_t)(b[80] | b[81] << 8)) * dx, acc);
-            accm = fmaf((float)msum, quant_f16_to_f32((uint16_t)(b[82] | b[83] << 8)) * dx, accm);
-        }
-        return acc - accm;
-    }
-    if (W->type == GGML_Q4_K) { /* per super-block the scaled sums and the minima's */
-        const uint8_t *b = W->data + (size_t)r * W->row_bytes;
-        float acc = 0, accm = 0;
-        for (int64_t i = 0; i < W->in / 256; i++, b += 144) {
-            int32_t sum = 0, msum = 0;
-            for (int e = 0; e < 256; e++) {
-                const uint8_t byte = b[16 + 32 * (e / 64) + e % 32];
-                sum += k4_scale(b + 4, e / 32) * (e % 64 < 32 ? byte & 0xF : byte >> 4) *
-                       a->q[256 * i + e];
-                msum += k4_scale(b + 4, 8 + e / 32) * a->q[256 * i + e];
-            }
-            const float dx = a->d[i];
-            acc = fmaf((float)sum, quant_f16_to_f32((uint16_t)(b[0] | b[1] << 8)) * dx, acc);
-            accm = fmaf((float)msum, quant_f16_to_f32((uint16_t)(b[2] | b[3] << 8)) * dx, accm);
-        }
-        return acc - accm;
-    }
-    static const int8_t nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                  1,    13,   25,  38,  53,  69,  89,  113}; /* IQ4_NL's */
-    static const int8_t fp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
-    const int mx = W->type == GGML_MXFP4, bs = mx ? 17 : 18;
-    const uint8_t *b = W->data + (size_t)r * W->row_bytes;
-    float acc = 0;
-    for (int64_t i = 0; i < W->in / 32; i++, b += bs) {
-        int32_t sum = 0;
-        for (int e = 0; e < 32; e++) {
-            const int nib = e < 16 ? b[bs - 16 + e] & 0xF : b[bs - 16 + e - 16] >> 4;
-            sum += (W->type == GGML_Q4_0 ? nib - 8 : mx ? fp4[nib] : nl[nib]) * a->q[32 * i + e];
-        }
-        float dw = quant_f16_to_f32((uint16_t)(b[0] | b[1] << 8));
-        if (mx) { /* ggml's E8M0 scale halved: 2^(e - 128) */
-            uint32_t bits = b[0] < 2 ? 0x00200000u << b[0] : (uint32_t)(b[0] - 1) << 23;
-            memcpy(&dw, &bits, 4);
-        }
-        acc = fmaf((float)sum, dw * a->d[i], acc);
-    }
-    return acc;
+    return repacked_type(W->type) && W->out % 8 == 0 && !(W->flags & WMAT_NO_REPACK);
 }
 
 /* the 8-bit codes' product with row r as llama.cpp's AVX2 kernels order it
@@ -1733,7 +1672,8 @@ static float repacked_order_dot(const struct wmat *W, int64_t r, const struct ma
  * times 1 / grid_m), IQ1_S and IQ1_M (iq1_block) */
 static float ggml_order_dot(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
 {
-    if (llamacpp_repacks(W)) return repacked_order_dot(W, r, a);
+    if (llamacpp_repacks(W)) /* its gemv: a fused multiply-add per block */
+        return t_repacked_dot(W, r, a, ggml_type_get(W->type)->block);
     const uint8_t *b = W->data + (size_t)r * W->row_bytes;
     static const int8_t nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                   1,    13,   25,  38,  53,  69,  89,  113}; /* IQ4_NL's */
@@ -2005,9 +1945,6 @@ static void vary_block_scales(uint32_t type, uint8_t *q, size_t rb, int rows, ui
     }
 }
 
-/* matmul_has_q8's verdict and q8_product_error for each case under the set
- * in use: integer kernels on avx512vnni only, the same products (the float
- * kernels with the rounded input) elsewhere */
 /* q8_check's case: `rows` rows of `type`, `in` inputs */
 static int q8_case(uint32_t type, int64_t in, int rows, int no_repack, int vnni, uint64_t *stp)
 {
@@ -2046,6 +1983,9 @@ static int q8_case(uint32_t type, int64_t in, int rows, int no_repack, int vnni,
     return 0;
 }
 
+/* matmul_has_q8's verdict and q8_product_error for each case under the set
+ * in use: integer kernels on avx512vnni only, the same products (the float
+ * kernels with the rounded input) elsewhere */
 static int q8_check(void *ctx)
 {
     (void)ctx;
@@ -2084,20 +2024,14 @@ static int q8_check(void *ctx)
          * --no-repack) and at 36 rows (a multiple of 4, not of 8) */
         if (q8_case(cases[i].type, cases[i].in, 37, 0, vnni, &st)) return 1;
         const uint32_t t = cases[i].type;
-        if ((t == GGML_Q4_0 || t == GGML_IQ4_NL || t == GGML_MXFP4 || t == GGML_Q4_K ||
-             t == GGML_Q2_K) &&
-            (q8_case(t, cases[i].in, 40, 0, vnni, &st) ||
-             q8_case(t, cases[i].in, 40, 1, vnni, &st) ||
-             q8_case(t, cases[i].in, 36, 0, vnni, &st)))
+        if (repacked_type(t) && (q8_case(t, cases[i].in, 40, 0, vnni, &st) ||
+                                 q8_case(t, cases[i].in, 40, 1, vnni, &st) ||
+                                 q8_case(t, cases[i].in, 36, 0, vnni, &st)))
             return 1;
     }
     return 0;
 }
 
-/* decode products of W through matmul_w_group_q8 (2 threads, the pool
- * forced on) with W's copy (interleaved or decoded) and without: the same
- * bits, under the set in use; the copy only where the set has kernels for
- * it */
 /* rows4_check's case: `rows` rows of `type`, `in` inputs */
 static int rows4_case(uint32_t type, int64_t in, int rows, int vnni, uint64_t *stp)
 {
@@ -2166,6 +2100,10 @@ static int rows4_case(uint32_t type, int64_t in, int rows, int vnni, uint64_t *s
     return 0;
 }
 
+/* decode products of W through matmul_w_group_q8 (2 threads, the pool
+ * forced on) with W's copy (columns, interleaved or decoded) and without: the same
+ * bits, under the set in use; the copy only where the set has kernels for
+ * it */
 static int rows4_check(void *ctx)
 {
     (void)ctx;
@@ -2187,10 +2125,7 @@ static int rows4_check(void *ctx)
          * (a multiple of 8: the columns copy, 6 groups of 16 and 8 more) */
         if (rows4_case(cases[i].type, cases[i].in, 103, vnni, &st)) return 1;
         const uint32_t t = cases[i].type;
-        if ((t == GGML_Q4_0 || t == GGML_IQ4_NL || t == GGML_MXFP4 || t == GGML_Q4_K ||
-             t == GGML_Q2_K) &&
-            rows4_case(t, cases[i].in, 104, vnni, &st))
-            return 1;
+        if (repacked_type(t) && rows4_case(t, cases[i].in, 104, vnni, &st)) return 1;
     }
     return 0;
 }
