@@ -8,7 +8,14 @@
 
 int cols_block_values(uint32_t type)
 {
-    return type == GGML_Q4_K || type == GGML_Q2_K ? 256 : cols_block_bytes(type) ? 32 : 0;
+    return type == GGML_Q4_K || type == GGML_Q2_K || cols_lanes8(type) ? 256
+           : cols_block_bytes(type)                                    ? 32
+                                                                       : 0;
+}
+
+int cols_lanes8(uint32_t type)
+{
+    return type == GGML_IQ4_XS || type == GGML_Q3_K;
 }
 
 size_t cols_block_bytes(uint32_t type)
@@ -23,6 +30,10 @@ size_t cols_block_bytes(uint32_t type)
         return 16 * 148;
     case GGML_Q2_K:
         return 16 * 84;
+    case GGML_IQ4_XS:
+        return 16 * 138;
+    case GGML_Q3_K:
+        return 16 * 114;
     default:
         return 0;
     }
@@ -50,6 +61,59 @@ static void k4_pack(const uint8_t *sc, const uint8_t *mn, uint8_t *q)
     }
 }
 
+/* IQ4_XS's 6-bit scale of run r, from scales_h (at 2) and scales_l (at
+ * 4) */
+static inline int xs_scale(const uint8_t *blk, int r)
+{
+    return (blk[4 + r / 2] >> 4 * (r % 2) & 0xF) | (blk[2 + r / 4] >> 2 * (r % 4) & 3) << 4;
+}
+
+/* the stored packing of IQ4_XS's 8 scales sc (xs_scale's inverse) */
+static void xs_pack(const uint8_t *sc, uint8_t *blk)
+{
+    memset(blk + 2, 0, 6);
+    for (int r = 0; r < 8; r++) {
+        blk[4 + r / 2] |= (uint8_t)((sc[r] & 0xF) << 4 * (r % 2));
+        blk[2 + r / 4] |= (uint8_t)((sc[r] >> 4) << 2 * (r % 4));
+    }
+}
+
+/* the stored packing of Q3_K's 16 six-bit scales sc into 12 bytes at q
+ * (dequant_q3k_scale's inverse, without its 32) */
+static void q3_pack(const uint8_t *sc, uint8_t *q)
+{
+    for (int i = 0; i < 8; i++)
+        q[i] = (uint8_t)((sc[i] & 0xF) | (sc[i + 8] & 0xF) << 4);
+    for (int m = 0; m < 4; m++)
+        q[8 + m] = (uint8_t)((sc[m] >> 4) | (sc[4 + m] >> 4) << 2 | (sc[8 + m] >> 4) << 4 |
+                             (sc[12 + m] >> 4) << 6);
+}
+
+/* IQ4_XS and Q3_K (cols_lanes8) between stored and copy: the nibble (and
+ * Q3_K's hmask) bytes in slices, the scales as bytes, d */
+static inline __attribute__((always_inline)) void lanes8_block(uint32_t type, uint8_t *col,
+                                                               uint8_t *blk, int j, int to_copy)
+{
+    const int xs = type == GGML_IQ4_XS, ns = xs ? 8 : 16;
+    const size_t at_sc = xs ? 2048 : 1536, at_d = xs ? 2176 : 1792, d = xs ? 0 : 108;
+    if (xs) {
+        slices(col, blk + 8, 128, j, to_copy);
+    } else {
+        slices(col, blk + 32, 64, j, to_copy);
+        slices(col + 1024, blk, 32, j, to_copy);
+    }
+    uint8_t *c = col + at_d + 2 * j;
+    memcpy(to_copy ? c : blk + d, to_copy ? blk + d : c, 2);
+    uint8_t sc[16];
+    for (int s = 0; s < ns && to_copy; s++)
+        col[at_sc + 16 * s + (size_t)j] =
+            (uint8_t)(xs ? xs_scale(blk, s) : dequant_q3k_scale(blk + 96, s) + 32);
+    for (int s = 0; s < ns && !to_copy; s++)
+        sc[s] = col[at_sc + 16 * s + (size_t)j];
+    if (!to_copy && xs) xs_pack(sc, blk);
+    if (!to_copy && !xs) q3_pack(sc, blk + 96);
+}
+
 /* block i of row j between its stored bytes blk and the group's block col
  * (inlined with type and to_copy constants, so that each memcpy is a
  * move; the side read is not written) */
@@ -66,6 +130,10 @@ static inline __attribute__((always_inline)) void one_block(uint32_t type, uint8
             uint8_t *c = col + 1280 + 32 * h + 2 * j;
             memcpy(to_copy ? c : blk + 80 + 2 * h, to_copy ? blk + 80 + 2 * h : c, 2);
         }
+        return;
+    }
+    if (cols_lanes8(type)) {
+        lanes8_block(type, col, blk, j, to_copy);
         return;
     }
     if (type != GGML_Q4_K) {
@@ -124,6 +192,12 @@ static void group_any(uint32_t type, uint8_t *col, uint8_t *blk, size_t row_byte
         break;
     case GGML_Q4_K:
         group_blocks(GGML_Q4_K, col, blk, row_bytes, nb, j0, j1, to_copy);
+        break;
+    case GGML_IQ4_XS:
+        group_blocks(GGML_IQ4_XS, col, blk, row_bytes, nb, j0, j1, to_copy);
+        break;
+    case GGML_Q3_K:
+        group_blocks(GGML_Q3_K, col, blk, row_bytes, nb, j0, j1, to_copy);
         break;
     default:
         break;

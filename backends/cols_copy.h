@@ -19,8 +19,19 @@
  *   2048 + 16 s + j, the 8 minima likewise at 2176, the 16 rows' fp16 d
  *   at 2304 and fp16 dmin at 2336 (4 bytes a row more than stored: the
  *   scales unpacked).
- * The stored rows are rebuilt from it bit for bit (the 12-byte packing
- * of Q4_K's scales is one-to-one). */
+ * - IQ4_XS: the 128 nibble bytes in 32 slices (run r's 16 bytes in
+ *   slices 4 r .. 4 r + 3), then the 8 six-bit run scales as bytes, run r
+ *   of row j at 2048 + 16 r + j, the 16 rows' fp16 d at 2176 (2 bytes a
+ *   row more than stored);
+ * - Q3_K: the 64 qs bytes in 16 slices, the 32 hmask bytes in 8 more (at
+ *   1024), the 16 six-bit scales as bytes (less 32 gives the scale),
+ *   scale g of row j at 1536 + 16 g + j, fp16 d at 1792 (4 bytes more).
+ * The stored rows are rebuilt from it bit for bit (the packings of
+ * Q4_K's, IQ4_XS's and Q3_K's scales are one-to-one).
+ *
+ * IQ4_XS and Q3_K (cols_lanes8), which llama.cpp does not repack, keep
+ * its vec_dot's order: their kernels hold vec_dot's eight lane sums of
+ * each row, 16 rows a register each. */
 #ifndef QG_COLS_COPY_H
 #define QG_COLS_COPY_H
 
@@ -30,6 +41,9 @@
 /* the values a block holds (32, Q4_K 256) and the bytes a group of 16
  * rows takes per block; 0 for a type without the layout */
 int cols_block_values(uint32_t type);
+/* whether type's copy serves vec_dot's order (IQ4_XS, Q3_K), not
+ * llama.cpp's repacked one */
+int cols_lanes8(uint32_t type);
 size_t cols_block_bytes(uint32_t type);
 
 /* rows[j] (j < 16, row_bytes apart: `in` values each, stored as `type`)

@@ -436,13 +436,15 @@ enum { COPY_NONE, COPY_INTERLEAVED, COPY_COLUMNS, COPY_GRID, COPY_TQ1 };
 int matmul_q8_blockwise(const struct wmat *W)
 {
     const int per = cols_block_values(W->type);
-    return per && !(W->flags & WMAT_NO_REPACK) && W->out % 8 == 0 && W->in % per == 0;
+    return per && !cols_lanes8(W->type) && !(W->flags & WMAT_NO_REPACK) && W->out % 8 == 0 &&
+           W->in % per == 0;
 }
 
 static int copy_kind(const struct wmat *W)
 {
     if (mv_isa_current() != MV_AVX512_VNNI) return COPY_NONE;
     if (matmul_q8_blockwise(W)) return COPY_COLUMNS;
+    if (cols_lanes8(W->type) && W->out >= 16 && W->in % 256 == 0) return COPY_COLUMNS;
     if (W->type == GGML_Q4_0 || W->type == GGML_IQ4_NL || W->type == GGML_MXFP4)
         return COPY_INTERLEAVED;
     if (W->type == GGML_TQ1_0) return COPY_TQ1;

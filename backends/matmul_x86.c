@@ -98,6 +98,23 @@ void mv_x86_prep(enum mv_isa isa, uint32_t type, const float *x, int64_t n, floa
         return 1;                                                                                  \
     } while (0)
 
+/* with W->copy (IQ4_XS, Q3_K: cols_lanes8): its whole groups of 16 by
+ * mx_q8_lanes_vnni, the other rows by expr (from the file) */
+#define LANES8(expr)                                                                               \
+    do {                                                                                           \
+        const int64_t full = W->out / 16 * 16;                                                     \
+        for (int64_t r = r0; r < r1;) {                                                            \
+            if (r % 16 == 0 && r + 16 <= r1 && r + 16 <= full) {                                   \
+                mx_q8_lanes_vnni(y + (r - r0), W, r, a);                                           \
+                r += 16;                                                                           \
+            } else {                                                                               \
+                y[r - r0] = (expr);                                                                \
+                r++;                                                                               \
+            }                                                                                      \
+        }                                                                                          \
+        return 1;                                                                                  \
+    } while (0)
+
 #define ROWS(expr)                                                                                 \
     do {                                                                                           \
         for (int64_t r = r0; r < r1; r++)                                                          \
@@ -293,10 +310,12 @@ int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const s
     case GGML_TQ2_0:
         ROWS(mx_q8_tq2_0_vnni(W, r, a));
     case GGML_Q3_K:
+        if (W->copy) LANES8(mx_q8_q3_k_vnni(W, r, a));
         ROWS(mx_q8_q3_k_vnni(W, r, a));
     case GGML_Q5_K:
         ROWS(mx_q8_q5_k_vnni(W, r, a));
     case GGML_IQ4_XS:
+        if (W->copy) LANES8(mx_q8_iq4_xs_vnni(W, r, a));
         ROWS(mx_q8_iq4_xs_vnni(W, r, a));
     case GGML_Q6_K:
         ROWS(mx_q8_q6_k_vnni(W, r, a));

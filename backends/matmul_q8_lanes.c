@@ -1,0 +1,176 @@
+/* matmul_q8_lanes — a=llamacpp's decode of IQ4_XS and Q3_K (cols_lanes8)
+ * from decode's columns copy, in ggml's vec_dot order (AVX-512 VNNI).
+ *
+ * llama.cpp does not repack these two formats; its vec_dot gives each
+ * row, per 256-block, eight int32 lane sums (lane k: the products of the
+ * four values 4 k .. 4 k + 3 of every 32-value run, times that run's
+ * (IQ4_XS) or half-run's (Q3_K) integer scale), then
+ *     acc[k] = fma(d_w * d_x, (float)lane[k], acc[k])    block after block
+ * and ggml's horizontal sum of the eight, ((a0 + a4) + (a2 + a6)) +
+ * ((a1 + a5) + (a3 + a7)). mx_q8_iq4_xs_vnni and mx_q8_q3_k_vnni do that
+ * one row at a time. Here sixteen rows a register: acc[k] and the block's
+ * lane[k] hold lane k of 16 rows, one vpdpbusd (a row's 4 bytes in each
+ * 32-bit lane, the input's 4 codes broadcast) gives a run's lane k for
+ * the 16 rows at once, and the per-row scales, d and the horizontal sum
+ * are vector operations on the 16. The integers are the same, and so are
+ * the float operations on each row: the same bits as the row kernels.
+ *
+ * The weight bytes enter vpdpbusd unsigned (IQ4_XS: its table value plus
+ * 128; Q3_K: the 2 low bits plus 4 times the hmask bit, the value plus
+ * 4), so each 4-product sum is less 128 (4) times the sum of the 4 input
+ * codes, taken out before the scale. */
+#include "backends/matmul_x86_impl.h"
+#include "backends/cols_copy.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+
+/* m times the sum of each 4 input codes of the 256-block at q: e[t] for
+ * codes 4 t .. 4 t + 3 */
+AVX512VNNI static inline __attribute__((always_inline)) void sums4(const int8_t *q, char m,
+                                                                   int32_t *e)
+{
+    for (int c = 0; c < 4; c++)
+        _mm512_storeu_si512(e + 16 * c,
+                            _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(m),
+                                                _mm512_loadu_si512(q + 64 * c)));
+}
+
+/* the 4 input codes at q as one 32-bit lane, broadcast */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i code4(const int8_t *q)
+{
+    int32_t v;
+    memcpy(&v, q, 4);
+    return _mm512_set1_epi32(v);
+}
+
+/* the block of cb bytes at g, AHEAD bytes on, into the cache */
+AVX512VNNI static inline __attribute__((always_inline)) void fetch_ahead(const uint8_t *g,
+                                                                         size_t cb)
+{
+    for (size_t o = 0; o < cb + 63; o += 64)
+        _mm_prefetch((const char *)g + AHEAD + o, _MM_HINT_T0);
+}
+
+/* 16 six-bit scales stored as bytes at s, less 32, as lanes */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i scales16(const uint8_t *s)
+{
+    return _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)s)),
+                            _mm512_set1_epi32(32));
+}
+
+/* lane[k] += sc (w . q - e), w's 4 unsigned bytes a row against the
+ * broadcast codes c */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i
+lane_add(__m512i lane, __m512i w, __m512i c, int32_t e, __m512i sc)
+{
+    const __m512i s =
+        _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w, c), _mm512_set1_epi32(e));
+    return _mm512_add_epi32(lane, _mm512_mullo_epi32(s, sc));
+}
+
+/* the block's lanes into the running sums, d_w (16 fp16 at dw) times d_x */
+AVX512VNNI static inline __attribute__((always_inline)) void
+lanes_fma(__m512 *acc, const __m512i *lane, const uint8_t *dw, float dx)
+{
+    const __m512 d = _mm512_mul_ps(
+        _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)dw)), _mm512_set1_ps(dx));
+    for (int k = 0; k < 8; k++)
+        acc[k] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(lane[k]), acc[k]);
+}
+
+/* ggml's hsum_float_8 of each row's eight sums, 16 rows into y */
+AVX512VNNI static inline __attribute__((always_inline)) void hsum_rows(float *y, const __m512 *a)
+{
+    const __m512 lo = _mm512_add_ps(_mm512_add_ps(a[0], a[4]), _mm512_add_ps(a[2], a[6])),
+                 hi = _mm512_add_ps(_mm512_add_ps(a[1], a[5]), _mm512_add_ps(a[3], a[7]));
+    _mm512_storeu_ps(y, _mm512_add_ps(lo, hi));
+}
+
+/* IQ4_XS: slice 4 r + t of a block holds run r's bytes 4 t .. 4 t + 3,
+ * whose low nibbles are values 4 t .. (lane t) and high ones 16 + 4 t ..
+ * (lane t + 4) */
+AVX512VNNI static void lanes_iq4_xs(float *y, const uint8_t *g, int64_t nb,
+                                    const struct matmul_q8 *a)
+{
+    const size_t cb = 16 * 138;
+    const __m512i m4 = _mm512_set1_epi8(0xF), table = table16(dequant_iq4nl_values);
+    __m512 acc[8];
+    for (int k = 0; k < 8; k++)
+        acc[k] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; i++, g += cb) {
+        const int8_t *q = a->q + 256 * i;
+        int32_t e[64];
+        fetch_ahead(g, cb);
+        sums4(q, (char)0x80, e);
+        __m512i lane[8];
+        for (int k = 0; k < 8; k++)
+            lane[k] = _mm512_setzero_si512();
+        for (int r = 0; r < 8; r++) {
+            const __m512i sc = scales16(g + 2048 + 16 * r);
+            for (int t = 0; t < 4; t++) {
+                const __m512i raw = _mm512_loadu_si512((const void *)(g + 64 * (4 * r + t)));
+                const __m512i lo = _mm512_shuffle_epi8(table, _mm512_and_si512(raw, m4)),
+                              hi = _mm512_shuffle_epi8(
+                                  table, _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4));
+                lane[t] = lane_add(lane[t], lo, code4(q + 32 * r + 4 * t), e[8 * r + t], sc);
+                lane[t + 4] =
+                    lane_add(lane[t + 4], hi, code4(q + 32 * r + 16 + 4 * t), e[8 * r + 4 + t], sc);
+            }
+        }
+        lanes_fma(acc, lane, g + 2176, a->d[i]);
+    }
+    hsum_rows(y, acc);
+}
+
+/* Q3_K: slice 8 h + s of a block holds qs bytes 32 h + 4 s .. 32 h +
+ * 4 s + 3, whose bits 2 l, 2 l + 1 are values 128 h + 32 l + 4 s .. (lane
+ * s), with their hmask bits 4 h + l in hmask slice s; scale 8 h + 2 l for
+ * lanes 0..3, 8 h + 2 l + 1 for lanes 4..7 */
+AVX512VNNI static void lanes_q3_k(float *y, const uint8_t *g, int64_t nb, const struct matmul_q8 *a)
+{
+    const size_t cb = 16 * 114;
+    const __m512i m3 = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
+    __m512 acc[8];
+    for (int k = 0; k < 8; k++)
+        acc[k] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; i++, g += cb) {
+        const int8_t *q = a->q + 256 * i;
+        int32_t e[64];
+        fetch_ahead(g, cb);
+        sums4(q, 4, e);
+        __m512i lane[8];
+        for (int k = 0; k < 8; k++)
+            lane[k] = _mm512_setzero_si512();
+        for (int h = 0; h < 2; h++) {
+            for (int l = 0; l < 4; l++) {
+                const __m512i sc0 = scales16(g + 1536 + 16 * (8 * h + 2 * l)),
+                              sc1 = scales16(g + 1536 + 16 * (8 * h + 2 * l + 1)),
+                              bit = _mm512_set1_epi8((char)(1 << (4 * h + l)));
+                for (int s = 0; s < 8; s++) {
+                    const __m512i raw = _mm512_loadu_si512((const void *)(g + 64 * (8 * h + s)));
+                    const __m512i lo = _mm512_and_si512(_mm512_srli_epi16(raw, 2 * l), m3);
+                    const __mmask64 hm = _mm512_test_epi8_mask(
+                        _mm512_loadu_si512((const void *)(g + 1024 + 64 * s)), bit);
+                    lane[s] = lane_add(lane[s], _mm512_mask_add_epi8(lo, hm, lo, four),
+                                       code4(q + 128 * h + 32 * l + 4 * s), e[32 * h + 8 * l + s],
+                                       s < 4 ? sc0 : sc1);
+                }
+            }
+        }
+        lanes_fma(acc, lane, g + 1792, a->d[i]);
+    }
+    hsum_rows(y, acc);
+}
+
+AVX512VNNI void mx_q8_lanes_vnni(float *y, const struct wmat *W, int64_t r,
+                                 const struct matmul_q8 *a)
+{
+    const size_t crb = (size_t)(W->in / 256) * cols_block_bytes(W->type) / 16;
+    const uint8_t *g = W->copy + (size_t)r * crb;
+    if (W->type == GGML_IQ4_XS)
+        lanes_iq4_xs(y, g, W->in / 256, a);
+    else if (W->type == GGML_Q3_K)
+        lanes_q3_k(y, g, W->in / 256, a);
+}
+
+#endif /* x86 */
