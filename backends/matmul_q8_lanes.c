@@ -59,12 +59,14 @@ AVX512VNNI static inline __attribute__((always_inline)) __m512i scales16(const u
 }
 
 /* lane[k] += sc (w . q - e), w's 4 unsigned bytes a row against the
- * broadcast codes c */
+ * broadcast codes c; where short (Q3_K: |w . q - e| <= 4 * 4 * 127 and
+ * sc in its lanes' low 16 bits, the high 0) by one vpdpwssd */
 AVX512VNNI static inline __attribute__((always_inline)) __m512i
-lane_add(__m512i lane, __m512i w, __m512i c, int32_t e, __m512i sc)
+lane_add(__m512i lane, __m512i w, __m512i c, int32_t e, __m512i sc, const int short16)
 {
     const __m512i s =
         _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w, c), _mm512_set1_epi32(e));
+    if (short16) return _mm512_dpwssd_epi32(lane, s, sc);
     return _mm512_add_epi32(lane, _mm512_mullo_epi32(s, sc));
 }
 
@@ -112,9 +114,9 @@ AVX512VNNI static void lanes_iq4_xs(float *y, const uint8_t *g, int64_t nb,
                 const __m512i lo = _mm512_shuffle_epi8(table, _mm512_and_si512(raw, m4)),
                               hi = _mm512_shuffle_epi8(
                                   table, _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4));
-                lane[t] = lane_add(lane[t], lo, code4(q + 32 * r + 4 * t), e[8 * r + t], sc);
-                lane[t + 4] =
-                    lane_add(lane[t + 4], hi, code4(q + 32 * r + 16 + 4 * t), e[8 * r + 4 + t], sc);
+                lane[t] = lane_add(lane[t], lo, code4(q + 32 * r + 4 * t), e[8 * r + t], sc, 0);
+                lane[t + 4] = lane_add(lane[t + 4], hi, code4(q + 32 * r + 16 + 4 * t),
+                                       e[8 * r + 4 + t], sc, 0);
             }
         }
         lanes_fma(acc, lane, g + 2176, a->d[i]);
@@ -143,8 +145,11 @@ AVX512VNNI static void lanes_q3_k(float *y, const uint8_t *g, int64_t nb, const 
             lane[k] = _mm512_setzero_si512();
         for (int h = 0; h < 2; h++) {
             for (int l = 0; l < 4; l++) {
-                const __m512i sc0 = scales16(g + 1536 + 16 * (8 * h + 2 * l)),
-                              sc1 = scales16(g + 1536 + 16 * (8 * h + 2 * l + 1)),
+                const __m512i m16 = _mm512_set1_epi32(0xFFFF),
+                              sc0 =
+                                  _mm512_and_si512(scales16(g + 1536 + 16 * (8 * h + 2 * l)), m16),
+                              sc1 = _mm512_and_si512(scales16(g + 1536 + 16 * (8 * h + 2 * l + 1)),
+                                                     m16),
                               bit = _mm512_set1_epi8((char)(1 << (4 * h + l)));
                 for (int s = 0; s < 8; s++) {
                     const __m512i raw = _mm512_loadu_si512((const void *)(g + 64 * (8 * h + s)));
@@ -153,7 +158,7 @@ AVX512VNNI static void lanes_q3_k(float *y, const uint8_t *g, int64_t nb, const 
                         _mm512_loadu_si512((const void *)(g + 1024 + 64 * s)), bit);
                     lane[s] = lane_add(lane[s], _mm512_mask_add_epi8(lo, hm, lo, four),
                                        code4(q + 128 * h + 32 * l + 4 * s), e[32 * h + 8 * l + s],
-                                       s < 4 ? sc0 : sc1);
+                                       s < 4 ? sc0 : sc1, 1);
                 }
             }
         }
