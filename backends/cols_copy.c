@@ -8,14 +8,15 @@
 
 int cols_block_values(uint32_t type)
 {
-    return type == GGML_Q4_K || type == GGML_Q2_K || cols_lanes8(type) ? 256
-           : cols_block_bytes(type)                                    ? 32
-                                                                       : 0;
+    return type == GGML_Q4_K || type == GGML_Q2_K || type == GGML_IQ4_XS || type == GGML_Q3_K ? 256
+           : cols_block_bytes(type)                                                           ? 32
+                                                                                              : 0;
 }
 
 int cols_lanes8(uint32_t type)
 {
-    return type == GGML_IQ4_XS || type == GGML_Q3_K;
+    return type == GGML_IQ4_XS || type == GGML_Q3_K || type == GGML_Q4_1 || type == GGML_Q5_0 ||
+           type == GGML_Q5_1;
 }
 
 size_t cols_block_bytes(uint32_t type)
@@ -34,6 +35,12 @@ size_t cols_block_bytes(uint32_t type)
         return 16 * 138;
     case GGML_Q3_K:
         return 16 * 114;
+    case GGML_Q4_1:
+        return 16 * 20;
+    case GGML_Q5_0:
+        return 16 * 22;
+    case GGML_Q5_1:
+        return 16 * 24;
     default:
         return 0;
     }
@@ -114,6 +121,35 @@ static inline __attribute__((always_inline)) void lanes8_block(uint32_t type, ui
     if (!to_copy && !xs) q3_pack(sc, blk + 96);
 }
 
+/* Q4_1, Q5_0, Q5_1 between stored and copy: the nibble bytes in 4
+ * slices; Q5's high bits as masks, slice t's low nibbles' (qh bits 4 t
+ * .. 4 t + 3) at 256 + 16 t, nibble j of the 8 bytes row j's, its high
+ * nibbles' (bits 16 + 4 t ..) 8 bytes on; d, then (Q4_1, Q5_1) m */
+static inline __attribute__((always_inline)) void legacy_block(uint32_t type, uint8_t *col,
+                                                               uint8_t *blk, int j, int to_copy)
+{
+    const int five = type != GGML_Q4_1, with_m = type != GGML_Q5_0;
+    const size_t at_qh = with_m ? 4 : 2, at_qs = at_qh + (five ? 4 : 0), at_d = five ? 320 : 256;
+    slices(col, blk + at_qs, 16, j, to_copy);
+    for (int h = 0; h < 1 + with_m; h++) { /* d, m */
+        uint8_t *c = col + at_d + 32 * h + 2 * j;
+        memcpy(to_copy ? c : blk + 2 * h, to_copy ? blk + 2 * h : c, 2);
+    }
+    if (!five) return;
+    const int sh = 4 * (j % 2);
+    uint32_t qh = 0;
+    if (to_copy) memcpy(&qh, blk + at_qh, 4);
+    for (int t = 0; t < 8; t++) { /* t < 4: slice t's low nibbles; else slice t - 4's high */
+        uint8_t *m = col + 256 + 16 * (t % 4) + 8 * (t / 4) + j / 2;
+        const int bit = 4 * (t % 4) + 16 * (t / 4);
+        if (to_copy)
+            *m = (uint8_t)((*m & ~(0xF << sh)) | (qh >> bit & 0xF) << sh);
+        else
+            qh |= (uint32_t)(*m >> sh & 0xF) << bit;
+    }
+    if (!to_copy) memcpy(blk + at_qh, &qh, 4);
+}
+
 /* block i of row j between its stored bytes blk and the group's block col
  * (inlined with type and to_copy constants, so that each memcpy is a
  * move; the side read is not written) */
@@ -132,8 +168,12 @@ static inline __attribute__((always_inline)) void one_block(uint32_t type, uint8
         }
         return;
     }
-    if (cols_lanes8(type)) {
+    if (type == GGML_IQ4_XS || type == GGML_Q3_K) {
         lanes8_block(type, col, blk, j, to_copy);
+        return;
+    }
+    if (cols_lanes8(type)) {
+        legacy_block(type, col, blk, j, to_copy);
         return;
     }
     if (type != GGML_Q4_K) {
@@ -198,6 +238,15 @@ static void group_any(uint32_t type, uint8_t *col, uint8_t *blk, size_t row_byte
         break;
     case GGML_Q3_K:
         group_blocks(GGML_Q3_K, col, blk, row_bytes, nb, j0, j1, to_copy);
+        break;
+    case GGML_Q4_1:
+        group_blocks(GGML_Q4_1, col, blk, row_bytes, nb, j0, j1, to_copy);
+        break;
+    case GGML_Q5_0:
+        group_blocks(GGML_Q5_0, col, blk, row_bytes, nb, j0, j1, to_copy);
+        break;
+    case GGML_Q5_1:
+        group_blocks(GGML_Q5_1, col, blk, row_bytes, nb, j0, j1, to_copy);
         break;
     default:
         break;

@@ -25,13 +25,17 @@
  *   row more than stored);
  * - Q3_K: the 64 qs bytes in 16 slices, the 32 hmask bytes in 8 more (at
  *   1024), the 16 six-bit scales as bytes (less 32 gives the scale),
- *   scale g of row j at 1536 + 16 g + j, fp16 d at 1792 (4 bytes more).
+ *   scale g of row j at 1536 + 16 g + j, fp16 d at 1792 (4 bytes more);
+ * - Q4_1, Q5_0, Q5_1: the 16 nibble bytes in 4 slices; Q5's 32 high
+ *   bits as masks over the slices' bytes (slice t's low nibbles' at
+ *   256 + 16 t, its high nibbles' at 256 + 16 t + 8: 4 bits a row, row j
+ *   in nibble j); the fp16 d (at 256, Q5 at 320), then m (Q4_1, Q5_1).
  * The stored rows are rebuilt from it bit for bit (the packings of
  * Q4_K's, IQ4_XS's and Q3_K's scales are one-to-one).
  *
- * IQ4_XS and Q3_K (cols_lanes8), which llama.cpp does not repack, keep
- * its vec_dot's order: their kernels hold vec_dot's eight lane sums of
- * each row, 16 rows a register each. */
+ * IQ4_XS, Q3_K, Q4_1, Q5_0 and Q5_1 (cols_lanes8), which llama.cpp does
+ * not repack, keep its vec_dot's order: their kernels hold vec_dot's
+ * eight lane sums of each row, 16 rows a register each. */
 #ifndef QG_COLS_COPY_H
 #define QG_COLS_COPY_H
 
@@ -41,7 +45,8 @@
 /* the values a block holds (32, Q4_K 256) and the bytes a group of 16
  * rows takes per block; 0 for a type without the layout */
 int cols_block_values(uint32_t type);
-/* whether type's copy serves vec_dot's order (IQ4_XS, Q3_K), not
+/* whether type's copy serves vec_dot's order (IQ4_XS, Q3_K, Q4_1,
+ * Q5_0, Q5_1), not
  * llama.cpp's repacked one */
 int cols_lanes8(uint32_t type);
 size_t cols_block_bytes(uint32_t type);

@@ -444,7 +444,8 @@ static int copy_kind(const struct wmat *W)
 {
     if (mv_isa_current() != MV_AVX512_VNNI) return COPY_NONE;
     if (matmul_q8_blockwise(W)) return COPY_COLUMNS;
-    if (cols_lanes8(W->type) && W->out >= 16 && W->in % 256 == 0) return COPY_COLUMNS;
+    if (cols_lanes8(W->type) && W->out >= 16 && W->in % cols_block_values(W->type) == 0)
+        return COPY_COLUMNS;
     if (W->type == GGML_Q4_0 || W->type == GGML_IQ4_NL || W->type == GGML_MXFP4)
         return COPY_INTERLEAVED;
     if (W->type == GGML_TQ1_0) return COPY_TQ1;

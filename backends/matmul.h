@@ -73,9 +73,10 @@ int matmul_q8_blockwise(const struct wmat *W);
  *   then their scales (one vpdpbusd adds four products to each of 16
  *   rows' sums); the rows past the last whole group are not in it. The
  *   stored bytes moved (Q4_K: its scales unpacked, 148 bytes a row per
- *   block, not 144). Also IQ4_XS and Q3_K with 16 rows or more
- *   (cols_lanes8: their scales unpacked, 138 and 114 bytes a row per
- *   block, not 136 and 110), whose kernels keep vec_dot's order;
+ *   block, not 144). Also IQ4_XS, Q3_K, Q4_1, Q5_0 and Q5_1 with 16
+ *   rows or more (cols_lanes8: IQ4_XS's and Q3_K's scales unpacked, 138
+ *   and 114 bytes a row per block, not 136 and 110), whose kernels keep
+ *   vec_dot's order;
  * - interleaved (Q4_0, IQ4_NL, MXFP4 otherwise): rows in groups of four,
  *   block i of the group's four rows side by side, then block i + 1 (one
  *   stream feeds four independent sums); the rows past the last whole

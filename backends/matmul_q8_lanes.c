@@ -1,13 +1,16 @@
-/* matmul_q8_lanes — a=llamacpp's decode of IQ4_XS and Q3_K (cols_lanes8)
+/* matmul_q8_lanes — a=llamacpp's decode of IQ4_XS, Q3_K, Q4_1, Q5_0 and
+ * Q5_1 (cols_lanes8)
  * from decode's columns copy, in ggml's vec_dot order (AVX-512 VNNI).
  *
- * llama.cpp does not repack these two formats; its vec_dot gives each
- * row, per 256-block, eight int32 lane sums (lane k: the products of the
- * four values 4 k .. 4 k + 3 of every 32-value run, times that run's
- * (IQ4_XS) or half-run's (Q3_K) integer scale), then
+ * llama.cpp does not repack these formats; its vec_dot gives each
+ * row, per block (256 values; Q4_1, Q5_0, Q5_1: 32), eight int32 lane
+ * sums (lane k: the products of the four values 4 k .. 4 k + 3 of every
+ * 32-value run, times that run's (IQ4_XS) or half-run's (Q3_K) integer
+ * scale), then
  *     acc[k] = fma(d_w * d_x, (float)lane[k], acc[k])    block after block
  * and ggml's horizontal sum of the eight, ((a0 + a4) + (a2 + a6)) +
- * ((a1 + a5) + (a3 + a7)). mx_q8_iq4_xs_vnni and mx_q8_q3_k_vnni do that
+ * ((a1 + a5) + (a3 + a7)) (Q4_1, Q5_1: plus their minima's sum). The
+ * row kernels (mx_q8_iq4_xs_vnni, mx_q8_q3_k_vnni, legacy_row) do that
  * one row at a time. Here sixteen rows a register: acc[k] and the block's
  * lane[k] hold lane k of 16 rows, one vpdpbusd (a row's 4 bytes in each
  * 32-bit lane, the input's 4 codes broadcast) gives a run's lane k for
@@ -17,8 +20,8 @@
  *
  * The weight bytes enter vpdpbusd unsigned (IQ4_XS: its table value plus
  * 128; Q3_K: the 2 low bits plus 4 times the hmask bit, the value plus
- * 4), so each 4-product sum is less 128 (4) times the sum of the 4 input
- * codes, taken out before the scale. */
+ * 4; Q5_0: the value plus 16), so each 4-product sum is less 128 (4,
+ * 16) times the sum of the 4 input codes, taken out before the scale. */
 #include "backends/matmul_x86_impl.h"
 #include "backends/cols_copy.h"
 
@@ -167,15 +170,80 @@ AVX512VNNI static void lanes_q3_k(float *y, const uint8_t *g, int64_t nb, const 
     hsum_rows(y, acc);
 }
 
+/* Q4_1, Q5_0, Q5_1: per 32-block the lanes as in lanes_iq4_xs's runs
+ * (slice t: lanes t and t + 4), the nibbles plus 16 where the high bit's
+ * mask says (Q5), Q5_0 less 16 times the codes' sums; Q4_1 and Q5_1 add
+ * m_w s_x block after block (a product, then a sum, as legacy_row) */
+AVX512VNNI static inline __attribute__((always_inline)) void
+lanes32(float *y, const uint8_t *g, int64_t nb, const struct matmul_q8 *a, const int five,
+        const int with_m)
+{
+    const size_t cb = 16 * (size_t)(with_m ? (five ? 24 : 20) : 22), at_d = five ? 320 : 256;
+    const __m512i m4 = _mm512_set1_epi8(0xF), c16 = _mm512_set1_epi8(16);
+    __m512 acc[8], summs = _mm512_setzero_ps();
+    for (int k = 0; k < 8; k++)
+        acc[k] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; i++, g += cb) {
+        const int8_t *q = a->q + 32 * i;
+        int32_t e[8];
+        fetch_ahead(g, cb);
+        if (five && !with_m)
+            _mm256_storeu_si256((__m256i *)(void *)e,
+                                _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(16),
+                                                    _mm256_loadu_si256((const __m256i *)q)));
+        __m512i lane[8];
+        for (int t = 0; t < 4; t++) {
+            const __m512i raw = _mm512_loadu_si512((const void *)(g + 64 * t));
+            __m512i lo = _mm512_and_si512(raw, m4),
+                    hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
+            if (five) {
+                uint64_t ml, mh;
+                memcpy(&ml, g + 256 + 16 * t, 8);
+                memcpy(&mh, g + 256 + 16 * t + 8, 8);
+                lo = _mm512_mask_add_epi8(lo, _cvtu64_mask64(ml), lo, c16);
+                hi = _mm512_mask_add_epi8(hi, _cvtu64_mask64(mh), hi, c16);
+            }
+            lane[t] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, code4(q + 4 * t));
+            lane[t + 4] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi, code4(q + 16 + 4 * t));
+            if (five && !with_m)
+                lane[t] = _mm512_sub_epi32(lane[t], _mm512_set1_epi32(e[t])),
+                lane[t + 4] = _mm512_sub_epi32(lane[t + 4], _mm512_set1_epi32(e[t + 4]));
+        }
+        lanes_fma(acc, lane, g + at_d, a->d[i]);
+        if (with_m)
+            summs = _mm512_add_ps(
+                summs, _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(
+                                         (const __m256i *)(const void *)(g + at_d + 32))),
+                                     _mm512_set1_ps(a->s[i])));
+    }
+    hsum_rows(y, acc);
+    _mm512_storeu_ps(y, _mm512_add_ps(_mm512_loadu_ps(y), summs));
+}
+
 AVX512VNNI void mx_q8_lanes_vnni(float *y, const struct wmat *W, int64_t r,
                                  const struct matmul_q8 *a)
 {
-    const size_t crb = (size_t)(W->in / 256) * cols_block_bytes(W->type) / 16;
-    const uint8_t *g = W->copy + (size_t)r * crb;
-    if (W->type == GGML_IQ4_XS)
-        lanes_iq4_xs(y, g, W->in / 256, a);
-    else if (W->type == GGML_Q3_K)
-        lanes_q3_k(y, g, W->in / 256, a);
+    const int64_t nb = W->in / cols_block_values(W->type);
+    const uint8_t *g = W->copy + (size_t)r * (size_t)nb * cols_block_bytes(W->type) / 16;
+    switch (W->type) {
+    case GGML_IQ4_XS:
+        lanes_iq4_xs(y, g, nb, a);
+        break;
+    case GGML_Q3_K:
+        lanes_q3_k(y, g, nb, a);
+        break;
+    case GGML_Q4_1:
+        lanes32(y, g, nb, a, 0, 1);
+        break;
+    case GGML_Q5_0:
+        lanes32(y, g, nb, a, 1, 0);
+        break;
+    case GGML_Q5_1:
+        lanes32(y, g, nb, a, 1, 1);
+        break;
+    default:
+        break;
+    }
 }
 
 #endif /* x86 */

@@ -259,10 +259,13 @@ int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const s
         case GGML_Q8_0:
             ROWS(mx_q8_q8_0_vnni(W, r, a));
         case GGML_Q4_1:
+            if (W->copy) LANES8(mx_q8_q4_1_vnni(W, r, a));
             ROWS(mx_q8_q4_1_vnni(W, r, a));
         case GGML_Q5_0:
+            if (W->copy) LANES8(mx_q8_q5_0_vnni(W, r, a));
             ROWS(mx_q8_q5_0_vnni(W, r, a));
         case GGML_Q5_1:
+            if (W->copy) LANES8(mx_q8_q5_1_vnni(W, r, a));
             ROWS(mx_q8_q5_1_vnni(W, r, a));
         case GGML_IQ4_NL:
             if (blockwise) COLS();

@@ -512,9 +512,10 @@ AVX512VNNI void mx_q8_mxfp4_rows4_vnni(float *y, const struct wmat *W, int64_t r
  * 16, else from W->data */
 AVX512VNNI void mx_q8_cols_vnni(float *y, const struct wmat *W, int64_t r, int n,
                                 const struct matmul_q8 *a);
-/* IQ4_XS, Q3_K in ggml's vec_dot order (matmul_q8_lanes.c, cols_lanes8):
- * rows r .. r + 15 (r % 16 == 0, one of W->copy's whole groups) into
- * y[0..16), each as mx_q8_iq4_xs_vnni and mx_q8_q3_k_vnni give it */
+/* IQ4_XS, Q3_K, Q4_1, Q5_0, Q5_1 in ggml's vec_dot order
+ * (matmul_q8_lanes.c, cols_lanes8): rows r .. r + 15 (r % 16 == 0, one of
+ * W->copy's whole groups) into y[0..16), each as the type's row kernel
+ * (mx_q8_iq4_xs_vnni ...) gives it */
 AVX512VNNI void mx_q8_lanes_vnni(float *y, const struct wmat *W, int64_t r,
                                  const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_q4_1_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);

@@ -529,7 +529,8 @@ static int copy_alone_case(uint32_t type, int rows)
          * and IQ1 copies, reads the other decoded types' from the file */
         const int stored = type == GGML_Q4_0 || type == GGML_IQ4_NL || type == GGML_MXFP4 ||
                            type == GGML_Q4_K || type == GGML_Q2_K || type == GGML_IQ1_S ||
-                           type == GGML_IQ1_M || type == GGML_IQ4_XS || type == GGML_Q3_K;
+                           type == GGML_IQ1_M || type == GGML_IQ4_XS || type == GGML_Q3_K ||
+                           type == GGML_Q4_1 || type == GGML_Q5_0 || type == GGML_Q5_1;
         for (int64_t r = 0; copy && stored && r < rows; r++)
             if (memcmp(matmul_row(&W, r, buf), saved + (size_t)r * rb, rb))
                 T_FAIL_("%s row %lld: matmul_row differs from the stored row", ti->name,
@@ -552,7 +553,8 @@ static int copy_alone_case(uint32_t type, int rows)
 TEST(rows4_copy_alone_suffices, unit)
 {
     /* issue 33: with decode's copy made (columns: Q4_0, IQ4_NL, MXFP4,
-     * Q4_K, Q2_K with a multiple of 8 rows, IQ4_XS and Q3_K; interleaved: Q4_0, IQ4_NL,
+     * Q4_K, Q2_K with a multiple of 8 rows, IQ4_XS, Q3_K, Q4_1, Q5_0,
+     * Q5_1; interleaved: Q4_0, IQ4_NL,
      * MXFP4 otherwise; decoded: IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, TQ1_0; under
      * avx512vnni), a=llamacpp reads W's rows from it alone, so that the
      * file's pages can go (llama_pack_decode): decode, prefill's packing
@@ -574,11 +576,14 @@ TEST(rows4_copy_alone_suffices, unit)
          * columns copy, 37 groups of 16 and 8 more */
         rc = copy_alone_case(types[i], 603) || (i < 3 && copy_alone_case(types[i], 600));
     /* Q4_K and Q2_K have the columns copy only (a multiple of 8 rows);
-     * IQ4_XS and Q3_K have it at any row count (vec_dot's order) */
+     * IQ4_XS, Q3_K, Q4_1, Q5_0, Q5_1 at any row count (vec_dot's order) */
     if (!rc) rc = copy_alone_case(GGML_Q4_K, 600);
     if (!rc) rc = copy_alone_case(GGML_Q2_K, 600);
     if (!rc) rc = copy_alone_case(GGML_IQ4_XS, 603);
     if (!rc) rc = copy_alone_case(GGML_Q3_K, 603);
+    if (!rc) rc = copy_alone_case(GGML_Q4_1, 603);
+    if (!rc) rc = copy_alone_case(GGML_Q5_0, 603);
+    if (!rc) rc = copy_alone_case(GGML_Q5_1, 603);
     parallel_set_adaptive(1);
     return rc;
 }

@@ -2059,7 +2059,8 @@ static int rows4_case(uint32_t type, int64_t in, int rows, int vnni, uint64_t *s
                                                                    : 0;
     /* the columns copy: where llama.cpp repacks, and IQ4_XS, Q3_K (their
      * scales unpacked: 2 and 4 bytes a block more; Q4_K's 4) */
-    const int lanes8 = type == GGML_IQ4_XS || type == GGML_Q3_K;
+    const int lanes8 = type == GGML_IQ4_XS || type == GGML_Q3_K || type == GGML_Q4_1 ||
+                       type == GGML_Q5_0 || type == GGML_Q5_1;
     const int cols = llamacpp_repacks(&W) || lanes8;
     const int wants =
         vnni && (type == GGML_Q4_0 || type == GGML_IQ4_NL || type == GGML_MXFP4 || cb || cols);
@@ -2121,7 +2122,8 @@ static int rows4_check(void *ctx)
                  {GGML_TQ1_0, 256},    {GGML_TQ1_0, 1280}, {GGML_IQ2_XXS, 256}, {GGML_IQ2_XXS, 768},
                  {GGML_IQ2_XS, 512},   {GGML_IQ2_S, 256},  {GGML_IQ2_S, 1024},  {GGML_IQ3_XXS, 256},
                  {GGML_IQ3_XXS, 1280}, {GGML_IQ3_S, 512},  {GGML_IQ4_XS, 256},  {GGML_IQ4_XS, 1280},
-                 {GGML_Q3_K, 256},     {GGML_Q3_K, 768}};
+                 {GGML_Q3_K, 256},     {GGML_Q3_K, 768},   {GGML_Q4_1, 32},     {GGML_Q4_1, 1024},
+                 {GGML_Q5_0, 64},      {GGML_Q5_0, 1056},  {GGML_Q5_1, 32},     {GGML_Q5_1, 800}};
     const int vnni = !strcmp(matmul_kernel_name(), "avx512vnni");
     uint64_t st = 71;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -2144,8 +2146,8 @@ TEST(decode_rows4_same_bits, unit)
      * of 4 or 16, each block its own d; matmul_row rebuilds the stored
      * rows from the columns and interleaved copies; and a copy only for
      * the types and set with a kernel (Q4_0, IQ4_NL, MXFP4, Q4_K and Q2_K
-     * with a multiple of 8 rows, IQ4_XS and Q3_K, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S,
-     * IQ3_XXS, IQ3_S, TQ1_0 under avx512vnni) */
+     * with a multiple of 8 rows, IQ4_XS, Q3_K, Q4_1, Q5_0, Q5_1, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS,
+     * IQ2_S, IQ3_XXS, IQ3_S, TQ1_0 under avx512vnni) */
     parallel_set_adaptive(0);
     const int rc = each_kernel_set(rows4_check, NULL);
     parallel_set_adaptive(1);
@@ -2230,8 +2232,8 @@ static int pack_case(uint32_t type, int tied)
 TEST(pack_decode_lets_file_pages_go, unit)
 {
     /* issue 33: a model opened for a=llamacpp under avx512vnni gets
-     * decode's copy (columns: Q4_0, Q4_K, Q2_K, IQ4_XS, Q3_K; decoded IQ1,
-     * IQ2, IQ3, TQ1_0), and
+     * decode's copy (columns: Q4_0, Q4_K, Q2_K, IQ4_XS, Q3_K, Q4_1, Q5_0,
+     * Q5_1; decoded IQ1, IQ2, IQ3, TQ1_0), and
      * the mapped file's pages of the copied rows go (llama_pack_decode), so
      * the copy takes their place (1.1B Q4_0 generate: 1168 -> 600 MB peak);
      * a prefill and decode steps afterwards read the copy, give the file's
@@ -2243,7 +2245,8 @@ TEST(pack_decode_lets_file_pages_go, unit)
         int tied;
     } cases[] = {{GGML_Q4_0, 0},   {GGML_Q4_K, 1},    {GGML_Q2_K, 0},  {GGML_IQ1_S, 1},
                  {GGML_IQ1_M, 0},  {GGML_IQ2_XXS, 1}, {GGML_IQ3_S, 0}, {GGML_TQ1_0, 1},
-                 {GGML_IQ4_XS, 1}, {GGML_Q3_K, 0}};
+                 {GGML_IQ4_XS, 1}, {GGML_Q3_K, 0},    {GGML_Q5_0, 1},  {GGML_Q5_1, 0},
+                 {GGML_Q4_1, 0}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         if (pack_case(cases[i].type, cases[i].tied)) return 1;
     return 0;
