@@ -27,15 +27,18 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 
-/* m times the sum of each 4 input codes of the 256-block at q: e[t] for
- * codes 4 t .. 4 t + 3 */
+/* minus m times the sum of each 4 input codes of the 256-block at q:
+ * e[t] for codes 4 t .. 4 t + 3 (a vpdpbusd's start, so that the sum it
+ * gives is the products' own) */
 AVX512VNNI static inline __attribute__((always_inline)) void sums4(const int8_t *q, char m,
                                                                    int32_t *e)
 {
     for (int c = 0; c < 4; c++)
-        _mm512_storeu_si512(e + 16 * c,
-                            _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(m),
-                                                _mm512_loadu_si512(q + 64 * c)));
+        _mm512_storeu_si512(
+            e + 16 * c,
+            _mm512_sub_epi32(_mm512_setzero_si512(),
+                             _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(m),
+                                                 _mm512_loadu_si512(q + 64 * c))));
 }
 
 /* the 4 input codes at q as one 32-bit lane, broadcast */
@@ -61,14 +64,14 @@ AVX512VNNI static inline __attribute__((always_inline)) __m512i scales16(const u
                             _mm512_set1_epi32(32));
 }
 
-/* lane[k] += sc (w . q - e), w's 4 unsigned bytes a row against the
- * broadcast codes c; where short (Q3_K: |w . q - e| <= 4 * 4 * 127 and
- * sc in its lanes' low 16 bits, the high 0) by one vpdpwssd */
+/* lane[k] += sc (w . q + e), w's 4 unsigned bytes a row against the
+ * broadcast codes c, e = sums4's; where short (Q3_K: |w . q + e| <=
+ * 4 * 4 * 127 and sc in its lanes' low 16 bits, the high 0) by one
+ * vpdpwssd */
 AVX512VNNI static inline __attribute__((always_inline)) __m512i
 lane_add(__m512i lane, __m512i w, __m512i c, int32_t e, __m512i sc, const int short16)
 {
-    const __m512i s =
-        _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w, c), _mm512_set1_epi32(e));
+    const __m512i s = _mm512_dpbusd_epi32(_mm512_set1_epi32(e), w, c);
     if (short16) return _mm512_dpwssd_epi32(lane, s, sc);
     return _mm512_add_epi32(lane, _mm512_mullo_epi32(s, sc));
 }
@@ -185,12 +188,14 @@ lanes32(float *y, const uint8_t *g, int64_t nb, const struct matmul_q8 *a, const
         acc[k] = _mm512_setzero_ps();
     for (int64_t i = 0; i < nb; i++, g += cb) {
         const int8_t *q = a->q + 32 * i;
-        int32_t e[8];
         fetch_ahead(g, cb);
-        if (five && !with_m)
-            _mm256_storeu_si256((__m256i *)(void *)e,
-                                _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(16),
-                                                    _mm256_loadu_si256((const __m256i *)q)));
+        /* Q5_0: minus 16 times the sums of each 4 codes, lane t's in lane t */
+        const __m512i e =
+            five && !with_m ? _mm512_castsi256_si512(_mm256_sub_epi32(
+                                  _mm256_setzero_si256(),
+                                  _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(16),
+                                                      _mm256_loadu_si256((const __m256i *)q))))
+                            : _mm512_setzero_si512();
         __m512i lane[8];
         for (int t = 0; t < 4; t++) {
             const __m512i raw = _mm512_loadu_si512((const void *)(g + 64 * t));
@@ -203,11 +208,10 @@ lanes32(float *y, const uint8_t *g, int64_t nb, const struct matmul_q8 *a, const
                 lo = _mm512_mask_add_epi8(lo, _cvtu64_mask64(ml), lo, c16);
                 hi = _mm512_mask_add_epi8(hi, _cvtu64_mask64(mh), hi, c16);
             }
-            lane[t] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, code4(q + 4 * t));
-            lane[t + 4] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi, code4(q + 16 + 4 * t));
-            if (five && !with_m)
-                lane[t] = _mm512_sub_epi32(lane[t], _mm512_set1_epi32(e[t])),
-                lane[t + 4] = _mm512_sub_epi32(lane[t + 4], _mm512_set1_epi32(e[t + 4]));
+            lane[t] = _mm512_dpbusd_epi32(_mm512_permutexvar_epi32(_mm512_set1_epi32(t), e), lo,
+                                          code4(q + 4 * t));
+            lane[t + 4] = _mm512_dpbusd_epi32(_mm512_permutexvar_epi32(_mm512_set1_epi32(t + 4), e),
+                                              hi, code4(q + 16 + 4 * t));
         }
         lanes_fma(acc, lane, g + at_d, a->d[i]);
         if (with_m)
