@@ -49,12 +49,12 @@ AVX512VNNI static inline __attribute__((always_inline)) __m512i code4(const int8
     return _mm512_set1_epi32(v);
 }
 
-/* the block of cb bytes at g, AHEAD bytes on, into the cache */
-AVX512VNNI static inline __attribute__((always_inline)) void fetch_ahead(const uint8_t *g,
-                                                                         size_t cb)
+/* line n of the block of cb bytes at g, AHEAD bytes on, into the cache
+ * (the lines spread over the block's steps, not all at its start) */
+AVX512VNNI static inline __attribute__((always_inline)) void fetch_line(const uint8_t *g, size_t cb,
+                                                                        size_t n)
 {
-    for (size_t o = 0; o < cb + 63; o += 64)
-        _mm_prefetch((const char *)g + AHEAD + o, _MM_HINT_T0);
+    if (64 * n < cb + 63) _mm_prefetch((const char *)g + AHEAD + 64 * n, _MM_HINT_T0);
 }
 
 /* 16 six-bit scales stored as bytes at s, less 32, as lanes */
@@ -108,7 +108,6 @@ AVX512VNNI static void lanes_iq4_xs(float *y, const uint8_t *g, int64_t nb,
     for (int64_t i = 0; i < nb; i++, g += cb) {
         const int8_t *q = a->q + 256 * i;
         int32_t e[64];
-        fetch_ahead(g, cb);
         sums4(q, (char)0x80, e);
         __m512i lane[8];
         for (int k = 0; k < 8; k++)
@@ -116,6 +115,7 @@ AVX512VNNI static void lanes_iq4_xs(float *y, const uint8_t *g, int64_t nb,
         for (int r = 0; r < 8; r++) {
             const __m512i sc = scales16(g + 2048 + 16 * r);
             for (int t = 0; t < 4; t++) {
+                fetch_line(g, cb, (size_t)(4 * r + t)), fetch_line(g, cb, (size_t)(32 + 4 * r + t));
                 const __m512i raw = _mm512_loadu_si512((const void *)(g + 64 * (4 * r + t)));
                 const __m512i lo = _mm512_shuffle_epi8(table, _mm512_and_si512(raw, m4)),
                               hi = _mm512_shuffle_epi8(
@@ -144,7 +144,6 @@ AVX512VNNI static void lanes_q3_k(float *y, const uint8_t *g, int64_t nb, const 
     for (int64_t i = 0; i < nb; i++, g += cb) {
         const int8_t *q = a->q + 256 * i;
         int32_t e[64];
-        fetch_ahead(g, cb);
         sums4(q, 4, e);
         __m512i lane[8];
         for (int k = 0; k < 8; k++)
@@ -158,6 +157,7 @@ AVX512VNNI static void lanes_q3_k(float *y, const uint8_t *g, int64_t nb, const 
                                                      m16),
                               bit = _mm512_set1_epi8((char)(1 << (4 * h + l)));
                 for (int s = 0; s < 8; s++) {
+                    fetch_line(g, cb, (size_t)(32 * h + 8 * l + s));
                     const __m512i raw = _mm512_loadu_si512((const void *)(g + 64 * (8 * h + s)));
                     const __m512i lo = _mm512_and_si512(_mm512_srli_epi16(raw, 2 * l), m3);
                     const __mmask64 hm = _mm512_test_epi8_mask(
@@ -188,7 +188,6 @@ lanes32(float *y, const uint8_t *g, int64_t nb, const struct matmul_q8 *a, const
         acc[k] = _mm512_setzero_ps();
     for (int64_t i = 0; i < nb; i++, g += cb) {
         const int8_t *q = a->q + 32 * i;
-        fetch_ahead(g, cb);
         /* Q5_0: minus 16 times the sums of each 4 codes, lane t's in lane t */
         const __m512i e =
             five && !with_m ? _mm512_castsi256_si512(_mm256_sub_epi32(
@@ -198,6 +197,7 @@ lanes32(float *y, const uint8_t *g, int64_t nb, const struct matmul_q8 *a, const
                             : _mm512_setzero_si512();
         __m512i lane[8];
         for (int t = 0; t < 4; t++) {
+            fetch_line(g, cb, (size_t)(2 * t)), fetch_line(g, cb, (size_t)(2 * t + 1));
             const __m512i raw = _mm512_loadu_si512((const void *)(g + 64 * t));
             __m512i lo = _mm512_and_si512(raw, m4),
                     hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
