@@ -3,20 +3,23 @@
 
 #include "backends/dequant.h"
 #include "backends/ggml_types.h"
+#include "backends/iq_copy.h"
 
 #include <string.h>
 
 int cols_block_values(uint32_t type)
 {
-    return type == GGML_Q4_K || type == GGML_Q2_K || type == GGML_IQ4_XS || type == GGML_Q3_K ? 256
-           : cols_block_bytes(type)                                                           ? 32
-                                                                                              : 0;
+    return type == GGML_Q4_K || type == GGML_Q2_K || type == GGML_IQ4_XS || type == GGML_Q3_K ||
+                   type == GGML_IQ1_S || type == GGML_IQ1_M
+               ? 256
+           : cols_block_bytes(type) ? 32
+                                    : 0;
 }
 
 int cols_lanes8(uint32_t type)
 {
     return type == GGML_IQ4_XS || type == GGML_Q3_K || type == GGML_Q4_1 || type == GGML_Q5_0 ||
-           type == GGML_Q5_1;
+           type == GGML_Q5_1 || type == GGML_IQ1_S || type == GGML_IQ1_M;
 }
 
 size_t cols_block_bytes(uint32_t type)
@@ -41,6 +44,10 @@ size_t cols_block_bytes(uint32_t type)
         return 16 * 22;
     case GGML_Q5_1:
         return 16 * 24;
+    case GGML_IQ1_S:
+        return 16 * 74;
+    case GGML_IQ1_M:
+        return 16 * 86;
     default:
         return 0;
     }
@@ -199,6 +206,96 @@ static inline __attribute__((always_inline)) void one_block(uint32_t type, uint8
     if (!to_copy) k4_pack(sc, mn, blk + 4);
 }
 
+/* IQ1_S and IQ1_M, through iq_copy's decoded blocks (their codes g + 1,
+ * scales, signs and d): row j's share of a group's block col from or to
+ * its decoded block dec (to_copy: from it) */
+static void iq1_share(uint32_t type, uint8_t *col, uint8_t *dec, int j, int to_copy)
+{
+    if (type == GGML_IQ1_S) { /* nibble r of the word at 66: run r's scale, sign */
+        uint32_t w = 0;
+        if (to_copy) memcpy(&w, dec + 66, 4);
+        for (int r = 0; r < 8; r++) {
+            uint8_t *c = col + 1024 + 16 * r + j;
+            if (to_copy)
+                *c = (uint8_t)(w >> 4 * r & 0xF);
+            else
+                w |= (uint32_t)*c << 4 * r;
+        }
+        if (!to_copy) memcpy(dec + 66, &w, 4);
+        memcpy(to_copy ? col + 1152 + 2 * j : dec + 64, to_copy ? dec + 64 : col + 1152 + 2 * j, 2);
+        return;
+    }
+    /* IQ1_M: the 4 scale words (scale 4 p + i at bit 3 i of word p, d's
+     * nibble p in its top 4), the sign word */
+    uint16_t w[4] = {0, 0, 0, 0}, d = 0;
+    if (to_copy) {
+        memcpy(w, dec + 64, 8);
+        d = (uint16_t)((w[0] >> 12) | (w[1] >> 8 & 0xF0) | (w[2] >> 4 & 0xF00) | (w[3] & 0xF000));
+        memcpy(col + 1344 + 2 * j, &d, 2);
+    } else {
+        memcpy(&d, col + 1344 + 2 * j, 2);
+    }
+    for (int n = 0; n < 16; n++) {
+        uint8_t *c = col + 1024 + 16 * n + j;
+        if (to_copy)
+            *c = (uint8_t)(w[n / 4] >> 3 * (n % 4) & 7);
+        else
+            w[n / 4] |= (uint16_t)(*c << 3 * (n % 4));
+    }
+    for (int p = 0; p < 4 && !to_copy; p++)
+        w[p] |= (uint16_t)((d >> 4 * p & 0xF) << 12);
+    if (!to_copy) memcpy(dec + 64, w, 8);
+    memcpy(to_copy ? col + 1280 + 4 * j : dec + 72, to_copy ? dec + 72 : col + 1280 + 4 * j, 4);
+}
+
+/* code e (0..255) of a decoded IQ1 block */
+static inline int iq1_code(const uint8_t *dec, int e)
+{
+    return dec[16 * (e / 64) + e % 16] >> 2 * (e % 64 / 16) & 3;
+}
+
+/* the nb blocks of 16 IQ1 rows (row_bytes apart from rows) into the
+ * group at dst: per block each row decoded, its codes as bytes, then
+ * chunk c's byte n = rows n / 4, 4 + n / 4, 8 + n / 4, 12 + n / 4's codes
+ * of value 4 c + n % 4 */
+static void iq1_group(uint32_t type, const uint8_t *rows, size_t row_bytes, int64_t nb,
+                      uint8_t *dst)
+{
+    const size_t gb = cols_block_bytes(type), bs = ggml_type_get(type)->type_size;
+    uint8_t dec[16][IQ1_COPY_M_BYTES], code[16][256];
+    for (int64_t i = 0; i < nb; i++) {
+        uint8_t *col = dst + (size_t)i * gb;
+        for (int j = 0; j < 16; j++) {
+            iq_copy_blocks(type, rows + (size_t)j * row_bytes + (size_t)i * bs, dec[j], 1);
+            for (int e = 0; e < 256; e++)
+                code[j][e] = (uint8_t)iq1_code(dec[j], e);
+            iq1_share(type, col, dec[j], j, 1);
+        }
+        for (int c = 0; c < 64; c++)
+            for (int n = 0; n < 16; n++) {
+                const int e = 4 * c + n % 4, r = n / 4;
+                col[16 * c + n] = (uint8_t)(code[r][e] | code[4 + r][e] << 2 | code[8 + r][e] << 4 |
+                                            code[12 + r][e] << 6);
+            }
+    }
+}
+
+/* row j (j < 16) of the IQ1 group at group, as stored, into buf */
+static void iq1_row(uint32_t type, const uint8_t *group, int64_t nb, int j, uint8_t *buf)
+{
+    const size_t gb = cols_block_bytes(type), bs = ggml_type_get(type)->type_size;
+    for (int64_t i = 0; i < nb; i++) {
+        uint8_t dec[IQ1_COPY_M_BYTES] = {0};
+        uint8_t *col = (uint8_t *)(uintptr_t)(group + (size_t)i * gb); /* only read */
+        for (int e = 0; e < 256; e++)
+            dec[16 * (e / 64) + e % 16] |=
+                (uint8_t)((col[16 * (e / 4) + 4 * (j % 4) + e % 4] >> 2 * (j / 4) & 3)
+                          << 2 * (e % 64 / 16));
+        iq1_share(type, col, dec, j, 0);
+        iq_stored_blocks(type, dec, buf + (size_t)i * bs, 1);
+    }
+}
+
 /* the nb blocks of rows[j] (j < 16) into or out of the group at col
  * (to_copy), row j's stored blocks bs bytes apart from blk, for a
  * constant type */
@@ -255,12 +352,20 @@ static void group_any(uint32_t type, uint8_t *col, uint8_t *blk, size_t row_byte
 
 void cols_copy_group(uint32_t type, const uint8_t *rows, size_t row_bytes, int64_t in, uint8_t *dst)
 {
+    if (type == GGML_IQ1_S || type == GGML_IQ1_M) {
+        iq1_group(type, rows, row_bytes, in / 256, dst);
+        return;
+    }
     /* the rows are only read when to_copy */
     group_any(type, dst, (uint8_t *)(uintptr_t)rows, row_bytes, in, 0, 16, 1);
 }
 
 void cols_stored_row(uint32_t type, const uint8_t *group, int64_t in, int j, uint8_t *buf)
 {
+    if (type == GGML_IQ1_S || type == GGML_IQ1_M) {
+        iq1_row(type, group, in / 256, j, buf);
+        return;
+    }
     /* the group is only read when !to_copy; row_bytes 0: buf holds row j's
      * blocks alone */
     group_any(type, (uint8_t *)(uintptr_t)group, buf, 0, in, j, j + 1, 0);

@@ -24,6 +24,7 @@
  * 16) times the sum of the 4 input codes, taken out before the scale. */
 #include "backends/matmul_x86_impl.h"
 #include "backends/cols_copy.h"
+#include "backends/iq_blocks_impl.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 
@@ -76,22 +77,24 @@ lane_add(__m512i lane, __m512i w, __m512i c, int32_t e, __m512i sc, const int sh
     return _mm512_add_epi32(lane, _mm512_mullo_epi32(s, sc));
 }
 
-/* the block's lanes into the running sums, d_w (16 fp16 at dw) times d_x */
-AVX512VNNI static inline __attribute__((always_inline)) void
+/* the block's lanes into the running sums, d_w (16 fp16 at dw) times
+ * d_x; that product returned */
+AVX512VNNI static inline __attribute__((always_inline)) __m512
 lanes_fma(__m512 *acc, const __m512i *lane, const uint8_t *dw, float dx)
 {
     const __m512 d = _mm512_mul_ps(
         _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)dw)), _mm512_set1_ps(dx));
     for (int k = 0; k < 8; k++)
         acc[k] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(lane[k]), acc[k]);
+    return d;
 }
 
-/* ggml's hsum_float_8 of each row's eight sums, 16 rows into y */
-AVX512VNNI static inline __attribute__((always_inline)) void hsum_rows(float *y, const __m512 *a)
+/* ggml's hsum_float_8 of each row's eight sums, for 16 rows */
+AVX512VNNI static inline __attribute__((always_inline)) __m512 hsum16(const __m512 *a)
 {
     const __m512 lo = _mm512_add_ps(_mm512_add_ps(a[0], a[4]), _mm512_add_ps(a[2], a[6])),
                  hi = _mm512_add_ps(_mm512_add_ps(a[1], a[5]), _mm512_add_ps(a[3], a[7]));
-    _mm512_storeu_ps(y, _mm512_add_ps(lo, hi));
+    return _mm512_add_ps(lo, hi);
 }
 
 /* IQ4_XS: slice 4 r + t of a block holds run r's bytes 4 t .. 4 t + 3,
@@ -127,7 +130,7 @@ AVX512VNNI static void lanes_iq4_xs(float *y, const uint8_t *g, int64_t nb,
         }
         lanes_fma(acc, lane, g + 2176, a->d[i]);
     }
-    hsum_rows(y, acc);
+    _mm512_storeu_ps(y, hsum16(acc));
 }
 
 /* Q3_K: slice 8 h + s of a block holds qs bytes 32 h + 4 s .. 32 h +
@@ -170,7 +173,7 @@ AVX512VNNI static void lanes_q3_k(float *y, const uint8_t *g, int64_t nb, const 
         }
         lanes_fma(acc, lane, g + 1792, a->d[i]);
     }
-    hsum_rows(y, acc);
+    _mm512_storeu_ps(y, hsum16(acc));
 }
 
 /* Q4_1, Q5_0, Q5_1: per 32-block the lanes as in lanes_iq4_xs's runs
@@ -220,8 +223,81 @@ lanes32(float *y, const uint8_t *g, int64_t nb, const struct matmul_q8 *a, const
                                          (const __m256i *)(const void *)(g + at_d + 32))),
                                      _mm512_set1_ps(a->s[i])));
     }
-    hsum_rows(y, acc);
-    _mm512_storeu_ps(y, _mm512_add_ps(_mm512_loadu_ps(y), summs));
+    _mm512_storeu_ps(y, _mm512_add_ps(hsum16(acc), summs));
+}
+
+/* IQ1_S, IQ1_M: chunk c = 8 r + k of a block (16 bytes) holds the codes
+ * g + 1 of values 4 c .. 4 c + 3 of the 16 rows, row 4 l + n / 4's in
+ * byte n at bit 2 l (one GFNI affine a register: iq1_codes64), so that
+ * lane k of run r is sum (g + 1) q - sum q, times the odd scale 2 s + 1
+ * (IQ1_S: run r's; IQ1_M: that of its 16 values). The delta: IQ1_S's
+ * run sums of the codes times the scale, negated where the run's sign,
+ * added per block into a float sum (a product, then a sum, as
+ * iq1_copy_row's); IQ1_M's sums of 4 codes, negated where the 8 values'
+ * sign, times the scale into eight more lanes */
+AVX512VNNI static inline __attribute__((always_inline)) void
+lanes_iq1(float *y, const uint8_t *g, int64_t nb, const struct matmul_q8 *a, const int m)
+{
+    const size_t cb = m ? 16 * 86 : 16 * 74, at_d = m ? 1344 : 1152;
+    const __m512i one = _mm512_set1_epi32(1), seven = _mm512_set1_epi32(7);
+    __m512 acc[8], acc2[8], acc1 = _mm512_setzero_ps();
+    for (int k = 0; k < 8; k++)
+        acc[k] = acc2[k] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; i++, g += cb) {
+        const int8_t *q = a->q + 256 * i;
+        int32_t e[64];
+        sums4(q, 1, e);
+        __m512i lane[8], lane2[8], si1 = _mm512_setzero_si512();
+        for (int k = 0; k < 8; k++)
+            lane[k] = lane2[k] = _mm512_setzero_si512();
+        const __m512i words = m ? _mm512_loadu_si512((const void *)(g + 1280)) : one;
+        for (int r = 0; r < 8; r++) {
+            /* IQ1_S: run r's nibble (scale, sign in bit 3); IQ1_M: two scales */
+            const __m512i raw = _mm512_cvtepu8_epi32(
+                _mm_loadu_si128((const __m128i *)(const void *)(g + 1024 + 16 * (m ? 2 * r : r))));
+            const __m512i ls0 = _mm512_add_epi32(_mm512_slli_epi32(_mm512_and_si512(raw, seven), 1),
+                                                 one),
+                          ls1 = m ? _mm512_add_epi32(
+                                        _mm512_slli_epi32(
+                                            _mm512_cvtepu8_epi32(_mm_loadu_si128(
+                                                (const __m128i *)(const void *)(g + 1024 +
+                                                                                16 * (2 * r + 1)))),
+                                            1),
+                                        one)
+                                  : ls0;
+            for (int k = 0; k < 8; k++) {
+                fetch_line(g, cb, (size_t)(8 * r + k));
+                const __m512i ls = k < 4 ? ls0 : ls1;
+                const __m512i s = _mm512_dpbusd_epi32(_mm512_set1_epi32(e[8 * r + k]),
+                                                      iq1_codes64(g + 16 * (8 * r + k)),
+                                                      code4(q + 32 * r + 4 * k));
+                lane[k] = _mm512_dpwssd_epi32(lane[k], s, ls);
+                if (m) { /* the 4 codes' sum, -e, negated where the sign */
+                    const __m512i ev = _mm512_set1_epi32(e[8 * r + k]);
+                    const __mmask16 pos = _mm512_testn_epi32_mask(
+                        words, _mm512_set1_epi32((int)(1u << (4 * r + k / 2))));
+                    lane2[k] = _mm512_dpwssd_epi32(
+                        lane2[k], _mm512_mask_sub_epi32(ev, pos, _mm512_setzero_si512(), ev), ls);
+                }
+            }
+            if (!m) {
+                const __m512i t =
+                    _mm512_mullo_epi32(ls0, _mm512_set1_epi32(a->sum16[16 * i + 2 * r] +
+                                                              a->sum16[16 * i + 2 * r + 1]));
+                si1 = _mm512_add_epi32(
+                    si1, _mm512_mask_sub_epi32(t, _mm512_test_epi32_mask(raw, _mm512_set1_epi32(8)),
+                                               _mm512_setzero_si512(), t));
+            }
+        }
+        const __m512 d = lanes_fma(acc, lane, g + at_d, a->d[i]);
+        if (m)
+            for (int k = 0; k < 8; k++)
+                acc2[k] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(lane2[k]), acc2[k]);
+        else
+            acc1 = _mm512_add_ps(acc1, _mm512_mul_ps(d, _mm512_cvtepi32_ps(si1)));
+    }
+    const __m512 main = hsum16(acc), delta = m ? hsum16(acc2) : acc1;
+    _mm512_storeu_ps(y, _mm512_add_ps(main, _mm512_mul_ps(_mm512_set1_ps(IQ1_DELTA), delta)));
 }
 
 AVX512VNNI void mx_q8_lanes_vnni(float *y, const struct wmat *W, int64_t r,
@@ -244,6 +320,12 @@ AVX512VNNI void mx_q8_lanes_vnni(float *y, const struct wmat *W, int64_t r,
         break;
     case GGML_Q5_1:
         lanes32(y, g, nb, a, 1, 1);
+        break;
+    case GGML_IQ1_S:
+        lanes_iq1(y, g, nb, a, 0);
+        break;
+    case GGML_IQ1_M:
+        lanes_iq1(y, g, nb, a, 1);
         break;
     default:
         break;

@@ -287,10 +287,10 @@ int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const s
         if (matmul_q8_blockwise(W)) COLS();
         ROWS(mx_q8_q2_k_vnni(W, r, a));
     case GGML_IQ1_S:
-        if (W->copy) ROWS(mx_q8_iq1_s_copy_vnni(W, r, a));
+        if (W->copy) LANES8(mx_q8_iq1_s_vnni(W, r, a));
         ROWS(mx_q8_iq1_s_vnni(W, r, a));
     case GGML_IQ1_M:
-        if (W->copy) ROWS(mx_q8_iq1_m_copy_vnni(W, r, a));
+        if (W->copy) LANES8(mx_q8_iq1_m_vnni(W, r, a));
         ROWS(mx_q8_iq1_m_vnni(W, r, a));
     case GGML_IQ2_XXS:
         if (W->copy) ROWS(mx_q8_iq2_xxs_copy_vnni(W, r, a));

@@ -471,6 +471,18 @@ static inline float e8m0_half(uint8_t e)
     return f;
 }
 
+/* per 128-bit lane l a GFNI bit matrix taking bits 2l and 2l + 1 of each
+ * byte to bits 0 and 1 (bit i of the result: row byte 7 - i) */
+#define IQ1_Q(s) ((long long)(1ULL << (s) << 56 | 1ULL << ((s) + 1) << 48))
+
+AVX512VNNI static inline __attribute__((always_inline)) __m512i iq1_codes64(const uint8_t *c)
+{
+    const __m512i quarters = _mm512_setr_epi64(IQ1_Q(0), IQ1_Q(0), IQ1_Q(2), IQ1_Q(2), IQ1_Q(4),
+                                               IQ1_Q(4), IQ1_Q(6), IQ1_Q(6));
+    return _mm512_gf2p8affine_epi64_epi8(
+        _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)c)), quarters, 0);
+}
+
 /* sixteen int32 lanes to eight: lanes k and k + 8 added */
 AVX512VNNI static inline __attribute__((always_inline)) __m256i fold16(__m512i v)
 {
@@ -541,9 +553,6 @@ AVX512VNNI float mx_q8_iq2_s_copy_vnni(const struct wmat *W, int64_t r, const st
 AVX512VNNI float mx_q8_iq3_xxs_copy_vnni(const struct wmat *W, int64_t r,
                                          const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_iq3_s_copy_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
-/* the same from W->copy, decode's decoded copy (iq_copy.h): every row */
-AVX512VNNI float mx_q8_iq1_s_copy_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
-AVX512VNNI float mx_q8_iq1_m_copy_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_iq2_xxs_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_iq2_xs_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_iq2_s_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);

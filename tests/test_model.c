@@ -2050,23 +2050,30 @@ static int rows4_case(uint32_t type, int64_t in, int rows, int vnni, uint64_t *s
     struct wmat W = {"w", type, q, in, rows, rb, 0, NULL, 0};
     const size_t size = matmul_copy_bytes(&W);
     /* the decoded copies' block bytes (iq_copy.h; TQ1_0 as TQ2_0) */
-    const size_t cb = type == GGML_IQ1_S                           ? 70
-                      : type == GGML_IQ1_M                         ? 76
-                      : type == GGML_TQ1_0                         ? 66
+    const size_t cb = type == GGML_TQ1_0                           ? 66
                       : type == GGML_IQ2_XXS                       ? 102
                       : type == GGML_IQ2_XS || type == GGML_IQ2_S  ? 106
                       : type == GGML_IQ3_XXS || type == GGML_IQ3_S ? 134
                                                                    : 0;
-    /* the columns copy: where llama.cpp repacks, and IQ4_XS, Q3_K (their
-     * scales unpacked: 2 and 4 bytes a block more; Q4_K's 4) */
+    /* the columns copy: where llama.cpp repacks, and IQ4_XS, Q3_K, Q4_1,
+     * Q5_0, Q5_1, IQ1_S, IQ1_M (a row's bytes a 256-block: Q4_K 148,
+     * IQ4_XS 138, Q3_K 114, IQ1_S 74 (with its codes as 2 bits), IQ1_M 86;
+     * the others as stored) */
     const int lanes8 = type == GGML_IQ4_XS || type == GGML_Q3_K || type == GGML_Q4_1 ||
-                       type == GGML_Q5_0 || type == GGML_Q5_1;
+                       type == GGML_Q5_0 || type == GGML_Q5_1 || type == GGML_IQ1_S ||
+                       type == GGML_IQ1_M;
     const int cols = llamacpp_repacks(&W) || lanes8;
     const int wants =
         vnni && (type == GGML_Q4_0 || type == GGML_IQ4_NL || type == GGML_MXFP4 || cb || cols);
-    const size_t more = type == GGML_IQ4_XS ? 2 : type == GGML_Q4_K || type == GGML_Q3_K ? 4 : 0;
+    const size_t per256 = type == GGML_Q4_K     ? 148
+                          : type == GGML_IQ4_XS ? 138
+                          : type == GGML_Q3_K   ? 114
+                          : type == GGML_IQ1_S  ? 74
+                          : type == GGML_IQ1_M  ? 86
+                                                : 0;
+    const size_t crb = per256 ? (size_t)(in / 256) * per256 : rb;
     const size_t expect = cb     ? (size_t)rows * (size_t)(in / 256) * cb
-                          : cols ? (size_t)(rows / 16) * 16 * (rb + (size_t)(in / 256) * more)
+                          : cols ? (size_t)(rows / 16) * 16 * crb
                                  : (size_t)(rows / 4) * 4 * rb;
     if ((size != 0) != wants || (size && size != expect))
         T_FAIL_("%s %s: matmul_copy_bytes %zu", matmul_kernel_name(), ti->name, size);
