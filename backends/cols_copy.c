@@ -248,50 +248,61 @@ static void iq1_share(uint32_t type, uint8_t *col, uint8_t *dec, int j, int to_c
     memcpy(to_copy ? col + 1280 + 4 * j : dec + 72, to_copy ? dec + 72 : col + 1280 + 4 * j, 4);
 }
 
-/* code e (0..255) of a decoded IQ1 block */
-static inline int iq1_code(const uint8_t *dec, int e)
-{
-    return dec[16 * (e / 64) + e % 16] >> 2 * (e % 64 / 16) & 3;
-}
-
 /* the nb blocks of 16 IQ1 rows (row_bytes apart from rows) into the
  * group at dst: per block each row decoded, its codes as bytes, then
  * chunk c's byte n = rows n / 4, 4 + n / 4, 8 + n / 4, 12 + n / 4's codes
- * of value 4 c + n % 4 */
+ * of value 4 c + n % 4 (4 bytes a word: each code < 4, so a word shifted
+ * by up to 6 bits keeps its bytes apart) */
 static void iq1_group(uint32_t type, const uint8_t *rows, size_t row_bytes, int64_t nb,
                       uint8_t *dst)
 {
     const size_t gb = cols_block_bytes(type), bs = ggml_type_get(type)->type_size;
-    uint8_t dec[16][IQ1_COPY_M_BYTES], code[16][256];
+    uint8_t dec[IQ1_COPY_M_BYTES], code[16][256];
     for (int64_t i = 0; i < nb; i++) {
         uint8_t *col = dst + (size_t)i * gb;
         for (int j = 0; j < 16; j++) {
-            iq_copy_blocks(type, rows + (size_t)j * row_bytes + (size_t)i * bs, dec[j], 1);
-            for (int e = 0; e < 256; e++)
-                code[j][e] = (uint8_t)iq1_code(dec[j], e);
-            iq1_share(type, col, dec[j], j, 1);
+            iq_copy_blocks(type, rows + (size_t)j * row_bytes + (size_t)i * bs, dec, 1);
+            for (int p = 0; p < 4; p++) /* value 64 p + 16 l + n: byte 16 p + n, bits 2 l */
+                for (int l = 0; l < 4; l++)
+                    for (int n = 0; n < 16; n++)
+                        code[j][64 * p + 16 * l + n] = (uint8_t)(dec[16 * p + n] >> 2 * l & 3);
+            iq1_share(type, col, dec, j, 1);
         }
         for (int c = 0; c < 64; c++)
-            for (int n = 0; n < 16; n++) {
-                const int e = 4 * c + n % 4, r = n / 4;
-                col[16 * c + n] = (uint8_t)(code[r][e] | code[4 + r][e] << 2 | code[8 + r][e] << 4 |
-                                            code[12 + r][e] << 6);
+            for (int r = 0; r < 4; r++) {
+                uint32_t w[4];
+                for (int l = 0; l < 4; l++)
+                    memcpy(&w[l], &code[4 * l + r][4 * c], 4);
+                const uint32_t v = w[0] | w[1] << 2 | w[2] << 4 | w[3] << 6;
+                memcpy(col + 16 * c + 4 * r, &v, 4);
             }
     }
+}
+
+void cols_iq1_decoded(uint32_t type, const uint8_t *group, int j, int64_t i, uint8_t *dec)
+{
+    const uint8_t *col = group + (size_t)i * cols_block_bytes(type);
+    uint32_t w[64]; /* byte b of w[c]: the code of value 4 c + b */
+    for (int c = 0; c < 64; c++) {
+        uint32_t v;
+        memcpy(&v, col + 16 * c + 4 * (j % 4), 4);
+        w[c] = v >> 2 * (j / 4) & 0x03030303u;
+    }
+    const uint8_t *cb = (const uint8_t *)w;
+    for (int p = 0; p < 4; p++)
+        for (int n = 0; n < 16; n++)
+            dec[16 * p + n] = (uint8_t)(cb[64 * p + n] | cb[64 * p + 16 + n] << 2 |
+                                        cb[64 * p + 32 + n] << 4 | cb[64 * p + 48 + n] << 6);
+    iq1_share(type, (uint8_t *)(uintptr_t)col, dec, j, 0); /* col only read */
 }
 
 /* row j (j < 16) of the IQ1 group at group, as stored, into buf */
 static void iq1_row(uint32_t type, const uint8_t *group, int64_t nb, int j, uint8_t *buf)
 {
-    const size_t gb = cols_block_bytes(type), bs = ggml_type_get(type)->type_size;
+    const size_t bs = ggml_type_get(type)->type_size;
     for (int64_t i = 0; i < nb; i++) {
         uint8_t dec[IQ1_COPY_M_BYTES] = {0};
-        uint8_t *col = (uint8_t *)(uintptr_t)(group + (size_t)i * gb); /* only read */
-        for (int e = 0; e < 256; e++)
-            dec[16 * (e / 64) + e % 16] |=
-                (uint8_t)((col[16 * (e / 4) + 4 * (j % 4) + e % 4] >> 2 * (j / 4) & 3)
-                          << 2 * (e % 64 / 16));
-        iq1_share(type, col, dec, j, 0);
+        cols_iq1_decoded(type, group, j, i, dec);
         iq_stored_blocks(type, dec, buf + (size_t)i * bs, 1);
     }
 }

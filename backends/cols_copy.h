@@ -59,4 +59,9 @@ void cols_copy_group(uint32_t type, const uint8_t *rows, size_t row_bytes, int64
 /* row j (j < 16) of the group at group, as stored, into buf */
 void cols_stored_row(uint32_t type, const uint8_t *group, int64_t in, int j, uint8_t *buf);
 
+/* IQ1_S, IQ1_M: block i of row j (j < 16) of the group at group as iq_copy's decoded block
+ * (iq_copy.h) at dec, whose codes prefill's packing reads (iq_copy_codes) without the stored
+ * block's grid search */
+void cols_iq1_decoded(uint32_t type, const uint8_t *group, int j, int64_t i, uint8_t *dec);
+
 #endif

@@ -555,6 +555,16 @@ void matmul_row_codes(const struct wmat *W, int64_t r, uint8_t *buf, int8_t *cod
     if (kind == COPY_GRID) {
         iq_copy_codes(W->type, W->copy + (size_t)r * copy_row_bytes(W), W->in / 256, code, s);
         memset(m, 0, (size_t)(W->in / qcodes_chunk(W->type)) * sizeof *m);
+    } else if (kind == COPY_COLUMNS && (W->type == GGML_IQ1_S || W->type == GGML_IQ1_M) &&
+               r < matmul_copy_rows(W)) { /* the columns' codes, block by block */
+        const uint8_t *group = W->copy + (size_t)(r / 16) * 16 * copy_row_bytes(W);
+        const int per = W->type == GGML_IQ1_S ? 8 : 16; /* scales a block */
+        for (int64_t i = 0; i < W->in / 256; i++) {
+            uint8_t dec[IQ1_COPY_M_BYTES];
+            cols_iq1_decoded(W->type, group, (int)(r % 16), i, dec);
+            iq_copy_codes(W->type, dec, 1, code + 256 * i, s + per * i);
+        }
+        memset(m, 0, (size_t)(W->in / qcodes_chunk(W->type)) * sizeof *m);
     } else if (kind == COPY_TQ1) { /* TQ2_0's codes and scales are TQ1_0's */
         qcodes_row(GGML_TQ2_0, W->copy + (size_t)r * copy_row_bytes(W), W->in, code, s, m);
     } else {
