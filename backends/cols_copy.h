@@ -1,9 +1,10 @@
 /* cols_copy — decode's "columns" copy (matmul.h's copy, first layout):
  * the matrices llama.cpp repacks (matmul_q8_blockwise: Q4_0, IQ4_NL,
- * MXFP4, Q4_K, Q2_K with a multiple of 8 rows) kept as groups of 16 rows, block
- * i of the 16 rows together, so that a=llamacpp's decode kernels
- * (matmul_q8_cols.c) add four products to 16 rows' sums with one
- * vpdpbusd and one broadcast of the input's codes.
+ * MXFP4, Q4_K, Q2_K with a multiple of 8 rows), and IQ4_XS, Q3_K, Q4_1,
+ * Q5_0, Q5_1, IQ1_S, IQ1_M (cols_lanes8), kept as groups of 16 rows,
+ * block i of the 16 rows together, so that a=llamacpp's decode kernels
+ * (matmul_q8_cols.c, matmul_q8_lanes.c) add four products to 16 rows'
+ * sums with one vpdpbusd and one broadcast of the input's codes.
  *
  * A group's block i (cols_block_bytes: 16 rows x 18 bytes for Q4_0 and
  * IQ4_NL, x 17 for MXFP4, x 84 for Q2_K, x 148 for Q4_K):
@@ -29,25 +30,36 @@
  * - Q4_1, Q5_0, Q5_1: the 16 nibble bytes in 4 slices; Q5's 32 high
  *   bits as masks over the slices' bytes (slice t's low nibbles' at
  *   256 + 16 t, its high nibbles' at 256 + 16 t + 8: 4 bits a row, row j
- *   in nibble j); the fp16 d (at 256, Q5 at 320), then m (Q4_1, Q5_1).
+ *   in nibble j); the fp16 d (at 256, Q5 at 320), then m (Q4_1, Q5_1);
+ * - IQ1_S, IQ1_M (from iq_copy's decoded blocks): the codes g + 1 of the
+ *   grid values g as 2 bits, in 64 chunks of 16 bytes, chunk c holding
+ *   values 4 c .. 4 c + 3 of the 16 rows: byte n at bit 2 l those of row
+ *   4 l + n / 4, value 4 c + n % 4 (one GFNI affine a chunk puts row j's
+ *   4 codes in 32-bit lane j); then IQ1_S: run r's scale and delta sign
+ *   (the stored qh[r]'s top nibble) of row j at 1024 + 16 r + j, fp16 d
+ *   at 1152 (74 bytes a row); IQ1_M: its 16 three-bit scales as bytes,
+ *   scale n of row j at 1024 + 16 n + j, the 32-bit word of delta signs
+ *   (bit t: values 8 t ..) of row j at 1280 + 4 j, and the fp16 d its
+ *   scale words' top nibbles make, at 1344 (86 bytes a row).
  * The stored rows are rebuilt from it bit for bit (the packings of
- * Q4_K's, IQ4_XS's and Q3_K's scales are one-to-one).
+ * Q4_K's, IQ4_XS's and Q3_K's scales are one-to-one; IQ1's through
+ * iq_copy's rebuild).
  *
- * IQ4_XS, Q3_K, Q4_1, Q5_0 and Q5_1 (cols_lanes8), which llama.cpp does
- * not repack, keep its vec_dot's order: their kernels hold vec_dot's
- * eight lane sums of each row, 16 rows a register each. */
+ * The cols_lanes8 types, which llama.cpp does not repack, keep its
+ * vec_dot's order: their kernels hold vec_dot's eight lane sums of each
+ * row, 16 rows a register each. */
 #ifndef QG_COLS_COPY_H
 #define QG_COLS_COPY_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-/* the values a block holds (32, Q4_K 256) and the bytes a group of 16
+/* the values a block holds (32, or 256 for the K-quants, IQ4_XS and IQ1)
+ * and the bytes a group of 16
  * rows takes per block; 0 for a type without the layout */
 int cols_block_values(uint32_t type);
 /* whether type's copy serves vec_dot's order (IQ4_XS, Q3_K, Q4_1,
- * Q5_0, Q5_1), not
- * llama.cpp's repacked one */
+ * Q5_0, Q5_1, IQ1_S, IQ1_M), not llama.cpp's repacked one */
 int cols_lanes8(uint32_t type);
 size_t cols_block_bytes(uint32_t type);
 

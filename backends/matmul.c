@@ -530,13 +530,8 @@ const uint8_t *matmul_row(const struct wmat *W, int64_t r, uint8_t *buf)
 {
     const int kind = W->copy ? copy_kind(W) : COPY_NONE;
     /* IQ2's, IQ3's and TQ1_0's copies give codes and decode; the stored row is the file's */
-    if (kind == COPY_NONE || kind == COPY_TQ1 || r >= matmul_copy_rows(W) ||
-        (kind == COPY_GRID && W->type != GGML_IQ1_S && W->type != GGML_IQ1_M))
+    if (kind == COPY_NONE || kind == COPY_TQ1 || kind == COPY_GRID || r >= matmul_copy_rows(W))
         return W->data + (size_t)r * W->row_bytes;
-    if (kind == COPY_GRID) {
-        iq_stored_blocks(W->type, W->copy + (size_t)r * copy_row_bytes(W), buf, W->in / 256);
-        return buf;
-    }
     if (kind == COPY_COLUMNS) {
         cols_stored_row(W->type, W->copy + (size_t)(r / 16) * 16 * copy_row_bytes(W), W->in,
                         (int)(r % 16), buf);

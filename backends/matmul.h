@@ -73,18 +73,19 @@ int matmul_q8_blockwise(const struct wmat *W);
  *   then their scales (one vpdpbusd adds four products to each of 16
  *   rows' sums); the rows past the last whole group are not in it. The
  *   stored bytes moved (Q4_K: its scales unpacked, 148 bytes a row per
- *   block, not 144). Also IQ4_XS, Q3_K, Q4_1, Q5_0 and Q5_1 with 16
- *   rows or more (cols_lanes8: IQ4_XS's and Q3_K's scales unpacked, 138
- *   and 114 bytes a row per block, not 136 and 110), whose kernels keep
- *   vec_dot's order;
+ *   block, not 144). Also IQ4_XS, Q3_K, Q4_1, Q5_0, Q5_1, IQ1_S and
+ *   IQ1_M with 16 rows or more (cols_lanes8: IQ4_XS's and Q3_K's scales
+ *   unpacked, 138 and 114 bytes a row per block, not 136 and 110; IQ1's
+ *   grid values as 2-bit codes, 74 and 86, not 50 and 56), whose kernels
+ *   keep vec_dot's order;
  * - interleaved (Q4_0, IQ4_NL, MXFP4 otherwise): rows in groups of four,
  *   block i of the group's four rows side by side, then block i + 1 (one
  *   stream feeds four independent sums); the rows past the last whole
  *   group are not in it;
- * - decoded (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S:
+ * - decoded (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S:
  *   iq_copy.h): every row, its grid entries looked up once, as 2-bit
  *   codes (and IQ3's third bit, the signs, the scales): the grid lookups
- *   were what held these kernels to a sixth (IQ1) to a half (IQ3) of the
+ *   were what held these kernels to a third (IQ2) to a half (IQ3) of the
  *   memory's speed;
  * - TQ1_0 as TQ2_0 (every row): the same values and d as 2-bit codes, not
  *   five trits a byte (TQ2_0's kernel runs twice TQ1_0's speed).
@@ -99,9 +100,9 @@ int64_t matmul_copy_rows(const struct wmat *W);
 void matmul_copy(const struct wmat *W, uint8_t *dst, int n_threads);
 
 /* Row r of W as stored (W->row_bytes bytes): at W->data, or, where W has
- * a columns or interleaved copy or IQ1's decoded one and it holds row r, rebuilt
+ * a columns or interleaved copy and it holds row r, rebuilt
  * from the copy into buf (W->row_bytes bytes, the stored bytes exactly)
- * and returned there (the other decoded types: from W->data, whose
+ * and returned there (the decoded types: from W->data, whose
  * pages are then read back in). The embedding's lookup reads rows this
  * way, so that once the copy is made the file's pages of those rows are
  * read no more where it can be (llama_pack_decode lets them go). */
