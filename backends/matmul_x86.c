@@ -245,40 +245,45 @@ int mv_x86_rows(enum mv_isa isa, float *y, const float *x, const float *prep, co
     return isa != MV_PORTABLE && rows_avx2(y, x, isa == MV_AVX2 ? prep : NULL, W, r0, r1);
 }
 
+/* mv_x86_q8_rows for the formats multiplied by Q8_0 codes */
+static int q8_0_rows(float *y, const struct matmul_q8 *a, const struct wmat *W, int64_t r0,
+                     int64_t r1)
+{
+    const int blockwise = matmul_q8_blockwise(W);
+    switch (W->type) {
+    case GGML_Q4_0:
+        if (blockwise) COLS();
+        if (W->copy) ROWS4(mx_q8_q4_0_rows4_vnni, mx_q8_q4_0_vnni(W, r, a));
+        ROWS(mx_q8_q4_0_vnni(W, r, a));
+    case GGML_Q8_0:
+        ROWS(mx_q8_q8_0_vnni(W, r, a));
+    case GGML_Q4_1:
+        if (W->copy) LANES8(mx_q8_q4_1_vnni(W, r, a));
+        ROWS(mx_q8_q4_1_vnni(W, r, a));
+    case GGML_Q5_0:
+        if (W->copy) LANES8(mx_q8_q5_0_vnni(W, r, a));
+        ROWS(mx_q8_q5_0_vnni(W, r, a));
+    case GGML_Q5_1:
+        if (W->copy) LANES8(mx_q8_q5_1_vnni(W, r, a));
+        ROWS(mx_q8_q5_1_vnni(W, r, a));
+    case GGML_IQ4_NL:
+        if (blockwise) COLS();
+        if (W->copy) ROWS4(mx_q8_iq4_nl_rows4_vnni, mx_q8_iq4_nl_vnni(W, r, a));
+        ROWS(mx_q8_iq4_nl_vnni(W, r, a));
+    case GGML_MXFP4:
+        if (blockwise) COLS();
+        if (W->copy) ROWS4(mx_q8_mxfp4_rows4_vnni, mx_q8_mxfp4_vnni(W, r, a));
+        ROWS(mx_q8_mxfp4_vnni(W, r, a));
+    default:
+        return 0;
+    }
+}
+
 int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const struct wmat *W,
                    int64_t r0, int64_t r1)
 {
     if (isa != MV_AVX512_VNNI || (a->kind != GGML_Q8_0 && a->kind != GGML_Q8_K)) return 0;
-    if (a->kind == GGML_Q8_0) {
-        const int blockwise = matmul_q8_blockwise(W);
-        switch (W->type) {
-        case GGML_Q4_0:
-            if (blockwise) COLS();
-            if (W->copy) ROWS4(mx_q8_q4_0_rows4_vnni, mx_q8_q4_0_vnni(W, r, a));
-            ROWS(mx_q8_q4_0_vnni(W, r, a));
-        case GGML_Q8_0:
-            ROWS(mx_q8_q8_0_vnni(W, r, a));
-        case GGML_Q4_1:
-            if (W->copy) LANES8(mx_q8_q4_1_vnni(W, r, a));
-            ROWS(mx_q8_q4_1_vnni(W, r, a));
-        case GGML_Q5_0:
-            if (W->copy) LANES8(mx_q8_q5_0_vnni(W, r, a));
-            ROWS(mx_q8_q5_0_vnni(W, r, a));
-        case GGML_Q5_1:
-            if (W->copy) LANES8(mx_q8_q5_1_vnni(W, r, a));
-            ROWS(mx_q8_q5_1_vnni(W, r, a));
-        case GGML_IQ4_NL:
-            if (blockwise) COLS();
-            if (W->copy) ROWS4(mx_q8_iq4_nl_rows4_vnni, mx_q8_iq4_nl_vnni(W, r, a));
-            ROWS(mx_q8_iq4_nl_vnni(W, r, a));
-        case GGML_MXFP4:
-            if (blockwise) COLS();
-            if (W->copy) ROWS4(mx_q8_mxfp4_rows4_vnni, mx_q8_mxfp4_vnni(W, r, a));
-            ROWS(mx_q8_mxfp4_vnni(W, r, a));
-        default:
-            return 0;
-        }
-    }
+    if (a->kind == GGML_Q8_0) return q8_0_rows(y, a, W, r0, r1);
     switch (W->type) {
     case GGML_Q4_K:
         if (matmul_q8_blockwise(W)) COLS();
