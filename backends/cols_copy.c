@@ -24,33 +24,34 @@ int cols_lanes8(uint32_t type)
 
 size_t cols_block_bytes(uint32_t type)
 {
+    size_t more; /* a row's bytes a block past the stored ones */
     switch (type) {
     case GGML_Q4_0:
     case GGML_IQ4_NL:
-        return 16 * 18;
     case GGML_MXFP4:
-        return 16 * 17;
-    case GGML_Q4_K:
-        return 16 * 148;
     case GGML_Q2_K:
-        return 16 * 84;
-    case GGML_IQ4_XS:
-        return 16 * 138;
-    case GGML_Q3_K:
-        return 16 * 114;
     case GGML_Q4_1:
-        return 16 * 20;
     case GGML_Q5_0:
-        return 16 * 22;
     case GGML_Q5_1:
-        return 16 * 24;
-    case GGML_IQ1_S:
-        return 16 * 74;
+        more = 0;
+        break;
+    case GGML_Q4_K: /* the scales unpacked */
+    case GGML_Q3_K:
+        more = 4;
+        break;
+    case GGML_IQ4_XS:
+        more = 2;
+        break;
+    case GGML_IQ1_S: /* the codes as 2 bits, the scales as bytes */
+        more = 24;
+        break;
     case GGML_IQ1_M:
-        return 16 * 86;
+        more = 30;
+        break;
     default:
         return 0;
     }
+    return 16 * (ggml_type_get(type)->type_size + more);
 }
 
 /* the stored block's nibble bytes (n of them, at qs) and place j of the
@@ -322,43 +323,30 @@ static inline __attribute__((always_inline)) void group_blocks(uint32_t type, ui
                       to_copy);
 }
 
-/* group_blocks with the type a constant in each case */
+/* group_blocks with the type a constant in each case (each case its own
+ * inlined copy) */
 static void group_any(uint32_t type, uint8_t *col, uint8_t *blk, size_t row_bytes, int64_t in,
                       int j0, int j1, int to_copy)
 {
     const int64_t nb = in / cols_block_values(type);
-    switch (type) {
-    case GGML_Q4_0:
-    case GGML_IQ4_NL: /* the same bytes' layout */
-        group_blocks(GGML_Q4_0, col, blk, row_bytes, nb, j0, j1, to_copy);
-        break;
-    case GGML_MXFP4:
-        group_blocks(GGML_MXFP4, col, blk, row_bytes, nb, j0, j1, to_copy);
-        break;
-    case GGML_Q2_K:
-        group_blocks(GGML_Q2_K, col, blk, row_bytes, nb, j0, j1, to_copy);
-        break;
-    case GGML_Q4_K:
-        group_blocks(GGML_Q4_K, col, blk, row_bytes, nb, j0, j1, to_copy);
-        break;
-    case GGML_IQ4_XS:
-        group_blocks(GGML_IQ4_XS, col, blk, row_bytes, nb, j0, j1, to_copy);
-        break;
-    case GGML_Q3_K:
-        group_blocks(GGML_Q3_K, col, blk, row_bytes, nb, j0, j1, to_copy);
-        break;
-    case GGML_Q4_1:
-        group_blocks(GGML_Q4_1, col, blk, row_bytes, nb, j0, j1, to_copy);
-        break;
-    case GGML_Q5_0:
-        group_blocks(GGML_Q5_0, col, blk, row_bytes, nb, j0, j1, to_copy);
-        break;
-    case GGML_Q5_1:
-        group_blocks(GGML_Q5_1, col, blk, row_bytes, nb, j0, j1, to_copy);
-        break;
+#define GROUP_CASE(t)                                                                              \
+    case t:                                                                                        \
+        group_blocks(t, col, blk, row_bytes, nb, j0, j1, to_copy);                                 \
+        break
+    switch (type == GGML_IQ4_NL ? GGML_Q4_0 : type) { /* IQ4_NL: Q4_0's bytes' layout */
+        GROUP_CASE(GGML_Q4_0);
+        GROUP_CASE(GGML_MXFP4);
+        GROUP_CASE(GGML_Q2_K);
+        GROUP_CASE(GGML_Q4_K);
+        GROUP_CASE(GGML_IQ4_XS);
+        GROUP_CASE(GGML_Q3_K);
+        GROUP_CASE(GGML_Q4_1);
+        GROUP_CASE(GGML_Q5_0);
+        GROUP_CASE(GGML_Q5_1);
     default:
         break;
     }
+#undef GROUP_CASE
 }
 
 void cols_copy_group(uint32_t type, const uint8_t *rows, size_t row_bytes, int64_t in, uint8_t *dst)

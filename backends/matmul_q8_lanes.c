@@ -50,6 +50,15 @@ AVX512VNNI static inline __attribute__((always_inline)) __m512i code4(const int8
     return _mm512_set1_epi32(v);
 }
 
+/* eight registers of running sums, and of a block's lane sums, cleared */
+AVX512VNNI static inline __attribute__((always_inline)) void clear8(__m512 *acc, __m512i *lane)
+{
+    for (int k = 0; k < 8; k++) {
+        if (acc) acc[k] = _mm512_setzero_ps();
+        if (lane) lane[k] = _mm512_setzero_si512();
+    }
+}
+
 /* line n of the block of cb bytes at g, AHEAD bytes on, into the cache
  * (the lines spread over the block's steps, not all at its start) */
 AVX512VNNI static inline __attribute__((always_inline)) void fetch_line(const uint8_t *g, size_t cb,
@@ -106,15 +115,13 @@ AVX512VNNI static void lanes_iq4_xs(float *y, const uint8_t *g, int64_t nb,
     const size_t cb = 16 * 138;
     const __m512i m4 = _mm512_set1_epi8(0xF), table = table16(dequant_iq4nl_values);
     __m512 acc[8];
-    for (int k = 0; k < 8; k++)
-        acc[k] = _mm512_setzero_ps();
+    clear8(acc, NULL);
     for (int64_t i = 0; i < nb; i++, g += cb) {
         const int8_t *q = a->q + 256 * i;
         int32_t e[64];
         sums4(q, (char)0x80, e);
         __m512i lane[8];
-        for (int k = 0; k < 8; k++)
-            lane[k] = _mm512_setzero_si512();
+        clear8(NULL, lane);
         for (int r = 0; r < 8; r++) {
             const __m512i sc = scales16(g + 2048 + 16 * r);
             for (int t = 0; t < 4; t++) {
@@ -142,15 +149,13 @@ AVX512VNNI static void lanes_q3_k(float *y, const uint8_t *g, int64_t nb, const 
     const size_t cb = 16 * 114;
     const __m512i m3 = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
     __m512 acc[8];
-    for (int k = 0; k < 8; k++)
-        acc[k] = _mm512_setzero_ps();
+    clear8(acc, NULL);
     for (int64_t i = 0; i < nb; i++, g += cb) {
         const int8_t *q = a->q + 256 * i;
         int32_t e[64];
         sums4(q, 4, e);
         __m512i lane[8];
-        for (int k = 0; k < 8; k++)
-            lane[k] = _mm512_setzero_si512();
+        clear8(NULL, lane);
         for (int h = 0; h < 2; h++) {
             for (int l = 0; l < 4; l++) {
                 const __m512i m16 = _mm512_set1_epi32(0xFFFF),
@@ -187,8 +192,7 @@ lanes32(float *y, const uint8_t *g, int64_t nb, const struct matmul_q8 *a, const
     const size_t cb = 16 * (size_t)(with_m ? (five ? 24 : 20) : 22), at_d = five ? 320 : 256;
     const __m512i m4 = _mm512_set1_epi8(0xF), c16 = _mm512_set1_epi8(16);
     __m512 acc[8], summs = _mm512_setzero_ps();
-    for (int k = 0; k < 8; k++)
-        acc[k] = _mm512_setzero_ps();
+    clear8(acc, NULL);
     for (int64_t i = 0; i < nb; i++, g += cb) {
         const int8_t *q = a->q + 32 * i;
         /* Q5_0: minus 16 times the sums of each 4 codes, lane t's in lane t */
@@ -241,15 +245,13 @@ lanes_iq1(float *y, const uint8_t *g, int64_t nb, const struct matmul_q8 *a, con
     const size_t cb = m ? 16 * 86 : 16 * 74, at_d = m ? 1344 : 1152;
     const __m512i one = _mm512_set1_epi32(1), seven = _mm512_set1_epi32(7);
     __m512 acc[8], acc2[8], acc1 = _mm512_setzero_ps();
-    for (int k = 0; k < 8; k++)
-        acc[k] = acc2[k] = _mm512_setzero_ps();
+    clear8(acc, NULL), clear8(acc2, NULL);
     for (int64_t i = 0; i < nb; i++, g += cb) {
         const int8_t *q = a->q + 256 * i;
         int32_t e[64];
         sums4(q, 1, e);
         __m512i lane[8], lane2[8], si1 = _mm512_setzero_si512();
-        for (int k = 0; k < 8; k++)
-            lane[k] = lane2[k] = _mm512_setzero_si512();
+        clear8(NULL, lane), clear8(NULL, lane2);
         const __m512i words = m ? _mm512_loadu_si512((const void *)(g + 1280)) : one;
         for (int r = 0; r < 8; r++) {
             /* IQ1_S: run r's nibble (scale, sign in bit 3); IQ1_M: two scales */
