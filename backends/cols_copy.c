@@ -150,8 +150,8 @@ static inline __attribute__((always_inline)) void legacy_block(uint32_t type, ui
     for (int t = 0; t < 8; t++) { /* t < 4: slice t's low nibbles; else slice t - 4's high */
         uint8_t *m = col + 256 + 16 * (t % 4) + 8 * (t / 4) + j / 2;
         const int bit = 4 * (t % 4) + 16 * (t / 4);
-        if (to_copy)
-            *m = (uint8_t)((*m & ~(0xF << sh)) | (qh >> bit & 0xF) << sh);
+        if (to_copy) /* row 2 i's nibble first (group_blocks: j ascending), then 2 i + 1's */
+            *m = (uint8_t)((sh ? *m & 0xF : 0) | (qh >> bit & 0xF) << sh);
         else
             qh |= (uint32_t)(*m >> sh & 0xF) << bit;
     }
