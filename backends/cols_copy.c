@@ -10,7 +10,8 @@
 int cols_block_values(uint32_t type)
 {
     return type == GGML_Q4_K || type == GGML_Q2_K || type == GGML_IQ4_XS || type == GGML_Q3_K ||
-                   type == GGML_IQ1_S || type == GGML_IQ1_M
+                   type == GGML_IQ1_S || type == GGML_IQ1_M || type == GGML_TQ1_0 ||
+                   type == GGML_TQ2_0
                ? 256
            : cols_block_bytes(type) ? 32
                                     : 0;
@@ -19,7 +20,8 @@ int cols_block_values(uint32_t type)
 int cols_lanes8(uint32_t type)
 {
     return type == GGML_IQ4_XS || type == GGML_Q3_K || type == GGML_Q4_1 || type == GGML_Q5_0 ||
-           type == GGML_Q5_1 || type == GGML_IQ1_S || type == GGML_IQ1_M;
+           type == GGML_Q5_1 || type == GGML_IQ1_S || type == GGML_IQ1_M || type == GGML_TQ1_0 ||
+           type == GGML_TQ2_0;
 }
 
 size_t cols_block_bytes(uint32_t type)
@@ -33,7 +35,11 @@ size_t cols_block_bytes(uint32_t type)
     case GGML_Q4_1:
     case GGML_Q5_0:
     case GGML_Q5_1:
+    case GGML_TQ2_0:
         more = 0;
+        break;
+    case GGML_TQ1_0: /* as TQ2_0 */
+        more = 12;
         break;
     case GGML_Q4_K: /* the scales unpacked */
     case GGML_Q3_K:
@@ -249,11 +255,35 @@ static void iq1_share(uint32_t type, uint8_t *col, uint8_t *dec, int j, int to_c
     memcpy(to_copy ? col + 1280 + 4 * j : dec + 72, to_copy ? dec + 72 : col + 1280 + 4 * j, 4);
 }
 
+/* the 16 rows' codes of a block (code[j][e] < 4: row j, value e) into
+ * its 64 chunks at col: chunk c's byte n = rows n / 4, 4 + n / 4, 8 + n /
+ * 4, 12 + n / 4's codes of value 4 c + n % 4, 4 bytes a word (each code
+ * < 4, so a word shifted by up to 6 bits keeps its bytes apart) */
+static void chunks_pack(uint8_t code[16][256], uint8_t *col)
+{
+    for (int c = 0; c < 64; c++)
+        for (int r = 0; r < 4; r++) {
+            uint32_t w[4];
+            for (int l = 0; l < 4; l++)
+                memcpy(&w[l], &code[4 * l + r][4 * c], 4);
+            const uint32_t v = w[0] | w[1] << 2 | w[2] << 4 | w[3] << 6;
+            memcpy(col + 16 * c + 4 * r, &v, 4);
+        }
+}
+
+/* row j's 256 codes from the chunks at col: byte e of w (64 words) the
+ * code of value e */
+static void chunks_row(const uint8_t *col, int j, uint32_t w[64])
+{
+    for (int c = 0; c < 64; c++) {
+        uint32_t v;
+        memcpy(&v, col + 16 * c + 4 * (j % 4), 4);
+        w[c] = v >> 2 * (j / 4) & 0x03030303u;
+    }
+}
+
 /* the nb blocks of 16 IQ1 rows (row_bytes apart from rows) into the
- * group at dst: per block each row decoded, its codes as bytes, then
- * chunk c's byte n = rows n / 4, 4 + n / 4, 8 + n / 4, 12 + n / 4's codes
- * of value 4 c + n % 4 (4 bytes a word: each code < 4, so a word shifted
- * by up to 6 bits keeps its bytes apart) */
+ * group at dst: per block each row decoded, its codes as bytes, packed */
 static void iq1_group(uint32_t type, const uint8_t *rows, size_t row_bytes, int64_t nb,
                       uint8_t *dst)
 {
@@ -269,32 +299,86 @@ static void iq1_group(uint32_t type, const uint8_t *rows, size_t row_bytes, int6
                         code[j][64 * p + 16 * l + n] = (uint8_t)(dec[16 * p + n] >> 2 * l & 3);
             iq1_share(type, col, dec, j, 1);
         }
-        for (int c = 0; c < 64; c++)
-            for (int r = 0; r < 4; r++) {
-                uint32_t w[4];
-                for (int l = 0; l < 4; l++)
-                    memcpy(&w[l], &code[4 * l + r][4 * c], 4);
-                const uint32_t v = w[0] | w[1] << 2 | w[2] << 4 | w[3] << 6;
-                memcpy(col + 16 * c + 4 * r, &v, 4);
-            }
+        chunks_pack(code, col);
     }
 }
 
 void cols_iq1_decoded(uint32_t type, const uint8_t *group, int j, int64_t i, uint8_t *dec)
 {
     const uint8_t *col = group + (size_t)i * cols_block_bytes(type);
-    uint32_t w[64]; /* byte b of w[c]: the code of value 4 c + b */
-    for (int c = 0; c < 64; c++) {
-        uint32_t v;
-        memcpy(&v, col + 16 * c + 4 * (j % 4), 4);
-        w[c] = v >> 2 * (j / 4) & 0x03030303u;
-    }
+    uint32_t w[64];
+    chunks_row(col, j, w);
     const uint8_t *cb = (const uint8_t *)w;
     for (int p = 0; p < 4; p++)
         for (int n = 0; n < 16; n++)
             dec[16 * p + n] = (uint8_t)(cb[64 * p + n] | cb[64 * p + 16 + n] << 2 |
                                         cb[64 * p + 32 + n] << 4 | cb[64 * p + 48 + n] << 6);
     iq1_share(type, (uint8_t *)(uintptr_t)col, dec, j, 0); /* col only read */
+}
+
+/* TQ1_0's nb blocks at src as TQ2_0 blocks at dst: its trits
+ * (dequant_trit's, plus 1) as 2-bit codes, value e of a block in byte
+ * 32 (e / 128) + e % 32 at bit 2 ((e % 128) / 32), and d as stored; loops
+ * over bytes side by side, which the compiler vectorises (a call per
+ * block of qcodes_row took 0.8 s on the 1.1B model) */
+static void tq1_as_tq2(const uint8_t *src, uint8_t *dst, int64_t nb)
+{
+    static const uint8_t pow3[5] = {1, 3, 9, 27, 81};
+    uint8_t t[256];
+    for (int64_t i = 0; i < nb; i++, src += 54, dst += 66) {
+        for (int n = 0; n < 5; n++) /* qs[0..31]: values 32 n + j */
+            for (int j = 0; j < 32; j++)
+                t[32 * n + j] = (uint8_t)((uint8_t)(src[j] * pow3[n]) * 3 >> 8);
+        for (int n = 0; n < 5; n++) /* qs[32..47]: values 160 + 16 n + j */
+            for (int j = 0; j < 16; j++)
+                t[160 + 16 * n + j] = (uint8_t)((uint8_t)(src[32 + j] * pow3[n]) * 3 >> 8);
+        for (int n = 0; n < 4; n++) /* qh[0..3]: values 240 + 4 n + j */
+            for (int j = 0; j < 4; j++)
+                t[240 + 4 * n + j] = (uint8_t)((uint8_t)(src[48 + j] * pow3[n]) * 3 >> 8);
+        for (int h = 0; h < 2; h++)
+            for (int k = 0; k < 32; k++)
+                dst[32 * h + k] = (uint8_t)(t[128 * h + k] | t[128 * h + 32 + k] << 2 |
+                                            t[128 * h + 64 + k] << 4 | t[128 * h + 96 + k] << 6);
+        memcpy(dst + 64, src + 52, 2);
+    }
+}
+
+/* the nb blocks of 16 TQ1_0 or TQ2_0 rows into the group at dst: each
+ * row's block as TQ2_0's (value e's code in byte 32 (e / 128) + e % 32 at
+ * bit 2 ((e % 128) / 32), d at 64), its codes packed, its d at 1024 */
+static void tq_group(uint32_t type, const uint8_t *rows, size_t row_bytes, int64_t nb, uint8_t *dst)
+{
+    const size_t gb = cols_block_bytes(type), bs = ggml_type_get(type)->type_size;
+    uint8_t blk[66], code[16][256];
+    for (int64_t i = 0; i < nb; i++) {
+        uint8_t *col = dst + (size_t)i * gb;
+        for (int j = 0; j < 16; j++) {
+            const uint8_t *src = rows + (size_t)j * row_bytes + (size_t)i * bs;
+            if (type == GGML_TQ1_0)
+                tq1_as_tq2(src, blk, 1);
+            else
+                memcpy(blk, src, 66);
+            for (int h = 0; h < 2; h++)
+                for (int l = 0; l < 4; l++)
+                    for (int n = 0; n < 32; n++)
+                        code[j][128 * h + 32 * l + n] = (uint8_t)(blk[32 * h + n] >> 2 * l & 3);
+            memcpy(col + 1024 + 2 * j, blk + 64, 2);
+        }
+        chunks_pack(code, col);
+    }
+}
+
+void cols_tq2_block(uint32_t type, const uint8_t *group, int j, int64_t i, uint8_t *blk)
+{
+    const uint8_t *col = group + (size_t)i * cols_block_bytes(type);
+    uint32_t w[64];
+    chunks_row(col, j, w);
+    const uint8_t *cb = (const uint8_t *)w;
+    for (int h = 0; h < 2; h++)
+        for (int n = 0; n < 32; n++)
+            blk[32 * h + n] = (uint8_t)(cb[128 * h + n] | cb[128 * h + 32 + n] << 2 |
+                                        cb[128 * h + 64 + n] << 4 | cb[128 * h + 96 + n] << 6);
+    memcpy(blk + 64, col + 1024 + 2 * j, 2);
 }
 
 /* row j (j < 16) of the IQ1 group at group, as stored, into buf */
@@ -355,6 +439,10 @@ void cols_copy_group(uint32_t type, const uint8_t *rows, size_t row_bytes, int64
         iq1_group(type, rows, row_bytes, in / 256, dst);
         return;
     }
+    if (type == GGML_TQ1_0 || type == GGML_TQ2_0) {
+        tq_group(type, rows, row_bytes, in / 256, dst);
+        return;
+    }
     /* the rows are only read when to_copy */
     group_any(type, dst, (uint8_t *)(uintptr_t)rows, row_bytes, in, 0, 16, 1);
 }
@@ -363,6 +451,11 @@ void cols_stored_row(uint32_t type, const uint8_t *group, int64_t in, int j, uin
 {
     if (type == GGML_IQ1_S || type == GGML_IQ1_M) {
         iq1_row(type, group, in / 256, j, buf);
+        return;
+    }
+    if (type == GGML_TQ2_0) { /* (TQ1_0's trits are not rebuilt) */
+        for (int64_t i = 0; i < in / 256; i++)
+            cols_tq2_block(type, group, j, i, buf + 66 * i);
         return;
     }
     /* the group is only read when !to_copy; row_bytes 0: buf holds row j's

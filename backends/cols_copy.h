@@ -1,7 +1,8 @@
 /* cols_copy — decode's "columns" copy (matmul.h's copy, first layout):
  * the matrices llama.cpp repacks (matmul_q8_blockwise: Q4_0, IQ4_NL,
  * MXFP4, Q4_K, Q2_K with a multiple of 8 rows), and IQ4_XS, Q3_K, Q4_1,
- * Q5_0, Q5_1, IQ1_S, IQ1_M (cols_lanes8), kept as groups of 16 rows,
+ * Q5_0, Q5_1, IQ1_S, IQ1_M, TQ1_0, TQ2_0 (cols_lanes8), kept as groups
+ * of 16 rows,
  * block i of the 16 rows together, so that a=llamacpp's decode kernels
  * (matmul_q8_cols.c, matmul_q8_lanes.c) add four products to 16 rows'
  * sums with one vpdpbusd and one broadcast of the input's codes.
@@ -40,7 +41,10 @@
  *   at 1152 (74 bytes a row); IQ1_M: its 16 three-bit scales as bytes,
  *   scale n of row j at 1024 + 16 n + j, the 32-bit word of delta signs
  *   (bit t: values 8 t ..) of row j at 1280 + 4 j, and the fp16 d its
- *   scale words' top nibbles make, at 1344 (86 bytes a row).
+ *   scale words' top nibbles make, at 1344 (86 bytes a row);
+ * - TQ2_0, TQ1_0 (as TQ2_0: its trits as 2-bit codes, tq1_as_tq2): the
+ *   codes value + 1 in IQ1's chunks, then the 16 rows' fp16 d at 1024 (66
+ *   bytes a row: TQ2_0's size, 1.22x TQ1_0's).
  * The stored rows are rebuilt from it bit for bit (the packings of
  * Q4_K's, IQ4_XS's and Q3_K's scales are one-to-one; IQ1's through
  * iq_copy's rebuild).
@@ -59,7 +63,7 @@
  * rows takes per block; 0 for a type without the layout */
 int cols_block_values(uint32_t type);
 /* whether type's copy serves vec_dot's order (IQ4_XS, Q3_K, Q4_1,
- * Q5_0, Q5_1, IQ1_S, IQ1_M), not llama.cpp's repacked one */
+ * Q5_0, Q5_1, IQ1_S, IQ1_M, TQ1_0, TQ2_0), not llama.cpp's repacked one */
 int cols_lanes8(uint32_t type);
 size_t cols_block_bytes(uint32_t type);
 
@@ -68,8 +72,14 @@ size_t cols_block_bytes(uint32_t type);
 void cols_copy_group(uint32_t type, const uint8_t *rows, size_t row_bytes, int64_t in,
                      uint8_t *dst);
 
-/* row j (j < 16) of the group at group, as stored, into buf */
+/* row j (j < 16) of the group at group, as stored, into buf (not for
+ * TQ1_0, whose stored trits are not rebuilt: its rows are the file's) */
 void cols_stored_row(uint32_t type, const uint8_t *group, int64_t in, int j, uint8_t *buf);
+
+/* TQ1_0, TQ2_0: block i of row j (j < 16) of the group at group as a
+ * TQ2_0 block (66 bytes at blk: TQ1_0's values and d as TQ2_0 holds
+ * them), whose codes prefill's packing reads */
+void cols_tq2_block(uint32_t type, const uint8_t *group, int j, int64_t i, uint8_t *blk);
 
 /* IQ1_S, IQ1_M: block i of row j (j < 16) of the group at group as iq_copy's decoded block
  * (iq_copy.h) at dec, whose codes prefill's packing reads (iq_copy_codes) without the stored

@@ -431,7 +431,7 @@ int matmul_w_minima(float *y, const float *x, const struct wmat *W, const float 
 
 /* the kinds of decode's copy (the kernel set in use has kernels for them:
  * avx512vnni) */
-enum { COPY_NONE, COPY_INTERLEAVED, COPY_COLUMNS, COPY_GRID, COPY_TQ1 };
+enum { COPY_NONE, COPY_INTERLEAVED, COPY_COLUMNS, COPY_GRID };
 
 int matmul_q8_blockwise(const struct wmat *W)
 {
@@ -448,7 +448,6 @@ static int copy_kind(const struct wmat *W)
         return COPY_COLUMNS;
     if (W->type == GGML_Q4_0 || W->type == GGML_IQ4_NL || W->type == GGML_MXFP4)
         return COPY_INTERLEAVED;
-    if (W->type == GGML_TQ1_0) return COPY_TQ1;
     return iq_copy_block_bytes(W->type) ? COPY_GRID : COPY_NONE;
 }
 
@@ -466,7 +465,6 @@ static size_t copy_row_bytes(const struct wmat *W)
 {
     const int kind = copy_kind(W);
     if (kind == COPY_GRID) return (size_t)(W->in / 256) * iq_copy_block_bytes(W->type);
-    if (kind == COPY_TQ1) return (size_t)(W->in / 256) * 66; /* TQ2_0 */
     if (kind == COPY_COLUMNS)
         return (size_t)(W->in / cols_block_values(W->type)) * cols_block_bytes(W->type) / 16;
     return W->row_bytes;
@@ -475,33 +473,6 @@ static size_t copy_row_bytes(const struct wmat *W)
 size_t matmul_copy_bytes(const struct wmat *W)
 {
     return (size_t)matmul_copy_rows(W) * copy_row_bytes(W);
-}
-
-/* TQ1_0's nb blocks at src as TQ2_0 blocks at dst: its trits
- * (dequant_trit's, plus 1) as 2-bit codes, value e of a block in byte
- * 32 (e / 128) + e % 32 at bit 2 ((e % 128) / 32), and d as stored; loops
- * over bytes side by side, which the compiler vectorises (a call per
- * block of qcodes_row took 0.8 s on the 1.1B model) */
-static void tq1_as_tq2(const uint8_t *src, uint8_t *dst, int64_t nb)
-{
-    static const uint8_t pow3[5] = {1, 3, 9, 27, 81};
-    uint8_t t[256];
-    for (int64_t i = 0; i < nb; i++, src += 54, dst += 66) {
-        for (int n = 0; n < 5; n++) /* qs[0..31]: values 32 n + j */
-            for (int j = 0; j < 32; j++)
-                t[32 * n + j] = (uint8_t)((uint8_t)(src[j] * pow3[n]) * 3 >> 8);
-        for (int n = 0; n < 5; n++) /* qs[32..47]: values 160 + 16 n + j */
-            for (int j = 0; j < 16; j++)
-                t[160 + 16 * n + j] = (uint8_t)((uint8_t)(src[32 + j] * pow3[n]) * 3 >> 8);
-        for (int n = 0; n < 4; n++) /* qh[0..3]: values 240 + 4 n + j */
-            for (int j = 0; j < 4; j++)
-                t[240 + 4 * n + j] = (uint8_t)((uint8_t)(src[48 + j] * pow3[n]) * 3 >> 8);
-        for (int h = 0; h < 2; h++)
-            for (int k = 0; k < 32; k++)
-                dst[32 * h + k] = (uint8_t)(t[128 * h + k] | t[128 * h + 32 + k] << 2 |
-                                            t[128 * h + 64 + k] << 4 | t[128 * h + 96 + k] << 6);
-        memcpy(dst + 64, src + 52, 2);
-    }
 }
 
 /* nb blocks of bs bytes, src's a block every ss bytes, into dst every ds
@@ -530,7 +501,7 @@ const uint8_t *matmul_row(const struct wmat *W, int64_t r, uint8_t *buf)
 {
     const int kind = W->copy ? copy_kind(W) : COPY_NONE;
     /* IQ2's, IQ3's and TQ1_0's copies give codes and decode; the stored row is the file's */
-    if (kind == COPY_NONE || kind == COPY_TQ1 || kind == COPY_GRID || r >= matmul_copy_rows(W))
+    if (kind == COPY_NONE || kind == COPY_GRID || W->type == GGML_TQ1_0 || r >= matmul_copy_rows(W))
         return W->data + (size_t)r * W->row_bytes;
     if (kind == COPY_COLUMNS) {
         cols_stored_row(W->type, W->copy + (size_t)(r / 16) * 16 * copy_row_bytes(W), W->in,
@@ -560,8 +531,14 @@ void matmul_row_codes(const struct wmat *W, int64_t r, uint8_t *buf, int8_t *cod
             iq_copy_codes(W->type, dec, 1, code + 256 * i, s + per * i);
         }
         memset(m, 0, (size_t)(W->in / qcodes_chunk(W->type)) * sizeof *m);
-    } else if (kind == COPY_TQ1) { /* TQ2_0's codes and scales are TQ1_0's */
-        qcodes_row(GGML_TQ2_0, W->copy + (size_t)r * copy_row_bytes(W), W->in, code, s, m);
+    } else if (kind == COPY_COLUMNS && (W->type == GGML_TQ1_0 || W->type == GGML_TQ2_0) &&
+               r < matmul_copy_rows(W)) { /* TQ2_0 blocks from the columns (TQ1_0's values) */
+        const uint8_t *group = W->copy + (size_t)(r / 16) * 16 * copy_row_bytes(W);
+        for (int64_t i = 0; i < W->in / 256; i++) {
+            uint8_t blk[66];
+            cols_tq2_block(W->type, group, (int)(r % 16), i, blk);
+            qcodes_row(GGML_TQ2_0, blk, 256, code + 256 * i, s + 8 * i, m + 8 * i);
+        }
     } else {
         qcodes_row(W->type, matmul_row(W, r, buf), W->in, code, s, m);
     }
@@ -584,8 +561,6 @@ static void copy_units(void *arg, int64_t u0, int64_t u1, int thread)
     for (int64_t r = u0; j->kind == COPY_GRID && r < u1; r++)
         iq_copy_blocks(W->type, W->data + (size_t)r * W->row_bytes, j->dst + (size_t)r * crb,
                        W->in / 256);
-    for (int64_t r = u0; j->kind == COPY_TQ1 && r < u1; r++)
-        tq1_as_tq2(W->data + (size_t)r * W->row_bytes, j->dst + (size_t)r * crb, W->in / 256);
     for (int64_t g = u0; j->kind == COPY_COLUMNS && g < u1; g++)
         cols_copy_group(W->type, W->data + (size_t)g * 16 * W->row_bytes, W->row_bytes, W->in,
                         j->dst + (size_t)g * 16 * crb);

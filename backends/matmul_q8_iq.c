@@ -29,15 +29,6 @@ AVX512VNNI float mx_q8_tq2_0_vnni(const struct wmat *W, int64_t r, const struct 
     return hsum8(acc);
 }
 
-/* TQ1_0 x Q8_K from decode's copy, its blocks as TQ2_0's (the same values
- * and d): TQ2_0's kernel, whose operations are TQ1_0's (the same bits) */
-AVX512VNNI float mx_q8_tq1_0_copy_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
-{
-    const struct wmat v = {W->name, GGML_TQ2_0, W->copy, W->in, W->out, (size_t)(W->in / 256) * 66,
-                           0,       NULL,       0};
-    return mx_q8_tq2_0_vnni(&v, r, a);
-}
-
 /* TQ1_0 x Q8_K: TQ2_0's lanes with tq1_values' codes */
 AVX512VNNI float mx_q8_tq1_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
 {

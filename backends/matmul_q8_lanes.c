@@ -1,5 +1,5 @@
-/* matmul_q8_lanes — a=llamacpp's decode of IQ4_XS, Q3_K, Q4_1, Q5_0 and
- * Q5_1 (cols_lanes8)
+/* matmul_q8_lanes — a=llamacpp's decode of IQ4_XS, Q3_K, Q4_1, Q5_0,
+ * Q5_1, IQ1_S, IQ1_M, TQ1_0 and TQ2_0 (cols_lanes8)
  * from decode's columns copy, in ggml's vec_dot order (AVX-512 VNNI).
  *
  * llama.cpp does not repack these formats; its vec_dot gives each
@@ -302,6 +302,36 @@ lanes_iq1(float *y, const uint8_t *g, int64_t nb, const struct matmul_q8 *a, con
     _mm512_storeu_ps(y, _mm512_add_ps(main, _mm512_mul_ps(_mm512_set1_ps(IQ1_DELTA), delta)));
 }
 
+/* TQ2_0 and TQ1_0 (as TQ2_0): IQ1's chunks of codes u = value + 1, no
+ * scale; lane k starts at minus the sum of run k's 32 input codes (as
+ * ggml's TQ2_0 kernel takes the 1 out: the lanes' total is the same),
+ * and the block's lanes times d_x d_w are added to the sums, not fused
+ * (as mx_q8_tq2_0_vnni) */
+AVX512VNNI static void lanes_tq(float *y, const uint8_t *g, int64_t nb, const struct matmul_q8 *a)
+{
+    const size_t cb = 16 * 66;
+    __m512 acc[8];
+    clear8(acc, NULL);
+    for (int64_t i = 0; i < nb; i++, g += cb) {
+        const int8_t *q = a->q + 256 * i;
+        __m512i lane[8];
+        for (int k = 0; k < 8; k++)
+            lane[k] = _mm512_set1_epi32(-(a->sum16[16 * i + 2 * k] + a->sum16[16 * i + 2 * k + 1]));
+        for (int r = 0; r < 8; r++)
+            for (int k = 0; k < 8; k++) {
+                fetch_line(g, cb, (size_t)(8 * r + k));
+                lane[k] = _mm512_dpbusd_epi32(lane[k], iq1_codes64(g + 16 * (8 * r + k)),
+                                              code4(q + 32 * r + 4 * k));
+            }
+        const __m512 d = _mm512_mul_ps(
+            _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(g + 1024))),
+            _mm512_set1_ps(a->d[i]));
+        for (int k = 0; k < 8; k++)
+            acc[k] = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(lane[k]), d), acc[k]);
+    }
+    _mm512_storeu_ps(y, hsum16(acc));
+}
+
 AVX512VNNI void mx_q8_lanes_vnni(float *y, const struct wmat *W, int64_t r,
                                  const struct matmul_q8 *a)
 {
@@ -328,6 +358,10 @@ AVX512VNNI void mx_q8_lanes_vnni(float *y, const struct wmat *W, int64_t r,
         break;
     case GGML_IQ1_M:
         lanes_iq1(y, g, nb, a, 1);
+        break;
+    case GGML_TQ1_0:
+    case GGML_TQ2_0:
+        lanes_tq(y, g, nb, a);
         break;
     default:
         break;

@@ -313,9 +313,10 @@ int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const s
         if (W->copy) ROWS(mx_q8_iq3_s_copy_vnni(W, r, a));
         ROWS(mx_q8_iq3_s_vnni(W, r, a));
     case GGML_TQ1_0:
-        if (W->copy) ROWS(mx_q8_tq1_0_copy_vnni(W, r, a));
+        if (W->copy) LANES8(mx_q8_tq1_0_vnni(W, r, a));
         ROWS(mx_q8_tq1_0_vnni(W, r, a));
     case GGML_TQ2_0:
+        if (W->copy) LANES8(mx_q8_tq2_0_vnni(W, r, a));
         ROWS(mx_q8_tq2_0_vnni(W, r, a));
     case GGML_Q3_K:
         if (W->copy) LANES8(mx_q8_q3_k_vnni(W, r, a));

@@ -524,7 +524,8 @@ AVX512VNNI void mx_q8_mxfp4_rows4_vnni(float *y, const struct wmat *W, int64_t r
  * 16, else from W->data */
 AVX512VNNI void mx_q8_cols_vnni(float *y, const struct wmat *W, int64_t r, int n,
                                 const struct matmul_q8 *a);
-/* IQ4_XS, Q3_K, Q4_1, Q5_0, Q5_1 in ggml's vec_dot order
+/* IQ4_XS, Q3_K, Q4_1, Q5_0, Q5_1, IQ1_S, IQ1_M, TQ1_0, TQ2_0 in ggml's
+ * vec_dot order
  * (matmul_q8_lanes.c, cols_lanes8): rows r .. r + 15 (r % 16 == 0, one of
  * W->copy's whole groups) into y[0..16), each as the type's row kernel
  * (mx_q8_iq4_xs_vnni ...) gives it */
@@ -542,8 +543,6 @@ AVX512VNNI float mx_q8_tq2_0_vnni(const struct wmat *W, int64_t r, const struct 
 AVX512VNNI float mx_q8_tq1_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_iq1_s_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_iq1_m_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
-/* TQ1_0 from W->copy (TQ2_0 blocks, matmul_copy), as mx_q8_tq1_0_vnni */
-AVX512VNNI float mx_q8_tq1_0_copy_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 /* IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S from W->copy (iq_copy.h), as
  * mx_q8_iq2_*_vnni and mx_q8_iq3_*_vnni */
 AVX512VNNI float mx_q8_iq2_xxs_copy_vnni(const struct wmat *W, int64_t r,

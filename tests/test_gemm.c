@@ -525,12 +525,14 @@ static int copy_alone_case(uint32_t type, int rows)
         struct matmul_part part = {y, &W, NULL, 0.0f};
         matmul_w_group_q8(&part, 1, x, &b.a[0], 2, scratch);              /* decode: input 0 */
         ASSERT_OK(gemm_q8(y + rows, &W, NULL, 0.0f, b.a, N, 2, scratch)); /* prefill */
-        /* matmul_row rebuilds the stored rows from the columns, interleaved
-         * and IQ1 copies, reads the other decoded types' from the file */
+        /* matmul_row rebuilds the stored rows from the columns and
+         * interleaved copies (not TQ1_0's), reads the decoded types' from
+         * the file */
         const int stored = type == GGML_Q4_0 || type == GGML_IQ4_NL || type == GGML_MXFP4 ||
                            type == GGML_Q4_K || type == GGML_Q2_K || type == GGML_IQ1_S ||
                            type == GGML_IQ1_M || type == GGML_IQ4_XS || type == GGML_Q3_K ||
-                           type == GGML_Q4_1 || type == GGML_Q5_0 || type == GGML_Q5_1;
+                           type == GGML_Q4_1 || type == GGML_Q5_0 || type == GGML_Q5_1 ||
+                           type == GGML_TQ2_0;
         for (int64_t r = 0; copy && stored && r < rows; r++)
             if (memcmp(matmul_row(&W, r, buf), saved + (size_t)r * rb, rb))
                 T_FAIL_("%s row %lld: matmul_row differs from the stored row", ti->name,
@@ -554,13 +556,13 @@ TEST(rows4_copy_alone_suffices, unit)
 {
     /* issue 33: with decode's copy made (columns: Q4_0, IQ4_NL, MXFP4,
      * Q4_K, Q2_K with a multiple of 8 rows, IQ4_XS, Q3_K, Q4_1, Q5_0,
-     * Q5_1; interleaved: Q4_0, IQ4_NL,
-     * MXFP4 otherwise; decoded: IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, TQ1_0; under
+     * Q5_1, IQ1_S, IQ1_M, TQ1_0, TQ2_0; interleaved: Q4_0, IQ4_NL, MXFP4
+     * otherwise; decoded: IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S; under
      * avx512vnni), a=llamacpp reads W's rows from it alone, so that the
      * file's pages can go (llama_pack_decode): decode, prefill's packing
-     * (gemm_q8) and matmul_row (the stored bytes, rebuilt from IQ1's
-     * decoded copy; not IQ2's, IQ3's or TQ1_0's, read from the file) give the bits
-     * they gave from the file
+     * (gemm_q8) and matmul_row (the stored bytes, rebuilt from the
+     * columns and interleaved copies; IQ2's, IQ3's and TQ1_0's read from
+     * the file) give the bits they gave from the file
      * while every whole page of the copied rows is unreadable (PROT_NONE:
      * a read would crash); the rows past the last group of 4 of an
      * interleaved copy, or of 16 of a columns copy, still come from the
@@ -576,7 +578,8 @@ TEST(rows4_copy_alone_suffices, unit)
          * columns copy, 37 groups of 16 and 8 more */
         rc = copy_alone_case(types[i], 603) || (i < 3 && copy_alone_case(types[i], 600));
     /* Q4_K and Q2_K have the columns copy only (a multiple of 8 rows);
-     * IQ4_XS, Q3_K, Q4_1, Q5_0, Q5_1 at any row count (vec_dot's order) */
+     * IQ4_XS, Q3_K, Q4_1, Q5_0, Q5_1, TQ2_0 at any row count (vec_dot's
+     * order) */
     if (!rc) rc = copy_alone_case(GGML_Q4_K, 600);
     if (!rc) rc = copy_alone_case(GGML_Q2_K, 600);
     if (!rc) rc = copy_alone_case(GGML_IQ4_XS, 603);
@@ -584,6 +587,7 @@ TEST(rows4_copy_alone_suffices, unit)
     if (!rc) rc = copy_alone_case(GGML_Q4_1, 603);
     if (!rc) rc = copy_alone_case(GGML_Q5_0, 603);
     if (!rc) rc = copy_alone_case(GGML_Q5_1, 603);
+    if (!rc) rc = copy_alone_case(GGML_TQ2_0, 603);
     parallel_set_adaptive(1);
     return rc;
 }

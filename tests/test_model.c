@@ -2049,19 +2049,18 @@ static int rows4_case(uint32_t type, int64_t in, int rows, int vnni, uint64_t *s
         x[k] = (float)(rng_unit(&st) * 2 - 1);
     struct wmat W = {"w", type, q, in, rows, rb, 0, NULL, 0};
     const size_t size = matmul_copy_bytes(&W);
-    /* the decoded copies' block bytes (iq_copy.h; TQ1_0 as TQ2_0) */
-    const size_t cb = type == GGML_TQ1_0                           ? 66
-                      : type == GGML_IQ2_XXS                       ? 102
+    /* the decoded copies' block bytes (iq_copy.h) */
+    const size_t cb = type == GGML_IQ2_XXS                         ? 102
                       : type == GGML_IQ2_XS || type == GGML_IQ2_S  ? 106
                       : type == GGML_IQ3_XXS || type == GGML_IQ3_S ? 134
                                                                    : 0;
     /* the columns copy: where llama.cpp repacks, and IQ4_XS, Q3_K, Q4_1,
-     * Q5_0, Q5_1, IQ1_S, IQ1_M (a row's bytes a 256-block: Q4_K 148,
-     * IQ4_XS 138, Q3_K 114, IQ1_S 74 (with its codes as 2 bits), IQ1_M 86;
-     * the others as stored) */
+     * Q5_0, Q5_1, IQ1_S, IQ1_M, TQ1_0, TQ2_0 (a row's bytes a 256-block:
+     * Q4_K 148, IQ4_XS 138, Q3_K 114, IQ1_S 74 (with its codes as 2
+     * bits), IQ1_M 86, TQ1_0 66 (as TQ2_0); the others as stored) */
     const int lanes8 = type == GGML_IQ4_XS || type == GGML_Q3_K || type == GGML_Q4_1 ||
                        type == GGML_Q5_0 || type == GGML_Q5_1 || type == GGML_IQ1_S ||
-                       type == GGML_IQ1_M;
+                       type == GGML_IQ1_M || type == GGML_TQ1_0 || type == GGML_TQ2_0;
     const int cols = llamacpp_repacks(&W) || lanes8;
     const int wants =
         vnni && (type == GGML_Q4_0 || type == GGML_IQ4_NL || type == GGML_MXFP4 || cb || cols);
@@ -2070,6 +2069,7 @@ static int rows4_case(uint32_t type, int64_t in, int rows, int vnni, uint64_t *s
                           : type == GGML_Q3_K   ? 114
                           : type == GGML_IQ1_S  ? 74
                           : type == GGML_IQ1_M  ? 86
+                          : type == GGML_TQ1_0  ? 66
                                                 : 0;
     const size_t crb = per256 ? (size_t)(in / 256) * per256 : rb;
     const size_t expect = cb     ? (size_t)rows * (size_t)(in / 256) * cb
@@ -2130,7 +2130,8 @@ static int rows4_check(void *ctx)
                  {GGML_IQ2_XS, 512},   {GGML_IQ2_S, 256},  {GGML_IQ2_S, 1024},  {GGML_IQ3_XXS, 256},
                  {GGML_IQ3_XXS, 1280}, {GGML_IQ3_S, 512},  {GGML_IQ4_XS, 256},  {GGML_IQ4_XS, 1280},
                  {GGML_Q3_K, 256},     {GGML_Q3_K, 768},   {GGML_Q4_1, 32},     {GGML_Q4_1, 1024},
-                 {GGML_Q5_0, 64},      {GGML_Q5_0, 1056},  {GGML_Q5_1, 32},     {GGML_Q5_1, 800}};
+                 {GGML_Q5_0, 64},      {GGML_Q5_0, 1056},  {GGML_Q5_1, 32},     {GGML_Q5_1, 800},
+                 {GGML_TQ2_0, 256},    {GGML_TQ2_0, 768}};
     const int vnni = !strcmp(matmul_kernel_name(), "avx512vnni");
     uint64_t st = 71;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -2153,8 +2154,8 @@ TEST(decode_rows4_same_bits, unit)
      * of 4 or 16, each block its own d; matmul_row rebuilds the stored
      * rows from the columns and interleaved copies; and a copy only for
      * the types and set with a kernel (Q4_0, IQ4_NL, MXFP4, Q4_K and Q2_K
-     * with a multiple of 8 rows, IQ4_XS, Q3_K, Q4_1, Q5_0, Q5_1, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS,
-     * IQ2_S, IQ3_XXS, IQ3_S, TQ1_0 under avx512vnni) */
+     * with a multiple of 8 rows, IQ4_XS, Q3_K, Q4_1, Q5_0, Q5_1, TQ2_0, IQ1_S, IQ1_M, IQ2_XXS,
+     * IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, TQ1_0 under avx512vnni) */
     parallel_set_adaptive(0);
     const int rc = each_kernel_set(rows4_check, NULL);
     parallel_set_adaptive(1);
@@ -2240,7 +2241,7 @@ TEST(pack_decode_lets_file_pages_go, unit)
 {
     /* issue 33: a model opened for a=llamacpp under avx512vnni gets
      * decode's copy (columns: Q4_0, Q4_K, Q2_K, IQ4_XS, Q3_K, Q4_1, Q5_0,
-     * Q5_1; decoded IQ1, IQ2, IQ3, TQ1_0), and
+     * Q5_1, IQ1, TQ1_0, TQ2_0; decoded IQ2, IQ3), and
      * the mapped file's pages of the copied rows go (llama_pack_decode), so
      * the copy takes their place (1.1B Q4_0 generate: 1168 -> 600 MB peak);
      * a prefill and decode steps afterwards read the copy, give the file's
@@ -2253,7 +2254,7 @@ TEST(pack_decode_lets_file_pages_go, unit)
     } cases[] = {{GGML_Q4_0, 0},   {GGML_Q4_K, 1},    {GGML_Q2_K, 0},  {GGML_IQ1_S, 1},
                  {GGML_IQ1_M, 0},  {GGML_IQ2_XXS, 1}, {GGML_IQ3_S, 0}, {GGML_TQ1_0, 1},
                  {GGML_IQ4_XS, 1}, {GGML_Q3_K, 0},    {GGML_Q5_0, 1},  {GGML_Q5_1, 0},
-                 {GGML_Q4_1, 0}};
+                 {GGML_Q4_1, 0},   {GGML_TQ2_0, 1}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         if (pack_case(cases[i].type, cases[i].tied)) return 1;
     return 0;
