@@ -73,11 +73,12 @@ int matmul_q8_blockwise(const struct wmat *W);
  *   then their scales (one vpdpbusd adds four products to each of 16
  *   rows' sums); the rows past the last whole group are not in it. The
  *   stored bytes moved (Q4_K: its scales unpacked, 148 bytes a row per
- *   block, not 144). Also IQ4_XS, Q3_K, Q4_1, Q5_0, Q5_1, IQ1_S and
- *   IQ1_M with 16 rows or more (cols_lanes8: IQ4_XS's and Q3_K's scales
- *   unpacked, 138 and 114 bytes a row per block, not 136 and 110; IQ1's
- *   grid values as 2-bit codes, 74 and 86, not 50 and 56), whose kernels
- *   keep vec_dot's order;
+ *   block, not 144). Also IQ4_XS, Q3_K, Q4_1, Q5_0, Q5_1, IQ1_S, IQ1_M,
+ *   TQ1_0 and TQ2_0 with 16 rows or more (cols_lanes8: IQ4_XS's and
+ *   Q3_K's scales unpacked, 138 and 114 bytes a row per block, not 136
+ *   and 110; IQ1's grid values as 2-bit codes, 74 and 86, not 50 and 56;
+ *   TQ1_0's trits as TQ2_0's codes, 66, not 54), whose kernels keep
+ *   vec_dot's order;
  * - interleaved (Q4_0, IQ4_NL, MXFP4 otherwise): rows in groups of four,
  *   block i of the group's four rows side by side, then block i + 1 (one
  *   stream feeds four independent sums); the rows past the last whole
@@ -86,9 +87,7 @@ int matmul_q8_blockwise(const struct wmat *W);
  *   iq_copy.h): every row, its grid entries looked up once, as 2-bit
  *   codes (and IQ3's third bit, the signs, the scales): the grid lookups
  *   were what held these kernels to a third (IQ2) to a half (IQ3) of the
- *   memory's speed;
- * - TQ1_0 as TQ2_0 (every row): the same values and d as 2-bit codes, not
- *   five trits a byte (TQ2_0's kernel runs twice TQ1_0's speed).
+ *   memory's speed.
  * The kernels read the copy's rows with the same bits as from W->data;
  * the rows it lacks, and the other kernels, read W->data.
  * matmul_copy_bytes: the copy's size, 0 when the kernel set in use has no
