@@ -282,40 +282,6 @@ static void chunks_row(const uint8_t *col, int j, uint32_t w[64])
     }
 }
 
-/* the nb blocks of 16 IQ1 rows (row_bytes apart from rows) into the
- * group at dst: per block each row decoded, its codes as bytes, packed */
-static void iq1_group(uint32_t type, const uint8_t *rows, size_t row_bytes, int64_t nb,
-                      uint8_t *dst)
-{
-    const size_t gb = cols_block_bytes(type), bs = ggml_type_get(type)->type_size;
-    uint8_t dec[IQ1_COPY_M_BYTES], code[16][256];
-    for (int64_t i = 0; i < nb; i++) {
-        uint8_t *col = dst + (size_t)i * gb;
-        for (int j = 0; j < 16; j++) {
-            iq_copy_blocks(type, rows + (size_t)j * row_bytes + (size_t)i * bs, dec, 1);
-            for (int p = 0; p < 4; p++) /* value 64 p + 16 l + n: byte 16 p + n, bits 2 l */
-                for (int l = 0; l < 4; l++)
-                    for (int n = 0; n < 16; n++)
-                        code[j][64 * p + 16 * l + n] = (uint8_t)(dec[16 * p + n] >> 2 * l & 3);
-            iq1_share(type, col, dec, j, 1);
-        }
-        chunks_pack(code, col);
-    }
-}
-
-void cols_iq1_decoded(uint32_t type, const uint8_t *group, int j, int64_t i, uint8_t *dec)
-{
-    const uint8_t *col = group + (size_t)i * cols_block_bytes(type);
-    uint32_t w[64];
-    chunks_row(col, j, w);
-    const uint8_t *cb = (const uint8_t *)w;
-    for (int p = 0; p < 4; p++)
-        for (int n = 0; n < 16; n++)
-            dec[16 * p + n] = (uint8_t)(cb[64 * p + n] | cb[64 * p + 16 + n] << 2 |
-                                        cb[64 * p + 32 + n] << 4 | cb[64 * p + 48 + n] << 6);
-    iq1_share(type, (uint8_t *)(uintptr_t)col, dec, j, 0); /* col only read */
-}
-
 /* TQ1_0's nb blocks at src as TQ2_0 blocks at dst: its trits
  * (dequant_trit's, plus 1) as 2-bit codes, value e of a block in byte
  * 32 (e / 128) + e % 32 at bit 2 ((e % 128) / 32), and d as stored; loops
@@ -343,29 +309,63 @@ static void tq1_as_tq2(const uint8_t *src, uint8_t *dst, int64_t nb)
     }
 }
 
-/* the nb blocks of 16 TQ1_0 or TQ2_0 rows into the group at dst: each
- * row's block as TQ2_0's (value e's code in byte 32 (e / 128) + e % 32 at
- * bit 2 ((e % 128) / 32), d at 64), its codes packed, its d at 1024 */
-static void tq_group(uint32_t type, const uint8_t *rows, size_t row_bytes, int64_t nb, uint8_t *dst)
+/* a block's 256 2-bit codes packed in runs of 4 w values to w bytes
+ * (value 4 w p + w l + n in byte w p + n at bit 2 l: IQ1's decoded
+ * blocks w = 16, TQ2_0's w = 32) to one byte each, and back */
+static void codes_unpack(const uint8_t *packed, int w, uint8_t *code)
+{
+    for (int p = 0; p < 256 / (4 * w); p++)
+        for (int l = 0; l < 4; l++)
+            for (int n = 0; n < w; n++)
+                code[4 * w * p + w * l + n] = (uint8_t)(packed[w * p + n] >> 2 * l & 3);
+}
+
+static void codes_pack(const uint8_t *code, int w, uint8_t *packed)
+{
+    for (int p = 0; p < 256 / (4 * w); p++)
+        for (int n = 0; n < w; n++)
+            packed[w * p + n] =
+                (uint8_t)(code[4 * w * p + n] | code[4 * w * p + w + n] << 2 |
+                          code[4 * w * p + 2 * w + n] << 4 | code[4 * w * p + 3 * w + n] << 6);
+}
+
+/* the nb blocks of 16 IQ1, TQ1_0 or TQ2_0 rows (row_bytes apart from
+ * rows) into the group at dst: per block each row's codes (IQ1's
+ * decoded, TQ1_0's as TQ2_0's) as bytes with its share of the other
+ * bytes (IQ1: iq1_share; TQ: d at 1024), then packed */
+static void codes_group(uint32_t type, const uint8_t *rows, size_t row_bytes, int64_t nb,
+                        uint8_t *dst)
 {
     const size_t gb = cols_block_bytes(type), bs = ggml_type_get(type)->type_size;
-    uint8_t blk[66], code[16][256];
+    const int iq1 = type == GGML_IQ1_S || type == GGML_IQ1_M;
+    uint8_t blk[IQ1_COPY_M_BYTES > 66 ? IQ1_COPY_M_BYTES : 66], code[16][256];
     for (int64_t i = 0; i < nb; i++) {
         uint8_t *col = dst + (size_t)i * gb;
         for (int j = 0; j < 16; j++) {
             const uint8_t *src = rows + (size_t)j * row_bytes + (size_t)i * bs;
-            if (type == GGML_TQ1_0)
+            if (iq1)
+                iq_copy_blocks(type, src, blk, 1);
+            else if (type == GGML_TQ1_0)
                 tq1_as_tq2(src, blk, 1);
             else
                 memcpy(blk, src, 66);
-            for (int h = 0; h < 2; h++)
-                for (int l = 0; l < 4; l++)
-                    for (int n = 0; n < 32; n++)
-                        code[j][128 * h + 32 * l + n] = (uint8_t)(blk[32 * h + n] >> 2 * l & 3);
-            memcpy(col + 1024 + 2 * j, blk + 64, 2);
+            codes_unpack(blk, iq1 ? 16 : 32, code[j]);
+            if (iq1)
+                iq1_share(type, col, blk, j, 1);
+            else
+                memcpy(col + 1024 + 2 * j, blk + 64, 2);
         }
         chunks_pack(code, col);
     }
+}
+
+void cols_iq1_decoded(uint32_t type, const uint8_t *group, int j, int64_t i, uint8_t *dec)
+{
+    const uint8_t *col = group + (size_t)i * cols_block_bytes(type);
+    uint32_t w[64];
+    chunks_row(col, j, w);
+    codes_pack((const uint8_t *)w, 16, dec);
+    iq1_share(type, (uint8_t *)(uintptr_t)col, dec, j, 0); /* col only read */
 }
 
 void cols_tq2_block(uint32_t type, const uint8_t *group, int j, int64_t i, uint8_t *blk)
@@ -373,11 +373,7 @@ void cols_tq2_block(uint32_t type, const uint8_t *group, int j, int64_t i, uint8
     const uint8_t *col = group + (size_t)i * cols_block_bytes(type);
     uint32_t w[64];
     chunks_row(col, j, w);
-    const uint8_t *cb = (const uint8_t *)w;
-    for (int h = 0; h < 2; h++)
-        for (int n = 0; n < 32; n++)
-            blk[32 * h + n] = (uint8_t)(cb[128 * h + n] | cb[128 * h + 32 + n] << 2 |
-                                        cb[128 * h + 64 + n] << 4 | cb[128 * h + 96 + n] << 6);
+    codes_pack((const uint8_t *)w, 32, blk);
     memcpy(blk + 64, col + 1024 + 2 * j, 2);
 }
 
@@ -435,12 +431,8 @@ static void group_any(uint32_t type, uint8_t *col, uint8_t *blk, size_t row_byte
 
 void cols_copy_group(uint32_t type, const uint8_t *rows, size_t row_bytes, int64_t in, uint8_t *dst)
 {
-    if (type == GGML_IQ1_S || type == GGML_IQ1_M) {
-        iq1_group(type, rows, row_bytes, in / 256, dst);
-        return;
-    }
-    if (type == GGML_TQ1_0 || type == GGML_TQ2_0) {
-        tq_group(type, rows, row_bytes, in / 256, dst);
+    if (type == GGML_IQ1_S || type == GGML_IQ1_M || type == GGML_TQ1_0 || type == GGML_TQ2_0) {
+        codes_group(type, rows, row_bytes, in / 256, dst);
         return;
     }
     /* the rows are only read when to_copy */
