@@ -58,7 +58,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* the values a block holds (32, or 256 for the K-quants, IQ4_XS and IQ1)
+/* the values a block holds (32, or 256 for the K-quants, IQ4_XS, IQ1
+ * and TQ)
  * and the bytes a group of 16
  * rows takes per block; 0 for a type without the layout */
 int cols_block_values(uint32_t type);

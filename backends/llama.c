@@ -250,12 +250,14 @@ int llama_pack_decode(struct llama_model *m, int n_threads)
         at += (size + 63) / 64 * 64;
         /* what reads these rows under a=llamacpp reads the copy now (decode,
          * prefill's packing: matmul_row_codes; a tied embedding's lookup:
-         * matmul_row, which reads the file for the decoded types but IQ1),
-         * so the file's pages of them go, matrix by matrix (the peak is the
-         * file and one matrix), and the copy takes their place (a
-         * columns or interleaved copy costs no memory in all, Q4_K's
-         * columns 3 %, a decoded one its excess over the rows); a reader of the file (another
-         * kernel set, the float path, that lookup) has them read back in */
+         * matmul_row, which reads the file for the decoded types and
+         * TQ1_0), so the file's pages of them go, matrix by matrix (the
+         * peak is the file and one matrix), and the copy takes their place
+         * (the interleaved copy and most columns ones cost no memory in
+         * all; Q4_K's, IQ4_XS's and Q3_K's columns 2-4 %, IQ1's 48-54 %,
+         * TQ1_0's 22 %, a decoded one its excess over the rows); a reader
+         * of the file (another kernel set, the float path, that lookup)
+         * has them read back in */
         const size_t held = (size_t)matmul_copy_rows(w) * w->row_bytes; /* of the file */
         gguf_drop_range(m->g, w->data, held);
         sp[k++] = (struct span){w->data, held};

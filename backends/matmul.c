@@ -444,8 +444,8 @@ static int copy_kind(const struct wmat *W)
 {
     if (mv_isa_current() != MV_AVX512_VNNI) return COPY_NONE;
     if (matmul_q8_blockwise(W)) return COPY_COLUMNS;
-    if (cols_lanes8(W->type) && W->out >= 16 && W->in % cols_block_values(W->type) == 0)
-        return COPY_COLUMNS;
+    if (cols_lanes8(W->type)) /* fewer than 16 rows: none (the file's rows as fast) */
+        return W->out >= 16 && W->in % cols_block_values(W->type) == 0 ? COPY_COLUMNS : COPY_NONE;
     if (W->type == GGML_Q4_0 || W->type == GGML_IQ4_NL || W->type == GGML_MXFP4)
         return COPY_INTERLEAVED;
     return iq_copy_block_bytes(W->type) ? COPY_GRID : COPY_NONE;

@@ -237,7 +237,7 @@ lanes32(float *y, const uint8_t *g, int64_t nb, const struct matmul_q8 *a, const
  * (IQ1_S: run r's; IQ1_M: that of its 16 values). The delta: IQ1_S's
  * run sums of the codes times the scale, negated where the run's sign,
  * added per block into a float sum (a product, then a sum, as
- * iq1_copy_row's); IQ1_M's sums of 4 codes, negated where the 8 values'
+ * iq1_row's); IQ1_M's sums of 4 codes, negated where the 8 values'
  * sign, times the scale into eight more lanes */
 AVX512VNNI static inline __attribute__((always_inline)) void
 lanes_iq1(float *y, const uint8_t *g, int64_t nb, const struct matmul_q8 *a, const int m)

@@ -98,7 +98,8 @@ void mv_x86_prep(enum mv_isa isa, uint32_t type, const float *x, int64_t n, floa
         return 1;                                                                                  \
     } while (0)
 
-/* with W->copy (IQ4_XS, Q3_K: cols_lanes8): its whole groups of 16 by
+/* with W->copy (the cols_lanes8 types: IQ4_XS, Q3_K, Q4_1, Q5_0, Q5_1,
+ * IQ1_S, IQ1_M, TQ1_0, TQ2_0): its whole groups of 16 by
  * mx_q8_lanes_vnni, the other rows by expr (from the file) */
 #define LANES8(expr)                                                                               \
     do {                                                                                           \

@@ -1656,6 +1656,16 @@ static int repacked_type(uint32_t t)
            t == GGML_Q2_K;
 }
 
+/* the formats llama.cpp does not repack that get the columns copy (from
+ * 16 rows on) with kernels in vec_dot's order (the tests' statement of
+ * cols_lanes8) */
+static int lanes8_type(uint32_t t)
+{
+    return t == GGML_IQ4_XS || t == GGML_Q3_K || t == GGML_Q4_1 || t == GGML_Q5_0 ||
+           t == GGML_Q5_1 || t == GGML_IQ1_S || t == GGML_IQ1_M || t == GGML_TQ1_0 ||
+           t == GGML_TQ2_0;
+}
+
 static int llamacpp_repacks(const struct wmat *W)
 {
     return repacked_type(W->type) && W->out % 8 == 0 && !(W->flags & WMAT_NO_REPACK);
@@ -1930,8 +1940,7 @@ static void vary_block256_scales(uint32_t type, uint8_t *q, size_t rb, int rows)
 static void vary_block_scales(uint32_t type, uint8_t *q, size_t rb, int rows, uint64_t *st)
 {
     const struct ggml_type_info *ti = ggml_type_get(type);
-    if (ti->block == 256 && type != GGML_Q5_K && type != GGML_Q3_K && type != GGML_Q6_K &&
-        type != GGML_IQ4_XS)
+    if (ti->block == 256 && type != GGML_Q5_K && type != GGML_Q6_K)
         vary_block256_scales(type, q, rb, rows);
     if (ti->block != 32) return;
     for (size_t o = 0; o < rb * (size_t)rows; o += ti->type_size) {
@@ -1942,6 +1951,10 @@ static void vary_block_scales(uint32_t type, uint8_t *q, size_t rb, int rows, ui
         float d = quant_f16_to_f32((uint16_t)(q[o] | q[o + 1] << 8));
         uint16_t h = quant_f32_to_f16(d * (1.0f + (float)(o / ti->type_size % 7) / 8));
         q[o] = (uint8_t)h, q[o + 1] = (uint8_t)(h >> 8);
+        if (type != GGML_Q4_1 && type != GGML_Q5_1) continue;
+        const float m = quant_f16_to_f32((uint16_t)(q[o + 2] | q[o + 3] << 8)); /* the minimum */
+        h = quant_f32_to_f16(m * (1.0f + (float)(o / ti->type_size % 5) / 4));
+        q[o + 2] = (uint8_t)h, q[o + 3] = (uint8_t)(h >> 8);
     }
 }
 
@@ -2058,10 +2071,7 @@ static int rows4_case(uint32_t type, int64_t in, int rows, int vnni, uint64_t *s
      * Q5_0, Q5_1, IQ1_S, IQ1_M, TQ1_0, TQ2_0 (a row's bytes a 256-block:
      * Q4_K 148, IQ4_XS 138, Q3_K 114, IQ1_S 74 (with its codes as 2
      * bits), IQ1_M 86, TQ1_0 66 (as TQ2_0); the others as stored) */
-    const int lanes8 = type == GGML_IQ4_XS || type == GGML_Q3_K || type == GGML_Q4_1 ||
-                       type == GGML_Q5_0 || type == GGML_Q5_1 || type == GGML_IQ1_S ||
-                       type == GGML_IQ1_M || type == GGML_TQ1_0 || type == GGML_TQ2_0;
-    const int cols = llamacpp_repacks(&W) || lanes8;
+    const int cols = llamacpp_repacks(&W) || (lanes8_type(type) && rows >= 16);
     const int wants =
         vnni && (type == GGML_Q4_0 || type == GGML_IQ4_NL || type == GGML_MXFP4 || cb || cols);
     const size_t per256 = type == GGML_Q4_K     ? 148
@@ -2135,11 +2145,15 @@ static int rows4_check(void *ctx)
     const int vnni = !strcmp(matmul_kernel_name(), "avx512vnni");
     uint64_t st = 71;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        /* 103 rows: 25 groups of 4 and 3 more (the interleaved copy); 104
-         * (a multiple of 8: the columns copy, 6 groups of 16 and 8 more) */
+        /* 103 rows: 25 groups of 4 and 3 more (the interleaved copy; the
+         * columns copy of the vec_dot-order types: 6 groups of 16 and 7
+         * more); 104 (a multiple of 8: the columns copy, 6 groups of 16
+         * and 8 more) */
         if (rows4_case(cases[i].type, cases[i].in, 103, vnni, &st)) return 1;
         const uint32_t t = cases[i].type;
         if (repacked_type(t) && rows4_case(t, cases[i].in, 104, vnni, &st)) return 1;
+        /* 8 rows: no columns copy (nor another) for the vec_dot-order types */
+        if (lanes8_type(t) && rows4_case(t, cases[i].in, 8, vnni, &st)) return 1;
     }
     return 0;
 }
