@@ -7,11 +7,16 @@
 
 #include <string.h>
 
+/* IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S: iq_copy's types */
+static int cols_grid(uint32_t type)
+{
+    return iq_copy_block_bytes(type) != 0;
+}
+
 int cols_block_values(uint32_t type)
 {
     return type == GGML_Q4_K || type == GGML_Q2_K || type == GGML_IQ4_XS || type == GGML_Q3_K ||
-                   type == GGML_IQ1_S || type == GGML_IQ1_M || type == GGML_TQ1_0 ||
-                   type == GGML_TQ2_0
+                   type == GGML_TQ1_0 || type == GGML_TQ2_0 || cols_grid(type)
                ? 256
            : cols_block_bytes(type) ? 32
                                     : 0;
@@ -20,8 +25,7 @@ int cols_block_values(uint32_t type)
 int cols_lanes8(uint32_t type)
 {
     return type == GGML_IQ4_XS || type == GGML_Q3_K || type == GGML_Q4_1 || type == GGML_Q5_0 ||
-           type == GGML_Q5_1 || type == GGML_IQ1_S || type == GGML_IQ1_M || type == GGML_TQ1_0 ||
-           type == GGML_TQ2_0;
+           type == GGML_Q5_1 || type == GGML_TQ1_0 || type == GGML_TQ2_0 || cols_grid(type);
 }
 
 size_t cols_block_bytes(uint32_t type)
@@ -53,6 +57,17 @@ size_t cols_block_bytes(uint32_t type)
         break;
     case GGML_IQ1_M:
         more = 30;
+        break;
+    case GGML_IQ2_XXS: /* codes, sign and (IQ3) level bits as masks, scales as bytes */
+    case GGML_IQ2_XS:
+    case GGML_IQ3_XXS:
+        more = 40;
+        break;
+    case GGML_IQ2_S:
+        more = 32;
+        break;
+    case GGML_IQ3_S:
+        more = 28;
         break;
     default:
         return 0;
@@ -329,6 +344,61 @@ static void codes_pack(const uint8_t *code, int w, uint8_t *packed)
                           code[4 * w * p + 2 * w + n] << 4 | code[4 * w * p + 3 * w + n] << 6);
 }
 
+/* IQ2's and IQ3's layout in a group's block: the codes' chunks, then
+ * masks of 8 bytes a chunk (bit 4 j + b: row j's value 4 c + b) of the
+ * negated values at 1024 and (IQ3) of the levels' bit 2 at 1536, then
+ * the 4-bit scales as bytes (scale n of row j at S + 16 n + j; one a 32
+ * values, IQ2_XS and IQ2_S one a 16), then the 16 rows' fp16 d */
+struct grid_at {
+    int iq3, nsc;       /* IQ3; the scales a block */
+    size_t s, d;        /* the group's scales and d */
+    size_t neg, sc, dd; /* the decoded block's negation bits, scale nibbles, d */
+};
+
+static struct grid_at grid_at(uint32_t type)
+{
+    struct grid_at a;
+    a.iq3 = type == GGML_IQ3_XXS || type == GGML_IQ3_S;
+    a.nsc = type == GGML_IQ2_XS || type == GGML_IQ2_S ? 16 : 8;
+    a.s = a.iq3 ? 2048 : 1536;
+    a.d = a.s + 16 * (size_t)a.nsc;
+    a.neg = a.iq3 ? 96 : 64;
+    a.dd = a.neg + 32;
+    a.sc = a.dd + 2;
+    return a;
+}
+
+/* the 64 bit nibbles of bits (a decoded block's bit per value: value e
+ * at bit e % 8 of byte e / 8) and row j's nibbles of the 64 masks at m */
+static void mask_share(uint8_t *m, uint8_t *bits, int j, int to_copy)
+{
+    const int sh = 4 * (j % 2);
+    for (int c = 0; c < 64; c++) {
+        uint8_t *p = m + 8 * c + j / 2;
+        if (to_copy) /* row 2 i's nibble first, then 2 i + 1's */
+            *p = (uint8_t)((sh ? *p & 0xF : 0) | (bits[c / 2] >> 4 * (c % 2) & 0xF) << sh);
+        else
+            bits[c / 2] |= (uint8_t)((*p >> sh & 0xF) << 4 * (c % 2));
+    }
+}
+
+/* IQ2, IQ3: row j's share of a group's block col from or to its decoded
+ * block dec (to_copy: from it; else dec zeroed before) */
+static void grid_share(uint32_t type, uint8_t *col, uint8_t *dec, int j, int to_copy)
+{
+    const struct grid_at a = grid_at(type);
+    mask_share(col + 1024, dec + a.neg, j, to_copy);
+    if (a.iq3) mask_share(col + 1536, dec + 64, j, to_copy);
+    for (int n = 0; n < a.nsc; n++) {
+        uint8_t *c = col + a.s + 16 * n + j;
+        if (to_copy)
+            *c = (uint8_t)(dec[a.sc + n / 2] >> 4 * (n % 2) & 0xF);
+        else
+            dec[a.sc + n / 2] |= (uint8_t)(*c << 4 * (n % 2));
+    }
+    memcpy(to_copy ? col + a.d + 2 * j : dec + a.dd, to_copy ? dec + a.dd : col + a.d + 2 * j, 2);
+}
+
 /* the nb blocks of 16 IQ1, TQ1_0 or TQ2_0 rows (row_bytes apart from
  * rows) into the group at dst: per block each row's codes (IQ1's
  * decoded, TQ1_0's as TQ2_0's) as bytes with its share of the other
@@ -337,21 +407,23 @@ static void codes_group(uint32_t type, const uint8_t *rows, size_t row_bytes, in
                         uint8_t *dst)
 {
     const size_t gb = cols_block_bytes(type), bs = ggml_type_get(type)->type_size;
-    const int iq1 = type == GGML_IQ1_S || type == GGML_IQ1_M;
-    uint8_t blk[IQ1_COPY_M_BYTES > 66 ? IQ1_COPY_M_BYTES : 66], code[16][256];
+    const int iq1 = type == GGML_IQ1_S || type == GGML_IQ1_M, grid = cols_grid(type);
+    uint8_t blk[IQ3_COPY_BYTES], code[16][256];
     for (int64_t i = 0; i < nb; i++) {
         uint8_t *col = dst + (size_t)i * gb;
         for (int j = 0; j < 16; j++) {
             const uint8_t *src = rows + (size_t)j * row_bytes + (size_t)i * bs;
-            if (iq1)
+            if (grid)
                 iq_copy_blocks(type, src, blk, 1);
             else if (type == GGML_TQ1_0)
                 tq1_as_tq2(src, blk, 1);
             else
                 memcpy(blk, src, 66);
-            codes_unpack(blk, iq1 ? 16 : 32, code[j]);
+            codes_unpack(blk, grid ? 16 : 32, code[j]);
             if (iq1)
                 iq1_share(type, col, blk, j, 1);
+            else if (grid)
+                grid_share(type, col, blk, j, 1);
             else
                 memcpy(col + 1024 + 2 * j, blk + 64, 2);
         }
@@ -359,13 +431,17 @@ static void codes_group(uint32_t type, const uint8_t *rows, size_t row_bytes, in
     }
 }
 
-void cols_iq1_decoded(uint32_t type, const uint8_t *group, int j, int64_t i, uint8_t *dec)
+void cols_iq_decoded(uint32_t type, const uint8_t *group, int j, int64_t i, uint8_t *dec)
 {
-    const uint8_t *col = group + (size_t)i * cols_block_bytes(type);
+    uint8_t *col = (uint8_t *)(uintptr_t)(group + (size_t)i * cols_block_bytes(type)); /* read */
     uint32_t w[64];
+    memset(dec, 0, iq_copy_block_bytes(type));
     chunks_row(col, j, w);
     codes_pack((const uint8_t *)w, 16, dec);
-    iq1_share(type, (uint8_t *)(uintptr_t)col, dec, j, 0); /* col only read */
+    if (type == GGML_IQ1_S || type == GGML_IQ1_M)
+        iq1_share(type, col, dec, j, 0);
+    else
+        grid_share(type, col, dec, j, 0);
 }
 
 void cols_tq2_block(uint32_t type, const uint8_t *group, int j, int64_t i, uint8_t *blk)
@@ -383,7 +459,7 @@ static void iq1_row(uint32_t type, const uint8_t *group, int64_t nb, int j, uint
     const size_t bs = ggml_type_get(type)->type_size;
     for (int64_t i = 0; i < nb; i++) {
         uint8_t dec[IQ1_COPY_M_BYTES] = {0};
-        cols_iq1_decoded(type, group, j, i, dec);
+        cols_iq_decoded(type, group, j, i, dec);
         iq_stored_blocks(type, dec, buf + (size_t)i * bs, 1);
     }
 }
@@ -431,12 +507,18 @@ static void group_any(uint32_t type, uint8_t *col, uint8_t *blk, size_t row_byte
 
 void cols_copy_group(uint32_t type, const uint8_t *rows, size_t row_bytes, int64_t in, uint8_t *dst)
 {
-    if (type == GGML_IQ1_S || type == GGML_IQ1_M || type == GGML_TQ1_0 || type == GGML_TQ2_0) {
+    if (cols_grid(type) || type == GGML_TQ1_0 || type == GGML_TQ2_0) {
         codes_group(type, rows, row_bytes, in / 256, dst);
         return;
     }
     /* the rows are only read when to_copy */
     group_any(type, dst, (uint8_t *)(uintptr_t)rows, row_bytes, in, 0, 16, 1);
+}
+
+int cols_rebuilds(uint32_t type)
+{
+    return cols_block_values(type) && type != GGML_TQ1_0 &&
+           (!cols_grid(type) || type == GGML_IQ1_S || type == GGML_IQ1_M);
 }
 
 void cols_stored_row(uint32_t type, const uint8_t *group, int64_t in, int j, uint8_t *buf)

@@ -1,7 +1,8 @@
 /* cols_copy — decode's "columns" copy (matmul.h's copy, first layout):
  * the matrices llama.cpp repacks (matmul_q8_blockwise: Q4_0, IQ4_NL,
  * MXFP4, Q4_K, Q2_K with a multiple of 8 rows), and IQ4_XS, Q3_K, Q4_1,
- * Q5_0, Q5_1, IQ1_S, IQ1_M, TQ1_0, TQ2_0 (cols_lanes8), kept as groups
+ * Q5_0, Q5_1, TQ1_0, TQ2_0 and the grid formats IQ1-IQ3 (cols_lanes8),
+ * kept as groups
  * of 16 rows,
  * block i of the 16 rows together, so that a=llamacpp's decode kernels
  * (matmul_q8_cols.c, matmul_q8_lanes.c) add four products to 16 rows'
@@ -44,10 +45,18 @@
  *   scale words' top nibbles make, at 1344 (86 bytes a row);
  * - TQ2_0, TQ1_0 (as TQ2_0: its trits as 2-bit codes, tq1_as_tq2): the
  *   codes value + 1 in IQ1's chunks, then the 16 rows' fp16 d at 1024 (66
- *   bytes a row: TQ2_0's size, 1.22x TQ1_0's).
- * The stored rows are rebuilt from it bit for bit (the packings of
- * Q4_K's, IQ4_XS's and Q3_K's scales are one-to-one; IQ1's through
- * iq_copy's rebuild).
+ *   bytes a row: TQ2_0's size, 1.22x TQ1_0's);
+ * - IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S (from iq_copy's decoded
+ *   blocks): the 2-bit level codes in IQ1's chunks; 8 bytes a chunk of
+ *   masks (bit 4 j + b: row j's value 4 c + b) of the negated values at
+ *   1024 and, IQ3, of the levels' bit 2 at 1536; the 4-bit scales as
+ *   bytes, scale n of row j at S + 16 n + j (S 1536, IQ3 2048; one a 32
+ *   values, IQ2_XS and IQ2_S one a 16); the fp16 d after them (106, 114,
+ *   114, 138, 138 bytes a row: 1.61x, 1.54x, 1.39x, 1.41x, 1.25x the
+ *   file). Their stored rows are not rebuilt (cols_rebuilds).
+ * The stored rows are rebuilt from it bit for bit where cols_rebuilds
+ * (the packings of Q4_K's, IQ4_XS's and Q3_K's scales are one-to-one;
+ * IQ1's through iq_copy's rebuild).
  *
  * The cols_lanes8 types, which llama.cpp does not repack, keep its
  * vec_dot's order: their kernels hold vec_dot's eight lane sums of each
@@ -58,13 +67,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* the values a block holds (32, or 256 for the K-quants, IQ4_XS, IQ1
- * and TQ)
+/* the values a block holds (32, or 256 for the K-quants, IQ4_XS, TQ and
+ * the grid formats)
  * and the bytes a group of 16
  * rows takes per block; 0 for a type without the layout */
 int cols_block_values(uint32_t type);
 /* whether type's copy serves vec_dot's order (IQ4_XS, Q3_K, Q4_1,
- * Q5_0, Q5_1, IQ1_S, IQ1_M, TQ1_0, TQ2_0), not llama.cpp's repacked one */
+ * Q5_0, Q5_1, TQ1_0, TQ2_0, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S,
+ * IQ3_XXS, IQ3_S), not llama.cpp's repacked one */
 int cols_lanes8(uint32_t type);
 size_t cols_block_bytes(uint32_t type);
 
@@ -73,8 +83,8 @@ size_t cols_block_bytes(uint32_t type);
 void cols_copy_group(uint32_t type, const uint8_t *rows, size_t row_bytes, int64_t in,
                      uint8_t *dst);
 
-/* row j (j < 16) of the group at group, as stored, into buf (not for
- * TQ1_0, whose stored trits are not rebuilt: its rows are the file's) */
+/* row j (j < 16) of the group at group, as stored, into buf, where
+ * cols_rebuilds(type) */
 void cols_stored_row(uint32_t type, const uint8_t *group, int64_t in, int j, uint8_t *buf);
 
 /* TQ1_0, TQ2_0: block i of row j (j < 16) of the group at group as a
@@ -82,9 +92,14 @@ void cols_stored_row(uint32_t type, const uint8_t *group, int64_t in, int j, uin
  * them), whose codes prefill's packing reads */
 void cols_tq2_block(uint32_t type, const uint8_t *group, int j, int64_t i, uint8_t *blk);
 
-/* IQ1_S, IQ1_M: block i of row j (j < 16) of the group at group as iq_copy's decoded block
- * (iq_copy.h) at dec, whose codes prefill's packing reads (iq_copy_codes) without the stored
- * block's grid search */
-void cols_iq1_decoded(uint32_t type, const uint8_t *group, int j, int64_t i, uint8_t *dec);
+/* IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S: block i of row j
+ * (j < 16) of the group at group as iq_copy's decoded block (iq_copy.h,
+ * iq_copy_block_bytes at dec), whose codes prefill's packing reads
+ * (iq_copy_codes) without the stored block's grid search */
+void cols_iq_decoded(uint32_t type, const uint8_t *group, int j, int64_t i, uint8_t *dec);
+
+/* whether cols_stored_row rebuilds type's stored rows (not TQ1_0's, IQ2's
+ * or IQ3's: their rows are read from the file) */
+int cols_rebuilds(uint32_t type);
 
 #endif

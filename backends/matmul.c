@@ -431,7 +431,7 @@ int matmul_w_minima(float *y, const float *x, const struct wmat *W, const float 
 
 /* the kinds of decode's copy (the kernel set in use has kernels for them:
  * avx512vnni) */
-enum { COPY_NONE, COPY_INTERLEAVED, COPY_COLUMNS, COPY_GRID };
+enum { COPY_NONE, COPY_INTERLEAVED, COPY_COLUMNS };
 
 int matmul_q8_blockwise(const struct wmat *W)
 {
@@ -448,23 +448,19 @@ static int copy_kind(const struct wmat *W)
         return W->out >= 16 && W->in % cols_block_values(W->type) == 0 ? COPY_COLUMNS : COPY_NONE;
     if (W->type == GGML_Q4_0 || W->type == GGML_IQ4_NL || W->type == GGML_MXFP4)
         return COPY_INTERLEAVED;
-    return iq_copy_block_bytes(W->type) ? COPY_GRID : COPY_NONE;
+    return COPY_NONE;
 }
 
 int64_t matmul_copy_rows(const struct wmat *W)
 {
     const int kind = copy_kind(W);
-    return kind == COPY_INTERLEAVED ? W->out / 4 * 4
-           : kind == COPY_COLUMNS   ? W->out / 16 * 16
-           : kind != COPY_NONE      ? W->out
-                                    : 0;
+    return kind == COPY_INTERLEAVED ? W->out / 4 * 4 : kind == COPY_COLUMNS ? W->out / 16 * 16 : 0;
 }
 
 /* the bytes a row takes in W's copy (of a group of 4 or 16, its share) */
 static size_t copy_row_bytes(const struct wmat *W)
 {
     const int kind = copy_kind(W);
-    if (kind == COPY_GRID) return (size_t)(W->in / 256) * iq_copy_block_bytes(W->type);
     if (kind == COPY_COLUMNS)
         return (size_t)(W->in / cols_block_values(W->type)) * cols_block_bytes(W->type) / 16;
     return W->row_bytes;
@@ -501,7 +497,8 @@ const uint8_t *matmul_row(const struct wmat *W, int64_t r, uint8_t *buf)
 {
     const int kind = W->copy ? copy_kind(W) : COPY_NONE;
     /* IQ2's, IQ3's and TQ1_0's copies give codes and decode; the stored row is the file's */
-    if (kind == COPY_NONE || kind == COPY_GRID || W->type == GGML_TQ1_0 || r >= matmul_copy_rows(W))
+    if (kind == COPY_NONE || (kind == COPY_COLUMNS && !cols_rebuilds(W->type)) ||
+        r >= matmul_copy_rows(W))
         return W->data + (size_t)r * W->row_bytes;
     if (kind == COPY_COLUMNS) {
         cols_stored_row(W->type, W->copy + (size_t)(r / 16) * 16 * copy_row_bytes(W), W->in,
@@ -518,16 +515,13 @@ void matmul_row_codes(const struct wmat *W, int64_t r, uint8_t *buf, int8_t *cod
                       float *m)
 {
     const int kind = W->copy ? copy_kind(W) : COPY_NONE;
-    if (kind == COPY_GRID) {
-        iq_copy_codes(W->type, W->copy + (size_t)r * copy_row_bytes(W), W->in / 256, code, s);
-        memset(m, 0, (size_t)(W->in / qcodes_chunk(W->type)) * sizeof *m);
-    } else if (kind == COPY_COLUMNS && (W->type == GGML_IQ1_S || W->type == GGML_IQ1_M) &&
-               r < matmul_copy_rows(W)) { /* the columns' codes, block by block */
+    if (kind == COPY_COLUMNS && iq_copy_block_bytes(W->type) &&
+        r < matmul_copy_rows(W)) { /* the grid formats: the columns' codes, block by block */
         const uint8_t *group = W->copy + (size_t)(r / 16) * 16 * copy_row_bytes(W);
-        const int per = W->type == GGML_IQ1_S ? 8 : 16; /* scales a block */
+        const int per = 256 / qcodes_chunk(W->type); /* scales a block */
         for (int64_t i = 0; i < W->in / 256; i++) {
-            uint8_t dec[IQ1_COPY_M_BYTES];
-            cols_iq1_decoded(W->type, group, (int)(r % 16), i, dec);
+            uint8_t dec[IQ3_COPY_BYTES];
+            cols_iq_decoded(W->type, group, (int)(r % 16), i, dec);
             iq_copy_codes(W->type, dec, 1, code + 256 * i, s + per * i);
         }
         memset(m, 0, (size_t)(W->in / qcodes_chunk(W->type)) * sizeof *m);
@@ -558,9 +552,6 @@ static void copy_units(void *arg, int64_t u0, int64_t u1, int thread)
     const struct copy_job *j = arg;
     const struct wmat *W = j->W;
     const size_t crb = copy_row_bytes(W);
-    for (int64_t r = u0; j->kind == COPY_GRID && r < u1; r++)
-        iq_copy_blocks(W->type, W->data + (size_t)r * W->row_bytes, j->dst + (size_t)r * crb,
-                       W->in / 256);
     for (int64_t g = u0; j->kind == COPY_COLUMNS && g < u1; g++)
         cols_copy_group(W->type, W->data + (size_t)g * 16 * W->row_bytes, W->row_bytes, W->in,
                         j->dst + (size_t)g * 16 * crb);

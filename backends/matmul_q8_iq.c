@@ -3,7 +3,6 @@
  * IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S), as matmul_q8.c's: llama.cpp's
  * integer lanes and its order of float operations, format by format as
  * ggml's AVX2 kernels with VNNI have them, to the bit. */
-#include "backends/iq_copy.h"
 #include "backends/iq_vnni_impl.h"
 #include "backends/tq_vnni_impl.h"
 
@@ -226,73 +225,6 @@ AVX512VNNI float mx_q8_iq1_s_vnni(const struct wmat *W, int64_t r, const struct 
 AVX512VNNI float mx_q8_iq1_m_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
 {
     return iq1_row(W, r, a, GGML_IQ1_M);
-}
-
-/* IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S from decode's decoded copy
- * (iq_copy.h): grid_row's integers in its lanes, so the same bits. Each
- * pair's levels are its 2-bit codes (iq1_codes64), for IQ3 with 4 added
- * where the level's bit 2 is set (a mask loaded as it is), looked up by
- * one vpshufb; its negation mask is loaded as it is; the block's scales
- * are spread to lanes once: lane i sub-block i's (IQ2_XXS, IQ3), or that
- * of values 16 i .. 16 i + 15 (IQ2_XS, IQ2_S) */
-AVX512VNNI static inline __attribute__((always_inline)) float
-grid_copy_row(const struct wmat *W, int64_t r, const struct matmul_q8 *a, const uint32_t type)
-{
-    const int iq3 = type == GGML_IQ3_XXS || type == GGML_IQ3_S, per16 = iq_scales16(type);
-    const size_t bsize = iq3                    ? IQ3_COPY_BYTES
-                         : type == GGML_IQ2_XXS ? IQ2_COPY_XXS_BYTES
-                                                : IQ2_COPY_XS_BYTES;
-    const uint8_t *b = W->copy + (size_t)r * (size_t)(W->in / 256) * bsize;
-    const __m512i lv = _mm512_broadcast_i32x4(
-        type == GGML_IQ3_XXS ? _mm_setr_epi8(4, 12, 20, 28, 36, 44, 52, 62, 0, 0, 0, 0, 0, 0, 0, 0)
-        : type == GGML_IQ3_S ? _mm_setr_epi8(1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0, 0)
-                             : _mm_setr_epi8(8, 25, 43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0));
-    /* after the codes: IQ3's plane, the negation bits, d, the scales */
-    const int at_neg = iq3 ? 96 : 64, at_d = at_neg + 32, at_sc = at_d + 2;
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t k = 0, blk = 0; k < W->in; k += 256, blk++, b += bsize) {
-        _mm_prefetch((const char *)b + AHEAD, _MM_HINT_T0);
-        _mm_prefetch((const char *)b + AHEAD + 64, _MM_HINT_T0);
-        if (iq3) _mm_prefetch((const char *)b + AHEAD + 128, _MM_HINT_T0);
-        const __m512i ls = odd_nibbles(per16 ? iqb_rd64(b + at_sc) : iqb_rd32(b + at_sc));
-        __m512i isum = _mm512_setzero_si512();
-        for (int p = 0; p < 4; p++) {
-            __m512i c = iq1_codes64(b + 16 * p);
-            if (iq3)
-                c = _mm512_mask_add_epi8(c, _cvtu64_mask64(iqb_rd64(b + 64 + 8 * p)), c,
-                                         _mm512_set1_epi8(4));
-            const __mmask64 neg = _cvtu64_mask64(iqb_rd64(b + at_neg + 8 * p));
-            isum = pair_dot(isum, _mm512_shuffle_epi8(lv, c), a->q + k + 64 * p, neg,
-                            per16 ? quad_scales(ls, 4 * p) : halves(ls, 2 * p, 2 * p + 1));
-        }
-        acc = block_acc(acc, h2f_f16c(b + at_d) * a->d[blk], isum);
-    }
-    return iq_m_inv(type) * hsum8(acc);
-}
-
-AVX512VNNI float mx_q8_iq2_xxs_copy_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
-{
-    return grid_copy_row(W, r, a, GGML_IQ2_XXS);
-}
-
-AVX512VNNI float mx_q8_iq2_xs_copy_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
-{
-    return grid_copy_row(W, r, a, GGML_IQ2_XS);
-}
-
-AVX512VNNI float mx_q8_iq2_s_copy_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
-{
-    return grid_copy_row(W, r, a, GGML_IQ2_S);
-}
-
-AVX512VNNI float mx_q8_iq3_xxs_copy_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
-{
-    return grid_copy_row(W, r, a, GGML_IQ3_XXS);
-}
-
-AVX512VNNI float mx_q8_iq3_s_copy_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a)
-{
-    return grid_copy_row(W, r, a, GGML_IQ3_S);
 }
 
 #endif

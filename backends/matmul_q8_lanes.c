@@ -25,6 +25,7 @@
 #include "backends/matmul_x86_impl.h"
 #include "backends/cols_copy.h"
 #include "backends/iq_blocks_impl.h"
+#include "backends/iq_vnni_impl.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 
@@ -332,6 +333,64 @@ AVX512VNNI static void lanes_tq(float *y, const uint8_t *g, int64_t nb, const st
     _mm512_storeu_ps(y, hsum16(acc));
 }
 
+/* IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S: IQ1's chunks of 2-bit level
+ * codes (IQ3: 4 added where the level-bit mask says), the levels'
+ * magnitudes by one vpshufb, the input's 4 codes negated where the
+ * chunk's sign mask says, then lane k += (2 s + 1) (mag . q) for the
+ * run's (IQ2_XS, IQ2_S: the 16 values') 4-bit scale s, times d_w d_x into
+ * the sums, and 1 / m after the horizontal sum (as grid_copy_row) */
+AVX512VNNI static inline __attribute__((always_inline)) void
+lanes_grid(float *y, const uint8_t *g, int64_t nb, const struct matmul_q8 *a, const uint32_t type)
+{
+    const int iq3 = type == GGML_IQ3_XXS || type == GGML_IQ3_S,
+              per16 = type == GGML_IQ2_XS || type == GGML_IQ2_S;
+    const size_t at_s = iq3 ? 2048 : 1536, at_d = at_s + (per16 ? 256 : 128),
+                 cb = at_d + 32; /* the group's block */
+    const __m512i lv = _mm512_broadcast_i32x4(
+        type == GGML_IQ3_XXS ? _mm_setr_epi8(4, 12, 20, 28, 36, 44, 52, 62, 0, 0, 0, 0, 0, 0, 0, 0)
+        : type == GGML_IQ3_S ? _mm_setr_epi8(1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0, 0)
+                             : _mm_setr_epi8(8, 25, 43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0));
+    const __m512i one = _mm512_set1_epi32(1);
+    __m512 acc[8];
+    clear8(acc, NULL);
+    for (int64_t i = 0; i < nb; i++, g += cb) {
+        const int8_t *q = a->q + 256 * i;
+        __m512i lane[8];
+        clear8(NULL, lane);
+        for (int r = 0; r < 8; r++) {
+            const __m512i s0 = _mm512_cvtepu8_epi32(_mm_loadu_si128((
+                              const __m128i *)(const void *)(g + at_s + 16 * (per16 ? 2 * r : r)))),
+                          s1 = per16 ? _mm512_cvtepu8_epi32(_mm_loadu_si128(
+                                           (const __m128i *)(const void *)(g + at_s +
+                                                                           16 * (2 * r + 1))))
+                                     : s0;
+            const __m512i ls0 = _mm512_add_epi32(_mm512_add_epi32(s0, s0), one),
+                          ls1 = _mm512_add_epi32(_mm512_add_epi32(s1, s1), one);
+            for (int k = 0; k < 8; k++) {
+                const int c = 8 * r + k;
+                fetch_line(g, cb, (size_t)c);
+                __m512i code = iq1_codes64(g + 16 * c);
+                uint64_t neg, hi;
+                if (iq3) {
+                    memcpy(&hi, g + 1536 + 8 * c, 8);
+                    code =
+                        _mm512_mask_add_epi8(code, _cvtu64_mask64(hi), code, _mm512_set1_epi8(4));
+                }
+                memcpy(&neg, g + 1024 + 8 * c, 8);
+                const __m512i qb = code4(q + 32 * r + 4 * k);
+                const __m512i qs =
+                    _mm512_mask_sub_epi8(qb, _cvtu64_mask64(neg), _mm512_setzero_si512(), qb);
+                lane[k] = _mm512_dpwssd_epi32(
+                    lane[k],
+                    _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_shuffle_epi8(lv, code), qs),
+                    k < 4 ? ls0 : ls1);
+            }
+        }
+        lanes_fma(acc, lane, g + at_d, a->d[i]);
+    }
+    _mm512_storeu_ps(y, _mm512_mul_ps(_mm512_set1_ps(iq_m_inv(type)), hsum16(acc)));
+}
+
 AVX512VNNI void mx_q8_lanes_vnni(float *y, const struct wmat *W, int64_t r,
                                  const struct matmul_q8 *a)
 {
@@ -362,6 +421,21 @@ AVX512VNNI void mx_q8_lanes_vnni(float *y, const struct wmat *W, int64_t r,
     case GGML_TQ1_0:
     case GGML_TQ2_0:
         lanes_tq(y, g, nb, a);
+        break;
+    case GGML_IQ2_XXS:
+        lanes_grid(y, g, nb, a, GGML_IQ2_XXS);
+        break;
+    case GGML_IQ2_XS:
+        lanes_grid(y, g, nb, a, GGML_IQ2_XS);
+        break;
+    case GGML_IQ2_S:
+        lanes_grid(y, g, nb, a, GGML_IQ2_S);
+        break;
+    case GGML_IQ3_XXS:
+        lanes_grid(y, g, nb, a, GGML_IQ3_XXS);
+        break;
+    case GGML_IQ3_S:
+        lanes_grid(y, g, nb, a, GGML_IQ3_S);
         break;
     default:
         break;

@@ -299,19 +299,19 @@ int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const s
         if (W->copy) LANES8(mx_q8_iq1_m_vnni(W, r, a));
         ROWS(mx_q8_iq1_m_vnni(W, r, a));
     case GGML_IQ2_XXS:
-        if (W->copy) ROWS(mx_q8_iq2_xxs_copy_vnni(W, r, a));
+        if (W->copy) LANES8(mx_q8_iq2_xxs_vnni(W, r, a));
         ROWS(mx_q8_iq2_xxs_vnni(W, r, a));
     case GGML_IQ2_XS:
-        if (W->copy) ROWS(mx_q8_iq2_xs_copy_vnni(W, r, a));
+        if (W->copy) LANES8(mx_q8_iq2_xs_vnni(W, r, a));
         ROWS(mx_q8_iq2_xs_vnni(W, r, a));
     case GGML_IQ2_S:
-        if (W->copy) ROWS(mx_q8_iq2_s_copy_vnni(W, r, a));
+        if (W->copy) LANES8(mx_q8_iq2_s_vnni(W, r, a));
         ROWS(mx_q8_iq2_s_vnni(W, r, a));
     case GGML_IQ3_XXS:
-        if (W->copy) ROWS(mx_q8_iq3_xxs_copy_vnni(W, r, a));
+        if (W->copy) LANES8(mx_q8_iq3_xxs_vnni(W, r, a));
         ROWS(mx_q8_iq3_xxs_vnni(W, r, a));
     case GGML_IQ3_S:
-        if (W->copy) ROWS(mx_q8_iq3_s_copy_vnni(W, r, a));
+        if (W->copy) LANES8(mx_q8_iq3_s_vnni(W, r, a));
         ROWS(mx_q8_iq3_s_vnni(W, r, a));
     case GGML_TQ1_0:
         if (W->copy) LANES8(mx_q8_tq1_0_vnni(W, r, a));

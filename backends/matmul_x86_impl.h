@@ -543,15 +543,6 @@ AVX512VNNI float mx_q8_tq2_0_vnni(const struct wmat *W, int64_t r, const struct 
 AVX512VNNI float mx_q8_tq1_0_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_iq1_s_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_iq1_m_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
-/* IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S from W->copy (iq_copy.h), as
- * mx_q8_iq2_*_vnni and mx_q8_iq3_*_vnni */
-AVX512VNNI float mx_q8_iq2_xxs_copy_vnni(const struct wmat *W, int64_t r,
-                                         const struct matmul_q8 *a);
-AVX512VNNI float mx_q8_iq2_xs_copy_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
-AVX512VNNI float mx_q8_iq2_s_copy_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
-AVX512VNNI float mx_q8_iq3_xxs_copy_vnni(const struct wmat *W, int64_t r,
-                                         const struct matmul_q8 *a);
-AVX512VNNI float mx_q8_iq3_s_copy_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_iq2_xxs_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_iq2_xs_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);
 AVX512VNNI float mx_q8_iq2_s_vnni(const struct wmat *W, int64_t r, const struct matmul_q8 *a);

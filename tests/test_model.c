@@ -1663,7 +1663,8 @@ static int lanes8_type(uint32_t t)
 {
     return t == GGML_IQ4_XS || t == GGML_Q3_K || t == GGML_Q4_1 || t == GGML_Q5_0 ||
            t == GGML_Q5_1 || t == GGML_IQ1_S || t == GGML_IQ1_M || t == GGML_TQ1_0 ||
-           t == GGML_TQ2_0;
+           t == GGML_TQ2_0 || t == GGML_IQ2_XXS || t == GGML_IQ2_XS || t == GGML_IQ2_S ||
+           t == GGML_IQ3_XXS || t == GGML_IQ3_S;
 }
 
 static int llamacpp_repacks(const struct wmat *W)
@@ -2062,29 +2063,26 @@ static int rows4_case(uint32_t type, int64_t in, int rows, int vnni, uint64_t *s
         x[k] = (float)(rng_unit(&st) * 2 - 1);
     struct wmat W = {"w", type, q, in, rows, rb, 0, NULL, 0};
     const size_t size = matmul_copy_bytes(&W);
-    /* the decoded copies' block bytes (iq_copy.h) */
-    const size_t cb = type == GGML_IQ2_XXS                         ? 102
-                      : type == GGML_IQ2_XS || type == GGML_IQ2_S  ? 106
-                      : type == GGML_IQ3_XXS || type == GGML_IQ3_S ? 134
-                                                                   : 0;
-    /* the columns copy: where llama.cpp repacks, and IQ4_XS, Q3_K, Q4_1,
-     * Q5_0, Q5_1, IQ1_S, IQ1_M, TQ1_0, TQ2_0 (a row's bytes a 256-block:
-     * Q4_K 148, IQ4_XS 138, Q3_K 114, IQ1_S 74 (with its codes as 2
-     * bits), IQ1_M 86, TQ1_0 66 (as TQ2_0); the others as stored) */
+    /* the columns copy: where llama.cpp repacks, and the vec_dot-order
+     * types from 16 rows on (a row's bytes a 256-block: Q4_K 148, IQ4_XS
+     * 138, Q3_K 114, IQ1_S 74 and IQ1_M 86 (codes as 2 bits), TQ1_0 66 (as
+     * TQ2_0), IQ2_XXS 106, IQ2_XS and IQ2_S 114, IQ3 138 (codes, sign and
+     * level bits, scales as bytes); the others as stored) */
     const int cols = llamacpp_repacks(&W) || (lanes8_type(type) && rows >= 16);
     const int wants =
-        vnni && (type == GGML_Q4_0 || type == GGML_IQ4_NL || type == GGML_MXFP4 || cb || cols);
-    const size_t per256 = type == GGML_Q4_K     ? 148
-                          : type == GGML_IQ4_XS ? 138
-                          : type == GGML_Q3_K   ? 114
-                          : type == GGML_IQ1_S  ? 74
-                          : type == GGML_IQ1_M  ? 86
-                          : type == GGML_TQ1_0  ? 66
-                                                : 0;
+        vnni && (type == GGML_Q4_0 || type == GGML_IQ4_NL || type == GGML_MXFP4 || cols);
+    const size_t per256 = type == GGML_Q4_K                            ? 148
+                          : type == GGML_IQ4_XS                        ? 138
+                          : type == GGML_Q3_K                          ? 114
+                          : type == GGML_IQ1_S                         ? 74
+                          : type == GGML_IQ1_M                         ? 86
+                          : type == GGML_TQ1_0                         ? 66
+                          : type == GGML_IQ2_XXS                       ? 106
+                          : type == GGML_IQ2_XS || type == GGML_IQ2_S  ? 114
+                          : type == GGML_IQ3_XXS || type == GGML_IQ3_S ? 138
+                                                                       : 0;
     const size_t crb = per256 ? (size_t)(in / 256) * per256 : rb;
-    const size_t expect = cb     ? (size_t)rows * (size_t)(in / 256) * cb
-                          : cols ? (size_t)(rows / 16) * 16 * crb
-                                 : (size_t)(rows / 4) * 4 * rb;
+    const size_t expect = cols ? (size_t)(rows / 16) * 16 * crb : (size_t)(rows / 4) * 4 * rb;
     if ((size != 0) != wants || (size && size != expect))
         T_FAIL_("%s %s: matmul_copy_bytes %zu", matmul_kernel_name(), ti->name, size);
     uint8_t *copy = size ? qg_alloc_aligned(size) : NULL;
@@ -2104,9 +2102,10 @@ static int rows4_case(uint32_t type, int64_t in, int rows, int vnni, uint64_t *s
         struct matmul_part part = {y + packed * rows, &W, NULL, 0.0f};
         matmul_w_group_q8(&part, 1, x, &a, 2, scratch);
     }
-    uint8_t *buf = malloc(rb); /* the interleaved and columns copies give the stored rows */
+    uint8_t *buf =
+        malloc(rb); /* the stored rows, rebuilt from the copy or (IQ2, IQ3, TQ1_0) the file's */
     ASSERT(buf);
-    for (int r = 0; size && !cb && r < rows; r++)
+    for (int r = 0; size && r < rows; r++)
         if (memcmp(matmul_row(&W, r, buf), q + (size_t)r * rb, rb))
             T_FAIL_("%s %d rows, row %d: matmul_row differs from the stored row", ti->name, rows,
                     r);
