@@ -6,8 +6,8 @@
  * the codes prefill's packing multiplies (qcodes.h's) read from it; and,
  * for IQ1, the stored block rebuilt from it, bit for bit, for the readers
  * of stored rows (matmul_row; IQ2's and IQ3's are read from the file).
- * Since session 26 matmul's copy of IQ1_S and IQ1_M is the columns one
- * (cols_copy.h), made from and rebuilt through these decoded blocks.
+ * Since session 26 matmul's copy of these types is the columns one
+ * (cols_copy.h), made from and read back through these decoded blocks.
  *
  * A copy block (iq_copy_block_bytes: IQ1_S 70, IQ1_M 76, IQ2_XXS 102,
  * IQ2_XS and IQ2_S 106, IQ3_XXS and IQ3_S 134):

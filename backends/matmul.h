@@ -65,7 +65,7 @@ enum { WMAT_NO_REPACK = 1, WMAT_EXPERT = 2 };
  * repacking (its --no-repack: WMAT_NO_REPACK, a model spec's repack=0). */
 int matmul_q8_blockwise(const struct wmat *W);
 
-/* Decode's copy of W, in one of three layouts by type, made under
+/* Decode's copy of W, in one of two layouts by type, made under
  * avx512vnni, where a=llamacpp's integer kernels read it:
  * - columns (Q4_0, IQ4_NL, MXFP4, Q4_K, Q2_K where matmul_q8_blockwise:
  *   cols_copy.h): rows in groups of 16, block i of the group's 16 rows
@@ -73,21 +73,19 @@ int matmul_q8_blockwise(const struct wmat *W);
  *   then their scales (one vpdpbusd adds four products to each of 16
  *   rows' sums); the rows past the last whole group are not in it. The
  *   stored bytes moved (Q4_K: its scales unpacked, 148 bytes a row per
- *   block, not 144). Also IQ4_XS, Q3_K, Q4_1, Q5_0, Q5_1, IQ1_S, IQ1_M,
- *   TQ1_0 and TQ2_0 with 16 rows or more (cols_lanes8: IQ4_XS's and
- *   Q3_K's scales unpacked, 138 and 114 bytes a row per block, not 136
- *   and 110; IQ1's grid values as 2-bit codes, 74 and 86, not 50 and 56;
- *   TQ1_0's trits as TQ2_0's codes, 66, not 54), whose kernels keep
- *   vec_dot's order;
+ *   block, not 144). Also, with 16 rows or more, the formats whose
+ *   kernels keep vec_dot's order (cols_lanes8): IQ4_XS, Q3_K (scales
+ *   unpacked: 138 and 114 bytes a row per block, not 136 and 110), Q4_1,
+ *   Q5_0, Q5_1, TQ2_0 (their size), TQ1_0 (as TQ2_0: 66, not 54) and the
+ *   grid formats, their grid entries looked up once, as 2-bit codes (and
+ *   sign and IQ3's level bits, the scales): IQ1_S 74, IQ1_M 86, IQ2_XXS
+ *   106, IQ2_XS and IQ2_S 114, IQ3 138 (file: 50, 56, 66, 74, 82, 98,
+ *   110); the grid lookups were what held these kernels to a sixth (IQ1)
+ *   to a half (IQ3) of the memory's speed;
  * - interleaved (Q4_0, IQ4_NL, MXFP4 otherwise): rows in groups of four,
  *   block i of the group's four rows side by side, then block i + 1 (one
  *   stream feeds four independent sums); the rows past the last whole
- *   group are not in it;
- * - decoded (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S:
- *   iq_copy.h): every row, its grid entries looked up once, as 2-bit
- *   codes (and IQ3's third bit, the signs, the scales): the grid lookups
- *   were what held these kernels to a third (IQ2) to a half (IQ3) of the
- *   memory's speed.
+ *   group are not in it.
  * The kernels read the copy's rows with the same bits as from W->data;
  * the rows it lacks, and the other kernels, read W->data.
  * matmul_copy_bytes: the copy's size, 0 when the kernel set in use has no
