@@ -422,21 +422,16 @@ AVX512VNNI void mx_q8_lanes_vnni(float *y, const struct wmat *W, int64_t r,
     case GGML_TQ2_0:
         lanes_tq(y, g, nb, a);
         break;
-    case GGML_IQ2_XXS:
-        lanes_grid(y, g, nb, a, GGML_IQ2_XXS);
-        break;
-    case GGML_IQ2_XS:
-        lanes_grid(y, g, nb, a, GGML_IQ2_XS);
-        break;
-    case GGML_IQ2_S:
-        lanes_grid(y, g, nb, a, GGML_IQ2_S);
-        break;
-    case GGML_IQ3_XXS:
-        lanes_grid(y, g, nb, a, GGML_IQ3_XXS);
-        break;
-    case GGML_IQ3_S:
-        lanes_grid(y, g, nb, a, GGML_IQ3_S);
-        break;
+#define GRID_CASE(t)                                                                               \
+    case t: /* the type a constant: its own inlined kernel */                                      \
+        lanes_grid(y, g, nb, a, t);                                                                \
+        break
+        GRID_CASE(GGML_IQ2_XXS);
+        GRID_CASE(GGML_IQ2_XS);
+        GRID_CASE(GGML_IQ2_S);
+        GRID_CASE(GGML_IQ3_XXS);
+        GRID_CASE(GGML_IQ3_S);
+#undef GRID_CASE
     default:
         break;
     }
