@@ -150,6 +150,20 @@ static inline __attribute__((always_inline)) void lanes8_block(uint32_t type, ui
     if (!to_copy && !xs) q3_pack(sc, blk + 96);
 }
 
+/* row j's nibble of a mask byte shared by rows 2 i and 2 i + 1 (j % 2:
+ * high): written (the even row first, the whole byte: group_blocks and
+ * the group builders take j ascending, so no byte is read unwritten), or
+ * read */
+static inline void put_nibble(uint8_t *p, int j, unsigned nib)
+{
+    *p = (uint8_t)(j % 2 ? (*p & 0xFu) | nib << 4 : nib);
+}
+
+static inline unsigned get_nibble(const uint8_t *p, int j)
+{
+    return (unsigned)(*p >> 4 * (j % 2) & 0xF);
+}
+
 /* Q4_1, Q5_0, Q5_1 between stored and copy: the nibble bytes in 4
  * slices; Q5's high bits as masks, slice t's low nibbles' (qh bits 4 t
  * .. 4 t + 3) at 256 + 16 t, nibble j of the 8 bytes row j's, its high
@@ -165,16 +179,15 @@ static inline __attribute__((always_inline)) void legacy_block(uint32_t type, ui
         memcpy(to_copy ? c : blk + 2 * h, to_copy ? blk + 2 * h : c, 2);
     }
     if (!five) return;
-    const int sh = 4 * (j % 2);
     uint32_t qh = 0;
     if (to_copy) memcpy(&qh, blk + at_qh, 4);
     for (int t = 0; t < 8; t++) { /* t < 4: slice t's low nibbles; else slice t - 4's high */
         uint8_t *m = col + 256 + 16 * (t % 4) + 8 * (t / 4) + j / 2;
         const int bit = 4 * (t % 4) + 16 * (t / 4);
-        if (to_copy) /* row 2 i's nibble first (group_blocks: j ascending), then 2 i + 1's */
-            *m = (uint8_t)((sh ? *m & 0xF : 0) | (qh >> bit & 0xF) << sh);
+        if (to_copy)
+            put_nibble(m, j, qh >> bit & 0xF);
         else
-            qh |= (uint32_t)(*m >> sh & 0xF) << bit;
+            qh |= (uint32_t)get_nibble(m, j) << bit;
     }
     if (!to_copy) memcpy(blk + at_qh, &qh, 4);
 }
@@ -372,13 +385,12 @@ static struct grid_at grid_at(uint32_t type)
  * at bit e % 8 of byte e / 8) and row j's nibbles of the 64 masks at m */
 static void mask_share(uint8_t *m, uint8_t *bits, int j, int to_copy)
 {
-    const int sh = 4 * (j % 2);
     for (int c = 0; c < 64; c++) {
         uint8_t *p = m + 8 * c + j / 2;
-        if (to_copy) /* row 2 i's nibble first, then 2 i + 1's */
-            *p = (uint8_t)((sh ? *p & 0xF : 0) | (bits[c / 2] >> 4 * (c % 2) & 0xF) << sh);
+        if (to_copy)
+            put_nibble(p, j, bits[c / 2] >> 4 * (c % 2) & 0xFu);
         else
-            bits[c / 2] |= (uint8_t)((*p >> sh & 0xF) << 4 * (c % 2));
+            bits[c / 2] |= (uint8_t)(get_nibble(p, j) << 4 * (c % 2));
     }
 }
 

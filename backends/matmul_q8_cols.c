@@ -95,14 +95,6 @@ AVX512VNNI static inline __attribute__((always_inline)) __m512 e8m0_lanes(__m512
         _mm512_mask_blend_epi32(_mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2)), big, small));
 }
 
-/* the input's codes at q as one 32-bit lane, broadcast */
-AVX512VNNI static inline __attribute__((always_inline)) __m512i codes4(const int8_t *q)
-{
-    int32_t v;
-    memcpy(&v, q, 4);
-    return _mm512_set1_epi32(v);
-}
-
 /* the 32-blocks (bs bytes: the scale, then 16 of nibbles, at qs): slice k
  * of block i holds values 4 k .. (low nibbles) and 16 + 4 k .. (high);
  * the unsigned weight codes (the nibble, or its table value plus 128)

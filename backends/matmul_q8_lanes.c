@@ -43,14 +43,6 @@ AVX512VNNI static inline __attribute__((always_inline)) void sums4(const int8_t 
                                                  _mm512_loadu_si512(q + 64 * c))));
 }
 
-/* the 4 input codes at q as one 32-bit lane, broadcast */
-AVX512VNNI static inline __attribute__((always_inline)) __m512i code4(const int8_t *q)
-{
-    int32_t v;
-    memcpy(&v, q, 4);
-    return _mm512_set1_epi32(v);
-}
-
 /* eight registers of running sums, and of a block's lane sums, cleared */
 AVX512VNNI static inline __attribute__((always_inline)) void clear8(__m512 *acc, __m512i *lane)
 {
@@ -68,11 +60,29 @@ AVX512VNNI static inline __attribute__((always_inline)) void fetch_line(const ui
     if (64 * n < cb + 63) _mm_prefetch((const char *)g + AHEAD + 64 * n, _MM_HINT_T0);
 }
 
+/* the 16 bytes at s (one a row) as lanes */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i u8x16(const uint8_t *s)
+{
+    return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)s));
+}
+
+/* 2 v + 1: the grid formats' odd scales */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i odd(__m512i v)
+{
+    return _mm512_add_epi32(_mm512_add_epi32(v, v), _mm512_set1_epi32(1));
+}
+
 /* 16 six-bit scales stored as bytes at s, less 32, as lanes */
 AVX512VNNI static inline __attribute__((always_inline)) __m512i scales16(const uint8_t *s)
 {
-    return _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)s)),
-                            _mm512_set1_epi32(32));
+    return _mm512_sub_epi32(u8x16(s), _mm512_set1_epi32(32));
+}
+
+/* the 16 rows' d_w (fp16 at dw) times d_x */
+AVX512VNNI static inline __attribute__((always_inline)) __m512 row_d(const uint8_t *dw, float dx)
+{
+    return _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)dw)),
+                         _mm512_set1_ps(dx));
 }
 
 /* lane[k] += sc (w . q + e), w's 4 unsigned bytes a row against the
@@ -92,8 +102,7 @@ lane_add(__m512i lane, __m512i w, __m512i c, int32_t e, __m512i sc, const int sh
 AVX512VNNI static inline __attribute__((always_inline)) __m512
 lanes_fma(__m512 *acc, const __m512i *lane, const uint8_t *dw, float dx)
 {
-    const __m512 d = _mm512_mul_ps(
-        _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)dw)), _mm512_set1_ps(dx));
+    const __m512 d = row_d(dw, dx);
     for (int k = 0; k < 8; k++)
         acc[k] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(lane[k]), acc[k]);
     return d;
@@ -131,8 +140,8 @@ AVX512VNNI static void lanes_iq4_xs(float *y, const uint8_t *g, int64_t nb,
                 const __m512i lo = _mm512_shuffle_epi8(table, _mm512_and_si512(raw, m4)),
                               hi = _mm512_shuffle_epi8(
                                   table, _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4));
-                lane[t] = lane_add(lane[t], lo, code4(q + 32 * r + 4 * t), e[8 * r + t], sc, 0);
-                lane[t + 4] = lane_add(lane[t + 4], hi, code4(q + 32 * r + 16 + 4 * t),
+                lane[t] = lane_add(lane[t], lo, codes4(q + 32 * r + 4 * t), e[8 * r + t], sc, 0);
+                lane[t + 4] = lane_add(lane[t + 4], hi, codes4(q + 32 * r + 16 + 4 * t),
                                        e[8 * r + 4 + t], sc, 0);
             }
         }
@@ -172,7 +181,7 @@ AVX512VNNI static void lanes_q3_k(float *y, const uint8_t *g, int64_t nb, const 
                     const __mmask64 hm = _mm512_test_epi8_mask(
                         _mm512_loadu_si512((const void *)(g + 1024 + 64 * s)), bit);
                     lane[s] = lane_add(lane[s], _mm512_mask_add_epi8(lo, hm, lo, four),
-                                       code4(q + 128 * h + 32 * l + 4 * s), e[32 * h + 8 * l + s],
+                                       codes4(q + 128 * h + 32 * l + 4 * s), e[32 * h + 8 * l + s],
                                        s < 4 ? sc0 : sc1, 1);
                 }
             }
@@ -217,16 +226,12 @@ lanes32(float *y, const uint8_t *g, int64_t nb, const struct matmul_q8 *a, const
                 hi = _mm512_mask_add_epi8(hi, _cvtu64_mask64(mh), hi, c16);
             }
             lane[t] = _mm512_dpbusd_epi32(_mm512_permutexvar_epi32(_mm512_set1_epi32(t), e), lo,
-                                          code4(q + 4 * t));
+                                          codes4(q + 4 * t));
             lane[t + 4] = _mm512_dpbusd_epi32(_mm512_permutexvar_epi32(_mm512_set1_epi32(t + 4), e),
-                                              hi, code4(q + 16 + 4 * t));
+                                              hi, codes4(q + 16 + 4 * t));
         }
         lanes_fma(acc, lane, g + at_d, a->d[i]);
-        if (with_m)
-            summs = _mm512_add_ps(
-                summs, _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(
-                                         (const __m256i *)(const void *)(g + at_d + 32))),
-                                     _mm512_set1_ps(a->s[i])));
+        if (with_m) summs = _mm512_add_ps(summs, row_d(g + at_d + 32, a->s[i])); /* m_w s_x */
     }
     _mm512_storeu_ps(y, _mm512_add_ps(hsum16(acc), summs));
 }
@@ -244,7 +249,6 @@ AVX512VNNI static inline __attribute__((always_inline)) void
 lanes_iq1(float *y, const uint8_t *g, int64_t nb, const struct matmul_q8 *a, const int m)
 {
     const size_t cb = m ? 16 * 86 : 16 * 74, at_d = m ? 1344 : 1152;
-    const __m512i one = _mm512_set1_epi32(1), seven = _mm512_set1_epi32(7);
     __m512 acc[8], acc2[8], acc1 = _mm512_setzero_ps();
     clear8(acc, NULL), clear8(acc2, NULL);
     for (int64_t i = 0; i < nb; i++, g += cb) {
@@ -253,27 +257,19 @@ lanes_iq1(float *y, const uint8_t *g, int64_t nb, const struct matmul_q8 *a, con
         sums4(q, 1, e);
         __m512i lane[8], lane2[8], si1 = _mm512_setzero_si512();
         clear8(NULL, lane), clear8(NULL, lane2);
-        const __m512i words = m ? _mm512_loadu_si512((const void *)(g + 1280)) : one;
+        const __m512i words =
+            m ? _mm512_loadu_si512((const void *)(g + 1280)) : _mm512_setzero_si512();
         for (int r = 0; r < 8; r++) {
             /* IQ1_S: run r's nibble (scale, sign in bit 3); IQ1_M: two scales */
-            const __m512i raw = _mm512_cvtepu8_epi32(
-                _mm_loadu_si128((const __m128i *)(const void *)(g + 1024 + 16 * (m ? 2 * r : r))));
-            const __m512i ls0 = _mm512_add_epi32(_mm512_slli_epi32(_mm512_and_si512(raw, seven), 1),
-                                                 one),
-                          ls1 = m ? _mm512_add_epi32(
-                                        _mm512_slli_epi32(
-                                            _mm512_cvtepu8_epi32(_mm_loadu_si128(
-                                                (const __m128i *)(const void *)(g + 1024 +
-                                                                                16 * (2 * r + 1)))),
-                                            1),
-                                        one)
-                                  : ls0;
+            const __m512i raw = u8x16(g + 1024 + 16 * (m ? 2 * r : r));
+            const __m512i ls0 = odd(_mm512_and_si512(raw, _mm512_set1_epi32(7))),
+                          ls1 = m ? odd(u8x16(g + 1024 + 16 * (2 * r + 1))) : ls0;
             for (int k = 0; k < 8; k++) {
                 fetch_line(g, cb, (size_t)(8 * r + k));
                 const __m512i ls = k < 4 ? ls0 : ls1;
                 const __m512i s = _mm512_dpbusd_epi32(_mm512_set1_epi32(e[8 * r + k]),
                                                       iq1_codes64(g + 16 * (8 * r + k)),
-                                                      code4(q + 32 * r + 4 * k));
+                                                      codes4(q + 32 * r + 4 * k));
                 lane[k] = _mm512_dpwssd_epi32(lane[k], s, ls);
                 if (m) { /* the 4 codes' sum, -e, negated where the sign */
                     const __m512i ev = _mm512_set1_epi32(e[8 * r + k]);
@@ -322,11 +318,9 @@ AVX512VNNI static void lanes_tq(float *y, const uint8_t *g, int64_t nb, const st
             for (int k = 0; k < 8; k++) {
                 fetch_line(g, cb, (size_t)(8 * r + k));
                 lane[k] = _mm512_dpbusd_epi32(lane[k], iq1_codes64(g + 16 * (8 * r + k)),
-                                              code4(q + 32 * r + 4 * k));
+                                              codes4(q + 32 * r + 4 * k));
             }
-        const __m512 d = _mm512_mul_ps(
-            _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(g + 1024))),
-            _mm512_set1_ps(a->d[i]));
+        const __m512 d = row_d(g + 1024, a->d[i]);
         for (int k = 0; k < 8; k++)
             acc[k] = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(lane[k]), d), acc[k]);
     }
@@ -350,7 +344,6 @@ lanes_grid(float *y, const uint8_t *g, int64_t nb, const struct matmul_q8 *a, co
         type == GGML_IQ3_XXS ? _mm_setr_epi8(4, 12, 20, 28, 36, 44, 52, 62, 0, 0, 0, 0, 0, 0, 0, 0)
         : type == GGML_IQ3_S ? _mm_setr_epi8(1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0, 0)
                              : _mm_setr_epi8(8, 25, 43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0));
-    const __m512i one = _mm512_set1_epi32(1);
     __m512 acc[8];
     clear8(acc, NULL);
     for (int64_t i = 0; i < nb; i++, g += cb) {
@@ -358,14 +351,8 @@ lanes_grid(float *y, const uint8_t *g, int64_t nb, const struct matmul_q8 *a, co
         __m512i lane[8];
         clear8(NULL, lane);
         for (int r = 0; r < 8; r++) {
-            const __m512i s0 = _mm512_cvtepu8_epi32(_mm_loadu_si128((
-                              const __m128i *)(const void *)(g + at_s + 16 * (per16 ? 2 * r : r)))),
-                          s1 = per16 ? _mm512_cvtepu8_epi32(_mm_loadu_si128(
-                                           (const __m128i *)(const void *)(g + at_s +
-                                                                           16 * (2 * r + 1))))
-                                     : s0;
-            const __m512i ls0 = _mm512_add_epi32(_mm512_add_epi32(s0, s0), one),
-                          ls1 = _mm512_add_epi32(_mm512_add_epi32(s1, s1), one);
+            const __m512i ls0 = odd(u8x16(g + at_s + 16 * (per16 ? 2 * r : r))),
+                          ls1 = per16 ? odd(u8x16(g + at_s + 16 * (2 * r + 1))) : ls0;
             for (int k = 0; k < 8; k++) {
                 const int c = 8 * r + k;
                 fetch_line(g, cb, (size_t)c);
@@ -377,7 +364,7 @@ lanes_grid(float *y, const uint8_t *g, int64_t nb, const struct matmul_q8 *a, co
                         _mm512_mask_add_epi8(code, _cvtu64_mask64(hi), code, _mm512_set1_epi8(4));
                 }
                 memcpy(&neg, g + 1024 + 8 * c, 8);
-                const __m512i qb = code4(q + 32 * r + 4 * k);
+                const __m512i qb = codes4(q + 32 * r + 4 * k);
                 const __m512i qs =
                     _mm512_mask_sub_epi8(qb, _cvtu64_mask64(neg), _mm512_setzero_si512(), qb);
                 lane[k] = _mm512_dpwssd_epi32(

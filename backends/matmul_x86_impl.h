@@ -483,6 +483,15 @@ AVX512VNNI static inline __attribute__((always_inline)) __m512i iq1_codes64(cons
         _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)c)), quarters, 0);
 }
 
+/* the input's 4 codes at q as one 32-bit lane, broadcast (the columns
+ * kernels: one vpdpbusd adds them times 16 rows' 4 weight bytes) */
+AVX512VNNI static inline __attribute__((always_inline)) __m512i codes4(const int8_t *q)
+{
+    int32_t v;
+    memcpy(&v, q, 4);
+    return _mm512_set1_epi32(v);
+}
+
 /* sixteen int32 lanes to eight: lanes k and k + 8 added */
 AVX512VNNI static inline __attribute__((always_inline)) __m256i fold16(__m512i v)
 {
