@@ -98,12 +98,12 @@ void mv_x86_prep(enum mv_isa isa, uint32_t type, const float *x, int64_t n, floa
         return 1;                                                                                  \
     } while (0)
 
-/* with W->copy (the cols_lanes8 types: IQ4_XS, Q3_K, Q4_1, Q5_0, Q5_1,
- * IQ1_S, IQ1_M, TQ1_0, TQ2_0): its whole groups of 16 by
- * mx_q8_lanes_vnni, the other rows by expr (from the file) */
+/* the cols_lanes8 types (IQ4_XS, Q3_K, Q4_1, Q5_0, Q5_1, TQ1_0, TQ2_0,
+ * the grid formats): W->copy's whole groups of 16 by mx_q8_lanes_vnni,
+ * the other rows (all of them without a copy) by expr, from the file */
 #define LANES8(expr)                                                                               \
     do {                                                                                           \
-        const int64_t full = W->out / 16 * 16;                                                     \
+        const int64_t full = W->copy ? W->out / 16 * 16 : 0;                                       \
         for (int64_t r = r0; r < r1;) {                                                            \
             if (r % 16 == 0 && r + 16 <= r1 && r + 16 <= full) {                                   \
                 mx_q8_lanes_vnni(y + (r - r0), W, r, a);                                           \
@@ -259,14 +259,11 @@ static int q8_0_rows(float *y, const struct matmul_q8 *a, const struct wmat *W, 
     case GGML_Q8_0:
         ROWS(mx_q8_q8_0_vnni(W, r, a));
     case GGML_Q4_1:
-        if (W->copy) LANES8(mx_q8_q4_1_vnni(W, r, a));
-        ROWS(mx_q8_q4_1_vnni(W, r, a));
+        LANES8(mx_q8_q4_1_vnni(W, r, a));
     case GGML_Q5_0:
-        if (W->copy) LANES8(mx_q8_q5_0_vnni(W, r, a));
-        ROWS(mx_q8_q5_0_vnni(W, r, a));
+        LANES8(mx_q8_q5_0_vnni(W, r, a));
     case GGML_Q5_1:
-        if (W->copy) LANES8(mx_q8_q5_1_vnni(W, r, a));
-        ROWS(mx_q8_q5_1_vnni(W, r, a));
+        LANES8(mx_q8_q5_1_vnni(W, r, a));
     case GGML_IQ4_NL:
         if (blockwise) COLS();
         if (W->copy) ROWS4(mx_q8_iq4_nl_rows4_vnni, mx_q8_iq4_nl_vnni(W, r, a));
@@ -293,40 +290,29 @@ int mv_x86_q8_rows(enum mv_isa isa, float *y, const struct matmul_q8 *a, const s
         if (matmul_q8_blockwise(W)) COLS();
         ROWS(mx_q8_q2_k_vnni(W, r, a));
     case GGML_IQ1_S:
-        if (W->copy) LANES8(mx_q8_iq1_s_vnni(W, r, a));
-        ROWS(mx_q8_iq1_s_vnni(W, r, a));
+        LANES8(mx_q8_iq1_s_vnni(W, r, a));
     case GGML_IQ1_M:
-        if (W->copy) LANES8(mx_q8_iq1_m_vnni(W, r, a));
-        ROWS(mx_q8_iq1_m_vnni(W, r, a));
+        LANES8(mx_q8_iq1_m_vnni(W, r, a));
     case GGML_IQ2_XXS:
-        if (W->copy) LANES8(mx_q8_iq2_xxs_vnni(W, r, a));
-        ROWS(mx_q8_iq2_xxs_vnni(W, r, a));
+        LANES8(mx_q8_iq2_xxs_vnni(W, r, a));
     case GGML_IQ2_XS:
-        if (W->copy) LANES8(mx_q8_iq2_xs_vnni(W, r, a));
-        ROWS(mx_q8_iq2_xs_vnni(W, r, a));
+        LANES8(mx_q8_iq2_xs_vnni(W, r, a));
     case GGML_IQ2_S:
-        if (W->copy) LANES8(mx_q8_iq2_s_vnni(W, r, a));
-        ROWS(mx_q8_iq2_s_vnni(W, r, a));
+        LANES8(mx_q8_iq2_s_vnni(W, r, a));
     case GGML_IQ3_XXS:
-        if (W->copy) LANES8(mx_q8_iq3_xxs_vnni(W, r, a));
-        ROWS(mx_q8_iq3_xxs_vnni(W, r, a));
+        LANES8(mx_q8_iq3_xxs_vnni(W, r, a));
     case GGML_IQ3_S:
-        if (W->copy) LANES8(mx_q8_iq3_s_vnni(W, r, a));
-        ROWS(mx_q8_iq3_s_vnni(W, r, a));
+        LANES8(mx_q8_iq3_s_vnni(W, r, a));
     case GGML_TQ1_0:
-        if (W->copy) LANES8(mx_q8_tq1_0_vnni(W, r, a));
-        ROWS(mx_q8_tq1_0_vnni(W, r, a));
+        LANES8(mx_q8_tq1_0_vnni(W, r, a));
     case GGML_TQ2_0:
-        if (W->copy) LANES8(mx_q8_tq2_0_vnni(W, r, a));
-        ROWS(mx_q8_tq2_0_vnni(W, r, a));
+        LANES8(mx_q8_tq2_0_vnni(W, r, a));
     case GGML_Q3_K:
-        if (W->copy) LANES8(mx_q8_q3_k_vnni(W, r, a));
-        ROWS(mx_q8_q3_k_vnni(W, r, a));
+        LANES8(mx_q8_q3_k_vnni(W, r, a));
     case GGML_Q5_K:
         ROWS(mx_q8_q5_k_vnni(W, r, a));
     case GGML_IQ4_XS:
-        if (W->copy) LANES8(mx_q8_iq4_xs_vnni(W, r, a));
-        ROWS(mx_q8_iq4_xs_vnni(W, r, a));
+        LANES8(mx_q8_iq4_xs_vnni(W, r, a));
     case GGML_Q6_K:
         ROWS(mx_q8_q6_k_vnni(W, r, a));
     default:
